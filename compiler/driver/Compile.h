@@ -1,0 +1,32 @@
+// The dtc pipeline: model file -> graph dialect -> training step -> memory plan -> plan bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/LLVM.h"
+
+#include "flatbuffers/ModelFile.h"
+
+namespace dtc {
+
+struct CompileOptions {
+  int64_t batchSize = 0;
+  std::string optimizer = "sgd";
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weightDecay = -1.0;  // < 0: torch.optim's default for the optimizer
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::string dumpIrDir;      // non-empty: write the IR after every pass as NN-<pass>.mlir
+};
+
+// Registers the dialects dtc uses on `ctx`.
+void registerDialects(mlir::MLIRContext& ctx);
+
+// Runs the whole pipeline. Errors are emitted on ctx's diagnostic engine.
+mlir::LogicalResult compileModel(mlir::MLIRContext& ctx, const ModelFile& model,
+                                 const CompileOptions& options, std::vector<uint8_t>& plan);
+
+}  // namespace dtc

@@ -1,0 +1,154 @@
+// Static memory planning: a persistent state region and one liveness-reused arena per function.
+#include "Passes.h"
+
+#include <map>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphOps.h"
+#include "lowering/MemoryLayout.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+// Best-fit placement of blocks in an arena whose size grows to the peak demand.
+class ArenaAllocator {
+ public:
+  int64_t allocate(int64_t bytes) {
+    int64_t bestOffset = -1, bestGap = INT64_MAX, cursor = 0;
+    for (auto& [offset, size] : live_) {
+      int64_t gap = offset - cursor;
+      if (gap >= bytes && gap < bestGap) bestGap = gap, bestOffset = cursor;
+      cursor = std::max(cursor, offset + size);
+    }
+    if (bestOffset < 0) bestOffset = cursor;
+    live_.emplace(bestOffset, bytes);
+    peak_ = std::max(peak_, bestOffset + bytes);
+    return bestOffset;
+  }
+  void release(int64_t offset) { live_.erase(offset); }
+  int64_t peak() const { return peak_; }
+
+ private:
+  std::map<int64_t, int64_t> live_;  // offset -> size
+  int64_t peak_ = 0;
+};
+
+StringAttr stateNameOf(func::FuncOp func, unsigned arg) {
+  if (auto name = func.getArgAttrOfType<StringAttr>(arg, attr::kParam)) return name;
+  return func.getArgAttrOfType<StringAttr>(arg, attr::kState);
+}
+
+struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder b(module.getContext());
+
+    // The state region: every parameter and optimizer-state tensor, in first-seen order.
+    llvm::StringMap<int64_t> stateOffset;
+    SmallVector<NamedAttribute> layout;
+    int64_t stateBytes = 0;
+    for (auto func : module.getOps<func::FuncOp>())
+      for (BlockArgument arg : func.getArguments())
+        if (StringAttr name = stateNameOf(func, arg.getArgNumber()))
+          if (!stateOffset.count(name)) {
+            stateOffset[name] = stateBytes;
+            layout.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(stateBytes)));
+            stateBytes += alignedBytes(cast<RankedTensorType>(arg.getType()));
+          }
+    module->setAttr(attr::kStateLayout, b.getDictionaryAttr(layout));
+    module->setAttr(attr::kStateBytes, b.getI64IntegerAttr(stateBytes));
+
+    for (auto func : module.getOps<func::FuncOp>()) planFunction(func, stateOffset);
+  }
+
+  void planFunction(func::FuncOp func, const llvm::StringMap<int64_t>& stateOffset) {
+    Builder b(func.getContext());
+    Block& body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+    llvm::DenseMap<Operation*, int64_t> position;
+    int64_t n = 0;
+    for (Operation& op : body) position[&op] = n++;
+    auto lastUse = [&](Value v) {
+      int64_t last = -1;
+      for (Operation* user : v.getUsers()) last = std::max(last, position[user]);
+      return last;
+    };
+
+    // Results that write back into a state tensor: the name it updates.
+    llvm::DenseMap<Value, StringAttr> updatesState;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      if (auto name = func.getResultAttrOfType<StringAttr>(i, attr::kUpdates))
+        updatesState[v] = name;
+
+    ArenaAllocator arena;
+    struct Place {
+      int64_t region, offset;
+    };
+    llvm::DenseMap<Value, Place> places;
+    SmallVector<int64_t> argOffsets, argRegions;
+    for (BlockArgument arg : func.getArguments()) {
+      Place p;
+      if (StringAttr name = stateNameOf(func, arg.getArgNumber()))
+        p = {kStateRegion, stateOffset.lookup(name)};
+      else
+        p = {kArenaRegion, arena.allocate(alignedBytes(cast<RankedTensorType>(arg.getType())))};
+      places[arg] = p;
+      argOffsets.push_back(p.offset);
+      argRegions.push_back(p.region);
+    }
+    auto release = [&](Value v) {
+      auto it = places.find(v);
+      if (it != places.end() && it->second.region == kArenaRegion) arena.release(it->second.offset);
+    };
+    // Arguments nobody reads are free from the start.
+    for (BlockArgument arg : func.getArguments())
+      if (arg.use_empty()) release(arg);
+
+    for (Operation& op : body.without_terminator()) {
+      int64_t here = position[&op];
+      SmallVector<int64_t> offsets, regions;
+      for (Value result : op.getResults()) {
+        Place p{kArenaRegion, -1};
+        // An update may overwrite the state tensor it replaces when this op is the old
+        // value's last reader: the element-wise update kernels allow out == in.
+        if (auto name = updatesState.lookup(result)) {
+          for (Value operand : op.getOperands())
+            if (auto arg = dyn_cast<BlockArgument>(operand))
+              if (stateNameOf(func, arg.getArgNumber()) == name && lastUse(arg) == here)
+                p = {kStateRegion, stateOffset.lookup(name)};
+        }
+        if (p.offset < 0)
+          p.offset = arena.allocate(alignedBytes(cast<RankedTensorType>(result.getType())));
+        places[result] = p;
+        offsets.push_back(p.offset);
+        regions.push_back(p.region);
+      }
+      op.setAttr(attr::kOffsets, b.getDenseI64ArrayAttr(offsets));
+      op.setAttr(attr::kRegions, b.getDenseI64ArrayAttr(regions));
+      // Space is reused only after the op ran: kernels may not read and write one buffer.
+      for (Value operand : op.getOperands())
+        if (lastUse(operand) == here) release(operand);
+      for (Value result : op.getResults())
+        if (result.use_empty()) release(result);
+    }
+    func->setAttr(attr::kArgOffsets, b.getDenseI64ArrayAttr(argOffsets));
+    func->setAttr(attr::kArgRegions, b.getDenseI64ArrayAttr(argRegions));
+    func->setAttr(attr::kArenaBytes, b.getI64IntegerAttr(arena.peak()));
+  }
+};
+
+}  // namespace
+}  // namespace dtc

@@ -1,0 +1,228 @@
+#include "lowering/PlanWriter.h"
+
+#include <cstring>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include "Passes.h"
+#include "flatbuffers/ModelImporter.h"
+#include "lowering/MemoryLayout.h"
+#include "plan/plan_format.h"
+#include "plan_generated.h"
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+plan::DType planDType(Type t) {
+  if (t.isInteger(64)) return plan::DType::i64;
+  if (t.isInteger(32)) return plan::DType::i32;
+  if (t.isF16()) return plan::DType::f16;
+  if (t.isBF16()) return plan::DType::bf16;
+  return plan::DType::f32;
+}
+
+std::string locationName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc)) return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = locationName(inner); !name.empty()) return name;
+  return "";
+}
+
+class PlanWriter {
+ public:
+  PlanWriter(ModuleOp module, const ModelFile* model) : module_(module), model_(model) {}
+
+  LogicalResult run(std::vector<uint8_t>& out);
+
+ private:
+  flatbuffers::Offset<plan::Function> writeFunction(func::FuncOp func);
+  LogicalResult writeState(std::vector<flatbuffers::Offset<plan::StateTensor>>& state);
+
+  ModuleOp module_;
+  const ModelFile* model_;
+  flatbuffers::FlatBufferBuilder fbb_{1 << 20};
+  std::vector<uint8_t> constants_;
+};
+
+LogicalResult PlanWriter::writeState(std::vector<flatbuffers::Offset<plan::StateTensor>>& state) {
+  auto layout = module_->getAttrOfType<DictionaryAttr>(attr::kStateLayout);
+  auto trainStep = module_.lookupSymbol<func::FuncOp>("train_step");
+  if (!layout || !trainStep)
+    return module_.emitError("plan writer: run dtc-optimizer and dtc-plan-memory first");
+  llvm::StringMap<const model::Initializer*> inits;
+  if (auto* list = model_ ? model_->model().graph()->initializers() : nullptr)
+    for (const auto* init : *list) inits[init->info()->name()->str()] = init;
+
+  for (BlockArgument arg : trainStep.getArguments()) {
+    auto param = trainStep.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam);
+    auto slot = trainStep.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kState);
+    if (!param && !slot) continue;
+    StringRef name = param ? param.getValue() : slot.getValue();
+    auto type = cast<RankedTensorType>(arg.getType());
+    auto offset = cast<IntegerAttr>(layout.get(name)).getInt();
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    plan::InitKind kind = plan::InitKind::zeros;
+    double a = 0, bParam = 0;
+    uint64_t seed = 0, dataOffset = 0, dataBytes = 0;
+    bool trainable = trainStep.getArgAttr(arg.getArgNumber(), attr::kTrainable) != nullptr;
+    if (param && model_) {
+      const model::Initializer* init = inits.lookup(name);
+      if (!init) return module_.emitError("plan writer: no initializer named '") << name << "'";
+      size_t bytes = type.getNumElements() * sizeof(float);
+      const void* values = nullptr;
+      if (init->raw_data() && init->raw_data()->size()) {
+        if (init->raw_data()->size() != bytes)
+          return module_.emitError("initializer '")
+                 << name << "' has " << init->raw_data()->size() << " bytes of data, its shape needs "
+                 << bytes;
+        values = init->raw_data()->data();
+      } else if (init->float_data() && init->float_data()->size()) {
+        if (init->float_data()->size() * sizeof(float) != bytes)
+          return module_.emitError("initializer '")
+                 << name << "' has " << init->float_data()->size()
+                 << " values, its shape needs " << type.getNumElements();
+        values = init->float_data()->data();
+      }
+      if (values) {
+        kind = plan::InitKind::data;
+        dataOffset = alignTo(constants_.size());
+        dataBytes = bytes;
+        constants_.resize(dataOffset + bytes);
+        std::memcpy(constants_.data() + dataOffset, values, bytes);
+      } else if (const model::InitRule* rule = init->init()) {
+        kind = static_cast<plan::InitKind>(rule->kind());
+        a = rule->a();
+        bParam = rule->b();
+        seed = rule->seed();
+      } else {
+        return module_.emitError("initializer '") << name << "' has neither values nor an init rule";
+      }
+    }
+    state.push_back(plan::CreateStateTensorDirect(
+        fbb_, name.str().c_str(), planDType(type.getElementType()), &shape, offset,
+        param ? plan::Role::param : plan::Role::optim_state, trainable, kind, a, bParam, seed,
+        dataOffset, dataBytes));
+  }
+  return success();
+}
+
+flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func) {
+  llvm::DenseMap<Value, uint32_t> index;
+  std::vector<flatbuffers::Offset<plan::Value>> values;
+  auto addValue = [&](Value v, const std::string& name, int64_t region, int64_t offset) {
+    auto type = cast<RankedTensorType>(v.getType());
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    index[v] = values.size();
+    values.push_back(plan::CreateValueDirect(fbb_, name.c_str(), planDType(type.getElementType()),
+                                             &shape, static_cast<plan::Region>(region),
+                                             static_cast<uint64_t>(offset)));
+  };
+  auto argOffsets = func->getAttrOfType<DenseI64ArrayAttr>(attr::kArgOffsets).asArrayRef();
+  auto argRegions = func->getAttrOfType<DenseI64ArrayAttr>(attr::kArgRegions).asArrayRef();
+  std::vector<flatbuffers::Offset<plan::Binding>> arguments, results;
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    plan::Role role = plan::Role::param;
+    StringAttr name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
+    if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kState), role = plan::Role::optim_state;
+    if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kData), role = plan::Role::data;
+    addValue(arg, name.str(), argRegions[i], argOffsets[i]);
+    arguments.push_back(plan::CreateBindingDirect(fbb_, index[arg], role, name.str().c_str(),
+                                                  role == plan::Role::data ? 0 : -1));
+  }
+  std::vector<flatbuffers::Offset<plan::Step>> steps;
+  for (Operation& op : func.getBody().front().without_terminator()) {
+    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(attr::kOffsets).asArrayRef();
+    auto regions = op.getAttrOfType<DenseI64ArrayAttr>(attr::kRegions).asArrayRef();
+    std::string loc = locationName(op.getLoc());
+    std::string kernel = op.getName().stripDialect().str();
+    for (auto [k, r] : llvm::enumerate(op.getResults()))
+      addValue(r, (loc.empty() ? kernel : loc + "/" + kernel) + ":" + std::to_string(k),
+               regions[k], offsets[k]);
+    std::vector<uint32_t> ins, outs;
+    for (Value v : op.getOperands()) ins.push_back(index.lookup(v));
+    for (Value v : op.getResults()) outs.push_back(index[v]);
+    std::vector<flatbuffers::Offset<plan::Attr>> attrs;
+    for (NamedAttribute named : op.getAttrs()) {
+      StringRef attrName = named.getName().getValue();
+      if (attrName.starts_with("plan.")) continue;
+      int64_t i = 0;
+      double f = 0;
+      std::vector<int64_t> ints;
+      std::string s;
+      Attribute value = named.getValue();
+      if (auto boolAttr = dyn_cast<BoolAttr>(value)) i = boolAttr.getValue();
+      else if (auto intAttr = dyn_cast<IntegerAttr>(value)) i = intAttr.getInt();
+      else if (auto floatAttr = dyn_cast<FloatAttr>(value)) f = floatAttr.getValueAsDouble();
+      else if (auto array = dyn_cast<DenseI64ArrayAttr>(value)) ints.assign(array.asArrayRef().begin(), array.asArrayRef().end());
+      else if (auto str = dyn_cast<StringAttr>(value)) s = str.str();
+      attrs.push_back(plan::CreateAttrDirect(fbb_, attrName.str().c_str(), i, f, &ints, s.c_str()));
+    }
+    steps.push_back(plan::CreateStepDirect(fbb_, kernel.c_str(), &ins, &outs, &attrs, loc.c_str()));
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  auto lossName = module_->getAttrOfType<StringAttr>(attr::kLoss);
+  llvm::StringSet<> paramNames;
+  for (BlockArgument arg : func.getArguments())
+    if (auto p = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam))
+      paramNames.insert(p.getValue());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    plan::Role role = plan::Role::output;
+    std::string name;
+    if (auto out = func.getResultAttrOfType<StringAttr>(i, attr::kOutput)) {
+      name = out.str();
+      if (out == lossName) role = plan::Role::loss;
+    } else if (auto upd = func.getResultAttrOfType<StringAttr>(i, attr::kUpdates)) {
+      name = upd.str();
+      role = paramNames.count(name) ? plan::Role::param : plan::Role::optim_state;
+    } else if (auto g = func.getResultAttrOfType<StringAttr>(i, attr::kGradOf)) {
+      name = g.str();
+    }
+    results.push_back(plan::CreateBindingDirect(fbb_, index.lookup(v), role, name.c_str(), -1));
+  }
+  std::string fname = func.getSymName() == "forward" ? "eval" : func.getSymName().str();
+  auto arena = func->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt();
+  return plan::CreateFunctionDirect(fbb_, fname.c_str(), &values, &steps, &arguments, &results,
+                                    static_cast<uint64_t>(arena));
+}
+
+LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
+  std::vector<flatbuffers::Offset<plan::StateTensor>> state;
+  if (failed(writeState(state))) return failure();
+  std::vector<flatbuffers::Offset<plan::Function>> functions;
+  for (auto func : module_.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(attr::kArenaBytes))
+      return func.emitError("plan writer: function was not memory-planned");
+    functions.push_back(writeFunction(func));
+  }
+  auto str = [&](StringRef attrName) {
+    auto s = module_->getAttrOfType<StringAttr>(attrName);
+    return s ? s.str() : std::string();
+  };
+  auto batch = module_->getAttrOfType<IntegerAttr>(attr::kBatchSize);
+  auto stateBytes = module_->getAttrOfType<IntegerAttr>(attr::kStateBytes).getInt();
+  fbb_.ForceVectorAlignment(constants_.size(), 1, 64);
+  auto constants = fbb_.CreateVector(constants_);
+  auto planOffset = plan::CreatePlan(
+      fbb_, kPlanVersion, fbb_.CreateString("dtc"), batch ? batch.getInt() : 0,
+      fbb_.CreateVector(state), static_cast<uint64_t>(stateBytes), fbb_.CreateVector(functions),
+      fbb_.CreateString(str(attr::kPredictions)), fbb_.CreateString(str(attr::kTargets)),
+      fbb_.CreateString(str(attr::kOptimizer)), constants);
+  plan::FinishPlanBuffer(fbb_, planOffset);
+  out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
+  return success();
+}
+
+}  // namespace
+
+LogicalResult writePlan(ModuleOp module, const ModelFile* model, std::vector<uint8_t>& out) {
+  return PlanWriter(module, model).run(out);
+}
+
+}  // namespace dtc

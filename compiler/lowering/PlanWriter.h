@@ -1,0 +1,19 @@
+// Serialises a memory-planned module into the FlatBuffers plan (runtime/schema/plan.fbs).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "flatbuffers/ModelFile.h"
+
+namespace dtc {
+
+// `module` must have run dtc-plan-memory. Initial parameter values (or their init rules) come
+// from `model`; without one (modules written by hand, tests) parameters start at zero.
+// Emits an error and fails on anything the runtime could not execute.
+mlir::LogicalResult writePlan(mlir::ModuleOp module, const ModelFile* model,
+                              std::vector<uint8_t>& out);
+
+}  // namespace dtc

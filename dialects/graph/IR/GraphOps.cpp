@@ -1,0 +1,203 @@
+// Shape inference and verifiers of the graph ops.
+#include "graph/IR/GraphOps.h"
+
+#include "mlir/Dialect/Traits.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace dtc::graph;
+
+namespace {
+
+RankedTensorType f32Tensor(MLIRContext* ctx, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, Float32Type::get(ctx));
+}
+
+RankedTensorType scalarF32(MLIRContext* ctx) { return f32Tensor(ctx, {}); }
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+LogicalResult inferBroadcast(MLIRContext* ctx, std::optional<Location> loc, Value lhs, Value rhs,
+                             SmallVectorImpl<Type>& types) {
+  if (auto error = checkBroadcast(shapeOf(lhs), shapeOf(rhs))) return emitOptionalError(loc, *error);
+  SmallVector<int64_t> shape;
+  OpTrait::util::getBroadcastedShape(shapeOf(lhs), shapeOf(rhs), shape);
+  types.push_back(f32Tensor(ctx, shape));
+  return success();
+}
+
+}  // namespace
+
+namespace dtc::graph {
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape)) s += (i ? "," : "") + std::to_string(d);
+  return s + "]";
+}
+
+std::optional<std::string> checkBroadcast(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(lhs, rhs, shape))
+    return "shapes " + shapeString(lhs) + " and " + shapeString(rhs) + " do not broadcast";
+  return std::nullopt;
+}
+
+std::optional<std::string> checkMatmul(ArrayRef<int64_t> a, ArrayRef<int64_t> b, bool tA,
+                                       bool tB) {
+  if (a.size() != 2 || b.size() != 2)
+    return "matmul needs 2-D operands, got " + shapeString(a) + " and " + shapeString(b);
+  int64_t ka = tA ? a[0] : a[1];
+  int64_t kb = tB ? b[1] : b[0];
+  if (ka != kb)
+    return "matmul contraction sizes differ: " + shapeString(a) + (tA ? "^T" : "") + " x " +
+           shapeString(b) + (tB ? "^T" : "") + " (" + std::to_string(ka) + " vs " +
+           std::to_string(kb) + ")";
+  return std::nullopt;
+}
+
+std::optional<std::string> checkCrossEntropy(ArrayRef<int64_t> logits, ArrayRef<int64_t> labels) {
+  if (logits.size() != 2 || labels.size() != 1 || labels[0] != logits[0])
+    return "cross-entropy needs logits [N,C] and labels [N], got " + shapeString(logits) +
+           " and " + shapeString(labels);
+  return std::nullopt;
+}
+
+std::optional<std::string> checkReduceAxes(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(shape.size()))
+      return "axis " + std::to_string(axes[i]) + " out of range for shape " + shapeString(shape);
+    if (i > 0 && axes[i] <= axes[i - 1]) return std::string("axes must be sorted and unique");
+  }
+  return std::nullopt;
+}
+
+}  // namespace dtc::graph
+
+LogicalResult AddOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  return inferBroadcast(ctx, loc, adaptor.getLhs(), adaptor.getRhs(), types);
+}
+LogicalResult SubOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  return inferBroadcast(ctx, loc, adaptor.getLhs(), adaptor.getRhs(), types);
+}
+LogicalResult MulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  return inferBroadcast(ctx, loc, adaptor.getLhs(), adaptor.getRhs(), types);
+}
+
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> in = shapeOf(adaptor.getX());
+  SmallVector<int64_t> out;
+  ArrayRef<int64_t> axes = adaptor.getAxes();
+  if (auto error = checkReduceAxes(in, axes)) return emitOptionalError(loc, *error);
+  for (auto [i, d] : llvm::enumerate(in)) {
+    if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
+      out.push_back(d);
+    else if (adaptor.getKeepdims())
+      out.push_back(1);
+  }
+  types.push_back(f32Tensor(ctx, out));
+  return success();
+}
+
+LogicalResult ReduceSumOp::verify() {
+  if (auto error = checkReduceAxes(shapeOf(getX()), getAxes())) return emitOpError(*error);
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  SmallVector<int64_t> shape;
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  if (!OpTrait::util::getBroadcastedShape(shapeOf(getX()), out, shape) ||
+      ArrayRef<int64_t>(shape) != out)
+    return emitOpError("cannot broadcast ") << shapeString(shapeOf(getX())) << " to "
+                                            << shapeString(out);
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = cast<RankedTensorType>(getX().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ") << shapeString(in.getShape()) << " ("
+                                          << in.getNumElements() << " elements) to "
+                                          << shapeString(out.getShape());
+  return success();
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> a = shapeOf(adaptor.getLhs()), b = shapeOf(adaptor.getRhs());
+  if (auto error = checkMatmul(a, b, adaptor.getTransposeLhs(), adaptor.getTransposeRhs()))
+    return emitOptionalError(loc, *error);
+  int64_t m = adaptor.getTransposeLhs() ? a[1] : a[0];
+  int64_t n = adaptor.getTransposeRhs() ? b[0] : b[1];
+  types.push_back(f32Tensor(ctx, {m, n}));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext* ctx,
+                                                      std::optional<Location> loc,
+                                                      Adaptor adaptor,
+                                                      SmallVectorImpl<Type>& types) {
+  if (auto error = checkCrossEntropy(shapeOf(adaptor.getLogits()), shapeOf(adaptor.getLabels())))
+    return emitOptionalError(loc, *error);
+  types.push_back(scalarF32(ctx));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
+                                                          Adaptor adaptor,
+                                                          SmallVectorImpl<Type>& types) {
+  types.push_back(adaptor.getLogits().getType());
+  return success();
+}
+
+LogicalResult MseOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>, Adaptor,
+                                      SmallVectorImpl<Type>& types) {
+  types.push_back(scalarF32(ctx));
+  return success();
+}
+
+LogicalResult MseOp::verify() {
+  if (getPred().getType() != getTarget().getType())
+    return emitOpError("prediction ") << shapeString(shapeOf(getPred()))
+                                      << " and target " << shapeString(shapeOf(getTarget()))
+                                      << " differ in shape";
+  return success();
+}
+
+LogicalResult MseGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>, Adaptor adaptor,
+                                          SmallVectorImpl<Type>& types) {
+  types.push_back(adaptor.getPred().getType());
+  return success();
+}
+
+LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
+                                            Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  types.push_back(adaptor.getParam().getType());
+  types.push_back(adaptor.getParam().getType());
+  return success();
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  if (getGrad().getType() != getParam().getType() || getBuf().getType() != getParam().getType())
+    return emitOpError("parameter, gradient and momentum buffer must have one type");
+  return success();
+}
+
+LogicalResult AdamwUpdateOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
+                                              Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  types.append(3, adaptor.getParam().getType());
+  return success();
+}
+
+LogicalResult AdamwUpdateOp::verify() {
+  Type t = getParam().getType();
+  if (getGrad().getType() != t || getExpAvg().getType() != t || getExpAvgSq().getType() != t)
+    return emitOpError("parameter, gradient and moments must have one type");
+  return success();
+}

@@ -1,0 +1,31 @@
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "graph/IR/GraphDialect.h"
+
+#include "graph/IR/GraphInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "graph/IR/GraphOps.h.inc"
+
+namespace dtc::graph {
+
+// Shape rules shared by type inference and by importers, which must reject bad shapes with a
+// message before building an op (a failing inference inside a builder is fatal).
+// Each returns std::nullopt when the shapes are valid, else the reason.
+std::optional<std::string> checkBroadcast(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
+std::optional<std::string> checkMatmul(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
+                                       bool transposeLhs, bool transposeRhs);
+std::optional<std::string> checkCrossEntropy(llvm::ArrayRef<int64_t> logits,
+                                             llvm::ArrayRef<int64_t> labels);
+std::optional<std::string> checkReduceAxes(llvm::ArrayRef<int64_t> shape,
+                                           llvm::ArrayRef<int64_t> axes);
+std::string shapeString(llvm::ArrayRef<int64_t> shape);
+
+}  // namespace dtc::graph

@@ -1,0 +1,198 @@
+#ifndef DTC_GRAPH_OPS_TD
+#define DTC_GRAPH_OPS_TD
+
+include "GraphDialect.td"
+include "GraphInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Graph_F32Tensor : RankedTensorOf<[F32]>;
+def Graph_LabelTensor : RankedTensorOf<[I64]>;
+def Graph_F32Scalar : 0DTensorOf<[F32]>;
+
+def Graph_Differentiable : DeclareOpInterfaceMethods<Graph_GradientOpInterface>;
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+// y = f(x), same type. The result type is inferred from the operand.
+class Graph_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface, SameOperandsAndResultType],
+                                     traits)> {
+  let arguments = (ins Graph_F32Tensor:$x);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+// The gradient of an activation: dx = dy · f'(at), where `at` is the input or the output of
+// the forward op, as the op's description says.
+class Graph_ActivationGradOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface, SameOperandsAndResultType],
+                                     traits)> {
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$at);
+  let results = (outs Graph_F32Tensor:$dx);
+  let assemblyFormat = "$dy `,` $at attr-dict `:` type($dx)";
+}
+
+def Graph_ReluOp : Graph_UnaryOp<"relu", [Graph_Differentiable]> {
+  let summary = "max(x, 0)";
+}
+def Graph_ReluGradOp : Graph_ActivationGradOp<"relu_grad"> {
+  let summary = "dy where the forward input `at` > 0, else 0";
+}
+def Graph_TanhOp : Graph_UnaryOp<"tanh", [Graph_Differentiable]> {
+  let summary = "tanh(x)";
+}
+def Graph_TanhGradOp : Graph_ActivationGradOp<"tanh_grad"> {
+  let summary = "dy · (1 − at²), where `at` is the forward output tanh(x)";
+}
+
+def Graph_GeluOp : Graph_Op<"gelu", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
+                                     Graph_Differentiable]> {
+  let summary = "GELU, exact (erf) or PyTorch's tanh approximation";
+  let arguments = (ins Graph_F32Tensor:$x, DefaultValuedAttr<BoolAttr, "false">:$approximate_tanh);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+def Graph_GeluGradOp : Graph_Op<"gelu_grad", [Pure, InferTypeOpInterface,
+                                              SameOperandsAndResultType]> {
+  let summary = "dy · gelu'(at), where `at` is the forward input";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$at,
+                       DefaultValuedAttr<BoolAttr, "false">:$approximate_tanh);
+  let results = (outs Graph_F32Tensor:$dx);
+  let assemblyFormat = "$dy `,` $at attr-dict `:` type($dx)";
+}
+
+// NumPy-broadcasting binary ops. The result shape is the broadcast of the operand shapes.
+class Graph_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor, Graph_Differentiable], traits)> {
+  let arguments = (ins Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+def Graph_AddOp : Graph_BinaryOp<"add", [Commutative]> { let summary = "lhs + rhs, broadcasting"; }
+def Graph_SubOp : Graph_BinaryOp<"sub"> { let summary = "lhs − rhs, broadcasting"; }
+def Graph_MulOp : Graph_BinaryOp<"mul", [Commutative]> { let summary = "lhs · rhs, broadcasting"; }
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+def Graph_ReduceSumOp : Graph_Op<"reduce_sum", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Sum over `axes`; keepdims leaves them as size 1";
+  let arguments = (ins Graph_F32Tensor:$x, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdims);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure, Graph_Differentiable]> {
+  let summary = "Broadcast x to the result shape (NumPy rules: right-aligned, 1s repeat)";
+  let arguments = (ins Graph_F32Tensor:$x);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, Graph_Differentiable]> {
+  let summary = "Same elements in row-major order, another shape";
+  let arguments = (ins Graph_F32Tensor:$x);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_FillOp : Graph_Op<"fill", [Pure]> {
+  let summary = "A tensor with every element equal to `value`";
+  let arguments = (ins F32Attr:$value);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "op(lhs) · op(rhs) on 2-D tensors, op = identity or transpose";
+  let description = [{
+    `nn.Linear` is `matmul(x, weight) {transpose_rhs}` followed by a bias `add`, with the
+    weight in PyTorch's [out, in] layout.
+  }];
+  let arguments = (ins Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses (mean reduction, as PyTorch's defaults)
+//===----------------------------------------------------------------------===//
+
+def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy",
+    [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Mean over rows of −log softmax(logits)[label] (F.cross_entropy)";
+  let arguments = (ins Graph_F32Tensor:$logits, Graph_LabelTensor:$labels);
+  let results = (outs Graph_F32Scalar:$loss);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
+}
+def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "dloss · (softmax(logits) − onehot(labels)) / rows";
+  let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$logits, Graph_LabelTensor:$labels);
+  let results = (outs Graph_F32Tensor:$dlogits);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_MseOp : Graph_Op<"mse", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Mean of (pred − target)² over all elements (F.mse_loss)";
+  let arguments = (ins Graph_F32Tensor:$pred, Graph_F32Tensor:$target);
+  let results = (outs Graph_F32Scalar:$loss);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+def Graph_MseGradOp : Graph_Op<"mse_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "dloss · 2(pred − target)/n";
+  let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$pred, Graph_F32Tensor:$target);
+  let results = (outs Graph_F32Tensor:$dpred);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates (torch.optim semantics). Each result may reuse its operand's storage.
+//===----------------------------------------------------------------------===//
+
+def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [Pure, InferTypeOpAdaptor]> {
+  let summary = "torch.optim.SGD on one parameter";
+  let description = [{
+    g = grad + weight_decay·param; buf' = momentum·buf + g; param' = param − lr·buf'.
+    With momentum 0, buf' = buf and param' = param − lr·g.
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad, Graph_F32Tensor:$buf,
+                       F32Attr:$lr, F32Attr:$momentum, F32Attr:$weight_decay);
+  let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_buf);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor]> {
+  let summary = "torch.optim.AdamW on one parameter";
+  let description = [{
+    `step` is the 1-based step count of this update. param *= 1 − lr·wd; m' = β1 m + (1−β1) g;
+    v' = β2 v + (1−β2) g²; param' = param − lr/(1−β1^t) · m' / (sqrt(v')/sqrt(1−β2^t) + eps).
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad, Graph_F32Tensor:$exp_avg,
+                       Graph_F32Tensor:$exp_avg_sq, Graph_F32Scalar:$step,
+                       F32Attr:$lr, F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
+                       F32Attr:$weight_decay);
+  let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_exp_avg,
+                      Graph_F32Tensor:$new_exp_avg_sq);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+#endif // DTC_GRAPH_OPS_TD

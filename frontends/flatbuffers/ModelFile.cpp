@@ -1,0 +1,54 @@
+#include "flatbuffers/ModelFile.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+namespace dtc {
+
+llvm::Expected<ModelFile> ModelFile::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return llvm::createStringError("cannot open model file " + path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return fromBytes(std::move(bytes), path);
+}
+
+llvm::Expected<ModelFile> ModelFile::fromBytes(std::vector<uint8_t> bytes, const std::string& name) {
+  if (bytes.size() < 8 || !model::ModelBufferHasIdentifier(bytes.data()))
+    return llvm::createStringError(name + " is not a dtc model file (identifier 'DTCM' missing)");
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  if (!model::VerifyModelBuffer(verifier))
+    return llvm::createStringError(name + " is corrupt (FlatBuffers verification failed)");
+  const model::Model* m = model::GetModel(bytes.data());
+  if (m->version() != kModelVersion)
+    return llvm::createStringError(name + " has model format version " +
+                                   std::to_string(m->version()) + "; this dtc reads version " +
+                                   std::to_string(kModelVersion));
+  ModelFile file;
+  file.bytes_ = std::move(bytes);
+  file.name_ = name;
+  return file;
+}
+
+llvm::Error writeFileAtomically(const std::string& path, const uint8_t* data, size_t size) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return llvm::createStringError("cannot write " + path);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return llvm::createStringError("failed writing " + path);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return llvm::createStringError("cannot rename " + tmp + " to " + path);
+  }
+  return llvm::Error::success();
+}
+
+}  // namespace dtc

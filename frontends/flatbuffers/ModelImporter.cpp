@@ -1,0 +1,371 @@
+#include "flatbuffers/ModelImporter.h"
+
+#include <functional>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+
+#include "graph/IR/GraphOps.h"
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+RankedTensorType toTensorType(OpBuilder& b, model::DType dtype, ArrayRef<int64_t> shape) {
+  Type element = dtype == model::DType::i64   ? Type(b.getI64Type())
+                 : dtype == model::DType::i32 ? Type(b.getI32Type())
+                                              : Type(b.getF32Type());
+  return RankedTensorType::get(shape, element);
+}
+
+class ModelImporter {
+ public:
+  ModelImporter(MLIRContext& ctx, const ModelFile& file, const ImportOptions& options)
+      : ctx_(ctx), file_(file), options_(options), builder_(&ctx) {}
+
+  OwningOpRef<ModuleOp> run();
+
+ private:
+  using Handler = LogicalResult (ModelImporter::*)(const model::Node&, Location);
+
+  LogicalResult importLinear(const model::Node& node, Location loc);
+  LogicalResult importMatMul(const model::Node& node, Location loc);
+  template <typename OpTy>
+  LogicalResult importBinary(const model::Node& node, Location loc);
+  template <typename OpTy>
+  LogicalResult importUnary(const model::Node& node, Location loc);
+  LogicalResult importGelu(const model::Node& node, Location loc);
+  LogicalResult importReduceSum(const model::Node& node, Location loc);
+  LogicalResult importReshape(const model::Node& node, Location loc);
+  LogicalResult importCrossEntropy(const model::Node& node, Location loc);
+  LogicalResult importMse(const model::Node& node, Location loc);
+
+  static const llvm::StringMap<Handler>& handlers();
+
+  LogicalResult addArgument(const model::TensorInfo& info, Location loc, bool isData,
+                            bool trainable);
+  FailureOr<SmallVector<Value>> inputs(const model::Node& node, Location loc, size_t min,
+                                       size_t max);
+  LogicalResult define(const model::Node& node, Location loc, ArrayRef<Value> values);
+  const model::Attribute* attribute(const model::Node& node, StringRef name);
+  int64_t intAttr(const model::Node& node, StringRef name, int64_t fallback);
+  Location nodeLoc(const model::Node& node, size_t index);
+
+  MLIRContext& ctx_;
+  const ModelFile& file_;
+  ImportOptions options_;
+  OpBuilder builder_;
+  func::FuncOp func_;
+  llvm::StringMap<Value> values_;
+  SmallVector<Type> argTypes_;
+  SmallVector<NamedAttrList> argAttrs_;
+};
+
+const llvm::StringMap<ModelImporter::Handler>& ModelImporter::handlers() {
+  static const llvm::StringMap<Handler> table = {
+      {"Linear", &ModelImporter::importLinear},
+      {"MatMul", &ModelImporter::importMatMul},
+      {"Add", &ModelImporter::importBinary<graph::AddOp>},
+      {"Sub", &ModelImporter::importBinary<graph::SubOp>},
+      {"Mul", &ModelImporter::importBinary<graph::MulOp>},
+      {"Relu", &ModelImporter::importUnary<graph::ReluOp>},
+      {"Tanh", &ModelImporter::importUnary<graph::TanhOp>},
+      {"Gelu", &ModelImporter::importGelu},
+      {"ReduceSum", &ModelImporter::importReduceSum},
+      {"Reshape", &ModelImporter::importReshape},
+      {"SoftmaxCrossEntropy", &ModelImporter::importCrossEntropy},
+      {"MSELoss", &ModelImporter::importMse},
+  };
+  return table;
+}
+
+Location ModelImporter::nodeLoc(const model::Node& node, size_t index) {
+  std::string name = node.name() && node.name()->size() ? node.name()->str()
+                                                        : node.op_type()->str() + "#" +
+                                                              std::to_string(index);
+  return NameLoc::get(StringAttr::get(&ctx_, name),
+                      FileLineColLoc::get(&ctx_, file_.name(), 0, 0));
+}
+
+LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location loc,
+                                         bool isData, bool trainable) {
+  std::string name = info.name()->str();
+  if (values_.count(name)) return emitError(loc) << "tensor '" << name << "' is defined twice";
+  SmallVector<int64_t> shape;
+  if (info.shape())
+    for (int64_t d : *info.shape()) {
+      if (d == -1 && isData) {
+        if (options_.batchSize <= 0)
+          return emitError(loc) << "input '" << name
+                                << "' has a batch dimension; give a batch size (--batch N)";
+        d = options_.batchSize;
+      }
+      if (d <= 0)
+        return emitError(loc) << "tensor '" << name << "' has invalid dimension " << d;
+      shape.push_back(d);
+    }
+  if (info.dtype() != model::DType::f32 && !(isData && info.dtype() == model::DType::i64))
+    return emitError(loc) << "tensor '" << name << "' has dtype "
+                          << model::EnumNameDType(info.dtype())
+                          << "; supported: f32 (inputs also i64 labels)";
+  argTypes_.push_back(toTensorType(builder_, info.dtype(), shape));
+  NamedAttrList attrs;
+  attrs.set(isData ? attr::kData : attr::kParam, builder_.getStringAttr(name));
+  if (trainable) attrs.set(attr::kTrainable, builder_.getUnitAttr());
+  argAttrs_.push_back(attrs);
+  return success();
+}
+
+FailureOr<SmallVector<Value>> ModelImporter::inputs(const model::Node& node, Location loc,
+                                                    size_t min, size_t max) {
+  size_t n = node.inputs() ? node.inputs()->size() : 0;
+  if (n < min || n > max)
+    return emitError(loc) << node.op_type()->str() << " takes " << min
+                          << (min == max ? "" : " to " + std::to_string(max)) << " inputs, got "
+                          << n;
+  SmallVector<Value> values;
+  for (const auto* name : *node.inputs()) {
+    auto it = values_.find(name->str());
+    if (it == values_.end())
+      return emitError(loc) << "input '" << name->str()
+                            << "' is not a graph input, initializer or earlier node output";
+    values.push_back(it->second);
+  }
+  return values;
+}
+
+LogicalResult ModelImporter::define(const model::Node& node, Location loc,
+                                    ArrayRef<Value> values) {
+  size_t n = node.outputs() ? node.outputs()->size() : 0;
+  if (n != values.size())
+    return emitError(loc) << node.op_type()->str() << " has " << values.size()
+                          << " outputs, the node names " << n;
+  for (auto [name, value] : llvm::zip(*node.outputs(), values)) {
+    if (values_.count(name->str()))
+      return emitError(loc) << "tensor '" << name->str() << "' is defined twice";
+    values_[name->str()] = value;
+  }
+  return success();
+}
+
+const model::Attribute* ModelImporter::attribute(const model::Node& node, StringRef name) {
+  if (!node.attributes()) return nullptr;
+  for (const auto* a : *node.attributes())
+    if (StringRef(a->name()->c_str(), a->name()->size()) == name) return a;
+  return nullptr;
+}
+
+int64_t ModelImporter::intAttr(const model::Node& node, StringRef name, int64_t fallback) {
+  const model::Attribute* a = attribute(node, name);
+  return a ? a->i() : fallback;
+}
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+LogicalResult ModelImporter::importLinear(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 3);
+  if (failed(in)) return failure();
+  Value x = (*in)[0], weight = (*in)[1];
+  if (auto error = graph::checkMatmul(shapeOf(x), shapeOf(weight), false, true))
+    return emitError(loc) << "Linear: " << *error << " (weight is [out, in])";
+  Value y = graph::MatmulOp::create(builder_, loc, x, weight, false, true);
+  if (in->size() == 3) {
+    Value bias = (*in)[2];
+    if (auto error = graph::checkBroadcast(shapeOf(y), shapeOf(bias)))
+      return emitError(loc) << "Linear bias: " << *error;
+    y = graph::AddOp::create(builder_, loc, y, bias);
+  }
+  return define(node, loc, {y});
+}
+
+LogicalResult ModelImporter::importMatMul(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 2);
+  if (failed(in)) return failure();
+  bool tA = intAttr(node, "transpose_a", 0) != 0, tB = intAttr(node, "transpose_b", 0) != 0;
+  if (auto error = graph::checkMatmul(shapeOf((*in)[0]), shapeOf((*in)[1]), tA, tB))
+    return emitError(loc) << *error;
+  return define(node, loc, {graph::MatmulOp::create(builder_, loc, (*in)[0], (*in)[1], tA, tB)});
+}
+
+template <typename OpTy>
+LogicalResult ModelImporter::importBinary(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 2);
+  if (failed(in)) return failure();
+  if (auto error = graph::checkBroadcast(shapeOf((*in)[0]), shapeOf((*in)[1])))
+    return emitError(loc) << *error;
+  return define(node, loc, {OpTy::create(builder_, loc, (*in)[0], (*in)[1])});
+}
+
+template <typename OpTy>
+LogicalResult ModelImporter::importUnary(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  return define(node, loc, {OpTy::create(builder_, loc, (*in)[0])});
+}
+
+LogicalResult ModelImporter::importGelu(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  bool tanhForm = false;
+  if (const model::Attribute* a = attribute(node, "approximate")) {
+    std::string mode = a->s() ? a->s()->str() : "";
+    if (mode != "tanh" && mode != "none")
+      return emitError(loc) << "Gelu approximate must be 'none' or 'tanh', got '" << mode << "'";
+    tanhForm = mode == "tanh";
+  }
+  return define(node, loc, {graph::GeluOp::create(builder_, loc, (*in)[0], tanhForm)});
+}
+
+LogicalResult ModelImporter::importReduceSum(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  SmallVector<int64_t> axes;
+  if (const model::Attribute* a = attribute(node, "axes"); a && a->ints())
+    for (int64_t axis : *a->ints())
+      axes.push_back(axis < 0 ? axis + static_cast<int64_t>(shapeOf((*in)[0]).size()) : axis);
+  llvm::sort(axes);
+  if (auto error = graph::checkReduceAxes(shapeOf((*in)[0]), axes))
+    return emitError(loc) << "ReduceSum: " << *error;
+  bool keepdims = intAttr(node, "keepdims", 0) != 0;
+  return define(node, loc, {graph::ReduceSumOp::create(builder_, loc, (*in)[0], axes, keepdims)});
+}
+
+LogicalResult ModelImporter::importReshape(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  const model::Attribute* a = attribute(node, "shape");
+  if (!a || !a->ints()) return emitError(loc) << "Reshape needs an ints attribute 'shape'";
+  auto inType = cast<RankedTensorType>((*in)[0].getType());
+  SmallVector<int64_t> shape(a->ints()->begin(), a->ints()->end());
+  int64_t known = 1, inferred = -1;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (d == -1 && inferred < 0) inferred = i;
+    else if (d <= 0) return emitError(loc) << "Reshape: invalid dimension " << d;
+    else known *= d;
+  }
+  if (inferred >= 0) shape[inferred] = inType.getNumElements() / known;
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  if (total != inType.getNumElements())
+    return emitError(loc) << "Reshape: cannot reshape " << graph::shapeString(inType.getShape())
+                          << " to " << graph::shapeString(shape);
+  auto type = RankedTensorType::get(shape, inType.getElementType());
+  return define(node, loc, {graph::ReshapeOp::create(builder_, loc, type, (*in)[0])});
+}
+
+LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 2);
+  if (failed(in)) return failure();
+  Value logits = (*in)[0], labels = (*in)[1];
+  if (auto error = graph::checkCrossEntropy(shapeOf(logits), shapeOf(labels)))
+    return emitError(loc) << *error;
+  if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
+    return emitError(loc) << "SoftmaxCrossEntropy labels must be int64 class indices";
+  return define(node, loc,
+                {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels)});
+}
+
+LogicalResult ModelImporter::importMse(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 2);
+  if (failed(in)) return failure();
+  if ((*in)[0].getType() != (*in)[1].getType())
+    return emitError(loc) << "MSELoss: input " << graph::shapeString(shapeOf((*in)[0]))
+                          << " and target " << graph::shapeString(shapeOf((*in)[1]))
+                          << " must have one shape and dtype";
+  return define(node, loc, {graph::MseOp::create(builder_, loc, (*in)[0], (*in)[1])});
+}
+
+OwningOpRef<ModuleOp> ModelImporter::run() {
+  const model::Graph& graph = *file_.model().graph();
+  Location fileLoc = FileLineColLoc::get(&ctx_, file_.name(), 0, 0);
+  auto fail = [&](const Twine& message) {
+    emitError(fileLoc) << message;
+    return OwningOpRef<ModuleOp>();
+  };
+  if (!graph.loss() || graph.loss()->size() == 0)
+    return fail("the model names no loss tensor (graph.loss)");
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  if (graph.initializers())
+    for (const auto* init : *graph.initializers())
+      if (failed(addArgument(*init->info(), fileLoc, /*isData=*/false, init->trainable())))
+        return nullptr;
+  if (graph.inputs())
+    for (const auto* input : *graph.inputs())
+      if (failed(addArgument(*input, fileLoc, /*isData=*/true, false))) return nullptr;
+
+  builder_.setInsertionPointToEnd(module->getBody());
+  func_ = func::FuncOp::create(builder_, fileLoc, "forward",
+                               builder_.getFunctionType(argTypes_, {}));
+  Block* body = func_.addEntryBlock();
+  for (auto [i, attrs] : llvm::enumerate(argAttrs_)) {
+    func_.setArgAttrs(i, attrs.getDictionary(&ctx_));
+    StringRef name = cast<StringAttr>(attrs.get(attrs.get(attr::kParam) ? attr::kParam
+                                                                        : attr::kData))
+                         .getValue();
+    values_[name] = body->getArgument(i);
+  }
+  builder_.setInsertionPointToEnd(body);
+
+  if (graph.nodes())
+    for (auto [i, node] : llvm::enumerate(*graph.nodes())) {
+      Location loc = nodeLoc(*node, i);
+      auto it = handlers().find(node->op_type()->string_view());
+      if (it == handlers().end())
+        return emitError(loc) << "unsupported op type '" << node->op_type()->str() << "'",
+               nullptr;
+      if (failed((this->*(it->second))(*node, loc))) return nullptr;
+    }
+
+  // Results: the loss first, then the other outputs in the model's order.
+  SmallVector<std::string> outputs{graph.loss()->str()};
+  if (graph.outputs())
+    for (const auto* name : *graph.outputs())
+      if (name->str() != outputs.front()) outputs.push_back(name->str());
+  SmallVector<Value> results;
+  for (const std::string& name : outputs) {
+    auto it = values_.find(name);
+    if (it == values_.end()) return fail("output '" + name + "' is not produced by the graph");
+    results.push_back(it->second);
+  }
+  auto lossType = cast<RankedTensorType>(results.front().getType());
+  if (lossType.getRank() != 0 || !lossType.getElementType().isF32())
+    return fail("the loss '" + outputs.front() + "' must be a float32 scalar");
+  func::ReturnOp::create(builder_, fileLoc, results);
+  SmallVector<Type> resultTypes;
+  for (Value v : results) resultTypes.push_back(v.getType());
+  func_.setType(builder_.getFunctionType(argTypes_, resultTypes));
+  for (auto [i, name] : llvm::enumerate(outputs))
+    func_.setResultAttr(i, attr::kOutput, builder_.getStringAttr(name));
+
+  (*module)->setAttr(attr::kLoss, builder_.getStringAttr(outputs.front()));
+  auto optionalName = [&](const flatbuffers::String* s, const char* key) -> LogicalResult {
+    if (!s || s->size() == 0) return success();
+    if (!values_.count(s->str()))
+      return emitError(fileLoc) << key << " names unknown tensor '" << s->str() << "'";
+    (*module)->setAttr(key, builder_.getStringAttr(s->str()));
+    return success();
+  };
+  if (failed(optionalName(graph.predictions(), attr::kPredictions)) ||
+      failed(optionalName(graph.targets(), attr::kTargets)))
+    return nullptr;
+  if (options_.batchSize > 0)
+    (*module)->setAttr(attr::kBatchSize, builder_.getI64IntegerAttr(options_.batchSize));
+  if (failed(verify(*module))) return nullptr;
+  return module;
+}
+
+}  // namespace
+
+OwningOpRef<ModuleOp> importModel(MLIRContext& ctx, const ModelFile& file,
+                                  const ImportOptions& options) {
+  ctx.loadDialect<func::FuncDialect, graph::GraphDialect>();
+  return ModelImporter(ctx, file, options).run();
+}
+
+}  // namespace dtc

@@ -1,0 +1,46 @@
+#include "zoo/ModelBuilder.h"
+
+#include "flatbuffers/model_version.h"
+
+namespace dtc::zoo {
+
+void ModelBuilder::input(const std::string& name, model::DType dtype, std::vector<int64_t> shape) {
+  inputs_.push_back(model::CreateTensorInfoDirect(fbb_, name.c_str(), dtype, &shape));
+}
+
+void ModelBuilder::uniformParameter(const std::string& name, std::vector<int64_t> shape,
+                                    double low, double high, uint64_t seed) {
+  auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
+  auto rule = model::CreateInitRule(fbb_, model::InitKind::uniform, low, high, seed);
+  initializers_.push_back(
+      model::CreateInitializer(fbb_, info, /*trainable=*/true, 0, 0, rule));
+}
+
+void ModelBuilder::node(const std::string& name, const std::string& opType,
+                        std::vector<std::string> inputs, std::vector<std::string> outputs) {
+  auto in = fbb_.CreateVectorOfStrings(inputs);
+  auto out = fbb_.CreateVectorOfStrings(outputs);
+  nodes_.push_back(model::CreateNode(fbb_, fbb_.CreateString(name), fbb_.CreateString(opType), in,
+                                     out));
+}
+
+void ModelBuilder::setOutputs(std::vector<std::string> outputs, const std::string& loss,
+                              const std::string& predictions, const std::string& targets) {
+  outputs_ = std::move(outputs);
+  loss_ = loss;
+  predictions_ = predictions;
+  targets_ = targets;
+}
+
+std::vector<uint8_t> ModelBuilder::finish() {
+  auto graph = model::CreateGraph(
+      fbb_, fbb_.CreateString(name_), fbb_.CreateVector(inputs_),
+      fbb_.CreateVectorOfStrings(outputs_), fbb_.CreateVector(initializers_),
+      fbb_.CreateVector(nodes_), fbb_.CreateString(loss_), fbb_.CreateString(predictions_),
+      fbb_.CreateString(targets_));
+  auto m = model::CreateModel(fbb_, kModelVersion, fbb_.CreateString("dtc zoo"), graph);
+  model::FinishModelBuffer(fbb_, m);
+  return {fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize()};
+}
+
+}  // namespace dtc::zoo

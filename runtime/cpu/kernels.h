@@ -1,0 +1,77 @@
+// CPU kernels, one per graph op. Plain functions over raw row-major (C-order) fp32 buffers;
+// shapes are passed explicitly. The executor (exec/) maps plan steps onto these.
+// Every kernel must tolerate `out` aliasing an input of the same shape only where stated.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "support/thread_pool.h"
+
+namespace dtc::cpu {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numElements(const Shape& shape);
+
+// C[M,N] = op(A) · op(B), op(X) = X or Xᵀ. A is [M,K] (or [K,M] if transA), B is [K,N] (or
+// [N,K] if transB). Through BLAS (sgemm).
+void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
+            bool transA, bool transB);
+
+// Element-wise binary ops with NumPy broadcasting: out has shape `outShape`; a and b are
+// broadcast to it (shapes right-aligned, size-1 or missing dimensions repeat).
+enum class BinaryOp { kAdd, kSub, kMul };
+void binary(BinaryOp op, const float* a, const Shape& aShape, const float* b, const Shape& bShape,
+            float* out, const Shape& outShape, ThreadPool& pool);
+
+// out = sum of x over `axes` (sorted, unique); out has x's shape with those axes removed
+// (keepdims only changes the shape, not the data layout).
+void reduceSum(const float* x, const Shape& xShape, const std::vector<int64_t>& axes, float* out,
+               ThreadPool& pool);
+
+// out[i] = value.
+void fill(float* out, int64_t n, float value, ThreadPool& pool);
+
+// Activations and their gradients. `out` may alias the input.
+void relu(const float* x, float* y, int64_t n, ThreadPool& pool);
+void reluGrad(const float* dy, const float* x, float* dx, int64_t n, ThreadPool& pool);
+void tanhForward(const float* x, float* y, int64_t n, ThreadPool& pool);
+void tanhGrad(const float* dy, const float* y, float* dx, int64_t n, ThreadPool& pool);  // y = tanh(x)
+// approximateTanh: PyTorch's GELU(approximate="tanh"); otherwise the exact erf form.
+void gelu(const float* x, float* y, int64_t n, bool approximateTanh, ThreadPool& pool);
+void geluGrad(const float* dy, const float* x, float* dx, int64_t n, bool approximateTanh,
+              ThreadPool& pool);
+
+// Mean softmax cross-entropy over `rows` rows of `classes` logits, as F.cross_entropy with
+// reduction="mean". Labels are class indices; one outside [0, classes) makes the call return
+// false (and leaves *loss unspecified) — the caller turns that into an error.
+bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
+                         float* loss, ThreadPool& pool);
+// dlogits = dloss · (softmax(logits) − onehot(labels)) / rows.
+void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
+                             int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool);
+
+// Mean squared error over n elements, as F.mse_loss with reduction="mean".
+void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadPool& pool);
+// dpred = dloss · 2 (pred − target) / n.
+void mseGrad(const float* dloss, const float* pred, const float* target, int64_t n, float* dpred,
+             ThreadPool& pool);
+
+// torch.optim.SGD (dampening 0, not nesterov) for one tensor:
+//   g = grad + weightDecay·param;  buf = momentum·buf + g  (buf starts at 0);  param -= lr·buf
+// With momentum == 0 the buffer is left untouched and param -= lr·g.
+// paramOut/bufOut may alias param/buf.
+void sgd(const float* param, const float* grad, const float* buf, float* paramOut, float* bufOut,
+         int64_t n, float lr, float momentum, float weightDecay, ThreadPool& pool);
+
+// torch.optim.AdamW for one tensor; `step` is the 1-based step count after this update.
+//   param *= 1 − lr·weightDecay
+//   m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²
+//   param −= (lr / (1−β1^step)) · m / (sqrt(v) / sqrt(1−β2^step) + eps)
+// Outputs may alias the corresponding inputs.
+void adamw(const float* param, const float* grad, const float* m, const float* v, float* paramOut,
+           float* mOut, float* vOut, int64_t n, float step, float lr, float beta1, float beta2,
+           float eps, float weightDecay, ThreadPool& pool);
+
+}  // namespace dtc::cpu

@@ -1,0 +1,337 @@
+// The CPU backend's kernel table: for each plan op, the contract its operands must meet and the
+// call into runtime/cpu. Contracts are checked once, when the plan is bound, so a corrupt or
+// mismatched plan is an error before any kernel touches memory.
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "cpu/kernels.h"
+#include "exec/executor.h"
+
+namespace dtc {
+namespace {
+
+using cpu::Shape;
+using Binder = StatusOr<BoundStep> (*)(const StepContext&);
+
+Status invalid(const StepContext& ctx, const std::string& message) {
+  return Status::InvalidInput(ctx.where() + message);
+}
+
+std::string str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Arity and dtypes: every operand float32 unless listed in `int64Inputs`.
+Status expect(const StepContext& ctx, size_t inputs, size_t outputs,
+              std::initializer_list<size_t> int64Inputs = {}) {
+  if (ctx.inputs.size() != inputs || ctx.outputs.size() != outputs)
+    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " +
+                            std::to_string(outputs) + " outputs");
+  for (size_t i = 0; i < inputs; ++i) {
+    bool wantI64 = std::find(int64Inputs.begin(), int64Inputs.end(), i) != int64Inputs.end();
+    if (ctx.inputs[i].dtype != (wantI64 ? DType::kI64 : DType::kF32))
+      return invalid(ctx, "input " + std::to_string(i) + " has dtype " +
+                              dtypeName(ctx.inputs[i].dtype));
+  }
+  for (const TensorView& out : ctx.outputs)
+    if (out.dtype != DType::kF32) return invalid(ctx, "outputs must be float32");
+  return Status::Ok();
+}
+
+Status sameShape(const StepContext& ctx, const TensorView& a, const TensorView& b) {
+  if (a.shape != b.shape) return invalid(ctx, "shapes " + str(a.shape) + " and " + str(b.shape) + " differ");
+  return Status::Ok();
+}
+
+bool broadcastShape(const Shape& a, const Shape& b, Shape& out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+StatusOr<BoundStep> bindMatmul(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
+  if (a.shape.size() != 2 || b.shape.size() != 2 || c.shape.size() != 2)
+    return invalid(ctx, "operands must be 2-D");
+  bool tA = ctx.intAttr("transpose_lhs") != 0, tB = ctx.intAttr("transpose_rhs") != 0;
+  int64_t m = tA ? a.shape[1] : a.shape[0], k = tA ? a.shape[0] : a.shape[1];
+  int64_t kb = tB ? b.shape[1] : b.shape[0], n = tB ? b.shape[0] : b.shape[1];
+  if (k != kb || c.shape != Shape{m, n})
+    return invalid(ctx, "shapes " + str(a.shape) + ", " + str(b.shape) + " -> " + str(c.shape) +
+                            " do not match");
+  float *pa = a.f32(), *pb = b.f32(), *pc = c.f32();
+  return BoundStep([=] {
+    cpu::matmul(pa, pb, pc, m, n, k, tA, tB);
+    return Status::Ok();
+  });
+}
+
+template <cpu::BinaryOp Op>
+StatusOr<BoundStep> bindBinary(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  Shape expected;
+  if (!broadcastShape(ctx.inputs[0].shape, ctx.inputs[1].shape, expected) ||
+      expected != ctx.outputs[0].shape)
+    return invalid(ctx, "cannot broadcast " + str(ctx.inputs[0].shape) + " and " +
+                            str(ctx.inputs[1].shape) + " to " + str(ctx.outputs[0].shape));
+  TensorView a = ctx.inputs[0], b = ctx.inputs[1], out = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::binary(Op, a.f32(), a.shape, b.f32(), b.shape, out.f32(), out.shape, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindReduceSum(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  TensorView x = ctx.inputs[0], out = ctx.outputs[0];
+  std::vector<int64_t> axes = ctx.intsAttr("axes");
+  int64_t kept = 1;
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] < 0 || axes[i] >= (int64_t)x.shape.size() || (i && axes[i] <= axes[i - 1]))
+      return invalid(ctx, "bad axes for shape " + str(x.shape));
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (std::find(axes.begin(), axes.end(), (int64_t)d) == axes.end()) kept *= x.shape[d];
+  if (kept != out.numElements()) return invalid(ctx, "output " + str(out.shape) + " does not match");
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::reduceSum(x.f32(), x.shape, axes, out.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindBroadcast(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  TensorView x = ctx.inputs[0], out = ctx.outputs[0];
+  Shape expected;
+  if (!broadcastShape(x.shape, out.shape, expected) || expected != out.shape)
+    return invalid(ctx, "cannot broadcast " + str(x.shape) + " to " + str(out.shape));
+  ThreadPool* pool = &ctx.pool;
+  // x + 0 through the broadcasting kernel: one code path for every broadcast pattern.
+  return BoundStep([=] {
+    static const float zero = 0.0f;
+    cpu::binary(cpu::BinaryOp::kAdd, x.f32(), x.shape, &zero, {}, out.f32(), out.shape, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindReshape(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  TensorView x = ctx.inputs[0], out = ctx.outputs[0];
+  if (x.numElements() != out.numElements())
+    return invalid(ctx, "cannot reshape " + str(x.shape) + " to " + str(out.shape));
+  return BoundStep([=] {
+    if (out.data != x.data) std::memmove(out.data, x.data, x.numElements() * sizeof(float));
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindFill(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 0, 1));
+  TensorView out = ctx.outputs[0];
+  float value = static_cast<float>(ctx.floatAttr("value"));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::fill(out.f32(), out.numElements(), value, *pool);
+    return Status::Ok();
+  });
+}
+
+// Unary element-wise ops: y = f(x).
+template <void (*Fn)(const float*, float*, int64_t, ThreadPool&)>
+StatusOr<BoundStep> bindUnary(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    Fn(x.f32(), y.f32(), x.numElements(), *pool);
+    return Status::Ok();
+  });
+}
+
+// Activation gradients: dx = g(dy, at).
+template <void (*Fn)(const float*, const float*, float*, int64_t, ThreadPool&)>
+StatusOr<BoundStep> bindActivationGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  TensorView dy = ctx.inputs[0], at = ctx.inputs[1], dx = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    Fn(dy.f32(), at.f32(), dx.f32(), dy.numElements(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindGelu(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  bool tanhForm = ctx.intAttr("approximate_tanh") != 0;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::gelu(x.f32(), y.f32(), x.numElements(), tanhForm, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindGeluGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], dx = ctx.outputs[0];
+  bool tanhForm = ctx.intAttr("approximate_tanh") != 0;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::geluGrad(dy.f32(), x.f32(), dx.f32(), dy.numElements(), tanhForm, *pool);
+    return Status::Ok();
+  });
+}
+
+Status checkCrossEntropy(const StepContext& ctx, const TensorView& logits, const TensorView& labels) {
+  if (logits.shape.size() != 2 || labels.shape != Shape{logits.shape[0]})
+    return invalid(ctx, "needs logits [N,C] and labels [N], got " + str(logits.shape) + " and " +
+                            str(labels.shape));
+  return Status::Ok();
+}
+
+StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1, {1}));
+  TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
+  DTC_RETURN_IF_ERROR(checkCrossEntropy(ctx, logits, labels));
+  if (loss.numElements() != 1) return invalid(ctx, "loss must be a scalar");
+  ThreadPool* pool = &ctx.pool;
+  std::string where = ctx.where();
+  return BoundStep([=] {
+    int64_t rows = logits.shape[0], classes = logits.shape[1];
+    if (!cpu::softmaxCrossEntropy(logits.f32(), labels.i64(), rows, classes, loss.f32(), *pool))
+      return Status::InvalidInput(where + "a label is outside [0, " + std::to_string(classes) +
+                                  ") (the data's class labels do not fit the model)");
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 1, {2}));
+  TensorView dloss = ctx.inputs[0], logits = ctx.inputs[1], labels = ctx.inputs[2];
+  TensorView dlogits = ctx.outputs[0];
+  DTC_RETURN_IF_ERROR(checkCrossEntropy(ctx, logits, labels));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, logits, dlogits));
+  if (dloss.numElements() != 1) return invalid(ctx, "dloss must be a scalar");
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), logits.shape[0],
+                                 logits.shape[1], dlogits.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindMse(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
+  if (ctx.outputs[0].numElements() != 1) return invalid(ctx, "loss must be a scalar");
+  TensorView pred = ctx.inputs[0], target = ctx.inputs[1], loss = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::mse(pred.f32(), target.f32(), pred.numElements(), loss.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindMseGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.inputs[2]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
+  if (ctx.inputs[0].numElements() != 1) return invalid(ctx, "dloss must be a scalar");
+  TensorView dloss = ctx.inputs[0], pred = ctx.inputs[1], target = ctx.inputs[2];
+  TensorView dpred = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::mseGrad(dloss.f32(), pred.f32(), target.f32(), pred.numElements(), dpred.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindSgd(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 2));
+  for (const TensorView& t : {ctx.inputs[1], ctx.inputs[2], ctx.outputs[0], ctx.outputs[1]})
+    DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], t));
+  TensorView p = ctx.inputs[0], g = ctx.inputs[1], buf = ctx.inputs[2];
+  TensorView pOut = ctx.outputs[0], bufOut = ctx.outputs[1];
+  float lr = ctx.floatAttr("lr"), momentum = ctx.floatAttr("momentum");
+  float wd = ctx.floatAttr("weight_decay");
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::sgd(p.f32(), g.f32(), buf.f32(), pOut.f32(), bufOut.f32(), p.numElements(), lr,
+             momentum, wd, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindAdamw(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 5, 3));
+  for (const TensorView& t : {ctx.inputs[1], ctx.inputs[2], ctx.inputs[3], ctx.outputs[0],
+                              ctx.outputs[1], ctx.outputs[2]})
+    DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], t));
+  if (ctx.inputs[4].numElements() != 1) return invalid(ctx, "step must be a scalar");
+  TensorView p = ctx.inputs[0], g = ctx.inputs[1], m = ctx.inputs[2], v = ctx.inputs[3];
+  TensorView step = ctx.inputs[4];
+  TensorView pOut = ctx.outputs[0], mOut = ctx.outputs[1], vOut = ctx.outputs[2];
+  float lr = ctx.floatAttr("lr"), b1 = ctx.floatAttr("beta1"), b2 = ctx.floatAttr("beta2");
+  float eps = ctx.floatAttr("eps"), wd = ctx.floatAttr("weight_decay");
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::adamw(p.f32(), g.f32(), m.f32(), v.f32(), pOut.f32(), mOut.f32(), vOut.f32(),
+               p.numElements(), *step.f32(), lr, b1, b2, eps, wd, *pool);
+    return Status::Ok();
+  });
+}
+
+const std::unordered_map<std::string, Binder>& binders() {
+  static const std::unordered_map<std::string, Binder> table = {
+      {"matmul", bindMatmul},
+      {"add", bindBinary<cpu::BinaryOp::kAdd>},
+      {"sub", bindBinary<cpu::BinaryOp::kSub>},
+      {"mul", bindBinary<cpu::BinaryOp::kMul>},
+      {"reduce_sum", bindReduceSum},
+      {"broadcast", bindBroadcast},
+      {"reshape", bindReshape},
+      {"fill", bindFill},
+      {"relu", bindUnary<cpu::relu>},
+      {"relu_grad", bindActivationGrad<cpu::reluGrad>},
+      {"tanh", bindUnary<cpu::tanhForward>},
+      {"tanh_grad", bindActivationGrad<cpu::tanhGrad>},
+      {"gelu", bindGelu},
+      {"gelu_grad", bindGeluGrad},
+      {"softmax_cross_entropy", bindCrossEntropy},
+      {"softmax_cross_entropy_grad", bindCrossEntropyGrad},
+      {"mse", bindMse},
+      {"mse_grad", bindMseGrad},
+      {"sgd_update", bindSgd},
+      {"adamw_update", bindAdamw},
+  };
+  return table;
+}
+
+}  // namespace
+
+StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
+  auto it = binders().find(ctx.step.op()->str());
+  if (it == binders().end())
+    return Status::InvalidInput("unknown op '" + ctx.step.op()->str() +
+                                "' (the plan needs a newer dtrun)");
+  return it->second(ctx);
+}
+
+}  // namespace dtc

@@ -1,0 +1,166 @@
+#include "exec/executor.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "data/init.h"
+
+namespace dtc {
+
+int64_t TensorView::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+namespace {
+
+const plan::Attr* findAttr(const plan::Step& step, const char* name) {
+  if (step.attrs())
+    for (const plan::Attr* a : *step.attrs())
+      if (a->name()->str() == name) return a;
+  return nullptr;
+}
+
+uint8_t* allocateAligned(uint64_t bytes) {
+  uint64_t rounded = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (p) std::memset(p, 0, rounded);
+  return static_cast<uint8_t*>(p);
+}
+
+}  // namespace
+
+int64_t StepContext::intAttr(const char* name) const {
+  const plan::Attr* a = findAttr(step, name);
+  return a ? a->i() : 0;
+}
+
+double StepContext::floatAttr(const char* name) const {
+  const plan::Attr* a = findAttr(step, name);
+  return a ? a->f() : 0.0;
+}
+
+std::vector<int64_t> StepContext::intsAttr(const char* name) const {
+  const plan::Attr* a = findAttr(step, name);
+  if (!a || !a->ints()) return {};
+  return {a->ints()->begin(), a->ints()->end()};
+}
+
+std::string StepContext::where() const {
+  std::string loc = step.loc() ? step.loc()->str() : "";
+  return step.op()->str() + (loc.empty() ? "" : " at " + loc) + ": ";
+}
+
+Executor::Executor(const Plan& plan, int threads) : plan_(plan), pool_(threads) {}
+
+Executor::~Executor() {
+  std::free(state_);
+  std::free(arena_);
+}
+
+StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threads) {
+  std::unique_ptr<Executor> ex(new Executor(plan, threads));
+  ex->arenaBytes_ = plan.maxArenaBytes();
+  ex->state_ = allocateAligned(plan.root().state_bytes());
+  ex->arena_ = allocateAligned(ex->arenaBytes_);
+  if (!ex->state_ || !ex->arena_)
+    return Status::Internal("cannot allocate " +
+                            std::to_string(plan.root().state_bytes() + ex->arenaBytes_) +
+                            " bytes for the plan's memory");
+  for (const plan::Function* f : *plan.root().functions()) DTC_RETURN_IF_ERROR(ex->prepare(*f));
+  return ex;
+}
+
+TensorView Executor::view(const std::string& function, uint32_t index) const {
+  const plan::Function& f = *functions_.at(function).function;
+  const plan::Value& v = *f.values()->Get(index);
+  TensorView t;
+  t.data = (v.region() == plan::Region::state ? state_ : arena_) + v.offset();
+  t.dtype = toDType(v.dtype());
+  if (v.shape()) t.shape.assign(v.shape()->begin(), v.shape()->end());
+  return t;
+}
+
+TensorView Executor::state(const std::string& name) const {
+  for (const plan::StateTensor* s : *plan_.root().state())
+    if (s->name()->str() == name) {
+      TensorView t;
+      t.data = state_ + s->offset();
+      t.dtype = toDType(s->dtype());
+      if (s->shape()) t.shape.assign(s->shape()->begin(), s->shape()->end());
+      return t;
+    }
+  return {};
+}
+
+Status Executor::prepare(const plan::Function& function) {
+  std::string name = function.name()->str();
+  PreparedFunction& prepared = functions_[name];
+  prepared.function = &function;
+  if (function.steps())
+    for (const plan::Step* step : *function.steps()) {
+      StepContext ctx{*step, {}, {}, pool_};
+      if (step->inputs())
+        for (uint32_t i : *step->inputs()) ctx.inputs.push_back(view(name, i));
+      if (step->outputs())
+        for (uint32_t i : *step->outputs()) ctx.outputs.push_back(view(name, i));
+      StatusOr<BoundStep> bound = bindCpuStep(ctx);
+      if (!bound.ok())
+        return bound.status().withContext(plan_.name() + ": function '" + name + "'");
+      prepared.steps.push_back(std::move(bound).value());
+    }
+  if (function.results())
+    for (const plan::Binding* b : *function.results()) {
+      if (b->role() != plan::Role::param && b->role() != plan::Role::optim_state) continue;
+      TensorView from = view(name, b->value());
+      TensorView to = state(b->name()->str());
+      if (!to.data || to.shape != from.shape || to.dtype != from.dtype)
+        return Status::InvalidInput(plan_.name() + " is invalid: function '" + name +
+                                    "' updates unknown or mismatched state '" +
+                                    b->name()->str() + "'");
+      if (from.data != to.data) prepared.writeBacks.emplace_back(from, to);
+    }
+  return Status::Ok();
+}
+
+Status Executor::initializeState() {
+  const plan::Plan& p = plan_.root();
+  for (const plan::StateTensor* s : *p.state()) {
+    uint8_t* dst = state_ + s->offset();
+    int64_t n = numElements(s->shape());
+    size_t bytes = static_cast<size_t>(n) * dtypeSize(toDType(s->dtype()));
+    switch (s->init()) {
+      case plan::InitKind::data:
+        std::memcpy(dst, p.constants()->data() + s->data_offset(), bytes);
+        break;
+      case plan::InitKind::zeros:
+        std::memset(dst, 0, bytes);
+        break;
+      default: {
+        if (s->dtype() != plan::DType::f32)
+          return Status::InvalidInput("init rules apply to float32 tensors only ('" +
+                                      s->name()->str() + "')");
+        data::InitKind kind = s->init() == plan::InitKind::ones      ? data::InitKind::kOnes
+                              : s->init() == plan::InitKind::uniform ? data::InitKind::kUniform
+                                                                     : data::InitKind::kNormal;
+        data::fillInit(kind, s->init_a(), s->init_b(), s->init_seed(), s->name()->str(),
+                       reinterpret_cast<float*>(dst), n);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status Executor::run(const std::string& function) {
+  auto it = functions_.find(function);
+  if (it == functions_.end())
+    return Status::InvalidInput(plan_.name() + " has no function '" + function + "'");
+  for (const BoundStep& step : it->second.steps) DTC_RETURN_IF_ERROR(step());
+  for (auto& [from, to] : it->second.writeBacks)
+    std::memcpy(to.data, from.data, static_cast<size_t>(from.numElements()) * dtypeSize(from.dtype));
+  return Status::Ok();
+}
+
+}  // namespace dtc

@@ -1,0 +1,84 @@
+// Runs a verified plan's functions on the CPU backend. All memory is allocated once: the
+// state region (parameters, optimizer state) and one arena shared by the functions in turn.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+#include "support/thread_pool.h"
+
+namespace dtc {
+
+// A value's storage as a kernel sees it.
+struct TensorView {
+  uint8_t* data = nullptr;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  float* f32() const { return reinterpret_cast<float*>(data); }
+  int64_t* i64() const { return reinterpret_cast<int64_t*>(data); }
+  int64_t numElements() const;
+};
+
+// One plan step bound to its buffers, ready to run.
+using BoundStep = std::function<Status()>;
+
+struct StepContext {
+  const plan::Step& step;
+  std::vector<TensorView> inputs;
+  std::vector<TensorView> outputs;
+  ThreadPool& pool;
+
+  // Attribute accessors (attributes are optional in the format; absent means 0).
+  int64_t intAttr(const char* name) const;
+  double floatAttr(const char* name) const;
+  std::vector<int64_t> intsAttr(const char* name) const;
+  // "matmul at fc0: " — the prefix of every error about this step.
+  std::string where() const;
+};
+
+// Validates a step's operands against its kernel's contract and binds it. Defined per kernel in
+// cpu_kernel_table.cc.
+StatusOr<BoundStep> bindCpuStep(const StepContext& ctx);
+
+class Executor {
+ public:
+  static StatusOr<std::unique_ptr<Executor>> create(const Plan& plan, int threads);
+  ~Executor();
+
+  // Fills parameters from their init rules or stored values and zeroes optimizer state.
+  Status initializeState();
+  Status run(const std::string& function);
+
+  const Plan& plan() const { return plan_; }
+  bool hasFunction(const std::string& name) const { return functions_.count(name) != 0; }
+  // Where value `index` of `function` lives.
+  TensorView view(const std::string& function, uint32_t index) const;
+  // A state tensor by name (parameter or optimizer state), or an empty view.
+  TensorView state(const std::string& name) const;
+  ThreadPool& pool() { return pool_; }
+  uint64_t arenaBytes() const { return arenaBytes_; }
+
+ private:
+  explicit Executor(const Plan& plan, int threads);
+  Status prepare(const plan::Function& function);
+
+  struct PreparedFunction {
+    const plan::Function* function = nullptr;
+    std::vector<BoundStep> steps;
+    // Updated state computed outside its own storage: copied back after the steps.
+    std::vector<std::pair<TensorView, TensorView>> writeBacks;  // (from, to)
+  };
+
+  const Plan& plan_;
+  ThreadPool pool_;
+  uint8_t* state_ = nullptr;
+  uint8_t* arena_ = nullptr;
+  uint64_t arenaBytes_ = 0;
+  std::map<std::string, PreparedFunction> functions_;
+};
+
+}  // namespace dtc

@@ -1,0 +1,183 @@
+#include "exec/trainer.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "cpu/blas.h"
+#include "data/sampler.h"
+#include "exec/executor.h"
+#include "io/npy.h"
+#include "io/safetensors.h"
+
+namespace dtc {
+namespace {
+
+// The data inputs of one plan function, each backed by DIR/<name>.npy.
+struct BoundData {
+  struct Input {
+    std::string name;
+    io::NpyArray array;
+    TensorView dest;  // where one batch goes in the arena
+  };
+  std::vector<Input> inputs;
+  int64_t rows = 0;
+};
+
+StatusOr<BoundData> bindData(Executor& ex, const std::string& function, const std::string& dir) {
+  const plan::Function* f = ex.plan().function(function);
+  BoundData bound;
+  for (const plan::Binding* b : *f->arguments()) {
+    if (b->role() != plan::Role::data) continue;
+    std::string name = b->name()->str();
+    std::string path = dir + "/" + name + ".npy";
+    DTC_ASSIGN_OR_RETURN(io::NpyArray array, io::openNpy(path));
+    TensorView dest = ex.view(function, b->value());
+    if (array.dtype() != dest.dtype)
+      return Status::InvalidInput(path + " has dtype " + dtypeName(array.dtype()) +
+                                  "; the model's input '" + name + "' is " +
+                                  dtypeName(dest.dtype));
+    const std::vector<int64_t>& shape = array.shape();
+    std::vector<int64_t> want(dest.shape.begin() + 1, dest.shape.end());
+    if (shape.empty() || std::vector<int64_t>(shape.begin() + 1, shape.end()) != want) {
+      std::string expected = "[N";
+      for (int64_t d : want) expected += "," + std::to_string(d);
+      std::string got = "[";
+      for (size_t i = 0; i < shape.size(); ++i) got += (i ? "," : "") + std::to_string(shape[i]);
+      return Status::InvalidInput(path + " has shape " + got + "]; the model's input '" + name +
+                                  "' needs " + expected + "]");
+    }
+    if (!bound.inputs.empty() && shape[0] != bound.rows)
+      return Status::InvalidInput(path + " has " + std::to_string(shape[0]) + " samples, " +
+                                  bound.inputs.front().name + ".npy has " +
+                                  std::to_string(bound.rows));
+    bound.rows = shape[0];
+    bound.inputs.push_back({name, std::move(array), dest});
+  }
+  int64_t batch = ex.plan().root().batch_size();
+  if (!bound.inputs.empty() && bound.rows < batch)
+    return Status::InvalidInput(dir + " has " + std::to_string(bound.rows) +
+                                " samples, fewer than one batch of " + std::to_string(batch));
+  return bound;
+}
+
+void loadBatch(BoundData& data, const std::vector<int64_t>& indices) {
+  for (auto& input : data.inputs) data::gatherRows(input.array, indices, input.dest.data);
+}
+
+uint32_t resultIndex(const plan::Function& f, plan::Role role, const std::string& name = "") {
+  for (const plan::Binding* b : *f.results())
+    if (b->role() == role && (name.empty() || b->name()->str() == name)) return b->value();
+  return UINT32_MAX;
+}
+
+Status evaluate(Executor& ex, const std::string& dir) {
+  if (!ex.hasFunction("eval")) return Status::InvalidInput("the plan has no eval function");
+  DTC_ASSIGN_OR_RETURN(BoundData data, bindData(ex, "eval", dir));
+  const plan::Function& f = *ex.plan().function("eval");
+  int64_t batch = ex.plan().root().batch_size();
+  uint32_t lossIndex = resultIndex(f, plan::Role::loss);
+  std::string predictions = ex.plan().root().predictions()->str();
+  std::string targets = ex.plan().root().targets()->str();
+  uint32_t logitsIndex =
+      predictions.empty() ? UINT32_MAX : resultIndex(f, plan::Role::output, predictions);
+  const BoundData::Input* labels = nullptr;
+  for (const auto& input : data.inputs)
+    if (input.name == targets) labels = &input;
+
+  int64_t batches = data.rows / batch, correct = 0;
+  double lossSum = 0;
+  std::vector<int64_t> indices(batch);
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i = 0; i < batch; ++i) indices[i] = b * batch + i;
+    loadBatch(data, indices);
+    DTC_RETURN_IF_ERROR(ex.run("eval"));
+    lossSum += *ex.view("eval", lossIndex).f32();
+    if (logitsIndex != UINT32_MAX && labels) {
+      TensorView logits = ex.view("eval", logitsIndex);
+      int64_t classes = logits.shape.back();
+      for (int64_t i = 0; i < batch; ++i) {
+        const float* row = logits.f32() + i * classes;
+        int64_t best = std::max_element(row, row + classes) - row;
+        correct += best == labels->dest.i64()[i];
+      }
+    }
+  }
+  int64_t seen = batches * batch;
+  std::printf("eval: loss %.6f", lossSum / std::max<int64_t>(batches, 1));
+  if (logitsIndex != UINT32_MAX && labels)
+    std::printf(" | accuracy %.2f%% (%lld/%lld)", 100.0 * correct / std::max<int64_t>(seen, 1),
+                (long long)correct, (long long)seen);
+  if (seen < data.rows)
+    std::printf(" | last %lld samples skipped (not a full batch)", (long long)(data.rows - seen));
+  std::printf("\n");
+  return Status::Ok();
+}
+
+Status saveParameters(Executor& ex, const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Status::InvalidInput("cannot create directory " + dir);
+  std::vector<io::TensorRef> tensors;
+  for (const plan::StateTensor* s : *ex.plan().root().state()) {
+    if (s->role() != plan::Role::param) continue;
+    TensorView t = ex.state(s->name()->str());
+    tensors.push_back({s->name()->str(), t.dtype, t.shape, t.data,
+                       static_cast<size_t>(t.numElements()) * dtypeSize(t.dtype)});
+  }
+  return io::writeSafetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+}
+
+}  // namespace
+
+Status train(const Plan& plan, const TrainOptions& options) {
+  cpu::setBlasThreads(options.threads);
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(plan, options.threads));
+  DTC_RETURN_IF_ERROR(ex->initializeState());
+
+  if (options.steps > 0) {
+    if (options.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");
+    DTC_ASSIGN_OR_RETURN(BoundData data, bindData(*ex, "train_step", options.dataDir));
+    const plan::Function& f = *plan.function("train_step");
+    uint32_t lossIndex = resultIndex(f, plan::Role::loss);
+    int64_t batch = plan.root().batch_size();
+    data::EpochSampler sampler(data.rows, batch, options.seed);
+    std::unique_ptr<std::ofstream> log;
+    std::string logTmp = options.logPath + ".tmp";
+    if (!options.logPath.empty()) {
+      log = std::make_unique<std::ofstream>(logTmp, std::ios::trunc);
+      if (!*log) return Status::InvalidInput("cannot write log file " + options.logPath);
+    }
+    for (int64_t step = 1; step <= options.steps; ++step) {
+      auto start = std::chrono::steady_clock::now();
+      loadBatch(data, sampler.nextBatch());
+      DTC_RETURN_IF_ERROR(ex->run("train_step"));
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      float loss = *ex->view("train_step", lossIndex).f32();
+      double rate = batch / std::max(seconds, 1e-9);
+      std::printf("step %5lld/%lld | loss %.6f | %.0f samples/s\n", (long long)step,
+                  (long long)options.steps, loss, rate);
+      if (log) {
+        char line[160];
+        std::snprintf(line, sizeof line, "{\"step\":%lld,\"loss\":%.9g,\"samples_per_s\":%.6g}\n",
+                      (long long)step, loss, rate);
+        *log << line << std::flush;
+      }
+    }
+    if (log) {
+      log->close();
+      if (std::rename(logTmp.c_str(), options.logPath.c_str()) != 0)
+        return Status::Internal("cannot rename " + logTmp + " to " + options.logPath);
+    }
+  }
+  if (!options.evalDir.empty()) DTC_RETURN_IF_ERROR(evaluate(*ex, options.evalDir));
+  if (!options.saveDir.empty()) DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir));
+  return Status::Ok();
+}
+
+}  // namespace dtc

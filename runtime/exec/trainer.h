@@ -1,0 +1,23 @@
+// The training loop behind `dtrun`: data in, steps run, progress out, parameters saved.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "plan/plan.h"
+
+namespace dtc {
+
+struct TrainOptions {
+  std::string dataDir;   // DIR/<input>.npy for each data input of train_step
+  std::string evalDir;   // optional held-out set for the eval function
+  std::string logPath;   // optional JSON lines, one object per step
+  std::string saveDir;   // optional: DIR/model.safetensors with the final parameters
+  int64_t steps = 0;
+  uint64_t seed = 0;     // sample order: epoch e is permuted from (seed, e)
+  int threads = 0;       // 0: all hardware threads
+};
+
+Status train(const Plan& plan, const TrainOptions& options);
+
+}  // namespace dtc

@@ -1,0 +1,145 @@
+#include "plan/summary.h"
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace dtc {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else out += c;
+  }
+  return out + "\"";
+}
+
+std::string jsonShape(const flatbuffers::Vector<int64_t>* shape) {
+  std::string s = "[";
+  if (shape)
+    for (size_t i = 0; i < shape->size(); ++i) s += (i ? "," : "") + std::to_string(shape->Get(i));
+  return s + "]";
+}
+
+const char* initName(plan::InitKind k) { return plan::EnumNameInitKind(k); }
+
+struct FunctionStats {
+  std::map<std::string, int> ops;
+  uint64_t naiveArenaBytes = 0;  // every arena value in its own buffer: what reuse saves
+};
+
+FunctionStats stats(const plan::Function& f) {
+  FunctionStats s;
+  if (f.steps())
+    for (const plan::Step* step : *f.steps()) s.ops[step->op()->str()]++;
+  if (f.values())
+    for (const plan::Value* v : *f.values())
+      if (v->region() == plan::Region::arena) s.naiveArenaBytes += (valueBytes(*v) + 63) / 64 * 64;
+  return s;
+}
+
+}  // namespace
+
+std::string summarizePlanText(const Plan& plan) {
+  const plan::Plan& p = plan.root();
+  std::ostringstream os;
+  os << "plan " << plan.name() << " (format v" << p.version() << ", by "
+     << (p.producer() ? p.producer()->str() : "?") << ")\n";
+  os << "batch size " << p.batch_size() << "; optimizer: "
+     << (p.optimizer() ? p.optimizer()->str() : "") << "\n";
+  uint64_t paramCount = 0, paramBytes = 0, stateBytes = 0;
+  int params = 0, trainable = 0, slots = 0;
+  for (const plan::StateTensor* s : *p.state()) {
+    uint64_t bytes = numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
+    if (s->role() == plan::Role::param) {
+      ++params;
+      trainable += s->trainable();
+      paramCount += numElements(s->shape());
+      paramBytes += bytes;
+    } else {
+      ++slots;
+      stateBytes += bytes;
+    }
+  }
+  os << "parameters: " << params << " tensors (" << trainable << " trainable), " << paramCount
+     << " values, " << paramBytes << " bytes\n";
+  os << "optimizer state: " << slots << " tensors, " << stateBytes << " bytes\n";
+  os << "state region: " << p.state_bytes() << " bytes; arena peak (largest function): "
+     << plan.maxArenaBytes() << " bytes; total " << p.state_bytes() + plan.maxArenaBytes()
+     << " bytes\n";
+  for (const plan::Function* f : *p.functions()) {
+    FunctionStats s = stats(*f);
+    os << "function " << f->name()->str() << ": " << (f->steps() ? f->steps()->size() : 0)
+       << " steps, arena peak " << f->arena_bytes() << " bytes (" << s.naiveArenaBytes
+       << " without reuse)\n    ops:";
+    for (auto& [op, n] : s.ops) os << " " << op << "=" << n;
+    os << "\n";
+  }
+  os << "parameters:\n";
+  for (const plan::StateTensor* s : *p.state()) {
+    if (s->role() != plan::Role::param) continue;
+    os << "  " << s->name()->str() << " " << shapeString(s->shape()) << " "
+       << dtypeName(toDType(s->dtype())) << (s->trainable() ? "" : " (frozen)") << " init "
+       << initName(s->init());
+    if (s->init() == plan::InitKind::uniform || s->init() == plan::InitKind::normal)
+      os << "(" << s->init_a() << ", " << s->init_b() << ", seed " << s->init_seed() << ")";
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string summarizePlanJson(const Plan& plan) {
+  const plan::Plan& p = plan.root();
+  std::ostringstream os;
+  os << "{\"version\":" << p.version() << ",\"batch_size\":" << p.batch_size()
+     << ",\"optimizer\":" << quote(p.optimizer() ? p.optimizer()->str() : "")
+     << ",\"state_bytes\":" << p.state_bytes() << ",\"arena_bytes\":" << plan.maxArenaBytes()
+     << ",\"state\":[";
+  bool first = true;
+  for (const plan::StateTensor* s : *p.state()) {
+    os << (first ? "" : ",") << "{\"name\":" << quote(s->name()->str())
+       << ",\"role\":" << quote(plan::EnumNameRole(s->role())) << ",\"shape\":" << jsonShape(s->shape())
+       << ",\"dtype\":" << quote(dtypeName(toDType(s->dtype())))
+       << ",\"trainable\":" << (s->trainable() ? "true" : "false") << ",\"offset\":" << s->offset()
+       << ",\"init\":" << quote(initName(s->init())) << "}";
+    first = false;
+  }
+  os << "],\"functions\":[";
+  first = true;
+  for (const plan::Function* f : *p.functions()) {
+    FunctionStats s = stats(*f);
+    os << (first ? "" : ",") << "{\"name\":" << quote(f->name()->str())
+       << ",\"arena_bytes\":" << f->arena_bytes() << ",\"naive_arena_bytes\":" << s.naiveArenaBytes
+       << ",\"op_counts\":{";
+    bool firstOp = true;
+    for (auto& [op, n] : s.ops) os << (firstOp ? "" : ",") << quote(op) << ":" << n, firstOp = false;
+    os << "},\"steps\":[";
+    bool firstStep = true;
+    if (f->steps())
+      for (const plan::Step* step : *f->steps()) {
+        os << (firstStep ? "" : ",") << "{\"op\":" << quote(step->op()->str())
+           << ",\"loc\":" << quote(step->loc() ? step->loc()->str() : "") << ",\"outputs\":[";
+        bool firstOut = true;
+        for (uint32_t id : *step->outputs()) {
+          const plan::Value* v = f->values()->Get(id);
+          os << (firstOut ? "" : ",") << "{\"shape\":" << jsonShape(v->shape()) << ",\"region\":"
+             << quote(plan::EnumNameRegion(v->region())) << ",\"offset\":" << v->offset() << "}";
+          firstOut = false;
+        }
+        os << "]}";
+        firstStep = false;
+      }
+    os << "]}";
+    first = false;
+  }
+  os << "]}\n";
+  return os.str();
+}
+
+}  // namespace dtc

@@ -1,0 +1,94 @@
+#include "support/args.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace dtc {
+
+StatusOr<Args> Args::parse(int argc, char** argv, int first, const std::set<std::string>& valued,
+                           const std::set<std::string>& switches) {
+  Args args;
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
+      if (arg.size() > 1 && arg[0] == '-' && arg != "-" && !(arg == "-o"))
+        return Status::InvalidInput("unknown option " + arg);
+      if (arg == "-o") arg = "--output";
+      else {
+        args.positionals_.push_back(arg);
+        continue;
+      }
+    }
+    std::string name = arg.substr(2), value;
+    bool inlineValue = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      inlineValue = true;
+    }
+    if (switches.count(name)) {
+      if (inlineValue) return Status::InvalidInput("option --" + name + " takes no value");
+      args.values_[name] = "1";
+    } else if (valued.count(name)) {
+      if (!inlineValue) {
+        if (i + 1 >= argc) return Status::InvalidInput("option --" + name + " needs a value");
+        value = argv[++i];
+      }
+      args.values_[name] = value;
+    } else {
+      return Status::InvalidInput("unknown option --" + name);
+    }
+  }
+  return args;
+}
+
+std::string Args::str(const std::string& flag, const std::string& fallback) const {
+  auto it = values_.find(flag);
+  return it == values_.end() ? fallback : it->second;
+}
+
+StatusOr<int64_t> Args::integer(const std::string& flag, int64_t fallback) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (errno || end == it->second.c_str() || *end)
+    return Status::InvalidInput("--" + flag + " expects an integer, got '" + it->second + "'");
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<double> Args::number(const std::string& flag, double fallback) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(it->second.c_str(), &end);
+  if (errno || end == it->second.c_str() || *end)
+    return Status::InvalidInput("--" + flag + " expects a number, got '" + it->second + "'");
+  return v;
+}
+
+StatusOr<std::vector<int64_t>> Args::integers(const std::string& flag,
+                                              std::vector<int64_t> fallback) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  std::vector<int64_t> out;
+  const std::string& s = it->second;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || errno || *end)
+      return Status::InvalidInput("--" + flag + " expects comma-separated integers, got '" + s + "'");
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace dtc

@@ -1,0 +1,35 @@
+// Command-line flags for the tools: `--name value`, `--name=value`, boolean `--name`, and
+// positionals. Unknown flags and malformed numbers are errors, reported as one line.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "support/status.h"
+
+namespace dtc {
+
+class Args {
+ public:
+  // `valued` lists flags that take a value, `switches` those that do not.
+  static StatusOr<Args> parse(int argc, char** argv, int first, const std::set<std::string>& valued,
+                              const std::set<std::string>& switches);
+
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  bool has(const std::string& flag) const { return values_.count(flag) != 0; }
+  std::string str(const std::string& flag, const std::string& fallback = "") const;
+  StatusOr<int64_t> integer(const std::string& flag, int64_t fallback) const;
+  StatusOr<double> number(const std::string& flag, double fallback) const;
+  // A comma-separated list of integers ("256,128").
+  StatusOr<std::vector<int64_t>> integers(const std::string& flag,
+                                          std::vector<int64_t> fallback) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positionals_;
+};
+
+}  // namespace dtc

@@ -1,0 +1,66 @@
+"""Shared helpers for end-to-end tests: run the tools, reproduce dtrun's sample order, read
+safetensors. Run with /usr/bin/python3 (Debian's python3-torch and python3-numpy)."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+MASK = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+import safetensors_np  # noqa: E402
+
+
+def tool(name):
+    """Path of a built tool; DTC_BUILD_DIR is set by ctest."""
+    build = os.environ.get("DTC_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+    return os.path.join(build, "tools", name, name)
+
+
+def run(*args, expect_ok=True):
+    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    if expect_ok and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def splitmix64(state):
+    state = (state + GOLDEN) & MASK
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return state, z ^ (z >> 31)
+
+
+def epoch_permutation(n, seed, epoch):
+    """dtrun's sample order for one epoch (runtime/data/sampler.h)."""
+    perm = list(range(n))
+    state = (seed ^ ((GOLDEN * (epoch + 1)) & MASK)) & MASK
+    for i in range(n - 1, 0, -1):
+        state, r = splitmix64(state)
+        j = r % (i + 1)
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm
+
+
+def batches(n, batch, seed, steps):
+    """The index batches of the first `steps` steps (drop_last=True, reshuffled per epoch)."""
+    per_epoch = n // batch
+    out = []
+    for step in range(steps):
+        epoch, k = divmod(step, per_epoch)
+        perm = epoch_permutation(n, seed, epoch)
+        out.append(perm[k * batch:(k + 1) * batch])
+    return out
+
+
+def read_log(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def load_safetensors(path):
+    return safetensors_np.load(path)

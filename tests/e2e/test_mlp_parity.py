@@ -1,0 +1,92 @@
+"""MLP parity with PyTorch: the same initial weights (saved by dtrun), the same batches (dtrun's
+sampler reproduced), 10 steps of SGD-momentum and of AdamW. Losses must agree to 1e-5
+relative, final weights to 1e-4 (max |diff| / max |w| per tensor)."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(__file__))
+from dtc_harness import batches, load_safetensors, read_log, run, tool  # noqa: E402
+
+N, BATCH, STEPS, SEED, DATA_SEED = 100, 32, 10, 7, 3
+SIZES = [784, 256, 128, 10]
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        for i in range(len(SIZES) - 1):
+            setattr(self, f"fc{i}", torch.nn.Linear(SIZES[i], SIZES[i + 1]))
+
+    def forward(self, x):
+        n = len(SIZES) - 1
+        for i in range(n):
+            x = getattr(self, f"fc{i}")(x)
+            if i + 1 < n:
+                x = F.relu(x)
+        return x
+
+
+def torch_run(init, x, y, make_optimizer):
+    model = Mlp()
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
+    opt = make_optimizer(model.parameters())
+    losses = []
+    for idx in batches(N, BATCH, DATA_SEED, STEPS):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(torch.from_numpy(x[idx])), torch.from_numpy(y[idx]))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
+
+
+def check(name, compile_flags, make_optimizer, work, data):
+    plan = os.path.join(work, f"{name}.dtp")
+    run(tool("dtc"), "compile", os.path.join(work, "mlp.dtm"), "-o", plan, "--batch", BATCH, *compile_flags)
+    run(tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, f"{name}-init"))
+    log = os.path.join(work, f"{name}.jsonl")
+    run(tool("dtrun"), plan, "--data", data, "--steps", STEPS, "--seed", DATA_SEED, "--log", log,
+        "--save", os.path.join(work, f"{name}-final"), "--threads", 2)
+    init = load_safetensors(os.path.join(work, f"{name}-init", "model.safetensors"))
+    final = load_safetensors(os.path.join(work, f"{name}-final", "model.safetensors"))
+    x = np.load(os.path.join(data, "input.npy"))
+    y = np.load(os.path.join(data, "target.npy"))
+    ref_losses, ref_final = torch_run(init, x, y, make_optimizer)
+    losses = [entry["loss"] for entry in read_log(log)]
+    assert [e["step"] for e in read_log(log)] == list(range(1, STEPS + 1))
+    loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
+    weight_err = max(np.abs(final[k] - ref_final[k]).max() / np.abs(ref_final[k]).max() for k in ref_final)
+    print(f"{name}: losses {losses[0]:.6f} -> {losses[-1]:.6f}; max loss rel err {loss_err:.3e}; "
+          f"max weight rel err {weight_err:.3e}")
+    assert sorted(final) == sorted(ref_final), f"parameter names differ: {sorted(final)}"
+    assert loss_err <= 1e-5, f"{name}: loss mismatch {losses} vs {ref_losses}"
+    assert weight_err <= 1e-4, f"{name}: weight mismatch {weight_err}"
+    assert losses[-1] < losses[0], f"{name}: loss did not fall"
+
+
+def main():
+    torch.set_num_threads(2)
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as work:
+        data = os.path.join(work, "data")
+        os.makedirs(data)
+        np.save(os.path.join(data, "input.npy"), rng.standard_normal((N, SIZES[0])).astype(np.float32))
+        np.save(os.path.join(data, "target.npy"), rng.integers(0, SIZES[-1], N).astype(np.int64))
+        run(tool("dtc"), "zoo", "mlp", "--input", SIZES[0], "--hidden", "256,128", "--classes", SIZES[-1],
+            "--seed", 5, "-o", os.path.join(work, "mlp.dtm"))
+        check("sgd", ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9, "--weight-decay", 1e-3],
+              lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3), work, data)
+        check("adamw", ["--optimizer", "adamw", "--lr", 2e-3, "--beta1", 0.85, "--beta2", 0.99,
+                        "--eps", 1e-7, "--weight-decay", 0.05],
+              lambda p: torch.optim.AdamW(p, lr=2e-3, betas=(0.85, 0.99), eps=1e-7, weight_decay=0.05),
+              work, data)
+    print("mlp parity: ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,14 @@
+// dtc-opt: mlir-opt for dtc's dialects and passes; drives the lit tests.
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+#include "Passes.h"
+#include "graph/IR/GraphOps.h"
+
+int main(int argc, char** argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::func::FuncDialect, dtc::graph::GraphDialect>();
+  dtc::registerDTCPasses();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "dtc optimizer driver\n", registry));
+}

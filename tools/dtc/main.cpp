@@ -1,0 +1,142 @@
+// dtc: the compiler driver. Subcommands: zoo (write a built-in model), compile (model -> plan),
+// inspect (summarise a plan). Errors: one line on stderr, exit 2 for bad input.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "driver/Compile.h"
+#include "flatbuffers/ModelFile.h"
+#include "plan/plan.h"
+#include "plan/summary.h"
+#include "support/args.h"
+#include "zoo/ModelBuilder.h"
+
+namespace {
+
+constexpr const char kUsage[] =
+    "usage:\n"
+    "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"
+    "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
+    "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
+    "              [--dump-ir DIR]\n"
+    "  dtc inspect PLAN.dtp [--json]\n";
+
+int fail(const std::string& message, int code = 2) {
+  std::fprintf(stderr, "dtc: error: %s\n", message.c_str());
+  return code;
+}
+
+int fail(const dtc::Status& status) { return fail(status.message(), status.exitCode()); }
+
+// "model.dtm: node 'fc0'" for importer locations, the file alone for file locations.
+std::string describe(mlir::Location loc) {
+  if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc)) {
+    std::string child = describe(name.getChildLoc());
+    return (child.empty() ? "" : child + ": ") + "node '" + name.getName().str() + "'";
+  }
+  if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc)) return file.getFilename().str();
+  if (auto fused = mlir::dyn_cast<mlir::FusedLoc>(loc))
+    if (!fused.getLocations().empty()) return describe(fused.getLocations().front());
+  return "";
+}
+
+int runZoo(int argc, char** argv) {
+  if (argc < 3 || std::strcmp(argv[2], "mlp") != 0)
+    return fail("dtc zoo: unknown model (available: mlp)");
+  auto args = dtc::Args::parse(argc, argv, 3, {"input", "hidden", "classes", "seed", "output"}, {});
+  if (!args.ok()) return fail(args.status());
+  dtc::zoo::MlpOptions options;
+  auto input = args->integer("input", options.input);
+  auto classes = args->integer("classes", options.classes);
+  auto seed = args->integer("seed", 0);
+  auto hidden = args->integers("hidden", options.hidden);
+  if (!input.ok()) return fail(input.status());
+  if (!classes.ok()) return fail(classes.status());
+  if (!seed.ok()) return fail(seed.status());
+  if (!hidden.ok()) return fail(hidden.status());
+  if (*input <= 0 || *classes <= 0) return fail("--input and --classes must be positive");
+  for (int64_t h : *hidden)
+    if (h <= 0) return fail("--hidden sizes must be positive");
+  if (!args->has("output")) return fail("dtc zoo: missing -o MODEL.dtm");
+  options.input = *input;
+  options.classes = *classes;
+  options.hidden = *hidden;
+  options.seed = static_cast<uint64_t>(*seed);
+  std::vector<uint8_t> bytes = dtc::zoo::buildMlp(options);
+  if (llvm::Error e = dtc::writeFileAtomically(args->str("output"), bytes.data(), bytes.size()))
+    return fail(llvm::toString(std::move(e)));
+  return 0;
+}
+
+int runCompile(int argc, char** argv) {
+  auto args = dtc::Args::parse(argc, argv, 2,
+                               {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
+                                "beta1", "beta2", "eps", "dump-ir"},
+                               {});
+  if (!args.ok()) return fail(args.status());
+  if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
+  if (!args->has("output")) return fail("dtc compile: missing -o PLAN.dtp");
+  dtc::CompileOptions options;
+  auto batch = args->integer("batch", 0);
+  if (!batch.ok()) return fail(batch.status());
+  if (*batch <= 0) return fail("dtc compile: --batch N (N > 0) is required");
+  options.batchSize = *batch;
+  options.optimizer = args->str("optimizer", "sgd");
+  for (auto [flag, field] : {std::pair{"lr", &options.lr}, {"momentum", &options.momentum},
+                             {"weight-decay", &options.weightDecay}, {"beta1", &options.beta1},
+                             {"beta2", &options.beta2}, {"eps", &options.eps}}) {
+    auto v = args->number(flag, *field);
+    if (!v.ok()) return fail(v.status());
+    *field = *v;
+  }
+  options.dumpIrDir = args->str("dump-ir");
+
+  auto model = dtc::ModelFile::read(args->positionals()[0]);
+  if (!model) return fail(llvm::toString(model.takeError()));
+
+  mlir::MLIRContext ctx;
+  std::string firstError;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic& diag) {
+    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error && firstError.empty()) {
+      std::string where = describe(diag.getLocation());
+      firstError = (where.empty() ? "" : where + ": ") + diag.str();
+    }
+    return mlir::success();
+  });
+  std::vector<uint8_t> plan;
+  if (mlir::failed(dtc::compileModel(ctx, *model, options, plan)))
+    return fail(firstError.empty() ? "compilation failed" : firstError);
+  if (llvm::Error e = dtc::writeFileAtomically(args->str("output"), plan.data(), plan.size()))
+    return fail(llvm::toString(std::move(e)));
+  return 0;
+}
+
+int runInspect(int argc, char** argv) {
+  auto args = dtc::Args::parse(argc, argv, 2, {}, {"json"});
+  if (!args.ok()) return fail(args.status());
+  if (args->positionals().size() != 1) return fail("dtc inspect: expected one plan file");
+  auto plan = dtc::Plan::load(args->positionals()[0]);
+  if (!plan.ok()) return fail(plan.status());
+  std::string text = args->has("json") ? dtc::summarizePlanJson(*plan) : dtc::summarizePlanText(*plan);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string command = argv[1];
+  if (command == "zoo") return runZoo(argc, argv);
+  if (command == "compile") return runCompile(argc, argv);
+  if (command == "inspect") return runInspect(argc, argv);
+  return fail("unknown command '" + command + "'\n" + kUsage);
+}

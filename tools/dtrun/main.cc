@@ -1,0 +1,52 @@
+// dtrun: executes a dtc plan. See README.md for the flags.
+#include <cstdio>
+#include <cstring>
+
+#include "exec/trainer.h"
+#include "plan/plan.h"
+#include "support/args.h"
+
+namespace {
+
+constexpr const char kUsage[] =
+    "usage: dtrun PLAN [--data DIR] [--steps N] [--seed S] [--log FILE.jsonl] [--save DIR]\n"
+    "             [--eval DIR] [--threads N]\n";
+
+int fail(const dtc::Status& status) {
+  std::fprintf(stderr, "dtrun: error: %s\n", status.message().c_str());
+  return status.exitCode();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  auto args = dtc::Args::parse(argc, argv, 1,
+                               {"data", "steps", "seed", "log", "save", "eval", "threads"}, {});
+  if (!args.ok()) return fail(args.status());
+  if (args->positionals().size() != 1)
+    return fail(dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage)));
+  dtc::TrainOptions options;
+  options.dataDir = args->str("data");
+  options.evalDir = args->str("eval");
+  options.logPath = args->str("log");
+  options.saveDir = args->str("save");
+  auto steps = args->integer("steps", 0);
+  auto seed = args->integer("seed", 0);
+  auto threads = args->integer("threads", 0);
+  for (const auto* v : {&steps, &seed, &threads})
+    if (!v->ok()) return fail(v->status());
+  if (*steps < 0) return fail(dtc::Status::InvalidInput("--steps must be >= 0"));
+  options.steps = *steps;
+  options.seed = static_cast<uint64_t>(*seed);
+  options.threads = static_cast<int>(*threads);
+
+  auto plan = dtc::Plan::load(args->positionals()[0]);
+  if (!plan.ok()) return fail(plan.status());
+  dtc::Status status = dtc::train(*plan, options);
+  if (!status.ok()) return fail(status);
+  return 0;
+}
