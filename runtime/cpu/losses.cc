@@ -34,7 +34,9 @@ double blockedSum(int64_t n, int64_t block, ThreadPool& pool, Fn f) {
 }
 
 // Rows per parallel task so that a task touches about kGrain logits.
-int64_t rowGrain(int64_t classes) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(classes, 1)); }
+int64_t rowGrain(int64_t classes) {
+  return std::max<int64_t>(1, kGrain / std::max<int64_t>(classes, 1));
+}
 
 struct RowStats {
   float max;

@@ -6,6 +6,17 @@
 
 #include "cpu/kernels.h"
 
+// Outputs may alias inputs only index-for-index, which creates no loop-carried dependence; this
+// says so, since with seven pointers the compiler gives up on runtime alias checks and would
+// leave the loop scalar (about 2x slower for AdamW). IEEE sqrt/div give the same bits either way.
+#if defined(__clang__)
+#define DTC_INDEPENDENT_ITERATIONS _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define DTC_INDEPENDENT_ITERATIONS _Pragma("GCC ivdep")
+#else
+#define DTC_INDEPENDENT_ITERATIONS
+#endif
+
 namespace dtc::cpu {
 namespace {
 
@@ -19,6 +30,7 @@ void sgd(const float* param, const float* grad, const float* buf, float* paramOu
   const bool decay = weightDecay != 0.0f;
   const bool useMomentum = momentum != 0.0f;
   pool.parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+    DTC_INDEPENDENT_ITERATIONS
     for (int64_t i = begin; i < end; ++i) {
       const float p = param[i];
       float g = grad[i];
@@ -44,6 +56,7 @@ void adamw(const float* param, const float* grad, const float* m, const float* v
   const float stepSize = static_cast<float>(lrD / biasCorrection1);
   const float biasCorrection2Sqrt = static_cast<float>(std::sqrt(biasCorrection2));
   pool.parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+    DTC_INDEPENDENT_ITERATIONS
     for (int64_t i = begin; i < end; ++i) {
       const float g = grad[i];
       const float p = param[i] * decayFactor;                 // param.mul_(1 − lr·wd)

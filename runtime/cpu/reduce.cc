@@ -1,6 +1,7 @@
 // reduceSum over arbitrary axes. Sums accumulate in double and every partial-sum split depends
 // only on the shape, never on the pool size, so results are identical for any thread count.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "cpu/kernels.h"
@@ -161,7 +162,10 @@ void reduceSum(const float* x, const Shape& xShape, const std::vector<int64_t>& 
                ThreadPool& pool) {
   const int rank = static_cast<int>(xShape.size());
   std::vector<bool> isReduced(rank, false);
-  for (int64_t a : axes) isReduced[a] = true;
+  for (int64_t a : axes) {
+    assert(a >= 0 && a < rank);
+    isReduced[a] = true;
+  }
   int64_t total = 1, outCount = 1;
   for (int d = 0; d < rank; ++d) {
     total *= xShape[d];
@@ -189,7 +193,8 @@ void reduceSum(const float* x, const Shape& xShape, const std::vector<int64_t>& 
   }
   std::reverse(dims.begin(), dims.end());
 
-  const bool anyReduced = std::any_of(dims.begin(), dims.end(), [](const Dim& d) { return d.reduced; });
+  const bool anyReduced =
+      std::any_of(dims.begin(), dims.end(), [](const Dim& d) { return d.reduced; });
   if (!anyReduced) {  // only size-1 axes reduced: a copy
     if (out != x)
       pool.parallelFor(total, kGrain, [&](int64_t begin, int64_t end) {

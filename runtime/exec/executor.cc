@@ -142,7 +142,7 @@ Status Executor::initializeState() {
         if (s->dtype() != plan::DType::f32)
           return Status::InvalidInput("init rules apply to float32 tensors only ('" +
                                       s->name()->str() + "')");
-        data::InitKind kind = s->init() == plan::InitKind::ones      ? data::InitKind::kOnes
+        data::InitKind kind = s->init() == plan::InitKind::ones       ? data::InitKind::kOnes
                               : s->init() == plan::InitKind::uniform ? data::InitKind::kUniform
                                                                      : data::InitKind::kNormal;
         data::fillInit(kind, s->init_a(), s->init_b(), s->init_seed(), s->name()->str(),

@@ -1,6 +1,11 @@
 """MLP parity with PyTorch: the same initial weights (saved by dtrun), the same batches (dtrun's
 sampler reproduced), 10 steps of SGD-momentum and of AdamW. Losses must agree to 1e-5
-relative, final weights to 1e-4 (max |diff| / max |w| per tensor)."""
+relative, final weights to 1e-4 (max |diff| / max |w| per tensor).
+
+AdamW divides by sqrt(v) + eps, so elements whose gradients are near zero amplify fp32
+rounding: with eps=1e-8 PyTorch's own fp32 run differs from its fp64 run by ~3e-4 here. The
+1e-4 check therefore uses eps=1e-6 (fp32 noise ~2e-5); a second AdamW run with torch's default
+eps is held to twice PyTorch's own fp32-vs-fp64 distance, measured in the same test."""
 import os
 import sys
 import tempfile
@@ -31,21 +36,25 @@ class Mlp(torch.nn.Module):
         return x
 
 
-def torch_run(init, x, y, make_optimizer):
-    model = Mlp()
-    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
+def torch_run(init, x, y, make_optimizer, dtype=torch.float32):
+    model = Mlp().to(dtype)
+    model.load_state_dict({k: torch.from_numpy(v.copy()).to(dtype) for k, v in init.items()})
     opt = make_optimizer(model.parameters())
     losses = []
     for idx in batches(N, BATCH, DATA_SEED, STEPS):
         opt.zero_grad()
-        loss = F.cross_entropy(model(torch.from_numpy(x[idx])), torch.from_numpy(y[idx]))
+        loss = F.cross_entropy(model(torch.from_numpy(x[idx]).to(dtype)), torch.from_numpy(y[idx]))
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return losses, {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    return losses, {k: v.detach().to(torch.float64).numpy() for k, v in model.state_dict().items()}
 
 
-def check(name, compile_flags, make_optimizer, work, data):
+def weight_error(ours, ref):
+    return max(np.abs(ours[k] - ref[k]).max() / np.abs(ref[k]).max() for k in ref)
+
+
+def check(name, compile_flags, make_optimizer, work, data, weight_tol=1e-4):
     plan = os.path.join(work, f"{name}.dtp")
     run(tool("dtc"), "compile", os.path.join(work, "mlp.dtm"), "-o", plan, "--batch", BATCH, *compile_flags)
     run(tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, f"{name}-init"))
@@ -60,12 +69,17 @@ def check(name, compile_flags, make_optimizer, work, data):
     losses = [entry["loss"] for entry in read_log(log)]
     assert [e["step"] for e in read_log(log)] == list(range(1, STEPS + 1))
     loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
-    weight_err = max(np.abs(final[k] - ref_final[k]).max() / np.abs(ref_final[k]).max() for k in ref_final)
+    weight_err = weight_error(final, ref_final)
+    _, fp64_final = torch_run(init, x, y, make_optimizer, torch.float64)
+    torch_noise = weight_error(ref_final, fp64_final)
+    if weight_tol is None:
+        weight_tol = 2 * torch_noise
     print(f"{name}: losses {losses[0]:.6f} -> {losses[-1]:.6f}; max loss rel err {loss_err:.3e}; "
-          f"max weight rel err {weight_err:.3e}")
+          f"max weight rel err {weight_err:.3e} (tolerance {weight_tol:.1e}; torch fp32 vs fp64: "
+          f"{torch_noise:.3e})")
     assert sorted(final) == sorted(ref_final), f"parameter names differ: {sorted(final)}"
     assert loss_err <= 1e-5, f"{name}: loss mismatch {losses} vs {ref_losses}"
-    assert weight_err <= 1e-4, f"{name}: weight mismatch {weight_err}"
+    assert weight_err <= weight_tol, f"{name}: weight mismatch {weight_err}"
     assert losses[-1] < losses[0], f"{name}: loss did not fall"
 
 
@@ -82,9 +96,11 @@ def main():
         check("sgd", ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9, "--weight-decay", 1e-3],
               lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3), work, data)
         check("adamw", ["--optimizer", "adamw", "--lr", 2e-3, "--beta1", 0.85, "--beta2", 0.99,
-                        "--eps", 1e-7, "--weight-decay", 0.05],
-              lambda p: torch.optim.AdamW(p, lr=2e-3, betas=(0.85, 0.99), eps=1e-7, weight_decay=0.05),
+                        "--eps", 1e-6, "--weight-decay", 0.05],
+              lambda p: torch.optim.AdamW(p, lr=2e-3, betas=(0.85, 0.99), eps=1e-6, weight_decay=0.05),
               work, data)
+        check("adamw-default-eps", ["--optimizer", "adamw", "--lr", 1e-3],
+              lambda p: torch.optim.AdamW(p, lr=1e-3), work, data, weight_tol=None)
     print("mlp parity: ok")
 
 

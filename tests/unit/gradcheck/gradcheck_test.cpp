@@ -30,6 +30,8 @@ struct Case {
   float minMagnitude = 0.0f;  // keep inputs away from kinks (ReLU at 0)
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 std::string moduleText(const Case& c) {
   std::string axes;
   for (int i = 0; i < c.rank; ++i) axes += (i ? ", " : "") + std::to_string(i);

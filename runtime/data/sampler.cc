@@ -1,0 +1,50 @@
+#include "data/sampler.h"
+
+#include <cstring>
+
+namespace dtc::data {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+uint64_t splitmix64(uint64_t& state) {
+  state += kGolden;
+  uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  uint64_t state = seed ^ (kGolden * static_cast<uint64_t>(epoch + 1));
+  for (int64_t i = n - 1; i > 0; --i) {
+    uint64_t j = splitmix64(state) % static_cast<uint64_t>(i + 1);
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
+
+EpochSampler::EpochSampler(int64_t numSamples, int64_t batchSize, uint64_t seed)
+    : numSamples_(numSamples), batchSize_(batchSize), seed_(seed), batch_(batchSize) {}
+
+const std::vector<int64_t>& EpochSampler::nextBatch() {
+  if (epoch_ < 0 || position_ + batchSize_ > numSamples_) {
+    ++epoch_;
+    order_ = epochPermutation(numSamples_, seed_, epoch_);
+    position_ = 0;
+  }
+  std::copy(order_.begin() + position_, order_.begin() + position_ + batchSize_, batch_.begin());
+  position_ += batchSize_;
+  return batch_;
+}
+
+void gatherRows(const io::NpyArray& array, const std::vector<int64_t>& indices, void* dst) {
+  size_t rowBytes = array.rowBytes();
+  auto* out = static_cast<uint8_t*>(dst);
+  for (size_t i = 0; i < indices.size(); ++i)
+    std::memcpy(out + i * rowBytes, array.data() + static_cast<size_t>(indices[i]) * rowBytes,
+                rowBytes);
+}
+
+}  // namespace dtc::data

@@ -1,0 +1,39 @@
+// The order in which dtrun visits samples: a reproducible permutation per epoch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "io/npy.h"
+
+namespace dtc::data {
+
+// splitmix64: advances `state` and returns 64 well-mixed bits.
+uint64_t splitmix64(uint64_t& state);
+
+// Epoch `epoch`'s order of [0, n): Fisher–Yates driven by splitmix64 from
+// state = seed ^ (0x9E3779B97F4A7C15 · (epoch + 1)); for i = n-1 … 1: j = next % (i + 1).
+// Reproduced in Python by tests/e2e/dtc_harness.py: keep the two in step.
+std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed, int64_t epoch);
+
+// Consecutive batches of each epoch's permutation; the last partial batch is dropped
+// (DataLoader's drop_last=True), and the next epoch starts with a new permutation.
+class EpochSampler {
+ public:
+  EpochSampler(int64_t numSamples, int64_t batchSize, uint64_t seed);
+  const std::vector<int64_t>& nextBatch();
+  int64_t epoch() const { return epoch_; }
+  int64_t batchesPerEpoch() const { return numSamples_ / batchSize_; }
+
+ private:
+  int64_t numSamples_, batchSize_;
+  uint64_t seed_;
+  int64_t epoch_ = -1, position_ = 0;
+  std::vector<int64_t> order_, batch_;
+};
+
+// Copies rows `indices` of `array` (a row is everything after the first dimension) into
+// `dst`, one after another.
+void gatherRows(const io::NpyArray& array, const std::vector<int64_t>& indices, void* dst);
+
+}  // namespace dtc::data

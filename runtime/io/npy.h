@@ -1,0 +1,55 @@
+// NumPy .npy files: memory-mapped reading (verified before use) and atomic writing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/dtype.h"
+#include "support/status.h"
+
+namespace dtc::io {
+
+// A read-only, memory-mapped .npy array. Move-only; unmaps on destruction.
+class NpyArray {
+ public:
+  NpyArray() = default;
+  NpyArray(NpyArray&& other) noexcept;
+  NpyArray& operator=(NpyArray&& other) noexcept;
+  NpyArray(const NpyArray&) = delete;
+  NpyArray& operator=(const NpyArray&) = delete;
+  ~NpyArray();
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const uint8_t* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  // Samples: the first dimension (1 for a scalar).
+  int64_t rows() const { return shape_.empty() ? 1 : shape_[0]; }
+  // Bytes of one sample: everything after the first dimension.
+  size_t rowBytes() const { return rows() ? bytes_ / static_cast<size_t>(rows()) : 0; }
+
+ private:
+  friend StatusOr<NpyArray> openNpy(const std::string& path);
+  void* map_ = nullptr;
+  size_t mapBytes_ = 0;
+  DType dtype_ = DType::kF32;
+  std::vector<int64_t> shape_;
+  const uint8_t* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Opens `path`: checks the magic, version (1–3), header ('descr', 'fortran_order', 'shape'),
+// dtype (<f4, <f2, <i4, <i8) and that the data is all there.
+StatusOr<NpyArray> openNpy(const std::string& path);
+
+// Writes a C-order .npy (version 1.0) through a temporary file and a rename.
+Status writeNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
+                const void* data);
+
+// Writes `size` bytes to `path` through "<path>.tmp.<pid>" and rename(2), so a reader never sees
+// a partial file and a failure leaves the old file in place.
+Status writeFileAtomically(const std::string& path, const void* data, size_t size);
+
+}  // namespace dtc::io
