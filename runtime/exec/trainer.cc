@@ -138,6 +138,11 @@ Status train(const Plan& plan, const TrainOptions& options) {
   cpu::setBlasThreads(options.threads);
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(plan, options.threads));
   DTC_RETURN_IF_ERROR(ex->initializeState());
+  const plan::Plan& root = plan.root();
+  std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads\n",
+              plan.name().c_str(), (long long)root.batch_size(),
+              root.optimizer() ? root.optimizer()->c_str() : "", root.state_bytes() / 1048576.0,
+              ex->arenaBytes() / 1048576.0, ex->pool().size());
 
   if (options.steps > 0) {
     if (options.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");

@@ -31,6 +31,7 @@ const char* initName(plan::InitKind k) { return plan::EnumNameInitKind(k); }
 
 struct FunctionStats {
   std::map<std::string, int> ops;
+  int arenaBuffers = 0;
   uint64_t naiveArenaBytes = 0;  // every arena value in its own buffer: what reuse saves
 };
 
@@ -40,7 +41,10 @@ FunctionStats stats(const plan::Function& f) {
     for (const plan::Step* step : *f.steps()) s.ops[step->op()->str()]++;
   if (f.values())
     for (const plan::Value* v : *f.values())
-      if (v->region() == plan::Region::arena) s.naiveArenaBytes += (valueBytes(*v) + 63) / 64 * 64;
+      if (v->region() == plan::Region::arena) {
+        ++s.arenaBuffers;
+        s.naiveArenaBytes += (valueBytes(*v) + 63) / 64 * 64;
+      }
   return s;
 }
 
@@ -76,8 +80,8 @@ std::string summarizePlanText(const Plan& plan) {
   for (const plan::Function* f : *p.functions()) {
     FunctionStats s = stats(*f);
     os << "function " << f->name()->str() << ": " << (f->steps() ? f->steps()->size() : 0)
-       << " steps, arena peak " << f->arena_bytes() << " bytes (" << s.naiveArenaBytes
-       << " without reuse)\n    ops:";
+       << " steps, " << s.arenaBuffers << " arena buffers, peak " << f->arena_bytes()
+       << " bytes (" << s.naiveArenaBytes << " without reuse)\n    ops:";
     for (auto& [op, n] : s.ops) os << " " << op << "=" << n;
     os << "\n";
   }
@@ -115,7 +119,8 @@ std::string summarizePlanJson(const Plan& plan) {
   for (const plan::Function* f : *p.functions()) {
     FunctionStats s = stats(*f);
     os << (first ? "" : ",") << "{\"name\":" << quote(f->name()->str())
-       << ",\"arena_bytes\":" << f->arena_bytes() << ",\"naive_arena_bytes\":" << s.naiveArenaBytes
+       << ",\"arena_bytes\":" << f->arena_bytes() << ",\"arena_buffers\":" << s.arenaBuffers
+       << ",\"naive_arena_bytes\":" << s.naiveArenaBytes
        << ",\"op_counts\":{";
     bool firstOp = true;
     for (auto& [op, n] : s.ops) os << (firstOp ? "" : ",") << quote(op) << ":" << n, firstOp = false;

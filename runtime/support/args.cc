@@ -10,14 +10,12 @@ StatusOr<Args> Args::parse(int argc, char** argv, int first, const std::set<std:
   Args args;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
-      if (arg.size() > 1 && arg[0] == '-' && arg != "-" && !(arg == "-o"))
-        return Status::InvalidInput("unknown option " + arg);
-      if (arg == "-o") arg = "--output";
-      else {
-        args.positionals_.push_back(arg);
-        continue;
-      }
+    if (arg == "-o") arg = "--output";  // the one short flag, as compilers spell it
+    bool isFlag = arg.size() > 2 && arg.compare(0, 2, "--") == 0;
+    if (!isFlag) {
+      if (arg.size() > 1 && arg[0] == '-') return Status::InvalidInput("unknown option " + arg);
+      args.positionals_.push_back(arg);
+      continue;
     }
     std::string name = arg.substr(2), value;
     bool inlineValue = false;
