@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
 #include "data/init.h"
 
 namespace dtc {
@@ -23,11 +25,12 @@ const plan::Attr* findAttr(const plan::Step& step, const char* name) {
   return nullptr;
 }
 
-uint8_t* allocateAligned(uint64_t bytes) {
-  uint64_t rounded = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (p) std::memset(p, 0, rounded);
-  return static_cast<uint8_t*>(p);
+// Page-aligned, zero-filled memory straight from the kernel: pages are only touched when a
+// kernel first writes them, so a large arena costs nothing until used.
+uint8_t* allocateRegion(uint64_t bytes, uint64_t& mapped) {
+  mapped = std::max<uint64_t>(bytes, 4096);
+  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 
 }  // namespace
@@ -56,15 +59,15 @@ std::string StepContext::where() const {
 Executor::Executor(const Plan& plan, int threads) : plan_(plan), pool_(threads) {}
 
 Executor::~Executor() {
-  std::free(state_);
-  std::free(arena_);
+  if (state_) ::munmap(state_, stateMapped_);
+  if (arena_) ::munmap(arena_, arenaMapped_);
 }
 
 StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threads) {
   std::unique_ptr<Executor> ex(new Executor(plan, threads));
   ex->arenaBytes_ = plan.maxArenaBytes();
-  ex->state_ = allocateAligned(plan.root().state_bytes());
-  ex->arena_ = allocateAligned(ex->arenaBytes_);
+  ex->state_ = allocateRegion(plan.root().state_bytes(), ex->stateMapped_);
+  ex->arena_ = allocateRegion(ex->arenaBytes_, ex->arenaMapped_);
   if (!ex->state_ || !ex->arena_)
     return Status::Internal("cannot allocate " +
                             std::to_string(plan.root().state_bytes() + ex->arenaBytes_) +

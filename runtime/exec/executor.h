@@ -78,6 +78,7 @@ class Executor {
   uint8_t* state_ = nullptr;
   uint8_t* arena_ = nullptr;
   uint64_t arenaBytes_ = 0;
+  uint64_t stateMapped_ = 0, arenaMapped_ = 0;
   std::map<std::string, PreparedFunction> functions_;
 };
 

@@ -31,6 +31,7 @@ struct BoundData {
 
 StatusOr<BoundData> bindData(Executor& ex, const std::string& function, const std::string& dir) {
   const plan::Function* f = ex.plan().function(function);
+  if (!f) return Status::InvalidInput(ex.plan().name() + " has no " + function + " function");
   BoundData bound;
   for (const plan::Binding* b : *f->arguments()) {
     if (b->role() != plan::Role::data) continue;
@@ -70,26 +71,35 @@ void loadBatch(BoundData& data, const std::vector<int64_t>& indices) {
   for (auto& input : data.inputs) data::gatherRows(input.array, indices, input.dest.data);
 }
 
+constexpr uint32_t kNone = UINT32_MAX;
+
 uint32_t resultIndex(const plan::Function& f, plan::Role role, const std::string& name = "") {
   for (const plan::Binding* b : *f.results())
     if (b->role() == role && (name.empty() || b->name()->str() == name)) return b->value();
-  return UINT32_MAX;
+  return kNone;
 }
 
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
 Status evaluate(Executor& ex, const std::string& dir) {
-  if (!ex.hasFunction("eval")) return Status::InvalidInput("the plan has no eval function");
   DTC_ASSIGN_OR_RETURN(BoundData data, bindData(ex, "eval", dir));
   const plan::Function& f = *ex.plan().function("eval");
   int64_t batch = ex.plan().root().batch_size();
   uint32_t lossIndex = resultIndex(f, plan::Role::loss);
-  std::string predictions = ex.plan().root().predictions()->str();
-  std::string targets = ex.plan().root().targets()->str();
-  uint32_t logitsIndex =
-      predictions.empty() ? UINT32_MAX : resultIndex(f, plan::Role::output, predictions);
+  if (lossIndex == kNone) return Status::InvalidInput(ex.plan().name() + ": eval returns no loss");
+  std::string predictions = str(ex.plan().root().predictions());
+  std::string targets = str(ex.plan().root().targets());
+  uint32_t logitsIndex = predictions.empty() ? kNone : resultIndex(f, plan::Role::output, predictions);
   const BoundData::Input* labels = nullptr;
   for (const auto& input : data.inputs)
     if (input.name == targets) labels = &input;
 
+  // Accuracy needs [batch, classes] logits and int64 labels; other models report loss only.
+  bool accuracy = false;
+  if (logitsIndex != kNone && labels && labels->dest.dtype == DType::kI64) {
+    TensorView logits = ex.view("eval", logitsIndex);
+    accuracy = logits.dtype == DType::kF32 && logits.shape.size() == 2 && logits.shape[0] == batch;
+  }
   int64_t batches = data.rows / batch, correct = 0;
   double lossSum = 0;
   std::vector<int64_t> indices(batch);
@@ -98,9 +108,9 @@ Status evaluate(Executor& ex, const std::string& dir) {
     loadBatch(data, indices);
     DTC_RETURN_IF_ERROR(ex.run("eval"));
     lossSum += *ex.view("eval", lossIndex).f32();
-    if (logitsIndex != UINT32_MAX && labels) {
+    if (accuracy) {
       TensorView logits = ex.view("eval", logitsIndex);
-      int64_t classes = logits.shape.back();
+      int64_t classes = logits.shape[1];
       for (int64_t i = 0; i < batch; ++i) {
         const float* row = logits.f32() + i * classes;
         int64_t best = std::max_element(row, row + classes) - row;
@@ -110,7 +120,7 @@ Status evaluate(Executor& ex, const std::string& dir) {
   }
   int64_t seen = batches * batch;
   std::printf("eval: loss %.6f", lossSum / std::max<int64_t>(batches, 1));
-  if (logitsIndex != UINT32_MAX && labels)
+  if (accuracy)
     std::printf(" | accuracy %.2f%% (%lld/%lld)", 100.0 * correct / std::max<int64_t>(seen, 1),
                 (long long)correct, (long long)seen);
   if (seen < data.rows)
@@ -141,7 +151,7 @@ Status train(const Plan& plan, const TrainOptions& options) {
   const plan::Plan& root = plan.root();
   std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads\n",
               plan.name().c_str(), (long long)root.batch_size(),
-              root.optimizer() ? root.optimizer()->c_str() : "", root.state_bytes() / 1048576.0,
+              str(root.optimizer()).c_str(), root.state_bytes() / 1048576.0,
               ex->arenaBytes() / 1048576.0, ex->pool().size());
 
   if (options.steps > 0) {
@@ -149,6 +159,7 @@ Status train(const Plan& plan, const TrainOptions& options) {
     DTC_ASSIGN_OR_RETURN(BoundData data, bindData(*ex, "train_step", options.dataDir));
     const plan::Function& f = *plan.function("train_step");
     uint32_t lossIndex = resultIndex(f, plan::Role::loss);
+    if (lossIndex == kNone) return Status::InvalidInput(plan.name() + ": train_step returns no loss");
     int64_t batch = plan.root().batch_size();
     data::EpochSampler sampler(data.rows, batch, options.seed);
     std::unique_ptr<std::ofstream> log;

@@ -35,11 +35,12 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 std::string moduleText(const Case& c) {
   std::string axes;
   for (int i = 0; i < c.rank; ++i) axes += (i ? ", " : "") + std::to_string(i);
-  return "func.func @forward(" + c.args + ", %r: " + c.outType +
+  // Batch inputs (the labels of cross-entropy) have 4 rows.
+  return "module attributes {graph.batch_size = 4 : i64} {\nfunc.func @forward(" + c.args + ", %r: " + c.outType +
          " {graph.param = \"r\"}) -> (tensor<f32> {graph.output = \"loss\"}) {\n" + c.body +
          "\n  %w = graph.mul %out, %r : " + c.outType + ", " + c.outType +
          "\n  %loss = graph.reduce_sum %w {axes = array<i64" + (c.rank ? ": " + axes : "") +
-         ">} : " + c.outType + " -> tensor<f32>\n  return %loss : tensor<f32>\n}\n";
+         ">} : " + c.outType + " -> tensor<f32>\n  return %loss : tensor<f32>\n}\n}\n";
 }
 
 class GradCheck : public ::testing::TestWithParam<Case> {};

@@ -1,0 +1,119 @@
+// Semantic verification of a plan, after the FlatBuffers verifier has checked its structure:
+// every index, offset and size in range, every name the runtime dereferences present, and the
+// bindings the trainer relies on well-formed. After this, nothing in the plan can make the
+// runtime read or write outside its buffers.
+#include "plan/plan.h"
+
+namespace dtc {
+namespace {
+
+// Shapes must be non-negative and small enough that byte counts cannot overflow.
+bool sane(const flatbuffers::Vector<int64_t>* shape) {
+  if (!shape) return true;
+  if (shape->size() > 8) return false;
+  uint64_t n = 1;
+  for (int64_t d : *shape) {
+    if (d < 0 || d > (int64_t(1) << 40)) return false;
+    n *= static_cast<uint64_t>(d);
+    if (n > (uint64_t(1) << 40)) return false;
+  }
+  return true;
+}
+
+bool knownDType(plan::DType t) { return t >= plan::DType::MIN && t <= plan::DType::MAX; }
+
+class PlanVerifier {
+ public:
+  PlanVerifier(const plan::Plan& p, const std::string& name) : p_(p), name_(name) {}
+
+  Status run() {
+    if (!p_.state() || !p_.functions() || p_.functions()->size() == 0)
+      return bad("it lacks its state or functions");
+    DTC_RETURN_IF_ERROR(verifyState());
+    for (const plan::Function* f : *p_.functions()) DTC_RETURN_IF_ERROR(verifyFunction(*f));
+    return Status::Ok();
+  }
+
+ private:
+  Status bad(const std::string& what) const {
+    return Status::InvalidInput(name_ + " is invalid: " + what);
+  }
+
+  Status verifyState() {
+    uint64_t constants = p_.constants() ? p_.constants()->size() : 0;
+    for (const plan::StateTensor* s : *p_.state()) {
+      std::string what = "state tensor '" + s->name()->str() + "'";
+      if (!knownDType(s->dtype()) || !sane(s->shape())) return bad(what + " has a bad dtype or shape");
+      if (s->init() > plan::InitKind::MAX || s->role() > plan::Role::MAX)
+        return bad(what + " has an unknown init kind or role");
+      uint64_t bytes = numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
+      if (s->offset() > p_.state_bytes() || bytes > p_.state_bytes() - s->offset())
+        return bad(what + " lies outside the state region");
+      if (s->init() == plan::InitKind::data &&
+          (s->data_bytes() != bytes || s->data_offset() > constants ||
+           s->data_bytes() > constants - s->data_offset()))
+        return bad("the initial values of " + what + " lie outside the constants");
+    }
+    return Status::Ok();
+  }
+
+  Status verifyFunction(const plan::Function& f) {
+    std::string fn = "function '" + f.name()->str() + "'";
+    if (!f.values() || !f.steps() || !f.arguments() || !f.results())
+      return bad(fn + " lacks its values, steps or bindings");
+    uint32_t numValues = f.values()->size();
+    for (const plan::Value* v : *f.values()) {
+      if (!knownDType(v->dtype()) || !sane(v->shape()) || v->region() > plan::Region::MAX)
+        return bad(fn + ": a value has a bad dtype, shape or region");
+      uint64_t limit = v->region() == plan::Region::state ? p_.state_bytes() : f.arena_bytes();
+      uint64_t bytes = valueBytes(*v);
+      if (v->offset() > limit || bytes > limit - v->offset())
+        return bad(fn + ": value '" + (v->name() ? v->name()->str() : "") +
+                   "' lies outside its region");
+    }
+    auto inRange = [&](const flatbuffers::Vector<uint32_t>* ids) {
+      if (!ids) return false;
+      for (uint32_t id : *ids)
+        if (id >= numValues) return false;
+      return true;
+    };
+    for (const plan::Step* s : *f.steps())
+      if (!inRange(s->inputs()) || !inRange(s->outputs()))
+        return bad(fn + ": step '" + s->op()->str() + "' refers to a value that does not exist");
+    int losses = 0;
+    for (const auto* bindings : {f.arguments(), f.results()})
+      for (const plan::Binding* b : *bindings) {
+        if (b->value() >= numValues || b->role() > plan::Role::MAX || !b->name())
+          return bad(fn + ": a binding is malformed");
+        const plan::Value& v = *f.values()->Get(b->value());
+        if (b->role() == plan::Role::data &&
+            (!v.shape() || v.shape()->size() == 0 || v.shape()->Get(0) != p_.batch_size() ||
+             v.region() != plan::Region::arena))
+          return bad(fn + ": data input '" + b->name()->str() +
+                     "' must be an arena tensor whose first dimension is the batch size");
+        if (b->role() == plan::Role::loss) {
+          ++losses;
+          if (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1)
+            return bad(fn + ": the loss must be a float32 scalar");
+        }
+      }
+    if (losses > 1) return bad(fn + " has more than one loss");
+    return Status::Ok();
+  }
+
+  const plan::Plan& p_;
+  const std::string& name_;
+};
+
+}  // namespace
+
+Status Plan::verify() const {
+  const plan::Plan& p = root();
+  if (p.version() != kPlanVersion)
+    return Status::InvalidInput(name_ + " has plan format version " + std::to_string(p.version()) +
+                                "; this dtrun reads version " + std::to_string(kPlanVersion) +
+                                " (recompile the model with this dtc)");
+  return PlanVerifier(p, name_).run();
+}
+
+}  // namespace dtc
