@@ -11,7 +11,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libgtest-dev
   python3-torch python3-numpy
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
   zlib1g-dev
 )
 

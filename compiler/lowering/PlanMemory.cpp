@@ -81,6 +81,29 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     llvm::DenseMap<Operation*, int64_t> position;
     int64_t n = 0;
     for (Operation& op : body) position[&op] = n++;
+
+    // A reshape of an arena value is a view: it shares its operand's storage, which then lives
+    // until the last use of either. `storage` maps each value to the value owning its bytes.
+    llvm::DenseMap<Value, Value> storage;
+    auto ownerOf = [&](Value v) {
+      auto it = storage.find(v);
+      return it == storage.end() ? v : it->second;
+    };
+    for (Operation& op : body)
+      if (auto reshape = dyn_cast<graph::ReshapeOp>(op))
+        if (!isa<BlockArgument>(ownerOf(reshape.getX())) ||
+            !stateNameOf(func, cast<BlockArgument>(ownerOf(reshape.getX())).getArgNumber()))
+          storage[reshape.getResult()] = ownerOf(reshape.getX());
+    llvm::DenseMap<Value, int64_t> lastUseOfStorage;
+    auto noteUses = [&](Value v) {
+      int64_t last = -1;
+      for (Operation* user : v.getUsers()) last = std::max(last, position[user]);
+      int64_t& slot = lastUseOfStorage[ownerOf(v)];
+      slot = std::max(slot, last);
+    };
+    for (BlockArgument arg : func.getArguments()) noteUses(arg);
+    for (Operation& op : body)
+      for (Value r : op.getResults()) noteUses(r);
     auto lastUse = [&](Value v) {
       int64_t last = -1;
       for (Operation* user : v.getUsers()) last = std::max(last, position[user]);
@@ -109,22 +132,30 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       argOffsets.push_back(p.offset);
       argRegions.push_back(p.region);
     }
-    auto release = [&](Value v) {
-      auto it = places.find(v);
-      if (it != places.end() && it->second.region == kArenaRegion) arena.release(it->second.offset);
+    // Storage is released once, after the last use of every value that shares it.
+    auto releaseIfDead = [&](Value v, int64_t here) {
+      Value owner = ownerOf(v);
+      auto it = places.find(owner);
+      if (it == places.end() || it->second.region != kArenaRegion) return;
+      if (lastUseOfStorage.lookup(owner) <= here) {
+        arena.release(it->second.offset);
+        places.erase(it);
+      }
     };
     // Arguments nobody reads are free from the start.
     for (BlockArgument arg : func.getArguments())
-      if (arg.use_empty()) release(arg);
+      if (arg.use_empty()) releaseIfDead(arg, -1);
 
     for (Operation& op : body.without_terminator()) {
       int64_t here = position[&op];
       SmallVector<int64_t> offsets, regions;
       for (Value result : op.getResults()) {
         Place p{kArenaRegion, -1};
-        // An update may overwrite the state tensor it replaces when this op is the old
-        // value's last reader: the element-wise update kernels allow out == in.
-        if (auto name = updatesState.lookup(result)) {
+        if (Value owner = ownerOf(result); owner != result) {
+          p = places.lookup(owner);  // a view of its operand's bytes
+        } else if (auto name = updatesState.lookup(result)) {
+          // An update may overwrite the state tensor it replaces when this op is the old
+          // value's last reader: the element-wise update kernels allow out == in.
           for (Value operand : op.getOperands())
             if (auto arg = dyn_cast<BlockArgument>(operand))
               if (stateNameOf(func, arg.getArgNumber()) == name && lastUse(arg) == here)
@@ -132,17 +163,15 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         }
         if (p.offset < 0)
           p.offset = arena.allocate(alignedBytes(cast<RankedTensorType>(result.getType())));
-        places[result] = p;
+        if (ownerOf(result) == result) places[result] = p;
         offsets.push_back(p.offset);
         regions.push_back(p.region);
       }
       op.setAttr(attr::kOffsets, b.getDenseI64ArrayAttr(offsets));
       op.setAttr(attr::kRegions, b.getDenseI64ArrayAttr(regions));
       // Space is reused only after the op ran: kernels may not read and write one buffer.
-      for (Value operand : op.getOperands())
-        if (lastUse(operand) == here) release(operand);
-      for (Value result : op.getResults())
-        if (result.use_empty()) release(result);
+      for (Value operand : op.getOperands()) releaseIfDead(operand, here);
+      for (Value result : op.getResults()) releaseIfDead(result, here);
     }
     func->setAttr(attr::kArgOffsets, b.getDenseI64ArrayAttr(argOffsets));
     func->setAttr(attr::kArgRegions, b.getDenseI64ArrayAttr(argRegions));

@@ -42,6 +42,12 @@ class ModelImporter {
   LogicalResult importReshape(const model::Node& node, Location loc);
   LogicalResult importCrossEntropy(const model::Node& node, Location loc);
   LogicalResult importMse(const model::Node& node, Location loc);
+  LogicalResult importEmbedding(const model::Node& node, Location loc);
+  LogicalResult importLayerNorm(const model::Node& node, Location loc);
+  LogicalResult importTranspose(const model::Node& node, Location loc);
+  LogicalResult importSplit(const model::Node& node, Location loc);
+  LogicalResult importCausalSoftmax(const model::Node& node, Location loc);
+  Value reshape(Value x, ArrayRef<int64_t> shape, Location loc);
 
   static const llvm::StringMap<Handler>& handlers();
 
@@ -52,6 +58,7 @@ class ModelImporter {
   LogicalResult define(const model::Node& node, Location loc, ArrayRef<Value> values);
   const model::Attribute* attribute(const model::Node& node, StringRef name);
   int64_t intAttr(const model::Node& node, StringRef name, int64_t fallback);
+  double floatAttr(const model::Node& node, StringRef name, double fallback);
   Location nodeLoc(const model::Node& node, size_t index);
 
   MLIRContext& ctx_;
@@ -78,6 +85,11 @@ const llvm::StringMap<ModelImporter::Handler>& ModelImporter::handlers() {
       {"Reshape", &ModelImporter::importReshape},
       {"SoftmaxCrossEntropy", &ModelImporter::importCrossEntropy},
       {"MSELoss", &ModelImporter::importMse},
+      {"Embedding", &ModelImporter::importEmbedding},
+      {"LayerNorm", &ModelImporter::importLayerNorm},
+      {"Transpose", &ModelImporter::importTranspose},
+      {"Split", &ModelImporter::importSplit},
+      {"CausalSoftmax", &ModelImporter::importCausalSoftmax},
   };
   return table;
 }
@@ -163,33 +175,59 @@ int64_t ModelImporter::intAttr(const model::Node& node, StringRef name, int64_t 
   return a ? a->i() : fallback;
 }
 
+double ModelImporter::floatAttr(const model::Node& node, StringRef name, double fallback) {
+  const model::Attribute* a = attribute(node, name);
+  return a ? a->f() : fallback;
+}
+
 static ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
+Value ModelImporter::reshape(Value x, ArrayRef<int64_t> shape, Location loc) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getShape() == shape) return x;
+  return graph::ReshapeOp::create(builder_, loc,
+                                  RankedTensorType::get(shape, type.getElementType()), x);
+}
+
+// nn.Linear on [..., in]: the leading dimensions are flattened into the rows of one matmul.
 LogicalResult ModelImporter::importLinear(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 2, 3);
   if (failed(in)) return failure();
   Value x = (*in)[0], weight = (*in)[1];
-  if (auto error = graph::checkMatmul(shapeOf(x), shapeOf(weight), false, true))
+  ArrayRef<int64_t> xShape = shapeOf(x);
+  if (xShape.size() < 2) return emitError(loc) << "Linear input must have rank >= 2";
+  int64_t rows = 1;
+  for (int64_t d : xShape.drop_back()) rows *= d;
+  Value x2 = reshape(x, {rows, xShape.back()}, loc);
+  if (auto error = graph::checkMatmul(shapeOf(x2), shapeOf(weight), false, true))
     return emitError(loc) << "Linear: " << *error << " (weight is [out, in])";
-  Value y = graph::MatmulOp::create(builder_, loc, x, weight, false, true);
+  Value y = graph::MatmulOp::create(builder_, loc, x2, weight, false, true);
   if (in->size() == 3) {
     Value bias = (*in)[2];
     if (auto error = graph::checkBroadcast(shapeOf(y), shapeOf(bias)))
       return emitError(loc) << "Linear bias: " << *error;
     y = graph::AddOp::create(builder_, loc, y, bias);
   }
-  return define(node, loc, {y});
+  SmallVector<int64_t> outShape(xShape.drop_back());
+  outShape.push_back(shapeOf(y).back());
+  return define(node, loc, {reshape(y, outShape, loc)});
 }
 
 LogicalResult ModelImporter::importMatMul(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 2, 2);
   if (failed(in)) return failure();
   bool tA = intAttr(node, "transpose_a", 0) != 0, tB = intAttr(node, "transpose_b", 0) != 0;
-  if (auto error = graph::checkMatmul(shapeOf((*in)[0]), shapeOf((*in)[1]), tA, tB))
+  Value a = (*in)[0], b = (*in)[1];
+  if (shapeOf(a).size() >= 3) {
+    if (auto error = graph::checkBatchMatmul(shapeOf(a), shapeOf(b), tA, tB))
+      return emitError(loc) << *error;
+    return define(node, loc, {graph::BatchMatmulOp::create(builder_, loc, a, b, tA, tB)});
+  }
+  if (auto error = graph::checkMatmul(shapeOf(a), shapeOf(b), tA, tB))
     return emitError(loc) << *error;
-  return define(node, loc, {graph::MatmulOp::create(builder_, loc, (*in)[0], (*in)[1], tA, tB)});
+  return define(node, loc, {graph::MatmulOp::create(builder_, loc, a, b, tA, tB)});
 }
 
 template <typename OpTy>
@@ -262,6 +300,13 @@ LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Locatio
   auto in = inputs(node, loc, 2, 2);
   if (failed(in)) return failure();
   Value logits = (*in)[0], labels = (*in)[1];
+  // Sequence models: logits [B, T, V] and labels [B, T] are scored as B·T rows.
+  if (shapeOf(logits).size() > 2 && shapeOf(labels) == shapeOf(logits).drop_back()) {
+    int64_t rows = 1;
+    for (int64_t d : shapeOf(labels)) rows *= d;
+    logits = reshape(logits, {rows, shapeOf(logits).back()}, loc);
+    labels = reshape(labels, {rows}, loc);
+  }
   if (auto error = graph::checkCrossEntropy(shapeOf(logits), shapeOf(labels)))
     return emitError(loc) << *error;
   if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
@@ -278,6 +323,59 @@ LogicalResult ModelImporter::importMse(const model::Node& node, Location loc) {
                           << " and target " << graph::shapeString(shapeOf((*in)[1]))
                           << " must have one shape and dtype";
   return define(node, loc, {graph::MseOp::create(builder_, loc, (*in)[0], (*in)[1])});
+}
+
+// F.embedding(ids, weight): inputs are the int64 ids, then the [vocab, dim] table.
+LogicalResult ModelImporter::importEmbedding(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 2);
+  if (failed(in)) return failure();
+  Value ids = (*in)[0], table = (*in)[1];
+  if (!cast<RankedTensorType>(ids.getType()).getElementType().isInteger(64))
+    return emitError(loc) << "Embedding ids must be int64";
+  if (auto error = graph::checkEmbedding(shapeOf(table))) return emitError(loc) << *error;
+  return define(node, loc, {graph::EmbeddingOp::create(builder_, loc, table, ids)});
+}
+
+LogicalResult ModelImporter::importLayerNorm(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 3, 3);
+  if (failed(in)) return failure();
+  if (auto error = graph::checkLayerNorm(shapeOf((*in)[0]), shapeOf((*in)[1]), shapeOf((*in)[2])))
+    return emitError(loc) << *error;
+  auto eps = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "eps", 1e-5)));
+  auto op = graph::LayerNormOp::create(builder_, loc, (*in)[0], (*in)[1], (*in)[2], eps);
+  return define(node, loc, {op.getY()});
+}
+
+LogicalResult ModelImporter::importTranspose(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  const model::Attribute* a = attribute(node, "perm");
+  if (!a || !a->ints()) return emitError(loc) << "Transpose needs an ints attribute 'perm'";
+  SmallVector<int64_t> perm(a->ints()->begin(), a->ints()->end());
+  if (auto error = graph::checkPermutation(shapeOf((*in)[0]), perm)) return emitError(loc) << *error;
+  return define(node, loc, {graph::TransposeOp::create(builder_, loc, (*in)[0], perm)});
+}
+
+// Equal pieces, one per output name.
+LogicalResult ModelImporter::importSplit(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  int64_t parts = node.outputs() ? node.outputs()->size() : 0;
+  int64_t axis = intAttr(node, "axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(shapeOf((*in)[0]).size());
+  if (auto error = graph::checkSplit(shapeOf((*in)[0]), axis, parts)) return emitError(loc) << *error;
+  auto op = graph::SplitOp::create(builder_, loc, (*in)[0], axis, parts);
+  return define(node, loc, SmallVector<Value>(op.getPieces()));
+}
+
+LogicalResult ModelImporter::importCausalSoftmax(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  ArrayRef<int64_t> x = shapeOf((*in)[0]);
+  if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2])
+    return emitError(loc) << "CausalSoftmax needs [..., T, T] scores, got " << graph::shapeString(x);
+  auto scale = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "scale", 1.0)));
+  return define(node, loc, {graph::CausalSoftmaxOp::create(builder_, loc, (*in)[0], scale)});
 }
 
 OwningOpRef<ModuleOp> ModelImporter::run() {

@@ -8,20 +8,43 @@ void ModelBuilder::input(const std::string& name, model::DType dtype, std::vecto
   inputs_.push_back(model::CreateTensorInfoDirect(fbb_, name.c_str(), dtype, &shape));
 }
 
+void ModelBuilder::parameter(const std::string& name, std::vector<int64_t> shape,
+                             model::InitKind kind, double a, double b, uint64_t seed) {
+  auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
+  auto rule = model::CreateInitRule(fbb_, kind, a, b, seed);
+  initializers_.push_back(model::CreateInitializer(fbb_, info, /*trainable=*/true, 0, 0, rule));
+}
+
 void ModelBuilder::uniformParameter(const std::string& name, std::vector<int64_t> shape,
                                     double low, double high, uint64_t seed) {
-  auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
-  auto rule = model::CreateInitRule(fbb_, model::InitKind::uniform, low, high, seed);
-  initializers_.push_back(
-      model::CreateInitializer(fbb_, info, /*trainable=*/true, 0, 0, rule));
+  parameter(name, std::move(shape), model::InitKind::uniform, low, high, seed);
+}
+
+void ModelBuilder::normalParameter(const std::string& name, std::vector<int64_t> shape,
+                                   double mean, double std, uint64_t seed) {
+  parameter(name, std::move(shape), model::InitKind::normal, mean, std, seed);
+}
+
+void ModelBuilder::constantParameter(const std::string& name, std::vector<int64_t> shape,
+                                     double value) {
+  if (value == 0.0 || value == 1.0)
+    return parameter(name, std::move(shape),
+                     value == 0.0 ? model::InitKind::zeros : model::InitKind::ones, 0, 0, 0);
+  parameter(name, std::move(shape), model::InitKind::uniform, value, value, 0);
 }
 
 void ModelBuilder::node(const std::string& name, const std::string& opType,
-                        std::vector<std::string> inputs, std::vector<std::string> outputs) {
+                        std::vector<std::string> inputs, std::vector<std::string> outputs,
+                        const std::vector<Attr>& attributes) {
+  std::vector<flatbuffers::Offset<model::Attribute>> attrs;
+  for (const Attr& a : attributes)
+    attrs.push_back(model::CreateAttributeDirect(fbb_, a.name.c_str(), a.kind, a.i, a.f,
+                                                 a.s.empty() ? nullptr : a.s.c_str(),
+                                                 a.list.empty() ? nullptr : &a.list));
   auto in = fbb_.CreateVectorOfStrings(inputs);
   auto out = fbb_.CreateVectorOfStrings(outputs);
   nodes_.push_back(model::CreateNode(fbb_, fbb_.CreateString(name), fbb_.CreateString(opType), in,
-                                     out));
+                                     out, attrs.empty() ? 0 : fbb_.CreateVector(attrs)));
 }
 
 void ModelBuilder::setOutputs(std::vector<std::string> outputs, const std::string& loss,

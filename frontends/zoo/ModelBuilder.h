@@ -9,6 +9,20 @@
 
 namespace dtc::zoo {
 
+// A node attribute: exactly one of the value kinds.
+struct Attr {
+  static Attr integer(std::string name, int64_t v) { return {std::move(name), model::AttrKind::int_, v, 0, "", {}}; }
+  static Attr real(std::string name, double v) { return {std::move(name), model::AttrKind::float_, 0, v, "", {}}; }
+  static Attr text(std::string name, std::string v) { return {std::move(name), model::AttrKind::string, 0, 0, std::move(v), {}}; }
+  static Attr ints(std::string name, std::vector<int64_t> v) { return {std::move(name), model::AttrKind::ints, 0, 0, "", std::move(v)}; }
+  std::string name;
+  model::AttrKind kind;
+  int64_t i;
+  double f;
+  std::string s;
+  std::vector<int64_t> list;
+};
+
 class ModelBuilder {
  public:
   explicit ModelBuilder(std::string name) : name_(std::move(name)) {}
@@ -17,8 +31,11 @@ class ModelBuilder {
   // A parameter filled at load time by U[low, high) with `seed` (keyed by name, see plan.fbs).
   void uniformParameter(const std::string& name, std::vector<int64_t> shape, double low,
                         double high, uint64_t seed);
+  void normalParameter(const std::string& name, std::vector<int64_t> shape, double mean,
+                       double std, uint64_t seed);
+  void constantParameter(const std::string& name, std::vector<int64_t> shape, double value);
   void node(const std::string& name, const std::string& opType, std::vector<std::string> inputs,
-            std::vector<std::string> outputs);
+            std::vector<std::string> outputs, const std::vector<Attr>& attributes = {});
   void setOutputs(std::vector<std::string> outputs, const std::string& loss,
                   const std::string& predictions = "", const std::string& targets = "");
 
@@ -26,6 +43,9 @@ class ModelBuilder {
   std::vector<uint8_t> finish();
 
  private:
+  void parameter(const std::string& name, std::vector<int64_t> shape, model::InitKind kind,
+                 double a, double b, uint64_t seed);
+
   flatbuffers::FlatBufferBuilder fbb_;
   std::string name_;
   std::vector<flatbuffers::Offset<model::TensorInfo>> inputs_;
@@ -45,5 +65,21 @@ struct MlpOptions {
 // Linear -> ReLU -> ... -> Linear with cross-entropy loss; parameters named fc0.weight,
 // fc0.bias, ... in PyTorch's [out, in] layout with nn.Linear's default initialisation.
 std::vector<uint8_t> buildMlp(const MlpOptions& options);
+
+struct GptOptions {
+  int64_t vocab = 256;
+  int64_t ctx = 64;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t embd = 64;
+  uint64_t seed = 0;
+};
+
+// Checks the options (heads must divide the embedding...): "" when valid, else the reason.
+std::string validateGpt(const GptOptions& options);
+
+// GPT-2 as nanoGPT's model.py (biases on, no dropout, LM head tied to the token embedding),
+// with its parameter names, layouts and initialisation; inputs idx and targets [B, T] (int64).
+std::vector<uint8_t> buildGpt(const GptOptions& options);
 
 }  // namespace dtc::zoo

@@ -6,57 +6,10 @@
 #include <unordered_map>
 
 #include "cpu/kernels.h"
-#include "exec/executor.h"
+#include "exec/bind_util.h"
 
 namespace dtc {
 namespace {
-
-using cpu::Shape;
-using Binder = StatusOr<BoundStep> (*)(const StepContext&);
-
-Status invalid(const StepContext& ctx, const std::string& message) {
-  return Status::InvalidInput(ctx.where() + message);
-}
-
-std::string str(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-// Arity and dtypes: every operand float32 unless listed in `int64Inputs`.
-Status expect(const StepContext& ctx, size_t inputs, size_t outputs,
-              std::initializer_list<size_t> int64Inputs = {}) {
-  if (ctx.inputs.size() != inputs || ctx.outputs.size() != outputs)
-    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " +
-                            std::to_string(outputs) + " outputs");
-  for (size_t i = 0; i < inputs; ++i) {
-    bool wantI64 = std::find(int64Inputs.begin(), int64Inputs.end(), i) != int64Inputs.end();
-    if (ctx.inputs[i].dtype != (wantI64 ? DType::kI64 : DType::kF32))
-      return invalid(ctx, "input " + std::to_string(i) + " has dtype " +
-                              dtypeName(ctx.inputs[i].dtype));
-  }
-  for (const TensorView& out : ctx.outputs)
-    if (out.dtype != DType::kF32) return invalid(ctx, "outputs must be float32");
-  return Status::Ok();
-}
-
-Status sameShape(const StepContext& ctx, const TensorView& a, const TensorView& b) {
-  if (a.shape != b.shape) return invalid(ctx, "shapes " + str(a.shape) + " and " + str(b.shape) + " differ");
-  return Status::Ok();
-}
-
-bool broadcastShape(const Shape& a, const Shape& b, Shape& out) {
-  size_t rank = std::max(a.size(), b.size());
-  out.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) return false;
-    out[i] = da == 1 ? db : da;
-  }
-  return true;
-}
 
 StatusOr<BoundStep> bindMatmul(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
@@ -125,13 +78,16 @@ StatusOr<BoundStep> bindBroadcast(const StepContext& ctx) {
   });
 }
 
+// Any element type: labels are reshaped too.
 StatusOr<BoundStep> bindReshape(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
+    return invalid(ctx, "expects 1 input and 1 output");
   TensorView x = ctx.inputs[0], out = ctx.outputs[0];
-  if (x.numElements() != out.numElements())
+  if (x.numElements() != out.numElements() || x.dtype != out.dtype)
     return invalid(ctx, "cannot reshape " + str(x.shape) + " to " + str(out.shape));
+  size_t bytes = static_cast<size_t>(x.numElements()) * dtypeSize(x.dtype);
   return BoundStep([=] {
-    if (out.data != x.data) std::memmove(out.data, x.data, x.numElements() * sizeof(float));
+    if (out.data != x.data) std::memmove(out.data, x.data, bytes);
     return Status::Ok();
   });
 }
@@ -298,8 +254,10 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx) {
   });
 }
 
-const std::unordered_map<std::string, Binder>& binders() {
-  static const std::unordered_map<std::string, Binder> table = {
+}  // namespace
+
+const BinderTable& coreBinders() {
+  static const BinderTable table = {
       {"matmul", bindMatmul},
       {"add", bindBinary<cpu::BinaryOp::kAdd>},
       {"sub", bindBinary<cpu::BinaryOp::kSub>},
@@ -324,14 +282,13 @@ const std::unordered_map<std::string, Binder>& binders() {
   return table;
 }
 
-}  // namespace
-
 StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
-  auto it = binders().find(ctx.step.op()->str());
-  if (it == binders().end())
-    return Status::InvalidInput("unknown op '" + ctx.step.op()->str() +
-                                "' (the plan needs a newer dtrun)");
-  return it->second(ctx);
+  std::string op = ctx.step.op()->str();
+  for (const BinderTable* table : {&coreBinders(), &transformerBinders()}) {
+    auto it = table->find(op);
+    if (it != table->end()) return it->second(ctx);
+  }
+  return Status::InvalidInput("unknown op '" + op + "' (the plan needs a newer dtrun)");
 }
 
 }  // namespace dtc

@@ -10,66 +10,13 @@
 #include <memory>
 
 #include "cpu/blas.h"
-#include "data/sampler.h"
+#include "exec/batch_source.h"
 #include "exec/executor.h"
-#include "io/npy.h"
+#include "exec/generate.h"
 #include "io/safetensors.h"
 
 namespace dtc {
 namespace {
-
-// The data inputs of one plan function, each backed by DIR/<name>.npy.
-struct BoundData {
-  struct Input {
-    std::string name;
-    io::NpyArray array;
-    TensorView dest;  // where one batch goes in the arena
-  };
-  std::vector<Input> inputs;
-  int64_t rows = 0;
-};
-
-StatusOr<BoundData> bindData(Executor& ex, const std::string& function, const std::string& dir) {
-  const plan::Function* f = ex.plan().function(function);
-  if (!f) return Status::InvalidInput(ex.plan().name() + " has no " + function + " function");
-  BoundData bound;
-  for (const plan::Binding* b : *f->arguments()) {
-    if (b->role() != plan::Role::data) continue;
-    std::string name = b->name()->str();
-    std::string path = dir + "/" + name + ".npy";
-    DTC_ASSIGN_OR_RETURN(io::NpyArray array, io::openNpy(path));
-    TensorView dest = ex.view(function, b->value());
-    if (array.dtype() != dest.dtype)
-      return Status::InvalidInput(path + " has dtype " + dtypeName(array.dtype()) +
-                                  "; the model's input '" + name + "' is " +
-                                  dtypeName(dest.dtype));
-    const std::vector<int64_t>& shape = array.shape();
-    std::vector<int64_t> want(dest.shape.begin() + 1, dest.shape.end());
-    if (shape.empty() || std::vector<int64_t>(shape.begin() + 1, shape.end()) != want) {
-      std::string expected = "[N";
-      for (int64_t d : want) expected += "," + std::to_string(d);
-      std::string got = "[";
-      for (size_t i = 0; i < shape.size(); ++i) got += (i ? "," : "") + std::to_string(shape[i]);
-      return Status::InvalidInput(path + " has shape " + got + "]; the model's input '" + name +
-                                  "' needs " + expected + "]");
-    }
-    if (!bound.inputs.empty() && shape[0] != bound.rows)
-      return Status::InvalidInput(path + " has " + std::to_string(shape[0]) + " samples, " +
-                                  bound.inputs.front().name + ".npy has " +
-                                  std::to_string(bound.rows));
-    bound.rows = shape[0];
-    bound.inputs.push_back({name, std::move(array), dest});
-  }
-  int64_t batch = ex.plan().root().batch_size();
-  if (!bound.inputs.empty() && bound.rows < batch)
-    return Status::InvalidInput(dir + " has " + std::to_string(bound.rows) +
-                                " samples, fewer than one batch of " + std::to_string(batch));
-  return bound;
-}
-
-void loadBatch(BoundData& data, const std::vector<int64_t>& indices) {
-  for (auto& input : data.inputs) data::gatherRows(input.array, indices, input.dest.data);
-}
 
 constexpr uint32_t kNone = UINT32_MAX;
 
@@ -81,31 +28,26 @@ uint32_t resultIndex(const plan::Function& f, plan::Role role, const std::string
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
-Status evaluate(Executor& ex, const std::string& dir) {
-  DTC_ASSIGN_OR_RETURN(BoundData data, bindData(ex, "eval", dir));
+Status evaluate(Executor& ex, const std::string& path) {
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> data, openBatchSource(ex, "eval", path, 0));
   const plan::Function& f = *ex.plan().function("eval");
   int64_t batch = ex.plan().root().batch_size();
   uint32_t lossIndex = resultIndex(f, plan::Role::loss);
   if (lossIndex == kNone) return Status::InvalidInput(ex.plan().name() + ": eval returns no loss");
   std::string predictions = str(ex.plan().root().predictions());
-  std::string targets = str(ex.plan().root().targets());
   uint32_t logitsIndex = predictions.empty() ? kNone : resultIndex(f, plan::Role::output, predictions);
-  const BoundData::Input* labels = nullptr;
-  for (const auto& input : data.inputs)
-    if (input.name == targets) labels = &input;
+  const TensorView* labels = data->input(str(ex.plan().root().targets()));
 
   // Accuracy needs [batch, classes] logits and int64 labels; other models report loss only.
   bool accuracy = false;
-  if (logitsIndex != kNone && labels && labels->dest.dtype == DType::kI64) {
+  if (logitsIndex != kNone && labels && labels->dtype == DType::kI64) {
     TensorView logits = ex.view("eval", logitsIndex);
     accuracy = logits.dtype == DType::kF32 && logits.shape.size() == 2 && logits.shape[0] == batch;
   }
-  int64_t batches = data.rows / batch, correct = 0;
+  int64_t batches = data->evalBatches(), correct = 0;
   double lossSum = 0;
-  std::vector<int64_t> indices(batch);
   for (int64_t b = 0; b < batches; ++b) {
-    for (int64_t i = 0; i < batch; ++i) indices[i] = b * batch + i;
-    loadBatch(data, indices);
+    data->fillEval(b);
     DTC_RETURN_IF_ERROR(ex.run("eval"));
     lossSum += *ex.view("eval", lossIndex).f32();
     if (accuracy) {
@@ -114,7 +56,7 @@ Status evaluate(Executor& ex, const std::string& dir) {
       for (int64_t i = 0; i < batch; ++i) {
         const float* row = logits.f32() + i * classes;
         int64_t best = std::max_element(row, row + classes) - row;
-        correct += best == labels->dest.i64()[i];
+        correct += best == labels->i64()[i];
       }
     }
   }
@@ -123,8 +65,9 @@ Status evaluate(Executor& ex, const std::string& dir) {
   if (accuracy)
     std::printf(" | accuracy %.2f%% (%lld/%lld)", 100.0 * correct / std::max<int64_t>(seen, 1),
                 (long long)correct, (long long)seen);
-  if (seen < data.rows)
-    std::printf(" | last %lld samples skipped (not a full batch)", (long long)(data.rows - seen));
+  if (seen < data->samples())
+    std::printf(" | last %lld samples skipped (not a full batch)",
+                (long long)(data->samples() - seen));
   std::printf("\n");
   return Status::Ok();
 }
@@ -156,12 +99,12 @@ Status train(const Plan& plan, const TrainOptions& options) {
 
   if (options.steps > 0) {
     if (options.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");
-    DTC_ASSIGN_OR_RETURN(BoundData data, bindData(*ex, "train_step", options.dataDir));
+    DTC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> data,
+                         openBatchSource(*ex, "train_step", options.dataDir, options.seed));
     const plan::Function& f = *plan.function("train_step");
     uint32_t lossIndex = resultIndex(f, plan::Role::loss);
     if (lossIndex == kNone) return Status::InvalidInput(plan.name() + ": train_step returns no loss");
     int64_t batch = plan.root().batch_size();
-    data::EpochSampler sampler(data.rows, batch, options.seed);
     std::unique_ptr<std::ofstream> log;
     std::string logTmp = options.logPath + ".tmp";
     if (!options.logPath.empty()) {
@@ -170,7 +113,7 @@ Status train(const Plan& plan, const TrainOptions& options) {
     }
     for (int64_t step = 1; step <= options.steps; ++step) {
       auto start = std::chrono::steady_clock::now();
-      loadBatch(data, sampler.nextBatch());
+      data->fillTraining(step - 1);
       DTC_RETURN_IF_ERROR(ex->run("train_step"));
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -192,6 +135,10 @@ Status train(const Plan& plan, const TrainOptions& options) {
     }
   }
   if (!options.evalDir.empty()) DTC_RETURN_IF_ERROR(evaluate(*ex, options.evalDir));
+  if (options.sampleTokens > 0) {
+    DTC_ASSIGN_OR_RETURN(std::string text, generateGreedy(*ex, options.prompt, options.sampleTokens));
+    std::printf("sample: %s%s\n", options.prompt.c_str(), text.c_str());
+  }
   if (!options.saveDir.empty()) DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir));
   return Status::Ok();
 }

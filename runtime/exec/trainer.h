@@ -9,13 +9,15 @@
 namespace dtc {
 
 struct TrainOptions {
-  std::string dataDir;   // DIR/<input>.npy for each data input of train_step
-  std::string evalDir;   // optional held-out set for the eval function
+  std::string dataDir;   // DIR/<input>.npy for each data input of train_step, or an llm.c .bin
+  std::string evalDir;   // optional held-out set for the eval function (same forms)
   std::string logPath;   // optional JSON lines, one object per step
   std::string saveDir;   // optional: DIR/model.safetensors with the final parameters
   int64_t steps = 0;
   uint64_t seed = 0;     // sample order: epoch e is permuted from (seed, e)
   int threads = 0;       // 0: all hardware threads
+  int64_t sampleTokens = 0;  // after training: greedy continuation of `prompt` (byte-level LMs)
+  std::string prompt;
 };
 
 Status train(const Plan& plan, const TrainOptions& options);

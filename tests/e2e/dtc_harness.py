@@ -64,3 +64,29 @@ def read_log(path):
 
 def load_safetensors(path):
     return safetensors_np.load(path)
+
+
+def window_offsets(size, batch, t, seed, step):
+    """dtrun's token windows for 0-based `step` (runtime/data/tokens.h)."""
+    state = (seed ^ ((GOLDEN * (step + 1)) & MASK)) & MASK
+    offsets = []
+    for _ in range(batch):
+        state, r = splitmix64(state)
+        offsets.append(r % (size - t))
+    return offsets
+
+
+def write_tokens(path, tokens):
+    """An llm.c token file: 256 int32 header (magic, version, count), then uint16 tokens."""
+    header = np.zeros(256, dtype=np.int32)
+    header[:3] = [20240520, 1, len(tokens)]
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(np.asarray(tokens, dtype=np.uint16).tobytes())
+
+
+def read_tokens(path):
+    with open(path, "rb") as f:
+        header = np.frombuffer(f.read(1024), dtype=np.int32)
+        assert header[0] == 20240520 and header[1] == 1, "not an llm.c token file"
+        return np.frombuffer(f.read(), dtype=np.uint16)[:header[2]].astype(np.int64)

@@ -21,6 +21,7 @@ namespace {
 constexpr const char kUsage[] =
     "usage:\n"
     "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"
+    "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S] -o M.dtm\n"
     "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
     "              [--dump-ir DIR]\n"
@@ -45,9 +46,13 @@ std::string describe(mlir::Location loc) {
   return "";
 }
 
-int runZoo(int argc, char** argv) {
-  if (argc < 3 || std::strcmp(argv[2], "mlp") != 0)
-    return fail("dtc zoo: unknown model (available: mlp)");
+int writeModel(const dtc::Args& args, const std::vector<uint8_t>& bytes) {
+  if (llvm::Error e = dtc::writeFileAtomically(args.str("output"), bytes.data(), bytes.size()))
+    return fail(llvm::toString(std::move(e)));
+  return 0;
+}
+
+int runZooMlp(int argc, char** argv) {
   auto args = dtc::Args::parse(argc, argv, 3, {"input", "hidden", "classes", "seed", "output"}, {});
   if (!args.ok()) return fail(args.status());
   dtc::zoo::MlpOptions options;
@@ -55,10 +60,8 @@ int runZoo(int argc, char** argv) {
   auto classes = args->integer("classes", options.classes);
   auto seed = args->integer("seed", 0);
   auto hidden = args->integers("hidden", options.hidden);
-  if (!input.ok()) return fail(input.status());
-  if (!classes.ok()) return fail(classes.status());
-  if (!seed.ok()) return fail(seed.status());
-  if (!hidden.ok()) return fail(hidden.status());
+  for (const dtc::Status& s : {input.status(), classes.status(), seed.status(), hidden.status()})
+    if (!s.ok()) return fail(s);
   if (*input <= 0 || *classes <= 0) return fail("--input and --classes must be positive");
   for (int64_t h : *hidden)
     if (h <= 0) return fail("--hidden sizes must be positive");
@@ -67,10 +70,33 @@ int runZoo(int argc, char** argv) {
   options.classes = *classes;
   options.hidden = *hidden;
   options.seed = static_cast<uint64_t>(*seed);
-  std::vector<uint8_t> bytes = dtc::zoo::buildMlp(options);
-  if (llvm::Error e = dtc::writeFileAtomically(args->str("output"), bytes.data(), bytes.size()))
-    return fail(llvm::toString(std::move(e)));
-  return 0;
+  return writeModel(*args, dtc::zoo::buildMlp(options));
+}
+
+int runZooGpt(int argc, char** argv) {
+  auto args = dtc::Args::parse(argc, argv, 3,
+                               {"vocab", "ctx", "layers", "heads", "embd", "seed", "output"}, {});
+  if (!args.ok()) return fail(args.status());
+  dtc::zoo::GptOptions o;
+  for (auto [flag, field] : {std::pair{"vocab", &o.vocab}, {"ctx", &o.ctx}, {"layers", &o.layers},
+                             {"heads", &o.heads}, {"embd", &o.embd}}) {
+    auto v = args->integer(flag, *field);
+    if (!v.ok()) return fail(v.status());
+    *field = *v;
+  }
+  auto seed = args->integer("seed", 0);
+  if (!seed.ok()) return fail(seed.status());
+  o.seed = static_cast<uint64_t>(*seed);
+  if (std::string error = dtc::zoo::validateGpt(o); !error.empty()) return fail(error);
+  if (!args->has("output")) return fail("dtc zoo: missing -o MODEL.dtm");
+  return writeModel(*args, dtc::zoo::buildGpt(o));
+}
+
+int runZoo(int argc, char** argv) {
+  std::string model = argc >= 3 ? argv[2] : "";
+  if (model == "mlp") return runZooMlp(argc, argv);
+  if (model == "gpt") return runZooGpt(argc, argv);
+  return fail("dtc zoo: unknown model '" + model + "' (available: mlp, gpt)");
 }
 
 int runCompile(int argc, char** argv) {

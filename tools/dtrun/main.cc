@@ -9,8 +9,9 @@
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: dtrun PLAN [--data DIR] [--steps N] [--seed S] [--log FILE.jsonl] [--save DIR]\n"
-    "             [--eval DIR] [--threads N]\n";
+    "usage: dtrun PLAN [--data DIR|TOKENS.bin] [--steps N] [--seed S] [--log FILE.jsonl]\n"
+    "             [--save DIR] [--eval DIR|TOKENS.bin] [--threads N]\n"
+    "             [--sample N [--prompt TEXT]]   greedy text from a byte-level language model\n";
 
 int fail(const dtc::Status& status) {
   std::fprintf(stderr, "dtrun: error: %s\n", status.message().c_str());
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto args = dtc::Args::parse(argc, argv, 1,
-                               {"data", "steps", "seed", "log", "save", "eval", "threads"}, {});
+                               {"data", "steps", "seed", "log", "save", "eval", "threads", "sample", "prompt"}, {});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1)
     return fail(dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage)));
@@ -37,12 +38,15 @@ int main(int argc, char** argv) {
   auto steps = args->integer("steps", 0);
   auto seed = args->integer("seed", 0);
   auto threads = args->integer("threads", 0);
-  for (const auto* v : {&steps, &seed, &threads})
+  auto sample = args->integer("sample", 0);
+  for (const auto* v : {&steps, &seed, &threads, &sample})
     if (!v->ok()) return fail(v->status());
   if (*steps < 0) return fail(dtc::Status::InvalidInput("--steps must be >= 0"));
   options.steps = *steps;
   options.seed = static_cast<uint64_t>(*seed);
   options.threads = static_cast<int>(*threads);
+  options.sampleTokens = *sample;
+  options.prompt = args->str("prompt");
 
   auto plan = dtc::Plan::load(args->positionals()[0]);
   if (!plan.ok()) return fail(plan.status());

@@ -109,3 +109,61 @@ Grads MseOp::buildGradients(OpBuilder& b, ValueRange dys) {
   Value dPred = MseGradOp::create(b, getLoc(), dys[0], getPred(), getTarget());
   return SmallVector<Value>{dPred, negate(b, getLoc(), dPred)};
 }
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+// Same rule as MatmulOp, batch by batch.
+Grads BatchMatmulOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  Value dC = dys[0], A = getLhs(), B = getRhs();
+  bool tA = getTransposeLhs(), tB = getTransposeRhs();
+  Location loc = getLoc();
+  Value dA = tA ? BatchMatmulOp::create(b, loc, B, dC, tB, true)
+                : BatchMatmulOp::create(b, loc, dC, B, false, !tB);
+  Value dB = tB ? BatchMatmulOp::create(b, loc, dC, A, true, tA)
+                : BatchMatmulOp::create(b, loc, A, dC, !tA, false);
+  return SmallVector<Value>{dA, dB};
+}
+
+Grads TransposeOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm)) inverse[p] = i;
+  return SmallVector<Value>{TransposeOp::create(b, getLoc(), dys[0], inverse)};
+}
+
+Grads SplitOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // Pieces the loss does not use contribute zeros.
+  SmallVector<Value> pieces;
+  for (auto [piece, dy] : llvm::zip(getPieces(), dys))
+    pieces.push_back(dy ? dy
+                        : Value(FillOp::create(b, getLoc(), piece.getType(),
+                                               b.getF32FloatAttr(0.0f))));
+  return SmallVector<Value>{ConcatOp::create(b, getLoc(), pieces, getAxis())};
+}
+
+Grads ConcatOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  auto split = SplitOp::create(b, getLoc(), dys[0], getAxis(),
+                               static_cast<int64_t>(getPieces().size()));
+  return SmallVector<Value>(split.getPieces());
+}
+
+Grads CausalSoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{
+      CausalSoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr())};
+}
+
+Grads LayerNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // mean and rstd are by-products for the backward pass; only y carries a gradient.
+  if (!dys[0]) return SmallVector<Value>{Value(), Value(), Value()};
+  auto grad = LayerNormGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getMean(),
+                                      getRstd());
+  return SmallVector<Value>{grad.getDx(), grad.getDweight(), grad.getDbias()};
+}
+
+Grads EmbeddingOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  int64_t vocab = tensorType(getTable()).getShape()[0];
+  return SmallVector<Value>{EmbeddingGradOp::create(b, getLoc(), dys[0], getIds(), vocab),
+                            Value()};
+}

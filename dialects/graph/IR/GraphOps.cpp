@@ -121,6 +121,8 @@ LogicalResult BroadcastOp::verify() {
 LogicalResult ReshapeOp::verify() {
   auto in = cast<RankedTensorType>(getX().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("cannot change the element type");
   if (in.getNumElements() != out.getNumElements())
     return emitOpError("cannot reshape ") << shapeString(in.getShape()) << " ("
                                           << in.getNumElements() << " elements) to "

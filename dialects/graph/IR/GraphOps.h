@@ -26,6 +26,15 @@ std::optional<std::string> checkCrossEntropy(llvm::ArrayRef<int64_t> logits,
                                              llvm::ArrayRef<int64_t> labels);
 std::optional<std::string> checkReduceAxes(llvm::ArrayRef<int64_t> shape,
                                            llvm::ArrayRef<int64_t> axes);
+std::optional<std::string> checkBatchMatmul(llvm::ArrayRef<int64_t> lhs,
+                                            llvm::ArrayRef<int64_t> rhs, bool transposeLhs,
+                                            bool transposeRhs);
+std::optional<std::string> checkPermutation(llvm::ArrayRef<int64_t> shape,
+                                            llvm::ArrayRef<int64_t> perm);
+std::optional<std::string> checkSplit(llvm::ArrayRef<int64_t> shape, int64_t axis, int64_t parts);
+std::optional<std::string> checkLayerNorm(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,
+                                          llvm::ArrayRef<int64_t> bias);
+std::optional<std::string> checkEmbedding(llvm::ArrayRef<int64_t> table);
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 
 }  // namespace dtc::graph

@@ -98,9 +98,9 @@ def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure, Graph_Differentiable]> {
 }
 
 def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, Graph_Differentiable]> {
-  let summary = "Same elements in row-major order, another shape";
-  let arguments = (ins Graph_F32Tensor:$x);
-  let results = (outs Graph_F32Tensor:$result);
+  let summary = "Same elements in row-major order, another shape (any element type)";
+  let arguments = (ins AnyRankedTensor:$x);
+  let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -194,5 +194,7 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
+
+include "GraphTransformerOps.td"
 
 #endif // DTC_GRAPH_OPS_TD

@@ -1,0 +1,161 @@
+// Shape rules, type inference and verifiers of the transformer ops (GraphTransformerOps.td).
+#include "graph/IR/GraphOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace dtc::graph;
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+RankedTensorType f32Tensor(MLIRContext* ctx, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, Float32Type::get(ctx));
+}
+
+}  // namespace
+
+namespace dtc::graph {
+
+std::optional<std::string> checkBatchMatmul(ArrayRef<int64_t> a, ArrayRef<int64_t> b, bool tA,
+                                            bool tB) {
+  if (a.size() < 3 || a.size() != b.size())
+    return "batch_matmul needs operands of one rank >= 3, got " + shapeString(a) + " and " +
+           shapeString(b);
+  size_t r = a.size();
+  if (a.drop_back(2) != b.drop_back(2))
+    return "batch_matmul batch dimensions differ: " + shapeString(a) + " and " + shapeString(b);
+  int64_t ka = tA ? a[r - 2] : a[r - 1], kb = tB ? b[r - 1] : b[r - 2];
+  if (ka != kb)
+    return "batch_matmul contraction sizes differ: " + shapeString(a) + (tA ? "^T" : "") + " x " +
+           shapeString(b) + (tB ? "^T" : "") + " (" + std::to_string(ka) + " vs " +
+           std::to_string(kb) + ")";
+  return std::nullopt;
+}
+
+std::optional<std::string> checkPermutation(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> sorted(perm);
+  llvm::sort(sorted);
+  if (perm.size() != shape.size() ||
+      !llvm::equal(sorted, llvm::seq<int64_t>(0, static_cast<int64_t>(shape.size()))))
+    return "perm " + shapeString(perm) + " is not a permutation of the dimensions of " +
+           shapeString(shape);
+  return std::nullopt;
+}
+
+std::optional<std::string> checkSplit(ArrayRef<int64_t> shape, int64_t axis, int64_t parts) {
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
+    return "split axis " + std::to_string(axis) + " out of range for shape " + shapeString(shape);
+  if (parts <= 0 || shape[axis] % parts != 0)
+    return "cannot split dimension " + std::to_string(axis) + " of " + shapeString(shape) +
+           " into " + std::to_string(parts) + " equal parts";
+  return std::nullopt;
+}
+
+std::optional<std::string> checkLayerNorm(ArrayRef<int64_t> x, ArrayRef<int64_t> w,
+                                          ArrayRef<int64_t> b) {
+  if (x.empty() || w.size() != 1 || b.size() != 1 || w[0] != x.back() || b[0] != x.back())
+    return "layer_norm needs weight and bias of shape [" +
+           (x.empty() ? std::string("?") : std::to_string(x.back())) + "], got " +
+           shapeString(w) + " and " + shapeString(b) + " for input " + shapeString(x);
+  return std::nullopt;
+}
+
+std::optional<std::string> checkEmbedding(ArrayRef<int64_t> table) {
+  if (table.size() != 2) return "embedding table must be [vocab, dim], got " + shapeString(table);
+  return std::nullopt;
+}
+
+}  // namespace dtc::graph
+
+LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                              Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> a = shapeOf(adaptor.getLhs()), b = shapeOf(adaptor.getRhs());
+  bool tA = adaptor.getTransposeLhs(), tB = adaptor.getTransposeRhs();
+  if (auto error = checkBatchMatmul(a, b, tA, tB)) return emitOptionalError(loc, *error);
+  size_t r = a.size();
+  SmallVector<int64_t> shape(a.drop_back(2));
+  shape.push_back(tA ? a[r - 1] : a[r - 2]);
+  shape.push_back(tB ? b[r - 2] : b[r - 1]);
+  types.push_back(f32Tensor(ctx, shape));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> x = shapeOf(adaptor.getX());
+  if (auto error = checkPermutation(x, adaptor.getPerm())) return emitOptionalError(loc, *error);
+  SmallVector<int64_t> shape;
+  for (int64_t p : adaptor.getPerm()) shape.push_back(x[p]);
+  types.push_back(f32Tensor(ctx, shape));
+  return success();
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                        Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> x = shapeOf(adaptor.getX());
+  int64_t axis = adaptor.getAxis(), parts = adaptor.getParts();
+  if (auto error = checkSplit(x, axis, parts)) return emitOptionalError(loc, *error);
+  SmallVector<int64_t> shape(x);
+  shape[axis] /= parts;
+  types.append(parts, f32Tensor(ctx, shape));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ValueRange pieces = adaptor.getPieces();
+  if (pieces.empty()) return emitOptionalError(loc, "concat needs at least one piece");
+  ArrayRef<int64_t> first = shapeOf(pieces.front());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= static_cast<int64_t>(first.size()))
+    return emitOptionalError(loc, "concat axis out of range for ", shapeString(first));
+  for (Value v : pieces)
+    if (shapeOf(v) != first) return emitOptionalError(loc, "concat pieces must have one shape");
+  SmallVector<int64_t> shape(first);
+  shape[axis] *= static_cast<int64_t>(pieces.size());
+  types.push_back(f32Tensor(ctx, shape));
+  return success();
+}
+
+LogicalResult CausalSoftmaxOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getX());
+  if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2])
+    return emitOpError("needs square [..., T, T] scores, got ") << shapeString(x);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> x = shapeOf(adaptor.getX());
+  if (auto error = checkLayerNorm(x, shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias())))
+    return emitOptionalError(loc, *error);
+  types.push_back(adaptor.getX().getType());
+  types.append(2, f32Tensor(ctx, x.drop_back()));
+  return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
+                                                Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  types.push_back(adaptor.getX().getType());
+  types.push_back(adaptor.getWeight().getType());
+  types.push_back(adaptor.getWeight().getType());
+  return success();
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> table = shapeOf(adaptor.getTable());
+  if (auto error = checkEmbedding(table)) return emitOptionalError(loc, *error);
+  SmallVector<int64_t> shape(shapeOf(adaptor.getIds()));
+  shape.push_back(table[1]);
+  types.push_back(f32Tensor(ctx, shape));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>,
+                                                Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  types.push_back(f32Tensor(ctx, {adaptor.getVocab(), shapeOf(adaptor.getDy()).back()}));
+  return success();
+}

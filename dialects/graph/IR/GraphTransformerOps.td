@@ -1,0 +1,85 @@
+// Ops for transformers: batched matmul, layout changes, causal softmax, LayerNorm, embedding.
+// Included by GraphOps.td (one TableGen unit per dialect).
+
+def Graph_BatchMatmulOp : Graph_Op<"batch_matmul", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "op(lhs[b]) · op(rhs[b]) over equal leading batch dimensions";
+  let description = [{
+    lhs is [B..., M, K] ([B..., K, M] with transpose_lhs), rhs is [B..., K, N] ([B..., N, K]
+    with transpose_rhs); the result is [B..., M, N]. Attention scores are
+    `batch_matmul(q, k) {transpose_rhs}` on [batch, heads, T, head_dim].
+  }];
+  let arguments = (ins Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Permute dimensions: result.shape[i] = x.shape[perm[i]]";
+  let arguments = (ins Graph_F32Tensor:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Split into `parts` equal pieces along `axis`";
+  let arguments = (ins Graph_F32Tensor:$x, I64Attr:$axis, I64Attr:$parts);
+  let results = (outs Variadic<Graph_F32Tensor>:$pieces);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($pieces)";
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Concatenate equally shaped pieces along `axis`";
+  let arguments = (ins Variadic<Graph_F32Tensor>:$pieces, I64Attr:$axis);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$pieces attr-dict `:` type($pieces) `->` type($result)";
+}
+
+def Graph_CausalSoftmaxOp : Graph_Op<"causal_softmax", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType, Graph_Differentiable]> {
+  let summary = "softmax(scale · x) over the last dimension with a causal mask";
+  let description = [{
+    x is [..., T, T] (query × key). Entry (i, j) with j > i is masked out (0 in the result),
+    as attention with `is_causal=True`.
+  }];
+  let arguments = (ins Graph_F32Tensor:$x, F32Attr:$scale);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let hasVerifier = 1;
+}
+def Graph_CausalSoftmaxGradOp : Graph_Op<"causal_softmax_grad", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType]> {
+  let summary = "Gradient of causal_softmax from its output y";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$y, F32Attr:$scale);
+  let results = (outs Graph_F32Tensor:$dx);
+  let assemblyFormat = "$dy `,` $y attr-dict `:` type($dx)";
+}
+
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "LayerNorm over the last dimension (nn.LayerNorm); also returns mean and rstd";
+  let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$weight, Graph_F32Tensor:$bias,
+                       F32Attr:$eps);
+  let results = (outs Graph_F32Tensor:$y, Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradients of layer_norm with respect to x, weight and bias";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$x, Graph_F32Tensor:$weight,
+                       Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd);
+  let results = (outs Graph_F32Tensor:$dx, Graph_F32Tensor:$dweight, Graph_F32Tensor:$dbias);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Rows of `table` [V, C] selected by int64 `ids`: result is ids.shape + [C]";
+  let arguments = (ins Graph_F32Tensor:$table, Graph_LabelTensor:$ids);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)";
+}
+def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Scatter-add of dy's rows into a [vocab, C] gradient";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_LabelTensor:$ids, I64Attr:$vocab);
+  let results = (outs Graph_F32Tensor:$dtable);
+  let assemblyFormat = "$dy `,` $ids attr-dict `:` type($dy) `,` type($ids) `->` type($dtable)";
+}

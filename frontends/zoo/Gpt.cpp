@@ -1,0 +1,92 @@
+#include <cmath>
+
+#include "zoo/ModelBuilder.h"
+
+namespace dtc::zoo {
+
+std::string validateGpt(const GptOptions& o) {
+  if (o.vocab <= 0 || o.ctx <= 0 || o.layers <= 0 || o.heads <= 0 || o.embd <= 0)
+    return "vocab, ctx, layers, heads and embd must be positive";
+  if (o.embd % o.heads != 0)
+    return "--heads " + std::to_string(o.heads) + " does not divide --embd " +
+           std::to_string(o.embd) + " (each head gets embd/heads channels)";
+  return "";
+}
+
+std::vector<uint8_t> buildGpt(const GptOptions& o) {
+  ModelBuilder b("gpt");
+  const int64_t C = o.embd, T = o.ctx, H = o.heads, D = C / H;
+  b.input("idx", model::DType::i64, {-1, T});
+  b.input("targets", model::DType::i64, {-1, T});
+  // GPT-2: N(0, 0.02) everywhere, residual projections N(0, 0.02/sqrt(2L)), biases 0,
+  // LayerNorm weight 1 and bias 0 (nanoGPT's _init_weights).
+  const double std = 0.02, residualStd = 0.02 / std::sqrt(2.0 * o.layers);
+  auto linear = [&](const std::string& prefix, int64_t out, int64_t in, double s) {
+    b.normalParameter(prefix + ".weight", {out, in}, 0.0, s, o.seed);
+    b.constantParameter(prefix + ".bias", {out}, 0.0);
+  };
+  auto layerNorm = [&](const std::string& prefix) {
+    b.constantParameter(prefix + ".weight", {C}, 1.0);
+    b.constantParameter(prefix + ".bias", {C}, 0.0);
+  };
+  auto ln = [&](const std::string& prefix, const std::string& x, const std::string& y) {
+    b.node(prefix, "LayerNorm", {x, prefix + ".weight", prefix + ".bias"}, {y},
+           {Attr::real("eps", 1e-5)});
+  };
+
+  b.normalParameter("transformer.wte.weight", {o.vocab, C}, 0.0, std, o.seed);
+  b.normalParameter("transformer.wpe.weight", {T, C}, 0.0, std, o.seed);
+  b.node("transformer.wte", "Embedding", {"idx", "transformer.wte.weight"}, {"tok_emb"});
+  b.node("transformer.wpe", "Add", {"tok_emb", "transformer.wpe.weight"}, {"x0"});
+  std::string x = "x0";
+  for (int64_t l = 0; l < o.layers; ++l) {
+    std::string p = "transformer.h." + std::to_string(l), a = p + ".attn", m = p + ".mlp";
+    layerNorm(p + ".ln_1");
+    linear(a + ".c_attn", 3 * C, C, std);
+    linear(a + ".c_proj", C, C, residualStd);
+    layerNorm(p + ".ln_2");
+    linear(m + ".c_fc", 4 * C, C, std);
+    linear(m + ".c_proj", C, 4 * C, residualStd);
+
+    ln(p + ".ln_1", x, p + ".ln_1.out");
+    b.node(a + ".c_attn", "Linear", {p + ".ln_1.out", a + ".c_attn.weight", a + ".c_attn.bias"},
+           {a + ".qkv"});
+    b.node(a + ".split", "Split", {a + ".qkv"}, {a + ".q", a + ".k", a + ".v"},
+           {Attr::integer("axis", 2)});
+    for (const char* t : {".q", ".k", ".v"}) {
+      b.node(a + t + ".heads", "Reshape", {a + t}, {a + t + ".bthd"},
+             {Attr::ints("shape", {-1, T, H, D})});
+      b.node(a + t + ".transpose", "Transpose", {a + t + ".bthd"}, {a + t + ".bhtd"},
+             {Attr::ints("perm", {0, 2, 1, 3})});
+    }
+    b.node(a + ".scores", "MatMul", {a + ".q.bhtd", a + ".k.bhtd"}, {a + ".scores"},
+           {Attr::integer("transpose_b", 1)});
+    b.node(a + ".softmax", "CausalSoftmax", {a + ".scores"}, {a + ".probs"},
+           {Attr::real("scale", 1.0 / std::sqrt(static_cast<double>(D)))});
+    b.node(a + ".context", "MatMul", {a + ".probs", a + ".v.bhtd"}, {a + ".ctx.bhtd"});
+    b.node(a + ".merge", "Transpose", {a + ".ctx.bhtd"}, {a + ".ctx.bthd"},
+           {Attr::ints("perm", {0, 2, 1, 3})});
+    b.node(a + ".merge_heads", "Reshape", {a + ".ctx.bthd"}, {a + ".ctx"},
+           {Attr::ints("shape", {-1, T, C})});
+    b.node(a + ".c_proj", "Linear", {a + ".ctx", a + ".c_proj.weight", a + ".c_proj.bias"},
+           {a + ".out"});
+    b.node(p + ".residual_1", "Add", {x, a + ".out"}, {p + ".x1"});
+    ln(p + ".ln_2", p + ".x1", p + ".ln_2.out");
+    b.node(m + ".c_fc", "Linear", {p + ".ln_2.out", m + ".c_fc.weight", m + ".c_fc.bias"},
+           {m + ".fc"});
+    b.node(m + ".gelu", "Gelu", {m + ".fc"}, {m + ".act"}, {Attr::text("approximate", "tanh")});
+    b.node(m + ".c_proj", "Linear", {m + ".act", m + ".c_proj.weight", m + ".c_proj.bias"},
+           {m + ".out"});
+    b.node(p + ".residual_2", "Add", {p + ".x1", m + ".out"}, {p + ".out"});
+    x = p + ".out";
+  }
+  layerNorm("transformer.ln_f");
+  ln("transformer.ln_f", x, "xf");
+  // The LM head is tied to the token embedding (nanoGPT: lm_head.weight = wte.weight).
+  b.node("lm_head", "Linear", {"xf", "transformer.wte.weight"}, {"logits"});
+  b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
+  b.setOutputs({"loss", "logits"}, "loss", "", "targets");
+  return b.finish();
+}
+
+}  // namespace dtc::zoo

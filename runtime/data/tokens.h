@@ -1,0 +1,55 @@
+// Token files in llm.c's format and the windows a language model trains on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/status.h"
+
+namespace dtc::data {
+
+inline constexpr int32_t kTokenMagic = 20240520;
+inline constexpr int32_t kTokenVersion = 1;
+
+// A 256 × int32 little-endian header (magic, version, token count, …) followed by `count`
+// uint16 tokens. Memory-mapped, read-only, move-only.
+class TokenFile {
+ public:
+  TokenFile() = default;
+  TokenFile(TokenFile&& other) noexcept;
+  TokenFile& operator=(TokenFile&& other) noexcept;
+  TokenFile(const TokenFile&) = delete;
+  TokenFile& operator=(const TokenFile&) = delete;
+  ~TokenFile();
+
+  // Checks the magic, the version and that the file holds the tokens its header promises.
+  static StatusOr<TokenFile> open(const std::string& path);
+
+  int64_t size() const { return count_; }
+  const uint16_t* data() const { return tokens_; }
+  // Largest token id + 1: what the model's vocabulary must cover.
+  int64_t maxTokenPlusOne() const { return maxPlusOne_; }
+
+ private:
+  void* map_ = nullptr;
+  size_t mapBytes_ = 0;
+  const uint16_t* tokens_ = nullptr;
+  int64_t count_ = 0, maxPlusOne_ = 0;
+};
+
+// Start offsets of step `step`'s `batch` windows, nanoGPT's torch.randint(len(data) - T,
+// (batch,)) with our generator: state = seed ^ (0x9E3779B97F4A7C15·(step+1)),
+// offset_b = splitmix64(state) % (size − T). Requires size > T. Reproduced in Python by
+// tests/e2e/dtc_harness.py (window_offsets).
+std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint64_t seed,
+                                   int64_t step);
+
+// inputs[b, j] = tokens[off_b + j], targets[b, j] = tokens[off_b + j + 1] for j < T.
+void fillWindows(const TokenFile& tokens, const std::vector<int64_t>& offsets, int64_t t,
+                 int64_t* inputs, int64_t* targets);
+
+// Writes a token file through a temporary name and a rename; ids must fit in uint16.
+Status writeTokenFile(const std::string& path, const std::vector<int32_t>& tokens);
+
+}  // namespace dtc::data

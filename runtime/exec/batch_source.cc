@@ -1,0 +1,176 @@
+#include "exec/batch_source.h"
+
+#include <sys/stat.h>
+
+#include "data/sampler.h"
+#include "data/tokens.h"
+#include "io/npy.h"
+
+namespace dtc {
+namespace {
+
+std::string shapeText(const std::vector<int64_t>& shape, size_t from, const char* first) {
+  std::string s = first;
+  for (size_t i = from; i < shape.size(); ++i) s += (s.size() > 1 ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// DIR/<input>.npy per data input; samples are rows.
+class NpySource : public BatchSource {
+ public:
+  static StatusOr<std::unique_ptr<BatchSource>> open(Executor& ex, const plan::Function& f,
+                                                     const std::string& dir, uint64_t seed) {
+    auto source = std::make_unique<NpySource>();
+    for (const plan::Binding* b : *f.arguments()) {
+      if (b->role() != plan::Role::data) continue;
+      std::string name = b->name()->str();
+      std::string path = dir + "/" + name + ".npy";
+      DTC_ASSIGN_OR_RETURN(io::NpyArray array, io::openNpy(path));
+      TensorView dest = ex.view(f.name()->str(), b->value());
+      if (array.dtype() != dest.dtype)
+        return Status::InvalidInput(path + " has dtype " + dtypeName(array.dtype()) +
+                                    "; the model's input '" + name + "' is " +
+                                    dtypeName(dest.dtype));
+      const std::vector<int64_t>& shape = array.shape();
+      if (shape.empty() || std::vector<int64_t>(shape.begin() + 1, shape.end()) !=
+                               std::vector<int64_t>(dest.shape.begin() + 1, dest.shape.end()))
+        return Status::InvalidInput(path + " has shape " + shapeText(shape, 0, "[") +
+                                    "; the model's input '" + name + "' needs " +
+                                    shapeText(dest.shape, 1, "[N"));
+      if (!source->inputs_.empty() && shape[0] != source->rows_)
+        return Status::InvalidInput(path + " has " + std::to_string(shape[0]) + " samples, " +
+                                    source->inputs_.front().name + ".npy has " +
+                                    std::to_string(source->rows_));
+      source->rows_ = shape[0];
+      source->inputs_.push_back({name, std::move(array), dest});
+    }
+    int64_t batch = ex.plan().root().batch_size();
+    if (!source->inputs_.empty() && source->rows_ < batch)
+      return Status::InvalidInput(dir + " has " + std::to_string(source->rows_) +
+                                  " samples, fewer than one batch of " + std::to_string(batch));
+    source->batch_ = batch;
+    source->sampler_ = std::make_unique<data::EpochSampler>(source->rows_, batch, seed);
+    return std::unique_ptr<BatchSource>(std::move(source));
+  }
+
+  void fillTraining(int64_t) override { load(sampler_->nextBatch()); }
+  int64_t evalBatches() const override { return rows_ / batch_; }
+  void fillEval(int64_t k) override {
+    std::vector<int64_t> indices(batch_);
+    for (int64_t i = 0; i < batch_; ++i) indices[i] = k * batch_ + i;
+    load(indices);
+  }
+  int64_t samples() const override { return rows_; }
+  const TensorView* input(const std::string& name) const override {
+    for (const Input& in : inputs_)
+      if (in.name == name) return &in.dest;
+    return nullptr;
+  }
+
+ private:
+  struct Input {
+    std::string name;
+    io::NpyArray array;
+    TensorView dest;  // where one batch goes in the arena
+  };
+  void load(const std::vector<int64_t>& indices) {
+    for (Input& in : inputs_) data::gatherRows(in.array, indices, in.dest.data);
+  }
+
+  std::vector<Input> inputs_;
+  int64_t rows_ = 0, batch_ = 1;
+  std::unique_ptr<data::EpochSampler> sampler_;
+};
+
+// Windows of T+1 tokens: the model's token input gets the first T, its targets the last T.
+class TokenSource : public BatchSource {
+ public:
+  static StatusOr<std::unique_ptr<BatchSource>> open(Executor& ex, const plan::Function& f,
+                                                     const std::string& path, uint64_t seed) {
+    auto source = std::make_unique<TokenSource>();
+    std::string fn = f.name()->str();
+    std::string targets = ex.plan().root().targets() ? ex.plan().root().targets()->str() : "";
+    const plan::Binding* tokensBinding = nullptr;
+    for (const plan::Binding* b : *f.arguments()) {
+      if (b->role() != plan::Role::data) continue;
+      TensorView view = ex.view(fn, b->value());
+      if (view.dtype != DType::kI64 || view.shape.size() != 2)
+        return Status::InvalidInput(path + " is a token file, but the model's input '" +
+                                    b->name()->str() + "' is not int64 [B, T]");
+      if (b->name()->str() == targets) {
+        source->targets_ = view;
+      } else if (!tokensBinding) {
+        tokensBinding = b;
+        source->tokens_ = view;
+        source->tokensName_ = b->name()->str();
+      } else {
+        return Status::InvalidInput(path + " is a token file, but the model takes more than "
+                                    "tokens and targets");
+      }
+    }
+    if (!tokensBinding || !source->targets_.data || source->targets_.shape != source->tokens_.shape)
+      return Status::InvalidInput(path + " is a token file, but the model does not take "
+                                  "[B, T] tokens and targets");
+    DTC_ASSIGN_OR_RETURN(source->file_, data::TokenFile::open(path));
+    source->t_ = source->tokens_.shape[1];
+    source->batch_ = source->tokens_.shape[0];
+    source->seed_ = seed;
+    if (source->file_.size() <= source->t_)
+      return Status::InvalidInput(path + " holds " + std::to_string(source->file_.size()) +
+                                  " tokens, too few for one window of " +
+                                  std::to_string(source->t_ + 1));
+    // Every id must index the embedding table that reads the tokens.
+    for (const plan::Step* step : *f.steps())
+      if (step->op()->str() == "embedding" && step->inputs()->size() == 2 &&
+          step->inputs()->Get(1) == tokensBinding->value()) {
+        int64_t vocab = ex.view(fn, step->inputs()->Get(0)).shape[0];
+        if (source->file_.maxTokenPlusOne() > vocab)
+          return Status::InvalidInput(path + " holds token id " +
+                                      std::to_string(source->file_.maxTokenPlusOne() - 1) +
+                                      ", outside the model's vocabulary of " +
+                                      std::to_string(vocab));
+      }
+    return std::unique_ptr<BatchSource>(std::move(source));
+  }
+
+  void fillTraining(int64_t step) override {
+    fill(data::windowOffsets(file_.size(), batch_, t_, seed_, step));
+  }
+  // Evaluation walks consecutive, non-overlapping windows.
+  int64_t evalBatches() const override { return samples() / batch_; }
+  void fillEval(int64_t k) override {
+    std::vector<int64_t> offsets(batch_);
+    for (int64_t b = 0; b < batch_; ++b) offsets[b] = (k * batch_ + b) * t_;
+    fill(offsets);
+  }
+  int64_t samples() const override { return (file_.size() - 1) / t_; }
+  const TensorView* input(const std::string& name) const override {
+    return name == tokensName_ ? &tokens_ : nullptr;
+  }
+
+ private:
+  void fill(const std::vector<int64_t>& offsets) {
+    data::fillWindows(file_, offsets, t_, tokens_.i64(), targets_.i64());
+  }
+
+  data::TokenFile file_;
+  TensorView tokens_, targets_;
+  std::string tokensName_;
+  int64_t t_ = 0, batch_ = 0;
+  uint64_t seed_ = 0;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<BatchSource>> openBatchSource(Executor& ex, const std::string& function,
+                                                       const std::string& path, uint64_t seed) {
+  const plan::Function* f = ex.plan().function(function);
+  if (!f) return Status::InvalidInput(ex.plan().name() + " has no " + function + " function");
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::InvalidInput("cannot open " + path + ": no such file or directory");
+  if (S_ISDIR(st.st_mode)) return NpySource::open(ex, *f, path, seed);
+  return TokenSource::open(ex, *f, path, seed);
+}
+
+}  // namespace dtc

@@ -1,0 +1,65 @@
+// Shared pieces of the kernel tables: operand contracts and the table type.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "cpu/kernels.h"
+#include "exec/executor.h"
+
+namespace dtc {
+
+using cpu::Shape;
+using Binder = StatusOr<BoundStep> (*)(const StepContext&);
+using BinderTable = std::unordered_map<std::string, Binder>;
+
+inline Status invalid(const StepContext& ctx, const std::string& message) {
+  return Status::InvalidInput(ctx.where() + message);
+}
+
+inline std::string str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Arity and dtypes: every operand float32 unless listed in `int64Inputs`.
+inline Status expect(const StepContext& ctx, size_t inputs, size_t outputs,
+              std::initializer_list<size_t> int64Inputs = {}) {
+  if (ctx.inputs.size() != inputs || ctx.outputs.size() != outputs)
+    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " +
+                            std::to_string(outputs) + " outputs");
+  for (size_t i = 0; i < inputs; ++i) {
+    bool wantI64 = std::find(int64Inputs.begin(), int64Inputs.end(), i) != int64Inputs.end();
+    if (ctx.inputs[i].dtype != (wantI64 ? DType::kI64 : DType::kF32))
+      return invalid(ctx, "input " + std::to_string(i) + " has dtype " +
+                              dtypeName(ctx.inputs[i].dtype));
+  }
+  for (const TensorView& out : ctx.outputs)
+    if (out.dtype != DType::kF32) return invalid(ctx, "outputs must be float32");
+  return Status::Ok();
+}
+
+inline Status sameShape(const StepContext& ctx, const TensorView& a, const TensorView& b) {
+  if (a.shape != b.shape) return invalid(ctx, "shapes " + str(a.shape) + " and " + str(b.shape) + " differ");
+  return Status::Ok();
+}
+
+inline bool broadcastShape(const Shape& a, const Shape& b, Shape& out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+// The CPU backend's tables, by op family (cpu_kernel_table.cc, cpu_transformer_table.cc).
+const BinderTable& coreBinders();
+const BinderTable& transformerBinders();
+
+}  // namespace dtc
