@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job (`make demo`): Fashion-MNIST -> .npy, the zoo MLP compiled to a training plan,
-# trained with dtrun, evaluated on the test set.
+# The main job (`make demo`): the zoo MLP trained on Fashion-MNIST (test accuracy printed), then
+# a small GPT trained on a byte-level text corpus (validation loss and a greedy sample printed).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,3 +21,12 @@ echo "IR after every pass: $OUT/ir"
 "$DTRUN" "$OUT/mlp.dtp" --data "$DATA/train" --steps 1200 --seed 0 \
   --eval "$DATA/test" --log "$OUT/train.jsonl" --save "$OUT/model"
 echo "log: $OUT/train.jsonl; parameters: $OUT/model/model.safetensors"
+
+# A small GPT (nanoGPT's architecture) on a byte-level corpus of Debian's fortunes.
+TOKENS="$ROOT/data/fortunes"
+/usr/bin/python3 "$ROOT/scripts/text_to_tokens.py" "$TOKENS"
+"$DTC" zoo gpt --vocab 256 --ctx 64 --layers 2 --heads 4 --embd 128 --seed 0 -o "$OUT/gpt.dtm"
+"$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt.dtp" --batch 16 --optimizer adamw --lr 3e-3
+"$DTRUN" "$OUT/gpt.dtp" --data "$TOKENS/train.bin" --steps 600 --seed 0 \
+  --eval "$TOKENS/val.bin" --log "$OUT/gpt.jsonl" --save "$OUT/gpt" \
+  --sample 200 --prompt "The meaning of life is "

@@ -15,9 +15,9 @@ using Shape = std::vector<int64_t>;
 int64_t numElements(const Shape& shape);
 
 // C[M,N] = op(A) · op(B), op(X) = X or Xᵀ. A is [M,K] (or [K,M] if transA), B is [K,N] (or
-// [N,K] if transB). Through BLAS (sgemm).
+// [N,K] if transB). Through single-threaded BLAS (sgemm) calls on blocks run by `pool`.
 void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
-            bool transA, bool transB);
+            bool transA, bool transB, ThreadPool& pool);
 
 // Element-wise binary ops with NumPy broadcasting: out has shape `outShape`; a and b are
 // broadcast to it (shapes right-aligned, size-1 or missing dimensions repeat).

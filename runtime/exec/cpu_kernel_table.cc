@@ -23,8 +23,9 @@ StatusOr<BoundStep> bindMatmul(const StepContext& ctx) {
     return invalid(ctx, "shapes " + str(a.shape) + ", " + str(b.shape) + " -> " + str(c.shape) +
                             " do not match");
   float *pa = a.f32(), *pb = b.f32(), *pc = c.f32();
+  ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::matmul(pa, pb, pc, m, n, k, tA, tB);
+    cpu::matmul(pa, pb, pc, m, n, k, tA, tB, *pool);
     return Status::Ok();
   });
 }

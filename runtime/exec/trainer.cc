@@ -88,7 +88,7 @@ Status saveParameters(Executor& ex, const std::string& dir) {
 }  // namespace
 
 Status train(const Plan& plan, const TrainOptions& options) {
-  cpu::setBlasThreads(options.threads);
+  cpu::setBlasThreads(1);  // our pool parallelises the GEMMs (cpu/matmul.cc)
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(plan, options.threads));
   DTC_RETURN_IF_ERROR(ex->initializeState());
   const plan::Plan& root = plan.root();
