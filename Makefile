@@ -23,6 +23,7 @@ demo: build
 bench: build
 	@bash bench/mlp_step.sh $(BUILD)
 	@bash bench/gpt_step.sh $(BUILD)
+	@bash bench/convnet_step.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

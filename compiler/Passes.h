@@ -16,7 +16,6 @@ namespace dtc {
 namespace attr {
 inline constexpr const char kGradOf[] = "graph.grad_of";      // @grad result: parameter name
 inline constexpr const char kState[] = "graph.state";         // @train_step arg: state name
-inline constexpr const char kUpdates[] = "graph.updates";     // @train_step result
 inline constexpr const char kOptimizer[] = "graph.optimizer"; // module: human summary
 inline constexpr const char kOffsets[] = "plan.offsets";      // op: result offsets
 inline constexpr const char kRegions[] = "plan.regions";      // op: result regions

@@ -49,6 +49,15 @@ def Optimizer : Pass<"dtc-optimizer", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::graph::GraphDialect", "::mlir::func::FuncDialect"];
 }
 
+def EvalFunction : Pass<"dtc-eval-function", "mlir::ModuleOp"> {
+  let summary = "Turn @forward into @eval: inference-mode ops, no buffer updates";
+  let description = [{
+    Run after dtc-autodiff has cloned @forward. Renames it @eval, replaces training-mode ops by
+    their inference form (batch_norm_train -> batch_norm_eval on the running statistics) and
+    drops the buffer updates from its results, as `model.eval()` in PyTorch.
+  }];
+}
+
 def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assign every value a byte offset: state region for parameters and optimizer state, one arena per function reused by liveness";
   let description = [{

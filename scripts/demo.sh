@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job (`make demo`): the zoo MLP trained on Fashion-MNIST (test accuracy printed), then
-# a small GPT trained on a byte-level text corpus (validation loss and a greedy sample printed).
+# The main job (`make demo`): the zoo MLP and ConvNet trained on Fashion-MNIST (test accuracy
+# printed), then a small GPT on a byte-level text corpus (validation loss and a greedy sample).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +21,12 @@ echo "IR after every pass: $OUT/ir"
 "$DTRUN" "$OUT/mlp.dtp" --data "$DATA/train" --steps 1200 --seed 0 \
   --eval "$DATA/test" --log "$OUT/train.jsonl" --save "$OUT/model"
 echo "log: $OUT/train.jsonl; parameters: $OUT/model/model.safetensors"
+
+# The classic ConvNet (Conv-BatchNorm-ReLU-MaxPool x2, Linear) on the same data: one epoch.
+"$DTC" zoo convnet --seed 0 -o "$OUT/convnet.dtm"
+"$DTC" compile "$OUT/convnet.dtm" -o "$OUT/convnet.dtp" --batch 100 --optimizer adamw --lr 2e-3
+"$DTRUN" "$OUT/convnet.dtp" --data "$DATA/train" --steps 600 --seed 0 \
+  --eval "$DATA/test" --log "$OUT/convnet.jsonl" --save "$OUT/convnet"
 
 # A small GPT (nanoGPT's architecture) on a byte-level corpus of Debian's fortunes.
 TOKENS="$ROOT/data/fortunes"

@@ -107,15 +107,21 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
       results.push_back(g);
       names.push_back(func.getArgAttr(arg.getArgNumber(), attr::kParam));
     }
+    SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};
+    for (Attribute name : names)
+      resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr::kGradOf, name)));
+    // Buffers the forward pass updates (BatchNorm's running statistics) stay results.
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      if (func.getResultAttr(i, attr::kUpdates)) {
+        results.push_back(v);
+        resultAttrs.push_back(func.getResultAttrDict(i));
+      }
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
 
     SmallVector<Type> types;
     for (Value v : results) types.push_back(v.getType());
     func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(), types));
-    SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};
-    for (Attribute name : names)
-      resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr::kGradOf, name)));
     func.setAllResultAttrs(resultAttrs);
     eraseDeadOps(func);
     return success();

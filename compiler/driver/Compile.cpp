@@ -62,6 +62,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   std::vector<std::unique_ptr<Pass>> pipeline;
   pipeline.push_back(createAutodiff());
   pipeline.push_back(createOptimizer(optim));
+  pipeline.push_back(createEvalFunction());
   pipeline.push_back(createPlanMemory());
   int index = 1;
   for (auto& pass : pipeline) {

@@ -120,15 +120,19 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     b.setInsertionPointToEnd(body);
     for (Operation& op : grad.getBody().front().without_terminator()) b.clone(op, mapping);
 
-    // Gradients by parameter argument index.
+    // Gradients by parameter name; buffer updates (BatchNorm statistics) pass through.
     auto gradReturn = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
-    llvm::DenseMap<unsigned, Value> gradOf;
-    {
-      unsigned r = 1;
-      for (unsigned i : paramArgs)
-        if (grad.getArgAttr(i, attr::kTrainable))
-          gradOf[i] = mapping.lookup(gradReturn.getOperand(r++));
+    llvm::DenseMap<Attribute, Value> gradByName;
+    SmallVector<std::pair<Value, DictionaryAttr>> bufferUpdates;
+    for (auto [r, v] : llvm::enumerate(gradReturn.getOperands())) {
+      if (Attribute name = grad.getResultAttr(r, attr::kGradOf)) gradByName[name] = mapping.lookup(v);
+      if (grad.getResultAttr(r, attr::kUpdates))
+        bufferUpdates.push_back({mapping.lookup(v), grad.getResultAttrDict(r)});
     }
+    llvm::DenseMap<unsigned, Value> gradOf;
+    for (unsigned i : paramArgs)
+      if (grad.getArgAttr(i, attr::kTrainable))
+        gradOf[i] = gradByName.lookup(grad.getArgAttr(i, attr::kParam));
 
     SmallVector<Value> results{mapping.lookup(gradReturn.getOperand(0))};
     SmallVector<DictionaryAttr> resultAttrs{grad.getResultAttrDict(0)};
@@ -172,6 +176,10 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     }
     for (auto& [value, name] : stateUpdates) updates(value, name);
     if (adamw) updates(t, b.getStringAttr(kStepName));
+    for (auto& [value, attrs] : bufferUpdates) {
+      results.push_back(value);
+      resultAttrs.push_back(attrs);
+    }
 
     func::ReturnOp::create(b, loc, results);
     SmallVector<Type> resultTypes;

@@ -47,6 +47,11 @@ class ModelImporter {
   LogicalResult importTranspose(const model::Node& node, Location loc);
   LogicalResult importSplit(const model::Node& node, Location loc);
   LogicalResult importCausalSoftmax(const model::Node& node, Location loc);
+  LogicalResult importConv(const model::Node& node, Location loc);
+  LogicalResult importBatchNorm(const model::Node& node, Location loc);
+  LogicalResult importMaxPool(const model::Node& node, Location loc);
+  LogicalResult importFlatten(const model::Node& node, Location loc);
+  SmallVector<int64_t> pairAttr(const model::Node& node, StringRef name, int64_t fallback);
   Value reshape(Value x, ArrayRef<int64_t> shape, Location loc);
 
   static const llvm::StringMap<Handler>& handlers();
@@ -67,6 +72,8 @@ class ModelImporter {
   OpBuilder builder_;
   func::FuncOp func_;
   llvm::StringMap<Value> values_;
+  // Buffers the forward pass updates (BatchNorm running statistics): new value, buffer name.
+  SmallVector<std::pair<Value, std::string>> bufferUpdates_;
   SmallVector<Type> argTypes_;
   SmallVector<NamedAttrList> argAttrs_;
 };
@@ -90,6 +97,10 @@ const llvm::StringMap<ModelImporter::Handler>& ModelImporter::handlers() {
       {"Transpose", &ModelImporter::importTranspose},
       {"Split", &ModelImporter::importSplit},
       {"CausalSoftmax", &ModelImporter::importCausalSoftmax},
+      {"Conv", &ModelImporter::importConv},
+      {"BatchNormalization", &ModelImporter::importBatchNorm},
+      {"MaxPool", &ModelImporter::importMaxPool},
+      {"Flatten", &ModelImporter::importFlatten},
   };
   return table;
 }
@@ -378,6 +389,81 @@ LogicalResult ModelImporter::importCausalSoftmax(const model::Node& node, Locati
   return define(node, loc, {graph::CausalSoftmaxOp::create(builder_, loc, (*in)[0], scale)});
 }
 
+// An ints attribute of two values ("kernel": [2, 2]); one value or none stands for both.
+SmallVector<int64_t> ModelImporter::pairAttr(const model::Node& node, StringRef name,
+                                             int64_t fallback) {
+  const model::Attribute* a = attribute(node, name);
+  if (!a || !a->ints() || a->ints()->size() == 0) return {fallback, fallback};
+  if (a->ints()->size() == 1) return {a->ints()->Get(0), a->ints()->Get(0)};
+  return SmallVector<int64_t>(a->ints()->begin(), a->ints()->end());
+}
+
+// nn.Conv2d: inputs x, weight [O, C, kh, kw], optional bias [O]; attributes stride, padding.
+LogicalResult ModelImporter::importConv(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 3);
+  if (failed(in)) return failure();
+  SmallVector<int64_t> stride = pairAttr(node, "stride", 1), padding = pairAttr(node, "padding", 0);
+  SmallVector<int64_t> out;
+  if (auto error = graph::checkConv2d(shapeOf((*in)[0]), shapeOf((*in)[1]), stride, padding, out))
+    return emitError(loc) << *error;
+  Value y = graph::Conv2dOp::create(builder_, loc, (*in)[0], (*in)[1], stride, padding);
+  if (in->size() == 3) {
+    Value bias = (*in)[2];
+    if (shapeOf(bias) != ArrayRef<int64_t>{out[1]})
+      return emitError(loc) << "Conv bias must be [" << out[1] << "], got "
+                            << graph::shapeString(shapeOf(bias));
+    y = graph::AddOp::create(builder_, loc, y, reshape(bias, {out[1], 1, 1}, loc));
+  }
+  return define(node, loc, {y});
+}
+
+// nn.BatchNorm2d in training mode: inputs x, weight, bias, running_mean, running_var (the last
+// two non-trainable initializers, updated by every training step); attributes eps, momentum.
+LogicalResult ModelImporter::importBatchNorm(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 5, 5);
+  if (failed(in)) return failure();
+  if (auto error = graph::checkBatchNorm(shapeOf((*in)[0]),
+                                         {shapeOf((*in)[1]), shapeOf((*in)[2]), shapeOf((*in)[3]),
+                                          shapeOf((*in)[4])}))
+    return emitError(loc) << *error;
+  for (int k : {3, 4}) {
+    auto arg = dyn_cast<BlockArgument>((*in)[k]);
+    if (!arg || !func_.getArgAttr(arg.getArgNumber(), attr::kParam) ||
+        func_.getArgAttr(arg.getArgNumber(), attr::kTrainable))
+      return emitError(loc) << "BatchNormalization running statistics must be non-trainable "
+                               "initializers";
+  }
+  auto eps = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "eps", 1e-5)));
+  auto momentum = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "momentum", 0.1)));
+  auto op = graph::BatchNormTrainOp::create(builder_, loc, (*in)[0], (*in)[1], (*in)[2], (*in)[3],
+                                            (*in)[4], eps, momentum);
+  bufferUpdates_.push_back({op.getNewRunningMean(), node.inputs()->Get(3)->str()});
+  bufferUpdates_.push_back({op.getNewRunningVar(), node.inputs()->Get(4)->str()});
+  return define(node, loc, {op.getY()});
+}
+
+LogicalResult ModelImporter::importMaxPool(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  SmallVector<int64_t> kernel = pairAttr(node, "kernel", 2);
+  SmallVector<int64_t> stride = pairAttr(node, "stride", kernel[0]);
+  SmallVector<int64_t> out;
+  if (auto error = graph::checkMaxPool2d(shapeOf((*in)[0]), kernel, stride, out))
+    return emitError(loc) << *error;
+  return define(node, loc, {graph::MaxPool2dOp::create(builder_, loc, (*in)[0], kernel, stride)});
+}
+
+// nn.Flatten: [N, ...] -> [N, prod(...)].
+LogicalResult ModelImporter::importFlatten(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  ArrayRef<int64_t> x = shapeOf((*in)[0]);
+  if (x.empty()) return emitError(loc) << "Flatten needs a batch dimension";
+  int64_t rest = 1;
+  for (int64_t d : x.drop_front()) rest *= d;
+  return define(node, loc, {reshape((*in)[0], {x[0], rest}, loc)});
+}
+
 OwningOpRef<ModuleOp> ModelImporter::run() {
   const model::Graph& graph = *file_.model().graph();
   Location fileLoc = FileLineColLoc::get(&ctx_, file_.name(), 0, 0);
@@ -434,12 +520,15 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   auto lossType = cast<RankedTensorType>(results.front().getType());
   if (lossType.getRank() != 0 || !lossType.getElementType().isF32())
     return fail("the loss '" + outputs.front() + "' must be a float32 scalar");
+  for (auto& [value, name] : bufferUpdates_) results.push_back(value);
   func::ReturnOp::create(builder_, fileLoc, results);
   SmallVector<Type> resultTypes;
   for (Value v : results) resultTypes.push_back(v.getType());
   func_.setType(builder_.getFunctionType(argTypes_, resultTypes));
   for (auto [i, name] : llvm::enumerate(outputs))
     func_.setResultAttr(i, attr::kOutput, builder_.getStringAttr(name));
+  for (auto [i, update] : llvm::enumerate(bufferUpdates_))
+    func_.setResultAttr(outputs.size() + i, attr::kUpdates, builder_.getStringAttr(update.second));
 
   (*module)->setAttr(attr::kLoss, builder_.getStringAttr(outputs.front()));
   auto optionalName = [&](const flatbuffers::String* s, const char* key) -> LogicalResult {

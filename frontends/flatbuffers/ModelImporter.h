@@ -29,6 +29,7 @@ inline constexpr const char kParam[] = "graph.param";          // arg: initializ
 inline constexpr const char kTrainable[] = "graph.trainable";  // arg: unit attr
 inline constexpr const char kData[] = "graph.data";            // arg: graph input name
 inline constexpr const char kOutput[] = "graph.output";        // result: output name
+inline constexpr const char kUpdates[] = "graph.updates";      // result: new value of a buffer/state
 inline constexpr const char kLoss[] = "graph.loss";            // module: loss output name
 inline constexpr const char kPredictions[] = "graph.predictions";
 inline constexpr const char kTargets[] = "graph.targets";

@@ -9,10 +9,11 @@ void ModelBuilder::input(const std::string& name, model::DType dtype, std::vecto
 }
 
 void ModelBuilder::parameter(const std::string& name, std::vector<int64_t> shape,
-                             model::InitKind kind, double a, double b, uint64_t seed) {
+                             model::InitKind kind, double a, double b, uint64_t seed,
+                             bool trainable) {
   auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
   auto rule = model::CreateInitRule(fbb_, kind, a, b, seed);
-  initializers_.push_back(model::CreateInitializer(fbb_, info, /*trainable=*/true, 0, 0, rule));
+  initializers_.push_back(model::CreateInitializer(fbb_, info, trainable, 0, 0, rule));
 }
 
 void ModelBuilder::uniformParameter(const std::string& name, std::vector<int64_t> shape,
@@ -26,11 +27,12 @@ void ModelBuilder::normalParameter(const std::string& name, std::vector<int64_t>
 }
 
 void ModelBuilder::constantParameter(const std::string& name, std::vector<int64_t> shape,
-                                     double value) {
+                                     double value, bool trainable) {
   if (value == 0.0 || value == 1.0)
     return parameter(name, std::move(shape),
-                     value == 0.0 ? model::InitKind::zeros : model::InitKind::ones, 0, 0, 0);
-  parameter(name, std::move(shape), model::InitKind::uniform, value, value, 0);
+                     value == 0.0 ? model::InitKind::zeros : model::InitKind::ones, 0, 0, 0,
+                     trainable);
+  parameter(name, std::move(shape), model::InitKind::uniform, value, value, 0, trainable);
 }
 
 void ModelBuilder::node(const std::string& name, const std::string& opType,

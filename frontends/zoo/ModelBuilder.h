@@ -33,7 +33,8 @@ class ModelBuilder {
                         double high, uint64_t seed);
   void normalParameter(const std::string& name, std::vector<int64_t> shape, double mean,
                        double std, uint64_t seed);
-  void constantParameter(const std::string& name, std::vector<int64_t> shape, double value);
+  void constantParameter(const std::string& name, std::vector<int64_t> shape, double value,
+                         bool trainable = true);
   void node(const std::string& name, const std::string& opType, std::vector<std::string> inputs,
             std::vector<std::string> outputs, const std::vector<Attr>& attributes = {});
   void setOutputs(std::vector<std::string> outputs, const std::string& loss,
@@ -44,7 +45,7 @@ class ModelBuilder {
 
  private:
   void parameter(const std::string& name, std::vector<int64_t> shape, model::InitKind kind,
-                 double a, double b, uint64_t seed);
+                 double a, double b, uint64_t seed, bool trainable = true);
 
   flatbuffers::FlatBufferBuilder fbb_;
   std::string name_;
@@ -77,6 +78,17 @@ struct GptOptions {
 
 // Checks the options (heads must divide the embedding...): "" when valid, else the reason.
 std::string validateGpt(const GptOptions& options);
+
+struct ConvNetOptions {
+  int64_t classes = 10;
+  uint64_t seed = 0;
+};
+
+// The classic two-block MNIST ConvNet: [Conv2d(5, pad 2) -> BatchNorm2d -> ReLU -> MaxPool2d(2)]
+// x 2 (16 then 32 channels) -> flatten -> Linear(7·7·32, classes), named as PyTorch's
+// nn.Sequential (layer1.0.weight, layer1.1.running_mean, ..., fc.weight) with PyTorch's
+// default initialisation. Input: `input` [N, 784] (28×28 images, reshaped inside).
+std::vector<uint8_t> buildConvNet(const ConvNetOptions& options);
 
 // GPT-2 as nanoGPT's model.py (biases on, no dropout, LM head tied to the token embedding),
 // with its parameter names, layouts and initialisation; inputs idx and targets [B, T] (int64).

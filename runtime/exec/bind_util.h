@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <unordered_map>
 
@@ -61,5 +62,6 @@ inline bool broadcastShape(const Shape& a, const Shape& b, Shape& out) {
 // The CPU backend's tables, by op family (cpu_kernel_table.cc, cpu_transformer_table.cc).
 const BinderTable& coreBinders();
 const BinderTable& transformerBinders();
+const BinderTable& convBinders();
 
 }  // namespace dtc

@@ -22,6 +22,7 @@ constexpr const char kUsage[] =
     "usage:\n"
     "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"
     "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S] -o M.dtm\n"
+    "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"
     "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
     "              [--dump-ir DIR]\n"
@@ -92,11 +93,27 @@ int runZooGpt(int argc, char** argv) {
   return writeModel(*args, dtc::zoo::buildGpt(o));
 }
 
+int runZooConvNet(int argc, char** argv) {
+  auto args = dtc::Args::parse(argc, argv, 3, {"classes", "seed", "output"}, {});
+  if (!args.ok()) return fail(args.status());
+  dtc::zoo::ConvNetOptions o;
+  auto classes = args->integer("classes", o.classes);
+  auto seed = args->integer("seed", 0);
+  for (const dtc::Status& s : {classes.status(), seed.status()})
+    if (!s.ok()) return fail(s);
+  if (*classes <= 0) return fail("--classes must be positive");
+  if (!args->has("output")) return fail("dtc zoo: missing -o MODEL.dtm");
+  o.classes = *classes;
+  o.seed = static_cast<uint64_t>(*seed);
+  return writeModel(*args, dtc::zoo::buildConvNet(o));
+}
+
 int runZoo(int argc, char** argv) {
   std::string model = argc >= 3 ? argv[2] : "";
   if (model == "mlp") return runZooMlp(argc, argv);
   if (model == "gpt") return runZooGpt(argc, argv);
-  return fail("dtc zoo: unknown model '" + model + "' (available: mlp, gpt)");
+  if (model == "convnet") return runZooConvNet(argc, argv);
+  return fail("dtc zoo: unknown model '" + model + "' (available: mlp, gpt, convnet)");
 }
 
 int runCompile(int argc, char** argv) {

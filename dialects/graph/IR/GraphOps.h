@@ -35,6 +35,16 @@ std::optional<std::string> checkSplit(llvm::ArrayRef<int64_t> shape, int64_t axi
 std::optional<std::string> checkLayerNorm(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,
                                           llvm::ArrayRef<int64_t> bias);
 std::optional<std::string> checkEmbedding(llvm::ArrayRef<int64_t> table);
+// Conv2d/pooling output shape, or the reason there is none.
+std::optional<std::string> checkConv2d(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,
+                                       llvm::ArrayRef<int64_t> stride,
+                                       llvm::ArrayRef<int64_t> padding,
+                                       llvm::SmallVectorImpl<int64_t>& out);
+std::optional<std::string> checkMaxPool2d(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> kernel,
+                                          llvm::ArrayRef<int64_t> stride,
+                                          llvm::SmallVectorImpl<int64_t>& out);
+std::optional<std::string> checkBatchNorm(llvm::ArrayRef<int64_t> x,
+                                          llvm::ArrayRef<llvm::ArrayRef<int64_t>> perChannel);
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 
 }  // namespace dtc::graph

@@ -196,5 +196,6 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor]> {
 }
 
 include "GraphTransformerOps.td"
+include "GraphConvOps.td"
 
 #endif // DTC_GRAPH_OPS_TD

@@ -76,7 +76,6 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
       t.f32()[i] = v;
     }
   }
-  const plan::Function& evalFn = *plan->function("eval");
   const plan::Function& gradFn = *plan->function("grad");
   // Data inputs (class labels) live in the arena, which other values reuse: refill them
   // before every run.
@@ -90,7 +89,7 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
     return double(*e.view(name, f.results()->Get(0)->value()).f32());
   };
   loss(gradFn, "grad");
-  // Every gradient is copied out before the first finite difference: the eval runs reuse the
+  // Every gradient is copied out before the first finite difference: later runs reuse the
   // arena that holds them.
   std::vector<std::vector<float>> analytics;
   for (uint32_t r = 1; r < gradFn.results()->size(); ++r) {
@@ -107,10 +106,11 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
     int64_t n = param.numElements(), stride = std::max<int64_t>(1, n / 16);
     for (int64_t i = 0; i < n; i += stride) {
       const float eps = 1e-2f, saved = param.f32()[i];
+      // The loss of @grad is the training-mode forward (batch statistics for BatchNorm).
       param.f32()[i] = saved + eps;
-      double up = loss(evalFn, "eval");
+      double up = loss(gradFn, "grad");
       param.f32()[i] = saved - eps;
-      double down = loss(evalFn, "eval");
+      double down = loss(gradFn, "grad");
       param.f32()[i] = saved;
       double numeric = (up - down) / (2 * eps);
       EXPECT_NEAR(analytic[i], numeric, 2e-3 * scale)
@@ -211,7 +211,24 @@ INSTANTIATE_TEST_SUITE_P(
              "tensor<3x6xf32>", 2},
         Case{"embedding", arg("t", "tensor<6x3xf32>") + ", %y: tensor<4xi64> {graph.data = \"y\"}",
              "%out = graph.embedding %t, %y : tensor<6x3xf32>, tensor<4xi64> -> tensor<4x3xf32>",
-             "tensor<4x3xf32>", 2}),
+             "tensor<4x3xf32>", 2},
+        // Convolutional ops.
+        Case{"conv2d_pad_stride", arg("x", "tensor<2x3x6x5xf32>") + ", " + arg("k", "tensor<4x3x3x3xf32>"),
+             "%out = graph.conv2d %x, %k {padding = array<i64: 1, 1>, stride = array<i64: 2, 1>} : "
+             "tensor<2x3x6x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x3x5xf32>",
+             "tensor<2x4x3x5xf32>", 4},
+        Case{"max_pool2d", arg("x", "tensor<2x3x4x6xf32>"),
+             "%out = graph.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : "
+             "tensor<2x3x4x6xf32> -> tensor<2x3x2x3xf32>",
+             "tensor<2x3x2x3xf32>", 4},
+        Case{"batch_norm_train", arg("x", "tensor<4x3x2x2xf32>") + ", " + arg("g", "tensor<3xf32>") +
+                 ", " + arg("beta", "tensor<3xf32>") +
+                 ", %rm: tensor<3xf32> {graph.param = \"rm\"}, %rv: tensor<3xf32> {graph.param = \"rv\"}",
+             "%out, %m, %s, %nm, %nv = graph.batch_norm_train %x, %g, %beta, %rm, %rv {eps = 1.0e-5 : f32, "
+             "momentum = 0.1 : f32} : (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, "
+             "tensor<3xf32>, tensor<3xf32>) -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, "
+             "tensor<3xf32>, tensor<3xf32>)",
+             "tensor<4x3x2x2xf32>", 4}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 }  // namespace

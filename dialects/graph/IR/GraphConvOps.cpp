@@ -1,0 +1,112 @@
+// Shape rules and type inference of the convolutional ops (GraphConvOps.td).
+#include "graph/IR/GraphOps.h"
+
+using namespace mlir;
+using namespace dtc::graph;
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+RankedTensorType f32Tensor(MLIRContext* ctx, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, Float32Type::get(ctx));
+}
+
+bool positivePair(ArrayRef<int64_t> v) { return v.size() == 2 && v[0] > 0 && v[1] > 0; }
+
+}  // namespace
+
+namespace dtc::graph {
+
+std::optional<std::string> checkConv2d(ArrayRef<int64_t> x, ArrayRef<int64_t> w,
+                                       ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
+                                       SmallVectorImpl<int64_t>& out) {
+  if (x.size() != 4 || w.size() != 4)
+    return "conv2d needs NCHW input and [out, in, kh, kw] weight, got " + shapeString(x) +
+           " and " + shapeString(w);
+  if (w[1] != x[1])
+    return "conv2d weight expects " + std::to_string(w[1]) + " input channels, input has " +
+           std::to_string(x[1]);
+  if (!positivePair(stride) || padding.size() != 2 || padding[0] < 0 || padding[1] < 0)
+    return std::string("conv2d needs two positive strides and two non-negative paddings");
+  int64_t h = (x[2] + 2 * padding[0] - w[2]) / stride[0] + 1;
+  int64_t wd = (x[3] + 2 * padding[1] - w[3]) / stride[1] + 1;
+  if (x[2] + 2 * padding[0] < w[2] || x[3] + 2 * padding[1] < w[3])
+    return "conv2d kernel " + shapeString(w.drop_front(2)) + " is larger than the padded input " +
+           shapeString(x.drop_front(2));
+  out.assign({x[0], w[0], h, wd});
+  return std::nullopt;
+}
+
+std::optional<std::string> checkMaxPool2d(ArrayRef<int64_t> x, ArrayRef<int64_t> kernel,
+                                          ArrayRef<int64_t> stride, SmallVectorImpl<int64_t>& out) {
+  if (x.size() != 4) return "max_pool2d needs NCHW input, got " + shapeString(x);
+  if (!positivePair(kernel) || !positivePair(stride))
+    return std::string("max_pool2d needs two positive kernel sizes and strides");
+  if (x[2] < kernel[0] || x[3] < kernel[1])
+    return "max_pool2d kernel " + shapeString(kernel) + " is larger than the input " +
+           shapeString(x.drop_front(2));
+  out.assign({x[0], x[1], (x[2] - kernel[0]) / stride[0] + 1, (x[3] - kernel[1]) / stride[1] + 1});
+  return std::nullopt;
+}
+
+std::optional<std::string> checkBatchNorm(ArrayRef<int64_t> x, ArrayRef<ArrayRef<int64_t>> perChannel) {
+  if (x.size() != 4) return "batch_norm needs NCHW input, got " + shapeString(x);
+  for (ArrayRef<int64_t> p : perChannel)
+    if (p.size() != 1 || p[0] != x[1])
+      return "batch_norm parameters and statistics must be [" + std::to_string(x[1]) + "], got " +
+             shapeString(p);
+  return std::nullopt;
+}
+
+}  // namespace dtc::graph
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  SmallVector<int64_t> out;
+  if (auto error = checkConv2d(shapeOf(adaptor.getX()), shapeOf(adaptor.getWeight()),
+                               adaptor.getStride(), adaptor.getPadding(), out))
+    return emitOptionalError(loc, *error);
+  types.push_back(f32Tensor(ctx, out));
+  return success();
+}
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  SmallVector<int64_t> out;
+  if (auto error = checkMaxPool2d(shapeOf(adaptor.getX()), adaptor.getKernel(),
+                                  adaptor.getStride(), out))
+    return emitOptionalError(loc, *error);
+  types.push_back(f32Tensor(ctx, out));
+  return success();
+}
+
+LogicalResult BatchNormTrainOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> x = shapeOf(adaptor.getX());
+  if (auto error = checkBatchNorm(x, {shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias()),
+                                      shapeOf(adaptor.getRunningMean()),
+                                      shapeOf(adaptor.getRunningVar())}))
+    return emitOptionalError(loc, *error);
+  types.push_back(adaptor.getX().getType());
+  types.append(4, f32Tensor(ctx, {x[1]}));
+  return success();
+}
+
+LogicalResult BatchNormTrainGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
+                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  types.push_back(adaptor.getX().getType());
+  types.append(2, adaptor.getWeight().getType());
+  return success();
+}
+
+LogicalResult BatchNormEvalOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
+                                                Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  if (auto error = checkBatchNorm(shapeOf(adaptor.getX()),
+                                  {shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias()),
+                                   shapeOf(adaptor.getRunningMean()),
+                                   shapeOf(adaptor.getRunningVar())}))
+    return emitOptionalError(loc, *error);
+  types.push_back(adaptor.getX().getType());
+  return success();
+}

@@ -1,0 +1,168 @@
+// Kernel contracts and bindings of the convolutional ops (see cpu/conv_kernels.h).
+#include "cpu/conv_kernels.h"
+#include "exec/bind_util.h"
+
+namespace dtc {
+namespace {
+
+// Geometry of a conv2d from its input, weight and attributes, checked against `y`'s shape.
+StatusOr<cpu::ConvGeometry> convGeometry(const StepContext& ctx, const Shape& x, const Shape& w,
+                                         const Shape& y) {
+  std::vector<int64_t> stride = ctx.intsAttr("stride"), padding = ctx.intsAttr("padding");
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || stride.size() != 2 ||
+      padding.size() != 2 || stride[0] <= 0 || stride[1] <= 0 || padding[0] < 0 ||
+      padding[1] < 0 || w[1] != x[1] || x[2] + 2 * padding[0] < w[2] ||
+      x[3] + 2 * padding[1] < w[3])
+    return invalid(ctx, "bad shapes or attributes for input " + str(x) + " and weight " + str(w));
+  cpu::ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[2], w[3],
+                      stride[0], stride[1], padding[0], padding[1]};
+  if (y != Shape{g.n, g.o, g.oh(), g.ow()})
+    return invalid(ctx, "output " + str(y) + " does not match input " + str(x));
+  return g;
+}
+
+StatusOr<BoundStep> bindConv2d(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  TensorView x = ctx.inputs[0], w = ctx.inputs[1], y = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(cpu::ConvGeometry g, convGeometry(ctx, x.shape, w.shape, y.shape));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::conv2d(x.f32(), w.f32(), y.f32(), g, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindConv2dGradInput(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  TensorView dy = ctx.inputs[0], w = ctx.inputs[1], dx = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(cpu::ConvGeometry g, convGeometry(ctx, dx.shape, w.shape, dy.shape));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::conv2dGradInput(dy.f32(), w.f32(), dx.f32(), g, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindConv2dGradWeight(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], dw = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(cpu::ConvGeometry g, convGeometry(ctx, x.shape, dw.shape, dy.shape));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::conv2dGradWeight(dy.f32(), x.f32(), dw.f32(), g, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<cpu::PoolGeometry> poolGeometry(const StepContext& ctx, const Shape& x, const Shape& y) {
+  std::vector<int64_t> kernel = ctx.intsAttr("kernel"), stride = ctx.intsAttr("stride");
+  if (x.size() != 4 || kernel.size() != 2 || stride.size() != 2 || kernel[0] <= 0 ||
+      kernel[1] <= 0 || stride[0] <= 0 || stride[1] <= 0 || x[2] < kernel[0] || x[3] < kernel[1])
+    return invalid(ctx, "bad shape or attributes for input " + str(x));
+  cpu::PoolGeometry g{x[0], x[1], x[2], x[3], kernel[0], kernel[1], stride[0], stride[1]};
+  if (y != Shape{g.n, g.c, g.oh(), g.ow()})
+    return invalid(ctx, "output " + str(y) + " does not match input " + str(x));
+  return g;
+}
+
+StatusOr<BoundStep> bindMaxPool2d(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(cpu::PoolGeometry g, poolGeometry(ctx, x.shape, y.shape));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::maxPool2d(x.f32(), y.f32(), g, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindMaxPool2dGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], dx = ctx.outputs[0];
+  DTC_RETURN_IF_ERROR(sameShape(ctx, x, dx));
+  DTC_ASSIGN_OR_RETURN(cpu::PoolGeometry g, poolGeometry(ctx, x.shape, dy.shape));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::maxPool2dGrad(dy.f32(), x.f32(), dx.f32(), g, *pool);
+    return Status::Ok();
+  });
+}
+
+// x [N, C, H, W] with every other operand [C]: checks and returns {N, C, H·W}.
+StatusOr<std::array<int64_t, 3>> normShape(const StepContext& ctx, const TensorView& x,
+                                           std::initializer_list<const TensorView*> perChannel) {
+  if (x.shape.size() != 4) return invalid(ctx, "needs NCHW input, got " + str(x.shape));
+  for (const TensorView* t : perChannel)
+    if (t->shape != Shape{x.shape[1]})
+      return invalid(ctx, "per-channel tensors must be [" + std::to_string(x.shape[1]) + "]");
+  return std::array<int64_t, 3>{x.shape[0], x.shape[1], x.shape[2] * x.shape[3]};
+}
+
+StatusOr<BoundStep> bindBatchNormTrain(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 5, 5));
+  const auto& in = ctx.inputs;
+  const auto& out = ctx.outputs;
+  DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], out[0]));
+  DTC_ASSIGN_OR_RETURN(auto dims, normShape(ctx, in[0], {&in[1], &in[2], &in[3], &in[4], &out[1],
+                                                         &out[2], &out[3], &out[4]}));
+  float eps = static_cast<float>(ctx.floatAttr("eps"));
+  float momentum = static_cast<float>(ctx.floatAttr("momentum"));
+  std::vector<TensorView> i = in, o = out;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchNormTrain(i[0].f32(), i[1].f32(), i[2].f32(), i[3].f32(), i[4].f32(), o[0].f32(),
+                        o[1].f32(), o[2].f32(), o[3].f32(), o[4].f32(), dims[0], dims[1], dims[2],
+                        eps, momentum, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindBatchNormTrainGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 5, 3));
+  const auto& in = ctx.inputs;
+  const auto& out = ctx.outputs;
+  DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], in[1]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, in[1], out[0]));
+  DTC_ASSIGN_OR_RETURN(auto dims, normShape(ctx, in[1], {&in[2], &in[3], &in[4], &out[1], &out[2]}));
+  std::vector<TensorView> i = in, o = out;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchNormTrainGrad(i[0].f32(), i[1].f32(), i[2].f32(), i[3].f32(), i[4].f32(), o[0].f32(),
+                            o[1].f32(), o[2].f32(), dims[0], dims[1], dims[2], *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindBatchNormEval(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 5, 1));
+  const auto& in = ctx.inputs;
+  DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], ctx.outputs[0]));
+  DTC_ASSIGN_OR_RETURN(auto dims, normShape(ctx, in[0], {&in[1], &in[2], &in[3], &in[4]}));
+  float eps = static_cast<float>(ctx.floatAttr("eps"));
+  std::vector<TensorView> i = in;
+  TensorView y = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchNormEval(i[0].f32(), i[1].f32(), i[2].f32(), i[3].f32(), i[4].f32(), y.f32(),
+                       dims[0], dims[1], dims[2], eps, *pool);
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+const BinderTable& convBinders() {
+  static const BinderTable table = {
+      {"conv2d", bindConv2d},
+      {"conv2d_grad_input", bindConv2dGradInput},
+      {"conv2d_grad_weight", bindConv2dGradWeight},
+      {"max_pool2d", bindMaxPool2d},
+      {"max_pool2d_grad", bindMaxPool2dGrad},
+      {"batch_norm_train", bindBatchNormTrain},
+      {"batch_norm_train_grad", bindBatchNormTrainGrad},
+      {"batch_norm_eval", bindBatchNormEval},
+  };
+  return table;
+}
+
+}  // namespace dtc
