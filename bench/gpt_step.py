@@ -2,7 +2,6 @@
 tests/e2e/test_gpt_parity.py, same sizes, AdamW) on the same token data."""
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -13,7 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e")
 import test_gpt_parity as ref  # noqa: E402
 from dtc_harness import window_offsets, write_tokens  # noqa: E402
 
-from common import ROUNDS, STEPS, best_of, dtrun_ms, report, tools, torch_ms  # noqa: E402
+from common import ROUNDS, STEPS, best_of, compile_plan, dtrun_ms, report, tools, torch_ms  # noqa: E402
 
 
 def main():
@@ -41,16 +40,14 @@ def main():
         model(idx, tgt).backward()
         opt.step()
 
-    dtc, dtrun = tools(a.build)
+    _, dtrun = tools(a.build)
     with tempfile.TemporaryDirectory() as work:
         write_tokens(f"{work}/train.bin", tokens)
-        subprocess.run([dtc, "zoo", "gpt", "--vocab", str(a.vocab), "--ctx", str(a.ctx), "--layers",
-                        str(a.layers), "--heads", str(a.heads), "--embd", str(a.embd), "-o",
-                        f"{work}/gpt.dtm"], check=True)
-        subprocess.run([dtc, "compile", f"{work}/gpt.dtm", "-o", f"{work}/gpt.dtp", "--batch", str(a.batch),
-                        "--optimizer", "adamw", "--lr", "1e-3"], check=True)
-        ours, theirs = best_of(ROUNDS, lambda: dtrun_ms(dtrun, f"{work}/gpt.dtp", f"{work}/train.bin",
-                                                        a.threads, a.batch, work),
+        plan = compile_plan(a.build, ["gpt", "--vocab", str(a.vocab), "--ctx", str(a.ctx), "--layers",
+                                      str(a.layers), "--heads", str(a.heads), "--embd", str(a.embd)],
+                            a.batch, work)
+        ours, theirs = best_of(ROUNDS, lambda: dtrun_ms(dtrun, plan, f"{work}/train.bin", a.threads,
+                                                        a.batch, work),
                                lambda: torch_ms(torch_step))
     report(f"GPT L={a.layers} H={a.heads} C={a.embd} T={a.ctx} V={a.vocab}, AdamW, batch {a.batch}, "
            f"{a.threads} threads, best of {ROUNDS} medians of {STEPS} steps", ours, theirs, torch.__version__)

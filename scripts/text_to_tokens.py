@@ -1,70 +1,137 @@
-"""Builds a byte-level token corpus (llm.c .bin format) from Debian's fortune files.
+"""Builds a byte-level token corpus (llm.c .bin format) from text files.
 
 usage: text_to_tokens.py OUT_DIR [SRC ...]
-Tokens are bytes (vocabulary 256). Sources default to the plain-text fortune files in
-/usr/share/games/fortunes (package `fortunes`); the `%` lines between fortunes become blank
-lines. Writes OUT_DIR/train.bin (first 90%) and OUT_DIR/val.bin (last 10%); does nothing when
-they are newer than every source."""
-import glob
+
+Tokens are bytes (vocabulary 256). SRC defaults to every plain-text file under
+/usr/share/games/fortunes (Debian package `fortunes`). Fortune files separate entries with `%`
+lines; those lines are dropped so exactly one newline separates consecutive entries. Writes
+OUT_DIR/train.bin (first 90% of the bytes) and OUT_DIR/val.bin (last 10%), each through a
+temporary name and a rename, and does nothing when both are newer than every source (and this
+script). Errors: one line on stderr, exit status 2. Run with /usr/bin/python3 (numpy + stdlib)."""
 import os
 import sys
 
 import numpy as np
 
 FORTUNES = "/usr/share/games/fortunes"
+MAGIC, VERSION = 20240520, 1
+TRAIN_FRACTION = 0.9
 
 
-def fail(message):
-    print(f"text_to_tokens: error: {message}", file=sys.stderr)
-    sys.exit(2)
+class Error(Exception):
+    pass
 
 
-def sources(args):
-    if args:
-        return args
-    files = sorted(f for f in glob.glob(os.path.join(FORTUNES, "*"))
-                   if os.path.isfile(f) and not f.endswith((".dat", ".u8")) and not os.path.islink(f))
+def default_sources():
+    if not os.path.isdir(FORTUNES):
+        raise Error(f"no fortune files: {FORTUNES} is missing (apt-get install fortunes)")
+    files = []
+    for root, dirs, names in os.walk(FORTUNES):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            # .dat files are strfile's binary indexes; .u8 ones are symlinks to the text (same
+            # entries twice would skew the corpus), so links are skipped altogether.
+            if name.endswith((".dat", ".u8")) or os.path.islink(path) or not os.path.isfile(path):
+                continue
+            if not is_binary(read_bytes(path)):
+                files.append(path)
     if not files:
-        fail(f"no fortune files in {FORTUNES} (apt-get install fortunes)")
+        raise Error(f"no plain-text fortune files under {FORTUNES} (apt-get install fortunes)")
     return files
 
 
-def read_text(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    lines = [b"" if line.strip() == b"%" else line for line in data.split(b"\n")]
-    return b"\n".join(lines)
+def read_bytes(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise Error(f"cannot read {path}: {e.strerror}") from None
+
+
+def is_binary(data):
+    return b"\0" in data[:65536]
+
+
+def entries(data):
+    """The file's entries: text between `%` lines, without their surrounding newlines."""
+    out, current = [], []
+    for line in data.split(b"\n"):
+        if line.rstrip(b" \t\r") == b"%":
+            out.append(b"\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    out.append(b"\n".join(current))
+    return [e.strip(b"\r\n") for e in out if e.strip(b"\r\n")]
+
+
+def corpus(files):
+    all_entries = []
+    for path in files:
+        data = read_bytes(path)
+        if is_binary(data):
+            raise Error(f"{path} is not a text file (it holds NUL bytes)")
+        all_entries.extend(entries(data))
+    return b"\n".join(all_entries) + b"\n" if all_entries else b""
 
 
 def write_tokens(path, tokens):
-    header = np.zeros(256, dtype=np.int32)
-    header[:3] = [20240520, 1, len(tokens)]
+    header = np.zeros(256, dtype="<i4")
+    header[:3] = [MAGIC, VERSION, len(tokens)]
     tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(header.tobytes())
-        f.write(tokens.astype(np.uint16).tobytes())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(header.tobytes())
+            f.write(tokens.astype("<u2").tobytes())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise Error(f"cannot write {path}: {e.strerror}") from None
+
+
+def up_to_date(outputs, inputs):
+    try:
+        newest = max(os.path.getmtime(p) for p in inputs)
+        return all(os.path.getmtime(o) > newest for o in outputs)
+    except OSError:
+        return False
+
+
+def run(argv):
+    if len(argv) < 1 or argv[0] in ("-h", "--help"):
+        raise Error("usage: text_to_tokens.py OUT_DIR [SRC ...]")
+    out, explicit = argv[0], argv[1:]
+    for path in explicit:
+        if not os.path.isfile(path):
+            raise Error(f"{path} is not a file")
+    files = explicit or default_sources()
+    outputs = [os.path.join(out, "train.bin"), os.path.join(out, "val.bin")]
+    if up_to_date(outputs, files + [os.path.abspath(__file__)]):
+        print(f"text_to_tokens: {out} is up to date")
+        return
+    tokens = np.frombuffer(corpus(files), dtype=np.uint8).astype(np.uint16)
+    split = int(len(tokens) * TRAIN_FRACTION)
+    if split == 0 or split == len(tokens):
+        raise Error(f"{len(tokens)} bytes of text are too few to split into train and val")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise Error(f"cannot create {out}: {e.strerror}") from None
+    for path, part in zip(outputs, (tokens[:split], tokens[split:])):
+        write_tokens(path, part)
+        print(f"{path}: {len(part)} tokens (byte-level, vocabulary 256, from {len(files)} files)")
 
 
 def main():
-    if len(sys.argv) < 2:
-        fail("usage: text_to_tokens.py OUT_DIR [SRC ...]")
-    out, files = sys.argv[1], sources(sys.argv[2:])
-    for f in files:
-        if not os.path.exists(f):
-            fail(f"missing {f}")
-    outputs = [os.path.join(out, "train.bin"), os.path.join(out, "val.bin")]
-    newest = max(os.path.getmtime(f) for f in files)
-    if all(os.path.exists(o) and os.path.getmtime(o) >= newest for o in outputs):
-        print(f"tokens: up to date in {out}")
-        return
-    text = b"\n".join(read_text(f) for f in files)
-    tokens = np.frombuffer(text, dtype=np.uint8).astype(np.uint16)
-    split = int(len(tokens) * 0.9)
-    os.makedirs(out, exist_ok=True)
-    write_tokens(outputs[0], tokens[:split])
-    write_tokens(outputs[1], tokens[split:])
-    print(f"tokens: {split} train, {len(tokens) - split} val (byte-level, from {len(files)} files) -> {out}")
+    try:
+        run(sys.argv[1:])
+    except Error as e:
+        print(f"text_to_tokens: error: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

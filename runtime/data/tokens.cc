@@ -1,11 +1,7 @@
 #include "data/tokens.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "data/sampler.h"
@@ -15,46 +11,13 @@ namespace dtc::data {
 
 constexpr size_t kHeaderBytes = 256 * sizeof(int32_t);
 
-TokenFile::TokenFile(TokenFile&& other) noexcept { *this = std::move(other); }
-
-TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
-  if (this != &other) {
-    if (map_) ::munmap(map_, mapBytes_);
-    map_ = other.map_;
-    mapBytes_ = other.mapBytes_;
-    tokens_ = other.tokens_;
-    count_ = other.count_;
-    maxPlusOne_ = other.maxPlusOne_;
-    other.map_ = nullptr;
-    other.tokens_ = nullptr;
-    other.count_ = other.maxPlusOne_ = 0;
-  }
-  return *this;
-}
-
-TokenFile::~TokenFile() {
-  if (map_) ::munmap(map_, mapBytes_);
-}
-
 StatusOr<TokenFile> TokenFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return Status::InvalidInput("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::InvalidInput(path + " is not a regular file");
-  }
-  size_t size = static_cast<size_t>(st.st_size);
-  if (size < kHeaderBytes) {
-    ::close(fd);
-    return Status::InvalidInput(path + " is not an llm.c token file (shorter than its 1024-byte header)");
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return Status::Internal("cannot map " + path + ": " + std::strerror(errno));
   TokenFile file;
-  file.map_ = map;
-  file.mapBytes_ = size;
+  DTC_ASSIGN_OR_RETURN(file.file_, io::MappedFile::open(path));
+  const size_t size = file.file_.size();
+  if (size < kHeaderBytes)
+    return Status::InvalidInput(path + " is not an llm.c token file (shorter than its 1024-byte header)");
+  const uint8_t* map = file.file_.data();
   int32_t header[3];
   std::memcpy(header, map, sizeof header);
   if (header[0] != kTokenMagic)
@@ -69,7 +32,7 @@ StatusOr<TokenFile> TokenFile::open(const std::string& path) {
     return Status::InvalidInput(path + " is truncated: the header promises " +
                                 std::to_string(count) + " tokens, the file holds " +
                                 std::to_string(available));
-  file.tokens_ = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(map) + kHeaderBytes);
+  file.tokens_ = reinterpret_cast<const uint16_t*>(map + kHeaderBytes);
   file.count_ = count;
   for (int64_t i = 0; i < count; ++i)
     file.maxPlusOne_ = std::max<int64_t>(file.maxPlusOne_, file.tokens_[i] + 1);
@@ -96,12 +59,17 @@ void fillWindows(const TokenFile& tokens, const std::vector<int64_t>& offsets, i
 }
 
 Status writeTokenFile(const std::string& path, const std::vector<int32_t>& tokens) {
+  if (tokens.size() > static_cast<size_t>(INT32_MAX))
+    return Status::InvalidInput("cannot write " + path + ": " + std::to_string(tokens.size()) +
+                                " tokens do not fit the header's int32 count");
   std::vector<uint8_t> bytes(kHeaderBytes + tokens.size() * sizeof(uint16_t), 0);
   int32_t header[3] = {kTokenMagic, kTokenVersion, static_cast<int32_t>(tokens.size())};
   std::memcpy(bytes.data(), header, sizeof header);
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] > 65535)
-      return Status::InvalidInput("token " + std::to_string(tokens[i]) + " does not fit in uint16");
+      return Status::InvalidInput("cannot write " + path + ": token " + std::to_string(tokens[i]) +
+                                  " at position " + std::to_string(i) +
+                                  " does not fit in uint16 (0..65535)");
     uint16_t v = static_cast<uint16_t>(tokens[i]);
     std::memcpy(bytes.data() + kHeaderBytes + i * 2, &v, 2);
   }

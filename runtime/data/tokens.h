@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "io/mapped_file.h"
 #include "support/status.h"
 
 namespace dtc::data {
@@ -16,24 +17,18 @@ inline constexpr int32_t kTokenVersion = 1;
 // uint16 tokens. Memory-mapped, read-only, move-only.
 class TokenFile {
  public:
-  TokenFile() = default;
-  TokenFile(TokenFile&& other) noexcept;
-  TokenFile& operator=(TokenFile&& other) noexcept;
-  TokenFile(const TokenFile&) = delete;
-  TokenFile& operator=(const TokenFile&) = delete;
-  ~TokenFile();
-
   // Checks the magic, the version and that the file holds the tokens its header promises.
   static StatusOr<TokenFile> open(const std::string& path);
 
   int64_t size() const { return count_; }
+  // Unchecked, like the vector it stands in for: callers index within windows they validated.
+  uint16_t operator[](int64_t i) const { return tokens_[i]; }
   const uint16_t* data() const { return tokens_; }
   // Largest token id + 1: what the model's vocabulary must cover.
   int64_t maxTokenPlusOne() const { return maxPlusOne_; }
 
  private:
-  void* map_ = nullptr;
-  size_t mapBytes_ = 0;
+  io::MappedFile file_;
   const uint16_t* tokens_ = nullptr;
   int64_t count_ = 0, maxPlusOne_ = 0;
 };
@@ -49,7 +44,8 @@ std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint6
 void fillWindows(const TokenFile& tokens, const std::vector<int64_t>& offsets, int64_t t,
                  int64_t* inputs, int64_t* targets);
 
-// Writes a token file through a temporary name and a rename; ids must fit in uint16.
+// Writes a token file through a temporary name and a rename; ids must fit in uint16 and the
+// count in the header's int32.
 Status writeTokenFile(const std::string& path, const std::vector<int32_t>& tokens);
 
 }  // namespace dtc::data

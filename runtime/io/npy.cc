@@ -1,8 +1,5 @@
 #include "io/npy.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,29 +7,6 @@
 #include <cstring>
 
 namespace dtc::io {
-
-NpyArray::NpyArray(NpyArray&& other) noexcept { *this = std::move(other); }
-
-NpyArray& NpyArray::operator=(NpyArray&& other) noexcept {
-  if (this != &other) {
-    if (map_) ::munmap(map_, mapBytes_);
-    map_ = other.map_;
-    mapBytes_ = other.mapBytes_;
-    dtype_ = other.dtype_;
-    shape_ = std::move(other.shape_);
-    data_ = other.data_;
-    bytes_ = other.bytes_;
-    other.map_ = nullptr;
-    other.mapBytes_ = 0;
-    other.data_ = nullptr;
-    other.bytes_ = 0;
-  }
-  return *this;
-}
-
-NpyArray::~NpyArray() {
-  if (map_) ::munmap(map_, mapBytes_);
-}
 
 namespace {
 
@@ -94,28 +68,14 @@ bool parseShape(const std::string& text, std::vector<int64_t>& shape) {
 }  // namespace
 
 StatusOr<NpyArray> openNpy(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return Status::InvalidInput("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::InvalidInput(path + " is not a regular file");
-  }
-  size_t size = static_cast<size_t>(st.st_size);
+  NpyArray array;
+  DTC_ASSIGN_OR_RETURN(array.file_, MappedFile::open(path));
+  const size_t size = array.file_.size();
+  const uint8_t* p = array.file_.data();
   auto bad = [&](const std::string& what) {
     return Status::InvalidInput(path + " is not a valid .npy file: " + what);
   };
-  if (size < 10) {
-    ::close(fd);
-    return bad("too short");
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return Status::Internal("cannot map " + path + ": " + std::strerror(errno));
-  NpyArray array;
-  array.map_ = map;
-  array.mapBytes_ = size;
-  const uint8_t* p = static_cast<const uint8_t*>(map);
+  if (size < 10) return bad("too short");
   if (std::memcmp(p, kMagic, 6) != 0) return bad("missing the \\x93NUMPY magic");
   uint8_t major = p[6];
   size_t headerLen, headerStart;

@@ -6,21 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "io/mapped_file.h"
 #include "support/dtype.h"
 #include "support/status.h"
 
 namespace dtc::io {
 
-// A read-only, memory-mapped .npy array. Move-only; unmaps on destruction.
+// A read-only, memory-mapped .npy array. Move-only.
 class NpyArray {
  public:
-  NpyArray() = default;
-  NpyArray(NpyArray&& other) noexcept;
-  NpyArray& operator=(NpyArray&& other) noexcept;
-  NpyArray(const NpyArray&) = delete;
-  NpyArray& operator=(const NpyArray&) = delete;
-  ~NpyArray();
-
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   const uint8_t* data() const { return data_; }
@@ -32,8 +26,7 @@ class NpyArray {
 
  private:
   friend StatusOr<NpyArray> openNpy(const std::string& path);
-  void* map_ = nullptr;
-  size_t mapBytes_ = 0;
+  MappedFile file_;
   DType dtype_ = DType::kF32;
   std::vector<int64_t> shape_;
   const uint8_t* data_ = nullptr;

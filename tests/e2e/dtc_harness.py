@@ -90,3 +90,8 @@ def read_tokens(path):
         header = np.frombuffer(f.read(1024), dtype=np.int32)
         assert header[0] == 20240520 and header[1] == 1, "not an llm.c token file"
         return np.frombuffer(f.read(), dtype=np.uint16)[:header[2]].astype(np.int64)
+
+
+def weight_error(ours, ref):
+    """Largest per-tensor max |ours − ref| / max |ref| over the tensors of `ref`."""
+    return max(np.abs(ours[k] - ref[k]).max() / max(np.abs(ref[k]).max(), 1e-12) for k in ref)

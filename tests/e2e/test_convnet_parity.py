@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import batches, load_safetensors, read_log, run, tool  # noqa: E402
+from dtc_harness import batches, load_safetensors, read_log, run, tool, weight_error  # noqa: E402
 
 N, BATCH, STEPS, SEED, DATA_SEED = 64, 16, 10, 4, 9
 
@@ -57,9 +57,6 @@ def torch_run(init, x, y, dtype):
              if not k.endswith("num_batches_tracked")}
     return model, losses, state
 
-
-def error(ours, ref):
-    return max(np.abs(ours[k] - ref[k]).max() / max(np.abs(ref[k]).max(), 1e-12) for k in ref)
 
 
 def main():
@@ -96,7 +93,7 @@ def main():
     worst = {}
     for k in ref:
         bound = 1e-5 if "running_" in k else 1e-4
-        err, noise = error({k: final[k]}, {k: ref[k]}), error({k: ref[k]}, {k: fp64[k]})
+        err, noise = weight_error({k: final[k]}, {k: ref[k]}), weight_error({k: ref[k]}, {k: fp64[k]})
         tol = max(bound, 2 * noise)
         kind = "running stats" if "running_" in k else "weights"
         worst[kind] = max(worst.get(kind, 0.0), err)

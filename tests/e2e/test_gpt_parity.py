@@ -18,7 +18,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import load_safetensors, read_log, run, tool, window_offsets, write_tokens  # noqa: E402
+from dtc_harness import (load_safetensors, read_log, run, tool, weight_error, window_offsets,  # noqa: E402
+                         write_tokens)
 
 V, T, L, H, C = 64, 16, 2, 4, 32
 B, STEPS, SEED, DATA_SEED = 4, 10, 11, 5
@@ -80,9 +81,6 @@ def torch_run(init, tokens, make_optimizer, dtype=torch.float32):
         losses.append(loss.item())
     return losses, {k: v.detach().to(torch.float64).numpy() for k, v in model.state_dict().items()}
 
-
-def weight_error(ours, ref):
-    return max(np.abs(ours[k] - ref[k]).max() / max(np.abs(ref[k]).max(), 1e-12) for k in ref)
 
 
 def check(name, eps, weight_tol, tokens, work, data, model):

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import batches, load_safetensors, read_log, run, tool  # noqa: E402
+from dtc_harness import batches, load_safetensors, read_log, run, tool, weight_error  # noqa: E402
 
 N, BATCH, STEPS, SEED, DATA_SEED = 100, 32, 10, 7, 3
 SIZES = [784, 256, 128, 10]
@@ -49,9 +49,6 @@ def torch_run(init, x, y, make_optimizer, dtype=torch.float32):
         losses.append(loss.item())
     return losses, {k: v.detach().to(torch.float64).numpy() for k, v in model.state_dict().items()}
 
-
-def weight_error(ours, ref):
-    return max(np.abs(ours[k] - ref[k]).max() / np.abs(ref[k]).max() for k in ref)
 
 
 def check(name, compile_flags, make_optimizer, work, data, weight_tol=1e-4):

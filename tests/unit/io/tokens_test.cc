@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <random>
+#include <set>
 #include <unistd.h>
 
 #include "data/tokens.h"
@@ -13,60 +17,169 @@ std::string tempPath(const std::string& name) {
   return ::testing::TempDir() + "/tokens_test_" + std::to_string(::getpid()) + "_" + name;
 }
 
-TEST(Tokens, RoundTripAndWindows) {
+// A header of `header` (padded to 256 int32) followed by `tokens` uint16 ones.
+void writeRaw(const std::string& path, std::vector<int32_t> header, size_t tokens) {
+  header.resize(256, 0);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(header.data()), 1024);
+  std::vector<uint16_t> data(tokens, 1);
+  out.write(reinterpret_cast<const char*>(data.data()), data.size() * 2);
+}
+
+TEST(Tokens, RoundTrip) {
   std::string path = tempPath("ok.bin");
   std::vector<int32_t> tokens;
   for (int i = 0; i < 100; ++i) tokens.push_back((i * 37) % 500);
+  tokens.push_back(65535);  // the largest id uint16 holds must survive
   ASSERT_TRUE(writeTokenFile(path, tokens).ok());
   auto file = TokenFile::open(path);
   ASSERT_TRUE(file.ok()) << file.status().message();
-  ASSERT_EQ(file->size(), 100);
-  EXPECT_EQ(file->data()[3], 111);
-  EXPECT_EQ(file->maxTokenPlusOne(), 500);
-  std::vector<int64_t> inputs(2 * 4), targets(2 * 4);
-  fillWindows(*file, {10, 50}, 4, inputs.data(), targets.data());
-  EXPECT_EQ(inputs[0], tokens[10]);
-  EXPECT_EQ(targets[0], tokens[11]);
-  EXPECT_EQ(inputs[7], tokens[53]);
-  EXPECT_EQ(targets[7], tokens[54]);
+  ASSERT_EQ(file->size(), 101);
+  for (int64_t i = 0; i < file->size(); ++i) {
+    EXPECT_EQ((*file)[i], tokens[i]);
+    EXPECT_EQ(file->data()[i], tokens[i]);
+  }
+  EXPECT_EQ(file->maxTokenPlusOne(), 65536);
+  // Moving keeps the mapping alive: the data pointer stays valid in the new owner.
+  TokenFile moved = std::move(file).value();
+  EXPECT_EQ(moved[3], 111);
   std::remove(path.c_str());
 }
 
-TEST(Tokens, WindowOffsetsMatchThePythonReimplementation) {
-  // tests/e2e/dtc_harness.py: window_offsets(1000, 4, 16, 5, 0) and (…, 1).
-  EXPECT_EQ(windowOffsets(1000, 4, 16, 5, 0), (std::vector<int64_t>{584, 57, 459, 490}));
-  EXPECT_EQ(windowOffsets(1000, 4, 16, 5, 1), (std::vector<int64_t>{503, 773, 109, 724}));
-  for (int64_t off : windowOffsets(20, 64, 16, 1, 3)) {
-    EXPECT_GE(off, 0);
-    EXPECT_LT(off, 4);
-  }
+TEST(Tokens, WriteIsAtomicAndRejectsIdsOutsideUint16) {
+  std::string path = tempPath("big.bin");
+  ASSERT_TRUE(writeTokenFile(path, {1, 2, 3}).ok());
+  Status bad = writeTokenFile(path, {1, 70000});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidInput);
+  EXPECT_NE(bad.message().find(path), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("70000"), std::string::npos) << bad.message();
+  EXPECT_FALSE(writeTokenFile(path, {-1}).ok());
+  // The failed writes left the earlier file untouched.
+  auto file = TokenFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(file->size(), 3);
+  std::remove(path.c_str());
+}
+
+TEST(Tokens, EmptyFiles) {
+  std::string path = tempPath("empty.bin");
+  // A header promising no tokens is a valid (if useless) file; the caller rejects it for size.
+  ASSERT_TRUE(writeTokenFile(path, {}).ok());
+  auto file = TokenFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(file->size(), 0);
+  EXPECT_EQ(file->maxTokenPlusOne(), 0);
+  // A zero-byte file has no header at all.
+  { std::ofstream(path, std::ios::binary | std::ios::trunc); }
+  auto zero = TokenFile::open(path);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("is not an llm.c token file"), std::string::npos)
+      << zero.status().message();
+  std::remove(path.c_str());
 }
 
 TEST(Tokens, RejectsBadFiles) {
   std::string path = tempPath("bad.bin");
-  auto write = [&](std::vector<int32_t> header, size_t tokens) {
-    header.resize(256, 0);
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(header.data()), 1024);
-    std::vector<uint16_t> data(tokens, 1);
-    out.write(reinterpret_cast<const char*>(data.data()), data.size() * 2);
-  };
   auto expectError = [&](const std::string& text) {
     auto file = TokenFile::open(path);
     ASSERT_FALSE(file.ok()) << text;
-    EXPECT_NE(file.status().message().find(text), std::string::npos) << file.status().message();
+    EXPECT_EQ(file.status().code(), StatusCode::kInvalidInput);
+    const std::string message = file.status().message();
+    EXPECT_NE(message.find(text), std::string::npos) << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   };
-  write({123, 1, 10}, 10);
+  writeRaw(path, {123, 1, 10}, 10);
   expectError("is not an llm.c token file (magic 123, expected 20240520)");
-  write({20240520, 2, 10}, 10);
+  writeRaw(path, {20240520, 2, 10}, 10);
   expectError("has token format version 2; expected 1");
-  write({20240520, 1, 1000}, 10);
+  writeRaw(path, {20240520, 1, 1000}, 10);
   expectError("is truncated: the header promises 1000 tokens, the file holds 10");
-  std::ofstream(path, std::ios::binary) << "short";
+  writeRaw(path, {20240520, 1, -5}, 10);
+  expectError("the header promises -5 tokens");
+  // An odd trailing byte is not half a token.
+  writeRaw(path, {20240520, 1, 11}, 10);
+  std::ofstream(path, std::ios::binary | std::ios::app) << 'x';
+  expectError("the header promises 11 tokens, the file holds 10");
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << "short";
   expectError("shorter than its 1024-byte header");
   std::remove(path.c_str());
   expectError("No such file or directory");
-  EXPECT_FALSE(writeTokenFile(path, {70000}).ok());
+  path = ::testing::TempDir();
+  expectError("is not a regular file");
+}
+
+TEST(Tokens, RandomBytesNeverCrash) {
+  std::string path = tempPath("random.bin");
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    size_t size = rng() % 3000;
+    std::string bytes(size, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    // Half the trials keep a valid magic and version so the count check gets exercised.
+    if (trial % 2 && size >= 12) {
+      int32_t head[3] = {20240520, 1, static_cast<int32_t>(rng() % 2000) - 10};
+      std::memcpy(bytes.data(), head, sizeof head);
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    auto file = TokenFile::open(path);
+    if (!file.ok()) continue;
+    // Whatever opened must be readable to its end.
+    ASSERT_LE(1024 + 2 * file->size(), static_cast<int64_t>(size));
+    int64_t maxPlusOne = 0;
+    for (int64_t i = 0; i < file->size(); ++i)
+      maxPlusOne = std::max<int64_t>(maxPlusOne, (*file)[i] + 1);
+    EXPECT_EQ(file->maxTokenPlusOne(), maxPlusOne);
+  }
+  std::remove(path.c_str());
+}
+
+TEST(Tokens, WindowOffsetsMatchThePythonReimplementation) {
+  // Golden values from tests/e2e/dtc_harness.py's window_offsets(size, batch, t, seed, step).
+  EXPECT_EQ(windowOffsets(1000, 4, 16, 5, 0), (std::vector<int64_t>{584, 57, 459, 490}));
+  EXPECT_EQ(windowOffsets(1000, 4, 16, 5, 1), (std::vector<int64_t>{503, 773, 109, 724}));
+  EXPECT_EQ(windowOffsets(100000, 6, 256, 1337, 999),
+            (std::vector<int64_t>{27629, 78458, 76616, 56591, 31093, 99642}));
+  // An all-ones seed and a 2^40-token file: the uint64 arithmetic must wrap as Python masks it.
+  EXPECT_EQ(windowOffsets(int64_t{1} << 40, 3, 1024, ~uint64_t{0}, 7),
+            (std::vector<int64_t>{746097163336, 347653703916, 633787421930}));
+}
+
+TEST(Tokens, WindowOffsetsAreDeterministicInRangeAndVary) {
+  auto a = windowOffsets(5000, 32, 64, 1, 0);
+  EXPECT_EQ(a, windowOffsets(5000, 32, 64, 1, 0));
+  EXPECT_NE(a, windowOffsets(5000, 32, 64, 1, 1));
+  EXPECT_NE(a, windowOffsets(5000, 32, 64, 2, 0));
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_GT(std::set<int64_t>(a.begin(), a.end()).size(), 16u);
+  for (int64_t step = 0; step < 50; ++step)
+    for (int64_t off : windowOffsets(20, 64, 16, 1, step)) {
+      EXPECT_GE(off, 0);
+      EXPECT_LT(off, 4);  // the window of T+1 tokens must fit: off + 16 < 20
+    }
+  // The smallest usable file, size = T + 1, has a single window.
+  for (int64_t off : windowOffsets(17, 8, 16, 3, 0)) EXPECT_EQ(off, 0);
+}
+
+TEST(Tokens, FillWindowsShiftsTargetsByOne) {
+  std::string path = tempPath("windows.bin");
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 60; ++i) tokens.push_back(1000 + i);
+  ASSERT_TRUE(writeTokenFile(path, tokens).ok());
+  auto file = TokenFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  const int64_t t = 4;
+  std::vector<int64_t> offsets = {10, 0, 55};  // 55 + T = 59: the last token is a target
+  std::vector<int64_t> inputs(offsets.size() * t), targets(offsets.size() * t);
+  fillWindows(*file, offsets, t, inputs.data(), targets.data());
+  for (size_t b = 0; b < offsets.size(); ++b)
+    for (int64_t j = 0; j < t; ++j) {
+      EXPECT_EQ(inputs[b * t + j], 1000 + offsets[b] + j);
+      EXPECT_EQ(targets[b * t + j], 1000 + offsets[b] + j + 1);
+    }
+  EXPECT_EQ(targets.back(), 1059);
+  std::remove(path.c_str());
 }
 
 }  // namespace
