@@ -7,11 +7,14 @@ import gzip
 import os
 import struct
 import sys
+import zlib
 
 import numpy as np
 
 SPLITS = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
           "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
+IMAGE_MAGIC, LABEL_MAGIC = 0x803, 0x801  # IDX: unsigned bytes, 3 and 1 dimensions
+CLASSES = 10
 
 
 def fail(message):
@@ -23,7 +26,7 @@ def read_idx(path, magic, dims):
     try:
         with gzip.open(path, "rb") as f:
             data = f.read()
-    except OSError as e:
+    except (OSError, EOFError, zlib.error) as e:  # a truncated gzip raises EOFError
         fail(f"cannot read {path}: {e}")
     header = 4 + 4 * dims
     if len(data) < header:
@@ -38,9 +41,16 @@ def read_idx(path, magic, dims):
 
 
 def save(path, array):
+    """Writes through a temporary name and a rename, so a reader never sees a partial file."""
     tmp = f"{path}.tmp.{os.getpid()}.npy"
-    np.save(tmp, array)
-    os.replace(tmp, path)
+    try:
+        np.save(tmp, array)
+        os.replace(tmp, path)
+    except OSError as e:
+        fail(f"cannot write {path}: {e}")
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def main():
@@ -61,11 +71,18 @@ def main():
         if all(os.path.exists(o) and os.path.getmtime(o) >= newest_source for o in outputs):
             print(f"{split}: up to date in {os.path.join(out, split)}")
             continue
-        images = read_idx(sources[0], 0x803, 3)
-        labels = read_idx(sources[1], 0x801, 1)
+        images = read_idx(sources[0], IMAGE_MAGIC, 3)
+        labels = read_idx(sources[1], LABEL_MAGIC, 1)
+        if images.shape[1:] != (28, 28):
+            fail(f"{sources[0]} holds {images.shape[1]}x{images.shape[2]} images, expected 28x28")
         if len(images) != len(labels):
             fail(f"{split}: {len(images)} images but {len(labels)} labels")
-        os.makedirs(os.path.join(out, split), exist_ok=True)
+        if len(labels) and labels.max() >= CLASSES:
+            fail(f"{sources[1]} has label {labels.max()}, expected 0..{CLASSES - 1}")
+        try:
+            os.makedirs(os.path.join(out, split), exist_ok=True)
+        except OSError as e:
+            fail(f"cannot create {os.path.join(out, split)}: {e}")
         save(outputs[0], (images.reshape(len(images), -1).astype(np.float32) / 255.0))
         save(outputs[1], labels.astype(np.int64))
         print(f"{split}: {len(images)} samples -> {os.path.join(out, split)}")

@@ -18,12 +18,13 @@ std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed, int64_t epoch);
 
 // Consecutive batches of each epoch's permutation; the last partial batch is dropped
 // (DataLoader's drop_last=True), and the next epoch starts with a new permutation.
+// Requires 0 < batchSize <= numSamples (callers check it against the data and report).
 class EpochSampler {
  public:
   EpochSampler(int64_t numSamples, int64_t batchSize, uint64_t seed);
   const std::vector<int64_t>& nextBatch();
   int64_t epoch() const { return epoch_; }
-  int64_t batchesPerEpoch() const { return numSamples_ / batchSize_; }
+  int64_t batchesPerEpoch() const { return batchSize_ > 0 ? numSamples_ / batchSize_ : 0; }
 
  private:
   int64_t numSamples_, batchSize_;
@@ -33,7 +34,7 @@ class EpochSampler {
 };
 
 // Copies rows `indices` of `array` (a row is everything after the first dimension) into
-// `dst`, one after another.
+// `dst`, one after another. Indices must be in [0, array.rows()).
 void gatherRows(const io::NpyArray& array, const std::vector<int64_t>& indices, void* dst);
 
 }  // namespace dtc::data

@@ -1,0 +1,99 @@
+#include "data/sampler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+namespace dtc::data {
+namespace {
+
+// The golden orders come from this independent Python implementation (run with /usr/bin/python3);
+// tests/e2e/dtc_harness.py reproduces the same algorithm for the parity tests.
+//
+//   M, G = (1 << 64) - 1, 0x9E3779B97F4A7C15
+//   def perm(n, seed, epoch):
+//       s = (seed ^ (G * (epoch + 1))) & M
+//       p = list(range(n))
+//       for i in range(n - 1, 0, -1):
+//           s = (s + G) & M
+//           z = s
+//           z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+//           z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+//           z ^= z >> 31
+//           j = z % (i + 1)
+//           p[i], p[j] = p[j], p[i]
+//       return p
+//   print(perm(10, 42, 0), perm(10, 42, 1), perm(10, 2**64 - 1, 7))
+TEST(Sampler, MatchesTheGoldenPythonPermutation) {
+  EXPECT_EQ(epochPermutation(10, 42, 0), (std::vector<int64_t>{2, 3, 9, 7, 5, 8, 6, 4, 0, 1}));
+  EXPECT_EQ(epochPermutation(10, 42, 1), (std::vector<int64_t>{0, 8, 1, 6, 4, 3, 5, 9, 2, 7}));
+  // All-ones seed: the xor and the additions wrap.
+  EXPECT_EQ(epochPermutation(10, ~0ull, 7), (std::vector<int64_t>{9, 7, 3, 5, 8, 4, 1, 2, 0, 6}));
+}
+
+TEST(Sampler, Splitmix64MatchesTheReferenceSequence) {
+  // The first outputs of Vigna's splitmix64.c from state 0.
+  uint64_t state = 0;
+  EXPECT_EQ(splitmix64(state), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(splitmix64(state), 0x6E789E6AA1B965F4ull);
+  EXPECT_EQ(state, 2 * 0x9E3779B97F4A7C15ull);
+}
+
+TEST(Sampler, PermutationsArePermutationsDeterministicAndDiffer) {
+  auto a = epochPermutation(1000, 1, 0), b = epochPermutation(1000, 1, 1),
+       c = epochPermutation(1000, 2, 0);
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(a, epochPermutation(1000, 1, 0));
+  std::vector<int64_t> identity(1000);
+  std::iota(identity.begin(), identity.end(), 0);
+  EXPECT_NE(a, identity);
+  for (auto* p : {&a, &b, &c}) {
+    std::sort(p->begin(), p->end());
+    EXPECT_EQ(*p, identity);
+  }
+  EXPECT_TRUE(epochPermutation(0, 1, 0).empty());
+  EXPECT_EQ(epochPermutation(1, 1, 0), std::vector<int64_t>{0});
+}
+
+TEST(Sampler, DropsTheLastPartialBatchAndReshuffles) {
+  EpochSampler sampler(10, 4, 42);
+  EXPECT_EQ(sampler.batchesPerEpoch(), 2);
+  auto epoch0 = epochPermutation(10, 42, 0), epoch1 = epochPermutation(10, 42, 1);
+  EXPECT_EQ(sampler.nextBatch(), std::vector<int64_t>(epoch0.begin(), epoch0.begin() + 4));
+  EXPECT_EQ(sampler.epoch(), 0);
+  EXPECT_EQ(sampler.nextBatch(), std::vector<int64_t>(epoch0.begin() + 4, epoch0.begin() + 8));
+  EXPECT_EQ(sampler.nextBatch(), std::vector<int64_t>(epoch1.begin(), epoch1.begin() + 4));
+  EXPECT_EQ(sampler.epoch(), 1);
+}
+
+TEST(Sampler, ExactMultipleUsesEverySample) {
+  EpochSampler sampler(8, 4, 5);
+  std::vector<int64_t> seen;
+  for (int i = 0; i < 2; ++i) {
+    const auto& batch = sampler.nextBatch();
+    seen.insert(seen.end(), batch.begin(), batch.end());
+  }
+  EXPECT_EQ(seen, epochPermutation(8, 5, 0));
+  sampler.nextBatch();
+  EXPECT_EQ(sampler.epoch(), 1);
+}
+
+TEST(Sampler, GatherRowsCopiesWholeRows) {
+  std::vector<int32_t> data(5 * 3);
+  std::iota(data.begin(), data.end(), 0);
+  std::string path = ::testing::TempDir() + "/gather_" + std::to_string(::getpid()) + ".npy";
+  ASSERT_TRUE(io::writeNpy(path, DType::kI32, {5, 3}, data.data()).ok());
+  auto array = io::openNpy(path);
+  ASSERT_TRUE(array.ok());
+  std::vector<int32_t> out(3 * 3, -1);
+  gatherRows(*array, {4, 0, 4}, out.data());
+  EXPECT_EQ(out, (std::vector<int32_t>{12, 13, 14, 0, 1, 2, 12, 13, 14}));
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace dtc::data
