@@ -21,35 +21,22 @@ StatusOr<cpu::ConvGeometry> convGeometry(const StepContext& ctx, const Shape& x,
   return g;
 }
 
-StatusOr<BoundStep> bindConv2d(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
-  TensorView x = ctx.inputs[0], w = ctx.inputs[1], y = ctx.outputs[0];
-  DTC_ASSIGN_OR_RETURN(cpu::ConvGeometry g, convGeometry(ctx, x.shape, w.shape, y.shape));
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::conv2d(x.f32(), w.f32(), y.f32(), g, *pool);
-    return Status::Ok();
-  });
-}
+// The three conv kernels share one form, kernel(in0, in1, out0, geometry); they differ in which
+// operand plays the input x, the weight and the output y: 0 = inputs[0], 1 = inputs[1],
+// 2 = outputs[0].
+using ConvKernel = void (*)(const float*, const float*, float*, const cpu::ConvGeometry&,
+                            ThreadPool&);
 
-StatusOr<BoundStep> bindConv2dGradInput(const StepContext& ctx) {
+template <ConvKernel Kernel, int X, int W, int Y>
+StatusOr<BoundStep> bindConv(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
-  TensorView dy = ctx.inputs[0], w = ctx.inputs[1], dx = ctx.outputs[0];
-  DTC_ASSIGN_OR_RETURN(cpu::ConvGeometry g, convGeometry(ctx, dx.shape, w.shape, dy.shape));
+  const TensorView operands[3] = {ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]};
+  DTC_ASSIGN_OR_RETURN(cpu::ConvGeometry g, convGeometry(ctx, operands[X].shape,
+                                                         operands[W].shape, operands[Y].shape));
+  float *a = operands[0].f32(), *b = operands[1].f32(), *out = operands[2].f32();
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::conv2dGradInput(dy.f32(), w.f32(), dx.f32(), g, *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindConv2dGradWeight(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
-  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], dw = ctx.outputs[0];
-  DTC_ASSIGN_OR_RETURN(cpu::ConvGeometry g, convGeometry(ctx, x.shape, dw.shape, dy.shape));
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::conv2dGradWeight(dy.f32(), x.f32(), dw.f32(), g, *pool);
+    Kernel(a, b, out, g, *pool);
     return Status::Ok();
   });
 }
@@ -153,9 +140,9 @@ StatusOr<BoundStep> bindBatchNormEval(const StepContext& ctx) {
 
 const BinderTable& convBinders() {
   static const BinderTable table = {
-      {"conv2d", bindConv2d},
-      {"conv2d_grad_input", bindConv2dGradInput},
-      {"conv2d_grad_weight", bindConv2dGradWeight},
+      {"conv2d", bindConv<cpu::conv2d, 0, 1, 2>},                        // (x, w) -> y
+      {"conv2d_grad_input", bindConv<cpu::conv2dGradInput, 2, 1, 0>},    // (dy, w) -> dx
+      {"conv2d_grad_weight", bindConv<cpu::conv2dGradWeight, 1, 2, 0>},  // (dy, x) -> dw
       {"max_pool2d", bindMaxPool2d},
       {"max_pool2d_grad", bindMaxPool2dGrad},
       {"batch_norm_train", bindBatchNormTrain},

@@ -1,16 +1,11 @@
 // Shape rules and type inference of the convolutional ops (GraphConvOps.td).
 #include "graph/IR/GraphOps.h"
+#include "graph/IR/TypeUtils.h"
 
 using namespace mlir;
 using namespace dtc::graph;
 
 namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
-
-RankedTensorType f32Tensor(MLIRContext* ctx, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, Float32Type::get(ctx));
-}
 
 bool positivePair(ArrayRef<int64_t> v) { return v.size() == 2 && v[0] > 0 && v[1] > 0; }
 

@@ -1,5 +1,6 @@
 // Shape inference and verifiers of the graph ops.
 #include "graph/IR/GraphOps.h"
+#include "graph/IR/TypeUtils.h"
 
 #include "mlir/Dialect/Traits.h"
 #include "llvm/ADT/STLExtras.h"
@@ -9,13 +10,7 @@ using namespace dtc::graph;
 
 namespace {
 
-RankedTensorType f32Tensor(MLIRContext* ctx, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, Float32Type::get(ctx));
-}
-
 RankedTensorType scalarF32(MLIRContext* ctx) { return f32Tensor(ctx, {}); }
-
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
 LogicalResult inferBroadcast(MLIRContext* ctx, std::optional<Location> loc, Value lhs, Value rhs,
                              SmallVectorImpl<Type>& types) {

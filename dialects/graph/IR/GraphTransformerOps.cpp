@@ -1,20 +1,11 @@
 // Shape rules, type inference and verifiers of the transformer ops (GraphTransformerOps.td).
 #include "graph/IR/GraphOps.h"
+#include "graph/IR/TypeUtils.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace dtc::graph;
-
-namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
-
-RankedTensorType f32Tensor(MLIRContext* ctx, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, Float32Type::get(ctx));
-}
-
-}  // namespace
 
 namespace dtc::graph {
 
