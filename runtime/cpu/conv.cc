@@ -8,21 +8,38 @@
 namespace dtc::cpu {
 namespace {
 
-// col [C·kh·kw, oh·ow]: column p holds the receptive field of output pixel p (zeros for padding).
+// Output columns xo whose input column xo·sw − pw + j lies inside [0, w): [lo, hi).
+void validColumns(const ConvGeometry& g, int64_t j, int64_t ow, int64_t& lo, int64_t& hi) {
+  // xo·sw ≥ pw − j  and  xo·sw ≤ w − 1 + pw − j
+  const int64_t first = g.pw - j, last = g.w - 1 + g.pw - j;
+  lo = first <= 0 ? 0 : (first + g.sw - 1) / g.sw;
+  hi = last < 0 ? 0 : std::min(ow, last / g.sw + 1);
+  if (hi < lo) hi = lo;
+}
+
+// col [C·kh·kw, oh·ow]: column p holds the receptive field of output pixel p (zeros for
+// padding). Rows are filled a segment at a time: zeros, a (strided) copy, zeros.
 void im2col(const float* x, float* col, const ConvGeometry& g) {
   const int64_t oh = g.oh(), ow = g.ow();
   for (int64_t c = 0; c < g.c; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
         float* row = col + ((c * g.kh + i) * g.kw + j) * oh * ow;
+        int64_t lo, hi;
+        validColumns(g, j, ow, lo, hi);
         for (int64_t y = 0; y < oh; ++y) {
+          float* out = row + y * ow;
           const int64_t iy = y * g.sh - g.ph + i;
-          for (int64_t xo = 0; xo < ow; ++xo) {
-            const int64_t ix = xo * g.sw - g.pw + j;
-            row[y * ow + xo] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w)
-                                   ? x[(c * g.h + iy) * g.w + ix]
-                                   : 0.0f;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(out, out + ow, 0.0f);
+            continue;
           }
+          const float* in = x + (c * g.h + iy) * g.w + lo * g.sw - g.pw + j;
+          std::fill(out, out + lo, 0.0f);
+          if (g.sw == 1) std::copy(in, in + (hi - lo), out + lo);
+          else
+            for (int64_t xo = lo; xo < hi; ++xo) out[xo] = in[(xo - lo) * g.sw];
+          std::fill(out + hi, out + ow, 0.0f);
         }
       }
 }
@@ -35,13 +52,14 @@ void col2im(const float* col, float* dx, const ConvGeometry& g) {
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
         const float* row = col + ((c * g.kh + i) * g.kw + j) * oh * ow;
+        int64_t lo, hi;
+        validColumns(g, j, ow, lo, hi);
         for (int64_t y = 0; y < oh; ++y) {
           const int64_t iy = y * g.sh - g.ph + i;
           if (iy < 0 || iy >= g.h) continue;
-          for (int64_t xo = 0; xo < ow; ++xo) {
-            const int64_t ix = xo * g.sw - g.pw + j;
-            if (ix >= 0 && ix < g.w) dx[(c * g.h + iy) * g.w + ix] += row[y * ow + xo];
-          }
+          float* out = dx + (c * g.h + iy) * g.w + lo * g.sw - g.pw + j;
+          const float* in = row + y * ow;
+          for (int64_t xo = lo; xo < hi; ++xo) out[(xo - lo) * g.sw] += in[xo];
         }
       }
 }

@@ -217,6 +217,10 @@ INSTANTIATE_TEST_SUITE_P(
              "%out = graph.conv2d %x, %k {padding = array<i64: 1, 1>, stride = array<i64: 2, 1>} : "
              "tensor<2x3x6x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x3x5xf32>",
              "tensor<2x4x3x5xf32>", 4},
+        Case{"conv2d_wide_stride", arg("x", "tensor<1x2x5x7xf32>") + ", " + arg("k", "tensor<3x2x3x4xf32>"),
+             "%out = graph.conv2d %x, %k {padding = array<i64: 0, 2>, stride = array<i64: 1, 3>} : "
+             "tensor<1x2x5x7xf32>, tensor<3x2x3x4xf32> -> tensor<1x3x3x3xf32>",
+             "tensor<1x3x3x3xf32>", 4},
         Case{"max_pool2d", arg("x", "tensor<2x3x4x6xf32>"),
              "%out = graph.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : "
              "tensor<2x3x4x6xf32> -> tensor<2x3x2x3xf32>",
