@@ -4,4 +4,5 @@ set -euo pipefail
 BUILD=${1:-build}
 THREADS=${2:-$(nproc)}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/blas_env.sh"
 exec /usr/bin/python3 "$ROOT/bench/convnet_step.py" --build "$ROOT/$BUILD" --threads "$THREADS"

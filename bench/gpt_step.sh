@@ -6,4 +6,5 @@ BUILD=${1:-build}
 THREADS=${2:-$(nproc)}
 shift $(( $# > 2 ? 2 : $# ))
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/blas_env.sh"
 exec /usr/bin/python3 "$ROOT/bench/gpt_step.py" --build "$ROOT/$BUILD" --threads "$THREADS" "$@"

@@ -7,4 +7,5 @@ BUILD=${1:-build}
 THREADS=${2:-$(nproc)}
 BATCH=${3:-256}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/blas_env.sh"
 exec /usr/bin/python3 "$ROOT/bench/mlp_step.py" --build "$ROOT/$BUILD" --threads "$THREADS" --batch "$BATCH"

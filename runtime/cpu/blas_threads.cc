@@ -12,3 +12,23 @@ void setBlasThreads(int threads) {
 }
 
 }  // namespace dtc::cpu
+
+#include <cstdlib>
+#include <unistd.h>
+
+namespace dtc::cpu {
+
+void selectBlasKernels(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE")) return;
+  const char* core = nullptr;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) core = "Haswell";
+#endif
+  if (!core) return;
+  ::setenv("OPENBLAS_CORETYPE", core, 1);
+  ::execv("/proc/self/exe", argv);  // only returns on failure: keep going with what we have
+}
+
+}  // namespace dtc::cpu

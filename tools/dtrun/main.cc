@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cpu/blas.h"
 #include "exec/trainer.h"
 #include "plan/plan.h"
 #include "support/args.h"
@@ -21,6 +22,7 @@ int fail(const dtc::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtc::cpu::selectBlasKernels(argv);
   if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
     std::fputs(kUsage, stdout);
     return 0;
