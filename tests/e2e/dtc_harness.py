@@ -95,3 +95,19 @@ def read_tokens(path):
 def weight_error(ours, ref):
     """Largest per-tensor max |ours − ref| / max |ref| over the tensors of `ref`."""
     return max(np.abs(ours[k] - ref[k]).max() / max(np.abs(ref[k]).max(), 1e-12) for k in ref)
+
+
+def dtc_train(model, work, name, batch, compile_flags, data, steps, seed, extra=()):
+    """Compiles `model`, saves its initial parameters, trains `steps` steps on `data` with 2
+    threads. Returns (initial params, final params, logged losses, dtrun's stdout)."""
+    plan = os.path.join(work, f"{name}.dtp")
+    run(tool("dtc"), "compile", model, "-o", plan, "--batch", batch, *compile_flags)
+    run(tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, f"{name}-init"))
+    log = os.path.join(work, f"{name}.jsonl")
+    out = run(tool("dtrun"), plan, "--data", data, "--steps", steps, "--seed", seed, "--log", log,
+              "--save", os.path.join(work, f"{name}-final"), "--threads", 2, *extra).stdout
+    entries = read_log(log)
+    assert [e["step"] for e in entries] == list(range(1, steps + 1)), "log steps are not 1..N"
+    return (load_safetensors(os.path.join(work, f"{name}-init", "model.safetensors")),
+            load_safetensors(os.path.join(work, f"{name}-final", "model.safetensors")),
+            [e["loss"] for e in entries], out)

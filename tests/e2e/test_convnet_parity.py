@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import batches, load_safetensors, read_log, run, tool, weight_error  # noqa: E402
+from dtc_harness import batches, dtc_train, run, tool, weight_error  # noqa: E402
 
 N, BATCH, STEPS, SEED, DATA_SEED = 64, 16, 10, 4, 9
 
@@ -70,16 +70,10 @@ def main():
         np.save(os.path.join(data, "input.npy"), x)
         np.save(os.path.join(data, "target.npy"), y)
         run(tool("dtc"), "zoo", "convnet", "--seed", SEED, "-o", os.path.join(work, "c.dtm"))
-        plan = os.path.join(work, "c.dtp")
-        run(tool("dtc"), "compile", os.path.join(work, "c.dtm"), "-o", plan, "--batch", BATCH,
-            "--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4, "--weight-decay", 0.05)
-        run(tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, "init"))
-        log = os.path.join(work, "log.jsonl")
-        out = run(tool("dtrun"), plan, "--data", data, "--steps", STEPS, "--seed", DATA_SEED, "--log", log,
-                  "--save", os.path.join(work, "final"), "--eval", data, "--threads", 2).stdout
-        init = load_safetensors(os.path.join(work, "init", "model.safetensors"))
-        final = load_safetensors(os.path.join(work, "final", "model.safetensors"))
-        losses = [e["loss"] for e in read_log(log)]
+        init, final, losses, out = dtc_train(
+            os.path.join(work, "c.dtm"), work, "c", BATCH,
+            ["--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4, "--weight-decay", 0.05], data, STEPS,
+            DATA_SEED, extra=("--eval", data))
         eval_line = [line for line in out.splitlines() if line.startswith("eval:")][0]
 
     model, ref_losses, ref = torch_run(init, x, y, torch.float32)

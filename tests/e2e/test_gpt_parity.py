@@ -18,8 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import (load_safetensors, read_log, run, tool, weight_error, window_offsets,  # noqa: E402
-                         write_tokens)
+from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, write_tokens  # noqa: E402
 
 V, T, L, H, C = 64, 16, 2, 4, 32
 B, STEPS, SEED, DATA_SEED = 4, 10, 11, 5
@@ -84,16 +83,8 @@ def torch_run(init, tokens, make_optimizer, dtype=torch.float32):
 
 
 def check(name, eps, weight_tol, tokens, work, data, model):
-    plan = os.path.join(work, f"{name}.dtp")
-    run(tool("dtc"), "compile", model, "-o", plan, "--batch", B, "--optimizer", "adamw",
-        "--lr", 3e-3, "--eps", eps, "--weight-decay", 0.1)
-    run(tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, f"{name}-init"))
-    log = os.path.join(work, f"{name}.jsonl")
-    run(tool("dtrun"), plan, "--data", data, "--steps", STEPS, "--seed", DATA_SEED, "--log", log,
-        "--save", os.path.join(work, f"{name}-final"), "--threads", 2)
-    init = load_safetensors(os.path.join(work, f"{name}-init", "model.safetensors"))
-    final = load_safetensors(os.path.join(work, f"{name}-final", "model.safetensors"))
-    losses = [e["loss"] for e in read_log(log)]
+    init, final, losses, _ = dtc_train(model, work, name, B, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", eps,
+                                                             "--weight-decay", 0.1], data, STEPS, DATA_SEED)
 
     make = lambda p: torch.optim.AdamW(p, lr=3e-3, eps=eps, weight_decay=0.1)
     ref_losses, ref_final = torch_run(init, tokens, make)

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import batches, load_safetensors, read_log, run, tool, weight_error  # noqa: E402
+from dtc_harness import batches, dtc_train, run, tool, weight_error  # noqa: E402
 
 N, BATCH, STEPS, SEED, DATA_SEED = 100, 32, 10, 7, 3
 SIZES = [784, 256, 128, 10]
@@ -52,19 +52,11 @@ def torch_run(init, x, y, make_optimizer, dtype=torch.float32):
 
 
 def check(name, compile_flags, make_optimizer, work, data, weight_tol=1e-4):
-    plan = os.path.join(work, f"{name}.dtp")
-    run(tool("dtc"), "compile", os.path.join(work, "mlp.dtm"), "-o", plan, "--batch", BATCH, *compile_flags)
-    run(tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, f"{name}-init"))
-    log = os.path.join(work, f"{name}.jsonl")
-    run(tool("dtrun"), plan, "--data", data, "--steps", STEPS, "--seed", DATA_SEED, "--log", log,
-        "--save", os.path.join(work, f"{name}-final"), "--threads", 2)
-    init = load_safetensors(os.path.join(work, f"{name}-init", "model.safetensors"))
-    final = load_safetensors(os.path.join(work, f"{name}-final", "model.safetensors"))
+    init, final, losses, _ = dtc_train(os.path.join(work, "mlp.dtm"), work, name, BATCH, compile_flags,
+                                       data, STEPS, DATA_SEED)
     x = np.load(os.path.join(data, "input.npy"))
     y = np.load(os.path.join(data, "target.npy"))
     ref_losses, ref_final = torch_run(init, x, y, make_optimizer)
-    losses = [entry["loss"] for entry in read_log(log)]
-    assert [e["step"] for e in read_log(log)] == list(range(1, STEPS + 1))
     loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
     weight_err = weight_error(final, ref_final)
     _, fp64_final = torch_run(init, x, y, make_optimizer, torch.float64)
