@@ -111,3 +111,17 @@ def dtc_train(model, work, name, batch, compile_flags, data, steps, seed, extra=
     return (load_safetensors(os.path.join(work, f"{name}-init", "model.safetensors")),
             load_safetensors(os.path.join(work, f"{name}-final", "model.safetensors")),
             [e["loss"] for e in entries], out)
+
+
+def torch_train_classifier(model, opt, x, y, batch, seed, steps, dtype):
+    """PyTorch's side of a classifier parity run: the batches dtrun visits, cross-entropy."""
+    import torch
+    import torch.nn.functional as F
+    losses = []
+    for idx in batches(len(x), batch, seed, steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(torch.from_numpy(x[idx]).to(dtype)), torch.from_numpy(y[idx]))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses

@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import batches, dtc_train, run, tool, weight_error  # noqa: E402
+from dtc_harness import dtc_train, run, tool, torch_train_classifier, weight_error  # noqa: E402
 
 N, BATCH, STEPS, SEED, DATA_SEED = 64, 16, 10, 4, 9
 
@@ -46,13 +46,7 @@ def torch_run(init, x, y, dtype):
     assert not unexpected and all(k.endswith("num_batches_tracked") for k in missing), (missing, unexpected)
     opt = torch.optim.AdamW(model.parameters(), lr=2e-3, eps=1e-4, weight_decay=0.05)
     model.train()
-    losses = []
-    for idx in batches(N, BATCH, DATA_SEED, STEPS):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(torch.from_numpy(x[idx]).to(dtype)), torch.from_numpy(y[idx]))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = torch_train_classifier(model, opt, x, y, BATCH, DATA_SEED, STEPS, dtype)
     state = {k: v.detach().to(torch.float64).numpy() for k, v in model.state_dict().items()
              if not k.endswith("num_batches_tracked")}
     return model, losses, state

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import batches, dtc_train, run, tool, weight_error  # noqa: E402
+from dtc_harness import dtc_train, run, tool, torch_train_classifier, weight_error  # noqa: E402
 
 N, BATCH, STEPS, SEED, DATA_SEED = 100, 32, 10, 7, 3
 SIZES = [784, 256, 128, 10]
@@ -40,13 +40,7 @@ def torch_run(init, x, y, make_optimizer, dtype=torch.float32):
     model = Mlp().to(dtype)
     model.load_state_dict({k: torch.from_numpy(v.copy()).to(dtype) for k, v in init.items()})
     opt = make_optimizer(model.parameters())
-    losses = []
-    for idx in batches(N, BATCH, DATA_SEED, STEPS):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(torch.from_numpy(x[idx]).to(dtype)), torch.from_numpy(y[idx]))
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = torch_train_classifier(model, opt, x, y, BATCH, DATA_SEED, STEPS, dtype)
     return losses, {k: v.detach().to(torch.float64).numpy() for k, v in model.state_dict().items()}
 
 
