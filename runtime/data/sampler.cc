@@ -14,12 +14,17 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+uint64_t streamState(uint64_t seed, uint64_t index) {
+  uint64_t s = seed ^ (kGolden * (index + 1));
+  return splitmix64(s);
+}
+
 std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed, int64_t epoch) {
   if (n <= 0) return {};
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[i] = i;
   // Unsigned arithmetic throughout: the wraparound is part of the definition (and Python's).
-  uint64_t state = seed ^ (kGolden * (static_cast<uint64_t>(epoch) + 1));
+  uint64_t state = streamState(seed, static_cast<uint64_t>(epoch));
   for (int64_t i = n - 1; i > 0; --i) {
     uint64_t j = splitmix64(state) % static_cast<uint64_t>(i + 1);
     std::swap(order[i], order[j]);

@@ -11,8 +11,14 @@ namespace dtc::data {
 // splitmix64: advances `state` and returns 64 well-mixed bits.
 uint64_t splitmix64(uint64_t& state);
 
+// The starting state of random stream `index` (an epoch, a step) of `seed`: one splitmix64
+// round over seed ^ 0x9E3779B97F4A7C15·(index + 1). Mixing matters: without it, stream i+1
+// would replay stream i's counters shifted by one draw (consecutive steps would draw nearly the
+// same windows).
+uint64_t streamState(uint64_t seed, uint64_t index);
+
 // Epoch `epoch`'s order of [0, n): Fisher–Yates driven by splitmix64 from
-// state = seed ^ (0x9E3779B97F4A7C15 · (epoch + 1)); for i = n-1 … 1: j = next % (i + 1).
+// state = streamState(seed, epoch); for i = n-1 … 1: j = next % (i + 1).
 // Reproduced in Python by tests/e2e/dtc_harness.py: keep the two in step.
 std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed, int64_t epoch);
 

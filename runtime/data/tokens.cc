@@ -41,7 +41,7 @@ StatusOr<TokenFile> TokenFile::open(const std::string& path) {
 
 std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint64_t seed,
                                    int64_t step) {
-  uint64_t state = seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1));
+  uint64_t state = streamState(seed, static_cast<uint64_t>(step));
   std::vector<int64_t> offsets(batch);
   for (int64_t b = 0; b < batch; ++b)
     offsets[b] = static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(size - t));

@@ -34,7 +34,7 @@ class TokenFile {
 };
 
 // Start offsets of step `step`'s `batch` windows, nanoGPT's torch.randint(len(data) - T,
-// (batch,)) with our generator: state = seed ^ (0x9E3779B97F4A7C15·(step+1)),
+// (batch,)) with our generator: state = streamState(seed, step),
 // offset_b = splitmix64(state) % (size − T). Requires size > T. Reproduced in Python by
 // tests/e2e/dtc_harness.py (window_offsets).
 std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint64_t seed,

@@ -35,10 +35,16 @@ def splitmix64(state):
     return state, z ^ (z >> 31)
 
 
+def stream_state(seed, index):
+    """runtime/data/sampler.h streamState: one splitmix64 round over seed ^ golden·(index+1)."""
+    _, mixed = splitmix64((seed ^ ((GOLDEN * (index + 1)) & MASK)) & MASK)
+    return mixed
+
+
 def epoch_permutation(n, seed, epoch):
     """dtrun's sample order for one epoch (runtime/data/sampler.h)."""
     perm = list(range(n))
-    state = (seed ^ ((GOLDEN * (epoch + 1)) & MASK)) & MASK
+    state = stream_state(seed, epoch)
     for i in range(n - 1, 0, -1):
         state, r = splitmix64(state)
         j = r % (i + 1)
@@ -68,7 +74,7 @@ def load_safetensors(path):
 
 def window_offsets(size, batch, t, seed, step):
     """dtrun's token windows for 0-based `step` (runtime/data/tokens.h)."""
-    state = (seed ^ ((GOLDEN * (step + 1)) & MASK)) & MASK
+    state = stream_state(seed, step)
     offsets = []
     for _ in range(batch):
         state, r = splitmix64(state)

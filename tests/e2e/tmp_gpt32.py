@@ -1,0 +1,121 @@
+"""GPT parity with PyTorch: `dtc zoo gpt` (2 layers, small dims) against a nanoGPT-style
+PyTorch model with the same initial weights (saved by dtrun), the same token windows (dtrun's
+sampler reproduced) and 10 AdamW steps. Losses must agree to 1e-5 relative, final weights to
+1e-4 (max |diff| / max |w| per tensor).
+
+As in test_mlp_parity.py, AdamW's division by sqrt(v) + eps amplifies fp32 rounding of
+near-zero gradients (zero-initialised biases here): PyTorch's own fp32 and fp64 runs differ by
+~5e-4 with eps=1e-6. The 1e-4 check uses eps=1e-4; a run with torch's default eps is held to
+twice PyTorch's own fp32-vs-fp64 distance, measured in the same test."""
+import math
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(__file__))
+from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, write_tokens  # noqa: E402
+
+V, T, L, H, C = 64, 16, 2, 4, 32
+B, STEPS, SEED, DATA_SEED = 32, 10, 11, 5
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(C)
+        self.attn = nn.Module()
+        self.attn.c_attn = nn.Linear(C, 3 * C)
+        self.attn.c_proj = nn.Linear(C, C)
+        self.ln_2 = nn.LayerNorm(C)
+        self.mlp = nn.Module()
+        self.mlp.c_fc = nn.Linear(C, 4 * C)
+        self.mlp.c_proj = nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.attn.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (z.view(b, t, H, C // H).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
+        att = att.masked_fill(torch.tril(torch.ones(t, t, dtype=torch.bool)).logical_not(), float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, C)
+        x = x + self.attn.c_proj(y)
+        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = nn.Module()
+        self.transformer.wte = nn.Embedding(V, C)
+        self.transformer.wpe = nn.Embedding(T, C)
+        self.transformer.h = nn.ModuleList([Block() for _ in range(L)])
+        self.transformer.ln_f = nn.LayerNorm(C)
+
+    def forward(self, idx, targets):
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.transformer.ln_f(x) @ self.transformer.wte.weight.t()  # tied LM head
+        return F.cross_entropy(logits.view(-1, V), targets.view(-1))
+
+
+def torch_run(init, tokens, make_optimizer, dtype=torch.float32):
+    model = Gpt().to(dtype)
+    model.load_state_dict({k: torch.from_numpy(v.copy()).to(dtype) for k, v in init.items()})
+    opt = make_optimizer(model.parameters())
+    losses = []
+    for step in range(STEPS):
+        offsets = window_offsets(len(tokens), B, T, DATA_SEED, step)
+        idx = torch.from_numpy(np.stack([tokens[o:o + T] for o in offsets]).astype(np.int64))
+        tgt = torch.from_numpy(np.stack([tokens[o + 1:o + T + 1] for o in offsets]).astype(np.int64))
+        opt.zero_grad()
+        loss = model(idx, tgt)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().to(torch.float64).numpy() for k, v in model.state_dict().items()}
+
+
+
+def check(name, eps, weight_tol, tokens, work, data, model):
+    init, final, losses, _ = dtc_train(model, work, name, B, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", eps,
+                                                             "--weight-decay", 0.1], data, STEPS, DATA_SEED)
+
+    make = lambda p: torch.optim.AdamW(p, lr=3e-3, eps=eps, weight_decay=0.1)
+    ref_losses, ref_final = torch_run(init, tokens, make)
+    _, fp64_final = torch_run(init, tokens, make, torch.float64)
+    assert sorted(final) == sorted(ref_final), f"names differ: {sorted(set(final) ^ set(ref_final))}"
+    loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
+    weight_err = weight_error(final, ref_final)
+    noise = weight_error(ref_final, fp64_final)
+    tol = weight_tol if weight_tol is not None else 2 * noise
+    print(f"{name}: losses {losses[0]:.6f} -> {losses[-1]:.6f}; max loss rel err {loss_err:.3e}; "
+          f"max weight rel err {weight_err:.3e} (tolerance {tol:.1e}; torch fp32 vs fp64: {noise:.3e})")
+    assert loss_err <= 1e-5, f"{name}: loss mismatch {losses} vs {ref_losses}"
+    assert weight_err <= tol, f"{name}: weight mismatch {weight_err}"
+    assert losses[-1] < losses[0], f"{name}: loss did not fall"
+
+
+def main():
+    torch.set_num_threads(2)
+    rng = np.random.default_rng(1)
+    # Tokens with structure (a noisy cycle), so the loss has something to learn.
+    tokens = ((np.arange(4000) * 7 + rng.integers(0, 3, 4000)) % V).astype(np.int64)
+    with tempfile.TemporaryDirectory() as work:
+        data = os.path.join(work, "train.bin")
+        write_tokens(data, tokens)
+        model = os.path.join(work, "gpt.dtm")
+        run(tool("dtc"), "zoo", "gpt", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H,
+            "--embd", C, "--seed", SEED, "-o", model)
+        check("adamw", 1e-4, 1e-4, tokens, work, data, model)
+        check("adamw-eps1e-8", 1e-8, None, tokens, work, data, model)
+    print("gpt parity: ok")
+
+
+if __name__ == "__main__":
+    main()
