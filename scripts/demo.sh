@@ -32,7 +32,7 @@ echo "log: $OUT/train.jsonl; parameters: $OUT/model/model.safetensors"
 TOKENS="$ROOT/data/fortunes"
 /usr/bin/python3 "$ROOT/scripts/text_to_tokens.py" "$TOKENS"
 "$DTC" zoo gpt --vocab 256 --ctx 64 --layers 2 --heads 4 --embd 128 --seed 0 -o "$OUT/gpt.dtm"
-"$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt.dtp" --batch 16 --optimizer adamw --lr 3e-3
+"$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt.dtp" --batch 32 --optimizer adamw --lr 3e-3
 "$DTRUN" "$OUT/gpt.dtp" --data "$TOKENS/train.bin" --steps 600 --seed 0 \
   --eval "$TOKENS/val.bin" --log "$OUT/gpt.jsonl" --save "$OUT/gpt" \
   --sample 200 --prompt "The meaning of life is "
