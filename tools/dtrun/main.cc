@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "comm/world.h"
 #include "cpu/blas.h"
 #include "exec/trainer.h"
 #include "plan/plan.h"
@@ -52,6 +53,14 @@ int main(int argc, char** argv) {
 
   auto plan = dtc::Plan::load(args->positionals()[0]);
   if (!plan.ok()) return fail(plan.status());
+  // Plans are single-device until partitioning lands; N launched copies would each train the
+  // whole model and overwrite each other's files.
+  auto world = dtc::comm::detectWorld();
+  if (!world.ok()) return fail(world.status());
+  if (world->size != 1)
+    return fail(dtc::Status::InvalidInput(
+        plan->name() + " runs on one process, but " + world->source + " started " +
+        std::to_string(world->size) + " (partitioned plans: dtc compile --mesh, not yet supported)"));
   dtc::Status status = dtc::train(*plan, options);
   if (!status.ok()) return fail(status);
   return 0;
