@@ -6,33 +6,12 @@
 //    cpu::matmul.
 // Never both at once: nesting parallelFor on the same pool would deadlock, and letting BLAS
 // thread inside pool tasks would oversubscribe the cores.
-#include <cblas.h>
-
 #include <algorithm>
-#include <cassert>
-#include <climits>
 
+#include "cpu/gemm.h"
 #include "cpu/transformer_kernels.h"
 
 namespace dtc::cpu {
-namespace {
-
-// Same threshold as matmul.cc: below this many multiply-adds, a task is not worth its overhead.
-constexpr int64_t kMinFlopsPerTask = 1 << 18;
-
-void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, bool transA,
-           bool transB) {
-  // Row-major leading dimensions: A is [M,K] or [K,M], B is [K,N] or [N,K], C is [M,N].
-  const int64_t lda = transA ? m : k, ldb = transB ? k : n;
-  // cblas takes 32-bit ints (OpenBLAS without INTERFACE64).
-  assert(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX);
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
-              c, static_cast<int>(n));
-}
-
-}  // namespace
 
 void batchMatmul(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n,
                  int64_t k, bool transA, bool transB, ThreadPool& pool) {
@@ -45,13 +24,14 @@ void batchMatmul(const float* a, const float* b, float* c, int64_t batch, int64_
   const int64_t strideA = m * k, strideB = k * n, strideC = m * n;  // floats per batch
   const int64_t flops = m * n * k;
   const int64_t threads = pool.size();
-  if (batch >= threads || flops < kMinFlopsPerTask * 2) {
+  if (batch >= threads || flops < kMinGemmFlopsPerTask * 2) {
     // Enough batches to occupy every thread, or GEMMs too small to split: batches per task,
-    // grouped so each task does at least kMinFlopsPerTask of work.
-    const int64_t grain = std::max<int64_t>(1, kMinFlopsPerTask / flops);
+    // grouped so each task does at least kMinGemmFlopsPerTask of work.
+    const int64_t grain = std::max<int64_t>(1, kMinGemmFlopsPerTask / flops);
     pool.parallelFor(batch, grain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
-        sgemm(a + i * strideA, b + i * strideB, c + i * strideC, m, n, k, transA, transB);
+        sgemm(a + i * strideA, b + i * strideB, c + i * strideC, m, n, k, transA, transB,
+              transA ? m : k, transB ? k : n, n);
     });
     return;
   }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cpu/conv_kernels.h"
+#include "cpu/gemm.h"
 
 namespace dtc::cpu {
 namespace {
@@ -69,12 +70,11 @@ void col2im(const float* col, float* dx, const ConvGeometry& g) {
 void conv2d(const float* x, const float* weight, float* y, const ConvGeometry& g, ThreadPool& pool) {
   const int64_t k = g.c * g.kh * g.kw, p = g.oh() * g.ow();
   pool.parallelFor(g.n, 1, [&](int64_t begin, int64_t end) {
-    ThreadPool serial(1);
     std::vector<float> col(k * p);
     for (int64_t s = begin; s < end; ++s) {
       im2col(x + s * g.c * g.h * g.w, col.data(), g);
       // y[s] [O, p] = weight [O, k] · col [k, p]
-      matmul(weight, col.data(), y + s * g.o * p, g.o, p, k, false, false, serial);
+      sgemm(weight, col.data(), y + s * g.o * p, g.o, p, k, false, false, k, p, p);
     }
   });
 }
@@ -83,11 +83,10 @@ void conv2dGradInput(const float* dy, const float* weight, float* dx, const Conv
                      ThreadPool& pool) {
   const int64_t k = g.c * g.kh * g.kw, p = g.oh() * g.ow();
   pool.parallelFor(g.n, 1, [&](int64_t begin, int64_t end) {
-    ThreadPool serial(1);
     std::vector<float> col(k * p);
     for (int64_t s = begin; s < end; ++s) {
       // col [k, p] = weightᵀ [k, O] · dy[s] [O, p]
-      matmul(weight, dy + s * g.o * p, col.data(), k, p, g.o, true, false, serial);
+      sgemm(weight, dy + s * g.o * p, col.data(), k, p, g.o, true, false, k, p, p);
       col2im(col.data(), dx + s * g.c * g.h * g.w, g);
     }
   });
@@ -102,14 +101,13 @@ void conv2dGradWeight(const float* dy, const float* x, float* dweight, const Con
   const int64_t perGroup = (g.n + groups - 1) / groups;
   std::vector<float> partial(groups * g.o * k, 0.0f);
   pool.parallelFor(groups, 1, [&](int64_t begin, int64_t end) {
-    ThreadPool serial(1);
     std::vector<float> col(k * p), one(g.o * k);
     for (int64_t gi = begin; gi < end; ++gi) {
       float* acc = partial.data() + gi * g.o * k;
       for (int64_t s = gi * perGroup; s < std::min(g.n, (gi + 1) * perGroup); ++s) {
         im2col(x + s * g.c * g.h * g.w, col.data(), g);
         // [O, k] = dy[s] [O, p] · colᵀ [p, k]
-        matmul(dy + s * g.o * p, col.data(), one.data(), g.o, k, p, false, true, serial);
+        sgemm(dy + s * g.o * p, col.data(), one.data(), g.o, k, p, false, true, p, p, k);
         for (int64_t i = 0; i < g.o * k; ++i) acc[i] += one[i];
       }
     }

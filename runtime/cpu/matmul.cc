@@ -8,25 +8,21 @@
 #include <cassert>
 #include <climits>
 
+#include "cpu/gemm.h"
 #include "cpu/kernels.h"
 
 namespace dtc::cpu {
-namespace {
-
-// Below this many multiply-adds per task, splitting costs more than it gains.
-constexpr int64_t kMinFlopsPerTask = 1 << 18;
 
 void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, bool transA,
            bool transB, int64_t lda, int64_t ldb, int64_t ldc) {
   // cblas takes 32-bit ints (OpenBLAS without INTERFACE64).
-  assert(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX);
+  assert(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
+         ldc <= INT_MAX);
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
               c, static_cast<int>(ldc));
 }
-
-}  // namespace
 
 void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
             bool transA, bool transB, ThreadPool& pool) {
@@ -38,7 +34,7 @@ void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int6
   }
   // Row-major leading dimensions: A is [M,K] or [K,M], B is [K,N] or [N,K], C is [M,N].
   const int64_t lda = transA ? m : k, ldb = transB ? k : n;
-  const int64_t tasks = std::min<int64_t>(pool.size(), std::max<int64_t>(1, m * n * k / kMinFlopsPerTask));
+  const int64_t tasks = std::min<int64_t>(pool.size(), std::max<int64_t>(1, m * n * k / kMinGemmFlopsPerTask));
   if (tasks <= 1) return sgemm(a, b, c, m, n, k, transA, transB, lda, ldb, n);
   if (m >= n) {
     // Row blocks of C: rows of op(A) start at a + r·K ([M,K]) or a + r ([K,M]).
