@@ -70,4 +70,59 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
   }];
 }
 
+def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
+  let summary = "Data-parallel strategy: annotate batch inputs split over `dp`, state replicated";
+  let description = [{
+    Sets the module's mesh to `#dist.mesh<dp = N>` (or adds a `dp` axis to an existing mesh)
+    and annotates every function: data inputs are split over `dp` along their batch dimension,
+    parameters are replicated, and so is optimizer state unless `zero` is 1 (ZeRO stage 1:
+    each state tensor is split over `dp` along its first dimension that divides). Propagation
+    and partitioning then make gradients partial and insert their reductions.
+  }];
+  let options = [
+    Option<"dp", "dp", "int64_t", "1", "data-parallel devices">,
+    Option<"zero", "zero", "int64_t", "0", "ZeRO stage: 0 or 1 (shard optimizer state)">,
+  ];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
+def ShardingPropagation : Pass<"dtc-sharding-propagation", "mlir::ModuleOp"> {
+  let summary = "Shard every value from a few annotations, through the ops' sharding rules";
+  let description = [{
+    Inputs: `dist.mesh` on the module; `dist.sharding` on some function arguments and results,
+    `dist.reshard` ops and `dist.shardings` on ops (all user annotations). Outputs: every
+    argument and result annotated, `dist.factors` (the factor sharding of the op's rule) and
+    `dist.shardings` (its results' shardings, partial included) on every op.
+    Conflicts: user annotations win; among equals the sharding with more axes; then the first
+    operand. An axis shards one factor of an op, and never a dimension it does not divide.
+  }];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
+def Partition : Pass<"dtc-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrite to per-device local shapes and insert the collectives";
+  let description = [{
+    Each op computes its local part under its `dist.factors`; an operand whose sharding (as
+    produced) differs from what the op needs is resharded right after it is produced by the
+    steps of the reshard planner (all_reduce, reduce_scatter, all_gather, all_to_all,
+    local_slice). Losses divide by the global count (`count`). A reshard the planner cannot do
+    is an error naming the tensor.
+  }];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
+def BucketAllReduce : Pass<"dtc-bucket-all-reduce", "mlir::ModuleOp"> {
+  let summary = "Fuse all-reduces into buckets of at most `bucket-mb`, in production order";
+  let description = [{
+    As PyTorch DDP's gradient buckets: consecutive single all-reduces over the same axes are
+    fused into one `dist.all_reduce` of several tensors, placed right after the last of them
+    is produced, so a runtime can overlap each bucket with the rest of the backward pass. A
+    bucket closes when it would exceed the size or delay a reduction past its first use.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", "25.0", "bucket size in MiB (PyTorch's default)">,
+  ];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
 #endif // DTC_COMPILER_PASSES_TD

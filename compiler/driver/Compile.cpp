@@ -11,6 +11,7 @@
 
 #include "Passes.h"
 #include "flatbuffers/ModelImporter.h"
+#include "dist/IR/DistOps.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/PlanWriter.h"
 
@@ -19,7 +20,7 @@ using namespace mlir;
 namespace dtc {
 
 void registerDialects(MLIRContext& ctx) {
-  ctx.loadDialect<func::FuncDialect, graph::GraphDialect>();
+  ctx.loadDialect<func::FuncDialect, graph::GraphDialect, dist::DistDialect>();
 }
 
 namespace {
@@ -63,6 +64,14 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   pipeline.push_back(createAutodiff());
   pipeline.push_back(createOptimizer(optim));
   pipeline.push_back(createEvalFunction());
+  if (options.dataParallel > 0) {
+    pipeline.push_back(createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
+    pipeline.push_back(createShardingPropagation());
+    pipeline.push_back(createPartition());
+    pipeline.push_back(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb}));
+  } else if (options.zeroStage != 0) {
+    return emitError(UnknownLoc::get(&ctx), "ZeRO needs a data-parallel mesh (--mesh dp=N)");
+  }
   pipeline.push_back(createPlanMemory());
   int index = 1;
   for (auto& pass : pipeline) {

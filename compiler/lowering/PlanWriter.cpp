@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include "Passes.h"
+#include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
 #include "lowering/MemoryLayout.h"
 #include "plan/plan_format.h"
@@ -42,6 +43,10 @@ class PlanWriter {
 
  private:
   flatbuffers::Offset<plan::Function> writeFunction(func::FuncOp func);
+  // Mesh axis indices per dimension; empty when `sharding` is null or there is no mesh.
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>> writeSharding(
+      dist::ShardingAttr sharding);
+  std::vector<int64_t> axisIndices(ArrayAttr axes);
   LogicalResult writeState(std::vector<flatbuffers::Offset<plan::StateTensor>>& state);
 
   ModuleOp module_;
@@ -49,6 +54,25 @@ class PlanWriter {
   flatbuffers::FlatBufferBuilder fbb_{1 << 20};
   std::vector<uint8_t> constants_;
 };
+
+std::vector<int64_t> PlanWriter::axisIndices(ArrayAttr axes) {
+  auto mesh = module_->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
+  std::vector<int64_t> out;
+  for (Attribute a : axes) out.push_back(mesh.axisIndex(cast<StringAttr>(a).getValue()));
+  return out;
+}
+
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>>
+PlanWriter::writeSharding(dist::ShardingAttr sharding) {
+  std::vector<flatbuffers::Offset<plan::DimSharding>> dims;
+  if (sharding && module_->hasAttr(dist::kMeshAttr))
+    for (Attribute d : sharding.getDims()) {
+      std::vector<int64_t> axes = axisIndices(cast<ArrayAttr>(d));
+      std::vector<int32_t> narrow(axes.begin(), axes.end());
+      dims.push_back(plan::CreateDimShardingDirect(fbb_, &narrow));
+    }
+  return fbb_.CreateVector(dims);
+}
 
 LogicalResult PlanWriter::writeState(std::vector<flatbuffers::Offset<plan::StateTensor>>& state) {
   auto layout = module_->getAttrOfType<DictionaryAttr>(attr::kStateLayout);
@@ -64,9 +88,17 @@ LogicalResult PlanWriter::writeState(std::vector<flatbuffers::Offset<plan::State
     auto slot = trainStep.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kState);
     if (!param && !slot) continue;
     StringRef name = param ? param.getValue() : slot.getValue();
-    auto type = cast<RankedTensorType>(arg.getType());
+    auto local = cast<RankedTensorType>(arg.getType());
     auto offset = cast<IntegerAttr>(layout.get(name)).getInt();
-    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    std::vector<int64_t> shape(local.getShape().begin(), local.getShape().end());
+    // Initializers describe the whole tensor: sizes and values are checked against it.
+    auto sharding = trainStep.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(),
+                                                                    dist::kShardingAttr);
+    std::vector<int64_t> globalShape = shape;
+    if (auto mesh = module_->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr); mesh && sharding)
+      for (size_t d = 0; d < globalShape.size(); ++d)
+        globalShape[d] *= mesh.groupSize(sharding.dimAxes(d));
+    auto type = RankedTensorType::get(globalShape, local.getElementType());
     plan::InitKind kind = plan::InitKind::zeros;
     double a = 0, bParam = 0;
     uint64_t seed = 0, dataOffset = 0, dataBytes = 0;
@@ -104,10 +136,12 @@ LogicalResult PlanWriter::writeState(std::vector<flatbuffers::Offset<plan::State
         return module_.emitError("initializer '") << name << "' has neither values nor an init rule";
       }
     }
-    state.push_back(plan::CreateStateTensorDirect(
-        fbb_, name.str().c_str(), planDType(type.getElementType()), &shape, offset,
-        param ? plan::Role::param : plan::Role::optim_state, trainable, kind, a, bParam, seed,
-        dataOffset, dataBytes));
+    auto shardingVector = writeSharding(sharding);
+    state.push_back(plan::CreateStateTensor(
+        fbb_, fbb_.CreateString(name.str()), planDType(type.getElementType()),
+        fbb_.CreateVector(shape), offset, param ? plan::Role::param : plan::Role::optim_state,
+        trainable, kind, a, bParam, seed, dataOffset, dataBytes, fbb_.CreateVector(globalShape),
+        shardingVector));
   }
   return success();
 }
@@ -133,8 +167,14 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kState), role = plan::Role::optim_state;
     if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kData), role = plan::Role::data;
     addValue(arg, name.str(), argRegions[i], argOffsets[i]);
-    arguments.push_back(plan::CreateBindingDirect(fbb_, index[arg], role, name.str().c_str(),
-                                                  role == plan::Role::data ? 0 : -1));
+    int32_t batchDim = -1;
+    if (role == plan::Role::data) {
+      auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim);
+      batchDim = bd ? static_cast<int32_t>(bd.getInt()) : 0;
+    }
+    auto sharding = writeSharding(func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
+    arguments.push_back(plan::CreateBinding(fbb_, index[arg], role,
+                                            fbb_.CreateString(name.str()), batchDim, sharding));
   }
   std::vector<flatbuffers::Offset<plan::Step>> steps;
   for (Operation& op : func.getBody().front().without_terminator()) {
@@ -151,7 +191,7 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     std::vector<flatbuffers::Offset<plan::Attr>> attrs;
     for (NamedAttribute named : op.getAttrs()) {
       StringRef attrName = named.getName().getValue();
-      if (attrName.starts_with("plan.")) continue;
+      if (attrName.starts_with("plan.") || attrName.starts_with("dist.")) continue;
       int64_t i = 0;
       double f = 0;
       std::vector<int64_t> ints;
@@ -162,6 +202,8 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
       else if (auto floatAttr = dyn_cast<FloatAttr>(value)) f = floatAttr.getValueAsDouble();
       else if (auto array = dyn_cast<DenseI64ArrayAttr>(value)) ints.assign(array.asArrayRef().begin(), array.asArrayRef().end());
       else if (auto str = dyn_cast<StringAttr>(value)) s = str.str();
+      else if (auto array = dyn_cast<ArrayAttr>(value); array && attrName == "axes")
+        ints = axisIndices(array);  // collectives' mesh axes, by index
       attrs.push_back(plan::CreateAttrDirect(fbb_, attrName.str().c_str(), i, f, &ints, s.c_str()));
     }
     steps.push_back(plan::CreateStepDirect(fbb_, kernel.c_str(), &ins, &outs, &attrs, loc.c_str()));
@@ -184,7 +226,9 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     } else if (auto g = func.getResultAttrOfType<StringAttr>(i, attr::kGradOf)) {
       name = g.str();
     }
-    results.push_back(plan::CreateBindingDirect(fbb_, index.lookup(v), role, name.c_str(), -1));
+    auto sharding = writeSharding(func.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
+    results.push_back(plan::CreateBinding(fbb_, index.lookup(v), role, fbb_.CreateString(name),
+                                          -1, sharding));
   }
   std::string fname = func.getSymName() == "forward" ? "eval" : func.getSymName().str();
   auto arena = func->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt();
@@ -207,13 +251,19 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
   };
   auto batch = module_->getAttrOfType<IntegerAttr>(attr::kBatchSize);
   auto stateBytes = module_->getAttrOfType<IntegerAttr>(attr::kStateBytes).getInt();
+  std::vector<flatbuffers::Offset<plan::MeshAxis>> meshAxes;
+  if (auto mesh = module_->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr))
+    for (size_t i = 0; i < mesh.rank(); ++i)
+      meshAxes.push_back(plan::CreateMeshAxisDirect(
+          fbb_, cast<StringAttr>(mesh.getNames()[i]).str().c_str(), mesh.getSizes()[i]));
+  auto meshVector = fbb_.CreateVector(meshAxes);
   fbb_.ForceVectorAlignment(constants_.size(), 1, 64);
   auto constants = fbb_.CreateVector(constants_);
   auto planOffset = plan::CreatePlan(
       fbb_, kPlanVersion, fbb_.CreateString("dtc"), batch ? batch.getInt() : 0,
       fbb_.CreateVector(state), static_cast<uint64_t>(stateBytes), fbb_.CreateVector(functions),
       fbb_.CreateString(str(attr::kPredictions)), fbb_.CreateString(str(attr::kTargets)),
-      fbb_.CreateString(str(attr::kOptimizer)), constants);
+      fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
   return success();

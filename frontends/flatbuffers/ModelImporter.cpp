@@ -118,9 +118,11 @@ LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location
   std::string name = info.name()->str();
   if (values_.count(name)) return emitError(loc) << "tensor '" << name << "' is defined twice";
   SmallVector<int64_t> shape;
+  int64_t batchDim = -1;
   if (info.shape())
     for (int64_t d : *info.shape()) {
       if (d == -1 && isData) {
+        if (batchDim < 0) batchDim = static_cast<int64_t>(shape.size());
         if (options_.batchSize <= 0)
           return emitError(loc) << "input '" << name
                                 << "' has a batch dimension; give a batch size (--batch N)";
@@ -138,6 +140,7 @@ LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location
   NamedAttrList attrs;
   attrs.set(isData ? attr::kData : attr::kParam, builder_.getStringAttr(name));
   if (trainable) attrs.set(attr::kTrainable, builder_.getUnitAttr());
+  if (batchDim >= 0) attrs.set(attr::kBatchDim, builder_.getI64IntegerAttr(batchDim));
   argAttrs_.push_back(attrs);
   return success();
 }
@@ -323,7 +326,7 @@ LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Locatio
   if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
     return emitError(loc) << "SoftmaxCrossEntropy labels must be int64 class indices";
   return define(node, loc,
-                {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels)});
+                {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels, IntegerAttr())});
 }
 
 LogicalResult ModelImporter::importMse(const model::Node& node, Location loc) {
@@ -333,7 +336,7 @@ LogicalResult ModelImporter::importMse(const model::Node& node, Location loc) {
     return emitError(loc) << "MSELoss: input " << graph::shapeString(shapeOf((*in)[0]))
                           << " and target " << graph::shapeString(shapeOf((*in)[1]))
                           << " must have one shape and dtype";
-  return define(node, loc, {graph::MseOp::create(builder_, loc, (*in)[0], (*in)[1])});
+  return define(node, loc, {graph::MseOp::create(builder_, loc, (*in)[0], (*in)[1], IntegerAttr())});
 }
 
 // F.embedding(ids, weight): inputs are the int64 ids, then the [vocab, dim] table.

@@ -34,6 +34,7 @@ inline constexpr const char kLoss[] = "graph.loss";            // module: loss o
 inline constexpr const char kPredictions[] = "graph.predictions";
 inline constexpr const char kTargets[] = "graph.targets";
 inline constexpr const char kBatchSize[] = "graph.batch_size";
+inline constexpr const char kBatchDim[] = "graph.batch_dim";    // data arg: the sample dimension
 }  // namespace attr
 
 }  // namespace dtc

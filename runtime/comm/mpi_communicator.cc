@@ -1,3 +1,4 @@
+#include <cstdlib>
 // The MPI backend. Counts are chunked below INT_MAX (MPI takes int counts).
 #include <mpi.h>
 
@@ -56,6 +57,18 @@ class MpiCommunicator : public Communicator {
     if (n > kMaxChunk) return Status::Internal("reduceScatter of more than 2^30 floats per rank");
     return check(MPI_Reduce_scatter_block(in, out, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_),
                  "MPI_Reduce_scatter_block");
+  }
+
+  Status allToAll(const float* in, int64_t n, float* out) override {
+    if (n > kMaxChunk) return Status::Internal("allToAll of more than 2^30 floats per rank");
+    return check(MPI_Alltoall(in, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n),
+                              MPI_FLOAT, comm_),
+                 "MPI_Alltoall");
+  }
+
+  [[noreturn]] void abortJob(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
   }
 
   Status broadcast(float* data, int64_t n, int root) override {

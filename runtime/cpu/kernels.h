@@ -46,17 +46,22 @@ void geluGrad(const float* dy, const float* x, float* dx, int64_t n, bool approx
 // Mean softmax cross-entropy over `rows` rows of `classes` logits, as F.cross_entropy with
 // reduction="mean". Labels are class indices; one outside [0, classes) makes the call return
 // false (and leaves *loss unspecified) — the caller turns that into an error.
+// `divisor` (0: rows) is what the sum divides by: a device holding a slice of a batch divides
+// by the whole batch's rows, so the devices' losses sum to the batch's mean.
 bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
-                         float* loss, ThreadPool& pool);
-// dlogits = dloss · (softmax(logits) − onehot(labels)) / rows.
+                         float* loss, ThreadPool& pool, int64_t divisor = 0);
+// dlogits = dloss · (softmax(logits) − onehot(labels)) / divisor (0: rows).
 void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
-                             int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool);
+                             int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool,
+                             int64_t divisor = 0);
 
-// Mean squared error over n elements, as F.mse_loss with reduction="mean".
-void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadPool& pool);
-// dpred = dloss · 2 (pred − target) / n.
+// Mean squared error over n elements, as F.mse_loss with reduction="mean"; divides by
+// `divisor` (0: n) as softmaxCrossEntropy.
+void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadPool& pool,
+         int64_t divisor = 0);
+// dpred = dloss · 2 (pred − target) / divisor (0: n).
 void mseGrad(const float* dloss, const float* pred, const float* target, int64_t n, float* dpred,
-             ThreadPool& pool);
+             ThreadPool& pool, int64_t divisor = 0);
 
 // torch.optim.SGD (dampening 0, not nesterov) for one tensor:
 //   g = grad + weightDecay·param;  buf = momentum·buf + g  (buf starts at 0);  param -= lr·buf

@@ -54,7 +54,7 @@ RowStats rowStats(const float* row, int64_t classes) {
 }  // namespace
 
 bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
-                         float* loss, ThreadPool& pool) {
+                         float* loss, ThreadPool& pool, int64_t divisor) {
   for (int64_t r = 0; r < rows; ++r)
     if (labels[r] < 0 || labels[r] >= classes) return false;
   // Per row: log Σ exp(x) − x[label] = max + log Σ exp(x − max) − x[label].
@@ -64,13 +64,14 @@ bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t row
     return static_cast<double>(st.max) + std::log(st.sumExp) - static_cast<double>(row[labels[r]]);
   });
   // rows == 0 gives NaN, like a mean over nothing in torch.
-  *loss = static_cast<float>(total / static_cast<double>(rows));
+  *loss = static_cast<float>(total / static_cast<double>(divisor ? divisor : rows));
   return true;
 }
 
 void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
-                             int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool) {
-  const float scale = *dloss / static_cast<float>(rows);
+                             int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool,
+                             int64_t divisor) {
+  const float scale = *dloss / static_cast<float>(divisor ? divisor : rows);
   // A row's stats are taken before any of it is written, so dlogits may alias logits.
   pool.parallelFor(rows, rowGrain(classes), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
@@ -87,18 +88,19 @@ void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int6
   });
 }
 
-void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadPool& pool) {
+void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadPool& pool,
+         int64_t divisor) {
   const double total = blockedSum(n, kGrain, pool, [&](int64_t i) {
     const double d = static_cast<double>(pred[i]) - static_cast<double>(target[i]);
     return d * d;
   });
-  *loss = static_cast<float>(total / static_cast<double>(n));
+  *loss = static_cast<float>(total / static_cast<double>(divisor ? divisor : n));
 }
 
 void mseGrad(const float* dloss, const float* pred, const float* target, int64_t n, float* dpred,
-             ThreadPool& pool) {
+             ThreadPool& pool, int64_t divisor) {
   // Same association as torch's mse_loss_backward: (2/n)·(pred − target)·dloss.
-  const float norm = 2.0f / static_cast<float>(n);
+  const float norm = 2.0f / static_cast<float>(divisor ? divisor : n);
   const float g = *dloss;
   pool.parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) dpred[i] = norm * (pred[i] - target[i]) * g;

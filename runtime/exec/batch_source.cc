@@ -15,6 +15,47 @@ std::string shapeText(const std::vector<int64_t>& shape, size_t from, const char
   return s + "]";
 }
 
+// Which rows of each global batch this device reads: the block of its index in the group of
+// mesh axes that split the input's batch dimension (DistributedSampler semantics, with
+// contiguous blocks so that the devices' rows, in rank order, are the single-device batch).
+struct RowSlice {
+  int64_t offset = 0, rows = 0;
+};
+
+StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorView& dest,
+                            int64_t globalBatch) {
+  RowSlice slice{0, globalBatch};
+  std::string name = b.name()->str();
+  if (b.batch_dim() > 0)
+    return Status::InvalidInput("input '" + name + "' has its samples along dimension " +
+                                std::to_string(b.batch_dim()) + "; dtrun reads them along 0");
+  if (b.sharding() && b.sharding()->size()) {
+    comm::DeviceMesh* mesh = ex.mesh();
+    for (uint32_t d = 0; d < b.sharding()->size(); ++d) {
+      const auto* axes = b.sharding()->Get(d)->axes();
+      if (!axes || axes->size() == 0) continue;
+      if (d != 0)
+        return Status::InvalidInput("input '" + name + "' is split along dimension " +
+                                    std::to_string(d) + "; dtrun splits data along samples only");
+      if (!mesh) return Status::InvalidInput("input '" + name + "' is split over a device mesh");
+      std::vector<int> list(axes->begin(), axes->end());
+      int64_t parts = mesh->groupSize(list);
+      slice.rows = globalBatch / parts;
+      slice.offset = mesh->indexIn(list) * slice.rows;
+    }
+  }
+  if (dest.shape.empty() || dest.shape[0] != slice.rows)
+    return Status::InvalidInput(ex.plan().name() + " is invalid: input '" + name + "' holds " +
+                                std::to_string(dest.shape.empty() ? 0 : dest.shape[0]) +
+                                " samples per device, its batch share is " +
+                                std::to_string(slice.rows));
+  return slice;
+}
+
+std::vector<int64_t> take(const std::vector<int64_t>& all, RowSlice s) {
+  return std::vector<int64_t>(all.begin() + s.offset, all.begin() + s.offset + s.rows);
+}
+
 // DIR/<input>.npy per data input; samples are rows.
 class NpySource : public BatchSource {
  public:
@@ -42,7 +83,8 @@ class NpySource : public BatchSource {
                                     source->inputs_.front().name + ".npy has " +
                                     std::to_string(source->rows_));
       source->rows_ = shape[0];
-      source->inputs_.push_back({name, std::move(array), dest});
+      DTC_ASSIGN_OR_RETURN(RowSlice slice, rowSlice(ex, *b, dest, ex.plan().root().batch_size()));
+      source->inputs_.push_back({name, std::move(array), dest, slice});
     }
     int64_t batch = ex.plan().root().batch_size();
     if (!source->inputs_.empty() && source->rows_ < batch)
@@ -72,9 +114,10 @@ class NpySource : public BatchSource {
     std::string name;
     io::NpyArray array;
     TensorView dest;  // where one batch goes in the arena
+    RowSlice slice;   // this device's rows of each batch
   };
   void load(const std::vector<int64_t>& indices) {
-    for (Input& in : inputs_) data::gatherRows(in.array, indices, in.dest.data);
+    for (Input& in : inputs_) data::gatherRows(in.array, take(indices, in.slice), in.dest.data);
   }
 
   std::vector<Input> inputs_;
@@ -111,9 +154,11 @@ class TokenSource : public BatchSource {
     if (!tokensBinding || !source->targets_.data || source->targets_.shape != source->tokens_.shape)
       return Status::InvalidInput(path + " is a token file, but the model does not take "
                                   "[B, T] tokens and targets");
+    DTC_ASSIGN_OR_RETURN(source->slice_, rowSlice(ex, *tokensBinding, source->tokens_,
+                                                  ex.plan().root().batch_size()));
     DTC_ASSIGN_OR_RETURN(source->file_, data::TokenFile::open(path));
     source->t_ = source->tokens_.shape[1];
-    source->batch_ = source->tokens_.shape[0];
+    source->batch_ = ex.plan().root().batch_size();
     source->seed_ = seed;
     if (source->file_.size() <= source->t_)
       return Status::InvalidInput(path + " holds " + std::to_string(source->file_.size()) +
@@ -150,13 +195,14 @@ class TokenSource : public BatchSource {
 
  private:
   void fill(const std::vector<int64_t>& offsets) {
-    data::fillWindows(file_, offsets, t_, tokens_.i64(), targets_.i64());
+    data::fillWindows(file_, take(offsets, slice_), t_, tokens_.i64(), targets_.i64());
   }
 
   data::TokenFile file_;
   TensorView tokens_, targets_;
   std::string tokensName_;
-  int64_t t_ = 0, batch_ = 0;
+  int64_t t_ = 0, batch_ = 0;  // batch_: the global batch (every device's windows)
+  RowSlice slice_;
   uint64_t seed_ = 0;
 };
 

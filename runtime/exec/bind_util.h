@@ -63,5 +63,6 @@ inline bool broadcastShape(const Shape& a, const Shape& b, Shape& out) {
 const BinderTable& coreBinders();
 const BinderTable& transformerBinders();
 const BinderTable& convBinders();
+const BinderTable& collectiveBinders();
 
 }  // namespace dtc

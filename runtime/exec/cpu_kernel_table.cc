@@ -163,16 +163,28 @@ Status checkCrossEntropy(const StepContext& ctx, const TensorView& logits, const
   return Status::Ok();
 }
 
+// A mean loss's divisor: the `count` attribute (the global rows or elements of a partitioned
+// or accumulated batch), at least the local ones; 0 when absent (the kernel's own count).
+StatusOr<int64_t> lossDivisor(const StepContext& ctx, int64_t local) {
+  int64_t count = ctx.intAttr("count");
+  if (count != 0 && count < local)
+    return invalid(ctx, "count " + std::to_string(count) + " is below the " +
+                            std::to_string(local) + " elements it averages");
+  return count;
+}
+
 StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 2, 1, {1}));
   TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
   DTC_RETURN_IF_ERROR(checkCrossEntropy(ctx, logits, labels));
   if (loss.numElements() != 1) return invalid(ctx, "loss must be a scalar");
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, logits.shape[0]));
   ThreadPool* pool = &ctx.pool;
   std::string where = ctx.where();
   return BoundStep([=] {
     int64_t rows = logits.shape[0], classes = logits.shape[1];
-    if (!cpu::softmaxCrossEntropy(logits.f32(), labels.i64(), rows, classes, loss.f32(), *pool))
+    if (!cpu::softmaxCrossEntropy(logits.f32(), labels.i64(), rows, classes, loss.f32(), *pool,
+                                  divisor))
       return Status::InvalidInput(where + "a label is outside [0, " + std::to_string(classes) +
                                   ") (the data's class labels do not fit the model)");
     return Status::Ok();
@@ -186,10 +198,11 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkCrossEntropy(ctx, logits, labels));
   DTC_RETURN_IF_ERROR(sameShape(ctx, logits, dlogits));
   if (dloss.numElements() != 1) return invalid(ctx, "dloss must be a scalar");
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, logits.shape[0]));
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
     cpu::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), logits.shape[0],
-                                 logits.shape[1], dlogits.f32(), *pool);
+                                 logits.shape[1], dlogits.f32(), *pool, divisor);
     return Status::Ok();
   });
 }
@@ -199,9 +212,10 @@ StatusOr<BoundStep> bindMse(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
   if (ctx.outputs[0].numElements() != 1) return invalid(ctx, "loss must be a scalar");
   TensorView pred = ctx.inputs[0], target = ctx.inputs[1], loss = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, pred.numElements()));
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::mse(pred.f32(), target.f32(), pred.numElements(), loss.f32(), *pool);
+    cpu::mse(pred.f32(), target.f32(), pred.numElements(), loss.f32(), *pool, divisor);
     return Status::Ok();
   });
 }
@@ -213,9 +227,11 @@ StatusOr<BoundStep> bindMseGrad(const StepContext& ctx) {
   if (ctx.inputs[0].numElements() != 1) return invalid(ctx, "dloss must be a scalar");
   TensorView dloss = ctx.inputs[0], pred = ctx.inputs[1], target = ctx.inputs[2];
   TensorView dpred = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, pred.numElements()));
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::mseGrad(dloss.f32(), pred.f32(), target.f32(), pred.numElements(), dpred.f32(), *pool);
+    cpu::mseGrad(dloss.f32(), pred.f32(), target.f32(), pred.numElements(), dpred.f32(), *pool,
+                 divisor);
     return Status::Ok();
   });
 }
@@ -285,10 +301,14 @@ const BinderTable& coreBinders() {
 
 StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
   std::string op = ctx.step.op()->str();
-  for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &convBinders()}) {
+  for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &convBinders(),
+                                     &collectiveBinders()}) {
     auto it = table->find(op);
     if (it != table->end()) return it->second(ctx);
   }
+  // The name comes from the file: keep the message on one line whatever it holds.
+  for (char& c : op)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   return Status::InvalidInput("unknown op '" + op + "' (the plan needs a newer dtrun)");
 }
 

@@ -56,15 +56,17 @@ std::string StepContext::where() const {
   return step.op()->str() + (loc.empty() ? "" : " at " + loc) + ": ";
 }
 
-Executor::Executor(const Plan& plan, int threads) : plan_(plan), pool_(threads) {}
+Executor::Executor(const Plan& plan, int threads, comm::DeviceMesh* mesh)
+    : plan_(plan), pool_(threads), mesh_(mesh) {}
 
 Executor::~Executor() {
   if (state_) ::munmap(state_, stateMapped_);
   if (arena_) ::munmap(arena_, arenaMapped_);
 }
 
-StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threads) {
-  std::unique_ptr<Executor> ex(new Executor(plan, threads));
+StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threads,
+                                                     comm::DeviceMesh* mesh) {
+  std::unique_ptr<Executor> ex(new Executor(plan, threads, mesh));
   ex->arenaBytes_ = plan.maxArenaBytes();
   ex->state_ = allocateRegion(plan.root().state_bytes(), ex->stateMapped_);
   ex->arena_ = allocateRegion(ex->arenaBytes_, ex->arenaMapped_);
@@ -104,7 +106,7 @@ Status Executor::prepare(const plan::Function& function) {
   prepared.function = &function;
   if (function.steps())
     for (const plan::Step* step : *function.steps()) {
-      StepContext ctx{*step, {}, {}, pool_};
+      StepContext ctx{*step, {}, {}, pool_, mesh_};
       if (step->inputs())
         for (uint32_t i : *step->inputs()) ctx.inputs.push_back(view(name, i));
       if (step->outputs())

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/device_mesh.h"
 #include "plan/plan.h"
 #include "support/thread_pool.h"
 
@@ -31,6 +32,7 @@ struct StepContext {
   std::vector<TensorView> inputs;
   std::vector<TensorView> outputs;
   ThreadPool& pool;
+  comm::DeviceMesh* mesh = nullptr;  // collectives: this device's mesh (null: one device)
 
   // Attribute accessors (attributes are optional in the format; absent means 0).
   int64_t intAttr(const char* name) const;
@@ -46,7 +48,9 @@ StatusOr<BoundStep> bindCpuStep(const StepContext& ctx);
 
 class Executor {
  public:
-  static StatusOr<std::unique_ptr<Executor>> create(const Plan& plan, int threads);
+  // `mesh` (not owned; outlives the executor) runs the plan's collectives; null is one device.
+  static StatusOr<std::unique_ptr<Executor>> create(const Plan& plan, int threads,
+                                                    comm::DeviceMesh* mesh = nullptr);
   ~Executor();
 
   // Fills parameters from their init rules or stored values and zeroes optimizer state.
@@ -60,10 +64,11 @@ class Executor {
   // A state tensor by name (parameter or optimizer state), or an empty view.
   TensorView state(const std::string& name) const;
   ThreadPool& pool() { return pool_; }
+  comm::DeviceMesh* mesh() { return mesh_; }
   uint64_t arenaBytes() const { return arenaBytes_; }
 
  private:
-  explicit Executor(const Plan& plan, int threads);
+  Executor(const Plan& plan, int threads, comm::DeviceMesh* mesh);
   Status prepare(const plan::Function& function);
 
   struct PreparedFunction {
@@ -75,6 +80,7 @@ class Executor {
 
   const Plan& plan_;
   ThreadPool pool_;
+  comm::DeviceMesh* mesh_ = nullptr;
   uint8_t* state_ = nullptr;
   uint8_t* arena_ = nullptr;
   uint64_t arenaBytes_ = 0;

@@ -28,7 +28,16 @@ uint32_t resultIndex(const plan::Function& f, plan::Role role, const std::string
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
-Status evaluate(Executor& ex, const std::string& path) {
+// The mesh axes that split `name`'s samples in `f` (empty: not split).
+std::vector<int> batchAxes(const plan::Function& f, const std::string& name) {
+  for (const plan::Binding* b : *f.arguments())
+    if (b->role() == plan::Role::data && b->name()->str() == name && b->sharding() &&
+        b->sharding()->size() && b->sharding()->Get(0)->axes())
+      return {b->sharding()->Get(0)->axes()->begin(), b->sharding()->Get(0)->axes()->end()};
+  return {};
+}
+
+Status evaluate(Executor& ex, const std::string& path, bool print) {
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> data, openBatchSource(ex, "eval", path, 0));
   const plan::Function& f = *ex.plan().function("eval");
   int64_t batch = ex.plan().root().batch_size();
@@ -42,7 +51,8 @@ Status evaluate(Executor& ex, const std::string& path) {
   bool accuracy = false;
   if (logitsIndex != kNone && labels && labels->dtype == DType::kI64) {
     TensorView logits = ex.view("eval", logitsIndex);
-    accuracy = logits.dtype == DType::kF32 && logits.shape.size() == 2 && logits.shape[0] == batch;
+    accuracy = logits.dtype == DType::kF32 && logits.shape.size() == 2 &&
+               logits.shape[0] == labels->shape[0];
   }
   int64_t batches = data->evalBatches(), correct = 0;
   double lossSum = 0;
@@ -53,13 +63,22 @@ Status evaluate(Executor& ex, const std::string& path) {
     if (accuracy) {
       TensorView logits = ex.view("eval", logitsIndex);
       int64_t classes = logits.shape[1];
-      for (int64_t i = 0; i < batch; ++i) {
+      for (int64_t i = 0; i < logits.shape[0]; ++i) {
         const float* row = logits.f32() + i * classes;
         int64_t best = std::max_element(row, row + classes) - row;
         correct += best == labels->i64()[i];
       }
     }
   }
+  if (accuracy && ex.mesh()) {
+    // Each device scored its own samples.
+    std::vector<int> axes = batchAxes(f, str(ex.plan().root().targets()));
+    DTC_ASSIGN_OR_RETURN(comm::Communicator * group, ex.mesh()->group(axes));
+    float count = static_cast<float>(correct);
+    DTC_RETURN_IF_ERROR(group->allReduceSum(&count, 1));
+    correct = static_cast<int64_t>(count);
+  }
+  if (!print) return Status::Ok();
   int64_t seen = batches * batch;
   std::printf("eval: loss %.6f", lossSum / std::max<int64_t>(batches, 1));
   if (accuracy)
@@ -73,6 +92,12 @@ Status evaluate(Executor& ex, const std::string& path) {
 }
 
 Status saveParameters(Executor& ex, const std::string& dir) {
+  for (const plan::StateTensor* s : *ex.plan().root().state())
+    if (s->role() == plan::Role::param && s->sharding())
+      for (const plan::DimSharding* d : *s->sharding())
+        if (d->axes() && d->axes()->size())
+          return Status::InvalidInput("--save: parameter '" + s->name()->str() +
+                                      "' is sharded; saving sharded parameters is not supported yet");
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return Status::InvalidInput("cannot create directory " + dir);
   std::vector<io::TensorRef> tensors;
@@ -87,12 +112,66 @@ Status saveParameters(Executor& ex, const std::string& dir) {
 
 }  // namespace
 
-Status train(const Plan& plan, const TrainOptions& options) {
+Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher) {
+  std::string text;
+  int64_t devices = 1;
+  if (const auto* mesh = plan.root().mesh())
+    for (const plan::MeshAxis* axis : *mesh) {
+      devices *= axis->size();
+      text += (text.empty() ? "" : ",") + axis->name()->str() + "=" + std::to_string(axis->size());
+    }
+  if (devices == processes) return Status::Ok();
+  if (text.empty())
+    return Status::InvalidInput(plan.name() + " runs on one process, but " + launcher +
+                                " started " + std::to_string(processes) +
+                                " (partition it with dtc compile --mesh)");
+  return Status::InvalidInput(plan.name() + " is partitioned for " + std::to_string(devices) +
+                              " devices (mesh " + text + "), but " + launcher + " started " +
+                              std::to_string(processes) + " processes");
+}
+
+static StatusOr<std::unique_ptr<comm::DeviceMesh>> meshFor(const Plan& plan,
+                                                           std::unique_ptr<comm::Communicator> world) {
+  DTC_RETURN_IF_ERROR(checkWorldSize(plan, world->size(), "the launcher"));
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  if (const auto* mesh = plan.root().mesh())
+    for (const plan::MeshAxis* axis : *mesh) {
+      names.push_back(axis->name()->str());
+      sizes.push_back(axis->size());
+    }
+  return comm::DeviceMesh::create(std::move(world), names, sizes);
+}
+
+static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::DeviceMesh* mesh);
+
+
+Status train(const Plan& plan, const TrainOptions& options,
+             std::unique_ptr<comm::Communicator> world) {
+  // Every rank fails the same way here: the caller reports it once.
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<comm::DeviceMesh> mesh, meshFor(plan, std::move(world)));
+  Status status = trainOnMesh(plan, options, mesh.get());
+  if (!status.ok() && mesh->numDevices() > 1) {
+    // Other ranks may be waiting in a collective for this one: say why, then end the job.
+    std::string who = mesh->rank() == 0 ? "" : "rank " + std::to_string(mesh->rank()) + ": ";
+    std::fprintf(stderr, "dtrun: error: %s%s\n", who.c_str(), status.message().c_str());
+    std::fflush(stderr);
+    mesh->world().abortJob(status.exitCode());
+  }
+  return status;
+}
+
+
+static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::DeviceMesh* mesh) {
   cpu::setBlasThreads(1);  // our pool parallelises the GEMMs (cpu/matmul.cc)
-  DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(plan, options.threads));
+  const bool lead = mesh->rank() == 0;  // only rank 0 prints, logs and saves
+  if (options.sampleTokens > 0 && mesh->numDevices() > 1)
+    return Status::InvalidInput("--sample needs a single-device plan (compile without --mesh)");
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
+                       Executor::create(plan, options.threads, mesh));
   DTC_RETURN_IF_ERROR(ex->initializeState());
   const plan::Plan& root = plan.root();
-  std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads\n",
+  if (lead) std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads\n",
               plan.name().c_str(), (long long)root.batch_size(),
               str(root.optimizer()).c_str(), root.state_bytes() / 1048576.0,
               ex->arenaBytes() / 1048576.0, ex->pool().size());
@@ -107,7 +186,7 @@ Status train(const Plan& plan, const TrainOptions& options) {
     int64_t batch = plan.root().batch_size();
     std::unique_ptr<std::ofstream> log;
     std::string logTmp = options.logPath + ".tmp";
-    if (!options.logPath.empty()) {
+    if (!options.logPath.empty() && lead) {
       log = std::make_unique<std::ofstream>(logTmp, std::ios::trunc);
       if (!*log) return Status::InvalidInput("cannot write log file " + options.logPath);
     }
@@ -119,8 +198,9 @@ Status train(const Plan& plan, const TrainOptions& options) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       float loss = *ex->view("train_step", lossIndex).f32();
       double rate = batch / std::max(seconds, 1e-9);
-      std::printf("step %5lld/%lld | loss %.6f | %.0f samples/s\n", (long long)step,
-                  (long long)options.steps, loss, rate);
+      if (lead)
+        std::printf("step %5lld/%lld | loss %.6f | %.0f samples/s\n", (long long)step,
+                    (long long)options.steps, loss, rate);
       if (log) {
         char line[160];
         std::snprintf(line, sizeof line, "{\"step\":%lld,\"loss\":%.9g,\"samples_per_s\":%.6g}\n",
@@ -134,12 +214,12 @@ Status train(const Plan& plan, const TrainOptions& options) {
         return Status::Internal("cannot rename " + logTmp + " to " + options.logPath);
     }
   }
-  if (!options.evalDir.empty()) DTC_RETURN_IF_ERROR(evaluate(*ex, options.evalDir));
-  if (options.sampleTokens > 0) {
+  if (!options.evalDir.empty()) DTC_RETURN_IF_ERROR(evaluate(*ex, options.evalDir, lead));
+  if (options.sampleTokens > 0 && lead) {
     DTC_ASSIGN_OR_RETURN(std::string text, generateGreedy(*ex, options.prompt, options.sampleTokens));
     std::printf("sample: %s%s\n", options.prompt.c_str(), text.c_str());
   }
-  if (!options.saveDir.empty()) DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir));
+  if (!options.saveDir.empty() && lead) DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir));
   return Status::Ok();
 }
 

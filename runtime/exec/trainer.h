@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/communicator.h"
 #include "plan/plan.h"
 
 namespace dtc {
@@ -20,6 +21,12 @@ struct TrainOptions {
   std::string prompt;
 };
 
-Status train(const Plan& plan, const TrainOptions& options);
+// The job must have one process per device of the plan's mesh (one for a plan without a mesh).
+Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher);
+
+// Runs on every process of the job (`world`: one per device of the plan's mesh; a plan without
+// a mesh needs a job of one). Only rank 0 prints, logs and saves.
+Status train(const Plan& plan, const TrainOptions& options,
+             std::unique_ptr<comm::Communicator> world);
 
 }  // namespace dtc

@@ -2,6 +2,8 @@
 // every index, offset and size in range, every name the runtime dereferences present, and the
 // bindings the trainer relies on well-formed. After this, nothing in the plan can make the
 // runtime read or write outside its buffers.
+#include <vector>
+
 #include "plan/plan.h"
 
 namespace dtc {
@@ -29,6 +31,7 @@ class PlanVerifier {
   Status run() {
     if (!p_.state() || !p_.functions() || p_.functions()->size() == 0)
       return bad("it lacks its state or functions");
+    DTC_RETURN_IF_ERROR(verifyMesh());
     DTC_RETURN_IF_ERROR(verifyState());
     for (const plan::Function* f : *p_.functions()) DTC_RETURN_IF_ERROR(verifyFunction(*f));
     return Status::Ok();
@@ -37,6 +40,34 @@ class PlanVerifier {
  private:
   Status bad(const std::string& what) const {
     return Status::InvalidInput(name_ + " is invalid: " + what);
+  }
+
+  Status verifyMesh() {
+    if (!p_.mesh()) return Status::Ok();
+    uint64_t devices = 1;
+    for (const plan::MeshAxis* axis : *p_.mesh()) {
+      if (axis->size() < 1 || axis->size() > 65536) return bad("a mesh axis has a bad size");
+      devices *= static_cast<uint64_t>(axis->size());
+      if (devices > 65536) return bad("the mesh has too many devices");
+    }
+    return Status::Ok();
+  }
+
+  // How many parts `sharding` cuts dimension `dim` into (1 if absent); 0 if it is malformed:
+  // an axis out of range or named twice.
+  uint64_t parts(const flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>* sharding,
+                 uint32_t dim) const {
+    if (!sharding || dim >= sharding->size()) return 1;
+    uint64_t n = 1, meshRank = p_.mesh() ? p_.mesh()->size() : 0;
+    std::vector<bool> seen(meshRank, false);
+    const auto* axes = sharding->Get(dim)->axes();
+    if (!axes) return 1;
+    for (int32_t a : *axes) {
+      if (a < 0 || static_cast<uint64_t>(a) >= meshRank || seen[a]) return 0;
+      seen[a] = true;
+      n *= static_cast<uint64_t>(p_.mesh()->Get(a)->size());
+    }
+    return n;
   }
 
   Status verifyState() {
@@ -49,10 +80,29 @@ class PlanVerifier {
       uint64_t bytes = numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
       if (s->offset() > p_.state_bytes() || bytes > p_.state_bytes() - s->offset())
         return bad(what + " lies outside the state region");
+      uint64_t dataBytes = s->global_shape() ? numElements(s->global_shape()) *
+                                                   dtypeSize(toDType(s->dtype()))
+                                             : bytes;
       if (s->init() == plan::InitKind::data &&
-          (s->data_bytes() != bytes || s->data_offset() > constants ||
+          (s->data_bytes() != dataBytes || s->data_offset() > constants ||
            s->data_bytes() > constants - s->data_offset()))
         return bad("the initial values of " + what + " lie outside the constants");
+      if (s->global_shape() || s->sharding()) {
+        // The local shape must be the global one cut by the sharding.
+        const auto* global = s->global_shape();
+        if (!global || !s->shape() || global->size() != s->shape()->size() || !sane(global) ||
+            (s->sharding() && s->sharding()->size() != 0 && s->sharding()->size() != global->size()))
+          return bad(what + " has a malformed global shape or sharding");
+        for (uint32_t d = 0; d < global->size(); ++d) {
+          uint64_t n = parts(s->sharding(), d);
+          if (n == 0 || global->Get(d) % n != 0 ||
+              static_cast<uint64_t>(global->Get(d)) / n != static_cast<uint64_t>(s->shape()->Get(d)))
+            return bad(what + " is not its global shape cut by its sharding");
+        }
+        if (s->init() == plan::InitKind::data &&
+            s->data_bytes() != numElements(global) * dtypeSize(toDType(s->dtype())))
+          return bad("the initial values of " + what + " do not match its global shape");
+      }
     }
     return Status::Ok();
   }
@@ -86,11 +136,19 @@ class PlanVerifier {
         if (b->value() >= numValues || b->role() > plan::Role::MAX || !b->name())
           return bad(fn + ": a binding is malformed");
         const plan::Value& v = *f.values()->Get(b->value());
+        if (b->sharding() && v.shape() && b->sharding()->size() != 0 &&
+            b->sharding()->size() != v.shape()->size())
+          return bad(fn + ": binding '" + b->name()->str() + "' has a malformed sharding");
+        for (uint32_t d = 0; b->sharding() && d < b->sharding()->size(); ++d)
+          if (parts(b->sharding(), d) == 0)
+            return bad(fn + ": binding '" + b->name()->str() + "' names a bad mesh axis");
         if (b->role() == plan::Role::data &&
-            (!v.shape() || v.shape()->size() == 0 || v.shape()->Get(0) != p_.batch_size() ||
+            (!v.shape() || v.shape()->size() == 0 || p_.batch_size() <= 0 ||
+             static_cast<uint64_t>(v.shape()->Get(0)) * parts(b->sharding(), 0) !=
+                 static_cast<uint64_t>(p_.batch_size()) ||
              v.region() != plan::Region::arena))
           return bad(fn + ": data input '" + b->name()->str() +
-                     "' must be an arena tensor whose first dimension is the batch size");
+                     "' must be an arena tensor whose first dimension is its share of the batch");
         if (b->role() == plan::Role::loss) {
           ++losses;
           if (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1)

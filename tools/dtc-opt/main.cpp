@@ -4,11 +4,12 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include "Passes.h"
+#include "dist/IR/DistOps.h"
 #include "graph/IR/GraphOps.h"
 
 int main(int argc, char** argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::func::FuncDialect, dtc::graph::GraphDialect>();
+  registry.insert<mlir::func::FuncDialect, dtc::graph::GraphDialect, dtc::dist::DistDialect>();
   dtc::registerDTCPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "dtc optimizer driver\n", registry));
 }

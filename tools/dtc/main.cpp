@@ -25,7 +25,7 @@ constexpr const char kUsage[] =
     "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"
     "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
-    "              [--dump-ir DIR]\n"
+    "              [--mesh dp=N] [--zero 0|1] [--bucket-mb F] [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
 int fail(const std::string& message, int code = 2) {
@@ -119,7 +119,7 @@ int runZoo(int argc, char** argv) {
 int runCompile(int argc, char** argv) {
   auto args = dtc::Args::parse(argc, argv, 2,
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
-                                "beta1", "beta2", "eps", "dump-ir"},
+                                "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb"},
                                {});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -138,6 +138,29 @@ int runCompile(int argc, char** argv) {
     *field = *v;
   }
   options.dumpIrDir = args->str("dump-ir");
+  if (args->has("mesh")) {
+    // name=size[,name=size…]; each axis needs a strategy that uses it.
+    llvm::SmallVector<llvm::StringRef> axes;
+    llvm::StringRef(args->str("mesh")).split(axes, ',');
+    for (llvm::StringRef axis : axes) {
+      auto [name, size] = axis.split('=');
+      int64_t n = 0;
+      if (name.empty() || size.getAsInteger(10, n) || n < 1)
+        return fail("dtc compile: --mesh wants name=size[,name=size], got '" + args->str("mesh") + "'");
+      if (name != "dp")
+        return fail("dtc compile: mesh axis '" + name.str() +
+                    "' has no partitioning strategy (supported: dp)");
+      options.dataParallel = n;
+    }
+  }
+  auto zero = args->integer("zero", 0);
+  if (!zero.ok()) return fail(zero.status());
+  if (*zero != 0 && *zero != 1) return fail("dtc compile: --zero must be 0 or 1");
+  options.zeroStage = *zero;
+  auto bucket = args->number("bucket-mb", options.bucketMb);
+  if (!bucket.ok()) return fail(bucket.status());
+  if (*bucket < 0) return fail("dtc compile: --bucket-mb must be >= 0");
+  options.bucketMb = *bucket;
 
   auto model = dtc::ModelFile::read(args->positionals()[0]);
   if (!model) return fail(llvm::toString(model.takeError()));

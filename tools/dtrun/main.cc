@@ -53,15 +53,27 @@ int main(int argc, char** argv) {
 
   auto plan = dtc::Plan::load(args->positionals()[0]);
   if (!plan.ok()) return fail(plan.status());
-  // Plans are single-device until partitioning lands; N launched copies would each train the
-  // whole model and overwrite each other's files.
   auto world = dtc::comm::detectWorld();
   if (!world.ok()) return fail(world.status());
-  if (world->size != 1)
-    return fail(dtc::Status::InvalidInput(
-        plan->name() + " runs on one process, but " + world->source + " started " +
-        std::to_string(world->size) + " (partitioned plans: dtc compile --mesh, not yet supported)"));
-  dtc::Status status = dtc::train(*plan, options);
-  if (!status.ok()) return fail(status);
+  if (dtc::Status fits = dtc::checkWorldSize(*plan, world->size, world->source); !fits.ok())
+    return world->rank == 0 ? fail(fits) : fits.exitCode();
+  std::unique_ptr<dtc::comm::Communicator> comm;
+  if (world->size > 1) {
+    auto mpi = dtc::comm::createMpiWorld();
+    if (!mpi.ok()) return fail(mpi.status());
+    comm = std::move(mpi).value();
+    if (comm->size() != world->size)
+      return fail(dtc::Status::InvalidInput(
+          world->source + " started " + std::to_string(world->size) + " processes, but MPI sees " +
+          std::to_string(comm->size()) + ": the CPU backend communicates through MPI (launch "
+          "with mpirun or srun)"));
+  } else {
+    comm = dtc::comm::createSingleProcess();
+  }
+  const int rank = world->rank;
+  dtc::Status status = dtc::train(*plan, options, std::move(comm));
+  // Failures while running on several devices end the job inside train(); what returns here
+  // failed the same way on every rank, so rank 0 reports it.
+  if (!status.ok()) return rank == 0 ? fail(status) : status.exitCode();
   return 0;
 }

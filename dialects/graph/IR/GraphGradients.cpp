@@ -101,12 +101,13 @@ Grads MatmulOp::buildGradients(OpBuilder& b, ValueRange dys) {
 }
 
 Grads SoftmaxCrossEntropyOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  Value dLogits = SoftmaxCrossEntropyGradOp::create(b, getLoc(), dys[0], getLogits(), getLabels());
+  Value dLogits = SoftmaxCrossEntropyGradOp::create(b, getLoc(), dys[0], getLogits(), getLabels(),
+                                                   getCountAttr());
   return SmallVector<Value>{dLogits, Value()};
 }
 
 Grads MseOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  Value dPred = MseGradOp::create(b, getLoc(), dys[0], getPred(), getTarget());
+  Value dPred = MseGradOp::create(b, getLoc(), dys[0], getPred(), getTarget(), getCountAttr());
   return SmallVector<Value>{dPred, negate(b, getLoc(), dPred)};
 }
 

@@ -131,33 +131,41 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Differe
 
 //===----------------------------------------------------------------------===//
 // Losses (mean reduction, as PyTorch's defaults)
+//
+// `count`, when present, is what the mean divides by instead of the op's own rows (elements):
+// a partitioned loss sees a slice of the batch and divides by the global count, so the local
+// losses are summands of the global mean (and gradient accumulation divides by all micro-
+// batches' rows).
 //===----------------------------------------------------------------------===//
 
 def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy",
     [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Mean over rows of −log softmax(logits)[label] (F.cross_entropy)";
-  let arguments = (ins Graph_F32Tensor:$logits, Graph_LabelTensor:$labels);
+  let arguments = (ins Graph_F32Tensor:$logits, Graph_LabelTensor:$labels,
+                       OptionalAttr<I64Attr>:$count);
   let results = (outs Graph_F32Scalar:$loss);
   let assemblyFormat = "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
 }
 def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
     [Pure, InferTypeOpAdaptor]> {
   let summary = "dloss · (softmax(logits) − onehot(labels)) / rows";
-  let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$logits, Graph_LabelTensor:$labels);
+  let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$logits, Graph_LabelTensor:$labels,
+                       OptionalAttr<I64Attr>:$count);
   let results = (outs Graph_F32Tensor:$dlogits);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
 def Graph_MseOp : Graph_Op<"mse", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Mean of (pred − target)² over all elements (F.mse_loss)";
-  let arguments = (ins Graph_F32Tensor:$pred, Graph_F32Tensor:$target);
+  let arguments = (ins Graph_F32Tensor:$pred, Graph_F32Tensor:$target, OptionalAttr<I64Attr>:$count);
   let results = (outs Graph_F32Scalar:$loss);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 def Graph_MseGradOp : Graph_Op<"mse_grad", [Pure, InferTypeOpAdaptor]> {
   let summary = "dloss · 2(pred − target)/n";
-  let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$pred, Graph_F32Tensor:$target);
+  let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$pred, Graph_F32Tensor:$target,
+                       OptionalAttr<I64Attr>:$count);
   let results = (outs Graph_F32Tensor:$dpred);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

@@ -57,6 +57,13 @@ int main() {
     expect(part[i] == static_cast<float>(p * (r * n + i) + p * (p - 1) / 2),
            "reduceScatterSum value", r);
 
+  // All-to-all: block j of rank r holds 10r + j; rank r receives 10q + r from every q.
+  std::vector<float> blocks(2 * p), got(2 * p);
+  for (int j = 0; j < p; ++j) blocks[2 * j] = blocks[2 * j + 1] = 10.0f * r + j;
+  expectOk(world.allToAll(blocks.data(), 2, got.data()), "allToAll", r);
+  for (int q = 0; q < p; ++q)
+    for (int i = 0; i < 2; ++i) expect(got[2 * q + i] == 10.0f * q + r, "allToAll value", r);
+
   std::vector<float> b(n, static_cast<float>(r));
   expectOk(world.broadcast(b.data(), n, p - 1), "broadcast", r);
   for (float v : b) expect(v == static_cast<float>(p - 1), "broadcast value", r);

@@ -87,6 +87,40 @@ TEST_P(LossTest, SoftmaxCrossEntropyIsStableForHugeLogits) {
   expectClose(loss, refCrossEntropy(shifted, labels, rows, classes), 1e-5, 1e-6, "huge");
 }
 
+TEST_P(LossTest, SlicesWithTheGlobalDivisorSumToTheBatchMean) {
+  // What a data-parallel device computes: its rows' losses divided by the whole batch's rows.
+  const int64_t rows = 12, classes = 5, parts = 4, slice = rows / parts;
+  const auto logits = randomFloats(rows * classes, 3, -4.0f, 4.0f);
+  const auto labels = randomLabels(rows, classes, 4);
+  float whole = 0;
+  ASSERT_TRUE(softmaxCrossEntropy(logits.data(), labels.data(), rows, classes, &whole, pool_));
+  double sum = 0;
+  std::vector<float> grads(rows * classes), wholeGrad(rows * classes);
+  const float dloss = 1.5f;
+  softmaxCrossEntropyGrad(&dloss, logits.data(), labels.data(), rows, classes, wholeGrad.data(),
+                          pool_);
+  for (int64_t p = 0; p < parts; ++p) {
+    float part = 0;
+    ASSERT_TRUE(softmaxCrossEntropy(logits.data() + p * slice * classes, labels.data() + p * slice,
+                                    slice, classes, &part, pool_, rows));
+    sum += part;
+    softmaxCrossEntropyGrad(&dloss, logits.data() + p * slice * classes, labels.data() + p * slice,
+                            slice, classes, grads.data() + p * slice * classes, pool_, rows);
+  }
+  expectClose(static_cast<float>(sum), whole, 1e-6, 1e-7, "sum of slices");
+  for (size_t i = 0; i < grads.size(); ++i) ASSERT_EQ(grads[i], wholeGrad[i]) << i;
+
+  const auto pred = randomFloats(rows, 5, -1.0f, 1.0f), target = randomFloats(rows, 6, -1.0f, 1.0f);
+  float mseWhole = 0, mseSum = 0;
+  mse(pred.data(), target.data(), rows, &mseWhole, pool_);
+  for (int64_t p = 0; p < parts; ++p) {
+    float part = 0;
+    mse(pred.data() + p * slice, target.data() + p * slice, slice, &part, pool_, rows);
+    mseSum += part;
+  }
+  expectClose(mseSum, mseWhole, 1e-6, 1e-7, "mse slices");
+}
+
 TEST_P(LossTest, SoftmaxCrossEntropyRejectsOutOfRangeLabels) {
   const std::vector<float> logits(3 * 4, 0.5f);
   float loss = 0;

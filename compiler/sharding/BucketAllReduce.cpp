@@ -1,0 +1,89 @@
+// dtc-bucket-all-reduce: DDP-style gradient buckets (see Passes.td).
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "Passes.h"
+#include "dist/IR/DistOps.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_BUCKETALLREDUCE
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+int64_t bytesOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+struct BucketAllReducePass : public impl::BucketAllReduceBase<BucketAllReducePass> {
+  using BucketAllReduceBase::BucketAllReduceBase;
+
+  void runOnOperation() override {
+    if (bucketMb < 0) {
+      getOperation().emitError("bucket size must be >= 0 MiB, got ") << bucketMb;
+      return signalPassFailure();
+    }
+    const int64_t limit = static_cast<int64_t>(bucketMb * 1024 * 1024);
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      SmallVector<dist::AllReduceOp> bucket;
+      int64_t bytes = 0;
+      auto flush = [&] {
+        if (bucket.size() > 1) fuse(bucket);
+        bucket.clear();
+        bytes = 0;
+      };
+      SmallVector<dist::AllReduceOp> all;
+      func.walk([&](dist::AllReduceOp op) {
+        if (op.getInputs().size() == 1) all.push_back(op);
+      });
+      for (dist::AllReduceOp op : all) {
+        int64_t size = bytesOf(op.getInputs()[0]);
+        bool fits = !bucket.empty() && bucket.front().getAxes() == op.getAxes() &&
+                    bytes + size <= limit && canDelayTo(bucket, op);
+        if (!bucket.empty() && !fits) flush();
+        bucket.push_back(op);
+        bytes += size;
+      }
+      flush();
+    }
+  }
+
+  // Every member's results are first used after `last`, where the bucket will run.
+  static bool canDelayTo(ArrayRef<dist::AllReduceOp> bucket, dist::AllReduceOp last) {
+    for (dist::AllReduceOp op : bucket)
+      for (Operation* user : op->getUsers())
+        if (!last->isBeforeInBlock(user)) return false;
+    return true;
+  }
+
+  static void fuse(ArrayRef<dist::AllReduceOp> bucket) {
+    dist::AllReduceOp last = bucket.back();
+    OpBuilder b(last);
+    SmallVector<Value> inputs;
+    SmallVector<Type> types;
+    for (dist::AllReduceOp op : bucket) {
+      inputs.push_back(op.getInputs()[0]);
+      types.push_back(op.getResults()[0].getType());
+    }
+    auto fused = dist::AllReduceOp::create(b, last.getLoc(), types, inputs, last.getAxes());
+    fused->setAttr("bucket_bytes", b.getI64IntegerAttr([&] {
+      int64_t n = 0;
+      for (Value v : inputs) n += bytesOf(v);
+      return n;
+    }()));
+    for (auto [i, member] : llvm::enumerate(bucket)) {
+      dist::AllReduceOp op = member;
+      op.getResults()[0].replaceAllUsesWith(fused.getResults()[i]);
+      op.erase();
+    }
+  }
+};
+
+}  // namespace
+}  // namespace dtc

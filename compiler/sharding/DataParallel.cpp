@@ -1,0 +1,108 @@
+// dtc-data-parallel: the data-parallel strategy as annotations (see Passes.td).
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "Passes.h"
+#include "dist/IR/DistOps.h"
+#include "flatbuffers/ModelImporter.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_DATAPARALLEL
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+constexpr const char kAxis[] = "dp";
+
+struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
+  using DataParallelBase::DataParallelBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder b(module);
+    if (dp < 1) {
+      module.emitError("data parallelism needs dp >= 1, got ") << dp;
+      return signalPassFailure();
+    }
+    if (zero != 0 && zero != 1) {
+      module.emitError("ZeRO stage ") << zero << " is not supported (0 or 1)";
+      return signalPassFailure();
+    }
+    auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
+    if (mesh && mesh.axisIndex(kAxis) >= 0 && mesh.axisSize(kAxis) != dp) {
+      module.emitError("the mesh's dp axis has ") << mesh.axisSize(kAxis) << " devices, not " << dp;
+      return signalPassFailure();
+    }
+    if (!mesh || mesh.axisIndex(kAxis) < 0) {
+      // dp is the outermost axis: data-parallel replicas are the farthest apart.
+      SmallVector<Attribute> names{b.getStringAttr(kAxis)};
+      SmallVector<int64_t> sizes{dp};
+      if (mesh) {
+        names.append(mesh.getNames().begin(), mesh.getNames().end());
+        sizes.append(mesh.getSizes().asArrayRef().begin(), mesh.getSizes().asArrayRef().end());
+      }
+      mesh = dist::MeshAttr::get(module.getContext(), b.getArrayAttr(names),
+                                 b.getDenseI64ArrayAttr(sizes));
+      module->setAttr(dist::kMeshAttr, mesh);
+    }
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(annotate(func, b))) return signalPassFailure();
+  }
+
+  dist::ShardingAttr splitDim(Builder& b, int64_t rank, int64_t dim) {
+    SmallVector<Attribute> dims(rank, b.getArrayAttr({}));
+    dims[dim] = b.getArrayAttr({b.getStringAttr(kAxis)});
+    return dist::ShardingAttr::get(b.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
+  }
+
+  LogicalResult annotate(func::FuncOp func, Builder& b) {
+    llvm::StringMap<dist::ShardingAttr> byName;
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (func.getArgAttr(i, dist::kShardingAttr)) continue;  // the user's choice stands
+      dist::ShardingAttr s = dist::ShardingAttr::replicated(b.getContext(), type.getRank());
+      if (auto data = func.getArgAttrOfType<StringAttr>(i, attr::kData)) {
+        int64_t dim = 0;
+        if (auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim)) dim = bd.getInt();
+        if (type.getRank() == 0) continue;
+        if (type.getDimSize(dim) % dp != 0)
+          return func.emitError("the batch of ")
+                 << type.getDimSize(dim) << " samples (input '" << data.getValue()
+                 << "') does not divide over " << dp << " data-parallel devices";
+        s = splitDim(b, type.getRank(), dim);
+      } else if (auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState)) {
+        if (zero == 1)
+          for (int64_t d = 0; d < type.getRank(); ++d)
+            if (type.getDimSize(d) % dp == 0) {
+              s = splitDim(b, type.getRank(), d);
+              break;
+            }
+        byName[state.getValue()] = s;
+      } else if (auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam)) {
+        byName[param.getValue()] = s;
+      }
+      func.setArgAttr(i, dist::kShardingAttr, s);
+    }
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      if (func.getResultAttr(i, dist::kShardingAttr)) continue;
+      auto type = cast<RankedTensorType>(func.getResultTypes()[i]);
+      StringAttr name = func.getResultAttrOfType<StringAttr>(i, attr::kUpdates);
+      if (!name) name = func.getResultAttrOfType<StringAttr>(i, attr::kGradOf);
+      if (name && byName.count(name.getValue()))
+        func.setResultAttr(i, dist::kShardingAttr, byName[name.getValue()]);
+      else if (type.getRank() == 0)  // losses and metrics: every device gets the value
+        func.setResultAttr(i, dist::kShardingAttr,
+                           dist::ShardingAttr::replicated(b.getContext(), 0));
+    }
+    return success();
+  }
+};
+
+}  // namespace
+}  // namespace dtc

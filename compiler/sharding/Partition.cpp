@@ -1,0 +1,225 @@
+// dtc-partition: from global shapes with shardings to the program one device runs, with the
+// collectives between. See Passes.td.
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "Passes.h"
+#include "graph/IR/GraphOps.h"
+#include "sharding/ShardingUtils.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_PARTITION
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc::sharding {
+namespace {
+
+std::string text(Attribute a) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  a.print(os);
+  return s;
+}
+
+class Partitioner {
+ public:
+  Partitioner(func::FuncOp func, dist::MeshAttr mesh)
+      : func_(func), mesh_(mesh), plainMesh_(toMesh(mesh)), b_(func) {}
+
+  LogicalResult run() {
+    Block& body = func_.getBody().front();
+    // Rules and loss counts read global shapes: take them all before any type changes.
+    SmallVector<Operation*> ops;
+    for (Operation& op : body.without_terminator()) {
+      ops.push_back(&op);
+      if (isa<dist::ReshardOp>(op)) continue;
+      FailureOr<OpShardingRule> rule = getShardingRule(&op);
+      if (failed(rule)) return failure();
+      rules_[&op] = std::move(*rule);
+      pinGlobalCount(&op);
+      for (Value v : op.getResults()) global_[v] = cast<RankedTensorType>(v.getType());
+    }
+    for (BlockArgument arg : body.getArguments()) {
+      auto s = func_.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr);
+      if (!s) return func_.emitError("partition: argument ") << arg.getArgNumber()
+                                                             << " has no sharding (run dtc-sharding-propagation)";
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (auto error = s.check(mesh_, type.getShape()))
+        return func_.emitError("cannot shard ") << describe(arg) << ": " << *error;
+      global_[arg] = type;
+      actual_[arg] = s;
+      arg.setType(localType(type, s));
+    }
+
+    for (Operation* op : ops)
+      if (failed(partition(op))) return failure();
+
+    Operation* ret = body.getTerminator();
+    for (unsigned i = 0; i < ret->getNumOperands(); ++i) {
+      auto want = func_.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr);
+      if (!want) return func_.emitError("partition: result ") << i << " has no sharding";
+      FailureOr<Value> v = reshard(ret->getOperand(i), want, ret);
+      if (failed(v)) return failure();
+      ret->setOperand(i, *v);
+    }
+    func_.setType(FunctionType::get(func_.getContext(), body.getArgumentTypes(),
+                                    ret->getOperandTypes()));
+    return success();
+  }
+
+ private:
+  RankedTensorType localType(RankedTensorType global, dist::ShardingAttr s) {
+    return RankedTensorType::get(s.localShape(mesh_, global.getShape()), global.getElementType());
+  }
+
+  // A mean loss on a slice divides by the whole batch's count, so device losses are summands.
+  void pinGlobalCount(Operation* op) {
+    auto numel = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
+    auto rows = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); };
+    Builder b(op->getContext());
+    if (op->hasAttr("count")) return;
+    if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyOp>(op))
+      op->setAttr("count", b.getI64IntegerAttr(rows(ce.getLogits())));
+    else if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyGradOp>(op))
+      op->setAttr("count", b.getI64IntegerAttr(rows(ce.getLogits())));
+    else if (auto mse = dyn_cast<graph::MseOp>(op))
+      op->setAttr("count", b.getI64IntegerAttr(numel(mse.getPred())));
+    else if (auto mse = dyn_cast<graph::MseGradOp>(op))
+      op->setAttr("count", b.getI64IntegerAttr(numel(mse.getPred())));
+  }
+
+  LogicalResult partition(Operation* op) {
+    MLIRContext* ctx = op->getContext();
+    if (auto reshardOp = dyn_cast<dist::ReshardOp>(op)) {
+      FailureOr<Value> v = reshard(reshardOp.getX(), reshardOp.getSharding(), op);
+      if (failed(v)) return failure();
+      reshardOp.getResult().replaceAllUsesWith(*v);
+      op->erase();
+      return success();
+    }
+    auto factors = op->getAttrOfType<ArrayAttr>(kFactorsAttr);
+    if (!factors) return op->emitOpError("has no factor sharding (run dtc-sharding-propagation)");
+    const OpShardingRule& rule = rules_[op];
+
+    // Sums stay pending through add and sub when both operands are partial alike (linearity).
+    ArrayAttr carried;
+    if (isa<graph::AddOp, graph::SubOp>(op)) {
+      dist::ShardingAttr lhs = actual_[op->getOperand(0)], rhs = actual_[op->getOperand(1)];
+      if (lhs.isPartial() && lhs.getPartial() == rhs.getPartial() &&
+          lhs.getDims() == project(ctx, rule.operands[0], factors).getDims() &&
+          rhs.getDims() == project(ctx, rule.operands[1], factors).getDims())
+        carried = lhs.getPartial();
+    }
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+      FailureOr<Value> v =
+          reshard(op->getOperand(i), project(ctx, rule.operands[i], factors, carried), op);
+      if (failed(v)) return failure();
+      op->setOperand(i, *v);
+    }
+    SmallVector<Attribute> shardings;
+    for (auto [j, result] : llvm::enumerate(op->getResults())) {
+      ArrayAttr partial = partialAxes(ctx, rule, rule.results[j], factors);
+      if (carried) partial = carried;
+      dist::ShardingAttr s = project(ctx, rule.results[j], factors, partial);
+      actual_[result] = s;
+      result.setType(localType(global_[result], s));
+      shardings.push_back(s);
+    }
+    op->removeAttr(kFactorsAttr);
+    op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(shardings));
+    return success();
+  }
+
+  // `value` with sharding `want`: the planner's collectives, inserted right after `value` is
+  // produced (so reductions start as early as possible) and shared by every use that needs it.
+  FailureOr<Value> reshard(Value value, dist::ShardingAttr want, Operation* user) {
+    dist::ShardingAttr have = actual_[value];
+    if (have == want) return value;
+    auto key = std::make_pair(value, Attribute(want));
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+
+    RankedTensorType global = global_[value];
+    ReshardPlan plan = planReshard(plainMesh_, global.getShape().vec(), toLayout(mesh_, have),
+                                   toLayout(mesh_, want));
+    if (!plan.error.empty())
+      return user->emitError("cannot reshard ") << describe(value) << " " << global << " from "
+                                                << text(have) << " to " << text(want) << ": "
+                                                << plan.error;
+    if (auto arg = dyn_cast<BlockArgument>(value)) b_.setInsertionPointToStart(arg.getOwner());
+    else b_.setInsertionPointAfter(value.getDefiningOp());
+    // After earlier reshards of the same value, keeping the program order of the collectives.
+    if (Operation* last = lastInserted_.lookup(value)) b_.setInsertionPointAfter(last);
+
+    Location loc = value.getLoc();
+    Value cur = value;
+    auto curType = cast<RankedTensorType>(value.getType());
+    for (const ReshardStep& step : plan.steps) {
+      SmallVector<Attribute> names;
+      for (int a : step.axes) names.push_back(b_.getStringAttr(plainMesh_.names[a]));
+      ArrayAttr axes = b_.getArrayAttr(names);
+      int64_t n = plainMesh_.groupSize(step.axes);
+      SmallVector<int64_t> shape(curType.getShape());
+      Operation* op = nullptr;
+      switch (step.kind) {
+        case StepKind::kAllReduce:
+          op = dist::AllReduceOp::create(b_, loc, TypeRange{curType}, ValueRange{cur}, axes);
+          break;
+        case StepKind::kAllGather:
+          shape[step.dim] *= n;
+          op = dist::AllGatherOp::create(b_, loc, curType.clone(shape), cur, axes, step.dim);
+          break;
+        case StepKind::kReduceScatter:
+          shape[step.dim] /= n;
+          op = dist::ReduceScatterOp::create(b_, loc, curType.clone(shape), cur, axes, step.dim);
+          break;
+        case StepKind::kLocalSlice:
+          shape[step.dim] /= n;
+          op = dist::LocalSliceOp::create(b_, loc, curType.clone(shape), cur, axes, step.dim);
+          break;
+        case StepKind::kAllToAll:
+          shape[step.dim] /= n;
+          shape[step.concatDim] *= n;
+          op = dist::AllToAllOp::create(b_, loc, curType.clone(shape), cur, axes, step.dim,
+                                        step.concatDim);
+          break;
+      }
+      cur = op->getResult(0);
+      curType = cast<RankedTensorType>(cur.getType());
+      lastInserted_[value] = op;
+    }
+    actual_[cur] = want;
+    global_[cur] = global;
+    cache_[key] = cur;
+    return cur;
+  }
+
+  func::FuncOp func_;
+  dist::MeshAttr mesh_;
+  Mesh plainMesh_;
+  OpBuilder b_;
+  DenseMap<Operation*, OpShardingRule> rules_;
+  DenseMap<Value, RankedTensorType> global_;
+  DenseMap<Value, dist::ShardingAttr> actual_;
+  DenseMap<std::pair<Value, Attribute>, Value> cache_;
+  DenseMap<Value, Operation*> lastInserted_;
+};
+
+struct PartitionPass : public impl::PartitionBase<PartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
+    if (!mesh) {
+      module.emitError("partition needs a `dist.mesh` module attribute");
+      return signalPassFailure();
+    }
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(Partitioner(func, mesh).run())) return signalPassFailure();
+  }
+};
+
+}  // namespace
+}  // namespace dtc::sharding

@@ -1,0 +1,222 @@
+// dtc-sharding-propagation: from a few annotations (user's or a strategy's) to a sharding of
+// every dimension of every value and a factor sharding (`dist.factors`) of every op.
+//
+// Each dimension of each value is unknown or known with a priority (user annotations 0,
+// propagated 1). An op's factor takes the axes of the best known dimension that belongs to it:
+// lowest priority number first, then the most axes (more sharding, less memory and work per
+// device), then the first operand or result. Unknown dimensions of the op's values then take
+// their factor's axes. Forward and backward sweeps repeat until nothing changes; a dimension,
+// once known, never changes, so this terminates. What stays unknown is replicated.
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include "Passes.h"
+#include "flatbuffers/ModelImporter.h"
+#include "sharding/ShardingUtils.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_SHARDINGPROPAGATION
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc::sharding {
+namespace {
+
+constexpr int kUser = 0, kPropagated = 1, kUnknown = 2;
+
+struct DimState {
+  ArrayAttr axes;  // null: unknown
+  int priority = kUnknown;
+};
+
+class Propagator {
+ public:
+  Propagator(func::FuncOp func, dist::MeshAttr mesh) : func_(func), mesh_(mesh), b_(func) {}
+
+  LogicalResult run() {
+    if (failed(seed())) return failure();
+    SmallVector<Operation*> ops;
+    for (Operation& op : func_.getBody().front().without_terminator()) {
+      FailureOr<OpShardingRule> rule = getShardingRule(&op);
+      if (failed(rule)) return failure();
+      rules_[&op] = std::move(*rule);
+      ops.push_back(&op);
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Operation* op : ops) changed |= apply(op);
+      for (Operation* op : llvm::reverse(ops)) changed |= apply(op);
+    }
+    finalize(ops);
+    return success();
+  }
+
+ private:
+  SmallVector<DimState>& state(Value v) {
+    auto [it, inserted] = states_.try_emplace(v);
+    if (inserted) it->second.resize(cast<RankedTensorType>(v.getType()).getRank());
+    return it->second;
+  }
+
+  LogicalResult annotate(Value v, dist::ShardingAttr sharding, Operation* where) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (auto error = sharding.check(mesh_, type.getShape()))
+      return where->emitError("cannot shard ") << describe(v) << " " << type << ": " << *error;
+    SmallVector<DimState>& dims = state(v);
+    for (auto [d, dim] : llvm::enumerate(dims))
+      if (dim.priority > kUser) dim = {sharding.dimAxes(d), kUser};
+    return success();
+  }
+
+  LogicalResult seed() {
+    for (BlockArgument arg : func_.getArguments())
+      if (auto s = func_.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr))
+        if (failed(annotate(arg, s, func_))) return failure();
+    Operation* ret = func_.getBody().front().getTerminator();
+    for (auto [i, v] : llvm::enumerate(ret->getOperands()))
+      if (auto s = func_.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr))
+        if (failed(annotate(v, s, ret))) return failure();
+    for (Operation& op : func_.getBody().front().without_terminator()) {
+      if (auto reshard = dyn_cast<dist::ReshardOp>(op))
+        if (failed(annotate(reshard.getResult(), reshard.getSharding(), &op))) return failure();
+      if (auto list = op.getAttrOfType<ArrayAttr>(dist::kShardingsAttr))
+        for (auto [v, s] : llvm::zip(op.getResults(), list))
+          if (failed(annotate(v, cast<dist::ShardingAttr>(s), &op))) return failure();
+    }
+    return success();
+  }
+
+  // The op's factor axes (`known[f]`: some dimension of factor f is known).
+  ArrayAttr chooseFactors(Operation* op, SmallVectorImpl<bool>& known) {
+    const OpShardingRule& rule = rules_[op];
+    SmallVector<DimState> best(rule.numFactors);
+    auto visit = [&](Value v, ArrayRef<int> dims) {
+      SmallVector<DimState>& st = state(v);
+      for (auto [d, f] : llvm::enumerate(dims)) {
+        if (f < 0 || !st[d].axes) continue;
+        DimState& cur = best[f];
+        if (st[d].priority < cur.priority ||
+            (st[d].priority == cur.priority && st[d].axes.size() > cur.axes.size()))
+          cur = st[d];
+      }
+    };
+    for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operands)) visit(v, dims);
+    for (auto [v, dims] : llvm::zip(op->getResults(), rule.results)) visit(v, dims);
+
+    // An axis shards one factor only (the first to claim it), and only as far as every
+    // dimension of the factor divides.
+    llvm::SmallSet<StringRef, 4> used;
+    SmallVector<Attribute> factors;
+    known.assign(rule.numFactors, false);
+    for (int f = 0; f < rule.numFactors; ++f) {
+      known[f] = static_cast<bool>(best[f].axes);
+      SmallVector<Attribute> axes;
+      if (best[f].axes)
+        for (Attribute a : best[f].axes)
+          if (!used.contains(cast<StringAttr>(a).getValue())) axes.push_back(a);
+      while (!axes.empty() && !divides(op, f, b_.getArrayAttr(axes))) axes.pop_back();
+      for (Attribute a : axes) used.insert(cast<StringAttr>(a).getValue());
+      factors.push_back(b_.getArrayAttr(axes));
+    }
+    return b_.getArrayAttr(factors);
+  }
+
+  bool divides(Operation* op, int f, ArrayAttr axes) {
+    int64_t parts = mesh_.groupSize(axes);
+    const OpShardingRule& rule = rules_[op];
+    auto check = [&](Value v, ArrayRef<int> dims) {
+      auto shape = cast<RankedTensorType>(v.getType()).getShape();
+      for (auto [d, g] : llvm::enumerate(dims))
+        if (g == f && shape[d] % parts != 0) return false;
+      return true;
+    };
+    for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operands))
+      if (!check(v, dims)) return false;
+    for (auto [v, dims] : llvm::zip(op->getResults(), rule.results))
+      if (!check(v, dims)) return false;
+    return true;
+  }
+
+  bool apply(Operation* op) {
+    SmallVector<bool> known;
+    ArrayAttr factors = chooseFactors(op, known);
+    const OpShardingRule& rule = rules_[op];
+    bool changed = false;
+    auto fill = [&](Value v, ArrayRef<int> dims) {
+      SmallVector<DimState>& st = state(v);
+      for (auto [d, f] : llvm::enumerate(dims))
+        if (f >= 0 && known[f] && !st[d].axes) {
+          st[d] = {cast<ArrayAttr>(factors[f]), kPropagated};
+          changed = true;
+        }
+    };
+    for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operands)) fill(v, dims);
+    for (auto [v, dims] : llvm::zip(op->getResults(), rule.results)) fill(v, dims);
+    return changed;
+  }
+
+  dist::ShardingAttr finalSharding(Value v) {
+    SmallVector<Attribute> dims;
+    for (DimState& d : state(v)) dims.push_back(d.axes ? d.axes : b_.getArrayAttr({}));
+    return dist::ShardingAttr::get(b_.getContext(), b_.getArrayAttr(dims), b_.getArrayAttr({}));
+  }
+
+  void finalize(ArrayRef<Operation*> ops) {
+    MLIRContext* ctx = b_.getContext();
+    for (BlockArgument arg : func_.getArguments())
+      func_.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, finalSharding(arg));
+    for (Operation* op : ops) {
+      SmallVector<bool> known;
+      ArrayAttr factors = chooseFactors(op, known);
+      const OpShardingRule& rule = rules_[op];
+      op->setAttr(kFactorsAttr, factors);
+      SmallVector<Attribute> results;
+      for (const auto& dims : rule.results)
+        results.push_back(project(ctx, dims, factors, partialAxes(ctx, rule, dims, factors)));
+      op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(results));
+    }
+    // Results must come out as the caller expects: annotated, or an updated state tensor's own
+    // sharding (state persists across steps), or as propagated, summed.
+    llvm::StringMap<dist::ShardingAttr> stateShardings;
+    for (BlockArgument arg : func_.getArguments())
+      for (const char* role : {attr::kParam, attr::kState})
+        if (auto name = func_.getArgAttrOfType<StringAttr>(arg.getArgNumber(), role))
+          stateShardings[name.getValue()] = finalSharding(arg);
+    Operation* ret = func_.getBody().front().getTerminator();
+    for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+      if (func_.getResultAttr(i, dist::kShardingAttr)) continue;
+      dist::ShardingAttr want = finalSharding(v);
+      if (auto upd = func_.getResultAttrOfType<StringAttr>(i, attr::kUpdates))
+        if (auto it = stateShardings.find(upd.getValue()); it != stateShardings.end())
+          want = it->second;
+      func_.setResultAttr(i, dist::kShardingAttr, want);
+    }
+  }
+
+  func::FuncOp func_;
+  dist::MeshAttr mesh_;
+  OpBuilder b_;
+  DenseMap<Value, SmallVector<DimState>> states_;
+  DenseMap<Operation*, OpShardingRule> rules_;
+};
+
+struct ShardingPropagationPass
+    : public impl::ShardingPropagationBase<ShardingPropagationPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
+    if (!mesh) {
+      module.emitError("sharding propagation needs a `dist.mesh` module attribute");
+      return signalPassFailure();
+    }
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(Propagator(func, mesh).run())) return signalPassFailure();
+  }
+};
+
+}  // namespace
+}  // namespace dtc::sharding

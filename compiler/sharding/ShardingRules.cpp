@@ -1,0 +1,283 @@
+#include "sharding/ShardingRules.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include "dist/IR/DistOps.h"
+#include "graph/IR/GraphOps.h"
+
+using namespace mlir;
+
+namespace dtc::sharding {
+namespace {
+
+int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+class RuleBuilder {
+ public:
+  explicit RuleBuilder(Operation* op) {
+    rule_.operands.resize(op->getNumOperands());
+    rule_.results.resize(op->getNumResults());
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) rule_.operands[i].assign(rankOf(v), -1);
+    for (auto [i, v] : llvm::enumerate(op->getResults())) rule_.results[i].assign(rankOf(v), -1);
+  }
+  int factor() { return rule_.numFactors++; }
+  SmallVector<int> factors(int n) {
+    SmallVector<int> f;
+    for (int i = 0; i < n; ++i) f.push_back(factor());
+    return f;
+  }
+  RuleBuilder& operand(unsigned i, int64_t dim, int f) { return set(rule_.operands[i], dim, f); }
+  RuleBuilder& result(unsigned i, int64_t dim, int f) { return set(rule_.results[i], dim, f); }
+  // Dimensions [0, fs.size()) of operand/result i get factors fs.
+  RuleBuilder& operandDims(unsigned i, ArrayRef<int> fs) {
+    for (auto [d, f] : llvm::enumerate(fs)) operand(i, d, f);
+    return *this;
+  }
+  RuleBuilder& resultDims(unsigned i, ArrayRef<int> fs) {
+    for (auto [d, f] : llvm::enumerate(fs)) result(i, d, f);
+    return *this;
+  }
+  OpShardingRule take() { return std::move(rule_); }
+
+ private:
+  RuleBuilder& set(SmallVector<int>& dims, int64_t dim, int f) {
+    if (dim >= 0 && dim < (int64_t)dims.size()) dims[dim] = f;
+    return *this;
+  }
+  OpShardingRule rule_;
+};
+
+// Every operand and result has the same shape (rank-0 operands, such as AdamW's step, excepted):
+// one factor per dimension.
+OpShardingRule elementwise(Operation* op) {
+  RuleBuilder b(op);
+  int64_t rank = rankOf(op->getResult(0));
+  SmallVector<int> fs = b.factors(rank);
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    if (rankOf(op->getOperand(i)) == rank) b.operandDims(i, fs);
+  for (unsigned i = 0; i < op->getNumResults(); ++i) b.resultDims(i, fs);
+  return b.take();
+}
+
+// NumPy broadcasting: a result dimension's factor reaches the right-aligned operand dimensions
+// that are not broadcast (size 1 against a larger result).
+OpShardingRule broadcasting(Operation* op) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
+  SmallVector<int> fs = b.factors(out.size());
+  b.resultDims(0, fs);
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    ArrayRef<int64_t> in = shapeOf(op->getOperand(i));
+    size_t lead = out.size() - in.size();
+    for (size_t d = 0; d < in.size(); ++d)
+      if (in[d] == out[lead + d]) b.operand(i, d, fs[lead + d]);
+  }
+  return b.take();
+}
+
+// Losses: every operand dimension is summed into the scalar, except the class dimension of
+// cross-entropy (the softmax needs whole rows).
+OpShardingRule loss(Operation* op, unsigned first, bool classDim, bool isGrad) {
+  RuleBuilder b(op);
+  int64_t rank = rankOf(op->getOperand(first));
+  SmallVector<int> fs = b.factors(rank);
+  if (classDim) fs.back() = -1;
+  for (unsigned i = first; i < op->getNumOperands(); ++i)
+    b.operandDims(i, ArrayRef<int>(fs).take_front(rankOf(op->getOperand(i))));
+  if (isGrad) b.resultDims(0, fs);
+  return b.take();
+}
+
+OpShardingRule matmul(Operation* op, bool tA, bool tB, int64_t batchDims) {
+  RuleBuilder b(op);
+  SmallVector<int> batch = b.factors(batchDims);
+  int m = b.factor(), n = b.factor(), k = b.factor();
+  b.operandDims(0, batch).operandDims(1, batch).resultDims(0, batch);
+  b.operand(0, batchDims + (tA ? 1 : 0), m).operand(0, batchDims + (tA ? 0 : 1), k);
+  b.operand(1, batchDims + (tB ? 1 : 0), k).operand(1, batchDims + (tB ? 0 : 1), n);
+  b.result(0, batchDims, m).result(0, batchDims + 1, n);
+  return b.take();
+}
+
+// Reshape: dimensions are grouped into runs of equal element count; the major dimension of a
+// group carries its factor to the group's major dimension on the other side (sharding it cuts
+// the same contiguous blocks). Other dimensions of a merged or split group stay whole.
+OpShardingRule reshape(Operation* op) {
+  RuleBuilder b(op);
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0)), out = shapeOf(op->getResult(0));
+  size_t i = 0, o = 0;
+  while (i < in.size() && o < out.size()) {
+    // Size-1 dimensions carry nothing.
+    if (in[i] == 1) { ++i; continue; }
+    if (out[o] == 1) { ++o; continue; }
+    size_t i0 = i, o0 = o;
+    int64_t a = in[i++], c = out[o++];
+    while (a != c) {
+      if (a < c && i < in.size()) a *= in[i++];
+      else if (c < a && o < out.size()) c *= out[o++];
+      else break;
+    }
+    if (a != c) break;
+    int f = b.factor();
+    b.operand(0, i0, f).result(0, o0, f);
+  }
+  return b.take();
+}
+
+OpShardingRule transpose(graph::TransposeOp op) {
+  RuleBuilder b(op);
+  SmallVector<int> fs = b.factors(rankOf(op.getX()));
+  b.operandDims(0, fs);
+  for (auto [d, p] : llvm::enumerate(op.getPerm())) b.result(0, d, fs[p]);
+  return b.take();
+}
+
+// The same factors everywhere, with dimension `axis` (split or concatenated) whole.
+OpShardingRule allButAxis(Operation* op, int64_t axis) {
+  RuleBuilder b(op);
+  SmallVector<int> fs = b.factors(rankOf(op->getResult(0)));
+  fs[axis] = -1;
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operandDims(i, fs);
+  for (unsigned i = 0; i < op->getNumResults(); ++i) b.resultDims(i, fs);
+  return b.take();
+}
+
+// Ops that need the last `whole` dimensions of their main operands whole (row statistics):
+// leading dimensions are shared by every operand and result of at least that rank.
+OpShardingRule leading(Operation* op, int64_t rank, int64_t whole) {
+  RuleBuilder b(op);
+  SmallVector<int> fs = b.factors(rank - whole);
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    if (rankOf(op->getOperand(i)) >= rank - whole) b.operandDims(i, fs);
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    if (rankOf(op->getResult(i)) >= rank - whole) b.resultDims(i, fs);
+  return b.take();
+}
+
+// NCHW ops whose batch and spatial dimensions must stay whole (batch statistics); channels
+// (dimension 1 of 4-D values, dimension 0 of per-channel vectors) share one factor.
+OpShardingRule perChannel(Operation* op) {
+  RuleBuilder b(op);
+  int c = b.factor();
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operand(i, rankOf(op->getOperand(i)) == 4 ? 1 : 0, c);
+  for (unsigned i = 0; i < op->getNumResults(); ++i) b.result(i, rankOf(op->getResult(i)) == 4 ? 1 : 0, c);
+  return b.take();
+}
+
+}  // namespace
+
+FailureOr<OpShardingRule> getShardingRule(Operation* op) {
+  using namespace graph;
+  std::optional<OpShardingRule> rule =
+      llvm::TypeSwitch<Operation*, std::optional<OpShardingRule>>(op)
+          .Case<ReluOp, TanhOp, GeluOp, ReluGradOp, TanhGradOp, GeluGradOp, SgdUpdateOp,
+                AdamwUpdateOp, dist::ReshardOp>([](Operation* o) { return elementwise(o); })
+          .Case<AddOp, SubOp, MulOp, BroadcastOp>([](Operation* o) { return broadcasting(o); })
+          .Case<FillOp>([](FillOp o) {
+            RuleBuilder b(o);
+            b.resultDims(0, b.factors(rankOf(o.getResult())));
+            return b.take();
+          })
+          .Case<ReduceSumOp>([](ReduceSumOp o) {
+            RuleBuilder b(o);
+            SmallVector<int> fs = b.factors(rankOf(o.getX()));
+            b.operandDims(0, fs);
+            ArrayRef<int64_t> axes = o.getAxes();
+            for (int64_t d = 0, r = 0; d < (int64_t)fs.size(); ++d) {
+              bool reduced = llvm::is_contained(axes, d);
+              if (!reduced) b.result(0, r, fs[d]);
+              if (!reduced || o.getKeepdims()) ++r;
+            }
+            return b.take();
+          })
+          .Case<ReshapeOp>([](ReshapeOp o) { return reshape(o); })
+          .Case<MatmulOp>([](MatmulOp o) {
+            return matmul(o, o.getTransposeLhs(), o.getTransposeRhs(), 0);
+          })
+          .Case<BatchMatmulOp>([](BatchMatmulOp o) {
+            return matmul(o, o.getTransposeLhs(), o.getTransposeRhs(), rankOf(o.getLhs()) - 2);
+          })
+          .Case<SoftmaxCrossEntropyOp>([](Operation* o) { return loss(o, 0, true, false); })
+          .Case<SoftmaxCrossEntropyGradOp>([](Operation* o) { return loss(o, 1, true, true); })
+          .Case<MseOp>([](Operation* o) { return loss(o, 0, false, false); })
+          .Case<MseGradOp>([](Operation* o) { return loss(o, 1, false, true); })
+          .Case<TransposeOp>([](TransposeOp o) { return transpose(o); })
+          .Case<SplitOp>([](SplitOp o) { return allButAxis(o, o.getAxis()); })
+          .Case<ConcatOp>([](ConcatOp o) { return allButAxis(o, o.getAxis()); })
+          .Case<CausalSoftmaxOp, CausalSoftmaxGradOp>([](Operation* o) {
+            return leading(o, rankOf(o->getResult(0)), 2);
+          })
+          .Case<LayerNormOp>([](LayerNormOp o) {
+            // Rows lead; the normalised dimension stays whole.
+            RuleBuilder b(o);
+            SmallVector<int> rows = b.factors(rankOf(o.getX()) - 1);
+            b.operandDims(0, rows).resultDims(0, rows).resultDims(1, rows).resultDims(2, rows);
+            return b.take();
+          })
+          .Case<LayerNormGradOp>([](LayerNormGradOp o) {
+            // Weight and bias gradients take no row factor: partial when rows are sharded.
+            RuleBuilder b(o);
+            SmallVector<int> rows = b.factors(rankOf(o.getX()) - 1);
+            b.operandDims(0, rows).operandDims(1, rows).operandDims(3, rows).operandDims(4, rows);
+            b.resultDims(0, rows);
+            return b.take();
+          })
+          .Case<EmbeddingOp>([](EmbeddingOp o) {
+            RuleBuilder b(o);
+            SmallVector<int> ids = b.factors(rankOf(o.getIds()));
+            int c = b.factor();
+            b.operandDims(1, ids).operand(0, 1, c).resultDims(0, ids).result(0, ids.size(), c);
+            return b.take();
+          })
+          .Case<EmbeddingGradOp>([](EmbeddingGradOp o) {
+            RuleBuilder b(o);
+            SmallVector<int> ids = b.factors(rankOf(o.getIds()));
+            int c = b.factor();
+            b.operandDims(1, ids).operandDims(0, ids).operand(0, ids.size(), c).result(0, 1, c);
+            return b.take();
+          })
+          .Case<Conv2dOp>([](Conv2dOp o) {
+            RuleBuilder b(o);
+            int n = b.factor(), oc = b.factor(), ic = b.factor();
+            b.operand(0, 0, n).operand(0, 1, ic).operand(1, 0, oc).operand(1, 1, ic);
+            b.result(0, 0, n).result(0, 1, oc);
+            return b.take();
+          })
+          .Case<Conv2dGradInputOp>([](Conv2dGradInputOp o) {
+            RuleBuilder b(o);
+            int n = b.factor(), oc = b.factor(), ic = b.factor();
+            b.operand(0, 0, n).operand(0, 1, oc).operand(1, 0, oc).operand(1, 1, ic);
+            b.result(0, 0, n).result(0, 1, ic);
+            return b.take();
+          })
+          .Case<Conv2dGradWeightOp>([](Conv2dGradWeightOp o) {
+            RuleBuilder b(o);
+            int n = b.factor(), oc = b.factor(), ic = b.factor();
+            b.operand(0, 0, n).operand(0, 1, oc).operand(1, 0, n).operand(1, 1, ic);
+            b.result(0, 0, oc).result(0, 1, ic);
+            return b.take();
+          })
+          .Case<MaxPool2dOp, MaxPool2dGradOp>([](Operation* o) {
+            RuleBuilder b(o);
+            int n = b.factor(), c = b.factor();
+            for (unsigned i = 0; i < o->getNumOperands(); ++i) b.operand(i, 0, n).operand(i, 1, c);
+            b.result(0, 0, n).result(0, 1, c);
+            return b.take();
+          })
+          .Case<BatchNormTrainOp, BatchNormTrainGradOp>([](Operation* o) { return perChannel(o); })
+          .Case<BatchNormEvalOp>([](BatchNormEvalOp o) {
+            // Running statistics: samples are independent.
+            RuleBuilder b(o);
+            SmallVector<int> fs = b.factors(4);
+            b.operandDims(0, fs).resultDims(0, fs);
+            for (unsigned i = 1; i < 5; ++i) b.operand(i, 0, fs[1]);
+            return b.take();
+          })
+          .Default([](Operation*) { return std::nullopt; });
+  if (!rule) return op->emitOpError("has no sharding rule");
+  return *rule;
+}
+
+}  // namespace dtc::sharding

@@ -1,0 +1,34 @@
+// Helpers shared by the sharding passes: per-op factor shardings (`dist.factors`), projecting
+// them onto operands and results, and conversions to the reshard planner's plain layouts.
+#pragma once
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include "dist/IR/DistOps.h"
+#include "sharding/ReshardPlanner.h"
+#include "sharding/ShardingRules.h"
+
+namespace dtc::sharding {
+
+// Op attribute written by propagation, read by the partitioner: the mesh axes of each factor of
+// the op's rule (ArrayAttr of ArrayAttr of StringAttr).
+inline constexpr const char kFactorsAttr[] = "dist.factors";
+
+// The sharding of an operand or result whose dimensions belong to `dims` (factor or -1), with
+// the factors' axes; partial over `partial`.
+dist::ShardingAttr project(mlir::MLIRContext* ctx, llvm::ArrayRef<int> dims,
+                           mlir::ArrayAttr factorAxes, mlir::ArrayAttr partial = {});
+
+// Axes of the factors that are sharded but absent from `dims`: the value is a partial sum over
+// them.
+mlir::ArrayAttr partialAxes(mlir::MLIRContext* ctx, const OpShardingRule& rule,
+                            llvm::ArrayRef<int> dims, mlir::ArrayAttr factorAxes);
+
+Mesh toMesh(dist::MeshAttr mesh);
+Layout toLayout(dist::MeshAttr mesh, dist::ShardingAttr sharding);
+
+// "tensor 'fc0.weight'", "result 0 of matmul at 'fc0'", … for errors about a value.
+std::string describe(mlir::Value value);
+
+}  // namespace dtc::sharding

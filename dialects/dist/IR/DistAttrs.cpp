@@ -1,0 +1,216 @@
+// MeshAttr and ShardingAttr: syntax, verification and shape arithmetic.
+#include "dist/IR/DistOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace dtc::dist;
+
+#define GET_ATTRDEF_CLASSES
+#include "dist/IR/DistAttrs.cpp.inc"
+
+void DistDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dist/IR/DistAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshAttr: #dist.mesh<dp = 2, tp = 4>
+//===----------------------------------------------------------------------===//
+
+Attribute MeshAttr::parse(AsmParser& parser, Type) {
+  SmallVector<Attribute> names;
+  SmallVector<int64_t> sizes;
+  auto parseAxis = [&]() -> ParseResult {
+    std::string name;
+    int64_t size;
+    if (parser.parseKeywordOrString(&name) || parser.parseEqual() || parser.parseInteger(size))
+      return failure();
+    names.push_back(parser.getBuilder().getStringAttr(name));
+    sizes.push_back(size);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater, parseAxis))
+    return {};
+  return parser.getChecked<MeshAttr>(parser.getContext(),
+                                     parser.getBuilder().getArrayAttr(names),
+                                     parser.getBuilder().getDenseI64ArrayAttr(sizes));
+}
+
+void MeshAttr::print(AsmPrinter& printer) const {
+  printer << "<";
+  for (size_t i = 0; i < rank(); ++i)
+    printer << (i ? ", " : "") << cast<StringAttr>(getNames()[i]).getValue() << " = "
+            << getSizes()[i];
+  printer << ">";
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr names,
+                               DenseI64ArrayAttr sizes) {
+  if (names.size() != sizes.size()) return emitError() << "mesh: names and sizes differ in count";
+  llvm::SmallSet<StringRef, 4> seen;
+  for (auto [name, size] : llvm::zip(names, sizes.asArrayRef())) {
+    auto str = dyn_cast<StringAttr>(name);
+    if (!str || str.getValue().empty()) return emitError() << "mesh: axis names must be strings";
+    if (!seen.insert(str.getValue()).second)
+      return emitError() << "mesh: axis '" << str.getValue() << "' named twice";
+    if (size < 1) return emitError() << "mesh: axis '" << str.getValue() << "' has size " << size;
+  }
+  return success();
+}
+
+int MeshAttr::axisIndex(StringRef name) const {
+  for (auto [i, n] : llvm::enumerate(getNames()))
+    if (cast<StringAttr>(n).getValue() == name) return static_cast<int>(i);
+  return -1;
+}
+
+int64_t MeshAttr::axisSize(StringRef name) const {
+  int i = axisIndex(name);
+  return i < 0 ? 0 : getSizes()[i];
+}
+
+int64_t MeshAttr::groupSize(ArrayAttr axes) const {
+  int64_t n = 1;
+  for (Attribute a : axes) n *= axisSize(cast<StringAttr>(a).getValue());
+  return n;
+}
+
+int64_t MeshAttr::numDevices() const {
+  int64_t n = 1;
+  for (int64_t s : getSizes().asArrayRef()) n *= s;
+  return n;
+}
+
+MeshAttr dtc::dist::getMesh(Operation* op) {
+  Operation* module = op;
+  while (module && !isa<ModuleOp>(module)) module = module->getParentOp();
+  return module ? module->getAttrOfType<MeshAttr>(kMeshAttr) : MeshAttr();
+}
+
+//===----------------------------------------------------------------------===//
+// ShardingAttr: #dist.sharding<[{dp}, {}], sum = {tp}>
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseAxisSet(AsmParser& parser, SmallVectorImpl<Attribute>& axes) {
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces, [&]() -> ParseResult {
+    std::string name;
+    if (parser.parseKeywordOrString(&name)) return failure();
+    axes.push_back(parser.getBuilder().getStringAttr(name));
+    return success();
+  });
+}
+
+static void printAxisSet(AsmPrinter& printer, ArrayAttr axes) {
+  printer << "{";
+  for (auto [i, a] : llvm::enumerate(axes))
+    printer << (i ? ", " : "") << cast<StringAttr>(a).getValue();
+  printer << "}";
+}
+
+Attribute ShardingAttr::parse(AsmParser& parser, Type) {
+  Builder& b = parser.getBuilder();
+  SmallVector<Attribute> dims, partial;
+  if (parser.parseLess()) return {};
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        SmallVector<Attribute> axes;
+        if (parseAxisSet(parser, axes)) return failure();
+        dims.push_back(b.getArrayAttr(axes));
+        return success();
+      }))
+    return {};
+  if (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseKeyword("sum") || parser.parseEqual() || parseAxisSet(parser, partial))
+      return {};
+  }
+  if (parser.parseGreater()) return {};
+  return parser.getChecked<ShardingAttr>(parser.getContext(), b.getArrayAttr(dims),
+                                         b.getArrayAttr(partial));
+}
+
+void ShardingAttr::print(AsmPrinter& printer) const {
+  printer << "<[";
+  for (auto [i, d] : llvm::enumerate(getDims())) {
+    if (i) printer << ", ";
+    printAxisSet(printer, cast<ArrayAttr>(d));
+  }
+  printer << "]";
+  if (isPartial()) {
+    printer << ", sum = ";
+    printAxisSet(printer, getPartial());
+  }
+  printer << ">";
+}
+
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr dims,
+                                   ArrayAttr partial) {
+  llvm::SmallSet<StringRef, 4> seen;
+  auto use = [&](Attribute a) -> LogicalResult {
+    auto s = dyn_cast<StringAttr>(a);
+    if (!s) return emitError() << "sharding: axes must be names";
+    if (!seen.insert(s.getValue()).second)
+      return emitError() << "sharding: mesh axis '" << s.getValue() << "' used twice";
+    return success();
+  };
+  for (Attribute d : dims) {
+    auto axes = dyn_cast<ArrayAttr>(d);
+    if (!axes) return emitError() << "sharding: each dimension needs a list of axes";
+    for (Attribute a : axes)
+      if (failed(use(a))) return failure();
+  }
+  for (Attribute a : partial)
+    if (failed(use(a))) return failure();
+  return success();
+}
+
+ShardingAttr ShardingAttr::replicated(MLIRContext* ctx, int64_t rank) {
+  Builder b(ctx);
+  SmallVector<Attribute> dims(rank, b.getArrayAttr({}));
+  return ShardingAttr::get(ctx, b.getArrayAttr(dims), b.getArrayAttr({}));
+}
+
+bool ShardingAttr::isFullyReplicated() const {
+  if (isPartial()) return false;
+  for (Attribute d : getDims())
+    if (!cast<ArrayAttr>(d).empty()) return false;
+  return true;
+}
+
+std::optional<std::string> ShardingAttr::check(MeshAttr mesh, ArrayRef<int64_t> shape) const {
+  if (getDims().size() != shape.size())
+    return "sharding has " + std::to_string(getDims().size()) + " dimensions, the tensor " +
+           std::to_string(shape.size());
+  auto known = [&](Attribute a) -> std::optional<std::string> {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (mesh.axisIndex(name) < 0) return "mesh has no axis '" + name.str() + "'";
+    return std::nullopt;
+  };
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    ArrayAttr axes = dimAxes(d);
+    for (Attribute a : axes)
+      if (auto err = known(a)) return err;
+    int64_t parts = mesh.groupSize(axes);
+    if (size % parts != 0) {
+      std::string names;
+      for (Attribute a : axes) names += (names.empty() ? "" : ",") + cast<StringAttr>(a).str();
+      return "dimension " + std::to_string(d) + " of size " + std::to_string(size) +
+             " does not divide over mesh axes {" + names + "} (" + std::to_string(parts) +
+             " devices)";
+    }
+  }
+  for (Attribute a : getPartial())
+    if (auto err = known(a)) return err;
+  return std::nullopt;
+}
+
+SmallVector<int64_t> ShardingAttr::localShape(MeshAttr mesh, ArrayRef<int64_t> shape) const {
+  SmallVector<int64_t> local(shape);
+  for (size_t d = 0; d < local.size() && d < getDims().size(); ++d)
+    local[d] /= mesh.groupSize(dimAxes(d));
+  return local;
+}
