@@ -1,0 +1,101 @@
+"""Data-parallel parity: a plan compiled with `--mesh dp=N` (and ZeRO-1) and run on N MPI
+processes must train exactly as the single-device plan on the same global batches: losses and
+final weights within 1e-5 (relative; max |diff| / max |w| per tensor). What differs is only
+the order of floating-point sums (each device sums its slice, then the all-reduce sums the
+devices).
+
+BatchNorm: dtc computes batch statistics over the global batch (PyTorch's SyncBatchNorm), so
+the ConvNet matches its single-device run too; plain PyTorch DDP would use per-device
+statistics instead."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from dtc_harness import load_safetensors, read_log, run, tool, weight_error, write_tokens  # noqa: E402
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
+TOLERANCE = 1e-5
+
+
+def train(model, work, name, batch, flags, devices, data, steps, seed, extra=()):
+    plan = os.path.join(work, f"{name}.dtp")
+    run(tool("dtc"), "compile", model, "-o", plan, "--batch", batch, *flags)
+    log, save = os.path.join(work, f"{name}.jsonl"), os.path.join(work, f"{name}-final")
+    cmd = [tool("dtrun"), plan, "--data", data, "--steps", steps, "--seed", seed, "--log", log,
+           "--save", save, "--threads", 1, *extra]
+    out = run(*(MPIRUN + [devices] + cmd if devices > 1 else cmd)).stdout
+    entries = read_log(log)
+    assert [e["step"] for e in entries] == list(range(1, steps + 1)), f"{name}: bad log"
+    # Only rank 0 prints: one header line, one line per step, maybe one eval line.
+    assert sum(line.startswith("plan ") for line in out.splitlines()) == 1, f"{name}: {out}"
+    evals = [line for line in out.splitlines() if line.startswith("eval:")]
+    return ([e["loss"] for e in entries], load_safetensors(os.path.join(save, "model.safetensors")),
+            evals[0] if evals else None)
+
+
+def compare(model_name, model, work, batch, optim, data, steps, seed, configs, extra=()):
+    ref_losses, ref_final, ref_eval = train(model, work, f"{model_name}-single", batch, optim, 1,
+                                            data, steps, seed, extra)
+    assert all(np.isfinite(ref_losses)), f"{model_name}: {ref_losses}"
+    for name, flags, devices in configs:
+        losses, final, evaluation = train(model, work, f"{model_name}-{name}", batch, optim + flags,
+                                          devices, data, steps, seed, extra)
+        loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
+        worst = max(ref_final, key=lambda k: weight_error({k: final[k]}, {k: ref_final[k]}))
+        weight_err = weight_error(final, ref_final)
+        print(f"{model_name} {name}: max loss rel err {loss_err:.2e}, max weight rel err "
+              f"{weight_err:.2e} ({worst})" + (f"; {evaluation}" if evaluation else ""))
+        assert sorted(final) == sorted(ref_final), f"{model_name} {name}: parameter names differ"
+        assert loss_err <= TOLERANCE, f"{model_name} {name}: losses {losses} vs {ref_losses}"
+        assert weight_err <= TOLERANCE, f"{model_name} {name}: weights differ by {weight_err}"
+        if ref_eval:
+            ours = float(evaluation.split("loss ")[1].split()[0])
+            theirs = float(ref_eval.split("loss ")[1].split()[0])
+            assert abs(ours - theirs) <= TOLERANCE * abs(theirs), f"{evaluation} vs {ref_eval}"
+            assert evaluation.split("|")[1:] == ref_eval.split("|")[1:], "accuracy differs"
+
+
+DP = [("dp1", ["--mesh", "dp=1"], 1), ("dp2", ["--mesh", "dp=2"], 2), ("dp4", ["--mesh", "dp=4"], 4),
+      ("dp2-zero1", ["--mesh", "dp=2", "--zero", 1], 2), ("dp4-zero1", ["--mesh", "dp=4", "--zero", 1], 4),
+      ("dp2-bucket0", ["--mesh", "dp=2", "--bucket-mb", 0], 2)]
+
+
+def main():
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as work:
+        data = os.path.join(work, "data")
+        os.makedirs(data)
+        np.save(os.path.join(data, "input.npy"), rng.standard_normal((96, 784)).astype(np.float32))
+        np.save(os.path.join(data, "target.npy"), rng.integers(0, 10, 96).astype(np.int64))
+        mlp = os.path.join(work, "mlp.dtm")
+        run(tool("dtc"), "zoo", "mlp", "--seed", 5, "-o", mlp)
+        compare("mlp", mlp, work, 32, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9,
+                                       "--weight-decay", 1e-3], data, 8, 3, DP, ("--eval", data))
+        compare("mlp-adamw", mlp, work, 32, ["--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4],
+                data, 8, 3, DP[1:4])
+
+        tokens = ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64)
+        bin_path = os.path.join(work, "train.bin")
+        write_tokens(bin_path, tokens)
+        gpt = os.path.join(work, "gpt.dtm")
+        run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4,
+            "--embd", 32, "--seed", 11, "-o", gpt)
+        compare("gpt", gpt, work, 8, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4], bin_path,
+                6, 5, DP[:4])
+
+        cdata = os.path.join(work, "cdata")
+        os.makedirs(cdata)
+        np.save(os.path.join(cdata, "input.npy"), rng.random((64, 784), dtype=np.float32))
+        np.save(os.path.join(cdata, "target.npy"), rng.integers(0, 10, 64).astype(np.int64))
+        convnet = os.path.join(work, "convnet.dtm")
+        run(tool("dtc"), "zoo", "convnet", "--seed", 2, "-o", convnet)
+        compare("convnet", convnet, work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
+                cdata, 8, 7, DP[1:4], ("--eval", cdata))
+    print("data parallel parity: ok")
+
+
+if __name__ == "__main__":
+    main()
