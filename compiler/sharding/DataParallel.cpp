@@ -26,16 +26,17 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
     ModuleOp module = getOperation();
     Builder b(module);
     if (dp < 1) {
-      module.emitError("data parallelism needs dp >= 1, got ") << dp;
+      module.emitError("data parallelism needs dp >= 1, got ") << static_cast<int64_t>(dp);
       return signalPassFailure();
     }
     if (zero != 0 && zero != 1) {
-      module.emitError("ZeRO stage ") << zero << " is not supported (0 or 1)";
+      module.emitError("ZeRO stage ") << static_cast<int64_t>(zero) << " is not supported (0 or 1)";
       return signalPassFailure();
     }
     auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
     if (mesh && mesh.axisIndex(kAxis) >= 0 && mesh.axisSize(kAxis) != dp) {
-      module.emitError("the mesh's dp axis has ") << mesh.axisSize(kAxis) << " devices, not " << dp;
+      module.emitError("the mesh's dp axis has ") << mesh.axisSize(kAxis) << " devices, not "
+                                                   << static_cast<int64_t>(dp);
       return signalPassFailure();
     }
     if (!mesh || mesh.axisIndex(kAxis) < 0) {
@@ -74,7 +75,7 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
         if (type.getDimSize(dim) % dp != 0)
           return func.emitError("the batch of ")
                  << type.getDimSize(dim) << " samples (input '" << data.getValue()
-                 << "') does not divide over " << dp << " data-parallel devices";
+                 << "') does not divide over " << static_cast<int64_t>(dp) << " data-parallel devices";
         s = splitDim(b, type.getRank(), dim);
       } else if (auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState)) {
         if (zero == 1)

@@ -4,6 +4,8 @@
 #include <map>
 #include <sstream>
 
+#include "plan/communication.h"
+
 namespace dtc {
 namespace {
 
@@ -74,6 +76,10 @@ std::string summarizePlanText(const Plan& plan) {
   os << "parameters: " << params << " tensors (" << trainable << " trainable), " << paramCount
      << " values, " << paramBytes << " bytes\n";
   os << "optimizer state: " << slots << " tensors, " << stateBytes << " bytes\n";
+  std::string mesh = meshText(plan);
+  if (!mesh.empty())
+    os << "mesh: " << mesh << " (" << meshDevices(plan)
+       << " devices; every rank runs this plan on its shards, so the sizes below are per rank)\n";
   os << "state region: " << p.state_bytes() << " bytes; arena peak (largest function): "
      << plan.maxArenaBytes() << " bytes; total " << p.state_bytes() + plan.maxArenaBytes()
      << " bytes\n";
@@ -84,6 +90,17 @@ std::string summarizePlanText(const Plan& plan) {
        << " bytes (" << s.naiveArenaBytes << " without reuse)\n    ops:";
     for (auto& [op, n] : s.ops) os << " " << op << "=" << n;
     os << "\n";
+    std::vector<CollectiveCost> comms = collectivesOf(plan, *f);
+    if (comms.empty()) continue;
+    double sent = 0;
+    for (const CollectiveCost& c : comms) sent += c.sentBytes;
+    os << "    communication per call, per rank: " << comms.size() << " collective(s), sends "
+       << static_cast<uint64_t>(sent + 0.5) << " bytes (ring algorithms)\n";
+    for (const CollectiveCost& c : comms)
+      os << "      " << c.op << " over " << c.axes << " (" << c.group << " ranks): " << c.bytes
+         << " bytes in " << c.tensors << (c.tensors == 1 ? " tensor" : " tensors") << ", sends "
+         << static_cast<uint64_t>(c.sentBytes + 0.5) << (c.loc.empty() ? "" : " [" + c.loc + "]")
+         << "\n";
   }
   os << "parameters:\n";
   for (const plan::StateTensor* s : *p.state()) {
@@ -103,6 +120,7 @@ std::string summarizePlanJson(const Plan& plan) {
   std::ostringstream os;
   os << "{\"version\":" << p.version() << ",\"batch_size\":" << p.batch_size()
      << ",\"optimizer\":" << quote(p.optimizer() ? p.optimizer()->str() : "")
+     << ",\"mesh\":" << quote(meshText(plan)) << ",\"devices\":" << meshDevices(plan)
      << ",\"state_bytes\":" << p.state_bytes() << ",\"arena_bytes\":" << plan.maxArenaBytes()
      << ",\"state\":[";
   bool first = true;
@@ -124,7 +142,15 @@ std::string summarizePlanJson(const Plan& plan) {
        << ",\"op_counts\":{";
     bool firstOp = true;
     for (auto& [op, n] : s.ops) os << (firstOp ? "" : ",") << quote(op) << ":" << n, firstOp = false;
-    os << "},\"steps\":[";
+    os << "},\"collectives\":[";
+    bool firstComm = true;
+    for (const CollectiveCost& c : collectivesOf(plan, *f)) {
+      os << (firstComm ? "" : ",") << "{\"op\":" << quote(c.op) << ",\"axes\":" << quote(c.axes)
+         << ",\"group\":" << c.group << ",\"tensors\":" << c.tensors << ",\"bytes\":" << c.bytes
+         << ",\"sent_bytes\":" << static_cast<uint64_t>(c.sentBytes + 0.5) << "}";
+      firstComm = false;
+    }
+    os << "],\"steps\":[";
     bool firstStep = true;
     if (f->steps())
       for (const plan::Step* step : *f->steps()) {

@@ -1,0 +1,56 @@
+#include "plan/communication.h"
+
+namespace dtc {
+
+std::string meshText(const Plan& plan) {
+  std::string text;
+  if (const auto* mesh = plan.root().mesh())
+    for (const plan::MeshAxis* axis : *mesh)
+      text += (text.empty() ? "" : ",") + axis->name()->str() + "=" + std::to_string(axis->size());
+  return text;
+}
+
+int64_t meshDevices(const Plan& plan) {
+  int64_t n = 1;
+  if (const auto* mesh = plan.root().mesh())
+    for (const plan::MeshAxis* axis : *mesh) n *= axis->size();
+  return n;
+}
+
+std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function& f) {
+  static const char* kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                       "collective_broadcast", "send", "recv"};
+  std::vector<CollectiveCost> out;
+  const auto* mesh = plan.root().mesh();
+  if (!mesh || !f.steps()) return out;
+  for (const plan::Step* step : *f.steps()) {
+    std::string op = step->op()->str();
+    bool collective = false;
+    for (const char* c : kCollectives) collective |= op == c;
+    if (!collective) continue;
+    CollectiveCost c;
+    c.op = op;
+    c.loc = step->loc() ? step->loc()->str() : "";
+    if (step->attrs())
+      for (const plan::Attr* a : *step->attrs())
+        if (a->name()->str() == "axes" && a->ints())
+          for (int64_t axis : *a->ints()) {
+            if (axis < 0 || axis >= static_cast<int64_t>(mesh->size())) continue;  // verified at bind
+            c.axes += (c.axes.empty() ? "" : ",") + mesh->Get(axis)->name()->str();
+            c.group *= mesh->Get(axis)->size();
+          }
+    const auto* values = op == "recv" ? step->outputs() : step->inputs();
+    c.tensors = values ? static_cast<int>(values->size()) : 0;
+    if (values)
+      for (uint32_t id : *values) c.bytes += valueBytes(*f.values()->Get(id));
+    double n = static_cast<double>(c.group), b = static_cast<double>(c.bytes);
+    if (op == "all_reduce") c.sentBytes = 2 * (n - 1) / n * b;
+    else if (op == "reduce_scatter" || op == "all_to_all") c.sentBytes = (n - 1) / n * b;
+    else if (op == "all_gather") c.sentBytes = (n - 1) * b;
+    else if (op == "collective_broadcast" || op == "send") c.sentBytes = b;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace dtc

@@ -1,0 +1,31 @@
+// What a partitioned plan sends between devices: its collectives and their bytes per call, with
+// ring-algorithm volumes (what NCCL and MPI move for large messages).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+
+namespace dtc {
+
+struct CollectiveCost {
+  std::string op;          // all_reduce, all_gather, …
+  std::string axes;        // mesh axis names, "dp" or "dp,tp"
+  int64_t group = 1;       // devices taking part
+  int tensors = 1;         // tensors moved in one call (a bucket holds several)
+  uint64_t bytes = 0;      // local input bytes on one device
+  double sentBytes = 0;    // bytes one device sends: all_reduce 2(n-1)/n·bytes, reduce_scatter
+                           // and all_to_all (n-1)/n·bytes, all_gather (n-1)·bytes, send bytes
+  std::string loc;
+};
+
+// The collectives of `f` in program order (empty for a single-device plan).
+std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function& f);
+
+// "dp=2,tp=4", or "" for a single-device plan.
+std::string meshText(const Plan& plan);
+int64_t meshDevices(const Plan& plan);
+
+}  // namespace dtc
