@@ -70,6 +70,22 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
   }];
 }
 
+def Accumulate : Pass<"dtc-accumulate", "mlir::ModuleOp"> {
+  let summary = "Gradient accumulation: @grad over `micro-batches` micro-batches, summed";
+  let description = [{
+    Rewrites @grad to take each data input once per micro-batch (argument attribute
+    `graph.micro_batch` = k) and to run forward and backward on each in turn: the loss and the
+    gradients are the sums over micro-batches, with every mean dividing by all K·B rows
+    (`count`), so the step equals one step on the K-times-larger batch. Buffers updated by the
+    forward pass (BatchNorm running statistics) thread from one micro-batch to the next, as K
+    forward calls in PyTorch. Run after dtc-autodiff, before dtc-optimizer. With partitioning,
+    the sums of partial gradients stay partial: one reduction per step, not per micro-batch.
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", "1", "micro-batches per step (K)">,
+  ];
+}
+
 def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   let summary = "Data-parallel strategy: annotate batch inputs split over `dp`, state replicated";
   let description = [{

@@ -62,6 +62,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   // One pass per pass manager, so the IR can be written after each for users exploring it.
   std::vector<std::unique_ptr<Pass>> pipeline;
   pipeline.push_back(createAutodiff());
+  if (options.accumulate != 1) pipeline.push_back(createAccumulate(AccumulateOptions{options.accumulate}));
   pipeline.push_back(createOptimizer(optim));
   pipeline.push_back(createEvalFunction());
   if (options.dataParallel > 0) {

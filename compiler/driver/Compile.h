@@ -24,6 +24,7 @@ struct CompileOptions {
   int64_t dataParallel = 0;
   int64_t zeroStage = 0;      // 1: optimizer state sharded over dp
   double bucketMb = 25.0;     // all-reduce bucket size
+  int64_t accumulate = 1;     // micro-batches per step (gradient accumulation)
 };
 
 // Registers the dialects dtc uses on `ctx`.

@@ -173,8 +173,10 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
       batchDim = bd ? static_cast<int32_t>(bd.getInt()) : 0;
     }
     auto sharding = writeSharding(func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
+    auto micro = func.getArgAttrOfType<IntegerAttr>(i, attr::kMicroBatch);
     arguments.push_back(plan::CreateBinding(fbb_, index[arg], role,
-                                            fbb_.CreateString(name.str()), batchDim, sharding));
+                                            fbb_.CreateString(name.str()), batchDim, sharding,
+                                            micro ? static_cast<int32_t>(micro.getInt()) : 0));
   }
   std::vector<flatbuffers::Offset<plan::Step>> steps;
   for (Operation& op : func.getBody().front().without_terminator()) {
@@ -250,6 +252,7 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
     return s ? s.str() : std::string();
   };
   auto batch = module_->getAttrOfType<IntegerAttr>(attr::kBatchSize);
+  auto micro = module_->getAttrOfType<IntegerAttr>(attr::kMicroBatches);
   auto stateBytes = module_->getAttrOfType<IntegerAttr>(attr::kStateBytes).getInt();
   std::vector<flatbuffers::Offset<plan::MeshAxis>> meshAxes;
   if (auto mesh = module_->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr))
@@ -263,7 +266,8 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       fbb_, kPlanVersion, fbb_.CreateString("dtc"), batch ? batch.getInt() : 0,
       fbb_.CreateVector(state), static_cast<uint64_t>(stateBytes), fbb_.CreateVector(functions),
       fbb_.CreateString(str(attr::kPredictions)), fbb_.CreateString(str(attr::kTargets)),
-      fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector);
+      fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector,
+      micro ? static_cast<int32_t>(micro.getInt()) : 1);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
   return success();

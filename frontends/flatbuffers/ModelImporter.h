@@ -35,6 +35,8 @@ inline constexpr const char kPredictions[] = "graph.predictions";
 inline constexpr const char kTargets[] = "graph.targets";
 inline constexpr const char kBatchSize[] = "graph.batch_size";
 inline constexpr const char kBatchDim[] = "graph.batch_dim";    // data arg: the sample dimension
+inline constexpr const char kMicroBatch[] = "graph.micro_batch";  // data arg: which micro-batch
+inline constexpr const char kMicroBatches[] = "graph.micro_batches";  // module: per step
 }  // namespace attr
 
 }  // namespace dtc

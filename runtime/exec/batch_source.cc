@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "data/sampler.h"
 #include "data/tokens.h"
 #include "io/npy.h"
@@ -22,6 +24,7 @@ struct RowSlice {
   int64_t offset = 0, rows = 0;
 };
 
+// Micro-batch k of a step is rows [k·B, (k+1)·B) of the step's K·B rows.
 StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorView& dest,
                             int64_t globalBatch) {
   RowSlice slice{0, globalBatch};
@@ -49,7 +52,17 @@ StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorVi
                                 std::to_string(dest.shape.empty() ? 0 : dest.shape[0]) +
                                 " samples per device, its batch share is " +
                                 std::to_string(slice.rows));
+  if (b.micro_batch() < 0) return Status::InvalidInput(ex.plan().name() + " is invalid: micro-batch < 0");
+  slice.offset += static_cast<int64_t>(b.micro_batch()) * globalBatch;
   return slice;
+}
+
+// Batches of batch_size rows that one call of `f` consumes (its micro-batches).
+int64_t microBatches(const plan::Function& f) {
+  int64_t n = 1;
+  for (const plan::Binding* b : *f.arguments())
+    if (b->role() == plan::Role::data) n = std::max<int64_t>(n, b->micro_batch() + 1);
+  return n;
 }
 
 std::vector<int64_t> take(const std::vector<int64_t>& all, RowSlice s) {
@@ -86,7 +99,7 @@ class NpySource : public BatchSource {
       DTC_ASSIGN_OR_RETURN(RowSlice slice, rowSlice(ex, *b, dest, ex.plan().root().batch_size()));
       source->inputs_.push_back({name, std::move(array), dest, slice});
     }
-    int64_t batch = ex.plan().root().batch_size();
+    int64_t batch = ex.plan().root().batch_size() * microBatches(f);
     if (!source->inputs_.empty() && source->rows_ < batch)
       return Status::InvalidInput(dir + " has " + std::to_string(source->rows_) +
                                   " samples, fewer than one batch of " + std::to_string(batch));
@@ -133,32 +146,40 @@ class TokenSource : public BatchSource {
     auto source = std::make_unique<TokenSource>();
     std::string fn = f.name()->str();
     std::string targets = ex.plan().root().targets() ? ex.plan().root().targets()->str() : "";
-    const plan::Binding* tokensBinding = nullptr;
+    // One (tokens, targets) pair per micro-batch.
+    source->micro_.resize(microBatches(f));
+    std::vector<const plan::Binding*> tokensBindings(source->micro_.size(), nullptr);
     for (const plan::Binding* b : *f.arguments()) {
       if (b->role() != plan::Role::data) continue;
       TensorView view = ex.view(fn, b->value());
       if (view.dtype != DType::kI64 || view.shape.size() != 2)
         return Status::InvalidInput(path + " is a token file, but the model's input '" +
                                     b->name()->str() + "' is not int64 [B, T]");
+      Micro& m = source->micro_[b->micro_batch()];
       if (b->name()->str() == targets) {
-        source->targets_ = view;
-      } else if (!tokensBinding) {
-        tokensBinding = b;
-        source->tokens_ = view;
+        m.targets = view;
+      } else if (!tokensBindings[b->micro_batch()]) {
+        tokensBindings[b->micro_batch()] = b;
+        m.tokens = view;
         source->tokensName_ = b->name()->str();
       } else {
         return Status::InvalidInput(path + " is a token file, but the model takes more than "
                                     "tokens and targets");
       }
     }
-    if (!tokensBinding || !source->targets_.data || source->targets_.shape != source->tokens_.shape)
-      return Status::InvalidInput(path + " is a token file, but the model does not take "
-                                  "[B, T] tokens and targets");
-    DTC_ASSIGN_OR_RETURN(source->slice_, rowSlice(ex, *tokensBinding, source->tokens_,
-                                                  ex.plan().root().batch_size()));
+    for (size_t k = 0; k < source->micro_.size(); ++k) {
+      Micro& m = source->micro_[k];
+      if (!tokensBindings[k] || !m.targets.data || m.targets.shape != m.tokens.shape)
+        return Status::InvalidInput(path + " is a token file, but the model does not take "
+                                    "[B, T] tokens and targets");
+      DTC_ASSIGN_OR_RETURN(m.slice, rowSlice(ex, *tokensBindings[k], m.tokens,
+                                             ex.plan().root().batch_size()));
+    }
+    const plan::Binding* tokensBinding = tokensBindings[0];
+    source->tokens_ = source->micro_[0].tokens;
     DTC_ASSIGN_OR_RETURN(source->file_, data::TokenFile::open(path));
     source->t_ = source->tokens_.shape[1];
-    source->batch_ = ex.plan().root().batch_size();
+    source->batch_ = ex.plan().root().batch_size() * static_cast<int64_t>(source->micro_.size());
     source->seed_ = seed;
     if (source->file_.size() <= source->t_)
       return Status::InvalidInput(path + " holds " + std::to_string(source->file_.size()) +
@@ -194,15 +215,20 @@ class TokenSource : public BatchSource {
   }
 
  private:
+  struct Micro {
+    TensorView tokens, targets;
+    RowSlice slice;  // this device's windows of the step
+  };
   void fill(const std::vector<int64_t>& offsets) {
-    data::fillWindows(file_, take(offsets, slice_), t_, tokens_.i64(), targets_.i64());
+    for (Micro& m : micro_)
+      data::fillWindows(file_, take(offsets, m.slice), t_, m.tokens.i64(), m.targets.i64());
   }
 
   data::TokenFile file_;
-  TensorView tokens_, targets_;
+  std::vector<Micro> micro_;
+  TensorView tokens_;  // micro-batch 0's, for input()
   std::string tokensName_;
-  int64_t t_ = 0, batch_ = 0;  // batch_: the global batch (every device's windows)
-  RowSlice slice_;
+  int64_t t_ = 0, batch_ = 0;  // batch_: the step's windows (every device, every micro-batch)
   uint64_t seed_ = 0;
 };
 

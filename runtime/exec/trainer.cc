@@ -183,7 +183,8 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
     const plan::Function& f = *plan.function("train_step");
     uint32_t lossIndex = resultIndex(f, plan::Role::loss);
     if (lossIndex == kNone) return Status::InvalidInput(plan.name() + ": train_step returns no loss");
-    int64_t batch = plan.root().batch_size();
+    // Samples per step: every micro-batch of the global batch.
+    int64_t batch = plan.root().batch_size() * std::max(1, plan.root().micro_batches());
     std::unique_ptr<std::ofstream> log;
     std::string logTmp = options.logPath + ".tmp";
     if (!options.logPath.empty() && lead) {

@@ -57,7 +57,11 @@ std::string summarizePlanText(const Plan& plan) {
   std::ostringstream os;
   os << "plan " << plan.name() << " (format v" << p.version() << ", by "
      << (p.producer() ? p.producer()->str() : "?") << ")\n";
-  os << "batch size " << p.batch_size() << "; optimizer: "
+  os << "batch size " << p.batch_size();
+  if (p.micro_batches() > 1)
+    os << " x " << p.micro_batches() << " micro-batches per step (" << p.batch_size() * p.micro_batches()
+       << " samples)";
+  os << "; optimizer: "
      << (p.optimizer() ? p.optimizer()->str() : "") << "\n";
   uint64_t paramCount = 0, paramBytes = 0, stateBytes = 0;
   int params = 0, trainable = 0, slots = 0;
@@ -120,7 +124,7 @@ std::string summarizePlanJson(const Plan& plan) {
   std::ostringstream os;
   os << "{\"version\":" << p.version() << ",\"batch_size\":" << p.batch_size()
      << ",\"optimizer\":" << quote(p.optimizer() ? p.optimizer()->str() : "")
-     << ",\"mesh\":" << quote(meshText(plan)) << ",\"devices\":" << meshDevices(plan)
+     << ",\"micro_batches\":" << p.micro_batches() << ",\"mesh\":" << quote(meshText(plan)) << ",\"devices\":" << meshDevices(plan)
      << ",\"state_bytes\":" << p.state_bytes() << ",\"arena_bytes\":" << plan.maxArenaBytes()
      << ",\"state\":[";
   bool first = true;

@@ -1,8 +1,8 @@
-"""Data-parallel parity: a plan compiled with `--mesh dp=N` (and ZeRO-1) and run on N MPI
-processes must train exactly as the single-device plan on the same global batches: losses and
-final weights within 1e-5 (relative; max |diff| / max |w| per tensor). What differs is only
-the order of floating-point sums (each device sums its slice, then the all-reduce sums the
-devices).
+"""Data-parallel parity: a plan compiled with `--mesh dp=N` (and ZeRO-1, and gradient
+accumulation) and run on N MPI processes must train exactly as the single-device plan on the
+same global batches: losses and final weights within 1e-5 (relative; max |diff| / max |w| per
+tensor). What differs is only the order of floating-point sums (each device sums its slice,
+then the all-reduce sums the devices; accumulation sums micro-batches).
 
 BatchNorm: dtc computes batch statistics over the global batch (PyTorch's SyncBatchNorm), so
 the ConvNet matches its single-device run too; plain PyTorch DDP would use per-device
@@ -40,8 +40,12 @@ def compare(model_name, model, work, batch, optim, data, steps, seed, configs, e
     ref_losses, ref_final, ref_eval = train(model, work, f"{model_name}-single", batch, optim, 1,
                                             data, steps, seed, extra)
     assert all(np.isfinite(ref_losses)), f"{model_name}: {ref_losses}"
-    for name, flags, devices in configs:
-        losses, final, evaluation = train(model, work, f"{model_name}-{name}", batch, optim + flags,
+    for config in configs:
+        # (name, flags, devices[, micro-batch size]): with --accumulate K the micro-batch is
+        # batch/K, and the step must equal the single-device step on the whole batch.
+        name, flags, devices = config[:3]
+        micro = config[3] if len(config) > 3 else batch
+        losses, final, evaluation = train(model, work, f"{model_name}-{name}", micro, optim + flags,
                                           devices, data, steps, seed, extra)
         loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
         worst = max(ref_final, key=lambda k: weight_error({k: final[k]}, {k: ref_final[k]}))
@@ -63,6 +67,13 @@ DP = [("dp1", ["--mesh", "dp=1"], 1), ("dp2", ["--mesh", "dp=2"], 2), ("dp4", ["
       ("dp2-bucket0", ["--mesh", "dp=2", "--bucket-mb", 0], 2)]
 
 
+def accumulation(batch):
+    """Gradient accumulation, alone and with data parallelism and ZeRO-1."""
+    return [("acc4", ["--accumulate", 4], 1, batch // 4),
+            ("dp2-acc2", ["--mesh", "dp=2", "--accumulate", 2], 2, batch // 2),
+            ("dp2-zero1-acc4", ["--mesh", "dp=2", "--zero", 1, "--accumulate", 4], 2, batch // 4)]
+
+
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
@@ -73,7 +84,8 @@ def main():
         mlp = os.path.join(work, "mlp.dtm")
         run(tool("dtc"), "zoo", "mlp", "--seed", 5, "-o", mlp)
         compare("mlp", mlp, work, 32, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9,
-                                       "--weight-decay", 1e-3], data, 8, 3, DP, ("--eval", data))
+                                       "--weight-decay", 1e-3], data, 8, 3, DP + accumulation(32),
+                ("--eval", data))
         compare("mlp-adamw", mlp, work, 32, ["--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4],
                 data, 8, 3, DP[1:4])
 
@@ -84,7 +96,7 @@ def main():
         run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4,
             "--embd", 32, "--seed", 11, "-o", gpt)
         compare("gpt", gpt, work, 8, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4], bin_path,
-                6, 5, DP[:4])
+                6, 5, DP[:4] + accumulation(8))
 
         cdata = os.path.join(work, "cdata")
         os.makedirs(cdata)

@@ -25,7 +25,8 @@ constexpr const char kUsage[] =
     "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"
     "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
-    "              [--mesh dp=N] [--zero 0|1] [--bucket-mb F] [--dump-ir DIR]\n"
+    "              [--mesh dp=N] [--zero 0|1] [--bucket-mb F] [--accumulate K]\n"
+    "              [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
 int fail(const std::string& message, int code = 2) {
@@ -119,7 +120,8 @@ int runZoo(int argc, char** argv) {
 int runCompile(int argc, char** argv) {
   auto args = dtc::Args::parse(argc, argv, 2,
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
-                                "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb"},
+                                "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
+                                "accumulate"},
                                {});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -161,6 +163,10 @@ int runCompile(int argc, char** argv) {
   if (!bucket.ok()) return fail(bucket.status());
   if (*bucket < 0) return fail("dtc compile: --bucket-mb must be >= 0");
   options.bucketMb = *bucket;
+  auto accumulate = args->integer("accumulate", 1);
+  if (!accumulate.ok()) return fail(accumulate.status());
+  if (*accumulate < 1) return fail("dtc compile: --accumulate must be >= 1");
+  options.accumulate = *accumulate;
 
   auto model = dtc::ModelFile::read(args->positionals()[0]);
   if (!model) return fail(llvm::toString(model.takeError()));
