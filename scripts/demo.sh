@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job (`make demo`): the zoo MLP and ConvNet trained on Fashion-MNIST (test accuracy
-# printed), then a small GPT on a byte-level text corpus (validation loss and a greedy sample).
+# The main job (`make demo`): the zoo MLP (on one process, then data-parallel on two) and
+# ConvNet trained on Fashion-MNIST (test accuracy printed), then a small GPT on a byte-level text corpus (validation loss and a greedy sample).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +21,18 @@ echo "IR after every pass: $OUT/ir"
 "$DTRUN" "$OUT/mlp.dtp" --data "$DATA/train" --steps 1200 --seed 0 \
   --eval "$DATA/test" --log "$OUT/train.jsonl" --save "$OUT/model"
 echo "log: $OUT/train.jsonl; parameters: $OUT/model/model.safetensors"
+
+# The same training, data-parallel over 2 MPI processes: the compiler splits the batch, inserts
+# the gradient all-reduce (one 25 MB bucket) and every rank reads its half of each batch. The
+# losses equal the single-process run's to fp32 rounding (sums run in another order) for
+# hundreds of steps; over 1200 AdamW steps such differences compound, and the test accuracy
+# lands within a few tenths of a percent.
+"$DTC" compile "$OUT/mlp.dtm" -o "$OUT/mlp-dp2.dtp" --batch 100 --optimizer adamw --lr 1e-3 \
+  --mesh dp=2
+"$DTC" inspect "$OUT/mlp-dp2.dtp" | grep -A3 "function train_step"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRUN" "$OUT/mlp-dp2.dtp" \
+  --data "$DATA/train" --steps 1200 --seed 0 --threads 1 --eval "$DATA/test" \
+  --log "$OUT/train-dp2.jsonl" | tail -2
 
 # The classic ConvNet (Conv-BatchNorm-ReLU-MaxPool x2, Linear) on the same data: one epoch.
 "$DTC" zoo convnet --seed 0 -o "$OUT/convnet.dtm"

@@ -1,0 +1,90 @@
+"""Data-parallel training step on N processes: dtrun (plan compiled with --mesh dp=N, launched by
+mpirun, MPI all-reduce) against PyTorch DistributedDataParallel (gloo all-reduce), both with
+one thread per process, the zoo MLP and AdamW, the same global batch split over the processes.
+Milliseconds per step of rank 0, best of ROUNDS medians."""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+from common import ROUNDS, STEPS, WARMUP, report, tools
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
+
+
+def dtrun_ms(dtrun, plan, data, procs, batch, work):
+    log = os.path.join(work, "bench.jsonl")
+    subprocess.run(MPIRUN + [str(procs), dtrun, plan, "--data", data, "--steps", str(WARMUP + STEPS),
+                    "--threads", "1", "--log", log], check=True, stdout=subprocess.DEVNULL)
+    rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
+    return 1000.0 * batch / float(np.median(rates))
+
+
+def ddp_worker(rank, procs, store, batch, out):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=procs)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128),
+                                torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)  # 25 MB buckets, as dtc's default
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
+    rng = np.random.default_rng(rank)
+    local = batch // procs
+    x = torch.from_numpy(rng.standard_normal((local * 8, 784)).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 10, local * 8).astype(np.int64))
+    times = []
+    for i in range(WARMUP + STEPS):
+        lo = (i % 8) * local
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        F.cross_entropy(ddp(x[lo:lo + local]), y[lo:lo + local]).backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    if rank == 0:
+        with open(out, "w") as f:
+            f.write(str(1000.0 * float(np.median(times[WARMUP:]))))
+    dist.destroy_process_group()
+
+
+def ddp_ms(procs, batch, work):
+    store, out = os.path.join(work, "store"), os.path.join(work, "ddp_ms")
+    for path in (store, out):
+        if os.path.exists(path):
+            os.remove(path)
+    mp.spawn(ddp_worker, args=(procs, store, batch, out), nprocs=procs, join=True)
+    return float(open(out).read())
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", required=True)
+    p.add_argument("--procs", type=int, required=True)
+    p.add_argument("--batch", type=int, required=True)
+    a = p.parse_args()
+    dtc, dtrun = tools(a.build)
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as work:
+        np.save(f"{work}/input.npy", rng.standard_normal((8192, 784)).astype(np.float32))
+        np.save(f"{work}/target.npy", rng.integers(0, 10, 8192).astype(np.int64))
+        subprocess.run([dtc, "zoo", "mlp", "-o", f"{work}/mlp.dtm"], check=True)
+        subprocess.run([dtc, "compile", f"{work}/mlp.dtm", "-o", f"{work}/mlp.dtp", "--batch", str(a.batch),
+                        "--optimizer", "adamw", "--lr", "1e-3", "--mesh", f"dp={a.procs}"], check=True)
+        ours, theirs = [], []
+        for _ in range(ROUNDS):
+            ours.append(dtrun_ms(dtrun, f"{work}/mlp.dtp", work, a.procs, a.batch, work))
+            theirs.append(ddp_ms(a.procs, a.batch, work))
+    report(f"MLP 784-256-128-10, AdamW, global batch {a.batch} over {a.procs} processes x 1 thread "
+           f"(dtrun: MPI; PyTorch: DDP over gloo), best of {ROUNDS} medians of {STEPS} steps",
+           min(ours), min(theirs), torch.__version__)
+
+
+if __name__ == "__main__":
+    main()
