@@ -125,8 +125,12 @@ Status checkWorldSize(const Plan& plan, int processes, const std::string& launch
     return Status::InvalidInput(plan.name() + " runs on one process, but " + launcher +
                                 " started " + std::to_string(processes) +
                                 " (partition it with dtc compile --mesh)");
-  return Status::InvalidInput(plan.name() + " is partitioned for " + std::to_string(devices) +
-                              " devices (mesh " + text + "), but " + launcher + " started " +
+  std::string what = plan.name() + " is partitioned for " + std::to_string(devices) +
+                     " devices (mesh " + text + ")";
+  if (processes == 1)
+    return Status::InvalidInput(what + "; launch one process per device (mpirun -np " +
+                                std::to_string(devices) + " dtrun ...)");
+  return Status::InvalidInput(what + ", but " + launcher + " started " +
                               std::to_string(processes) + " processes");
 }
 
