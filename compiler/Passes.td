@@ -86,6 +86,18 @@ def Accumulate : Pass<"dtc-accumulate", "mlir::ModuleOp"> {
   ];
 }
 
+def SyncBatchNorm : Pass<"dtc-sync-batch-norm", "mlir::ModuleOp"> {
+  let summary = "Cut BatchNorm at its per-channel sums, so a split batch all-reduces statistics";
+  let description = [{
+    batch_norm_train becomes batch_norm_sum → batch_norm_centered_squares →
+    batch_norm_normalize, and batch_norm_train_grad becomes batch_norm_grad_sums →
+    batch_norm_grad_input (whose sums are the weight and bias gradients). The sums are linear
+    in the batch: partitioned over it, each is partial and the partitioner all-reduces C values
+    where the whole op would have needed the whole batch. Same results on one device; part of
+    the partitioned pipelines.
+  }];
+}
+
 def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   let summary = "Data-parallel strategy: annotate batch inputs split over `dp`, state replicated";
   let description = [{

@@ -66,6 +66,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   pipeline.push_back(createOptimizer(optim));
   pipeline.push_back(createEvalFunction());
   if (options.dataParallel > 0) {
+    pipeline.push_back(createSyncBatchNorm());
     pipeline.push_back(createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
     pipeline.push_back(createShardingPropagation());
     pipeline.push_back(createPartition());

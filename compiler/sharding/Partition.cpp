@@ -105,15 +105,7 @@ class Partitioner {
     if (!factors) return op->emitOpError("has no factor sharding (run dtc-sharding-propagation)");
     const OpShardingRule& rule = rules_[op];
 
-    // Sums stay pending through add and sub when both operands are partial alike (linearity).
-    ArrayAttr carried;
-    if (isa<graph::AddOp, graph::SubOp>(op)) {
-      dist::ShardingAttr lhs = actual_[op->getOperand(0)], rhs = actual_[op->getOperand(1)];
-      if (lhs.isPartial() && lhs.getPartial() == rhs.getPartial() &&
-          lhs.getDims() == project(ctx, rule.operands[0], factors).getDims() &&
-          rhs.getDims() == project(ctx, rule.operands[1], factors).getDims())
-        carried = lhs.getPartial();
-    }
+    ArrayAttr carried = carriedPartial(op, rule, factors);
     for (unsigned i = 0; i < op->getNumOperands(); ++i) {
       FailureOr<Value> v =
           reshard(op->getOperand(i), project(ctx, rule.operands[i], factors, carried), op);
@@ -122,8 +114,12 @@ class Partitioner {
     }
     SmallVector<Attribute> shardings;
     for (auto [j, result] : llvm::enumerate(op->getResults())) {
-      ArrayAttr partial = partialAxes(ctx, rule, rule.results[j], factors);
-      if (carried) partial = carried;
+      ArrayAttr partial = partialAxes(ctx, rule, j, factors);
+      if (carried) {
+        SmallVector<Attribute> both(carried.begin(), carried.end());
+        both.append(partial.begin(), partial.end());
+        partial = b_.getArrayAttr(both);
+      }
       dist::ShardingAttr s = project(ctx, rule.results[j], factors, partial);
       actual_[result] = s;
       result.setType(localType(global_[result], s));
@@ -132,6 +128,35 @@ class Partitioner {
     op->removeAttr(kFactorsAttr);
     op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(shardings));
     return success();
+  }
+
+  // Sums stay pending through ops that are linear in their operands: add and sub of operands
+  // partial alike, and reduce_sum, reshape, transpose and broadcast of a partial operand (a
+  // bias gradient's reductions run locally and only the [C] result is all-reduced). Null when
+  // the op needs its operands summed first.
+  ArrayAttr carriedPartial(Operation* op, const OpShardingRule& rule, ArrayAttr factors) {
+    MLIRContext* ctx = op->getContext();
+    bool linear = isa<graph::AddOp, graph::SubOp>(op) ||
+                  isa<graph::ReduceSumOp, graph::ReshapeOp, graph::TransposeOp, graph::BroadcastOp>(op);
+    if (!linear) return {};
+    ArrayAttr partial = actual_[op->getOperand(0)].getPartial();
+    if (partial.empty()) return {};
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      dist::ShardingAttr have = actual_[v];
+      if (have.getPartial() != partial ||
+          have.getDims() != project(ctx, rule.operands[i], factors).getDims())
+        return {};
+    }
+    // The carried axes must not also split a dimension of the result or be summed anew.
+    for (auto [j, dims] : llvm::enumerate(rule.results)) {
+      dist::ShardingAttr out = project(ctx, dims, factors, partialAxes(ctx, rule, j, factors));
+      for (Attribute a : partial) {
+        if (llvm::is_contained(out.getPartial(), a)) return {};
+        for (Attribute d : out.getDims())
+          if (llvm::is_contained(cast<ArrayAttr>(d), a)) return {};
+      }
+    }
+    return partial;
   }
 
   // `value` with sharding `want`: the planner's collectives, inserted right after `value` is

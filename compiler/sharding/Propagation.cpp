@@ -175,8 +175,8 @@ class Propagator {
       const OpShardingRule& rule = rules_[op];
       op->setAttr(kFactorsAttr, factors);
       SmallVector<Attribute> results;
-      for (const auto& dims : rule.results)
-        results.push_back(project(ctx, dims, factors, partialAxes(ctx, rule, dims, factors)));
+      for (auto [j, dims] : llvm::enumerate(rule.results))
+        results.push_back(project(ctx, dims, factors, partialAxes(ctx, rule, j, factors)));
       op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(results));
     }
     // Results must come out as the caller expects: annotated, or an updated state tensor's own

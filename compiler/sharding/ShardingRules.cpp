@@ -39,7 +39,24 @@ class RuleBuilder {
     for (auto [d, f] : llvm::enumerate(fs)) result(i, d, f);
     return *this;
   }
-  OpShardingRule take() { return std::move(rule_); }
+  // Result i does not depend on factor f (which it lacks): not a sum over it.
+  RuleBuilder& independent(unsigned i, int f) {
+    independent_.push_back({i, f});
+    return *this;
+  }
+  // By default a result sums over every operand factor it lacks.
+  OpShardingRule take() {
+    rule_.summed.assign(rule_.results.size(), {});
+    for (unsigned i = 0; i < rule_.results.size(); ++i)
+      for (int f = 0; f < rule_.numFactors; ++f) {
+        bool inOperands = false;
+        for (const auto& dims : rule_.operands) inOperands |= llvm::is_contained(dims, f);
+        if (inOperands && !llvm::is_contained(rule_.results[i], f) &&
+            !llvm::is_contained(independent_, std::make_pair(i, f)))
+          rule_.summed[i].push_back(f);
+      }
+    return std::move(rule_);
+  }
 
  private:
   RuleBuilder& set(SmallVector<int>& dims, int64_t dim, int f) {
@@ -47,6 +64,7 @@ class RuleBuilder {
     return *this;
   }
   OpShardingRule rule_;
+  SmallVector<std::pair<unsigned, int>> independent_;
 };
 
 // Every operand and result has the same shape (rank-0 operands, such as AdamW's step, excepted):
@@ -166,6 +184,23 @@ OpShardingRule perChannel(Operation* op) {
   return b.take();
 }
 
+// Synchronised BatchNorm pieces: every dimension of NCHW values is a factor, per-channel vectors
+// share the channel factor; sums over N, H, W are partial when those are split.
+OpShardingRule nchwWithChannels(Operation* op) {
+  RuleBuilder b(op);
+  SmallVector<int> fs = b.factors(4);
+  auto dims = [&](Value v) -> SmallVector<int> {
+    return rankOf(v) == 4 ? fs : SmallVector<int>{fs[1]};
+  };
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operandDims(i, dims(op->getOperand(i)));
+  for (unsigned i = 0; i < op->getNumResults(); ++i) b.resultDims(i, dims(op->getResult(i)));
+  // batch_norm_normalize's statistics come from the (whole-batch) sums, not from x.
+  if (isa<graph::BatchNormNormalizeOp>(op))
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      for (int d : {0, 2, 3}) b.independent(i, fs[d]);
+  return b.take();
+}
+
 }  // namespace
 
 FailureOr<OpShardingRule> getShardingRule(Operation* op) {
@@ -267,6 +302,9 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
             return b.take();
           })
           .Case<BatchNormTrainOp, BatchNormTrainGradOp>([](Operation* o) { return perChannel(o); })
+          .Case<BatchNormSumOp, BatchNormCenteredSquaresOp, BatchNormNormalizeOp,
+                BatchNormGradSumsOp, BatchNormGradInputOp>(
+              [](Operation* o) { return nchwWithChannels(o); })
           .Case<BatchNormEvalOp>([](BatchNormEvalOp o) {
             // Running statistics: samples are independent.
             RuleBuilder b(o);

@@ -1,10 +1,11 @@
 // Factor-based sharding rules of the graph ops (in the style of OpenXLA Shardy's
 // OpShardingRule). Every dimension of every operand and result belongs to a factor (an index
 // space of the op's computation) or to none (-1: the op needs that dimension whole). Sharding
-// a factor over mesh axes shards every dimension that belongs to it. A factor that appears in
-// operands but not in a result is summed over for that result: sharding it leaves that result
-// partial over its axes. Rules only give a dimension a factor when that holds, so -1 also marks
-// the non-linear reductions (softmax rows, normalisation statistics).
+// a factor over mesh axes shards every dimension that belongs to it. A factor of the operands
+// that a result lacks is either summed over for that result (`summed`: sharding it leaves the
+// result partial over its axes) or one the result does not depend on (it comes out whole on
+// every device). Rules only give a dimension a factor when one of the two holds, so -1 also
+// marks the non-linear reductions (softmax rows, normalisation statistics).
 #pragma once
 
 #include "mlir/IR/Operation.h"
@@ -17,6 +18,7 @@ struct OpShardingRule {
   int numFactors = 0;
   llvm::SmallVector<llvm::SmallVector<int>> operands;  // [operand][dim] -> factor or -1
   llvm::SmallVector<llvm::SmallVector<int>> results;   // [result][dim] -> factor or -1
+  llvm::SmallVector<llvm::SmallVector<int>> summed;    // [result] -> factors summed into it
 };
 
 // The rule of `op`; failure (with an error on `op`) if it has none.

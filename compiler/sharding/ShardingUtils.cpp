@@ -16,13 +16,11 @@ dist::ShardingAttr project(MLIRContext* ctx, ArrayRef<int> dims, ArrayAttr facto
   return dist::ShardingAttr::get(ctx, b.getArrayAttr(out), partial ? partial : b.getArrayAttr({}));
 }
 
-ArrayAttr partialAxes(MLIRContext* ctx, const OpShardingRule& rule, ArrayRef<int> dims,
+ArrayAttr partialAxes(MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
                       ArrayAttr factorAxes) {
   SmallVector<Attribute> axes;
-  for (int f = 0; f < rule.numFactors; ++f) {
-    if (llvm::is_contained(dims, f)) continue;
+  for (int f : rule.summed[result])
     for (Attribute a : cast<ArrayAttr>(factorAxes[f])) axes.push_back(a);
-  }
   return Builder(ctx).getArrayAttr(axes);
 }
 

@@ -20,10 +20,9 @@ inline constexpr const char kFactorsAttr[] = "dist.factors";
 dist::ShardingAttr project(mlir::MLIRContext* ctx, llvm::ArrayRef<int> dims,
                            mlir::ArrayAttr factorAxes, mlir::ArrayAttr partial = {});
 
-// Axes of the factors that are sharded but absent from `dims`: the value is a partial sum over
-// them.
-mlir::ArrayAttr partialAxes(mlir::MLIRContext* ctx, const OpShardingRule& rule,
-                            llvm::ArrayRef<int> dims, mlir::ArrayAttr factorAxes);
+// Axes of the sharded factors that result `result` sums over: it is partial over them.
+mlir::ArrayAttr partialAxes(mlir::MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
+                            mlir::ArrayAttr factorAxes);
 
 Mesh toMesh(dist::MeshAttr mesh);
 Layout toLayout(dist::MeshAttr mesh, dist::ShardingAttr sharding);

@@ -88,3 +88,23 @@ module attributes {dist.mesh = #dist.mesh<dp = 2>} {
   }
 }
 
+
+// -----
+
+// Sums stay pending through linear ops: a conv-bias gradient (reduce over the batch, then over
+// the spatial dimensions, then reshape) all-reduces its 4 values, not the [4, 3] intermediate.
+// CHECK-LABEL: func.func @partial_through_linear
+// CHECK: graph.reduce_sum %arg0 {{.*}}sum = {dp}
+// CHECK-NEXT: graph.reduce_sum {{.*}}sum = {dp}
+// CHECK-NEXT: graph.reshape {{.*}}sum = {dp}
+// CHECK-NEXT: dist.all_reduce %{{.*}} over ["dp"] : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NOT: dist.all_reduce
+module attributes {dist.mesh = #dist.mesh<dp = 2>} {
+  func.func @partial_through_linear(%dy: tensor<8x4x3xf32> {dist.sharding = #dist.sharding<[{dp}, {}, {}]>})
+      -> (tensor<4xf32> {dist.sharding = #dist.sharding<[{}]>}) {
+    %a = graph.reduce_sum %dy {axes = array<i64: 0>} : tensor<8x4x3xf32> -> tensor<4x3xf32>
+    %b = graph.reduce_sum %a {axes = array<i64: 1>, keepdims = true} : tensor<4x3xf32> -> tensor<4x1xf32>
+    %c = graph.reshape %b : tensor<4x1xf32> -> tensor<4xf32>
+    return %c : tensor<4xf32>
+  }
+}

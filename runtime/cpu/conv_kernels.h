@@ -53,4 +53,27 @@ void batchNormEval(const float* x, const float* weight, const float* bias,
                    const float* runningMean, const float* runningVar, float* y, int64_t n,
                    int64_t c, int64_t s, float eps, ThreadPool& pool);
 
+// Synchronised BatchNorm (sync_batch_norm.cc): batchNormTrain and batchNormTrainGrad cut at
+// their per-channel sums, which a partitioned plan all-reduces in between. `count` is the
+// number of values per channel in the whole batch (N·S over every device).
+// sum[c] = Σ x over N, S.
+void batchNormSum(const float* x, float* sum, int64_t n, int64_t c, int64_t s, ThreadPool& pool);
+// squares[c] = Σ (x − sum/count)².
+void batchNormCenteredSquares(const float* x, const float* sum, float* squares, int64_t n,
+                              int64_t c, int64_t s, int64_t count, ThreadPool& pool);
+// batchNormTrain's results from the whole batch's sums.
+void batchNormNormalize(const float* x, const float* sum, const float* squares,
+                        const float* weight, const float* bias, const float* runningMean,
+                        const float* runningVar, float* y, float* mean, float* rstd,
+                        float* newRunningMean, float* newRunningVar, int64_t n, int64_t c,
+                        int64_t s, int64_t count, float eps, float momentum, ThreadPool& pool);
+// dbias[c] = Σ dy, dweight[c] = Σ dy·xhat (the parameter gradients; partial per device).
+void batchNormGradSums(const float* dy, const float* x, const float* mean, const float* rstd,
+                       float* dbias, float* dweight, int64_t n, int64_t c, int64_t s,
+                       ThreadPool& pool);
+// dx from the whole batch's dbias and dweight.
+void batchNormGradInput(const float* dy, const float* x, const float* weight, const float* mean,
+                        const float* rstd, const float* dbias, const float* dweight, float* dx,
+                        int64_t n, int64_t c, int64_t s, int64_t count, ThreadPool& pool);
+
 }  // namespace dtc::cpu

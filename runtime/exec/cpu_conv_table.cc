@@ -136,6 +136,92 @@ StatusOr<BoundStep> bindBatchNormEval(const StepContext& ctx) {
   });
 }
 
+// Synchronised BatchNorm pieces: `count` (the whole batch's values per channel) must cover at
+// least the local ones.
+StatusOr<int64_t> syncCount(const StepContext& ctx, const std::array<int64_t, 3>& dims) {
+  int64_t count = ctx.intAttr("count");
+  if (count < dims[0] * dims[2])
+    return invalid(ctx, "count " + std::to_string(count) + " is below the " +
+                            std::to_string(dims[0] * dims[2]) + " values per channel it holds");
+  return count;
+}
+
+StatusOr<BoundStep> bindBatchNormSum(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_ASSIGN_OR_RETURN(auto dims, normShape(ctx, ctx.inputs[0], {&ctx.outputs[0]}));
+  TensorView x = ctx.inputs[0], sum = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchNormSum(x.f32(), sum.f32(), dims[0], dims[1], dims[2], *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindBatchNormCenteredSquares(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_ASSIGN_OR_RETURN(auto dims, normShape(ctx, ctx.inputs[0], {&ctx.inputs[1], &ctx.outputs[0]}));
+  DTC_ASSIGN_OR_RETURN(int64_t count, syncCount(ctx, dims));
+  TensorView x = ctx.inputs[0], sum = ctx.inputs[1], sq = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchNormCenteredSquares(x.f32(), sum.f32(), sq.f32(), dims[0], dims[1], dims[2], count,
+                                  *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindBatchNormNormalize(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 7, 5));
+  const auto& in = ctx.inputs;
+  const auto& out = ctx.outputs;
+  DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], out[0]));
+  DTC_ASSIGN_OR_RETURN(auto dims, normShape(ctx, in[0], {&in[1], &in[2], &in[3], &in[4], &in[5],
+                                                         &in[6], &out[1], &out[2], &out[3], &out[4]}));
+  DTC_ASSIGN_OR_RETURN(int64_t count, syncCount(ctx, dims));
+  float eps = static_cast<float>(ctx.floatAttr("eps"));
+  float momentum = static_cast<float>(ctx.floatAttr("momentum"));
+  std::vector<TensorView> i = in, o = out;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchNormNormalize(i[0].f32(), i[1].f32(), i[2].f32(), i[3].f32(), i[4].f32(), i[5].f32(),
+                            i[6].f32(), o[0].f32(), o[1].f32(), o[2].f32(), o[3].f32(), o[4].f32(),
+                            dims[0], dims[1], dims[2], count, eps, momentum, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindBatchNormGradSums(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 4, 2));
+  const auto& in = ctx.inputs;
+  DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], in[1]));
+  DTC_ASSIGN_OR_RETURN(auto dims, normShape(ctx, in[1], {&in[2], &in[3], &ctx.outputs[0],
+                                                         &ctx.outputs[1]}));
+  std::vector<TensorView> i = in, o = ctx.outputs;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchNormGradSums(i[0].f32(), i[1].f32(), i[2].f32(), i[3].f32(), o[0].f32(), o[1].f32(),
+                           dims[0], dims[1], dims[2], *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindBatchNormGradInput(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 7, 1));
+  const auto& in = ctx.inputs;
+  DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], in[1]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, in[1], ctx.outputs[0]));
+  DTC_ASSIGN_OR_RETURN(auto dims, normShape(ctx, in[1], {&in[2], &in[3], &in[4], &in[5], &in[6]}));
+  DTC_ASSIGN_OR_RETURN(int64_t count, syncCount(ctx, dims));
+  std::vector<TensorView> i = in;
+  TensorView dx = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchNormGradInput(i[0].f32(), i[1].f32(), i[2].f32(), i[3].f32(), i[4].f32(), i[5].f32(),
+                            i[6].f32(), dx.f32(), dims[0], dims[1], dims[2], count, *pool);
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 const BinderTable& convBinders() {
@@ -148,6 +234,11 @@ const BinderTable& convBinders() {
       {"batch_norm_train", bindBatchNormTrain},
       {"batch_norm_train_grad", bindBatchNormTrainGrad},
       {"batch_norm_eval", bindBatchNormEval},
+      {"batch_norm_sum", bindBatchNormSum},
+      {"batch_norm_centered_squares", bindBatchNormCenteredSquares},
+      {"batch_norm_normalize", bindBatchNormNormalize},
+      {"batch_norm_grad_sums", bindBatchNormGradSums},
+      {"batch_norm_grad_input", bindBatchNormGradInput},
   };
   return table;
 }

@@ -105,3 +105,65 @@ LogicalResult BatchNormEvalOp::inferReturnTypes(MLIRContext*, std::optional<Loca
   types.push_back(adaptor.getX().getType());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Synchronised BatchNorm pieces: per-channel results [C] of NCHW x.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+LogicalResult perChannelTypes(MLIRContext* ctx, std::optional<Location> loc, Value x,
+                              ValueRange perChannel, unsigned count,
+                              SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> shape = shapeOf(x);
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : perChannel) shapes.push_back(shapeOf(v));
+  if (auto error = checkBatchNorm(shape, shapes)) return emitOptionalError(loc, *error);
+  types.append(count, f32Tensor(ctx, {shape[1]}));
+  return success();
+}
+
+}  // namespace
+
+LogicalResult BatchNormSumOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                               Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  return perChannelTypes(ctx, loc, adaptor.getX(), {}, 1, types);
+}
+
+LogicalResult BatchNormCenteredSquaresOp::inferReturnTypes(MLIRContext* ctx,
+                                                           std::optional<Location> loc,
+                                                           Adaptor adaptor,
+                                                           SmallVectorImpl<Type>& types) {
+  return perChannelTypes(ctx, loc, adaptor.getX(), adaptor.getSum(), 1, types);
+}
+
+LogicalResult BatchNormNormalizeOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  types.push_back(adaptor.getX().getType());
+  return perChannelTypes(ctx, loc, adaptor.getX(),
+                         {adaptor.getSum(), adaptor.getSquares(), adaptor.getWeight(),
+                          adaptor.getBias(), adaptor.getRunningMean(), adaptor.getRunningVar()},
+                         4, types);
+}
+
+LogicalResult BatchNormGradSumsOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                    Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  if (adaptor.getDy().getType() != adaptor.getX().getType())
+    return emitOptionalError(loc, "dy and x differ in type");
+  return perChannelTypes(ctx, loc, adaptor.getX(), {adaptor.getMean(), adaptor.getRstd()}, 2,
+                         types);
+}
+
+LogicalResult BatchNormGradInputOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  if (adaptor.getDy().getType() != adaptor.getX().getType())
+    return emitOptionalError(loc, "dy and x differ in type");
+  SmallVector<Type> unused;
+  if (failed(perChannelTypes(ctx, loc, adaptor.getX(),
+                             {adaptor.getWeight(), adaptor.getMean(), adaptor.getRstd(),
+                              adaptor.getDbias(), adaptor.getDweight()},
+                             0, unused)))
+    return failure();
+  types.push_back(adaptor.getX().getType());
+  return success();
+}

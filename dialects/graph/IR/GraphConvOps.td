@@ -68,3 +68,47 @@ def Graph_BatchNormEvalOp : Graph_Op<"batch_norm_eval", [Pure, InferTypeOpAdapto
   let results = (outs Graph_F32Tensor:$y);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
+
+// Synchronised BatchNorm: batch_norm_train and its gradient cut at their per-channel sums, so a
+// partitioned batch all-reduces 2·C values per BatchNorm instead of gathering activations.
+// dtc-sync-batch-norm rewrites to these before partitioning; `count` is the number of values
+// per channel in the whole batch. They appear after autodiff only (no gradient rules).
+
+def Graph_BatchNormSumOp : Graph_Op<"batch_norm_sum", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Per-channel sum of NCHW x over N, H, W";
+  let arguments = (ins Graph_F32Tensor:$x);
+  let results = (outs Graph_F32Tensor:$sum);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($sum)";
+}
+def Graph_BatchNormCenteredSquaresOp : Graph_Op<"batch_norm_centered_squares",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "Per-channel Σ (x − sum/count)²";
+  let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$sum, I64Attr:$count);
+  let results = (outs Graph_F32Tensor:$squares);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+def Graph_BatchNormNormalizeOp : Graph_Op<"batch_norm_normalize", [Pure, InferTypeOpAdaptor]> {
+  let summary = "batch_norm_train's results from the whole batch's sum and centered squares";
+  let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$sum, Graph_F32Tensor:$squares,
+                       Graph_F32Tensor:$weight, Graph_F32Tensor:$bias,
+                       Graph_F32Tensor:$running_mean, Graph_F32Tensor:$running_var,
+                       I64Attr:$count, F32Attr:$eps, F32Attr:$momentum);
+  let results = (outs Graph_F32Tensor:$y, Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd,
+                      Graph_F32Tensor:$new_running_mean, Graph_F32Tensor:$new_running_var);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+def Graph_BatchNormGradSumsOp : Graph_Op<"batch_norm_grad_sums", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Per-channel Σ dy and Σ dy·xhat: the bias and weight gradients";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$x, Graph_F32Tensor:$mean,
+                       Graph_F32Tensor:$rstd);
+  let results = (outs Graph_F32Tensor:$dbias, Graph_F32Tensor:$dweight);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+def Graph_BatchNormGradInputOp : Graph_Op<"batch_norm_grad_input", [Pure, InferTypeOpAdaptor]> {
+  let summary = "The input gradient of batch_norm_train from the whole batch's gradient sums";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$x, Graph_F32Tensor:$weight,
+                       Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd, Graph_F32Tensor:$dbias,
+                       Graph_F32Tensor:$dweight, I64Attr:$count);
+  let results = (outs Graph_F32Tensor:$dx);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
