@@ -98,6 +98,24 @@ def SyncBatchNorm : Pass<"dtc-sync-batch-norm", "mlir::ModuleOp"> {
   }];
 }
 
+def UserShardings : Pass<"dtc-user-shardings", "mlir::ModuleOp"> {
+  let summary = "Set the device mesh and annotate tensors from PATTERN=SPEC user shardings";
+  let description = [{
+    `mesh` ("dp=2,tp=2") becomes the module's `dist.mesh`. `shard` holds ';'-separated
+    `PATTERN=SPEC` items: PATTERN is a glob over parameter and input names, SPEC one entry per
+    dimension, separated by ',', naming the mesh axes that split it (`tp`, `dp+tp`) or `-`.
+    Matching arguments of every function get the sharding as a user annotation (optimizer
+    state follows its parameter); propagation completes the rest. A pattern that matches
+    nothing, a spec of the wrong rank or with unknown axes, a split that does not divide, and a
+    tensor two patterns shard differently are errors.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", "\"\"", "mesh axes, name=size[,name=size]">,
+    Option<"shard", "shard", "std::string", "\"\"", "PATTERN=SPEC[;PATTERN=SPEC]">,
+  ];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
 def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   let summary = "Data-parallel strategy: annotate batch inputs split over `dp`, state replicated";
   let description = [{

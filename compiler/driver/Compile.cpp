@@ -65,15 +65,18 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   if (options.accumulate != 1) pipeline.push_back(createAccumulate(AccumulateOptions{options.accumulate}));
   pipeline.push_back(createOptimizer(optim));
   pipeline.push_back(createEvalFunction());
-  if (options.dataParallel > 0) {
+  if (!options.mesh.empty()) {
+    pipeline.push_back(createUserShardings(UserShardingsOptions{options.mesh, options.shard}));
     pipeline.push_back(createSyncBatchNorm());
-    pipeline.push_back(createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
+    if (options.dataParallel > 0)
+      pipeline.push_back(
+          createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
     pipeline.push_back(createShardingPropagation());
     pipeline.push_back(createPartition());
     pipeline.push_back(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb}));
-  } else if (options.zeroStage != 0) {
-    return emitError(UnknownLoc::get(&ctx), "ZeRO needs a data-parallel mesh (--mesh dp=N)");
   }
+  if (options.zeroStage != 0 && options.dataParallel == 0)
+    return emitError(UnknownLoc::get(&ctx), "ZeRO needs a data-parallel mesh (--mesh dp=N)");
   pipeline.push_back(createPlanMemory());
   int index = 1;
   for (auto& pass : pipeline) {

@@ -20,8 +20,11 @@ struct CompileOptions {
   double weightDecay = -1.0;  // < 0: torch.optim's default for the optimizer
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::string dumpIrDir;      // non-empty: write the IR after every pass as NN-<pass>.mlir
-  // Partitioning: 0 = a single-device plan; N >= 1 = a mesh with a dp axis of N devices.
+  // Partitioning: `mesh` ("dp=2,tp=2"; empty: a single-device plan), the size of its dp axis
+  // (0: none), and user shardings ("PATTERN=SPEC;…").
+  std::string mesh;
   int64_t dataParallel = 0;
+  std::string shard;
   int64_t zeroStage = 0;      // 1: optimizer state sharded over dp
   double bucketMb = 25.0;     // all-reduce bucket size
   int64_t accumulate = 1;     // micro-batches per step (gradient accumulation)

@@ -51,8 +51,11 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
                                  b.getDenseI64ArrayAttr(sizes));
       module->setAttr(dist::kMeshAttr, mesh);
     }
+    // On a mesh with other axes, parameters the user did not annotate are left to propagation
+    // (they may follow a tensor-parallel split); on a dp-only mesh they are replicated.
+    bool onlyDp = mesh.rank() == 1;
     for (auto func : module.getOps<func::FuncOp>())
-      if (failed(annotate(func, b))) return signalPassFailure();
+      if (failed(annotate(func, b, onlyDp))) return signalPassFailure();
   }
 
   dist::ShardingAttr splitDim(Builder& b, int64_t rank, int64_t dim) {
@@ -61,12 +64,35 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
     return dist::ShardingAttr::get(b.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
   }
 
-  LogicalResult annotate(func::FuncOp func, Builder& b) {
+  // ZeRO-1: `base` (the state's sharding so far) with dp added, minor-most, to the first
+  // dimension whose local size divides; `base` itself if none does.
+  dist::ShardingAttr addDp(Builder& b, dist::MeshAttr mesh, RankedTensorType type,
+                           dist::ShardingAttr base) {
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      int64_t local = type.getDimSize(d) / mesh.groupSize(base.dimAxes(d));
+      if (local % dp != 0) continue;
+      SmallVector<Attribute> dims(base.getDims().begin(), base.getDims().end());
+      SmallVector<Attribute> axes(base.dimAxes(d).begin(), base.dimAxes(d).end());
+      axes.push_back(b.getStringAttr(kAxis));
+      dims[d] = b.getArrayAttr(axes);
+      return dist::ShardingAttr::get(b.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
+    }
+    return base;
+  }
+
+  LogicalResult annotate(func::FuncOp func, Builder& b, bool onlyDp) {
+    auto mesh = func->getParentOfType<ModuleOp>()->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
     llvm::StringMap<dist::ShardingAttr> byName;
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto type = cast<RankedTensorType>(arg.getType());
-      if (func.getArgAttr(i, dist::kShardingAttr)) continue;  // the user's choice stands
+      auto user = func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr);
+      if (user) {
+        // The user's choice stands; ZeRO adds dp to optimizer state.
+        if (zero == 1 && func.getArgAttr(i, attr::kState))
+          func.setArgAttr(i, dist::kShardingAttr, addDp(b, mesh, type, user));
+        continue;
+      }
       dist::ShardingAttr s = dist::ShardingAttr::replicated(b.getContext(), type.getRank());
       if (auto data = func.getArgAttrOfType<StringAttr>(i, attr::kData)) {
         int64_t dim = 0;
@@ -78,14 +104,11 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
                  << "') does not divide over " << static_cast<int64_t>(dp) << " data-parallel devices";
         s = splitDim(b, type.getRank(), dim);
       } else if (auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState)) {
-        if (zero == 1)
-          for (int64_t d = 0; d < type.getRank(); ++d)
-            if (type.getDimSize(d) % dp == 0) {
-              s = splitDim(b, type.getRank(), d);
-              break;
-            }
+        if (!onlyDp && zero != 1) continue;
+        if (zero == 1) s = addDp(b, mesh, type, s);
         byName[state.getValue()] = s;
       } else if (auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam)) {
+        if (!onlyDp) continue;
         byName[param.getValue()] = s;
       }
       func.setArgAttr(i, dist::kShardingAttr, s);

@@ -213,8 +213,37 @@ struct ShardingPropagationPass
       module.emitError("sharding propagation needs a `dist.mesh` module attribute");
       return signalPassFailure();
     }
-    for (auto func : module.getOps<func::FuncOp>())
+    // Parameters and optimizer state live in one storage that every function reads: the
+    // training step decides their shardings, the other functions take them as given.
+    SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+    llvm::stable_sort(funcs, [](func::FuncOp a, func::FuncOp b) {
+      return a.getSymName() == "train_step" && b.getSymName() != "train_step";
+    });
+    llvm::StringMap<dist::ShardingAttr> stateShardings;
+    for (func::FuncOp func : funcs) {
+      for (BlockArgument arg : func.getArguments()) {
+        StringAttr name = stateName(func, arg.getArgNumber());
+        auto it = name ? stateShardings.find(name.getValue()) : stateShardings.end();
+        if (it == stateShardings.end()) continue;
+        auto own = func.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr);
+        if (own && own != it->second) {
+          func.emitError("tensor '") << name.getValue() << "' is annotated differently in @"
+                                     << func.getSymName() << " and @train_step";
+          return signalPassFailure();
+        }
+        func.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, it->second);
+      }
       if (failed(Propagator(func, mesh).run())) return signalPassFailure();
+      for (BlockArgument arg : func.getArguments())
+        if (StringAttr name = stateName(func, arg.getArgNumber()))
+          stateShardings.try_emplace(name.getValue(), func.getArgAttrOfType<dist::ShardingAttr>(
+                                                          arg.getArgNumber(), dist::kShardingAttr));
+    }
+  }
+
+  static StringAttr stateName(func::FuncOp func, unsigned i) {
+    if (auto p = func.getArgAttrOfType<StringAttr>(i, attr::kParam)) return p;
+    return func.getArgAttrOfType<StringAttr>(i, attr::kState);
   }
 };
 

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "data/init.h"
+#include "exec/shard_layout.h"
 
 namespace dtc {
 
@@ -134,14 +135,32 @@ Status Executor::initializeState() {
   const plan::Plan& p = plan_.root();
   for (const plan::StateTensor* s : *p.state()) {
     uint8_t* dst = state_ + s->offset();
+    // Init rules and stored values describe the whole tensor: a sharded one is materialised
+    // whole, then this device keeps its block (counter-based rules make the block independent
+    // of how the tensor is cut).
+    std::vector<int64_t> local(s->shape()->begin(), s->shape()->end());
+    std::vector<int64_t> global = s->global_shape()
+                                      ? std::vector<int64_t>(s->global_shape()->begin(), s->global_shape()->end())
+                                      : local;
+    std::vector<DimCut> cuts = cutsOf(s->sharding(), local.size(), mesh_);
+    const bool sharded = isSharded(cuts);
+    const size_t elementSize = dtypeSize(toDType(s->dtype()));
+    std::vector<uint8_t> whole;
     int64_t n = numElements(s->shape());
-    size_t bytes = static_cast<size_t>(n) * dtypeSize(toDType(s->dtype()));
+    uint8_t* target = dst;
+    if (sharded) {
+      n = 1;
+      for (int64_t d : global) n *= d;
+      whole.resize(static_cast<size_t>(n) * elementSize);
+      target = whole.data();
+    }
+    size_t bytes = static_cast<size_t>(n) * elementSize;
     switch (s->init()) {
       case plan::InitKind::data:
-        std::memcpy(dst, p.constants()->data() + s->data_offset(), bytes);
+        std::memcpy(target, p.constants()->data() + s->data_offset(), bytes);
         break;
       case plan::InitKind::zeros:
-        std::memset(dst, 0, bytes);
+        std::memset(target, 0, bytes);
         break;
       default: {
         if (s->dtype() != plan::DType::f32)
@@ -151,9 +170,10 @@ Status Executor::initializeState() {
                               : s->init() == plan::InitKind::uniform ? data::InitKind::kUniform
                                                                      : data::InitKind::kNormal;
         data::fillInit(kind, s->init_a(), s->init_b(), s->init_seed(), s->name()->str(),
-                       reinterpret_cast<float*>(dst), n);
+                       reinterpret_cast<float*>(target), n);
       }
     }
+    if (sharded) extractShard(whole.data(), global, elementSize, cuts, dst);
   }
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 #include "exec/batch_source.h"
 #include "exec/executor.h"
 #include "exec/generate.h"
+#include "exec/shard_layout.h"
 #include "io/safetensors.h"
 
 namespace dtc {
@@ -91,22 +92,30 @@ Status evaluate(Executor& ex, const std::string& path, bool print) {
   return Status::Ok();
 }
 
-Status saveParameters(Executor& ex, const std::string& dir) {
-  for (const plan::StateTensor* s : *ex.plan().root().state())
-    if (s->role() == plan::Role::param && s->sharding())
-      for (const plan::DimSharding* d : *s->sharding())
-        if (d->axes() && d->axes()->size())
-          return Status::InvalidInput("--save: parameter '" + s->name()->str() +
-                                      "' is sharded; saving sharded parameters is not supported yet");
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+// Every rank calls it (sharded parameters are gathered collectively); only `write` writes.
+Status saveParameters(Executor& ex, const std::string& dir, bool write) {
+  if (write && ::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return Status::InvalidInput("cannot create directory " + dir);
   std::vector<io::TensorRef> tensors;
+  std::vector<std::vector<float>> gathered;
+  gathered.reserve(ex.plan().root().state()->size());
   for (const plan::StateTensor* s : *ex.plan().root().state()) {
     if (s->role() != plan::Role::param) continue;
     TensorView t = ex.state(s->name()->str());
+    std::vector<DimCut> cuts = cutsOf(s->sharding(), t.shape.size(), ex.mesh());
+    if (isSharded(cuts)) {
+      if (t.dtype != DType::kF32)
+        return Status::InvalidInput("--save: sharded parameter '" + s->name()->str() +
+                                    "' is not float32");
+      DTC_ASSIGN_OR_RETURN(std::vector<float> whole, gatherShards(t.f32(), t.shape, cuts, *ex.mesh()));
+      gathered.push_back(std::move(whole));
+      for (size_t d = 0; d < cuts.size(); ++d) t.shape[d] *= cuts[d].parts;
+      t.data = reinterpret_cast<uint8_t*>(gathered.back().data());
+    }
     tensors.push_back({s->name()->str(), t.dtype, t.shape, t.data,
                        static_cast<size_t>(t.numElements()) * dtypeSize(t.dtype)});
   }
+  if (!write) return Status::Ok();
   return io::writeSafetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
 }
 
@@ -224,7 +233,7 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
     DTC_ASSIGN_OR_RETURN(std::string text, generateGreedy(*ex, options.prompt, options.sampleTokens));
     std::printf("sample: %s%s\n", options.prompt.c_str(), text.c_str());
   }
-  if (!options.saveDir.empty() && lead) DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir));
+  if (!options.saveDir.empty()) DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir, lead));
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 // every index, offset and size in range, every name the runtime dereferences present, and the
 // bindings the trainer relies on well-formed. After this, nothing in the plan can make the
 // runtime read or write outside its buffers.
+#include <algorithm>
 #include <vector>
 
 #include "plan/plan.h"
@@ -68,6 +69,29 @@ class PlanVerifier {
       n *= static_cast<uint64_t>(p_.mesh()->Get(a)->size());
     }
     return n;
+  }
+
+  using Sharding = flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>;
+
+  const Sharding* stateSharding(const std::string& name) const {
+    for (const plan::StateTensor* s : *p_.state())
+      if (s->name()->str() == name) return s->sharding();
+    return nullptr;
+  }
+
+  // Equal cuts per dimension (absent and empty lists are both "whole").
+  static bool sameSharding(const Sharding* a, const Sharding* b) {
+    size_t n = std::max(a ? a->size() : 0, b ? b->size() : 0);
+    for (size_t d = 0; d < n; ++d) {
+      auto axes = [&](const Sharding* s) {
+        std::vector<int32_t> v;
+        if (s && d < s->size() && s->Get(d)->axes())
+          v.assign(s->Get(d)->axes()->begin(), s->Get(d)->axes()->end());
+        return v;
+      };
+      if (axes(a) != axes(b)) return false;
+    }
+    return true;
   }
 
   Status verifyState() {
@@ -149,6 +173,10 @@ class PlanVerifier {
              v.region() != plan::Region::arena))
           return bad(fn + ": data input '" + b->name()->str() +
                      "' must be an arena tensor whose first dimension is its share of the batch");
+        if ((b->role() == plan::Role::param || b->role() == plan::Role::optim_state) &&
+            !sameSharding(b->sharding(), stateSharding(b->name()->str())))
+          return bad(fn + ": '" + b->name()->str() +
+                     "' is sharded unlike the state tensor it binds");
         if (b->role() == plan::Role::loss) {
           ++losses;
           if (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1)

@@ -33,6 +33,7 @@ StatusOr<Args> Args::parse(int argc, char** argv, int first, const std::set<std:
         value = argv[++i];
       }
       args.values_[name] = value;
+      args.repeated_[name].push_back(value);
     } else {
       return Status::InvalidInput("unknown option --" + name);
     }

@@ -20,7 +20,13 @@ class Args {
 
   const std::vector<std::string>& positionals() const { return positionals_; }
   bool has(const std::string& flag) const { return values_.count(flag) != 0; }
+  // The last value given (flags may repeat), or `fallback`.
   std::string str(const std::string& flag, const std::string& fallback = "") const;
+  // Every value given, in order.
+  std::vector<std::string> all(const std::string& flag) const {
+    auto it = repeated_.find(flag);
+    return it == repeated_.end() ? std::vector<std::string>() : it->second;
+  }
   StatusOr<int64_t> integer(const std::string& flag, int64_t fallback) const;
   StatusOr<double> number(const std::string& flag, double fallback) const;
   // A comma-separated list of integers ("256,128").
@@ -29,6 +35,7 @@ class Args {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_;
   std::vector<std::string> positionals_;
 };
 

@@ -25,7 +25,8 @@ constexpr const char kUsage[] =
     "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"
     "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
-    "              [--mesh dp=N] [--zero 0|1] [--bucket-mb F] [--accumulate K]\n"
+    "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"
+    "              [--bucket-mb F] [--accumulate K]\n"
     "              [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
@@ -117,11 +118,28 @@ int runZoo(int argc, char** argv) {
   return fail("dtc zoo: unknown model '" + model + "' (available: mlp, gpt, convnet)");
 }
 
+// Whether some PATTERN=SPEC of "a=tp,-;b=dp+tp" names mesh axis `axis` in its SPEC.
+bool namesAxis(llvm::StringRef specs, llvm::StringRef axis) {
+  llvm::SmallVector<llvm::StringRef> items, tokens;
+  specs.split(items, ';');
+  for (llvm::StringRef item : items) {
+    tokens.clear();
+    item.split('=').second.split(tokens, ',');
+    for (llvm::StringRef dim : tokens) {
+      llvm::SmallVector<llvm::StringRef> axes;
+      dim.split(axes, '+');
+      for (llvm::StringRef a : axes)
+        if (a.trim() == axis) return true;
+    }
+  }
+  return false;
+}
+
 int runCompile(int argc, char** argv) {
   auto args = dtc::Args::parse(argc, argv, 2,
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
                                 "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
-                                "accumulate"},
+                                "accumulate", "shard"},
                                {});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -140,20 +158,31 @@ int runCompile(int argc, char** argv) {
     *field = *v;
   }
   options.dumpIrDir = args->str("dump-ir");
+  for (const std::string& spec : args->all("shard")) {
+    if (spec.find(';') != std::string::npos)
+      return fail("dtc compile: one PATTERN=SPEC per --shard, got '" + spec + "'");
+    options.shard += (options.shard.empty() ? "" : ";") + spec;
+  }
   if (args->has("mesh")) {
-    // name=size[,name=size…]; each axis needs a strategy that uses it.
+    // name=size[,name=size…]: dp is data parallelism; other axes split what --shard says.
+    options.mesh = args->str("mesh");
     llvm::SmallVector<llvm::StringRef> axes;
-    llvm::StringRef(args->str("mesh")).split(axes, ',');
+    llvm::StringRef(options.mesh).split(axes, ',');
     for (llvm::StringRef axis : axes) {
       auto [name, size] = axis.split('=');
       int64_t n = 0;
       if (name.empty() || size.getAsInteger(10, n) || n < 1)
-        return fail("dtc compile: --mesh wants name=size[,name=size], got '" + args->str("mesh") + "'");
-      if (name != "dp")
+        return fail("dtc compile: --mesh wants name=size[,name=size], got '" + options.mesh + "'");
+      if (name == "dp") {
+        options.dataParallel = n;
+      } else if (!namesAxis(options.shard, name)) {
         return fail("dtc compile: mesh axis '" + name.str() +
-                    "' has no partitioning strategy (supported: dp)");
-      options.dataParallel = n;
+                    "' splits nothing: give --shard PATTERN=SPEC naming it (built-in tensor-"
+                    "parallel strategies are not implemented yet)");
+      }
     }
+  } else if (!options.shard.empty()) {
+    return fail("dtc compile: --shard needs --mesh");
   }
   auto zero = args->integer("zero", 0);
   if (!zero.ok()) return fail(zero.status());

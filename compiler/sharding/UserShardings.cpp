@@ -1,0 +1,164 @@
+// dtc-user-shardings: the mesh and the user's PATTERN=SPEC annotations (see Passes.td).
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/GlobPattern.h"
+
+#include "Passes.h"
+#include "dist/IR/DistOps.h"
+#include "flatbuffers/ModelImporter.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_USERSHARDINGS
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+struct Spec {
+  std::string text;  // as the user wrote it, for errors
+  llvm::GlobPattern pattern;
+  SmallVector<SmallVector<std::string>> dims;  // axes per dimension
+  bool used = false;
+};
+
+FailureOr<dist::MeshAttr> parseMesh(ModuleOp module, StringRef text) {
+  Builder b(module.getContext());
+  SmallVector<Attribute> names;
+  SmallVector<int64_t> sizes;
+  SmallVector<StringRef> axes;
+  text.split(axes, ',');
+  for (StringRef axis : axes) {
+    auto [name, size] = axis.trim().split('=');
+    int64_t n = 0;
+    if (name.empty() || size.getAsInteger(10, n) || n < 1)
+      return module.emitError("mesh wants name=size[,name=size], got '") << text << "'";
+    for (Attribute a : names)
+      if (cast<StringAttr>(a).getValue() == name)
+        return module.emitError("mesh axis '") << name << "' named twice";
+    names.push_back(b.getStringAttr(name));
+    sizes.push_back(n);
+  }
+  return dist::MeshAttr::get(module.getContext(), b.getArrayAttr(names),
+                             b.getDenseI64ArrayAttr(sizes));
+}
+
+struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
+  using UserShardingsBase::UserShardingsBase;
+
+  void runOnOperation() override {
+    if (failed(run(getOperation()))) signalPassFailure();
+  }
+
+  LogicalResult run(ModuleOp module) {
+    auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
+    if (!StringRef(this->mesh).empty()) {
+      FailureOr<dist::MeshAttr> parsed = parseMesh(module, this->mesh);
+      if (failed(parsed)) return failure();
+      if (mesh && mesh != *parsed) return module.emitError("the module already has another mesh");
+      mesh = *parsed;
+      module->setAttr(dist::kMeshAttr, mesh);
+    }
+    SmallVector<Spec> specs;
+    SmallVector<StringRef> items;
+    StringRef(this->shard).split(items, ';', -1, /*KeepEmpty=*/false);
+    for (StringRef item : items) {
+      if (!mesh) return module.emitError("--shard needs a mesh (--mesh)");
+      auto [pattern, dims] = item.trim().split('=');
+      Spec spec{item.trim().str(), {}, {}};
+      auto glob = llvm::GlobPattern::create(pattern);
+      if (pattern.empty() || dims.empty() || !glob)
+        return module.emitError("--shard wants PATTERN=SPEC, got '") << item << "'";
+      spec.pattern = std::move(*glob);
+      SmallVector<StringRef> perDim;
+      dims.split(perDim, ',');
+      for (StringRef d : perDim) {
+        spec.dims.emplace_back();
+        if (d.trim() == "-") continue;
+        SmallVector<StringRef> axes;
+        d.trim().split(axes, '+');
+        for (StringRef a : axes) {
+          if (mesh.axisIndex(a.trim()) < 0)
+            return module.emitError("--shard '") << spec.text << "': the mesh has no axis '"
+                                                 << a.trim() << "'";
+          spec.dims.back().push_back(a.trim().str());
+        }
+      }
+      specs.push_back(std::move(spec));
+    }
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(annotate(func, mesh, specs))) return failure();
+    for (const Spec& spec : specs)
+      if (!spec.used)
+        return module.emitError("--shard '") << spec.text << "': no parameter or input matches";
+    return success();
+  }
+
+  LogicalResult annotate(func::FuncOp func, dist::MeshAttr mesh, MutableArrayRef<Spec> specs) {
+    Builder b(func.getContext());
+    llvm::StringMap<dist::ShardingAttr> byParam;
+    auto shardingFor = [&](StringRef name, RankedTensorType type,
+                           dist::ShardingAttr& out) -> LogicalResult {
+      const Spec* chosen = nullptr;
+      for (Spec& spec : specs) {
+        if (!spec.pattern.match(name)) continue;
+        spec.used = true;
+        if (spec.dims.size() != static_cast<size_t>(type.getRank()))
+          return func.emitError("--shard '") << spec.text << "': tensor '" << name << "' has "
+                                             << type.getRank() << " dimensions, the spec "
+                                             << spec.dims.size();
+        if (chosen && chosen->dims != spec.dims)
+          return func.emitError("tensor '") << name << "' matches --shard '" << chosen->text
+                                            << "' and '" << spec.text << "', which disagree";
+        chosen = &spec;
+      }
+      if (!chosen) return success();
+      SmallVector<Attribute> dims;
+      for (const auto& axes : chosen->dims) {
+        SmallVector<Attribute> names;
+        for (const std::string& a : axes) names.push_back(b.getStringAttr(a));
+        dims.push_back(b.getArrayAttr(names));
+      }
+      auto sharding = dist::ShardingAttr::getChecked(
+          [&] { return func.emitError("--shard '") << chosen->text << "': "; }, func.getContext(),
+          b.getArrayAttr(dims), b.getArrayAttr({}));
+      if (!sharding) return failure();
+      if (auto error = sharding.check(mesh, type.getShape()))
+        return func.emitError("--shard '") << chosen->text << "': cannot split tensor '" << name
+                                           << "' " << type << ": " << *error;
+      out = sharding;
+      return success();
+    };
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      StringAttr name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
+      if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kData);
+      if (!name) continue;
+      dist::ShardingAttr sharding;
+      if (failed(shardingFor(name.getValue(), cast<RankedTensorType>(arg.getType()), sharding)))
+        return failure();
+      if (!sharding) continue;
+      func.setArgAttr(i, dist::kShardingAttr, sharding);
+      if (func.getArgAttr(i, attr::kParam)) byParam[name.getValue()] = sharding;
+    }
+    // Optimizer state is laid out as its parameter ("<param>.<slot>", same shape).
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState);
+      if (!state || func.getArgAttr(i, dist::kShardingAttr)) continue;
+      auto [param, slot] = state.getValue().rsplit('.');
+      auto it = byParam.find(param);
+      if (it != byParam.end() &&
+          it->second.getDims().size() == static_cast<size_t>(cast<RankedTensorType>(arg.getType()).getRank()))
+        func.setArgAttr(i, dist::kShardingAttr, it->second);
+    }
+    return success();
+  }
+};
+
+}  // namespace
+}  // namespace dtc

@@ -1,0 +1,76 @@
+#include "exec/shard_layout.h"
+
+#include <cstring>
+
+namespace dtc {
+
+std::vector<DimCut> cutsOf(const flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>* sharding,
+                           size_t rank, const comm::DeviceMesh* mesh) {
+  std::vector<DimCut> cuts(rank);
+  if (!sharding || !mesh) return cuts;
+  for (size_t d = 0; d < rank && d < sharding->size(); ++d) {
+    const auto* axes = sharding->Get(d)->axes();
+    if (!axes) continue;
+    cuts[d].axes.assign(axes->begin(), axes->end());
+    cuts[d].parts = mesh->groupSize(cuts[d].axes);
+    cuts[d].index = mesh->indexIn(cuts[d].axes);
+  }
+  return cuts;
+}
+
+bool isSharded(const std::vector<DimCut>& cuts) {
+  for (const DimCut& c : cuts)
+    if (c.parts > 1) return true;
+  return false;
+}
+
+void extractShard(const uint8_t* global, const std::vector<int64_t>& globalShape,
+                  size_t elementSize, const std::vector<DimCut>& cuts, uint8_t* local) {
+  const size_t rank = globalShape.size();
+  std::vector<int64_t> localShape(globalShape), strides(rank, 1);
+  for (size_t d = 0; d < rank; ++d) localShape[d] /= cuts[d].parts;
+  for (int d = static_cast<int>(rank) - 2; d >= 0; --d) strides[d] = strides[d + 1] * globalShape[d + 1];
+  int64_t total = 1;
+  for (int64_t s : localShape) total *= s;
+  // Rows of the last dimension are contiguous in both.
+  const int64_t row = rank ? localShape[rank - 1] : 1;
+  std::vector<int64_t> at(rank, 0);
+  for (int64_t done = 0; done < total; done += row) {
+    int64_t src = 0;
+    for (size_t d = 0; d < rank; ++d) src += (cuts[d].index * localShape[d] + at[d]) * strides[d];
+    std::memcpy(local + done * elementSize, global + src * elementSize, row * elementSize);
+    for (int d = static_cast<int>(rank) - 2; d >= 0; --d) {
+      if (++at[d] < localShape[d]) break;
+      at[d] = 0;
+    }
+  }
+}
+
+StatusOr<std::vector<float>> gatherShards(const float* local, const std::vector<int64_t>& localShape,
+                                          const std::vector<DimCut>& cuts, comm::DeviceMesh& mesh) {
+  std::vector<int64_t> shape(localShape);
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> cur(local, local + n);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (cuts[d].parts == 1) continue;
+    DTC_ASSIGN_OR_RETURN(comm::Communicator * group, mesh.group(cuts[d].axes));
+    std::vector<float> pieces(cur.size() * cuts[d].parts);
+    DTC_RETURN_IF_ERROR(group->allGather(cur.data(), static_cast<int64_t>(cur.size()), pieces.data()));
+    // Piece r becomes block r of dimension d.
+    int64_t outer = 1, inner = 1;
+    for (size_t k = 0; k < d; ++k) outer *= shape[k];
+    for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
+    const int64_t run = shape[d] * inner;
+    std::vector<float> next(pieces.size());
+    for (int64_t r = 0; r < cuts[d].parts; ++r)
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(next.data() + (o * cuts[d].parts + r) * run,
+                    pieces.data() + r * static_cast<int64_t>(cur.size()) + o * run, run * sizeof(float));
+    shape[d] *= cuts[d].parts;
+    cur.swap(next);
+  }
+  return cur;
+}
+
+}  // namespace dtc

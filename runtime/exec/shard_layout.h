@@ -1,0 +1,33 @@
+// Where a device's block of a sharded tensor lies in the whole tensor, and moving between the
+// two: each dimension is cut into `parts` equal blocks; this device holds block `index`.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/device_mesh.h"
+#include "plan/plan.h"
+
+namespace dtc {
+
+struct DimCut {
+  int64_t parts = 1, index = 0;
+  std::vector<int> axes;  // the mesh axes that cut it (empty: whole)
+};
+
+// This device's cut of each dimension of a tensor sharded as `sharding` (absent: whole).
+std::vector<DimCut> cutsOf(const flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>* sharding,
+                           size_t rank, const comm::DeviceMesh* mesh);
+bool isSharded(const std::vector<DimCut>& cuts);
+
+// Copies this device's block of `global` (shape `globalShape`, `elementSize` bytes each) to
+// `local`.
+void extractShard(const uint8_t* global, const std::vector<int64_t>& globalShape,
+                  size_t elementSize, const std::vector<DimCut>& cuts, uint8_t* local);
+
+// The whole float32 tensor, assembled from every device's block (collective over the groups of
+// the cut dimensions: every device must call it, in the same order).
+StatusOr<std::vector<float>> gatherShards(const float* local, const std::vector<int64_t>& localShape,
+                                          const std::vector<DimCut>& cuts, comm::DeviceMesh& mesh);
+
+}  // namespace dtc
