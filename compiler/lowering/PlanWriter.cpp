@@ -66,10 +66,10 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>>
 PlanWriter::writeSharding(dist::ShardingAttr sharding) {
   std::vector<flatbuffers::Offset<plan::DimSharding>> dims;
   if (sharding && module_->hasAttr(dist::kMeshAttr))
-    for (Attribute d : sharding.getDims()) {
+    for (auto [k, d] : llvm::enumerate(sharding.getDims())) {
       std::vector<int64_t> axes = axisIndices(cast<ArrayAttr>(d));
       std::vector<int32_t> narrow(axes.begin(), axes.end());
-      dims.push_back(plan::CreateDimShardingDirect(fbb_, &narrow));
+      dims.push_back(plan::CreateDimShardingDirect(fbb_, &narrow, sharding.dimBlocks(k)));
     }
   return fbb_.CreateVector(dims);
 }

@@ -70,12 +70,15 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
                            dist::ShardingAttr base) {
     for (int64_t d = 0; d < type.getRank(); ++d) {
       int64_t local = type.getDimSize(d) / mesh.groupSize(base.dimAxes(d));
-      if (local % dp != 0) continue;
+      if (local % (dp * base.dimBlocks(d)) != 0) continue;
       SmallVector<Attribute> dims(base.getDims().begin(), base.getDims().end());
       SmallVector<Attribute> axes(base.dimAxes(d).begin(), base.dimAxes(d).end());
       axes.push_back(b.getStringAttr(kAxis));
       dims[d] = b.getArrayAttr(axes);
-      return dist::ShardingAttr::get(b.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
+      SmallVector<int64_t> blocks;
+      for (int64_t k = 0; k < type.getRank(); ++k) blocks.push_back(base.dimBlocks(k));
+      return dist::ShardingAttr::get(b.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}),
+                                     ArrayRef<int64_t>(blocks));
     }
     return base;
   }

@@ -101,14 +101,16 @@ class Partitioner {
       op->erase();
       return success();
     }
-    auto factors = op->getAttrOfType<ArrayAttr>(kFactorsAttr);
-    if (!factors) return op->emitOpError("has no factor sharding (run dtc-sharding-propagation)");
+    FailureOr<FactorShardings> read = readFactors(op);
+    if (failed(read)) return op->emitOpError("has no factor sharding (run dtc-sharding-propagation)");
+    const FactorShardings& factors = *read;
     const OpShardingRule& rule = rules_[op];
 
     ArrayAttr carried = carriedPartial(op, rule, factors);
     for (unsigned i = 0; i < op->getNumOperands(); ++i) {
       FailureOr<Value> v =
-          reshard(op->getOperand(i), project(ctx, rule.operands[i], factors, carried), op);
+          reshard(op->getOperand(i),
+                  project(ctx, rule.operands[i], rule.operandMult[i], factors, carried), op);
       if (failed(v)) return failure();
       op->setOperand(i, *v);
     }
@@ -120,12 +122,13 @@ class Partitioner {
         both.append(partial.begin(), partial.end());
         partial = b_.getArrayAttr(both);
       }
-      dist::ShardingAttr s = project(ctx, rule.results[j], factors, partial);
+      dist::ShardingAttr s = project(ctx, rule.results[j], rule.resultMult[j], factors, partial);
       actual_[result] = s;
       result.setType(localType(global_[result], s));
       shardings.push_back(s);
     }
     op->removeAttr(kFactorsAttr);
+    op->removeAttr(kFactorBlocksAttr);
     op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(shardings));
     return success();
   }
@@ -134,7 +137,8 @@ class Partitioner {
   // partial alike, and reduce_sum, reshape, transpose and broadcast of a partial operand (a
   // bias gradient's reductions run locally and only the [C] result is all-reduced). Null when
   // the op needs its operands summed first.
-  ArrayAttr carriedPartial(Operation* op, const OpShardingRule& rule, ArrayAttr factors) {
+  ArrayAttr carriedPartial(Operation* op, const OpShardingRule& rule,
+                           const FactorShardings& factors) {
     MLIRContext* ctx = op->getContext();
     bool linear = isa<graph::AddOp, graph::SubOp>(op) ||
                   isa<graph::ReduceSumOp, graph::ReshapeOp, graph::TransposeOp, graph::BroadcastOp>(op);
@@ -143,13 +147,15 @@ class Partitioner {
     if (partial.empty()) return {};
     for (auto [i, v] : llvm::enumerate(op->getOperands())) {
       dist::ShardingAttr have = actual_[v];
-      if (have.getPartial() != partial ||
-          have.getDims() != project(ctx, rule.operands[i], factors).getDims())
+      dist::ShardingAttr want = project(ctx, rule.operands[i], rule.operandMult[i], factors);
+      if (have.getPartial() != partial || have.getDims() != want.getDims() ||
+          have.getBlocks() != want.getBlocks())
         return {};
     }
     // The carried axes must not also split a dimension of the result or be summed anew.
     for (auto [j, dims] : llvm::enumerate(rule.results)) {
-      dist::ShardingAttr out = project(ctx, dims, factors, partialAxes(ctx, rule, j, factors));
+      dist::ShardingAttr out = project(ctx, dims, rule.resultMult[j], factors,
+                                       partialAxes(ctx, rule, j, factors));
       for (Attribute a : partial) {
         if (llvm::is_contained(out.getPartial(), a)) return {};
         for (Attribute d : out.getDims())
@@ -182,44 +188,58 @@ class Partitioner {
     Location loc = value.getLoc();
     Value cur = value;
     auto curType = cast<RankedTensorType>(value.getType());
-    for (const ReshardStep& step : plan.steps) {
-      SmallVector<Attribute> names;
-      for (int a : step.axes) names.push_back(b_.getStringAttr(plainMesh_.names[a]));
-      ArrayAttr axes = b_.getArrayAttr(names);
-      int64_t n = plainMesh_.groupSize(step.axes);
-      SmallVector<int64_t> shape(curType.getShape());
-      Operation* op = nullptr;
-      switch (step.kind) {
-        case StepKind::kAllReduce:
-          op = dist::AllReduceOp::create(b_, loc, TypeRange{curType}, ValueRange{cur}, axes);
-          break;
-        case StepKind::kAllGather:
-          shape[step.dim] *= n;
-          op = dist::AllGatherOp::create(b_, loc, curType.clone(shape), cur, axes, step.dim);
-          break;
-        case StepKind::kReduceScatter:
-          shape[step.dim] /= n;
-          op = dist::ReduceScatterOp::create(b_, loc, curType.clone(shape), cur, axes, step.dim);
-          break;
-        case StepKind::kLocalSlice:
-          shape[step.dim] /= n;
-          op = dist::LocalSliceOp::create(b_, loc, curType.clone(shape), cur, axes, step.dim);
-          break;
-        case StepKind::kAllToAll:
-          shape[step.dim] /= n;
-          shape[step.concatDim] *= n;
-          op = dist::AllToAllOp::create(b_, loc, curType.clone(shape), cur, axes, step.dim,
-                                        step.concatDim);
-          break;
-      }
+    // Chunked dimensions are resharded in a row-major view: reshapes (views, no copies) in and
+    // out.
+    auto view = [&](ArrayRef<int64_t> shape) {
+      if (curType.getShape() == shape) return;
+      Operation* op = graph::ReshapeOp::create(b_, loc, curType.clone(shape), cur);
       cur = op->getResult(0);
       curType = cast<RankedTensorType>(cur.getType());
       lastInserted_[value] = op;
+    };
+    for (const ReshardPhase& phase : plan.phases) {
+      view(phase.localShape(plainMesh_));
+      for (const ReshardStep& step : phase.steps) {
+        Operation* op = emitStep(step, cur, loc);
+        cur = op->getResult(0);
+        curType = cast<RankedTensorType>(cur.getType());
+        lastInserted_[value] = op;
+      }
     }
+    view(localType(global, want).getShape());
     actual_[cur] = want;
     global_[cur] = global;
     cache_[key] = cur;
     return cur;
+  }
+
+  // One collective of a reshard plan on local value `cur`, at the builder's insertion point.
+  Operation* emitStep(const ReshardStep& step, Value cur, Location loc) {
+    SmallVector<Attribute> names;
+    for (int a : step.axes) names.push_back(b_.getStringAttr(plainMesh_.names[a]));
+    ArrayAttr axes = b_.getArrayAttr(names);
+    int64_t n = plainMesh_.groupSize(step.axes);
+    auto type = cast<RankedTensorType>(cur.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    switch (step.kind) {
+      case StepKind::kAllReduce:
+        return dist::AllReduceOp::create(b_, loc, TypeRange{type}, ValueRange{cur}, axes);
+      case StepKind::kAllGather:
+        shape[step.dim] *= n;
+        return dist::AllGatherOp::create(b_, loc, type.clone(shape), cur, axes, step.dim);
+      case StepKind::kReduceScatter:
+        shape[step.dim] /= n;
+        return dist::ReduceScatterOp::create(b_, loc, type.clone(shape), cur, axes, step.dim);
+      case StepKind::kLocalSlice:
+        shape[step.dim] /= n;
+        return dist::LocalSliceOp::create(b_, loc, type.clone(shape), cur, axes, step.dim);
+      case StepKind::kAllToAll:
+        shape[step.dim] /= n;
+        shape[step.concatDim] *= n;
+        return dist::AllToAllOp::create(b_, loc, type.clone(shape), cur, axes, step.dim,
+                                        step.concatDim);
+    }
+    llvm_unreachable("unknown reshard step");
   }
 
   func::FuncOp func_;

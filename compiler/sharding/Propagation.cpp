@@ -29,8 +29,9 @@ namespace {
 constexpr int kUser = 0, kPropagated = 1, kUnknown = 2;
 
 struct DimState {
-  ArrayAttr axes;  // null: unknown
+  ArrayAttr axes;       // null: unknown
   int priority = kUnknown;
+  int64_t blocks = 1;   // chunks, each cut over `axes`
 };
 
 class Propagator {
@@ -68,7 +69,7 @@ class Propagator {
       return where->emitError("cannot shard ") << describe(v) << " " << type << ": " << *error;
     SmallVector<DimState>& dims = state(v);
     for (auto [d, dim] : llvm::enumerate(dims))
-      if (dim.priority > kUser) dim = {sharding.dimAxes(d), kUser};
+      if (dim.priority > kUser) dim = {sharding.dimAxes(d), kUser, sharding.dimBlocks(d)};
     return success();
   }
 
@@ -90,27 +91,36 @@ class Propagator {
     return success();
   }
 
-  // The op's factor axes (`known[f]`: some dimension of factor f is known).
-  ArrayAttr chooseFactors(Operation* op, SmallVectorImpl<bool>& known) {
+  // The op's factor shardings (`known[f]`: some dimension of factor f is known).
+  FactorShardings chooseFactors(Operation* op, SmallVectorImpl<bool>& known) {
     const OpShardingRule& rule = rules_[op];
     SmallVector<DimState> best(rule.numFactors);
-    auto visit = [&](Value v, ArrayRef<int> dims) {
+    auto visit = [&](Value v, ArrayRef<int> dims, ArrayRef<int64_t> mult) {
       SmallVector<DimState>& st = state(v);
       for (auto [d, f] : llvm::enumerate(dims)) {
         if (f < 0 || !st[d].axes) continue;
+        // The factor's chunks: the dimension's, divided by how often it holds the factor.
+        DimState candidate = st[d];
+        candidate.blocks = candidate.axes.empty() ? 1 : st[d].blocks / mult[d];
+        if (!candidate.axes.empty() &&
+            (st[d].blocks % mult[d] != 0 || (rule.plainOnly[f] && candidate.blocks != 1)))
+          continue;  // a layout this op cannot carry through
         DimState& cur = best[f];
-        if (st[d].priority < cur.priority ||
-            (st[d].priority == cur.priority && st[d].axes.size() > cur.axes.size()))
-          cur = st[d];
+        if (candidate.priority < cur.priority ||
+            (candidate.priority == cur.priority && candidate.axes.size() > cur.axes.size()))
+          cur = candidate;
       }
     };
-    for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operands)) visit(v, dims);
-    for (auto [v, dims] : llvm::zip(op->getResults(), rule.results)) visit(v, dims);
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      visit(v, rule.operands[i], rule.operandMult[i]);
+    for (auto [i, v] : llvm::enumerate(op->getResults()))
+      visit(v, rule.results[i], rule.resultMult[i]);
 
     // An axis shards one factor only (the first to claim it), and only as far as every
     // dimension of the factor divides.
     llvm::SmallSet<StringRef, 4> used;
     SmallVector<Attribute> factors;
+    FactorShardings out;
     known.assign(rule.numFactors, false);
     for (int f = 0; f < rule.numFactors; ++f) {
       known[f] = static_cast<bool>(best[f].axes);
@@ -118,51 +128,61 @@ class Propagator {
       if (best[f].axes)
         for (Attribute a : best[f].axes)
           if (!used.contains(cast<StringAttr>(a).getValue())) axes.push_back(a);
-      while (!axes.empty() && !divides(op, f, b_.getArrayAttr(axes))) axes.pop_back();
+      while (!axes.empty() && !divides(op, f, b_.getArrayAttr(axes), best[f].blocks)) axes.pop_back();
       for (Attribute a : axes) used.insert(cast<StringAttr>(a).getValue());
       factors.push_back(b_.getArrayAttr(axes));
+      out.blocks.push_back(axes.empty() ? 1 : best[f].blocks);
     }
-    return b_.getArrayAttr(factors);
+    out.axes = b_.getArrayAttr(factors);
+    return out;
   }
 
-  bool divides(Operation* op, int f, ArrayAttr axes) {
-    int64_t parts = mesh_.groupSize(axes);
+  bool divides(Operation* op, int f, ArrayAttr axes, int64_t blocks) {
+    int64_t parts = mesh_.groupSize(axes) * blocks;
     const OpShardingRule& rule = rules_[op];
-    auto check = [&](Value v, ArrayRef<int> dims) {
+    auto check = [&](Value v, ArrayRef<int> dims, ArrayRef<int64_t> mult) {
       auto shape = cast<RankedTensorType>(v.getType()).getShape();
       for (auto [d, g] : llvm::enumerate(dims))
-        if (g == f && shape[d] % parts != 0) return false;
+        if (g == f && shape[d] % (parts * mult[d]) != 0) return false;
       return true;
     };
-    for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operands))
-      if (!check(v, dims)) return false;
-    for (auto [v, dims] : llvm::zip(op->getResults(), rule.results))
-      if (!check(v, dims)) return false;
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (!check(v, rule.operands[i], rule.operandMult[i])) return false;
+    for (auto [i, v] : llvm::enumerate(op->getResults()))
+      if (!check(v, rule.results[i], rule.resultMult[i])) return false;
     return true;
   }
 
   bool apply(Operation* op) {
     SmallVector<bool> known;
-    ArrayAttr factors = chooseFactors(op, known);
+    FactorShardings factors = chooseFactors(op, known);
     const OpShardingRule& rule = rules_[op];
     bool changed = false;
-    auto fill = [&](Value v, ArrayRef<int> dims) {
+    auto fill = [&](Value v, ArrayRef<int> dims, ArrayRef<int64_t> mult) {
       SmallVector<DimState>& st = state(v);
       for (auto [d, f] : llvm::enumerate(dims))
         if (f >= 0 && known[f] && !st[d].axes) {
-          st[d] = {cast<ArrayAttr>(factors[f]), kPropagated};
+          auto axes = cast<ArrayAttr>(factors.axes[f]);
+          st[d] = {axes, kPropagated, axes.empty() ? 1 : factors.blocks[f] * mult[d]};
           changed = true;
         }
     };
-    for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operands)) fill(v, dims);
-    for (auto [v, dims] : llvm::zip(op->getResults(), rule.results)) fill(v, dims);
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      fill(v, rule.operands[i], rule.operandMult[i]);
+    for (auto [i, v] : llvm::enumerate(op->getResults()))
+      fill(v, rule.results[i], rule.resultMult[i]);
     return changed;
   }
 
   dist::ShardingAttr finalSharding(Value v) {
     SmallVector<Attribute> dims;
-    for (DimState& d : state(v)) dims.push_back(d.axes ? d.axes : b_.getArrayAttr({}));
-    return dist::ShardingAttr::get(b_.getContext(), b_.getArrayAttr(dims), b_.getArrayAttr({}));
+    SmallVector<int64_t> blocks;
+    for (DimState& d : state(v)) {
+      dims.push_back(d.axes ? d.axes : b_.getArrayAttr({}));
+      blocks.push_back(d.axes && !d.axes.empty() ? d.blocks : 1);
+    }
+    return dist::ShardingAttr::get(b_.getContext(), b_.getArrayAttr(dims), b_.getArrayAttr({}),
+                                   ArrayRef<int64_t>(blocks));
   }
 
   void finalize(ArrayRef<Operation*> ops) {
@@ -171,12 +191,13 @@ class Propagator {
       func_.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, finalSharding(arg));
     for (Operation* op : ops) {
       SmallVector<bool> known;
-      ArrayAttr factors = chooseFactors(op, known);
+      FactorShardings factors = chooseFactors(op, known);
       const OpShardingRule& rule = rules_[op];
-      op->setAttr(kFactorsAttr, factors);
+      writeFactors(op, factors);
       SmallVector<Attribute> results;
       for (auto [j, dims] : llvm::enumerate(rule.results))
-        results.push_back(project(ctx, dims, factors, partialAxes(ctx, rule, j, factors)));
+        results.push_back(project(ctx, dims, rule.resultMult[j], factors,
+                                  partialAxes(ctx, rule, j, factors)));
       op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(results));
     }
     // Results must come out as the caller expects: annotated, or an updated state tensor's own

@@ -4,6 +4,12 @@
 
 namespace dtc::sharding {
 
+std::vector<int64_t> ReshardPhase::localShape(const Mesh& mesh) const {
+  std::vector<int64_t> local(shape);
+  for (size_t d = 0; d < local.size(); ++d) local[d] /= mesh.groupSize(from.dims[d]);
+  return local;
+}
+
 int64_t Mesh::groupSize(const std::vector<int>& axes) const {
   int64_t n = 1;
   for (int a : axes) n *= sizes[a];
@@ -50,11 +56,82 @@ std::string validate(const Mesh& mesh, const std::vector<int64_t>& shape, const 
   return "";
 }
 
+
+// The plain (unchunked) view of `layout` on `shape`: a chunked dimension becomes [chunks, size],
+// the axes on the second.
+void expand(const std::vector<int64_t>& shape, const Layout& layout, std::vector<int64_t>& outShape,
+            Layout& out) {
+  outShape.clear();
+  out = Layout{{}, layout.partial, {}};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t b = layout.blocksOf(d);
+    if (b > 1) {
+      outShape.push_back(b);
+      out.dims.push_back({});
+      outShape.push_back(shape[d] / b);
+    } else {
+      outShape.push_back(shape[d]);
+    }
+    out.dims.push_back(layout.dims[d]);
+  }
+}
+
+ReshardPlan planPlain(const Mesh& mesh, const std::vector<int64_t>& shape, const Layout& from,
+                      const Layout& to);
+
 }  // namespace
 
 ReshardPlan planReshard(const Mesh& mesh, const std::vector<int64_t>& shape, const Layout& from,
                         const Layout& to) {
   ReshardPlan plan;
+  for (const Layout* l : {&from, &to})
+    for (size_t d = 0; d < shape.size() && d < l->dims.size(); ++d)
+      if (l->blocksOf(d) < 1 || shape[d] % (l->blocksOf(d) * mesh.groupSize(l->dims[d])) != 0) {
+        plan.error = "dimension " + std::to_string(d) + " of size " + std::to_string(shape[d]) +
+                     " does not divide into " + std::to_string(l->blocksOf(d)) + " chunks over " +
+                     std::to_string(mesh.groupSize(l->dims[d])) + " devices";
+        return plan;
+      }
+  if (from.dims.size() != shape.size() || to.dims.size() != shape.size()) {
+    plan.error = "sharding rank differs from the tensor's";
+    return plan;
+  }
+  // Phases: one if every dimension keeps its chunking; else gather the re-chunked dimensions
+  // whole under the source's chunking, then cut them under the target's.
+  std::vector<Layout> stops{from};
+  if (!from.sameBlocks(to)) {
+    Layout mid = from;
+    mid.partial = to.partial;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (from.blocksOf(d) != to.blocksOf(d)) mid.dims[d].clear();
+    stops.push_back(mid);
+    mid.blocks.assign(shape.size(), 1);
+    for (size_t d = 0; d < shape.size(); ++d) mid.blocks[d] = to.blocksOf(d);
+    stops.push_back(mid);
+  }
+  stops.push_back(to);
+  for (size_t k = 0; k + 1 < stops.size(); ++k) {
+    if (!stops[k].sameBlocks(stops[k + 1])) continue;  // a change of view, no data moves
+    ReshardPhase phase;
+    Layout a, b;
+    expand(shape, stops[k], phase.shape, a);
+    expand(shape, stops[k + 1], phase.shape, b);
+    ReshardPlan part = planPlain(mesh, phase.shape, a, b);
+    if (!part.error.empty()) return part;
+    phase.steps = std::move(part.phases.front().steps);
+    phase.from = a;
+    if (!phase.steps.empty()) plan.phases.push_back(std::move(phase));
+  }
+  return plan;
+}
+
+namespace {
+
+ReshardPlan planPlain(const Mesh& mesh, const std::vector<int64_t>& shape, const Layout& from,
+                      const Layout& to) {
+  ReshardPlan plan;
+  plan.phases.emplace_back();
+  std::vector<ReshardStep>& steps = plan.phases.back().steps;
   if ((plan.error = validate(mesh, shape, from, "source")) != "") return plan;
   if ((plan.error = validate(mesh, shape, to, "target")) != "") return plan;
   for (int a : to.partial)
@@ -74,14 +151,14 @@ ReshardPlan planReshard(const Mesh& mesh, const std::vector<int64_t>& shape, con
     bool scattered = false;
     for (size_t d = 0; d < shape.size() && !scattered; ++d)
       if (nextIs(cur.dims[d], to.dims[d], p) && local[d] % mesh.sizes[p] == 0) {
-        plan.steps.push_back({StepKind::kReduceScatter, {p}, (int)d});
+        steps.push_back({StepKind::kReduceScatter, {p}, (int)d});
         cur.dims[d].push_back(p);
         local[d] /= mesh.sizes[p];
         scattered = true;
       }
     if (!scattered) allReduce.push_back(p);
   }
-  if (!allReduce.empty()) plan.steps.push_back({StepKind::kAllReduce, allReduce});
+  if (!allReduce.empty()) steps.push_back({StepKind::kAllReduce, allReduce});
   cur.partial = to.partial;
 
   // 2. Drop the axes past the common prefix, minor first: all-to-all into the dimension that
@@ -98,11 +175,11 @@ ReshardPlan planReshard(const Mesh& mesh, const std::vector<int64_t>& shape, con
       cur.dims[d].pop_back();
       local[d] *= mesh.sizes[a];
       if (target >= 0) {
-        plan.steps.push_back({StepKind::kAllToAll, {a}, target, (int)d});
+        steps.push_back({StepKind::kAllToAll, {a}, target, (int)d});
         cur.dims[target].push_back(a);
         local[target] /= mesh.sizes[a];
       } else {
-        plan.steps.push_back({StepKind::kAllGather, {a}, (int)d});
+        steps.push_back({StepKind::kAllGather, {a}, (int)d});
       }
       progress = true;
     }
@@ -112,12 +189,14 @@ ReshardPlan planReshard(const Mesh& mesh, const std::vector<int64_t>& shape, con
   for (size_t d = 0; d < shape.size(); ++d)
     for (size_t k = cur.dims[d].size(); k < to.dims[d].size(); ++k) {
       int a = to.dims[d][k];
-      plan.steps.push_back({StepKind::kLocalSlice, {a}, (int)d});
+      steps.push_back({StepKind::kLocalSlice, {a}, (int)d});
       cur.dims[d].push_back(a);
       local[d] /= mesh.sizes[a];
     }
   return plan;
 }
+
+}  // namespace
 
 double sentBytes(const ReshardStep& step, const Mesh& mesh, double bytes) {
   double n = static_cast<double>(mesh.groupSize(step.axes));

@@ -16,11 +16,21 @@ struct Mesh {
 };
 
 // A sharding in axis indices: per dimension the axes it is split over (major first), and the
-// partial (sum) axes.
+// partial (sum) axes. `blocks[d]` > 1 cuts dimension d into that many equal chunks first, each
+// split over the axes (empty: 1 everywhere).
 struct Layout {
   std::vector<std::vector<int>> dims;
   std::vector<int> partial;
-  bool operator==(const Layout& o) const { return dims == o.dims && partial == o.partial; }
+  std::vector<int64_t> blocks;
+  int64_t blocksOf(size_t d) const { return blocks.empty() ? 1 : blocks[d]; }
+  bool operator==(const Layout& o) const {
+    return dims == o.dims && partial == o.partial && sameBlocks(o);
+  }
+  bool sameBlocks(const Layout& o) const {
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (blocksOf(d) != o.blocksOf(d)) return false;
+    return true;
+  }
 };
 
 enum class StepKind { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kLocalSlice };
@@ -34,12 +44,24 @@ struct ReshardStep {
   int concatDim = -1;
 };
 
-struct ReshardPlan {
+// Steps on the tensor seen with global shape `shape` (a row-major view of it: chunked
+// dimensions appear as [chunks, chunk size]); the local tensor is viewed the same way.
+struct ReshardPhase {
+  std::vector<int64_t> shape;
+  Layout from;  // the layout the phase starts from, on `shape` (no chunks)
   std::vector<ReshardStep> steps;
+  // The local shape at the start of the phase (global `shape` cut by `from`).
+  std::vector<int64_t> localShape(const Mesh& mesh) const;
+};
+
+struct ReshardPlan {
+  std::vector<ReshardPhase> phases;
   std::string error;  // non-empty: no plan; the reason, without the tensor's name
 };
 
-// Steps from `from` to `to` for a tensor of global `shape`. Partial axes of `from` that `to`
+// Steps from `from` to `to` for a tensor of global `shape`. Chunked dimensions are planned on
+// the [chunks, chunk size] view; a dimension whose chunking changes is gathered whole in the
+// first phase and cut anew in the second. Partial axes of `from` that `to`
 // keeps stay partial; the others are summed (reduce-scatter where `to` shards a dimension over
 // the axis next, else all-reduce). Axes to drop from a dimension are gathered, or moved to the
 // dimension that needs them by an all-to-all; axes to add are local slices. Fails, with the

@@ -19,8 +19,28 @@ class RuleBuilder {
   explicit RuleBuilder(Operation* op) {
     rule_.operands.resize(op->getNumOperands());
     rule_.results.resize(op->getNumResults());
-    for (auto [i, v] : llvm::enumerate(op->getOperands())) rule_.operands[i].assign(rankOf(v), -1);
-    for (auto [i, v] : llvm::enumerate(op->getResults())) rule_.results[i].assign(rankOf(v), -1);
+    rule_.operandMult.resize(op->getNumOperands());
+    rule_.resultMult.resize(op->getNumResults());
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      rule_.operands[i].assign(rankOf(v), -1);
+      rule_.operandMult[i].assign(rankOf(v), 1);
+    }
+    for (auto [i, v] : llvm::enumerate(op->getResults())) {
+      rule_.results[i].assign(rankOf(v), -1);
+      rule_.resultMult[i].assign(rankOf(v), 1);
+    }
+  }
+  RuleBuilder& operandMult(unsigned i, int64_t dim, int64_t m) {
+    rule_.operandMult[i][dim] = m;
+    return *this;
+  }
+  RuleBuilder& resultMult(unsigned i, int64_t dim, int64_t m) {
+    rule_.resultMult[i][dim] = m;
+    return *this;
+  }
+  RuleBuilder& plainOnly(int f) {
+    plain_.push_back(f);
+    return *this;
   }
   int factor() { return rule_.numFactors++; }
   SmallVector<int> factors(int n) {
@@ -46,6 +66,8 @@ class RuleBuilder {
   }
   // By default a result sums over every operand factor it lacks.
   OpShardingRule take() {
+    rule_.plainOnly.assign(rule_.numFactors, false);
+    for (int f : plain_) rule_.plainOnly[f] = true;
     rule_.summed.assign(rule_.results.size(), {});
     for (unsigned i = 0; i < rule_.results.size(); ++i)
       for (int f = 0; f < rule_.numFactors; ++f) {
@@ -65,6 +87,7 @@ class RuleBuilder {
   }
   OpShardingRule rule_;
   SmallVector<std::pair<unsigned, int>> independent_;
+  SmallVector<int> plain_;
 };
 
 // Every operand and result has the same shape (rank-0 operands, such as AdamW's step, excepted):
@@ -140,6 +163,7 @@ OpShardingRule reshape(Operation* op) {
     if (a != c) break;
     int f = b.factor();
     b.operand(0, i0, f).result(0, o0, f);
+    if (i - i0 != 1 || o - o0 != 1) b.plainOnly(f);  // chunks do not survive a merge or split
   }
   return b.take();
 }
@@ -152,13 +176,16 @@ OpShardingRule transpose(graph::TransposeOp op) {
   return b.take();
 }
 
-// The same factors everywhere, with dimension `axis` (split or concatenated) whole.
-OpShardingRule allButAxis(Operation* op, int64_t axis) {
+// Split into / concatenation of `parts` pieces along `axis`: the same factors everywhere; the
+// whole tensor's `axis` holds the pieces' index space `parts` times, so a piece cut over some
+// axes is a chunk of the whole cut alike (`parts` x {tp}: a fused q/k/v split by heads).
+OpShardingRule splitOrConcat(Operation* op, int64_t axis, int64_t parts, bool isSplit) {
   RuleBuilder b(op);
   SmallVector<int> fs = b.factors(rankOf(op->getResult(0)));
-  fs[axis] = -1;
   for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operandDims(i, fs);
   for (unsigned i = 0; i < op->getNumResults(); ++i) b.resultDims(i, fs);
+  if (isSplit) b.operandMult(0, axis, parts);
+  else b.resultMult(0, axis, parts);
   return b.take();
 }
 
@@ -239,8 +266,12 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           .Case<MseOp>([](Operation* o) { return loss(o, 0, false, false); })
           .Case<MseGradOp>([](Operation* o) { return loss(o, 1, false, true); })
           .Case<TransposeOp>([](TransposeOp o) { return transpose(o); })
-          .Case<SplitOp>([](SplitOp o) { return allButAxis(o, o.getAxis()); })
-          .Case<ConcatOp>([](ConcatOp o) { return allButAxis(o, o.getAxis()); })
+          .Case<SplitOp>([](SplitOp o) {
+            return splitOrConcat(o, o.getAxis(), o.getParts(), /*isSplit=*/true);
+          })
+          .Case<ConcatOp>([](ConcatOp o) {
+            return splitOrConcat(o, o.getAxis(), o.getPieces().size(), /*isSplit=*/false);
+          })
           .Case<CausalSoftmaxOp, CausalSoftmaxGradOp>([](Operation* o) {
             return leading(o, rankOf(o->getResult(0)), 2);
           })

@@ -19,6 +19,12 @@ struct OpShardingRule {
   llvm::SmallVector<llvm::SmallVector<int>> operands;  // [operand][dim] -> factor or -1
   llvm::SmallVector<llvm::SmallVector<int>> results;   // [result][dim] -> factor or -1
   llvm::SmallVector<llvm::SmallVector<int>> summed;    // [result] -> factors summed into it
+  // A dimension holds `mult` copies of its factor's index space, one after another (split's
+  // operand along the split axis: one per piece). A factor cut into k chunks cuts such a
+  // dimension into k·mult chunks. 1 everywhere else.
+  llvm::SmallVector<llvm::SmallVector<int64_t>> operandMult, resultMult;
+  // Factors that cannot be chunked (a reshape merging or splitting dimensions).
+  llvm::SmallVector<bool> plainOnly;
 };
 
 // The rule of `op`; failure (with an error on `op`) if it has none.

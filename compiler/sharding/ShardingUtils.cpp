@@ -8,19 +8,47 @@ using namespace mlir;
 
 namespace dtc::sharding {
 
-dist::ShardingAttr project(MLIRContext* ctx, ArrayRef<int> dims, ArrayAttr factorAxes,
-                           ArrayAttr partial) {
+FailureOr<FactorShardings> readFactors(Operation* op) {
+  FactorShardings f;
+  f.axes = op->getAttrOfType<ArrayAttr>(kFactorsAttr);
+  if (!f.axes) return failure();
+  f.blocks.assign(f.axes.size(), 1);
+  if (auto blocks = op->getAttrOfType<DenseI64ArrayAttr>(kFactorBlocksAttr))
+    f.blocks.assign(blocks.asArrayRef().begin(), blocks.asArrayRef().end());
+  if (f.blocks.size() != f.axes.size()) return failure();
+  return f;
+}
+
+void writeFactors(Operation* op, const FactorShardings& factors) {
+  op->setAttr(kFactorsAttr, factors.axes);
+  if (llvm::any_of(factors.blocks, [](int64_t b) { return b != 1; }))
+    op->setAttr(kFactorBlocksAttr, DenseI64ArrayAttr::get(op->getContext(), factors.blocks));
+  else
+    op->removeAttr(kFactorBlocksAttr);
+}
+
+dist::ShardingAttr project(MLIRContext* ctx, ArrayRef<int> dims, ArrayRef<int64_t> mult,
+                           const FactorShardings& factors, ArrayAttr partial) {
   Builder b(ctx);
   SmallVector<Attribute> out;
-  for (int f : dims) out.push_back(f < 0 ? b.getArrayAttr({}) : factorAxes[f]);
-  return dist::ShardingAttr::get(ctx, b.getArrayAttr(out), partial ? partial : b.getArrayAttr({}));
+  SmallVector<int64_t> blocks;
+  for (auto [d, f] : llvm::enumerate(dims)) {
+    out.push_back(f < 0 ? b.getArrayAttr({}) : factors.axes[f]);
+    // A chunked factor chunks the dimension; so does a whole one when the dimension holds it
+    // several times and is cut (its chunks are the copies).
+    int64_t chunks = 1;
+    if (f >= 0 && !cast<ArrayAttr>(factors.axes[f]).empty()) chunks = factors.blocks[f] * mult[d];
+    blocks.push_back(chunks);
+  }
+  return dist::ShardingAttr::get(ctx, b.getArrayAttr(out), partial ? partial : b.getArrayAttr({}),
+                                 ArrayRef<int64_t>(blocks));
 }
 
 ArrayAttr partialAxes(MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
-                      ArrayAttr factorAxes) {
+                      const FactorShardings& factors) {
   SmallVector<Attribute> axes;
   for (int f : rule.summed[result])
-    for (Attribute a : cast<ArrayAttr>(factorAxes[f])) axes.push_back(a);
+    for (Attribute a : cast<ArrayAttr>(factors.axes[f])) axes.push_back(a);
   return Builder(ctx).getArrayAttr(axes);
 }
 
@@ -41,6 +69,7 @@ Layout toLayout(dist::MeshAttr mesh, dist::ShardingAttr sharding) {
   }
   for (Attribute a : sharding.getPartial())
     l.partial.push_back(mesh.axisIndex(cast<StringAttr>(a).getValue()));
+  for (size_t d = 0; d < l.dims.size(); ++d) l.blocks.push_back(sharding.dimBlocks(d));
   return l;
 }
 

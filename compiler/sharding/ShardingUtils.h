@@ -11,18 +11,28 @@
 
 namespace dtc::sharding {
 
-// Op attribute written by propagation, read by the partitioner: the mesh axes of each factor of
-// the op's rule (ArrayAttr of ArrayAttr of StringAttr).
+// Op attributes written by propagation, read by the partitioner: the mesh axes of each factor
+// of the op's rule (ArrayAttr of ArrayAttr of StringAttr) and, when some factor is chunked,
+// the chunk counts (DenseI64ArrayAttr).
 inline constexpr const char kFactorsAttr[] = "dist.factors";
+inline constexpr const char kFactorBlocksAttr[] = "dist.factor_blocks";
 
-// The sharding of an operand or result whose dimensions belong to `dims` (factor or -1), with
-// the factors' axes; partial over `partial`.
+struct FactorShardings {
+  mlir::ArrayAttr axes;               // per factor: ArrayAttr of axis names
+  llvm::SmallVector<int64_t> blocks;  // per factor: chunks (1: plain)
+};
+mlir::FailureOr<FactorShardings> readFactors(mlir::Operation* op);
+void writeFactors(mlir::Operation* op, const FactorShardings& factors);
+
+// The sharding of an operand or result whose dimensions belong to `dims` (factor or -1, with
+// multiplicities `mult`), under the factor shardings; partial over `partial`.
 dist::ShardingAttr project(mlir::MLIRContext* ctx, llvm::ArrayRef<int> dims,
-                           mlir::ArrayAttr factorAxes, mlir::ArrayAttr partial = {});
+                           llvm::ArrayRef<int64_t> mult, const FactorShardings& factors,
+                           mlir::ArrayAttr partial = {});
 
 // Axes of the sharded factors that result `result` sums over: it is partial over them.
 mlir::ArrayAttr partialAxes(mlir::MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
-                            mlir::ArrayAttr factorAxes);
+                            const FactorShardings& factors);
 
 Mesh toMesh(dist::MeshAttr mesh);
 Layout toLayout(dist::MeshAttr mesh, dist::ShardingAttr sharding);

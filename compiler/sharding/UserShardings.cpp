@@ -23,6 +23,7 @@ struct Spec {
   std::string text;  // as the user wrote it, for errors
   llvm::GlobPattern pattern;
   SmallVector<SmallVector<std::string>> dims;  // axes per dimension
+  SmallVector<int64_t> blocks;                 // chunks per dimension ("3xtp": 3)
   bool used = false;
 };
 
@@ -78,9 +79,19 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       dims.split(perDim, ',');
       for (StringRef d : perDim) {
         spec.dims.emplace_back();
-        if (d.trim() == "-") continue;
+        spec.blocks.push_back(1);
+        d = d.trim();
+        if (d == "-") continue;
+        // "3xtp": three chunks, each split over tp (a fused q/k/v weight by heads).
+        size_t digits = d.find_first_not_of("0123456789");
+        if (digits != 0 && digits != StringRef::npos && d[digits] == 'x') {
+          d.take_front(digits).getAsInteger(10, spec.blocks.back());
+          d = d.drop_front(digits + 1);
+          if (spec.blocks.back() < 1)
+            return module.emitError("--shard '") << spec.text << "': chunks must be >= 1";
+        }
         SmallVector<StringRef> axes;
-        d.trim().split(axes, '+');
+        d.split(axes, '+');
         for (StringRef a : axes) {
           if (mesh.axisIndex(a.trim()) < 0)
             return module.emitError("--shard '") << spec.text << "': the mesh has no axis '"
@@ -111,7 +122,7 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
           return func.emitError("--shard '") << spec.text << "': tensor '" << name << "' has "
                                              << type.getRank() << " dimensions, the spec "
                                              << spec.dims.size();
-        if (chosen && chosen->dims != spec.dims)
+        if (chosen && (chosen->dims != spec.dims || chosen->blocks != spec.blocks))
           return func.emitError("tensor '") << name << "' matches --shard '" << chosen->text
                                             << "' and '" << spec.text << "', which disagree";
         chosen = &spec;
@@ -123,9 +134,11 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         for (const std::string& a : axes) names.push_back(b.getStringAttr(a));
         dims.push_back(b.getArrayAttr(names));
       }
+      bool trivial = llvm::all_of(chosen->blocks, [](int64_t v) { return v == 1; });
       auto sharding = dist::ShardingAttr::getChecked(
           [&] { return func.emitError("--shard '") << chosen->text << "': "; }, func.getContext(),
-          b.getArrayAttr(dims), b.getArrayAttr({}));
+          b.getArrayAttr(dims), b.getArrayAttr({}),
+          b.getDenseI64ArrayAttr(trivial ? ArrayRef<int64_t>() : ArrayRef<int64_t>(chosen->blocks)));
       if (!sharding) return failure();
       if (auto error = sharding.check(mesh, type.getShape()))
         return func.emitError("--shard '") << chosen->text << "': cannot split tensor '" << name

@@ -37,6 +37,9 @@ StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorVi
     for (uint32_t d = 0; d < b.sharding()->size(); ++d) {
       const auto* axes = b.sharding()->Get(d)->axes();
       if (!axes || axes->size() == 0) continue;
+      if (b.sharding()->Get(d)->blocks() != 1)
+        return Status::InvalidInput("input '" + name + "' is split in chunks; dtrun splits data "
+                                    "in plain blocks of samples only");
       if (d != 0)
         return Status::InvalidInput("input '" + name + "' is split along dimension " +
                                     std::to_string(d) + "; dtrun splits data along samples only");

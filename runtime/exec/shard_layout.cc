@@ -1,5 +1,6 @@
 #include "exec/shard_layout.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dtc {
@@ -14,6 +15,7 @@ std::vector<DimCut> cutsOf(const flatbuffers::Vector<flatbuffers::Offset<plan::D
     cuts[d].axes.assign(axes->begin(), axes->end());
     cuts[d].parts = mesh->groupSize(cuts[d].axes);
     cuts[d].index = mesh->indexIn(cuts[d].axes);
+    cuts[d].blocks = std::max<int64_t>(1, sharding->Get(d)->blocks());
   }
   return cuts;
 }
@@ -24,8 +26,37 @@ bool isSharded(const std::vector<DimCut>& cuts) {
   return false;
 }
 
-void extractShard(const uint8_t* global, const std::vector<int64_t>& globalShape,
-                  size_t elementSize, const std::vector<DimCut>& cuts, uint8_t* local) {
+namespace {
+
+// The row-major view in which chunked dimensions are [chunks, chunk size], the cut on the
+// second: the same bytes, plain cuts only.
+void unchunk(std::vector<int64_t>& shape, std::vector<DimCut>& cuts) {
+  std::vector<int64_t> s;
+  std::vector<DimCut> c;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (cuts[d].blocks > 1) {
+      s.push_back(cuts[d].blocks);
+      c.push_back(DimCut{});
+      s.push_back(shape[d] / cuts[d].blocks);
+      DimCut inner = cuts[d];
+      inner.blocks = 1;
+      c.push_back(inner);
+    } else {
+      s.push_back(shape[d]);
+      c.push_back(cuts[d]);
+    }
+  }
+  shape.swap(s);
+  cuts.swap(c);
+}
+
+}  // namespace
+
+void extractShard(const uint8_t* global, const std::vector<int64_t>& shape,
+                  size_t elementSize, const std::vector<DimCut>& chunkedCuts, uint8_t* local) {
+  std::vector<int64_t> globalShape(shape);
+  std::vector<DimCut> cuts(chunkedCuts);
+  unchunk(globalShape, cuts);
   const size_t rank = globalShape.size();
   std::vector<int64_t> localShape(globalShape), strides(rank, 1);
   for (size_t d = 0; d < rank; ++d) localShape[d] /= cuts[d].parts;
@@ -47,8 +78,11 @@ void extractShard(const uint8_t* global, const std::vector<int64_t>& globalShape
 }
 
 StatusOr<std::vector<float>> gatherShards(const float* local, const std::vector<int64_t>& localShape,
-                                          const std::vector<DimCut>& cuts, comm::DeviceMesh& mesh) {
+                                          const std::vector<DimCut>& chunkedCuts,
+                                          comm::DeviceMesh& mesh) {
   std::vector<int64_t> shape(localShape);
+  std::vector<DimCut> cuts(chunkedCuts);
+  unchunk(shape, cuts);
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   std::vector<float> cur(local, local + n);

@@ -13,6 +13,7 @@ namespace dtc {
 struct DimCut {
   int64_t parts = 1, index = 0;
   std::vector<int> axes;  // the mesh axes that cut it (empty: whole)
+  int64_t blocks = 1;     // chunks, each cut into `parts`
 };
 
 // This device's cut of each dimension of a tensor sharded as `sharding` (absent: whole).

@@ -62,6 +62,7 @@ class PlanVerifier {
     uint64_t n = 1, meshRank = p_.mesh() ? p_.mesh()->size() : 0;
     std::vector<bool> seen(meshRank, false);
     const auto* axes = sharding->Get(dim)->axes();
+    if (sharding->Get(dim)->blocks() < 1) return 0;
     if (!axes) return 1;
     for (int32_t a : *axes) {
       if (a < 0 || static_cast<uint64_t>(a) >= meshRank || seen[a]) return 0;
@@ -119,7 +120,8 @@ class PlanVerifier {
           return bad(what + " has a malformed global shape or sharding");
         for (uint32_t d = 0; d < global->size(); ++d) {
           uint64_t n = parts(s->sharding(), d);
-          if (n == 0 || global->Get(d) % n != 0 ||
+          int64_t blocks = s->sharding() && d < s->sharding()->size() ? s->sharding()->Get(d)->blocks() : 1;
+          if (n == 0 || global->Get(d) % (n * blocks) != 0 ||
               static_cast<uint64_t>(global->Get(d)) / n != static_cast<uint64_t>(s->shape()->Get(d)))
             return bad(what + " is not its global shape cut by its sharding");
         }

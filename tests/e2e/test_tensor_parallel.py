@@ -1,6 +1,6 @@
 """Tensor parallelism from user annotations (`--mesh tp=N --shard PATTERN=SPEC`): Megatron's
-column-then-row split of the MLPs, alone and on a dp x tp mesh with ZeRO-1, must train exactly
-as the single-device plan: losses and final weights within 1e-5 (as test_data_parallel.py).
+column-then-row split of the MLPs and of attention (by heads), alone and on a dp x tp mesh with
+ZeRO-1, must train exactly as the single-device plan: losses and final weights within 1e-5 (as test_data_parallel.py).
 Propagation derives every other sharding (biases, activations, gradients, optimizer state)
 from the weight annotations; the partitioner inserts the row-parallel all-reduces."""
 import os
@@ -17,6 +17,11 @@ MLP_TP = ["--shard", "fc0.weight=tp,-", "--shard", "fc0.bias=tp", "--shard", "fc
 GPT_MLP_TP = ["--shard", "transformer.h.*.mlp.c_fc.weight=tp,-",
               "--shard", "transformer.h.*.mlp.c_fc.bias=tp",
               "--shard", "transformer.h.*.mlp.c_proj.weight=-,tp"]
+# Megatron: attention split by heads too. The fused q/k/v weight [3C, C] is three chunks (q, k,
+# v), each split over tp by rows (heads): "3xtp".
+GPT_MEGATRON = GPT_MLP_TP + ["--shard", "transformer.h.*.attn.c_attn.weight=3xtp,-",
+                             "--shard", "transformer.h.*.attn.c_attn.bias=3xtp",
+                             "--shard", "transformer.h.*.attn.c_proj.weight=-,tp"]
 
 
 def configs(shard):
@@ -46,8 +51,10 @@ def main():
             "--embd", 32, "--seed", 11, "-o", gpt)
         # SGD: AdamW's division by sqrt(v) + eps turns the rounding noise of near-zero bias
         # gradients (sums that cancel) into lr-sized differences, which says nothing about TP.
+        compare("gpt-mlp-tp", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9],
+                bin_path, 6, 5, configs(GPT_MLP_TP)[:1])
         compare("gpt", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9], bin_path,
-                6, 5, configs(GPT_MLP_TP)[:3])
+                6, 5, configs(GPT_MEGATRON))
     print("tensor parallel parity: ok")
 
 

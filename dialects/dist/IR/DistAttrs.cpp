@@ -116,11 +116,17 @@ static void printAxisSet(AsmPrinter& printer, ArrayAttr axes) {
 Attribute ShardingAttr::parse(AsmParser& parser, Type) {
   Builder& b = parser.getBuilder();
   SmallVector<Attribute> dims, partial;
+  SmallVector<int64_t> blocks;
   if (parser.parseLess()) return {};
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        // `3x{tp}`: three chunks, each cut over tp.
+        int64_t count = 1;
+        OptionalParseResult n = parser.parseOptionalInteger(count);
+        if (n.has_value() && (failed(*n) || parser.parseKeyword("x"))) return failure();
         SmallVector<Attribute> axes;
         if (parseAxisSet(parser, axes)) return failure();
         dims.push_back(b.getArrayAttr(axes));
+        blocks.push_back(count);
         return success();
       }))
     return {};
@@ -129,14 +135,17 @@ Attribute ShardingAttr::parse(AsmParser& parser, Type) {
       return {};
   }
   if (parser.parseGreater()) return {};
-  return parser.getChecked<ShardingAttr>(parser.getContext(), b.getArrayAttr(dims),
-                                         b.getArrayAttr(partial));
+  bool trivial = llvm::all_of(blocks, [](int64_t v) { return v == 1; });
+  return parser.getChecked<ShardingAttr>(
+      parser.getContext(), b.getArrayAttr(dims), b.getArrayAttr(partial),
+      b.getDenseI64ArrayAttr(trivial ? ArrayRef<int64_t>() : ArrayRef<int64_t>(blocks)));
 }
 
 void ShardingAttr::print(AsmPrinter& printer) const {
   printer << "<[";
   for (auto [i, d] : llvm::enumerate(getDims())) {
     if (i) printer << ", ";
+    if (dimBlocks(i) != 1) printer << dimBlocks(i) << "x";
     printAxisSet(printer, cast<ArrayAttr>(d));
   }
   printer << "]";
@@ -148,7 +157,12 @@ void ShardingAttr::print(AsmPrinter& printer) const {
 }
 
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr dims,
-                                   ArrayAttr partial) {
+                                   ArrayAttr partial, DenseI64ArrayAttr blocks) {
+  if (!blocks.empty() && blocks.size() != static_cast<int64_t>(dims.size()))
+    return emitError() << "sharding: blocks for " << blocks.size() << " of " << dims.size()
+                       << " dimensions";
+  for (int64_t b : blocks.asArrayRef())
+    if (b < 1) return emitError() << "sharding: " << b << " blocks";
   llvm::SmallSet<StringRef, 4> seen;
   auto use = [&](Attribute a) -> LogicalResult {
     auto s = dyn_cast<StringAttr>(a);
@@ -194,10 +208,14 @@ std::optional<std::string> ShardingAttr::check(MeshAttr mesh, ArrayRef<int64_t> 
     ArrayAttr axes = dimAxes(d);
     for (Attribute a : axes)
       if (auto err = known(a)) return err;
-    int64_t parts = mesh.groupSize(axes);
+    int64_t parts = mesh.groupSize(axes) * dimBlocks(d);
     if (size % parts != 0) {
       std::string names;
       for (Attribute a : axes) names += (names.empty() ? "" : ",") + cast<StringAttr>(a).str();
+      if (dimBlocks(d) != 1)
+        return "dimension " + std::to_string(d) + " of size " + std::to_string(size) +
+               " does not divide into " + std::to_string(dimBlocks(d)) + " chunks over mesh axes {" +
+               names + "} (" + std::to_string(parts / dimBlocks(d)) + " devices)";
       return "dimension " + std::to_string(d) + " of size " + std::to_string(size) +
              " does not divide over mesh axes {" + names + "} (" + std::to_string(parts) +
              " devices)";

@@ -31,8 +31,26 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
     coordinate i); `sum` lists the partial axes: each device of such an axis holds a summand
     and the tensor is the sum over the axis. Axes not named are replicated. An axis appears at
     most once.
+
+    `3x{tp}` splits a dimension as 3 equal chunks, each cut over tp: a device holds its block
+    of every chunk, one after another. That is how a fused query/key/value weight [3C, C] is
+    split by heads (chunks q, k, v; each device keeps the rows of its heads in all three).
+    `blocks` holds the chunk count per dimension (empty: 1 everywhere).
   }];
-  let parameters = (ins "::mlir::ArrayAttr":$dims, "::mlir::ArrayAttr":$partial);
+  let parameters = (ins "::mlir::ArrayAttr":$dims, "::mlir::ArrayAttr":$partial,
+                        "::mlir::DenseI64ArrayAttr":$blocks);
+  let builders = [
+    AttrBuilder<(ins "::mlir::ArrayAttr":$dims, "::mlir::ArrayAttr":$partial), [{
+      return $_get($_ctxt, dims, partial, ::mlir::DenseI64ArrayAttr::get($_ctxt, {}));
+    }]>,
+    // Normalises all-ones blocks to none, so equal shardings are equal attributes.
+    AttrBuilder<(ins "::mlir::ArrayAttr":$dims, "::mlir::ArrayAttr":$partial,
+                     "::llvm::ArrayRef<int64_t>":$blocks), [{
+      bool trivial = llvm::all_of(blocks, [](int64_t b) { return b == 1; });
+      return $_get($_ctxt, dims, partial,
+                   ::mlir::DenseI64ArrayAttr::get($_ctxt, trivial ? ::llvm::ArrayRef<int64_t>() : blocks));
+    }]>,
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -40,6 +58,10 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
     ::mlir::ArrayAttr dimAxes(int64_t dim) const {
       return ::llvm::cast<::mlir::ArrayAttr>(getDims()[dim]);
     }
+    int64_t dimBlocks(int64_t dim) const {
+      return getBlocks().empty() ? 1 : getBlocks()[dim];
+    }
+    bool hasBlocks() const { return !getBlocks().empty(); }
     bool isPartial() const { return !getPartial().empty(); }
     bool isFullyReplicated() const;
     // Checks axes against `mesh` and divisibility against the global `shape`; nullopt if valid.

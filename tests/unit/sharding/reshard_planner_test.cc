@@ -101,11 +101,23 @@ struct Sim {
     }
     return members;
   }
-  // Device `dev`'s block of `global` under the dims of `layout` (partial ignored).
+  // Device `dev`'s block of `global` under the dims of `layout` (partial ignored). A chunked
+  // dimension is cut in its [chunks, size] view; the block keeps the tensor's rank.
   Tensor shard(const Tensor& global, const Layout& layout, int64_t dev) const {
     Tensor t = global;
-    for (size_t d = 0; d < layout.dims.size(); ++d)
-      t = block(t, (int)d, mesh.groupSize(layout.dims[d]), indexIn(dev, layout.dims[d]));
+    std::vector<int64_t> expanded, localShape;
+    std::vector<std::vector<int>> dims;
+    for (size_t d = 0; d < layout.dims.size(); ++d) {
+      int64_t b = layout.blocksOf(d);
+      if (b > 1) expanded.push_back(b), dims.push_back({});
+      expanded.push_back(global.shape[d] / b);
+      dims.push_back(layout.dims[d]);
+      localShape.push_back(global.shape[d] / mesh.groupSize(layout.dims[d]));
+    }
+    t.shape = expanded;
+    for (size_t d = 0; d < dims.size(); ++d)
+      t = block(t, (int)d, mesh.groupSize(dims[d]), indexIn(dev, dims[d]));
+    t.shape = localShape;
     return t;
   }
 
@@ -142,9 +154,14 @@ struct Sim {
   }
 };
 
-Layout randomLayout(std::mt19937& rng, const Mesh& mesh, size_t rank, bool allowPartial) {
+Layout randomLayout(std::mt19937& rng, const Mesh& mesh, size_t rank, bool allowPartial,
+                    const std::vector<int64_t>& chunkable) {
   Layout l;
   l.dims.resize(rank);
+  // Sometimes chunk a dimension that allows it (2 or 3 chunks, as a fused q/k/v weight).
+  l.blocks.assign(rank, 1);
+  for (size_t d = 0; d < rank; ++d)
+    if (chunkable[d] > 1 && std::uniform_int_distribution<int>(0, 2)(rng) == 0) l.blocks[d] = chunkable[d];
   std::vector<int> axes(mesh.sizes.size());
   std::iota(axes.begin(), axes.end(), 0);
   std::shuffle(axes.begin(), axes.end(), rng);
@@ -171,12 +188,15 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
       sim.mesh.names.push_back("a" + std::to_string(i));
     }
     size_t rank = std::uniform_int_distribution<size_t>(1, 3)(rng);
-    // Every dimension divides over every axis combination: a multiple of the device count.
-    std::vector<int64_t> shape(rank);
+    // Every dimension divides over every axis combination: a multiple of the device count,
+    // times the chunk count of the dimensions that may be chunked.
+    std::vector<int64_t> shape(rank), chunkable(rank, 1);
     for (auto& d : shape) d = sim.devices();
     shape[0] *= std::uniform_int_distribution<int>(1, 2)(rng);
-    Layout from = randomLayout(rng, sim.mesh, rank, true);
-    Layout to = randomLayout(rng, sim.mesh, rank, false);
+    chunkable[rank - 1] = std::uniform_int_distribution<int>(1, 3)(rng);
+    shape[rank - 1] *= chunkable[rank - 1];
+    Layout from = randomLayout(rng, sim.mesh, rank, true, chunkable);
+    Layout to = randomLayout(rng, sim.mesh, rank, false, chunkable);
     if (std::uniform_int_distribution<int>(0, 3)(rng) == 0)  // sometimes keep the partial axes
       for (int p : from.partial) {
         for (auto& dim : to.dims) dim.erase(std::remove(dim.begin(), dim.end(), p), dim.end());
@@ -208,7 +228,11 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
     ReshardPlan plan = planReshard(sim.mesh, shape, from, to);
     ASSERT_EQ(plan.error, "") << "trial " << trial;
     ++planned;
-    for (const ReshardStep& step : plan.steps) locals = sim.run(locals, step);
+    for (const ReshardPhase& phase : plan.phases) {
+      for (Tensor& t : locals) t.shape = phase.localShape(sim.mesh);  // a row-major view
+      for (const ReshardStep& step : phase.steps) locals = sim.run(locals, step);
+    }
+    for (int64_t dev = 0; dev < sim.devices(); ++dev) locals[dev].shape = sim.shard(global, to, dev).shape;
 
     // Axes kept partial: the group's sum must be the target block.
     std::vector<Tensor> result = locals;
@@ -231,16 +255,30 @@ TEST(ReshardPlanner, TransposedShardingOnTwoByFourUsesAllToAllNotAWrongShape) {
   ReshardPlan plan = planReshard(mesh, {8, 8}, Layout{{{0}, {1}}, {}}, Layout{{{1}, {0}}, {}});
   ASSERT_EQ(plan.error, "");
   bool allToAll = false;
-  for (auto& s : plan.steps) allToAll |= s.kind == StepKind::kAllToAll;
+  for (auto& phase : plan.phases)
+    for (auto& s : phase.steps) allToAll |= s.kind == StepKind::kAllToAll;
   EXPECT_TRUE(allToAll);
 }
 
 TEST(ReshardPlanner, PartialToShardedIsOneReduceScatter) {
   Mesh mesh{{"dp"}, {4}};
   ReshardPlan plan = planReshard(mesh, {8, 3}, Layout{{{}, {}}, {0}}, Layout{{{0}, {}}, {}});
-  ASSERT_EQ(plan.steps.size(), 1u);
-  EXPECT_EQ(plan.steps[0].kind, StepKind::kReduceScatter);
-  EXPECT_EQ(plan.steps[0].dim, 0);
+  ASSERT_EQ(plan.phases.size(), 1u);
+  ASSERT_EQ(plan.phases[0].steps.size(), 1u);
+  EXPECT_EQ(plan.phases[0].steps[0].kind, StepKind::kReduceScatter);
+  EXPECT_EQ(plan.phases[0].steps[0].dim, 0);
+}
+
+TEST(ReshardPlanner, ChunkedToPlainGathersThenSlicesInTheNewView) {
+  // A fused q/k/v dimension [3·4] split by heads over 2 devices, to contiguous halves.
+  Mesh mesh{{"tp"}, {2}};
+  ReshardPlan plan = planReshard(mesh, {12}, Layout{{{0}}, {}, {3}}, Layout{{{0}}, {}, {}});
+  ASSERT_EQ(plan.error, "");
+  ASSERT_EQ(plan.phases.size(), 2u);
+  EXPECT_EQ(plan.phases[0].shape, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(plan.phases[0].steps[0].kind, StepKind::kAllGather);
+  EXPECT_EQ(plan.phases[0].steps[0].dim, 1);
+  EXPECT_EQ(plan.phases[1].steps[0].kind, StepKind::kLocalSlice);
 }
 
 TEST(ReshardPlanner, UnevenSplitIsAnErrorNamingTheDimension) {
