@@ -108,10 +108,17 @@ def UserShardings : Pass<"dtc-user-shardings", "mlir::ModuleOp"> {
     state follows its parameter); propagation completes the rest. A pattern that matches
     nothing, a spec of the wrong rank or with unknown axes, a split that does not divide, and a
     tensor two patterns shard differently are errors.
+
+    `megatron=tp` adds Megatron's anchors for GPT-2 (nanoGPT / Hugging Face names):
+    `*.attn.c_attn.weight=3xtp,-` and its bias (q, k, v split by heads), `*.mlp.c_fc.weight=tp,-`
+    and its bias (column-parallel), `*.attn.c_proj.weight=-,tp` and `*.mlp.c_proj.weight=-,tp`
+    (row-parallel). The heads must divide over the axis.
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", "\"\"", "mesh axes, name=size[,name=size]">,
     Option<"shard", "shard", "std::string", "\"\"", "PATTERN=SPEC[;PATTERN=SPEC]">,
+    Option<"megatron", "megatron", "std::string", "\"\"",
+           "mesh axis for Megatron's GPT-2 splits (attention by heads, MLP by features)">,
   ];
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }

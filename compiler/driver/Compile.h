@@ -25,6 +25,7 @@ struct CompileOptions {
   std::string mesh;
   int64_t dataParallel = 0;
   std::string shard;
+  std::string megatron;       // a mesh axis: apply Megatron's GPT-2 splits over it
   int64_t zeroStage = 0;      // 1: optimizer state sharded over dp
   double bucketMb = 25.0;     // all-reduce bucket size
   int64_t accumulate = 1;     // micro-batches per step (gradient accumulation)

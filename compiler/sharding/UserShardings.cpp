@@ -8,6 +8,7 @@
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphOps.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_USERSHARDINGS
@@ -67,6 +68,19 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     SmallVector<Spec> specs;
     SmallVector<StringRef> items;
     StringRef(this->shard).split(items, ';', -1, /*KeepEmpty=*/false);
+    std::string preset;
+    if (!StringRef(megatron).empty()) {
+      if (failed(checkHeads(module, mesh, megatron))) return failure();
+      std::string t = megatron;
+      for (const std::string& item :
+           {"*.attn.c_attn.weight=3x" + t + ",-", "*.attn.c_attn.bias=3x" + t,
+            "*.attn.c_proj.weight=-," + t, "*.mlp.c_fc.weight=" + t + ",-",
+            "*.mlp.c_fc.bias=" + t, "*.mlp.c_proj.weight=-," + t})
+        preset += (preset.empty() ? "" : ";") + item;
+      SmallVector<StringRef> more;
+      StringRef(preset).split(more, ';');
+      items.append(more.begin(), more.end());
+    }
     for (StringRef item : items) {
       if (!mesh) return module.emitError("--shard needs a mesh (--mesh)");
       auto [pattern, dims] = item.trim().split('=');
@@ -104,9 +118,31 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(annotate(func, mesh, specs))) return failure();
     for (const Spec& spec : specs)
-      if (!spec.used)
+      if (!spec.used) {
+        if (StringRef(preset).contains(spec.text))
+          return module.emitError("Megatron's tensor-parallel splits need GPT-2's weights: no "
+                                  "parameter matches '")
+                 << spec.text << "' (split other models with --shard PATTERN=SPEC)";
         return module.emitError("--shard '") << spec.text << "': no parameter or input matches";
+      }
     return success();
+  }
+
+  // Attention heads [B, H, T, T] must divide over the tensor-parallel axis.
+  static LogicalResult checkHeads(ModuleOp module, dist::MeshAttr mesh, StringRef axis) {
+    if (!mesh || mesh.axisIndex(axis) < 0)
+      return module.emitError("Megatron's splits need a mesh axis '") << axis << "'";
+    int64_t tp = mesh.axisSize(axis);
+    WalkResult result = module.walk([&](graph::CausalSoftmaxOp op) {
+      auto shape = cast<RankedTensorType>(op.getX().getType()).getShape();
+      if (shape.size() == 4 && shape[1] % tp != 0) {
+        op.emitError("attention has ") << shape[1] << " heads, which do not divide over " << tp
+                                      << " tensor-parallel devices (" << axis << "=" << tp << ")";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return failure(result.wasInterrupted());
   }
 
   LogicalResult annotate(func::FuncOp func, dist::MeshAttr mesh, MutableArrayRef<Spec> specs) {

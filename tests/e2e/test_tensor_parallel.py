@@ -54,7 +54,7 @@ def main():
         compare("gpt-mlp-tp", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9],
                 bin_path, 6, 5, configs(GPT_MLP_TP)[:1])
         compare("gpt", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9], bin_path,
-                6, 5, configs(GPT_MEGATRON))
+                6, 5, configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2"], 2)])
     print("tensor parallel parity: ok")
 
 

@@ -175,10 +175,11 @@ int runCompile(int argc, char** argv) {
         return fail("dtc compile: --mesh wants name=size[,name=size], got '" + options.mesh + "'");
       if (name == "dp") {
         options.dataParallel = n;
+      } else if (name == "tp" && !namesAxis(options.shard, name)) {
+        options.megatron = "tp";  // Megatron's GPT-2 splits, unless the user gives their own
       } else if (!namesAxis(options.shard, name)) {
         return fail("dtc compile: mesh axis '" + name.str() +
-                    "' splits nothing: give --shard PATTERN=SPEC naming it (built-in tensor-"
-                    "parallel strategies are not implemented yet)");
+                    "' splits nothing: give --shard PATTERN=SPEC naming it");
       }
     }
   } else if (!options.shard.empty()) {
