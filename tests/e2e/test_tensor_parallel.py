@@ -55,6 +55,21 @@ def main():
                 bin_path, 6, 5, configs(GPT_MLP_TP)[:1])
         compare("gpt", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9], bin_path,
                 6, 5, configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2"], 2)])
+
+        # ConvNet: layer 1 split by output channels (its BatchNorm follows: per-channel
+        # statistics need no communication), layer 2 by input channels (row-parallel): one
+        # all-reduce of layer 2's output per step.
+        cdata = os.path.join(work, "cdata")
+        os.makedirs(cdata)
+        np.save(os.path.join(cdata, "input.npy"), rng.random((64, 784), dtype=np.float32))
+        np.save(os.path.join(cdata, "target.npy"), rng.integers(0, 10, 64).astype(np.int64))
+        convnet = os.path.join(work, "convnet.dtm")
+        run(tool("dtc"), "zoo", "convnet", "--seed", 2, "-o", convnet)
+        conv_tp = ["--shard", "layer1.0.weight=tp,-,-,-", "--shard", "layer1.0.bias=tp",
+                   "--shard", "layer2.0.weight=-,tp,-,-"]
+        compare("convnet", convnet, work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
+                cdata, 4, 7, [("tp2", ["--mesh", "tp=2"] + conv_tp, 2),
+                              ("dp2-tp2", ["--mesh", "dp=2,tp=2"] + conv_tp, 4)], ("--eval", cdata))
     print("tensor parallel parity: ok")
 
 
