@@ -50,6 +50,15 @@ FunctionStats stats(const plan::Function& f) {
   return s;
 }
 
+// Bytes of this rank's state tensors in `role` (trainable ones only if `trainable`).
+uint64_t bytesOf(const Plan& plan, plan::Role role, bool trainable) {
+  uint64_t n = 0;
+  for (const plan::StateTensor* s : *plan.root().state())
+    if (s->role() == role && (!trainable || s->trainable()))
+      n += numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
+  return n;
+}
+
 }  // namespace
 
 std::string summarizePlanText(const Plan& plan) {
@@ -87,6 +96,27 @@ std::string summarizePlanText(const Plan& plan) {
   os << "state region: " << p.state_bytes() << " bytes; arena peak (largest function): "
      << plan.maxArenaBytes() << " bytes; total " << p.state_bytes() + plan.maxArenaBytes()
      << " bytes\n";
+  if (const plan::Function* step = plan.function("train_step")) {
+    // What one rank holds while training: gradients are as large as the trainable parameters
+    // (they live in the arena, with the activations and temporaries).
+    uint64_t gradBytes = 0;
+    for (const plan::StateTensor* s : *p.state())
+      if (s->role() == plan::Role::param && s->trainable())
+        gradBytes += numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
+    os << "per rank, training: parameters " << paramBytes << " bytes, gradients " << gradBytes
+       << " bytes, optimizer state " << stateBytes << " bytes, arena (activations, gradients, "
+       << "temporaries) peak " << step->arena_bytes() << " bytes\n";
+    std::map<std::pair<std::string, std::string>, std::pair<int, double>> byKind;
+    for (const CollectiveCost& c : collectivesOf(plan, *step)) {
+      auto& entry = byKind[{c.op, c.axes}];
+      ++entry.first;
+      entry.second += c.sentBytes;
+    }
+    for (const auto& [key, value] : byKind)
+      os << "per rank, per training step: " << key.first << " over " << key.second << ": "
+         << value.first << " call(s), sends " << static_cast<uint64_t>(value.second + 0.5)
+         << " bytes\n";
+  }
   for (const plan::Function* f : *p.functions()) {
     FunctionStats s = stats(*f);
     os << "function " << f->name()->str() << ": " << (f->steps() ? f->steps()->size() : 0)
@@ -126,6 +156,9 @@ std::string summarizePlanJson(const Plan& plan) {
      << ",\"optimizer\":" << quote(p.optimizer() ? p.optimizer()->str() : "")
      << ",\"micro_batches\":" << p.micro_batches() << ",\"mesh\":" << quote(meshText(plan)) << ",\"devices\":" << meshDevices(plan)
      << ",\"state_bytes\":" << p.state_bytes() << ",\"arena_bytes\":" << plan.maxArenaBytes()
+     << ",\"param_bytes\":" << bytesOf(plan, plan::Role::param, false)
+     << ",\"grad_bytes\":" << bytesOf(plan, plan::Role::param, true)
+     << ",\"optimizer_state_bytes\":" << bytesOf(plan, plan::Role::optim_state, false)
      << ",\"state\":[";
   bool first = true;
   for (const plan::StateTensor* s : *p.state()) {
