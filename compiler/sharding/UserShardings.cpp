@@ -115,8 +115,18 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       }
       specs.push_back(std::move(spec));
     }
-    for (auto func : module.getOps<func::FuncOp>())
+    for (auto func : module.getOps<func::FuncOp>()) {
       if (failed(annotate(func, mesh, specs))) return failure();
+      // Without data parallelism nothing splits the inputs, and dtrun reads them whole but for
+      // their samples: keep propagation from splitting them.
+      if (mesh && mesh.axisIndex("dp") < 0)
+        for (BlockArgument arg : func.getArguments())
+          if (func.getArgAttr(arg.getArgNumber(), attr::kData) &&
+              !func.getArgAttr(arg.getArgNumber(), dist::kShardingAttr))
+            func.setArgAttr(arg.getArgNumber(), dist::kShardingAttr,
+                            dist::ShardingAttr::replicated(
+                                func.getContext(), cast<RankedTensorType>(arg.getType()).getRank()));
+    }
     for (const Spec& spec : specs)
       if (!spec.used) {
         if (StringRef(preset).contains(spec.text))
