@@ -126,6 +126,10 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       else if (type.getRank() == 0)  // losses and metrics: every device gets the value
         func.setResultAttr(i, dist::kShardingAttr,
                            dist::ShardingAttr::replicated(b.getContext(), 0));
+      else if (func.getResultAttr(i, attr::kOutput) && type.getDimSize(0) % dp == 0)
+        // Per-sample outputs (logits) come out as the inputs go in: each rank its own samples,
+        // whole otherwise (dtrun scores them against its slice of the targets).
+        func.setResultAttr(i, dist::kShardingAttr, splitDim(b, type.getRank(), 0));
     }
     return success();
   }

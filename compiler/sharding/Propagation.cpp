@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+
+#include <numeric>
 #include "llvm/ADT/SmallSet.h"
 
 #include "Passes.h"
@@ -118,11 +120,17 @@ class Propagator {
 
     // An axis shards one factor only (the first to claim it), and only as far as every
     // dimension of the factor divides.
+    // Factors claim axes in priority order (a user's split beats a propagated one), then in
+    // factor order.
+    SmallVector<int> order(rule.numFactors);
+    std::iota(order.begin(), order.end(), 0);
+    llvm::stable_sort(order, [&](int a, int b) { return best[a].priority < best[b].priority; });
     llvm::SmallSet<StringRef, 4> used;
-    SmallVector<Attribute> factors;
+    SmallVector<Attribute> factors(rule.numFactors, b_.getArrayAttr({}));
     FactorShardings out;
+    out.blocks.assign(rule.numFactors, 1);
     known.assign(rule.numFactors, false);
-    for (int f = 0; f < rule.numFactors; ++f) {
+    for (int f : order) {
       known[f] = static_cast<bool>(best[f].axes);
       SmallVector<Attribute> axes;
       if (best[f].axes)
@@ -130,8 +138,8 @@ class Propagator {
           if (!used.contains(cast<StringAttr>(a).getValue())) axes.push_back(a);
       while (!axes.empty() && !divides(op, f, b_.getArrayAttr(axes), best[f].blocks)) axes.pop_back();
       for (Attribute a : axes) used.insert(cast<StringAttr>(a).getValue());
-      factors.push_back(b_.getArrayAttr(axes));
-      out.blocks.push_back(axes.empty() ? 1 : best[f].blocks);
+      factors[f] = b_.getArrayAttr(axes);
+      out.blocks[f] = axes.empty() ? 1 : best[f].blocks;
     }
     out.axes = b_.getArrayAttr(factors);
     return out;

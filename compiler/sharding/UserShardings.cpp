@@ -119,13 +119,21 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       if (failed(annotate(func, mesh, specs))) return failure();
       // Without data parallelism nothing splits the inputs, and dtrun reads them whole but for
       // their samples: keep propagation from splitting them.
-      if (mesh && mesh.axisIndex("dp") < 0)
+      if (mesh && mesh.axisIndex("dp") < 0) {
         for (BlockArgument arg : func.getArguments())
           if (func.getArgAttr(arg.getArgNumber(), attr::kData) &&
               !func.getArgAttr(arg.getArgNumber(), dist::kShardingAttr))
             func.setArgAttr(arg.getArgNumber(), dist::kShardingAttr,
                             dist::ShardingAttr::replicated(
                                 func.getContext(), cast<RankedTensorType>(arg.getType()).getRank()));
+        // Outputs (losses, logits) whole on every device, for dtrun to read.
+        for (unsigned i = 0; i < func.getNumResults(); ++i)
+          if (func.getResultAttr(i, attr::kOutput) && !func.getResultAttr(i, dist::kShardingAttr))
+            func.setResultAttr(i, dist::kShardingAttr,
+                               dist::ShardingAttr::replicated(
+                                   func.getContext(),
+                                   cast<RankedTensorType>(func.getResultTypes()[i]).getRank()));
+      }
     }
     for (const Spec& spec : specs)
       if (!spec.used) {
