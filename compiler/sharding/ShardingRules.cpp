@@ -258,6 +258,27 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           .Case<MatmulOp>([](MatmulOp o) {
             return matmul(o, o.getTransposeLhs(), o.getTransposeRhs(), 0);
           })
+          .Case<LinearOp, LinearGradInputOp, LinearGradWeightOp>([](Operation* o) {
+            // Leading dimensions, out features N, in features K. linear: x[.., K] w[N, K] ->
+            // [.., N]; grad_input: dy[.., N] w -> [.., K] (sums N); grad_weight: dy[.., N]
+            // x[.., K] -> [N, K] (sums the leading dimensions).
+            RuleBuilder b(o);
+            int64_t lead = rankOf(o->getOperand(0)) - 1;
+            SmallVector<int> ls = b.factors(lead);
+            int n = b.factor(), k = b.factor();
+            auto with = [&](int last) {
+              SmallVector<int> dims(ls);
+              dims.push_back(last);
+              return dims;
+            };
+            if (isa<LinearOp>(o))
+              b.operandDims(0, with(k)).operandDims(1, {n, k}).resultDims(0, with(n));
+            else if (isa<LinearGradInputOp>(o))
+              b.operandDims(0, with(n)).operandDims(1, {n, k}).resultDims(0, with(k));
+            else
+              b.operandDims(0, with(n)).operandDims(1, with(k)).resultDims(0, {n, k});
+            return b.take();
+          })
           .Case<BatchMatmulOp>([](BatchMatmulOp o) {
             return matmul(o, o.getTransposeLhs(), o.getTransposeRhs(), rankOf(o.getLhs()) - 2);
           })

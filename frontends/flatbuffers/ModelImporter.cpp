@@ -205,28 +205,23 @@ Value ModelImporter::reshape(Value x, ArrayRef<int64_t> shape, Location loc) {
                                   RankedTensorType::get(shape, type.getElementType()), x);
 }
 
-// nn.Linear on [..., in]: the leading dimensions are flattened into the rows of one matmul.
+// nn.Linear on [..., in]: a matmul on [rows, in]; on higher ranks a linear op that keeps the
+// leading dimensions (so a split sequence can pass through it).
 LogicalResult ModelImporter::importLinear(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 2, 3);
   if (failed(in)) return failure();
   Value x = (*in)[0], weight = (*in)[1];
-  ArrayRef<int64_t> xShape = shapeOf(x);
-  if (xShape.size() < 2) return emitError(loc) << "Linear input must have rank >= 2";
-  int64_t rows = 1;
-  for (int64_t d : xShape.drop_back()) rows *= d;
-  Value x2 = reshape(x, {rows, xShape.back()}, loc);
-  if (auto error = graph::checkMatmul(shapeOf(x2), shapeOf(weight), false, true))
+  if (auto error = graph::checkLinear(shapeOf(x), shapeOf(weight)))
     return emitError(loc) << "Linear: " << *error << " (weight is [out, in])";
-  Value y = graph::MatmulOp::create(builder_, loc, x2, weight, false, true);
+  Value y = shapeOf(x).size() == 2 ? Value(graph::MatmulOp::create(builder_, loc, x, weight, false, true))
+                                   : Value(graph::LinearOp::create(builder_, loc, x, weight));
   if (in->size() == 3) {
     Value bias = (*in)[2];
     if (auto error = graph::checkBroadcast(shapeOf(y), shapeOf(bias)))
       return emitError(loc) << "Linear bias: " << *error;
     y = graph::AddOp::create(builder_, loc, y, bias);
   }
-  SmallVector<int64_t> outShape(xShape.drop_back());
-  outShape.push_back(shapeOf(y).back());
-  return define(node, loc, {reshape(y, outShape, loc)});
+  return define(node, loc, {y});
 }
 
 LogicalResult ModelImporter::importMatMul(const model::Node& node, Location loc) {

@@ -30,6 +30,48 @@ StatusOr<BoundStep> bindMatmul(const StepContext& ctx) {
   });
 }
 
+// linear, linear_grad_input, linear_grad_weight: one GEMM on the leading dimensions flattened.
+StatusOr<BoundStep> bindLinearFamily(const StepContext& ctx, int kind) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
+  auto mismatch = [&] {
+    return invalid(ctx, "shapes " + str(a.shape) + ", " + str(b.shape) + " -> " + str(c.shape) +
+                            " do not match");
+  };
+  if (a.shape.size() < 2 || b.shape.size() < 2) return mismatch();
+  Shape lead(a.shape.begin(), a.shape.end() - 1);
+  int64_t rows = 1;
+  for (int64_t d : lead) rows *= d;
+  int64_t m, n, k;
+  bool tA = false, tB = false;
+  Shape want;
+  if (kind == 0) {  // y[..., N] = x[..., K] · w[N, K]ᵀ
+    if (b.shape.size() != 2 || b.shape[1] != a.shape.back()) return mismatch();
+    m = rows, n = b.shape[0], k = b.shape[1], tB = true;
+    want = lead, want.push_back(n);
+  } else if (kind == 1) {  // dx[..., K] = dy[..., N] · w[N, K]
+    if (b.shape.size() != 2 || b.shape[0] != a.shape.back()) return mismatch();
+    m = rows, n = b.shape[1], k = b.shape[0];
+    want = lead, want.push_back(n);
+  } else {  // dw[N, K] = Σ dy[..., N]ᵀ · x[..., K]
+    if (Shape(b.shape.begin(), b.shape.end() - 1) != lead) return mismatch();
+    m = a.shape.back(), n = b.shape.back(), k = rows, tA = true;
+    want = {m, n};
+  }
+  if (c.shape != want) return mismatch();
+  float *pa = a.f32(), *pb = b.f32(), *pc = c.f32();
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::matmul(pa, pb, pc, m, n, k, tA, tB, *pool);
+    return Status::Ok();
+  });
+}
+
+template <int Kind>
+StatusOr<BoundStep> bindLinear(const StepContext& ctx) {
+  return bindLinearFamily(ctx, Kind);
+}
+
 template <cpu::BinaryOp Op>
 StatusOr<BoundStep> bindBinary(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
@@ -276,6 +318,9 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx) {
 const BinderTable& coreBinders() {
   static const BinderTable table = {
       {"matmul", bindMatmul},
+      {"linear", bindLinear<0>},
+      {"linear_grad_input", bindLinear<1>},
+      {"linear_grad_weight", bindLinear<2>},
       {"add", bindBinary<cpu::BinaryOp::kAdd>},
       {"sub", bindBinary<cpu::BinaryOp::kSub>},
       {"mul", bindBinary<cpu::BinaryOp::kMul>},

@@ -100,6 +100,12 @@ Grads MatmulOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{dA, dB};
 }
 
+Grads LinearOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  Value dx = LinearGradInputOp::create(b, getLoc(), dys[0], getWeight());
+  Value dw = LinearGradWeightOp::create(b, getLoc(), dys[0], getX());
+  return SmallVector<Value>{dx, dw};
+}
+
 Grads SoftmaxCrossEntropyOp::buildGradients(OpBuilder& b, ValueRange dys) {
   Value dLogits = SoftmaxCrossEntropyGradOp::create(b, getLoc(), dys[0], getLogits(), getLabels(),
                                                    getCountAttr());

@@ -45,6 +45,7 @@ std::optional<std::string> checkMaxPool2d(llvm::ArrayRef<int64_t> x, llvm::Array
                                           llvm::SmallVectorImpl<int64_t>& out);
 std::optional<std::string> checkBatchNorm(llvm::ArrayRef<int64_t> x,
                                           llvm::ArrayRef<llvm::ArrayRef<int64_t>> perChannel);
+std::optional<std::string> checkLinear(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight);
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 
 }  // namespace dtc::graph

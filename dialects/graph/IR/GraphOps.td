@@ -205,5 +205,6 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor]> {
 
 include "GraphTransformerOps.td"
 include "GraphConvOps.td"
+include "GraphLinearOps.td"
 
 #endif // DTC_GRAPH_OPS_TD

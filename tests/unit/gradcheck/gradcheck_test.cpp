@@ -132,6 +132,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"matmul", arg("a", "tensor<3x4xf32>") + ", " + arg("b", "tensor<4x5xf32>"),
              "%out = graph.matmul %a, %b : tensor<3x4xf32>, tensor<4x5xf32> -> tensor<3x5xf32>",
              "tensor<3x5xf32>", 2},
+        Case{"linear_rank3", arg("a", "tensor<2x3x4xf32>") + ", " + arg("b", "tensor<5x4xf32>"),
+             "%out = graph.linear %a, %b : tensor<2x3x4xf32>, tensor<5x4xf32> -> tensor<2x3x5xf32>",
+             "tensor<2x3x5xf32>", 3},
         Case{"matmul_tt", arg("a", "tensor<4x3xf32>") + ", " + arg("b", "tensor<5x4xf32>"),
              "%out = graph.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : "
              "tensor<4x3xf32>, tensor<5x4xf32> -> tensor<3x5xf32>",
