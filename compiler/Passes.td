@@ -113,12 +113,20 @@ def UserShardings : Pass<"dtc-user-shardings", "mlir::ModuleOp"> {
     `*.attn.c_attn.weight=3xtp,-` and its bias (q, k, v split by heads), `*.mlp.c_fc.weight=tp,-`
     and its bias (column-parallel), `*.attn.c_proj.weight=-,tp` and `*.mlp.c_proj.weight=-,tp`
     (row-parallel). The heads must divide over the axis.
+
+    `sequence-parallel=tp` constrains the input of every LayerNorm on [B, T, C] to be split
+    along T over the axis (Megatron's sequence parallelism): propagation spreads it over the
+    residual stream, and the partitioner turns each tensor-parallel all-reduce into a
+    reduce-scatter (into the split sequence) and an all-gather (before the next
+    column-parallel projection).
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", "\"\"", "mesh axes, name=size[,name=size]">,
     Option<"shard", "shard", "std::string", "\"\"", "PATTERN=SPEC[;PATTERN=SPEC]">,
     Option<"megatron", "megatron", "std::string", "\"\"",
            "mesh axis for Megatron's GPT-2 splits (attention by heads, MLP by features)">,
+    Option<"sequenceParallel", "sequence-parallel", "std::string", "\"\"",
+           "mesh axis splitting the sequence in LayerNorm and residual regions">,
   ];
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }

@@ -66,8 +66,8 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   pipeline.push_back(createOptimizer(optim));
   pipeline.push_back(createEvalFunction());
   if (!options.mesh.empty()) {
-    pipeline.push_back(createUserShardings(
-        UserShardingsOptions{options.mesh, options.shard, options.megatron}));
+    pipeline.push_back(createUserShardings(UserShardingsOptions{
+        options.mesh, options.shard, options.megatron, options.sequenceParallel ? "tp" : ""}));
     pipeline.push_back(createSyncBatchNorm());
     if (options.dataParallel > 0)
       pipeline.push_back(

@@ -117,6 +117,9 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     }
     for (auto func : module.getOps<func::FuncOp>()) {
       if (failed(annotate(func, mesh, specs))) return failure();
+      if (!StringRef(sequenceParallel).empty() &&
+          failed(splitSequence(func, mesh, sequenceParallel)))
+        return failure();
       // Without data parallelism nothing splits the inputs, and dtrun reads them whole but for
       // their samples: keep propagation from splitting them.
       if (mesh && mesh.axisIndex("dp") < 0) {
@@ -143,6 +146,64 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
                  << spec.text << "' (split other models with --shard PATTERN=SPEC)";
         return module.emitError("--shard '") << spec.text << "': no parameter or input matches";
       }
+    return success();
+  }
+
+  // Megatron's sequence parallelism: every LayerNorm over [B, T, C] reads its input split along
+  // T (a user-priority constraint the residual stream inherits).
+  static LogicalResult splitSequence(func::FuncOp func, dist::MeshAttr mesh, StringRef axis) {
+    if (!mesh || mesh.axisIndex(axis) < 0)
+      return func.emitError("sequence parallelism needs a mesh axis '") << axis << "'";
+    int64_t n = mesh.axisSize(axis);
+    SmallVector<graph::LayerNormOp> norms;
+    func.walk([&](graph::LayerNormOp op) { norms.push_back(op); });
+    Builder b(func.getContext());
+    for (graph::LayerNormOp op : norms) {
+      auto type = cast<RankedTensorType>(op.getX().getType());
+      if (type.getRank() != 3) continue;
+      if (type.getDimSize(1) % n != 0)
+        return op.emitError("the sequence of ") << type.getDimSize(1)
+                                                << " positions does not divide over " << n
+                                                << " devices (" << axis << ")";
+      SmallVector<Attribute> dims{b.getArrayAttr({}), b.getArrayAttr({b.getStringAttr(axis)}),
+                                  b.getArrayAttr({})};
+      auto sharding = dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims),
+                                              b.getArrayAttr({}));
+      OpBuilder builder(op);
+      Value split = dist::ReshardOp::create(builder, op.getLoc(), op.getX(), sharding);
+      op.getXMutable().assign(split);
+    }
+    // The regions between: a column-parallel linear (weight split by rows) gives whole
+    // sequences split by features; a row-parallel one (weight split by columns) hands its sum
+    // back split by sequence, which is where the reduce-scatter goes.
+    SmallVector<graph::LinearOp> linears;
+    func.walk([&](graph::LinearOp op) { linears.push_back(op); });
+    for (graph::LinearOp op : linears) {
+      auto type = cast<RankedTensorType>(op.getY().getType());
+      auto weight = dyn_cast<BlockArgument>(op.getWeight());
+      if (type.getRank() != 3 || !weight) continue;
+      auto ws = func.getArgAttrOfType<dist::ShardingAttr>(weight.getArgNumber(), dist::kShardingAttr);
+      if (!ws) continue;
+      auto isAxis = [&](int64_t d) {
+        return ws.dimAxes(d).size() == 1 && cast<StringAttr>(ws.dimAxes(d)[0]).getValue() == axis;
+      };
+      SmallVector<Attribute> dims(3, b.getArrayAttr({}));
+      SmallVector<int64_t> blocks(3, 1);
+      if (isAxis(0)) {
+        dims[2] = b.getArrayAttr({b.getStringAttr(axis)});
+        blocks[2] = ws.dimBlocks(0);
+      } else if (isAxis(1)) {
+        dims[1] = b.getArrayAttr({b.getStringAttr(axis)});
+      } else {
+        continue;
+      }
+      OpBuilder builder(op);
+      builder.setInsertionPointAfter(op);
+      auto sharding = dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims),
+                                              b.getArrayAttr({}), ArrayRef<int64_t>(blocks));
+      auto pinned = dist::ReshardOp::create(builder, op.getLoc(), op.getY(), sharding);
+      op.getY().replaceAllUsesExcept(pinned, pinned);
+    }
     return success();
   }
 

@@ -54,7 +54,9 @@ def main():
         compare("gpt-mlp-tp", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9],
                 bin_path, 6, 5, configs(GPT_MLP_TP)[:1])
         compare("gpt", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9], bin_path,
-                6, 5, configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2"], 2)])
+                6, 5, configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2"], 2),
+                                                ("tp2-sp", ["--mesh", "tp=2", "--sequence-parallel"], 2),
+                                                ("dp2-tp2-sp", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4)])
 
         # ConvNet: layer 1 split by output channels (its BatchNorm follows: per-channel
         # statistics need no communication), layer 2 by input channels (row-parallel): one

@@ -26,7 +26,7 @@ constexpr const char kUsage[] =
     "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
     "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"
-    "              [--bucket-mb F] [--accumulate K]\n"
+    "              [--sequence-parallel] [--bucket-mb F] [--accumulate K]\n"
     "              [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
@@ -135,12 +135,21 @@ bool namesAxis(llvm::StringRef specs, llvm::StringRef axis) {
   return false;
 }
 
+// Whether mesh "dp=2,tp=4" has axis `axis`.
+bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
+  llvm::SmallVector<llvm::StringRef> axes;
+  mesh.split(axes, ',');
+  for (llvm::StringRef a : axes)
+    if (a.split('=').first == axis) return true;
+  return false;
+}
+
 int runCompile(int argc, char** argv) {
   auto args = dtc::Args::parse(argc, argv, 2,
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
                                 "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
                                 "accumulate", "shard"},
-                               {});
+                               {"sequence-parallel"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
   if (!args->has("output")) return fail("dtc compile: missing -o PLAN.dtp");
@@ -185,6 +194,9 @@ int runCompile(int argc, char** argv) {
   } else if (!options.shard.empty()) {
     return fail("dtc compile: --shard needs --mesh");
   }
+  options.sequenceParallel = args->has("sequence-parallel");
+  if (options.sequenceParallel && !namesAxisIn(options.mesh, "tp"))
+    return fail("dtc compile: --sequence-parallel needs a tp axis (--mesh tp=N)");
   auto zero = args->integer("zero", 0);
   if (!zero.ok()) return fail(zero.status());
   if (*zero != 0 && *zero != 1) return fail("dtc compile: --zero must be 0 or 1");
