@@ -120,11 +120,24 @@ class Propagator {
 
     // An axis shards one factor only (the first to claim it), and only as far as every
     // dimension of the factor divides.
-    // Factors claim axes in priority order (a user's split beats a propagated one), then in
-    // factor order.
+    // Factors claim axes in priority order (a user's split beats a propagated one); among
+    // equals, the factor that more data is already split along goes first (the loser's values
+    // get resharded, so that is what a wrong choice costs); then factor order.
+    SmallVector<int64_t> laidOut(rule.numFactors, 0);
+    auto weigh = [&](Value v, ArrayRef<int> dims) {
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<DimState>& st = state(v);
+      for (auto [d, f] : llvm::enumerate(dims))
+        if (f >= 0 && st[d].axes && !st[d].axes.empty()) laidOut[f] += type.getNumElements();
+    };
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) weigh(v, rule.operands[i]);
+    for (auto [i, v] : llvm::enumerate(op->getResults())) weigh(v, rule.results[i]);
     SmallVector<int> order(rule.numFactors);
     std::iota(order.begin(), order.end(), 0);
-    llvm::stable_sort(order, [&](int a, int b) { return best[a].priority < best[b].priority; });
+    llvm::stable_sort(order, [&](int a, int b) {
+      if (best[a].priority != best[b].priority) return best[a].priority < best[b].priority;
+      return laidOut[a] > laidOut[b];
+    });
     llvm::SmallSet<StringRef, 4> used;
     SmallVector<Attribute> factors(rule.numFactors, b_.getArrayAttr({}));
     FactorShardings out;
