@@ -14,7 +14,9 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import load_safetensors, read_log, run, tool, weight_error, write_tokens  # noqa: E402
+import subprocess  # noqa: E402
+
+from dtc_harness import batches, load_safetensors, read_log, run, tool, weight_error, write_tokens  # noqa: E402
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
 TOLERANCE = 1e-5
@@ -74,6 +76,31 @@ def accumulation(batch):
             ("dp2-zero1-acc4", ["--mesh", "dp=2", "--zero", 1, "--accumulate", 4], 2, batch // 4)]
 
 
+def check_failing_rank(work):
+    """A rank that fails while the other waits in a collective must end the job, not hang it:
+    labels out of range only in rank 1's half of the third step's batch."""
+    rng = np.random.default_rng(5)
+    data = os.path.join(work, "faulty")
+    os.makedirs(data)
+    x = rng.standard_normal((64, 784)).astype(np.float32)
+    y = rng.integers(0, 10, 64).astype(np.int64)
+    third = batches(64, 16, 3, 3)[2]
+    y[third[8:]] = 99
+    np.save(os.path.join(data, "input.npy"), x)
+    np.save(os.path.join(data, "target.npy"), y)
+    run(tool("dtc"), "zoo", "mlp", "-o", os.path.join(work, "f.dtm"))
+    plan = os.path.join(work, "f.dtp")
+    run(tool("dtc"), "compile", os.path.join(work, "f.dtm"), "-o", plan, "--batch", 16, "--mesh", "dp=2")
+    proc = subprocess.run(MPIRUN + ["2", tool("dtrun"), plan, "--data", data, "--steps", "5", "--seed", "3",
+                                    "--threads", "1"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0, "a failing rank must fail the job"
+    assert "dtrun: error: rank 1: " in proc.stderr and "label" in proc.stderr, proc.stderr
+    steps = [line for line in proc.stdout.splitlines() if line.startswith("step")]
+    assert len(steps) == 2, proc.stdout  # steps 1 and 2 ran; step 3 failed on rank 1
+    print(f"failing rank: job ended with exit {proc.returncode} after {len(steps)} steps: "
+          f"{[line for line in proc.stderr.splitlines() if 'rank 1' in line][0]}")
+
+
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
@@ -106,6 +133,7 @@ def main():
         run(tool("dtc"), "zoo", "convnet", "--seed", 2, "-o", convnet)
         compare("convnet", convnet, work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
                 cdata, 8, 7, DP[1:4], ("--eval", cdata))
+        check_failing_rank(work)
     print("data parallel parity: ok")
 
 
