@@ -13,7 +13,9 @@
 namespace dtc {
 namespace {
 
-std::vector<uint8_t> compileMlp() {
+// `partitioned`: on a one-device dp=1 x tp=1 mesh with a tensor-parallel split, so the plan
+// holds a mesh, shardings (chunked ones too) and collectives while one process can run it.
+std::vector<uint8_t> compileMlp(bool partitioned = false) {
   zoo::MlpOptions options;
   options.input = 6;
   options.hidden = {5};
@@ -24,6 +26,12 @@ std::vector<uint8_t> compileMlp() {
   CompileOptions compile;
   compile.batchSize = 4;
   compile.optimizer = "adamw";
+  if (partitioned) {
+    compile.mesh = "dp=1,tp=1";
+    compile.dataParallel = 1;
+    compile.zeroStage = 1;
+    compile.shard = "fc0.weight=tp,-;fc0.bias=5xtp;fc1.weight=-,tp";
+  }
   std::vector<uint8_t> plan;
   EXPECT_TRUE(mlir::succeeded(compileModel(ctx, *model, compile, plan)));
   return plan;
@@ -33,7 +41,16 @@ std::vector<uint8_t> compileMlp() {
 Status exercise(std::vector<uint8_t> bytes) {
   DTC_ASSIGN_OR_RETURN(Plan plan, Plan::fromBytes(std::move(bytes), "fuzzed.dtp"));
   if (plan.root().state_bytes() + plan.maxArenaBytes() > (16u << 20)) return Status::Ok();
-  DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(plan, 1));
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  if (plan.root().mesh())
+    for (const plan::MeshAxis* axis : *plan.root().mesh()) {
+      names.push_back(axis->name()->str());
+      sizes.push_back(axis->size());
+    }
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<comm::DeviceMesh> mesh,
+                       comm::DeviceMesh::create(comm::createSingleProcess(), names, sizes));
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(plan, 1, mesh.get()));
   DTC_RETURN_IF_ERROR(ex->initializeState());
   for (const plan::Function* f : *plan.root().functions()) {
     // Zeros are valid data for any model (class 0 everywhere); the arena holds leftovers.
@@ -53,8 +70,15 @@ TEST(PlanFuzz, ValidPlanRuns) {
   EXPECT_TRUE(s.ok()) << "code " << s.exitCode() << ": " << s.message();
 }
 
-TEST(PlanFuzz, CorruptedPlansAreRejectedOrRunSafely) {
-  const std::vector<uint8_t> original = compileMlp();
+TEST(PlanFuzz, ValidPartitionedPlanRuns) {
+  Status s = exercise(compileMlp(true));
+  EXPECT_TRUE(s.ok()) << "code " << s.exitCode() << ": " << s.message();
+}
+
+class PlanFuzz : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PlanFuzz, CorruptedPlansAreRejectedOrRunSafely) {
+  const std::vector<uint8_t> original = compileMlp(GetParam());
   std::mt19937 rng(1234);
   int rejected = 0;
   for (int trial = 0; trial < 3000; ++trial) {
@@ -73,6 +97,11 @@ TEST(PlanFuzz, CorruptedPlansAreRejectedOrRunSafely) {
   std::printf("%d of 3000 corrupted plans rejected\n", rejected);
   EXPECT_GT(rejected, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Plans, PlanFuzz, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "partitioned" : "single_device";
+                         });
 
 }  // namespace
 }  // namespace dtc
