@@ -40,7 +40,7 @@ struct BucketAllReducePass : public impl::BucketAllReduceBase<BucketAllReducePas
       };
       SmallVector<dist::AllReduceOp> all;
       func.walk([&](dist::AllReduceOp op) {
-        if (op.getInputs().size() == 1) all.push_back(op);
+        if (op.getInputs().size() == 1 && op.getReduction() == "sum") all.push_back(op);
       });
       for (dist::AllReduceOp op : all) {
         int64_t size = bytesOf(op.getInputs()[0]);
@@ -71,7 +71,7 @@ struct BucketAllReducePass : public impl::BucketAllReduceBase<BucketAllReducePas
       inputs.push_back(op.getInputs()[0]);
       types.push_back(op.getResults()[0].getType());
     }
-    auto fused = dist::AllReduceOp::create(b, last.getLoc(), types, inputs, last.getAxes());
+    auto fused = dist::AllReduceOp::create(b, last.getLoc(), types, inputs, last.getAxes(), "sum");
     fused->setAttr("bucket_bytes", b.getI64IntegerAttr([&] {
       int64_t n = 0;
       for (Value v : inputs) n += bytesOf(v);

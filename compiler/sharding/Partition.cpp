@@ -122,7 +122,8 @@ class Partitioner {
         both.append(partial.begin(), partial.end());
         partial = b_.getArrayAttr(both);
       }
-      dist::ShardingAttr s = project(ctx, rule.results[j], rule.resultMult[j], factors, partial);
+      dist::ShardingAttr s = project(ctx, rule.results[j], rule.resultMult[j], factors, partial,
+                                     maxAxes(ctx, rule, j, factors));
       actual_[result] = s;
       result.setType(localType(global_[result], s));
       shardings.push_back(s);
@@ -223,7 +224,8 @@ class Partitioner {
     SmallVector<int64_t> shape(type.getShape());
     switch (step.kind) {
       case StepKind::kAllReduce:
-        return dist::AllReduceOp::create(b_, loc, TypeRange{type}, ValueRange{cur}, axes);
+        return dist::AllReduceOp::create(b_, loc, TypeRange{type}, ValueRange{cur}, axes,
+                                         step.max ? "max" : "sum");
       case StepKind::kAllGather:
         shape[step.dim] *= n;
         return dist::AllGatherOp::create(b_, loc, type.clone(shape), cur, axes, step.dim);

@@ -218,7 +218,7 @@ class Propagator {
       SmallVector<Attribute> results;
       for (auto [j, dims] : llvm::enumerate(rule.results))
         results.push_back(project(ctx, dims, rule.resultMult[j], factors,
-                                  partialAxes(ctx, rule, j, factors)));
+                                  partialAxes(ctx, rule, j, factors), maxAxes(ctx, rule, j, factors)));
       op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(results));
     }
     // Results must come out as the caller expects: annotated, or an updated state tensor's own

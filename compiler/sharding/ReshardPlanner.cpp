@@ -53,6 +53,10 @@ std::string validate(const Mesh& mesh, const std::vector<int64_t>& shape, const 
   }
   for (int a : l.partial)
     if (std::string e = use(a); !e.empty()) return e;
+  for (int a : l.partialMax)
+    if (std::string e = use(a); !e.empty()) return e;
+  if (!l.partial.empty() && !l.partialMax.empty())
+    return std::string(which) + " sharding awaits both a sum and a maximum";
   return "";
 }
 
@@ -62,7 +66,7 @@ std::string validate(const Mesh& mesh, const std::vector<int64_t>& shape, const 
 void expand(const std::vector<int64_t>& shape, const Layout& layout, std::vector<int64_t>& outShape,
             Layout& out) {
   outShape.clear();
-  out = Layout{{}, layout.partial, {}};
+  out = Layout{{}, layout.partial, {}, layout.partialMax};
   for (size_t d = 0; d < shape.size(); ++d) {
     int64_t b = layout.blocksOf(d);
     if (b > 1) {
@@ -102,6 +106,7 @@ ReshardPlan planReshard(const Mesh& mesh, const std::vector<int64_t>& shape, con
   if (!from.sameBlocks(to)) {
     Layout mid = from;
     mid.partial = to.partial;
+    mid.partialMax = to.partialMax;
     for (size_t d = 0; d < shape.size(); ++d)
       if (from.blocksOf(d) != to.blocksOf(d)) mid.dims[d].clear();
     stops.push_back(mid);
@@ -139,6 +144,11 @@ ReshardPlan planPlain(const Mesh& mesh, const std::vector<int64_t>& shape, const
       plan.error = "cannot make a value partial over mesh axis " + mesh.names[a];
       return plan;
     }
+  for (int a : to.partialMax)
+    if (!contains(from.partialMax, a)) {
+      plan.error = "cannot make a value a partial maximum over mesh axis " + mesh.names[a];
+      return plan;
+    }
 
   Layout cur = from;
   std::vector<int64_t> local(shape);
@@ -160,6 +170,11 @@ ReshardPlan planPlain(const Mesh& mesh, const std::vector<int64_t>& shape, const
   }
   if (!allReduce.empty()) steps.push_back({StepKind::kAllReduce, allReduce});
   cur.partial = to.partial;
+  std::vector<int> allMax;
+  for (int p : from.partialMax)
+    if (!contains(to.partialMax, p)) allMax.push_back(p);
+  if (!allMax.empty()) steps.push_back({StepKind::kAllReduce, allMax, -1, -1, /*max=*/true});
+  cur.partialMax = to.partialMax;
 
   // 2. Drop the axes past the common prefix, minor first: all-to-all into the dimension that
   // wants the axis next, else all-gather.

@@ -22,9 +22,10 @@ struct Layout {
   std::vector<std::vector<int>> dims;
   std::vector<int> partial;
   std::vector<int64_t> blocks;
+  std::vector<int> partialMax;  // axes awaiting a maximum (reduced by all-reduce MAX)
   int64_t blocksOf(size_t d) const { return blocks.empty() ? 1 : blocks[d]; }
   bool operator==(const Layout& o) const {
-    return dims == o.dims && partial == o.partial && sameBlocks(o);
+    return dims == o.dims && partial == o.partial && partialMax == o.partialMax && sameBlocks(o);
   }
   bool sameBlocks(const Layout& o) const {
     for (size_t d = 0; d < dims.size(); ++d)
@@ -42,6 +43,7 @@ struct ReshardStep {
   std::vector<int> axes;
   int dim = -1;
   int concatDim = -1;
+  bool max = false;  // kAllReduce: a maximum, not a sum
 };
 
 // Steps on the tensor seen with global shape `shape` (a row-major view of it: chunked

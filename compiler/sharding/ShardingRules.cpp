@@ -38,6 +38,11 @@ class RuleBuilder {
     rule_.resultMult[i][dim] = m;
     return *this;
   }
+  // Result i is the maximum over factor f (which it lacks), not a sum.
+  RuleBuilder& maximised(unsigned i, int f) {
+    maxed_.push_back({i, f});
+    return *this;
+  }
   RuleBuilder& plainOnly(int f) {
     plain_.push_back(f);
     return *this;
@@ -69,13 +74,15 @@ class RuleBuilder {
     rule_.plainOnly.assign(rule_.numFactors, false);
     for (int f : plain_) rule_.plainOnly[f] = true;
     rule_.summed.assign(rule_.results.size(), {});
+    rule_.maxed.assign(rule_.results.size(), {});
     for (unsigned i = 0; i < rule_.results.size(); ++i)
       for (int f = 0; f < rule_.numFactors; ++f) {
         bool inOperands = false;
         for (const auto& dims : rule_.operands) inOperands |= llvm::is_contained(dims, f);
-        if (inOperands && !llvm::is_contained(rule_.results[i], f) &&
-            !llvm::is_contained(independent_, std::make_pair(i, f)))
-          rule_.summed[i].push_back(f);
+        if (!inOperands || llvm::is_contained(rule_.results[i], f) ||
+            llvm::is_contained(independent_, std::make_pair(i, f)))
+          continue;
+        (llvm::is_contained(maxed_, std::make_pair(i, f)) ? rule_.maxed : rule_.summed)[i].push_back(f);
       }
     return std::move(rule_);
   }
@@ -86,7 +93,7 @@ class RuleBuilder {
     return *this;
   }
   OpShardingRule rule_;
-  SmallVector<std::pair<unsigned, int>> independent_;
+  SmallVector<std::pair<unsigned, int>> independent_, maxed_;
   SmallVector<int> plain_;
 };
 

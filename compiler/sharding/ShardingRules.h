@@ -19,6 +19,7 @@ struct OpShardingRule {
   llvm::SmallVector<llvm::SmallVector<int>> operands;  // [operand][dim] -> factor or -1
   llvm::SmallVector<llvm::SmallVector<int>> results;   // [result][dim] -> factor or -1
   llvm::SmallVector<llvm::SmallVector<int>> summed;    // [result] -> factors summed into it
+  llvm::SmallVector<llvm::SmallVector<int>> maxed;     // [result] -> factors maximised over
   // A dimension holds `mult` copies of its factor's index space, one after another (split's
   // operand along the split axis: one per piece). A factor cut into k chunks cuts such a
   // dimension into k·mult chunks. 1 everywhere else.

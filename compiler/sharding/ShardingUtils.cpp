@@ -28,7 +28,8 @@ void writeFactors(Operation* op, const FactorShardings& factors) {
 }
 
 dist::ShardingAttr project(MLIRContext* ctx, ArrayRef<int> dims, ArrayRef<int64_t> mult,
-                           const FactorShardings& factors, ArrayAttr partial) {
+                           const FactorShardings& factors, ArrayAttr partial,
+                           ArrayAttr partialMax) {
   Builder b(ctx);
   SmallVector<Attribute> out;
   SmallVector<int64_t> blocks;
@@ -41,13 +42,22 @@ dist::ShardingAttr project(MLIRContext* ctx, ArrayRef<int> dims, ArrayRef<int64_
     blocks.push_back(chunks);
   }
   return dist::ShardingAttr::get(ctx, b.getArrayAttr(out), partial ? partial : b.getArrayAttr({}),
-                                 ArrayRef<int64_t>(blocks));
+                                 ArrayRef<int64_t>(blocks),
+                                 partialMax ? partialMax : b.getArrayAttr({}));
 }
 
 ArrayAttr partialAxes(MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
                       const FactorShardings& factors) {
   SmallVector<Attribute> axes;
   for (int f : rule.summed[result])
+    for (Attribute a : cast<ArrayAttr>(factors.axes[f])) axes.push_back(a);
+  return Builder(ctx).getArrayAttr(axes);
+}
+
+ArrayAttr maxAxes(MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
+                  const FactorShardings& factors) {
+  SmallVector<Attribute> axes;
+  for (int f : rule.maxed[result])
     for (Attribute a : cast<ArrayAttr>(factors.axes[f])) axes.push_back(a);
   return Builder(ctx).getArrayAttr(axes);
 }
@@ -70,6 +80,8 @@ Layout toLayout(dist::MeshAttr mesh, dist::ShardingAttr sharding) {
   for (Attribute a : sharding.getPartial())
     l.partial.push_back(mesh.axisIndex(cast<StringAttr>(a).getValue()));
   for (size_t d = 0; d < l.dims.size(); ++d) l.blocks.push_back(sharding.dimBlocks(d));
+  for (Attribute a : sharding.getPartialMax())
+    l.partialMax.push_back(mesh.axisIndex(cast<StringAttr>(a).getValue()));
   return l;
 }
 

@@ -28,11 +28,14 @@ void writeFactors(mlir::Operation* op, const FactorShardings& factors);
 // multiplicities `mult`), under the factor shardings; partial over `partial`.
 dist::ShardingAttr project(mlir::MLIRContext* ctx, llvm::ArrayRef<int> dims,
                            llvm::ArrayRef<int64_t> mult, const FactorShardings& factors,
-                           mlir::ArrayAttr partial = {});
+                           mlir::ArrayAttr partial = {}, mlir::ArrayAttr partialMax = {});
 
 // Axes of the sharded factors that result `result` sums over: it is partial over them.
 mlir::ArrayAttr partialAxes(mlir::MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
                             const FactorShardings& factors);
+// Axes of the sharded factors that result `result` is the maximum over.
+mlir::ArrayAttr maxAxes(mlir::MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
+                        const FactorShardings& factors);
 
 Mesh toMesh(dist::MeshAttr mesh);
 Layout toLayout(dist::MeshAttr mesh, dist::ShardingAttr sharding);

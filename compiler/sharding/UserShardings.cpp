@@ -253,7 +253,8 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       auto sharding = dist::ShardingAttr::getChecked(
           [&] { return func.emitError("--shard '") << chosen->text << "': "; }, func.getContext(),
           b.getArrayAttr(dims), b.getArrayAttr({}),
-          b.getDenseI64ArrayAttr(trivial ? ArrayRef<int64_t>() : ArrayRef<int64_t>(chosen->blocks)));
+          b.getDenseI64ArrayAttr(trivial ? ArrayRef<int64_t>() : ArrayRef<int64_t>(chosen->blocks)),
+          b.getArrayAttr({}));
       if (!sharding) return failure();
       if (auto error = sharding.check(mesh, type.getShape()))
         return func.emitError("--shard '") << chosen->text << "': cannot split tensor '" << name

@@ -19,6 +19,8 @@ class Communicator {
 
   // data[0, n) = Σ over ranks of data[0, n).
   virtual Status allReduceSum(float* data, int64_t n) = 0;
+  // data[0, n) = elementwise maximum over ranks of data[0, n).
+  virtual Status allReduceMax(float* data, int64_t n) = 0;
   // out[r·n, (r+1)·n) = rank r's in[0, n).
   virtual Status allGather(const float* in, int64_t n, float* out) = 0;
   // out[0, n) = Σ over ranks of their in[rank·n, (rank+1)·n).

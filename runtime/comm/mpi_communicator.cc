@@ -46,6 +46,15 @@ class MpiCommunicator : public Communicator {
     return Status::Ok();
   }
 
+  Status allReduceMax(float* data, int64_t n) override {
+    for (int64_t at = 0; at < n; at += kMaxChunk)
+      DTC_RETURN_IF_ERROR(check(MPI_Allreduce(MPI_IN_PLACE, data + at,
+                                              static_cast<int>(std::min(kMaxChunk, n - at)),
+                                              MPI_FLOAT, MPI_MAX, comm_),
+                                "MPI_Allreduce(MAX)"));
+    return Status::Ok();
+  }
+
   Status allGather(const float* in, int64_t n, float* out) override {
     if (n > kMaxChunk) return Status::Internal("allGather of more than 2^30 floats per rank");
     return check(MPI_Allgather(in, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n),

@@ -84,14 +84,20 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx) {
     total += ctx.inputs[i].numElements();
   }
   DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  std::string reduction = ctx.stringAttr("reduction");
+  if (reduction != "" && reduction != "sum" && reduction != "max")
+    return invalid(ctx, "unknown reduction '" + reduction + "'");
+  const bool max = reduction == "max";
   std::vector<TensorView> ins = ctx.inputs, outs = ctx.outputs;
   if (ins.size() == 1) {
     TensorView in = ins[0], out = outs[0];
     return BoundStep([=] {
       if (in.data != out.data) std::memcpy(out.data, in.data, in.numElements() * sizeof(float));
-      return g.comm->allReduceSum(out.f32(), out.numElements());
+      return max ? g.comm->allReduceMax(out.f32(), out.numElements())
+                 : g.comm->allReduceSum(out.f32(), out.numElements());
     });
   }
+  if (max) return invalid(ctx, "a bucket of several tensors reduces by sum only");
   // A bucket: one call on the tensors packed end to end.
   auto staging = std::make_shared<std::vector<float>>(total);
   return BoundStep([=] {

@@ -52,6 +52,11 @@ std::vector<int64_t> StepContext::intsAttr(const char* name) const {
   return {a->ints()->begin(), a->ints()->end()};
 }
 
+std::string StepContext::stringAttr(const char* name) const {
+  const plan::Attr* a = findAttr(step, name);
+  return a && a->s() ? a->s()->str() : std::string();
+}
+
 std::string StepContext::where() const {
   std::string loc = step.loc() ? step.loc()->str() : "";
   return step.op()->str() + (loc.empty() ? "" : " at " + loc) + ": ";

@@ -38,6 +38,7 @@ struct StepContext {
   int64_t intAttr(const char* name) const;
   double floatAttr(const char* name) const;
   std::vector<int64_t> intsAttr(const char* name) const;
+  std::string stringAttr(const char* name) const;
   // "matmul at fc0: " — the prefix of every error about this step.
   std::string where() const;
 };

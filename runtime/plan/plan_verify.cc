@@ -39,7 +39,11 @@ class PlanVerifier {
   }
 
  private:
-  Status bad(const std::string& what) const {
+  // Names come from the file: whatever bytes they hold, the message stays one printable line.
+  Status bad(std::string what) const {
+    for (char& c : what)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    if (what.size() > 240) what = what.substr(0, 240) + "...";
     return Status::InvalidInput(name_ + " is invalid: " + what);
   }
 

@@ -115,7 +115,7 @@ static void printAxisSet(AsmPrinter& printer, ArrayAttr axes) {
 
 Attribute ShardingAttr::parse(AsmParser& parser, Type) {
   Builder& b = parser.getBuilder();
-  SmallVector<Attribute> dims, partial;
+  SmallVector<Attribute> dims, partial, partialMax;
   SmallVector<int64_t> blocks;
   if (parser.parseLess()) return {};
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() -> ParseResult {
@@ -130,15 +130,20 @@ Attribute ShardingAttr::parse(AsmParser& parser, Type) {
         return success();
       }))
     return {};
-  if (succeeded(parser.parseOptionalComma())) {
-    if (parser.parseKeyword("sum") || parser.parseEqual() || parseAxisSet(parser, partial))
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef kind;
+    if (parser.parseKeyword(&kind) || (kind != "sum" && kind != "max") || parser.parseEqual() ||
+        parseAxisSet(parser, kind == "sum" ? partial : partialMax)) {
+      parser.emitError(parser.getCurrentLocation(), "expected `sum = {axes}` or `max = {axes}`");
       return {};
+    }
   }
   if (parser.parseGreater()) return {};
   bool trivial = llvm::all_of(blocks, [](int64_t v) { return v == 1; });
   return parser.getChecked<ShardingAttr>(
       parser.getContext(), b.getArrayAttr(dims), b.getArrayAttr(partial),
-      b.getDenseI64ArrayAttr(trivial ? ArrayRef<int64_t>() : ArrayRef<int64_t>(blocks)));
+      b.getDenseI64ArrayAttr(trivial ? ArrayRef<int64_t>() : ArrayRef<int64_t>(blocks)),
+      b.getArrayAttr(partialMax));
 }
 
 void ShardingAttr::print(AsmPrinter& printer) const {
@@ -149,15 +154,20 @@ void ShardingAttr::print(AsmPrinter& printer) const {
     printAxisSet(printer, cast<ArrayAttr>(d));
   }
   printer << "]";
-  if (isPartial()) {
+  if (!getPartial().empty()) {
     printer << ", sum = ";
     printAxisSet(printer, getPartial());
+  }
+  if (!getPartialMax().empty()) {
+    printer << ", max = ";
+    printAxisSet(printer, getPartialMax());
   }
   printer << ">";
 }
 
 LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr dims,
-                                   ArrayAttr partial, DenseI64ArrayAttr blocks) {
+                                   ArrayAttr partial, DenseI64ArrayAttr blocks,
+                                   ArrayAttr partialMax) {
   if (!blocks.empty() && blocks.size() != static_cast<int64_t>(dims.size()))
     return emitError() << "sharding: blocks for " << blocks.size() << " of " << dims.size()
                        << " dimensions";
@@ -179,6 +189,10 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   for (Attribute a : partial)
     if (failed(use(a))) return failure();
+  for (Attribute a : partialMax)
+    if (failed(use(a))) return failure();
+  if (!partial.empty() && !partialMax.empty())
+    return emitError() << "sharding: a value awaits a sum or a maximum, not both";
   return success();
 }
 
@@ -222,6 +236,8 @@ std::optional<std::string> ShardingAttr::check(MeshAttr mesh, ArrayRef<int64_t> 
     }
   }
   for (Attribute a : getPartial())
+    if (auto err = known(a)) return err;
+  for (Attribute a : getPartialMax())
     if (auto err = known(a)) return err;
   return std::nullopt;
 }

@@ -36,19 +36,25 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
     of every chunk, one after another. That is how a fused query/key/value weight [3C, C] is
     split by heads (chunks q, k, v; each device keeps the rows of its heads in all three).
     `blocks` holds the chunk count per dimension (empty: 1 everywhere).
+
+    `max = {tp}` lists axes over which the value awaits a maximum instead of a sum (each device
+    holds the maximum over its part, e.g. of a vocabulary-split row).
   }];
   let parameters = (ins "::mlir::ArrayAttr":$dims, "::mlir::ArrayAttr":$partial,
-                        "::mlir::DenseI64ArrayAttr":$blocks);
+                        "::mlir::DenseI64ArrayAttr":$blocks, "::mlir::ArrayAttr":$partialMax);
   let builders = [
     AttrBuilder<(ins "::mlir::ArrayAttr":$dims, "::mlir::ArrayAttr":$partial), [{
-      return $_get($_ctxt, dims, partial, ::mlir::DenseI64ArrayAttr::get($_ctxt, {}));
+      return $_get($_ctxt, dims, partial, ::mlir::DenseI64ArrayAttr::get($_ctxt, {}),
+                   ::mlir::ArrayAttr::get($_ctxt, {}));
     }]>,
     // Normalises all-ones blocks to none, so equal shardings are equal attributes.
     AttrBuilder<(ins "::mlir::ArrayAttr":$dims, "::mlir::ArrayAttr":$partial,
-                     "::llvm::ArrayRef<int64_t>":$blocks), [{
+                     "::llvm::ArrayRef<int64_t>":$blocks,
+                     CArg<"::mlir::ArrayAttr", "{}">:$partialMax), [{
       bool trivial = llvm::all_of(blocks, [](int64_t b) { return b == 1; });
       return $_get($_ctxt, dims, partial,
-                   ::mlir::DenseI64ArrayAttr::get($_ctxt, trivial ? ::llvm::ArrayRef<int64_t>() : blocks));
+                   ::mlir::DenseI64ArrayAttr::get($_ctxt, trivial ? ::llvm::ArrayRef<int64_t>() : blocks),
+                   partialMax ? partialMax : ::mlir::ArrayAttr::get($_ctxt, {}));
     }]>,
   ];
   let hasCustomAssemblyFormat = 1;
@@ -62,7 +68,7 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
       return getBlocks().empty() ? 1 : getBlocks()[dim];
     }
     bool hasBlocks() const { return !getBlocks().empty(); }
-    bool isPartial() const { return !getPartial().empty(); }
+    bool isPartial() const { return !getPartial().empty() || !getPartialMax().empty(); }
     bool isFullyReplicated() const;
     // Checks axes against `mesh` and divisibility against the global `shape`; nullopt if valid.
     std::optional<std::string> check(MeshAttr mesh, ::llvm::ArrayRef<int64_t> shape) const;

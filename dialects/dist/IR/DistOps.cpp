@@ -52,6 +52,8 @@ LogicalResult checkScaled(Operation* op, Value x, Value result, int64_t dim, int
 
 LogicalResult AllReduceOp::verify() {
   if (failed(groupSize(*this, getAxes()))) return failure();
+  if (getReduction() != "sum" && getReduction() != "max")
+    return emitOpError("reduction must be sum or max, got '") << getReduction() << "'";
   if (getInputs().size() != getResults().size() || getInputs().empty())
     return emitOpError("needs as many results as inputs, at least one");
   for (auto [in, out] : llvm::zip(getInputs(), getResults()))

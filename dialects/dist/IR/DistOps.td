@@ -30,8 +30,9 @@ class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
 }
 
 def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce"> {
-  let summary = "Sum over the group, in place of each input (several inputs form one bucket)";
-  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrArrayAttr:$axes);
+  let summary = "Sum (or maximum) over the group of each input (several inputs form one bucket)";
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrArrayAttr:$axes,
+                       DefaultValuedStrAttr<StrAttr, "sum">:$reduction);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = "$inputs `over` $axes attr-dict `:` type($inputs) `->` type($results)";
 }

@@ -45,6 +45,10 @@ int main() {
   for (int64_t i = 0; i < n; ++i)
     expect(data[i] == static_cast<float>(p * i + p * (p - 1) / 2), "allReduceSum value", r);
 
+  std::vector<float> peaks = {static_cast<float>(r), static_cast<float>(-r)};
+  expectOk(world.allReduceMax(peaks.data(), 2), "allReduceMax", r);
+  expect(peaks[0] == static_cast<float>(p - 1) && peaks[1] == 0.0f, "allReduceMax value", r);
+
   std::vector<float> mine = {r * 100.0f, r * 100.0f + 1, r * 100.0f + 2}, all(3 * p);
   expectOk(world.allGather(mine.data(), 3, all.data()), "allGather", r);
   for (int q = 0; q < p; ++q)

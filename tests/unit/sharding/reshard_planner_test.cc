@@ -129,7 +129,9 @@ struct Sim {
       auto sum = [&] {
         Tensor t = locals[g[0]];
         for (size_t k = 1; k < g.size(); ++k)
-          for (size_t i = 0; i < t.data.size(); ++i) t.data[i] += locals[g[k]].data[i];
+          for (size_t i = 0; i < t.data.size(); ++i)
+            t.data[i] = s.max ? std::max(t.data[i], locals[g[k]].data[i])
+                              : t.data[i] + locals[g[k]].data[i];
         return t;
       };
       switch (s.kind) {
@@ -197,11 +199,18 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
     shape[rank - 1] *= chunkable[rank - 1];
     Layout from = randomLayout(rng, sim.mesh, rank, true, chunkable);
     Layout to = randomLayout(rng, sim.mesh, rank, false, chunkable);
-    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0)  // sometimes keep the partial axes
+    // Sometimes the source awaits a maximum instead of a sum.
+    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) std::swap(from.partial, from.partialMax);
+    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) {  // sometimes keep the partial axes
       for (int p : from.partial) {
         for (auto& dim : to.dims) dim.erase(std::remove(dim.begin(), dim.end(), p), dim.end());
         to.partial.push_back(p);
       }
+      for (int p : from.partialMax) {
+        for (auto& dim : to.dims) dim.erase(std::remove(dim.begin(), dim.end(), p), dim.end());
+        to.partialMax.push_back(p);
+      }
+    }
 
     Tensor global{shape, {}};
     global.data.resize(global.size());
@@ -224,6 +233,10 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
       }
       locals = parts;
     }
+    // Partial maxima: the member with index 0 holds the block, the others values at most it.
+    for (int64_t dev = 0; dev < sim.devices() && !from.partialMax.empty(); ++dev)
+      if (sim.indexIn(dev, from.partialMax) != 0)
+        for (auto& v : locals[dev].data) v -= std::uniform_int_distribution<int>(0, 5)(rng);
 
     ReshardPlan plan = planReshard(sim.mesh, shape, from, to);
     ASSERT_EQ(plan.error, "") << "trial " << trial;
@@ -234,12 +247,16 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
     }
     for (int64_t dev = 0; dev < sim.devices(); ++dev) locals[dev].shape = sim.shard(global, to, dev).shape;
 
-    // Axes kept partial: the group's sum must be the target block.
+    // Axes kept partial: the group's sum (maximum) must be the target block.
     std::vector<Tensor> result = locals;
     for (int64_t dev = 0; dev < sim.devices() && !to.partial.empty(); ++dev)
       for (int64_t m : sim.group(dev, to.partial))
         if (m != dev)
           for (size_t i = 0; i < result[dev].data.size(); ++i) result[dev].data[i] += locals[m].data[i];
+    for (int64_t dev = 0; dev < sim.devices() && !to.partialMax.empty(); ++dev)
+      for (int64_t m : sim.group(dev, to.partialMax))
+        for (size_t i = 0; i < result[dev].data.size(); ++i)
+          result[dev].data[i] = std::max(result[dev].data[i], locals[m].data[i]);
     for (int64_t dev = 0; dev < sim.devices(); ++dev) {
       Tensor want = sim.shard(global, to, dev);
       ASSERT_EQ(result[dev].shape, want.shape) << "trial " << trial << " device " << dev;
