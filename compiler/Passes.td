@@ -131,6 +131,22 @@ def UserShardings : Pass<"dtc-user-shardings", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def VocabParallel : Pass<"dtc-vocab-parallel", "mlir::ModuleOp"> {
+  let summary = "Split the vocabulary over a mesh axis: embedding tables, LM head, cross-entropy";
+  let description = [{
+    Embedding tables (parameters read by graph.embedding) are split by rows over `axis` and
+    softmax_cross_entropy (and its gradient) is cut into cross_entropy_row_max → _parts →
+    _combine (and _parts_grad) so that the class dimension can stay split: a device never holds
+    whole [rows, vocabulary] logits. The row maximum is all-reduced with MAX, the two per-row
+    sums with SUM (C floats per row, not V). A tied LM head follows its table's split by
+    propagation.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"tp\"", "mesh axis that splits the vocabulary">,
+  ];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
 def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   let summary = "Data-parallel strategy: annotate batch inputs split over `dp`, state replicated";
   let description = [{

@@ -68,6 +68,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   if (!options.mesh.empty()) {
     pipeline.push_back(createUserShardings(UserShardingsOptions{
         options.mesh, options.shard, options.megatron, options.sequenceParallel ? "tp" : ""}));
+    if (options.vocabParallel) pipeline.push_back(createVocabParallel(VocabParallelOptions{"tp"}));
     pipeline.push_back(createSyncBatchNorm());
     if (options.dataParallel > 0)
       pipeline.push_back(

@@ -27,6 +27,7 @@ struct CompileOptions {
   std::string shard;
   std::string megatron;       // a mesh axis: apply Megatron's GPT-2 splits over it
   bool sequenceParallel = false;  // split LayerNorm/residual regions along the sequence over tp
+  bool vocabParallel = false;     // split embeddings, LM head and cross-entropy by vocabulary
   int64_t zeroStage = 0;      // 1: optimizer state sharded over dp
   double bucketMb = 25.0;     // all-reduce bucket size
   int64_t accumulate = 1;     // micro-batches per step (gradient accumulation)

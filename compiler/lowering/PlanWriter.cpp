@@ -204,8 +204,8 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
       else if (auto floatAttr = dyn_cast<FloatAttr>(value)) f = floatAttr.getValueAsDouble();
       else if (auto array = dyn_cast<DenseI64ArrayAttr>(value)) ints.assign(array.asArrayRef().begin(), array.asArrayRef().end());
       else if (auto str = dyn_cast<StringAttr>(value)) s = str.str();
-      else if (auto array = dyn_cast<ArrayAttr>(value); array && attrName == "axes")
-        ints = axisIndices(array);  // collectives' mesh axes, by index
+      else if (auto array = dyn_cast<ArrayAttr>(value); array && attrName.ends_with("axes"))
+        ints = axisIndices(array);  // mesh axes (collectives', a split vocabulary's), by index
       attrs.push_back(plan::CreateAttrDirect(fbb_, attrName.str().c_str(), i, f, &ints, s.c_str()));
     }
     steps.push_back(plan::CreateStepDirect(fbb_, kernel.c_str(), &ins, &outs, &attrs, loc.c_str()));

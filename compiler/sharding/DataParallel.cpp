@@ -107,7 +107,10 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
                  << "') does not divide over " << static_cast<int64_t>(dp) << " data-parallel devices";
         s = splitDim(b, type.getRank(), dim);
       } else if (auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState)) {
-        if (!onlyDp && zero != 1) continue;
+        // With other axes, the state of a parameter nobody annotated stays to propagation:
+        // splitting it over dp here would pull its parameter's layout (and its readers, e.g.
+        // an embedding's ids) onto dp. ZeRO-1 covers the annotated parameters there.
+        if (!onlyDp) continue;
         if (zero == 1) s = addDp(b, mesh, type, s);
         byName[state.getValue()] = s;
       } else if (auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam)) {

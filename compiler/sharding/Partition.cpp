@@ -130,6 +130,17 @@ class Partitioner {
     }
     op->removeAttr(kFactorsAttr);
     op->removeAttr(kFactorBlocksAttr);
+    // Ops that index a split vocabulary need to know where their block starts.
+    int vocab = -1;
+    if (isa<graph::EmbeddingOp>(op)) vocab = rule.operands[0][0];
+    else if (isa<graph::EmbeddingGradOp>(op)) vocab = rule.results[0][0];
+    else if (isa<graph::CrossEntropyPartsOp>(op)) vocab = rule.operands[0][1];
+    else if (isa<graph::CrossEntropyPartsGradOp>(op)) vocab = rule.operands[1][1];
+    if (vocab >= 0 && !cast<ArrayAttr>(factors.axes[vocab]).empty()) {
+      op->setAttr("vocab_axes", factors.axes[vocab]);
+      if (auto grad = dyn_cast<graph::EmbeddingGradOp>(op))  // its rows: this device's block
+        grad.setVocab(cast<RankedTensorType>(grad.getResult().getType()).getDimSize(0));
+    }
     op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(shardings));
     return success();
   }

@@ -319,17 +319,48 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
             return b.take();
           })
           .Case<EmbeddingOp>([](EmbeddingOp o) {
+            // A split vocabulary: each device looks up the ids in its block (zeros elsewhere)
+            // and the rows are summed over the devices.
             RuleBuilder b(o);
             SmallVector<int> ids = b.factors(rankOf(o.getIds()));
-            int c = b.factor();
-            b.operandDims(1, ids).operand(0, 1, c).resultDims(0, ids).result(0, ids.size(), c);
+            int c = b.factor(), v = b.factor();
+            b.operandDims(1, ids).operand(0, 0, v).operand(0, 1, c).resultDims(0, ids);
+            b.result(0, ids.size(), c);
             return b.take();
           })
           .Case<EmbeddingGradOp>([](EmbeddingGradOp o) {
             RuleBuilder b(o);
             SmallVector<int> ids = b.factors(rankOf(o.getIds()));
-            int c = b.factor();
-            b.operandDims(1, ids).operandDims(0, ids).operand(0, ids.size(), c).result(0, 1, c);
+            int c = b.factor(), v = b.factor();
+            b.operandDims(1, ids).operandDims(0, ids).operand(0, ids.size(), c);
+            b.result(0, 0, v).result(0, 1, c);
+            return b.take();
+          })
+          .Case<CrossEntropyRowMaxOp>([](CrossEntropyRowMaxOp o) {
+            RuleBuilder b(o);
+            int r = b.factor(), v = b.factor();
+            b.operandDims(0, {r, v}).resultDims(0, {r}).maximised(0, v);
+            return b.take();
+          })
+          .Case<CrossEntropyPartsOp>([](CrossEntropyPartsOp o) {
+            // Both results are sums over the vocabulary (the target is 0 off the label's block).
+            RuleBuilder b(o);
+            int r = b.factor(), v = b.factor();
+            b.operandDims(0, {r, v}).operandDims(1, {r}).operandDims(2, {r});
+            b.resultDims(0, {r}).resultDims(1, {r});
+            return b.take();
+          })
+          .Case<CrossEntropyCombineOp>([](CrossEntropyCombineOp o) {
+            RuleBuilder b(o);
+            int r = b.factor();
+            b.operandDims(0, {r}).operandDims(1, {r}).operandDims(2, {r});
+            return b.take();
+          })
+          .Case<CrossEntropyPartsGradOp>([](CrossEntropyPartsGradOp o) {
+            RuleBuilder b(o);
+            int r = b.factor(), v = b.factor();
+            b.operandDims(1, {r, v}).operandDims(2, {r}).operandDims(3, {r}).operandDims(4, {r});
+            b.resultDims(0, {r, v});
             return b.take();
           })
           .Case<Conv2dOp>([](Conv2dOp o) {

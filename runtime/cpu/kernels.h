@@ -63,6 +63,23 @@ void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadP
 void mseGrad(const float* dloss, const float* pred, const float* target, int64_t n, float* dpred,
              ThreadPool& pool, int64_t divisor = 0);
 
+// Cross-entropy with the classes split over devices (vocab_parallel.cc): this device holds
+// classes [offset, offset + classes) of each row. rowMax and sumExp (Σ exp(x − rowMax)) are
+// per row, target the label's logit or 0 when the label is in another block.
+void crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, float* rowMax,
+                        ThreadPool& pool);
+void crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
+                       int64_t rows, int64_t classes, int64_t offset, float* sumExp,
+                       float* target, ThreadPool& pool);
+// Σ over rows of rowMax + log(sumExp) − target, divided by count.
+float crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
+                          int64_t rows, int64_t count);
+// dlogits = dloss · (exp(x − rowMax)/sumExp − onehot(label)) / count, on this block.
+void crossEntropyPartsGrad(float dloss, const float* logits, const int64_t* labels,
+                           const float* rowMax, const float* sumExp, int64_t rows,
+                           int64_t classes, int64_t offset, int64_t count, float* dlogits,
+                           ThreadPool& pool);
+
 // torch.optim.SGD (dampening 0, not nesterov) for one tensor:
 //   g = grad + weightDecay·param;  buf = momentum·buf + g  (buf starts at 0);  param -= lr·buf
 // With momentum == 0 the buffer is left untouched and param -= lr·g.

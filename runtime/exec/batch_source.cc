@@ -193,6 +193,15 @@ class TokenSource : public BatchSource {
       if (step->op()->str() == "embedding" && step->inputs()->size() == 2 &&
           step->inputs()->Get(1) == tokensBinding->value()) {
         int64_t vocab = ex.view(fn, step->inputs()->Get(0)).shape[0];
+        // A table split by vocabulary holds a block of the rows on each device.
+        if (step->attrs() && ex.mesh())
+          for (const plan::Attr* a : *step->attrs())
+            if (a->name()->str() == "vocab_axes" && a->ints()) {
+              std::vector<int> axes(a->ints()->begin(), a->ints()->end());
+              bool valid = true;
+              for (int axis : axes) valid &= axis >= 0 && axis < (int)ex.mesh()->sizes().size();
+              if (valid) vocab *= ex.mesh()->groupSize(axes);
+            }
         if (source->file_.maxTokenPlusOne() > vocab)
           return Status::InvalidInput(path + " holds token id " +
                                       std::to_string(source->file_.maxTokenPlusOne() - 1) +

@@ -55,8 +55,29 @@ StatusOr<Group> groupOf(const StepContext& ctx) {
 Status floats(const StepContext& ctx) {
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
-      if (t.dtype != DType::kF32) return invalid(ctx, "collectives move float32 tensors only");
+      if (t.dtype != DType::kF32) return invalid(ctx, "collectives reduce float32 tensors only");
   return Status::Ok();
+}
+
+// Collectives that only move data take float32 or int64 tensors; an int64 element travels as
+// two float32 words (MPI copies them bit for bit). Returns the words per element.
+StatusOr<int64_t> movable(const StepContext& ctx) {
+  DType t = ctx.inputs.empty() ? ctx.outputs[0].dtype : ctx.inputs[0].dtype;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& v : *list)
+      if (v.dtype != t || (t != DType::kF32 && t != DType::kI64))
+        return invalid(ctx, "moves float32 or int64 tensors of one dtype only");
+  return t == DType::kI64 ? 2 : 1;
+}
+
+// A tensor seen as float32 words: int64 elements become pairs along the last dimension.
+TensorView words(TensorView t, int64_t perElement) {
+  if (perElement != 1) {
+    if (t.shape.empty()) t.shape.push_back(1);
+    t.shape.back() *= perElement;
+  }
+  t.dtype = DType::kF32;
+  return t;
 }
 
 // Checks `out` = `in` with dimension `dim` scaled by num/den; returns dim.
@@ -117,9 +138,10 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx) {
 }
 
 StatusOr<BoundStep> bindAllGather(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
+  DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
   DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
-  TensorView in = ctx.inputs[0], out = ctx.outputs[0];
+  TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
   DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, g.size, 1));
   Around a(out.shape, dim);
   int64_t n = in.numElements();
@@ -146,9 +168,10 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx) {
 }
 
 StatusOr<BoundStep> bindLocalSlice(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
+  DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
   DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
-  TensorView in = ctx.inputs[0], out = ctx.outputs[0];
+  TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
   DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, 1, g.size));
   Around a(in.shape, dim);
   return BoundStep([=] {
@@ -158,9 +181,10 @@ StatusOr<BoundStep> bindLocalSlice(const StepContext& ctx) {
 }
 
 StatusOr<BoundStep> bindAllToAll(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
+  DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
   DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
-  TensorView in = ctx.inputs[0], out = ctx.outputs[0];
+  TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
   int64_t split = ctx.intAttr("split_dim"), concat = ctx.intAttr("concat_dim");
   int64_t rank = static_cast<int64_t>(in.shape.size());
   if (split < 0 || split >= rank || concat < 0 || concat >= rank || split == concat ||

@@ -347,7 +347,7 @@ const BinderTable& coreBinders() {
 StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
   std::string op = ctx.step.op()->str();
   for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &convBinders(),
-                                     &collectiveBinders()}) {
+                                     &collectiveBinders(), &vocabParallelBinders()}) {
     auto it = table->find(op);
     if (it != table->end()) return it->second(ctx);
   }

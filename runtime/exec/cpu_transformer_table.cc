@@ -180,6 +180,27 @@ StatusOr<BoundStep> bindEmbedding(const StepContext& ctx) {
   int64_t vocab = table.shape[0], dim = table.shape[1];
   ThreadPool* pool = &ctx.pool;
   std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, vocab));
+  if (block.second != vocab) {
+    // A block of a split table: rows of ids in this block, zeros for the others (the devices'
+    // lookups are summed).
+    int64_t offset = block.first, total = block.second;
+    return BoundStep([=] {
+      const int64_t* p = ids.i64();
+      float* o = out.f32();
+      for (int64_t i = 0, n = ids.numElements(); i < n; ++i) {
+        if (p[i] < 0 || p[i] >= total)
+          return Status::InvalidInput(where + "a token id is outside [0, " + std::to_string(total) +
+                                      ") (the data does not fit the model's vocabulary)");
+        const int64_t local = p[i] - offset;
+        if (local >= 0 && local < vocab)
+          std::copy(table.f32() + local * dim, table.f32() + (local + 1) * dim, o + i * dim);
+        else
+          std::fill(o + i * dim, o + (i + 1) * dim, 0.0f);
+      }
+      return Status::Ok();
+    });
+  }
   return BoundStep([=] {
     if (!cpu::embedding(table.f32(), ids.i64(), out.f32(), ids.numElements(), vocab, dim, *pool))
       return Status::InvalidInput(where + "a token id is outside [0, " + std::to_string(vocab) +
@@ -198,6 +219,25 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
   int64_t vocab = dtable.shape[0], dim = dtable.shape[1];
   ThreadPool* pool = &ctx.pool;
   std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, vocab));
+  if (block.second != vocab) {
+    // This device's rows of a split gradient: the ids in its block, in order.
+    int64_t offset = block.first, total = block.second;
+    return BoundStep([=] {
+      const int64_t* p = ids.i64();
+      float* g = dtable.f32();
+      std::fill(g, g + vocab * dim, 0.0f);
+      for (int64_t i = 0, n = ids.numElements(); i < n; ++i) {
+        if (p[i] < 0 || p[i] >= total)
+          return Status::InvalidInput(where + "a token id is outside [0, " + std::to_string(total) + ")");
+        const int64_t local = p[i] - offset;
+        if (local < 0 || local >= vocab) continue;
+        const float* d = dy.f32() + i * dim;
+        for (int64_t c = 0; c < dim; ++c) g[local * dim + c] += d[c];
+      }
+      return Status::Ok();
+    });
+  }
   return BoundStep([=] {
     // The forward lookup checked these ids in a compiled plan; a hand-edited plan may not have
     // one, and an id out of range would write outside the gradient.

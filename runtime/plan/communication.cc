@@ -33,6 +33,9 @@ std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function
     c.loc = step->loc() ? step->loc()->str() : "";
     if (step->attrs())
       for (const plan::Attr* a : *step->attrs())
+        if (a->name()->str() == "reduction" && a->s() && a->s()->str() == "max") c.op += "(max)";
+    if (step->attrs())
+      for (const plan::Attr* a : *step->attrs())
         if (a->name()->str() == "axes" && a->ints())
           for (int64_t axis : *a->ints()) {
             if (axis < 0 || axis >= static_cast<int64_t>(mesh->size())) continue;  // verified at bind
@@ -44,7 +47,7 @@ std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function
     if (values)
       for (uint32_t id : *values) c.bytes += valueBytes(*f.values()->Get(id));
     double n = static_cast<double>(c.group), b = static_cast<double>(c.bytes);
-    if (op == "all_reduce") c.sentBytes = 2 * (n - 1) / n * b;
+    if (op == "all_reduce") c.sentBytes = 2 * (n - 1) / n * b;  // sum or max alike
     else if (op == "reduce_scatter" || op == "all_to_all") c.sentBytes = (n - 1) / n * b;
     else if (op == "all_gather") c.sentBytes = (n - 1) * b;
     else if (op == "collective_broadcast" || op == "send") c.sentBytes = b;

@@ -56,7 +56,12 @@ def main():
         compare("gpt", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9], bin_path,
                 6, 5, configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2"], 2),
                                                 ("tp2-sp", ["--mesh", "tp=2", "--sequence-parallel"], 2),
-                                                ("dp2-tp2-sp", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4)])
+                                                ("dp2-tp2-sp", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4),
+                                                ("tp2-vocab", ["--mesh", "tp=2", "--vocab-parallel"], 2),
+                                                ("tp4-vocab-sp", ["--mesh", "tp=4", "--vocab-parallel",
+                                                                  "--sequence-parallel"], 4),
+                                                ("dp2-tp2-vocab-zero1", ["--mesh", "dp=2,tp=2", "--vocab-parallel",
+                                                                         "--zero", 1], 4)])
 
         # ConvNet: layer 1 split by output channels (its BatchNorm follows: per-channel
         # statistics need no communication), layer 2 by input channels (row-parallel): one

@@ -206,5 +206,6 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor]> {
 include "GraphTransformerOps.td"
 include "GraphConvOps.td"
 include "GraphLinearOps.td"
+include "GraphVocabParallelOps.td"
 
 #endif // DTC_GRAPH_OPS_TD

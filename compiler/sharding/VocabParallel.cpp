@@ -1,0 +1,112 @@
+// dtc-vocab-parallel: vocabulary-split embeddings and cross-entropy (see Passes.td).
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "Passes.h"
+#include "dist/IR/DistOps.h"
+#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphOps.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_VOCABPARALLEL
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
+  using VocabParallelBase::VocabParallelBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
+    if (!mesh || mesh.axisIndex(axis) < 0) {
+      module.emitError("vocabulary parallelism needs a mesh axis '") << axis << "'";
+      return signalPassFailure();
+    }
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(splitTables(func, mesh)) || failed(cutLosses(func))) return signalPassFailure();
+  }
+
+  // Every parameter an embedding reads is split by rows (vocabulary) over the axis.
+  LogicalResult splitTables(func::FuncOp func, dist::MeshAttr mesh) {
+    Builder b(func.getContext());
+    WalkResult result = func.walk([&](graph::EmbeddingOp op) {
+      auto table = dyn_cast<BlockArgument>(op.getTable());
+      if (!table || table.getOwner()->getParentOp() != func) return WalkResult::advance();
+      unsigned i = table.getArgNumber();
+      if (func.getArgAttr(i, dist::kShardingAttr)) return WalkResult::advance();  // user's choice
+      auto type = cast<RankedTensorType>(table.getType());
+      int64_t n = mesh.axisSize(axis);
+      if (type.getDimSize(0) % n != 0) {
+        auto name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
+        op.emitError("the vocabulary of ") << type.getDimSize(0) << " rows (tensor '"
+                                           << (name ? name.getValue() : "?")
+                                           << "') does not divide over " << n << " devices ("
+                                           << axis << ")";
+        return WalkResult::interrupt();
+      }
+      SmallVector<Attribute> dims{b.getArrayAttr({b.getStringAttr(axis)}), b.getArrayAttr({})};
+      func.setArgAttr(i, dist::kShardingAttr,
+                      dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims),
+                                              b.getArrayAttr({})));
+      return WalkResult::advance();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  static IntegerAttr countOf(Operation* op, Value logits) {
+    if (auto count = op->getAttrOfType<IntegerAttr>("count")) return count;
+    return Builder(op->getContext())
+        .getI64IntegerAttr(cast<RankedTensorType>(logits.getType()).getDimSize(0));
+  }
+
+  // Cross-entropy in pieces that never need a whole row of logits.
+  LogicalResult cutLosses(func::FuncOp func) {
+    DenseMap<std::pair<Value, Value>, std::pair<Value, Value>> stats;  // (logits, labels) -> (M, S)
+    SmallVector<Operation*> ops;
+    func.walk([&](Operation* op) {
+      if (isa<graph::SoftmaxCrossEntropyOp, graph::SoftmaxCrossEntropyGradOp>(op)) ops.push_back(op);
+    });
+    auto statsFor = [&](OpBuilder& b, Location loc, Value logits, Value labels) {
+      auto key = std::make_pair(logits, labels);
+      if (auto it = stats.find(key); it != stats.end()) return it->second;
+      Value rowMax = graph::CrossEntropyRowMaxOp::create(b, loc, logits);
+      auto parts = graph::CrossEntropyPartsOp::create(b, loc, logits, labels, rowMax, ArrayAttr());
+      stats[key] = {rowMax, parts.getSumExp()};
+      targets[key] = parts.getTarget();
+      return stats[key];
+    };
+    for (Operation* op : ops) {
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyOp>(op)) {
+        auto [rowMax, sumExp] = statsFor(b, loc, ce.getLogits(), ce.getLabels());
+        Value target = targets[{ce.getLogits(), ce.getLabels()}];
+        Value loss = graph::CrossEntropyCombineOp::create(b, loc, rowMax, sumExp, target,
+                                                          countOf(op, ce.getLogits()));
+        ce.getLoss().replaceAllUsesWith(loss);
+      } else {
+        auto grad = cast<graph::SoftmaxCrossEntropyGradOp>(op);
+        // The forward pass's statistics when it ran on the same logits (it comes first).
+        auto [rowMax, sumExp] = statsFor(b, loc, grad.getLogits(), grad.getLabels());
+        Value dlogits = graph::CrossEntropyPartsGradOp::create(
+            b, loc, grad.getDloss(), grad.getLogits(), grad.getLabels(), rowMax, sumExp,
+            countOf(op, grad.getLogits()), ArrayAttr());
+        grad.getDlogits().replaceAllUsesWith(dlogits);
+      }
+      op->erase();
+    }
+    return success();
+  }
+
+  DenseMap<std::pair<Value, Value>, Value> targets;
+};
+
+}  // namespace
+}  // namespace dtc

@@ -1,0 +1,52 @@
+// Shape inference of the cut cross-entropy ops: rows R of [R, V] logits.
+#include "graph/IR/GraphOps.h"
+#include "graph/IR/TypeUtils.h"
+
+using namespace mlir;
+using namespace dtc::graph;
+
+namespace {
+
+LogicalResult checkRows(std::optional<Location> loc, Value logits, ValueRange perRow) {
+  ArrayRef<int64_t> l = shapeOf(logits);
+  if (l.size() != 2) return emitOptionalError(loc, "logits must be [rows, classes], got ", shapeString(l));
+  for (Value v : perRow)
+    if (shapeOf(v) != ArrayRef<int64_t>{l[0]})
+      return emitOptionalError(loc, "per-row operands must be [", l[0], "], got ", shapeString(shapeOf(v)));
+  return success();
+}
+
+}  // namespace
+
+LogicalResult CrossEntropyRowMaxOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  if (failed(checkRows(loc, adaptor.getLogits(), {}))) return failure();
+  types.push_back(f32Tensor(ctx, {shapeOf(adaptor.getLogits())[0]}));
+  return success();
+}
+
+LogicalResult CrossEntropyPartsOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                    Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  if (failed(checkRows(loc, adaptor.getLogits(), {adaptor.getLabels(), adaptor.getRowMax()})))
+    return failure();
+  types.append(2, f32Tensor(ctx, {shapeOf(adaptor.getLogits())[0]}));
+  return success();
+}
+
+LogicalResult CrossEntropyCombineOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                      Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> m = shapeOf(adaptor.getRowMax());
+  if (m.size() != 1 || shapeOf(adaptor.getSumExp()) != m || shapeOf(adaptor.getTarget()) != m)
+    return emitOptionalError(loc, "row_max, sum_exp and target must be equal [rows] vectors");
+  types.push_back(f32Tensor(ctx, {}));
+  return success();
+}
+
+LogicalResult CrossEntropyPartsGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                        Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  if (failed(checkRows(loc, adaptor.getLogits(),
+                       {adaptor.getLabels(), adaptor.getRowMax(), adaptor.getSumExp()})))
+    return failure();
+  types.push_back(adaptor.getLogits().getType());
+  return success();
+}
