@@ -54,7 +54,7 @@ def main():
         compare("gpt-mlp-tp", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9],
                 bin_path, 6, 5, configs(GPT_MLP_TP)[:1])
         compare("gpt", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9], bin_path,
-                6, 5, configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2"], 2),
+                6, 5, configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2", "--no-vocab-parallel"], 2),
                                                 ("tp2-sp", ["--mesh", "tp=2", "--sequence-parallel"], 2),
                                                 ("dp2-tp2-sp", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4),
                                                 ("tp2-vocab", ["--mesh", "tp=2", "--vocab-parallel"], 2),

@@ -26,7 +26,8 @@ constexpr const char kUsage[] =
     "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
     "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"
-    "              [--sequence-parallel] [--vocab-parallel] [--bucket-mb F] [--accumulate K]\n"
+    "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"
+    "              [--accumulate K]\n"
     "              [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
@@ -149,7 +150,7 @@ int runCompile(int argc, char** argv) {
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
                                 "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
                                 "accumulate", "shard"},
-                               {"sequence-parallel", "vocab-parallel"});
+                               {"sequence-parallel", "vocab-parallel", "no-vocab-parallel"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
   if (!args->has("output")) return fail("dtc compile: missing -o PLAN.dtp");
@@ -197,7 +198,12 @@ int runCompile(int argc, char** argv) {
   options.sequenceParallel = args->has("sequence-parallel");
   if (options.sequenceParallel && !namesAxisIn(options.mesh, "tp"))
     return fail("dtc compile: --sequence-parallel needs a tp axis (--mesh tp=N)");
-  options.vocabParallel = args->has("vocab-parallel");
+  // Megatron's splits come with the vocabulary split, which saves memory (the table and the
+  // logits are split too); --no-vocab-parallel keeps them whole.
+  options.vocabParallel =
+      args->has("vocab-parallel") || (!options.megatron.empty() && !args->has("no-vocab-parallel"));
+  if (args->has("vocab-parallel") && args->has("no-vocab-parallel"))
+    return fail("dtc compile: --vocab-parallel and --no-vocab-parallel contradict each other");
   if (options.vocabParallel && !namesAxisIn(options.mesh, "tp"))
     return fail("dtc compile: --vocab-parallel needs a tp axis (--mesh tp=N)");
   auto zero = args->integer("zero", 0);
