@@ -194,6 +194,17 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         blocks[2] = ws.dimBlocks(0);
       } else if (isAxis(1)) {
         dims[1] = b.getArrayAttr({b.getStringAttr(axis)});
+        // Its input: whole sequences split by features (what the weight gradient reads too).
+        SmallVector<Attribute> in(3, b.getArrayAttr({}));
+        in[2] = b.getArrayAttr({b.getStringAttr(axis)});
+        // Annotated on the value itself, so the backward pass (which reads the same value for
+        // the weight gradient) sees it too.
+        Operation* producer = op.getX().getDefiningOp();
+        if (producer && producer->getNumResults() == 1 && !producer->hasAttr(dist::kShardingsAttr))
+          producer->setAttr(dist::kShardingsAttr,
+                            b.getArrayAttr({dist::ShardingAttr::get(func.getContext(),
+                                                                    b.getArrayAttr(in),
+                                                                    b.getArrayAttr({}))}));
       } else {
         continue;
       }
