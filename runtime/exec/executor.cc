@@ -110,6 +110,8 @@ Status Executor::prepare(const plan::Function& function) {
   std::string name = function.name()->str();
   PreparedFunction& prepared = functions_[name];
   prepared.function = &function;
+  for (uint32_t i = 0; i < plan_.root().functions()->size(); ++i)
+    if (plan_.root().functions()->Get(i) == &function) prepared.index = i;
   if (function.steps())
     for (const plan::Step* step : *function.steps()) {
       StepContext ctx{*step, {}, {}, pool_, mesh_};
@@ -187,7 +189,20 @@ Status Executor::run(const std::string& function) {
   auto it = functions_.find(function);
   if (it == functions_.end())
     return Status::InvalidInput(plan_.name() + " has no function '" + function + "'");
-  for (const BoundStep& step : it->second.steps) DTC_RETURN_IF_ERROR(step());
+  if (timing_) {
+    auto now = [] {
+      return std::chrono::duration<double, std::micro>(
+                 std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    };
+    for (size_t k = 0; k < it->second.steps.size(); ++k) {
+      double start = now();
+      DTC_RETURN_IF_ERROR(it->second.steps[k]());
+      timings_.push_back({it->second.index, static_cast<uint32_t>(k), start, now()});
+    }
+  } else {
+    for (const BoundStep& step : it->second.steps) DTC_RETURN_IF_ERROR(step());
+  }
   for (auto& [from, to] : it->second.writeBacks)
     std::memcpy(to.data, from.data, static_cast<size_t>(from.numElements()) * dtypeSize(from.dtype));
   return Status::Ok();

@@ -47,6 +47,14 @@ struct StepContext {
 // cpu_kernel_table.cc.
 StatusOr<BoundStep> bindCpuStep(const StepContext& ctx);
 
+// One kernel call as it ran: which step of which function, and when (microseconds of the
+// system-wide monotonic clock, comparable between processes on one machine).
+struct StepTiming {
+  uint32_t function = 0;  // index into Plan.functions
+  uint32_t step = 0;
+  double startUs = 0, endUs = 0;
+};
+
 class Executor {
  public:
   // `mesh` (not owned; outlives the executor) runs the plan's collectives; null is one device.
@@ -57,6 +65,9 @@ class Executor {
   // Fills parameters from their init rules or stored values and zeroes optimizer state.
   Status initializeState();
   Status run(const std::string& function);
+  // Recording of every step's timing (off by default: it costs two clock reads per step).
+  void setTiming(bool on) { timing_ = on; }
+  const std::vector<StepTiming>& timings() const { return timings_; }
 
   const Plan& plan() const { return plan_; }
   bool hasFunction(const std::string& name) const { return functions_.count(name) != 0; }
@@ -74,6 +85,7 @@ class Executor {
 
   struct PreparedFunction {
     const plan::Function* function = nullptr;
+    uint32_t index = 0;  // in Plan.functions
     std::vector<BoundStep> steps;
     // Updated state computed outside its own storage: copied back after the steps.
     std::vector<std::pair<TensorView, TensorView>> writeBacks;  // (from, to)
@@ -87,6 +99,8 @@ class Executor {
   uint64_t arenaBytes_ = 0;
   uint64_t stateMapped_ = 0, arenaMapped_ = 0;
   std::map<std::string, PreparedFunction> functions_;
+  bool timing_ = false;
+  std::vector<StepTiming> timings_;
 };
 
 }  // namespace dtc

@@ -14,6 +14,7 @@
 #include "exec/executor.h"
 #include "exec/generate.h"
 #include "exec/shard_layout.h"
+#include "exec/trace.h"
 #include "io/safetensors.h"
 
 namespace dtc {
@@ -183,6 +184,7 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
                        Executor::create(plan, options.threads, mesh));
   DTC_RETURN_IF_ERROR(ex->initializeState());
+  ex->setTiming(!options.tracePath.empty());
   const plan::Plan& root = plan.root();
   if (lead) std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads\n",
               plan.name().c_str(), (long long)root.batch_size(),
@@ -233,6 +235,7 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
     DTC_ASSIGN_OR_RETURN(std::string text, generateGreedy(*ex, options.prompt, options.sampleTokens));
     std::printf("sample: %s%s\n", options.prompt.c_str(), text.c_str());
   }
+  if (!options.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(*ex, *mesh, options.tracePath));
   if (!options.saveDir.empty()) DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir, lead));
   return Status::Ok();
 }

@@ -19,6 +19,7 @@ struct TrainOptions {
   int threads = 0;       // 0: all hardware threads
   int64_t sampleTokens = 0;  // after training: greedy continuation of `prompt` (byte-level LMs)
   std::string prompt;
+  std::string tracePath;     // optional: Chrome trace JSON of every kernel call, all ranks
 };
 
 // The job must have one process per device of the plan's mesh (one for a plan without a mesh).

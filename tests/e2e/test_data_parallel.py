@@ -101,6 +101,28 @@ def check_failing_rank(work):
           f"{[line for line in proc.stderr.splitlines() if 'rank 1' in line][0]}")
 
 
+def check_trace(work, data):
+    """dtrun --trace: one row per rank (named with its mesh coordinates), one box per kernel
+    call of every step, the gradient all-reduce on both rows."""
+    import json
+    plan = os.path.join(work, "mlp-dp2.dtp")  # compiled by compare() above
+    trace = os.path.join(work, "trace.json")
+    run(*(MPIRUN + ["2", tool("dtrun"), plan, "--data", data, "--steps", 3, "--threads", 1,
+                    "--trace", trace]))
+    events = json.load(open(trace))["traceEvents"]
+    names = sorted(e["args"]["name"] for e in events if e["ph"] == "M")
+    assert names == ["rank 0 (dp=0)", "rank 1 (dp=1)"], names
+    boxes = [e for e in events if e["ph"] == "X"]
+    steps = json.loads(run(tool("dtc"), "inspect", plan, "--json").stdout)
+    per_step = {f["name"]: len(f["steps"]) for f in steps["functions"]}["train_step"]
+    for rank in (0, 1):
+        mine = [e for e in boxes if e["pid"] == rank]
+        assert len(mine) == 3 * per_step, (rank, len(mine), per_step)
+        assert sum(e["name"] == "all_reduce" for e in mine) == 3, rank
+        assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in mine)
+    print(f"trace: {len(boxes)} kernel calls on 2 ranks, {per_step} per step")
+
+
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
@@ -133,6 +155,7 @@ def main():
         run(tool("dtc"), "zoo", "convnet", "--seed", 2, "-o", convnet)
         compare("convnet", convnet, work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
                 cdata, 8, 7, DP[1:4], ("--eval", cdata))
+        check_trace(work, data)
         check_failing_rank(work)
     print("data parallel parity: ok")
 
