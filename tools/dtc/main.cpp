@@ -185,6 +185,8 @@ int runCompile(int argc, char** argv) {
         return fail("dtc compile: --mesh wants name=size[,name=size], got '" + options.mesh + "'");
       if (name == "dp") {
         options.dataParallel = n;
+      } else if (name == "pp" && !namesAxis(options.shard, name)) {
+        return fail("dtc compile: pipeline parallelism (mesh axis pp) is not implemented yet");
       } else if (name == "tp" && !namesAxis(options.shard, name)) {
         options.megatron = "tp";  // Megatron's GPT-2 splits, unless the user gives their own
       } else if (!namesAxis(options.shard, name)) {
