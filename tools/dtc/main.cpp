@@ -127,6 +127,11 @@ bool namesAxis(llvm::StringRef specs, llvm::StringRef axis) {
     tokens.clear();
     item.split('=').second.split(tokens, ',');
     for (llvm::StringRef dim : tokens) {
+      dim = dim.trim();
+      // "3xtp": chunks, then the axes.
+      size_t digits = dim.find_first_not_of("0123456789");
+      if (digits != 0 && digits != llvm::StringRef::npos && dim[digits] == 'x')
+        dim = dim.drop_front(digits + 1);
       llvm::SmallVector<llvm::StringRef> axes;
       dim.split(axes, '+');
       for (llvm::StringRef a : axes)
