@@ -21,16 +21,8 @@ namespace {
 
 // A mean's divisor on K micro-batches: K times its own (or already pinned) count.
 void scaleCount(Operation* op, int64_t k) {
-  auto numel = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
-  auto rows = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); };
-  int64_t own = 0;
-  if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyOp>(op)) own = rows(ce.getLogits());
-  else if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyGradOp>(op)) own = rows(ce.getLogits());
-  else if (auto mse = dyn_cast<graph::MseOp>(op)) own = numel(mse.getPred());
-  else if (auto mse = dyn_cast<graph::MseGradOp>(op)) own = numel(mse.getPred());
-  else return;
-  if (auto count = op->getAttrOfType<IntegerAttr>("count")) own = count.getInt();
-  op->setAttr("count", Builder(op->getContext()).getI64IntegerAttr(own * k));
+  if (std::optional<int64_t> count = graph::meanCount(op))
+    op->setAttr("count", Builder(op->getContext()).getI64IntegerAttr(*count * k));
 }
 
 struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {

@@ -78,18 +78,9 @@ class Partitioner {
 
   // A mean loss on a slice divides by the whole batch's count, so device losses are summands.
   void pinGlobalCount(Operation* op) {
-    auto numel = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
-    auto rows = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); };
-    Builder b(op->getContext());
     if (op->hasAttr("count")) return;
-    if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyOp>(op))
-      op->setAttr("count", b.getI64IntegerAttr(rows(ce.getLogits())));
-    else if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyGradOp>(op))
-      op->setAttr("count", b.getI64IntegerAttr(rows(ce.getLogits())));
-    else if (auto mse = dyn_cast<graph::MseOp>(op))
-      op->setAttr("count", b.getI64IntegerAttr(numel(mse.getPred())));
-    else if (auto mse = dyn_cast<graph::MseGradOp>(op))
-      op->setAttr("count", b.getI64IntegerAttr(numel(mse.getPred())));
+    if (std::optional<int64_t> count = graph::meanCount(op))
+      op->setAttr("count", Builder(op->getContext()).getI64IntegerAttr(*count));
   }
 
   LogicalResult partition(Operation* op) {

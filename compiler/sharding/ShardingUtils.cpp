@@ -46,20 +46,22 @@ dist::ShardingAttr project(MLIRContext* ctx, ArrayRef<int> dims, ArrayRef<int64_
                                  partialMax ? partialMax : b.getArrayAttr({}));
 }
 
-ArrayAttr partialAxes(MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
-                      const FactorShardings& factors) {
+// The mesh axes of `fs`, in order.
+static ArrayAttr axesOf(MLIRContext* ctx, ArrayRef<int> fs, const FactorShardings& factors) {
   SmallVector<Attribute> axes;
-  for (int f : rule.summed[result])
+  for (int f : fs)
     for (Attribute a : cast<ArrayAttr>(factors.axes[f])) axes.push_back(a);
   return Builder(ctx).getArrayAttr(axes);
 }
 
+ArrayAttr partialAxes(MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
+                      const FactorShardings& factors) {
+  return axesOf(ctx, rule.summed[result], factors);
+}
+
 ArrayAttr maxAxes(MLIRContext* ctx, const OpShardingRule& rule, unsigned result,
                   const FactorShardings& factors) {
-  SmallVector<Attribute> axes;
-  for (int f : rule.maxed[result])
-    for (Attribute a : cast<ArrayAttr>(factors.axes[f])) axes.push_back(a);
-  return Builder(ctx).getArrayAttr(axes);
+  return axesOf(ctx, rule.maxed[result], factors);
 }
 
 Mesh toMesh(dist::MeshAttr mesh) {

@@ -60,10 +60,8 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
     return failure(result.wasInterrupted());
   }
 
-  static IntegerAttr countOf(Operation* op, Value logits) {
-    if (auto count = op->getAttrOfType<IntegerAttr>("count")) return count;
-    return Builder(op->getContext())
-        .getI64IntegerAttr(cast<RankedTensorType>(logits.getType()).getDimSize(0));
+  static IntegerAttr countOf(Operation* op) {
+    return Builder(op->getContext()).getI64IntegerAttr(*graph::meanCount(op));
   }
 
   // Cross-entropy in pieces that never need a whole row of logits.
@@ -89,7 +87,7 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
         auto [rowMax, sumExp] = statsFor(b, loc, ce.getLogits(), ce.getLabels());
         Value target = targets[{ce.getLogits(), ce.getLabels()}];
         Value loss = graph::CrossEntropyCombineOp::create(b, loc, rowMax, sumExp, target,
-                                                          countOf(op, ce.getLogits()));
+                                                          countOf(op));
         ce.getLoss().replaceAllUsesWith(loss);
       } else {
         auto grad = cast<graph::SoftmaxCrossEntropyGradOp>(op);
@@ -97,7 +95,7 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
         auto [rowMax, sumExp] = statsFor(b, loc, grad.getLogits(), grad.getLabels());
         Value dlogits = graph::CrossEntropyPartsGradOp::create(
             b, loc, grad.getDloss(), grad.getLogits(), grad.getLabels(), rowMax, sumExp,
-            countOf(op, grad.getLogits()), ArrayAttr());
+            countOf(op), ArrayAttr());
         grad.getDlogits().replaceAllUsesWith(dlogits);
       }
       op->erase();

@@ -38,21 +38,11 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
 
   Status allReduceSum(float* data, int64_t n) override {
-    for (int64_t at = 0; at < n; at += kMaxChunk)
-      DTC_RETURN_IF_ERROR(check(MPI_Allreduce(MPI_IN_PLACE, data + at,
-                                              static_cast<int>(std::min(kMaxChunk, n - at)),
-                                              MPI_FLOAT, MPI_SUM, comm_),
-                                "MPI_Allreduce"));
-    return Status::Ok();
+    return allReduce(data, n, MPI_SUM, "MPI_Allreduce");
   }
 
   Status allReduceMax(float* data, int64_t n) override {
-    for (int64_t at = 0; at < n; at += kMaxChunk)
-      DTC_RETURN_IF_ERROR(check(MPI_Allreduce(MPI_IN_PLACE, data + at,
-                                              static_cast<int>(std::min(kMaxChunk, n - at)),
-                                              MPI_FLOAT, MPI_MAX, comm_),
-                                "MPI_Allreduce(MAX)"));
-    return Status::Ok();
+    return allReduce(data, n, MPI_MAX, "MPI_Allreduce(MAX)");
   }
 
   Status allGather(const float* in, int64_t n, float* out) override {
@@ -111,6 +101,16 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
+  // In place, in chunks MPI's int counts can hold.
+  Status allReduce(float* data, int64_t n, MPI_Op op, const char* what) {
+    for (int64_t at = 0; at < n; at += kMaxChunk)
+      DTC_RETURN_IF_ERROR(check(MPI_Allreduce(MPI_IN_PLACE, data + at,
+                                              static_cast<int>(std::min(kMaxChunk, n - at)),
+                                              MPI_FLOAT, op, comm_),
+                                what));
+    return Status::Ok();
+  }
+
   MPI_Comm comm_;
   bool ownsMpi_;
   int rank_ = 0, size_ = 1;

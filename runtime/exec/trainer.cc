@@ -15,6 +15,7 @@
 #include "exec/generate.h"
 #include "exec/shard_layout.h"
 #include "exec/trace.h"
+#include "plan/communication.h"
 #include "io/safetensors.h"
 
 namespace dtc {
@@ -123,13 +124,8 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write) {
 }  // namespace
 
 Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher) {
-  std::string text;
-  int64_t devices = 1;
-  if (const auto* mesh = plan.root().mesh())
-    for (const plan::MeshAxis* axis : *mesh) {
-      devices *= axis->size();
-      text += (text.empty() ? "" : ",") + axis->name()->str() + "=" + std::to_string(axis->size());
-    }
+  const std::string text = meshText(plan);
+  const int64_t devices = meshDevices(plan);
   if (devices == processes) return Status::Ok();
   if (text.empty())
     return Status::InvalidInput(plan.name() + " runs on one process, but " + launcher +

@@ -123,37 +123,39 @@ def check_trace(work, data):
     print(f"trace: {len(boxes)} kernel calls on 2 ranks, {per_step} per step")
 
 
+def make_models(work, rng):
+    """The three zoo models and data for them (both parallelism tests use these): MLP on 96
+    random samples, GPT-mini on a noisy token cycle, ConvNet on 64 random images."""
+    m = {"data": os.path.join(work, "data"), "cdata": os.path.join(work, "cdata"),
+         "tokens": os.path.join(work, "train.bin"), "mlp": os.path.join(work, "mlp.dtm"),
+         "gpt": os.path.join(work, "gpt.dtm"), "convnet": os.path.join(work, "convnet.dtm")}
+    os.makedirs(m["data"])
+    np.save(os.path.join(m["data"], "input.npy"), rng.standard_normal((96, 784)).astype(np.float32))
+    np.save(os.path.join(m["data"], "target.npy"), rng.integers(0, 10, 96).astype(np.int64))
+    run(tool("dtc"), "zoo", "mlp", "--seed", 5, "-o", m["mlp"])
+    write_tokens(m["tokens"], ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64))
+    run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4,
+        "--embd", 32, "--seed", 11, "-o", m["gpt"])
+    os.makedirs(m["cdata"])
+    np.save(os.path.join(m["cdata"], "input.npy"), rng.random((64, 784), dtype=np.float32))
+    np.save(os.path.join(m["cdata"], "target.npy"), rng.integers(0, 10, 64).astype(np.int64))
+    run(tool("dtc"), "zoo", "convnet", "--seed", 2, "-o", m["convnet"])
+    return m
+
+
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
-        data = os.path.join(work, "data")
-        os.makedirs(data)
-        np.save(os.path.join(data, "input.npy"), rng.standard_normal((96, 784)).astype(np.float32))
-        np.save(os.path.join(data, "target.npy"), rng.integers(0, 10, 96).astype(np.int64))
-        mlp = os.path.join(work, "mlp.dtm")
-        run(tool("dtc"), "zoo", "mlp", "--seed", 5, "-o", mlp)
-        compare("mlp", mlp, work, 32, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9,
-                                       "--weight-decay", 1e-3], data, 8, 3, DP + accumulation(32),
+        m = make_models(work, rng)
+        data, cdata = m["data"], m["cdata"]
+        compare("mlp", m["mlp"], work, 32, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9,
+                                            "--weight-decay", 1e-3], data, 8, 3, DP + accumulation(32),
                 ("--eval", data))
-        compare("mlp-adamw", mlp, work, 32, ["--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4],
+        compare("mlp-adamw", m["mlp"], work, 32, ["--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4],
                 data, 8, 3, DP[1:4])
-
-        tokens = ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64)
-        bin_path = os.path.join(work, "train.bin")
-        write_tokens(bin_path, tokens)
-        gpt = os.path.join(work, "gpt.dtm")
-        run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4,
-            "--embd", 32, "--seed", 11, "-o", gpt)
-        compare("gpt", gpt, work, 8, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4], bin_path,
-                6, 5, DP[:4] + accumulation(8))
-
-        cdata = os.path.join(work, "cdata")
-        os.makedirs(cdata)
-        np.save(os.path.join(cdata, "input.npy"), rng.random((64, 784), dtype=np.float32))
-        np.save(os.path.join(cdata, "target.npy"), rng.integers(0, 10, 64).astype(np.int64))
-        convnet = os.path.join(work, "convnet.dtm")
-        run(tool("dtc"), "zoo", "convnet", "--seed", 2, "-o", convnet)
-        compare("convnet", convnet, work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
+        compare("gpt", m["gpt"], work, 8, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4],
+                m["tokens"], 6, 5, DP[:4] + accumulation(8))
+        compare("convnet", m["convnet"], work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
                 cdata, 8, 7, DP[1:4], ("--eval", cdata))
         check_trace(work, data)
         check_failing_rank(work)

@@ -10,8 +10,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import run, tool, write_tokens  # noqa: E402
-from test_data_parallel import compare  # noqa: E402
+from test_data_parallel import compare, make_models  # noqa: E402
 
 MLP_TP = ["--shard", "fc0.weight=tp,-", "--shard", "fc0.bias=tp", "--shard", "fc1.weight=-,tp"]
 GPT_MLP_TP = ["--shard", "transformer.h.*.mlp.c_fc.weight=tp,-",
@@ -34,49 +33,32 @@ def configs(shard):
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
-        data = os.path.join(work, "data")
-        os.makedirs(data)
-        np.save(os.path.join(data, "input.npy"), rng.standard_normal((96, 784)).astype(np.float32))
-        np.save(os.path.join(data, "target.npy"), rng.integers(0, 10, 96).astype(np.int64))
-        mlp = os.path.join(work, "mlp.dtm")
-        run(tool("dtc"), "zoo", "mlp", "--seed", 5, "-o", mlp)
-        compare("mlp", mlp, work, 32, ["--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4], data, 6,
-                3, configs(MLP_TP), ("--eval", data))
+        m = make_models(work, rng)
+        compare("mlp", m["mlp"], work, 32, ["--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4],
+                m["data"], 6, 3, configs(MLP_TP), ("--eval", m["data"]))
 
-        tokens = ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64)
-        bin_path = os.path.join(work, "train.bin")
-        write_tokens(bin_path, tokens)
-        gpt = os.path.join(work, "gpt.dtm")
-        run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4,
-            "--embd", 32, "--seed", 11, "-o", gpt)
         # SGD: AdamW's division by sqrt(v) + eps turns the rounding noise of near-zero bias
         # gradients (sums that cancel) into lr-sized differences, which says nothing about TP.
-        compare("gpt-mlp-tp", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9],
-                bin_path, 6, 5, configs(GPT_MLP_TP)[:1])
-        compare("gpt", gpt, work, 8, ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9], bin_path,
-                6, 5, configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2", "--no-vocab-parallel"], 2),
-                                                ("tp2-sp", ["--mesh", "tp=2", "--sequence-parallel"], 2),
-                                                ("dp2-tp2-sp", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4),
-                                                ("tp2-vocab", ["--mesh", "tp=2", "--vocab-parallel"], 2),
-                                                ("tp4-vocab-sp", ["--mesh", "tp=4", "--vocab-parallel",
-                                                                  "--sequence-parallel"], 4),
-                                                ("dp2-tp2-vocab-zero1", ["--mesh", "dp=2,tp=2", "--vocab-parallel",
-                                                                         "--zero", 1], 4)])
+        sgd = ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9]
+        compare("gpt-mlp-tp", m["gpt"], work, 8, sgd, m["tokens"], 6, 5, configs(GPT_MLP_TP)[:1])
+        compare("gpt", m["gpt"], work, 8, sgd, m["tokens"], 6, 5,
+                configs(GPT_MEGATRON) + [("tp2-preset", ["--mesh", "tp=2", "--no-vocab-parallel"], 2),
+                                         ("tp2-sp", ["--mesh", "tp=2", "--sequence-parallel"], 2),
+                                         ("dp2-tp2-sp", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4),
+                                         ("tp2-vocab", ["--mesh", "tp=2", "--vocab-parallel"], 2),
+                                         ("tp4-vocab-sp", ["--mesh", "tp=4", "--vocab-parallel",
+                                                           "--sequence-parallel"], 4),
+                                         ("dp2-tp2-vocab-zero1", ["--mesh", "dp=2,tp=2",
+                                                                  "--vocab-parallel", "--zero", 1], 4)])
 
         # ConvNet: layer 1 split by output channels (its BatchNorm follows: per-channel
         # statistics need no communication), layer 2 by input channels (row-parallel): one
         # all-reduce of layer 2's output per step.
-        cdata = os.path.join(work, "cdata")
-        os.makedirs(cdata)
-        np.save(os.path.join(cdata, "input.npy"), rng.random((64, 784), dtype=np.float32))
-        np.save(os.path.join(cdata, "target.npy"), rng.integers(0, 10, 64).astype(np.int64))
-        convnet = os.path.join(work, "convnet.dtm")
-        run(tool("dtc"), "zoo", "convnet", "--seed", 2, "-o", convnet)
         conv_tp = ["--shard", "layer1.0.weight=tp,-,-,-", "--shard", "layer1.0.bias=tp",
                    "--shard", "layer2.0.weight=-,tp,-,-"]
-        compare("convnet", convnet, work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
-                cdata, 4, 7, [("tp2", ["--mesh", "tp=2"] + conv_tp, 2),
-                              ("dp2-tp2", ["--mesh", "dp=2,tp=2"] + conv_tp, 4)], ("--eval", cdata))
+        compare("convnet", m["convnet"], work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
+                m["cdata"], 4, 7, [("tp2", ["--mesh", "tp=2"] + conv_tp, 2),
+                                   ("dp2-tp2", ["--mesh", "dp=2,tp=2"] + conv_tp, 4)], ("--eval", m["cdata"]))
     print("tensor parallel parity: ok")
 
 

@@ -198,3 +198,16 @@ LogicalResult AdamwUpdateOp::verify() {
     return emitOpError("parameter, gradient and moments must have one type");
   return success();
 }
+
+std::optional<int64_t> dtc::graph::meanCount(Operation* op) {
+  auto numel = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
+  auto rows = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); };
+  std::optional<int64_t> own;
+  if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(op)) own = rows(ce.getLogits());
+  else if (auto ce = dyn_cast<SoftmaxCrossEntropyGradOp>(op)) own = rows(ce.getLogits());
+  else if (auto mse = dyn_cast<MseOp>(op)) own = numel(mse.getPred());
+  else if (auto mse = dyn_cast<MseGradOp>(op)) own = numel(mse.getPred());
+  if (!own) return std::nullopt;
+  if (auto count = op->getAttrOfType<IntegerAttr>("count")) return count.getInt();
+  return own;
+}

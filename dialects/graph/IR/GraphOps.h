@@ -48,4 +48,8 @@ std::optional<std::string> checkBatchNorm(llvm::ArrayRef<int64_t> x,
 std::optional<std::string> checkLinear(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight);
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 
+// What a mean loss op (softmax_cross_entropy, mse and their gradients) divides by: its `count`
+// attribute, else its own rows (cross-entropy) or elements (mse); nullopt for other ops.
+std::optional<int64_t> meanCount(mlir::Operation* op);
+
 }  // namespace dtc::graph
