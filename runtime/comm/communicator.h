@@ -29,9 +29,17 @@ class Communicator {
   virtual Status allToAll(const float* in, int64_t n, float* out) = 0;
   // Every rank's data[0, n) = root's.
   virtual Status broadcast(float* data, int64_t n, int root) = 0;
-  // Point to point (not collective): blocks until the peer's matching call.
-  virtual Status send(const float* data, int64_t n, int peer) = 0;
-  virtual Status recv(float* data, int64_t n, int peer) = 0;
+  // Point to point (not collective), `bytes` of any dtype; `tag` in [0, kMaxTag] tells apart
+  // transfers between the same two ranks, which may then be received in any order. `send` never
+  // blocks: the bytes are copied to a buffer the communicator owns and sent in the background,
+  // so two neighbours may both send before either receives (a 1F1B pipeline's steady state
+  // would deadlock on blocking sends). `recv` blocks until the message has arrived.
+  static constexpr int kMaxTag = 32767;  // the least tag bound MPI guarantees
+  virtual Status send(const void* data, int64_t bytes, int peer, int tag) = 0;
+  virtual Status recv(void* data, int64_t bytes, int peer, int tag) = 0;
+  // Waits until every send so far has been delivered (or at least copied out by MPI) and frees
+  // their buffers. Destroying a communicator completes them too.
+  virtual Status completeSends() = 0;
   // Ends every process of the job with `code` (MPI_Abort): a rank that fails while the others
   // wait in a collective must not leave them hanging.
   [[noreturn]] virtual void abortJob(int code) = 0;

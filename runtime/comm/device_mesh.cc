@@ -58,4 +58,13 @@ StatusOr<Communicator*> DeviceMesh::group(const std::vector<int>& axes) {
   return raw;
 }
 
+Status DeviceMesh::completeSends() {
+  Status first = world_->completeSends();
+  for (auto& entry : groups_) {
+    Status s = entry.second->completeSends();
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
 }  // namespace dtc::comm

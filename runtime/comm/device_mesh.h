@@ -30,8 +30,12 @@ class DeviceMesh {
   int64_t groupSize(const std::vector<int>& axes) const;
   int64_t indexIn(const std::vector<int>& axes) const;
   Communicator& world() { return *world_; }
-  // The communicator of this device's group over `axes`.
+  // The communicator of this device's group over `axes`. Creating one is collective over the
+  // whole job (MPI_Comm_split): the first call for a list of axes must come on every rank, in
+  // the same order.
   StatusOr<Communicator*> group(const std::vector<int>& axes);
+  // Waits for the sends in flight on the world and on every group (Communicator::send).
+  Status completeSends();
 
  private:
   DeviceMesh() = default;

@@ -53,8 +53,8 @@ void fillWindows(const TokenFile& tokens, const std::vector<int64_t>& offsets, i
   const uint16_t* data = tokens.data();
   for (size_t b = 0; b < offsets.size(); ++b)
     for (int64_t j = 0; j < t; ++j) {
-      inputs[b * t + j] = data[offsets[b] + j];
-      targets[b * t + j] = data[offsets[b] + j + 1];
+      if (inputs) inputs[b * t + j] = data[offsets[b] + j];
+      if (targets) targets[b * t + j] = data[offsets[b] + j + 1];
     }
 }
 

@@ -40,7 +40,8 @@ class TokenFile {
 std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint64_t seed,
                                    int64_t step);
 
-// inputs[b, j] = tokens[off_b + j], targets[b, j] = tokens[off_b + j + 1] for j < T.
+// inputs[b, j] = tokens[off_b + j], targets[b, j] = tokens[off_b + j + 1] for j < T. Either
+// may be null (a pipeline stage that reads only one of them).
 void fillWindows(const TokenFile& tokens, const std::vector<int64_t>& offsets, int64_t t,
                  int64_t* inputs, int64_t* targets);
 

@@ -60,11 +60,41 @@ StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorVi
   return slice;
 }
 
-// Batches of batch_size rows that one call of `f` consumes (its micro-batches).
-int64_t microBatches(const plan::Function& f) {
+// A data input of a function, as one stage or another reads it. A pipeline splits a step's
+// inputs among its stages (tokens to the first, targets to the last, none to those between),
+// yet every stage must agree on the sample count and order: each rank looks at the inputs of
+// every stage's function of that name and fills its own.
+struct DataInput {
+  const plan::Function* function;
+  const plan::Binding* binding;
+  TensorView view;  // in this rank's arena; data is null when another stage reads the input
+};
+
+std::vector<DataInput> dataInputs(Executor& ex, const std::string& function) {
+  std::vector<DataInput> inputs;
+  const plan::Function* mine = ex.function(function);
+  for (const plan::Function* f : *ex.plan().root().functions()) {
+    if (f->name()->str() != function) continue;
+    for (const plan::Binding* b : *f->arguments()) {
+      if (b->role() != plan::Role::data) continue;
+      DataInput in{f, b, {}};
+      if (f == mine) {
+        in.view = ex.view(function, b->value());
+      } else {
+        const plan::Value& v = *f->values()->Get(b->value());
+        in.view.dtype = toDType(v.dtype());
+        if (v.shape()) in.view.shape.assign(v.shape()->begin(), v.shape()->end());
+      }
+      inputs.push_back(in);
+    }
+  }
+  return inputs;
+}
+
+// Batches of batch_size rows that one call of the function consumes (its micro-batches).
+int64_t microBatches(const std::vector<DataInput>& inputs) {
   int64_t n = 1;
-  for (const plan::Binding* b : *f.arguments())
-    if (b->role() == plan::Role::data) n = std::max<int64_t>(n, b->micro_batch() + 1);
+  for (const DataInput& in : inputs) n = std::max<int64_t>(n, in.binding->micro_batch() + 1);
   return n;
 }
 
@@ -75,15 +105,28 @@ std::vector<int64_t> take(const std::vector<int64_t>& all, RowSlice s) {
 // DIR/<input>.npy per data input; samples are rows.
 class NpySource : public BatchSource {
  public:
-  static StatusOr<std::unique_ptr<BatchSource>> open(Executor& ex, const plan::Function& f,
+  static StatusOr<std::unique_ptr<BatchSource>> open(Executor& ex, const std::string& function,
+                                                     const std::vector<DataInput>& inputs,
                                                      const std::string& dir, uint64_t seed) {
     auto source = std::make_unique<NpySource>();
-    for (const plan::Binding* b : *f.arguments()) {
-      if (b->role() != plan::Role::data) continue;
+    // A pipeline stage that scores predictions reads the labels even when another stage's
+    // function takes them (the loss's): evaluation's accuracy needs them where the logits are.
+    const plan::Function* mine = ex.function(function);
+    const std::string targets = ex.plan().root().targets() ? ex.plan().root().targets()->str() : "";
+    const std::string predictions =
+        ex.plan().root().predictions() ? ex.plan().root().predictions()->str() : "";
+    bool scores = false, ownsTargets = false;
+    for (const plan::Binding* b : *mine->results())
+      scores |= b->role() == plan::Role::output && !predictions.empty() &&
+                b->name()->str() == predictions;
+    for (const DataInput& in : inputs) ownsTargets |= in.view.data && in.binding->name()->str() == targets;
+    std::string first;  // the input that set the sample count
+    for (const DataInput& in : inputs) {
+      const plan::Binding* b = in.binding;
       std::string name = b->name()->str();
       std::string path = dir + "/" + name + ".npy";
       DTC_ASSIGN_OR_RETURN(io::NpyArray array, io::openNpy(path));
-      TensorView dest = ex.view(f.name()->str(), b->value());
+      TensorView dest = in.view;
       if (array.dtype() != dest.dtype)
         return Status::InvalidInput(path + " has dtype " + dtypeName(array.dtype()) +
                                     "; the model's input '" + name + "' is " +
@@ -94,16 +137,23 @@ class NpySource : public BatchSource {
         return Status::InvalidInput(path + " has shape " + shapeText(shape, 0, "[") +
                                     "; the model's input '" + name + "' needs " +
                                     shapeText(dest.shape, 1, "[N"));
-      if (!source->inputs_.empty() && shape[0] != source->rows_)
+      if (!first.empty() && shape[0] != source->rows_)
         return Status::InvalidInput(path + " has " + std::to_string(shape[0]) + " samples, " +
-                                    source->inputs_.front().name + ".npy has " +
-                                    std::to_string(source->rows_));
+                                    first + ".npy has " + std::to_string(source->rows_));
+      if (first.empty()) first = name;
       source->rows_ = shape[0];
       DTC_ASSIGN_OR_RETURN(RowSlice slice, rowSlice(ex, *b, dest, ex.plan().root().batch_size()));
+      if (!dest.data) {
+        if (!scores || ownsTargets || name != targets) continue;  // another stage's input
+        ownsTargets = true;
+        source->owned_.push_back(std::make_unique<std::vector<uint8_t>>(
+            static_cast<size_t>(dest.numElements()) * dtypeSize(dest.dtype)));
+        dest.data = source->owned_.back()->data();
+      }
       source->inputs_.push_back({name, std::move(array), dest, slice});
     }
-    int64_t batch = ex.plan().root().batch_size() * microBatches(f);
-    if (!source->inputs_.empty() && source->rows_ < batch)
+    int64_t batch = ex.plan().root().batch_size() * microBatches(inputs);
+    if (!first.empty() && source->rows_ < batch)
       return Status::InvalidInput(dir + " has " + std::to_string(source->rows_) +
                                   " samples, fewer than one batch of " + std::to_string(batch));
     source->batch_ = batch;
@@ -137,6 +187,7 @@ class NpySource : public BatchSource {
   }
 
   std::vector<Input> inputs_;
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> owned_;  // labels of another stage's input
   int64_t rows_ = 0, batch_ = 1;
   std::unique_ptr<data::EpochSampler> sampler_;
 };
@@ -144,41 +195,43 @@ class NpySource : public BatchSource {
 // Windows of T+1 tokens: the model's token input gets the first T, its targets the last T.
 class TokenSource : public BatchSource {
  public:
-  static StatusOr<std::unique_ptr<BatchSource>> open(Executor& ex, const plan::Function& f,
+  static StatusOr<std::unique_ptr<BatchSource>> open(Executor& ex,
+                                                     const std::vector<DataInput>& inputs,
                                                      const std::string& path, uint64_t seed) {
     auto source = std::make_unique<TokenSource>();
-    std::string fn = f.name()->str();
     std::string targets = ex.plan().root().targets() ? ex.plan().root().targets()->str() : "";
-    // One (tokens, targets) pair per micro-batch.
-    source->micro_.resize(microBatches(f));
-    std::vector<const plan::Binding*> tokensBindings(source->micro_.size(), nullptr);
-    for (const plan::Binding* b : *f.arguments()) {
-      if (b->role() != plan::Role::data) continue;
-      TensorView view = ex.view(fn, b->value());
-      if (view.dtype != DType::kI64 || view.shape.size() != 2)
-        return Status::InvalidInput(path + " is a token file, but the model's input '" +
-                                    b->name()->str() + "' is not int64 [B, T]");
+    // One (tokens, targets) pair per micro-batch; in a pipeline, this rank may fill either,
+    // both or neither (views without data).
+    source->micro_.resize(microBatches(inputs));
+    std::vector<const DataInput*> tokensInputs(source->micro_.size(), nullptr),
+        targetsInputs(source->micro_.size(), nullptr);
+    for (const DataInput& in : inputs) {
+      const plan::Binding* b = in.binding;
+      const std::string name = b->name()->str();
+      if (in.view.dtype != DType::kI64 || in.view.shape.size() != 2)
+        return Status::InvalidInput(path + " is a token file, but the model's input '" + name +
+                                    "' is not int64 [B, T]");
       Micro& m = source->micro_[b->micro_batch()];
-      if (b->name()->str() == targets) {
-        m.targets = view;
-      } else if (!tokensBindings[b->micro_batch()]) {
-        tokensBindings[b->micro_batch()] = b;
-        m.tokens = view;
-        source->tokensName_ = b->name()->str();
-      } else {
+      const bool isTargets = name == targets;
+      const DataInput*& seen = (isTargets ? targetsInputs : tokensInputs)[b->micro_batch()];
+      // Several stages may read one input; a second input of another name is not ours.
+      if (seen && (seen->binding->name()->str() != name || seen->function == in.function))
         return Status::InvalidInput(path + " is a token file, but the model takes more than "
                                     "tokens and targets");
-      }
+      if (seen && !in.view.data) continue;  // keep the view this rank fills
+      seen = &in;
+      (isTargets ? m.targets : m.tokens) = in.view;
+      if (!isTargets) source->tokensName_ = name;
     }
     for (size_t k = 0; k < source->micro_.size(); ++k) {
       Micro& m = source->micro_[k];
-      if (!tokensBindings[k] || !m.targets.data || m.targets.shape != m.tokens.shape)
+      if (!tokensInputs[k] || !targetsInputs[k] || m.targets.shape != m.tokens.shape)
         return Status::InvalidInput(path + " is a token file, but the model does not take "
                                     "[B, T] tokens and targets");
-      DTC_ASSIGN_OR_RETURN(m.slice, rowSlice(ex, *tokensBindings[k], m.tokens,
+      DTC_ASSIGN_OR_RETURN(m.slice, rowSlice(ex, *tokensInputs[k]->binding, m.tokens,
                                              ex.plan().root().batch_size()));
     }
-    const plan::Binding* tokensBinding = tokensBindings[0];
+    const DataInput& tokensInput = *tokensInputs[0];
     source->tokens_ = source->micro_[0].tokens;
     DTC_ASSIGN_OR_RETURN(source->file_, data::TokenFile::open(path));
     source->t_ = source->tokens_.shape[1];
@@ -188,11 +241,14 @@ class TokenSource : public BatchSource {
       return Status::InvalidInput(path + " holds " + std::to_string(source->file_.size()) +
                                   " tokens, too few for one window of " +
                                   std::to_string(source->t_ + 1));
-    // Every id must index the embedding table that reads the tokens.
+    // Every id must index the embedding table that reads the tokens (checked on every rank,
+    // which all fail alike).
+    const plan::Function& f = *tokensInput.function;
     for (const plan::Step* step : *f.steps())
       if (step->op()->str() == "embedding" && step->inputs()->size() == 2 &&
-          step->inputs()->Get(1) == tokensBinding->value()) {
-        int64_t vocab = ex.view(fn, step->inputs()->Get(0)).shape[0];
+          step->inputs()->Get(1) == tokensInput.binding->value()) {
+        const auto* table = f.values()->Get(step->inputs()->Get(0))->shape();
+        int64_t vocab = table && table->size() ? table->Get(0) : 0;
         // A table split by vocabulary holds a block of the rows on each device.
         if (step->attrs() && ex.mesh())
           for (const plan::Attr* a : *step->attrs())
@@ -223,7 +279,7 @@ class TokenSource : public BatchSource {
   }
   int64_t samples() const override { return (file_.size() - 1) / t_; }
   const TensorView* input(const std::string& name) const override {
-    return name == tokensName_ ? &tokens_ : nullptr;
+    return name == tokensName_ && tokens_.data ? &tokens_ : nullptr;
   }
 
  private:
@@ -233,6 +289,7 @@ class TokenSource : public BatchSource {
   };
   void fill(const std::vector<int64_t>& offsets) {
     for (Micro& m : micro_)
+      // A view without data is another stage's input: fillWindows skips it.
       data::fillWindows(file_, take(offsets, m.slice), t_, m.tokens.i64(), m.targets.i64());
   }
 
@@ -248,13 +305,14 @@ class TokenSource : public BatchSource {
 
 StatusOr<std::unique_ptr<BatchSource>> openBatchSource(Executor& ex, const std::string& function,
                                                        const std::string& path, uint64_t seed) {
-  const plan::Function* f = ex.plan().function(function);
-  if (!f) return Status::InvalidInput(ex.plan().name() + " has no " + function + " function");
+  if (!ex.function(function))
+    return Status::InvalidInput(ex.plan().name() + " has no " + function + " function");
+  std::vector<DataInput> inputs = dataInputs(ex, function);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     return Status::InvalidInput("cannot open " + path + ": no such file or directory");
-  if (S_ISDIR(st.st_mode)) return NpySource::open(ex, *f, path, seed);
-  return TokenSource::open(ex, *f, path, seed);
+  if (S_ISDIR(st.st_mode)) return NpySource::open(ex, function, inputs, path, seed);
+  return TokenSource::open(ex, inputs, path, seed);
 }
 
 }  // namespace dtc

@@ -220,20 +220,35 @@ StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx) {
 }
 
 // Point to point along a group: the member `shift` places ahead (send) or behind (recv).
+// Tensors of any dtype travel as bytes; `tag` tells apart the transfers between two ranks in one
+// call of a function (a pipeline's micro-batches), which arrive in any order.
+StatusOr<int> tagOf(const StepContext& ctx) {
+  int64_t tag = ctx.intAttr("tag");
+  if (tag < 0 || tag > comm::Communicator::kMaxTag)
+    return invalid(ctx, "tag " + std::to_string(tag) + " is outside [0, " +
+                            std::to_string(comm::Communicator::kMaxTag) + "]");
+  return static_cast<int>(tag);
+}
+
+int64_t bytesOf(const TensorView& t) { return t.numElements() * static_cast<int64_t>(dtypeSize(t.dtype)); }
+
 StatusOr<BoundStep> bindSend(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 0));
+  if (ctx.inputs.size() != 1 || !ctx.outputs.empty()) return invalid(ctx, "expects 1 input and 0 outputs");
   DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(int tag, tagOf(ctx));
   int peer = static_cast<int>(((g.index + ctx.intAttr("shift")) % g.size + g.size) % g.size);
   TensorView in = ctx.inputs[0];
-  return BoundStep([=] { return g.comm->send(in.f32(), in.numElements(), peer); });
+  // Buffered: the communicator copies the bytes, so the arena may reuse them at once.
+  return BoundStep([=] { return g.comm->send(in.data, bytesOf(in), peer, tag); });
 }
 
 StatusOr<BoundStep> bindRecv(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 0, 1));
+  if (!ctx.inputs.empty() || ctx.outputs.size() != 1) return invalid(ctx, "expects 0 inputs and 1 output");
   DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(int tag, tagOf(ctx));
   int peer = static_cast<int>(((g.index - ctx.intAttr("shift")) % g.size + g.size) % g.size);
   TensorView out = ctx.outputs[0];
-  return BoundStep([=] { return g.comm->recv(out.f32(), out.numElements(), peer); });
+  return BoundStep([=] { return g.comm->recv(out.data, bytesOf(out), peer, tag); });
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "cpu/kernels.h"
 #include "exec/bind_util.h"
+#include "support/printable.h"
 
 namespace dtc {
 namespace {
@@ -351,10 +352,7 @@ StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
     auto it = table->find(op);
     if (it != table->end()) return it->second(ctx);
   }
-  // The name comes from the file: keep the message on one line whatever it holds.
-  for (char& c : op)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return Status::InvalidInput("unknown op '" + op + "' (the plan needs a newer dtrun)");
+  return Status::InvalidInput("unknown op '" + printable(op) + "' (the plan needs a newer dtrun)");
 }
 
 }  // namespace dtc

@@ -1,5 +1,6 @@
 #include "exec/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include "data/init.h"
 #include "exec/shard_layout.h"
+#include "support/printable.h"
 
 namespace dtc {
 
@@ -32,6 +34,40 @@ uint8_t* allocateRegion(uint64_t bytes, uint64_t& mapped) {
   mapped = std::max<uint64_t>(bytes, 4096);
   void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
+
+// Creating a group's communicator is collective over the whole job (MPI_Comm_split), but the
+// ranks of different pipeline stages bind different steps. So every rank creates, up front and
+// in plan order, each group any stage will use: the collectives' axes, and the axes that cut
+// state (saving gathers it) and bindings (evaluation sums accuracy over a data input's).
+Status createGroups(const Plan& plan, comm::DeviceMesh& mesh) {
+  const int meshAxes = static_cast<int>(mesh.sizes().size());
+  auto create = [&](const auto* axes) -> Status {
+    std::vector<int> list;
+    if (axes)
+      for (auto a : *axes) {
+        if (a < 0 || a >= meshAxes) return Status::Ok();  // an error where it is used
+        list.push_back(static_cast<int>(a));
+      }
+    return mesh.group(list).status();
+  };
+  using Sharding = flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>;
+  auto createCuts = [&](const Sharding* sharding) -> Status {
+    if (sharding)
+      for (const plan::DimSharding* d : *sharding)
+        if (d->axes() && d->axes()->size()) DTC_RETURN_IF_ERROR(create(d->axes()));
+    return Status::Ok();
+  };
+  for (const plan::Function* f : *plan.root().functions()) {
+    for (const plan::Step* step : *f->steps())
+      if (const plan::Attr* a = findAttr(*step, "axes"); a && a->ints())
+        DTC_RETURN_IF_ERROR(create(a->ints()));
+    for (const auto* bindings : {f->arguments(), f->results()})
+      for (const plan::Binding* b : *bindings) DTC_RETURN_IF_ERROR(createCuts(b->sharding()));
+  }
+  for (const plan::StateTensor* s : *plan.root().state())
+    DTC_RETURN_IF_ERROR(createCuts(s->sharding()));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -73,15 +109,38 @@ Executor::~Executor() {
 StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threads,
                                                      comm::DeviceMesh* mesh) {
   std::unique_ptr<Executor> ex(new Executor(plan, threads, mesh));
-  ex->arenaBytes_ = plan.maxArenaBytes();
-  ex->state_ = allocateRegion(plan.root().state_bytes(), ex->stateMapped_);
+  const plan::Plan& root = plan.root();
+  if (plan.stages() > 0) {
+    // Verified: the pipeline axis is an axis of the plan's mesh.
+    if (!mesh || mesh->sizes().size() != root.mesh()->size())
+      return Status::InvalidInput(plan.name() + " is a pipeline: it runs on its device mesh only");
+    ex->stage_ = static_cast<int>(mesh->coords()[root.pipeline_axis()]);
+    DTC_RETURN_IF_ERROR(createGroups(plan, *mesh));
+  }
+  ex->arenaBytes_ = plan.maxArenaBytes(ex->stage_);
+  // Offsets of different stages overlap: state_bytes is the largest stage's region.
+  ex->stateBytes_ = ex->stage_ < 0 ? root.state_bytes() : 0;
+  if (ex->stage_ >= 0)
+    for (const plan::StateTensor* s : *root.state())
+      if (Plan::onStage(s->stage(), ex->stage_))
+        ex->stateBytes_ = std::max<uint64_t>(
+            ex->stateBytes_, s->offset() + numElements(s->shape()) * dtypeSize(toDType(s->dtype())));
+  // The whole region all the same: a function's state values are verified against it, and
+  // pages never touched cost nothing.
+  ex->state_ = allocateRegion(root.state_bytes(), ex->stateMapped_);
   ex->arena_ = allocateRegion(ex->arenaBytes_, ex->arenaMapped_);
   if (!ex->state_ || !ex->arena_)
     return Status::Internal("cannot allocate " +
-                            std::to_string(plan.root().state_bytes() + ex->arenaBytes_) +
+                            std::to_string(root.state_bytes() + ex->arenaBytes_) +
                             " bytes for the plan's memory");
-  for (const plan::Function* f : *plan.root().functions()) DTC_RETURN_IF_ERROR(ex->prepare(*f));
+  for (const plan::Function* f : *root.functions())
+    if (Plan::onStage(f->stage(), ex->stage_)) DTC_RETURN_IF_ERROR(ex->prepare(*f));
   return ex;
+}
+
+const plan::Function* Executor::function(const std::string& name) const {
+  auto it = functions_.find(name);
+  return it == functions_.end() ? nullptr : it->second.function;
 }
 
 TensorView Executor::view(const std::string& function, uint32_t index) const {
@@ -95,15 +154,13 @@ TensorView Executor::view(const std::string& function, uint32_t index) const {
 }
 
 TensorView Executor::state(const std::string& name) const {
-  for (const plan::StateTensor* s : *plan_.root().state())
-    if (s->name()->str() == name) {
-      TensorView t;
-      t.data = state_ + s->offset();
-      t.dtype = toDType(s->dtype());
-      if (s->shape()) t.shape.assign(s->shape()->begin(), s->shape()->end());
-      return t;
-    }
-  return {};
+  const plan::StateTensor* s = plan_.stateTensor(name, stage_);
+  if (!s) return {};
+  TensorView t;
+  t.data = state_ + s->offset();
+  t.dtype = toDType(s->dtype());
+  if (s->shape()) t.shape.assign(s->shape()->begin(), s->shape()->end());
+  return t;
 }
 
 Status Executor::prepare(const plan::Function& function) {
@@ -132,7 +189,7 @@ Status Executor::prepare(const plan::Function& function) {
       if (!to.data || to.shape != from.shape || to.dtype != from.dtype)
         return Status::InvalidInput(plan_.name() + " is invalid: function '" + name +
                                     "' updates unknown or mismatched state '" +
-                                    b->name()->str() + "'");
+                                    printable(b->name()->str()) + "'");
       if (from.data != to.data) prepared.writeBacks.emplace_back(from, to);
     }
   return Status::Ok();
@@ -141,6 +198,7 @@ Status Executor::prepare(const plan::Function& function) {
 Status Executor::initializeState() {
   const plan::Plan& p = plan_.root();
   for (const plan::StateTensor* s : *p.state()) {
+    if (!Plan::onStage(s->stage(), stage_)) continue;  // another stage's
     uint8_t* dst = state_ + s->offset();
     // Init rules and stored values describe the whole tensor: a sharded one is materialised
     // whole, then this device keeps its block (counter-based rules make the block independent
@@ -203,6 +261,9 @@ Status Executor::run(const std::string& function) {
   } else {
     for (const BoundStep& step : it->second.steps) DTC_RETURN_IF_ERROR(step());
   }
+  // A pipeline's sends are buffered (they must not block: neighbours send to each other);
+  // the function is done when they are.
+  if (mesh_) DTC_RETURN_IF_ERROR(mesh_->completeSends());
   for (auto& [from, to] : it->second.writeBacks)
     std::memcpy(to.data, from.data, static_cast<size_t>(from.numElements()) * dtypeSize(from.dtype));
   return Status::Ok();

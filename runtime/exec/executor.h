@@ -64,19 +64,27 @@ class Executor {
 
   // Fills parameters from their init rules or stored values and zeroes optimizer state.
   Status initializeState();
+  // Runs the steps of `function`, then waits for the sends it started (freeing their buffers).
   Status run(const std::string& function);
   // Recording of every step's timing (off by default: it costs two clock reads per step).
   void setTiming(bool on) { timing_ = on; }
   const std::vector<StepTiming>& timings() const { return timings_; }
 
   const Plan& plan() const { return plan_; }
+  // This rank's pipeline stage (its mesh coordinate along Plan.pipeline_axis), or -1 for a plan
+  // without a pipeline: the rank then runs every function and holds all state.
+  int stage() const { return stage_; }
   bool hasFunction(const std::string& name) const { return functions_.count(name) != 0; }
-  // Where value `index` of `function` lives.
+  // The function this rank runs under `name` (its stage's), or nullptr.
+  const plan::Function* function(const std::string& name) const;
+  // Where value `index` of `function` (this rank's) lives.
   TensorView view(const std::string& function, uint32_t index) const;
-  // A state tensor by name (parameter or optimizer state), or an empty view.
+  // A state tensor of this rank's stage by name (parameter or optimizer state), or an empty view.
   TensorView state(const std::string& name) const;
   ThreadPool& pool() { return pool_; }
   comm::DeviceMesh* mesh() { return mesh_; }
+  // This rank's memory: its stage's state region and the arena of its functions.
+  uint64_t stateBytes() const { return stateBytes_; }
   uint64_t arenaBytes() const { return arenaBytes_; }
 
  private:
@@ -96,7 +104,8 @@ class Executor {
   comm::DeviceMesh* mesh_ = nullptr;
   uint8_t* state_ = nullptr;
   uint8_t* arena_ = nullptr;
-  uint64_t arenaBytes_ = 0;
+  uint64_t stateBytes_ = 0, arenaBytes_ = 0;
+  int stage_ = -1;
   uint64_t stateMapped_ = 0, arenaMapped_ = 0;
   std::map<std::string, PreparedFunction> functions_;
   bool timing_ = false;

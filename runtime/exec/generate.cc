@@ -6,7 +6,7 @@
 namespace dtc {
 
 StatusOr<std::string> generateGreedy(Executor& ex, const std::string& prompt, int64_t count) {
-  const plan::Function* f = ex.plan().function("eval");
+  const plan::Function* f = ex.function("eval");
   if (!f) return Status::InvalidInput(ex.plan().name() + " has no eval function");
   std::string targets = ex.plan().root().targets() ? ex.plan().root().targets()->str() : "";
   TensorView tokens, logits;

@@ -31,7 +31,7 @@ Status writeTrace(const Executor& ex, comm::DeviceMesh& mesh, const std::string&
   const std::vector<StepTiming>& mine = ex.timings();
   comm::Communicator& world = mesh.world();
   const int ranks = world.size();
-  // Every rank runs the same plan, so the counts agree; pad to the largest all the same.
+  // Ranks of different pipeline stages run different steps: pad to the largest count.
   float count = static_cast<float>(mine.size());
   std::vector<float> counts(ranks);
   DTC_RETURN_IF_ERROR(world.allGather(&count, 1, counts.data()));

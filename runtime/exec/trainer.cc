@@ -31,21 +31,33 @@ uint32_t resultIndex(const plan::Function& f, plan::Role role, const std::string
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
-// The mesh axes that split `name`'s samples in `f` (empty: not split).
-std::vector<int> batchAxes(const plan::Function& f, const std::string& name) {
-  for (const plan::Binding* b : *f.arguments())
-    if (b->role() == plan::Role::data && b->name()->str() == name && b->sharding() &&
-        b->sharding()->size() && b->sharding()->Get(0)->axes())
-      return {b->sharding()->Get(0)->axes()->begin(), b->sharding()->Get(0)->axes()->end()};
+// The mesh axes that split data input `name`'s samples in the functions called `function`
+// (whichever pipeline stage reads it; empty: not split).
+std::vector<int> batchAxes(const Plan& plan, const std::string& function, const std::string& name) {
+  for (const plan::Function* f : *plan.root().functions()) {
+    if (f->name()->str() != function) continue;
+    for (const plan::Binding* b : *f->arguments())
+      if (b->role() == plan::Role::data && b->name()->str() == name && b->sharding() &&
+          b->sharding()->size() && b->sharding()->Get(0)->axes())
+        return {b->sharding()->Get(0)->axes()->begin(), b->sharding()->Get(0)->axes()->end()};
+  }
   return {};
+}
+
+// The loss of `f`, which this rank runs. A pipeline returns it from its first stage (the
+// compiler sends it there); the other stages' functions return none.
+StatusOr<uint32_t> lossOf(const Executor& ex, const plan::Function& f) {
+  uint32_t index = resultIndex(f, plan::Role::loss);
+  if (index == kNone && ex.stage() <= 0)
+    return Status::InvalidInput(ex.plan().name() + ": " + f.name()->str() + " returns no loss");
+  return index;
 }
 
 Status evaluate(Executor& ex, const std::string& path, bool print) {
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> data, openBatchSource(ex, "eval", path, 0));
-  const plan::Function& f = *ex.plan().function("eval");
+  const plan::Function& f = *ex.function("eval");  // openBatchSource found it
   int64_t batch = ex.plan().root().batch_size();
-  uint32_t lossIndex = resultIndex(f, plan::Role::loss);
-  if (lossIndex == kNone) return Status::InvalidInput(ex.plan().name() + ": eval returns no loss");
+  DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
   std::string predictions = str(ex.plan().root().predictions());
   uint32_t logitsIndex = predictions.empty() ? kNone : resultIndex(f, plan::Role::output, predictions);
   const TensorView* labels = data->input(str(ex.plan().root().targets()));
@@ -62,7 +74,7 @@ Status evaluate(Executor& ex, const std::string& path, bool print) {
   for (int64_t b = 0; b < batches; ++b) {
     data->fillEval(b);
     DTC_RETURN_IF_ERROR(ex.run("eval"));
-    lossSum += *ex.view("eval", lossIndex).f32();
+    if (lossIndex != kNone) lossSum += *ex.view("eval", lossIndex).f32();
     if (accuracy) {
       TensorView logits = ex.view("eval", logitsIndex);
       int64_t classes = logits.shape[1];
@@ -73,9 +85,10 @@ Status evaluate(Executor& ex, const std::string& path, bool print) {
       }
     }
   }
-  if (accuracy && ex.mesh()) {
-    // Each device scored its own samples.
-    std::vector<int> axes = batchAxes(f, str(ex.plan().root().targets()));
+  // Each device scored its own samples. Only the stage holding the logits scores: the group
+  // exists already (Executor::create makes a pipeline's groups up front, on every rank).
+  std::vector<int> axes = batchAxes(ex.plan(), "eval", str(ex.plan().root().targets()));
+  if (accuracy && ex.mesh() && !axes.empty()) {
     DTC_ASSIGN_OR_RETURN(comm::Communicator * group, ex.mesh()->group(axes));
     float count = static_cast<float>(correct);
     DTC_RETURN_IF_ERROR(group->allReduceSum(&count, 1));
@@ -94,29 +107,66 @@ Status evaluate(Executor& ex, const std::string& path, bool print) {
   return Status::Ok();
 }
 
-// Every rank calls it (sharded parameters are gathered collectively); only `write` writes.
+// The world rank of stage `stage`'s first device (every other mesh coordinate 0).
+int stageLeadRank(const comm::DeviceMesh& mesh, int axis, int stage) {
+  int64_t stride = 1;
+  for (size_t a = axis + 1; a < mesh.sizes().size(); ++a) stride *= mesh.sizes()[a];
+  return static_cast<int>(stage * stride);
+}
+
+constexpr int kSaveTag = 1;  // parameters on their way to rank 0 (world communicator)
+
+// Every rank calls it (sharded parameters are gathered collectively); only `write` (rank 0)
+// writes. A pipeline's stages hold different parameters: each stage gathers its own, then its
+// first device sends them to rank 0. Every rank walks the plan's state list in order, so the
+// sends and receives pair up.
 Status saveParameters(Executor& ex, const std::string& dir, bool write) {
   if (write && ::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return Status::InvalidInput("cannot create directory " + dir);
+  const Plan& plan = ex.plan();
+  comm::DeviceMesh* mesh = ex.mesh();
+  const bool pipeline = plan.stages() > 0 && mesh;
+  const int axis = plan.root().pipeline_axis();
+  bool stageLead = pipeline && ex.stage() > 0;
+  for (size_t a = 0; stageLead && a < mesh->coords().size(); ++a)
+    stageLead = static_cast<int>(a) == axis || mesh->coords()[a] == 0;
   std::vector<io::TensorRef> tensors;
   std::vector<std::vector<float>> gathered;
-  gathered.reserve(ex.plan().root().state()->size());
-  for (const plan::StateTensor* s : *ex.plan().root().state()) {
+  std::vector<std::vector<uint8_t>> received;
+  gathered.reserve(plan.root().state()->size());
+  received.reserve(plan.root().state()->size());
+  for (const plan::StateTensor* s : *plan.root().state()) {
     if (s->role() != plan::Role::param) continue;
+    if (!Plan::onStage(s->stage(), ex.stage())) {
+      if (!write) continue;  // another stage's, and not ours to write
+      // Whole, from the first device of the stage holding it.
+      const auto* shape = s->global_shape() ? s->global_shape() : s->shape();
+      std::vector<int64_t> dims(shape->begin(), shape->end());
+      size_t bytes = static_cast<size_t>(numElements(shape)) * dtypeSize(toDType(s->dtype()));
+      received.emplace_back(bytes);
+      DTC_RETURN_IF_ERROR(mesh->world().recv(received.back().data(), static_cast<int64_t>(bytes),
+                                             stageLeadRank(*mesh, axis, s->stage()), kSaveTag));
+      tensors.push_back({s->name()->str(), toDType(s->dtype()), dims, received.back().data(), bytes});
+      continue;
+    }
     TensorView t = ex.state(s->name()->str());
-    std::vector<DimCut> cuts = cutsOf(s->sharding(), t.shape.size(), ex.mesh());
+    std::vector<DimCut> cuts = cutsOf(s->sharding(), t.shape.size(), mesh);
     if (isSharded(cuts)) {
       if (t.dtype != DType::kF32)
         return Status::InvalidInput("--save: sharded parameter '" + s->name()->str() +
                                     "' is not float32");
-      DTC_ASSIGN_OR_RETURN(std::vector<float> whole, gatherShards(t.f32(), t.shape, cuts, *ex.mesh()));
+      DTC_ASSIGN_OR_RETURN(std::vector<float> whole, gatherShards(t.f32(), t.shape, cuts, *mesh));
       gathered.push_back(std::move(whole));
       for (size_t d = 0; d < cuts.size(); ++d) t.shape[d] *= cuts[d].parts;
       t.data = reinterpret_cast<uint8_t*>(gathered.back().data());
     }
-    tensors.push_back({s->name()->str(), t.dtype, t.shape, t.data,
-                       static_cast<size_t>(t.numElements()) * dtypeSize(t.dtype)});
+    const size_t bytes = static_cast<size_t>(t.numElements()) * dtypeSize(t.dtype);
+    // A tensor every stage holds (stage -1) is rank 0's too.
+    if (stageLead && s->stage() >= 0)
+      DTC_RETURN_IF_ERROR(mesh->world().send(t.data, static_cast<int64_t>(bytes), 0, kSaveTag));
+    tensors.push_back({s->name()->str(), t.dtype, t.shape, t.data, bytes});
   }
+  if (mesh) DTC_RETURN_IF_ERROR(mesh->completeSends());
   if (!write) return Status::Ok();
   return io::writeSafetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
 }
@@ -182,18 +232,21 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
   DTC_RETURN_IF_ERROR(ex->initializeState());
   ex->setTiming(!options.tracePath.empty());
   const plan::Plan& root = plan.root();
-  if (lead) std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads\n",
+  // Memory is rank 0's (a pipeline's stages differ).
+  const std::string pipeline = root.schedule() && root.schedule()->size()
+                                   ? ", pipeline " + root.schedule()->str()
+                                   : std::string();
+  if (lead) std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads%s\n",
               plan.name().c_str(), (long long)root.batch_size(),
-              str(root.optimizer()).c_str(), root.state_bytes() / 1048576.0,
-              ex->arenaBytes() / 1048576.0, ex->pool().size());
+              str(root.optimizer()).c_str(), ex->stateBytes() / 1048576.0,
+              ex->arenaBytes() / 1048576.0, ex->pool().size(), pipeline.c_str());
 
   if (options.steps > 0) {
     if (options.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");
     DTC_ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> data,
                          openBatchSource(*ex, "train_step", options.dataDir, options.seed));
-    const plan::Function& f = *plan.function("train_step");
-    uint32_t lossIndex = resultIndex(f, plan::Role::loss);
-    if (lossIndex == kNone) return Status::InvalidInput(plan.name() + ": train_step returns no loss");
+    const plan::Function& f = *ex->function("train_step");  // openBatchSource found it
+    DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(*ex, f));
     // Samples per step: every micro-batch of the global batch.
     int64_t batch = plan.root().batch_size() * std::max(1, plan.root().micro_batches());
     std::unique_ptr<std::ofstream> log;
@@ -208,7 +261,7 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
       DTC_RETURN_IF_ERROR(ex->run("train_step"));
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      float loss = *ex->view("train_step", lossIndex).f32();
+      float loss = lossIndex != kNone ? *ex->view("train_step", lossIndex).f32() : 0.0f;
       double rate = batch / std::max(seconds, 1e-9);
       if (lead)
         std::printf("step %5lld/%lld | loss %.6f | %.0f samples/s\n", (long long)step,

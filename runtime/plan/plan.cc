@@ -1,5 +1,6 @@
 #include "plan/plan.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -53,10 +54,32 @@ const plan::Function* Plan::function(const std::string& name) const {
   return nullptr;
 }
 
-uint64_t Plan::maxArenaBytes() const {
+int64_t Plan::stages() const {
+  const int axis = root().pipeline_axis();
+  const auto* mesh = root().mesh();
+  if (axis < 0 || !mesh || static_cast<uint32_t>(axis) >= mesh->size()) return 0;
+  return mesh->Get(axis)->size();
+}
+
+const plan::Function* Plan::function(const std::string& name, int stage) const {
+  if (const auto* fns = root().functions())
+    for (const plan::Function* f : *fns)
+      if (onStage(f->stage(), stage) && f->name()->str() == name) return f;
+  return nullptr;
+}
+
+const plan::StateTensor* Plan::stateTensor(const std::string& name, int stage) const {
+  if (const auto* state = root().state())
+    for (const plan::StateTensor* s : *state)
+      if (onStage(s->stage(), stage) && s->name()->str() == name) return s;
+  return nullptr;
+}
+
+uint64_t Plan::maxArenaBytes(int stage) const {
   uint64_t peak = 0;
   if (const auto* fns = root().functions())
-    for (const plan::Function* f : *fns) peak = std::max(peak, f->arena_bytes());
+    for (const plan::Function* f : *fns)
+      if (onStage(f->stage(), stage)) peak = std::max(peak, f->arena_bytes());
   return peak;
 }
 

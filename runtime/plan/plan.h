@@ -20,10 +20,24 @@ class Plan {
 
   const plan::Plan& root() const { return *plan::GetPlan(bytes_.data()); }
   const std::string& name() const { return name_; }
-  // The function called `name`, or nullptr.
+  // The first function called `name`, or nullptr (pipeline plans have one per stage: see below).
   const plan::Function* function(const std::string& name) const;
-  // Bytes of the largest function arena: one arena serves every function in turn.
-  uint64_t maxArenaBytes() const;
+
+  // Pipeline plans split functions and state among stages (coordinates along the mesh axis
+  // `pipeline_axis`). A `stage` of -1 means every rank: an item without a stage belongs to
+  // every stage, and a rank of a plan without a pipeline (stage -1) runs and holds everything.
+
+  // Stages in the pipeline (the size of its mesh axis); 0 for a plan without one.
+  int64_t stages() const;
+  // Whether an item (function, state tensor) of stage `owner` is on the ranks of `stage`.
+  static bool onStage(int owner, int stage) { return owner < 0 || stage < 0 || owner == stage; }
+  // The function called `name` that ranks of `stage` run, or nullptr.
+  const plan::Function* function(const std::string& name, int stage) const;
+  // The state tensor called `name` that ranks of `stage` hold, or nullptr.
+  const plan::StateTensor* stateTensor(const std::string& name, int stage) const;
+  // Bytes of the largest arena among the functions `stage` runs (every function for -1): one
+  // arena serves a rank's functions in turn.
+  uint64_t maxArenaBytes(int stage = -1) const;
 
  private:
   Status verify() const;

@@ -3,9 +3,12 @@
 // bindings the trainer relies on well-formed. After this, nothing in the plan can make the
 // runtime read or write outside its buffers.
 #include <algorithm>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "plan/plan.h"
+#include "support/printable.h"
 
 namespace dtc {
 namespace {
@@ -33,6 +36,7 @@ class PlanVerifier {
     if (!p_.state() || !p_.functions() || p_.functions()->size() == 0)
       return bad("it lacks its state or functions");
     DTC_RETURN_IF_ERROR(verifyMesh());
+    DTC_RETURN_IF_ERROR(verifyStages());
     DTC_RETURN_IF_ERROR(verifyState());
     for (const plan::Function* f : *p_.functions()) DTC_RETURN_IF_ERROR(verifyFunction(*f));
     return Status::Ok();
@@ -41,10 +45,7 @@ class PlanVerifier {
  private:
   // Names come from the file: whatever bytes they hold, the message stays one printable line.
   Status bad(std::string what) const {
-    for (char& c : what)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    if (what.size() > 240) what = what.substr(0, 240) + "...";
-    return Status::InvalidInput(name_ + " is invalid: " + what);
+    return Status::InvalidInput(name_ + " is invalid: " + printable(std::move(what)));
   }
 
   Status verifyMesh() {
@@ -55,6 +56,37 @@ class PlanVerifier {
       devices *= static_cast<uint64_t>(axis->size());
       if (devices > 65536) return bad("the mesh has too many devices");
     }
+    return Status::Ok();
+  }
+
+  // Pipeline stages: every stage in range, and names unique per stage (the runtime finds a
+  // rank's function and state by name among those of its stage).
+  Status verifyStages() {
+    const int32_t axis = p_.pipeline_axis();
+    const uint32_t meshRank = p_.mesh() ? p_.mesh()->size() : 0;
+    if (axis < -1 || (axis >= 0 && static_cast<uint32_t>(axis) >= meshRank))
+      return bad("its pipeline axis " + std::to_string(axis) + " is not an axis of the mesh");
+    const int64_t stages = axis >= 0 ? p_.mesh()->Get(axis)->size() : 0;
+    auto check = [&](const std::string& what, int32_t stage,
+                     std::map<std::string, std::set<int32_t>>& seen) -> Status {
+      if (stage < -1 || stage >= stages)
+        return bad(what + " has stage " + std::to_string(stage) +
+                   (stages ? ", outside the pipeline's " + std::to_string(stages) + " stages"
+                           : " in a plan without a pipeline"));
+      std::set<int32_t>& stagesOfName = seen[what];
+      // A name held by every rank (-1) cannot also be some stage's.
+      if (stagesOfName.count(stage) || (stage == -1 && !stagesOfName.empty()) ||
+          stagesOfName.count(-1))
+        return bad(what + " appears twice" +
+                   (stage >= 0 ? " in stage " + std::to_string(stage) : std::string()));
+      stagesOfName.insert(stage);
+      return Status::Ok();
+    };
+    std::map<std::string, std::set<int32_t>> functions, state;
+    for (const plan::Function* f : *p_.functions())
+      DTC_RETURN_IF_ERROR(check("function '" + f->name()->str() + "'", f->stage(), functions));
+    for (const plan::StateTensor* s : *p_.state())
+      DTC_RETURN_IF_ERROR(check("state tensor '" + s->name()->str() + "'", s->stage(), state));
     return Status::Ok();
   }
 
@@ -78,9 +110,10 @@ class PlanVerifier {
 
   using Sharding = flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>;
 
-  const Sharding* stateSharding(const std::string& name) const {
+  // The sharding of the state tensor `name` that ranks of `stage` hold.
+  const Sharding* stateSharding(const std::string& name, int32_t stage) const {
     for (const plan::StateTensor* s : *p_.state())
-      if (s->name()->str() == name) return s->sharding();
+      if (Plan::onStage(s->stage(), stage) && s->name()->str() == name) return s->sharding();
     return nullptr;
   }
 
@@ -180,7 +213,7 @@ class PlanVerifier {
           return bad(fn + ": data input '" + b->name()->str() +
                      "' must be an arena tensor whose first dimension is its share of the batch");
         if ((b->role() == plan::Role::param || b->role() == plan::Role::optim_state) &&
-            !sameSharding(b->sharding(), stateSharding(b->name()->str())))
+            !sameSharding(b->sharding(), stateSharding(b->name()->str(), f.stage())))
           return bad(fn + ": '" + b->name()->str() +
                      "' is sharded unlike the state tensor it binds");
         if (b->role() == plan::Role::loss) {

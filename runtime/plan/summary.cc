@@ -1,7 +1,10 @@
 #include "plan/summary.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "plan/communication.h"
@@ -50,13 +53,75 @@ FunctionStats stats(const plan::Function& f) {
   return s;
 }
 
-// Bytes of this rank's state tensors in `role` (trainable ones only if `trainable`).
-uint64_t bytesOf(const Plan& plan, plan::Role role, bool trainable) {
+uint64_t bytesOf(const plan::StateTensor& s) {
+  return numElements(s.shape()) * dtypeSize(toDType(s.dtype()));
+}
+
+// Bytes of the state tensors in `role` (trainable ones only if `trainable`) that ranks of
+// `stage` hold (-1: all of the plan's, a tensor every pipeline stage keeps counted once).
+uint64_t bytesOf(const Plan& plan, plan::Role role, bool trainable, int stage = -1) {
   uint64_t n = 0;
+  std::set<std::string> seen;
   for (const plan::StateTensor* s : *plan.root().state())
-    if (s->role() == role && (!trainable || s->trainable()))
-      n += numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
+    if (s->role() == role && (!trainable || s->trainable()) && Plan::onStage(s->stage(), stage) &&
+        seen.insert(s->name()->str()).second)
+      n += bytesOf(*s);
   return n;
+}
+
+// What one rank of pipeline stage `stage` holds.
+struct StageMemory {
+  uint64_t state = 0;  // its state region: the end of its last tensor
+  uint64_t params = 0, grads = 0, optimizer = 0;
+  uint64_t arena = 0;  // the largest arena among its functions
+};
+
+StageMemory stageMemory(const Plan& plan, int stage) {
+  StageMemory m;
+  for (const plan::StateTensor* s : *plan.root().state())
+    if (Plan::onStage(s->stage(), stage))
+      m.state = std::max<uint64_t>(m.state, s->offset() + bytesOf(*s));
+  m.params = bytesOf(plan, plan::Role::param, false, stage);
+  m.grads = bytesOf(plan, plan::Role::param, true, stage);
+  m.optimizer = bytesOf(plan, plan::Role::optim_state, false, stage);
+  m.arena = plan.maxArenaBytes(stage);
+  return m;
+}
+
+// The compiler's prediction for `stage` under the plan's schedule, or nullptr.
+const plan::PipelineStage* predictedStage(const Plan& plan, int stage) {
+  const auto* predicted = plan.root().pipeline_stages();
+  return predicted && static_cast<uint32_t>(stage) < predicted->size() ? predicted->Get(stage)
+                                                                        : nullptr;
+}
+
+// A double as JSON writes it (no NaN or infinity there).
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// "train_step", or "train_step (stage 1)" in a pipeline.
+std::string functionName(const plan::Function& f) {
+  return f.name()->str() + (f.stage() >= 0 ? " (stage " + std::to_string(f.stage()) + ")" : "");
+}
+
+// Per training step, per rank: calls and bytes of each kind of transfer over each mesh axis
+// group. A recv counts the bytes it receives.
+void printTransfers(std::ostream& os, const Plan& plan, const plan::Function& step,
+                    const std::string& prefix) {
+  std::map<std::pair<std::string, std::string>, std::pair<int, double>> byKind;
+  for (const CollectiveCost& c : collectivesOf(plan, step)) {
+    auto& entry = byKind[{c.op, c.axes}];
+    ++entry.first;
+    entry.second += c.op == "recv" ? static_cast<double>(c.bytes) : c.sentBytes;
+  }
+  for (const auto& [key, value] : byKind)
+    os << prefix << "per rank, per training step: " << key.first << " over " << key.second << ": "
+       << value.first << " call(s), " << (key.first == "recv" ? "receives " : "sends ")
+       << static_cast<uint64_t>(value.second + 0.5) << " bytes\n";
 }
 
 }  // namespace
@@ -74,7 +139,9 @@ std::string summarizePlanText(const Plan& plan) {
      << (p.optimizer() ? p.optimizer()->str() : "") << "\n";
   uint64_t paramCount = 0, paramBytes = 0, stateBytes = 0;
   int params = 0, trainable = 0, slots = 0;
+  std::set<std::string> seen;  // a tensor every pipeline stage keeps counts once
   for (const plan::StateTensor* s : *p.state()) {
+    if (!seen.insert(s->name()->str()).second) continue;
     uint64_t bytes = numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
     if (s->role() == plan::Role::param) {
       ++params;
@@ -90,36 +157,48 @@ std::string summarizePlanText(const Plan& plan) {
      << " values, " << paramBytes << " bytes\n";
   os << "optimizer state: " << slots << " tensors, " << stateBytes << " bytes\n";
   std::string mesh = meshText(plan);
+  const int64_t stages = plan.stages();
   if (!mesh.empty())
-    os << "mesh: " << mesh << " (" << meshDevices(plan)
-       << " devices; every rank runs this plan on its shards, so the sizes below are per rank)\n";
-  os << "state region: " << p.state_bytes() << " bytes; arena peak (largest function): "
-     << plan.maxArenaBytes() << " bytes; total " << p.state_bytes() + plan.maxArenaBytes()
-     << " bytes\n";
-  if (const plan::Function* step = plan.function("train_step")) {
-    // What one rank holds while training: gradients are as large as the trainable parameters
-    // (they live in the arena, with the activations and temporaries).
-    uint64_t gradBytes = 0;
-    for (const plan::StateTensor* s : *p.state())
-      if (s->role() == plan::Role::param && s->trainable())
-        gradBytes += numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
-    os << "per rank, training: parameters " << paramBytes << " bytes, gradients " << gradBytes
-       << " bytes, optimizer state " << stateBytes << " bytes, arena (activations, gradients, "
-       << "temporaries) peak " << step->arena_bytes() << " bytes\n";
-    std::map<std::pair<std::string, std::string>, std::pair<int, double>> byKind;
-    for (const CollectiveCost& c : collectivesOf(plan, *step)) {
-      auto& entry = byKind[{c.op, c.axes}];
-      ++entry.first;
-      entry.second += c.sentBytes;
+    os << "mesh: " << mesh << " (" << meshDevices(plan) << " devices; every rank runs this plan"
+       << (stages > 0 ? " (its stage's functions)" : "")
+       << " on its shards, so the sizes below are per rank)\n";
+  if (stages > 0) {
+    os << "pipeline: " << stages << " stages along " << p.mesh()->Get(p.pipeline_axis())->name()->str()
+       << (p.schedule() && p.schedule()->size() ? "; schedule " + p.schedule()->str() : "")
+       << " (each stage holds its own parameters and runs its own functions)\n";
+    os << "state region: " << p.state_bytes() << " bytes (the largest stage's)\n";
+    for (int stage = 0; stage < stages; ++stage) {
+      StageMemory m = stageMemory(plan, stage);
+      os << "stage " << stage << ", per rank: parameters " << m.params << " bytes, gradients "
+         << m.grads << " bytes, optimizer state " << m.optimizer << " bytes, state region "
+         << m.state << " bytes, arena peak (largest function) " << m.arena << " bytes; total "
+         << m.state + m.arena << " bytes\n";
+      if (const plan::PipelineStage* predicted = predictedStage(plan, stage))
+        os << "stage " << stage << ", predicted: " << predicted->in_flight()
+           << " micro-batch(es) in flight, activations " << predicted->activation_bytes()
+           << " bytes per micro-batch, peak " << predicted->peak_activation_bytes()
+           << " bytes; busy " << jsonNumber(predicted->busy_us()) << " us, idle "
+           << jsonNumber(predicted->idle_us()) << " us per step\n";
+      if (const plan::Function* step = plan.function("train_step", stage))
+        printTransfers(os, plan, *step, "stage " + std::to_string(stage) + ", ");
     }
-    for (const auto& [key, value] : byKind)
-      os << "per rank, per training step: " << key.first << " over " << key.second << ": "
-         << value.first << " call(s), sends " << static_cast<uint64_t>(value.second + 0.5)
-         << " bytes\n";
+  } else {
+    os << "state region: " << p.state_bytes() << " bytes; arena peak (largest function): "
+       << plan.maxArenaBytes() << " bytes; total " << p.state_bytes() + plan.maxArenaBytes()
+       << " bytes\n";
+    if (const plan::Function* step = plan.function("train_step")) {
+      // What one rank holds while training: gradients are as large as the trainable parameters
+      // (they live in the arena, with the activations and temporaries).
+      uint64_t gradBytes = bytesOf(plan, plan::Role::param, true);
+      os << "per rank, training: parameters " << paramBytes << " bytes, gradients " << gradBytes
+         << " bytes, optimizer state " << stateBytes << " bytes, arena (activations, gradients, "
+         << "temporaries) peak " << step->arena_bytes() << " bytes\n";
+      printTransfers(os, plan, *step, "");
+    }
   }
   for (const plan::Function* f : *p.functions()) {
     FunctionStats s = stats(*f);
-    os << "function " << f->name()->str() << ": " << (f->steps() ? f->steps()->size() : 0)
+    os << "function " << functionName(*f) << ": " << (f->steps() ? f->steps()->size() : 0)
        << " steps, " << s.arenaBuffers << " arena buffers, peak " << f->arena_bytes()
        << " bytes (" << s.naiveArenaBytes << " without reuse)\n    ops:";
     for (auto& [op, n] : s.ops) os << " " << op << "=" << n;
@@ -158,23 +237,47 @@ std::string summarizePlanJson(const Plan& plan) {
      << ",\"state_bytes\":" << p.state_bytes() << ",\"arena_bytes\":" << plan.maxArenaBytes()
      << ",\"param_bytes\":" << bytesOf(plan, plan::Role::param, false)
      << ",\"grad_bytes\":" << bytesOf(plan, plan::Role::param, true)
-     << ",\"optimizer_state_bytes\":" << bytesOf(plan, plan::Role::optim_state, false)
-     << ",\"state\":[";
+     << ",\"optimizer_state_bytes\":" << bytesOf(plan, plan::Role::optim_state, false);
+  // Pipeline plans: what a rank of each stage holds, and each tensor's and function's stage.
+  const int64_t stages = plan.stages();
+  if (stages > 0) {
+    os << ",\"pipeline\":{\"axis\":" << p.pipeline_axis()
+       << ",\"axis_name\":" << quote(p.mesh()->Get(p.pipeline_axis())->name()->str())
+       << ",\"schedule\":" << quote(p.schedule() ? p.schedule()->str() : "") << ",\"stages\":[";
+    for (int stage = 0; stage < stages; ++stage) {
+      StageMemory m = stageMemory(plan, stage);
+      os << (stage ? "," : "") << "{\"stage\":" << stage << ",\"state_bytes\":" << m.state
+         << ",\"arena_bytes\":" << m.arena << ",\"param_bytes\":" << m.params
+         << ",\"grad_bytes\":" << m.grads << ",\"optimizer_state_bytes\":" << m.optimizer;
+      if (const plan::PipelineStage* predicted = predictedStage(plan, stage))
+        os << ",\"in_flight\":" << predicted->in_flight()
+           << ",\"activation_bytes\":" << predicted->activation_bytes()
+           << ",\"peak_activation_bytes\":" << predicted->peak_activation_bytes()
+           << ",\"busy_us\":" << jsonNumber(predicted->busy_us())
+           << ",\"idle_us\":" << jsonNumber(predicted->idle_us());
+      os << "}";
+    }
+    os << "]}";
+  }
+  os << ",\"state\":[";
   bool first = true;
   for (const plan::StateTensor* s : *p.state()) {
     os << (first ? "" : ",") << "{\"name\":" << quote(s->name()->str())
        << ",\"role\":" << quote(plan::EnumNameRole(s->role())) << ",\"shape\":" << jsonShape(s->shape())
        << ",\"dtype\":" << quote(dtypeName(toDType(s->dtype())))
        << ",\"trainable\":" << (s->trainable() ? "true" : "false") << ",\"offset\":" << s->offset()
-       << ",\"init\":" << quote(initName(s->init())) << "}";
+       << ",\"init\":" << quote(initName(s->init()));
+    if (stages > 0) os << ",\"stage\":" << s->stage();
+    os << "}";
     first = false;
   }
   os << "],\"functions\":[";
   first = true;
   for (const plan::Function* f : *p.functions()) {
     FunctionStats s = stats(*f);
-    os << (first ? "" : ",") << "{\"name\":" << quote(f->name()->str())
-       << ",\"arena_bytes\":" << f->arena_bytes() << ",\"arena_buffers\":" << s.arenaBuffers
+    os << (first ? "" : ",") << "{\"name\":" << quote(f->name()->str());
+    if (stages > 0) os << ",\"stage\":" << f->stage();
+    os << ",\"arena_bytes\":" << f->arena_bytes() << ",\"arena_buffers\":" << s.arenaBuffers
        << ",\"naive_arena_bytes\":" << s.naiveArenaBytes
        << ",\"op_counts\":{";
     bool firstOp = true;

@@ -1,6 +1,8 @@
 // Every collective of the MPI backend on 4 processes (run by ctest under mpirun). Each rank
 // checks its own results; the failure counts are summed so every rank exits with the verdict.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -72,17 +74,54 @@ int main() {
   expectOk(world.broadcast(b.data(), n, p - 1), "broadcast", r);
   for (float v : b) expect(v == static_cast<float>(p - 1), "broadcast value", r);
 
-  // A ring: even ranks send first, odd ranks receive first, so nothing deadlocks.
+  // A ring: every rank sends before it receives (sends never block).
   std::vector<float> out(n, static_cast<float>(r)), in(n, -1.0f);
   const int next = (r + 1) % p, prev = (r + p - 1) % p;
-  if (r % 2 == 0) {
-    expectOk(world.send(out.data(), n, next), "send", r);
-    expectOk(world.recv(in.data(), n, prev), "recv", r);
-  } else {
-    expectOk(world.recv(in.data(), n, prev), "recv", r);
-    expectOk(world.send(out.data(), n, next), "send", r);
-  }
+  expectOk(world.send(out.data(), n * sizeof(float), next, 0), "send", r);
+  expectOk(world.recv(in.data(), n * sizeof(float), prev, 0), "recv", r);
+  expectOk(world.completeSends(), "completeSends", r);
   for (float v : in) expect(v == static_cast<float>(prev), "send/recv value", r);
+
+  // Pairs (0, 1), (2, 3): ranks 2k and 2k+1 are partners.
+  const int partner = r ^ 1;
+  if (partner < p) {
+    // Two int64 messages received in the opposite order of their tags, small (sent eagerly)
+    // and large (MPI's rendezvous: the receiver must not need the sender to block in send).
+    for (int64_t count : {int64_t(3), int64_t(1) << 18}) {
+      const std::string what = "tags out of order (" + std::to_string(count) + " values)";
+      const int64_t bytes = count * static_cast<int64_t>(sizeof(int64_t));
+      std::vector<int64_t> one(count), two(count);
+      if (r % 2 == 0) {
+        for (int64_t i = 0; i < count; ++i) one[i] = (int64_t(1) << 40) + i, two[i] = -i - 7;
+        expectOk(world.send(one.data(), bytes, partner, 1), what + ": send 1", r);
+        expectOk(world.send(two.data(), bytes, partner, 2), what + ": send 2", r);
+        // The payload was copied: changing it now must not change what arrives.
+        std::fill(one.begin(), one.end(), 0);
+        expectOk(world.completeSends(), what + ": completeSends", r);
+      } else {
+        expectOk(world.recv(two.data(), bytes, partner, 2), what + ": recv 2", r);
+        expectOk(world.recv(one.data(), bytes, partner, 1), what + ": recv 1", r);
+        bool same = true;
+        for (int64_t i = 0; i < count; ++i)
+          same &= one[i] == (int64_t(1) << 40) + i && two[i] == -i - 7;
+        expect(same, what + ": values", r);
+      }
+    }
+    // Both partners send 4 MiB to each other first, then receive: blocking sends of that size
+    // would wait for each other forever.
+    const int64_t count = int64_t(1) << 20;
+    std::vector<float> mineBig(count, static_cast<float>(r)), theirs(count, -1.0f);
+    expectOk(world.send(mineBig.data(), count * 4, partner, 5), "exchange: send", r);
+    expectOk(world.recv(theirs.data(), count * 4, partner, 5), "exchange: recv", r);
+    expectOk(world.completeSends(), "exchange: completeSends", r);
+    expect(theirs.front() == static_cast<float>(partner) && theirs.back() == static_cast<float>(partner),
+           "exchange: values", r);
+    // A message larger than the receiver expects is an error, not an overrun.
+    float small[2] = {1, 2}, got[1] = {0};
+    expectOk(world.send(small, sizeof small, partner, 6), "size mismatch: send", r);
+    expect(!world.recv(got, sizeof got, partner, 6).ok(), "size mismatch: recv fails", r);
+    expectOk(world.completeSends(), "size mismatch: completeSends", r);
+  }
 
   // Sub-communicators of even and odd ranks, as a mesh axis would be.
   auto sub = world.split(r % 2, r);
