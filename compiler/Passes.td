@@ -202,4 +202,45 @@ def BucketAllReduce : Pass<"dtc-bucket-all-reduce", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def PipelineStages : Pass<"dtc-pipeline-stages", "mlir::ModuleOp"> {
+  let summary = "Cut @forward into pipeline stages balanced by the cost model (or at given nodes)";
+  let description = [{
+    Assigns every op of @forward, and every parameter, a pipeline stage (`dist.stage`): the
+    model is cut into `stages` × `virtual-stages` contiguous chunks (chunk c runs on device
+    c mod `stages`). Cuts fall between model nodes where a single tensor crosses (a layer
+    boundary: the residual stream between transformer blocks, the activation between linear
+    layers) and balance the chunks' estimated forward+backward time (pipeline/CostModel.h);
+    each chunk holds at least one layer with parameters. `cuts` (comma-separated node names,
+    each starting a new chunk) overrides the choice. A parameter lives on the chunk that first
+    uses it (a tied LM head reads its embedding from there). The schedule options are recorded
+    on the module (`dist.pipeline`) for dtc-pipeline-schedule. Autodiff gives gradient ops their
+    forward op's stage.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "1", "devices along the pipeline axis">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1", "model chunks per device">,
+    Option<"microBatches", "micro-batches", "int64_t", "1", "micro-batches per step">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"", "gpipe, 1f1b or interleaved">,
+    Option<"cuts", "cuts", "std::string", "\"\"", "node names that start chunks 1, 2, ...">,
+  ];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
+def PipelineSchedule : Pass<"dtc-pipeline-schedule", "mlir::ModuleOp"> {
+  let summary = "Split @train_step and @eval into one program per pipeline stage, in schedule order";
+  let description = [{
+    Run after partitioning. Every op of @train_step and @eval goes to the device of its stage
+    (`dist.stage`; ops without one follow their operands; ops on replicated inputs only, such
+    as AdamW's step counter, are repeated on every device that needs them). A value used on
+    another device is sent once, right after it is produced (`dist.send`, never blocking), and
+    received right before its first use there (`dist.recv`); tags make each transfer between
+    two devices distinct. Each device's program runs its units — forward or backward of one
+    micro-batch through one chunk — in the order of the schedule (GPipe, 1F1B, interleaved
+    1F1B); other ops run as soon as their operands are ready. The loss and outputs are sent to
+    stage 0, which returns them. The result is checked for deadlock by simulating the programs
+    with the cost model. @grad is dropped (pipelined plans train and evaluate).
+  }];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
 #endif // DTC_COMPILER_PASSES_TD

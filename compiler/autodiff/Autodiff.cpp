@@ -6,6 +6,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
 #include "graph/IR/GraphOps.h"
 
@@ -44,6 +45,16 @@ void eraseDeadOps(func::FuncOp func) {
   }
 }
 
+// Marks every op a gradient rule builds as backward, on the pipeline stage of the forward op it
+// differentiates (when stages were assigned), so the pipeline schedule can place it.
+struct BackwardTagger : OpBuilder::Listener {
+  Attribute stage;
+  void notifyOperationInserted(Operation* op, OpBuilder::InsertPoint) override {
+    op->setAttr(dist::kBackwardAttr, UnitAttr::get(op->getContext()));
+    if (stage) op->setAttr(dist::kStageAttr, stage);
+  }
+};
+
 struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -70,6 +81,10 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
     llvm::DenseSet<Value> needed = valuesNeedingGradients(func);
 
     OpBuilder b(ret);
+    BackwardTagger tagger;
+    // Only pipelines schedule by it; other plans' IR stays free of it.
+    if (func->getParentOfType<ModuleOp>()->hasAttr(dist::kPipelineAttr)) b.setListener(&tagger);
+    if (Operation* def = loss.getDefiningOp()) tagger.stage = def->getAttr(dist::kStageAttr);
     llvm::DenseMap<Value, Value> grads;
     auto accumulate = [&](Value target, Value contribution, Location loc) {
       auto [it, inserted] = grads.try_emplace(target, contribution);
@@ -89,6 +104,7 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
                << op->getName() << "': it has no gradient rule";
       SmallVector<Value> resultGrads;
       for (Value r : op->getResults()) resultGrads.push_back(grads.lookup(r));
+      tagger.stage = op->getAttr(dist::kStageAttr);
       FailureOr<SmallVector<Value>> operandGrads = rule.buildGradients(b, resultGrads);
       if (failed(operandGrads)) return failure();
       for (auto [operand, g] : llvm::zip(op->getOperands(), *operandGrads))
@@ -100,6 +116,7 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
     for (BlockArgument arg : func.getArguments()) {
       if (!func.getArgAttr(arg.getArgNumber(), attr::kTrainable)) continue;
       Value g = grads.lookup(arg);
+      tagger.stage = func.getArgAttr(arg.getArgNumber(), dist::kStageAttr);
       // A parameter the loss does not depend on has a zero gradient, as in PyTorch after
       // zero_grad (where .grad would be None and the optimizer skips it; SGD/AdamW then only
       // apply weight decay here, a documented difference).
@@ -116,6 +133,7 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
         results.push_back(v);
         resultAttrs.push_back(func.getResultAttrDict(i));
       }
+    b.setListener(nullptr);
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
 

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -14,6 +15,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/PlanWriter.h"
+#include "pipeline/Simulate.h"
 
 using namespace mlir;
 
@@ -41,12 +43,44 @@ LogicalResult dumpModule(ModuleOp module, const std::string& dir, int index,
   return success();
 }
 
+// The predicted bubble next to the textbook (p−1)/(v·m), and the timeline as a Chrome trace.
+LogicalResult reportSchedule(ModuleOp module, const CompileOptions& options) {
+  FailureOr<pipeline::Timeline> timeline =
+      pipeline::simulate(pipeline::stagePrograms(module, "train_step"));
+  if (failed(timeline)) return failure();
+  std::optional<pipeline::PipelineConfig> config = pipeline::getPipeline(module);
+  double formula = double(config->stages - 1) / double(config->virtualStages * config->microBatches);
+  llvm::outs() << llvm::format(
+      "pipeline %s: predicted bubble %.1f%% of the step (idle/busy %.3f; (p-1)/(v*m) = %.3f)\n",
+      config->summary().c_str(), 100 * timeline->bubbleFraction(), timeline->bubbleRatio(),
+      formula);
+  if (options.scheduleTracePath.empty()) return success();
+  std::string json = pipeline::traceJson(module, *timeline);
+  if (llvm::Error e = writeFileAtomically(options.scheduleTracePath,
+                                           reinterpret_cast<const uint8_t*>(json.data()), json.size()))
+    return module.emitError("cannot write ") << options.scheduleTracePath << ": "
+                                             << llvm::toString(std::move(e));
+  return success();
+}
+
 }  // namespace
 
 LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const CompileOptions& options,
                            std::vector<uint8_t>& plan) {
   registerDialects(ctx);
-  OwningOpRef<ModuleOp> module = importModel(ctx, model, ImportOptions{options.batchSize});
+  // M micro-batches of batch/M samples, accumulated: the step sees the whole batch.
+  int64_t batch = options.batchSize, accumulate = options.accumulate;
+  if (options.microBatches != 1) {
+    if (options.microBatches < 1 || batch % options.microBatches != 0)
+      return emitError(UnknownLoc::get(&ctx), "--microbatches ")
+             << options.microBatches << " does not divide the batch of " << batch;
+    if (accumulate != 1)
+      return emitError(UnknownLoc::get(&ctx), "--microbatches and --accumulate both split the "
+                                              "step; give one");
+    batch /= options.microBatches;
+    accumulate = options.microBatches;
+  }
+  OwningOpRef<ModuleOp> module = importModel(ctx, model, ImportOptions{batch});
   if (!module) return failure();
   if (failed(dumpModule(*module, options.dumpIrDir, 0, "import"))) return failure();
 
@@ -61,8 +95,12 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
 
   // One pass per pass manager, so the IR can be written after each for users exploring it.
   std::vector<std::unique_ptr<Pass>> pipeline;
+  if (options.pipelineStages > 0)
+    pipeline.push_back(createPipelineStages(PipelineStagesOptions{
+        options.pipelineStages, options.virtualStages, options.microBatches, options.schedule,
+        options.stageCuts}));
   pipeline.push_back(createAutodiff());
-  if (options.accumulate != 1) pipeline.push_back(createAccumulate(AccumulateOptions{options.accumulate}));
+  if (accumulate != 1) pipeline.push_back(createAccumulate(AccumulateOptions{accumulate}));
   pipeline.push_back(createOptimizer(optim));
   pipeline.push_back(createEvalFunction());
   if (!options.mesh.empty()) {
@@ -75,6 +113,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
           createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
     pipeline.push_back(createShardingPropagation());
     pipeline.push_back(createPartition());
+    if (options.pipelineStages > 0) pipeline.push_back(createPipelineSchedule());
     pipeline.push_back(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb}));
   }
   if (options.zeroStage != 0 && options.dataParallel == 0)
@@ -88,6 +127,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
     if (failed(pm.run(*module))) return failure();
     if (failed(dumpModule(*module, options.dumpIrDir, index++, name))) return failure();
   }
+  if (options.pipelineStages > 0 && failed(reportSchedule(*module, options))) return failure();
   return writePlan(*module, &model, plan);
 }
 

@@ -31,6 +31,15 @@ struct CompileOptions {
   int64_t zeroStage = 0;      // 1: optimizer state sharded over dp
   double bucketMb = 25.0;     // all-reduce bucket size
   int64_t accumulate = 1;     // micro-batches per step (gradient accumulation)
+  // Pipeline parallelism: stages along the mesh's pp axis (0: none), the micro-batches the
+  // batch is cut into (also without a pipeline: accumulation over batch/M samples), the schedule,
+  // model chunks per device, user cut points, and where to write the predicted timeline.
+  int64_t pipelineStages = 0;
+  int64_t microBatches = 1;
+  std::string schedule = "1f1b";
+  int64_t virtualStages = 1;
+  std::string stageCuts;
+  std::string scheduleTracePath;
 };
 
 // Registers the dialects dtc uses on `ctx`.

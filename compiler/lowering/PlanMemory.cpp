@@ -8,6 +8,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/MemoryLayout.h"
@@ -55,22 +56,37 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     ModuleOp module = getOperation();
     Builder b(module.getContext());
 
-    // The state region: every parameter and optimizer-state tensor, in first-seen order.
-    llvm::StringMap<int64_t> stateOffset;
-    SmallVector<NamedAttribute> layout;
-    int64_t stateBytes = 0;
-    for (auto func : module.getOps<func::FuncOp>())
+    // The state region: every parameter and optimizer-state tensor, in first-seen order. A
+    // pipeline stage's programs (dist.stage) have a region of their own, holding only the
+    // tensors they use; the plan's state size is the largest region.
+    std::map<int64_t, llvm::StringMap<int64_t>> offsets;
+    std::map<int64_t, SmallVector<NamedAttribute>> layouts;
+    std::map<int64_t, int64_t> regionBytes;
+    auto stageOf = [](func::FuncOp func) {
+      auto stage = func->getAttrOfType<IntegerAttr>(dist::kStageAttr);
+      return stage ? stage.getInt() : int64_t(-1);
+    };
+    for (auto func : module.getOps<func::FuncOp>()) {
+      int64_t stage = stageOf(func);
       for (BlockArgument arg : func.getArguments())
         if (StringAttr name = stateNameOf(func, arg.getArgNumber()))
-          if (!stateOffset.count(name)) {
-            stateOffset[name] = stateBytes;
-            layout.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(stateBytes)));
-            stateBytes += alignedBytes(cast<RankedTensorType>(arg.getType()));
+          if (!offsets[stage].count(name)) {
+            int64_t& bytes = regionBytes[stage];
+            offsets[stage][name] = bytes;
+            layouts[stage].push_back(b.getNamedAttr(name, b.getI64IntegerAttr(bytes)));
+            bytes += alignedBytes(cast<RankedTensorType>(arg.getType()));
           }
-    module->setAttr(attr::kStateLayout, b.getDictionaryAttr(layout));
+    }
+    int64_t stateBytes = 0;
+    for (auto& [stage, bytes] : regionBytes) stateBytes = std::max(stateBytes, bytes);
     module->setAttr(attr::kStateBytes, b.getI64IntegerAttr(stateBytes));
-
-    for (auto func : module.getOps<func::FuncOp>()) planFunction(func, stateOffset);
+    for (auto func : module.getOps<func::FuncOp>()) {
+      int64_t stage = stageOf(func);
+      DictionaryAttr layout = b.getDictionaryAttr(layouts[stage]);
+      if (stage < 0) module->setAttr(attr::kStateLayout, layout);
+      else func->setAttr(attr::kStateLayout, layout);
+      planFunction(func, offsets[stage]);
+    }
   }
 
   void planFunction(func::FuncOp func, const llvm::StringMap<int64_t>& stateOffset) {

@@ -9,6 +9,7 @@
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
+#include "pipeline/Pipeline.h"
 #include "flatbuffers/ModelImporter.h"
 #include "lowering/MemoryLayout.h"
 #include "plan/plan_format.h"
@@ -48,6 +49,8 @@ class PlanWriter {
       dist::ShardingAttr sharding);
   std::vector<int64_t> axisIndices(ArrayAttr axes);
   LogicalResult writeState(std::vector<flatbuffers::Offset<plan::StateTensor>>& state);
+  LogicalResult writeState(func::FuncOp trainStep, DictionaryAttr layout, int32_t stage,
+                           std::vector<flatbuffers::Offset<plan::StateTensor>>& state);
 
   ModuleOp module_;
   const ModelFile* model_;
@@ -75,8 +78,23 @@ PlanWriter::writeSharding(dist::ShardingAttr sharding) {
 }
 
 LogicalResult PlanWriter::writeState(std::vector<flatbuffers::Offset<plan::StateTensor>>& state) {
-  auto layout = module_->getAttrOfType<DictionaryAttr>(attr::kStateLayout);
-  auto trainStep = module_.lookupSymbol<func::FuncOp>("train_step");
+  // One state region, or with a pipeline one per stage: each stage's training program lists
+  // the tensors its region holds.
+  SmallVector<std::tuple<func::FuncOp, DictionaryAttr, int32_t>> regions;
+  for (auto func : module_.getOps<func::FuncOp>())
+    if (auto of = func->getAttrOfType<StringAttr>(dist::kFunctionAttr); of && of == "train_step")
+      regions.push_back({func, func->getAttrOfType<DictionaryAttr>(attr::kStateLayout),
+                         static_cast<int32_t>(func->getAttrOfType<IntegerAttr>(dist::kStageAttr).getInt())});
+  if (regions.empty())
+    regions.push_back({module_.lookupSymbol<func::FuncOp>("train_step"),
+                       module_->getAttrOfType<DictionaryAttr>(attr::kStateLayout), -1});
+  for (auto [trainStep, layout, stage] : regions)
+    if (failed(writeState(trainStep, layout, stage, state))) return failure();
+  return success();
+}
+
+LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layout, int32_t stage,
+                                     std::vector<flatbuffers::Offset<plan::StateTensor>>& state) {
   if (!layout || !trainStep)
     return module_.emitError("plan writer: run dtc-optimizer and dtc-plan-memory first");
   llvm::StringMap<const model::Initializer*> inits;
@@ -141,7 +159,7 @@ LogicalResult PlanWriter::writeState(std::vector<flatbuffers::Offset<plan::State
         fbb_, fbb_.CreateString(name.str()), planDType(type.getElementType()),
         fbb_.CreateVector(shape), offset, param ? plan::Role::param : plan::Role::optim_state,
         trainable, kind, a, bParam, seed, dataOffset, dataBytes, fbb_.CreateVector(globalShape),
-        shardingVector));
+        shardingVector, stage));
   }
   return success();
 }
@@ -233,9 +251,12 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
                                           -1, sharding));
   }
   std::string fname = func.getSymName() == "forward" ? "eval" : func.getSymName().str();
+  if (auto of = func->getAttrOfType<StringAttr>(dist::kFunctionAttr)) fname = of.str();
+  auto stage = func->getAttrOfType<IntegerAttr>(dist::kStageAttr);
   auto arena = func->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt();
   return plan::CreateFunctionDirect(fbb_, fname.c_str(), &values, &steps, &arguments, &results,
-                                    static_cast<uint64_t>(arena));
+                                    static_cast<uint64_t>(arena),
+                                    stage ? static_cast<int32_t>(stage.getInt()) : -1);
 }
 
 LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
@@ -260,6 +281,26 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       meshAxes.push_back(plan::CreateMeshAxisDirect(
           fbb_, cast<StringAttr>(mesh.getNames()[i]).str().c_str(), mesh.getSizes()[i]));
   auto meshVector = fbb_.CreateVector(meshAxes);
+  // Pipeline: the axis, the schedule and what the compiler predicts per stage.
+  int32_t pipelineAxis = -1;
+  std::string schedule;
+  std::vector<flatbuffers::Offset<plan::PipelineStage>> stages;
+  if (std::optional<pipeline::PipelineConfig> config = pipeline::getPipeline(module_)) {
+    if (auto mesh = module_->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr))
+      pipelineAxis = mesh.axisIndex(config->axis);
+    schedule = config->summary();
+    if (auto list = module_->getAttrOfType<ArrayAttr>(dist::kPipelineStagesAttr))
+      for (Attribute a : list) {
+        auto d = cast<DictionaryAttr>(a);
+        auto i = [&](StringRef k) { return d.getAs<IntegerAttr>(k).getInt(); };
+        auto f = [&](StringRef k) { return d.getAs<FloatAttr>(k).getValueAsDouble(); };
+        stages.push_back(plan::CreatePipelineStage(
+            fbb_, static_cast<int32_t>(i("in_flight")), i("activation_bytes"),
+            i("peak_activation_bytes"), f("busy_us"), f("idle_us")));
+      }
+  }
+  auto scheduleString = fbb_.CreateString(schedule);
+  auto stagesVector = fbb_.CreateVector(stages);
   fbb_.ForceVectorAlignment(constants_.size(), 1, 64);
   auto constants = fbb_.CreateVector(constants_);
   auto planOffset = plan::CreatePlan(
@@ -267,7 +308,7 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       fbb_.CreateVector(state), static_cast<uint64_t>(stateBytes), fbb_.CreateVector(functions),
       fbb_.CreateString(str(attr::kPredictions)), fbb_.CreateString(str(attr::kTargets)),
       fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector,
-      micro ? static_cast<int32_t>(micro.getInt()) : 1);
+      micro ? static_cast<int32_t>(micro.getInt()) : 1, pipelineAxis, scheduleString, stagesVector);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
   return success();

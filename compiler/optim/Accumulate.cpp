@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include "Passes.h"
+#include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
 #include "graph/IR/GraphOps.h"
 
@@ -42,6 +43,8 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
       return signalPassFailure();
     }
     const int64_t k = microBatches;
+    // A pipeline schedules ops by micro-batch; other plans' IR stays free of the mark.
+    const bool pipelined = module->hasAttr(dist::kPipelineAttr);
     OpBuilder b(grad);
     Builder& builder = b;
 
@@ -93,6 +96,7 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
       for (Operation& op : grad.getBody().front().without_terminator()) {
         Operation* clone = b.clone(op, map);
         scaleCount(clone, k);
+        if (pipelined) clone->setAttr(dist::kMicroBatchAttr, builder.getI64IntegerAttr(m));
       }
       for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
         Value v = map.lookup(ret.getOperand(r));

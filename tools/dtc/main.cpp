@@ -27,7 +27,9 @@ constexpr const char kUsage[] =
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
     "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"
     "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"
-    "              [--accumulate K]\n"
+    "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"
+    "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
+    "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"
     "              [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
@@ -154,7 +156,8 @@ int runCompile(int argc, char** argv) {
   auto args = dtc::Args::parse(argc, argv, 2,
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
                                 "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
-                                "accumulate", "shard"},
+                                "accumulate", "shard", "microbatches", "schedule", "virtual-stages",
+                                "stage-cuts", "schedule-trace"},
                                {"sequence-parallel", "vocab-parallel", "no-vocab-parallel"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -190,8 +193,10 @@ int runCompile(int argc, char** argv) {
         return fail("dtc compile: --mesh wants name=size[,name=size], got '" + options.mesh + "'");
       if (name == "dp") {
         options.dataParallel = n;
-      } else if (name == "pp" && !namesAxis(options.shard, name)) {
-        return fail("dtc compile: pipeline parallelism (mesh axis pp) is not implemented yet");
+      } else if (name == "pp") {
+        if (namesAxis(options.shard, name))
+          return fail("dtc compile: mesh axis pp holds pipeline stages; --shard cannot split over it");
+        options.pipelineStages = n;
       } else if (name == "tp" && !namesAxis(options.shard, name)) {
         options.megatron = "tp";  // Megatron's GPT-2 splits, unless the user gives their own
       } else if (!namesAxis(options.shard, name)) {
@@ -225,6 +230,20 @@ int runCompile(int argc, char** argv) {
   if (!accumulate.ok()) return fail(accumulate.status());
   if (*accumulate < 1) return fail("dtc compile: --accumulate must be >= 1");
   options.accumulate = *accumulate;
+  auto micro = args->integer("microbatches", 1);
+  if (!micro.ok()) return fail(micro.status());
+  if (*micro < 1) return fail("dtc compile: --microbatches must be >= 1");
+  options.microBatches = *micro;
+  auto virtualStages = args->integer("virtual-stages", 1);
+  if (!virtualStages.ok()) return fail(virtualStages.status());
+  options.virtualStages = *virtualStages;
+  options.schedule = args->str("schedule", "1f1b");
+  options.stageCuts = args->str("stage-cuts");
+  options.scheduleTracePath = args->str("schedule-trace");
+  if (options.pipelineStages == 0)
+    for (const char* flag : {"schedule", "virtual-stages", "stage-cuts", "schedule-trace"})
+      if (args->has(flag))
+        return fail(std::string("dtc compile: --") + flag + " needs a pipeline (--mesh pp=N)");
 
   auto model = dtc::ModelFile::read(args->positionals()[0]);
   if (!model) return fail(llvm::toString(model.takeError()));

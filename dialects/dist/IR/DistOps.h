@@ -27,6 +27,20 @@ inline constexpr const char kShardingsAttr[] = "dist.shardings";  // op: one per
 // propagated shardings.
 inline constexpr const char kUserAttr[] = "dist.user";
 
+// Pipeline parallelism. On ops and parameter arguments: the pipeline (virtual) stage computing
+// or holding it; on stage functions: the device stage running it.
+inline constexpr const char kStageAttr[] = "dist.stage";
+// On ops that a gradient rule built (the backward pass).
+inline constexpr const char kBackwardAttr[] = "dist.backward";
+// On ops of an unrolled step: the micro-batch they compute.
+inline constexpr const char kMicroBatchAttr[] = "dist.micro_batch";
+// On stage functions: the function they are a stage of ("train_step", "eval").
+inline constexpr const char kFunctionAttr[] = "dist.function";
+// On the module: the pipeline's configuration (PipelineConfig below) and, after the schedule
+// pass, what it predicts per stage.
+inline constexpr const char kPipelineAttr[] = "dist.pipeline";
+inline constexpr const char kPipelineStagesAttr[] = "dist.pipeline_stages";
+
 // The module's mesh, or null.
 MeshAttr getMesh(mlir::Operation* op);
 

@@ -77,14 +77,21 @@ def Dist_CollectiveBroadcastOp : Dist_CollectiveOp<"collective_broadcast",
 
 def Dist_SendOp : Dist_Op<"send"> {
   let summary = "Send x to the member `shift` places further along `axes` (pipeline stages)";
-  let arguments = (ins AnyRankedTensor:$x, StrArrayAttr:$axes, I64Attr:$shift);
+  let description = [{
+    Never blocks: the runtime copies x and sends it in the background. `tag` tells this
+    transfer from others between the same two devices in one step (a receiver may take them
+    in another order than they were sent).
+  }];
+  let arguments = (ins AnyRankedTensor:$x, StrArrayAttr:$axes, I64Attr:$shift,
+                   DefaultValuedAttr<I64Attr, "0">:$tag);
   let assemblyFormat = "$x `over` $axes attr-dict `:` type($x)";
   let hasVerifier = 1;
 }
 
 def Dist_RecvOp : Dist_Op<"recv"> {
   let summary = "Receive from the member `shift` places back along `axes`";
-  let arguments = (ins StrArrayAttr:$axes, I64Attr:$shift);
+  let description = [{ Blocks until the transfer with this `tag` from that member arrives. }];
+  let arguments = (ins StrArrayAttr:$axes, I64Attr:$shift, DefaultValuedAttr<I64Attr, "0">:$tag);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "`over` $axes attr-dict `:` type($result)";
   let hasVerifier = 1;

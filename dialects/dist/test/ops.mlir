@@ -19,10 +19,10 @@ module attributes {dist.mesh = #dist.mesh<dp = 2, tp = 4>} {
     %l = dist.local_slice %a over ["dp"] {dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
     // CHECK: dist.collective_broadcast %{{.*}} over ["tp"] {root = 3 : i64} : tensor<4x4xf32>
     %b = dist.collective_broadcast %l over ["tp"] {root = 3 : i64} : tensor<4x4xf32>
-    // CHECK: dist.send %{{.*}} over ["dp"] {shift = 1 : i64} : tensor<4x4xf32>
-    dist.send %b over ["dp"] {shift = 1 : i64} : tensor<4x4xf32>
-    // CHECK: dist.recv over ["dp"] {shift = 1 : i64} : tensor<4x4xf32>
-    %v = dist.recv over ["dp"] {shift = 1 : i64} : tensor<4x4xf32>
+    // CHECK: dist.send %{{.*}} over ["dp"] {shift = 1 : i64, tag = 3 : i64} : tensor<4x4xf32>
+    dist.send %b over ["dp"] {shift = 1 : i64, tag = 3 : i64} : tensor<4x4xf32>
+    // CHECK: dist.recv over ["dp"] {shift = 1 : i64, tag = 3 : i64} : tensor<4x4xf32>
+    %v = dist.recv over ["dp"] {shift = 1 : i64, tag = 3 : i64} : tensor<4x4xf32>
     // CHECK: dist.reshard %{{.*}} <[{tp}, {}]> : tensor<4x8xf32>
     %c = dist.reshard %x <[{tp}, {}]> : tensor<4x8xf32>
     return %c : tensor<4x8xf32>
