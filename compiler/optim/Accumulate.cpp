@@ -5,6 +5,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
+#include <map>
+
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
@@ -24,6 +27,37 @@ namespace {
 void scaleCount(Operation* op, int64_t k) {
   if (std::optional<int64_t> count = graph::meanCount(op))
     op->setAttr("count", Builder(op->getContext()).getI64IntegerAttr(*count * k));
+}
+
+int64_t stageOf(Value v) {
+  Operation* def = v.getDefiningOp();
+  auto stage = def ? def->getAttrOfType<IntegerAttr>(dist::kStageAttr) : nullptr;
+  return stage ? stage.getInt() : -1;
+}
+
+// The terms of autodiff's fan-out sums in `v` that come from different pipeline stages,
+// grouped by stage (in stage order; terms of one stage summed as autodiff summed them).
+// The sums taken apart are erased once nothing uses them.
+std::map<int64_t, Value> contributionsByStage(Value v) {
+  std::map<int64_t, Value> byStage;
+  SmallVector<Operation*> split;
+  std::function<void(Value)> visit = [&](Value x) {
+    auto add = x.getDefiningOp<graph::AddOp>();
+    if (add && add->hasAttr(dist::kBackwardAttr) &&
+        stageOf(add.getLhs()) != stageOf(add.getRhs())) {
+      split.push_back(add);
+      visit(add.getLhs());
+      visit(add.getRhs());
+      return;
+    }
+    Value& slot = byStage[stageOf(x)];
+    OpBuilder b = OpBuilder::atBlockEnd(x.getParentBlock());
+    slot = slot ? graph::AddOp::create(b, x.getLoc(), slot, x).getResult() : x;
+  };
+  visit(v);
+  for (Operation* add : split)
+    if (add->use_empty()) add->erase();
+  return byStage;
 }
 
 struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
@@ -84,6 +118,7 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
     b.setInsertionPointToStart(body);
 
     SmallVector<Value> results(ret.getNumOperands());
+    std::map<unsigned, std::map<int64_t, Value>> stageSums;  // result -> stage -> running sum
     DenseMap<unsigned, Value> carried;  // parameter argument -> its value after the last micro-batch
     for (int64_t m = 0; m < k; ++m) {
       IRMapping map;
@@ -100,11 +135,39 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
       }
       for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
         Value v = map.lookup(ret.getOperand(r));
+        if (pipelined && r > 0 && summed[r]) {
+          // A weight used on several stages (a tied embedding): each stage sums its own
+          // contributions over the micro-batches, and the stages' sums meet once per step.
+          for (auto& [stage, leaf] : contributionsByStage(v)) {
+            Value& sum = stageSums[r][stage];
+            sum = sum ? graph::AddOp::create(b, leaf.getLoc(), sum, leaf).getResult() : leaf;
+          }
+          continue;
+        }
         if (summed[r] && results[r])
           results[r] = graph::AddOp::create(b, v.getLoc(), results[r], v);
         else
           results[r] = v;  // sums start here; everything else is the last micro-batch's
         if (auto it = updatesArg.find(r); it != updatesArg.end()) carried[it->second] = v;
+      }
+    }
+    for (auto& [r, sums] : stageSums) {
+      // On the stage holding the parameter, in its last backward unit.
+      auto param = grad.getResultAttrOfType<StringAttr>(r, attr::kGradOf);
+      Attribute home;
+      for (BlockArgument arg : grad.getArguments())
+        if (grad.getArgAttr(arg.getArgNumber(), attr::kParam) == param)
+          home = grad.getArgAttr(arg.getArgNumber(), dist::kStageAttr);
+      for (auto& [stage, sum] : sums) {
+        if (!results[r]) {
+          results[r] = sum;
+          continue;
+        }
+        auto add = graph::AddOp::create(b, sum.getLoc(), results[r], sum);
+        add->setAttr(dist::kBackwardAttr, builder.getUnitAttr());
+        add->setAttr(dist::kMicroBatchAttr, builder.getI64IntegerAttr(k - 1));
+        if (home) add->setAttr(dist::kStageAttr, home);
+        results[r] = add;
       }
     }
     func::ReturnOp::create(b, ret.getLoc(), results);
