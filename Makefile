@@ -25,6 +25,7 @@ bench: build
 	@bash bench/gpt_step.sh $(BUILD)
 	@bash bench/convnet_step.sh $(BUILD)
 	@bash bench/dp_step.sh $(BUILD)
+	@bash bench/pipeline_bubble.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job (`make demo`): the zoo MLP (on one process, then data-parallel on two) and
-# ConvNet trained on Fashion-MNIST (test accuracy printed), then a small GPT on a byte-level text corpus (validation loss and a greedy sample).
+# ConvNet trained on Fashion-MNIST (test accuracy printed), then a small GPT on a byte-level text
+# corpus (validation loss and a greedy sample), and that GPT again on a 2-stage pipeline.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,3 +49,17 @@ TOKENS="$ROOT/data/fortunes"
 "$DTRUN" "$OUT/gpt.dtp" --data "$TOKENS/train.bin" --steps 600 --seed 0 \
   --eval "$TOKENS/val.bin" --log "$OUT/gpt.jsonl" --save "$OUT/gpt" \
   --sample 200 --prompt "The meaning of life is "
+
+# The same GPT on a 2-stage pipeline (2 MPI processes): the compiler cuts it between layers,
+# runs 4 micro-batches per step in 1F1B order, sends activations and gradients between the
+# stages (the tied embedding from stage 0 to the LM head on stage 1 and its gradient back), and
+# predicts the bubble; the planned timeline is a Chrome trace (chrome://tracing, Perfetto).
+"$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt-pp2.dtp" --batch 32 --optimizer adamw --lr 3e-3 \
+  --mesh pp=2 --microbatches 4 --schedule 1f1b --schedule-trace "$OUT/gpt-pp2-schedule.json"
+"$DTC" inspect "$OUT/gpt-pp2.dtp" | grep "^stage ., predicted"
+mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRUN" "$OUT/gpt-pp2.dtp" \
+  --data "$TOKENS/train.bin" --steps 300 --seed 0 --threads 1 --eval "$TOKENS/val.bin" \
+  --log "$OUT/gpt-pp2.jsonl" | tail -2
+mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRUN" "$OUT/gpt-pp2.dtp" \
+  --data "$TOKENS/train.bin" --steps 3 --threads 1 --trace "$OUT/gpt-pp2-measured.json" > /dev/null
+echo "pipeline timelines: $OUT/gpt-pp2-schedule.json (planned), $OUT/gpt-pp2-measured.json (measured)"
