@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "plan/communication.h"
 
@@ -162,6 +163,21 @@ std::string summarizePlanText(const Plan& plan) {
     os << "mesh: " << mesh << " (" << meshDevices(plan) << " devices; every rank runs this plan"
        << (stages > 0 ? " (its stage's functions)" : "")
        << " on its shards, so the sizes below are per rank)\n";
+  if (!mesh.empty() && meshDevices(plan) <= 64) {
+    // Ranks are row-major over the axes: the last axis varies fastest.
+    os << "ranks:";
+    for (int64_t rank = 0; rank < meshDevices(plan); ++rank) {
+      std::vector<int64_t> coords(p.mesh()->size());
+      int64_t rest = rank;
+      for (int64_t a = static_cast<int64_t>(coords.size()) - 1; a >= 0; --a)
+        coords[a] = rest % p.mesh()->Get(a)->size(), rest /= p.mesh()->Get(a)->size();
+      os << " " << rank << "=(";
+      for (size_t a = 0; a < coords.size(); ++a)
+        os << (a ? "," : "") << p.mesh()->Get(a)->name()->str() << coords[a];
+      os << ")";
+    }
+    os << "\n";
+  }
   if (stages > 0) {
     os << "pipeline: " << stages << " stages along " << p.mesh()->Get(p.pipeline_axis())->name()->str()
        << (p.schedule() && p.schedule()->size() ? "; schedule " + p.schedule()->str() : "")
