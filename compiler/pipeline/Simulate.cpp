@@ -179,7 +179,7 @@ std::string traceJson(ModuleOp module, const Timeline& timeline) {
   std::optional<PipelineConfig> config = getPipeline(module);
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
   bool first = true;
   auto event = [&](const std::string& json) {
     os << (first ? "\n" : ",\n") << json;
@@ -203,17 +203,18 @@ std::string traceJson(ModuleOp module, const Timeline& timeline) {
     SmallVector<int64_t> coord(sizes.size());
     for (int64_t i = sizes.size() - 1; i >= 0; --i) coord[i] = rest % sizes[i], rest /= sizes[i];
     for (size_t i = 0; i < sizes.size(); ++i) {
-      coords += (i ? "," : "") + names[i] + "=" + std::to_string(coord[i]);
+      coords += (i ? ", " : "") + names[i] + "=" + std::to_string(coord[i]);
       if (static_cast<int64_t>(i) == ppAxis) stage = coord[i];
     }
-    event("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(rank) +
+    // As dtrun --trace: one process row per rank, named with its coordinates.
+    event("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
           ",\"args\":{\"name\":\"rank " + std::to_string(rank) + " (" + coords + ")\"}}");
     if (stage >= static_cast<int64_t>(timeline.devices.size())) continue;
     for (const Box& box : timeline.devices[stage]) {
       std::string e;
       llvm::raw_string_ostream es(e);
       es << "{\"name\":\"" << box.name << "\",\"cat\":\"" << box.kind
-         << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << rank << ",\"ts\":" << box.start * 1e6
+         << "\",\"ph\":\"X\",\"pid\":" << rank << ",\"tid\":0,\"ts\":" << box.start * 1e6
          << ",\"dur\":" << (box.end - box.start) * 1e6 << "}";
       event(e);
     }

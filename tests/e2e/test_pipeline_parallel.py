@@ -72,7 +72,7 @@ def check_trace(work, model, data):
     events = json.load(open(planned))["traceEvents"]
     rows = sorted(e["args"]["name"] for e in events if e["ph"] == "M")
     assert rows == ["rank 0 (pp=0)", "rank 1 (pp=1)"], rows
-    kinds = {(e["tid"], e["cat"]) for e in events if e["ph"] == "X"}
+    kinds = {(e["pid"], e["cat"]) for e in events if e["ph"] == "X"}
     for rank in (0, 1):
         for kind in ("forward", "backward", "send", "recv"):
             assert (rank, kind) in kinds, (rank, kind)
