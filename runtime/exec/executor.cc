@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <sys/mman.h>
 
 #include "data/init.h"
 #include "exec/shard_layout.h"
@@ -26,14 +25,6 @@ const plan::Attr* findAttr(const plan::Step& step, const char* name) {
     for (const plan::Attr* a : *step.attrs())
       if (a->name()->str() == name) return a;
   return nullptr;
-}
-
-// Page-aligned, zero-filled memory straight from the kernel: pages are only touched when a
-// kernel first writes them, so a large arena costs nothing until used.
-uint8_t* allocateRegion(uint64_t bytes, uint64_t& mapped) {
-  mapped = std::max<uint64_t>(bytes, 4096);
-  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 
 // Creating a group's communicator is collective over the whole job (MPI_Comm_split), but the
@@ -98,17 +89,20 @@ std::string StepContext::where() const {
   return step.op()->str() + (loc.empty() ? "" : " at " + loc) + ": ";
 }
 
-Executor::Executor(const Plan& plan, int threads, comm::DeviceMesh* mesh)
-    : plan_(plan), pool_(threads), mesh_(mesh) {}
+Executor::Executor(const Plan& plan, int threads, comm::DeviceMesh* mesh,
+                   std::unique_ptr<Backend> backend)
+    : plan_(plan), pool_(threads), mesh_(mesh), backend_(std::move(backend)) {}
 
 Executor::~Executor() {
-  if (state_) ::munmap(state_, stateMapped_);
-  if (arena_) ::munmap(arena_, arenaMapped_);
+  backend_->release(state_, stateAllocated_);
+  backend_->release(arena_, arenaAllocated_);
 }
 
 StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threads,
-                                                     comm::DeviceMesh* mesh) {
-  std::unique_ptr<Executor> ex(new Executor(plan, threads, mesh));
+                                                     comm::DeviceMesh* mesh,
+                                                     std::unique_ptr<Backend> backend) {
+  if (!backend) backend = createCpuBackend();
+  std::unique_ptr<Executor> ex(new Executor(plan, threads, mesh, std::move(backend)));
   const plan::Plan& root = plan.root();
   if (plan.stages() > 0) {
     // Verified: the pipeline axis is an axis of the plan's mesh.
@@ -127,12 +121,18 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threa
             ex->stateBytes_, s->offset() + numElements(s->shape()) * dtypeSize(toDType(s->dtype())));
   // The whole region all the same: a function's state values are verified against it, and
   // pages never touched cost nothing.
-  ex->state_ = allocateRegion(root.state_bytes(), ex->stateMapped_);
-  ex->arena_ = allocateRegion(ex->arenaBytes_, ex->arenaMapped_);
-  if (!ex->state_ || !ex->arena_)
-    return Status::Internal("cannot allocate " +
-                            std::to_string(root.state_bytes() + ex->arenaBytes_) +
-                            " bytes for the plan's memory");
+  Backend& device = *ex->backend_;
+  auto allocate = [&](uint64_t bytes, uint8_t*& region, uint64_t& allocated) -> Status {
+    StatusOr<uint8_t*> memory = device.allocate(bytes);
+    if (!memory.ok())
+      return memory.status().withContext(plan.name() + ": the plan's memory on " + device.name());
+    region = *memory;
+    allocated = bytes;
+    return Status::Ok();
+  };
+  DTC_RETURN_IF_ERROR(allocate(root.state_bytes(), ex->state_, ex->stateAllocated_));
+  DTC_RETURN_IF_ERROR(allocate(ex->arenaBytes_, ex->arena_, ex->arenaAllocated_));
+  if (!device.hostMemory()) ex->hostState_.reset(new uint8_t[root.state_bytes()]());
   for (const plan::Function* f : *root.functions())
     if (Plan::onStage(f->stage(), ex->stage_)) DTC_RETURN_IF_ERROR(ex->prepare(*f));
   return ex;
@@ -144,6 +144,15 @@ const plan::Function* Executor::function(const std::string& name) const {
 }
 
 TensorView Executor::view(const std::string& function, uint32_t index) const {
+  TensorView t = deviceView(function, index);
+  if (backend_->hostMemory()) return t;
+  const PreparedFunction& prepared = functions_.at(function);
+  auto it = prepared.hostCopies.find(index);
+  t.data = it == prepared.hostCopies.end() ? nullptr : it->second.get();
+  return t;
+}
+
+TensorView Executor::deviceView(const std::string& function, uint32_t index) const {
   const plan::Function& f = *functions_.at(function).function;
   const plan::Value& v = *f.values()->Get(index);
   TensorView t;
@@ -157,7 +166,7 @@ TensorView Executor::state(const std::string& name) const {
   const plan::StateTensor* s = plan_.stateTensor(name, stage_);
   if (!s) return {};
   TensorView t;
-  t.data = state_ + s->offset();
+  t.data = hostState() + s->offset();
   t.dtype = toDType(s->dtype());
   if (s->shape()) t.shape.assign(s->shape()->begin(), s->shape()->end());
   return t;
@@ -173,10 +182,10 @@ Status Executor::prepare(const plan::Function& function) {
     for (const plan::Step* step : *function.steps()) {
       StepContext ctx{*step, {}, {}, pool_, mesh_};
       if (step->inputs())
-        for (uint32_t i : *step->inputs()) ctx.inputs.push_back(view(name, i));
+        for (uint32_t i : *step->inputs()) ctx.inputs.push_back(deviceView(name, i));
       if (step->outputs())
-        for (uint32_t i : *step->outputs()) ctx.outputs.push_back(view(name, i));
-      StatusOr<BoundStep> bound = bindCpuStep(ctx);
+        for (uint32_t i : *step->outputs()) ctx.outputs.push_back(deviceView(name, i));
+      StatusOr<BoundStep> bound = backend_->bind(ctx);
       if (!bound.ok())
         return bound.status().withContext(plan_.name() + ": function '" + name + "'");
       prepared.steps.push_back(std::move(bound).value());
@@ -184,22 +193,44 @@ Status Executor::prepare(const plan::Function& function) {
   if (function.results())
     for (const plan::Binding* b : *function.results()) {
       if (b->role() != plan::Role::param && b->role() != plan::Role::optim_state) continue;
-      TensorView from = view(name, b->value());
+      TensorView from = deviceView(name, b->value());
       TensorView to = state(b->name()->str());
+      if (to.data) to.data = state_ + (to.data - hostState());  // the backend's copy
       if (!to.data || to.shape != from.shape || to.dtype != from.dtype)
         return Status::InvalidInput(plan_.name() + " is invalid: function '" + name +
                                     "' updates unknown or mismatched state '" +
                                     printable(b->name()->str()) + "'");
       if (from.data != to.data) prepared.writeBacks.emplace_back(from, to);
     }
+  if (!backend_->hostMemory()) {
+    // Host copies of what the trainer fills (data) and reads (loss, outputs).
+    auto hostCopy = [&](uint32_t index, std::vector<uint32_t>& list) {
+      if (prepared.hostCopies.count(index)) return;
+      const plan::Value& v = *function.values()->Get(index);
+      prepared.hostCopies[index].reset(new uint8_t[valueBytes(v)]());
+      list.push_back(index);
+    };
+    if (function.arguments())
+      for (const plan::Binding* b : *function.arguments())
+        if (b->role() == plan::Role::data) hostCopy(b->value(), prepared.uploads);
+    if (function.results())
+      for (const plan::Binding* b : *function.results())
+        if (b->role() == plan::Role::loss || b->role() == plan::Role::output)
+          hostCopy(b->value(), prepared.downloads);
+  }
   return Status::Ok();
+}
+
+Status Executor::pullState() {
+  if (backend_->hostMemory()) return Status::Ok();
+  return backend_->download(hostState_.get(), state_, stateAllocated_);
 }
 
 Status Executor::initializeState() {
   const plan::Plan& p = plan_.root();
   for (const plan::StateTensor* s : *p.state()) {
     if (!Plan::onStage(s->stage(), stage_)) continue;  // another stage's
-    uint8_t* dst = state_ + s->offset();
+    uint8_t* dst = hostState() + s->offset();
     // Init rules and stored values describe the whole tensor: a sharded one is materialised
     // whole, then this device keeps its block (counter-based rules make the block independent
     // of how the tensor is cut).
@@ -240,6 +271,8 @@ Status Executor::initializeState() {
     }
     if (sharded) extractShard(whole.data(), global, elementSize, cuts, dst);
   }
+  if (!backend_->hostMemory())
+    return backend_->upload(state_, hostState_.get(), stateAllocated_);
   return Status::Ok();
 }
 
@@ -247,6 +280,11 @@ Status Executor::run(const std::string& function) {
   auto it = functions_.find(function);
   if (it == functions_.end())
     return Status::InvalidInput(plan_.name() + " has no function '" + function + "'");
+  PreparedFunction& prepared = it->second;
+  auto bytesOf = [&](uint32_t index) { return valueBytes(*prepared.function->values()->Get(index)); };
+  for (uint32_t index : prepared.uploads)
+    DTC_RETURN_IF_ERROR(backend_->upload(deviceView(function, index).data,
+                                         prepared.hostCopies.at(index).get(), bytesOf(index)));
   if (timing_) {
     auto now = [] {
       return std::chrono::duration<double, std::micro>(
@@ -264,8 +302,13 @@ Status Executor::run(const std::string& function) {
   // A pipeline's sends are buffered (they must not block: neighbours send to each other);
   // the function is done when they are.
   if (mesh_) DTC_RETURN_IF_ERROR(mesh_->completeSends());
-  for (auto& [from, to] : it->second.writeBacks)
-    std::memcpy(to.data, from.data, static_cast<size_t>(from.numElements()) * dtypeSize(from.dtype));
+  for (auto& [from, to] : prepared.writeBacks)
+    DTC_RETURN_IF_ERROR(backend_->copy(
+        to.data, from.data, static_cast<uint64_t>(from.numElements()) * dtypeSize(from.dtype)));
+  DTC_RETURN_IF_ERROR(backend_->synchronize());
+  for (uint32_t index : prepared.downloads)
+    DTC_RETURN_IF_ERROR(backend_->download(prepared.hostCopies.at(index).get(),
+                                           deviceView(function, index).data, bytesOf(index)));
   return Status::Ok();
 }
 

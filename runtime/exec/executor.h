@@ -1,5 +1,6 @@
-// Runs a verified plan's functions on the CPU backend. All memory is allocated once: the
-// state region (parameters, optimizer state) and one arena shared by the functions in turn.
+// Runs a verified plan's functions on a backend (the CPU's, or a device's). All memory is
+// allocated once: the state region (parameters, optimizer state) and one arena shared by the
+// functions in turn.
 #pragma once
 
 #include <functional>
@@ -9,43 +10,12 @@
 #include <vector>
 
 #include "comm/device_mesh.h"
+#include "exec/backend.h"
+#include "exec/step.h"
 #include "plan/plan.h"
 #include "support/thread_pool.h"
 
 namespace dtc {
-
-// A value's storage as a kernel sees it.
-struct TensorView {
-  uint8_t* data = nullptr;
-  DType dtype = DType::kF32;
-  std::vector<int64_t> shape;
-  float* f32() const { return reinterpret_cast<float*>(data); }
-  int64_t* i64() const { return reinterpret_cast<int64_t*>(data); }
-  int64_t numElements() const;
-};
-
-// One plan step bound to its buffers, ready to run.
-using BoundStep = std::function<Status()>;
-
-struct StepContext {
-  const plan::Step& step;
-  std::vector<TensorView> inputs;
-  std::vector<TensorView> outputs;
-  ThreadPool& pool;
-  comm::DeviceMesh* mesh = nullptr;  // collectives: this device's mesh (null: one device)
-
-  // Attribute accessors (attributes are optional in the format; absent means 0).
-  int64_t intAttr(const char* name) const;
-  double floatAttr(const char* name) const;
-  std::vector<int64_t> intsAttr(const char* name) const;
-  std::string stringAttr(const char* name) const;
-  // "matmul at fc0: " — the prefix of every error about this step.
-  std::string where() const;
-};
-
-// Validates a step's operands against its kernel's contract and binds it. Defined per kernel in
-// cpu_kernel_table.cc.
-StatusOr<BoundStep> bindCpuStep(const StepContext& ctx);
 
 // One kernel call as it ran: which step of which function, and when (microseconds of the
 // system-wide monotonic clock, comparable between processes on one machine).
@@ -58,8 +28,10 @@ struct StepTiming {
 class Executor {
  public:
   // `mesh` (not owned; outlives the executor) runs the plan's collectives; null is one device.
+  // `backend` runs the steps (null: the CPU backend).
   static StatusOr<std::unique_ptr<Executor>> create(const Plan& plan, int threads,
-                                                    comm::DeviceMesh* mesh = nullptr);
+                                                    comm::DeviceMesh* mesh = nullptr,
+                                                    std::unique_ptr<Backend> backend = nullptr);
   ~Executor();
 
   // Fills parameters from their init rules or stored values and zeroes optimizer state.
@@ -77,10 +49,17 @@ class Executor {
   bool hasFunction(const std::string& name) const { return functions_.count(name) != 0; }
   // The function this rank runs under `name` (its stage's), or nullptr.
   const plan::Function* function(const std::string& name) const;
-  // Where value `index` of `function` (this rank's) lives.
+  // Value `index` of `function` (this rank's) as the host sees it. On the CPU backend that is
+  // the value itself. On a device backend only the function's data inputs (uploaded when it
+  // runs) and its loss and outputs (downloaded after) have host copies; other values' views
+  // have no data.
   TensorView view(const std::string& function, uint32_t index) const;
-  // A state tensor of this rank's stage by name (parameter or optimizer state), or an empty view.
+  // A state tensor of this rank's stage by name (parameter or optimizer state), or an empty
+  // view. On a device backend, a host copy current as of the last pullState().
   TensorView state(const std::string& name) const;
+  // Brings the state to the host (device backends; nothing to do on the CPU).
+  Status pullState();
+  const Backend& backend() const { return *backend_; }
   ThreadPool& pool() { return pool_; }
   comm::DeviceMesh* mesh() { return mesh_; }
   // This rank's memory: its stage's state region and the arena of its functions.
@@ -88,8 +67,11 @@ class Executor {
   uint64_t arenaBytes() const { return arenaBytes_; }
 
  private:
-  Executor(const Plan& plan, int threads, comm::DeviceMesh* mesh);
+  Executor(const Plan& plan, int threads, comm::DeviceMesh* mesh, std::unique_ptr<Backend> backend);
   Status prepare(const plan::Function& function);
+  // Where value `index` of `function` lives in the backend's memory.
+  TensorView deviceView(const std::string& function, uint32_t index) const;
+  uint8_t* hostState() const { return backend_->hostMemory() ? state_ : hostState_.get(); }
 
   struct PreparedFunction {
     const plan::Function* function = nullptr;
@@ -97,16 +79,22 @@ class Executor {
     std::vector<BoundStep> steps;
     // Updated state computed outside its own storage: copied back after the steps.
     std::vector<std::pair<TensorView, TensorView>> writeBacks;  // (from, to)
+    // Device backends: host copies of the values the trainer fills (uploaded before the
+    // steps) and reads (downloaded after), by value index.
+    std::map<uint32_t, std::unique_ptr<uint8_t[]>> hostCopies;
+    std::vector<uint32_t> uploads, downloads;
   };
 
   const Plan& plan_;
   ThreadPool pool_;
   comm::DeviceMesh* mesh_ = nullptr;
-  uint8_t* state_ = nullptr;
+  std::unique_ptr<Backend> backend_;
+  uint8_t* state_ = nullptr;  // the backend's memory
   uint8_t* arena_ = nullptr;
+  std::unique_ptr<uint8_t[]> hostState_;  // device backends: the state region's host copy
   uint64_t stateBytes_ = 0, arenaBytes_ = 0;
+  uint64_t stateAllocated_ = 0, arenaAllocated_ = 0;
   int stage_ = -1;
-  uint64_t stateMapped_ = 0, arenaMapped_ = 0;
   std::map<std::string, PreparedFunction> functions_;
   bool timing_ = false;
   std::vector<StepTiming> timings_;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -171,6 +172,14 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write) {
   return io::writeSafetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
 }
 
+// This process's index among the job's processes on its node (which GPU it takes), from the
+// launcher's environment: Open MPI, Slurm, torchrun.
+int localRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"})
+    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+  return 0;
+}
+
 }  // namespace
 
 Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher) {
@@ -227,8 +236,9 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
   const bool lead = mesh->rank() == 0;  // only rank 0 prints, logs and saves
   if (options.sampleTokens > 0 && mesh->numDevices() > 1)
     return Status::InvalidInput("--sample needs a single-device plan (compile without --mesh)");
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, createBackend(options.device, localRank()));
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
-                       Executor::create(plan, options.threads, mesh));
+                       Executor::create(plan, options.threads, mesh, std::move(backend)));
   DTC_RETURN_IF_ERROR(ex->initializeState());
   ex->setTiming(!options.tracePath.empty());
   const plan::Plan& root = plan.root();
@@ -285,7 +295,10 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
     std::printf("sample: %s%s\n", options.prompt.c_str(), text.c_str());
   }
   if (!options.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(*ex, *mesh, options.tracePath));
-  if (!options.saveDir.empty()) DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir, lead));
+  if (!options.saveDir.empty()) {
+    DTC_RETURN_IF_ERROR(ex->pullState());
+    DTC_RETURN_IF_ERROR(saveParameters(*ex, options.saveDir, lead));
+  }
   return Status::Ok();
 }
 

@@ -20,6 +20,7 @@ struct TrainOptions {
   int64_t sampleTokens = 0;  // after training: greedy continuation of `prompt` (byte-level LMs)
   std::string prompt;
   std::string tracePath;     // optional: Chrome trace JSON of every kernel call, all ranks
+  std::string device = "cpu";  // the backend: cpu, cuda (one GPU per process), cpu-staged
 };
 
 // The job must have one process per device of the plan's mesh (one for a plan without a mesh).

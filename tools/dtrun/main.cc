@@ -13,6 +13,7 @@ namespace {
 constexpr const char kUsage[] =
     "usage: dtrun PLAN [--data DIR|TOKENS.bin] [--steps N] [--seed S] [--log FILE.jsonl]\n"
     "             [--save DIR] [--eval DIR|TOKENS.bin] [--threads N] [--trace FILE.json]\n"
+    "             [--device cpu|cuda]\n"
     "             [--sample N [--prompt TEXT]]   greedy text from a byte-level language model\n";
 
 int fail(const dtc::Status& status) {
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   }
   auto args = dtc::Args::parse(argc, argv, 1,
                                {"data", "steps", "seed", "log", "save", "eval", "threads", "sample", "prompt",
-                                "trace"}, {});
+                                "trace", "device"}, {});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1)
     return fail(dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage)));
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   options.logPath = args->str("log");
   options.saveDir = args->str("save");
   options.tracePath = args->str("trace");
+  options.device = args->str("device", "cpu");
   auto steps = args->integer("steps", 0);
   auto seed = args->integer("seed", 0);
   auto threads = args->integer("threads", 0);

@@ -1,0 +1,51 @@
+// Where a plan's memory lives and its steps run. The CPU backend (host memory, the CPU kernel
+// table) is built into dtrun; a device backend (CUDA) is a plugin loaded at run time, so the
+// same dtrun starts on machines without a GPU or its libraries.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "exec/step.h"
+#include "support/status.h"
+
+namespace dtc {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Whether kernels work on host memory. If not, the executor keeps host copies of the values
+  // the trainer reads and writes (data inputs, loss, outputs, state for init and saving) and
+  // moves them with upload/download.
+  virtual bool hostMemory() const = 0;
+  // Zero-filled memory for a region (state or arena); release() gives it back.
+  virtual StatusOr<uint8_t*> allocate(uint64_t bytes) = 0;
+  virtual void release(uint8_t* memory, uint64_t bytes) = 0;
+  virtual Status upload(uint8_t* to, const void* from, uint64_t bytes) = 0;
+  virtual Status download(void* to, const uint8_t* from, uint64_t bytes) = 0;
+  virtual Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) = 0;  // within the backend
+  // Validates a step against its kernel's contract and binds it to its operands' storage.
+  virtual StatusOr<BoundStep> bind(const StepContext& step) = 0;
+  // Returns once every step started so far has finished (bound steps may run asynchronously).
+  virtual Status synchronize() = 0;
+};
+
+// The built-in backend: host memory, the CPU kernels.
+std::unique_ptr<Backend> createCpuBackend();
+// The CPU kernels behind the device interface: separate memory reached only through
+// upload/download, as a GPU's. Tests the device path of the executor and trainer on machines
+// without a GPU (dtrun --device cpu-staged).
+std::unique_ptr<Backend> createStagedCpuBackend();
+
+// "cpu", "cpu-staged" or "cuda" (the plugin libdtc_cuda.so next to dtrun, or the file named by
+// DTC_CUDA_BACKEND; `localRank` picks the GPU among this node's). Errors say what is missing.
+StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int localRank);
+
+// The plugin's entry point (C linkage, looked up by name).
+constexpr int kBackendAbiVersion = 1;
+using CreateBackendFn = Backend* (*)(int abiVersion, int localRank, char* error, size_t errorSize);
+constexpr const char kCreateBackendSymbol[] = "dtcCreateBackend";
+
+}  // namespace dtc

@@ -1,0 +1,52 @@
+// Backends by name; the CUDA one from its plugin, so dtrun needs no GPU library to start.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "exec/backend.h"
+
+namespace dtc {
+namespace {
+
+// libdtc_cuda.so beside the running executable (the build puts it next to dtrun).
+std::string pluginPath() {
+  if (const char* path = std::getenv("DTC_CUDA_BACKEND"); path && *path) return path;
+  char exe[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return "libdtc_cuda.so";
+  std::string dir(exe, static_cast<size_t>(n));
+  return dir.substr(0, dir.rfind('/') + 1) + "libdtc_cuda.so";
+}
+
+StatusOr<std::unique_ptr<Backend>> loadCuda(int localRank) {
+  const std::string path = pluginPath();
+  // Kept loaded for the process's life: the backend's code lives in it.
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = ::dlerror();
+    return Status::InvalidInput("--device cuda: cannot load the CUDA backend " + path + " (" +
+                                (why ? why : "unknown error") +
+                                "); build dtc on a machine with the CUDA toolkit");
+  }
+  auto create = reinterpret_cast<CreateBackendFn>(::dlsym(handle, kCreateBackendSymbol));
+  if (!create)
+    return Status::InvalidInput("--device cuda: " + path + " is not a dtc backend (no " +
+                                kCreateBackendSymbol + ")");
+  char error[512] = {0};
+  Backend* backend = create(kBackendAbiVersion, localRank, error, sizeof error);
+  if (!backend) return Status::InvalidInput(std::string("--device cuda: ") + error);
+  return std::unique_ptr<Backend>(backend);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int localRank) {
+  if (device.empty() || device == "cpu") return createCpuBackend();
+  if (device == "cpu-staged") return createStagedCpuBackend();
+  if (device == "cuda") return loadCuda(localRank);
+  return Status::InvalidInput("unknown --device '" + device + "' (expected cpu, cuda or cpu-staged)");
+}
+
+}  // namespace dtc

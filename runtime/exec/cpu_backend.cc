@@ -1,0 +1,53 @@
+// The CPU backend, and the same kernels behind the device interface (for testing that path).
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "exec/backend.h"
+
+namespace dtc {
+namespace {
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(bool staged) : staged_(staged) {}
+  std::string name() const override { return staged_ ? "cpu-staged" : "cpu"; }
+  bool hostMemory() const override { return !staged_; }
+
+  // Page-aligned, zero-filled memory straight from the kernel: pages are only touched when a
+  // kernel first writes them, so a large arena costs nothing until used.
+  StatusOr<uint8_t*> allocate(uint64_t bytes) override {
+    void* p = ::mmap(nullptr, mapped(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return Status::Internal("cannot allocate " + std::to_string(bytes) + " bytes");
+    return static_cast<uint8_t*>(p);
+  }
+  void release(uint8_t* memory, uint64_t bytes) override {
+    if (memory) ::munmap(memory, mapped(bytes));
+  }
+  Status upload(uint8_t* to, const void* from, uint64_t bytes) override {
+    std::memcpy(to, from, bytes);
+    return Status::Ok();
+  }
+  Status download(void* to, const uint8_t* from, uint64_t bytes) override {
+    std::memcpy(to, from, bytes);
+    return Status::Ok();
+  }
+  Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) override {
+    std::memmove(to, from, bytes);
+    return Status::Ok();
+  }
+  StatusOr<BoundStep> bind(const StepContext& step) override { return bindCpuStep(step); }
+  Status synchronize() override { return Status::Ok(); }
+
+ private:
+  static uint64_t mapped(uint64_t bytes) { return std::max<uint64_t>(bytes, 4096); }
+  bool staged_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> createCpuBackend() { return std::make_unique<CpuBackend>(false); }
+std::unique_ptr<Backend> createStagedCpuBackend() { return std::make_unique<CpuBackend>(true); }
+
+}  // namespace dtc

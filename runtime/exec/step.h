@@ -1,0 +1,49 @@
+// What a kernel binder sees of one plan step: its operands' storage, attributes and context.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/device_mesh.h"
+#include "plan/plan.h"
+#include "support/thread_pool.h"
+
+namespace dtc {
+
+// A value's storage as a kernel sees it: host memory on the CPU backend, device memory on a
+// device backend.
+struct TensorView {
+  uint8_t* data = nullptr;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  float* f32() const { return reinterpret_cast<float*>(data); }
+  int64_t* i64() const { return reinterpret_cast<int64_t*>(data); }
+  int64_t numElements() const;
+};
+
+// One plan step bound to its buffers, ready to run.
+using BoundStep = std::function<Status()>;
+
+struct StepContext {
+  const plan::Step& step;
+  std::vector<TensorView> inputs;
+  std::vector<TensorView> outputs;
+  ThreadPool& pool;
+  comm::DeviceMesh* mesh = nullptr;  // collectives: this device's mesh (null: one device)
+
+  // Attribute accessors (attributes are optional in the format; absent means 0).
+  int64_t intAttr(const char* name) const;
+  double floatAttr(const char* name) const;
+  std::vector<int64_t> intsAttr(const char* name) const;
+  std::string stringAttr(const char* name) const;
+  // "matmul at fc0: " — the prefix of every error about this step.
+  std::string where() const;
+};
+
+// Validates a step's operands against its CPU kernel's contract and binds it (the CPU
+// backend's kernel table, cpu_kernel_table.cc and its siblings).
+StatusOr<BoundStep> bindCpuStep(const StepContext& ctx);
+
+}  // namespace dtc
