@@ -24,6 +24,7 @@ inline constexpr const char kArgRegions[] = "plan.arg_regions";
 inline constexpr const char kArenaBytes[] = "plan.arena_bytes";
 inline constexpr const char kStateLayout[] = "plan.state_layout";  // module: name -> offset
 inline constexpr const char kStateBytes[] = "plan.state_bytes";
+inline constexpr const char kDevice[] = "plan.device";  // module: the backend compiled for
 }  // namespace attr
 
 }  // namespace dtc

@@ -82,6 +82,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   }
   OwningOpRef<ModuleOp> module = importModel(ctx, model, ImportOptions{batch});
   if (!module) return failure();
+  (*module)->setAttr(attr::kDevice, StringAttr::get(&ctx, options.device));
   if (failed(dumpModule(*module, options.dumpIrDir, 0, "import"))) return failure();
 
   OptimizerOptions optim;

@@ -300,6 +300,7 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       }
   }
   auto scheduleString = fbb_.CreateString(schedule);
+  auto deviceString = fbb_.CreateString(str(attr::kDevice).empty() ? "cpu" : str(attr::kDevice));
   auto stagesVector = fbb_.CreateVector(stages);
   fbb_.ForceVectorAlignment(constants_.size(), 1, 64);
   auto constants = fbb_.CreateVector(constants_);
@@ -308,7 +309,8 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       fbb_.CreateVector(state), static_cast<uint64_t>(stateBytes), fbb_.CreateVector(functions),
       fbb_.CreateString(str(attr::kPredictions)), fbb_.CreateString(str(attr::kTargets)),
       fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector,
-      micro ? static_cast<int32_t>(micro.getInt()) : 1, pipelineAxis, scheduleString, stagesVector);
+      micro ? static_cast<int32_t>(micro.getInt()) : 1, pipelineAxis, scheduleString, stagesVector,
+      deviceString);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
   return success();

@@ -157,6 +157,8 @@ std::string summarizePlanText(const Plan& plan) {
   os << "parameters: " << params << " tensors (" << trainable << " trainable), " << paramCount
      << " values, " << paramBytes << " bytes\n";
   os << "optimizer state: " << slots << " tensors, " << stateBytes << " bytes\n";
+  if (p.device() && p.device()->size() && p.device()->str() != "cpu")
+    os << "device: " << p.device()->str() << " (dtrun runs it there unless --device says otherwise)\n";
   std::string mesh = meshText(plan);
   const int64_t stages = plan.stages();
   if (!mesh.empty())

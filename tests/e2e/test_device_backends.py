@@ -49,16 +49,20 @@ def check_staged(work, m):
 
 
 def check_cuda_refusal(work, m):
-    plan = os.path.join(work, "mlp.dtp")
-    proc = subprocess.run([tool("dtrun"), plan, "--data", m["data"], "--steps", "1", "--device", "cuda"],
-                          capture_output=True, text=True)
-    if proc.returncode == 0:
-        print("--device cuda: a GPU is present (the refusal is checked on machines without one)")
-        return
-    message = proc.stderr.strip()
-    assert proc.returncode == 2 and len(message.splitlines()) == 1, message
-    assert message.startswith("dtrun: error: --device cuda: ") and (
-        "no CUDA device" in message or "cannot load the CUDA backend" in message), message
+    """Asked for explicitly, or by a plan compiled with --device cuda."""
+    plan, cuda_plan = os.path.join(work, "mlp.dtp"), os.path.join(work, "mlp-cuda.dtp")
+    run(tool("dtc"), "compile", m["mlp"], "-o", cuda_plan, "--batch", 16, "--device", "cuda")
+    assert "device: cuda" in run(tool("dtc"), "inspect", cuda_plan).stdout
+    for cmd in ([plan, "--device", "cuda"], [cuda_plan]):
+        proc = subprocess.run([tool("dtrun")] + cmd + ["--data", m["data"], "--steps", "1"],
+                              capture_output=True, text=True)
+        if proc.returncode == 0:
+            print("--device cuda: a GPU is present (the refusal is checked on machines without one)")
+            return
+        message = proc.stderr.strip()
+        assert proc.returncode == 2 and len(message.splitlines()) == 1, message
+        assert message.startswith("dtrun: error: --device cuda: ") and (
+            "no CUDA device" in message or "cannot load the CUDA backend" in message), message
     print(f"--device cuda without a GPU: {message}")
 
 

@@ -30,7 +30,7 @@ constexpr const char kUsage[] =
     "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"
     "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
     "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"
-    "              [--dump-ir DIR]\n"
+    "              [--device cpu|cuda] [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
 int fail(const std::string& message, int code = 2) {
@@ -157,7 +157,7 @@ int runCompile(int argc, char** argv) {
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
                                 "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
                                 "accumulate", "shard", "microbatches", "schedule", "virtual-stages",
-                                "stage-cuts", "schedule-trace"},
+                                "stage-cuts", "schedule-trace", "device"},
                                {"sequence-parallel", "vocab-parallel", "no-vocab-parallel"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -176,6 +176,9 @@ int runCompile(int argc, char** argv) {
     *field = *v;
   }
   options.dumpIrDir = args->str("dump-ir");
+  options.device = args->str("device", "cpu");
+  if (options.device != "cpu" && options.device != "cuda")
+    return fail("dtc compile: --device must be cpu or cuda, got '" + options.device + "'");
   for (const std::string& spec : args->all("shard")) {
     if (spec.find(';') != std::string::npos)
       return fail("dtc compile: one PATTERN=SPEC per --shard, got '" + spec + "'");

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   options.logPath = args->str("log");
   options.saveDir = args->str("save");
   options.tracePath = args->str("trace");
-  options.device = args->str("device", "cpu");
+  options.device = args->str("device");
   auto steps = args->integer("steps", 0);
   auto seed = args->integer("seed", 0);
   auto threads = args->integer("threads", 0);
@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
 
   auto plan = dtc::Plan::load(args->positionals()[0]);
   if (!plan.ok()) return fail(plan.status());
+  // The plan says where it was compiled to run; --device overrides it.
+  if (options.device.empty()) {
+    const flatbuffers::String* compiledFor = plan->root().device();
+    options.device = compiledFor && compiledFor->size() ? compiledFor->str() : "cpu";
+  }
   auto world = dtc::comm::detectWorld();
   if (!world.ok()) return fail(world.status());
   if (dtc::Status fits = dtc::checkWorldSize(*plan, world->size, world->source); !fits.ok())
