@@ -202,6 +202,20 @@ def BucketAllReduce : Pass<"dtc-bucket-all-reduce", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def MixedPrecision : Pass<"dtc-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Run contractions in bf16 or f16 with f32 weights, activations and optimizer";
+  let description = [{
+    As `torch.autocast`: every matmul, linear and batch_matmul of @forward takes its operands
+    cast to `precision` (bf16 or fp16) and gives its result in it, cast back to f32 for the
+    ops that follow; parameters (the master weights), optimizer state, normalisations,
+    softmax and losses stay f32. Autodiff then runs the contractions' gradients in the low
+    precision too (the gradient of a cast is the cast back). Kernels accumulate in f32.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"", "bf16 or fp16">,
+  ];
+}
+
 def PipelineStages : Pass<"dtc-pipeline-stages", "mlir::ModuleOp"> {
   let summary = "Cut @forward into pipeline stages balanced by the cost model (or at given nodes)";
   let description = [{

@@ -96,6 +96,8 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
 
   // One pass per pass manager, so the IR can be written after each for users exploring it.
   std::vector<std::unique_ptr<Pass>> pipeline;
+  if (options.precision != "fp32")
+    pipeline.push_back(createMixedPrecision(MixedPrecisionOptions{options.precision}));
   if (options.pipelineStages > 0)
     pipeline.push_back(createPipelineStages(PipelineStagesOptions{
         options.pipelineStages, options.virtualStages, options.microBatches, options.schedule,

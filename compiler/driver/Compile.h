@@ -21,6 +21,7 @@ struct CompileOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::string dumpIrDir;      // non-empty: write the IR after every pass as NN-<pass>.mlir
   std::string device = "cpu"; // the backend the plan is for: cpu or cuda
+  std::string precision = "fp32";  // fp32, or bf16/fp16 contractions (mixed precision)
   // Partitioning: `mesh` ("dp=2,tp=2"; empty: a single-device plan), the size of its dp axis
   // (0: none), and user shardings ("PATTERN=SPEC;…").
   std::string mesh;

@@ -137,13 +137,14 @@ class Partitioner {
   }
 
   // Sums stay pending through ops that are linear in their operands: add and sub of operands
-  // partial alike, and reduce_sum, reshape, transpose and broadcast of a partial operand (a
-  // bias gradient's reductions run locally and only the [C] result is all-reduced). Null when
-  // the op needs its operands summed first.
+  // partial alike, and reduce_sum, reshape, transpose, broadcast and cast of a partial operand
+  // (a bias gradient's reductions run locally and only the [C] result is all-reduced; a bf16
+  // contraction's partial result is summed in f32). Null when the op needs its operands summed
+  // first.
   ArrayAttr carriedPartial(Operation* op, const OpShardingRule& rule,
                            const FactorShardings& factors) {
     MLIRContext* ctx = op->getContext();
-    bool linear = isa<graph::AddOp, graph::SubOp>(op) ||
+    bool linear = isa<graph::AddOp, graph::SubOp, graph::CastOp>(op) ||
                   isa<graph::ReduceSumOp, graph::ReshapeOp, graph::TransposeOp, graph::BroadcastOp>(op);
     if (!linear) return {};
     ArrayAttr partial = actual_[op->getOperand(0)].getPartial();

@@ -242,7 +242,7 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
   std::optional<OpShardingRule> rule =
       llvm::TypeSwitch<Operation*, std::optional<OpShardingRule>>(op)
           .Case<ReluOp, TanhOp, GeluOp, ReluGradOp, TanhGradOp, GeluGradOp, SgdUpdateOp,
-                AdamwUpdateOp, dist::ReshardOp>([](Operation* o) { return elementwise(o); })
+                AdamwUpdateOp, CastOp, dist::ReshardOp>([](Operation* o) { return elementwise(o); })
           .Case<AddOp, SubOp, MulOp, BroadcastOp>([](Operation* o) { return broadcasting(o); })
           .Case<FillOp>([](FillOp o) {
             RuleBuilder b(o);

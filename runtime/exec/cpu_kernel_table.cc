@@ -3,8 +3,10 @@
 // mismatched plan is an error before any kernel touches memory.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 
+#include "cpu/half.h"
 #include "cpu/kernels.h"
 #include "exec/bind_util.h"
 #include "support/printable.h"
@@ -345,8 +347,103 @@ const BinderTable& coreBinders() {
   return table;
 }
 
+namespace {
+
+bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+
+void toF32(const TensorView& from, float* to) {
+  const auto* h = reinterpret_cast<const uint16_t*>(from.data);
+  const int64_t n = from.numElements();
+  if (from.dtype == DType::kBF16)
+    for (int64_t i = 0; i < n; ++i) to[i] = cpu::bf16ToF32(h[i]);
+  else if (from.dtype == DType::kF16)
+    for (int64_t i = 0; i < n; ++i) to[i] = cpu::f16ToF32(h[i]);
+  else
+    std::memcpy(to, from.data, n * sizeof(float));
+}
+
+void fromF32(const float* from, const TensorView& to) {
+  auto* h = reinterpret_cast<uint16_t*>(to.data);
+  const int64_t n = to.numElements();
+  if (to.dtype == DType::kBF16)
+    for (int64_t i = 0; i < n; ++i) h[i] = cpu::f32ToBf16(from[i]);
+  else if (to.dtype == DType::kF16)
+    for (int64_t i = 0; i < n; ++i) h[i] = cpu::f32ToF16(from[i]);
+  else
+    std::memcpy(to.data, from, n * sizeof(float));
+}
+
+// y = x in y's element type (f32, bf16, f16).
+StatusOr<BoundStep> bindCast(const StepContext& ctx) {
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "expects 1 input and 1 output");
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  for (const TensorView* t : {&x, &y})
+    if (t->dtype != DType::kF32 && !lowPrecision(t->dtype))
+      return invalid(ctx, "casts between float32, bfloat16 and float16, not " + dtypeName(t->dtype));
+  if (x.shape != y.shape) return invalid(ctx, "shapes " + str(x.shape) + " and " + str(y.shape) + " differ");
+  return BoundStep([=] {
+    if (x.dtype == y.dtype) {
+      std::memmove(y.data, x.data, x.numElements() * dtypeSize(x.dtype));
+    } else if (x.dtype == DType::kF32) {
+      fromF32(x.f32(), y);
+    } else if (y.dtype == DType::kF32) {
+      toF32(x, y.f32());
+    } else {
+      std::vector<float> wide(x.numElements());
+      toF32(x, wide.data());
+      fromF32(wide.data(), y);
+    }
+    return Status::Ok();
+  });
+}
+
+// A step on bf16/f16 operands run by its f32 kernel on widened copies (exact: every bf16/f16
+// value is a float32), the results rounded back: a contraction then accumulates in f32 and
+// rounds once, as a GPU's tensor cores do.
+StatusOr<BoundStep> bindLowPrecision(const StepContext& ctx, const Binder& wide) {
+  const DType low = ctx.inputs.empty() ? DType::kF32 : ctx.inputs[0].dtype;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (t.dtype != low)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) +
+                                " and " + dtypeName(t.dtype));
+  auto buffers = std::make_shared<std::vector<std::vector<float>>>();
+  StepContext f32{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
+  for (auto* list : {&f32.inputs, &f32.outputs})
+    for (TensorView& t : *list) {
+      buffers->emplace_back(t.numElements());
+      t.data = reinterpret_cast<uint8_t*>(buffers->back().data());
+      t.dtype = DType::kF32;
+    }
+  DTC_ASSIGN_OR_RETURN(BoundStep inner, wide(f32));
+  std::vector<TensorView> lowIn = ctx.inputs, lowOut = ctx.outputs;
+  std::vector<TensorView> wideIn = f32.inputs, wideOut = f32.outputs;
+  return BoundStep([=] {
+    for (size_t i = 0; i < lowIn.size(); ++i) toF32(lowIn[i], wideIn[i].f32());
+    DTC_RETURN_IF_ERROR(inner());
+    for (size_t i = 0; i < lowOut.size(); ++i) fromF32(wideOut[i].f32(), lowOut[i]);
+    (void)buffers;  // owned by the step
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
 StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
   std::string op = ctx.step.op()->str();
+  if (op == "cast") return bindCast(ctx);
+  // Low-precision operands: contractions (mixed precision) and the collectives that move or
+  // sum their results run on f32 copies (exact for moves; sums in f32 are the more accurate).
+  static const char* const kWidened[] = {"matmul", "batch_matmul", "linear", "linear_grad_input",
+                                         "linear_grad_weight", "all_reduce", "all_gather",
+                                         "reduce_scatter", "all_to_all", "local_slice",
+                                         "collective_broadcast"};
+  bool anyLow = false;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list) anyLow |= lowPrecision(t.dtype);
+  if (anyLow && std::find(std::begin(kWidened), std::end(kWidened), op) != std::end(kWidened))
+    for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &collectiveBinders()})
+      if (auto it = table->find(op); it != table->end()) return bindLowPrecision(ctx, it->second);
   for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &convBinders(),
                                      &collectiveBinders(), &vocabParallelBinders()}) {
     auto it = table->find(op);

@@ -30,7 +30,7 @@ constexpr const char kUsage[] =
     "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"
     "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
     "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"
-    "              [--device cpu|cuda] [--dump-ir DIR]\n"
+    "              [--device cpu|cuda] [--precision fp32|bf16|fp16] [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
 int fail(const std::string& message, int code = 2) {
@@ -157,7 +157,7 @@ int runCompile(int argc, char** argv) {
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
                                 "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
                                 "accumulate", "shard", "microbatches", "schedule", "virtual-stages",
-                                "stage-cuts", "schedule-trace", "device"},
+                                "stage-cuts", "schedule-trace", "device", "precision"},
                                {"sequence-parallel", "vocab-parallel", "no-vocab-parallel"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -177,6 +177,13 @@ int runCompile(int argc, char** argv) {
   }
   options.dumpIrDir = args->str("dump-ir");
   options.device = args->str("device", "cpu");
+  options.precision = args->str("precision", "fp32");
+  if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
+    return fail("dtc compile: --precision must be fp32, bf16 or fp16, got '" + options.precision + "'");
+  // fp16 gradients underflow without loss scaling (see docs/design.md).
+  if (options.precision == "fp16")
+    return fail("dtc compile: --precision fp16 needs dynamic loss scaling, which is not implemented "
+                "yet; use --precision bf16");
   if (options.device != "cpu" && options.device != "cuda")
     return fail("dtc compile: --device must be cpu or cuda, got '" + options.device + "'");
   for (const std::string& spec : args->all("shard")) {

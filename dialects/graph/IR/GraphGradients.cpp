@@ -37,6 +37,10 @@ Value negate(OpBuilder& b, Location loc, Value x) {
 
 }  // namespace
 
+Grads CastOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{CastOp::create(b, getLoc(), getX().getType(), dys[0])};
+}
+
 Grads ReluOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{ReluGradOp::create(b, getLoc(), dys[0], getX())};
 }

@@ -20,7 +20,10 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext* ctx, std::optional<Locatio
   if (auto error = checkLinear(x, w)) return emitOptionalError(loc, *error);
   SmallVector<int64_t> y(x.drop_back());
   y.push_back(w[0]);
-  types.push_back(f32Tensor(ctx, y));
+  mlir::Type element = contractionElement(adaptor.getX(), adaptor.getWeight());
+  if (!element)
+    return emitOptionalError(loc, "linear: operands of different element types");
+  types.push_back(RankedTensorType::get(y, element));
   return success();
 }
 
@@ -32,7 +35,10 @@ LogicalResult LinearGradInputOp::inferReturnTypes(MLIRContext* ctx, std::optiona
                              shapeString(w), " do not match");
   SmallVector<int64_t> dx(dy.drop_back());
   dx.push_back(w[1]);
-  types.push_back(f32Tensor(ctx, dx));
+  mlir::Type element = contractionElement(adaptor.getDy(), adaptor.getWeight());
+  if (!element)
+    return emitOptionalError(loc, "linear_grad_input: operands of different element types");
+  types.push_back(RankedTensorType::get(dx, element));
   return success();
 }
 
@@ -42,6 +48,9 @@ LogicalResult LinearGradWeightOp::inferReturnTypes(MLIRContext* ctx, std::option
   if (dy.size() < 2 || dy.drop_back() != x.drop_back())
     return emitOptionalError(loc, "linear_grad_weight: dy ", shapeString(dy), " and x ",
                              shapeString(x), " differ in their leading dimensions");
-  types.push_back(f32Tensor(ctx, {dy.back(), x.back()}));
+  mlir::Type element = contractionElement(adaptor.getDy(), adaptor.getX());
+  if (!element)
+    return emitOptionalError(loc, "linear_grad_weight: operands of different element types");
+  types.push_back(RankedTensorType::get(SmallVector<int64_t>{dy.back(), x.back()}, element));
   return success();
 }

@@ -4,19 +4,19 @@
 
 def Graph_LinearOp : Graph_Op<"linear", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "x·weightᵀ over the last dimension: [..., K] and [N, K] give [..., N]";
-  let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$weight);
-  let results = (outs Graph_F32Tensor:$y);
+  let arguments = (ins Graph_FloatTensor:$x, Graph_FloatTensor:$weight);
+  let results = (outs Graph_FloatTensor:$y);
   let assemblyFormat = "$x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($y)";
 }
 def Graph_LinearGradInputOp : Graph_Op<"linear_grad_input", [Pure, InferTypeOpAdaptor]> {
   let summary = "dy·weight: [..., N] and [N, K] give [..., K]";
-  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$weight);
-  let results = (outs Graph_F32Tensor:$dx);
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$weight);
+  let results = (outs Graph_FloatTensor:$dx);
   let assemblyFormat = "$dy `,` $weight attr-dict `:` type($dy) `,` type($weight) `->` type($dx)";
 }
 def Graph_LinearGradWeightOp : Graph_Op<"linear_grad_weight", [Pure, InferTypeOpAdaptor]> {
   let summary = "Σ over the leading dimensions of dyᵀ·x: [..., N] and [..., K] give [N, K]";
-  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$x);
-  let results = (outs Graph_F32Tensor:$dweight);
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$x);
+  let results = (outs Graph_FloatTensor:$dweight);
   let assemblyFormat = "$dy `,` $x attr-dict `:` type($dy) `,` type($x) `->` type($dweight)";
 }

@@ -125,6 +125,12 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+LogicalResult CastOp::verify() {
+  if (shapeOf(getX()) != shapeOf(getY()))
+    return emitOpError("changes the shape ") << getX().getType() << " -> " << getY().getType();
+  return success();
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> a = shapeOf(adaptor.getLhs()), b = shapeOf(adaptor.getRhs());
@@ -132,7 +138,10 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Locatio
     return emitOptionalError(loc, *error);
   int64_t m = adaptor.getTransposeLhs() ? a[1] : a[0];
   int64_t n = adaptor.getTransposeRhs() ? b[0] : b[1];
-  types.push_back(f32Tensor(ctx, {m, n}));
+  mlir::Type element = contractionElement(adaptor.getLhs(), adaptor.getRhs());
+  if (!element)
+    return emitOptionalError(loc, "matmul: operands of different element types");
+  types.push_back(RankedTensorType::get(SmallVector<int64_t>{m, n}, element));
   return success();
 }
 

@@ -8,6 +8,8 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Graph_F32Tensor : RankedTensorOf<[F32]>;
+// Contractions run in bf16/f16 under mixed precision (--precision), everything else in f32.
+def Graph_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 def Graph_LabelTensor : RankedTensorOf<[I64]>;
 def Graph_F32Scalar : 0DTensorOf<[F32]>;
 
@@ -34,6 +36,18 @@ class Graph_ActivationGradOp<string mnemonic, list<Trait> traits = []>
   let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$at);
   let results = (outs Graph_F32Tensor:$dx);
   let assemblyFormat = "$dy `,` $at attr-dict `:` type($dx)";
+}
+
+def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_Differentiable]> {
+  let summary = "x in the result's element type (f32, bf16, f16; rounding to nearest even)";
+  let description = [{
+    Mixed precision: the operands of contractions are cast to bf16 or f16 and their results
+    back to f32 (dtc-mixed-precision). The gradient casts back to the operand's type.
+  }];
+  let arguments = (ins Graph_FloatTensor:$x);
+  let results = (outs Graph_FloatTensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  let hasVerifier = 1;
 }
 
 def Graph_ReluOp : Graph_UnaryOp<"relu", [Graph_Differentiable]> {
@@ -122,10 +136,10 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Differe
     `nn.Linear` is `matmul(x, weight) {transpose_rhs}` followed by a bias `add`, with the
     weight in PyTorch's [out, in] layout.
   }];
-  let arguments = (ins Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs,
+  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
-  let results = (outs Graph_F32Tensor:$result);
+  let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
 }
 

@@ -69,7 +69,10 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Lo
   SmallVector<int64_t> shape(a.drop_back(2));
   shape.push_back(tA ? a[r - 1] : a[r - 2]);
   shape.push_back(tB ? b[r - 2] : b[r - 1]);
-  types.push_back(f32Tensor(ctx, shape));
+  mlir::Type element = contractionElement(adaptor.getLhs(), adaptor.getRhs());
+  if (!element)
+    return emitOptionalError(loc, "batch_matmul: operands of different element types");
+  types.push_back(RankedTensorType::get(shape, element));
   return success();
 }
 

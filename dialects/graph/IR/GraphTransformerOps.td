@@ -8,10 +8,10 @@ def Graph_BatchMatmulOp : Graph_Op<"batch_matmul", [Pure, InferTypeOpAdaptor, Gr
     with transpose_rhs); the result is [B..., M, N]. Attention scores are
     `batch_matmul(q, k) {transpose_rhs}` on [batch, heads, T, head_dim].
   }];
-  let arguments = (ins Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs,
+  let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
-  let results = (outs Graph_F32Tensor:$result);
+  let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
 }
 

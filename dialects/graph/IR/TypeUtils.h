@@ -13,4 +13,12 @@ inline mlir::RankedTensorType f32Tensor(mlir::MLIRContext* ctx, llvm::ArrayRef<i
   return mlir::RankedTensorType::get(shape, mlir::Float32Type::get(ctx));
 }
 
+// A contraction's operands share one float element type (f32, or bf16/f16 under mixed
+// precision), which its result keeps; null when they differ.
+inline mlir::Type contractionElement(mlir::Value a, mlir::Value b) {
+  mlir::Type ta = mlir::cast<mlir::RankedTensorType>(a.getType()).getElementType();
+  mlir::Type tb = mlir::cast<mlir::RankedTensorType>(b.getType()).getElementType();
+  return ta == tb ? ta : mlir::Type();
+}
+
 }  // namespace dtc::graph

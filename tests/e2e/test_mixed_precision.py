@@ -1,0 +1,158 @@
+"""Mixed precision (`dtc compile --precision bf16|fp16`) against PyTorch on the CPU: the zoo
+MLP, the same initial weights and batches, SGD-momentum. dtc runs every matmul (forward and
+backward) on bf16/fp16 operands with f32 accumulation and a rounded result, everything else in
+f32 with f32 master weights.
+
+1. Against PyTorch doing the same roundings (a custom autograd function; torch 1.13 has no CPU
+   fp16 matmul): losses to 1e-5, weights to a tenth of the type's unit roundoff — only the
+   order of f32 sums differs, with the odd rounding tie flipped.
+2. Against torch.autocast(bf16), what users run: autocast and dtc differ in where results
+are rounded (PyTorch rounds the fused bias add's output and computes the bias gradient in
+bf16, dtc rounds the product and keeps the bias add and its gradient in f32), so the two runs
+agree to the low precision's noise, not to fp32's. The checks: losses within 1e-3; final
+weights no further from PyTorch's low-precision run than 3x the distance between PyTorch's
+own low-precision and fp32 runs (the noise the precision itself brings); and dtc's run
+measurably away from its fp32 run (the casts happen)."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(__file__))
+from dtc_harness import batches, dtc_train, read_log, run, tool, weight_error, write_tokens  # noqa: E402
+from test_data_parallel import MPIRUN  # noqa: E402
+from test_mlp_parity import BATCH, DATA_SEED, N, SIZES, STEPS, Mlp  # noqa: E402
+
+# With the same roundings, a product within f32 noise of a rounding tie may still round the
+# other way (sgemm and torch sum in different orders): weights stay within a tenth of the low
+# precision's unit roundoff, losses within fp32's tolerance.
+EXACT_LOSS_TOLERANCE = 1e-5
+EXACT_WEIGHT_TOLERANCE = {"bf16": 0.1 * 2.0**-8, "fp16": 0.1 * 2.0**-11}
+LOSS_TOLERANCE = 1e-3
+NOISE_FACTOR = 3
+
+
+class RoundedMatmul(torch.autograd.Function):
+    """x · wᵀ as dtc computes it under --precision: operands rounded to the low type, the
+    product accumulated in f32 and rounded; backward the same on the rounded gradient."""
+
+    @staticmethod
+    def forward(ctx, x, w, low):
+        xr, wr = x.to(low).float(), w.to(low).float()
+        ctx.save_for_backward(xr, wr)
+        ctx.low = low
+        return (xr @ wr.t()).to(low).float()
+
+    @staticmethod
+    def backward(ctx, dy):
+        xr, wr = ctx.saved_tensors
+        g = dy.to(ctx.low).float()
+        return (g @ wr).to(ctx.low).float(), (g.t() @ xr).to(ctx.low).float(), None
+
+
+def forward(model, x, mode):
+    if mode == "autocast":
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(x).float()
+    n = len(SIZES) - 1
+    for i in range(n):
+        layer = getattr(model, f"fc{i}")
+        x = (x @ layer.weight.t() if mode == "fp32" else RoundedMatmul.apply(x, layer.weight, mode)) + layer.bias
+        if i + 1 < n:
+            x = F.relu(x)
+    return x
+
+
+def torch_run(init, x, y, mode):
+    """mode: "fp32", "autocast" (torch.autocast bf16), or a torch dtype (dtc's rounding points)."""
+    model = Mlp()
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for idx in batches(len(x), BATCH, DATA_SEED, STEPS):
+        opt.zero_grad()
+        loss = F.cross_entropy(forward(model, torch.from_numpy(x[idx]), mode), torch.from_numpy(y[idx]))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().double().numpy() for k, v in model.state_dict().items()}
+
+
+def compare(name, ours, ref):
+    losses, final = ours
+    ref_losses, ref_final = ref
+    return (max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses)), weight_error(final, ref_final))
+
+
+def check_partitioned(work, rng):
+    """bf16 composes with the partitioners: GPT-mini on dp2 x tp2 (Megatron + vocabulary
+    parallel; a row-parallel bf16 product's partial sums are reduced in f32) and on a 2-stage
+    pipeline train as the single-device bf16 plan does, to bf16's precision."""
+    model, tokens = os.path.join(work, "gpt.dtm"), os.path.join(work, "train.bin")
+    run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4, "--embd", 32,
+        "--seed", 11, "-o", model)
+    write_tokens(tokens, ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64))
+    flags = ["--batch", 8, "--optimizer", "sgd", "--lr", 0.05, "--precision", "bf16"]
+    results = {}
+    for name, mesh, procs in (("single", [], 1), ("dp2-tp2", ["--mesh", "dp=2,tp=2"], 4),
+                              ("pp2", ["--mesh", "pp=2", "--microbatches", 2], 2)):
+        plan, log = os.path.join(work, f"gpt-{name}.dtp"), os.path.join(work, f"gpt-{name}.jsonl")
+        run(tool("dtc"), "compile", model, "-o", plan, *flags, *mesh)
+        cmd = [tool("dtrun"), plan, "--data", tokens, "--steps", 6, "--seed", 1, "--threads", 1, "--log", log,
+               "--eval", tokens]
+        run(*(MPIRUN + [procs] + cmd if procs > 1 else cmd))
+        results[name] = [e["loss"] for e in read_log(log)]
+    for name in ("dp2-tp2", "pp2"):
+        err = max(abs(a - b) / abs(b) for a, b in zip(results[name], results["single"]))
+        print(f"gpt bf16 {name}: losses {results[name][0]:.5f} -> {results[name][-1]:.5f}, "
+              f"max rel err vs single device {err:.2e}")
+        assert err <= LOSS_TOLERANCE, (name, results[name], results["single"])
+
+
+def main():
+    torch.set_num_threads(2)
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as work:
+        data = os.path.join(work, "data")
+        os.makedirs(data)
+        x = rng.standard_normal((N, SIZES[0])).astype(np.float32)
+        y = rng.integers(0, SIZES[-1], N).astype(np.int64)
+        np.save(os.path.join(data, "input.npy"), x)
+        np.save(os.path.join(data, "target.npy"), y)
+        model = os.path.join(work, "mlp.dtm")
+        run(tool("dtc"), "zoo", "mlp", "--input", SIZES[0], "--hidden", "256,128", "--classes", SIZES[-1],
+            "--seed", 5, "-o", model)
+        sgd = ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9]
+        init, fp32_final, fp32_losses, _ = dtc_train(model, work, "fp32", BATCH, sgd, data, STEPS, DATA_SEED)
+        torch_fp32 = torch_run(init, x, y, "fp32")
+        for precision, low in (("bf16", torch.bfloat16),):
+            _, final, losses, _ = dtc_train(model, work, precision, BATCH, sgd + ["--precision", precision],
+                                            data, STEPS, DATA_SEED)
+            ours = (losses, final)
+            # The same rounding points in PyTorch: only f32 summation order differs.
+            loss_err, weight_err = compare(precision, ours, torch_run(init, x, y, low))
+            from_fp32 = weight_error(final, {k: v.astype(np.float64) for k, v in fp32_final.items()})
+            print(f"{precision}: losses {losses[0]:.6f} -> {losses[-1]:.6f}; vs PyTorch with the same "
+                  f"roundings: loss {loss_err:.2e}, weights {weight_err:.2e}; vs dtc fp32: weights "
+                  f"{from_fp32:.2e}")
+            assert loss_err <= EXACT_LOSS_TOLERANCE, (precision, loss_err)
+            assert weight_err <= EXACT_WEIGHT_TOLERANCE[precision], (precision, weight_err)
+            assert from_fp32 > 10 * weight_err, f"{precision}: as close to fp32 as to itself: no casts?"
+            assert losses[-1] < losses[0], precision
+            if precision == "bf16":
+                autocast = torch_run(init, x, y, "autocast")
+                loss_err, weight_err = compare(precision, ours, autocast)
+                noise = weight_error(autocast[1], torch_fp32[1])
+                print(f"bf16 vs torch.autocast(bf16): loss {loss_err:.2e}, weights {weight_err:.2e} "
+                      f"(autocast vs fp32: {noise:.2e})")
+                assert loss_err <= LOSS_TOLERANCE, (losses, autocast[0])
+                assert weight_err <= NOISE_FACTOR * noise, (weight_err, noise)
+        check_partitioned(work, rng)
+    print("mixed precision: ok")
+
+
+if __name__ == "__main__":
+    main()
