@@ -25,6 +25,8 @@ inline constexpr const char kArenaBytes[] = "plan.arena_bytes";
 inline constexpr const char kStateLayout[] = "plan.state_layout";  // module: name -> offset
 inline constexpr const char kStateBytes[] = "plan.state_bytes";
 inline constexpr const char kDevice[] = "plan.device";  // module: the backend compiled for
+inline constexpr const char kLossSeed[] = "graph.loss_seed";  // op: autodiff's d(loss)/d(loss)
+inline constexpr const char kInitial[] = "graph.initial";     // state arg: its value at step 0
 }  // namespace attr
 
 }  // namespace dtc

@@ -216,6 +216,25 @@ def MixedPrecision : Pass<"dtc-mixed-precision", "mlir::ModuleOp"> {
   ];
 }
 
+def LossScaling : Pass<"dtc-loss-scaling", "mlir::ModuleOp"> {
+  let summary = "Dynamic loss scaling for fp16 training, as torch.cuda.amp.GradScaler";
+  let description = [{
+    Run after dtc-optimizer. @train_step gains two state tensors, `loss_scale` (initially
+    `init-scale`) and `loss_scale.good_steps`. The backward pass starts from the scale instead
+    of 1 (so small fp16 gradients do not underflow); the gradients are counted for inf/NaN and
+    multiplied by 1/scale before the optimizer; when any overflowed, every optimizer update of
+    the step is discarded (parameters, optimizer state and AdamW's step count keep their
+    values: `graph.select`) and the scale is multiplied by `backoff`; after `interval` good
+    steps in a row it is multiplied by `growth`.
+  }];
+  let options = [
+    Option<"initScale", "init-scale", "double", "65536.0", "initial scale (GradScaler's 2^16)">,
+    Option<"growth", "growth", "double", "2.0", "growth factor">,
+    Option<"backoff", "backoff", "double", "0.5", "backoff factor">,
+    Option<"interval", "interval", "int64_t", "2000", "good steps before growing">,
+  ];
+}
+
 def PipelineStages : Pass<"dtc-pipeline-stages", "mlir::ModuleOp"> {
   let summary = "Cut @forward into pipeline stages balanced by the cost model (or at given nodes)";
   let description = [{

@@ -90,7 +90,9 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
       auto [it, inserted] = grads.try_emplace(target, contribution);
       if (!inserted) it->second = graph::AddOp::create(b, loc, it->second, contribution);
     };
-    grads[loss] = graph::FillOp::create(b, ret.getLoc(), loss.getType(), b.getF32FloatAttr(1.0f));
+    auto seed = graph::FillOp::create(b, ret.getLoc(), loss.getType(), b.getF32FloatAttr(1.0f));
+    seed->setAttr(attr::kLossSeed, b.getUnitAttr());  // dtc-loss-scaling scales it
+    grads[loss] = seed;
 
     SmallVector<Operation*> forwardOps;
     for (Operation& op : body.without_terminator()) forwardOps.push_back(&op);

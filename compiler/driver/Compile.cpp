@@ -105,6 +105,8 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   pipeline.push_back(createAutodiff());
   if (accumulate != 1) pipeline.push_back(createAccumulate(AccumulateOptions{accumulate}));
   pipeline.push_back(createOptimizer(optim));
+  if (options.precision == "fp16")
+    pipeline.push_back(createLossScaling(LossScalingOptions{options.lossScale}));
   pipeline.push_back(createEvalFunction());
   if (!options.mesh.empty()) {
     pipeline.push_back(createUserShardings(UserShardingsOptions{

@@ -154,6 +154,17 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
         return module_.emitError("initializer '") << name << "' has neither values nor an init rule";
       }
     }
+    // State that does not start at zero (a loss scale): its value as stored data.
+    if (auto initial = trainStep.getArgAttrOfType<FloatAttr>(arg.getArgNumber(), attr::kInitial)) {
+      if (type.getNumElements() != 1 || !type.getElementType().isF32())
+        return trainStep.emitError("an initial value needs an f32 scalar state tensor");
+      float value = static_cast<float>(initial.getValueAsDouble());
+      kind = plan::InitKind::data;
+      dataOffset = alignTo(constants_.size());
+      dataBytes = sizeof value;
+      constants_.resize(dataOffset + dataBytes);
+      std::memcpy(constants_.data() + dataOffset, &value, sizeof value);
+    }
     auto shardingVector = writeSharding(sharding);
     state.push_back(plan::CreateStateTensor(
         fbb_, fbb_.CreateString(name.str()), planDType(type.getElementType()),
@@ -211,7 +222,8 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     std::vector<flatbuffers::Offset<plan::Attr>> attrs;
     for (NamedAttribute named : op.getAttrs()) {
       StringRef attrName = named.getName().getValue();
-      if (attrName.starts_with("plan.") || attrName.starts_with("dist.")) continue;
+      if (attrName.starts_with("plan.") || attrName.starts_with("dist.") || attrName.starts_with("graph."))
+        continue;  // compiler annotations, not kernel attributes
       int64_t i = 0;
       double f = 0;
       std::vector<int64_t> ints;

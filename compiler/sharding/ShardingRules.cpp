@@ -243,7 +243,14 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
       llvm::TypeSwitch<Operation*, std::optional<OpShardingRule>>(op)
           .Case<ReluOp, TanhOp, GeluOp, ReluGradOp, TanhGradOp, GeluGradOp, SgdUpdateOp,
                 AdamwUpdateOp, CastOp, dist::ReshardOp>([](Operation* o) { return elementwise(o); })
-          .Case<AddOp, SubOp, MulOp, BroadcastOp>([](Operation* o) { return broadcasting(o); })
+          .Case<AddOp, SubOp, MulOp, BroadcastOp, SelectOp>([](Operation* o) { return broadcasting(o); })
+          .Case<NonfiniteCountOp>([](NonfiniteCountOp o) {
+            // A count over shards is the sum of the shards' counts.
+            RuleBuilder b(o);
+            b.operandDims(0, b.factors(rankOf(o.getX())));
+            return b.take();
+          })
+          .Case<LossScaleStepOp>([](LossScaleStepOp o) { return RuleBuilder(o).take(); })
           .Case<FillOp>([](FillOp o) {
             RuleBuilder b(o);
             b.resultDims(0, b.factors(rankOf(o.getResult())));

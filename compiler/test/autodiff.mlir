@@ -9,7 +9,7 @@
 // CHECK: %[[PRE:.*]] = graph.add %[[MM]], %arg1
 // CHECK: %[[ACT:.*]] = graph.relu %[[PRE]]
 // CHECK: %[[LOSS:.*]] = graph.softmax_cross_entropy %[[ACT]], %arg3
-// CHECK: %[[ONE:.*]] = graph.fill {value = 1.000000e+00 : f32} : tensor<f32>
+// CHECK: %[[ONE:.*]] = graph.fill {graph.loss_seed, value = 1.000000e+00 : f32} : tensor<f32>
 // CHECK: %[[DACT:.*]] = graph.softmax_cross_entropy_grad %[[ONE]], %[[ACT]], %arg3
 // CHECK: %[[DPRE:.*]] = graph.relu_grad %[[DACT]], %[[PRE]]
 // CHECK: %[[DB:.*]] = graph.reduce_sum %[[DPRE]] {axes = array<i64: 0>} : tensor<2x3xf32> -> tensor<3xf32>

@@ -445,7 +445,8 @@ StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
     for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &collectiveBinders()})
       if (auto it = table->find(op); it != table->end()) return bindLowPrecision(ctx, it->second);
   for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &convBinders(),
-                                     &collectiveBinders(), &vocabParallelBinders()}) {
+                                     &collectiveBinders(), &vocabParallelBinders(),
+                                     &lossScaleBinders()}) {
     auto it = table->find(op);
     if (it != table->end()) return it->second(ctx);
   }

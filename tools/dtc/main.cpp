@@ -30,7 +30,8 @@ constexpr const char kUsage[] =
     "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"
     "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
     "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"
-    "              [--device cpu|cuda] [--precision fp32|bf16|fp16] [--dump-ir DIR]\n"
+    "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"
+    "              [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
 int fail(const std::string& message, int code = 2) {
@@ -157,7 +158,7 @@ int runCompile(int argc, char** argv) {
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
                                 "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
                                 "accumulate", "shard", "microbatches", "schedule", "virtual-stages",
-                                "stage-cuts", "schedule-trace", "device", "precision"},
+                                "stage-cuts", "schedule-trace", "device", "precision", "loss-scale"},
                                {"sequence-parallel", "vocab-parallel", "no-vocab-parallel"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -180,10 +181,12 @@ int runCompile(int argc, char** argv) {
   options.precision = args->str("precision", "fp32");
   if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
     return fail("dtc compile: --precision must be fp32, bf16 or fp16, got '" + options.precision + "'");
-  // fp16 gradients underflow without loss scaling (see docs/design.md).
-  if (options.precision == "fp16")
-    return fail("dtc compile: --precision fp16 needs dynamic loss scaling, which is not implemented "
-                "yet; use --precision bf16");
+  auto lossScale = args->number("loss-scale", options.lossScale);
+  if (!lossScale.ok()) return fail(lossScale.status());
+  if (!(*lossScale > 0)) return fail("dtc compile: --loss-scale must be > 0");
+  if (args->has("loss-scale") && options.precision != "fp16")
+    return fail("dtc compile: --loss-scale is for --precision fp16 (dynamic loss scaling)");
+  options.lossScale = *lossScale;
   if (options.device != "cpu" && options.device != "cuda")
     return fail("dtc compile: --device must be cpu or cuda, got '" + options.device + "'");
   for (const std::string& spec : args->all("shard")) {

@@ -217,6 +217,41 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Dynamic loss scaling (fp16), as torch.cuda.amp.GradScaler
+//===----------------------------------------------------------------------===//
+
+def Graph_NonfiniteCountOp : Graph_Op<"nonfinite_count", [Pure]> {
+  let summary = "How many elements of x are inf or NaN (as f32)";
+  let arguments = (ins Graph_F32Tensor:$x);
+  let results = (outs Graph_F32Scalar:$count);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($count)";
+}
+
+def Graph_LossScaleStepOp : Graph_Op<"loss_scale_step", [Pure]> {
+  let summary = "GradScaler's step: keep or skip the update, and the next loss scale";
+  let description = [{
+    With `nonfinite` > 0 (some gradient overflowed): keep = 0, the scale is multiplied by
+    `backoff_factor` and the run of good steps restarts. Otherwise keep = 1 and after
+    `growth_interval` good steps in a row the scale is multiplied by `growth_factor`.
+    `inv_scale` = 1/scale unscales this step's gradients.
+  }];
+  let arguments = (ins Graph_F32Scalar:$scale, Graph_F32Scalar:$good_steps,
+                       Graph_F32Scalar:$nonfinite, I64Attr:$growth_interval,
+                       F32Attr:$growth_factor, F32Attr:$backoff_factor);
+  let results = (outs Graph_F32Scalar:$keep, Graph_F32Scalar:$inv_scale,
+                      Graph_F32Scalar:$new_scale, Graph_F32Scalar:$new_good_steps);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_SelectOp : Graph_Op<"select", [Pure, AllTypesMatch<["on_true", "on_false", "y"]>]> {
+  let summary = "on_true where the scalar `pred` is non-zero, else on_false";
+  let description = [{ A skipped fp16 step keeps the parameters and optimizer state as they were. }];
+  let arguments = (ins Graph_F32Scalar:$pred, Graph_F32Tensor:$on_true, Graph_F32Tensor:$on_false);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "$pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,` type($y)";
+}
+
 include "GraphTransformerOps.td"
 include "GraphConvOps.td"
 include "GraphLinearOps.td"

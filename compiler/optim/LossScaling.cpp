@@ -1,0 +1,113 @@
+// dtc-loss-scaling: GradScaler's dynamic loss scale in @train_step (see Passes.td).
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include "Passes.h"
+#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphOps.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_LOSSSCALING
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
+  using LossScalingBase::LossScalingBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      module.emitError("dtc-loss-scaling: the module has no @train_step (run dtc-optimizer first)");
+      return signalPassFailure();
+    }
+    OpBuilder b(module.getContext());
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Block& body = step.getBody().front();
+    Location loc = step.getLoc();
+
+    // The scale and the run of good steps: optimizer-like state.
+    auto addState = [&](StringRef name, double initial) {
+      unsigned index = step.getNumArguments();
+      (void)step.insertArgument(index, scalar,
+                                b.getDictionaryAttr({b.getNamedAttr(attr::kState, b.getStringAttr(name)),
+                                                     b.getNamedAttr(attr::kInitial,
+                                                                    b.getF32FloatAttr(initial))}),
+                                loc);
+      return step.getArgument(index);
+    };
+    Value scale = addState("loss_scale", initScale);
+    Value good = addState("loss_scale.good_steps", 0.0);
+
+    // Backward starts from the scale.
+    SmallVector<Operation*> seeds;
+    step.walk([&](graph::FillOp op) {
+      if (op->hasAttr(attr::kLossSeed)) seeds.push_back(op);
+    });
+    for (Operation* seed : seeds) {
+      seed->getResult(0).replaceAllUsesWith(scale);
+      seed->erase();
+    }
+
+    SmallVector<Operation*> updates;
+    step.walk([&](Operation* op) {
+      if (isa<graph::SgdUpdateOp, graph::AdamwUpdateOp>(op)) updates.push_back(op);
+    });
+    if (updates.empty()) return;
+    // Overflow check and unscaling, before the first update.
+    b.setInsertionPoint(updates.front());
+    Value nonfinite;
+    for (Operation* op : updates) {
+      Value count = graph::NonfiniteCountOp::create(b, op->getLoc(), scalar, op->getOperand(1));
+      nonfinite = nonfinite ? graph::AddOp::create(b, op->getLoc(), nonfinite, count).getResult() : count;
+    }
+    auto decision = graph::LossScaleStepOp::create(
+        b, loc, TypeRange{scalar, scalar, scalar, scalar}, scale, good, nonfinite,
+        b.getI64IntegerAttr(interval), b.getF32FloatAttr(static_cast<float>(growth)),
+        b.getF32FloatAttr(static_cast<float>(backoff)));
+    for (Operation* op : updates) {
+      b.setInsertionPoint(op);
+      op->setOperand(1, graph::MulOp::create(b, op->getLoc(), op->getOperand(1), decision.getInvScale()));
+    }
+
+    // A skipped step keeps every parameter and optimizer state tensor (AdamW's count too).
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    llvm::StringMap<Value> stateArg;
+    for (BlockArgument arg : step.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      bool trainable = step.getArgAttr(i, attr::kTrainable) != nullptr;
+      if (auto name = step.getArgAttrOfType<StringAttr>(i, attr::kParam); name && trainable)
+        stateArg[name.getValue()] = arg;
+      if (auto name = step.getArgAttrOfType<StringAttr>(i, attr::kState)) stateArg[name.getValue()] = arg;
+    }
+    b.setInsertionPoint(ret);
+    SmallVector<Value> results(ret.getOperands());
+    for (auto [i, v] : llvm::enumerate(results)) {
+      auto name = step.getResultAttrOfType<StringAttr>(i, attr::kUpdates);
+      if (!name || !stateArg.count(name.getValue()) || v == stateArg.lookup(name.getValue())) continue;
+      v = graph::SelectOp::create(b, v.getLoc(), decision.getKeep(), v, stateArg.lookup(name.getValue()));
+    }
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) resultAttrs.push_back(step.getResultAttrDict(i));
+    results.push_back(decision.getNewScale());
+    resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr::kUpdates, b.getStringAttr("loss_scale"))));
+    results.push_back(decision.getNewGoodSteps());
+    resultAttrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr(attr::kUpdates, b.getStringAttr("loss_scale.good_steps"))));
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    SmallVector<Type> types;
+    for (Value v : results) types.push_back(v.getType());
+    step.setType(b.getFunctionType(step.getArgumentTypes(), types));
+    step.setAllResultAttrs(resultAttrs);
+  }
+};
+
+}  // namespace
+}  // namespace dtc
