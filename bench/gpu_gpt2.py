@@ -1,0 +1,132 @@
+"""GPT-2 124M training step on one GPU: dtrun (--device cuda, a plan compiled by
+tests/gpu/prepare.sh and carried here) against PyTorch eager (fp32; bf16 autocast with SDPA)
+and torch.compile, same batch (8 x 1024 tokens), AdamW. Prints tokens/s for each, the ratios,
+and the model FLOPs utilisation against the GEMM peak measured on this GPU in the same run.
+Usage: bench/gpu_gpt2.sh [BUILD_DIR] (on the GPU machine; see tests/gpu/run.sh)."""
+import argparse
+import json
+import math
+import os
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+V, T, L, H, C, B = 50304, 1024, 12, 12, 768, 8
+WARMUP, STEPS = 5, 20
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.c_attn, self.attn_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+        self.c_fc, self.mlp_proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (z.view(b, t, H, C // H).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, C)
+        x = x + self.attn_proj(y)
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+        self.h = nn.ModuleList([Block() for _ in range(L)])
+        self.ln_f = nn.LayerNorm(C)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.h:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, V).float(), targets.view(-1))
+
+
+def torch_tokens_per_s(mode):
+    torch.manual_seed(0)
+    model = Gpt().cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, fused=True)
+    step_model = torch.compile(model) if mode == "compile" else model
+    idx = torch.randint(0, V, (B, T), device="cuda")
+    tgt = torch.randint(0, V, (B, T), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        if mode == "fp32":
+            loss = step_model(idx, tgt)
+        else:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = step_model(idx, tgt)
+        loss.backward()
+        opt.step()
+
+    for _ in range(WARMUP):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(STEPS):
+        step()
+    torch.cuda.synchronize()
+    return B * T * STEPS / (time.perf_counter() - t0)
+
+
+def dtrun_tokens_per_s(build, plan, work):
+    tokens = os.path.join(work, "tokens.bin")
+    header = np.zeros(256, dtype=np.int32)
+    header[:3] = [20240520, 1, 200000]
+    with open(tokens, "wb") as f:
+        f.write(header.tobytes())
+        f.write(np.random.default_rng(0).integers(0, 50257, 200000).astype(np.uint16).tobytes())
+    log = os.path.join(work, "log.jsonl")
+    subprocess.run([os.path.join(build, "tools", "dtrun", "dtrun"), plan, "--data", tokens, "--device", "cuda",
+                    "--steps", str(WARMUP + STEPS), "--log", log], check=True, stdout=subprocess.DEVNULL)
+    rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
+    return float(np.median(rates)) * T
+
+
+def gemm_peak(dtype):
+    a = torch.randn(8192, 8192, device="cuda", dtype=dtype)
+    for _ in range(3):
+        a @ a
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(10):
+        a @ a
+    torch.cuda.synchronize()
+    return 10 * 2 * 8192**3 / (time.perf_counter() - t0)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--plan", required=True)
+    a = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False  # dtrun's fp32 GEMMs are exact fp32
+    params = 12 * L * C * C + V * C + T * C
+    flops_per_token = 6 * params + 12 * L * T * C  # PaLM's count: weights and attention
+    peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
+    print(f"GPU: {torch.cuda.get_device_name()}; GEMM peak fp32 {peaks['fp32'] / 1e12:.1f} TFLOP/s, "
+          f"bf16 {peaks['bf16'] / 1e12:.1f} TFLOP/s (8192^3, measured now)")
+    with tempfile.TemporaryDirectory() as work:
+        rows = [("dtrun fp32", dtrun_tokens_per_s(a.build, a.plan, work), "fp32")]
+    for name, mode, precision in (("pytorch eager fp32", "fp32", "fp32"),
+                                  ("pytorch eager bf16 autocast+SDPA", "bf16", "bf16"),
+                                  ("torch.compile bf16", "compile", "bf16")):
+        rows.append((name, torch_tokens_per_s(mode), precision))
+    ours = rows[0][1]
+    for name, rate, precision in rows:
+        mfu = rate * flops_per_token / peaks[precision]
+        print(f"  {name:34s} {rate:12.0f} tokens/s  MFU {100 * mfu:5.1f}%  (vs dtrun: {rate / ours:6.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

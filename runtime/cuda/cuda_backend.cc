@@ -1,0 +1,151 @@
+// The CUDA backend behind dtc::Backend, and the plugin's entry point (dtcCreateBackend).
+#include <cstdio>
+#include <exception>
+
+#include "cuda_check.h"
+#include "cuda_device.h"
+#include "exec/backend.h"
+#include "exec/bind_util.h"
+#include "support/printable.h"
+
+namespace dtc::cuda {
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(std::unique_ptr<Device> device) : device_(std::move(device)) {}
+
+  std::string name() const override { return "cuda " + device_->description(); }
+  bool hostMemory() const override { return false; }
+
+  StatusOr<uint8_t*> allocate(uint64_t bytes) override {
+    DTC_RETURN_IF_ERROR(device_->activate());
+    void* p = nullptr;
+    // At least one byte: a region of 0 bytes still gets a distinct, valid address.
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+      size_t free = 0, total = 0;
+      (void)cudaGetLastError();
+      (void)cudaMemGetInfo(&free, &total);
+      return cudaStatus(e, "allocating " + std::to_string(bytes) + " bytes on " +
+                               device_->description() + " (" + std::to_string(free) +
+                               " bytes free of " + std::to_string(total) + ")");
+    }
+    Status zeroed = cudaStatus(cudaMemsetAsync(p, 0, bytes, device_->stream()), "zero-filling new memory");
+    if (zeroed.ok()) zeroed = device_->synchronize();
+    if (!zeroed.ok()) {
+      (void)cudaFree(p);
+      return zeroed;
+    }
+    return static_cast<uint8_t*>(p);
+  }
+
+  void release(uint8_t* memory, uint64_t) override {
+    if (memory) (void)cudaFree(memory);  // waits for the work still using it
+  }
+
+  Status upload(uint8_t* to, const void* from, uint64_t bytes) override {
+    if (bytes == 0) return Status::Ok();
+    DTC_RETURN_IF_ERROR(device_->activate());
+    DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, device_->stream()),
+                                   "copying " + std::to_string(bytes) + " bytes to the GPU"));
+    // The caller may reuse its buffer at once.
+    return device_->synchronize();
+  }
+
+  Status download(void* to, const uint8_t* from, uint64_t bytes) override {
+    if (bytes == 0) return device_->synchronize();
+    DTC_RETURN_IF_ERROR(device_->activate());
+    DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, device_->stream()),
+                                   "copying " + std::to_string(bytes) + " bytes from the GPU"));
+    return device_->synchronize();
+  }
+
+  Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) override {
+    if (to == from || bytes == 0) return Status::Ok();
+    DTC_RETURN_IF_ERROR(device_->activate());
+    cudaStream_t s = device_->stream();
+    if (to + bytes <= from || from + bytes <= to)
+      return cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s), "copying on the GPU");
+    // Overlapping ranges (memmove semantics): through a temporary, stream-ordered.
+    void* tmp = nullptr;
+    DTC_RETURN_IF_ERROR(cudaStatus(cudaMallocAsync(&tmp, bytes, s), "allocating a copy buffer"));
+    Status st = cudaStatus(cudaMemcpyAsync(tmp, from, bytes, cudaMemcpyDeviceToDevice, s), "copying on the GPU");
+    if (st.ok()) st = cudaStatus(cudaMemcpyAsync(to, tmp, bytes, cudaMemcpyDeviceToDevice, s), "copying on the GPU");
+    Status freed = cudaStatus(cudaFreeAsync(tmp, s), "freeing a copy buffer");
+    return st.ok() ? freed : st;
+  }
+
+  StatusOr<BoundStep> bind(const StepContext& step) override {
+    DTC_RETURN_IF_ERROR(device_->activate());
+    return bindCudaStep(step, *device_);
+  }
+
+  Status synchronize() override { return device_->synchronize(); }
+
+ private:
+  std::unique_ptr<Device> device_;
+};
+
+void writeError(char* error, size_t size, const std::string& message) {
+  if (error && size) std::snprintf(error, size, "%s", message.c_str());
+}
+
+}  // namespace
+
+StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
+  const std::string op = ctx.step.op()->str();
+  // Every kernel here is float32 (int64 for ids and labels); bf16/f16 plans need kernels of
+  // their own, so say so rather than report a dtype mismatch.
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (t.dtype == DType::kBF16 || t.dtype == DType::kF16)
+        return invalid(ctx, "no CUDA kernel yet for '" + printable(op) + "' on " + dtypeName(t.dtype) +
+                                " operands (the CUDA backend computes in float32 only for now)");
+  for (const CudaBinderTable* table : {&coreCudaBinders(), &lossCudaBinders(), &transformerCudaBinders(),
+                                       &collectiveCudaBinders(), &vocabParallelCudaBinders(),
+                                       &convCudaBinders()}) {
+    auto it = table->find(op);
+    if (it != table->end()) return it->second(ctx, device);
+  }
+  // The CPU backend's other ops (casts, loss scaling) and unknown ones
+  // alike: the CPU backend tells those apart, and runs the plan.
+  return invalid(ctx, "no CUDA kernel yet for '" + printable(op) + "'");
+}
+
+}  // namespace dtc::cuda
+
+// The plugin's entry point (exec/backend.h): nullptr and a one-line reason when the ABI differs,
+// there is no GPU, or the GPU cannot be set up. C linkage and default visibility: the only
+// symbol the library exports.
+extern "C" __attribute__((visibility("default"))) dtc::Backend* dtcCreateBackend(
+    int abiVersion, int localRank, char* error, size_t errorSize) {
+  using namespace dtc;
+  try {
+    if (abiVersion != kBackendAbiVersion) {
+      cuda::writeError(error, errorSize,
+                       "the CUDA backend plugin speaks backend ABI " + std::to_string(kBackendAbiVersion) +
+                           ", dtrun speaks " + std::to_string(abiVersion) + " (rebuild them together)");
+      return nullptr;
+    }
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+      std::string why = e != cudaSuccess ? cudaGetErrorString(e) : "no devices";
+      cuda::writeError(error, errorSize, "no CUDA device found (cudaGetDeviceCount: " + why +
+                                             "); --device cuda needs a GPU");
+      return nullptr;
+    }
+    const int ordinal = ((localRank % count) + count) % count;
+    StatusOr<std::unique_ptr<cuda::Device>> device = cuda::Device::create(ordinal);
+    if (!device.ok()) {
+      cuda::writeError(error, errorSize, device.status().message());
+      return nullptr;
+    }
+    return new cuda::CudaBackend(std::move(device).value());
+  } catch (const std::exception& ex) {
+    // No exception may cross the C boundary.
+    cuda::writeError(error, errorSize, std::string("initialising the CUDA backend: ") + ex.what());
+    return nullptr;
+  }
+}

@@ -1,0 +1,90 @@
+// What the CUDA binders see of the backend: its stream and cuBLAS handle, and resources bound
+// steps keep for their life (scratch memory, error flags, host staging buffers). One Device per
+// backend; every kernel and copy runs on its one stream, in plan order.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/step.h"
+#include "support/status.h"
+
+namespace dtc::cuda {
+
+class Device {
+ public:
+  // Selects GPU `ordinal` (cudaSetDevice) and creates the stream and handles.
+  static StatusOr<std::unique_ptr<Device>> create(int ordinal);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  int ordinal() const { return ordinal_; }
+  const std::string& description() const { return description_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t blas() const { return blas_; }
+  // TF32 tensor-core GEMMs (DTC_CUDA_TF32=1): faster, but ~1e-3 relative error, so off by
+  // default to keep fp32 parity with the CPU backend.
+  bool tf32() const { return tf32_; }
+
+  // Device memory for one bound step's own use (partial sums, sort buffers). Bound steps live as
+  // long as their executor, which never outlives its backend, so it is freed with the Device.
+  StatusOr<void*> scratch(uint64_t bytes);
+  // A device-visible int a kernel sets to nonzero on data it cannot accept but a bind cannot see
+  // (a label outside the classes, a token outside the vocabulary). Raised flags turn into an
+  // error with `message` at the next synchronize() (kernels never stop the stream).
+  StatusOr<int*> errorFlag(std::string message);
+  // Pinned host buffers for host-staged collectives: reserve at bind time, use at run time
+  // (bound steps run one at a time, so every step shares them). `which` is 0 or 1.
+  Status reserveStaging(int which, uint64_t bytes);
+  uint8_t* staging(int which) const { return staging_[which].data; }
+
+  // Makes this GPU the calling thread's current one (the runtime API's device is per thread;
+  // a no-op when it already is).
+  Status activate() const;
+  // Waits for the stream; then the first CUDA failure, or the first raised error flag.
+  Status synchronize();
+
+ private:
+  Device() = default;
+  struct Pinned {
+    uint8_t* data = nullptr;
+    uint64_t bytes = 0;
+  };
+  struct Flag {
+    volatile int* host;
+    std::string message;
+  };
+  int ordinal_ = 0;
+  std::string description_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  bool tf32_ = false;
+  std::vector<void*> scratch_;
+  std::vector<int*> flagPages_;  // mapped pinned pages of kFlagsPerPage ints
+  std::vector<Flag> flags_;
+  Pinned staging_[2];
+};
+
+// The backend's kernel tables (cuda_*_table.cc), by op family as the CPU backend's.
+using CudaBinder = StatusOr<BoundStep> (*)(const StepContext&, Device&);
+using CudaBinderTable = std::unordered_map<std::string, CudaBinder>;
+const CudaBinderTable& coreCudaBinders();          // cuda_kernel_table.cc
+const CudaBinderTable& lossCudaBinders();          // cuda_loss_table.cc (and optimizers)
+const CudaBinderTable& transformerCudaBinders();   // cuda_transformer_table.cc
+const CudaBinderTable& collectiveCudaBinders();    // cuda_collective_table.cc
+const CudaBinderTable& vocabParallelCudaBinders(); // cuda_vocab_parallel_table.cc
+const CudaBinderTable& convCudaBinders();          // cuda_conv_table.cc
+
+// Validates a step against its kernel's contract (the CPU backend's, the same checks) and binds
+// it to CUDA kernels on `device`'s stream. An op the CPU runs but CUDA does not yet is an error
+// at bind time, naming the op.
+StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device);
+
+}  // namespace dtc::cuda

@@ -1,0 +1,29 @@
+// Row-major GEMMs through cuBLAS (column-major): C = op(A)·op(B) is computed as
+// Cᵀ = op(B)ᵀ·op(A)ᵀ, which cuBLAS sees as column-major op(B)·op(A) with the roles swapped.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <cstdint>
+#include <string>
+
+#include "support/status.h"
+
+namespace dtc::cuda {
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;  // C [M,N] = op(A) [M,K] · op(B) [K,N]
+  bool transA = false, transB = false;
+  int64_t batch = 1;  // batches of A, B and C, contiguous unless strides are given
+  // Elements between batches (-1: contiguous, e.g. M·K for A; 0: one matrix shared by all).
+  int64_t strideA = -1, strideB = -1, strideC = -1;
+};
+
+// Whether cuBLAS's 32-bit sizes and strides hold the shape; an error naming it otherwise.
+Status checkGemm(const GemmShape& s, const std::string& where);
+// Enqueues the GEMM on the handle's stream. fp32 math (CUBLAS_COMPUTE_32F) unless `tf32`.
+// K == 0 gives zeros.
+Status gemm(cublasHandle_t handle, bool tf32, const float* a, const float* b, float* c, const GemmShape& s,
+            const std::string& where);
+
+}  // namespace dtc::cuda

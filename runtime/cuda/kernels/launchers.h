@@ -1,0 +1,185 @@
+// Host-side launchers of the CUDA kernels, one .cu file per concern. Row-major fp32 buffers
+// in device memory, shapes passed explicitly, as runtime/cpu/kernels.h; every launcher enqueues
+// on `stream` and returns cudaGetLastError() (launch failures; faults show at synchronisation).
+// The math mirrors the CPU kernel named in each comment, accumulating in double where it does.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dtc::cuda::kernels {
+
+using Shape = std::vector<int64_t>;
+constexpr int kMaxDims = 8;
+
+// ---- elementwise.cu (cpu/broadcast_binary.cc, cpu/activations.cc) ----------------------------
+
+// The iteration space of a broadcasting binary op, as the CPU's: size-1 output dimensions
+// dropped, neighbours both operands walk as one run merged; element strides, 0 = broadcast.
+struct BroadcastPlan {
+  int rank = 0;
+  int64_t dims[kMaxDims], aStrides[kMaxDims], bStrides[kMaxDims];
+};
+// False when the merged iteration space has more than kMaxDims dimensions.
+bool makeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out, BroadcastPlan& plan);
+
+enum class BinaryOp { kAdd, kSub, kMul };
+// out = a op b over `plan`; `b` null reads 0 (broadcast: x + 0, as the CPU computes it).
+cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out, const BroadcastPlan& plan,
+                   int64_t total, cudaStream_t stream);
+cudaError_t fill(float* out, int64_t n, float value, cudaStream_t stream);
+
+enum class Activation { kRelu, kTanh, kGeluErf, kGeluTanh };
+// y = f(x); y may alias x.
+cudaError_t activation(Activation f, const float* x, float* y, int64_t n, cudaStream_t stream);
+// dx = dy · f'(at): `at` is the input x (relu, gelu) or the output y (tanh); dx may alias.
+cudaError_t activationGrad(Activation f, const float* dy, const float* at, float* dx, int64_t n,
+                           cudaStream_t stream);
+
+// ---- reduce.cu (cpu/reduce.cc) ------------------------------------------------------------------
+
+struct Dims {
+  int rank = 0;
+  int64_t size[kMaxDims], stride[kMaxDims];  // stride in elements of x
+};
+// reduce_sum of x over sorted unique axes, as a plan: x's size-1 dimensions dropped and runs of
+// reduced (or kept) dimensions merged; then either the innermost run is reduced (each output
+// sums `inner`-long contiguous runs) or kept (`inner` contiguous outputs per kept index).
+struct ReducePlan {
+  enum Kind { kEmpty, kZeros, kCopy, kInnerReduced, kInnerKept } kind = kEmpty;
+  Dims kept, reduced;  // outer dimensions (the innermost run excluded)
+  int64_t inner = 1, outputs = 0, total = 0, chunks = 1;  // chunks: split of each sum
+  uint64_t scratchBytes() const;  // double partial sums, when chunks > 1
+};
+bool makeReducePlan(const Shape& x, const std::vector<int64_t>& axes, ReducePlan& plan);
+// `partial` holds plan.scratchBytes().
+cudaError_t reduceSum(const float* x, float* out, const ReducePlan& plan, void* partial,
+                      cudaStream_t stream);
+
+// ---- losses.cu (cpu/losses.cc, cpu/vocab_parallel.cc) -------------------------------------------
+
+// Σ over rows of (log Σ exp(x) − x[label]) / divisor (0: rows), into *loss. `rowLoss` holds
+// `rows` doubles; a label outside [0, classes) sets *badLabel.
+cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
+                                int64_t divisor, float* loss, double* rowLoss, int* badLabel,
+                                cudaStream_t stream);
+// dlogits = *dloss · (softmax − onehot) / divisor; may alias logits.
+cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
+                                    int64_t rows, int64_t classes, int64_t divisor, float* dlogits,
+                                    cudaStream_t stream);
+constexpr int kSumBlocks = 256;  // blocks of a whole-tensor sum; `partial` holds that many doubles
+cudaError_t mse(const float* pred, const float* target, int64_t n, int64_t divisor, float* loss,
+                double* partial, cudaStream_t stream);
+cudaError_t mseGrad(const float* dloss, const float* pred, const float* target, int64_t n,
+                    int64_t divisor, float* dpred, cudaStream_t stream);
+// Cross-entropy with the classes split over devices: this one holds [offset, offset + classes).
+cudaError_t crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, float* rowMax,
+                               cudaStream_t stream);
+cudaError_t crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
+                              int64_t rows, int64_t classes, int64_t offset, int64_t total,
+                              float* sumExp, float* target, int* badLabel, cudaStream_t stream);
+cudaError_t crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
+                                int64_t rows, int64_t count, float* loss, cudaStream_t stream);
+cudaError_t crossEntropyPartsGrad(const float* dloss, const float* logits, const int64_t* labels,
+                                  const float* rowMax, const float* sumExp, int64_t rows,
+                                  int64_t classes, int64_t offset, int64_t total, int64_t count,
+                                  float* dlogits, int* badLabel, cudaStream_t stream);
+
+// ---- optimizers.cu (cpu/optimizers.cc) ----------------------------------------------------------
+
+cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut, float* bufOut,
+                int64_t n, float lr, float momentum, float weightDecay, cudaStream_t stream);
+// `step` is the device scalar holding the 1-based step count after this update.
+cudaError_t adamw(const float* param, const float* grad, const float* m, const float* v,
+                  float* paramOut, float* mOut, float* vOut, int64_t n, const float* step,
+                  float lr, float beta1, float beta2, float eps, float weightDecay, cudaStream_t stream);
+
+// ---- layout.cu (cpu/layout.cc) ------------------------------------------------------------------
+
+// out = x permuted (rank <= kMaxDims): out.shape[i] = shape[perm[i]].
+cudaError_t transpose(const float* x, const Shape& shape, const std::vector<int64_t>& perm, float* out,
+                      cudaStream_t stream);
+
+// ---- attention.cu (cpu/attention.cc) ------------------------------------------------------------
+
+cudaError_t causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale,
+                          cudaStream_t stream);
+cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
+                              float scale, cudaStream_t stream);
+
+// ---- layer_norm.cu (cpu/layer_norm.cc) ----------------------------------------------------------
+
+cudaError_t layerNorm(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
+                      int64_t rows, int64_t c, float eps, cudaStream_t stream);
+uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c);
+// dx may alias dy or x (the weight gradients are taken first).
+cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,
+                          const float* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t c,
+                          void* scratch, cudaStream_t stream);
+
+// ---- embedding.cu (cpu/embedding.cc, the split-table paths of exec/cpu_transformer_table.cc) --
+
+// out[i] = table[ids[i] − offset] when that row is here, else 0; an id outside [0, total) sets
+// *badId. Unsplit tables: offset 0, total = vocab.
+cudaError_t embedding(const float* table, const int64_t* ids, float* out, int64_t n, int64_t vocab,
+                      int64_t dim, int64_t offset, int64_t total, int* badId, cudaStream_t stream);
+// Deterministic scatter-add: positions sorted by id (a stable radix sort), then each row sums
+// its positions in increasing order, as the CPU does: bit-identical to it.
+uint64_t embeddingGradScratchBytes(int64_t n, int64_t total);
+cudaError_t embeddingGrad(const float* dy, const int64_t* ids, float* dtable, int64_t n, int64_t vocab,
+                          int64_t dim, int64_t offset, int64_t total, void* scratch,
+                          uint64_t scratchBytes, int* badId, cudaStream_t stream);
+
+// ---- conv.cu (cpu/conv.cc, cpu/pool.cc) -----------------------------------------------------
+
+struct ConvDims {
+  int64_t n, c, h, w;      // input [N, C, H, W]
+  int64_t o, kh, kw;       // weight [O, C, kh, kw]
+  int64_t sh, sw, ph, pw;  // stride, zero padding
+  int64_t oh, ow;          // output [N, O, oh, ow]
+};
+// col [N, C·kh·kw, oh·ow]: every output pixel's receptive field, zeros for padding.
+cudaError_t im2col(const float* x, float* col, const ConvDims& g, cudaStream_t stream);
+// dx [N, C, H, W] = the adjoint of im2col applied to col.
+cudaError_t col2im(const float* col, float* dx, const ConvDims& g, cudaStream_t stream);
+// out[e] = Σ over b of parts[b·count + e], in double, b in [0, batches).
+cudaError_t sumBatches(const float* parts, int64_t batches, int64_t count, float* out, cudaStream_t stream);
+
+struct PoolDims {
+  int64_t n, c, h, w, kh, kw, sh, sw, oh, ow;
+};
+// The first maximum of each window wins ties (as PyTorch); its gradient goes there.
+cudaError_t maxPool2d(const float* x, float* y, const PoolDims& g, cudaStream_t stream);
+cudaError_t maxPool2dGrad(const float* dy, const float* x, float* dx, const PoolDims& g, cudaStream_t stream);
+
+// ---- batch_norm.cu (cpu/batch_norm.cc, cpu/sync_batch_norm.cc) ----------------------------------
+
+// x [N, C, S] (S = H·W); one block per channel, sums in double (two passes for the variance).
+struct NormDims {
+  int64_t n, c, s;
+};
+cudaError_t batchNormTrain(const float* x, const float* weight, const float* bias, const float* runningMean,
+                           const float* runningVar, float* y, float* mean, float* rstd, float* newRunningMean,
+                           float* newRunningVar, NormDims d, float eps, float momentum, cudaStream_t stream);
+cudaError_t batchNormTrainGrad(const float* dy, const float* x, const float* weight, const float* mean,
+                               const float* rstd, float* dx, float* dweight, float* dbias, NormDims d,
+                               cudaStream_t stream);
+cudaError_t batchNormEval(const float* x, const float* weight, const float* bias, const float* runningMean,
+                          const float* runningVar, float* y, NormDims d, float eps, cudaStream_t stream);
+// The pieces of synchronised BatchNorm; `count` is the values per channel over every device.
+cudaError_t batchNormSum(const float* x, float* sum, NormDims d, cudaStream_t stream);
+cudaError_t batchNormCenteredSquares(const float* x, const float* sum, float* squares, NormDims d, int64_t count,
+                                     cudaStream_t stream);
+cudaError_t batchNormNormalize(const float* x, const float* sum, const float* squares, const float* weight,
+                               const float* bias, const float* runningMean, const float* runningVar, float* y,
+                               float* mean, float* rstd, float* newRunningMean, float* newRunningVar, NormDims d,
+                               int64_t count, float eps, float momentum, cudaStream_t stream);
+cudaError_t batchNormGradSums(const float* dy, const float* x, const float* mean, const float* rstd, float* dbias,
+                              float* dweight, NormDims d, cudaStream_t stream);
+cudaError_t batchNormGradInput(const float* dy, const float* x, const float* weight, const float* mean,
+                               const float* rstd, const float* dbias, const float* dweight, float* dx, NormDims d,
+                               int64_t count, cudaStream_t stream);
+
+}  // namespace dtc::cuda::kernels

@@ -1,0 +1,126 @@
+// LayerNorm over the last dimension and its gradient (cpu/layer_norm.cc): row statistics in
+// double (two passes for the variance), one block per row. dw/db are column sums over row
+// chunks fixed by the shape, added in chunk order: deterministic, no atomics.
+#include <algorithm>
+
+#include "common.cuh"
+#include "launchers.h"
+
+namespace dtc::cuda::kernels {
+namespace {
+
+constexpr int64_t kChunkRows = 64;
+constexpr int64_t kMaxChunks = 1024;
+
+int64_t chunksFor(int64_t rows) {
+  return std::max<int64_t>(1, std::min(kMaxChunks, (rows + kChunkRows - 1) / kChunkRows));
+}
+
+unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65535)); }
+
+__global__ void layerNormKernel(const float* x, const float* w, const float* b, float* y, float* mean,
+                                float* rstd, int64_t rows, int64_t c, float eps) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* in = x + r * c;
+    double sum = 0;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) sum += in[j];
+    const double mu = blockSum(sum) / static_cast<double>(c);
+    double sq = 0;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const double d = in[j] - mu;
+      sq += d * d;
+    }
+    sq = blockSum(sq);
+    const float m = static_cast<float>(mu);
+    const float s = static_cast<float>(1.0 / sqrt(sq / static_cast<double>(c) + eps));
+    float* out = y + r * c;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) out[j] = (in[j] - m) * s * w[j] + b[j];
+    if (threadIdx.x == 0) {
+      mean[r] = m;
+      rstd[r] = s;
+    }
+  }
+}
+
+// partial [chunks, 2, C]: Σ dy·xhat and Σ dy over the chunk's rows, per column.
+__global__ void layerNormWeightPartials(const float* dy, const float* x, const float* mean, const float* rstd,
+                                        int64_t rows, int64_t c, int64_t chunks, int64_t chunkRows,
+                                        double* partial) {
+  for (int64_t i = globalIndex(); i < chunks * c; i += globalStride()) {
+    const int64_t k = i / c, j = i % c;
+    double pw = 0, pb = 0;
+    for (int64_t r = k * chunkRows, end = min(rows, (k + 1) * chunkRows); r < end; ++r) {
+      const double xhat = (x[r * c + j] - static_cast<double>(mean[r])) * static_cast<double>(rstd[r]);
+      const float g = dy[r * c + j];
+      pw += g * xhat;
+      pb += g;
+    }
+    partial[k * 2 * c + j] = pw;
+    partial[k * 2 * c + c + j] = pb;
+  }
+}
+
+__global__ void layerNormWeightSums(const double* partial, int64_t c, int64_t chunks, float* dw, float* db) {
+  for (int64_t j = globalIndex(); j < c; j += globalStride()) {
+    double sw = 0, sb = 0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      sw += partial[k * 2 * c + j];
+      sb += partial[k * 2 * c + c + j];
+    }
+    dw[j] = static_cast<float>(sw);
+    db[j] = static_cast<float>(sb);
+  }
+}
+
+// dx = rstd · (gw − mean(gw) − xhat · mean(gw · xhat)), gw = dy·w, in double.
+__global__ void layerNormInputGrad(const float* dy, const float* x, const float* w, const float* mean,
+                                   const float* rstd, float* dx, int64_t rows, int64_t c) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* g = dy + r * c;
+    const float* in = x + r * c;
+    const double m = mean[r], s = rstd[r];
+    double sumG = 0, sumGX = 0;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const double xhat = (in[j] - m) * s;
+      const double gw = static_cast<double>(g[j]) * w[j];
+      sumG += gw;
+      sumGX += gw * xhat;
+    }
+    const double meanG = blockSum(sumG) / static_cast<double>(c);
+    const double meanGX = blockSum(sumGX) / static_cast<double>(c);
+    float* out = dx + r * c;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const double xhat = (in[j] - m) * s;
+      const double gw = static_cast<double>(g[j]) * w[j];
+      out[j] = static_cast<float>(s * (gw - meanG - xhat * meanGX));
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t layerNorm(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
+                      int64_t rows, int64_t c, float eps, cudaStream_t stream) {
+  if (rows > 0) layerNormKernel<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(x, w, b, y, mean, rstd, rows, c, eps);
+  return cudaGetLastError();
+}
+
+uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c) {
+  return static_cast<uint64_t>(chunksFor(rows) * 2 * c) * sizeof(double);
+}
+
+cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean, const float* rstd,
+                          float* dx, float* dw, float* db, int64_t rows, int64_t c, void* scratch,
+                          cudaStream_t stream) {
+  if (c <= 0) return cudaGetLastError();
+  const int64_t chunks = chunksFor(rows), chunkRows = (rows + chunks - 1) / chunks;
+  double* partial = static_cast<double*>(scratch);
+  // Weight gradients first: dx may alias dy or x.
+  layerNormWeightPartials<<<blocksFor(chunks * c), kThreads, 0, stream>>>(dy, x, mean, rstd, rows, c, chunks,
+                                                                          chunkRows, partial);
+  layerNormWeightSums<<<blocksFor(c), kThreads, 0, stream>>>(partial, c, chunks, dw, db);
+  if (rows > 0) layerNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(dy, x, w, mean, rstd, dx, rows, c);
+  return cudaGetLastError();
+}
+
+}  // namespace dtc::cuda::kernels

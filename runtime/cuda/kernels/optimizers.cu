@@ -1,0 +1,87 @@
+// SGD and AdamW for one tensor (cpu/optimizers.cc): step-level scalars in double rounded to
+// float once, element-wise math in float, in the same order as the CPU (and no FMA contraction,
+// see CMakeLists.txt), so updates match it bit for bit where the libm functions agree. Each
+// element is read before it is written: outputs may alias inputs.
+#include <cmath>
+
+#include "common.cuh"
+#include "launchers.h"
+
+namespace dtc::cuda::kernels {
+namespace {
+
+__global__ void sgdKernel(const float* param, const float* grad, const float* buf, float* paramOut,
+                          float* bufOut, int64_t n, float lr, float momentum, float weightDecay) {
+  // torch skips the weight-decay add when it is 0 (so 0·inf never turns into NaN).
+  const bool decay = weightDecay != 0.0f, useMomentum = momentum != 0.0f;
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) {
+    const float p = param[i];
+    float g = grad[i];
+    if (decay) g = g + weightDecay * p;
+    if (useMomentum) {
+      g = momentum * buf[i] + g;
+      bufOut[i] = g;
+    }
+    paramOut[i] = p - lr * g;
+  }
+}
+
+struct AdamwScalars {
+  float decayFactor, oneMinusBeta1, oneMinusBeta2, beta1, beta2, eps;
+  double lr;
+};
+
+__global__ void adamwKernel(const float* param, const float* grad, const float* m, const float* v,
+                            float* paramOut, float* mOut, float* vOut, int64_t n, const float* stepCount,
+                            AdamwScalars k) {
+  // The bias corrections depend on the step counter, which lives on the device (the plan
+  // increments it): one thread per block derives them.
+  __shared__ float stepSize, biasCorrection2Sqrt;
+  if (threadIdx.x == 0) {
+    const double step = static_cast<double>(*stepCount);
+    const double biasCorrection1 = 1.0 - pow(static_cast<double>(k.beta1), step);
+    const double biasCorrection2 = 1.0 - pow(static_cast<double>(k.beta2), step);
+    stepSize = static_cast<float>(k.lr / biasCorrection1);
+    biasCorrection2Sqrt = static_cast<float>(sqrt(biasCorrection2));
+  }
+  __syncthreads();
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) {
+    const float g = grad[i];
+    const float p = param[i] * k.decayFactor;
+    const float mi = k.beta1 * m[i] + k.oneMinusBeta1 * g;
+    const float vi = k.beta2 * v[i] + k.oneMinusBeta2 * g * g;
+    const float denom = sqrtf(vi) / biasCorrection2Sqrt + k.eps;
+    mOut[i] = mi;
+    vOut[i] = vi;
+    paramOut[i] = p - stepSize * mi / denom;
+  }
+}
+
+}  // namespace
+
+cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut, float* bufOut,
+                int64_t n, float lr, float momentum, float weightDecay, cudaStream_t stream) {
+  if (n > 0)
+    sgdKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, buf, paramOut, bufOut, n, lr, momentum,
+                                                     weightDecay);
+  return cudaGetLastError();
+}
+
+cudaError_t adamw(const float* param, const float* grad, const float* m, const float* v, float* paramOut,
+                  float* mOut, float* vOut, int64_t n, const float* step, float lr, float beta1, float beta2,
+                  float eps, float weightDecay, cudaStream_t stream) {
+  const double lrD = lr;
+  AdamwScalars k;
+  k.decayFactor = static_cast<float>(1.0 - lrD * weightDecay);
+  k.oneMinusBeta1 = static_cast<float>(1.0 - static_cast<double>(beta1));
+  k.oneMinusBeta2 = static_cast<float>(1.0 - static_cast<double>(beta2));
+  k.beta1 = beta1;
+  k.beta2 = beta2;
+  k.eps = eps;
+  k.lr = lrD;
+  if (n > 0)
+    adamwKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, m, v, paramOut, mOut, vOut, n, step, k);
+  return cudaGetLastError();
+}
+
+}  // namespace dtc::cuda::kernels

@@ -1,0 +1,91 @@
+// Runs one plan step on the CPU backend's kernels (the reference) and on a device backend, and
+// compares their outputs. Steps are built by hand with the FlatBuffers API, as in
+// tests/unit/exec/pipeline_plan.h; inputs are random (seeded by the case and the rank).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/device_mesh.h"
+#include "exec/backend.h"
+#include "support/dtype.h"
+
+namespace dtc::gputest {
+
+using Shape = std::vector<int64_t>;
+
+struct Attr {
+  std::string name;
+  int64_t i = 0;
+  double f = 0;
+  std::vector<int64_t> ints;
+  std::string s;
+};
+inline Attr intAttr(std::string name, int64_t v) { return {std::move(name), v, 0, {}, {}}; }
+inline Attr floatAttr(std::string name, double v) { return {std::move(name), 0, v, {}, {}}; }
+inline Attr intsAttr(std::string name, std::vector<int64_t> v) { return {std::move(name), 0, 0, std::move(v), {}}; }
+inline Attr stringAttr(std::string name, std::string v) { return {std::move(name), 0, 0, {}, std::move(v)}; }
+
+struct Input {
+  DType dtype = DType::kF32;
+  Shape shape;
+  float lo = -1, hi = 1;        // float32: uniform in [lo, hi)
+  int64_t idLo = 0, idHi = 0;   // int64: uniform in [idLo, idHi)
+  std::vector<float> values;    // float32: these values instead, when given
+};
+inline Input f32(Shape s, float lo = -1, float hi = 1) { return {DType::kF32, std::move(s), lo, hi, 0, 0, {}}; }
+inline Input ids(Shape s, int64_t hi, int64_t lo = 0) { return {DType::kI64, std::move(s), 0, 0, lo, hi, {}}; }
+inline Input zeros(DType t, Shape s) { return {t, std::move(s), 0, 0, 0, 0, {}}; }
+inline Input given(Shape s, std::vector<float> v) { return {DType::kF32, std::move(s), 0, 0, 0, 0, std::move(v)}; }
+
+struct Output {
+  Shape shape;
+  DType dtype = DType::kF32;
+  int alias = -1;  // shares the storage of this input (in-place updates, as the planner does)
+};
+inline Output out(Shape s, int alias = -1) { return {std::move(s), DType::kF32, alias}; }
+inline Output outI64(Shape s) { return {std::move(s), DType::kI64, -1}; }
+
+struct Case {
+  std::string label;  // also the step's location
+  std::string op;
+  std::vector<Attr> attrs;
+  std::vector<Input> inputs;
+  std::vector<Output> outputs;
+  double tolerance = 1e-5;  // max |cuda − cpu| / max |cpu| per output
+};
+
+// The bytes of a Step table holding `c`'s op, attributes (sorted by name) and location.
+std::vector<uint8_t> buildStep(const Case& c);
+
+class Harness {
+ public:
+  // `mesh` serves collectives (both backends use it, in the same order on every rank).
+  Harness(Backend& device, comm::DeviceMesh* mesh, int rank, bool verbose);
+
+  // Runs `c` on both backends and compares; prints one line; false on a mismatch or an error.
+  bool run(const Case& c);
+  // A malformed step: both backends must refuse it at bind time with the same message.
+  bool expectSameBindError(const Case& c);
+  // A bind that must fail on the device backend with a message containing `text`.
+  bool expectBindError(const Case& c, const std::string& text);
+  // A step that binds and runs, then fails at the next synchronisation with `text` (data the
+  // kernels reject on the device). Use a fresh backend: its error flags stay raised.
+  bool expectRunError(const Case& c, const std::string& text);
+  // send then recv through the mesh on both backends: the received tensor equals the sent one.
+  bool sendRecv(const Shape& shape, DType dtype);
+
+  int failures() const { return failures_; }
+
+ private:
+  void report(bool ok, const std::string& label, const std::string& detail);
+  Backend& device_;
+  comm::DeviceMesh* mesh_;
+  int rank_;
+  bool verbose_;
+  int failures_ = 0;
+  uint64_t caseCounter_ = 0;
+};
+
+}  // namespace dtc::gputest

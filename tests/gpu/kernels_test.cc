@@ -1,0 +1,167 @@
+// Every op with a CUDA kernel, run on the CUDA backend plugin and on the CPU kernels (the
+// reference) with the same random inputs, outputs compared (max |cuda − cpu| / max |cpu| ≤
+// 1e-5 for fp32); plus contract parity (both backends refuse a malformed step with the same
+// message), data errors raised on the device, and point-to-point transfers.
+//
+//   kernels_test [--verbose]             one process: collectives over a one-device mesh
+//   mpirun -np 2 kernels_test            collectives over two processes (they may share a GPU)
+//
+// Exit status: 0 all passed, 1 a failure, 77 no CUDA device (ctest reports "skipped").
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "comm/world.h"
+#include "harness.h"
+
+#ifndef DTC_CUDA_PLUGIN
+#define DTC_CUDA_PLUGIN "libdtc_cuda.so"
+#endif
+
+namespace dtc::gputest {
+
+// cases.cc
+std::vector<Case> kernelCases();
+std::vector<Case> collectiveCases(int64_t n);
+std::vector<Case> malformedCases();
+
+namespace {
+
+constexpr int kSkipped = 77;
+
+struct Plugin {
+  CreateBackendFn create = nullptr;
+  std::string path, error;
+};
+
+Plugin loadPlugin() {
+  Plugin p;
+  const char* env = std::getenv("DTC_CUDA_BACKEND");
+  p.path = env && *env ? env : DTC_CUDA_PLUGIN;
+  void* handle = ::dlopen(p.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = ::dlerror();
+    p.error = "cannot load " + p.path + ": " + (why ? why : "unknown error");
+    return p;
+  }
+  p.create = reinterpret_cast<CreateBackendFn>(::dlsym(handle, kCreateBackendSymbol));
+  if (!p.create) p.error = p.path + " has no " + kCreateBackendSymbol;
+  return p;
+}
+
+StatusOr<std::unique_ptr<Backend>> createDevice(const Plugin& p, int localRank) {
+  char error[512] = {0};
+  Backend* b = p.create(kBackendAbiVersion, localRank, error, sizeof error);
+  if (!b) return Status::InvalidInput(error);
+  return std::unique_ptr<Backend>(b);
+}
+
+// Device-side data errors, each on a fresh backend (raised flags stay raised).
+int runErrorChecks(const Plugin& plugin, int localRank, comm::DeviceMesh* mesh, int rank, bool verbose) {
+  struct Check {
+    Case c;
+    const char* text;
+  };
+  const std::vector<Check> checks = {
+      {{"bad label", "softmax_cross_entropy", {}, {f32({4, 10}), ids({4}, 11, 10)}, {out({})}},
+       "bad label: a label is outside [0, 10)"},
+      {{"bad token id", "embedding", {}, {f32({8, 3}), ids({5}, 0, -3)}, {out({5, 3})}},
+       "bad token id: a token id is outside [0, 8)"},
+      {{"bad token id in grad", "embedding_grad", {}, {f32({5, 3}), ids({5}, 100, 9)}, {out({8, 3})}},
+       "a token id is outside [0, 8)"},
+      {{"bad label, split classes", "cross_entropy_parts", {},
+        {f32({4, 6}), ids({4}, 7, 6), f32({4})}, {out({4}), out({4})}},
+       "a label is outside [0, 6)"},
+  };
+  int failures = 0;
+  for (const Check& check : checks) {
+    StatusOr<std::unique_ptr<Backend>> device = createDevice(plugin, localRank);
+    if (!device.ok()) {
+      std::printf("FAIL %s: %s\n", check.c.label.c_str(), device.status().message().c_str());
+      ++failures;
+      continue;
+    }
+    Harness h(**device, mesh, rank, verbose);
+    h.expectRunError(check.c, check.text);
+    failures += h.failures();
+  }
+  return failures;
+}
+
+}  // namespace
+}  // namespace dtc::gputest
+
+int main(int argc, char** argv) {
+  using namespace dtc;
+  using namespace dtc::gputest;
+  bool verbose = true;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--quiet") == 0) verbose = false;
+
+  StatusOr<comm::World> world = comm::detectWorld();
+  if (!world.ok()) {
+    std::fprintf(stderr, "kernels_test: %s\n", world.status().message().c_str());
+    return 1;
+  }
+  Plugin plugin = loadPlugin();
+  if (!plugin.create) {
+    std::fprintf(stderr, "kernels_test: %s\n", plugin.error.c_str());
+    return 1;
+  }
+  {
+    char error[512] = {0};
+    if (plugin.create(kBackendAbiVersion + 1000, 0, error, sizeof error) || !std::strstr(error, "ABI")) {
+      std::fprintf(stderr, "FAIL the plugin accepted a wrong ABI version (or said nothing: '%s')\n", error);
+      return 1;
+    }
+  }
+  StatusOr<std::unique_ptr<Backend>> device = createDevice(plugin, world->localRank);
+  if (!device.ok()) {
+    const std::string why = device.status().message();
+    if (why.rfind("no CUDA device", 0) == 0) {
+      std::printf("no CUDA device: skipped (%s)\n", why.c_str());
+      return kSkipped;
+    }
+    std::fprintf(stderr, "kernels_test: %s\n", why.c_str());
+    return 1;
+  }
+  if (world->rank == 0) std::printf("device: %s\n", (*device)->name().c_str());
+
+  // Collectives run over a one-axis mesh of every process (one process: its trivial group).
+  std::unique_ptr<comm::Communicator> communicator;
+  if (world->size > 1) {
+    auto mpi = comm::createMpiWorld();
+    if (!mpi.ok()) {
+      std::fprintf(stderr, "kernels_test: %s\n", mpi.status().message().c_str());
+      return 1;
+    }
+    communicator = std::move(mpi).value();
+  } else {
+    communicator = comm::createSingleProcess();
+  }
+  auto mesh = comm::DeviceMesh::create(std::move(communicator), {"x"}, {world->size});
+  if (!mesh.ok()) {
+    std::fprintf(stderr, "kernels_test: %s\n", mesh.status().message().c_str());
+    return 1;
+  }
+
+  Harness h(**device, mesh->get(), world->rank, verbose && world->rank == 0);
+  for (const Case& c : kernelCases()) h.run(c);
+  for (const Case& c : collectiveCases(world->size)) h.run(c);
+  h.sendRecv({3, 37}, DType::kF32);
+  h.sendRecv({5}, DType::kI64);
+  for (const Case& c : malformedCases()) h.expectSameBindError(c);
+  h.expectBindError({"no kernel", "cast", {}, {f32({4})}, {out({4})}}, "cast at no kernel: no CUDA kernel yet for 'cast'");
+  h.expectBindError({"bf16 matmul", "matmul", {}, {zeros(DType::kBF16, {4, 8}), zeros(DType::kBF16, {8, 2})},
+                     {Output{{4, 2}, DType::kBF16, -1}}},
+                    "no CUDA kernel yet for 'matmul' on bfloat16 operands");
+  h.expectBindError({"unknown op", "frobnicate", {}, {f32({2})}, {out({2})}}, "no CUDA kernel yet for 'frobnicate'");
+  int failures = h.failures();
+  failures += runErrorChecks(plugin, world->localRank, mesh->get(), world->rank, verbose && world->rank == 0);
+  const std::string who = world->size > 1 ? "[rank " + std::to_string(world->rank) + "] " : "";
+  std::printf("%s%s: %d failure(s)\n", who.c_str(), failures ? "FAILED" : "PASSED", failures);
+  return failures ? 1 : 0;
+}

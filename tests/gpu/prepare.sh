@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Run HERE (where the compiler builds): compiles the plans and writes the data the GPU machine's
+# end-to-end checks use (tests/gpu/run.sh), into gpu-carry/ (ignored by git; carry it to the GPU
+# machine). Usage: tests/gpu/prepare.sh [BUILD_DIR]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${1:-$ROOT/build}"
+DTC="$BUILD/tools/dtc/dtc"
+OUT="$ROOT/gpu-carry"
+rm -rf "$OUT" && mkdir -p "$OUT/mlp-data" "$OUT/conv-data"
+/usr/bin/python3 - "$OUT" <<'PY'
+import sys, numpy as np
+out = sys.argv[1]
+rng = np.random.default_rng(0)
+np.save(f"{out}/mlp-data/input.npy", rng.standard_normal((512, 784)).astype(np.float32))
+np.save(f"{out}/mlp-data/target.npy", rng.integers(0, 10, 512).astype(np.int64))
+np.save(f"{out}/conv-data/input.npy", rng.random((256, 784), dtype=np.float32))
+np.save(f"{out}/conv-data/target.npy", rng.integers(0, 10, 256).astype(np.int64))
+tokens = ((np.arange(20000) * 7 + rng.integers(0, 3, 20000)) % 64).astype(np.int64)
+header = np.zeros(256, dtype=np.int32)
+header[0], header[1], header[2] = 20240520, 1, len(tokens)  # llm.c token file, version 1 (uint16)
+with open(f"{out}/tokens.bin", "wb") as f:
+    f.write(header.tobytes())
+    f.write(tokens.astype(np.uint16).tobytes())
+PY
+"$DTC" zoo mlp --seed 5 -o "$OUT/mlp.dtm"
+"$DTC" zoo gpt --vocab 64 --ctx 16 --layers 2 --heads 4 --embd 32 --seed 11 -o "$OUT/gpt.dtm"
+"$DTC" zoo convnet --seed 2 -o "$OUT/convnet.dtm"
+# name | model | data | processes | compile flags
+cat > "$OUT/plans.txt" <<'LIST'
+mlp|mlp.dtm|mlp-data|1|--batch 64 --optimizer adamw --lr 1e-3
+gpt|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3
+convnet|convnet.dtm|conv-data|1|--batch 32 --optimizer sgd --lr 0.02 --momentum 0.9
+mlp-dp2|mlp.dtm|mlp-data|2|--batch 64 --optimizer adamw --lr 1e-3 --mesh dp=2
+gpt-tp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --mesh tp=2
+gpt-pp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --mesh pp=2 --microbatches 4
+LIST
+while IFS='|' read -r name model data procs flags; do
+  # shellcheck disable=SC2086
+  "$DTC" compile "$OUT/$model" -o "$OUT/$name.dtp" $flags > /dev/null
+done < "$OUT/plans.txt"
+echo "wrote $OUT: $(wc -l < "$OUT/plans.txt") plans; carry it (device tool: carry [\"gpu-carry\"])"
+
+# GPT-2 124M for bench/gpu_gpt2.sh (nanoGPT's shapes, vocabulary padded to 50304, context 1024).
+"$DTC" zoo gpt --vocab 50304 --ctx 1024 --layers 12 --heads 12 --embd 768 --seed 0 -o "$OUT/gpt2.dtm"
+"$DTC" compile "$OUT/gpt2.dtm" -o "$OUT/gpt2.dtp" --batch 8 --optimizer adamw --lr 6e-4 --device cuda > /dev/null
+echo "wrote $OUT/gpt2.dtp (GPT-2 124M, batch 8 x 1024 tokens) for bench/gpu_gpt2.sh"

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The GPU checks, for a machine with an NVIDIA GPU and the CUDA toolkit (no LLVM/MLIR needed):
+# builds the runtime alone with the CUDA backend plugin, runs the kernel parity test (one
+# process, then two MPI processes for the collectives), then the end-to-end training checks.
+# Exits non-zero on any failure, and when no GPU is usable (a skip is a failure here).
+#
+#   tests/gpu/run.sh [BUILD_DIR]      (default: build-gpu in the repository root)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${1:-$ROOT/build-gpu}"
+JOBS="${JOBS:-$(nproc)}"
+failures=0
+
+section() { printf '\n==== %s ====\n' "$*"; }
+fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+
+section "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "(nvidia-smi not found)"
+NVCC="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+"$NVCC" --version | tail -1 || { echo "no nvcc at $NVCC (set CUDACXX)"; exit 1; }
+missing=()
+for tool in cmake ninja flatc mpirun; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if ((${#missing[@]})); then echo "missing tools: ${missing[*]}"; exit 1; fi
+
+section "configure and build (runtime only, CUDA on)"
+mkdir -p "$BUILD"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DDTC_BUILD_COMPILER=OFF -DDTC_BUILD_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" >"$BUILD/configure.log" 2>&1 ||
+  { cat "$BUILD/configure.log"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" --target dtrun dtc_cuda kernels_test
+
+section "kernel parity: one process"
+set +e
+"$BUILD/tests/gpu/kernels_test"
+rc=$?
+set -e
+if [ "$rc" -eq 77 ]; then
+  fail "kernels_test found no usable GPU (see its message: a driver older than the CUDA runtime reads the same)"
+elif [ "$rc" -ne 0 ]; then
+  fail "kernels_test (exit $rc)"
+fi
+
+section "kernel parity: collectives over two MPI processes (sharing the GPU if only one)"
+set +e
+mpirun --allow-run-as-root --oversubscribe -np 2 "$BUILD/tests/gpu/kernels_test" --quiet
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || fail "kernels_test on 2 processes (exit $rc)"
+
+section "end-to-end training checks"
+# Plans compiled where the compiler builds (tests/gpu/prepare.sh writes gpu-carry/): each trains
+# 20 steps on the CPU backend and on the GPU, and the loss curves must agree (fp32: 1e-4
+# relative; sums run in other orders). Meshes run as MPI processes sharing the GPU.
+CARRY="$ROOT/gpu-carry"
+if [ ! -f "$CARRY/plans.txt" ]; then
+  fail "no $CARRY/plans.txt: run tests/gpu/prepare.sh where dtc builds and carry gpu-carry/"
+else
+  DTRUN="$BUILD/tools/dtrun/dtrun"
+  # The list on descriptor 3: mpirun reads standard input.
+  while IFS='|' read -r -u 3 name model data procs flags; do
+    for device in cpu cuda; do
+      cmd=("$DTRUN" "$CARRY/$name.dtp" --data "$CARRY/$data" --steps 20 --seed 1 --threads 4
+           --device "$device" --log "$BUILD/e2e-$name-$device.jsonl")
+      if [ "$procs" -gt 1 ]; then cmd=(mpirun --allow-run-as-root --oversubscribe -np "$procs" "${cmd[@]}"); fi
+      if ! "${cmd[@]}" > "$BUILD/e2e-$name-$device.out" 2>&1; then
+        tail -3 "$BUILD/e2e-$name-$device.out"; fail "$name on $device"; continue 2
+      fi
+    done
+    python3 - "$BUILD/e2e-$name-cpu.jsonl" "$BUILD/e2e-$name-cuda.jsonl" "$name" <<'PY' || fail "$name: GPU and CPU losses differ"
+import json, sys
+cpu, gpu = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:3])
+err = max(abs(a - b) / abs(b) for a, b in zip(gpu, cpu))
+print(f"{sys.argv[3]}: losses {cpu[0]:.5f} -> {cpu[-1]:.5f} (cpu), {gpu[0]:.5f} -> {gpu[-1]:.5f} (cuda); max rel err {err:.2e}")
+sys.exit(0 if len(cpu) == len(gpu) == 20 and err <= 1e-4 else 1)
+PY
+  done 3< "$CARRY/plans.txt"
+fi
+
+section "summary"
+if [ "$failures" -ne 0 ]; then
+  echo "GPU checks: $failures failure(s)"
+  exit 1
+fi
+echo "GPU checks: all passed"
