@@ -202,6 +202,16 @@ def BucketAllReduce : Pass<"dtc-bucket-all-reduce", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def FuseAttention : Pass<"dtc-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "Fuse q·kᵀ → causal softmax → ·v into one flash-style causal_attention op";
+  let description = [{
+    In @forward, `batch_matmul(q, k) {transpose_rhs}` → `causal_softmax` → `batch_matmul(·, v)`
+    (scores and probabilities used nowhere else, q, k, v of one shape) becomes
+    `causal_attention(q, k, v)`: the [T, T] scores are never stored, forward or backward (the
+    backward recomputes them from q, k and the saved log-sum-exp). Run before autodiff.
+  }];
+}
+
 def MixedPrecision : Pass<"dtc-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Run contractions in bf16 or f16 with f32 weights, activations and optimizer";
   let description = [{

@@ -96,6 +96,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
 
   // One pass per pass manager, so the IR can be written after each for users exploring it.
   std::vector<std::unique_ptr<Pass>> pipeline;
+  if (options.fusedAttention) pipeline.push_back(createFuseAttention());
   if (options.precision != "fp32")
     pipeline.push_back(createMixedPrecision(MixedPrecisionOptions{options.precision}));
   if (options.pipelineStages > 0)

@@ -33,6 +33,15 @@ void causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float sca
 void causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
                        float scale, ThreadPool& pool);
 
+// Causal attention on `slices` independent [T, D] slices of q, k, v (batch × heads), flash-style:
+// out [slices, T, D] and lse [slices, T] (log-sum-exp of each query's scaled scores); the
+// gradient recomputes the probabilities from q, k and lse.
+void causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
+                     int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool);
+void causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
+                         const float* out, const float* lse, float* dq, float* dk, float* dv,
+                         int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool);
+
 // LayerNorm over the last dimension C of `rows` rows (nn.LayerNorm, biased variance):
 // y = (x − mean)·rstd·w + b with rstd = 1/sqrt(var + eps). Writes mean and rstd [rows].
 void layerNorm(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,

@@ -112,6 +112,53 @@ StatusOr<BoundStep> bindCausalSoftmax(const StepContext& ctx) {
   });
 }
 
+// q, k, v (and dout, out) [..., T, D] with lse [..., T]: (slices, T, D), or zeros if q is not.
+std::array<int64_t, 3> attentionDims(const TensorView& q) {
+  if (q.shape.size() < 2) return {0, 0, 0};
+  int64_t t = q.shape[q.shape.size() - 2], d = q.shape.back();
+  if (t == 0 || d == 0) return {0, 0, 0};
+  return {q.numElements() / (t * d), t, d};
+}
+
+StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 2));
+  TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
+             lse = ctx.outputs[1];
+  DTC_RETURN_IF_ERROR(sameShape(ctx, q, k));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, q, v));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, q, out));
+  auto [slices, t, d] = attentionDims(q);
+  if (slices == 0 || lse.numElements() != slices * t)
+    return invalid(ctx, "needs q, k, v, out [..., T, D] and lse [..., T], got " + str(q.shape) +
+                            " and " + str(lse.shape));
+  float scale = static_cast<float>(ctx.floatAttr("scale"));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::causalAttention(q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), slices, t, d, scale, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 6, 3));
+  const TensorView& q = ctx.inputs[1];
+  for (size_t i : {0, 2, 3, 4}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
+  for (const TensorView& g : ctx.outputs) DTC_RETURN_IF_ERROR(sameShape(ctx, q, g));
+  auto [slices, t, d] = attentionDims(q);
+  if (slices == 0 || ctx.inputs[5].numElements() != slices * t)
+    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) + " and " +
+                            str(ctx.inputs[5].shape));
+  std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
+  float scale = static_cast<float>(ctx.floatAttr("scale"));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::causalAttentionGrad(in[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), in[4].f32(),
+                             in[5].f32(), out[0].f32(), out[1].f32(), out[2].f32(), slices, t, d,
+                             scale, *pool);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindCausalSoftmaxGrad(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
@@ -260,6 +307,8 @@ const BinderTable& transformerBinders() {
       {"concat", bindConcat},
       {"causal_softmax", bindCausalSoftmax},
       {"causal_softmax_grad", bindCausalSoftmaxGrad},
+      {"causal_attention", bindCausalAttention},
+      {"causal_attention_grad", bindCausalAttentionGrad},
       {"layer_norm", bindLayerNorm},
       {"layer_norm_grad", bindLayerNormGrad},
       {"embedding", bindEmbedding},

@@ -82,9 +82,9 @@ def torch_run(init, tokens, make_optimizer, dtype=torch.float32):
 
 
 
-def check(name, eps, weight_tol, tokens, work, data, model):
+def check(name, eps, weight_tol, tokens, work, data, model, extra=()):
     init, final, losses, _ = dtc_train(model, work, name, B, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", eps,
-                                                             "--weight-decay", 0.1], data, STEPS, DATA_SEED)
+                                                             "--weight-decay", 0.1, *extra], data, STEPS, DATA_SEED)
 
     make = lambda p: torch.optim.AdamW(p, lr=3e-3, eps=eps, weight_decay=0.1)
     ref_losses, ref_final = torch_run(init, tokens, make)
@@ -114,6 +114,8 @@ def main():
             "--embd", C, "--seed", SEED, "-o", model)
         check("adamw", 1e-4, 1e-4, tokens, work, data, model)
         check("adamw-eps1e-8", 1e-8, None, tokens, work, data, model)
+        # Flash-style attention (one op, the [T, T] probabilities recomputed in backward).
+        check("adamw-fused-attention", 1e-4, 1e-4, tokens, work, data, model, ["--fused-attention"])
     print("gpt parity: ok")
 
 

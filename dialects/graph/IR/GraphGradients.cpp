@@ -165,6 +165,14 @@ Grads CausalSoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
       CausalSoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr())};
 }
 
+Grads CausalAttentionOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // lse is a by-product for the backward pass; only out carries a gradient.
+  if (!dys[0]) return SmallVector<Value>{Value(), Value(), Value()};
+  auto grad = CausalAttentionGradOp::create(b, getLoc(), dys[0], getQ(), getK(), getV(), getOut(),
+                                            getLse(), getScaleAttr());
+  return SmallVector<Value>{grad.getDq(), grad.getDk(), grad.getDv()};
+}
+
 Grads LayerNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
   // mean and rstd are by-products for the backward pass; only y carries a gradient.
   if (!dys[0]) return SmallVector<Value>{Value(), Value(), Value()};

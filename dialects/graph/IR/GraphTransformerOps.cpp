@@ -76,6 +76,28 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Lo
   return success();
 }
 
+LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> q = shapeOf(adaptor.getQ()), k = shapeOf(adaptor.getK()), v = shapeOf(adaptor.getV());
+  if (q.size() < 2 || q != k || q != v)
+    return emitOptionalError(loc, "causal_attention: q, k and v must share one shape [..., T, D], got ",
+                             shapeString(q), ", ", shapeString(k), ", ", shapeString(v));
+  types.push_back(f32Tensor(ctx, q));
+  types.push_back(f32Tensor(ctx, q.drop_back()));
+  return success();
+}
+
+LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> q = shapeOf(adaptor.getQ());
+  if (q.size() < 2 || shapeOf(adaptor.getDout()) != q || shapeOf(adaptor.getK()) != q ||
+      shapeOf(adaptor.getV()) != q || shapeOf(adaptor.getOut()) != q ||
+      shapeOf(adaptor.getLse()) != q.drop_back())
+    return emitOptionalError(loc, "causal_attention_grad: operands do not match q ", shapeString(q));
+  for (int i = 0; i < 3; ++i) types.push_back(f32Tensor(ctx, q));
+  return success();
+}
+
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());

@@ -56,6 +56,27 @@ def Graph_CausalSoftmaxGradOp : Graph_Op<"causal_softmax_grad", [Pure, InferType
   let assemblyFormat = "$dy `,` $y attr-dict `:` type($dx)";
 }
 
+def Graph_CausalAttentionOp : Graph_Op<"causal_attention", [Pure, InferTypeOpAdaptor,
+    Graph_Differentiable]> {
+  let summary = "softmax(scale · q·kᵀ, causal) · v on [..., T, D], without keeping the [T, T] scores";
+  let description = [{
+    Flash-style attention (dtc-fuse-attention fuses batch_matmul → causal_softmax →
+    batch_matmul into it): `out` is the attention output and `lse` [..., T] the log-sum-exp of
+    each query's scaled scores, all the backward pass keeps (it recomputes the probabilities).
+  }];
+  let arguments = (ins Graph_F32Tensor:$q, Graph_F32Tensor:$k, Graph_F32Tensor:$v, F32Attr:$scale);
+  let results = (outs Graph_F32Tensor:$out, Graph_F32Tensor:$lse);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+def Graph_CausalAttentionGradOp : Graph_Op<"causal_attention_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradients of causal_attention with respect to q, k and v";
+  let arguments = (ins Graph_F32Tensor:$dout, Graph_F32Tensor:$q, Graph_F32Tensor:$k,
+                       Graph_F32Tensor:$v, Graph_F32Tensor:$out, Graph_F32Tensor:$lse,
+                       F32Attr:$scale);
+  let results = (outs Graph_F32Tensor:$dq, Graph_F32Tensor:$dk, Graph_F32Tensor:$dv);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "LayerNorm over the last dimension (nn.LayerNorm); also returns mean and rstd";
   let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$weight, Graph_F32Tensor:$bias,
