@@ -68,8 +68,26 @@ class Splitter {
     return h >= 0 ? config_.deviceOf(h) : kReplicated;
   }
 
-  // Ops with a stage keep it; others follow their operands (the latest chunk among them), and
-  // ops on replicated values only are replicated. Optimizer state follows the op that reads it.
+  // An op without a stage goes where most of its operands' bytes live, so that the small ones
+  // travel (a loss-scaling `select` of a stage-0 parameter runs on stage 0 and receives the
+  // scalar decision; it must not pull the parameter over); on a tie, the latest chunk. Ops on
+  // replicated values only are replicated.
+  int64_t placeByBytes(Operation* op) {
+    std::map<int64_t, int64_t> bytes;
+    for (Value v : op->getOperands()) {
+      int64_t h = home_.lookup(v);
+      if (h < 0) continue;
+      auto type = cast<RankedTensorType>(v.getType());
+      bytes[h] += type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    }
+    int64_t best = kReplicated, most = -1;
+    for (auto& [h, b] : bytes)
+      if (b >= most) best = h, most = b;
+    return best;
+  }
+
+  // Ops with a stage keep it; others are placed by placeByBytes. Optimizer state follows the
+  // op that reads it.
   void placeValues() {
     for (BlockArgument arg : func_.getArguments()) {
       auto stage = func_.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), dist::kStageAttr);
@@ -80,10 +98,7 @@ class Splitter {
     auto placeOps = [&] {
       for (Operation& op : body_.without_terminator()) {
         int64_t h = stageAttr(&op);
-        if (h == kUnknown) {
-          h = kReplicated;
-          for (Value v : op.getOperands()) h = std::max(h, home_.lookup(v));
-        }
+        if (h == kUnknown) h = placeByBytes(&op);
         for (Value r : op.getResults()) home_[r] = h;
       }
     };

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cuda_attention_table.h"
 #include "cuda_check.h"
 #include "cuda_device.h"
 #include "exec/backend.h"
@@ -91,25 +92,48 @@ void writeError(char* error, size_t size, const std::string& message) {
   if (error && size) std::snprintf(error, size, "%s", message.c_str());
 }
 
+bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+
+bool among(const std::string& op, std::initializer_list<const char*> ops) {
+  for (const char* o : ops)
+    if (op == o) return true;
+  return false;
+}
+
 }  // namespace
 
 StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   const std::string op = ctx.step.op()->str();
-  // Every kernel here is float32 (int64 for ids and labels); bf16/f16 plans need kernels of
-  // their own, so say so rather than report a dtype mismatch.
+  // 16-bit operands (mixed precision), as the CPU's bindCpuStep: contractions take them as they
+  // are (cuBLAS, f32 accumulation); collectives run their f32 form on widened copies; casts and
+  // the ops that move bytes of any dtype bind as usual; every other op refuses them here, by
+  // name, rather than with a dtype mismatch.
+  const TensorView* low = nullptr;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
-      if (t.dtype == DType::kBF16 || t.dtype == DType::kF16)
-        return invalid(ctx, "no CUDA kernel yet for '" + printable(op) + "' on " + dtypeName(t.dtype) +
-                                " operands (the CUDA backend computes in float32 only for now)");
+      if (!low && lowPrecision(t.dtype)) low = &t;
+  if (low && !among(op, {"cast", "reshape", "send", "recv"})) {
+    const bool contraction = among(op, {"matmul", "batch_matmul", "linear", "linear_grad_input", "linear_grad_weight"});
+    const bool collective = among(op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "local_slice",
+                                       "collective_broadcast"});
+    if (!contraction && !collective)
+      return invalid(ctx, "no CUDA kernel yet for '" + printable(op) + "' on " + dtypeName(low->dtype) + " operands");
+    const DType first = ctx.inputs.empty() ? ctx.outputs[0].dtype : ctx.inputs[0].dtype;
+    for (const auto* list : {&ctx.inputs, &ctx.outputs})
+      for (const TensorView& t : *list)
+        if (t.dtype != first)
+          return invalid(ctx, "operands must share one element type, got " + dtypeName(first) + " and " +
+                                  dtypeName(t.dtype));
+    if (collective) return bindWidened(ctx, device, collectiveCudaBinders().at(op));
+  }
   for (const CudaBinderTable* table : {&coreCudaBinders(), &lossCudaBinders(), &transformerCudaBinders(),
                                        &collectiveCudaBinders(), &vocabParallelCudaBinders(),
-                                       &convCudaBinders()}) {
+                                       &convCudaBinders(), &precisionCudaBinders(),
+                                       &attentionCudaBinders()}) {
     auto it = table->find(op);
     if (it != table->end()) return it->second(ctx, device);
   }
-  // The CPU backend's other ops (casts, loss scaling) and unknown ones
-  // alike: the CPU backend tells those apart, and runs the plan.
+  // Unknown ops: the CPU backend tells those apart from ops only it runs.
   return invalid(ctx, "no CUDA kernel yet for '" + printable(op) + "'");
 }
 

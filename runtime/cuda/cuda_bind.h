@@ -15,6 +15,23 @@ namespace dtc::cuda {
 // The shapes bound steps see, with the kernels' name for them.
 using kernels::Shape;
 
+// The contractions' arity and element type: float32 under the CPU's contract (expect(), the same
+// messages), or bfloat16 / float16 for every operand alike (mixed precision: cuBLAS takes them
+// as they are and accumulates in f32).
+inline StatusOr<cudaDataType_t> contractionType(const StepContext& ctx) {
+  const DType t = ctx.outputs.size() == 1 ? ctx.outputs[0].dtype : DType::kF32;
+  if (t != DType::kBF16 && t != DType::kF16) {
+    DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+    return CUDA_R_32F;
+  }
+  if (ctx.inputs.size() != 2) return invalid(ctx, "expects 2 inputs and 1 outputs");
+  for (const TensorView& in : ctx.inputs)
+    if (in.dtype != t)
+      return invalid(ctx, "operands must share one element type, got " + dtypeName(in.dtype) + " and " +
+                              dtypeName(t));
+  return t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
 // A raised-flag message for data errors found on the device (see Device::errorFlag).
 inline StatusOr<int*> dataErrorFlag(Device& device, const StepContext& ctx, const std::string& message) {
   return device.errorFlag(ctx.where() + message);

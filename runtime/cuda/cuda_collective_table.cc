@@ -1,56 +1,18 @@
-// The collectives of partitioned plans on CUDA, staged through the host: each step copies its
-// blocks from the GPU into pinned buffers, calls the same Communicator method as the CPU
-// backend (exec/cpu_collective_table.cc, whose contracts these repeat), and copies the result
-// back. Correct on any MPI; NCCL on device memory comes later.
+// The collectives of partitioned plans on CUDA, with the CPU backend's contracts
+// (exec/cpu_collective_table.cc). Each runs on NCCL where its group does (nccl_groups.h: on
+// device memory, on the backend's stream, nothing waits for the host), else staged through the
+// host: the step copies its blocks from the GPU into pinned buffers, calls the same
+// Communicator method as the CPU backend and copies the result back (correct on any MPI, and
+// where ranks share a GPU). Strided blocks are packed on the GPU for NCCL, as the CPU packs
+// them for MPI. Sends and receives stay host-staged (see bindSend for why).
 //
-// Every step synchronises the stream before it touches the staging buffers (its inputs must be
-// computed, and an earlier step's upload from them must be done); its own uploads stay in
-// flight, ordered before the kernels that follow on the stream.
-#include "cuda_bind.h"
+// A host-staged step synchronises the stream before it touches the staging buffers (its inputs
+// must be computed, and an earlier step's upload from them must be done); its own uploads stay
+// in flight, ordered before the kernels that follow on the stream.
+#include "cuda_collective_util.h"
 
 namespace dtc::cuda {
 namespace {
-
-// A tensor seen as [outer, mid, inner] around dimension `dim`.
-struct Around {
-  int64_t outer = 1, mid = 1, inner = 1;
-  Around(const Shape& shape, int64_t dim) {
-    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
-      (d < dim ? outer : d == dim ? mid : inner) *= shape[d];
-  }
-};
-
-// Block `index` of `parts` along the middle dimension of `whole` ([outer, mid, inner] floats)
-// from or into `block` (contiguous [outer, mid/parts, inner]); one strided 2-D copy.
-cudaError_t blockCopy(float* whole, const Around& a, int64_t parts, int64_t index, float* block, bool intoWhole,
-                      cudaMemcpyKind kind, cudaStream_t stream) {
-  const int64_t m = a.mid / parts;
-  const size_t run = m * a.inner * sizeof(float), pitch = a.mid * a.inner * sizeof(float);
-  if (run == 0 || a.outer == 0) return cudaSuccess;
-  float* at = whole + index * m * a.inner;
-  return intoWhole ? cudaMemcpy2DAsync(at, pitch, block, run, run, a.outer, kind, stream)
-                   : cudaMemcpy2DAsync(block, run, at, pitch, run, a.outer, kind, stream);
-}
-
-struct Group {
-  comm::Communicator* comm = nullptr;
-  int64_t size = 1, index = 0;
-};
-
-StatusOr<Group> groupOf(const StepContext& ctx) {
-  std::vector<int64_t> axes64 = ctx.intsAttr("axes");
-  std::vector<int> axes(axes64.begin(), axes64.end());
-  if (!ctx.mesh) return invalid(ctx, "a collective in a plan run without a device mesh");
-  for (int a : axes)
-    if (a < 0 || a >= static_cast<int>(ctx.mesh->sizes().size()))
-      return invalid(ctx, "names mesh axis " + std::to_string(a) + ", the mesh has " +
-                              std::to_string(ctx.mesh->sizes().size()));
-  Group g;
-  DTC_ASSIGN_OR_RETURN(g.comm, ctx.mesh->group(axes));
-  g.size = ctx.mesh->groupSize(axes);
-  g.index = ctx.mesh->indexIn(axes);
-  return g;
-}
 
 Status floats(const StepContext& ctx) {
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
@@ -94,28 +56,8 @@ StatusOr<int64_t> scaledDim(const StepContext& ctx, const char* attr, const Shap
   return dim;
 }
 
-// The run-time side: copies with error checks, and the wait before touching staging buffers.
-struct Stager {
-  Device* dev;
-  std::string where;
-  float* host(int which) const { return reinterpret_cast<float*>(dev->staging(which)); }
-  Status wait() const { return cudaStatus(cudaStreamSynchronize(dev->stream()), where + "waiting for the GPU"); }
-  Status copy(void* to, const void* from, int64_t floats, cudaMemcpyKind kind) const {
-    return cudaStatus(cudaMemcpyAsync(to, from, floats * sizeof(float), kind, dev->stream()), where + "a copy");
-  }
-  Status block(float* whole, const Around& a, int64_t parts, int64_t index, float* b, bool intoWhole,
-               cudaMemcpyKind kind) const {
-    return cudaStatus(blockCopy(whole, a, parts, index, b, intoWhole, kind, dev->stream()), where + "a strided copy");
-  }
-};
-
-StatusOr<Stager> stager(const StepContext& ctx, Device& dev, int64_t floats0, int64_t floats1) {
-  DTC_RETURN_IF_ERROR(dev.reserveStaging(0, floats0 * sizeof(float)));
-  DTC_RETURN_IF_ERROR(dev.reserveStaging(1, floats1 * sizeof(float)));
-  return Stager{&dev, ctx.where()};
-}
-
-constexpr cudaMemcpyKind kDown = cudaMemcpyDeviceToHost, kUp = cudaMemcpyHostToDevice;
+constexpr cudaMemcpyKind kDown = cudaMemcpyDeviceToHost, kUp = cudaMemcpyHostToDevice,
+                         kOnDevice = cudaMemcpyDeviceToDevice;
 
 StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(floats(ctx));
@@ -126,16 +68,30 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
     DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[i], ctx.outputs[i]));
     total += ctx.inputs[i].numElements();
   }
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
   std::string reduction = ctx.stringAttr("reduction");
   if (reduction != "" && reduction != "sum" && reduction != "max")
     return invalid(ctx, "unknown reduction '" + reduction + "'");
   const bool max = reduction == "max";
   if (max && ctx.inputs.size() > 1) return invalid(ctx, "a bucket of several tensors reduces by sum only");
-  DTC_ASSIGN_OR_RETURN(Stager s, stager(ctx, dev, total, 0));
-  std::vector<TensorView> ins = ctx.inputs, outs = ctx.outputs;
-  // A bucket is one call on the tensors packed end to end.
-  return BoundStep([=] {
+  const Stager s = stager(ctx, dev, total, 0);
+  const std::vector<TensorView> ins = ctx.inputs, outs = ctx.outputs;
+  cudaStream_t stream = dev.stream();
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (comm) {
+      // A bucket: one call per tensor, which NCCL fuses into one launch.
+      const Nccl nc{&g.paths->api(), comm, stream, s.where};
+      return ncclGrouped(*nc.api, s.where, [&] {
+        for (size_t i = 0; i < ins.size(); ++i)
+          DTC_RETURN_IF_ERROR(nc.check(nc.api->allReduce(ins[i].data, outs[i].data, ins[i].numElements(), ncclFloat32,
+                                                         max ? ncclMax : ncclSum, comm, stream),
+                                       "ncclAllReduce"));
+        return Status::Ok();
+      });
+    }
+    // Host-staged: a bucket is one call on the tensors packed end to end.
+    DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     float* at = s.host(0);
     for (const TensorView& t : ins) {
@@ -153,16 +109,39 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
   });
 }
 
+// Device memory for NCCL's contiguous blocks when a step's blocks are strided (`needed`), shared
+// by every collective step (Device::sharedScratch slot 1); null otherwise.
+StatusOr<float*> packing(Device& dev, bool needed, int64_t floats) {
+  if (!needed) return static_cast<float*>(nullptr);
+  DTC_ASSIGN_OR_RETURN(void* p, dev.sharedScratch(1, floats * sizeof(float)));
+  return static_cast<float*>(p);
+}
+
 StatusOr<BoundStep> bindAllGather(const StepContext& ctx, Device& dev) {
   if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
   DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
   TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
   DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, g.size, 1));
   Around a(out.shape, dim);
   int64_t n = in.numElements();
-  DTC_ASSIGN_OR_RETURN(Stager s, stager(ctx, dev, n, n * g.size));
-  return BoundStep([=] {
+  const Stager s = stager(ctx, dev, n, n * g.size);
+  // Rank r's block of `out` is contiguous (at r·n) only when nothing precedes `dim`.
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, a.outer > 1, n * g.size));
+  cudaStream_t stream = dev.stream();
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (comm) {
+      const Nccl nc{&g.paths->api(), comm, stream, s.where};
+      float* gathered = packed ? packed : out.f32();
+      DTC_RETURN_IF_ERROR(
+          nc.check(nc.api->allGather(in.data, gathered, n, ncclFloat32, comm, stream), "ncclAllGather"));
+      if (packed)
+        for (int64_t r = 0; r < g.size; ++r)
+          DTC_RETURN_IF_ERROR(s.block(out.f32(), a, g.size, r, packed + r * n, true, kOnDevice));
+      return Status::Ok();
+    }
+    DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(s.copy(s.host(0), in.data, n, kDown));
     DTC_RETURN_IF_ERROR(s.wait());
@@ -175,13 +154,28 @@ StatusOr<BoundStep> bindAllGather(const StepContext& ctx, Device& dev) {
 
 StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
   TensorView in = ctx.inputs[0], out = ctx.outputs[0];
   DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, 1, g.size));
   Around a(in.shape, dim);
   int64_t n = out.numElements();
-  DTC_ASSIGN_OR_RETURN(Stager s, stager(ctx, dev, n * g.size, n));
-  return BoundStep([=] {
+  const Stager s = stager(ctx, dev, n * g.size, n);
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, a.outer > 1, n * g.size));
+  cudaStream_t stream = dev.stream();
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (comm) {
+      const Nccl nc{&g.paths->api(), comm, stream, s.where};
+      const float* blocks = in.f32();
+      if (packed) {
+        for (int64_t r = 0; r < g.size; ++r)
+          DTC_RETURN_IF_ERROR(s.block(in.f32(), a, g.size, r, packed + r * n, false, kOnDevice));
+        blocks = packed;
+      }
+      return nc.check(nc.api->reduceScatter(blocks, out.data, n, ncclFloat32, ncclSum, comm, stream),
+                      "ncclReduceScatter");
+    }
+    DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     for (int64_t r = 0; r < g.size; ++r)
       DTC_RETURN_IF_ERROR(s.block(in.f32(), a, g.size, r, s.host(0) + r * n, false, kDown));
@@ -195,19 +189,18 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindLocalSlice(const StepContext& ctx, Device& dev) {
   if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
   DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
   TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
   DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, 1, g.size));
   Around a(in.shape, dim);
-  const Stager s{&dev, ctx.where()};
-  return BoundStep(
-      [=] { return s.block(in.f32(), a, g.size, g.index, out.f32(), false, cudaMemcpyDeviceToDevice); });
+  const Stager s = stager(ctx, dev, 0, 0);
+  return BoundStep([=] { return s.block(in.f32(), a, g.size, g.index, out.f32(), false, kOnDevice); });
 }
 
 StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
   if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
   DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
   TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
   int64_t split = ctx.intAttr("split_dim"), concat = ctx.intAttr("concat_dim");
   int64_t rank = static_cast<int64_t>(in.shape.size());
@@ -220,8 +213,36 @@ StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
   if (want != out.shape) return invalid(ctx, "output " + str(out.shape) + " should be " + str(want));
   int64_t n = in.numElements() / g.size;
   Around from(in.shape, split), to(out.shape, concat);
-  DTC_ASSIGN_OR_RETURN(Stager s, stager(ctx, dev, n * g.size, n * g.size));
-  return BoundStep([=] {
+  const Stager s = stager(ctx, dev, n * g.size, n * g.size);
+  // NCCL sends and receives contiguous blocks: the blocks to send packed in the first half, the
+  // received ones landing in the second, where either side is strided.
+  const bool packFrom = from.outer > 1, packTo = to.outer > 1;
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, packFrom || packTo, 2 * n * g.size));
+  cudaStream_t stream = dev.stream();
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (comm) {
+      const Nccl nc{&g.paths->api(), comm, stream, s.where};
+      const float* send = in.f32();
+      float* recv = packTo ? packed + n * g.size : out.f32();
+      if (packFrom) {
+        for (int64_t r = 0; r < g.size; ++r)
+          DTC_RETURN_IF_ERROR(s.block(in.f32(), from, g.size, r, packed + r * n, false, kOnDevice));
+        send = packed;
+      }
+      DTC_RETURN_IF_ERROR(ncclGrouped(*nc.api, s.where, [&] {
+        for (int r = 0; r < static_cast<int>(g.size); ++r) {
+          DTC_RETURN_IF_ERROR(nc.check(nc.api->send(send + r * n, n, ncclFloat32, r, comm, stream), "ncclSend"));
+          DTC_RETURN_IF_ERROR(nc.check(nc.api->recv(recv + r * n, n, ncclFloat32, r, comm, stream), "ncclRecv"));
+        }
+        return Status::Ok();
+      }));
+      if (packTo)
+        for (int64_t r = 0; r < g.size; ++r)
+          DTC_RETURN_IF_ERROR(s.block(out.f32(), to, g.size, r, recv + r * n, true, kOnDevice));
+      return Status::Ok();
+    }
+    DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     for (int64_t r = 0; r < g.size; ++r)
       DTC_RETURN_IF_ERROR(s.block(in.f32(), from, g.size, r, s.host(0) + r * n, false, kDown));
@@ -236,13 +257,21 @@ StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
   int64_t root = ctx.intAttr("root");
   if (root < 0 || root >= g.size) return invalid(ctx, "root outside the group");
   TensorView in = ctx.inputs[0], out = ctx.outputs[0];
   const int64_t n = in.numElements();
-  DTC_ASSIGN_OR_RETURN(Stager s, stager(ctx, dev, n, 0));
-  return BoundStep([=] {
+  const Stager s = stager(ctx, dev, n, 0);
+  cudaStream_t stream = dev.stream();
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (comm) {
+      const Nccl nc{&g.paths->api(), comm, stream, s.where};
+      return nc.check(nc.api->broadcast(in.data, out.data, n, ncclFloat32, static_cast<int>(root), comm, stream),
+                      "ncclBroadcast");
+    }
+    DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(s.copy(s.host(0), in.data, n, kDown));
     DTC_RETURN_IF_ERROR(s.wait());
@@ -251,7 +280,7 @@ StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx, Device& dev)
   });
 }
 
-// Point to point along a group (see the CPU table): any dtype, as bytes.
+// Point to point along a group (see the CPU table): any dtype, as bytes, always host-staged.
 StatusOr<int> tagOf(const StepContext& ctx) {
   int64_t tag = ctx.intAttr("tag");
   if (tag < 0 || tag > comm::Communicator::kMaxTag)
@@ -262,18 +291,27 @@ StatusOr<int> tagOf(const StepContext& ctx) {
 
 int64_t bytesOf(const TensorView& t) { return t.numElements() * static_cast<int64_t>(dtypeSize(t.dtype)); }
 
+// Why not NCCL: beyond what NCCL's buffers hold, ncclSend holds the stream until the peer has
+// posted the matching ncclRecv, so in 1F1B's steady state, where neighbouring stages send to
+// each other at the same time (docs/design.md, "Pipeline parallelism"), both streams would wait
+// in their sends for receives queued behind them (the compiler's deadlock check assumes sends
+// never block). NCCL's transfers also have no tags: a pair must be received in the order it was
+// sent, while the plan's tagged transfers may be received in any order. Batching a step's sends
+// and receives into one NCCL group, as Megatron does, needs the schedule to pair them: later.
 StatusOr<BoundStep> bindSend(const StepContext& ctx, Device& dev) {
   if (ctx.inputs.size() != 1 || !ctx.outputs.empty()) return invalid(ctx, "expects 1 input and 0 outputs");
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
   DTC_ASSIGN_OR_RETURN(int tag, tagOf(ctx));
   int peer = static_cast<int>(((g.index + ctx.intAttr("shift")) % g.size + g.size) % g.size);
   TensorView in = ctx.inputs[0];
   const int64_t bytes = bytesOf(in);
-  DTC_ASSIGN_OR_RETURN(Stager s, stager(ctx, dev, (bytes + 3) / 4, 0));
+  const Stager s = stager(ctx, dev, (bytes + 3) / 4, 0);
   // The communicator copies the bytes (sends never block), so the staging buffer is free after.
   return BoundStep([=] {
+    DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
-    DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(s.host(0), in.data, bytes, kDown, s.dev->stream()), s.where + "a copy"));
+    DTC_RETURN_IF_ERROR(
+        cudaStatus(cudaMemcpyAsync(s.host(0), in.data, bytes, kDown, s.dev->stream()), s.where + "a copy"));
     DTC_RETURN_IF_ERROR(s.wait());
     return g.comm->send(s.host(0), bytes, peer, tag);
   });
@@ -281,13 +319,14 @@ StatusOr<BoundStep> bindSend(const StepContext& ctx, Device& dev) {
 
 StatusOr<BoundStep> bindRecv(const StepContext& ctx, Device& dev) {
   if (!ctx.inputs.empty() || ctx.outputs.size() != 1) return invalid(ctx, "expects 0 inputs and 1 output");
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx));
+  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
   DTC_ASSIGN_OR_RETURN(int tag, tagOf(ctx));
   int peer = static_cast<int>(((g.index - ctx.intAttr("shift")) % g.size + g.size) % g.size);
   TensorView out = ctx.outputs[0];
   const int64_t bytes = bytesOf(out);
-  DTC_ASSIGN_OR_RETURN(Stager s, stager(ctx, dev, (bytes + 3) / 4, 0));
+  const Stager s = stager(ctx, dev, (bytes + 3) / 4, 0);
   return BoundStep([=] {
+    DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(g.comm->recv(s.host(0), bytes, peer, tag));
     return cudaStatus(cudaMemcpyAsync(out.data, s.host(0), bytes, kUp, s.dev->stream()), s.where + "a copy");

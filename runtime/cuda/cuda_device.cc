@@ -1,6 +1,8 @@
 // The Device: stream, cuBLAS handle, and the resources bound steps keep.
 #include "cuda_device.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -26,15 +28,28 @@ StatusOr<std::unique_ptr<Device>> Device::create(int ordinal) {
                                  "creating a stream on " + gpu));
   DTC_RETURN_IF_ERROR(cublasStatus(cublasCreate(&d->blas_), "creating a cuBLAS handle on " + gpu));
   DTC_RETURN_IF_ERROR(cublasStatus(cublasSetStream(d->blas_, d->stream_), "binding cuBLAS to the stream"));
+  // 16-bit GEMMs: split-K partial sums are reduced in f32, never rounded to the output type on
+  // the way, so C is rounded once, as the CPU's widened contractions (and torch with
+  // allow_bf16_reduced_precision_reduction off). No effect on f32 GEMMs.
+  DTC_RETURN_IF_ERROR(cublasStatus(
+      cublasSetMathMode(d->blas_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+      "setting cuBLAS's math mode"));
   const char* tf32 = std::getenv("DTC_CUDA_TF32");
   d->tf32_ = tf32 && std::strcmp(tf32, "1") == 0;
+  std::array<unsigned char, 16> uuid;
+  std::memcpy(uuid.data(), prop.uuid.bytes, uuid.size());
+  DTC_ASSIGN_OR_RETURN(d->collectives_, NcclGroups::create(ordinal, uuid));
   return d;
 }
 
 Device::~Device() {
   // Errors are ignored: at process exit the CUDA runtime may already be going away.
   if (stream_) (void)cudaStreamSynchronize(stream_);
+  collectives_.reset();  // before the stream its communicators' work ran on
   for (void* p : scratch_) (void)cudaFree(p);
+  for (Shared& s : shared_)
+    if (s.data) (void)cudaFree(s.data);
   for (int* page : flagPages_) (void)cudaFreeHost(page);
   for (Pinned& p : staging_)
     if (p.data) (void)cudaFreeHost(p.data);
@@ -47,6 +62,18 @@ StatusOr<void*> Device::scratch(uint64_t bytes) {
   DTC_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, bytes ? bytes : 1),
                                  "allocating " + std::to_string(bytes) + " bytes of scratch memory"));
   scratch_.push_back(p);
+  return p;
+}
+
+StatusOr<void*> Device::sharedScratch(int slot, uint64_t bytes) {
+  Shared& s = shared_[slot];
+  if (s.data && bytes <= s.bytes) return s.data;
+  const uint64_t size = std::max<uint64_t>({bytes, 2 * s.bytes, 1});
+  void* p = nullptr;
+  DTC_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, size), "allocating " + std::to_string(size) +
+                                                           " bytes of shared scratch memory"));
+  if (s.data) scratch_.push_back(s.data);  // steps bound earlier still use it
+  s = {p, size};
   return p;
 }
 

@@ -13,13 +13,15 @@
 #include <vector>
 
 #include "exec/step.h"
+#include "nccl_groups.h"
 #include "support/status.h"
 
 namespace dtc::cuda {
 
 class Device {
  public:
-  // Selects GPU `ordinal` (cudaSetDevice) and creates the stream and handles.
+  // Selects GPU `ordinal` (cudaSetDevice), creates the stream and handles, and reads how
+  // collectives run (nccl_groups.h; an error for a bad DTC_COLLECTIVES).
   static StatusOr<std::unique_ptr<Device>> create(int ordinal);
   ~Device();
   Device(const Device&) = delete;
@@ -36,6 +38,13 @@ class Device {
   // Device memory for one bound step's own use (partial sums, sort buffers). Bound steps live as
   // long as their executor, which never outlives its backend, so it is freed with the Device.
   StatusOr<void*> scratch(uint64_t bytes);
+  // Device memory that every bound step asking for the same `slot` shares (0: widened copies of
+  // 16-bit operands, 1: collectives' packed blocks; a step may use both). Steps run one at a time
+  // in stream order, so a step may use it from its first kernel to its last, and nothing it
+  // leaves there survives the next step. Reserved at bind time, the pointer kept: a larger
+  // request takes a new buffer (at least twice the last), the earlier steps keep the old one.
+  static constexpr int kSharedSlots = 2;
+  StatusOr<void*> sharedScratch(int slot, uint64_t bytes);
   // A device-visible int a kernel sets to nonzero on data it cannot accept but a bind cannot see
   // (a label outside the classes, a token outside the vocabulary). Raised flags turn into an
   // error with `message` at the next synchronize() (kernels never stop the stream).
@@ -44,6 +53,8 @@ class Device {
   // (bound steps run one at a time, so every step shares them). `which` is 0 or 1.
   Status reserveStaging(int which, uint64_t bytes);
   uint8_t* staging(int which) const { return staging_[which].data; }
+  // The collectives' path per mesh group, and the NCCL communicators.
+  NcclGroups& collectives() { return *collectives_; }
 
   // Makes this GPU the calling thread's current one (the runtime API's device is per thread;
   // a no-op when it already is).
@@ -70,6 +81,12 @@ class Device {
   std::vector<int*> flagPages_;  // mapped pinned pages of kFlagsPerPage ints
   std::vector<Flag> flags_;
   Pinned staging_[2];
+  struct Shared {
+    void* data = nullptr;
+    uint64_t bytes = 0;
+  };
+  Shared shared_[kSharedSlots];
+  std::unique_ptr<NcclGroups> collectives_;
 };
 
 // The backend's kernel tables (cuda_*_table.cc), by op family as the CPU backend's.
@@ -81,6 +98,12 @@ const CudaBinderTable& transformerCudaBinders();   // cuda_transformer_table.cc
 const CudaBinderTable& collectiveCudaBinders();    // cuda_collective_table.cc
 const CudaBinderTable& vocabParallelCudaBinders(); // cuda_vocab_parallel_table.cc
 const CudaBinderTable& convCudaBinders();          // cuda_conv_table.cc
+const CudaBinderTable& precisionCudaBinders();     // cuda_precision_table.cc (casts, loss scaling)
+
+// A step on 16-bit (bf16/f16) operands run by its float32 binder `wide` on widened copies, the
+// results rounded back, as the CPU's bindLowPrecision (cuda_precision_table.cc). Collectives use
+// it: exact for moves, sums in f32.
+StatusOr<BoundStep> bindWidened(const StepContext& ctx, Device& device, CudaBinder wide);
 
 // Validates a step against its kernel's contract (the CPU backend's, the same checks) and binds
 // it to CUDA kernels on `device`'s stream. An op the CPU runs but CUDA does not yet is an error

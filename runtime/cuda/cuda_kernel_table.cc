@@ -11,17 +11,19 @@ namespace {
 using kernels::Activation;
 using kernels::BinaryOp;
 
-StatusOr<BoundStep> bindGemm(const StepContext& ctx, Device& dev, const float* a, const float* b, float* c,
-                             const GemmShape& shape) {
+// The operands' element type (contractionType) is the GEMM's.
+StatusOr<BoundStep> bindGemm(const StepContext& ctx, Device& dev, const void* a, const void* b, void* c,
+                             GemmShape shape, cudaDataType_t type) {
   const std::string where = ctx.where();
   DTC_RETURN_IF_ERROR(checkGemm(shape, where));
+  shape.type = type;
   cublasHandle_t handle = dev.blas();
   const bool tf32 = dev.tf32();
   return BoundStep([=] { return gemm(handle, tf32, a, b, c, shape, where); });
 }
 
 StatusOr<BoundStep> bindMatmul(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_ASSIGN_OR_RETURN(cudaDataType_t type, contractionType(ctx));
   const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
   if (a.shape.size() != 2 || b.shape.size() != 2 || c.shape.size() != 2)
     return invalid(ctx, "operands must be 2-D");
@@ -31,12 +33,12 @@ StatusOr<BoundStep> bindMatmul(const StepContext& ctx, Device& dev) {
   if (k != kb || c.shape != Shape{m, n})
     return invalid(ctx, "shapes " + str(a.shape) + ", " + str(b.shape) + " -> " + str(c.shape) +
                             " do not match");
-  return bindGemm(ctx, dev, a.f32(), b.f32(), c.f32(), {m, n, k, tA, tB, 1});
+  return bindGemm(ctx, dev, a.data, b.data, c.data, {m, n, k, tA, tB, 1}, type);
 }
 
 // linear, linear_grad_input, linear_grad_weight: one GEMM on the leading dimensions flattened.
 StatusOr<BoundStep> bindLinearFamily(const StepContext& ctx, Device& dev, int kind) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_ASSIGN_OR_RETURN(cudaDataType_t type, contractionType(ctx));
   const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
   auto mismatch = [&] {
     return invalid(ctx, "shapes " + str(a.shape) + ", " + str(b.shape) + " -> " + str(c.shape) +
@@ -62,7 +64,7 @@ StatusOr<BoundStep> bindLinearFamily(const StepContext& ctx, Device& dev, int ki
     want = {s.m, s.n};
   }
   if (c.shape != want) return mismatch();
-  return bindGemm(ctx, dev, a.f32(), b.f32(), c.f32(), s);
+  return bindGemm(ctx, dev, a.data, b.data, c.data, s, type);
 }
 
 template <int Kind>

@@ -9,7 +9,7 @@ namespace dtc::cuda {
 namespace {
 
 StatusOr<BoundStep> bindBatchMatmul(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_ASSIGN_OR_RETURN(cudaDataType_t type, contractionType(ctx));
   const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
   size_t r = a.shape.size();
   if (r < 3 || b.shape.size() != r || c.shape.size() != r ||
@@ -26,11 +26,12 @@ StatusOr<BoundStep> bindBatchMatmul(const StepContext& ctx, Device& dev) {
   // m·n is 0).
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < r; ++d) batch *= c.shape[d];
-  const GemmShape shape{m, n, k, tA, tB, batch};
+  GemmShape shape{m, n, k, tA, tB, batch};
+  shape.type = type;
   const std::string where = ctx.where();
   DTC_RETURN_IF_ERROR(checkGemm(shape, where));
-  const float *pa = a.f32(), *pb = b.f32();
-  float* pc = c.f32();
+  const void *pa = a.data, *pb = b.data;
+  void* pc = c.data;
   cublasHandle_t handle = dev.blas();
   const bool tf32 = dev.tf32();
   return BoundStep([=] { return gemm(handle, tf32, pa, pb, pc, shape, where); });

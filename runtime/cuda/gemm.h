@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "support/dtype.h"
 #include "support/status.h"
 
 namespace dtc::cuda {
@@ -17,13 +18,19 @@ struct GemmShape {
   int64_t batch = 1;  // batches of A, B and C, contiguous unless strides are given
   // Elements between batches (-1: contiguous, e.g. M·K for A; 0: one matrix shared by all).
   int64_t strideA = -1, strideB = -1, strideC = -1;
+  // The element type of A, B and C alike: CUDA_R_32F, or CUDA_R_16BF / CUDA_R_16F for mixed
+  // precision (products accumulated in f32 on the tensor cores, C rounded once, as the CPU's
+  // widened contractions).
+  cudaDataType_t type = CUDA_R_32F;
 };
 
 // Whether cuBLAS's 32-bit sizes and strides hold the shape; an error naming it otherwise.
 Status checkGemm(const GemmShape& s, const std::string& where);
-// Enqueues the GEMM on the handle's stream. fp32 math (CUBLAS_COMPUTE_32F) unless `tf32`.
-// K == 0 gives zeros.
-Status gemm(cublasHandle_t handle, bool tf32, const float* a, const float* b, float* c, const GemmShape& s,
+// Enqueues the GEMM on the handle's stream. fp32 math (CUBLAS_COMPUTE_32F) unless `tf32` (which
+// only concerns float32 operands). K == 0 gives zeros.
+Status gemm(cublasHandle_t handle, bool tf32, const void* a, const void* b, void* c, const GemmShape& s,
             const std::string& where);
+// The cuBLAS element type of a plan dtype: float32, bfloat16 or float16 (false for others).
+bool gemmType(DType dtype, cudaDataType_t& type);
 
 }  // namespace dtc::cuda

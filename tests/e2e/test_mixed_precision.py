@@ -125,28 +125,36 @@ def check_loss_scale_skips(work, model, data, init, x, y, sgd):
 
 
 def check_partitioned(work, rng):
-    """bf16 composes with the partitioners: GPT-mini on dp2 x tp2 (Megatron + vocabulary
-    parallel; a row-parallel bf16 product's partial sums are reduced in f32) and on a 2-stage
-    pipeline train as the single-device bf16 plan does, to bf16's precision."""
+    """Low precision composes with the partitioners: GPT-mini in bf16 on dp2 x tp2 (Megatron +
+    vocabulary parallel; a row-parallel bf16 product's partial sums are reduced in f32) and on
+    a 2-stage pipeline, and in fp16 with loss scaling on a 2-stage pipeline (the overflow
+    counts of both stages meet, the decision goes back), train as the single-device plan of the
+    same precision does, to that precision."""
     model, tokens = os.path.join(work, "gpt.dtm"), os.path.join(work, "train.bin")
     run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4, "--embd", 32,
         "--seed", 11, "-o", model)
     write_tokens(tokens, ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64))
-    flags = ["--batch", 8, "--optimizer", "sgd", "--lr", 0.05, "--precision", "bf16"]
     results = {}
-    for name, mesh, procs in (("single", [], 1), ("dp2-tp2", ["--mesh", "dp=2,tp=2"], 4),
-                              ("pp2", ["--mesh", "pp=2", "--microbatches", 2], 2)):
-        plan, log = os.path.join(work, f"gpt-{name}.dtp"), os.path.join(work, f"gpt-{name}.jsonl")
-        run(tool("dtc"), "compile", model, "-o", plan, *flags, *mesh)
+    configs = (("single", "bf16", [], 1), ("dp2-tp2", "bf16", ["--mesh", "dp=2,tp=2"], 4),
+               ("pp2", "bf16", ["--mesh", "pp=2", "--microbatches", 2], 2),
+               ("single", "fp16", [], 1), ("pp2", "fp16", ["--mesh", "pp=2", "--microbatches", 2], 2))
+    for name, precision, mesh, procs in configs:
+        plan = os.path.join(work, f"gpt-{name}-{precision}.dtp")
+        log = os.path.join(work, f"gpt-{name}-{precision}.jsonl")
+        run(tool("dtc"), "compile", model, "-o", plan, "--batch", 8, "--optimizer", "sgd", "--lr", 0.05,
+            "--precision", precision, *mesh)
         cmd = [tool("dtrun"), plan, "--data", tokens, "--steps", 6, "--seed", 1, "--threads", 1, "--log", log,
                "--eval", tokens]
         run(*(MPIRUN + [procs] + cmd if procs > 1 else cmd))
-        results[name] = [e["loss"] for e in read_log(log)]
-    for name in ("dp2-tp2", "pp2"):
-        err = max(abs(a - b) / abs(b) for a, b in zip(results[name], results["single"]))
-        print(f"gpt bf16 {name}: losses {results[name][0]:.5f} -> {results[name][-1]:.5f}, "
+        results[name, precision] = [e["loss"] for e in read_log(log)]
+    for name, precision, _, _ in configs:
+        if name == "single":
+            continue
+        ours, single = results[name, precision], results["single", precision]
+        err = max(abs(a - b) / abs(b) for a, b in zip(ours, single))
+        print(f"gpt {precision} {name}: losses {ours[0]:.5f} -> {ours[-1]:.5f}, "
               f"max rel err vs single device {err:.2e}")
-        assert err <= LOSS_TOLERANCE, (name, results[name], results["single"])
+        assert err <= LOSS_TOLERANCE, (name, precision, ours, single)
 
 
 def main():

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
+#include "cpu/half.h"
 #include "exec/step.h"
 #include "plan_generated.h"
 #include "support/thread_pool.h"
@@ -33,8 +35,20 @@ Buffers makeInputs(const Case& c, uint64_t seed) {
   for (const Input& in : c.inputs) {
     const int64_t n = elements(in.shape);
     std::vector<uint8_t> bytes(n * dtypeSize(in.dtype));
-    if (in.dtype != DType::kI64 && in.dtype != DType::kF32) {
-      // Other dtypes (bf16, f16) only appear in bind-error cases: zeros.
+    if (in.dtype == DType::kBF16 || in.dtype == DType::kF16) {
+      auto* h = reinterpret_cast<uint16_t*>(bytes.data());
+      const bool bf16 = in.dtype == DType::kBF16;
+      std::uniform_real_distribution<float> pick(in.lo, in.hi);
+      for (int64_t i = 0; i < n; ++i) {
+        if (!in.words.empty()) {
+          h[i] = in.words[i % in.words.size()];
+        } else {
+          const float v = !in.values.empty() ? in.values[i % in.values.size()] : pick(rng);
+          h[i] = bf16 ? cpu::f32ToBf16(v) : cpu::f32ToF16(v);
+        }
+      }
+    } else if (in.dtype != DType::kI64 && in.dtype != DType::kF32) {
+      // Other dtypes (int32) only appear in bind-error cases: zeros.
     } else if (in.dtype == DType::kI64) {
       std::uniform_int_distribution<int64_t> pick(in.idLo, std::max(in.idLo, in.idHi - 1));
       for (int64_t i = 0; i < n; ++i) reinterpret_cast<int64_t*>(bytes.data())[i] = pick(rng);
@@ -133,20 +147,52 @@ Status download(Backend& b, const std::vector<TensorView>& views, Buffers& out) 
   return Status::Ok();
 }
 
-// max |a − b| / max |b| over float32 outputs (exact equality for int64); NaN where one side
-// has NaN and the other not.
-double difference(const Output& o, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-  if (o.dtype != DType::kF32) return a == b ? 0.0 : INFINITY;
-  const float* x = reinterpret_cast<const float*>(a.data());
-  const float* y = reinterpret_cast<const float*>(b.data());
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < a.size() / 4; ++i) {
-    if (std::isnan(x[i]) != std::isnan(y[i])) return NAN;
-    if (std::isnan(y[i])) continue;
-    worst = std::max(worst, std::fabs(double(x[i]) - double(y[i])));
-    scale = std::max(scale, std::fabs(double(y[i])));
+// How far the device's output is from the reference's: max |a − b| / max |b| over the values
+// (NaN where one side has NaN and the other not), and for bfloat16/float16 outputs the most
+// units in the last place between two elements; int64 and bitwise cases compare bytes.
+struct Difference {
+  double relative = 0;
+  int64_t ulps = 0;
+  bool bytesDiffer = false;
+};
+
+// A 16-bit float's position on the number line in units in the last place (±0 both 0).
+int64_t ordinal(uint16_t h) { return (h & 0x8000u) ? -static_cast<int64_t>(h & 0x7fffu) : static_cast<int64_t>(h); }
+
+Difference difference(const Output& o, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  Difference d;
+  d.bytesDiffer = a != b;
+  if (o.dtype != DType::kF32 && o.dtype != DType::kBF16 && o.dtype != DType::kF16) {
+    d.relative = d.bytesDiffer ? INFINITY : 0.0;
+    return d;
   }
-  return worst == 0 ? 0.0 : worst / std::max(scale, 1e-30);
+  const bool wide = o.dtype == DType::kF32;
+  const size_t n = a.size() / (wide ? 4 : 2);
+  auto value = [&](const std::vector<uint8_t>& v, size_t i) -> double {
+    if (wide) return reinterpret_cast<const float*>(v.data())[i];
+    const uint16_t h = reinterpret_cast<const uint16_t*>(v.data())[i];
+    return o.dtype == DType::kBF16 ? cpu::bf16ToF32(h) : cpu::f16ToF32(h);
+  };
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = value(a, i), y = value(b, i);
+    if (std::isnan(x) != std::isnan(y)) {
+      d.relative = NAN;
+      return d;
+    }
+    if (std::isnan(y)) continue;
+    if (!wide) {
+      const uint16_t hx = reinterpret_cast<const uint16_t*>(a.data())[i];
+      const uint16_t hy = reinterpret_cast<const uint16_t*>(b.data())[i];
+      d.ulps = std::max<int64_t>(d.ulps, std::llabs(ordinal(hx) - ordinal(hy)));
+    }
+    if (x == y) continue;  // equal infinities too
+    worst = std::max(worst, std::fabs(x - y));  // inf where only one side overflowed
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(value(b, i))) scale = std::max(scale, std::fabs(value(b, i)));
+  d.relative = worst == 0 ? 0.0 : worst / std::max(scale, 1e-30);
+  return d;
 }
 
 }  // namespace
@@ -204,12 +250,24 @@ bool Harness::run(const Case& c) {
   if (ran.ok()) ran = download(device_, placed->outputs, got);
   if (!ran.ok()) return fail(ran);
   double worst = 0;
+  int64_t worstUlps = 0;
+  bool lowOutputs = false;
   std::string detail;
   for (size_t k = 0; k < c.outputs.size(); ++k) {
-    const double d = difference(c.outputs[k], got[k], expected[k]);
-    if (!(d <= c.tolerance)) detail += " output " + std::to_string(k) + " " + str(c.outputs[k].shape) + " off by " +
-                                       std::to_string(d) + ";";
-    worst = std::isnan(d) ? d : std::max(worst, d);
+    const Output& o = c.outputs[k];
+    const Difference d = difference(o, got[k], expected[k]);
+    const std::string which = " output " + std::to_string(k) + " " + str(o.shape);
+    const bool low = o.dtype == DType::kBF16 || o.dtype == DType::kF16;
+    lowOutputs = lowOutputs || low;
+    if (c.bitwise) {
+      if (d.bytesDiffer) detail += which + " differs in its bits;";
+    } else {
+      if (!(d.relative <= c.tolerance)) detail += which + " off by " + std::to_string(d.relative) + ";";
+      if (low && c.maxUlps >= 0 && d.ulps > c.maxUlps)
+        detail += which + " " + std::to_string(d.ulps) + " ulps apart;";
+    }
+    worst = std::isnan(d.relative) || std::isnan(worst) ? NAN : std::max(worst, d.relative);
+    worstUlps = std::max(worstUlps, d.ulps);
   }
   // Run again where that leaves the inputs alone: the kernels must be deterministic. (Always,
   // not only after a match: collectives must run the same number of times on every rank.)
@@ -222,8 +280,13 @@ bool Harness::run(const Case& c) {
     if (!ran.ok()) return fail(ran);
     if (again != got) detail += " a second run gave different bits (nondeterministic kernel);";
   }
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "max rel err %.2e", worst);
+  char buffer[96];
+  if (c.bitwise)
+    std::snprintf(buffer, sizeof buffer, "bit for bit");
+  else if (lowOutputs)
+    std::snprintf(buffer, sizeof buffer, "max rel err %.2e, max %lld ulp", worst, static_cast<long long>(worstUlps));
+  else
+    std::snprintf(buffer, sizeof buffer, "max rel err %.2e", worst);
   report(detail.empty(), c.label, c.op + ": " + (detail.empty() ? std::string(buffer) : detail));
   return detail.empty();
 }
@@ -290,7 +353,9 @@ bool Harness::expectRunError(const Case& c, const std::string& text) {
 bool Harness::sendRecv(const Shape& shape, DType dtype) {
   Case send{"send/recv " + dtypeName(dtype) + " " + str(shape), "send",
             {intsAttr("axes", {0}), intAttr("shift", 1), intAttr("tag", 7)},
-            {dtype == DType::kI64 ? ids(shape, 1000) : f32(shape)}, {}, 0};
+            {dtype == DType::kI64 ? ids(shape, 1000) : dtype == DType::kF32 ? f32(shape) : lowp(dtype, shape)},
+            {},
+            0};
   Case recv{send.label, "recv", send.attrs, {}, {{shape, dtype, -1}}, 0};
   const Buffers inputs = makeInputs(send, ++caseCounter_ * 31 + rank_);
   const std::vector<uint8_t> sendBytes = buildStep(send), recvBytes = buildStep(recv);

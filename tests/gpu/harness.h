@@ -30,14 +30,20 @@ inline Attr stringAttr(std::string name, std::string v) { return {std::move(name
 struct Input {
   DType dtype = DType::kF32;
   Shape shape;
-  float lo = -1, hi = 1;        // float32: uniform in [lo, hi)
+  float lo = -1, hi = 1;        // float32: uniform in [lo, hi); bf16/f16: that, rounded
   int64_t idLo = 0, idHi = 0;   // int64: uniform in [idLo, idHi)
-  std::vector<float> values;    // float32: these values instead, when given
+  std::vector<float> values;    // float32: these values instead, when given (bf16/f16: rounded)
+  std::vector<uint16_t> words = {};  // bf16/f16: these bit patterns, when given
 };
 inline Input f32(Shape s, float lo = -1, float hi = 1) { return {DType::kF32, std::move(s), lo, hi, 0, 0, {}}; }
 inline Input ids(Shape s, int64_t hi, int64_t lo = 0) { return {DType::kI64, std::move(s), 0, 0, lo, hi, {}}; }
 inline Input zeros(DType t, Shape s) { return {t, std::move(s), 0, 0, 0, 0, {}}; }
 inline Input given(Shape s, std::vector<float> v) { return {DType::kF32, std::move(s), 0, 0, 0, 0, std::move(v)}; }
+// bfloat16 / float16 inputs: uniform values rounded to the type, or given bit patterns.
+inline Input lowp(DType t, Shape s, float lo = -1, float hi = 1) { return {t, std::move(s), lo, hi, 0, 0, {}}; }
+inline Input lowpBits(DType t, Shape s, std::vector<uint16_t> w) {
+  return {t, std::move(s), 0, 0, 0, 0, {}, std::move(w)};
+}
 
 struct Output {
   Shape shape;
@@ -46,6 +52,7 @@ struct Output {
 };
 inline Output out(Shape s, int alias = -1) { return {std::move(s), DType::kF32, alias}; }
 inline Output outI64(Shape s) { return {std::move(s), DType::kI64, -1}; }
+inline Output outAs(DType t, Shape s, int alias = -1) { return {std::move(s), t, alias}; }
 
 struct Case {
   std::string label;  // also the step's location
@@ -54,6 +61,11 @@ struct Case {
   std::vector<Input> inputs;
   std::vector<Output> outputs;
   double tolerance = 1e-5;  // max |cuda − cpu| / max |cpu| per output
+  // Every output bit for bit, NaN payloads included (casts, loss scaling), instead.
+  bool bitwise = false;
+  // bfloat16/float16 outputs: at most this many units in the last place apart per element, as
+  // well as within `tolerance` (-1: not checked, only reported).
+  int maxUlps = 1;
 };
 
 // The bytes of a Step table holding `c`'s op, attributes (sorted by name) and location.

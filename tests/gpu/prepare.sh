@@ -26,16 +26,23 @@ PY
 "$DTC" zoo mlp --seed 5 -o "$OUT/mlp.dtm"
 "$DTC" zoo gpt --vocab 64 --ctx 16 --layers 2 --heads 4 --embd 32 --seed 11 -o "$OUT/gpt.dtm"
 "$DTC" zoo convnet --seed 2 -o "$OUT/convnet.dtm"
-# name | model | data | processes | compile flags
+# name | model | data | processes | compile flags | loss tolerance (max relative difference of
+# the GPU's losses from the CPU's; 16-bit products may round the other way, 1 ulp of bf16 is 4e-3)
 cat > "$OUT/plans.txt" <<'LIST'
-mlp|mlp.dtm|mlp-data|1|--batch 64 --optimizer adamw --lr 1e-3
-gpt|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3
-convnet|convnet.dtm|conv-data|1|--batch 32 --optimizer sgd --lr 0.02 --momentum 0.9
-mlp-dp2|mlp.dtm|mlp-data|2|--batch 64 --optimizer adamw --lr 1e-3 --mesh dp=2
-gpt-tp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --mesh tp=2
-gpt-pp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --mesh pp=2 --microbatches 4
+mlp|mlp.dtm|mlp-data|1|--batch 64 --optimizer adamw --lr 1e-3|1e-4
+gpt|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3|1e-4
+convnet|convnet.dtm|conv-data|1|--batch 32 --optimizer sgd --lr 0.02 --momentum 0.9|1e-4
+mlp-dp2|mlp.dtm|mlp-data|2|--batch 64 --optimizer adamw --lr 1e-3 --mesh dp=2|1e-4
+gpt-tp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --mesh tp=2|1e-4
+gpt-pp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --mesh pp=2 --microbatches 4|1e-4
+gpt-bf16|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --precision bf16|1e-2
+mlp-fp16|mlp.dtm|mlp-data|1|--batch 64 --optimizer adamw --lr 1e-3 --precision fp16|1e-2
+gpt-fp16|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --precision fp16|1e-2
+gpt-bf16-tp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --precision bf16 --mesh tp=2|1e-2
+gpt-fp16-pp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --precision fp16 --mesh pp=2 --microbatches 4|1e-2
+gpt-fused|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --fused-attention|1e-4
 LIST
-while IFS='|' read -r name model data procs flags; do
+while IFS='|' read -r name model data procs flags tolerance; do
   # shellcheck disable=SC2086
   "$DTC" compile "$OUT/$model" -o "$OUT/$name.dtp" $flags > /dev/null
 done < "$OUT/plans.txt"

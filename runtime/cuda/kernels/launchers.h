@@ -182,4 +182,21 @@ cudaError_t batchNormGradInput(const float* dy, const float* x, const float* wei
                                const float* rstd, const float* dbias, const float* dweight, float* dx, NormDims d,
                                int64_t count, cudaStream_t stream);
 
+// ---- precision.cu (exec/cpu_kernel_table.cc's cast, exec/cpu_loss_scale_table.cc) ------------
+
+enum class Float { kF32, kBF16, kF16 };
+// y = x in y's type, rounded to nearest even as cpu/half.h, bit for bit (NaN payloads too). Equal
+// types copy; x and y must not overlap otherwise.
+cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream);
+// *count = how many of x[0, n) are inf or NaN; `partial` holds kSumBlocks long longs.
+cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* partial, cudaStream_t stream);
+// GradScaler's step on device scalars; `interval` is growth_interval as a float. The outputs may
+// alias the inputs.
+cudaError_t lossScaleStep(const float* scale, const float* good, const float* nonfinite, float* keep, float* inv,
+                          float* newScale, float* newGood, float interval, float growth, float backoff,
+                          cudaStream_t stream);
+// y = *pred != 0 ? onTrue : onFalse; y may be either (then nothing moves when it is the one chosen).
+cudaError_t select(const float* pred, const float* onTrue, const float* onFalse, float* y, int64_t n,
+                   cudaStream_t stream);
+
 }  // namespace dtc::cuda::kernels

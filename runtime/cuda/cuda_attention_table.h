@@ -1,0 +1,12 @@
+// The fused attention ops on CUDA (cuda_attention_table.cc): causal_attention and
+// causal_attention_grad on the flash-attention kernels, a table of their own beside the ones
+// cuda_device.h declares.
+#pragma once
+
+#include "cuda_device.h"
+
+namespace dtc::cuda {
+
+const CudaBinderTable& attentionCudaBinders();  // cuda_attention_table.cc
+
+}  // namespace dtc::cuda

@@ -1,0 +1,98 @@
+// Shared pieces of the CUDA collective binders (cuda_collective_table.cc):
+// the CPU's contracts (exec/cpu_collective_table.cc) and the two ways a step runs, host-staged
+// through MPI (Stager) or on NCCL (Nccl).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cuda_bind.h"
+
+namespace dtc::cuda {
+
+// A tensor seen as [outer, mid, inner] around dimension `dim`.
+struct Around {
+  int64_t outer = 1, mid = 1, inner = 1;
+  Around(const Shape& shape, int64_t dim) {
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      (d < dim ? outer : d == dim ? mid : inner) *= shape[d];
+  }
+};
+
+// Block `index` of `parts` along the middle dimension of `whole` ([outer, mid, inner] floats)
+// from or into `block` (contiguous [outer, mid/parts, inner]); one strided 2-D copy.
+inline cudaError_t blockCopy(float* whole, const Around& a, int64_t parts, int64_t index, float* block,
+                             bool intoWhole, cudaMemcpyKind kind, cudaStream_t stream) {
+  const int64_t m = a.mid / parts;
+  const size_t run = m * a.inner * sizeof(float), pitch = a.mid * a.inner * sizeof(float);
+  if (run == 0 || a.outer == 0) return cudaSuccess;
+  float* at = whole + index * m * a.inner;
+  return intoWhole ? cudaMemcpy2DAsync(at, pitch, block, run, run, a.outer, kind, stream)
+                   : cudaMemcpy2DAsync(block, run, at, pitch, run, a.outer, kind, stream);
+}
+
+// This device's group over the step's mesh axes, and where its collectives run.
+struct Group {
+  comm::Communicator* comm = nullptr;
+  int64_t size = 1, index = 0;
+  std::vector<int> axes;
+  NcclGroups* paths = nullptr;
+  // The group's NCCL communicator, or null when its collectives are host-staged. The first call
+  // for a group decides and creates, collectively (nccl_groups.cc): call it from bound steps
+  // only, when they run.
+  StatusOr<ncclComm_t> nccl() const { return paths->comm(axes, *comm); }
+};
+
+inline StatusOr<Group> groupOf(const StepContext& ctx, Device& dev) {
+  std::vector<int64_t> axes64 = ctx.intsAttr("axes");
+  std::vector<int> axes(axes64.begin(), axes64.end());
+  if (!ctx.mesh) return invalid(ctx, "a collective in a plan run without a device mesh");
+  for (int a : axes)
+    if (a < 0 || a >= static_cast<int>(ctx.mesh->sizes().size()))
+      return invalid(ctx, "names mesh axis " + std::to_string(a) + ", the mesh has " +
+                              std::to_string(ctx.mesh->sizes().size()));
+  Group g;
+  DTC_ASSIGN_OR_RETURN(g.comm, ctx.mesh->group(axes));
+  g.size = ctx.mesh->groupSize(axes);
+  g.index = ctx.mesh->indexIn(axes);
+  g.axes = axes;
+  g.paths = &dev.collectives();
+  return g;
+}
+
+// The run-time side of the host-staged path: pinned staging buffers (reserved when the step
+// first runs this path: NCCL groups never need them), copies with error checks, and the wait
+// before touching staging buffers.
+struct Stager {
+  Device* dev;
+  std::string where;
+  int64_t floats0 = 0, floats1 = 0;  // the staging each buffer needs
+  Status reserve() const {
+    DTC_RETURN_IF_ERROR(dev->reserveStaging(0, floats0 * sizeof(float)));
+    return dev->reserveStaging(1, floats1 * sizeof(float));
+  }
+  float* host(int which) const { return reinterpret_cast<float*>(dev->staging(which)); }
+  Status wait() const { return cudaStatus(cudaStreamSynchronize(dev->stream()), where + "waiting for the GPU"); }
+  Status copy(void* to, const void* from, int64_t floats, cudaMemcpyKind kind) const {
+    return cudaStatus(cudaMemcpyAsync(to, from, floats * sizeof(float), kind, dev->stream()), where + "a copy");
+  }
+  Status block(float* whole, const Around& a, int64_t parts, int64_t index, float* b, bool intoWhole,
+               cudaMemcpyKind kind) const {
+    return cudaStatus(blockCopy(whole, a, parts, index, b, intoWhole, kind, dev->stream()), where + "a strided copy");
+  }
+};
+
+inline Stager stager(const StepContext& ctx, Device& dev, int64_t floats0, int64_t floats1) {
+  return Stager{&dev, ctx.where(), floats0, floats1};
+}
+
+// The run-time side of the NCCL path: calls on the backend's stream, results as Status.
+struct Nccl {
+  const NcclApi* api;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  const std::string& where;
+  Status check(ncclResult_t result, const char* call) const { return ncclStatus(*api, result, where + call); }
+};
+
+}  // namespace dtc::cuda

@@ -1,0 +1,151 @@
+// Mixed precision and loss scaling on CUDA: casts (exec/cpu_kernel_table.cc's bindCast), the
+// widened form of a float32 binder for 16-bit operands (its bindLowPrecision), and the loss
+// scale's steps (exec/cpu_loss_scale_table.cc), with the CPU's contracts and messages.
+#include "cuda_bind.h"
+
+namespace dtc::cuda {
+namespace {
+
+using kernels::Float;
+
+bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+
+Float floatOf(DType t) {
+  return t == DType::kBF16 ? Float::kBF16 : t == DType::kF16 ? Float::kF16 : Float::kF32;
+}
+
+// y = x in y's element type (f32, bf16, f16).
+StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "expects 1 input and 1 output");
+  const TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  for (const TensorView* t : {&x, &y})
+    if (t->dtype != DType::kF32 && !lowPrecision(t->dtype))
+      return invalid(ctx, "casts between float32, bfloat16 and float16, not " + dtypeName(t->dtype));
+  if (x.shape != y.shape) return invalid(ctx, "shapes " + str(x.shape) + " and " + str(y.shape) + " differ");
+  const int64_t n = x.numElements();
+  const Float from = floatOf(x.dtype), to = floatOf(y.dtype);
+  const uint64_t inBytes = n * dtypeSize(x.dtype), outBytes = n * dtypeSize(y.dtype);
+  // Storage that partly overlaps (the CPU's sequential loop copes; parallel threads would read
+  // what others already wrote) goes through a scratch copy of the input, as reshape does.
+  const bool same = x.data == y.data && x.dtype == y.dtype;
+  const bool overlap = !same && n > 0 && x.data < y.data + outBytes && y.data < x.data + inBytes;
+  uint8_t* copy = nullptr;
+  if (overlap) {
+    DTC_ASSIGN_OR_RETURN(void* scratch, dev.scratch(inBytes));
+    copy = static_cast<uint8_t*>(scratch);
+  }
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    const uint8_t* source = x.data;
+    if (copy) {
+      DTC_RETURN_IF_ERROR(
+          cudaStatus(cudaMemcpyAsync(copy, x.data, inBytes, cudaMemcpyDeviceToDevice, stream), where + "a copy"));
+      source = copy;
+    }
+    return launched(kernels::cast(source, from, y.data, to, n, stream), where);
+  });
+}
+
+StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  if (!ctx.outputs[0].shape.empty()) return invalid(ctx, "the count is a scalar");
+  DTC_ASSIGN_OR_RETURN(void* partial, dev.scratch(kernels::kSumBlocks * sizeof(long long)));
+  const float* x = ctx.inputs[0].f32();
+  float* count = ctx.outputs[0].f32();
+  const int64_t n = ctx.inputs[0].numElements();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  auto* partials = static_cast<long long*>(partial);
+  return BoundStep([=] { return launched(kernels::nonfiniteCount(x, n, count, partials, stream), where); });
+}
+
+StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 4));
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (!t.shape.empty()) return invalid(ctx, "operands are scalars");
+  const int64_t interval = ctx.intAttr("growth_interval");
+  const float growth = static_cast<float>(ctx.floatAttr("growth_factor"));
+  const float backoff = static_cast<float>(ctx.floatAttr("backoff_factor"));
+  if (interval < 1 || !(growth > 1) || !(backoff > 0 && backoff < 1))
+    return invalid(ctx, "needs growth_interval >= 1, growth_factor > 1, 0 < backoff_factor < 1");
+  const float intervalF = static_cast<float>(interval);  // the CPU compares with this float
+  const float *scale = ctx.inputs[0].f32(), *good = ctx.inputs[1].f32(), *nonfinite = ctx.inputs[2].f32();
+  float *keep = ctx.outputs[0].f32(), *inv = ctx.outputs[1].f32(), *newScale = ctx.outputs[2].f32(),
+        *newGood = ctx.outputs[3].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::lossScaleStep(scale, good, nonfinite, keep, inv, newScale, newGood, intervalF, growth,
+                                           backoff, stream),
+                    where);
+  });
+}
+
+StatusOr<BoundStep> bindSelect(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
+  if (!ctx.inputs[0].shape.empty()) return invalid(ctx, "the predicate is a scalar");
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[2], ctx.outputs[0]));
+  // Values are whole buffers: y is on_true, on_false or neither, never a part of one.
+  const float *pred = ctx.inputs[0].f32(), *onTrue = ctx.inputs[1].f32(), *onFalse = ctx.inputs[2].f32();
+  float* y = ctx.outputs[0].f32();
+  const int64_t n = ctx.outputs[0].numElements();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] { return launched(kernels::select(pred, onTrue, onFalse, y, n, stream), where); });
+}
+
+}  // namespace
+
+StatusOr<BoundStep> bindWidened(const StepContext& ctx, Device& dev, CudaBinder wide) {
+  const DType low = ctx.inputs.empty() ? ctx.outputs[0].dtype : ctx.inputs[0].dtype;
+  uint64_t floats = 0;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list) {
+      if (t.dtype != low)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
+                                dtypeName(t.dtype));
+      floats += t.numElements();
+    }
+  // The widened copies live in shared scratch: they are dead once the step's last kernel (the
+  // rounding back) has run.
+  DTC_ASSIGN_OR_RETURN(void* base, dev.sharedScratch(0, floats * sizeof(float)));
+  StepContext f32{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
+  float* at = static_cast<float*>(base);
+  for (auto* list : {&f32.inputs, &f32.outputs})
+    for (TensorView& t : *list) {
+      t.data = reinterpret_cast<uint8_t*>(at);
+      t.dtype = DType::kF32;
+      at += t.numElements();
+    }
+  DTC_ASSIGN_OR_RETURN(BoundStep inner, wide(f32, dev));
+  const std::vector<TensorView> lowIn = ctx.inputs, lowOut = ctx.outputs;
+  const std::vector<TensorView> wideIn = f32.inputs, wideOut = f32.outputs;
+  const Float type = floatOf(low);
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    for (size_t i = 0; i < lowIn.size(); ++i)
+      DTC_RETURN_IF_ERROR(launched(
+          kernels::cast(lowIn[i].data, type, wideIn[i].data, Float::kF32, lowIn[i].numElements(), stream), where));
+    DTC_RETURN_IF_ERROR(inner());
+    for (size_t i = 0; i < lowOut.size(); ++i)
+      DTC_RETURN_IF_ERROR(launched(
+          kernels::cast(wideOut[i].data, Float::kF32, lowOut[i].data, type, lowOut[i].numElements(), stream), where));
+    return Status::Ok();
+  });
+}
+
+const CudaBinderTable& precisionCudaBinders() {
+  static const CudaBinderTable table = {
+      {"cast", bindCast},
+      {"nonfinite_count", bindNonfiniteCount},
+      {"loss_scale_step", bindLossScaleStep},
+      {"select", bindSelect},
+  };
+  return table;
+}
+
+}  // namespace dtc::cuda

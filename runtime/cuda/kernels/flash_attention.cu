@@ -1,0 +1,396 @@
+// Flash attention on CUDA, FlashAttention-2 style (see flash_attention.h). fp32 on the CUDA
+// cores: TF32 tensor cores would cost ~1e-3 relative error against the CPU parity of 1e-5.
+//
+// Every kernel runs 256 threads as a 16 × 16 grid over a 64 × 64 tile of scores: thread
+// (ty, tx) owns score rows ty + 16a and columns tx + 16b (a, b < 4), and rows ty + 16a ×
+// columns tx + 16n (n < HD/16) of its [64, HD] accumulator, in registers. The 16 threads of a
+// row are one half-warp, so row reductions are shuffles. Operand tiles are zero-padded to HD
+// (32, 64 or 128) columns and their rows to HD + 1 floats, so the column-strided reads of k and
+// v hit 32 different banks. The backward pass is a pre-pass for D_i = dout_i · out_i, then a
+// kernel per key tile (dk, dv) and one per query tile (dq). Each sum runs in one fixed order and
+// nothing is atomic: reruns give the same bits.
+#include <algorithm>
+#include <climits>
+
+#include "common.cuh"
+#include "flash_attention.h"
+
+namespace dtc::cuda::kernels {
+namespace {
+
+constexpr int kTile = 64;           // queries per query tile, keys per key tile
+constexpr int kFlashThreads = 256;  // 16 × 16
+constexpr int kScoreLd = kTile + 1; // row stride of a shared 64 × 64 score tile
+
+// A [kTile, HD] tile of one slice's [T, D] operand from row `row0`, zero past T and D: the
+// zeros add nothing to the dot products, so a sum over HD columns is the CPU's over D.
+template <int HD>
+__device__ void loadTile(float* dst, const float* __restrict__ src, int64_t row0, int64_t t, int d) {
+  for (int e = threadIdx.x; e < kTile * HD; e += kFlashThreads) {
+    const int r = e / HD, c = e % HD;
+    const int64_t row = row0 + r;
+    dst[r * (HD + 1) + c] = row < t && c < d ? src[row * d + c] : 0.0f;
+  }
+}
+
+// Reduces over the 16 threads of one row (a half-warp), each getting the result. A butterfly:
+// each step combines the same two partials in either order, so all 16 agree to the bit. Every
+// thread of the warp must call it.
+template <typename Op>
+__device__ float rowReduce(float v, Op op) {
+  for (int offset = 8; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// acc[a][b] += Σ_c x[ty + 16a][c] · y[tx + 16b][c], c in increasing order: the CPU's dot product
+// term by term (the plugin builds with --fmad=false, so each product rounds before the add, as
+// on the CPU). x and y are shared [kTile, HD] tiles.
+template <int HD>
+__device__ void dotTile(const float* x, const float* y, float (&acc)[4][4]) {
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll 4
+  for (int c = 0; c < HD; ++c) {
+    float xa[4], yb[4];
+#pragma unroll
+    for (int a = 0; a < 4; ++a) xa[a] = x[(ty + 16 * a) * (HD + 1) + c];
+#pragma unroll
+    for (int b = 0; b < 4; ++b) yb[b] = y[(tx + 16 * b) * (HD + 1) + c];
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) acc[a][b] += xa[a] * yb[b];
+  }
+}
+
+// acc[a][n] += Σ_j s[ty + 16a][j] · y[j][tx + 16n] over j in increasing order, where s is a shared
+// score tile, read transposed (s[j][ty + 16a]) when kTransposed, and y a shared [kTile, HD] tile.
+template <int HD, bool kTransposed>
+__device__ void productTile(const float* s, const float* y, float (&acc)[4][HD / 16]) {
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll 2
+  for (int j = 0; j < kTile; ++j) {
+    float sa[4], yn[HD / 16];
+#pragma unroll
+    for (int a = 0; a < 4; ++a) sa[a] = kTransposed ? s[j * kScoreLd + ty + 16 * a] : s[(ty + 16 * a) * kScoreLd + j];
+#pragma unroll
+    for (int n = 0; n < HD / 16; ++n) yn[n] = y[j * (HD + 1) + tx + 16 * n];
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int n = 0; n < HD / 16; ++n) acc[a][n] += sa[a] * yn[n];
+  }
+}
+
+// Writes this thread's rows ty + 16a, columns tx + 16n of acc to rows row0.. of a [T, D] slice.
+template <int HD>
+__device__ void storeRows(float* __restrict__ dst, const float (&acc)[4][HD / 16], int64_t row0, int64_t t, int d) {
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int64_t row = row0 + ty + 16 * a;
+#pragma unroll
+    for (int n = 0; n < HD / 16; ++n)
+      if (row < t && tx + 16 * n < d) dst[row * d + tx + 16 * n] = acc[a][n];
+  }
+}
+
+// lse_i and D_i of this thread's rows ty + 16a of the query tile at q0 (0 past T). lse and rowD
+// point at the slice's rows.
+__device__ void queryRows(const float* __restrict__ lse, const float* __restrict__ rowD, int64_t q0, int64_t t,
+                          float (&rowLse)[4], float (&rowDs)[4]) {
+  const int ty = threadIdx.x / 16;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int64_t i = q0 + ty + 16 * a;
+    rowLse[a] = i < t ? lse[i] : 0.0f;
+    rowDs[a] = i < t ? rowD[i] : 0.0f;
+  }
+}
+
+// D_i = dout_i · out_i, the softmax gradient's correction term, once per row before the two
+// backward kernels. One thread per row summing c in increasing order: the order of dotTile's
+// dp_ij = dout_i · v_j, so where out_i = v_j exactly (a row that sees one key) dp − D is exactly
+// 0, as on the CPU (a tree sum here would leave an ulp, and T = 1 gradients that should be 0).
+__global__ void __launch_bounds__(kFlashThreads, 1)
+    rowDotKernel(const float* __restrict__ dout, const float* __restrict__ out, float* __restrict__ rowD,
+                 int64_t rows, int d) {
+  for (int64_t r = globalIndex(); r < rows; r += globalStride()) {
+    float sum = 0;
+    for (int c = 0; c < d; ++c) sum += dout[r * d + c] * out[r * d + c];
+    rowD[r] = sum;
+  }
+}
+
+// The backward pass's tile of p_ij = exp(scale·q_i·k_j − lse_i) (0 where j > i or past T) and
+// ds_ij = p_ij (dp_ij − D_i) · scale, from the raw dot products s and dp = dout_i · v_j; written
+// to the shared tiles (row = query) ps (when not null) and dss. The CPU's formula, in float.
+__device__ void gradTiles(const float (&s)[4][4], const float (&dp)[4][4], const float (&rowLse)[4],
+                          const float (&rowD)[4], int64_t q0, int64_t k0, int64_t t, float scale, float* ps,
+                          float* dss) {
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int64_t i = q0 + ty + 16 * a;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int64_t j = k0 + tx + 16 * b;
+      const float p = i < t && j <= i ? expf(scale * s[a][b] - rowLse[a]) : 0.0f;
+      const int at = (ty + 16 * a) * kScoreLd + tx + 16 * b;
+      if (ps) ps[at] = p;
+      dss[at] = p * (dp[a][b] - rowD[a]) * scale;
+    }
+  }
+}
+
+// Forward: one block per (slice, query tile); the key tiles at or below the diagonal stream
+// through shared memory with an online softmax (running max m and sum l per row, the
+// accumulator rescaled when m grows). Blocks of the last query tiles (the longest) go first.
+template <int HD>
+__global__ void __launch_bounds__(kFlashThreads, 1)
+    forwardKernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                  float* __restrict__ out, float* __restrict__ lse, int64_t slices, int64_t t, int d, float scale,
+                  int tiles) {
+  extern __shared__ float shared[];
+  float* qs = shared;
+  float* ks = qs + kTile * (HD + 1);
+  float* vs = ks + kTile * (HD + 1);
+  float* ps = vs + kTile * (HD + 1);
+  const int64_t slice = blockIdx.x % slices;
+  const int qt = tiles - 1 - static_cast<int>(blockIdx.x / slices);
+  const int64_t base = slice * t * d, q0 = static_cast<int64_t>(qt) * kTile;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  loadTile<HD>(qs, q + base, q0, t, d);
+  float m[4], l[4], o[4][HD / 16];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    m[a] = -INFINITY;
+    l[a] = 0;
+#pragma unroll
+    for (int n = 0; n < HD / 16; ++n) o[a][n] = 0;
+  }
+  for (int kt = 0; kt <= qt; ++kt) {
+    const int64_t k0 = static_cast<int64_t>(kt) * kTile;
+    __syncthreads();  // the previous key tile's readers of ks, vs and ps are done
+    loadTile<HD>(ks, k + base, k0, t, d);
+    loadTile<HD>(vs, v + base, k0, t, d);
+    __syncthreads();
+    float s[4][4] = {};
+    dotTile<HD>(qs, ks, s);
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const int64_t i = q0 + ty + 16 * a;
+      float tileMax = -INFINITY;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const int64_t j = k0 + tx + 16 * b;
+        s[a][b] = j <= i && j < t ? scale * s[a][b] : -INFINITY;
+        tileMax = MaxOp{}(tileMax, s[a][b]);
+      }
+      const float mNew = MaxOp{}(m[a], rowReduce(tileMax, MaxOp{}));
+      // Key k0 is visible to every row here, so mNew is finite; the guard keeps a row that
+      // saw no key at exp(−inf) = 0 instead of NaN all the same.
+      const float ref = mNew == -INFINITY ? 0.0f : mNew;
+      const float alpha = expf(m[a] - ref);  // 0 on the first tile (m = −inf)
+      float sum = 0;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const float p = expf(s[a][b] - ref);
+        ps[(ty + 16 * a) * kScoreLd + tx + 16 * b] = p;
+        sum += p;
+      }
+      l[a] = l[a] * alpha + rowReduce(sum, SumOp{});
+      m[a] = mNew;
+#pragma unroll
+      for (int n = 0; n < HD / 16; ++n) o[a][n] *= alpha;
+    }
+    __syncthreads();
+    productTile<HD, false>(ps, vs, o);
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+#pragma unroll
+    for (int n = 0; n < HD / 16; ++n) o[a][n] /= l[a];
+    const int64_t i = q0 + ty + 16 * a;
+    if (tx == 0 && i < t) lse[slice * t + i] = m[a] + logf(l[a]);
+  }
+  storeRows<HD>(out + base, o, q0, t, d);
+}
+
+// Backward, dk and dv: one block per (slice, key tile), keeping its k and v tiles in shared
+// memory and dk, dv in registers while the query tiles at or below the diagonal stream through:
+// dv_j += Σ_i p_ij dout_i, dk_j += Σ_i ds_ij q_i (scale inside ds). Key tile 0 (the longest) first.
+template <int HD>
+__global__ void __launch_bounds__(kFlashThreads, 1)
+    keyValueGradKernel(const float* __restrict__ dout, const float* __restrict__ q, const float* __restrict__ k,
+                       const float* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ rowD,
+                       float* __restrict__ dk, float* __restrict__ dv, int64_t slices, int64_t t, int d, float scale,
+                       int tiles) {
+  extern __shared__ float shared[];
+  float* qs = shared;
+  float* dos = qs + kTile * (HD + 1);
+  float* ks = dos + kTile * (HD + 1);
+  float* vs = ks + kTile * (HD + 1);
+  float* ps = vs + kTile * (HD + 1);
+  float* dss = ps + kTile * kScoreLd;
+  const int64_t slice = blockIdx.x % slices;
+  const int kt = static_cast<int>(blockIdx.x / slices);
+  const int64_t base = slice * t * d, k0 = static_cast<int64_t>(kt) * kTile;
+  loadTile<HD>(ks, k + base, k0, t, d);
+  loadTile<HD>(vs, v + base, k0, t, d);
+  float gk[4][HD / 16] = {}, gv[4][HD / 16] = {};
+  for (int qt = kt; qt < tiles; ++qt) {
+    const int64_t q0 = static_cast<int64_t>(qt) * kTile;
+    __syncthreads();  // the previous query tile's readers of qs, dos, ps and dss are done
+    loadTile<HD>(qs, q + base, q0, t, d);
+    loadTile<HD>(dos, dout + base, q0, t, d);
+    __syncthreads();
+    float rowLse[4], rowDs[4];
+    queryRows(lse + slice * t, rowD + slice * t, q0, t, rowLse, rowDs);
+    float s[4][4] = {}, dp[4][4] = {};
+    dotTile<HD>(qs, ks, s);
+    dotTile<HD>(dos, vs, dp);
+    gradTiles(s, dp, rowLse, rowDs, q0, k0, t, scale, ps, dss);
+    __syncthreads();
+    productTile<HD, true>(ps, dos, gv);
+    productTile<HD, true>(dss, qs, gk);
+  }
+  storeRows<HD>(dk + base, gk, k0, t, d);
+  storeRows<HD>(dv + base, gv, k0, t, d);
+}
+
+// Backward, dq: one block per (slice, query tile), the second pass over the same tiles that
+// keeps dq deterministic (no atomics across key-tile blocks): dq_i += Σ_j ds_ij k_j with the
+// probabilities recomputed. The last query tiles (the longest) first.
+template <int HD>
+__global__ void __launch_bounds__(kFlashThreads, 1)
+    queryGradKernel(const float* __restrict__ dout, const float* __restrict__ q, const float* __restrict__ k,
+                    const float* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ rowD,
+                    float* __restrict__ dq, int64_t slices, int64_t t, int d, float scale, int tiles) {
+  extern __shared__ float shared[];
+  float* qs = shared;
+  float* dos = qs + kTile * (HD + 1);
+  float* ks = dos + kTile * (HD + 1);
+  float* vs = ks + kTile * (HD + 1);
+  float* dss = vs + kTile * (HD + 1);
+  const int64_t slice = blockIdx.x % slices;
+  const int qt = tiles - 1 - static_cast<int>(blockIdx.x / slices);
+  const int64_t base = slice * t * d, q0 = static_cast<int64_t>(qt) * kTile;
+  loadTile<HD>(qs, q + base, q0, t, d);
+  loadTile<HD>(dos, dout + base, q0, t, d);  // read after the loop's first barrier
+  float rowLse[4], rowDs[4];
+  queryRows(lse + slice * t, rowD + slice * t, q0, t, rowLse, rowDs);
+  float gq[4][HD / 16] = {};
+  for (int kt = 0; kt <= qt; ++kt) {
+    const int64_t k0 = static_cast<int64_t>(kt) * kTile;
+    __syncthreads();  // the previous key tile's readers of ks and dss are done
+    loadTile<HD>(ks, k + base, k0, t, d);
+    loadTile<HD>(vs, v + base, k0, t, d);
+    __syncthreads();
+    float s[4][4] = {}, dp[4][4] = {};
+    dotTile<HD>(qs, ks, s);
+    dotTile<HD>(dos, vs, dp);
+    gradTiles(s, dp, rowLse, rowDs, q0, k0, t, scale, nullptr, dss);
+    __syncthreads();
+    productTile<HD, false>(dss, ks, gq);
+  }
+  storeRows<HD>(dq + base, gq, q0, t, d);
+}
+
+// Dynamic shared memory of each kernel: [kTile, HD + 1] operand tiles and 64 × 65 score tiles.
+constexpr uint64_t sharedBytes(int hd, int operandTiles, int scoreTiles) {
+  return (static_cast<uint64_t>(operandTiles) * kTile * (hd + 1) + static_cast<uint64_t>(scoreTiles) * kTile * kScoreLd) *
+         sizeof(float);
+}
+constexpr uint64_t forwardBytes(int hd) { return sharedBytes(hd, 3, 1); }
+constexpr uint64_t keyValueBytes(int hd) { return sharedBytes(hd, 4, 2); }
+constexpr uint64_t queryBytes(int hd) { return sharedBytes(hd, 4, 1); }
+
+// The tile width for head dimension d: 32, 64 or 128; 0 when the kernels do not take d.
+int headTile(int64_t d) {
+  if (d < 1 || d > kFlashMaxHeadDim) return 0;
+  return d <= 32 ? 32 : d <= 64 ? 64 : 128;
+}
+
+// Launches `kernel` on `blocks` blocks with `bytes` of dynamic shared memory, which a kernel must
+// opt in to above 48 KiB (set on every launch: it is per device, and cheap).
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), uint64_t bytes, int64_t blocks, cudaStream_t stream, Args... args) {
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // reported here; not left for the next launch to find
+    return e;
+  }
+  kernel<<<static_cast<unsigned>(blocks), kFlashThreads, bytes, stream>>>(args...);
+  return cudaGetLastError();
+}
+
+template <int HD>
+cudaError_t forward(const float* q, const float* k, const float* v, float* out, float* lse, int64_t slices, int64_t t,
+                    int d, float scale, int tiles, cudaStream_t stream) {
+  return launch(forwardKernel<HD>, forwardBytes(HD), slices * tiles, stream, q, k, v, out, lse, slices, t, d, scale,
+                tiles);
+}
+
+template <int HD>
+cudaError_t backward(const float* dout, const float* q, const float* k, const float* v, const float* out,
+                     const float* lse, float* dq, float* dk, float* dv, float* rowD, int64_t slices, int64_t t, int d,
+                     float scale, int tiles, cudaStream_t stream) {
+  cudaError_t e = launch(rowDotKernel, 0, blocksFor(slices * t, kFlashThreads), stream, dout, out, rowD, slices * t, d);
+  if (e == cudaSuccess)
+    e = launch(keyValueGradKernel<HD>, keyValueBytes(HD), slices * tiles, stream, dout, q, k, v, lse, rowD, dk, dv,
+               slices, t, d, scale, tiles);
+  if (e == cudaSuccess)
+    e = launch(queryGradKernel<HD>, queryBytes(HD), slices * tiles, stream, dout, q, k, v, lse, rowD, dq, slices, t, d,
+               scale, tiles);
+  return e;
+}
+
+// The query (or key) tiles of a slice, or 0 when the shape cannot be launched: a d the kernels
+// do not take, or more (slice, tile) blocks than a grid holds.
+int64_t tilesFor(int64_t slices, int64_t t, int64_t d) {
+  const int64_t tiles = (t + kTile - 1) / kTile;
+  if (headTile(d) == 0 || slices < 1 || t < 1 || tiles > INT_MAX / slices) return 0;
+  return tiles;
+}
+
+}  // namespace
+
+uint64_t flashAttentionSharedBytes(int64_t d) {
+  const int hd = headTile(d);
+  if (hd == 0) return 0;
+  return std::max({forwardBytes(hd), keyValueBytes(hd), queryBytes(hd)});
+}
+
+cudaError_t causalAttention(const float* q, const float* k, const float* v, float* out, float* lse, int64_t slices,
+                            int64_t t, int64_t d, float scale, cudaStream_t stream) {
+  if (slices == 0 || t == 0) return cudaGetLastError();
+  const int64_t tiles = tilesFor(slices, t, d);
+  if (tiles == 0) return cudaErrorInvalidValue;
+  const int di = static_cast<int>(d), ti = static_cast<int>(tiles);
+  switch (headTile(d)) {
+    case 32: return forward<32>(q, k, v, out, lse, slices, t, di, scale, ti, stream);
+    case 64: return forward<64>(q, k, v, out, lse, slices, t, di, scale, ti, stream);
+    default: return forward<128>(q, k, v, out, lse, slices, t, di, scale, ti, stream);
+  }
+}
+
+uint64_t causalAttentionGradScratchBytes(int64_t slices, int64_t t) {
+  return static_cast<uint64_t>(std::max<int64_t>(slices * t, 0)) * sizeof(float);
+}
+
+cudaError_t causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v, const float* out,
+                                const float* lse, float* dq, float* dk, float* dv, int64_t slices, int64_t t, int64_t d,
+                                float scale, void* scratch, cudaStream_t stream) {
+  if (slices == 0 || t == 0) return cudaGetLastError();
+  const int64_t tiles = tilesFor(slices, t, d);
+  if (tiles == 0) return cudaErrorInvalidValue;
+  const int di = static_cast<int>(d), ti = static_cast<int>(tiles);
+  float* rowD = static_cast<float*>(scratch);
+  switch (headTile(d)) {
+    case 32: return backward<32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, ti, stream);
+    case 64: return backward<64>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, ti, stream);
+    default: return backward<128>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, ti, stream);
+  }
+}
+
+}  // namespace dtc::cuda::kernels

@@ -1,0 +1,38 @@
+// Host-side launchers of the flash-attention kernels (flash_attention.cu), the CUDA side of
+// cpu/flash_attention.cc: causal attention over `slices` independent [T, D] slices (batch ×
+// heads) without ever storing the [T, T] scores. fp32 throughout; tiles of 64 queries × 64 keys
+// go through shared memory. Every sum runs in a fixed order (no atomics), so a rerun gives the
+// same bits. Outputs must not alias inputs (the memory planner never makes them).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace dtc::cuda::kernels {
+
+// The largest head dimension the kernels take: a thread keeps 4 rows × D/16 columns of its
+// accumulators in registers, and a [64, D] tile of q, k, v (and dout) sits in shared memory.
+constexpr int64_t kFlashMaxHeadDim = 128;
+
+// Dynamic shared memory per block of the largest of the kernels for head dimension d (what the
+// device must allow a block to opt in to); 0 when d is outside [1, kFlashMaxHeadDim].
+uint64_t flashAttentionSharedBytes(int64_t d);
+
+// out = softmax(scale·q·kᵀ, causal)·v and lse = each query's log-sum-exp of its scaled scores.
+// q, k, v, out [slices, T, D]; lse [slices, T]. cudaErrorInvalidValue for a d the kernels do not
+// take or a grid CUDA cannot launch (the binders check both first).
+cudaError_t causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
+                            int64_t slices, int64_t t, int64_t d, float scale, cudaStream_t stream);
+
+// The FlashAttention-2 backward pass: dq, dk, dv from dout and the forward's out and lse. A
+// pre-pass writes D_i = dout_i · out_i to `scratch` (causalAttentionGradScratchBytes); then one
+// block per key tile accumulates dk and dv over the query tiles, and one block per query tile
+// accumulates dq over the key tiles (the probabilities recomputed in both; no atomics).
+uint64_t causalAttentionGradScratchBytes(int64_t slices, int64_t t);
+cudaError_t causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
+                                const float* out, const float* lse, float* dq, float* dk, float* dv,
+                                int64_t slices, int64_t t, int64_t d, float scale, void* scratch,
+                                cudaStream_t stream);
+
+}  // namespace dtc::cuda::kernels

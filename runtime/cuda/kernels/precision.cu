@@ -1,0 +1,125 @@
+// Mixed precision and dynamic loss scaling: casts (exec/cpu_kernel_table.cc's bindCast) and
+// nonfinite_count, loss_scale_step and select (exec/cpu_loss_scale_table.cc), bit for bit the
+// CPU's. The scalars stay on the device: loss_scale_step is one thread, select reads its
+// predicate in the kernel, so a step never waits for the host.
+#include "common.cuh"
+#include "half.cuh"
+#include "launchers.h"
+
+namespace dtc::cuda::kernels {
+namespace {
+
+template <Float T>
+__device__ inline float load(const void* p, int64_t i) {
+  if constexpr (T == Float::kF32) return static_cast<const float*>(p)[i];
+  else if constexpr (T == Float::kBF16) return bf16ToF32(static_cast<const uint16_t*>(p)[i]);
+  else return f16ToF32(static_cast<const uint16_t*>(p)[i]);
+}
+
+template <Float T>
+__device__ inline void store(void* p, int64_t i, float v) {
+  if constexpr (T == Float::kF32) static_cast<float*>(p)[i] = v;
+  else if constexpr (T == Float::kBF16) static_cast<uint16_t*>(p)[i] = f32ToBf16(v);
+  else static_cast<uint16_t*>(p)[i] = f32ToF16(v);
+}
+
+// Between two 16-bit types through f32, as the CPU (every bf16 and f16 value is exact in f32).
+template <Float From, Float To>
+__global__ void castKernel(const void* x, void* y, int64_t n) {
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) store<To>(y, i, load<From>(x, i));
+}
+
+template <Float From>
+cudaError_t castFrom(const void* x, void* y, Float to, int64_t n, cudaStream_t stream) {
+  const unsigned blocks = blocksFor(n);
+  switch (to) {
+    case Float::kF32: castKernel<From, Float::kF32><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
+    case Float::kBF16: castKernel<From, Float::kBF16><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
+    case Float::kF16: castKernel<From, Float::kF16><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
+  }
+  return cudaGetLastError();
+}
+
+// Per block: the count of its grid-stride share of x, in a fixed tree (integers: any order
+// gives the same count anyway).
+__global__ void nonfiniteCountKernel(const float* x, int64_t n, long long* partial) {
+  long long count = 0;
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) count += isfinite(x[i]) ? 0 : 1;
+  count = blockSum(count);
+  if (threadIdx.x == 0) partial[blockIdx.x] = count;
+}
+
+__global__ void nonfiniteTotalKernel(const long long* partial, int blocks, float* count) {
+  long long total = 0;
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x) total += partial[b];
+  total = blockSum(total);
+  if (threadIdx.x == 0) *count = static_cast<float>(total);  // as the CPU's static_cast of its int64
+}
+
+// GradScaler's update in f32, in the CPU's operations and order. Every input is read before any
+// output is written: the new scale and good-step count overwrite their state in place.
+__global__ void lossScaleStepKernel(const float* scale, const float* good, const float* nonfinite, float* keep,
+                                    float* inv, float* newScale, float* newGood, float interval, float growth,
+                                    float backoff) {
+  const float s = *scale, g = *good;
+  const bool overflow = *nonfinite > 0;
+  float nextScale = s, nextGood = g + 1;
+  if (overflow) {
+    nextScale = s * backoff;
+    nextGood = 0.0f;
+  } else if (g + 1 >= interval) {
+    nextScale = s * growth;
+    nextGood = 0.0f;
+  }
+  *inv = 1.0f / s;  // IEEE division (no fast math): the CPU's 1.0f / s
+  *keep = overflow ? 0.0f : 1.0f;
+  *newScale = nextScale;
+  *newGood = nextGood;
+}
+
+// y = pred != 0 ? onTrue : onFalse. When the chosen tensor is y itself (y aliases on_false, the
+// planner's in-place form), every thread returns at once.
+__global__ void selectKernel(const float* pred, const float* onTrue, const float* onFalse, float* y, int64_t n) {
+  const float* from = *pred != 0 ? onTrue : onFalse;
+  if (from == y) return;
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) y[i] = from[i];
+}
+
+}  // namespace
+
+cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaGetLastError();
+  if (from == to) {
+    if (x == y) return cudaGetLastError();
+    return cudaMemcpyAsync(y, x, n * (from == Float::kF32 ? 4 : 2), cudaMemcpyDeviceToDevice, stream);
+  }
+  switch (from) {
+    case Float::kF32: return castFrom<Float::kF32>(x, y, to, n, stream);
+    case Float::kBF16: return castFrom<Float::kBF16>(x, y, to, n, stream);
+    case Float::kF16: return castFrom<Float::kF16>(x, y, to, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* partial, cudaStream_t stream) {
+  const int blocks = static_cast<int>(std::min<int64_t>(kSumBlocks, blocksFor(n)));
+  nonfiniteCountKernel<<<blocks, kThreads, 0, stream>>>(x, n, partial);
+  nonfiniteTotalKernel<<<1, kThreads, 0, stream>>>(partial, blocks, count);
+  return cudaGetLastError();
+}
+
+cudaError_t lossScaleStep(const float* scale, const float* good, const float* nonfinite, float* keep, float* inv,
+                          float* newScale, float* newGood, float interval, float growth, float backoff,
+                          cudaStream_t stream) {
+  lossScaleStepKernel<<<1, 1, 0, stream>>>(scale, good, nonfinite, keep, inv, newScale, newGood, interval, growth,
+                                           backoff);
+  return cudaGetLastError();
+}
+
+cudaError_t select(const float* pred, const float* onTrue, const float* onFalse, float* y, int64_t n,
+                   cudaStream_t stream) {
+  if (n > 0) selectKernel<<<blocksFor(n), kThreads, 0, stream>>>(pred, onTrue, onFalse, y, n);
+  return cudaGetLastError();
+}
+
+}  // namespace dtc::cuda::kernels
