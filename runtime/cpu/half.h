@@ -1,28 +1,41 @@
 // bfloat16 and IEEE half precision as stored (16-bit words) and their float32 values.
 // Conversions to the narrow types round to nearest, ties to even, as PyTorch's .to() does.
+// Plain integer arithmetic, compiled for the host and (by nvcc) for the GPU, so both backends
+// convert bit for bit alike (CUDA's own __float2bfloat16_rn gives canonical NaNs instead).
 #pragma once
 
 #include <cstdint>
-#include <cstring>
+
+#ifdef __CUDACC__
+#define DTC_HOST_DEVICE __host__ __device__
+#else
+#define DTC_HOST_DEVICE
+#endif
 
 namespace dtc::cpu {
 
-inline float bf16ToF32(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
+DTC_HOST_DEVICE inline float bitsToF32(uint32_t bits) {
   float f;
-  std::memcpy(&f, &bits, sizeof f);
+  __builtin_memcpy(&f, &bits, sizeof f);
   return f;
 }
 
-inline uint16_t f32ToBf16(float f) {
+DTC_HOST_DEVICE inline uint32_t f32ToBits(float f) {
   uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
+  __builtin_memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+DTC_HOST_DEVICE inline float bf16ToF32(uint16_t h) { return bitsToF32(static_cast<uint32_t>(h) << 16); }
+
+DTC_HOST_DEVICE inline uint16_t f32ToBf16(float f) {
+  uint32_t bits = f32ToBits(f);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
 
-inline float f16ToF32(uint16_t h) {
+DTC_HOST_DEVICE inline float f16ToF32(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
   uint32_t bits;
@@ -37,14 +50,11 @@ inline float f16ToF32(uint16_t h) {
     while (!(mantissa & 0x400u)) mantissa <<= 1, ++shift;
     bits = sign | (static_cast<uint32_t>(113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
   }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  return bitsToF32(bits);
 }
 
-inline uint16_t f32ToF16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
+DTC_HOST_DEVICE inline uint16_t f32ToF16(float f) {
+  uint32_t bits = f32ToBits(f);
   uint32_t sign = (bits >> 16) & 0x8000u;
   uint32_t abs = bits & 0x7fffffffu;
   if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN

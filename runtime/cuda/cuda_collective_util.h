@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda_bind.h"
+#include "exec/collective_contract.h"
 
 namespace dtc::cuda {
 
@@ -44,13 +45,7 @@ struct Group {
 };
 
 inline StatusOr<Group> groupOf(const StepContext& ctx, Device& dev) {
-  std::vector<int64_t> axes64 = ctx.intsAttr("axes");
-  std::vector<int> axes(axes64.begin(), axes64.end());
-  if (!ctx.mesh) return invalid(ctx, "a collective in a plan run without a device mesh");
-  for (int a : axes)
-    if (a < 0 || a >= static_cast<int>(ctx.mesh->sizes().size()))
-      return invalid(ctx, "names mesh axis " + std::to_string(a) + ", the mesh has " +
-                              std::to_string(ctx.mesh->sizes().size()));
+  DTC_ASSIGN_OR_RETURN(std::vector<int> axes, collectiveAxes(ctx));
   Group g;
   DTC_ASSIGN_OR_RETURN(g.comm, ctx.mesh->group(axes));
   g.size = ctx.mesh->groupSize(axes);
