@@ -12,20 +12,7 @@
 
 namespace dtc {
 
-int64_t TensorView::numElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 namespace {
-
-const plan::Attr* findAttr(const plan::Step& step, const char* name) {
-  if (step.attrs())
-    for (const plan::Attr* a : *step.attrs())
-      if (a->name()->str() == name) return a;
-  return nullptr;
-}
 
 // Creating a group's communicator is collective over the whole job (MPI_Comm_split), but the
 // ranks of different pipeline stages bind different steps. So every rank creates, up front and
@@ -51,7 +38,7 @@ Status createGroups(const Plan& plan, comm::DeviceMesh& mesh) {
   };
   for (const plan::Function* f : *plan.root().functions()) {
     for (const plan::Step* step : *f->steps())
-      if (const plan::Attr* a = findAttr(*step, "axes"); a && a->ints())
+      if (const plan::Attr* a = findStepAttr(*step, "axes"); a && a->ints())
         DTC_RETURN_IF_ERROR(create(a->ints()));
     for (const auto* bindings : {f->arguments(), f->results()})
       for (const plan::Binding* b : *bindings) DTC_RETURN_IF_ERROR(createCuts(b->sharding()));
@@ -62,32 +49,6 @@ Status createGroups(const Plan& plan, comm::DeviceMesh& mesh) {
 }
 
 }  // namespace
-
-int64_t StepContext::intAttr(const char* name) const {
-  const plan::Attr* a = findAttr(step, name);
-  return a ? a->i() : 0;
-}
-
-double StepContext::floatAttr(const char* name) const {
-  const plan::Attr* a = findAttr(step, name);
-  return a ? a->f() : 0.0;
-}
-
-std::vector<int64_t> StepContext::intsAttr(const char* name) const {
-  const plan::Attr* a = findAttr(step, name);
-  if (!a || !a->ints()) return {};
-  return {a->ints()->begin(), a->ints()->end()};
-}
-
-std::string StepContext::stringAttr(const char* name) const {
-  const plan::Attr* a = findAttr(step, name);
-  return a && a->s() ? a->s()->str() : std::string();
-}
-
-std::string StepContext::where() const {
-  std::string loc = step.loc() ? step.loc()->str() : "";
-  return step.op()->str() + (loc.empty() ? "" : " at " + loc) + ": ";
-}
 
 Executor::Executor(const Plan& plan, int threads, comm::DeviceMesh* mesh,
                    std::unique_ptr<Backend> backend)

@@ -1,0 +1,46 @@
+// The step context's accessors, in a file of their own: the CUDA plugin links them (and not the
+// executor, which would bring the CPU kernels and BLAS along).
+#include "exec/step.h"
+
+namespace dtc {
+
+int64_t TensorView::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+const plan::Attr* findStepAttr(const plan::Step& step, const char* name) {
+  if (step.attrs())
+    for (const plan::Attr* a : *step.attrs())
+      if (a->name()->str() == name) return a;
+  return nullptr;
+}
+
+int64_t StepContext::intAttr(const char* name) const {
+  const plan::Attr* a = findStepAttr(step, name);
+  return a ? a->i() : 0;
+}
+
+double StepContext::floatAttr(const char* name) const {
+  const plan::Attr* a = findStepAttr(step, name);
+  return a ? a->f() : 0.0;
+}
+
+std::vector<int64_t> StepContext::intsAttr(const char* name) const {
+  const plan::Attr* a = findStepAttr(step, name);
+  if (!a || !a->ints()) return {};
+  return {a->ints()->begin(), a->ints()->end()};
+}
+
+std::string StepContext::stringAttr(const char* name) const {
+  const plan::Attr* a = findStepAttr(step, name);
+  return a && a->s() ? a->s()->str() : std::string();
+}
+
+std::string StepContext::where() const {
+  std::string loc = step.loc() ? step.loc()->str() : "";
+  return step.op()->str() + (loc.empty() ? "" : " at " + loc) + ": ";
+}
+
+}  // namespace dtc
