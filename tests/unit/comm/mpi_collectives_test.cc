@@ -9,23 +9,11 @@
 
 #include "comm/communicator.h"
 #include "comm/world.h"
+#include "mpi_check.h"
 
-namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what, int rank) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: FAILED %s\n", rank, what.c_str());
-    ++failures;
-  }
-}
-
-void expectOk(const dtc::Status& s, const std::string& what, int rank) {
-  expect(s.ok(), what + ": " + s.message(), rank);
-}
-
-}  // namespace
+using dtc::testing::expect;
+using dtc::testing::expectOk;
+using dtc::testing::verdict;
 
 int main() {
   auto worldOr = dtc::comm::createMpiWorld();
@@ -135,8 +123,5 @@ int main() {
     expect(v == want, "sub allReduceSum value", r);
   }
 
-  float total = static_cast<float>(failures);
-  (void)world.allReduceSum(&total, 1);
-  if (r == 0) std::printf("mpi collectives on %d ranks: %s\n", p, total == 0 ? "ok" : "FAILED");
-  return total == 0 ? 0 : 1;
+  return verdict(world, "mpi collectives on " + std::to_string(p) + " ranks");
 }

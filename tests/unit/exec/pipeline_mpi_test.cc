@@ -14,23 +14,11 @@
 #include "exec/trainer.h"
 #include "io/safetensors.h"
 #include "pipeline_plan.h"
+#include "mpi_check.h"
 
-namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what, int rank) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: FAILED %s\n", rank, what.c_str());
-    ++failures;
-  }
-}
-
-void expectOk(const dtc::Status& s, const std::string& what, int rank) {
-  expect(s.ok(), what + ": " + s.message(), rank);
-}
-
-}  // namespace
+using dtc::testing::expect;
+using dtc::testing::expectOk;
+using dtc::testing::verdict;
 
 int main() {
   auto worldOr = dtc::comm::createMpiWorld();
@@ -116,8 +104,5 @@ int main() {
     std::remove(dir);
   }
 
-  float total = static_cast<float>(failures);
-  (void)mesh.world().allReduceSum(&total, 1);
-  if (r == 0) std::printf("pipeline plan on 2 ranks: %s\n", total == 0 ? "ok" : "FAILED");
-  return total == 0 ? 0 : 1;
+  return verdict(mesh.world(), "pipeline plan on 2 ranks");
 }
