@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include "dist/IR/DistOps.h"
+#include "pipeline/Pipeline.h"
 #include "flatbuffers/ModelImporter.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/MemoryLayout.h"
@@ -62,12 +63,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     std::map<int64_t, llvm::StringMap<int64_t>> offsets;
     std::map<int64_t, SmallVector<NamedAttribute>> layouts;
     std::map<int64_t, int64_t> regionBytes;
-    auto stageOf = [](func::FuncOp func) {
-      auto stage = func->getAttrOfType<IntegerAttr>(dist::kStageAttr);
-      return stage ? stage.getInt() : int64_t(-1);
-    };
     for (auto func : module.getOps<func::FuncOp>()) {
-      int64_t stage = stageOf(func);
+      int64_t stage = pipeline::stageOf(func);
       for (BlockArgument arg : func.getArguments())
         if (StringAttr name = stateNameOf(func, arg.getArgNumber()))
           if (!offsets[stage].count(name)) {
@@ -81,7 +78,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     for (auto& [stage, bytes] : regionBytes) stateBytes = std::max(stateBytes, bytes);
     module->setAttr(attr::kStateBytes, b.getI64IntegerAttr(stateBytes));
     for (auto func : module.getOps<func::FuncOp>()) {
-      int64_t stage = stageOf(func);
+      int64_t stage = pipeline::stageOf(func);
       DictionaryAttr layout = b.getDictionaryAttr(layouts[stage]);
       if (stage < 0) module->setAttr(attr::kStateLayout, layout);
       else func->setAttr(attr::kStateLayout, layout);

@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "pipeline/Pipeline.h"
@@ -26,14 +27,6 @@ plan::DType planDType(Type t) {
   if (t.isF16()) return plan::DType::f16;
   if (t.isBF16()) return plan::DType::bf16;
   return plan::DType::f32;
-}
-
-std::string locationName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc)) return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (auto name = locationName(inner); !name.empty()) return name;
-  return "";
 }
 
 class PlanWriter {
@@ -84,7 +77,7 @@ LogicalResult PlanWriter::writeState(std::vector<flatbuffers::Offset<plan::State
   for (auto func : module_.getOps<func::FuncOp>())
     if (auto of = func->getAttrOfType<StringAttr>(dist::kFunctionAttr); of && of == "train_step")
       regions.push_back({func, func->getAttrOfType<DictionaryAttr>(attr::kStateLayout),
-                         static_cast<int32_t>(func->getAttrOfType<IntegerAttr>(dist::kStageAttr).getInt())});
+                         static_cast<int32_t>(pipeline::stageOf(func))});
   if (regions.empty())
     regions.push_back({module_.lookupSymbol<func::FuncOp>("train_step"),
                        module_->getAttrOfType<DictionaryAttr>(attr::kStateLayout), -1});
@@ -264,11 +257,10 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
   }
   std::string fname = func.getSymName() == "forward" ? "eval" : func.getSymName().str();
   if (auto of = func->getAttrOfType<StringAttr>(dist::kFunctionAttr)) fname = of.str();
-  auto stage = func->getAttrOfType<IntegerAttr>(dist::kStageAttr);
   auto arena = func->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt();
   return plan::CreateFunctionDirect(fbb_, fname.c_str(), &values, &steps, &arguments, &results,
                                     static_cast<uint64_t>(arena),
-                                    stage ? static_cast<int32_t>(stage.getInt()) : -1);
+                                    static_cast<int32_t>(pipeline::stageOf(func)));
 }
 
 LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {

@@ -10,6 +10,7 @@
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
+#include "pipeline/Pipeline.h"
 #include "flatbuffers/ModelImporter.h"
 #include "graph/IR/GraphOps.h"
 
@@ -29,11 +30,7 @@ void scaleCount(Operation* op, int64_t k) {
     op->setAttr("count", Builder(op->getContext()).getI64IntegerAttr(*count * k));
 }
 
-int64_t stageOf(Value v) {
-  Operation* def = v.getDefiningOp();
-  auto stage = def ? def->getAttrOfType<IntegerAttr>(dist::kStageAttr) : nullptr;
-  return stage ? stage.getInt() : -1;
-}
+int64_t stageOf(Value v) { return pipeline::stageOf(v.getDefiningOp()); }
 
 // The terms of autodiff's fan-out sums in `v` that come from different pipeline stages,
 // grouped by stage (in stage order; terms of one stage summed as autodiff summed them).

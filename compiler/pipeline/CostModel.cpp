@@ -16,13 +16,13 @@ double elements(Value v) {
   return type ? static_cast<double>(type.getNumElements()) : 0.0;
 }
 
-double bytes(Value v) {
+}  // namespace
+
+double valueBytes(Value v) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type) return 0;
   return elements(v) * std::max<unsigned>(1, type.getElementTypeBitWidth() / 8);
 }
-
-}  // namespace
 
 double opFlops(Operation* op) {
   StringRef name = op->getName().stripDialect();
@@ -57,8 +57,8 @@ double opFlops(Operation* op) {
 
 double opBytes(Operation* op) {
   double total = 0;
-  for (Value v : op->getOperands()) total += bytes(v);
-  for (Value v : op->getResults()) total += bytes(v);
+  for (Value v : op->getOperands()) total += valueBytes(v);
+  for (Value v : op->getResults()) total += valueBytes(v);
   return total;
 }
 

@@ -13,6 +13,8 @@ struct DeviceModel {
   double linkLatencySeconds = 5e-6;
 };
 
+// Bytes of a tensor value (0 for anything else).
+double valueBytes(mlir::Value v);
 double opFlops(mlir::Operation* op);
 // Bytes of every operand and result.
 double opBytes(mlir::Operation* op);

@@ -47,6 +47,16 @@ void setPipeline(ModuleOp module, const PipelineConfig& c) {
                                        b.getNamedAttr("axis", b.getStringAttr(c.axis))}));
 }
 
+int64_t stageOf(Operation* op) {
+  auto stage = op ? op->getAttrOfType<IntegerAttr>(dist::kStageAttr) : nullptr;
+  return stage ? stage.getInt() : -1;
+}
+
+int64_t microBatchOf(Operation* op) {
+  auto micro = op ? op->getAttrOfType<IntegerAttr>(dist::kMicroBatchAttr) : nullptr;
+  return micro ? micro.getInt() : 0;
+}
+
 namespace {
 
 // Megatron's interleaved order: the k-th forward (backward) of a device visits chunks in groups

@@ -26,6 +26,10 @@ struct PipelineConfig {
 std::optional<PipelineConfig> getPipeline(mlir::ModuleOp module);
 void setPipeline(mlir::ModuleOp module, const PipelineConfig& config);
 
+// An op's pipeline stage (dist.stage), or -1; its micro-batch (dist.micro_batch), or 0.
+int64_t stageOf(mlir::Operation* op);
+int64_t microBatchOf(mlir::Operation* op);
+
 // One unit of a device's schedule: the forward or backward pass of one micro-batch through one
 // model chunk.
 struct Unit {

@@ -10,6 +10,7 @@
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
+#include "pipeline/CostModel.h"
 #include "pipeline/Pipeline.h"
 #include "pipeline/Simulate.h"
 
@@ -27,10 +28,7 @@ constexpr int64_t kReplicated = -1;  // on every device that needs it (data, Ada
 constexpr int64_t kUnknown = -2;
 constexpr int64_t kMaxTag = 32767;   // MPI guarantees tags up to here
 
-int64_t stageAttr(Operation* op) {
-  auto a = op->getAttrOfType<IntegerAttr>(dist::kStageAttr);
-  return a ? a.getInt() : kUnknown;
-}
+using pipeline::stageOf;
 
 StringAttr stateName(func::FuncOp func, unsigned arg) {
   if (auto name = func.getArgAttrOfType<StringAttr>(arg, attr::kParam)) return name;
@@ -77,8 +75,7 @@ class Splitter {
     for (Value v : op->getOperands()) {
       int64_t h = home_.lookup(v);
       if (h < 0) continue;
-      auto type = cast<RankedTensorType>(v.getType());
-      bytes[h] += type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      bytes[h] += static_cast<int64_t>(pipeline::valueBytes(v));
     }
     int64_t best = kReplicated, most = -1;
     for (auto& [h, b] : bytes)
@@ -97,8 +94,8 @@ class Splitter {
     }
     auto placeOps = [&] {
       for (Operation& op : body_.without_terminator()) {
-        int64_t h = stageAttr(&op);
-        if (h == kUnknown) h = placeByBytes(&op);
+        int64_t h = stageOf(&op);
+        if (h < 0) h = placeByBytes(&op);
         for (Value r : op.getResults()) home_[r] = h;
       }
     };
@@ -152,8 +149,8 @@ class Splitter {
           for (int64_t d : resultDevices(use.getOperandNumber())) note(v, d);
         } else if (user->getNumResults() > 0 && home_.lookup(user->getResult(0)) >= 0) {
           note(v, deviceOf(user->getResult(0)));
-        } else if (user->getNumResults() == 0 && stageAttr(user) >= 0) {
-          note(v, config_.deviceOf(stageAttr(user)));
+        } else if (user->getNumResults() == 0 && stageOf(user) >= 0) {
+          note(v, config_.deviceOf(stageOf(user)));
         }
       }
     };
@@ -187,7 +184,7 @@ class Splitter {
       // Replicated values, and reductions or sums that run as soon as they can, are computed
       // when first needed.
       Operation* def = v.getDefiningOp();
-      if (from == kReplicated || stageAttr(def) < 0) {
+      if (from == kReplicated || stageOf(def) < 0) {
         if (failed(emit(def))) return failure();
         return map_.lookup(v);
       }
@@ -298,14 +295,13 @@ class Splitter {
     SmallVector<Operation*> floating;
     for (Operation& op : body_.without_terminator()) {
       if (op.getNumResults() ? deviceOf(op.getResult(0)) != device
-                             : (stageAttr(&op) < 0 || config_.deviceOf(stageAttr(&op)) != device))
+                             : (stageOf(&op) < 0 || config_.deviceOf(stageOf(&op)) != device))
         continue;
-      if (stageAttr(&op) < 0) {
+      if (stageOf(&op) < 0) {
         floating.push_back(&op);
         continue;
       }
-      auto micro = op.getAttrOfType<IntegerAttr>(dist::kMicroBatchAttr);
-      units[{stageAttr(&op), micro ? micro.getInt() : 0, op.hasAttr(dist::kBackwardAttr)}]
+      units[{stageOf(&op), pipeline::microBatchOf(&op), op.hasAttr(dist::kBackwardAttr)}]
           .push_back(&op);
     }
     auto drain = [&]() -> LogicalResult {
@@ -346,7 +342,7 @@ class Splitter {
     // What is left waits for other devices (or belongs to no unit of the schedule).
     for (Operation& op : body_.without_terminator()) {
       bool mine = op.getNumResults() ? deviceOf(op.getResult(0)) == device
-                                     : stageAttr(&op) >= 0 && config_.deviceOf(stageAttr(&op)) == device;
+                                     : stageOf(&op) >= 0 && config_.deviceOf(stageOf(&op)) == device;
       if (mine && failed(p.emit(&op))) return failure();
     }
 

@@ -29,16 +29,15 @@ double Timeline::bubbleFraction() const {
 namespace {
 
 std::string unitName(Operation* op, std::string& kind) {
-  auto stage = op->getAttrOfType<IntegerAttr>(dist::kStageAttr);
-  auto micro = op->getAttrOfType<IntegerAttr>(dist::kMicroBatchAttr);
+  const int64_t stage = stageOf(op);
   bool backward = op->hasAttr(dist::kBackwardAttr);
   if (isa<dist::SendOp>(op)) kind = "send";
   else if (isa<dist::RecvOp>(op)) kind = "recv";
-  else if (stage) kind = backward ? "backward" : "forward";
+  else if (stage >= 0) kind = backward ? "backward" : "forward";
   else kind = "other";
-  if (!stage) return kind;
-  std::string name = (backward ? "B" : "F") + std::to_string(micro ? micro.getInt() : 0) + " c" +
-                     std::to_string(stage.getInt());
+  if (stage < 0) return kind;
+  std::string name = (backward ? "B" : "F") + std::to_string(microBatchOf(op)) + " c" +
+                     std::to_string(stage);
   return kind == "send" || kind == "recv" ? kind + " " + name : name;
 }
 
@@ -103,26 +102,11 @@ SmallVector<func::FuncOp> stagePrograms(ModuleOp module, StringRef function) {
   std::map<int64_t, func::FuncOp> byStage;
   for (auto func : module.getOps<func::FuncOp>())
     if (auto name = func->getAttrOfType<StringAttr>(dist::kFunctionAttr); name && name == function)
-      byStage[func->getAttrOfType<IntegerAttr>(dist::kStageAttr).getInt()] = func;
+      byStage[stageOf(func)] = func;
   SmallVector<func::FuncOp> out;
   for (auto& [stage, func] : byStage) out.push_back(func);
   return out;
 }
-
-namespace {
-
-double valueBytes(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return static_cast<double>(type.getNumElements()) *
-         std::max<unsigned>(1, type.getElementTypeBitWidth() / 8);
-}
-
-int64_t microOf(Operation* op) {
-  auto a = op->getAttrOfType<IntegerAttr>(dist::kMicroBatchAttr);
-  return a ? a.getInt() : 0;
-}
-
-}  // namespace
 
 void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConfig& config,
                       const Timeline& timeline) {
@@ -130,10 +114,6 @@ void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConf
   // once, as the storage they share) and received activations that backward ops read.
   std::map<std::pair<int64_t, int64_t>, double> saved;
   std::set<std::pair<const void*, int64_t>> counted;  // (value, device holding it)
-  auto stageOf = [](Operation* op) {
-    auto a = op->getAttrOfType<IntegerAttr>(dist::kStageAttr);
-    return a ? a.getInt() : int64_t(-1);
-  };
   for (Operation& op : original.getBody().front().without_terminator()) {
     int64_t chunk = stageOf(&op);
     if (chunk < 0 || !op.hasAttr(dist::kBackwardAttr)) continue;
@@ -147,7 +127,7 @@ void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConf
       if (!def || def->hasAttr(dist::kBackwardAttr) || stageOf(def) < 0) continue;
       // A value from another device's chunk is held here as its received copy.
       if (!counted.insert({v.getAsOpaquePointer(), config.deviceOf(chunk)}).second) continue;
-      saved[{chunk, microOf(def)}] += valueBytes(v);
+      saved[{chunk, microBatchOf(def)}] += valueBytes(v);
     }
   }
   Builder b(module.getContext());

@@ -7,6 +7,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
@@ -22,14 +23,6 @@ using namespace mlir;
 
 namespace dtc {
 namespace {
-
-std::string nodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc)) return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (std::string name = nodeName(inner); !name.empty()) return name;
-  return "";
-}
 
 // A run of consecutive ops from one model node.
 struct Node {
@@ -104,7 +97,7 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
   SmallVector<Node> nodesOf(func::FuncOp func) {
     SmallVector<Node> nodes;
     for (Operation& op : func.getBody().front().without_terminator()) {
-      std::string name = nodeName(op.getLoc());
+      std::string name = locationName(op.getLoc());
       if (nodes.empty() || nodes.back().name != name) nodes.push_back({name, {}, 0, false});
       Node& node = nodes.back();
       node.ops.push_back(&op);
