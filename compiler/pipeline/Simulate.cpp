@@ -152,6 +152,9 @@ void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConf
          b.getNamedAttr("idle_us", b.getF64FloatAttr((timeline.makespan - busy) * 1e6))}));
   }
   module->setAttr(dist::kPipelineStagesAttr, b.getArrayAttr(stages));
+  module->setAttr(dist::kPipelineBubbleAttr,
+                  b.getDictionaryAttr({b.getNamedAttr("fraction", b.getF64FloatAttr(timeline.bubbleFraction())),
+                                       b.getNamedAttr("ratio", b.getF64FloatAttr(timeline.bubbleRatio()))}));
 }
 
 std::string traceJson(ModuleOp module, const Timeline& timeline) {

@@ -37,7 +37,8 @@ mlir::FailureOr<Timeline> simulate(llvm::ArrayRef<mlir::func::FuncOp> programs,
 // The stage programs of `function` ("train_step") in a scheduled module, by stage.
 llvm::SmallVector<mlir::func::FuncOp> stagePrograms(mlir::ModuleOp module, llvm::StringRef function);
 
-// Records on the module (dist.pipeline_stages) per stage: activation bytes one micro-batch
+// Records on the module (dist.pipeline_bubble) the step's bubble, and (dist.pipeline_stages) per
+// stage: activation bytes one micro-batch
 // keeps for its backward pass, the most micro-batches in flight under the schedule, the
 // resulting peak, and the predicted busy and idle time. `original` is the unsplit step.
 void recordStageStats(mlir::ModuleOp module, mlir::func::FuncOp original,

@@ -40,6 +40,7 @@ inline constexpr const char kFunctionAttr[] = "dist.function";
 // pass, what it predicts per stage.
 inline constexpr const char kPipelineAttr[] = "dist.pipeline";
 inline constexpr const char kPipelineStagesAttr[] = "dist.pipeline_stages";
+inline constexpr const char kPipelineBubbleAttr[] = "dist.pipeline_bubble";  // {fraction, ratio}
 
 // The module's mesh, or null.
 MeshAttr getMesh(mlir::Operation* op);
