@@ -6,7 +6,6 @@ all ranks minus each rank's kernel time outside receives (receives are where a s
 summed over ranks, over the summed kernel time. Balanced stages give (p-1)/(v*m).
 Usage: bench/pipeline_bubble.sh [BUILD]"""
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -18,31 +17,10 @@ import numpy as np
 from common import tools
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e"))
-from dtc_harness import write_tokens  # noqa: E402
+from dtc_harness import measured_bubble, write_tokens  # noqa: E402
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
 STEPS, SKIP = 8, 2
-
-
-def measured_ratio(trace):
-    events = [e for e in json.load(open(trace))["traceEvents"]
-              if e["ph"] == "X" and e["cat"] == "train_step"]
-    # Per rank, a new call starts where the step index falls back to 0.
-    calls = {}
-    for e in sorted(events, key=lambda e: (e["pid"], e["ts"])):
-        rank_calls = calls.setdefault(e["pid"], [])
-        if not rank_calls or e["args"]["step"] == 0:
-            rank_calls.append([])
-        rank_calls[-1].append(e)
-    idle = busy = 0.0
-    for s in range(SKIP, STEPS):
-        start = min(c[s][0]["ts"] for c in calls.values())
-        end = max(c[s][-1]["ts"] + c[s][-1]["dur"] for c in calls.values())
-        for c in calls.values():
-            work = sum(e["dur"] for e in c[s] if e["name"] != "recv")
-            busy += work
-            idle += (end - start) - work
-    return idle / busy
 
 
 def main():
@@ -68,7 +46,7 @@ def main():
             predicted = float(re.search(r"idle/busy ([0-9.]+)", out).group(1))
             subprocess.run(MPIRUN + ["2", dtrun, plan, "--data", tokens, "--steps", str(STEPS), "--threads", "1",
                                      "--trace", trace], check=True, stdout=subprocess.DEVNULL)
-            print(f"{schedule:>12} {m:>3} {v:>2} {predicted:>10.3f} {measured_ratio(trace):>9.3f} "
+            print(f"{schedule:>12} {m:>3} {v:>2} {predicted:>10.3f} {measured_bubble(trace, STEPS, SKIP):>9.3f} "
                   f"{1 / (v * m):>12.3f}")
 
 

@@ -131,3 +131,28 @@ def torch_train_classifier(model, opt, x, y, batch, seed, steps, dtype):
         opt.step()
         losses.append(loss.item())
     return losses
+
+
+def measured_bubble(trace, steps, skip):
+    """Idle time over busy time in a dtrun --trace timeline of `steps` training steps, the first
+    `skip` left out (warm-up): per step, the step's span over all ranks minus each rank's kernel
+    time outside receives (a stage waits in them), summed over ranks, over the summed kernel
+    time. Balanced pipeline stages give (p-1)/(v*m)."""
+    import json
+    events = [e for e in json.load(open(trace))["traceEvents"]
+              if e["ph"] == "X" and e["cat"] == "train_step"]
+    calls = {}  # rank -> its train_step calls; a call starts where the step index returns to 0
+    for e in sorted(events, key=lambda e: (e["pid"], e["ts"])):
+        rank_calls = calls.setdefault(e["pid"], [])
+        if not rank_calls or e["args"]["step"] == 0:
+            rank_calls.append([])
+        rank_calls[-1].append(e)
+    idle = busy = 0.0
+    for s in range(skip, steps):
+        start = min(c[s][0]["ts"] for c in calls.values())
+        end = max(c[s][-1]["ts"] + c[s][-1]["dur"] for c in calls.values())
+        for c in calls.values():
+            work = sum(e["dur"] for e in c[s] if e["name"] != "recv")
+            busy += work
+            idle += (end - start) - work
+    return idle / busy
