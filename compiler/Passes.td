@@ -215,9 +215,9 @@ def FuseAttention : Pass<"dtc-fuse-attention", "mlir::ModuleOp"> {
 def MixedPrecision : Pass<"dtc-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Run contractions in bf16 or f16 with f32 weights, activations and optimizer";
   let description = [{
-    As `torch.autocast`: every matmul, linear and batch_matmul of @forward takes its operands
-    cast to `precision` (bf16 or fp16) and gives its result in it, cast back to f32 for the
-    ops that follow; parameters (the master weights), optimizer state, normalisations,
+    As `torch.autocast`: every matmul, linear, batch_matmul and causal_attention of @forward
+    takes its operands cast to `precision` (bf16 or fp16) and gives its result in it, cast back
+    to f32 for the ops that follow (as SDPA under autocast; attention's log-sum-exp stays f32); parameters (the master weights), optimizer state, normalisations,
     softmax and losses stay f32. Autodiff then runs the contractions' gradients in the low
     precision too (the gradient of a cast is the cast back). Kernels accumulate in f32.
   }];

@@ -36,7 +36,9 @@ struct MixedPrecisionPass : impl::MixedPrecisionBase<MixedPrecisionPass> {
     }
     SmallVector<Operation*> contractions;
     forward.walk([&](Operation* op) {
-      if (isa<graph::MatmulOp, graph::LinearOp, graph::BatchMatmulOp>(op)) contractions.push_back(op);
+      // Fused attention is two contractions around a softmax its kernels keep in f32 (lse too).
+      if (isa<graph::MatmulOp, graph::LinearOp, graph::BatchMatmulOp, graph::CausalAttentionOp>(op))
+        contractions.push_back(op);
     });
     OpBuilder b(ctx);
     for (Operation* op : contractions) {

@@ -399,18 +399,23 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx) {
 
 // A step on bf16/f16 operands run by its f32 kernel on widened copies (exact: every bf16/f16
 // value is a float32), the results rounded back: a contraction then accumulates in f32 and
-// rounds once, as a GPU's tensor cores do.
+// rounds once, as a GPU's tensor cores do. Operands already f32 (attention's log-sum-exp) are
+// used as they are; the 16-bit ones must share one type.
 StatusOr<BoundStep> bindLowPrecision(const StepContext& ctx, const Binder& wide) {
-  const DType low = ctx.inputs.empty() ? DType::kF32 : ctx.inputs[0].dtype;
+  DType low = DType::kF32;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
-    for (const TensorView& t : *list)
-      if (t.dtype != low)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) +
-                                " and " + dtypeName(t.dtype));
+    for (const TensorView& t : *list) {
+      if (!lowPrecision(t.dtype)) continue;
+      if (low != DType::kF32 && t.dtype != low)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
+                                dtypeName(t.dtype));
+      low = t.dtype;
+    }
   auto buffers = std::make_shared<std::vector<std::vector<float>>>();
   StepContext f32{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
   for (auto* list : {&f32.inputs, &f32.outputs})
     for (TensorView& t : *list) {
+      if (!lowPrecision(t.dtype)) continue;
       buffers->emplace_back(t.numElements());
       t.data = reinterpret_cast<uint8_t*>(buffers->back().data());
       t.dtype = DType::kF32;
@@ -419,9 +424,11 @@ StatusOr<BoundStep> bindLowPrecision(const StepContext& ctx, const Binder& wide)
   std::vector<TensorView> lowIn = ctx.inputs, lowOut = ctx.outputs;
   std::vector<TensorView> wideIn = f32.inputs, wideOut = f32.outputs;
   return BoundStep([=] {
-    for (size_t i = 0; i < lowIn.size(); ++i) toF32(lowIn[i], wideIn[i].f32());
+    for (size_t i = 0; i < lowIn.size(); ++i)
+      if (lowPrecision(lowIn[i].dtype)) toF32(lowIn[i], wideIn[i].f32());
     DTC_RETURN_IF_ERROR(inner());
-    for (size_t i = 0; i < lowOut.size(); ++i) fromF32(wideOut[i].f32(), lowOut[i]);
+    for (size_t i = 0; i < lowOut.size(); ++i)
+      if (lowPrecision(lowOut[i].dtype)) fromF32(wideOut[i].f32(), lowOut[i]);
     (void)buffers;  // owned by the step
     return Status::Ok();
   });
@@ -435,7 +442,8 @@ StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
   // Low-precision operands: contractions (mixed precision) and the collectives that move or
   // sum their results run on f32 copies (exact for moves; sums in f32 are the more accurate).
   static const char* const kWidened[] = {"matmul", "batch_matmul", "linear", "linear_grad_input",
-                                         "linear_grad_weight", "all_reduce", "all_gather",
+                                         "linear_grad_weight", "causal_attention",
+                                         "causal_attention_grad", "all_reduce", "all_gather",
                                          "reduce_scatter", "all_to_all", "local_slice",
                                          "collective_broadcast"};
   bool anyLow = false;

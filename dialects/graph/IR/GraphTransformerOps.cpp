@@ -82,7 +82,9 @@ LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext* ctx, std::optiona
   if (q.size() < 2 || q != k || q != v)
     return emitOptionalError(loc, "causal_attention: q, k and v must share one shape [..., T, D], got ",
                              shapeString(q), ", ", shapeString(k), ", ", shapeString(v));
-  types.push_back(f32Tensor(ctx, q));
+  mlir::Type element = commonElement({adaptor.getQ(), adaptor.getK(), adaptor.getV()});
+  if (!element) return emitOptionalError(loc, "causal_attention: q, k and v of different element types");
+  types.push_back(RankedTensorType::get(q, element));
   types.push_back(f32Tensor(ctx, q.drop_back()));
   return success();
 }
@@ -94,7 +96,11 @@ LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext* ctx, std::opt
       shapeOf(adaptor.getV()) != q || shapeOf(adaptor.getOut()) != q ||
       shapeOf(adaptor.getLse()) != q.drop_back())
     return emitOptionalError(loc, "causal_attention_grad: operands do not match q ", shapeString(q));
-  for (int i = 0; i < 3; ++i) types.push_back(f32Tensor(ctx, q));
+  mlir::Type element = commonElement({adaptor.getDout(), adaptor.getQ(), adaptor.getK(), adaptor.getV(),
+                                      adaptor.getOut()});
+  if (!element)
+    return emitOptionalError(loc, "causal_attention_grad: dout, q, k, v and out of different element types");
+  for (int i = 0; i < 3; ++i) types.push_back(RankedTensorType::get(q, element));
   return success();
 }
 

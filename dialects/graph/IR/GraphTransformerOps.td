@@ -64,16 +64,18 @@ def Graph_CausalAttentionOp : Graph_Op<"causal_attention", [Pure, InferTypeOpAda
     batch_matmul into it): `out` is the attention output and `lse` [..., T] the log-sum-exp of
     each query's scaled scores, all the backward pass keeps (it recomputes the probabilities).
   }];
-  let arguments = (ins Graph_F32Tensor:$q, Graph_F32Tensor:$k, Graph_F32Tensor:$v, F32Attr:$scale);
-  let results = (outs Graph_F32Tensor:$out, Graph_F32Tensor:$lse);
+  // q, k, v and out share one element type (bf16/f16 under mixed precision: the kernels
+  // accumulate in f32); lse is always f32.
+  let arguments = (ins Graph_FloatTensor:$q, Graph_FloatTensor:$k, Graph_FloatTensor:$v, F32Attr:$scale);
+  let results = (outs Graph_FloatTensor:$out, Graph_F32Tensor:$lse);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 def Graph_CausalAttentionGradOp : Graph_Op<"causal_attention_grad", [Pure, InferTypeOpAdaptor]> {
   let summary = "Gradients of causal_attention with respect to q, k and v";
-  let arguments = (ins Graph_F32Tensor:$dout, Graph_F32Tensor:$q, Graph_F32Tensor:$k,
-                       Graph_F32Tensor:$v, Graph_F32Tensor:$out, Graph_F32Tensor:$lse,
+  let arguments = (ins Graph_FloatTensor:$dout, Graph_FloatTensor:$q, Graph_FloatTensor:$k,
+                       Graph_FloatTensor:$v, Graph_FloatTensor:$out, Graph_F32Tensor:$lse,
                        F32Attr:$scale);
-  let results = (outs Graph_F32Tensor:$dq, Graph_F32Tensor:$dk, Graph_F32Tensor:$dv);
+  let results = (outs Graph_FloatTensor:$dq, Graph_FloatTensor:$dk, Graph_FloatTensor:$dv);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 

@@ -21,4 +21,15 @@ inline mlir::Type contractionElement(mlir::Value a, mlir::Value b) {
   return ta == tb ? ta : mlir::Type();
 }
 
+// The element type every value of `values` shares, or null.
+inline mlir::Type commonElement(mlir::ValueRange values) {
+  mlir::Type common;
+  for (mlir::Value v : values) {
+    mlir::Type t = mlir::cast<mlir::RankedTensorType>(v.getType()).getElementType();
+    if (common && t != common) return mlir::Type();
+    common = t;
+  }
+  return common;
+}
+
 }  // namespace dtc::graph
