@@ -44,16 +44,16 @@ class RoundedMatmul(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, w, low):
-        xr, wr = x.to(low).float(), w.to(low).float()
+        xr, wr = x.to(low).to(x.dtype), w.to(low).to(w.dtype)
         ctx.save_for_backward(xr, wr)
         ctx.low = low
-        return (xr @ wr.t()).to(low).float()
+        return (xr @ wr.t()).to(low).to(x.dtype)
 
     @staticmethod
     def backward(ctx, dy):
         xr, wr = ctx.saved_tensors
-        g = dy.to(ctx.low).float()
-        return (g @ wr).to(ctx.low).float(), (g.t() @ xr).to(ctx.low).float(), None
+        g = dy.to(ctx.low).to(dy.dtype)
+        return (g @ wr).to(ctx.low).to(dy.dtype), (g.t() @ xr).to(ctx.low).to(dy.dtype), None
 
 
 def forward(model, x, mode):
@@ -69,12 +69,14 @@ def forward(model, x, mode):
     return x
 
 
-def torch_run(init, x, y, mode, scale=65536.0):
+def torch_run(init, x, y, mode, scale=65536.0, sums=torch.float32):
     """mode: "fp32", "autocast" (torch.autocast bf16), or a torch dtype (dtc's rounding points;
     float16 with GradScaler's dynamic loss scaling, written out as torch.cuda.amp.GradScaler
-    computes it: the CPU has no GradScaler in torch 1.13)."""
-    model = Mlp()
-    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
+    computes it: the CPU has no GradScaler in torch 1.13). `sums`: the dtype between the
+    roundings (float64: the same roundings with other sums)."""
+    model = Mlp().to(sums)
+    model.load_state_dict({k: torch.from_numpy(v.copy()).to(sums) for k, v in init.items()})
+    x = x.astype(np.float64) if sums == torch.float64 else x
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     losses, scales, good = [], [], 0
     for idx in batches(len(x), BATCH, DATA_SEED, STEPS):
@@ -180,13 +182,18 @@ def main():
             # The same rounding points in PyTorch: only f32 summation order differs.
             reference = torch_run(init, x, y, low)
             loss_err, weight_err = compare(precision, ours, reference)
+            # Sums in another order flip the odd rounding tie (which sgemm kernel the CPU picks
+            # decides dtc's order): PyTorch's own distance between f32 and f64 sums around the
+            # same roundings bounds what such flips do.
+            loss_ties, weight_ties = compare(precision, reference[:2], torch_run(init, x, y, low, sums=torch.float64))
             from_fp32 = weight_error(final, {k: v.astype(np.float64) for k, v in fp32_final.items()})
             noise = weight_error(reference[1], torch_fp32[1])
             print(f"{precision}: losses {losses[0]:.6f} -> {losses[-1]:.6f}; vs PyTorch with the same "
                   f"roundings: loss {loss_err:.2e}, weights {weight_err:.2e} (PyTorch {precision} vs fp32: "
-                  f"{noise:.2e}); vs dtc fp32: weights {from_fp32:.2e}")
-            assert loss_err <= EXACT_LOSS_TOLERANCE[precision], (precision, loss_err)
-            assert weight_err <= EXACT_WEIGHT_TOLERANCE[precision] * noise, (precision, weight_err)
+                  f"{noise:.2e}); vs dtc fp32: weights {from_fp32:.2e}; PyTorch f32 vs f64 sums: loss "
+                  f"{loss_ties:.2e}, weights {weight_ties:.2e}")
+            assert loss_err <= max(EXACT_LOSS_TOLERANCE[precision], 2 * loss_ties), (precision, loss_err)
+            assert weight_err <= max(EXACT_WEIGHT_TOLERANCE[precision] * noise, 2 * weight_ties), (precision, weight_err)
             assert losses[-1] < losses[0], precision
             if precision == "fp16":
                 check_loss_scale_skips(work, model, data, init, x, y, sgd)
