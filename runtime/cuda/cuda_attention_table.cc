@@ -1,6 +1,7 @@
 // causal_attention and causal_attention_grad on CUDA (exec/cpu_transformer_table.cc's): the
 // flash-attention kernels (kernels/flash_attention.cu) behind the CPU's contracts and messages.
-// What the CPU takes and the kernels do not (a head dimension above 128) is a bind error.
+// What the CPU takes and the kernels do not (a head dimension above 128; 16-bit operands beside
+// float32 ones other than lse, or a 16-bit lse) is a bind error.
 #include "cuda_attention_table.h"
 
 #include <array>
@@ -22,6 +23,40 @@ std::array<int64_t, 3> attentionDims(const TensorView& q) {
   return {q.numElements() / (t * d), t, d};
 }
 
+using kernels::Float;
+
+// The kernels' element type. All float32: the CPU's contract (expect(), its messages). Otherwise
+// mixed precision: every operand but lse (input or output `lse`, by position) of one 16-bit type,
+// lse float32. The 16-bit types are compared first, in the CPU's order and words (its
+// bindLowPrecision), so a step both backends refuse reads the same on both.
+StatusOr<Float> attentionType(const StepContext& ctx, size_t inputs, size_t outputs, bool lseIsInput,
+                              size_t lseIndex) {
+  DType low = DType::kF32;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list) {
+      if (t.dtype != DType::kBF16 && t.dtype != DType::kF16) continue;
+      if (low != DType::kF32 && t.dtype != low)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
+                                dtypeName(t.dtype));
+      low = t.dtype;
+    }
+  if (low == DType::kF32) {
+    DTC_RETURN_IF_ERROR(expect(ctx, inputs, outputs));
+    return Float::kF32;
+  }
+  if (ctx.inputs.size() != inputs || ctx.outputs.size() != outputs)
+    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " + std::to_string(outputs) + " outputs");
+  const TensorView& lse = lseIsInput ? ctx.inputs[lseIndex] : ctx.outputs[lseIndex];
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (&t != &lse && t.dtype != low)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
+                                dtypeName(t.dtype));
+  if (lse.dtype != DType::kF32)
+    return invalid(ctx, "lse must be float32 beside " + dtypeName(low) + " operands, got " + dtypeName(lse.dtype));
+  return low == DType::kBF16 ? Float::kBF16 : Float::kF16;
+}
+
 // The kernels' own limits, checked after the CPU's contract so a malformed step reads the same
 // on both backends: D up to kFlashMaxHeadDim, and tiles that fit the device's shared memory.
 Status checkKernelLimits(const StepContext& ctx, const Device& dev, int64_t d) {
@@ -40,7 +75,7 @@ Status checkKernelLimits(const StepContext& ctx, const Device& dev, int64_t d) {
 }
 
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 2));
+  DTC_ASSIGN_OR_RETURN(const Float type, attentionType(ctx, 3, 2, false, 1));
   TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
              lse = ctx.outputs[1];
   DTC_RETURN_IF_ERROR(sameShape(ctx, q, k));
@@ -57,14 +92,14 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::causalAttention(q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), slices, t, d, scale,
+    return launched(kernels::causalAttention(type, q.data, k.data, v.data, out.data, lse.f32(), slices, t, d, scale,
                                              stream),
                     where);
   });
 }
 
 StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 6, 3));
+  DTC_ASSIGN_OR_RETURN(const Float type, attentionType(ctx, 6, 3, true, 5));
   const TensorView& q = ctx.inputs[1];
   for (size_t i : {0u, 2u, 3u, 4u}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
   for (const TensorView& g : ctx.outputs) DTC_RETURN_IF_ERROR(sameShape(ctx, q, g));
@@ -81,8 +116,8 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::causalAttentionGrad(in[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), in[4].f32(),
-                                                 in[5].f32(), out[0].f32(), out[1].f32(), out[2].f32(), slices, t, d,
+    return launched(kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data, in[3].data, in[4].data,
+                                                 in[5].f32(), out[0].data, out[1].data, out[2].data, slices, t, d,
                                                  scale, scratch, stream),
                     where);
   });

@@ -5,11 +5,22 @@
 // limit. fp32 tolerances: 1e-5 on out and lse, 1e-4 on the gradients (the harness's max |cuda −
 // cpu| / max |cpu|, printed per case); the harness also reruns every case and requires the same
 // bits (the kernels use no atomics).
+//
+// Mixed precision: bf16 and f16 q, k, v, out, dout, dq, dk, dv with an f32 lse, for T in
+// {17, 64, 257} × D in {32, 64, 128}, one key, and peaky scores with a padded D. Both backends
+// widen the same 16-bit inputs exactly, run their f32 math and round each output once (to nearest
+// even), so a 16-bit output is off by at most the f32 difference plus one ulp of the type:
+// |r(a) − r(b)| ≤ |a − b| + 2^-7 (bf16) or 2^-10 (f16) of the largest value, under 1e-2 (bf16)
+// and 2e-3 (f16) given the f32 bounds above. lse is f32 from identical inputs and would meet the
+// f32 cases' 1e-5, but the harness holds a case's outputs to one tolerance. The per-element ulp
+// bound is only reported: out and the gradients are sums of mixed signs, so a tiny element may be
+// several of its own ulps apart.
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cpu/half.h"
 #include "cpu/transformer_kernels.h"
 #include "harness.h"
 #include "support/thread_pool.h"
@@ -19,6 +30,7 @@ namespace {
 
 const std::vector<int64_t> kLengths = {1, 17, 64, 100, 257};
 const std::vector<int64_t> kHeadDims = {8, 32, 64, 80, 128};
+constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16, kF16 = DType::kF16;
 
 std::string describe(const Shape& shape, float range) {
   std::string s = "[";
@@ -31,6 +43,24 @@ Shape rowsOf(const Shape& shape) { return Shape(shape.begin(), shape.end() - 1);
 
 double scaleFor(const Shape& shape) { return 1.0 / std::sqrt(static_cast<double>(shape.back())); }
 
+// " bf16" / " f16" in labels ("" for f32), and the 16-bit cases' tolerance (see the file's comment).
+std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
+double lowTolerance(DType t) { return t == kBF16 ? 1e-2 : 2e-3; }
+
+// x rounded to t (to nearest even, as both backends round), as a float again.
+float roundTo(DType t, float x) {
+  if (t == kBF16) return cpu::bf16ToF32(cpu::f32ToBf16(x));
+  if (t == kF16) return cpu::f16ToF32(cpu::f32ToF16(x));
+  return x;
+}
+
+// Given values as an input of type t (exact: they are already rounded to t).
+Input givenAs(DType t, const Shape& shape, std::vector<float> values) {
+  Input in = given(shape, std::move(values));
+  in.dtype = t;
+  return in;
+}
+
 // q and k uniform in [-range, range): the scaled scores' spread grows as range² (2: about 1.3,
 // near-uniform softmax; 4: about 5, peaky, so the running max moves between key tiles).
 Case forwardCase(const Shape& shape, float range) {
@@ -39,9 +69,22 @@ Case forwardCase(const Shape& shape, float range) {
           {out(shape), out(rowsOf(shape))}, 1e-5};
 }
 
+// The same with 16-bit q, k, v and out (the values rounded to t), lse f32.
+Case lowForwardCase(DType t, const Shape& shape, float range) {
+  Case c{"attention" + typeLabel(t) + " " + describe(shape, range), "causal_attention",
+         {floatAttr("scale", scaleFor(shape))},
+         {lowp(t, shape, -range, range), lowp(t, shape, -range, range), lowp(t, shape)},
+         {outAs(t, shape), out(rowsOf(shape))}};
+  c.tolerance = lowTolerance(t);
+  c.maxUlps = -1;
+  return c;
+}
+
 // The gradient at a consistent point: out and lse are the CPU forward's on the same q, k, v
-// (random ones would give probabilities that do not sum to 1), so every input is given.
-Case gradCase(const Shape& shape, float range, uint64_t seed) {
+// (random ones would give probabilities that do not sum to 1), so every input is given. For a
+// 16-bit type, dout, q, k, v are rounded to it before the forward and out after it, as a
+// bf16/f16 training step hands them over; lse stays f32.
+Case gradCase(const Shape& shape, float range, uint64_t seed, DType type = kF32) {
   const int64_t t = shape[shape.size() - 2], d = shape.back();
   int64_t n = 1;
   for (int64_t e : shape) n *= e;
@@ -53,14 +96,23 @@ Case gradCase(const Shape& shape, float range, uint64_t seed) {
   for (float& x : k) x = wide(rng);
   for (float& x : v) x = unit(rng);
   for (float& x : dout) x = unit(rng);
+  for (std::vector<float>* x : {&dout, &q, &k, &v})
+    for (float& e : *x) e = roundTo(type, e);
   ThreadPool pool(2);
   const double scale = scaleFor(shape);
   cpu::causalAttention(q.data(), k.data(), v.data(), o.data(), lse.data(), slices, t, d, static_cast<float>(scale),
                        pool);
-  return {"attention grad " + describe(shape, range), "causal_attention_grad", {floatAttr("scale", scale)},
-          {given(shape, dout), given(shape, q), given(shape, k), given(shape, v), given(shape, o),
-           given(rowsOf(shape), lse)},
-          {out(shape), out(shape), out(shape)}, 1e-4};
+  for (float& e : o) e = roundTo(type, e);
+  Case c{"attention grad" + typeLabel(type) + " " + describe(shape, range), "causal_attention_grad",
+         {floatAttr("scale", scale)},
+         {givenAs(type, shape, dout), givenAs(type, shape, q), givenAs(type, shape, k), givenAs(type, shape, v),
+          givenAs(type, shape, o), given(rowsOf(shape), lse)},
+         {outAs(type, shape), outAs(type, shape), outAs(type, shape)}, 1e-4};
+  if (type != kF32) {
+    c.tolerance = lowTolerance(type);
+    c.maxUlps = -1;
+  }
+  return c;
 }
 
 }  // namespace
@@ -82,6 +134,20 @@ void runAttentionCases(Harness& h) {
     h.run(gradCase(e.shape, e.range, seed++));
   }
 
+  // Mixed precision: each register tile width, part of a tile to five tiles, one key (where
+  // dp − D must come out exactly 0), peaky scores and a padded D.
+  for (DType type : {kBF16, kF16}) {
+    for (int64_t t : {17, 64, 257})
+      for (int64_t d : {32, 64, 128}) {
+        h.run(lowForwardCase(type, {2, 3, t, d}, 2.0f));
+        h.run(gradCase({2, 3, t, d}, 2.0f, seed++, type));
+      }
+    for (const Extra& e : {Extra{{2, 3, 1, 64}, 2.0f}, Extra{{1, 2, 100, 80}, 4.0f}}) {
+      h.run(lowForwardCase(type, e.shape, e.range));
+      h.run(gradCase(e.shape, e.range, seed++, type));
+    }
+  }
+
   // Malformed steps: both backends refuse them at bind time with the same message.
   const Attr scale = floatAttr("scale", 0.5);
   const Shape s = {2, 5, 4};
@@ -95,6 +161,27 @@ void runAttentionCases(Harness& h) {
                          {f32(s), f32(s), f32(s), f32(s), f32(s), f32({2, 4})}, {out(s), out(s), out(s)}});
   h.expectSameBindError({"bad attention grad dk", "causal_attention_grad", {scale},
                          {f32(s), f32(s), f32(s), f32(s), f32(s), f32({2, 5})}, {out(s), out({2, 5, 3}), out(s)}});
+  // Two 16-bit types: both backends refuse it with the CPU's words.
+  h.expectSameBindError({"bad attention bf16/f16", "causal_attention", {scale},
+                         {lowp(kBF16, s), lowp(kF16, s), lowp(kBF16, s)}, {outAs(kBF16, s), out({2, 5})}});
+  h.expectSameBindError({"bad attention grad f16/bf16", "causal_attention_grad", {scale},
+                         {lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), f32({2, 5})},
+                         {outAs(kF16, s), outAs(kBF16, s), outAs(kF16, s)}});
+  // Mixes the CPU's widened path takes and the kernels do not: a 16-bit type beside f32 operands
+  // other than lse, or a 16-bit lse.
+  h.expectBindError({"attention bf16 with f32 out", "causal_attention", {scale},
+                     {lowp(kBF16, s), lowp(kBF16, s), lowp(kBF16, s)}, {out(s), out({2, 5})}},
+                    "operands must share one element type, got bfloat16 and float32");
+  h.expectBindError({"attention f16 with f32 k", "causal_attention", {scale},
+                     {lowp(kF16, s), f32(s), lowp(kF16, s)}, {outAs(kF16, s), out({2, 5})}},
+                    "operands must share one element type, got float16 and float32");
+  h.expectBindError({"attention bf16 lse", "causal_attention", {scale},
+                     {lowp(kBF16, s), lowp(kBF16, s), lowp(kBF16, s)}, {outAs(kBF16, s), outAs(kBF16, {2, 5})}},
+                    "lse must be float32 beside bfloat16 operands, got bfloat16");
+  h.expectBindError({"attention grad f16 lse", "causal_attention_grad", {scale},
+                     {lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, {2, 5})},
+                     {outAs(kF16, s), outAs(kF16, s), outAs(kF16, s)}},
+                    "lse must be float32 beside float16 operands, got float16");
   // A head dimension the CPU takes and the kernels do not: a bind error naming the limit.
   const Shape wide = {1, 2, 8, 160};
   h.expectBindError({"attention D=160", "causal_attention", {scale}, {f32(wide), f32(wide), f32(wide)},
@@ -103,6 +190,9 @@ void runAttentionCases(Harness& h) {
   h.expectBindError({"attention grad D=160", "causal_attention_grad", {scale},
                      {f32(wide), f32(wide), f32(wide), f32(wide), f32(wide), f32({1, 2, 8})},
                      {out(wide), out(wide), out(wide)}},
+                    "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
+  h.expectBindError({"attention bf16 D=160", "causal_attention", {scale},
+                     {lowp(kBF16, wide), lowp(kBF16, wide), lowp(kBF16, wide)}, {outAs(kBF16, wide), out({1, 2, 8})}},
                     "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
 }
 

@@ -1,6 +1,17 @@
 // Flash attention on CUDA, FlashAttention-2 style (see flash_attention.h). fp32 on the CUDA
 // cores: TF32 tensor cores would cost ~1e-3 relative error against the CPU parity of 1e-5.
 //
+// bf16 / f16 operands: every kernel is templated on the element type F, and only the global
+// loads (widened exactly, cpu/half.h) and the final stores (rounded once, to nearest even) see
+// it. The shared-memory tiles stay float32: each tile element is read by 16 threads in the inner
+// loops, so widening once on load keeps those loops (every sum's order, every rounding) the
+// float32 kernels' own, compiled alike: a 16-bit step computes bit for bit what the float32
+// kernels compute on widened copies, the scheme of the CPU's bindLowPrecision, so 16-bit parity
+// is the float32 parity plus one rounding. The cost is shared memory, unchanged from float32:
+// 165,376 bytes for D = 128 (dk, dv), within the opt-in of A100 (163 KiB) and H100 (227 KiB).
+// 16-bit tiles would halve the operand tiles but convert on every inner-loop read and lose the
+// HD + 1 padding's conflict-free banks (two 16-bit elements to a 4-byte bank word).
+//
 // Every kernel runs 256 threads as a 16 × 16 grid over a 64 × 64 tile of scores: thread
 // (ty, tx) owns score rows ty + 16a and columns tx + 16b (a, b < 4), and rows ty + 16a ×
 // columns tx + 16n (n < HD/16) of its [64, HD] accumulator, in registers. The 16 threads of a
@@ -14,9 +25,38 @@
 
 #include "common.cuh"
 #include "flash_attention.h"
+#include "half.cuh"
 
 namespace dtc::cuda::kernels {
 namespace {
+
+// The stored element of each Float: the 16-bit types as raw words (cpu/half.h converts them).
+template <Float F>
+struct Element {
+  using Type = uint16_t;
+};
+template <>
+struct Element<Float::kF32> {
+  using Type = float;
+};
+template <Float F>
+using Elem = typename Element<F>::Type;
+
+// Exact: every bf16 and f16 value is a float.
+template <Float F>
+__device__ inline float widen(Elem<F> x) {
+  if constexpr (F == Float::kF32) return x;
+  else if constexpr (F == Float::kBF16) return bf16ToF32(x);
+  else return f16ToF32(x);
+}
+
+// Rounds to nearest even, bit for bit the CPU's fromF32 (NaN payloads included).
+template <Float F>
+__device__ inline Elem<F> narrow(float x) {
+  if constexpr (F == Float::kF32) return x;
+  else if constexpr (F == Float::kBF16) return f32ToBf16(x);
+  else return f32ToF16(x);
+}
 
 constexpr int kTile = 64;           // queries per query tile, keys per key tile
 constexpr int kFlashThreads = 256;  // 16 × 16
@@ -24,12 +64,12 @@ constexpr int kScoreLd = kTile + 1; // row stride of a shared 64 × 64 score til
 
 // A [kTile, HD] tile of one slice's [T, D] operand from row `row0`, zero past T and D: the
 // zeros add nothing to the dot products, so a sum over HD columns is the CPU's over D.
-template <int HD>
-__device__ void loadTile(float* dst, const float* __restrict__ src, int64_t row0, int64_t t, int d) {
+template <Float F, int HD>
+__device__ void loadTile(float* dst, const Elem<F>* __restrict__ src, int64_t row0, int64_t t, int d) {
   for (int e = threadIdx.x; e < kTile * HD; e += kFlashThreads) {
     const int r = e / HD, c = e % HD;
     const int64_t row = row0 + r;
-    dst[r * (HD + 1) + c] = row < t && c < d ? src[row * d + c] : 0.0f;
+    dst[r * (HD + 1) + c] = row < t && c < d ? widen<F>(src[row * d + c]) : 0.0f;
   }
 }
 
@@ -81,16 +121,18 @@ __device__ void productTile(const float* s, const float* y, float (&acc)[4][HD /
   }
 }
 
-// Writes this thread's rows ty + 16a, columns tx + 16n of acc to rows row0.. of a [T, D] slice.
-template <int HD>
-__device__ void storeRows(float* __restrict__ dst, const float (&acc)[4][HD / 16], int64_t row0, int64_t t, int d) {
+// Writes this thread's rows ty + 16a, columns tx + 16n of acc to rows row0.. of a [T, D] slice,
+// each rounded once to F.
+template <Float F, int HD>
+__device__ void storeRows(Elem<F>* __restrict__ dst, const float (&acc)[4][HD / 16], int64_t row0, int64_t t,
+                          int d) {
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
     const int64_t row = row0 + ty + 16 * a;
 #pragma unroll
     for (int n = 0; n < HD / 16; ++n)
-      if (row < t && tx + 16 * n < d) dst[row * d + tx + 16 * n] = acc[a][n];
+      if (row < t && tx + 16 * n < d) dst[row * d + tx + 16 * n] = narrow<F>(acc[a][n]);
   }
 }
 
@@ -111,12 +153,14 @@ __device__ void queryRows(const float* __restrict__ lse, const float* __restrict
 // backward kernels. One thread per row summing c in increasing order: the order of dotTile's
 // dp_ij = dout_i · v_j, so where out_i = v_j exactly (a row that sees one key) dp − D is exactly
 // 0, as on the CPU (a tree sum here would leave an ulp, and T = 1 gradients that should be 0).
+// In float32 for 16-bit operands too: out is then the rounded forward output, as on the CPU.
+template <Float F>
 __global__ void __launch_bounds__(kFlashThreads, 1)
-    rowDotKernel(const float* __restrict__ dout, const float* __restrict__ out, float* __restrict__ rowD,
+    rowDotKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ out, float* __restrict__ rowD,
                  int64_t rows, int d) {
   for (int64_t r = globalIndex(); r < rows; r += globalStride()) {
     float sum = 0;
-    for (int c = 0; c < d; ++c) sum += dout[r * d + c] * out[r * d + c];
+    for (int c = 0; c < d; ++c) sum += widen<F>(dout[r * d + c]) * widen<F>(out[r * d + c]);
     rowD[r] = sum;
   }
 }
@@ -145,10 +189,10 @@ __device__ void gradTiles(const float (&s)[4][4], const float (&dp)[4][4], const
 // Forward: one block per (slice, query tile); the key tiles at or below the diagonal stream
 // through shared memory with an online softmax (running max m and sum l per row, the
 // accumulator rescaled when m grows). Blocks of the last query tiles (the longest) go first.
-template <int HD>
+template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
-    forwardKernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                  float* __restrict__ out, float* __restrict__ lse, int64_t slices, int64_t t, int d, float scale,
+    forwardKernel(const Elem<F>* __restrict__ q, const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v,
+                  Elem<F>* __restrict__ out, float* __restrict__ lse, int64_t slices, int64_t t, int d, float scale,
                   int tiles) {
   extern __shared__ float shared[];
   float* qs = shared;
@@ -159,7 +203,7 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   const int qt = tiles - 1 - static_cast<int>(blockIdx.x / slices);
   const int64_t base = slice * t * d, q0 = static_cast<int64_t>(qt) * kTile;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  loadTile<HD>(qs, q + base, q0, t, d);
+  loadTile<F, HD>(qs, q + base, q0, t, d);
   float m[4], l[4], o[4][HD / 16];
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
@@ -171,8 +215,8 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   for (int kt = 0; kt <= qt; ++kt) {
     const int64_t k0 = static_cast<int64_t>(kt) * kTile;
     __syncthreads();  // the previous key tile's readers of ks, vs and ps are done
-    loadTile<HD>(ks, k + base, k0, t, d);
-    loadTile<HD>(vs, v + base, k0, t, d);
+    loadTile<F, HD>(ks, k + base, k0, t, d);
+    loadTile<F, HD>(vs, v + base, k0, t, d);
     __syncthreads();
     float s[4][4] = {};
     dotTile<HD>(qs, ks, s);
@@ -213,18 +257,18 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
     const int64_t i = q0 + ty + 16 * a;
     if (tx == 0 && i < t) lse[slice * t + i] = m[a] + logf(l[a]);
   }
-  storeRows<HD>(out + base, o, q0, t, d);
+  storeRows<F, HD>(out + base, o, q0, t, d);
 }
 
 // Backward, dk and dv: one block per (slice, key tile), keeping its k and v tiles in shared
 // memory and dk, dv in registers while the query tiles at or below the diagonal stream through:
 // dv_j += Σ_i p_ij dout_i, dk_j += Σ_i ds_ij q_i (scale inside ds). Key tile 0 (the longest) first.
-template <int HD>
+template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
-    keyValueGradKernel(const float* __restrict__ dout, const float* __restrict__ q, const float* __restrict__ k,
-                       const float* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ rowD,
-                       float* __restrict__ dk, float* __restrict__ dv, int64_t slices, int64_t t, int d, float scale,
-                       int tiles) {
+    keyValueGradKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ q,
+                       const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v, const float* __restrict__ lse,
+                       const float* __restrict__ rowD, Elem<F>* __restrict__ dk, Elem<F>* __restrict__ dv,
+                       int64_t slices, int64_t t, int d, float scale, int tiles) {
   extern __shared__ float shared[];
   float* qs = shared;
   float* dos = qs + kTile * (HD + 1);
@@ -235,14 +279,14 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   const int64_t slice = blockIdx.x % slices;
   const int kt = static_cast<int>(blockIdx.x / slices);
   const int64_t base = slice * t * d, k0 = static_cast<int64_t>(kt) * kTile;
-  loadTile<HD>(ks, k + base, k0, t, d);
-  loadTile<HD>(vs, v + base, k0, t, d);
+  loadTile<F, HD>(ks, k + base, k0, t, d);
+  loadTile<F, HD>(vs, v + base, k0, t, d);
   float gk[4][HD / 16] = {}, gv[4][HD / 16] = {};
   for (int qt = kt; qt < tiles; ++qt) {
     const int64_t q0 = static_cast<int64_t>(qt) * kTile;
     __syncthreads();  // the previous query tile's readers of qs, dos, ps and dss are done
-    loadTile<HD>(qs, q + base, q0, t, d);
-    loadTile<HD>(dos, dout + base, q0, t, d);
+    loadTile<F, HD>(qs, q + base, q0, t, d);
+    loadTile<F, HD>(dos, dout + base, q0, t, d);
     __syncthreads();
     float rowLse[4], rowDs[4];
     queryRows(lse + slice * t, rowD + slice * t, q0, t, rowLse, rowDs);
@@ -254,18 +298,18 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
     productTile<HD, true>(ps, dos, gv);
     productTile<HD, true>(dss, qs, gk);
   }
-  storeRows<HD>(dk + base, gk, k0, t, d);
-  storeRows<HD>(dv + base, gv, k0, t, d);
+  storeRows<F, HD>(dk + base, gk, k0, t, d);
+  storeRows<F, HD>(dv + base, gv, k0, t, d);
 }
 
 // Backward, dq: one block per (slice, query tile), the second pass over the same tiles that
 // keeps dq deterministic (no atomics across key-tile blocks): dq_i += Σ_j ds_ij k_j with the
 // probabilities recomputed. The last query tiles (the longest) first.
-template <int HD>
+template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
-    queryGradKernel(const float* __restrict__ dout, const float* __restrict__ q, const float* __restrict__ k,
-                    const float* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ rowD,
-                    float* __restrict__ dq, int64_t slices, int64_t t, int d, float scale, int tiles) {
+    queryGradKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ q, const Elem<F>* __restrict__ k,
+                    const Elem<F>* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ rowD,
+                    Elem<F>* __restrict__ dq, int64_t slices, int64_t t, int d, float scale, int tiles) {
   extern __shared__ float shared[];
   float* qs = shared;
   float* dos = qs + kTile * (HD + 1);
@@ -275,16 +319,16 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   const int64_t slice = blockIdx.x % slices;
   const int qt = tiles - 1 - static_cast<int>(blockIdx.x / slices);
   const int64_t base = slice * t * d, q0 = static_cast<int64_t>(qt) * kTile;
-  loadTile<HD>(qs, q + base, q0, t, d);
-  loadTile<HD>(dos, dout + base, q0, t, d);  // read after the loop's first barrier
+  loadTile<F, HD>(qs, q + base, q0, t, d);
+  loadTile<F, HD>(dos, dout + base, q0, t, d);  // read after the loop's first barrier
   float rowLse[4], rowDs[4];
   queryRows(lse + slice * t, rowD + slice * t, q0, t, rowLse, rowDs);
   float gq[4][HD / 16] = {};
   for (int kt = 0; kt <= qt; ++kt) {
     const int64_t k0 = static_cast<int64_t>(kt) * kTile;
     __syncthreads();  // the previous key tile's readers of ks and dss are done
-    loadTile<HD>(ks, k + base, k0, t, d);
-    loadTile<HD>(vs, v + base, k0, t, d);
+    loadTile<F, HD>(ks, k + base, k0, t, d);
+    loadTile<F, HD>(vs, v + base, k0, t, d);
     __syncthreads();
     float s[4][4] = {}, dp[4][4] = {};
     dotTile<HD>(qs, ks, s);
@@ -293,7 +337,7 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
     __syncthreads();
     productTile<HD, false>(dss, ks, gq);
   }
-  storeRows<HD>(dq + base, gq, q0, t, d);
+  storeRows<F, HD>(dq + base, gq, q0, t, d);
 }
 
 // Dynamic shared memory of each kernel: [kTile, HD + 1] operand tiles and 64 × 65 score tiles.
@@ -312,7 +356,9 @@ int headTile(int64_t d) {
 }
 
 // Launches `kernel` on `blocks` blocks with `bytes` of dynamic shared memory, which a kernel must
-// opt in to above 48 KiB (set on every launch: it is per device, and cheap).
+// opt in to above 48 KiB. The opt-in belongs to one function (each template instantiation its
+// own) on one device, so it is set on every launch, for the very kernel launched: cheap, and
+// right whichever device is current.
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), uint64_t bytes, int64_t blocks, cudaStream_t stream, Args... args) {
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
@@ -324,24 +370,30 @@ cudaError_t launch(void (*kernel)(Params...), uint64_t bytes, int64_t blocks, cu
   return cudaGetLastError();
 }
 
-template <int HD>
-cudaError_t forward(const float* q, const float* k, const float* v, float* out, float* lse, int64_t slices, int64_t t,
+template <Float F, int HD>
+cudaError_t forward(const void* q, const void* k, const void* v, void* out, float* lse, int64_t slices, int64_t t,
                     int d, float scale, int tiles, cudaStream_t stream) {
-  return launch(forwardKernel<HD>, forwardBytes(HD), slices * tiles, stream, q, k, v, out, lse, slices, t, d, scale,
+  using E = Elem<F>;
+  return launch(forwardKernel<F, HD>, forwardBytes(HD), slices * tiles, stream, static_cast<const E*>(q),
+                static_cast<const E*>(k), static_cast<const E*>(v), static_cast<E*>(out), lse, slices, t, d, scale,
                 tiles);
 }
 
-template <int HD>
-cudaError_t backward(const float* dout, const float* q, const float* k, const float* v, const float* out,
-                     const float* lse, float* dq, float* dk, float* dv, float* rowD, int64_t slices, int64_t t, int d,
+template <Float F, int HD>
+cudaError_t backward(const void* dout, const void* q, const void* k, const void* v, const void* out,
+                     const float* lse, void* dq, void* dk, void* dv, float* rowD, int64_t slices, int64_t t, int d,
                      float scale, int tiles, cudaStream_t stream) {
-  cudaError_t e = launch(rowDotKernel, 0, blocksFor(slices * t, kFlashThreads), stream, dout, out, rowD, slices * t, d);
+  using E = Elem<F>;
+  const E *doutT = static_cast<const E*>(dout), *qT = static_cast<const E*>(q), *kT = static_cast<const E*>(k),
+          *vT = static_cast<const E*>(v);
+  cudaError_t e = launch(rowDotKernel<F>, 0, blocksFor(slices * t, kFlashThreads), stream, doutT,
+                         static_cast<const E*>(out), rowD, slices * t, d);
   if (e == cudaSuccess)
-    e = launch(keyValueGradKernel<HD>, keyValueBytes(HD), slices * tiles, stream, dout, q, k, v, lse, rowD, dk, dv,
-               slices, t, d, scale, tiles);
+    e = launch(keyValueGradKernel<F, HD>, keyValueBytes(HD), slices * tiles, stream, doutT, qT, kT, vT, lse, rowD,
+               static_cast<E*>(dk), static_cast<E*>(dv), slices, t, d, scale, tiles);
   if (e == cudaSuccess)
-    e = launch(queryGradKernel<HD>, queryBytes(HD), slices * tiles, stream, dout, q, k, v, lse, rowD, dq, slices, t, d,
-               scale, tiles);
+    e = launch(queryGradKernel<F, HD>, queryBytes(HD), slices * tiles, stream, doutT, qT, kT, vT, lse, rowD,
+               static_cast<E*>(dq), slices, t, d, scale, tiles);
   return e;
 }
 
@@ -353,6 +405,29 @@ int64_t tilesFor(int64_t slices, int64_t t, int64_t d) {
   return tiles;
 }
 
+template <Float F>
+cudaError_t forwardOf(const void* q, const void* k, const void* v, void* out, float* lse, int64_t slices, int64_t t,
+                      int64_t d, float scale, int tiles, cudaStream_t stream) {
+  const int di = static_cast<int>(d);
+  switch (headTile(d)) {
+    case 32: return forward<F, 32>(q, k, v, out, lse, slices, t, di, scale, tiles, stream);
+    case 64: return forward<F, 64>(q, k, v, out, lse, slices, t, di, scale, tiles, stream);
+    default: return forward<F, 128>(q, k, v, out, lse, slices, t, di, scale, tiles, stream);
+  }
+}
+
+template <Float F>
+cudaError_t backwardOf(const void* dout, const void* q, const void* k, const void* v, const void* out,
+                       const float* lse, void* dq, void* dk, void* dv, float* rowD, int64_t slices, int64_t t,
+                       int64_t d, float scale, int tiles, cudaStream_t stream) {
+  const int di = static_cast<int>(d);
+  switch (headTile(d)) {
+    case 32: return backward<F, 32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles, stream);
+    case 64: return backward<F, 64>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles, stream);
+    default: return backward<F, 128>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles, stream);
+  }
+}
+
 }  // namespace
 
 uint64_t flashAttentionSharedBytes(int64_t d) {
@@ -361,36 +436,41 @@ uint64_t flashAttentionSharedBytes(int64_t d) {
   return std::max({forwardBytes(hd), keyValueBytes(hd), queryBytes(hd)});
 }
 
-cudaError_t causalAttention(const float* q, const float* k, const float* v, float* out, float* lse, int64_t slices,
-                            int64_t t, int64_t d, float scale, cudaStream_t stream) {
+cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out, float* lse,
+                            int64_t slices, int64_t t, int64_t d, float scale, cudaStream_t stream) {
   if (slices == 0 || t == 0) return cudaGetLastError();
   const int64_t tiles = tilesFor(slices, t, d);
   if (tiles == 0) return cudaErrorInvalidValue;
-  const int di = static_cast<int>(d), ti = static_cast<int>(tiles);
-  switch (headTile(d)) {
-    case 32: return forward<32>(q, k, v, out, lse, slices, t, di, scale, ti, stream);
-    case 64: return forward<64>(q, k, v, out, lse, slices, t, di, scale, ti, stream);
-    default: return forward<128>(q, k, v, out, lse, slices, t, di, scale, ti, stream);
+  const int ti = static_cast<int>(tiles);
+  switch (type) {
+    case Float::kF32: return forwardOf<Float::kF32>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
+    case Float::kBF16: return forwardOf<Float::kBF16>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
+    case Float::kF16: return forwardOf<Float::kF16>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
   }
+  return cudaErrorInvalidValue;
 }
 
 uint64_t causalAttentionGradScratchBytes(int64_t slices, int64_t t) {
   return static_cast<uint64_t>(std::max<int64_t>(slices * t, 0)) * sizeof(float);
 }
 
-cudaError_t causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v, const float* out,
-                                const float* lse, float* dq, float* dk, float* dv, int64_t slices, int64_t t, int64_t d,
-                                float scale, void* scratch, cudaStream_t stream) {
+cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k, const void* v,
+                                const void* out, const float* lse, void* dq, void* dk, void* dv, int64_t slices,
+                                int64_t t, int64_t d, float scale, void* scratch, cudaStream_t stream) {
   if (slices == 0 || t == 0) return cudaGetLastError();
   const int64_t tiles = tilesFor(slices, t, d);
   if (tiles == 0) return cudaErrorInvalidValue;
-  const int di = static_cast<int>(d), ti = static_cast<int>(tiles);
+  const int ti = static_cast<int>(tiles);
   float* rowD = static_cast<float*>(scratch);
-  switch (headTile(d)) {
-    case 32: return backward<32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, ti, stream);
-    case 64: return backward<64>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, ti, stream);
-    default: return backward<128>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, ti, stream);
+  switch (type) {
+    case Float::kF32:
+      return backwardOf<Float::kF32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale, ti, stream);
+    case Float::kBF16:
+      return backwardOf<Float::kBF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale, ti, stream);
+    case Float::kF16:
+      return backwardOf<Float::kF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale, ti, stream);
   }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace dtc::cuda::kernels
