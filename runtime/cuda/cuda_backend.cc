@@ -5,6 +5,7 @@
 #include "cuda_attention_table.h"
 #include "cuda_check.h"
 #include "cuda_device.h"
+#include "cuda_graph.h"
 #include "exec/backend.h"
 #include "exec/bind_util.h"
 #include "support/printable.h"
@@ -14,7 +15,8 @@ namespace {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(std::unique_ptr<Device> device) : device_(std::move(device)) {}
+  explicit CudaBackend(std::unique_ptr<Device> device)
+      : device_(std::move(device)), graphs_(cudaGraphsEnabled()) {}
 
   std::string name() const override { return "cuda " + device_->description(); }
   bool hostMemory() const override { return false; }
@@ -45,9 +47,11 @@ class CudaBackend final : public Backend {
     if (memory) (void)cudaFree(memory);  // waits for the work still using it
   }
 
+  // Memory moved outside the steps waits for the collectives still running beside them.
   Status upload(uint8_t* to, const void* from, uint64_t bytes) override {
     if (bytes == 0) return Status::Ok();
     DTC_RETURN_IF_ERROR(device_->activate());
+    DTC_RETURN_IF_ERROR(device_->joinAll());
     DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, device_->stream()),
                                    "copying " + std::to_string(bytes) + " bytes to the GPU"));
     // The caller may reuse its buffer at once.
@@ -57,6 +61,7 @@ class CudaBackend final : public Backend {
   Status download(void* to, const uint8_t* from, uint64_t bytes) override {
     if (bytes == 0) return device_->synchronize();
     DTC_RETURN_IF_ERROR(device_->activate());
+    DTC_RETURN_IF_ERROR(device_->joinAll());
     DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, device_->stream()),
                                    "copying " + std::to_string(bytes) + " bytes from the GPU"));
     return device_->synchronize();
@@ -65,10 +70,12 @@ class CudaBackend final : public Backend {
   Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) override {
     if (to == from || bytes == 0) return Status::Ok();
     DTC_RETURN_IF_ERROR(device_->activate());
+    DTC_RETURN_IF_ERROR(device_->joinAll());
     cudaStream_t s = device_->stream();
     if (to + bytes <= from || from + bytes <= to)
       return cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s), "copying on the GPU");
-    // Overlapping ranges (memmove semantics): through a temporary, stream-ordered.
+    // Overlapping ranges (memmove semantics): through a temporary, stream-ordered. It allocates,
+    // which a CUDA graph could not hold, but copies run between functions, never in their steps.
     void* tmp = nullptr;
     DTC_RETURN_IF_ERROR(cudaStatus(cudaMallocAsync(&tmp, bytes, s), "allocating a copy buffer"));
     Status st = cudaStatus(cudaMemcpyAsync(tmp, from, bytes, cudaMemcpyDeviceToDevice, s), "copying on the GPU");
@@ -77,15 +84,48 @@ class CudaBackend final : public Backend {
     return st.ok() ? freed : st;
   }
 
+  // Every step first makes the compute stream wait for the pending collectives (on the comm
+  // stream) that touch its operands' bytes: the host-side check is a scan of a short list.
+  // Collectives too: one taking the host-staged path runs on the compute stream.
   StatusOr<BoundStep> bind(const StepContext& step) override {
     DTC_RETURN_IF_ERROR(device_->activate());
-    return bindCudaStep(step, *device_);
+    // Collective binders give the comm stream to this step only, not to one they bind inside it.
+    device_->setBinding(&step);
+    StatusOr<BoundStep> bound = bindCudaStep(step, *device_);
+    device_->setBinding(nullptr);
+    if (!bound.ok()) return bound;
+    Device* device = device_.get();
+    std::vector<ByteRange> ranges = operandRanges(step.inputs, step.outputs);
+    return BoundStep([device, inner = std::move(bound).value(), ranges = std::move(ranges)]() -> Status {
+      DTC_RETURN_IF_ERROR(device->waitFor(ranges));
+      return inner();
+    });
+  }
+
+  void beginFunction(const std::string& function) override {
+    function_ = function;
+    hostSyncsAtBegin_ = device_->hostSyncs();
+  }
+
+  // The steps, ending with the compute stream's join of the collectives still pending; as one
+  // CUDA graph (cuda_graph.h) unless a step binder said its step waits for the host.
+  std::vector<BoundStep> endFunction(std::vector<BoundStep> steps) override {
+    if (steps.empty()) return steps;
+    Device* device = device_.get();
+    steps.push_back([device] { return device->joinAll(); });
+    if (!graphs_ || device_->hostSyncs() != hostSyncsAtBegin_) return steps;
+    std::vector<BoundStep> one;
+    one.push_back(capturedSteps(*device_, std::move(steps), function_));
+    return one;
   }
 
   Status synchronize() override { return device_->synchronize(); }
 
  private:
   std::unique_ptr<Device> device_;
+  const bool graphs_;  // DTC_CUDA_GRAPHS
+  std::string function_;
+  uint64_t hostSyncsAtBegin_ = 0;
 };
 
 void writeError(char* error, size_t size, const std::string& message) {
@@ -112,7 +152,8 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
       if (!low && lowPrecision(t.dtype)) low = &t;
-  if (low && !among(op, {"cast", "reshape", "send", "recv"})) {
+  // Attention's kernels take 16-bit q, k, v beside an f32 log-sum-exp and check that themselves.
+  if (low && !among(op, {"cast", "reshape", "send", "recv", "causal_attention", "causal_attention_grad"})) {
     const bool contraction = among(op, {"matmul", "batch_matmul", "linear", "linear_grad_input", "linear_grad_weight"});
     const bool collective = among(op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "local_slice",
                                        "collective_broadcast"});

@@ -1,7 +1,7 @@
 // The collectives of partitioned plans on CUDA, with the CPU backend's contracts
 // (exec/cpu_collective_table.cc). Each runs on NCCL where its group does (nccl_groups.h: on
-// device memory, on the backend's stream, nothing waits for the host), else staged through the
-// host: the step copies its blocks from the GPU into pinned buffers, calls the same
+// device memory, nothing waits for the host; on the comm stream beside the compute that follows,
+// see Device::overlapSlot, and CommRoute for the exception), else staged through the host: the step copies its blocks from the GPU into pinned buffers, calls the same
 // Communicator method as the CPU backend and copies the result back (correct on any MPI, and
 // where ranks share a GPU). Strided blocks are packed on the GPU for NCCL, as the CPU packs
 // them for MPI. Sends and receives stay host-staged (see bindSend for why).
@@ -34,20 +34,21 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
   if (max && ctx.inputs.size() > 1) return invalid(ctx, "a bucket of several tensors reduces by sum only");
   const Stager s = stager(ctx, dev, total, 0);
   const std::vector<TensorView> ins = ctx.inputs, outs = ctx.outputs;
-  cudaStream_t stream = dev.stream();
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
   return BoundStep([=]() -> Status {
     DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
-    if (comm) {
-      // A bucket: one call per tensor, which NCCL fuses into one launch.
-      const Nccl nc{&g.paths->api(), comm, stream, s.where};
-      return ncclGrouped(*nc.api, s.where, [&] {
-        for (size_t i = 0; i < ins.size(); ++i)
-          DTC_RETURN_IF_ERROR(nc.check(nc.api->allReduce(ins[i].data, outs[i].data, ins[i].numElements(), ncclFloat32,
-                                                         max ? ncclMax : ncclSum, comm, stream),
-                                       "ncclAllReduce"));
-        return Status::Ok();
+    if (comm)
+      return route.run([&](cudaStream_t stream) {
+        // A bucket: one call per tensor, which NCCL fuses into one launch.
+        const Nccl nc{&g.paths->api(), comm, stream, s.where};
+        return ncclGrouped(*nc.api, s.where, [&] {
+          for (size_t i = 0; i < ins.size(); ++i)
+            DTC_RETURN_IF_ERROR(nc.check(nc.api->allReduce(ins[i].data, outs[i].data, ins[i].numElements(),
+                                                           ncclFloat32, max ? ncclMax : ncclSum, comm, stream),
+                                         "ncclAllReduce"));
+          return Status::Ok();
+        });
       });
-    }
     // Host-staged: a bucket is one call on the tensors packed end to end.
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
@@ -68,10 +69,12 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
 }
 
 // Device memory for NCCL's contiguous blocks when a step's blocks are strided (`needed`), shared
-// by every collective step (Device::sharedScratch slot 1); null otherwise.
-StatusOr<float*> packing(Device& dev, bool needed, int64_t floats) {
+// by every collective step on the same stream (Device::sharedScratch slot 1 on the compute
+// stream, 2 on the comm stream); null otherwise.
+StatusOr<float*> packing(Device& dev, bool needed, int64_t floats, const CommRoute& route) {
   if (!needed) return static_cast<float*>(nullptr);
-  DTC_ASSIGN_OR_RETURN(void* p, dev.sharedScratch(1, floats * sizeof(float)));
+  DTC_ASSIGN_OR_RETURN(void* p, dev.sharedScratch(route.slot >= 0 ? Device::kCommPackingSlot : 1,
+                                                  floats * sizeof(float)));
   return static_cast<float*>(p);
 }
 
@@ -84,21 +87,22 @@ StatusOr<BoundStep> bindAllGather(const StepContext& ctx, Device& dev) {
   Around a(out.shape, dim);
   int64_t n = in.numElements();
   const Stager s = stager(ctx, dev, n, n * g.size);
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
   // Rank r's block of `out` is contiguous (at r·n) only when nothing precedes `dim`.
-  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, a.outer > 1, n * g.size));
-  cudaStream_t stream = dev.stream();
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, a.outer > 1, n * g.size, route));
   return BoundStep([=]() -> Status {
     DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
-    if (comm) {
-      const Nccl nc{&g.paths->api(), comm, stream, s.where};
-      float* gathered = packed ? packed : out.f32();
-      DTC_RETURN_IF_ERROR(
-          nc.check(nc.api->allGather(in.data, gathered, n, ncclFloat32, comm, stream), "ncclAllGather"));
-      if (packed)
-        for (int64_t r = 0; r < g.size; ++r)
-          DTC_RETURN_IF_ERROR(s.block(out.f32(), a, g.size, r, packed + r * n, true, kOnDevice));
-      return Status::Ok();
-    }
+    if (comm)
+      return route.run([&](cudaStream_t stream) {
+        const Nccl nc{&g.paths->api(), comm, stream, s.where};
+        float* gathered = packed ? packed : out.f32();
+        DTC_RETURN_IF_ERROR(
+            nc.check(nc.api->allGather(in.data, gathered, n, ncclFloat32, comm, stream), "ncclAllGather"));
+        if (packed)
+          for (int64_t r = 0; r < g.size; ++r)
+            DTC_RETURN_IF_ERROR(s.blockOn(stream, out.f32(), a, g.size, r, packed + r * n, true, kOnDevice));
+        return Status::Ok();
+      });
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(s.copy(s.host(0), in.data, n, kDown));
@@ -118,21 +122,22 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
   Around a(in.shape, dim);
   int64_t n = out.numElements();
   const Stager s = stager(ctx, dev, n * g.size, n);
-  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, a.outer > 1, n * g.size));
-  cudaStream_t stream = dev.stream();
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, a.outer > 1, n * g.size, route));
   return BoundStep([=]() -> Status {
     DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
-    if (comm) {
-      const Nccl nc{&g.paths->api(), comm, stream, s.where};
-      const float* blocks = in.f32();
-      if (packed) {
-        for (int64_t r = 0; r < g.size; ++r)
-          DTC_RETURN_IF_ERROR(s.block(in.f32(), a, g.size, r, packed + r * n, false, kOnDevice));
-        blocks = packed;
-      }
-      return nc.check(nc.api->reduceScatter(blocks, out.data, n, ncclFloat32, ncclSum, comm, stream),
-                      "ncclReduceScatter");
-    }
+    if (comm)
+      return route.run([&](cudaStream_t stream) {
+        const Nccl nc{&g.paths->api(), comm, stream, s.where};
+        const float* blocks = in.f32();
+        if (packed) {
+          for (int64_t r = 0; r < g.size; ++r)
+            DTC_RETURN_IF_ERROR(s.blockOn(stream, in.f32(), a, g.size, r, packed + r * n, false, kOnDevice));
+          blocks = packed;
+        }
+        return nc.check(nc.api->reduceScatter(blocks, out.data, n, ncclFloat32, ncclSum, comm, stream),
+                        "ncclReduceScatter");
+      });
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     for (int64_t r = 0; r < g.size; ++r)
@@ -175,31 +180,32 @@ StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
   // NCCL sends and receives contiguous blocks: the blocks to send packed in the first half, the
   // received ones landing in the second, where either side is strided.
   const bool packFrom = from.outer > 1, packTo = to.outer > 1;
-  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, packFrom || packTo, 2 * n * g.size));
-  cudaStream_t stream = dev.stream();
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, packFrom || packTo, 2 * n * g.size, route));
   return BoundStep([=]() -> Status {
     DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
-    if (comm) {
-      const Nccl nc{&g.paths->api(), comm, stream, s.where};
-      const float* send = in.f32();
-      float* recv = packTo ? packed + n * g.size : out.f32();
-      if (packFrom) {
-        for (int64_t r = 0; r < g.size; ++r)
-          DTC_RETURN_IF_ERROR(s.block(in.f32(), from, g.size, r, packed + r * n, false, kOnDevice));
-        send = packed;
-      }
-      DTC_RETURN_IF_ERROR(ncclGrouped(*nc.api, s.where, [&] {
-        for (int r = 0; r < static_cast<int>(g.size); ++r) {
-          DTC_RETURN_IF_ERROR(nc.check(nc.api->send(send + r * n, n, ncclFloat32, r, comm, stream), "ncclSend"));
-          DTC_RETURN_IF_ERROR(nc.check(nc.api->recv(recv + r * n, n, ncclFloat32, r, comm, stream), "ncclRecv"));
+    if (comm)
+      return route.run([&](cudaStream_t stream) {
+        const Nccl nc{&g.paths->api(), comm, stream, s.where};
+        const float* send = in.f32();
+        float* recv = packTo ? packed + n * g.size : out.f32();
+        if (packFrom) {
+          for (int64_t r = 0; r < g.size; ++r)
+            DTC_RETURN_IF_ERROR(s.blockOn(stream, in.f32(), from, g.size, r, packed + r * n, false, kOnDevice));
+          send = packed;
         }
+        DTC_RETURN_IF_ERROR(ncclGrouped(*nc.api, s.where, [&] {
+          for (int r = 0; r < static_cast<int>(g.size); ++r) {
+            DTC_RETURN_IF_ERROR(nc.check(nc.api->send(send + r * n, n, ncclFloat32, r, comm, stream), "ncclSend"));
+            DTC_RETURN_IF_ERROR(nc.check(nc.api->recv(recv + r * n, n, ncclFloat32, r, comm, stream), "ncclRecv"));
+          }
+          return Status::Ok();
+        }));
+        if (packTo)
+          for (int64_t r = 0; r < g.size; ++r)
+            DTC_RETURN_IF_ERROR(s.blockOn(stream, out.f32(), to, g.size, r, recv + r * n, true, kOnDevice));
         return Status::Ok();
-      }));
-      if (packTo)
-        for (int64_t r = 0; r < g.size; ++r)
-          DTC_RETURN_IF_ERROR(s.block(out.f32(), to, g.size, r, recv + r * n, true, kOnDevice));
-      return Status::Ok();
-    }
+      });
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     for (int64_t r = 0; r < g.size; ++r)
@@ -221,14 +227,15 @@ StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx, Device& dev)
   TensorView in = ctx.inputs[0], out = ctx.outputs[0];
   const int64_t n = in.numElements();
   const Stager s = stager(ctx, dev, n, 0);
-  cudaStream_t stream = dev.stream();
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
   return BoundStep([=]() -> Status {
     DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
-    if (comm) {
-      const Nccl nc{&g.paths->api(), comm, stream, s.where};
-      return nc.check(nc.api->broadcast(in.data, out.data, n, ncclFloat32, static_cast<int>(root), comm, stream),
-                      "ncclBroadcast");
-    }
+    if (comm)
+      return route.run([&](cudaStream_t stream) {
+        const Nccl nc{&g.paths->api(), comm, stream, s.where};
+        return nc.check(nc.api->broadcast(in.data, out.data, n, ncclFloat32, static_cast<int>(root), comm, stream),
+                        "ncclBroadcast");
+      });
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(s.copy(s.host(0), in.data, n, kDown));
@@ -264,6 +271,7 @@ StatusOr<BoundStep> bindSend(const StepContext& ctx, Device& dev) {
   TensorView in = ctx.inputs[0];
   const int64_t bytes = bytesOf(in);
   const Stager s = stager(ctx, dev, (bytes + 3) / 4, 0);
+  dev.markHostSynchronizing();  // never in a CUDA graph
   // The communicator copies the bytes (sends never block), so the staging buffer is free after.
   return BoundStep([=] {
     DTC_RETURN_IF_ERROR(s.reserve());
@@ -283,6 +291,7 @@ StatusOr<BoundStep> bindRecv(const StepContext& ctx, Device& dev) {
   TensorView out = ctx.outputs[0];
   const int64_t bytes = bytesOf(out);
   const Stager s = stager(ctx, dev, (bytes + 3) / 4, 0);
+  dev.markHostSynchronizing();  // never in a CUDA graph
   return BoundStep([=] {
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());

@@ -57,23 +57,33 @@ inline StatusOr<Group> groupOf(const StepContext& ctx, Device& dev) {
 
 // The run-time side of the host-staged path: pinned staging buffers (reserved when the step
 // first runs this path: NCCL groups never need them), copies with error checks, and the wait
-// before touching staging buffers.
+// before touching staging buffers. Both wait for the GPU, which keeps the step out of CUDA
+// graphs: they tell the Device so.
 struct Stager {
   Device* dev;
   std::string where;
   int64_t floats0 = 0, floats1 = 0;  // the staging each buffer needs
   Status reserve() const {
+    dev->markHostSynchronizing();
     DTC_RETURN_IF_ERROR(dev->reserveStaging(0, floats0 * sizeof(float)));
     return dev->reserveStaging(1, floats1 * sizeof(float));
   }
   float* host(int which) const { return reinterpret_cast<float*>(dev->staging(which)); }
-  Status wait() const { return cudaStatus(cudaStreamSynchronize(dev->stream()), where + "waiting for the GPU"); }
+  Status wait() const {
+    dev->markHostSynchronizing();
+    return cudaStatus(cudaStreamSynchronize(dev->stream()), where + "waiting for the GPU");
+  }
   Status copy(void* to, const void* from, int64_t floats, cudaMemcpyKind kind) const {
     return cudaStatus(cudaMemcpyAsync(to, from, floats * sizeof(float), kind, dev->stream()), where + "a copy");
   }
   Status block(float* whole, const Around& a, int64_t parts, int64_t index, float* b, bool intoWhole,
                cudaMemcpyKind kind) const {
-    return cudaStatus(blockCopy(whole, a, parts, index, b, intoWhole, kind, dev->stream()), where + "a strided copy");
+    return blockOn(dev->stream(), whole, a, parts, index, b, intoWhole, kind);
+  }
+  // The NCCL path's packing, on the stream its collective runs on.
+  Status blockOn(cudaStream_t stream, float* whole, const Around& a, int64_t parts, int64_t index, float* b,
+                 bool intoWhole, cudaMemcpyKind kind) const {
+    return cudaStatus(blockCopy(whole, a, parts, index, b, intoWhole, kind, stream), where + "a strided copy");
   }
 };
 
@@ -81,7 +91,38 @@ inline Stager stager(const StepContext& ctx, Device& dev, int64_t floats0, int64
   return Stager{&dev, ctx.where(), floats0, floats1};
 }
 
-// The run-time side of the NCCL path: calls on the backend's stream, results as Status.
+// Where a collective's NCCL path runs: on the comm stream, beside the compute that follows
+// (Device::overlapSlot; `slot` >= 0), else on the compute stream. run() brackets the NCCL calls
+// and their packing copies, `body(stream)`; the completion is recorded even when they fail, so
+// the comm stream is always joined again (a graph capture fails on a fork left unjoined).
+//
+// On the compute stream, the collective first waits for every one pending on the comm stream:
+// NCCL does not order kernels of one communicator issued to two streams, and two collectives of
+// a group running at once in different orders on different ranks can hang. So NCCL calls run in
+// the order they are issued, whichever stream they are on (comm-stream ones start after the
+// compute stream's earlier work, forkComm).
+struct CommRoute {
+  Device* dev;
+  int slot = -1;
+  template <typename Body>
+  Status run(Body&& body) const {
+    if (slot < 0) {
+      DTC_RETURN_IF_ERROR(dev->joinAll());
+      return body(dev->stream());
+    }
+    DTC_ASSIGN_OR_RETURN(cudaStream_t stream, dev->forkComm(slot));
+    Status ran = body(stream);
+    Status joined = dev->joinLater(slot);
+    return ran.ok() ? joined : ran;
+  }
+};
+
+inline StatusOr<CommRoute> commRoute(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(int slot, dev.overlapSlot(ctx));
+  return CommRoute{&dev, slot};
+}
+
+// The run-time side of the NCCL path: calls on the collective's stream, results as Status.
 struct Nccl {
   const NcclApi* api;
   ncclComm_t comm;

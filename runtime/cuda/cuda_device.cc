@@ -12,6 +12,9 @@ namespace dtc::cuda {
 namespace {
 
 constexpr int kFlagsPerPage = 1024;
+// cuBLAS's workspace, set once: left to itself cuBLAS may allocate one when a GEMM first runs on
+// a stream, which a CUDA graph's capture forbids. 32 MiB is what PyTorch gives it on Hopper.
+constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
 
 }  // namespace
 
@@ -28,6 +31,20 @@ StatusOr<std::unique_ptr<Device>> Device::create(int ordinal) {
                                  "creating a stream on " + gpu));
   DTC_RETURN_IF_ERROR(cublasStatus(cublasCreate(&d->blas_), "creating a cuBLAS handle on " + gpu));
   DTC_RETURN_IF_ERROR(cublasStatus(cublasSetStream(d->blas_, d->stream_), "binding cuBLAS to the stream"));
+  // After cublasSetStream, which resets the workspace to cuBLAS's own.
+  DTC_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&d->blasWorkspace_, kBlasWorkspaceBytes),
+                                 "allocating cuBLAS's workspace on " + gpu));
+  DTC_RETURN_IF_ERROR(cublasStatus(cublasSetWorkspace(d->blas_, d->blasWorkspace_, kBlasWorkspaceBytes),
+                                   "setting cuBLAS's workspace"));
+  // The comm stream at the highest priority: NCCL's kernels use few SMs, and the backward
+  // kernels queued beside them would otherwise hold the GPU until they are done.
+  int leastPriority = 0, greatestPriority = 0;
+  DTC_RETURN_IF_ERROR(cudaStatus(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority),
+                                 "querying stream priorities on " + gpu));
+  DTC_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithPriority(&d->comm_, cudaStreamNonBlocking, greatestPriority),
+                                 "creating the collectives' stream on " + gpu));
+  const char* overlap = std::getenv("DTC_CUDA_OVERLAP");
+  d->overlap_ = !(overlap && std::strcmp(overlap, "0") == 0);
   // 16-bit GEMMs: split-K partial sums are reduced in f32, never rounded to the output type on
   // the way, so C is rounded once, as the CPU's widened contractions (and torch with
   // allow_bf16_reduced_precision_reduction off). No effect on f32 GEMMs.
@@ -46,14 +63,20 @@ StatusOr<std::unique_ptr<Device>> Device::create(int ordinal) {
 Device::~Device() {
   // Errors are ignored: at process exit the CUDA runtime may already be going away.
   if (stream_) (void)cudaStreamSynchronize(stream_);
-  collectives_.reset();  // before the stream its communicators' work ran on
+  if (comm_) (void)cudaStreamSynchronize(comm_);
+  collectives_.reset();  // before the streams their communicators' work ran on
   for (void* p : scratch_) (void)cudaFree(p);
   for (Shared& s : shared_)
     if (s.data) (void)cudaFree(s.data);
   for (int* page : flagPages_) (void)cudaFreeHost(page);
   for (Pinned& p : staging_)
     if (p.data) (void)cudaFreeHost(p.data);
+  for (Overlap& o : overlaps_)
+    for (cudaEvent_t e : {o.ready, o.done})
+      if (e) (void)cudaEventDestroy(e);
   if (blas_) (void)cublasDestroy(blas_);
+  if (blasWorkspace_) (void)cudaFree(blasWorkspace_);  // after the handle that used it
+  if (comm_) (void)cudaStreamDestroy(comm_);
   if (stream_) (void)cudaStreamDestroy(stream_);
 }
 
@@ -113,10 +136,55 @@ Status Device::activate() const {
 }
 
 Status Device::synchronize() {
+  DTC_RETURN_IF_ERROR(joinAll());
   DTC_RETURN_IF_ERROR(cudaStatus(cudaStreamSynchronize(stream_), "running the plan's steps on " + description_));
   for (const Flag& f : flags_)
     if (*f.host) return Status::InvalidInput(f.message);
   return Status::Ok();
 }
+
+StatusOr<int> Device::overlapSlot(const StepContext& ctx) {
+  if (!overlap_ || &ctx != binding_) return -1;
+  Overlap o;
+  o.ranges = operandRanges(ctx.inputs, ctx.outputs);
+  // Timing off: the events only order streams.
+  for (cudaEvent_t* e : {&o.ready, &o.done}) {
+    Status made = cudaStatus(cudaEventCreateWithFlags(e, cudaEventDisableTiming), ctx.where() + "creating an event");
+    if (!made.ok()) {
+      if (o.ready) (void)cudaEventDestroy(o.ready);
+      return made;
+    }
+  }
+  overlaps_.push_back(std::move(o));
+  return static_cast<int>(overlaps_.size() - 1);
+}
+
+StatusOr<cudaStream_t> Device::forkComm(int slot) {
+  const Overlap& o = overlaps_[slot];
+  DTC_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(o.ready, stream_), "marking the compute stream for a collective"));
+  DTC_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(comm_, o.ready, 0), "ordering a collective after its inputs"));
+  return comm_;
+}
+
+Status Device::joinLater(int slot) {
+  const Overlap& o = overlaps_[slot];
+  // Pending even if the record fails: a join then waits on the event's last record, harmless.
+  hazards_.add(o.ranges, static_cast<StreamHazards::Ticket>(slot));
+  return cudaStatus(cudaEventRecord(o.done, comm_), "marking a collective's completion");
+}
+
+Status Device::waitTickets(const std::vector<StreamHazards::Ticket>& tickets) {
+  Status first = Status::Ok();
+  // Every wait is attempted, so none stays pending after a failure.
+  for (StreamHazards::Ticket t : tickets) {
+    Status waited = cudaStatus(cudaStreamWaitEvent(stream_, overlaps_[t].done, 0), "waiting for a collective");
+    if (first.ok()) first = waited;
+  }
+  return first;
+}
+
+Status Device::waitForSlow(const std::vector<ByteRange>& ranges) { return waitTickets(hazards_.mustWait(ranges)); }
+
+Status Device::joinAll() { return hazards_.empty() ? Status::Ok() : waitTickets(hazards_.drain()); }
 
 }  // namespace dtc::cuda

@@ -1,6 +1,8 @@
-// What the CUDA binders see of the backend: its stream and cuBLAS handle, and resources bound
+// What the CUDA binders see of the backend: its streams and cuBLAS handle, and resources bound
 // steps keep for their life (scratch memory, error flags, host staging buffers). One Device per
-// backend; every kernel and copy runs on its one stream, in plan order.
+// backend; every kernel and copy runs on its compute stream, in plan order, except the NCCL
+// collectives, which run on a second (comm) stream so they overlap the compute that follows
+// (see "Collectives beside compute" below).
 #pragma once
 
 #include <cublas_v2.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "exec/step.h"
+#include "exec/stream_hazards.h"
 #include "nccl_groups.h"
 #include "support/status.h"
 
@@ -39,11 +42,13 @@ class Device {
   // long as their executor, which never outlives its backend, so it is freed with the Device.
   StatusOr<void*> scratch(uint64_t bytes);
   // Device memory that every bound step asking for the same `slot` shares (0: widened copies of
-  // 16-bit operands, 1: collectives' packed blocks; a step may use both). Steps run one at a time
-  // in stream order, so a step may use it from its first kernel to its last, and nothing it
+  // 16-bit operands, 1: collectives' packed blocks on the compute stream, 2: their packed blocks
+  // on the comm stream; a step may use 0 and 1). Work on one stream runs one step at a time in
+  // order, so a step may use its stream's slot from its first kernel to its last, and nothing it
   // leaves there survives the next step. Reserved at bind time, the pointer kept: a larger
   // request takes a new buffer (at least twice the last), the earlier steps keep the old one.
-  static constexpr int kSharedSlots = 2;
+  static constexpr int kSharedSlots = 3;
+  static constexpr int kCommPackingSlot = 2;
   StatusOr<void*> sharedScratch(int slot, uint64_t bytes);
   // A device-visible int a kernel sets to nonzero on data it cannot accept but a bind cannot see
   // (a label outside the classes, a token outside the vocabulary). Raised flags turn into an
@@ -59,8 +64,37 @@ class Device {
   // Makes this GPU the calling thread's current one (the runtime API's device is per thread;
   // a no-op when it already is).
   Status activate() const;
-  // Waits for the stream; then the first CUDA failure, or the first raised error flag.
+  // Joins the comm stream (joinAll), waits for the compute stream; then the first CUDA failure,
+  // or the first raised error flag.
   Status synchronize();
+
+  // Collectives beside compute. A collective step bound with an overlap slot runs its NCCL
+  // calls on the comm stream: forkComm() makes the comm stream wait for the compute work
+  // enqueued so far and returns it, joinLater() records the collective's completion and leaves
+  // it pending with its operands' bytes. Every bound step first calls waitFor() with its own
+  // operands (CudaBackend::bind wraps them all): the compute stream then waits for each pending
+  // collective that touches the same bytes (stream_hazards.h). joinAll() waits for all of them;
+  // the end of every function does, and so do synchronize() and the backend's copies, so no
+  // collective is pending across functions (a CUDA graph's capture requires that too).
+  //
+  // A slot (a pair of events, made at bind time and reused by every run) for the collective
+  // being bound by `ctx`, or -1 where it must stay on the compute stream: when `ctx` is not the
+  // step the backend is binding (a 16-bit collective's widened form: the rounding back follows
+  // within the same step, on the compute stream), or DTC_CUDA_OVERLAP=0.
+  StatusOr<int> overlapSlot(const StepContext& ctx);
+  void setBinding(const StepContext* ctx) { binding_ = ctx; }
+  StatusOr<cudaStream_t> forkComm(int slot);
+  Status joinLater(int slot);
+  Status waitFor(const std::vector<ByteRange>& ranges) {
+    return hazards_.empty() ? Status::Ok() : waitForSlow(ranges);
+  }
+  Status joinAll();
+
+  // Capture in a CUDA graph (cuda_graph.h) needs steps that never wait for the host. A binder
+  // whose step will (sends and receives over MPI) says so when it binds; a step that finds it
+  // does when it runs (a collective of a host-staged group) says so then. The count only grows.
+  void markHostSynchronizing() { ++hostSyncs_; }
+  uint64_t hostSyncs() const { return hostSyncs_; }
 
  private:
   Device() = default;
@@ -72,10 +106,24 @@ class Device {
     volatile int* host;
     std::string message;
   };
+  struct Overlap {
+    cudaEvent_t ready = nullptr, done = nullptr;
+    std::vector<ByteRange> ranges;
+  };
+  Status waitForSlow(const std::vector<ByteRange>& ranges);
+  Status waitTickets(const std::vector<StreamHazards::Ticket>& tickets);
+
   int ordinal_ = 0;
   std::string description_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t comm_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  void* blasWorkspace_ = nullptr;
+  bool overlap_ = true;
+  const StepContext* binding_ = nullptr;
+  std::vector<Overlap> overlaps_;
+  StreamHazards hazards_;
+  uint64_t hostSyncs_ = 0;
   bool tf32_ = false;
   std::vector<void*> scratch_;
   std::vector<int*> flagPages_;  // mapped pinned pages of kFlagsPerPage ints

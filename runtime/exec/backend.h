@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "exec/step.h"
 #include "support/status.h"
@@ -28,6 +29,12 @@ class Backend {
   virtual Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) = 0;  // within the backend
   // Validates a step against its kernel's contract and binds it to its operands' storage.
   virtual StatusOr<BoundStep> bind(const StepContext& step) = 0;
+  // The executor binds a function's steps between these two calls and runs what endFunction
+  // returns: the steps themselves (the default), or a backend's replacement for the whole
+  // sequence (the CUDA backend's graph of it). The steps stay valid on their own too: the
+  // executor runs them one by one when it times each.
+  virtual void beginFunction(const std::string& /*function*/) {}
+  virtual std::vector<BoundStep> endFunction(std::vector<BoundStep> steps) { return steps; }
   // Returns once every step started so far has finished (bound steps may run asynchronously).
   virtual Status synchronize() = 0;
 };
@@ -44,7 +51,7 @@ std::unique_ptr<Backend> createStagedCpuBackend();
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int localRank);
 
 // The plugin's entry point (C linkage, looked up by name).
-constexpr int kBackendAbiVersion = 1;
+constexpr int kBackendAbiVersion = 2;
 using CreateBackendFn = Backend* (*)(int abiVersion, int localRank, char* error, size_t errorSize);
 constexpr const char kCreateBackendSymbol[] = "dtcCreateBackend";
 

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 
-
 #include "data/init.h"
 #include "exec/shard_layout.h"
 #include "support/printable.h"
@@ -139,6 +138,7 @@ Status Executor::prepare(const plan::Function& function) {
   prepared.function = &function;
   for (uint32_t i = 0; i < plan_.root().functions()->size(); ++i)
     if (plan_.root().functions()->Get(i) == &function) prepared.index = i;
+  backend_->beginFunction(name);
   if (function.steps())
     for (const plan::Step* step : *function.steps()) {
       StepContext ctx{*step, {}, {}, pool_, mesh_};
@@ -151,6 +151,7 @@ Status Executor::prepare(const plan::Function& function) {
         return bound.status().withContext(plan_.name() + ": function '" + name + "'");
       prepared.steps.push_back(std::move(bound).value());
     }
+  prepared.run = backend_->endFunction(prepared.steps);
   if (function.results())
     for (const plan::Binding* b : *function.results()) {
       if (b->role() != plan::Role::param && b->role() != plan::Role::optim_state) continue;
@@ -252,13 +253,13 @@ Status Executor::run(const std::string& function) {
                  std::chrono::steady_clock::now().time_since_epoch())
           .count();
     };
-    for (size_t k = 0; k < it->second.steps.size(); ++k) {
+    for (size_t k = 0; k < prepared.steps.size(); ++k) {
       double start = now();
-      DTC_RETURN_IF_ERROR(it->second.steps[k]());
-      timings_.push_back({it->second.index, static_cast<uint32_t>(k), start, now()});
+      DTC_RETURN_IF_ERROR(prepared.steps[k]());
+      timings_.push_back({prepared.index, static_cast<uint32_t>(k), start, now()});
     }
   } else {
-    for (const BoundStep& step : it->second.steps) DTC_RETURN_IF_ERROR(step());
+    for (const BoundStep& step : prepared.run) DTC_RETURN_IF_ERROR(step());
   }
   // A pipeline's sends are buffered (they must not block: neighbours send to each other);
   // the function is done when they are.

@@ -38,7 +38,9 @@ class Executor {
   Status initializeState();
   // Runs the steps of `function`, then waits for the sends it started (freeing their buffers).
   Status run(const std::string& function);
-  // Recording of every step's timing (off by default: it costs two clock reads per step).
+  // Recording of every step's timing (off by default: it costs two clock reads per step). Timed
+  // runs take the plan's steps one by one, never a backend's replacement for the sequence (a
+  // CUDA graph), so each timing is one real step's.
   void setTiming(bool on) { timing_ = on; }
   const std::vector<StepTiming>& timings() const { return timings_; }
 
@@ -76,7 +78,8 @@ class Executor {
   struct PreparedFunction {
     const plan::Function* function = nullptr;
     uint32_t index = 0;  // in Plan.functions
-    std::vector<BoundStep> steps;
+    std::vector<BoundStep> steps;  // one per plan step (what timing runs and indexes)
+    std::vector<BoundStep> run;    // what runs otherwise: the backend's endFunction of `steps`
     // Updated state computed outside its own storage: copied back after the steps.
     std::vector<std::pair<TensorView, TensorView>> writeBacks;  // (from, to)
     // Device backends: host copies of the values the trainer fills (uploaded before the

@@ -81,6 +81,7 @@ if [ ! -f "$CARRY/plans.txt" ]; then
   fail "no $CARRY/plans.txt: run tests/gpu/prepare.sh where dtc builds and carry gpu-carry/"
 else
   DTRUN="$BUILD/tools/dtrun/dtrun"
+  eager_checks=0
   # The list on descriptor 3: mpirun reads standard input.
   while IFS='|' read -r -u 3 name model data procs flags tolerance; do
     for device in cpu cuda; do
@@ -99,6 +100,33 @@ bound = float(sys.argv[4])
 print(f"{sys.argv[3]}: losses {cpu[0]:.5f} -> {cpu[-1]:.5f} (cpu), {gpu[0]:.5f} -> {gpu[-1]:.5f} (cuda); max rel err {err:.2e} (bound {bound:.0e})")
 sys.exit(0 if len(cpu) == len(gpu) == 20 and err <= bound else 1)
 PY
+    # CUDA graphs (on by default): a single-process plan's train_step must capture (a fallback
+    # says so on stderr), and the first two such plans also run with DTC_CUDA_GRAPHS=0, whose
+    # loss curve must be bit-identical: the same kernels in the same order, launched one by one.
+    # (Meshes here share the GPU, so their collectives are host-staged and they run eagerly.)
+    if [ "$procs" -le 1 ]; then
+      if grep -q "runs without a CUDA graph" "$BUILD/e2e-$name-cuda.out"; then
+        grep "runs without a CUDA graph" "$BUILD/e2e-$name-cuda.out"; fail "$name: CUDA graph capture fell back"
+      fi
+      eager_checks=$((eager_checks + 1))
+      if [ "$eager_checks" -le 2 ]; then
+        if ! DTC_CUDA_GRAPHS=0 "$DTRUN" "$CARRY/$name.dtp" --data "$CARRY/$data" --steps 20 --seed 1 --threads 4 \
+             --device cuda --log "$BUILD/e2e-$name-cuda-eager.jsonl" > "$BUILD/e2e-$name-cuda-eager.out" 2>&1; then
+          tail -3 "$BUILD/e2e-$name-cuda-eager.out"; fail "$name on cuda with DTC_CUDA_GRAPHS=0"
+        else
+          python3 - "$BUILD/e2e-$name-cuda.jsonl" "$BUILD/e2e-$name-cuda-eager.jsonl" "$name" <<'PY' || fail "$name: losses with and without CUDA graphs differ"
+import json, sys
+graph, eager = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:3])
+same = len(graph) == len(eager) == 20 and all(a == b for a, b in zip(graph, eager))
+print(f"{sys.argv[3]}: CUDA graphs vs DTC_CUDA_GRAPHS=0: {'bit-identical' if same else 'DIFFERENT'} over {len(graph)} steps")
+if not same:
+    for k, (a, b) in enumerate(zip(graph, eager)):
+        if a != b: print(f"  step {k}: {a!r} (graph) vs {b!r} (eager)")
+sys.exit(0 if same else 1)
+PY
+        fi
+      fi
+    fi
   done 3< "$CARRY/plans.txt"
 fi
 
