@@ -212,6 +212,21 @@ def FuseAttention : Pass<"dtc-fuse-attention", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseEpilogues : Pass<"dtc-fuse-epilogues", "mlir::ModuleOp"> {
+  let summary = "Fuse the bias add, tanh GELU and GELU gradient into linear layers' GEMMs";
+  let description = [{
+    Run on the device programs (after partitioning), before memory planning, in every
+    function: `linear` (or, under mixed precision, the widening cast of its 16-bit result)
+    → `add` of a bias [N] becomes `linear_bias`, and with a tanh `gelu` after it
+    `linear_bias_gelu` (which also gives the pre-activation the backward pass keeps);
+    `linear_grad_input` (or its widening cast) → tanh `gelu_grad` becomes
+    `linear_grad_input_gelu`. Intermediate values must have no other use. The fused ops are
+    what cuBLASLt's BIAS, GELU_AUX_BIAS and DGELU epilogues compute: the f32 product is not
+    rounded to 16 bits before the bias or GELU (under mixed precision the fused result is the
+    more exact one); in f32 the result is the unfused ops' bit for bit on the CPU.
+  }];
+}
+
 def MixedPrecision : Pass<"dtc-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Run contractions in bf16 or f16 with f32 weights, activations and optimizer";
   let description = [{

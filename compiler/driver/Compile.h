@@ -24,6 +24,7 @@ struct CompileOptions {
   std::string precision = "fp32";  // fp32, or bf16/fp16 contractions (mixed precision)
   double lossScale = 65536.0;      // fp16: the initial dynamic loss scale
   bool fusedAttention = false;     // causal attention as one flash-style op
+  bool fuseEpilogues = false;      // bias, GELU and GELU gradient fused into linear GEMMs
   // Partitioning: `mesh` ("dp=2,tp=2"; empty: a single-device plan), the size of its dp axis
   // (0: none), and user shardings ("PATTERN=SPEC;…").
   std::string mesh;

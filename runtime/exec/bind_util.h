@@ -66,6 +66,7 @@ const BinderTable& convBinders();
 const BinderTable& collectiveBinders();
 const BinderTable& vocabParallelBinders();
 const BinderTable& lossScaleBinders();
+const BinderTable& epilogueBinders();  // cpu_epilogue_table.cc
 // (first row, rows over all devices) of this device's block of a table or class dimension
 // split over the step's `vocab_axes` ((0, localRows) when not split).
 StatusOr<std::pair<int64_t, int64_t>> vocabularyBlock(const StepContext& ctx, int64_t localRows);

@@ -443,18 +443,20 @@ StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
   // sum their results run on f32 copies (exact for moves; sums in f32 are the more accurate).
   static const char* const kWidened[] = {"matmul", "batch_matmul", "linear", "linear_grad_input",
                                          "linear_grad_weight", "causal_attention",
-                                         "causal_attention_grad", "all_reduce", "all_gather",
+                                         "causal_attention_grad", "linear_bias", "linear_bias_gelu",
+                                         "linear_grad_input_gelu", "all_reduce", "all_gather",
                                          "reduce_scatter", "all_to_all", "local_slice",
                                          "collective_broadcast"};
   bool anyLow = false;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list) anyLow |= lowPrecision(t.dtype);
   if (anyLow && std::find(std::begin(kWidened), std::end(kWidened), op) != std::end(kWidened))
-    for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &collectiveBinders()})
+    for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &collectiveBinders(),
+                                     &epilogueBinders()})
       if (auto it = table->find(op); it != table->end()) return bindLowPrecision(ctx, it->second);
   for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &convBinders(),
                                      &collectiveBinders(), &vocabParallelBinders(),
-                                     &lossScaleBinders()}) {
+                                     &lossScaleBinders(), &epilogueBinders()}) {
     auto it = table->find(op);
     if (it != table->end()) return it->second(ctx);
   }

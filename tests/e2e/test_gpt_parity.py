@@ -35,21 +35,25 @@ def rounded(x, low):
 
 class RoundedLinear(torch.autograd.Function):
     """x · wᵀ on operands rounded to `low`, accumulated in f32 and rounded (dtc's linear under
-    --precision); backward the same on the rounded gradient."""
+    --precision); backward the same on the rounded gradient. With fused epilogues
+    (--fuse-epilogues) the product feeding a bias add is not rounded (round_y=False), nor the
+    input gradient feeding a GELU gradient (round_dx=False)."""
 
     @staticmethod
-    def forward(ctx, x, w, low):
+    def forward(ctx, x, w, low, round_y=True, round_dx=True):
         xr, wr = rounded(x, low), rounded(w, low)
         ctx.save_for_backward(xr, wr)
-        ctx.low = low
-        return rounded(xr @ wr.t(), low)
+        ctx.low, ctx.round_dx = low, round_dx
+        y = xr @ wr.t()
+        return rounded(y, low) if round_y else y
 
     @staticmethod
     def backward(ctx, dy):
         xr, wr = ctx.saved_tensors
         g = rounded(dy, ctx.low)
         dw = g.reshape(-1, g.shape[-1]).t() @ xr.reshape(-1, xr.shape[-1])
-        return rounded(g @ wr, ctx.low), rounded(dw, ctx.low), None
+        dx = g @ wr
+        return rounded(dx, ctx.low) if ctx.round_dx else dx, rounded(dw, ctx.low), None, None, None
 
 
 class RoundedAttention(torch.autograd.Function):
@@ -79,16 +83,16 @@ def causal_attention(q, k, v):
     return F.softmax(att, dim=-1) @ v
 
 
-def linear(layer, x, low):
+def linear(layer, x, low, fused=False, before_gelu=False):
     if low is None:
         return layer(x)
-    return RoundedLinear.apply(x, layer.weight, low) + layer.bias
+    return RoundedLinear.apply(x, layer.weight, low, not fused, not (fused and before_gelu)) + layer.bias
 
 
 class Block(nn.Module):
-    def __init__(self, low=None):
+    def __init__(self, low=None, fused=False):
         super().__init__()
-        self.low = low
+        self.low, self.fused = low, fused
         self.ln_1 = nn.LayerNorm(C)
         self.attn = nn.Module()
         self.attn.c_attn = nn.Linear(C, 3 * C)
@@ -100,23 +104,24 @@ class Block(nn.Module):
 
     def forward(self, x):
         b, t, _ = x.shape
-        low = self.low
-        q, k, v = linear(self.attn.c_attn, self.ln_1(x), low).split(C, dim=2)
+        low, fused = self.low, self.fused
+        q, k, v = linear(self.attn.c_attn, self.ln_1(x), low, fused).split(C, dim=2)
         q, k, v = (z.view(b, t, H, C // H).transpose(1, 2) for z in (q, k, v))
         y = causal_attention(q, k, v) if low is None else RoundedAttention.apply(q, k, v, low)
         y = y.transpose(1, 2).contiguous().view(b, t, C)
-        x = x + linear(self.attn.c_proj, y, low)
-        return x + linear(self.mlp.c_proj, F.gelu(linear(self.mlp.c_fc, self.ln_2(x), low), approximate="tanh"), low)
+        x = x + linear(self.attn.c_proj, y, low, fused)
+        h = F.gelu(linear(self.mlp.c_fc, self.ln_2(x), low, fused), approximate="tanh")
+        return x + linear(self.mlp.c_proj, h, low, fused, before_gelu=True)
 
 
 class Gpt(nn.Module):
-    def __init__(self, low=None):
+    def __init__(self, low=None, fused=False):
         super().__init__()
         self.low = low
         self.transformer = nn.Module()
         self.transformer.wte = nn.Embedding(V, C)
         self.transformer.wpe = nn.Embedding(T, C)
-        self.transformer.h = nn.ModuleList([Block(low) for _ in range(L)])
+        self.transformer.h = nn.ModuleList([Block(low, fused) for _ in range(L)])
         self.transformer.ln_f = nn.LayerNorm(C)
 
     def forward(self, idx, targets):
@@ -129,8 +134,8 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.view(-1, V), targets.view(-1))
 
 
-def torch_run(init, tokens, make_optimizer, dtype=torch.float32, low=None):
-    model = Gpt(low).to(dtype)
+def torch_run(init, tokens, make_optimizer, dtype=torch.float32, low=None, fused=False):
+    model = Gpt(low, fused).to(dtype)
     model.load_state_dict({k: torch.from_numpy(v.copy()).to(dtype) for k, v in init.items()})
     opt = make_optimizer(model.parameters())
     losses = []
@@ -164,6 +169,7 @@ def check(name, eps, weight_tol, tokens, work, data, model, extra=()):
     assert loss_err <= 1e-5, f"{name}: loss mismatch {losses} vs {ref_losses}"
     assert weight_err <= tol, f"{name}: weight mismatch {weight_err}"
     assert losses[-1] < losses[0], f"{name}: loss did not fall"
+    return losses, final
 
 
 def check_low_precision(name, low, tokens, work, data, model, extra):
@@ -175,9 +181,10 @@ def check_low_precision(name, low, tokens, work, data, model, extra):
     init, final, losses, _ = dtc_train(model, work, name, B, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4,
                                                              "--weight-decay", 0.1, *extra], data, STEPS, DATA_SEED)
     make = lambda p: torch.optim.AdamW(p, lr=3e-3, eps=1e-4, weight_decay=0.1)
-    ref_losses, ref_final = torch_run(init, tokens, make, low=low)
+    fused = "--fuse-epilogues" in extra
+    ref_losses, ref_final = torch_run(init, tokens, make, low=low, fused=fused)
     fp32_losses, fp32_final = torch_run(init, tokens, make)
-    f64_losses, f64_final = torch_run(init, tokens, make, torch.float64, low=low)
+    f64_losses, f64_final = torch_run(init, tokens, make, torch.float64, low=low, fused=fused)
     rel = lambda xs, ys: max(abs(a - b) / abs(b) for a, b in zip(xs, ys))
     loss_err, loss_noise = rel(losses, ref_losses), rel(ref_losses, fp32_losses)
     weight_err, weight_noise = weight_error(final, ref_final), weight_error(ref_final, fp32_final)
@@ -203,13 +210,22 @@ def main():
         model = os.path.join(work, "gpt.dtm")
         run(tool("dtc"), "zoo", "gpt", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H,
             "--embd", C, "--seed", SEED, "-o", model)
-        check("adamw", 1e-4, 1e-4, tokens, work, data, model)
+        unfused = check("adamw", 1e-4, 1e-4, tokens, work, data, model)
         check("adamw-eps1e-8", 1e-8, None, tokens, work, data, model)
         # Flash-style attention (one op, the [T, T] probabilities recomputed in backward).
         check("adamw-fused-attention", 1e-4, 1e-4, tokens, work, data, model, ["--fused-attention"])
         # bf16 contractions and bf16 flash attention against PyTorch doing the same roundings.
         check_low_precision("adamw-bf16-fused-attention", torch.bfloat16, tokens, work, data, model,
                             ["--fused-attention", "--precision", "bf16"])
+        # GEMM epilogues (bias, tanh GELU, GELU gradient): in f32 the very same arithmetic as the
+        # unfused ops on the CPU, so the same bits; in bf16 the product before a bias add or a
+        # GELU gradient is no longer rounded, as in PyTorch with the same placement.
+        fused = check("adamw-fused-epilogues", 1e-4, 1e-4, tokens, work, data, model, ["--fuse-epilogues"])
+        assert fused[0] == unfused[0] and all(np.array_equal(fused[1][k], unfused[1][k]) for k in fused[1]), \
+            "fused epilogues changed f32 results"
+        print("adamw-fused-epilogues: bit-identical to the unfused plan")
+        check_low_precision("adamw-bf16-fused-epilogues", torch.bfloat16, tokens, work, data, model,
+                            ["--fused-attention", "--fuse-epilogues", "--precision", "bf16"])
     print("gpt parity: ok")
 
 

@@ -137,9 +137,11 @@ def check_partitioned(work, rng):
         "--seed", 11, "-o", model)
     write_tokens(tokens, ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64))
     results = {}
+    fused = ["--fused-attention", "--fuse-epilogues"]  # the CUDA defaults, fused after partitioning
     configs = (("single", "bf16", [], 1), ("dp2-tp2", "bf16", ["--mesh", "dp=2,tp=2"], 4),
                ("pp2", "bf16", ["--mesh", "pp=2", "--microbatches", 2], 2),
-               ("single", "fp16", [], 1), ("pp2", "fp16", ["--mesh", "pp=2", "--microbatches", 2], 2))
+               ("single", "fp16", [], 1), ("pp2", "fp16", ["--mesh", "pp=2", "--microbatches", 2], 2),
+               ("single-fused", "bf16", fused, 1), ("dp2-tp2-fused", "bf16", ["--mesh", "dp=2,tp=2", *fused], 4))
     for name, precision, mesh, procs in configs:
         plan = os.path.join(work, f"gpt-{name}-{precision}.dtp")
         log = os.path.join(work, f"gpt-{name}-{precision}.jsonl")
@@ -150,9 +152,10 @@ def check_partitioned(work, rng):
         run(*(MPIRUN + [procs] + cmd if procs > 1 else cmd))
         results[name, precision] = [e["loss"] for e in read_log(log)]
     for name, precision, _, _ in configs:
-        if name == "single":
+        if name.startswith("single"):
             continue
-        ours, single = results[name, precision], results["single", precision]
+        reference = "single-fused" if name.endswith("-fused") else "single"
+        ours, single = results[name, precision], results[reference, precision]
         err = max(abs(a - b) / abs(b) for a, b in zip(ours, single))
         print(f"gpt {precision} {name}: losses {ours[0]:.5f} -> {ours[-1]:.5f}, "
               f"max rel err vs single device {err:.2e}")

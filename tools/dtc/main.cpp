@@ -31,7 +31,7 @@ constexpr const char kUsage[] =
     "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
     "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"
     "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"
-    "              [--[no-]fused-attention] [--dump-ir DIR]\n"
+    "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
 int fail(const std::string& message, int code = 2) {
@@ -160,7 +160,7 @@ int runCompile(int argc, char** argv) {
                                 "accumulate", "shard", "microbatches", "schedule", "virtual-stages",
                                 "stage-cuts", "schedule-trace", "device", "precision", "loss-scale"},
                                {"sequence-parallel", "vocab-parallel", "no-vocab-parallel", "fused-attention",
-                                "no-fused-attention"});
+                                "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
   if (!args->has("output")) return fail("dtc compile: missing -o PLAN.dtp");
@@ -180,11 +180,15 @@ int runCompile(int argc, char** argv) {
   options.dumpIrDir = args->str("dump-ir");
   options.device = args->str("device", "cpu");
   options.precision = args->str("precision", "fp32");
-  // Flash-style attention keeps no [T, T] scores; opt-in until the CUDA backend has its
-  // kernel (the CPU's batched GEMMs beat its loops at long contexts).
-  if (args->has("fused-attention") && args->has("no-fused-attention"))
-    return fail("dtc compile: --fused-attention and --no-fused-attention contradict each other");
-  options.fusedAttention = args->has("fused-attention");
+  // Flash-style attention (no [T, T] scores kept) and GEMM epilogues (bias, GELU) are on by
+  // default for CUDA plans, where they save memory passes; off for the CPU, whose batched GEMMs
+  // beat the attention loops at long contexts and whose kernels gain nothing from epilogues.
+  for (const char* feature : {"fused-attention", "fuse-epilogues"})
+    if (args->has(feature) && args->has(std::string("no-") + feature))
+      return fail(std::string("dtc compile: --") + feature + " and --no-" + feature + " contradict each other");
+  const bool gpu = options.device == "cuda";
+  options.fusedAttention = args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
+  options.fuseEpilogues = args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
   if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
     return fail("dtc compile: --precision must be fp32, bf16 or fp16, got '" + options.precision + "'");
   auto lossScale = args->number("loss-scale", options.lossScale);

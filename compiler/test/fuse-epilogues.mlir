@@ -1,0 +1,61 @@
+// RUN: dtc-opt %s --dtc-fuse-epilogues | FileCheck %s
+
+// f32: linear → bias add → tanh GELU is one linear_bias_gelu; the pre-activation it also gives
+// feeds the backward's GELU gradient, which joins the next layer's input-gradient GEMM.
+// CHECK-LABEL: func.func @mlp
+// CHECK: %[[Y:.*]], %[[PRE:.*]] = graph.linear_bias_gelu %arg0, %arg1, %arg2 : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>)
+// CHECK: %[[OUT:.*]] = graph.linear_bias %[[Y]], %arg3, %arg4 : (tensor<4x16xf32>, tensor<2x16xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+// CHECK: %[[DPRE:.*]] = graph.linear_grad_input_gelu %arg5, %arg3, %[[PRE]] : (tensor<4x2xf32>, tensor<2x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+// CHECK-NOT: graph.gelu
+// CHECK-NOT: graph.add
+// CHECK: return %[[OUT]], %[[DPRE]]
+func.func @mlp(%x: tensor<4x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>, %w2: tensor<2x16xf32>,
+               %b2: tensor<2xf32>, %dy: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4x16xf32>) {
+  %0 = graph.linear %x, %w1 : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  %1 = graph.add %0, %b1 : tensor<4x16xf32>, tensor<16xf32>
+  %2 = graph.gelu %1 {approximate_tanh = true} : tensor<4x16xf32>
+  %3 = graph.linear %2, %w2 : tensor<4x16xf32>, tensor<2x16xf32> -> tensor<4x2xf32>
+  %4 = graph.add %b2, %3 : tensor<2xf32>, tensor<4x2xf32>
+  %5 = graph.linear_grad_input %dy, %w2 : tensor<4x2xf32>, tensor<2x16xf32> -> tensor<4x16xf32>
+  %6 = graph.gelu_grad %5, %1 {approximate_tanh = true} : tensor<4x16xf32>
+  return %4, %6 : tensor<4x2xf32>, tensor<4x16xf32>
+}
+
+// Mixed precision: the widening casts of the 16-bit products go into the fused ops (their
+// results are f32, the products never rounded).
+// CHECK-LABEL: func.func @bf16
+// CHECK: %[[Y:.*]] = graph.linear_bias %arg0, %arg1, %arg2 : (tensor<4x8xbf16>, tensor<16x8xbf16>, tensor<16xf32>) -> tensor<4x16xf32>
+// CHECK: %[[DX:.*]] = graph.linear_grad_input_gelu %arg3, %arg1, %arg4 : (tensor<4x16xbf16>, tensor<16x8xbf16>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NOT: graph.cast
+// CHECK: return %[[Y]], %[[DX]]
+func.func @bf16(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xf32>, %dy: tensor<4x16xbf16>,
+                %pre: tensor<4x8xf32>) -> (tensor<4x16xf32>, tensor<4x8xf32>) {
+  %0 = graph.linear %x, %w : tensor<4x8xbf16>, tensor<16x8xbf16> -> tensor<4x16xbf16>
+  %1 = graph.cast %0 : tensor<4x16xbf16> -> tensor<4x16xf32>
+  %2 = graph.add %1, %b : tensor<4x16xf32>, tensor<16xf32>
+  %3 = graph.linear_grad_input %dy, %w : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+  %4 = graph.cast %3 : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %5 = graph.gelu_grad %4, %pre {approximate_tanh = true} : tensor<4x8xf32>
+  return %2, %5 : tensor<4x16xf32>, tensor<4x8xf32>
+}
+
+// Left alone: a product used elsewhere too (its value must stay), an erf GELU (cuBLASLt's GELU
+// is the tanh form), and an add of two activations (no bias).
+// CHECK-LABEL: func.func @unfused
+// CHECK: graph.linear %arg0, %arg1
+// CHECK: graph.add
+// CHECK: %[[P:.*]] = graph.linear_bias %arg0, %arg1, %arg2
+// CHECK: graph.gelu %[[P]] : tensor<4x16xf32>
+// CHECK: graph.linear %arg0, %arg1
+// CHECK: graph.add %{{.*}}, %arg3 : tensor<4x16xf32>, tensor<4x16xf32>
+func.func @unfused(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %r: tensor<4x16xf32>)
+    -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
+  %0 = graph.linear %x, %w : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  %1 = graph.add %0, %b : tensor<4x16xf32>, tensor<16xf32>
+  %2 = graph.linear %x, %w : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  %3 = graph.add %2, %b : tensor<4x16xf32>, tensor<16xf32>
+  %4 = graph.gelu %3 : tensor<4x16xf32>
+  %5 = graph.linear %x, %w : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  %6 = graph.add %5, %r : tensor<4x16xf32>, tensor<4x16xf32>
+  return %0, %1, %4, %6 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+}

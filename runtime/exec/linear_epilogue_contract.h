@@ -1,0 +1,52 @@
+// The operand contract of the fused linear epilogues (linear_bias, linear_bias_gelu,
+// linear_grad_input_gelu), shared by the CPU and CUDA binders so both refuse the same steps
+// with the same words.
+#pragma once
+
+#include "exec/bind_util.h"
+
+namespace dtc {
+
+enum class LinearEpilogue { kBias, kBiasGelu, kGradInputGelu };
+
+// The GEMM of a fused step, row-major: C [rows, n] = A [rows, k] · op(W), W [n, k] for the
+// forward ops (transposed), [k, n] for the input gradient.
+struct LinearEpilogueShape {
+  int64_t rows = 0, n = 0, k = 0;
+};
+
+inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx, LinearEpilogue kind) {
+  const bool forward = kind != LinearEpilogue::kGradInputGelu;
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, kind == LinearEpilogue::kBiasGelu ? 2 : 1));
+  const TensorView &a = ctx.inputs[0], &w = ctx.inputs[1], &third = ctx.inputs[2];
+  if (a.dtype != w.dtype)
+    return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) + " and " +
+                            dtypeName(w.dtype));
+  if (third.dtype != DType::kF32) return invalid(ctx, "expects a float32 " + std::string(forward ? "bias" : "pre"));
+  for (const TensorView& out : ctx.outputs)
+    if (out.dtype != DType::kF32) return invalid(ctx, "expects float32 results");
+  auto mismatch = [&] {
+    return invalid(ctx, "shapes " + str(a.shape) + ", " + str(w.shape) + ", " + str(third.shape) + " -> " +
+                            str(ctx.outputs[0].shape) + " do not match");
+  };
+  if (a.shape.size() < 2 || w.shape.size() != 2) return mismatch();
+  LinearEpilogueShape s;
+  s.rows = 1;
+  for (size_t d = 0; d + 1 < a.shape.size(); ++d) s.rows *= a.shape[d];
+  // forward: y [..., N] = x [..., K] · w [N, K]ᵀ + b [N]; backward: dx [..., K] = dy [..., N] · w [N, K].
+  if (forward) {
+    if (w.shape[1] != a.shape.back() || third.shape != Shape{w.shape[0]}) return mismatch();
+    s.n = w.shape[0], s.k = w.shape[1];
+  } else {
+    if (w.shape[0] != a.shape.back()) return mismatch();
+    s.n = w.shape[1], s.k = w.shape[0];
+  }
+  Shape want(a.shape.begin(), a.shape.end() - 1);
+  want.push_back(s.n);
+  for (const TensorView& out : ctx.outputs)
+    if (out.shape != want) return mismatch();
+  if (!forward && third.shape != want) return mismatch();
+  return s;
+}
+
+}  // namespace dtc
