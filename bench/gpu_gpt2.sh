@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPT-2 124M on one GPU: dtrun vs PyTorch eager vs torch.compile (see gpu_gpt2.py). Needs the
-# runtime built with CUDA (tests/gpu/run.sh builds build-gpu) and gpu-carry/gpt2.dtp from
+# runtime built with CUDA (tests/gpu/run.sh builds build-gpu) and gpu-carry/gpt2-{bf16,fp32}.dtp from
 # tests/gpu/prepare.sh. Usage: bench/gpu_gpt2.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build-gpu}
-exec python3 "$ROOT/bench/gpu_gpt2.py" --build "$BUILD" --plan "$ROOT/gpu-carry/gpt2.dtp"
+exec python3 "$ROOT/bench/gpu_gpt2.py" --build "$BUILD" --plans "$ROOT/gpu-carry"

@@ -41,6 +41,9 @@ gpt-fp16|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --precision 
 gpt-bf16-tp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --precision bf16 --mesh tp=2|1e-2
 gpt-fp16-pp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --precision fp16 --mesh pp=2 --microbatches 4|1e-2
 gpt-fused|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --fused-attention|1e-4
+gpt-cuda|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda|1e-4
+gpt-cuda-bf16|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16|1e-2
+gpt-cuda-bf16-tp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh tp=2|1e-2
 LIST
 while IFS='|' read -r name model data procs flags tolerance; do
   # shellcheck disable=SC2086
@@ -48,7 +51,11 @@ while IFS='|' read -r name model data procs flags tolerance; do
 done < "$OUT/plans.txt"
 echo "wrote $OUT: $(wc -l < "$OUT/plans.txt") plans; carry it (device tool: carry [\"gpu-carry\"])"
 
-# GPT-2 124M for bench/gpu_gpt2.sh (nanoGPT's shapes, vocabulary padded to 50304, context 1024).
+# GPT-2 124M for bench/gpu_gpt2.sh (nanoGPT's shapes, vocabulary padded to 50304, context 1024),
+# with the CUDA defaults (flash attention, GEMM epilogues): bf16 mixed precision, and fp32.
 "$DTC" zoo gpt --vocab 50304 --ctx 1024 --layers 12 --heads 12 --embd 768 --seed 0 -o "$OUT/gpt2.dtm"
-"$DTC" compile "$OUT/gpt2.dtm" -o "$OUT/gpt2.dtp" --batch 8 --optimizer adamw --lr 6e-4 --device cuda > /dev/null
-echo "wrote $OUT/gpt2.dtp (GPT-2 124M, batch 8 x 1024 tokens) for bench/gpu_gpt2.sh"
+for precision in bf16 fp32; do
+  "$DTC" compile "$OUT/gpt2.dtm" -o "$OUT/gpt2-$precision.dtp" --batch 8 --optimizer adamw --lr 6e-4 \
+    --device cuda --precision "$precision" > /dev/null
+done
+echo "wrote $OUT/gpt2-{bf16,fp32}.dtp (GPT-2 124M, batch 8 x 1024 tokens) for bench/gpu_gpt2.sh"
