@@ -212,6 +212,18 @@ def FuseAttention : Pass<"dtc-fuse-attention", "mlir::ModuleOp"> {
   }];
 }
 
+def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
+  let summary = "Move mixed precision's casts through layout ops and cancel round trips";
+  let description = [{
+    Run on the device programs (after partitioning) of a bf16/fp16 plan. Between the 16-bit
+    contractions, attention's head split and merge (split, reshape, transpose, concat) moved
+    f32 copies: a widening cast under a layout op moves below it and a narrowing cast above a
+    layout op moves above it, so the layout op moves 16-bit data, and `cast(cast(x: T → f32)
+    → T)` is x. Every rewrite is exact (widening is exact; rounding commutes with moving
+    elements): results are bit for bit those of the unfolded plan.
+  }];
+}
+
 def FuseEpilogues : Pass<"dtc-fuse-epilogues", "mlir::ModuleOp"> {
   let summary = "Fuse the bias add, tanh GELU and GELU gradient into linear layers' GEMMs";
   let description = [{

@@ -3,6 +3,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include "OpMarks.h"
 #include "Passes.h"
 #include "graph/IR/GraphOps.h"
 
@@ -33,12 +34,6 @@ ContractionOp contractionBehind(Value value, SmallVectorImpl<Operation*>& chain)
 }
 
 bool isF32(Value value) { return cast<RankedTensorType>(value.getType()).getElementType().isF32(); }
-
-// Copies the marks later passes and the plan writer read (pipeline stage, micro-batch) from
-// the op the fused op replaces.
-void inheritMarks(Operation* from, Operation* to) {
-  for (NamedAttribute attr : from->getDiscardableAttrs()) to->setAttr(attr.getName(), attr.getValue());
-}
 
 // y = linear(x, w) [→ cast] → add(·, b [N]) [→ gelu(tanh)] becomes linear_bias(_gelu).
 void fuseBias(graph::AddOp add, OpBuilder& b) {

@@ -444,7 +444,8 @@ StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
   static const char* const kWidened[] = {"matmul", "batch_matmul", "linear", "linear_grad_input",
                                          "linear_grad_weight", "causal_attention",
                                          "causal_attention_grad", "linear_bias", "linear_bias_gelu",
-                                         "linear_grad_input_gelu", "all_reduce", "all_gather",
+                                         "linear_grad_input_gelu", "transpose", "split", "concat",
+                                         "all_reduce", "all_gather",
                                          "reduce_scatter", "all_to_all", "local_slice",
                                          "collective_broadcast"};
   bool anyLow = false;

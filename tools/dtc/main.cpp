@@ -31,7 +31,8 @@ constexpr const char kUsage[] =
     "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
     "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"
     "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"
-    "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--dump-ir DIR]\n"
+    "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"
+    "              [--dump-ir DIR]\n"
     "  dtc inspect PLAN.dtp [--json]\n";
 
 int fail(const std::string& message, int code = 2) {
@@ -160,7 +161,7 @@ int runCompile(int argc, char** argv) {
                                 "accumulate", "shard", "microbatches", "schedule", "virtual-stages",
                                 "stage-cuts", "schedule-trace", "device", "precision", "loss-scale"},
                                {"sequence-parallel", "vocab-parallel", "no-vocab-parallel", "fused-attention",
-                                "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues"});
+                                "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
   if (!args->has("output")) return fail("dtc compile: missing -o PLAN.dtp");
@@ -189,6 +190,7 @@ int runCompile(int argc, char** argv) {
   const bool gpu = options.device == "cuda";
   options.fusedAttention = args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
   options.fuseEpilogues = args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
+  options.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
   if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
     return fail("dtc compile: --precision must be fp32, bf16 or fp16, got '" + options.precision + "'");
   auto lossScale = args->number("loss-scale", options.lossScale);

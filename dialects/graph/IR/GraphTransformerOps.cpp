@@ -110,7 +110,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext* ctx, std::optional<Loca
   if (auto error = checkPermutation(x, adaptor.getPerm())) return emitOptionalError(loc, *error);
   SmallVector<int64_t> shape;
   for (int64_t p : adaptor.getPerm()) shape.push_back(x[p]);
-  types.push_back(f32Tensor(ctx, shape));
+  types.push_back(RankedTensorType::get(shape, elementOf(adaptor.getX())));
   return success();
 }
 
@@ -121,7 +121,7 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location
   if (auto error = checkSplit(x, axis, parts)) return emitOptionalError(loc, *error);
   SmallVector<int64_t> shape(x);
   shape[axis] /= parts;
-  types.append(parts, f32Tensor(ctx, shape));
+  types.append(parts, RankedTensorType::get(shape, elementOf(adaptor.getX())));
   return success();
 }
 
@@ -135,9 +135,11 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext* ctx, std::optional<Locatio
     return emitOptionalError(loc, "concat axis out of range for ", shapeString(first));
   for (Value v : pieces)
     if (shapeOf(v) != first) return emitOptionalError(loc, "concat pieces must have one shape");
+  mlir::Type element = commonElement(pieces);
+  if (!element) return emitOptionalError(loc, "concat pieces of different element types");
   SmallVector<int64_t> shape(first);
   shape[axis] *= static_cast<int64_t>(pieces.size());
-  types.push_back(f32Tensor(ctx, shape));
+  types.push_back(RankedTensorType::get(shape, element));
   return success();
 }
 

@@ -17,22 +17,23 @@ def Graph_BatchMatmulOp : Graph_Op<"batch_matmul", [Pure, InferTypeOpAdaptor, Gr
 
 def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Permute dimensions: result.shape[i] = x.shape[perm[i]]";
-  let arguments = (ins Graph_F32Tensor:$x, DenseI64ArrayAttr:$perm);
-  let results = (outs Graph_F32Tensor:$result);
+  // Layout ops move elements of any float type (16-bit ones after dtc-fold-casts).
+  let arguments = (ins Graph_FloatTensor:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
 }
 
 def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Split into `parts` equal pieces along `axis`";
-  let arguments = (ins Graph_F32Tensor:$x, I64Attr:$axis, I64Attr:$parts);
-  let results = (outs Variadic<Graph_F32Tensor>:$pieces);
+  let arguments = (ins Graph_FloatTensor:$x, I64Attr:$axis, I64Attr:$parts);
+  let results = (outs Variadic<Graph_FloatTensor>:$pieces);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($pieces)";
 }
 
 def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Concatenate equally shaped pieces along `axis`";
-  let arguments = (ins Variadic<Graph_F32Tensor>:$pieces, I64Attr:$axis);
-  let results = (outs Graph_F32Tensor:$result);
+  let arguments = (ins Variadic<Graph_FloatTensor>:$pieces, I64Attr:$axis);
+  let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$pieces attr-dict `:` type($pieces) `->` type($result)";
 }
 

@@ -21,6 +21,10 @@ inline mlir::Type contractionElement(mlir::Value a, mlir::Value b) {
   return ta == tb ? ta : mlir::Type();
 }
 
+inline mlir::Type elementOf(mlir::Value value) {
+  return mlir::cast<mlir::RankedTensorType>(value.getType()).getElementType();
+}
+
 // The element type every value of `values` shares, or null.
 inline mlir::Type commonElement(mlir::ValueRange values) {
   mlir::Type common;

@@ -1,0 +1,140 @@
+// dtc-fold-casts: under mixed precision, layout ops move 16-bit data and a widening cast that
+// meets a narrowing one disappears (see Passes.td). Every rewrite is exact: widening is exact,
+// and rounding commutes with moving elements.
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include "OpMarks.h"
+#include "Passes.h"
+#include "graph/IR/GraphOps.h"
+#include "graph/IR/TypeUtils.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_FOLDCASTS
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+bool is16Bit(Type element) { return element.isBF16() || element.isF16(); }
+
+// A cast from a 16-bit type to f32.
+graph::CastOp widening(Value value) {
+  auto cast = value.getDefiningOp<graph::CastOp>();
+  if (!cast || !is16Bit(graph::elementOf(cast.getX())) || !graph::elementOf(cast.getY()).isF32()) return nullptr;
+  return cast;
+}
+
+bool isNarrowing(graph::CastOp cast) {
+  return graph::elementOf(cast.getX()).isF32() && is16Bit(graph::elementOf(cast.getY()));
+}
+
+Type withElement(Type type, Type element) { return cast<RankedTensorType>(type).clone(element); }
+
+Value castTo(PatternRewriter& rewriter, Operation* at, Value value, Type element) {
+  auto cast = graph::CastOp::create(rewriter, at->getLoc(), withElement(value.getType(), element), value);
+  inheritMarks(at, cast);
+  return cast.getY();
+}
+
+// The layout op `op` rebuilt on `inputs` (its operands in another element type).
+Operation* rebuildLayout(PatternRewriter& rewriter, Operation* op, ValueRange inputs, Type element) {
+  Operation* rebuilt = nullptr;
+  if (auto transpose = dyn_cast<graph::TransposeOp>(op))
+    rebuilt = graph::TransposeOp::create(rewriter, op->getLoc(), inputs[0], transpose.getPermAttr());
+  else if (auto reshape = dyn_cast<graph::ReshapeOp>(op))
+    rebuilt = graph::ReshapeOp::create(rewriter, op->getLoc(), withElement(reshape.getType(), element), inputs[0]);
+  else if (auto split = dyn_cast<graph::SplitOp>(op))
+    rebuilt = graph::SplitOp::create(rewriter, op->getLoc(), inputs[0], split.getAxisAttr(), split.getPartsAttr());
+  else if (auto concat = dyn_cast<graph::ConcatOp>(op))
+    rebuilt = graph::ConcatOp::create(rewriter, op->getLoc(), inputs, concat.getAxisAttr());
+  inheritMarks(op, rebuilt);
+  return rebuilt;
+}
+
+bool isLayout(Operation* op) {
+  return isa_and_nonnull<graph::TransposeOp, graph::ReshapeOp, graph::SplitOp, graph::ConcatOp>(op);
+}
+
+// cast(cast(x: T → f32) → T) is x.
+struct CancelRoundTrip : OpRewritePattern<graph::CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(graph::CastOp cast, PatternRewriter& rewriter) const override {
+    graph::CastOp wide = widening(cast.getX());
+    if (!wide || wide.getX().getType() != cast.getType()) return failure();
+    rewriter.replaceOp(cast, wide.getX());
+    return success();
+  }
+};
+
+// layout(cast(x: T → f32)) becomes cast(layout(x)): the layout op moves T, and the widening
+// cast moves down toward a narrowing one it may cancel with. Every operand must be such a cast
+// used only here (otherwise the f32 copy stays and the new cast adds a pass).
+struct SinkWidening : RewritePattern {
+  explicit SinkWidening(MLIRContext* ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation* op, PatternRewriter& rewriter) const override {
+    if (!isLayout(op) || op->getNumOperands() == 0) return failure();
+    SmallVector<Value> narrow;
+    Type element;
+    for (Value operand : op->getOperands()) {
+      graph::CastOp wide = widening(operand);
+      if (!wide || !operand.hasOneUse()) return failure();
+      Type t = graph::elementOf(wide.getX());
+      if (element && t != element) return failure();
+      element = t;
+      narrow.push_back(wide.getX());
+    }
+    Operation* rebuilt = rebuildLayout(rewriter, op, narrow, element);
+    SmallVector<Value> results;
+    for (Value r : rebuilt->getResults()) results.push_back(castTo(rewriter, op, r, rewriter.getF32Type()));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+// cast(layout(y: f32) → T) becomes layout(cast(y)) when the layout op's results are used only
+// by such casts: the layout op moves T, and the narrowing cast moves up toward a widening one.
+struct HoistNarrowing : RewritePattern {
+  explicit HoistNarrowing(MLIRContext* ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation* op, PatternRewriter& rewriter) const override {
+    if (!isLayout(op) || op->getNumOperands() == 0) return failure();
+    SmallVector<graph::CastOp> casts;
+    Type element;
+    for (Value r : op->getResults()) {
+      if (!r.hasOneUse()) return failure();
+      auto cast = dyn_cast<graph::CastOp>(*r.user_begin());
+      if (!cast || !isNarrowing(cast)) return failure();
+      Type t = graph::elementOf(cast.getY());
+      if (element && t != element) return failure();
+      element = t;
+      casts.push_back(cast);
+    }
+    rewriter.setInsertionPoint(op);
+    SmallVector<Value> narrow;
+    for (Value operand : op->getOperands()) narrow.push_back(castTo(rewriter, op, operand, element));
+    Operation* rebuilt = rebuildLayout(rewriter, op, narrow, element);
+    for (auto [cast, r] : llvm::zip(casts, rebuilt->getResults())) rewriter.replaceOp(cast, r);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct FoldCastsPass : impl::FoldCastsBase<FoldCastsPass> {
+  void runOnOperation() override {
+    RewritePatternSet set(&getContext());
+    set.add<CancelRoundTrip, SinkWidening, HoistNarrowing>(&getContext());
+    FrozenRewritePatternSet patterns(std::move(set));
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      if (failed(applyPatternsGreedily(function, patterns))) {
+        function.emitError("dtc-fold-casts did not converge");
+        return signalPassFailure();
+      }
+  }
+};
+
+}  // namespace
+}  // namespace dtc
