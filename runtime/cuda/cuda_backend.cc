@@ -152,8 +152,11 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
       if (!low && lowPrecision(t.dtype)) low = &t;
-  // Attention's kernels take 16-bit q, k, v beside an f32 log-sum-exp and check that themselves.
-  if (low && !among(op, {"cast", "reshape", "send", "recv", "causal_attention", "causal_attention_grad"})) {
+  // Attention's kernels take 16-bit q, k, v beside an f32 log-sum-exp and check that themselves;
+  // so do the epilogues (16-bit x and weight, f32 bias) and the layout ops, which move 16-bit
+  // elements as they are (dtc-fold-casts).
+  if (low && !among(op, {"cast", "reshape", "send", "recv", "causal_attention", "causal_attention_grad", "linear_bias",
+                         "linear_bias_gelu", "linear_grad_input_gelu", "transpose", "split", "concat"})) {
     const bool contraction = among(op, {"matmul", "batch_matmul", "linear", "linear_grad_input", "linear_grad_weight"});
     const bool collective = among(op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "local_slice",
                                        "collective_broadcast"});
@@ -170,7 +173,7 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   for (const CudaBinderTable* table : {&coreCudaBinders(), &lossCudaBinders(), &transformerCudaBinders(),
                                        &collectiveCudaBinders(), &vocabParallelCudaBinders(),
                                        &convCudaBinders(), &precisionCudaBinders(),
-                                       &attentionCudaBinders()}) {
+                                       &attentionCudaBinders(), &epilogueCudaBinders()}) {
     auto it = table->find(op);
     if (it != table->end()) return it->second(ctx, device);
   }

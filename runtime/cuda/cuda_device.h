@@ -147,6 +147,7 @@ const CudaBinderTable& collectiveCudaBinders();    // cuda_collective_table.cc
 const CudaBinderTable& vocabParallelCudaBinders(); // cuda_vocab_parallel_table.cc
 const CudaBinderTable& convCudaBinders();          // cuda_conv_table.cc
 const CudaBinderTable& precisionCudaBinders();     // cuda_precision_table.cc (casts, loss scaling)
+const CudaBinderTable& epilogueCudaBinders();      // cuda_epilogue_table.cc (fused linear epilogues)
 
 // A step on 16-bit (bf16/f16) operands run by its float32 binder `wide` on widened copies, the
 // results rounded back, as the CPU's bindLowPrecision (cuda_precision_table.cc). Collectives use

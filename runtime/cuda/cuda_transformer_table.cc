@@ -37,8 +37,29 @@ StatusOr<BoundStep> bindBatchMatmul(const StepContext& ctx, Device& dev) {
   return BoundStep([=] { return gemm(handle, tf32, pa, pb, pc, shape, where); });
 }
 
+// Layout ops move f32 under the CPU's contract (expect(), the same messages), or (after
+// dtc-fold-casts) bf16/f16 elements, one type for every operand. The size of an element.
+StatusOr<int> layoutElementBytes(const StepContext& ctx, size_t inputs, size_t outputs) {
+  const TensorView* low = nullptr;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& v : *list)
+      if (!low && (v.dtype == DType::kBF16 || v.dtype == DType::kF16)) low = &v;
+  if (!low) {
+    DTC_RETURN_IF_ERROR(expect(ctx, inputs, outputs));
+    return 4;
+  }
+  if (ctx.inputs.size() != inputs || ctx.outputs.size() != outputs)
+    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " + std::to_string(outputs) + " outputs");
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& v : *list)
+      if (v.dtype != low->dtype)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low->dtype) + " and " +
+                                dtypeName(v.dtype));
+  return 2;
+}
+
 StatusOr<BoundStep> bindTranspose(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_ASSIGN_OR_RETURN(const int bytes, layoutElementBytes(ctx, 1, 1));
   TensorView x = ctx.inputs[0], out = ctx.outputs[0];
   std::vector<int64_t> perm = ctx.intsAttr("perm");
   if (perm.size() != x.shape.size()) return invalid(ctx, "perm does not match the rank");
@@ -55,7 +76,8 @@ StatusOr<BoundStep> bindTranspose(const StepContext& ctx, Device& dev) {
                             std::to_string(kernels::kMaxDims));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::transpose(x.f32(), x.shape, perm, out.f32(), stream), where); });
+  return BoundStep(
+      [=] { return launched(kernels::transpose(x.data, x.shape, perm, out.data, bytes, stream), where); });
 }
 
 // The shape of one piece when `whole` is cut into `parts` along `axis`, or empty if impossible.
@@ -66,10 +88,10 @@ Shape pieceShape(const Shape& whole, int64_t axis, int64_t parts) {
   return piece;
 }
 
-// The whole seen as [outer, parts, piece] floats around `axis`: part p is [outer, piece].
+// The whole seen as [outer, parts, piece] elements around `axis`: part p is [outer, piece].
 struct Pieces {
-  int64_t outer = 1, piece = 1, parts = 1;
-  Pieces(const Shape& whole, int64_t axis, int64_t n) : parts(n) {
+  int64_t outer = 1, piece = 1, parts = 1, elementBytes = 4;
+  Pieces(const Shape& whole, int64_t axis, int64_t n, int bytes) : parts(n), elementBytes(bytes) {
     for (int64_t d = 0; d < axis; ++d) outer *= whole[d];
     for (size_t d = axis; d < whole.size(); ++d) piece *= whole[d];
     piece /= n;
@@ -77,53 +99,53 @@ struct Pieces {
 };
 
 // Copies part p between the whole and its piece: one strided 2-D copy per part.
-Status copyPart(float* whole, float* part, const Pieces& s, int64_t p, bool toWhole, cudaStream_t stream,
+Status copyPart(uint8_t* whole, uint8_t* part, const Pieces& s, int64_t p, bool toWhole, cudaStream_t stream,
                 const std::string& where) {
   if (s.outer * s.piece == 0) return Status::Ok();
-  const size_t width = s.piece * sizeof(float), pitch = s.parts * width;
-  cudaError_t e = toWhole ? cudaMemcpy2DAsync(whole + p * s.piece, pitch, part, width, width, s.outer,
+  const size_t width = s.piece * s.elementBytes, pitch = s.parts * width;
+  cudaError_t e = toWhole ? cudaMemcpy2DAsync(whole + p * width, pitch, part, width, width, s.outer,
                                               cudaMemcpyDeviceToDevice, stream)
-                          : cudaMemcpy2DAsync(part, width, whole + p * s.piece, pitch, width, s.outer,
+                          : cudaMemcpy2DAsync(part, width, whole + p * width, pitch, width, s.outer,
                                               cudaMemcpyDeviceToDevice, stream);
   return cudaStatus(e, where + "a strided copy");
 }
 
 StatusOr<BoundStep> bindSplit(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, ctx.outputs.size()));
+  DTC_ASSIGN_OR_RETURN(const int bytes, layoutElementBytes(ctx, 1, ctx.outputs.size()));
   TensorView x = ctx.inputs[0];
   int64_t axis = ctx.intAttr("axis");
   Shape piece = pieceShape(x.shape, axis, static_cast<int64_t>(ctx.outputs.size()));
-  std::vector<float*> outs;
+  std::vector<uint8_t*> outs;
   for (const TensorView& out : ctx.outputs) {
     if (piece.empty() || out.shape != piece) return invalid(ctx, "pieces do not match the input");
-    outs.push_back(out.f32());
+    outs.push_back(out.data);
   }
-  const Pieces s(x.shape, axis, static_cast<int64_t>(outs.size()));
+  const Pieces s(x.shape, axis, static_cast<int64_t>(outs.size()), bytes);
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
     for (size_t p = 0; p < outs.size(); ++p)
-      DTC_RETURN_IF_ERROR(copyPart(x.f32(), outs[p], s, static_cast<int64_t>(p), false, stream, where));
+      DTC_RETURN_IF_ERROR(copyPart(x.data, outs[p], s, static_cast<int64_t>(p), false, stream, where));
     return Status::Ok();
   });
 }
 
 StatusOr<BoundStep> bindConcat(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, ctx.inputs.size(), 1));
+  DTC_ASSIGN_OR_RETURN(const int bytes, layoutElementBytes(ctx, ctx.inputs.size(), 1));
   TensorView out = ctx.outputs[0];
   int64_t axis = ctx.intAttr("axis");
   Shape piece = pieceShape(out.shape, axis, static_cast<int64_t>(ctx.inputs.size()));
-  std::vector<float*> parts;
+  std::vector<uint8_t*> parts;
   for (const TensorView& in : ctx.inputs) {
     if (piece.empty() || in.shape != piece) return invalid(ctx, "pieces do not match the output");
-    parts.push_back(in.f32());
+    parts.push_back(in.data);
   }
-  const Pieces s(out.shape, axis, static_cast<int64_t>(parts.size()));
+  const Pieces s(out.shape, axis, static_cast<int64_t>(parts.size()), bytes);
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
     for (size_t p = 0; p < parts.size(); ++p)
-      DTC_RETURN_IF_ERROR(copyPart(out.f32(), parts[p], s, static_cast<int64_t>(p), true, stream, where));
+      DTC_RETURN_IF_ERROR(copyPart(out.data, parts[p], s, static_cast<int64_t>(p), true, stream, where));
     return Status::Ok();
   });
 }

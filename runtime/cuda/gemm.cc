@@ -30,7 +30,8 @@ Status gemm(cublasHandle_t handle, bool tf32, const void* a, const void* b, void
   if (s.m == 0 || s.n == 0 || s.batch == 0) return Status::Ok();
   cudaStream_t stream = nullptr;
   DTC_RETURN_IF_ERROR(cublasStatus(cublasGetStream(handle, &stream), where + "cublasGetStream"));
-  const size_t elementBytes = s.type == CUDA_R_32F ? sizeof(float) : 2;
+  const cudaDataType_t t = s.type, tc = s.f32Output ? CUDA_R_32F : s.type;
+  const size_t elementBytes = tc == CUDA_R_32F ? sizeof(float) : 2;
   if (s.k == 0) {  // an empty sum; cuBLAS would reject the leading dimensions
     const int64_t strideC = s.strideC >= 0 ? s.strideC : s.m * s.n;
     return cudaStatus(cudaMemsetAsync(c, 0, ((s.batch - 1) * strideC + s.m * s.n) * elementBytes, stream),
@@ -45,17 +46,16 @@ Status gemm(cublasHandle_t handle, bool tf32, const void* a, const void* b, void
   // concerns f32 operands.
   const cublasComputeType_t compute = tf32 && s.type == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const float one = 1.0f, zero = 0.0f;  // scale type of CUBLAS_COMPUTE_32F: float, whatever A, B, C are
-  const cudaDataType_t t = s.type;
   cublasStatus_t status;
   if (s.batch == 1) {
-    status = cublasGemmEx(handle, opB, opA, n, m, k, &one, b, t, ldb, a, t, lda, &zero, c, t, n, compute,
+    status = cublasGemmEx(handle, opB, opA, n, m, k, &one, b, t, ldb, a, t, lda, &zero, c, tc, n, compute,
                           CUBLAS_GEMM_DEFAULT);
   } else {
     const long long strideA = s.strideA >= 0 ? s.strideA : s.m * s.k;
     const long long strideB = s.strideB >= 0 ? s.strideB : s.k * s.n;
     const long long strideC = s.strideC >= 0 ? s.strideC : s.m * s.n;
     status = cublasGemmStridedBatchedEx(handle, opB, opA, n, m, k, &one, b, t, ldb, strideB, a, t, lda, strideA,
-                                        &zero, c, t, n, strideC, static_cast<int>(s.batch), compute,
+                                        &zero, c, tc, n, strideC, static_cast<int>(s.batch), compute,
                                         CUBLAS_GEMM_DEFAULT);
   }
   return cublasStatus(status, where + "the GEMM");

@@ -22,6 +22,9 @@ struct GemmShape {
   // precision (products accumulated in f32 on the tensor cores, C rounded once, as the CPU's
   // widened contractions).
   cudaDataType_t type = CUDA_R_32F;
+  // C in float32 whatever A and B are (the fused linear epilogues: a 16-bit product summed in f32
+  // and kept so, never rounded to 16 bits before the bias and activation).
+  bool f32Output = false;
 };
 
 // Whether cuBLAS's 32-bit sizes and strides hold the shape; an error naming it otherwise.

@@ -32,6 +32,8 @@ std::vector<Case> collectiveCases(int64_t n);
 std::vector<Case> malformedCases();
 // attention_cases.cc
 void runAttentionCases(Harness& h);
+// epilogue_cases.cc
+void runEpilogueCases(Harness& h);
 // precision_cases.cc
 std::vector<Case> precisionCases();
 std::vector<Case> precisionCollectiveCases(int64_t n);
@@ -189,6 +191,7 @@ int main(int argc, char** argv) {
   if (!nccl) {
     for (const Case& c : kernelCases()) h.run(c);
     runAttentionCases(h);
+    runEpilogueCases(h);
     for (const Case& c : precisionCases()) h.run(c);
   }
   for (const Case& c : collectiveCases(world->size)) h.run(c);

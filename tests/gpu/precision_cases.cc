@@ -124,6 +124,20 @@ std::vector<Case> precisionCases() {
                     {64, 96}),
     };
     cases.insert(cases.end(), gemms.begin(), gemms.end());
+    // Layout ops on 16-bit elements (dtc-fold-casts): pure moves, bit for bit.
+    const std::string tag = d == kBF16 ? " bf16" : " f16";
+    Case heads{"transpose heads" + tag, "transpose", {intsAttr("perm", {0, 2, 1, 3})},
+               {lowp(d, {2, 17, 3, 24})}, {outAs(d, {2, 3, 17, 24})}};
+    Case any{"transpose 3-D" + tag, "transpose", {intsAttr("perm", {2, 0, 1})}, {lowp(d, {5, 7, 9})},
+             {outAs(d, {9, 5, 7})}};
+    Case split{"split qkv" + tag, "split", {intAttr("axis", 2), intAttr("parts", 3)}, {lowp(d, {2, 17, 96})},
+               {outAs(d, {2, 17, 32}), outAs(d, {2, 17, 32}), outAs(d, {2, 17, 32})}};
+    Case concat{"concat qkv" + tag, "concat", {intAttr("axis", 2)},
+                {lowp(d, {2, 17, 32}), lowp(d, {2, 17, 32}), lowp(d, {2, 17, 32})}, {outAs(d, {2, 17, 96})}};
+    for (Case* c : {&heads, &any, &split, &concat}) {
+      c->bitwise = true;
+      cases.push_back(*c);
+    }
   }
 
   const std::vector<float> sweep = castSweep();

@@ -98,9 +98,9 @@ cudaError_t adamw(const float* param, const float* grad, const float* m, const f
 
 // ---- layout.cu (cpu/layout.cc) ------------------------------------------------------------------
 
-// out = x permuted (rank <= kMaxDims): out.shape[i] = shape[perm[i]].
-cudaError_t transpose(const float* x, const Shape& shape, const std::vector<int64_t>& perm, float* out,
-                      cudaStream_t stream);
+// out = x permuted (rank <= kMaxDims): out.shape[i] = shape[perm[i]]; elements of 4 or 2 bytes.
+cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64_t>& perm, void* out,
+                      int elementBytes, cudaStream_t stream);
 
 // ---- attention.cu (cpu/attention.cc) ------------------------------------------------------------
 
@@ -198,5 +198,19 @@ cudaError_t lossScaleStep(const float* scale, const float* good, const float* no
 // y = *pred != 0 ? onTrue : onFalse; y may be either (then nothing moves when it is the one chosen).
 cudaError_t select(const float* pred, const float* onTrue, const float* onFalse, float* y, int64_t n,
                    cudaStream_t stream);
+
+// ---- epilogue.cu (exec/cpu_epilogue_table.cc: the fused linear epilogues, unfused) -----------
+
+// The epilogues of linear_bias / linear_bias_gelu / linear_grad_input_gelu after a plain GEMM, for
+// when cuBLASLt cannot fuse them; the CPU's add and gelu_tanh math, in its order. `sum` is
+// [rows, n] row-major, `bias` [n]. Each element is read before it is written.
+
+// sum += bias.
+cudaError_t biasAdd(float* sum, const float* bias, int64_t rows, int64_t n, cudaStream_t stream);
+// pre = sum + bias, y = gelu_tanh(pre); `pre` may be `sum`.
+cudaError_t biasGelu(const float* sum, const float* bias, float* pre, float* y, int64_t rows, int64_t n,
+                     cudaStream_t stream);
+// dx *= gelu_tanh'(pre), over `count` elements.
+cudaError_t geluGradInPlace(float* dx, const float* pre, int64_t count, cudaStream_t stream);
 
 }  // namespace dtc::cuda::kernels

@@ -1,5 +1,6 @@
-// transpose (cpu/layout.cc): a pure copy, so exact. split and concat are strided copies done
-// with cudaMemcpy2DAsync by their binders.
+// transpose (cpu/layout.cc): a pure copy, so exact, of 4- or 2-byte elements (f32, or bf16/f16
+// after dtc-fold-casts). split and concat are strided copies done with cudaMemcpy2DAsync by
+// their binders.
 #include "common.cuh"
 #include "launchers.h"
 
@@ -11,7 +12,8 @@ struct Permuted {
   int64_t outShape[kMaxDims], srcStride[kMaxDims];  // srcStride[d]: x's stride of out dim d
 };
 
-__global__ void transposeKernel(const float* x, float* out, Permuted p, int64_t total) {
+template <typename Element>
+__global__ void transposeKernel(const Element* x, Element* out, Permuted p, int64_t total) {
   for (int64_t i = globalIndex(); i < total; i += globalStride()) {
     int64_t src = 0, rem = i;
     for (int d = p.rank - 1; d >= 0; --d) {
@@ -24,15 +26,16 @@ __global__ void transposeKernel(const float* x, float* out, Permuted p, int64_t 
 
 }  // namespace
 
-cudaError_t transpose(const float* x, const Shape& shape, const std::vector<int64_t>& perm, float* out,
-                      cudaStream_t stream) {
+cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64_t>& perm, void* out,
+                      int elementBytes, cudaStream_t stream) {
+  if (elementBytes != 4 && elementBytes != 2) return cudaErrorInvalidValue;
   const int rank = static_cast<int>(shape.size());
   int64_t total = 1;
   for (int64_t d : shape) total *= d;
   if (total == 0) return cudaGetLastError();
   bool identity = true;
   for (int d = 0; d < rank; ++d) identity = identity && perm[d] == d;
-  if (identity) return cudaMemcpyAsync(out, x, total * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+  if (identity) return cudaMemcpyAsync(out, x, total * elementBytes, cudaMemcpyDeviceToDevice, stream);
   Permuted p;
   p.rank = rank;
   int64_t inStrides[kMaxDims], stride = 1;
@@ -44,7 +47,12 @@ cudaError_t transpose(const float* x, const Shape& shape, const std::vector<int6
     p.outShape[d] = shape[perm[d]];
     p.srcStride[d] = inStrides[perm[d]];
   }
-  transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(x, out, p, total);
+  if (elementBytes == 4)
+    transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(static_cast<const uint32_t*>(x),
+                                                                 static_cast<uint32_t*>(out), p, total);
+  else
+    transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(static_cast<const uint16_t*>(x),
+                                                                 static_cast<uint16_t*>(out), p, total);
   return cudaGetLastError();
 }
 

@@ -1,0 +1,164 @@
+// The fused linear epilogues on CUDA (exec/cpu_epilogue_table.cc's linear_bias, linear_bias_gelu
+// and linear_grad_input_gelu): one cuBLASLt matmul with the BIAS, GELU_AUX_BIAS or DGELU
+// epilogue where cuBLASLt offers one, else the unfused form (a cuBLAS GEMM into the f32 output,
+// then one element-wise pass, kernels/epilogue.cu). Which of the two is settled at bind time.
+//
+// Row-major to cuBLAS's column-major: a row-major [R, C] matrix is a column-major C×R one with
+// ld C. So y [rows, N] = x [rows, K] · w [N, K]ᵀ is D (N×rows, ld N) = op(A) · B with A = w
+// stored K×N (ld K) and transposed, B = x stored K×rows (ld K); and dx [rows, K] = dy [rows, N] ·
+// w [N, K] is D (K×rows, ld K) = A · B with A = w stored K×N (ld K), B = dy stored N×rows (ld N).
+// cuBLASLt's bias runs along D's rows, one per output feature, as ours; the aux matrix (pre) has
+// D's layout, [rows, n] row-major.
+//
+// DTC_CUDA_LT_EPILOGUES=0 runs every step unfused (bind time; the GPU tests check both forms).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "cuda_bind.h"
+#include "exec/linear_epilogue_contract.h"
+#include "gemm.h"
+#include "gemm_lt.h"
+
+namespace dtc::cuda {
+namespace {
+
+bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+
+bool ltEpiloguesEnabled() {
+  const char* value = std::getenv("DTC_CUDA_LT_EPILOGUES");
+  return !(value && std::strcmp(value, "0") == 0);
+}
+
+struct Checked {
+  LinearEpilogueShape shape;
+  cudaDataType_t type = CUDA_R_32F;  // x's and w's (dy's and w's)
+};
+
+// The CPU's contract and words first: its bindLowPrecision refuses two 16-bit types, then runs
+// checkLinearEpilogue on widened operands. Then what the CPU takes by widening and the CUDA
+// kernels do not: x and w of different types, or a 16-bit bias, pre or result.
+StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
+  DType low = DType::kF32;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list) {
+      if (!lowPrecision(t.dtype)) continue;
+      if (low != DType::kF32 && t.dtype != low)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
+                                dtypeName(t.dtype));
+      low = t.dtype;
+    }
+  StepContext wide{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
+  for (auto* list : {&wide.inputs, &wide.outputs})
+    for (TensorView& t : *list)
+      if (lowPrecision(t.dtype)) t.dtype = DType::kF32;
+  Checked c;
+  DTC_ASSIGN_OR_RETURN(c.shape, checkLinearEpilogue(wide, kind));
+  const TensorView &a = ctx.inputs[0], &w = ctx.inputs[1], &third = ctx.inputs[2];
+  if (a.dtype != w.dtype)
+    return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) + " and " +
+                            dtypeName(w.dtype));
+  const std::string beside = " must be float32 beside " + dtypeName(a.dtype) + " operands, got ";
+  if (third.dtype != DType::kF32)
+    return invalid(ctx, (kind == LinearEpilogue::kGradInputGelu ? "pre" : "the bias") + beside +
+                            dtypeName(third.dtype));
+  for (const TensorView& out : ctx.outputs)
+    if (out.dtype != DType::kF32) return invalid(ctx, "results" + beside + dtypeName(out.dtype));
+  if (!gemmType(a.dtype, c.type)) return invalid(ctx, "no CUDA GEMM for " + dtypeName(a.dtype) + " operands");
+  return c;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <LinearEpilogue Kind>
+StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const Checked checked, checkEpilogue(ctx, Kind));
+  const LinearEpilogueShape s = checked.shape;
+  constexpr bool kForward = Kind != LinearEpilogue::kGradInputGelu;
+  const std::string where = ctx.where();
+  // The row-major GEMM of the unfused form: [rows, n] = x [rows, k] · w [n, k]ᵀ, or dy [rows, k]
+  // · w [k, n]. The 32-bit limits are cuBLAS's for both forms (the `linear` ops' message).
+  GemmShape gemmShape{s.rows, s.n, s.k, false, kForward, 1};
+  gemmShape.type = checked.type;
+  gemmShape.f32Output = true;
+  DTC_RETURN_IF_ERROR(checkGemm(gemmShape, where));
+  if (s.rows == 0 || s.n == 0) return BoundStep([] { return Status::Ok(); });
+
+  const void* a = ctx.inputs[0].data;  // x, or dy
+  const void* w = ctx.inputs[1].data;
+  float* third = ctx.inputs[2].f32();  // the bias, or pre
+  float* y = ctx.outputs[0].f32();     // y, or dx
+  float* pre = Kind == LinearEpilogue::kBiasGelu ? ctx.outputs[1].f32() : nullptr;
+  float* aux = Kind == LinearEpilogue::kBiasGelu ? pre : Kind == LinearEpilogue::kGradInputGelu ? third : nullptr;
+  const bool tf32 = dev.tf32();
+
+  // cuBLASLt, where it can: an empty sum (k = 0) has no matmul to fuse into; the aux matrix's
+  // leading dimension (n) must be a multiple of 8 (cublasLt.h); and the bias and aux pointers
+  // are held to 16 bytes (misaligned biases have been seen to fail at run time), rather than
+  // trusting every version's heuristic with them.
+  // The tanh in cuBLASLt's GELU epilogues is the GPU's fast approximation (about 2e-4 relative):
+  // within 16-bit operands' noise, not within f32's 1e-5 parity with the CPU. So f32 steps use
+  // cuBLASLt for the bias alone (into pre) and run the GELU as our own pass with the CPU's math,
+  // and an f32 GELU gradient takes the unfused form.
+  const bool ltGelu = checked.type != CUDA_R_32F;
+  if (!ltGelu) aux = nullptr;
+  const bool ltShape = s.k > 0 && (!aux || (s.n % 8 == 0 && aligned16(aux))) && (!kForward || aligned16(third)) &&
+                       (ltGelu || Kind != LinearEpilogue::kGradInputGelu);
+  if (ltEpiloguesEnabled() && ltShape) {
+    LtGemmSpec spec;
+    spec.m = s.n, spec.n = s.rows, spec.k = s.k;
+    spec.transA = kForward;
+    spec.abType = checked.type;
+    spec.tf32 = tf32;
+    spec.epilogue = Kind == LinearEpilogue::kBias       ? CUBLASLT_EPILOGUE_BIAS
+                    : Kind == LinearEpilogue::kBiasGelu ? (ltGelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                                  : CUBLASLT_EPILOGUE_BIAS)
+                                                        : CUBLASLT_EPILOGUE_DGELU;
+    spec.bias = kForward ? third : nullptr;
+    spec.aux = aux;
+    // f32 linear_bias_gelu: the biased sum goes to pre, our GELU pass makes y from it.
+    const bool ownGelu = Kind == LinearEpilogue::kBiasGelu && !ltGelu;
+    // A = w, B = x (dy): see the file's comment.
+    DTC_ASSIGN_OR_RETURN(std::shared_ptr<const LtGemm> plan, planLtGemm(dev, spec, w, a, ownGelu ? pre : y, where));
+    if (plan) {
+      cudaStream_t stream = dev.stream();
+      const int64_t count = s.rows * s.n;
+      return BoundStep([plan, stream, where, ownGelu, pre, y, count]() -> Status {
+        DTC_RETURN_IF_ERROR(plan->run(stream, where));
+        if (!ownGelu) return Status::Ok();
+        return launched(kernels::activation(kernels::Activation::kGeluTanh, pre, y, count, stream), where);
+      });
+    }
+  }
+
+  // Unfused: the GEMM writes its f32 sum where the epilogue pass reads it (pre for
+  // linear_bias_gelu, else the output), which then finishes in place.
+  cublasHandle_t handle = dev.blas();
+  cudaStream_t stream = dev.stream();
+  float* sum = Kind == LinearEpilogue::kBiasGelu ? pre : y;
+  const int64_t rows = s.rows, n = s.n;
+  return BoundStep([=]() -> Status {
+    DTC_RETURN_IF_ERROR(gemm(handle, tf32, a, w, sum, gemmShape, where));
+    switch (Kind) {
+      case LinearEpilogue::kBias: return launched(kernels::biasAdd(y, third, rows, n, stream), where);
+      case LinearEpilogue::kBiasGelu: return launched(kernels::biasGelu(pre, third, pre, y, rows, n, stream), where);
+      case LinearEpilogue::kGradInputGelu:
+        return launched(kernels::geluGradInPlace(y, third, rows * n, stream), where);
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+const CudaBinderTable& epilogueCudaBinders() {
+  static const CudaBinderTable table = {
+      {"linear_bias", bindLinearEpilogue<LinearEpilogue::kBias>},
+      {"linear_bias_gelu", bindLinearEpilogue<LinearEpilogue::kBiasGelu>},
+      {"linear_grad_input_gelu", bindLinearEpilogue<LinearEpilogue::kGradInputGelu>},
+  };
+  return table;
+}
+
+}  // namespace dtc::cuda

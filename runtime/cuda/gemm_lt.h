@@ -1,0 +1,61 @@
+// One cuBLASLt matmul with a fused epilogue (bias, GELU), planned at bind time: descriptors,
+// layouts and the heuristic's algorithm are made once, with the step's pointers, so a run is a
+// single cublasLtMatmul on the stream (no allocation, no host synchronisation: a CUDA graph
+// captures it).
+#pragma once
+
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cuda_device.h"
+#include "support/status.h"
+
+namespace dtc::cuda {
+
+// In cuBLAS's column-major terms: D [m×n, ld m] = op(A) · B, then the epilogue; A is stored
+// [k×m, ld k] when transposed, else [m×k, ld m]; B is [k×n, ld k]. D, the bias and the aux
+// matrix are float32 whatever A and B are (products summed in f32, never rounded to 16 bits).
+struct LtGemmSpec {
+  int64_t m = 0, n = 0, k = 0;  // all positive
+  bool transA = false;
+  cudaDataType_t abType = CUDA_R_32F;  // A and B: CUDA_R_32F, CUDA_R_16BF or CUDA_R_16F
+  bool tf32 = false;                   // only concerns float32 A and B
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const float* bias = nullptr;  // [m], for the BIAS epilogues
+  float* aux = nullptr;         // GELU's input in D's layout (ld m): written by GELU_AUX_BIAS, read by DGELU
+};
+
+class LtGemm {
+ public:
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+  // Enqueues the matmul on `stream`.
+  Status run(cudaStream_t stream, const std::string& where) const;
+
+ private:
+  friend StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device&, const LtGemmSpec&, const void*, const void*,
+                                                            float*, const std::string&);
+  LtGemm() = default;
+  cublasLtHandle_t handle_ = nullptr;  // the process's for this GPU, never destroyed (see gemm_lt.cc)
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  const void* aData_ = nullptr;
+  const void* bData_ = nullptr;
+  float* dData_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspaceBytes_ = 0;
+};
+
+// The plan of `spec` on `a`, `b` and `d`, or null where cuBLASLt offers no algorithm for it on
+// this GPU (the caller then runs the unfused form). Errors are the library failing, or memory.
+// The workspace the algorithm asks for is Device::sharedScratch's slot 0, held only while the
+// matmul runs.
+StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmSpec& spec, const void* a,
+                                                    const void* b, float* d, const std::string& where);
+
+}  // namespace dtc::cuda
