@@ -219,8 +219,11 @@ def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
     contractions, attention's head split and merge (split, reshape, transpose, concat) moved
     f32 copies: a widening cast under a layout op moves below it and a narrowing cast above a
     layout op moves above it, so the layout op moves 16-bit data, and `cast(cast(x: T → f32)
-    → T)` is x. Every rewrite is exact (widening is exact; rounding commutes with moving
-    elements): results are bit for bit those of the unfolded plan.
+    → T)` is x. A narrowing cast that is the only reader of a LayerNorm's or a fused linear
+    epilogue's output goes into that op, which then writes the rounded 16-bit values itself.
+    Every rewrite is exact (widening is exact; rounding commutes with moving elements; the
+    producer rounds as the cast did): results are bit for bit those of the unfolded plan. Runs
+    after dtc-fuse-epilogues.
   }];
 }
 

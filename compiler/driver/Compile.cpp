@@ -127,8 +127,8 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   }
   if (options.zeroStage != 0 && options.dataParallel == 0)
     return emitError(UnknownLoc::get(&ctx), "ZeRO needs a data-parallel mesh (--mesh dp=N)");
-  if (options.precision != "fp32" && options.foldCasts) pipeline.push_back(createFoldCasts());
   if (options.fuseEpilogues) pipeline.push_back(createFuseEpilogues());
+  if (options.precision != "fp32" && options.foldCasts) pipeline.push_back(createFoldCasts());
   pipeline.push_back(createPlanMemory());
   int index = 1;
   for (auto& pass : pipeline) {

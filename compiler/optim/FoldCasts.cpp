@@ -1,6 +1,7 @@
-// dtc-fold-casts: under mixed precision, layout ops move 16-bit data and a widening cast that
-// meets a narrowing one disappears (see Passes.td). Every rewrite is exact: widening is exact,
-// and rounding commutes with moving elements.
+// dtc-fold-casts: under mixed precision, layout ops move 16-bit data, a widening cast that
+// meets a narrowing one disappears, and producers that can round write 16 bits themselves (see
+// Passes.td). Every rewrite is exact: widening is exact, rounding commutes with moving
+// elements, and rounding in the producer is the cast's rounding.
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -123,10 +124,30 @@ struct HoistNarrowing : RewritePattern {
   }
 };
 
+// cast(op.y: f32 → T), y used only here, where op rounds as well as the cast would: LayerNorm
+// (any 16-bit T) and the fused linear epilogues (T their operands' type) write y in T.
+struct AbsorbNarrowing : OpRewritePattern<graph::CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(graph::CastOp cast, PatternRewriter& rewriter) const override {
+    auto y = dyn_cast<OpResult>(cast.getX());
+    if (!y || y.getResultNumber() != 0 || !y.hasOneUse() || !isNarrowing(cast)) return failure();
+    Operation* producer = y.getOwner();
+    const Type low = graph::elementOf(cast.getY());
+    if (isa<graph::LinearBiasOp, graph::LinearBiasGeluOp>(producer)) {
+      if (graph::elementOf(producer->getOperand(0)) != low) return failure();
+    } else if (!isa<graph::LayerNormOp>(producer)) {
+      return failure();
+    }
+    rewriter.modifyOpInPlace(producer, [&] { y.setType(cast.getType()); });
+    rewriter.replaceOp(cast, y);
+    return success();
+  }
+};
+
 struct FoldCastsPass : impl::FoldCastsBase<FoldCastsPass> {
   void runOnOperation() override {
     RewritePatternSet set(&getContext());
-    set.add<CancelRoundTrip, SinkWidening, HoistNarrowing>(&getContext());
+    set.add<CancelRoundTrip, SinkWidening, HoistNarrowing, AbsorbNarrowing>(&getContext());
     FrozenRewritePatternSet patterns(std::move(set));
     for (auto function : getOperation().getOps<func::FuncOp>())
       if (failed(applyPatternsGreedily(function, patterns))) {

@@ -153,10 +153,11 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
     for (const TensorView& t : *list)
       if (!low && lowPrecision(t.dtype)) low = &t;
   // Attention's kernels take 16-bit q, k, v beside an f32 log-sum-exp and check that themselves;
-  // so do the epilogues (16-bit x and weight, f32 bias) and the layout ops, which move 16-bit
-  // elements as they are (dtc-fold-casts).
+  // so do the epilogues (16-bit x and weight, f32 bias), the layout ops, which move 16-bit
+  // elements as they are, and LayerNorm, which may round its output (dtc-fold-casts).
   if (low && !among(op, {"cast", "reshape", "send", "recv", "causal_attention", "causal_attention_grad", "linear_bias",
-                         "linear_bias_gelu", "linear_grad_input_gelu", "transpose", "split", "concat"})) {
+                         "linear_bias_gelu", "linear_grad_input_gelu", "transpose", "split", "concat",
+                         "layer_norm"})) {
     const bool contraction = among(op, {"matmul", "batch_matmul", "linear", "linear_grad_input", "linear_grad_weight"});
     const bool collective = among(op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "local_slice",
                                        "collective_broadcast"});

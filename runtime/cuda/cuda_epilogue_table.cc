@@ -1,7 +1,10 @@
 // The fused linear epilogues on CUDA (exec/cpu_epilogue_table.cc's linear_bias, linear_bias_gelu
 // and linear_grad_input_gelu): one cuBLASLt matmul with the BIAS, GELU_AUX_BIAS or DGELU
-// epilogue where cuBLASLt offers one, else the unfused form (a cuBLAS GEMM into the f32 output,
+// epilogue where cuBLASLt offers one, else the unfused form (a cuBLAS GEMM into an f32 buffer,
 // then one element-wise pass, kernels/epilogue.cu). Which of the two is settled at bind time.
+// Under mixed precision a forward op's y may be x's 16-bit type T (the compiler folds the
+// narrowing cast after it into the op): the f32 result rounded once, as the CPU's widened path
+// rounds it; the bias and pre stay f32.
 //
 // Row-major to cuBLAS's column-major: a row-major [R, C] matrix is a column-major C×R one with
 // ld C. So y [rows, N] = x [rows, K] · w [N, K]ᵀ is D (N×rows, ld N) = op(A) · B with A = w
@@ -33,12 +36,14 @@ bool ltEpiloguesEnabled() {
 
 struct Checked {
   LinearEpilogueShape shape;
-  cudaDataType_t type = CUDA_R_32F;  // x's and w's (dy's and w's)
+  cudaDataType_t type = CUDA_R_32F;   // x's and w's (dy's and w's)
+  cudaDataType_t yType = CUDA_R_32F;  // y's: f32, or `type` when that is 16-bit; dx is f32
 };
 
 // The CPU's contract and words first: its bindLowPrecision refuses two 16-bit types, then runs
 // checkLinearEpilogue on widened operands. Then what the CPU takes by widening and the CUDA
-// kernels do not: x and w of different types, or a 16-bit bias, pre or result.
+// kernels do not: x and w of different types, a 16-bit bias, pre or dx, or a 16-bit y beside
+// f32 operands.
 StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
   DType low = DType::kF32;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
@@ -59,14 +64,25 @@ StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
   if (a.dtype != w.dtype)
     return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) + " and " +
                             dtypeName(w.dtype));
+  const bool forward = kind != LinearEpilogue::kGradInputGelu;
   const std::string beside = " must be float32 beside " + dtypeName(a.dtype) + " operands, got ";
   if (third.dtype != DType::kF32)
-    return invalid(ctx, (kind == LinearEpilogue::kGradInputGelu ? "pre" : "the bias") + beside +
-                            dtypeName(third.dtype));
-  for (const TensorView& out : ctx.outputs)
-    if (out.dtype != DType::kF32) return invalid(ctx, "results" + beside + dtypeName(out.dtype));
+    return invalid(ctx, (forward ? "the bias" : "pre") + beside + dtypeName(third.dtype));
+  // Another 16-bit type than x's was refused above, so a 16-bit y here either is x's type or
+  // stands beside f32 operands.
+  const DType y = ctx.outputs[0].dtype;
+  if (forward && lowPrecision(y) && y != a.dtype)
+    return invalid(ctx, "a " + dtypeName(y) + " y needs " + dtypeName(y) + " x and w, got " + dtypeName(a.dtype));
+  if (!forward && y != DType::kF32) return invalid(ctx, "dx" + beside + dtypeName(y));
+  if (kind == LinearEpilogue::kBiasGelu && ctx.outputs[1].dtype != DType::kF32)
+    return invalid(ctx, "pre" + beside + dtypeName(ctx.outputs[1].dtype));
   if (!gemmType(a.dtype, c.type)) return invalid(ctx, "no CUDA GEMM for " + dtypeName(a.dtype) + " operands");
+  c.yType = y == DType::kF32 ? CUDA_R_32F : c.type;
   return c;
+}
+
+kernels::Float floatOf(cudaDataType_t t) {
+  return t == CUDA_R_16BF ? kernels::Float::kBF16 : t == CUDA_R_16F ? kernels::Float::kF16 : kernels::Float::kF32;
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -88,7 +104,9 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   const void* a = ctx.inputs[0].data;  // x, or dy
   const void* w = ctx.inputs[1].data;
   float* third = ctx.inputs[2].f32();  // the bias, or pre
-  float* y = ctx.outputs[0].f32();     // y, or dx
+  void* y = ctx.outputs[0].data;       // y (f32 or T), or dx (f32)
+  const bool narrowY = checked.yType != CUDA_R_32F;
+  const kernels::Float yType = floatOf(checked.yType);
   float* pre = Kind == LinearEpilogue::kBiasGelu ? ctx.outputs[1].f32() : nullptr;
   float* aux = Kind == LinearEpilogue::kBiasGelu ? pre : Kind == LinearEpilogue::kGradInputGelu ? third : nullptr;
   const bool tf32 = dev.tf32();
@@ -100,8 +118,11 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   // The tanh in cuBLASLt's GELU epilogues is the GPU's fast approximation (about 2e-4 relative):
   // within 16-bit operands' noise, not within f32's 1e-5 parity with the CPU. So f32 steps use
   // cuBLASLt for the bias alone (into pre) and run the GELU as our own pass with the CPU's math,
-  // and an f32 GELU gradient takes the unfused form.
-  const bool ltGelu = checked.type != CUDA_R_32F;
+  // and an f32 GELU gradient takes the unfused form. A 16-bit y beside the f32 pre would need
+  // an aux type other than D's, which cublasLt.h documents for fp8 only (and an unsupported one
+  // fails only when the matmul runs): that step too takes the bias from cuBLASLt (D = pre, f32)
+  // and our GELU pass rounds y. A 16-bit y of linear_bias is D in T beside an f32 bias.
+  const bool ltGelu = checked.type != CUDA_R_32F && !narrowY;
   if (!ltGelu) aux = nullptr;
   const bool ltShape = s.k > 0 && (!aux || (s.n % 8 == 0 && aligned16(aux))) && (!kForward || aligned16(third)) &&
                        (ltGelu || Kind != LinearEpilogue::kGradInputGelu);
@@ -110,6 +131,10 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
     spec.m = s.n, spec.n = s.rows, spec.k = s.k;
     spec.transA = kForward;
     spec.abType = checked.type;
+    // f32 linear_bias_gelu, or one with a 16-bit y: the biased sum goes to pre (f32), our GELU
+    // pass makes y from it.
+    const bool ownGelu = Kind == LinearEpilogue::kBiasGelu && !ltGelu;
+    spec.dType = ownGelu ? CUDA_R_32F : checked.yType;
     spec.tf32 = tf32;
     spec.epilogue = Kind == LinearEpilogue::kBias       ? CUBLASLT_EPILOGUE_BIAS
                     : Kind == LinearEpilogue::kBiasGelu ? (ltGelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
@@ -117,34 +142,44 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
                                                         : CUBLASLT_EPILOGUE_DGELU;
     spec.bias = kForward ? third : nullptr;
     spec.aux = aux;
-    // f32 linear_bias_gelu: the biased sum goes to pre, our GELU pass makes y from it.
-    const bool ownGelu = Kind == LinearEpilogue::kBiasGelu && !ltGelu;
     // A = w, B = x (dy): see the file's comment.
-    DTC_ASSIGN_OR_RETURN(std::shared_ptr<const LtGemm> plan, planLtGemm(dev, spec, w, a, ownGelu ? pre : y, where));
+    DTC_ASSIGN_OR_RETURN(std::shared_ptr<const LtGemm> plan,
+                         planLtGemm(dev, spec, w, a, ownGelu ? static_cast<void*>(pre) : y, where));
     if (plan) {
       cudaStream_t stream = dev.stream();
       const int64_t count = s.rows * s.n;
-      return BoundStep([plan, stream, where, ownGelu, pre, y, count]() -> Status {
+      return BoundStep([plan, stream, where, ownGelu, pre, y, yType, count]() -> Status {
         DTC_RETURN_IF_ERROR(plan->run(stream, where));
         if (!ownGelu) return Status::Ok();
-        return launched(kernels::activation(kernels::Activation::kGeluTanh, pre, y, count, stream), where);
+        return launched(kernels::geluTanh(pre, y, yType, count, stream), where);
       });
     }
   }
 
-  // Unfused: the GEMM writes its f32 sum where the epilogue pass reads it (pre for
-  // linear_bias_gelu, else the output), which then finishes in place.
+  // Unfused: the GEMM writes its f32 sum where the epilogue pass reads it, which then finishes:
+  // pre for linear_bias_gelu; for linear_bias, y itself when f32 (in place), else an f32 buffer
+  // in shared scratch (slot 0, free for the step's own use, as the widened copies use it;
+  // reserved now, as a captured graph cannot allocate), then rounded into y; dx for the gradient.
+  float* sum = nullptr;
+  if (Kind == LinearEpilogue::kBiasGelu) {
+    sum = pre;
+  } else if (Kind == LinearEpilogue::kBias && narrowY) {
+    DTC_ASSIGN_OR_RETURN(void* buffer, dev.sharedScratch(0, static_cast<uint64_t>(s.rows * s.n) * sizeof(float)));
+    sum = static_cast<float*>(buffer);
+  } else {
+    sum = static_cast<float*>(y);
+  }
   cublasHandle_t handle = dev.blas();
   cudaStream_t stream = dev.stream();
-  float* sum = Kind == LinearEpilogue::kBiasGelu ? pre : y;
   const int64_t rows = s.rows, n = s.n;
   return BoundStep([=]() -> Status {
     DTC_RETURN_IF_ERROR(gemm(handle, tf32, a, w, sum, gemmShape, where));
     switch (Kind) {
-      case LinearEpilogue::kBias: return launched(kernels::biasAdd(y, third, rows, n, stream), where);
-      case LinearEpilogue::kBiasGelu: return launched(kernels::biasGelu(pre, third, pre, y, rows, n, stream), where);
+      case LinearEpilogue::kBias: return launched(kernels::biasAdd(sum, third, y, yType, rows, n, stream), where);
+      case LinearEpilogue::kBiasGelu:
+        return launched(kernels::biasGelu(pre, third, pre, y, yType, rows, n, stream), where);
       case LinearEpilogue::kGradInputGelu:
-        return launched(kernels::geluGradInPlace(y, third, rows * n, stream), where);
+        return launched(kernels::geluGradInPlace(sum, third, rows * n, stream), where);
     }
     return Status::Ok();
   });

@@ -194,8 +194,16 @@ int64_t layerNormWidth(const TensorView& x, const TensorView& w, const TensorVie
   return x.shape.back();
 }
 
+// y may be bf16/f16: the f32 result rounded once (dtc-fold-casts folds the cast that fed a
+// 16-bit contraction into the LayerNorm); the rest is the CPU's f32 contract.
 StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 3));
+  kernels::Float yType = kernels::Float::kF32;
+  StepContext f32 = ctx;
+  if (ctx.outputs.size() == 3 && (ctx.outputs[0].dtype == DType::kBF16 || ctx.outputs[0].dtype == DType::kF16)) {
+    yType = ctx.outputs[0].dtype == DType::kBF16 ? kernels::Float::kBF16 : kernels::Float::kF16;
+    f32.outputs[0].dtype = DType::kF32;
+  }
+  DTC_RETURN_IF_ERROR(expect(f32, 3, 3));
   TensorView x = ctx.inputs[0], w = ctx.inputs[1], b = ctx.inputs[2];
   TensorView y = ctx.outputs[0], mean = ctx.outputs[1], rstd = ctx.outputs[2];
   int64_t c = layerNormWidth(x, w, mean);
@@ -206,8 +214,8 @@ StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::layerNorm(x.f32(), w.f32(), b.f32(), y.f32(), mean.f32(), rstd.f32(), rows, c, eps,
-                                       stream),
+    return launched(kernels::layerNorm(x.f32(), w.f32(), b.f32(), y.data, yType, mean.f32(), rstd.f32(), rows, c,
+                                       eps, stream),
                     where);
   });
 }

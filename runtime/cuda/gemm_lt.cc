@@ -1,5 +1,6 @@
 #include "gemm_lt.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -76,7 +77,7 @@ Status LtGemm::run(cudaStream_t stream, const std::string& where) const {
 }
 
 StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmSpec& spec, const void* a,
-                                                    const void* b, float* d, const std::string& where) {
+                                                    const void* b, void* d, const std::string& where) {
   std::shared_ptr<LtGemm> plan(new LtGemm());
   DTC_ASSIGN_OR_RETURN(plan->handle_, ltHandle(device.ordinal()));
   plan->aData_ = a;
@@ -92,14 +93,24 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
   DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_TRANSB, opB, what));
   const uint32_t epilogue = spec.epilogue;
   DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue, what));
-  // The bias and aux element types are left at their defaults, D's type (float32): what
-  // cublasLt.h documents for non-fp8 kernels; setting them is refused for some type mixes.
+  // The bias and aux element types default to D's (cublasLt.h on CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+  // and _EPILOGUE_AUX_DATA_TYPE): float32 for an f32 D, so they are left alone there (setting
+  // them is refused for some type mixes). A 16-bit D keeps the bias f32, so it sets that type;
+  // cublasLt.h names other types than D's only for IMMA and fp8 kernels, so a refusal at the
+  // setting, the heuristic or the algorithm check below means the unfused form, not an error.
   // The pointers are set before the heuristic, which reads their alignment from them.
+  const bool narrowD = spec.dType != CUDA_R_32F;
+  const int32_t f32Type = CUDA_R_32F;  // "int32_t based on cudaDataType"
+  const auto refused = [] { return std::shared_ptr<const LtGemm>(); };
   if (spec.bias) {
     const void* bias = spec.bias;
     DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, what));
+    if (narrowD && !setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, f32Type, what).ok()) return refused();
   }
   if (spec.aux) {
+    // The binders never pair an aux with a 16-bit D (an aux type other than D's is documented
+    // for fp8 only): the aux is D's type, f32.
+    if (narrowD) return refused();
     void* aux = spec.aux;
     const int64_t auxLd = spec.m;
     DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux, what));
@@ -112,11 +123,12 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
                                                : cublasLtMatrixLayoutCreate(&plan->a_, spec.abType, m, k, spec.m),
                                    what));
   DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatrixLayoutCreate(&plan->b_, spec.abType, k, n, spec.k), what));
-  DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatrixLayoutCreate(&plan->d_, CUDA_R_32F, m, n, spec.m), what));
+  DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatrixLayoutCreate(&plan->d_, spec.dType, m, n, spec.m), what));
 
   Preference preference;
   DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatmulPreferenceCreate(&preference.p), what));
   DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kMaxWorkspaceBytes, what));
+  // In bytes, from the addresses: a 16-bit D (2-byte elements) may sit at any even address.
   const uint32_t alignA = alignmentOf(a), alignB = alignmentOf(b), alignD = alignmentOf(d);
   DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignA, what));
   DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignB, what));
@@ -129,12 +141,21 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
                                                                   plan->d_, plan->d_, preference.p, 1, &result, &found);
   // NOT_SUPPORTED (or INVALID_VALUE, for a combination of types, epilogue and layouts this
   // version refuses) means no fused kernel here, not a failure.
-  if (heuristic != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS)
-    return std::shared_ptr<const LtGemm>();
+  if (heuristic != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS) return refused();
+  // The algorithm against the very descriptors, at bind time: the heuristic may not weigh every
+  // attribute (the aux type is documented as checked by the matmul), and "if
+  // cublasLtMatmulAlgoCheck fails, the algo will not run" (cublasLt.h).
+  cublasLtMatmulHeuristicResult_t check{};
+  if (cublasLtMatmulAlgoCheck(plan->handle_, plan->desc_, plan->a_, plan->b_, plan->d_, plan->d_, &result.algo,
+                              &check) != CUBLAS_STATUS_SUCCESS ||
+      check.state != CUBLAS_STATUS_SUCCESS)
+    return refused();
   plan->algo_ = result.algo;
-  if (result.workspaceSize > 0) {
-    DTC_ASSIGN_OR_RETURN(plan->workspace_, device.sharedScratch(0, result.workspaceSize));
-    plan->workspaceBytes_ = result.workspaceSize;
+  const size_t workspaceBytes = std::max(result.workspaceSize, check.workspaceSize);
+  if (workspaceBytes > kMaxWorkspaceBytes) return refused();
+  if (workspaceBytes > 0) {
+    DTC_ASSIGN_OR_RETURN(plan->workspace_, device.sharedScratch(0, workspaceBytes));
+    plan->workspaceBytes_ = workspaceBytes;
   }
   return std::shared_ptr<const LtGemm>(std::move(plan));
 }

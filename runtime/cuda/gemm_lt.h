@@ -16,12 +16,14 @@
 namespace dtc::cuda {
 
 // In cuBLAS's column-major terms: D [m×n, ld m] = op(A) · B, then the epilogue; A is stored
-// [k×m, ld k] when transposed, else [m×k, ld m]; B is [k×n, ld k]. D, the bias and the aux
-// matrix are float32 whatever A and B are (products summed in f32, never rounded to 16 bits).
+// [k×m, ld k] when transposed, else [m×k, ld m]; B is [k×n, ld k]. The products are summed in
+// f32 and the bias and aux matrix are float32 whatever A, B and D are: the epilogue runs on the
+// f32 sum, and a 16-bit D is that result rounded once.
 struct LtGemmSpec {
   int64_t m = 0, n = 0, k = 0;  // all positive
   bool transA = false;
   cudaDataType_t abType = CUDA_R_32F;  // A and B: CUDA_R_32F, CUDA_R_16BF or CUDA_R_16F
+  cudaDataType_t dType = CUDA_R_32F;   // D (and C): CUDA_R_32F, or abType when that is 16-bit
   bool tf32 = false;                   // only concerns float32 A and B
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const float* bias = nullptr;  // [m], for the BIAS epilogues
@@ -38,7 +40,7 @@ class LtGemm {
 
  private:
   friend StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device&, const LtGemmSpec&, const void*, const void*,
-                                                            float*, const std::string&);
+                                                            void*, const std::string&);
   LtGemm() = default;
   cublasLtHandle_t handle_ = nullptr;  // the process's for this GPU, never destroyed (see gemm_lt.cc)
   cublasLtMatmulDesc_t desc_ = nullptr;
@@ -46,16 +48,17 @@ class LtGemm {
   cublasLtMatmulAlgo_t algo_{};
   const void* aData_ = nullptr;
   const void* bData_ = nullptr;
-  float* dData_ = nullptr;
+  void* dData_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspaceBytes_ = 0;
 };
 
 // The plan of `spec` on `a`, `b` and `d`, or null where cuBLASLt offers no algorithm for it on
-// this GPU (the caller then runs the unfused form). Errors are the library failing, or memory.
+// this GPU or refuses its types (the caller then runs the unfused form). Errors are the library
+// failing, or memory.
 // The workspace the algorithm asks for is Device::sharedScratch's slot 0, held only while the
 // matmul runs.
 StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmSpec& spec, const void* a,
-                                                    const void* b, float* d, const std::string& where);
+                                                    const void* b, void* d, const std::string& where);
 
 }  // namespace dtc::cuda

@@ -445,6 +445,7 @@ StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
                                          "linear_grad_weight", "causal_attention",
                                          "causal_attention_grad", "linear_bias", "linear_bias_gelu",
                                          "linear_grad_input_gelu", "transpose", "split", "concat",
+                                         "layer_norm",
                                          "all_reduce", "all_gather",
                                          "reduce_scatter", "all_to_all", "local_slice",
                                          "collective_broadcast"};

@@ -23,8 +23,15 @@ inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx,
     return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) + " and " +
                             dtypeName(w.dtype));
   if (third.dtype != DType::kF32) return invalid(ctx, "expects a float32 " + std::string(forward ? "bias" : "pre"));
-  for (const TensorView& out : ctx.outputs)
-    if (out.dtype != DType::kF32) return invalid(ctx, "expects float32 results");
+  // Results are f32, except that a forward op's y may be x's 16-bit type: under mixed precision
+  // the compiler folds the narrowing cast that followed y into the op (y = the f32 result rounded
+  // once). pre stays f32, being the GELU gradient's input. The CPU sees all of this widened to
+  // f32, the CUDA binder with its 16-bit types as f32 (checking them itself).
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    const DType t = ctx.outputs[i].dtype;
+    const bool narrowY = forward && i == 0 && t == a.dtype && (t == DType::kBF16 || t == DType::kF16);
+    if (t != DType::kF32 && !narrowY) return invalid(ctx, "expects float32 results");
+  }
   auto mismatch = [&] {
     return invalid(ctx, "shapes " + str(a.shape) + ", " + str(w.shape) + ", " + str(third.shape) + " -> " +
                             str(ctx.outputs[0].shape) + " do not match");

@@ -4,10 +4,11 @@
 // (DTC_CUDA_LT_EPILOGUES=0: a cuBLAS GEMM, then kernels/epilogue.cu). Shapes: a 3-D x [2, 17, 64]
 // with N = 96 (every fused epilogue applies); N = 30, K = 20 (pre's leading dimension is not a
 // multiple of 8, so the GELU steps run unfused on either pass); [512, 768] -> 3072; empty sums
-// and no rows. Then the contracts: steps both backends refuse with the same words, and
+// and no rows. 16-bit x and w also with y of their type (mixed precision's folded narrowing
+// cast; pre stays f32). Then the contracts: steps both backends refuse with the same words, and
 // mixes the CPU widens and the CUDA kernels do not take.
 //
-// Tolerances (the harness's max |cuda − cpu| / max |cpu| per output; every output is f32).
+// Tolerances (the harness's max |cuda − cpu| / max |cpu| per output; f32 outputs unless said).
 // float32: 1e-5, the GEMM's summation order being the only difference (TF32 is off by default;
 // the bias add and the GELU are the CPU's operations in its order, tanhf aside: f32 steps take
 // cuBLASLt for the bias only and run the GELU, or its gradient, as our own pass).
@@ -18,9 +19,16 @@
 // O(1), so the bound still catches it.
 // bfloat16 / float16 x and w: both backends multiply the same 16-bit values, and every product
 // is exact in f32 (8 + 8 or 11 + 11 significand bits, under 24), so the results differ by the
-// summation order alone, as in f32; nothing is rounded to 16 bits. The mixed-precision suite's
+// summation order alone, as in f32; f32 results are never rounded to 16 bits. The mixed-precision suite's
 // 1e-2 (bf16) and 2e-3 (f16) bounds are kept (the printed error shows the real margin), and
 // the cuBLASLt GELU bound above stays within them.
+// A 16-bit y is that f32 result rounded once on each side (cuBLASLt's D conversion, or our pass
+// with cpu/half.h's rounding; the CPU rounds its widened result the same way), so the two sit
+// at most 1 ulp of T apart where the f32 values differ by less than one ulp: the summation
+// order's ~1e-6 relative, or the fast tanh's ~2.5e-4 of a positive GELU, against an ulp of at
+// least 4.9e-4 (f16) or 3.9e-3 (bf16) relative. That bound is asserted where x, w and the bias
+// are of one sign (no cancellation, as precision_cases.cc), reported only for mixed signs; one
+// ulp of the largest value is within the relative bounds above, which hold for both.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -56,6 +64,20 @@ double tolerance(DType t, bool gelu, bool fusedPass) {
   double bound = t == kBF16 ? 1e-2 : t == kF16 ? 2e-3 : 1e-5;
   if (gelu && fusedPass && t != kF32 && bound < 2e-3) bound = 2e-3;
   return bound;
+}
+
+// The forward ops with y of x's 16-bit type t (pre f32), operands and bias uniform in [lo, 1);
+// the 1-ulp bound asserted when lo >= 0 (see the file's comment).
+std::vector<Case> narrowCases(DType t, const Shape& lead, int64_t n, int64_t k, bool fusedPass, float lo) {
+  const std::string dims = describe(with(lead, k)) + "x" + describe({n, k}) + typeLabel(t) + " -> y" +
+                           typeLabel(t) + (lo >= 0 ? " one sign" : "") + (fusedPass ? "" : " unfused");
+  const std::vector<Input> in = {operand(t, with(lead, k), lo), operand(t, {n, k}, lo), f32({n}, lo)};
+  Case bias{"linear_bias " + dims, "linear_bias", {}, in, {outAs(t, with(lead, n))}};
+  Case gelu{"linear_bias_gelu " + dims, "linear_bias_gelu", {}, in, {outAs(t, with(lead, n)), out(with(lead, n))}};
+  bias.tolerance = tolerance(t, false, fusedPass);
+  gelu.tolerance = tolerance(t, true, fusedPass);
+  bias.maxUlps = gelu.maxUlps = lo >= 0 ? 1 : -1;
+  return {bias, gelu};
 }
 
 // The forward ops on x [lead..., k], w [n, k], b [n]; the backward one on dy [lead..., n],
@@ -114,6 +136,18 @@ void runEpilogueCases(Harness& h) {
       for (const Case& c : epilogueCases(t, {7, 3}, 30, 20, fusedPass)) h.run(c);
       for (const Case& c : epilogueCases(t, {512}, 3072, 768, fusedPass)) h.run(c);
     }
+    for (DType t : {kBF16, kF16}) {
+      for (float lo : {-1.0f, 0.0f}) {
+        for (const Case& c : narrowCases(t, {2, 17}, 96, 64, fusedPass, lo)) h.run(c);
+        for (const Case& c : narrowCases(t, {7, 3}, 30, 20, fusedPass, lo)) h.run(c);
+      }
+      for (const Case& c : narrowCases(t, {512}, 3072, 768, fusedPass, 0)) h.run(c);
+      // An empty sum: y = the bias (or its GELU) rounded, the same f32 value on both sides.
+      for (Case c : narrowCases(t, {4}, 6, 0, fusedPass, -1)) {
+        c.maxUlps = 1;
+        h.run(c);
+      }
+    }
     // Empty sums (y = the bias; dx = 0 · GELU'(pre)) and no rows at all.
     for (const Case& c : epilogueCases(kF32, {4}, 6, 0, fusedPass)) h.run(c);
     h.run({std::string("linear_grad_input_gelu empty sum") + (fusedPass ? "" : " unfused"), "linear_grad_input_gelu",
@@ -137,13 +171,27 @@ void runEpilogueCases(Harness& h) {
   h.expectSameBindError({"bad linear_grad_input_gelu pre", "linear_grad_input_gelu", {},
                          {f32({4, 6}), f32({6, 8}), f32({4, 7})}, {out({4, 8})}});
   // What the CPU takes by widening every 16-bit operand and the CUDA kernels do not: 16-bit
-  // operands other than x and w (dy and w), or x and w of different types.
+  // operands other than x, w and a forward op's y (dy and w), x and w of different types, or a
+  // 16-bit y other than x's type.
   h.expectBindError({"linear_bias bf16 bias", "linear_bias", {},
                      {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), lowp(kBF16, {6})}, {out({4, 6})}},
                     "the bias must be float32 beside bfloat16 operands, got bfloat16");
   h.expectBindError({"linear_grad_input_gelu f16 dx", "linear_grad_input_gelu", {},
                      {lowp(kF16, {4, 6}), lowp(kF16, {6, 8}), f32({4, 8})}, {outAs(kF16, {4, 8})}},
-                    "results must be float32 beside float16 operands, got float16");
+                    "dx must be float32 beside float16 operands, got float16");
+  h.expectBindError({"linear_bias_gelu bf16 pre", "linear_bias_gelu", {},
+                     {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), f32({6})},
+                     {outAs(kBF16, {4, 6}), outAs(kBF16, {4, 6})}},
+                    "pre must be float32 beside bfloat16 operands, got bfloat16");
+  h.expectBindError({"linear_bias f16 x and w, bf16 y", "linear_bias", {},
+                     {lowp(kF16, {4, 8}), lowp(kF16, {6, 8}), f32({6})}, {outAs(kBF16, {4, 6})}},
+                    "operands must share one element type, got float16 and bfloat16");
+  h.expectBindError({"linear_bias_gelu f32 x and w, bf16 y", "linear_bias_gelu", {},
+                     {f32({4, 8}), f32({6, 8}), f32({6})}, {outAs(kBF16, {4, 6}), out({4, 6})}},
+                    "a bfloat16 y needs bfloat16 x and w, got float32");
+  h.expectBindError({"linear_bias f32 x and w, f16 y", "linear_bias", {}, {f32({4, 8}), f32({6, 8}), f32({6})},
+                     {outAs(kF16, {4, 6})}},
+                    "a float16 y needs float16 x and w, got float32");
   h.expectBindError({"linear_bias_gelu bf16 x, f32 w", "linear_bias_gelu", {},
                      {lowp(kBF16, {4, 8}), f32({6, 8}), f32({6})}, {out({4, 6}), out({4, 6})}},
                     "operands must share one element type, got bfloat16 and float32");

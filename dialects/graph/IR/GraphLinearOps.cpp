@@ -96,3 +96,6 @@ LogicalResult LinearGradInputGeluOp::inferReturnTypes(MLIRContext* ctx, std::opt
   types.push_back(f32Tensor(ctx, dx));
   return success();
 }
+
+bool LinearBiasOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return narrowableFirstResult(l, r); }
+bool LinearBiasGeluOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return narrowableFirstResult(l, r); }

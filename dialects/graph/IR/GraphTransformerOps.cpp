@@ -183,3 +183,5 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<
   types.push_back(f32Tensor(ctx, {adaptor.getVocab(), shapeOf(adaptor.getDy()).back()}));
   return success();
 }
+
+bool LayerNormOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return narrowableFirstResult(l, r); }

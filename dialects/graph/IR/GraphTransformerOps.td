@@ -80,11 +80,16 @@ def Graph_CausalAttentionGradOp : Graph_Op<"causal_attention_grad", [Pure, Infer
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptorWithIsCompatible,
+    Graph_Differentiable]> {
   let summary = "LayerNorm over the last dimension (nn.LayerNorm); also returns mean and rstd";
+  let description = [{
+    y may be bf16/f16 (the f32 result rounded: dtc-fold-casts folds the cast that fed a
+    16-bit contraction into it); mean and rstd are f32.
+  }];
   let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$weight, Graph_F32Tensor:$bias,
                        F32Attr:$eps);
-  let results = (outs Graph_F32Tensor:$y, Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd);
+  let results = (outs Graph_FloatTensor:$y, Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {

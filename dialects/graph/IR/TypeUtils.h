@@ -25,6 +25,20 @@ inline mlir::Type elementOf(mlir::Value value) {
   return mlir::cast<mlir::RankedTensorType>(value.getType()).getElementType();
 }
 
+// Result types of an op whose first result may hold its f32 value rounded to bf16/f16
+// (dtc-fold-casts folds a narrowing cast into the producer): `actual` matches `inferred` but
+// for that first result's element type.
+inline bool narrowableFirstResult(mlir::TypeRange inferred, mlir::TypeRange actual) {
+  if (inferred.size() != actual.size() || inferred.empty()) return false;
+  for (size_t i = 1; i < inferred.size(); ++i)
+    if (inferred[i] != actual[i]) return false;
+  if (inferred[0] == actual[0]) return true;
+  auto want = mlir::dyn_cast<mlir::RankedTensorType>(inferred[0]);
+  auto got = mlir::dyn_cast<mlir::RankedTensorType>(actual[0]);
+  return want && got && want.getShape() == got.getShape() && want.getElementType().isF32() &&
+         (got.getElementType().isBF16() || got.getElementType().isF16());
+}
+
 // The element type every value of `values` shares, or null.
 inline mlir::Type commonElement(mlir::ValueRange values) {
   mlir::Type common;

@@ -13,6 +13,8 @@ namespace dtc::cuda::kernels {
 
 using Shape = std::vector<int64_t>;
 constexpr int kMaxDims = 8;
+// The element types of float data: f32, or the 16-bit types of mixed precision.
+enum class Float { kF32, kBF16, kF16 };
 
 // ---- elementwise.cu (cpu/broadcast_binary.cc, cpu/activations.cc) ----------------------------
 
@@ -111,8 +113,9 @@ cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_
 
 // ---- layer_norm.cu (cpu/layer_norm.cc) ----------------------------------------------------------
 
-cudaError_t layerNorm(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
-                      int64_t rows, int64_t c, float eps, cudaStream_t stream);
+// y is f32, or the f32 result rounded to bf16/f16 (yType).
+cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType, float* mean,
+                      float* rstd, int64_t rows, int64_t c, float eps, cudaStream_t stream);
 uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c);
 // dx may alias dy or x (the weight gradients are taken first).
 cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,
@@ -184,7 +187,6 @@ cudaError_t batchNormGradInput(const float* dy, const float* x, const float* wei
 
 // ---- precision.cu (exec/cpu_kernel_table.cc's cast, exec/cpu_loss_scale_table.cc) ------------
 
-enum class Float { kF32, kBF16, kF16 };
 // y = x in y's type, rounded to nearest even as cpu/half.h, bit for bit (NaN payloads too). Equal
 // types copy; x and y must not overlap otherwise.
 cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream);
@@ -202,14 +204,18 @@ cudaError_t select(const float* pred, const float* onTrue, const float* onFalse,
 // ---- epilogue.cu (exec/cpu_epilogue_table.cc: the fused linear epilogues, unfused) -----------
 
 // The epilogues of linear_bias / linear_bias_gelu / linear_grad_input_gelu after a plain GEMM, for
-// when cuBLASLt cannot fuse them; the CPU's add and gelu_tanh math, in its order. `sum` is
-// [rows, n] row-major, `bias` [n]. Each element is read before it is written.
+// when cuBLASLt cannot fuse them; the CPU's add and gelu_tanh math, in its order, in f32. `sum` is
+// [rows, n] row-major, `bias` [n]; y is of `yType` (f32, or 16-bit rounded as cast() does: the
+// CPU's widened result rounded). Each element is read before it is written.
 
-// sum += bias.
-cudaError_t biasAdd(float* sum, const float* bias, int64_t rows, int64_t n, cudaStream_t stream);
+// y = sum + bias; y may be `sum` (f32).
+cudaError_t biasAdd(const float* sum, const float* bias, void* y, Float yType, int64_t rows, int64_t n,
+                    cudaStream_t stream);
 // pre = sum + bias, y = gelu_tanh(pre); `pre` may be `sum`.
-cudaError_t biasGelu(const float* sum, const float* bias, float* pre, float* y, int64_t rows, int64_t n,
+cudaError_t biasGelu(const float* sum, const float* bias, float* pre, void* y, Float yType, int64_t rows, int64_t n,
                      cudaStream_t stream);
+// y = gelu_tanh(pre) in y's type, over `count` elements (after cuBLASLt's BIAS epilogue).
+cudaError_t geluTanh(const float* pre, void* y, Float yType, int64_t count, cudaStream_t stream);
 // dx *= gelu_tanh'(pre), over `count` elements.
 cudaError_t geluGradInPlace(float* dx, const float* pre, int64_t count, cudaStream_t stream);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common.cuh"
+#include "half.cuh"
 #include "launchers.h"
 
 namespace dtc::cuda::kernels {
@@ -18,8 +19,24 @@ int64_t chunksFor(int64_t rows) {
 
 unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65535)); }
 
-__global__ void layerNormKernel(const float* x, const float* w, const float* b, float* y, float* mean,
-                                float* rstd, int64_t rows, int64_t c, float eps) {
+// y in f32, or rounded to bf16/f16 once (dtc-fold-casts folds the cast to a 16-bit
+// contraction's input into the LayerNorm): Store turns the f32 value into y's element.
+struct StoreF32 {
+  using Element = float;
+  __device__ static float from(float v) { return v; }
+};
+struct StoreBf16 {
+  using Element = uint16_t;
+  __device__ static uint16_t from(float v) { return f32ToBf16(v); }
+};
+struct StoreF16 {
+  using Element = uint16_t;
+  __device__ static uint16_t from(float v) { return f32ToF16(v); }
+};
+
+template <typename Store>
+__global__ void layerNormKernel(const float* x, const float* w, const float* b, typename Store::Element* y,
+                                float* mean, float* rstd, int64_t rows, int64_t c, float eps) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* in = x + r * c;
     double sum = 0;
@@ -33,8 +50,8 @@ __global__ void layerNormKernel(const float* x, const float* w, const float* b, 
     sq = blockSum(sq);
     const float m = static_cast<float>(mu);
     const float s = static_cast<float>(1.0 / sqrt(sq / static_cast<double>(c) + eps));
-    float* out = y + r * c;
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) out[j] = (in[j] - m) * s * w[j] + b[j];
+    typename Store::Element* out = y + r * c;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) out[j] = Store::from((in[j] - m) * s * w[j] + b[j]);
     if (threadIdx.x == 0) {
       mean[r] = m;
       rstd[r] = s;
@@ -99,9 +116,24 @@ __global__ void layerNormInputGrad(const float* dy, const float* x, const float*
 
 }  // namespace
 
-cudaError_t layerNorm(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
-                      int64_t rows, int64_t c, float eps, cudaStream_t stream) {
-  if (rows > 0) layerNormKernel<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(x, w, b, y, mean, rstd, rows, c, eps);
+cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType, float* mean,
+                      float* rstd, int64_t rows, int64_t c, float eps, cudaStream_t stream) {
+  if (rows == 0) return cudaGetLastError();
+  const unsigned blocks = rowBlocks(rows), threads = rowThreads(c);
+  switch (yType) {
+    case Float::kF32:
+      layerNormKernel<StoreF32><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<float*>(y), mean, rstd, rows,
+                                                               c, eps);
+      break;
+    case Float::kBF16:
+      layerNormKernel<StoreBf16><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<uint16_t*>(y), mean, rstd,
+                                                                rows, c, eps);
+      break;
+    case Float::kF16:
+      layerNormKernel<StoreF16><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<uint16_t*>(y), mean, rstd,
+                                                               rows, c, eps);
+      break;
+  }
   return cudaGetLastError();
 }
 
