@@ -80,7 +80,7 @@ def torch_tokens_per_s(mode):
     return B * T * STEPS / (time.perf_counter() - t0)
 
 
-def dtrun_tokens_per_s(build, plan, work):
+def dtrun_tokens_per_s(build, plan, work, env=None):
     tokens = os.path.join(work, "tokens.bin")
     header = np.zeros(256, dtype=np.int32)
     header[:3] = [20240520, 1, 200000]
@@ -89,7 +89,8 @@ def dtrun_tokens_per_s(build, plan, work):
         f.write(np.random.default_rng(0).integers(0, 50257, 200000).astype(np.uint16).tobytes())
     log = os.path.join(work, "log.jsonl")
     subprocess.run([os.path.join(build, "tools", "dtrun", "dtrun"), plan, "--data", tokens, "--device", "cuda",
-                    "--steps", str(WARMUP + STEPS), "--log", log], check=True, stdout=subprocess.DEVNULL)
+                    "--steps", str(WARMUP + STEPS), "--log", log], check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, **(env or {})})
     rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
     return float(np.median(rates)) * T
 
@@ -122,14 +123,27 @@ def main():
         for precision in ("bf16", "fp32"):
             plan = os.path.join(a.plans, f"gpt2-{precision}.dtp")
             rows.append((f"dtrun {precision}", dtrun_tokens_per_s(a.build, plan, work), precision))
+        # Variants of the bf16 step, to see what each choice buys on this GPU (shown, not the
+        # ratios' reference): attention unfused; the flash kernels instead of the GEMM path for
+        # fused attention; no CUDA graphs; no cuBLASLt epilogues.
+        variants = (("dtrun bf16, attention unfused", "gpt2-bf16-unfused-attention.dtp", {}),
+                    ("dtrun bf16, flash-kernel attention", "gpt2-bf16.dtp", {"DTC_CUDA_ATTENTION": "flash"}),
+                    ("dtrun bf16, no CUDA graphs", "gpt2-bf16.dtp", {"DTC_CUDA_GRAPHS": "0"}),
+                    ("dtrun bf16, no cuBLASLt epilogues", "gpt2-bf16.dtp", {"DTC_CUDA_LT_EPILOGUES": "0"}))
+        for name, plan, env in variants:
+            rows.append((name, dtrun_tokens_per_s(a.build, os.path.join(a.plans, plan), work, env), "bf16 variant"))
     for name, mode, precision in (("pytorch eager bf16 autocast+SDPA", "bf16", "bf16"),
                                   ("torch.compile bf16", "compile", "bf16"),
                                   ("pytorch eager fp32", "fp32", "fp32")):
         rows.append((name, torch_tokens_per_s(mode), precision))
-    ours = {precision: rate for name, rate, precision in rows if name.startswith("dtrun")}
+    ours = {precision: rate for name, rate, precision in rows if name in ("dtrun bf16", "dtrun fp32")}
     for name, rate, precision in rows:
-        mfu = rate * flops_per_token / peaks[precision]
-        ratio = "" if name.startswith("dtrun") else f"  dtrun {precision} / this: {ours[precision] / rate:5.2f}x"
+        peak = peaks["bf16" if precision == "bf16 variant" else precision]
+        mfu = rate * flops_per_token / peak
+        if name.startswith("dtrun"):
+            ratio = f"  (vs dtrun bf16: {rate / ours['bf16']:4.2f}x)" if precision == "bf16 variant" else ""
+        else:
+            ratio = f"  dtrun {precision} / this: {ours[precision] / rate:5.2f}x"
         print(f"  {name:34s} {rate:10.0f} tokens/s  MFU {100 * mfu:5.1f}%{ratio}")
 
 

@@ -58,4 +58,8 @@ for precision in bf16 fp32; do
   "$DTC" compile "$OUT/gpt2.dtm" -o "$OUT/gpt2-$precision.dtp" --batch 8 --optimizer adamw --lr 6e-4 \
     --device cuda --precision "$precision" > /dev/null
 done
-echo "wrote $OUT/gpt2-{bf16,fp32}.dtp (GPT-2 124M, batch 8 x 1024 tokens) for bench/gpu_gpt2.sh"
+# The same bf16 step with attention unfused (batched GEMMs and a causal softmax, the [T, T]
+# probabilities kept for backward), to measure what fused attention buys on this GPU.
+"$DTC" compile "$OUT/gpt2.dtm" -o "$OUT/gpt2-bf16-unfused-attention.dtp" --batch 8 --optimizer adamw --lr 6e-4 \
+  --device cuda --precision bf16 --no-fused-attention > /dev/null
+echo "wrote $OUT/gpt2-{bf16,fp32,bf16-unfused-attention}.dtp (GPT-2 124M, batch 8 x 1024 tokens) for bench/gpu_gpt2.sh"
