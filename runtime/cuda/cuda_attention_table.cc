@@ -1,14 +1,39 @@
-// causal_attention and causal_attention_grad on CUDA (exec/cpu_transformer_table.cc's): the
-// flash-attention kernels (kernels/flash_attention.cu) behind the CPU's contracts and messages.
-// What the CPU takes and the kernels do not (a head dimension above 128; 16-bit operands beside
-// float32 ones other than lse, or a 16-bit lse) is a bind error.
+// causal_attention and causal_attention_grad on CUDA (exec/cpu_transformer_table.cc's), behind
+// the CPU's contracts and messages, on one of two paths decided at bind time:
+//
+// The flash-attention kernels (kernels/flash_attention.cu): f32 CUDA cores, no [T, T] buffer.
+// Every float32 step (their parity bound is 1e-5, which tensor-core products would not keep).
+// What the CPU takes and they do not (a head dimension above 128) is a bind error.
+//
+// The GEMM path, for bf16 / f16 operands: cuBLAS strided-batched GEMMs (batch = slices) on the
+// tensor cores with f32 accumulation, and one row pass between them (kernels/attention_gemm.cu).
+// The [T, T] scores live only in scratch during the step; the op still keeps only out and lse.
+//   forward:  S = q·kᵀ (f32) → row pass: lse, P = exp(scale·S − lse) in T → out = P·v
+//   backward: S = q·kᵀ, dP = dout·vᵀ (f32) → row pass: P in T, D_i = dout_i·out_i, dS =
+//             P ⊙ (dP − D_i)·scale in T → dV = Pᵀ·dout, dQ = dS·k, dK = dSᵀ·q
+// FlashAttention-2's roundings: P and dS are rounded to T as the operands of the next products;
+// the dS pass recomputes P in f32 from S and lse (the forward's expression, so the same value)
+// and takes dS from that unrounded P, as the CPU formula does, rather than from the rounded copy
+// the dV product reads. cuBLAS rounds each 16-bit output (out, dq, dk, dv) once from its f32
+// accumulator (split-K reductions stay f32, cuda_device.cc). The GEMMs compute the whole T×T,
+// the upper triangle included: wasted work (about half of the score products), made harmless by
+// exact zeros in P and dS there; one consequence is that a non-finite v, dout, k or q value at a
+// key a query cannot see still reaches that query (0·inf), where the CPU never reads it.
+//
+// DTC_CUDA_ATTENTION=flash forces the flash kernels for 16-bit operands too, =gemm the GEMM path
+// whatever its scratch (16-bit operands only); unset or auto: the GEMM path when its scratch
+// fits kGemmScratchBudget and cuBLAS's 32-bit sizes hold the shapes, else the flash kernels.
 #include "cuda_attention_table.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "cuda_bind.h"
+#include "gemm.h"
 #include "kernels/flash_attention.h"
 
 namespace dtc::cuda {
@@ -74,6 +99,109 @@ Status checkKernelLimits(const StepContext& ctx, const Device& dev, int64_t d) {
   return Status::Ok();
 }
 
+// ---- the GEMM path ----------------------------------------------------------------------------
+
+// Device::sharedScratch's slot for the [T, T] buffers: every attention step on the compute stream
+// shares one buffer (the steps run one at a time), so the 12 layers of a GPT-2 forward and
+// backward hold one backward's worth, not 24 (Device::scratch per step would hold ~20 GiB there).
+constexpr int kScoresSlot = 3;
+static_assert(kScoresSlot < Device::kSharedSlots && kScoresSlot != Device::kCommPackingSlot,
+              "the scores slot is the compute stream's own");
+// The most scratch the GEMM path takes unless forced: GPT-2 124M at batch 8 (96 slices of
+// T = 1024) needs 576 MiB forward and 1152 MiB backward; past this the flash kernels, which need
+// none, are the better use of the memory.
+constexpr uint64_t kGemmScratchBudget = uint64_t{2} << 30;
+// Each buffer starts on a 256-byte boundary (what cuBLAS's fastest kernels want of a pointer).
+constexpr uint64_t kAlign = 256;
+
+enum class Path { kAuto, kFlash, kGemm };
+
+StatusOr<Path> requestedPath(const StepContext& ctx) {
+  const char* value = std::getenv("DTC_CUDA_ATTENTION");
+  if (!value || !*value || std::strcmp(value, "auto") == 0) return Path::kAuto;
+  if (std::strcmp(value, "flash") == 0) return Path::kFlash;
+  if (std::strcmp(value, "gemm") == 0) return Path::kGemm;
+  return invalid(ctx, "DTC_CUDA_ATTENTION must be flash, gemm or auto, got '" + std::string(value) + "'");
+}
+
+// Byte offsets of the buffers in the slot: S [slices, T, T] f32 and P [slices, T, T] of T; for
+// the backward pass also dP (f32) and dS (T). Separate buffers, since a row pass reads its f32
+// row while other blocks write their 16-bit rows (P packed over S would overlap unread rows).
+struct ScoresLayout {
+  uint64_t s = 0, dp = 0, p = 0, ds = 0, bytes = 0;
+};
+
+uint64_t aligned(uint64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// `elements` = slices·T·T; saturates (never fits) where the bytes would overflow.
+ScoresLayout scoresLayout(uint64_t elements, bool grad) {
+  ScoresLayout l;
+  if (elements > (UINT64_MAX >> 5)) {
+    l.bytes = UINT64_MAX;
+    return l;
+  }
+  const uint64_t wide = aligned(elements * sizeof(float)), narrow = aligned(elements * 2);
+  l.s = 0;
+  l.dp = grad ? wide : 0;
+  l.p = (grad ? 2 : 1) * wide;
+  l.ds = grad ? l.p + narrow : 0;
+  l.bytes = l.p + (grad ? 2 : 1) * narrow;
+  return l;
+}
+
+// The three GEMM forms, per slice (row-major; gemm.h's C [M, N] = op(A) [M, K] · op(B) [K, N]),
+// batched over the slices with q, k, v, dout and the outputs [T, D] and the scores [T, T] apart:
+//   scores:     C [T, T] f32 = A [T, D] · B [T, D]ᵀ   (S = q·kᵀ, dP = dout·vᵀ)
+//   rowsTimes:  C [T, D]     = A [T, T] · B [T, D]    (out = P·v, dQ = dS·k)
+//   transposed: C [T, D]     = A [T, T]ᵀ · B [T, D]   (dV = Pᵀ·dout, dK = dSᵀ·q)
+struct AttentionGemms {
+  GemmShape scores, rowsTimes, transposed;
+};
+
+AttentionGemms attentionGemms(int64_t slices, int64_t t, int64_t d, cudaDataType_t type) {
+  auto shape = [&](int64_t m, int64_t n, int64_t k, bool transA, bool transB, int64_t strideA, int64_t strideB,
+                   int64_t strideC, bool f32Output) {
+    GemmShape s;
+    s.m = m, s.n = n, s.k = k;
+    s.transA = transA, s.transB = transB;
+    s.batch = slices;
+    s.strideA = strideA, s.strideB = strideB, s.strideC = strideC;
+    s.type = type;
+    s.f32Output = f32Output;
+    return s;
+  };
+  return {shape(t, t, d, false, true, t * d, t * d, t * t, true),
+          shape(t, d, t, false, false, t * t, t * d, t * d, false),
+          shape(t, d, t, true, false, t * t, t * d, t * d, false)};
+}
+
+cudaDataType_t cudaType(Float type) { return type == Float::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
+
+// Whether the step takes the GEMM path (see the file's comment): 16-bit operands, cuBLAS's sizes,
+// and `bytes` of scratch within the budget unless forced. Forced onto a shape cuBLAS cannot take,
+// the GEMMs' error.
+StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const AttentionGemms& g, uint64_t bytes) {
+  DTC_ASSIGN_OR_RETURN(const Path path, requestedPath(ctx));
+  if (type == Float::kF32 || path == Path::kFlash) return false;
+  for (const GemmShape* s : {&g.scores, &g.rowsTimes, &g.transposed}) {
+    Status fits = checkGemm(*s, ctx.where());
+    if (!fits.ok()) {
+      if (path == Path::kGemm) return fits;
+      return false;
+    }
+  }
+  return path == Path::kGemm || bytes <= kGemmScratchBudget;
+}
+
+// slices·T·T, saturating (a shape that large fails checkGemm anyway).
+uint64_t scoreElements(int64_t slices, int64_t t) {
+  const uint64_t rows = static_cast<uint64_t>(slices) * static_cast<uint64_t>(t);  // ≤ the elements of q
+  const uint64_t columns = static_cast<uint64_t>(t);
+  return rows > UINT64_MAX / columns ? UINT64_MAX : rows * columns;
+}
+
+// ---- the binders -------------------------------------------------------------------------------
+
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(const Float type, attentionType(ctx, 3, 2, false, 1));
   TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
@@ -87,14 +215,36 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   if (slices == 0 || lse.numElements() != slices * t)
     return invalid(ctx, "needs q, k, v, out [..., T, D] and lse [..., T], got " + str(q.shape) +
                             " and " + str(lse.shape));
-  DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(kernels::causalAttention(type, q.data, k.data, v.data, out.data, lse.f32(), slices, t, d, scale,
-                                             stream),
-                    where);
+  const AttentionGemms g = attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
+  const ScoresLayout layout = scoresLayout(scoreElements(slices, t), false);
+  DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes));
+  if (!gemmPath) {
+    DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
+    return BoundStep([=] {
+      return launched(kernels::causalAttention(type, q.data, k.data, v.data, out.data, lse.f32(), slices, t, d,
+                                               scale, stream),
+                      where);
+    });
+  }
+  // Reserved for the backward's layout when that fits the budget: training binds forward steps
+  // first, and the slot would otherwise take a second, larger buffer for the backward ones
+  // while the forward ones keep the first (Device::sharedScratch never shrinks or frees).
+  const uint64_t gradBytes = scoresLayout(scoreElements(slices, t), true).bytes;
+  const uint64_t reserve = gradBytes <= kGemmScratchBudget ? std::max(layout.bytes, gradBytes) : layout.bytes;
+  DTC_ASSIGN_OR_RETURN(void* slot, dev.sharedScratch(kScoresSlot, reserve));
+  uint8_t* base = static_cast<uint8_t*>(slot);
+  float* scores = reinterpret_cast<float*>(base + layout.s);
+  void* probs = base + layout.p;
+  cublasHandle_t handle = dev.blas();
+  return BoundStep([=]() -> Status {
+    // 16-bit operands: tf32 concerns f32 GEMMs only.
+    DTC_RETURN_IF_ERROR(gemm(handle, false, q.data, k.data, scores, g.scores, where));
+    DTC_RETURN_IF_ERROR(
+        launched(kernels::attentionSoftmaxRows(type, scores, lse.f32(), probs, slices, t, scale, stream), where));
+    return gemm(handle, false, probs, v.data, out.data, g.rowsTimes, where);
   });
 }
 
@@ -108,18 +258,43 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
   if (slices == 0 || ctx.inputs[5].numElements() != slices * t)
     return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) + " and " +
                             str(ctx.inputs[5].shape));
-  DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
-  // D_i = dout_i · out_i per row, written by the kernels' pre-pass (the step's own, for its life).
-  DTC_ASSIGN_OR_RETURN(void* scratch, dev.scratch(kernels::causalAttentionGradScratchBytes(slices, t)));
   const std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data, in[3].data, in[4].data,
-                                                 in[5].f32(), out[0].data, out[1].data, out[2].data, slices, t, d,
-                                                 scale, scratch, stream),
-                    where);
+  const AttentionGemms g = attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
+  const ScoresLayout layout = scoresLayout(scoreElements(slices, t), true);
+  DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes));
+  if (!gemmPath) {
+    DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
+    // D_i = dout_i · out_i per row, written by the kernels' pre-pass (the step's own, for its life).
+    DTC_ASSIGN_OR_RETURN(void* scratch, dev.scratch(kernels::causalAttentionGradScratchBytes(slices, t)));
+    return BoundStep([=] {
+      return launched(kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data, in[3].data,
+                                                   in[4].data, in[5].f32(), out[0].data, out[1].data, out[2].data,
+                                                   slices, t, d, scale, scratch, stream),
+                      where);
+    });
+  }
+  DTC_ASSIGN_OR_RETURN(void* slot, dev.sharedScratch(kScoresSlot, layout.bytes));
+  uint8_t* base = static_cast<uint8_t*>(slot);
+  float* scores = reinterpret_cast<float*>(base + layout.s);
+  float* dprobs = reinterpret_cast<float*>(base + layout.dp);  // dP, the loss's gradient in P
+  void* probs = base + layout.p;
+  void* dscores = base + layout.ds;  // dS, the gradient in S = q·kᵀ (scale included)
+  cublasHandle_t handle = dev.blas();
+  const void *dout = in[0].data, *qd = in[1].data, *kd = in[2].data, *vd = in[3].data, *od = in[4].data;
+  const float* lse = in[5].f32();
+  void *dq = out[0].data, *dk = out[1].data, *dv = out[2].data;
+  return BoundStep([=]() -> Status {
+    DTC_RETURN_IF_ERROR(gemm(handle, false, qd, kd, scores, g.scores, where));
+    DTC_RETURN_IF_ERROR(gemm(handle, false, dout, vd, dprobs, g.scores, where));
+    DTC_RETURN_IF_ERROR(launched(kernels::attentionGradRows(type, scores, dprobs, lse, dout, od, probs, dscores,
+                                                            slices, t, d, scale, stream),
+                                 where));
+    DTC_RETURN_IF_ERROR(gemm(handle, false, probs, dout, dv, g.transposed, where));
+    DTC_RETURN_IF_ERROR(gemm(handle, false, dscores, kd, dq, g.rowsTimes, where));
+    return gemm(handle, false, dscores, qd, dk, g.transposed, where);
   });
 }
 

@@ -43,11 +43,12 @@ class Device {
   StatusOr<void*> scratch(uint64_t bytes);
   // Device memory that every bound step asking for the same `slot` shares (0: widened copies of
   // 16-bit operands, 1: collectives' packed blocks on the compute stream, 2: their packed blocks
-  // on the comm stream; a step may use 0 and 1). Work on one stream runs one step at a time in
-  // order, so a step may use its stream's slot from its first kernel to its last, and nothing it
-  // leaves there survives the next step. Reserved at bind time, the pointer kept: a larger
+  // on the comm stream, 3: attention's [T, T] scores on the compute stream, its GEMM path in
+  // cuda_attention_table.cc; a step may use 0 and 1). Work on one stream runs one step at a time
+  // in order, so a step may use its stream's slot from its first kernel to its last, and nothing
+  // it leaves there survives the next step. Reserved at bind time, the pointer kept: a larger
   // request takes a new buffer (at least twice the last), the earlier steps keep the old one.
-  static constexpr int kSharedSlots = 3;
+  static constexpr int kSharedSlots = 4;
   static constexpr int kCommPackingSlot = 2;
   StatusOr<void*> sharedScratch(int slot, uint64_t bytes);
   // A device-visible int a kernel sets to nonzero on data it cannot accept but a bind cannot see

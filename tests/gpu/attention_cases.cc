@@ -1,4 +1,5 @@
-// The flash-attention kernels (causal_attention, causal_attention_grad) against the CPU kernels:
+// causal_attention and causal_attention_grad on CUDA (the flash-attention kernels; for 16-bit
+// operands also the GEMM path, see below) against the CPU kernels:
 // [2, 3, T, D] for T in {1, 17, 64, 100, 257} (one key, part of a tile, one whole tile, a ragged
 // second tile, five tiles) and D in {8, 32, 64, 80, 128} (each register tile width, filled and
 // padded), then peaky scores, other ranks, a long sequence, the contracts and the head-dimension
@@ -7,15 +8,31 @@
 // bits (the kernels use no atomics).
 //
 // Mixed precision: bf16 and f16 q, k, v, out, dout, dq, dk, dv with an f32 lse, for T in
-// {17, 64, 257} × D in {32, 64, 128}, one key, and peaky scores with a padded D. Both backends
-// widen the same 16-bit inputs exactly, run their f32 math and round each output once (to nearest
-// even), so a 16-bit output is off by at most the f32 difference plus one ulp of the type:
-// |r(a) − r(b)| ≤ |a − b| + 2^-7 (bf16) or 2^-10 (f16) of the largest value, under 1e-2 (bf16)
-// and 2e-3 (f16) given the f32 bounds above. lse is f32 from identical inputs and would meet the
-// f32 cases' 1e-5, but the harness holds a case's outputs to one tolerance. The per-element ulp
-// bound is only reported: out and the gradients are sums of mixed signs, so a tiny element may be
+// {17, 64, 257} × D in {32, 64, 128}, one key, peaky scores with a padded D, a long sequence,
+// and D = 160, on each of the CUDA binder's two paths (cuda_attention_table.cc): the default,
+// cuBLAS GEMMs over [T, T] scores in scratch (every 16-bit case here fits its budget), and the
+// flash kernels (DTC_CUDA_ATTENTION=flash), which refuse D = 160.
+// Flash kernels: both backends widen the same 16-bit inputs exactly, run their f32 math and round
+// each output once (to nearest even), so a 16-bit output is off by at most the f32 difference
+// plus one ulp of the type: |r(a) − r(b)| ≤ |a − b| + 2^-7 (bf16) or 2^-10 (f16) of the largest
+// value, under 1e-2 (bf16) and 2e-3 (f16) given the f32 bounds above.
+// GEMM path: the same, plus P and dS rounded to the type before the products that read them
+// (FlashAttention-2's roundings): each product term p·v, p·dout, ds·k, ds·q carries one more
+// relative rounding, at most u = 2^-8 (bf16) or 2^-11 (f16). For out that adds at most u·Σ_j
+// p_ij |v_j| ≤ u·max|v| (p ≥ 0 sums to 1), and max|out| ≈ max|v| here (row 0's out is v_0, its
+// p = 1 exact): a worst case of 2^-7 + 2^-8 ≈ 1.2e-2 (bf16) and 2^-10 + 2^-11 ≈ 1.5e-3 (f16).
+// The gradients' terms have mixed signs, so their bound is loose. In practice the roundings are
+// independent, a random walk far below u·Σ|terms|: an emulation of the path on the CPU (f32 sums
+// in order, these roundings) over these shapes gave at most 6.2e-3 (bf16, about one output ulp
+// plus the roundings) and 9.3e-4 (f16) against the CPU kernels, 1.0e-3 and 2.7e-4 without the P
+// and dS roundings. So the 1e-2 and 2e-3 bounds are kept (margins of about 1.6 and 2; the f16
+// one need not widen); cuBLAS's summation order moves the f32 sums by ~1e-7 relative. A wrong
+// transpose or stride is off by O(1). lse is f32 from identical inputs and would meet the f32
+// cases' 1e-5, but the harness holds a case's outputs to one tolerance. The per-element ulp bound
+// is only reported: out and the gradients are sums of mixed signs, so a tiny element may be
 // several of its own ulps apart.
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -115,6 +132,35 @@ Case gradCase(const Shape& shape, float range, uint64_t seed, DType type = kF32)
   return c;
 }
 
+constexpr const char* kSwitch = "DTC_CUDA_ATTENTION";
+
+// Sets the binder's switch (null: unset, the default path) for the cases that follow, and
+// restores what the environment had when it goes; bind time reads it.
+class Switch {
+ public:
+  Switch() {
+    const char* was = std::getenv(kSwitch);
+    had_ = was != nullptr;
+    if (had_) was_ = was;
+  }
+  ~Switch() {
+    if (had_)
+      ::setenv(kSwitch, was_.c_str(), 1);
+    else
+      ::unsetenv(kSwitch);
+  }
+  void use(const char* value) {
+    if (value)
+      ::setenv(kSwitch, value, 1);
+    else
+      ::unsetenv(kSwitch);
+  }
+
+ private:
+  bool had_ = false;
+  std::string was_;
+};
+
 }  // namespace
 
 void runAttentionCases(Harness& h) {
@@ -134,22 +180,54 @@ void runAttentionCases(Harness& h) {
     h.run(gradCase(e.shape, e.range, seed++));
   }
 
-  // Mixed precision: each register tile width, part of a tile to five tiles, one key (where
-  // dp − D must come out exactly 0), peaky scores and a padded D.
-  for (DType type : {kBF16, kF16}) {
-    for (int64_t t : {17, 64, 257})
-      for (int64_t d : {32, 64, 128}) {
-        h.run(lowForwardCase(type, {2, 3, t, d}, 2.0f));
-        h.run(gradCase({2, 3, t, d}, 2.0f, seed++, type));
+  // Mixed precision on both paths: each register tile width, part of a tile to five tiles, one
+  // key (where dp − D must come out exactly 0), peaky scores with a padded D, 16 key tiles
+  // (rows longer than a row pass's block), and D = 160, which only the GEMM path takes.
+  Switch path;
+  const Shape beyondFlash = {1, 2, 8, 160};
+  for (bool flash : {false, true}) {
+    path.use(flash ? "flash" : nullptr);  // unset: the default, the GEMM path for all of these
+    const std::string which = flash ? " flash" : "";
+    auto check = [&](Case c) {
+      c.label += which;
+      h.run(c);
+    };
+    for (DType type : {kBF16, kF16}) {
+      for (int64_t t : {17, 64, 257})
+        for (int64_t d : {32, 64, 128}) {
+          check(lowForwardCase(type, {2, 3, t, d}, 2.0f));
+          check(gradCase({2, 3, t, d}, 2.0f, seed++, type));
+        }
+      for (const Extra& e : {Extra{{2, 3, 1, 64}, 2.0f}, Extra{{1, 2, 100, 80}, 4.0f}, Extra{{1, 2, 1000, 64}, 2.0f}}) {
+        check(lowForwardCase(type, e.shape, e.range));
+        check(gradCase(e.shape, e.range, seed++, type));
       }
-    for (const Extra& e : {Extra{{2, 3, 1, 64}, 2.0f}, Extra{{1, 2, 100, 80}, 4.0f}}) {
-      h.run(lowForwardCase(type, e.shape, e.range));
-      h.run(gradCase(e.shape, e.range, seed++, type));
+      if (!flash) {
+        check(lowForwardCase(type, beyondFlash, 2.0f));
+        check(gradCase(beyondFlash, 2.0f, seed++, type));
+      }
     }
   }
+  // The flash kernels' head-dimension limit, for 16-bit operands when forced onto them.
+  path.use("flash");
+  const Attr scale = floatAttr("scale", 0.5);
+  h.expectBindError({"attention bf16 D=160 flash", "causal_attention", {scale},
+                     {lowp(kBF16, beyondFlash), lowp(kBF16, beyondFlash), lowp(kBF16, beyondFlash)},
+                     {outAs(kBF16, beyondFlash), out({1, 2, 8})}},
+                    "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
+  h.expectBindError({"attention grad f16 D=160 flash", "causal_attention_grad", {scale},
+                     {lowp(kF16, beyondFlash), lowp(kF16, beyondFlash), lowp(kF16, beyondFlash),
+                      lowp(kF16, beyondFlash), lowp(kF16, beyondFlash), f32({1, 2, 8})},
+                     {outAs(kF16, beyondFlash), outAs(kF16, beyondFlash), outAs(kF16, beyondFlash)}},
+                    "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
+  path.use("fused");
+  h.expectBindError({"attention bad DTC_CUDA_ATTENTION", "causal_attention", {scale},
+                     {lowp(kBF16, {2, 5, 4}), lowp(kBF16, {2, 5, 4}), lowp(kBF16, {2, 5, 4})},
+                     {outAs(kBF16, {2, 5, 4}), out({2, 5})}},
+                    "DTC_CUDA_ATTENTION must be flash, gemm or auto, got 'fused'");
+  path.use(nullptr);
 
   // Malformed steps: both backends refuse them at bind time with the same message.
-  const Attr scale = floatAttr("scale", 0.5);
   const Shape s = {2, 5, 4};
   h.expectSameBindError({"bad attention lse", "causal_attention", {scale}, {f32(s), f32(s), f32(s)},
                          {out(s), out({2, 4})}});
@@ -190,9 +268,6 @@ void runAttentionCases(Harness& h) {
   h.expectBindError({"attention grad D=160", "causal_attention_grad", {scale},
                      {f32(wide), f32(wide), f32(wide), f32(wide), f32(wide), f32({1, 2, 8})},
                      {out(wide), out(wide), out(wide)}},
-                    "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
-  h.expectBindError({"attention bf16 D=160", "causal_attention", {scale},
-                     {lowp(kBF16, wide), lowp(kBF16, wide), lowp(kBF16, wide)}, {outAs(kBF16, wide), out({1, 2, 8})}},
                     "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
 }
 

@@ -219,4 +219,20 @@ cudaError_t geluTanh(const float* pre, void* y, Float yType, int64_t count, cuda
 // dx *= gelu_tanh'(pre), over `count` elements.
 cudaError_t geluGradInPlace(float* dx, const float* pre, int64_t count, cudaStream_t stream);
 
+// ---- attention_gemm.cu (cpu/flash_attention.cc: causal attention's GEMM path, 16-bit operands) --
+
+// The row passes between cuBLAS's GEMMs (cuda_attention_table.cc) for `slices` [T, T] score
+// matrices, one block per query row; `type` is kBF16 or kF16 (cudaErrorInvalidValue otherwise),
+// the type of p, ds, dout and out. s = q·kᵀ and dp = dout·vᵀ are f32 [slices, T, T], unscaled;
+// lse is f32 [slices, T]. p and ds are written whole: their entries above the diagonal are 0.
+
+// lse_i = log Σ_{j≤i} exp(scale·s_ij); p_ij = exp(scale·s_ij − lse_i) rounded to `type`.
+cudaError_t attentionSoftmaxRows(Float type, const float* s, float* lse, void* p, int64_t slices, int64_t t,
+                                 float scale, cudaStream_t stream);
+// p as above from the forward's lse, and ds_ij = p_ij (dp_ij − D_i) · scale with the unrounded p
+// and D_i = dout_i · out_i (dout, out [slices, T, d]), each rounded once to `type`.
+cudaError_t attentionGradRows(Float type, const float* s, const float* dp, const float* lse, const void* dout,
+                              const void* out, void* p, void* ds, int64_t slices, int64_t t, int64_t d, float scale,
+                              cudaStream_t stream);
+
 }  // namespace dtc::cuda::kernels
