@@ -1,5 +1,5 @@
 // The collectives of partitioned plans on CUDA, with the CPU backend's contracts
-// (exec/cpu_collective_table.cc). Each runs on NCCL where its group does (nccl_groups.h: on
+// (exec/collective_contract.h). Each runs on NCCL where its group does (nccl_groups.h: on
 // device memory, nothing waits for the host; on the comm stream beside the compute that follows,
 // see Device::overlapSlot, and CommRoute for the exception), else staged through the host: the step copies its blocks from the GPU into pinned buffers, calls the same
 // Communicator method as the CPU backend and copies the result back (correct on any MPI, and
@@ -18,20 +18,10 @@ constexpr cudaMemcpyKind kDown = cudaMemcpyDeviceToHost, kUp = cudaMemcpyHostToD
                          kOnDevice = cudaMemcpyDeviceToDevice;
 
 StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(floats(ctx));
-  if (ctx.inputs.empty() || ctx.inputs.size() != ctx.outputs.size())
-    return invalid(ctx, "needs as many outputs as inputs");
-  int64_t total = 0;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[i], ctx.outputs[i]));
-    total += ctx.inputs[i].numElements();
-  }
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
-  std::string reduction = ctx.stringAttr("reduction");
-  if (reduction != "" && reduction != "sum" && reduction != "max")
-    return invalid(ctx, "unknown reduction '" + reduction + "'");
-  const bool max = reduction == "max";
-  if (max && ctx.inputs.size() > 1) return invalid(ctx, "a bucket of several tensors reduces by sum only");
+  DTC_ASSIGN_OR_RETURN(AllReduceStep r, checkAllReduce(ctx));
+  const Group g = groupOn(r.group, dev);
+  const int64_t total = r.total;
+  const bool max = r.max;
   const Stager s = stager(ctx, dev, total, 0);
   const std::vector<TensorView> ins = ctx.inputs, outs = ctx.outputs;
   DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
@@ -79,12 +69,10 @@ StatusOr<float*> packing(Device& dev, bool needed, int64_t floats, const CommRou
 }
 
 StatusOr<BoundStep> bindAllGather(const StepContext& ctx, Device& dev) {
-  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
-  DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
-  TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
-  DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, g.size, 1));
-  Around a(out.shape, dim);
+  DTC_ASSIGN_OR_RETURN(BlockStep b, checkAllGather(ctx));
+  const Group g = groupOn(b.group, dev);
+  TensorView in = b.in, out = b.out;
+  Around a(out.shape, b.dim);
   int64_t n = in.numElements();
   const Stager s = stager(ctx, dev, n, n * g.size);
   DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
@@ -115,11 +103,10 @@ StatusOr<BoundStep> bindAllGather(const StepContext& ctx, Device& dev) {
 }
 
 StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
-  TensorView in = ctx.inputs[0], out = ctx.outputs[0];
-  DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, 1, g.size));
-  Around a(in.shape, dim);
+  DTC_ASSIGN_OR_RETURN(BlockStep b, checkReduceScatter(ctx));
+  const Group g = groupOn(b.group, dev);
+  TensorView in = b.in, out = b.out;
+  Around a(in.shape, b.dim);
   int64_t n = out.numElements();
   const Stager s = stager(ctx, dev, n * g.size, n);
   DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
@@ -150,32 +137,20 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
 
 // No communication: this device's block, copied on the GPU.
 StatusOr<BoundStep> bindLocalSlice(const StepContext& ctx, Device& dev) {
-  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
-  DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
-  TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
-  DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, 1, g.size));
-  Around a(in.shape, dim);
+  DTC_ASSIGN_OR_RETURN(BlockStep b, checkLocalSlice(ctx));
+  const int64_t size = b.group.size, index = b.group.index;
+  TensorView in = b.in, out = b.out;
+  Around a(in.shape, b.dim);
   const Stager s = stager(ctx, dev, 0, 0);
-  return BoundStep([=] { return s.block(in.f32(), a, g.size, g.index, out.f32(), false, kOnDevice); });
+  return BoundStep([=] { return s.block(in.f32(), a, size, index, out.f32(), false, kOnDevice); });
 }
 
 StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
-  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
-  DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
-  TensorView in = words(ctx.inputs[0], w), out = words(ctx.outputs[0], w);
-  int64_t split = ctx.intAttr("split_dim"), concat = ctx.intAttr("concat_dim");
-  int64_t rank = static_cast<int64_t>(in.shape.size());
-  if (split < 0 || split >= rank || concat < 0 || concat >= rank || split == concat ||
-      in.shape[split] % g.size != 0)
-    return invalid(ctx, "bad split_dim/concat_dim for " + str(in.shape));
-  Shape want = in.shape;
-  want[split] /= g.size;
-  want[concat] *= g.size;
-  if (want != out.shape) return invalid(ctx, "output " + str(out.shape) + " should be " + str(want));
+  DTC_ASSIGN_OR_RETURN(AllToAllStep a, checkAllToAll(ctx));
+  const Group g = groupOn(a.group, dev);
+  TensorView in = a.in, out = a.out;
   int64_t n = in.numElements() / g.size;
-  Around from(in.shape, split), to(out.shape, concat);
+  Around from(in.shape, a.split), to(out.shape, a.concat);
   const Stager s = stager(ctx, dev, n * g.size, n * g.size);
   // NCCL sends and receives contiguous blocks: the blocks to send packed in the first half, the
   // received ones landing in the second, where either side is strided.
@@ -219,11 +194,9 @@ StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
 }
 
 StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
-  int64_t root = ctx.intAttr("root");
-  if (root < 0 || root >= g.size) return invalid(ctx, "root outside the group");
+  DTC_ASSIGN_OR_RETURN(BroadcastStep b, checkCollectiveBroadcast(ctx));
+  const Group g = groupOn(b.group, dev);
+  const int root = b.root;
   TensorView in = ctx.inputs[0], out = ctx.outputs[0];
   const int64_t n = in.numElements();
   const Stager s = stager(ctx, dev, n, 0);
@@ -233,29 +206,20 @@ StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx, Device& dev)
     if (comm)
       return route.run([&](cudaStream_t stream) {
         const Nccl nc{&g.paths->api(), comm, stream, s.where};
-        return nc.check(nc.api->broadcast(in.data, out.data, n, ncclFloat32, static_cast<int>(root), comm, stream),
-                        "ncclBroadcast");
+        return nc.check(nc.api->broadcast(in.data, out.data, n, ncclFloat32, root, comm, stream), "ncclBroadcast");
       });
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(s.copy(s.host(0), in.data, n, kDown));
     DTC_RETURN_IF_ERROR(s.wait());
-    DTC_RETURN_IF_ERROR(g.comm->broadcast(s.host(0), n, static_cast<int>(root)));
+    DTC_RETURN_IF_ERROR(g.comm->broadcast(s.host(0), n, root));
     return s.copy(out.data, s.host(0), n, kUp);
   });
 }
 
-// Point to point along a group (see the CPU table): any dtype, as bytes, always host-staged.
-StatusOr<int> tagOf(const StepContext& ctx) {
-  int64_t tag = ctx.intAttr("tag");
-  if (tag < 0 || tag > comm::Communicator::kMaxTag)
-    return invalid(ctx, "tag " + std::to_string(tag) + " is outside [0, " +
-                            std::to_string(comm::Communicator::kMaxTag) + "]");
-  return static_cast<int>(tag);
-}
-
-int64_t bytesOf(const TensorView& t) { return t.numElements() * static_cast<int64_t>(dtypeSize(t.dtype)); }
-
+// Point to point along a group (see exec/collective_contract.h): any dtype, as bytes, always
+// host-staged.
+//
 // Why not NCCL: beyond what NCCL's buffers hold, ncclSend holds the stream until the peer has
 // posted the matching ncclRecv, so in 1F1B's steady state, where neighbouring stages send to
 // each other at the same time (docs/design.md, "Pipeline parallelism"), both streams would wait
@@ -263,40 +227,37 @@ int64_t bytesOf(const TensorView& t) { return t.numElements() * static_cast<int6
 // never block). NCCL's transfers also have no tags: a pair must be received in the order it was
 // sent, while the plan's tagged transfers may be received in any order. Batching a step's sends
 // and receives into one NCCL group, as Megatron does, needs the schedule to pair them: later.
+// The staging of a send or receive, whose steps never run in a CUDA graph.
+Stager pointToPointStager(const StepContext& ctx, Device& dev, const PointToPointStep& p) {
+  const Stager s = stager(ctx, dev, (p.bytes + 3) / 4, 0);
+  dev.markHostSynchronizing();
+  return s;
+}
+
 StatusOr<BoundStep> bindSend(const StepContext& ctx, Device& dev) {
-  if (ctx.inputs.size() != 1 || !ctx.outputs.empty()) return invalid(ctx, "expects 1 input and 0 outputs");
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
-  DTC_ASSIGN_OR_RETURN(int tag, tagOf(ctx));
-  int peer = static_cast<int>(((g.index + ctx.intAttr("shift")) % g.size + g.size) % g.size);
-  TensorView in = ctx.inputs[0];
-  const int64_t bytes = bytesOf(in);
-  const Stager s = stager(ctx, dev, (bytes + 3) / 4, 0);
-  dev.markHostSynchronizing();  // never in a CUDA graph
+  DTC_ASSIGN_OR_RETURN(const PointToPointStep p, checkSend(ctx));
+  const uint8_t* data = ctx.inputs[0].data;
+  const Stager s = pointToPointStager(ctx, dev, p);
   // The communicator copies the bytes (sends never block), so the staging buffer is free after.
   return BoundStep([=] {
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(
-        cudaStatus(cudaMemcpyAsync(s.host(0), in.data, bytes, kDown, s.dev->stream()), s.where + "a copy"));
+        cudaStatus(cudaMemcpyAsync(s.host(0), data, p.bytes, kDown, s.dev->stream()), s.where + "a copy"));
     DTC_RETURN_IF_ERROR(s.wait());
-    return g.comm->send(s.host(0), bytes, peer, tag);
+    return p.group.comm->send(s.host(0), p.bytes, p.peer, p.tag);
   });
 }
 
 StatusOr<BoundStep> bindRecv(const StepContext& ctx, Device& dev) {
-  if (!ctx.inputs.empty() || ctx.outputs.size() != 1) return invalid(ctx, "expects 0 inputs and 1 output");
-  DTC_ASSIGN_OR_RETURN(Group g, groupOf(ctx, dev));
-  DTC_ASSIGN_OR_RETURN(int tag, tagOf(ctx));
-  int peer = static_cast<int>(((g.index - ctx.intAttr("shift")) % g.size + g.size) % g.size);
-  TensorView out = ctx.outputs[0];
-  const int64_t bytes = bytesOf(out);
-  const Stager s = stager(ctx, dev, (bytes + 3) / 4, 0);
-  dev.markHostSynchronizing();  // never in a CUDA graph
+  DTC_ASSIGN_OR_RETURN(const PointToPointStep p, checkRecv(ctx));
+  uint8_t* data = ctx.outputs[0].data;
+  const Stager s = pointToPointStager(ctx, dev, p);
   return BoundStep([=] {
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
-    DTC_RETURN_IF_ERROR(g.comm->recv(s.host(0), bytes, peer, tag));
-    return cudaStatus(cudaMemcpyAsync(out.data, s.host(0), bytes, kUp, s.dev->stream()), s.where + "a copy");
+    DTC_RETURN_IF_ERROR(p.group.comm->recv(s.host(0), p.bytes, p.peer, p.tag));
+    return cudaStatus(cudaMemcpyAsync(data, s.host(0), p.bytes, kUp, s.dev->stream()), s.where + "a copy");
   });
 }
 

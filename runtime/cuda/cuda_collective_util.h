@@ -1,6 +1,6 @@
-// Shared pieces of the CUDA collective binders (cuda_collective_table.cc):
-// the CPU's contracts (exec/cpu_collective_table.cc) and the two ways a step runs, host-staged
-// through MPI (Stager) or on NCCL (Nccl).
+// Shared pieces of the CUDA collective binders (cuda_collective_table.cc): the CPU's contracts
+// (exec/collective_contract.h) and the two ways a step runs, host-staged through MPI (Stager) or
+// on NCCL (Nccl).
 #pragma once
 
 #include <string>
@@ -10,15 +10,6 @@
 #include "exec/collective_contract.h"
 
 namespace dtc::cuda {
-
-// A tensor seen as [outer, mid, inner] around dimension `dim`.
-struct Around {
-  int64_t outer = 1, mid = 1, inner = 1;
-  Around(const Shape& shape, int64_t dim) {
-    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
-      (d < dim ? outer : d == dim ? mid : inner) *= shape[d];
-  }
-};
 
 // Block `index` of `parts` along the middle dimension of `whole` ([outer, mid, inner] floats)
 // from or into `block` (contiguous [outer, mid/parts, inner]); one strided 2-D copy.
@@ -32,11 +23,9 @@ inline cudaError_t blockCopy(float* whole, const Around& a, int64_t parts, int64
                    : cudaMemcpy2DAsync(block, run, at, pitch, run, a.outer, kind, stream);
 }
 
-// This device's group over the step's mesh axes, and where its collectives run.
-struct Group {
-  comm::Communicator* comm = nullptr;
-  int64_t size = 1, index = 0;
-  std::vector<int> axes;
+// This device's group over the step's mesh axes (the contract's CollectiveGroup), and where its
+// collectives run.
+struct Group : CollectiveGroup {
   NcclGroups* paths = nullptr;
   // The group's NCCL communicator, or null when its collectives are host-staged. The first call
   // for a group decides and creates, collectively (nccl_groups.cc): call it from bound steps
@@ -44,16 +33,7 @@ struct Group {
   StatusOr<ncclComm_t> nccl() const { return paths->comm(axes, *comm); }
 };
 
-inline StatusOr<Group> groupOf(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(std::vector<int> axes, collectiveAxes(ctx));
-  Group g;
-  DTC_ASSIGN_OR_RETURN(g.comm, ctx.mesh->group(axes));
-  g.size = ctx.mesh->groupSize(axes);
-  g.index = ctx.mesh->indexIn(axes);
-  g.axes = axes;
-  g.paths = &dev.collectives();
-  return g;
-}
+inline Group groupOn(const CollectiveGroup& g, Device& dev) { return Group{g, &dev.collectives()}; }
 
 // The run-time side of the host-staged path: pinned staging buffers (reserved when the step
 // first runs this path: NCCL groups never need them), copies with error checks, and the wait

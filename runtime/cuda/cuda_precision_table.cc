@@ -1,14 +1,13 @@
 // Mixed precision and loss scaling on CUDA: casts (exec/cpu_kernel_table.cc's bindCast), the
 // widened form of a float32 binder for 16-bit operands (its bindLowPrecision), and the loss
-// scale's steps (exec/cpu_loss_scale_table.cc), with the CPU's contracts and messages.
+// scale's steps (exec/cpu_loss_scale_table.cc), with the CPU's contracts (exec/precision_contracts.h).
 #include "cuda_bind.h"
+#include "exec/precision_contracts.h"
 
 namespace dtc::cuda {
 namespace {
 
 using kernels::Float;
-
-bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 
 Float floatOf(DType t) {
   return t == DType::kBF16 ? Float::kBF16 : t == DType::kF16 ? Float::kF16 : Float::kF32;
@@ -16,12 +15,8 @@ Float floatOf(DType t) {
 
 // y = x in y's element type (f32, bf16, f16).
 StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
-  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "expects 1 input and 1 output");
+  DTC_RETURN_IF_ERROR(checkCast(ctx));
   const TensorView x = ctx.inputs[0], y = ctx.outputs[0];
-  for (const TensorView* t : {&x, &y})
-    if (t->dtype != DType::kF32 && !lowPrecision(t->dtype))
-      return invalid(ctx, "casts between float32, bfloat16 and float16, not " + dtypeName(t->dtype));
-  if (x.shape != y.shape) return invalid(ctx, "shapes " + str(x.shape) + " and " + str(y.shape) + " differ");
   const int64_t n = x.numElements();
   const Float from = floatOf(x.dtype), to = floatOf(y.dtype);
   const uint64_t inBytes = n * dtypeSize(x.dtype), outBytes = n * dtypeSize(y.dtype);
@@ -48,8 +43,7 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
 }
 
 StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
-  if (!ctx.outputs[0].shape.empty()) return invalid(ctx, "the count is a scalar");
+  DTC_RETURN_IF_ERROR(checkNonfiniteCount(ctx));
   DTC_ASSIGN_OR_RETURN(void* partial, dev.scratch(kernels::kSumBlocks * sizeof(long long)));
   const float* x = ctx.inputs[0].f32();
   float* count = ctx.outputs[0].f32();
@@ -61,16 +55,9 @@ StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx, Device& dev) {
 }
 
 StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 4));
-  for (const auto* list : {&ctx.inputs, &ctx.outputs})
-    for (const TensorView& t : *list)
-      if (!t.shape.empty()) return invalid(ctx, "operands are scalars");
-  const int64_t interval = ctx.intAttr("growth_interval");
-  const float growth = static_cast<float>(ctx.floatAttr("growth_factor"));
-  const float backoff = static_cast<float>(ctx.floatAttr("backoff_factor"));
-  if (interval < 1 || !(growth > 1) || !(backoff > 0 && backoff < 1))
-    return invalid(ctx, "needs growth_interval >= 1, growth_factor > 1, 0 < backoff_factor < 1");
-  const float intervalF = static_cast<float>(interval);  // the CPU compares with this float
+  DTC_ASSIGN_OR_RETURN(LossScaleRule rule, checkLossScaleStep(ctx));
+  const float growth = rule.growth, backoff = rule.backoff;
+  const float intervalF = static_cast<float>(rule.growthInterval);  // the CPU compares with this float
   const float *scale = ctx.inputs[0].f32(), *good = ctx.inputs[1].f32(), *nonfinite = ctx.inputs[2].f32();
   float *keep = ctx.outputs[0].f32(), *inv = ctx.outputs[1].f32(), *newScale = ctx.outputs[2].f32(),
         *newGood = ctx.outputs[3].f32();
@@ -84,10 +71,7 @@ StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx, Device& dev) {
 }
 
 StatusOr<BoundStep> bindSelect(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
-  if (!ctx.inputs[0].shape.empty()) return invalid(ctx, "the predicate is a scalar");
-  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[2], ctx.outputs[0]));
+  DTC_RETURN_IF_ERROR(checkSelect(ctx));
   // Values are whole buffers: y is on_true, on_false or neither, never a part of one.
   const float *pred = ctx.inputs[0].f32(), *onTrue = ctx.inputs[1].f32(), *onFalse = ctx.inputs[2].f32();
   float* y = ctx.outputs[0].f32();

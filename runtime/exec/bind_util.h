@@ -5,6 +5,8 @@
 #include <array>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "cpu/kernels.h"
 #include "exec/executor.h"
@@ -68,7 +70,20 @@ const BinderTable& vocabParallelBinders();
 const BinderTable& lossScaleBinders();
 const BinderTable& epilogueBinders();  // cpu_epilogue_table.cc
 // (first row, rows over all devices) of this device's block of a table or class dimension
-// split over the step's `vocab_axes` ((0, localRows) when not split).
-StatusOr<std::pair<int64_t, int64_t>> vocabularyBlock(const StepContext& ctx, int64_t localRows);
+// split over the step's `vocab_axes` ((0, localRows) when not split): this device's index over
+// those axes times its rows.
+inline StatusOr<std::pair<int64_t, int64_t>> vocabularyBlock(const StepContext& ctx, int64_t localRows) {
+  std::vector<int64_t> axes64 = ctx.intsAttr("vocab_axes");
+  std::pair<int64_t, int64_t> block{0, localRows};
+  if (axes64.empty()) return block;
+  if (!ctx.mesh) return invalid(ctx, "a split vocabulary in a plan run without a device mesh");
+  std::vector<int> axes(axes64.begin(), axes64.end());
+  for (int a : axes)
+    if (a < 0 || a >= static_cast<int>(ctx.mesh->sizes().size()))
+      return invalid(ctx, "names mesh axis " + std::to_string(a));
+  block.first = ctx.mesh->indexIn(axes) * localRows;
+  block.second = ctx.mesh->groupSize(axes) * localRows;
+  return block;
+}
 
 }  // namespace dtc

@@ -1,8 +1,10 @@
 // The collectives' operand contracts, shared by the CPU and CUDA kernel tables so that both
-// backends accept the same steps and refuse the others with the same messages.
+// backends accept the same steps and refuse the others with the same messages. Each step's check
+// (check*) returns its group and what its launch needs.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/bind_util.h"
@@ -63,5 +65,170 @@ inline StatusOr<int64_t> scaledDim(const StepContext& ctx, const char* attr, con
   if (want != out) return invalid(ctx, "output " + str(out) + " should be " + str(want));
   return dim;
 }
+
+// A tensor seen as [outer, mid, inner] around dimension `dim`.
+struct Around {
+  int64_t outer = 1, mid = 1, inner = 1;
+  Around(const Shape& shape, int64_t dim) {
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      (d < dim ? outer : d == dim ? mid : inner) *= shape[d];
+  }
+};
+
+// This device's group over the step's mesh axes: its communicator, size and index in it.
+struct CollectiveGroup {
+  comm::Communicator* comm = nullptr;
+  int64_t size = 1, index = 0;
+  std::vector<int> axes;
+};
+
+inline StatusOr<CollectiveGroup> collectiveGroup(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(std::vector<int> axes, collectiveAxes(ctx));
+  CollectiveGroup g;
+  DTC_ASSIGN_OR_RETURN(g.comm, ctx.mesh->group(axes));
+  g.size = ctx.mesh->groupSize(axes);
+  g.index = ctx.mesh->indexIn(axes);
+  g.axes = axes;
+  return g;
+}
+
+// all_reduce: each input summed (or, one tensor alone, maxed: `reduction`) over the group into
+// its output; several tensors are a bucket of `total` elements.
+struct AllReduceStep {
+  CollectiveGroup group;
+  int64_t total = 0;
+  bool max = false;
+};
+
+inline StatusOr<AllReduceStep> checkAllReduce(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(floats(ctx));
+  if (ctx.inputs.empty() || ctx.inputs.size() != ctx.outputs.size())
+    return invalid(ctx, "needs as many outputs as inputs");
+  AllReduceStep r;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[i], ctx.outputs[i]));
+    r.total += ctx.inputs[i].numElements();
+  }
+  DTC_ASSIGN_OR_RETURN(r.group, collectiveGroup(ctx));
+  std::string reduction = ctx.stringAttr("reduction");
+  if (reduction != "" && reduction != "sum" && reduction != "max")
+    return invalid(ctx, "unknown reduction '" + reduction + "'");
+  r.max = reduction == "max";
+  if (r.max && ctx.inputs.size() > 1) return invalid(ctx, "a bucket of several tensors reduces by sum only");
+  return r;
+}
+
+// A collective's group and its one input and one output.
+struct MovedOperands {
+  CollectiveGroup group;
+  TensorView in, out;
+};
+
+// The collectives that only move data (all_gather, local_slice, all_to_all): one float32 or int64
+// input and output, seen as float32 words (words()).
+inline StatusOr<MovedOperands> movedOperands(const StepContext& ctx) {
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
+  DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
+  MovedOperands m;
+  DTC_ASSIGN_OR_RETURN(m.group, collectiveGroup(ctx));
+  m.in = words(ctx.inputs[0], w), m.out = words(ctx.outputs[0], w);
+  return m;
+}
+
+// The block collectives (all_gather, reduce_scatter, local_slice): in and out differ along
+// dimension `dim` by the group's size.
+struct BlockStep : MovedOperands {
+  int64_t dim = 0;
+};
+
+// all_gather (gather = true: out's `dim` is the group's blocks of in) or local_slice (this
+// device's block of in).
+inline StatusOr<BlockStep> checkBlockMove(const StepContext& ctx, bool gather) {
+  DTC_ASSIGN_OR_RETURN(MovedOperands m, movedOperands(ctx));
+  const int64_t n = m.group.size;
+  DTC_ASSIGN_OR_RETURN(int64_t dim,
+                       scaledDim(ctx, "dim", m.in.shape, m.out.shape, gather ? n : 1, gather ? 1 : n));
+  return BlockStep{std::move(m), dim};
+}
+
+inline StatusOr<BlockStep> checkAllGather(const StepContext& ctx) { return checkBlockMove(ctx, true); }
+inline StatusOr<BlockStep> checkLocalSlice(const StepContext& ctx) { return checkBlockMove(ctx, false); }
+
+// reduce_scatter: out = this device's block along `dim` of in summed over the group (float32).
+inline StatusOr<BlockStep> checkReduceScatter(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_ASSIGN_OR_RETURN(CollectiveGroup g, collectiveGroup(ctx));
+  const TensorView &in = ctx.inputs[0], &out = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(int64_t dim, scaledDim(ctx, "dim", in.shape, out.shape, 1, g.size));
+  return BlockStep{{std::move(g), in, out}, dim};
+}
+
+// all_to_all: in cut into the group's blocks along `split_dim`, block r sent to member r, the
+// blocks received joined along `concat_dim`.
+struct AllToAllStep : MovedOperands {
+  int64_t split = 0, concat = 0;
+};
+
+inline StatusOr<AllToAllStep> checkAllToAll(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(MovedOperands m, movedOperands(ctx));
+  const Shape& in = m.in.shape;
+  const int64_t size = m.group.size;
+  int64_t split = ctx.intAttr("split_dim"), concat = ctx.intAttr("concat_dim");
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (split < 0 || split >= rank || concat < 0 || concat >= rank || split == concat || in[split] % size != 0)
+    return invalid(ctx, "bad split_dim/concat_dim for " + str(in));
+  Shape want = in;
+  want[split] /= size;
+  want[concat] *= size;
+  if (want != m.out.shape) return invalid(ctx, "output " + str(m.out.shape) + " should be " + str(want));
+  return AllToAllStep{std::move(m), split, concat};
+}
+
+// collective_broadcast: out = the group member `root`'s in (float32).
+struct BroadcastStep {
+  CollectiveGroup group;
+  int root = 0;
+};
+
+inline StatusOr<BroadcastStep> checkCollectiveBroadcast(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  BroadcastStep b;
+  DTC_ASSIGN_OR_RETURN(b.group, collectiveGroup(ctx));
+  int64_t root = ctx.intAttr("root");
+  if (root < 0 || root >= b.group.size) return invalid(ctx, "root outside the group");
+  b.root = static_cast<int>(root);
+  return b;
+}
+
+// Point to point along a group: the member `shift` places ahead (send) or behind (recv).
+// Tensors of any dtype travel as bytes; `tag` tells apart the transfers between two ranks in one
+// call of a function (a pipeline's micro-batches), which arrive in any order.
+struct PointToPointStep {
+  CollectiveGroup group;
+  int peer = 0, tag = 0;
+  int64_t bytes = 0;  // the tensor's
+};
+
+inline StatusOr<PointToPointStep> checkPointToPoint(const StepContext& ctx, bool send) {
+  if (send ? ctx.inputs.size() != 1 || !ctx.outputs.empty() : !ctx.inputs.empty() || ctx.outputs.size() != 1)
+    return invalid(ctx, send ? "expects 1 input and 0 outputs" : "expects 0 inputs and 1 output");
+  PointToPointStep p;
+  DTC_ASSIGN_OR_RETURN(p.group, collectiveGroup(ctx));
+  int64_t tag = ctx.intAttr("tag");
+  if (tag < 0 || tag > comm::Communicator::kMaxTag)
+    return invalid(ctx, "tag " + std::to_string(tag) + " is outside [0, " +
+                            std::to_string(comm::Communicator::kMaxTag) + "]");
+  p.tag = static_cast<int>(tag);
+  const int64_t size = p.group.size, shift = ctx.intAttr("shift");
+  const int64_t at = send ? p.group.index + shift : p.group.index - shift;
+  p.peer = static_cast<int>((at % size + size) % size);
+  const TensorView& t = send ? ctx.inputs[0] : ctx.outputs[0];
+  p.bytes = t.numElements() * static_cast<int64_t>(dtypeSize(t.dtype));
+  return p;
+}
+
+inline StatusOr<PointToPointStep> checkSend(const StepContext& ctx) { return checkPointToPoint(ctx, true); }
+inline StatusOr<PointToPointStep> checkRecv(const StepContext& ctx) { return checkPointToPoint(ctx, false); }
 
 }  // namespace dtc

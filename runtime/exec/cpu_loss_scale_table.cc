@@ -1,15 +1,15 @@
-// Dynamic loss scaling's steps (fp16 training), as torch.cuda.amp.GradScaler computes them.
+// Dynamic loss scaling's steps (fp16 training), as torch.cuda.amp.GradScaler computes them, with
+// the contracts of exec/precision_contracts.h.
 #include <cmath>
 #include <cstring>
 
-#include "exec/bind_util.h"
+#include "exec/precision_contracts.h"
 
 namespace dtc {
 namespace {
 
 StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
-  if (!ctx.outputs[0].shape.empty()) return invalid(ctx, "the count is a scalar");
+  DTC_RETURN_IF_ERROR(checkNonfiniteCount(ctx));
   TensorView x = ctx.inputs[0], count = ctx.outputs[0];
   return BoundStep([=] {
     int64_t n = 0;
@@ -21,15 +21,9 @@ StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx) {
 }
 
 StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 4));
-  for (const auto* list : {&ctx.inputs, &ctx.outputs})
-    for (const TensorView& t : *list)
-      if (!t.shape.empty()) return invalid(ctx, "operands are scalars");
-  const int64_t interval = ctx.intAttr("growth_interval");
-  const float growth = static_cast<float>(ctx.floatAttr("growth_factor"));
-  const float backoff = static_cast<float>(ctx.floatAttr("backoff_factor"));
-  if (interval < 1 || !(growth > 1) || !(backoff > 0 && backoff < 1))
-    return invalid(ctx, "needs growth_interval >= 1, growth_factor > 1, 0 < backoff_factor < 1");
+  DTC_ASSIGN_OR_RETURN(LossScaleRule rule, checkLossScaleStep(ctx));
+  const int64_t interval = rule.growthInterval;
+  const float growth = rule.growth, backoff = rule.backoff;
   TensorView scale = ctx.inputs[0], good = ctx.inputs[1], nonfinite = ctx.inputs[2];
   TensorView keep = ctx.outputs[0], inv = ctx.outputs[1], newScale = ctx.outputs[2],
              newGood = ctx.outputs[3];
@@ -54,10 +48,7 @@ StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx) {
 }
 
 StatusOr<BoundStep> bindSelect(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
-  if (!ctx.inputs[0].shape.empty()) return invalid(ctx, "the predicate is a scalar");
-  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[2], ctx.outputs[0]));
+  DTC_RETURN_IF_ERROR(checkSelect(ctx));
   TensorView pred = ctx.inputs[0], onTrue = ctx.inputs[1], onFalse = ctx.inputs[2], y = ctx.outputs[0];
   return BoundStep([=] {
     const TensorView& from = *pred.f32() != 0 ? onTrue : onFalse;

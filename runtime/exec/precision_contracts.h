@@ -1,0 +1,60 @@
+// The operand contracts of mixed precision and loss scaling: cast (exec/cpu_kernel_table.cc) and
+// the dynamic loss scale's steps (exec/cpu_loss_scale_table.cc), shared by the CPU and CUDA kernel
+// tables so both backends accept the same steps and refuse the others with the same messages.
+#pragma once
+
+#include "exec/bind_util.h"
+
+namespace dtc {
+
+// bfloat16 or float16: the 16-bit float types of mixed precision.
+inline bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+
+// cast: y = x in y's element type (f32, bf16, f16), one shape.
+inline Status checkCast(const StepContext& ctx) {
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "expects 1 input and 1 output");
+  const TensorView &x = ctx.inputs[0], &y = ctx.outputs[0];
+  for (const TensorView* t : {&x, &y})
+    if (t->dtype != DType::kF32 && !lowPrecision(t->dtype))
+      return invalid(ctx, "casts between float32, bfloat16 and float16, not " + dtypeName(t->dtype));
+  if (x.shape != y.shape) return invalid(ctx, "shapes " + str(x.shape) + " and " + str(y.shape) + " differ");
+  return Status::Ok();
+}
+
+// nonfinite_count: x -> a scalar count of its NaNs and infinities.
+inline Status checkNonfiniteCount(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  if (!ctx.outputs[0].shape.empty()) return invalid(ctx, "the count is a scalar");
+  return Status::Ok();
+}
+
+// loss_scale_step: (scale, good steps, nonfinite count) -> (keep, 1/scale, new scale, new good
+// steps), all scalars, as torch.cuda.amp.GradScaler updates them.
+struct LossScaleRule {
+  int64_t growthInterval = 0;
+  float growth = 0, backoff = 0;
+};
+
+inline StatusOr<LossScaleRule> checkLossScaleStep(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 4));
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (!t.shape.empty()) return invalid(ctx, "operands are scalars");
+  LossScaleRule r;
+  r.growthInterval = ctx.intAttr("growth_interval");
+  r.growth = static_cast<float>(ctx.floatAttr("growth_factor"));
+  r.backoff = static_cast<float>(ctx.floatAttr("backoff_factor"));
+  if (r.growthInterval < 1 || !(r.growth > 1) || !(r.backoff > 0 && r.backoff < 1))
+    return invalid(ctx, "needs growth_interval >= 1, growth_factor > 1, 0 < backoff_factor < 1");
+  return r;
+}
+
+// select: y = the scalar predicate ? on_true : on_false.
+inline Status checkSelect(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
+  if (!ctx.inputs[0].shape.empty()) return invalid(ctx, "the predicate is a scalar");
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
+  return sameShape(ctx, ctx.inputs[2], ctx.outputs[0]);
+}
+
+}  // namespace dtc

@@ -1,0 +1,204 @@
+// The operand contracts of the transformer ops (exec/cpu_transformer_table.cc: batched GEMMs,
+// layout ops, causal softmax, LayerNorm, embeddings), shared by the CPU and CUDA kernel tables so
+// both backends accept the same steps and refuse the others with the same messages. Each check
+// returns what a launch needs; a backend's own limits are checked by its binder after the
+// contract.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "exec/bind_util.h"
+#include "exec/core_contracts.h"
+
+namespace dtc {
+
+// batch_matmul's shapes: operands of one rank >= 3 with equal batch dimensions, each batch one
+// GEMM. The operands' arity and element types are checked first (checkBatchMatmul on the CPU;
+// CUDA's contractionType also takes 16-bit operands).
+inline StatusOr<GemmDims> batchMatmulDims(const StepContext& ctx) {
+  const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
+  size_t r = a.shape.size();
+  if (r < 3 || b.shape.size() != r || c.shape.size() != r ||
+      !std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin()) ||
+      !std::equal(a.shape.begin(), a.shape.end() - 2, c.shape.begin()))
+    return invalid(ctx, "needs operands of one rank >= 3 with equal batch dimensions");
+  return trailingGemm(ctx);
+}
+
+inline StatusOr<GemmDims> checkBatchMatmul(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  return batchMatmulDims(ctx);
+}
+
+// ---- Layout ops. Their shapes are checked after the operands' arity and element types
+// (check*() on the CPU, f32; CUDA also moves 16-bit elements, checking their types itself).
+
+// transpose: returns `perm`, a permutation of x's dimensions with out.shape[i] = x.shape[perm[i]].
+inline StatusOr<std::vector<int64_t>> transposePerm(const StepContext& ctx) {
+  const TensorView &x = ctx.inputs[0], &out = ctx.outputs[0];
+  std::vector<int64_t> perm = ctx.intsAttr("perm");
+  if (perm.size() != x.shape.size()) return invalid(ctx, "perm does not match the rank");
+  std::vector<bool> seen(perm.size(), false);
+  Shape expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= (int64_t)perm.size() || seen[p]) return invalid(ctx, "perm is not a permutation");
+    seen[p] = true;
+    expected.push_back(x.shape[p]);
+  }
+  if (expected != out.shape) return invalid(ctx, "output " + str(out.shape) + " does not match");
+  return perm;
+}
+
+inline StatusOr<std::vector<int64_t>> checkTranspose(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  return transposePerm(ctx);
+}
+
+// The shape of one piece when `whole` is cut into `parts` along `axis`, or empty if impossible.
+inline Shape pieceShape(const Shape& whole, int64_t axis, int64_t parts) {
+  if (axis < 0 || axis >= (int64_t)whole.size() || parts <= 0 || whole[axis] % parts) return {};
+  Shape piece = whole;
+  piece[axis] /= parts;
+  return piece;
+}
+
+// `whole` cut into equal `pieces` along the step's `axis`: returns the axis.
+inline StatusOr<int64_t> piecesAxis(const StepContext& ctx, const Shape& whole,
+                                    const std::vector<TensorView>& pieces, const char* refusal) {
+  int64_t axis = ctx.intAttr("axis");
+  Shape piece = pieceShape(whole, axis, static_cast<int64_t>(pieces.size()));
+  for (const TensorView& t : pieces)
+    if (piece.empty() || t.shape != piece) return invalid(ctx, refusal);
+  return axis;
+}
+
+// split: the input cut into the outputs.
+inline StatusOr<int64_t> splitAxis(const StepContext& ctx) {
+  return piecesAxis(ctx, ctx.inputs[0].shape, ctx.outputs, "pieces do not match the input");
+}
+
+inline StatusOr<int64_t> checkSplit(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, ctx.outputs.size()));
+  return splitAxis(ctx);
+}
+
+// concat: the inputs joined into the output.
+inline StatusOr<int64_t> concatAxis(const StepContext& ctx) {
+  return piecesAxis(ctx, ctx.outputs[0].shape, ctx.inputs, "pieces do not match the output");
+}
+
+inline StatusOr<int64_t> checkConcat(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, ctx.inputs.size(), 1));
+  return concatAxis(ctx);
+}
+
+// ---- Causal softmax over [..., T, T] scores: `batch` square blocks of T.
+
+struct CausalSoftmaxDims {
+  int64_t batch = 0, t = 0;
+  float scale = 0;
+};
+
+// [..., T, T] scores: the dimensions, or an error if the shape is not square in its last two.
+inline StatusOr<CausalSoftmaxDims> squareScores(const StepContext& ctx, const TensorView& x) {
+  size_t r = x.shape.size();
+  if (r < 2 || x.shape[r - 1] != x.shape[r - 2] || x.shape[r - 1] == 0)
+    return invalid(ctx, "needs [..., T, T] scores, got " + str(x.shape));
+  CausalSoftmaxDims d;
+  d.t = x.shape[r - 1];
+  d.batch = x.numElements() / (d.t * d.t);
+  d.scale = static_cast<float>(ctx.floatAttr("scale"));
+  return d;
+}
+
+// causal_softmax: x -> y.
+inline StatusOr<CausalSoftmaxDims> checkCausalSoftmax(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  return squareScores(ctx, ctx.inputs[0]);
+}
+
+// causal_softmax_grad: (dy, y) -> dx.
+inline StatusOr<CausalSoftmaxDims> checkCausalSoftmaxGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  return squareScores(ctx, ctx.inputs[1]);
+}
+
+// ---- LayerNorm over the last dimension: x [rows..., C] with per-row statistics [rows...].
+
+struct LayerNormDims {
+  int64_t rows = 0, c = 0;
+  float eps = 0;
+};
+
+// x [..., C] with weight [C] and statistics [...]: returns C, or 0 if the shapes disagree.
+inline int64_t layerNormWidth(const TensorView& x, const TensorView& w, const TensorView& mean) {
+  if (x.shape.empty() || w.shape != Shape{x.shape.back()} ||
+      mean.shape != Shape(x.shape.begin(), x.shape.end() - 1))
+    return 0;
+  return x.shape.back();
+}
+
+// layer_norm: (x, weight, bias) -> (y, mean, rstd), all float32 (CUDA checks a 16-bit y as f32).
+inline StatusOr<LayerNormDims> checkLayerNorm(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 3));
+  const TensorView &x = ctx.inputs[0], &w = ctx.inputs[1], &b = ctx.inputs[2];
+  const TensorView &y = ctx.outputs[0], &mean = ctx.outputs[1], &rstd = ctx.outputs[2];
+  int64_t c = layerNormWidth(x, w, mean);
+  if (c == 0 || b.shape != w.shape || y.shape != x.shape || rstd.shape != mean.shape)
+    return invalid(ctx, "shapes do not match input " + str(x.shape));
+  return LayerNormDims{mean.numElements(), c, static_cast<float>(ctx.floatAttr("eps"))};
+}
+
+// layer_norm_grad: (dy, x, weight, mean, rstd) -> (dx, dweight, dbias).
+inline StatusOr<LayerNormDims> checkLayerNormGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 5, 3));
+  const TensorView &dy = ctx.inputs[0], &x = ctx.inputs[1], &w = ctx.inputs[2];
+  const TensorView &mean = ctx.inputs[3], &rstd = ctx.inputs[4];
+  const TensorView &dx = ctx.outputs[0], &dw = ctx.outputs[1], &db = ctx.outputs[2];
+  int64_t c = layerNormWidth(x, w, mean);
+  if (c == 0 || dy.shape != x.shape || dx.shape != x.shape || rstd.shape != mean.shape ||
+      dw.shape != w.shape || db.shape != w.shape)
+    return invalid(ctx, "shapes do not match input " + str(x.shape));
+  return LayerNormDims{mean.numElements(), c, 0.0f};
+}
+
+// ---- Embeddings: a table [vocab, dim] looked up by int64 ids [...]. These check the shapes;
+// the binders then place the table's block (vocabularyBlock: the step's `vocab_axes`).
+
+struct EmbeddingDims {
+  int64_t vocab = 0, dim = 0;
+};
+
+// embedding: (table, ids) -> out [..., dim].
+inline StatusOr<EmbeddingDims> checkEmbedding(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1, {1}));
+  const TensorView &table = ctx.inputs[0], &ids = ctx.inputs[1], &out = ctx.outputs[0];
+  Shape expected = ids.shape;
+  if (table.shape.size() != 2) return invalid(ctx, "table must be [vocab, dim]");
+  expected.push_back(table.shape[1]);
+  if (out.shape != expected) return invalid(ctx, "output " + str(out.shape) + " does not match");
+  return EmbeddingDims{table.shape[0], table.shape[1]};
+}
+
+// embedding_grad: (dy, ids) -> dtable [vocab, dim].
+inline StatusOr<EmbeddingDims> checkEmbeddingGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1, {1}));
+  const TensorView &dy = ctx.inputs[0], &ids = ctx.inputs[1], &dtable = ctx.outputs[0];
+  Shape expected = ids.shape;
+  if (dtable.shape.size() != 2) return invalid(ctx, "gradient must be [vocab, dim]");
+  expected.push_back(dtable.shape[1]);
+  if (dy.shape != expected) return invalid(ctx, "dy " + str(dy.shape) + " does not match the ids");
+  return EmbeddingDims{dtable.shape[0], dtable.shape[1]};
+}
+
+// The message of a token id outside [0, total); `vocabulary` adds the forward lookup's hint.
+inline std::string tokenOutsideMessage(int64_t total, bool vocabulary) {
+  return "a token id is outside [0, " + std::to_string(total) + ")" +
+         (vocabulary ? " (the data does not fit the model's vocabulary)" : "");
+}
+
+}  // namespace dtc
