@@ -60,7 +60,8 @@ Executor::~Executor() {
 
 StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threads,
                                                      comm::DeviceMesh* mesh,
-                                                     std::unique_ptr<Backend> backend) {
+                                                     std::unique_ptr<Backend> backend,
+                                                     const std::set<std::string>& functions) {
   if (!backend) backend = createCpuBackend();
   std::unique_ptr<Executor> ex(new Executor(plan, threads, mesh, std::move(backend)));
   const plan::Plan& root = plan.root();
@@ -94,7 +95,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threa
   DTC_RETURN_IF_ERROR(allocate(ex->arenaBytes_, ex->arena_, ex->arenaAllocated_));
   if (!device.hostMemory()) ex->hostState_.reset(new uint8_t[root.state_bytes()]());
   for (const plan::Function* f : *root.functions())
-    if (Plan::onStage(f->stage(), ex->stage_)) DTC_RETURN_IF_ERROR(ex->prepare(*f));
+    if (Plan::onStage(f->stage(), ex->stage_) && (functions.empty() || functions.count(f->name()->str())))
+      DTC_RETURN_IF_ERROR(ex->prepare(*f));
   return ex;
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,13 @@ struct StepTiming {
 class Executor {
  public:
   // `mesh` (not owned; outlives the executor) runs the plan's collectives; null is one device.
-  // `backend` runs the steps (null: the CPU backend).
+  // `backend` runs the steps (null: the CPU backend). `functions`: the names to bind (every
+  // function of the plan when empty). Binding reserves memory per step (a device's scratch,
+  // the CPU's widened copies), so a trainer binds only what it runs (not `grad`).
   static StatusOr<std::unique_ptr<Executor>> create(const Plan& plan, int threads,
                                                     comm::DeviceMesh* mesh = nullptr,
-                                                    std::unique_ptr<Backend> backend = nullptr);
+                                                    std::unique_ptr<Backend> backend = nullptr,
+                                                    const std::set<std::string>& functions = {});
   ~Executor();
 
   // Fills parameters from their init rules or stored values and zeroes optimizer state.

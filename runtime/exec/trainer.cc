@@ -238,7 +238,7 @@ static Status trainOnMesh(const Plan& plan, const TrainOptions& options, comm::D
     return Status::InvalidInput("--sample needs a single-device plan (compile without --mesh)");
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, createBackend(options.device, localRank()));
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
-                       Executor::create(plan, options.threads, mesh, std::move(backend)));
+                       Executor::create(plan, options.threads, mesh, std::move(backend), {"train_step", "eval"}));
   DTC_RETURN_IF_ERROR(ex->initializeState());
   ex->setTiming(!options.tracePath.empty());
   const plan::Plan& root = plan.root();
