@@ -5,4 +5,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build-gpu}
+# A runtime unpacked from gpu-carry/bundle.tar.xz (tests/gpu/run.sh does that) brings its
+# library path with it.
+# shellcheck disable=SC1091
+if [ -f "$BUILD/env.sh" ]; then source "$BUILD/env.sh"; fi
 exec python3 "$ROOT/bench/gpu_gpt2.py" --build "$BUILD" --plans "$ROOT/gpu-carry"

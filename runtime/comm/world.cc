@@ -16,6 +16,8 @@ struct Launcher {
 
 constexpr Launcher kLaunchers[] = {
     {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    // MPICH's (and Intel MPI's) Hydra launcher: mpiexec sets the PMI ranks.
+    {"MPICH", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
     {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
 };

@@ -1,5 +1,7 @@
 #include "exec/trainer.h"
 
+#include "comm/world.h"
+
 #include <sys/stat.h>
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "comm/world.h"
 #include "cpu/blas.h"
 #include "exec/batch_source.h"
 #include "exec/executor.h"
@@ -173,11 +176,10 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write) {
 }
 
 // This process's index among the job's processes on its node (which GPU it takes), from the
-// launcher's environment: Open MPI, Slurm, torchrun.
+// launcher's environment (comm/world.h).
 int localRank() {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"})
-    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
-  return 0;
+  StatusOr<comm::World> world = comm::detectWorld();
+  return world.ok() ? world->localRank : 0;
 }
 
 }  // namespace

@@ -63,3 +63,6 @@ done
 "$DTC" compile "$OUT/gpt2.dtm" -o "$OUT/gpt2-bf16-unfused-attention.dtp" --batch 8 --optimizer adamw --lr 6e-4 \
   --device cuda --precision bf16 --no-fused-attention > /dev/null
 echo "wrote $OUT/gpt2-{bf16,fp32,bf16-unfused-attention}.dtp (GPT-2 124M, batch 8 x 1024 tokens) for bench/gpu_gpt2.sh"
+
+# The runtime for the GPU machine, whose image cannot build it (tests/gpu/bundle.sh).
+"$ROOT/tests/gpu/bundle.sh"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The GPU checks, for a machine with an NVIDIA GPU and the CUDA toolkit (no LLVM/MLIR needed):
-# builds the runtime alone with the CUDA backend plugin, runs the kernel parity test (one
-# process, then two MPI processes for the collectives), then the end-to-end training checks.
+# takes the runtime from gpu-carry/bundle.tar.xz (tests/gpu/bundle.sh: built where the compiler
+# builds, with the libraries and the MPI launcher the lent machine's image lacks) or, without a
+# bundle (or with DTC_GPU_BUILD=1), builds the runtime alone with the CUDA backend plugin; runs
+# the kernel parity test (one process, then two MPI processes for the collectives), then the
+# end-to-end training checks.
 # Exits non-zero on any failure, and when no GPU is usable (a skip is a failure here).
 #
 #   tests/gpu/run.sh [BUILD_DIR]      (default: build-gpu in the repository root)
@@ -27,17 +30,28 @@ section "machine"
 [ "$REHEARSAL" = 1 ] && echo "REHEARSAL: no GPU expected; 'cuda' runs are cpu-staged runs"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "(nvidia-smi not found)"
 NVCC="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-"$NVCC" --version | tail -1 || { echo "no nvcc at $NVCC (set CUDACXX)"; exit 1; }
-missing=()
-for tool in cmake ninja flatc mpirun; do command -v "$tool" >/dev/null || missing+=("$tool"); done
-if ((${#missing[@]})); then echo "missing tools: ${missing[*]}"; exit 1; fi
+BUNDLE_TAR="$ROOT/gpu-carry/bundle.tar.xz"
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np)
+if [ -f "$BUNDLE_TAR" ] && [ "${DTC_GPU_BUILD:-0}" != 1 ]; then
+  section "runtime: the carried bundle (tests/gpu/bundle.sh) unpacked into $BUILD"
+  rm -rf "$BUILD" && mkdir -p "$BUILD"
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$BUNDLE_TAR" "$BUILD"
+  # shellcheck disable=SC1091
+  source "$BUILD/env.sh"  # library path, DTC_NCCL_LIBRARY, MPICH's mpiexec as MPIRUN
+  echo "MPI launcher: $(command -v mpiexec); NCCL: ${DTC_NCCL_LIBRARY:-(libnccl.so.2 from the library path)}"
+else
+  "$NVCC" --version | tail -1 || { echo "no nvcc at $NVCC (set CUDACXX)"; exit 1; }
+  missing=()
+  for tool in cmake ninja flatc mpirun; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+  if ((${#missing[@]})); then echo "missing tools: ${missing[*]} (carry gpu-carry/bundle.tar.xz instead)"; exit 1; fi
 
-section "configure and build (runtime only, CUDA on)"
-mkdir -p "$BUILD"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DDTC_BUILD_COMPILER=OFF -DDTC_BUILD_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" >"$BUILD/configure.log" 2>&1 ||
-  { cat "$BUILD/configure.log"; exit 1; }
-cmake --build "$BUILD" -j "$JOBS" --target dtrun dtc_cuda kernels_test
+  section "configure and build (runtime only, CUDA on)"
+  mkdir -p "$BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DDTC_BUILD_COMPILER=OFF -DDTC_BUILD_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" >"$BUILD/configure.log" 2>&1 ||
+    { cat "$BUILD/configure.log"; exit 1; }
+  cmake --build "$BUILD" -j "$JOBS" --target dtrun dtc_cuda kernels_test
+fi
 
 section "kernel parity: one process"
 set +e
@@ -54,7 +68,7 @@ fi
 
 section "kernel parity: collectives over two MPI processes (sharing the GPU if only one)"
 set +e
-mpirun --allow-run-as-root --oversubscribe -np 2 "$BUILD/tests/gpu/kernels_test" --quiet
+"${MPIRUN[@]}" 2 "$BUILD/tests/gpu/kernels_test" --quiet
 rc=$?
 set -e
 [ "$rc" -eq 0 ] || { [ "$rc" -eq 77 ] && [ "$REHEARSAL" = 1 ]; } || fail "kernels_test on 2 processes (exit $rc)"
@@ -80,7 +94,7 @@ if [ "$REHEARSAL" = 1 ]; then
 else
   nccl_check 1 "$BUILD/tests/gpu/kernels_test" --quiet --nccl
   if [ "${gpus:-0}" -ge 2 ]; then
-    nccl_check 2 mpirun --allow-run-as-root --oversubscribe -np 2 "$BUILD/tests/gpu/kernels_test" --quiet --nccl
+    nccl_check 2 "${MPIRUN[@]}" 2 "$BUILD/tests/gpu/kernels_test" --quiet --nccl
   else
     echo "collectives on NCCL over two GPUs: skipped (${gpus:-0} GPU here)"
   fi
@@ -104,7 +118,7 @@ else
       [ "$device" = cuda ] && run_on=$GPU_DEVICE
       cmd=("$DTRUN" "$CARRY/$name.dtp" --data "$CARRY/$data" --steps 20 --seed 1 --threads 4
            --device "$run_on" --log "$BUILD/e2e-$name-$device.jsonl")
-      if [ "$procs" -gt 1 ]; then cmd=(mpirun --allow-run-as-root --oversubscribe -np "$procs" "${cmd[@]}"); fi
+      if [ "$procs" -gt 1 ]; then cmd=("${MPIRUN[@]}" "$procs" "${cmd[@]}"); fi
       if ! "${cmd[@]}" > "$BUILD/e2e-$name-$device.out" 2>&1; then
         tail -3 "$BUILD/e2e-$name-$device.out"; fail "$name on $device"; continue 2
       fi

@@ -31,6 +31,12 @@ TEST(World, ReadsEachLauncher) {
   EXPECT_EQ(mpi->size, 8);
   EXPECT_EQ(mpi->localRank, 1);
   EXPECT_EQ(mpi->source, "Open MPI");
+  auto mpich = detectWorld(fakeEnv({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "2"}}));
+  ASSERT_TRUE(mpich.ok());
+  EXPECT_EQ(mpich->rank, 2);
+  EXPECT_EQ(mpich->size, 4);
+  EXPECT_EQ(mpich->localRank, 2);
+  EXPECT_EQ(mpich->source, "MPICH");
   auto slurm = detectWorld(fakeEnv({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}}));
   ASSERT_TRUE(slurm.ok());
   EXPECT_EQ(slurm->rank, 5);
