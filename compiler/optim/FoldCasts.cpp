@@ -21,17 +21,15 @@ using namespace mlir;
 namespace dtc {
 namespace {
 
-bool is16Bit(Type element) { return element.isBF16() || element.isF16(); }
-
 // A cast from a 16-bit type to f32.
 graph::CastOp widening(Value value) {
   auto cast = value.getDefiningOp<graph::CastOp>();
-  if (!cast || !is16Bit(graph::elementOf(cast.getX())) || !graph::elementOf(cast.getY()).isF32()) return nullptr;
+  if (!cast || !graph::is16BitFloat(graph::elementOf(cast.getX())) || !graph::elementOf(cast.getY()).isF32()) return nullptr;
   return cast;
 }
 
 bool isNarrowing(graph::CastOp cast) {
-  return graph::elementOf(cast.getX()).isF32() && is16Bit(graph::elementOf(cast.getY()));
+  return graph::elementOf(cast.getX()).isF32() && graph::is16BitFloat(graph::elementOf(cast.getY()));
 }
 
 Type withElement(Type type, Type element) { return cast<RankedTensorType>(type).clone(element); }

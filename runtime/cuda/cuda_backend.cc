@@ -8,6 +8,7 @@
 #include "cuda_graph.h"
 #include "exec/backend.h"
 #include "exec/bind_util.h"
+#include "exec/precision_contracts.h"
 #include "support/printable.h"
 
 namespace dtc::cuda {
@@ -132,7 +133,6 @@ void writeError(char* error, size_t size, const std::string& message) {
   if (error && size) std::snprintf(error, size, "%s", message.c_str());
 }
 
-bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 
 bool among(const std::string& op, std::initializer_list<const char*> ops) {
   for (const char* o : ops)

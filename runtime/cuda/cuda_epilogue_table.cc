@@ -21,13 +21,13 @@
 
 #include "cuda_bind.h"
 #include "exec/linear_epilogue_contract.h"
+#include "exec/precision_contracts.h"
 #include "gemm.h"
 #include "gemm_lt.h"
 
 namespace dtc::cuda {
 namespace {
 
-bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 
 bool ltEpiloguesEnabled() {
   const char* value = std::getenv("DTC_CUDA_LT_EPILOGUES");
@@ -45,15 +45,7 @@ struct Checked {
 // kernels do not: x and w of different types, a 16-bit bias, pre or dx, or a 16-bit y beside
 // f32 operands.
 StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
-  DType low = DType::kF32;
-  for (const auto* list : {&ctx.inputs, &ctx.outputs})
-    for (const TensorView& t : *list) {
-      if (!lowPrecision(t.dtype)) continue;
-      if (low != DType::kF32 && t.dtype != low)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
-                                dtypeName(t.dtype));
-      low = t.dtype;
-    }
+  DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
   StepContext wide{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
   for (auto* list : {&wide.inputs, &wide.outputs})
     for (TensorView& t : *list)

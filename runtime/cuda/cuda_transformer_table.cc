@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "cuda_bind.h"
+#include "exec/precision_contracts.h"
 #include "exec/transformer_contracts.h"
 #include "gemm.h"
 
@@ -36,7 +37,7 @@ StatusOr<int> layoutElementBytes(const StepContext& ctx, size_t inputs, size_t o
   const TensorView* low = nullptr;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& v : *list)
-      if (!low && (v.dtype == DType::kBF16 || v.dtype == DType::kF16)) low = &v;
+      if (!low && lowPrecision(v.dtype)) low = &v;
   if (!low) {
     DTC_RETURN_IF_ERROR(expect(ctx, inputs, outputs));
     return 4;
@@ -130,7 +131,7 @@ StatusOr<BoundStep> bindCausalSoftmaxGrad(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx, Device& dev) {
   kernels::Float yType = kernels::Float::kF32;
   StepContext f32 = ctx;
-  if (ctx.outputs.size() == 3 && (ctx.outputs[0].dtype == DType::kBF16 || ctx.outputs[0].dtype == DType::kF16)) {
+  if (ctx.outputs.size() == 3 && lowPrecision(ctx.outputs[0].dtype)) {
     yType = ctx.outputs[0].dtype == DType::kBF16 ? kernels::Float::kBF16 : kernels::Float::kF16;
     f32.outputs[0].dtype = DType::kF32;
   }

@@ -287,15 +287,7 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx) {
 // rounds once, as a GPU's tensor cores do. Operands already f32 (attention's log-sum-exp) are
 // used as they are; the 16-bit ones must share one type.
 StatusOr<BoundStep> bindLowPrecision(const StepContext& ctx, const Binder& wide) {
-  DType low = DType::kF32;
-  for (const auto* list : {&ctx.inputs, &ctx.outputs})
-    for (const TensorView& t : *list) {
-      if (!lowPrecision(t.dtype)) continue;
-      if (low != DType::kF32 && t.dtype != low)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
-                                dtypeName(t.dtype));
-      low = t.dtype;
-    }
+  DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
   auto buffers = std::make_shared<std::vector<std::vector<float>>>();
   StepContext f32{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
   for (auto* list : {&f32.inputs, &f32.outputs})

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "exec/bind_util.h"
+#include "exec/precision_contracts.h"
 
 namespace dtc {
 
@@ -29,7 +30,7 @@ inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx,
   // f32, the CUDA binder with its 16-bit types as f32 (checking them itself).
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     const DType t = ctx.outputs[i].dtype;
-    const bool narrowY = forward && i == 0 && t == a.dtype && (t == DType::kBF16 || t == DType::kF16);
+    const bool narrowY = forward && i == 0 && t == a.dtype && lowPrecision(t);
     if (t != DType::kF32 && !narrowY) return invalid(ctx, "expects float32 results");
   }
   auto mismatch = [&] {

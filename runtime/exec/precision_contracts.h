@@ -10,6 +10,21 @@ namespace dtc {
 // bfloat16 or float16: the 16-bit float types of mixed precision.
 inline bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 
+// The 16-bit type a step's 16-bit operands share (f32 when it has none; f32 operands beside
+// them, such as attention's log-sum-exp, do not count), or the error naming two that differ.
+inline StatusOr<DType> sharedLowPrecision(const StepContext& ctx) {
+  DType low = DType::kF32;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list) {
+      if (!lowPrecision(t.dtype)) continue;
+      if (low != DType::kF32 && t.dtype != low)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
+                                dtypeName(t.dtype));
+      low = t.dtype;
+    }
+  return low;
+}
+
 // cast: y = x in y's element type (f32, bf16, f16), one shape.
 inline Status checkCast(const StepContext& ctx) {
   if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "expects 1 input and 1 output");

@@ -134,32 +134,6 @@ Case gradCase(const Shape& shape, float range, uint64_t seed, DType type = kF32)
 
 constexpr const char* kSwitch = "DTC_CUDA_ATTENTION";
 
-// Sets the binder's switch (null: unset, the default path) for the cases that follow, and
-// restores what the environment had when it goes; bind time reads it.
-class Switch {
- public:
-  Switch() {
-    const char* was = std::getenv(kSwitch);
-    had_ = was != nullptr;
-    if (had_) was_ = was;
-  }
-  ~Switch() {
-    if (had_)
-      ::setenv(kSwitch, was_.c_str(), 1);
-    else
-      ::unsetenv(kSwitch);
-  }
-  void use(const char* value) {
-    if (value)
-      ::setenv(kSwitch, value, 1);
-    else
-      ::unsetenv(kSwitch);
-  }
-
- private:
-  bool had_ = false;
-  std::string was_;
-};
 
 }  // namespace
 
@@ -183,10 +157,10 @@ void runAttentionCases(Harness& h) {
   // Mixed precision on both paths: each register tile width, part of a tile to five tiles, one
   // key (where dp − D must come out exactly 0), peaky scores with a padded D, 16 key tiles
   // (rows longer than a row pass's block), and D = 160, which only the GEMM path takes.
-  Switch path;
+  ScopedEnv path(kSwitch);
   const Shape beyondFlash = {1, 2, 8, 160};
   for (bool flash : {false, true}) {
-    path.use(flash ? "flash" : nullptr);  // unset: the default, the GEMM path for all of these
+    path.set(flash ? "flash" : nullptr);  // unset: the default, the GEMM path for all of these
     const std::string which = flash ? " flash" : "";
     auto check = [&](Case c) {
       c.label += which;
@@ -209,7 +183,7 @@ void runAttentionCases(Harness& h) {
     }
   }
   // The flash kernels' head-dimension limit, for 16-bit operands when forced onto them.
-  path.use("flash");
+  path.set("flash");
   const Attr scale = floatAttr("scale", 0.5);
   h.expectBindError({"attention bf16 D=160 flash", "causal_attention", {scale},
                      {lowp(kBF16, beyondFlash), lowp(kBF16, beyondFlash), lowp(kBF16, beyondFlash)},
@@ -220,12 +194,12 @@ void runAttentionCases(Harness& h) {
                       lowp(kF16, beyondFlash), lowp(kF16, beyondFlash), f32({1, 2, 8})},
                      {outAs(kF16, beyondFlash), outAs(kF16, beyondFlash), outAs(kF16, beyondFlash)}},
                     "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
-  path.use("fused");
+  path.set("fused");
   h.expectBindError({"attention bad DTC_CUDA_ATTENTION", "causal_attention", {scale},
                      {lowp(kBF16, {2, 5, 4}), lowp(kBF16, {2, 5, 4}), lowp(kBF16, {2, 5, 4})},
                      {outAs(kBF16, {2, 5, 4}), out({2, 5})}},
                     "DTC_CUDA_ATTENTION must be flash, gemm or auto, got 'fused'");
-  path.use(nullptr);
+  path.set(nullptr);
 
   // Malformed steps: both backends refuse them at bind time with the same message.
   const Shape s = {2, 5, 4};

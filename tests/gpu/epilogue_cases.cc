@@ -97,40 +97,13 @@ std::vector<Case> epilogueCases(DType t, const Shape& lead, int64_t n, int64_t k
   return {bias, gelu, grad};
 }
 
-// Sets (or, with null, restores) the binder's switch; bind time reads it.
-class Switch {
- public:
-  Switch() {
-    const char* was = std::getenv(kSwitch);
-    had_ = was != nullptr;
-    if (had_) was_ = was;
-  }
-  ~Switch() {
-    if (had_)
-      ::setenv(kSwitch, was_.c_str(), 1);
-    else
-      ::unsetenv(kSwitch);
-  }
-  void unfused(bool on) {
-    if (on)
-      ::setenv(kSwitch, "0", 1);
-    else if (had_)
-      ::setenv(kSwitch, was_.c_str(), 1);
-    else
-      ::unsetenv(kSwitch);
-  }
-
- private:
-  bool had_ = false;
-  std::string was_;
-};
 
 }  // namespace
 
 void runEpilogueCases(Harness& h) {
-  Switch lt;
+  ScopedEnv lt(kSwitch);
   for (bool fusedPass : {true, false}) {
-    lt.unfused(!fusedPass);
+    lt.set(fusedPass ? nullptr : "0");  // unset: the default, cuBLASLt where it applies
     for (DType t : {kF32, kBF16, kF16}) {
       for (const Case& c : epilogueCases(t, {2, 17}, 96, 64, fusedPass)) h.run(c);
       for (const Case& c : epilogueCases(t, {7, 3}, 30, 20, fusedPass)) h.run(c);
@@ -154,7 +127,7 @@ void runEpilogueCases(Harness& h) {
            {}, {f32({4, 0}), f32({0, 5}), f32({4, 5}, -2, 2)}, {out({4, 5})}});
     for (const Case& c : epilogueCases(kBF16, {0}, 6, 8, fusedPass)) h.run(c);
   }
-  lt.unfused(false);
+  lt.set(nullptr);
 
   // Malformed steps: both backends refuse them at bind time with the same message (the CPU's,
   // from exec/linear_epilogue_contract.h or, for two 16-bit types, its bindLowPrecision).

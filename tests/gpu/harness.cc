@@ -390,4 +390,24 @@ bool Harness::sendRecv(const Shape& shape, DType dtype) {
   return ok;
 }
 
+ScopedEnv::ScopedEnv(const char* name) : name_(name) {
+  const char* was = std::getenv(name);
+  had_ = was != nullptr;
+  if (had_) was_ = was;
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_)
+    ::setenv(name_, was_.c_str(), 1);
+  else
+    ::unsetenv(name_);
+}
+
+void ScopedEnv::set(const char* value) {
+  if (value)
+    ::setenv(name_, value, 1);
+  else
+    ::unsetenv(name_);
+}
+
 }  // namespace dtc::gputest

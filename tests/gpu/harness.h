@@ -71,6 +71,22 @@ struct Case {
 // The bytes of a Step table holding `c`'s op, attributes (sorted by name) and location.
 std::vector<uint8_t> buildStep(const Case& c);
 
+// An environment variable a backend reads at bind time, set for the cases that follow (null:
+// unset, the backend's default) and put back as the environment had it when this goes.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const char* name);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const char* value);
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string was_;
+};
+
 class Harness {
  public:
   // `mesh` serves collectives (both backends use it, in the same order on every rank).

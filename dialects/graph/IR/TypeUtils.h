@@ -25,6 +25,9 @@ inline mlir::Type elementOf(mlir::Value value) {
   return mlir::cast<mlir::RankedTensorType>(value.getType()).getElementType();
 }
 
+// bfloat16 or float16: the 16-bit float types of mixed precision.
+inline bool is16BitFloat(mlir::Type element) { return element.isBF16() || element.isF16(); }
+
 // Result types of an op whose first result may hold its f32 value rounded to bf16/f16
 // (dtc-fold-casts folds a narrowing cast into the producer): `actual` matches `inferred` but
 // for that first result's element type.
@@ -36,7 +39,7 @@ inline bool narrowableFirstResult(mlir::TypeRange inferred, mlir::TypeRange actu
   auto want = mlir::dyn_cast<mlir::RankedTensorType>(inferred[0]);
   auto got = mlir::dyn_cast<mlir::RankedTensorType>(actual[0]);
   return want && got && want.getShape() == got.getShape() && want.getElementType().isF32() &&
-         (got.getElementType().isBF16() || got.getElementType().isF16());
+         is16BitFloat(got.getElementType());
 }
 
 // The element type every value of `values` shares, or null.

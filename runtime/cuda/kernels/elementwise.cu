@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common.cuh"
+#include "gelu.cuh"
 #include "launchers.h"
 
 namespace dtc::cuda::kernels {
@@ -11,8 +12,6 @@ namespace {
 
 constexpr float kSqrtHalf = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-constexpr float kGeluCoeff = 0.044715f;
 
 template <BinaryOp Op>
 __device__ float apply(float x, float y) {
@@ -86,8 +85,7 @@ __global__ void activationKernel(const float* x, float* y, int64_t n) {
     } else if constexpr (F == Activation::kTanh) {
       y[i] = tanhf(v);
     } else if constexpr (F == Activation::kGeluTanh) {
-      const float inner = kSqrt2OverPi * (v + kGeluCoeff * v * v * v);
-      y[i] = 0.5f * v * (1.0f + tanhf(inner));
+      y[i] = geluTanh(v);
     } else {
       y[i] = 0.5f * v * (1.0f + erff(v * kSqrtHalf));
     }
@@ -103,10 +101,7 @@ __global__ void activationGradKernel(const float* dy, const float* at, float* dx
     } else if constexpr (F == Activation::kTanh) {
       dx[i] = g * (1.0f - v * v);  // v = tanh(x)
     } else if constexpr (F == Activation::kGeluTanh) {
-      const float inner = kSqrt2OverPi * (v + kGeluCoeff * v * v * v);
-      const float t = tanhf(inner);
-      const float dInner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * v * v);
-      dx[i] = g * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dInner);
+      dx[i] = g * geluTanhDerivative(v);
     } else {
       const float cdf = 0.5f * (1.0f + erff(v * kSqrtHalf));
       const float pdf = kInvSqrt2Pi * expf(-0.5f * v * v);

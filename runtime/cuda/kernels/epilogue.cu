@@ -5,14 +5,13 @@
 // up to tanhf's last bit. A 16-bit y is that f32 value rounded by cpu/half.h's conversions, as
 // the CPU rounds its widened result.
 #include "common.cuh"
+#include "gelu.cuh"
 #include "half.cuh"
 #include "launchers.h"
 
 namespace dtc::cuda::kernels {
 namespace {
 
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-constexpr float kGeluCoeff = 0.044715f;
 
 template <Float Y>
 __device__ inline void store(void* y, int64_t i, float v) {
@@ -32,27 +31,20 @@ __global__ void biasGeluKernel(const float* sum, const float* bias, float* pre, 
   for (int64_t i = globalIndex(); i < total; i += globalStride()) {
     const float v = sum[i] + bias[i % n];
     pre[i] = v;
-    const float inner = kSqrt2OverPi * (v + kGeluCoeff * v * v * v);
-    store<Y>(y, i, 0.5f * v * (1.0f + tanhf(inner)));
+    store<Y>(y, i, geluTanh(v));
   }
 }
 
 template <Float Y>
 __global__ void geluKernel(const float* pre, void* y, int64_t count) {
   for (int64_t i = globalIndex(); i < count; i += globalStride()) {
-    const float v = pre[i];
-    const float inner = kSqrt2OverPi * (v + kGeluCoeff * v * v * v);
-    store<Y>(y, i, 0.5f * v * (1.0f + tanhf(inner)));
+    store<Y>(y, i, geluTanh(pre[i]));
   }
 }
 
 __global__ void geluGradKernel(float* dx, const float* pre, int64_t count) {
   for (int64_t i = globalIndex(); i < count; i += globalStride()) {
-    const float v = pre[i];
-    const float inner = kSqrt2OverPi * (v + kGeluCoeff * v * v * v);
-    const float t = tanhf(inner);
-    const float dInner = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoeff * v * v);
-    dx[i] = dx[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dInner);
+    dx[i] = dx[i] * geluTanhDerivative(pre[i]);
   }
 }
 
