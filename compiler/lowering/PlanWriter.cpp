@@ -93,6 +93,7 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
   llvm::StringMap<const model::Initializer*> inits;
   if (auto* list = model_ ? model_->model().graph()->initializers() : nullptr)
     for (const auto* init : *list) inits[init->info()->name()->str()] = init;
+  llvm::StringSet<> aliasNames;
 
   for (BlockArgument arg : trainStep.getArguments()) {
     auto param = trainStep.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam);
@@ -114,9 +115,17 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
     double a = 0, bParam = 0;
     uint64_t seed = 0, dataOffset = 0, dataBytes = 0;
     bool trainable = trainStep.getArgAttr(arg.getArgNumber(), attr::kTrainable) != nullptr;
+    std::vector<std::string> aliases;
     if (param && model_) {
       const model::Initializer* init = inits.lookup(name);
       if (!init) return module_.emitError("plan writer: no initializer named '") << name << "'";
+      if (init->aliases())
+        for (const flatbuffers::String* alias : *init->aliases()) {
+          if (inits.count(alias->string_view()) || !aliasNames.insert(alias->string_view()).second)
+            return module_.emitError("initializer '")
+                   << name << "': alias '" << alias->str() << "' names another tensor";
+          aliases.push_back(alias->str());
+        }
       size_t bytes = type.getNumElements() * sizeof(float);
       const void* values = nullptr;
       if (init->raw_data() && init->raw_data()->size()) {
@@ -163,7 +172,7 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
         fbb_, fbb_.CreateString(name.str()), planDType(type.getElementType()),
         fbb_.CreateVector(shape), offset, param ? plan::Role::param : plan::Role::optim_state,
         trainable, kind, a, bParam, seed, dataOffset, dataBytes, fbb_.CreateVector(globalShape),
-        shardingVector, stage));
+        shardingVector, stage, aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases)));
   }
   return success();
 }

@@ -34,7 +34,8 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
            {Attr::real("eps", 1e-5)});
   };
 
-  b.normalParameter("transformer.wte.weight", {o.vocab, C}, 0.0, std, o.seed);
+  // nanoGPT ties lm_head.weight to it: its state_dict lists the tensor under both names.
+  b.normalParameter("transformer.wte.weight", {o.vocab, C}, 0.0, std, o.seed, {"lm_head.weight"});
   b.normalParameter("transformer.wpe.weight", {T, C}, 0.0, std, o.seed);
   b.node("transformer.wte", "Embedding", {"idx", "transformer.wte.weight"}, {"tok_emb"});
   b.node("transformer.wpe", "Add", {"tok_emb", "transformer.wpe.weight"}, {"x0"});

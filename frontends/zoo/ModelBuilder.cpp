@@ -10,10 +10,11 @@ void ModelBuilder::input(const std::string& name, model::DType dtype, std::vecto
 
 void ModelBuilder::parameter(const std::string& name, std::vector<int64_t> shape,
                              model::InitKind kind, double a, double b, uint64_t seed,
-                             bool trainable) {
+                             bool trainable, const std::vector<std::string>& aliases) {
   auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
   auto rule = model::CreateInitRule(fbb_, kind, a, b, seed);
-  initializers_.push_back(model::CreateInitializer(fbb_, info, trainable, 0, 0, rule));
+  initializers_.push_back(model::CreateInitializer(
+      fbb_, info, trainable, 0, 0, rule, aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases)));
 }
 
 void ModelBuilder::uniformParameter(const std::string& name, std::vector<int64_t> shape,
@@ -22,8 +23,9 @@ void ModelBuilder::uniformParameter(const std::string& name, std::vector<int64_t
 }
 
 void ModelBuilder::normalParameter(const std::string& name, std::vector<int64_t> shape,
-                                   double mean, double std, uint64_t seed) {
-  parameter(name, std::move(shape), model::InitKind::normal, mean, std, seed);
+                                   double mean, double std, uint64_t seed,
+                                   const std::vector<std::string>& aliases) {
+  parameter(name, std::move(shape), model::InitKind::normal, mean, std, seed, true, aliases);
 }
 
 void ModelBuilder::constantParameter(const std::string& name, std::vector<int64_t> shape,

@@ -31,8 +31,9 @@ class ModelBuilder {
   // A parameter filled at load time by U[low, high) with `seed` (keyed by name, see plan.fbs).
   void uniformParameter(const std::string& name, std::vector<int64_t> shape, double low,
                         double high, uint64_t seed);
+  // `aliases`: the tensor's other names (a tied weight's other module paths).
   void normalParameter(const std::string& name, std::vector<int64_t> shape, double mean,
-                       double std, uint64_t seed);
+                       double std, uint64_t seed, const std::vector<std::string>& aliases = {});
   void constantParameter(const std::string& name, std::vector<int64_t> shape, double value,
                          bool trainable = true);
   void node(const std::string& name, const std::string& opType, std::vector<std::string> inputs,
@@ -45,7 +46,8 @@ class ModelBuilder {
 
  private:
   void parameter(const std::string& name, std::vector<int64_t> shape, model::InitKind kind,
-                 double a, double b, uint64_t seed, bool trainable = true);
+                 double a, double b, uint64_t seed, bool trainable = true,
+                 const std::vector<std::string>& aliases = {});
 
   flatbuffers::FlatBufferBuilder fbb_;
   std::string name_;

@@ -35,14 +35,14 @@ std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed, int64_t epoch) {
 EpochSampler::EpochSampler(int64_t numSamples, int64_t batchSize, uint64_t seed)
     : numSamples_(numSamples), batchSize_(batchSize), seed_(seed), batch_(batchSize) {}
 
-const std::vector<int64_t>& EpochSampler::nextBatch() {
-  if (epoch_ < 0 || position_ + batchSize_ > numSamples_) {
-    ++epoch_;
+const std::vector<int64_t>& EpochSampler::batch(int64_t step) {
+  const int64_t perEpoch = batchesPerEpoch();
+  const int64_t epoch = step / perEpoch, position = (step % perEpoch) * batchSize_;
+  if (epoch != epoch_) {
+    epoch_ = epoch;
     order_ = epochPermutation(numSamples_, seed_, epoch_);
-    position_ = 0;
   }
-  std::copy(order_.begin() + position_, order_.begin() + position_ + batchSize_, batch_.begin());
-  position_ += batchSize_;
+  std::copy(order_.begin() + position, order_.begin() + position + batchSize_, batch_.begin());
   return batch_;
 }
 

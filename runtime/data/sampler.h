@@ -23,19 +23,23 @@ uint64_t streamState(uint64_t seed, uint64_t index);
 std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed, int64_t epoch);
 
 // Consecutive batches of each epoch's permutation; the last partial batch is dropped
-// (DataLoader's drop_last=True), and the next epoch starts with a new permutation.
+// (DataLoader's drop_last=True), and the next epoch starts with a new permutation. A step's
+// batch depends on the step alone, so a resumed run continues the same order.
 // Requires 0 < batchSize <= numSamples (callers check it against the data and report).
 class EpochSampler {
  public:
   EpochSampler(int64_t numSamples, int64_t batchSize, uint64_t seed);
-  const std::vector<int64_t>& nextBatch();
-  int64_t epoch() const { return epoch_; }
+  // The batch of 0-based `step`: batch `step % batchesPerEpoch()` of epoch
+  // `step / batchesPerEpoch()`.
+  const std::vector<int64_t>& batch(int64_t step);
+  // The batch after the last one returned (starting at step 0).
+  const std::vector<int64_t>& nextBatch() { return batch(next_++); }
   int64_t batchesPerEpoch() const { return batchSize_ > 0 ? numSamples_ / batchSize_ : 0; }
 
  private:
   int64_t numSamples_, batchSize_;
   uint64_t seed_;
-  int64_t epoch_ = -1, position_ = 0;
+  int64_t epoch_ = -1, next_ = 0;
   std::vector<int64_t> order_, batch_;
 };
 

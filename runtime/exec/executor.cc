@@ -190,6 +190,11 @@ Status Executor::pullState() {
   return backend_->download(hostState_.get(), state_, stateAllocated_);
 }
 
+Status Executor::pushState() {
+  if (backend_->hostMemory()) return Status::Ok();
+  return backend_->upload(state_, hostState_.get(), stateAllocated_);
+}
+
 Status Executor::initializeState() {
   const plan::Plan& p = plan_.root();
   for (const plan::StateTensor* s : *p.state()) {
@@ -235,9 +240,7 @@ Status Executor::initializeState() {
     }
     if (sharded) extractShard(whole.data(), global, elementSize, cuts, dst);
   }
-  if (!backend_->hostMemory())
-    return backend_->upload(state_, hostState_.get(), stateAllocated_);
-  return Status::Ok();
+  return pushState();
 }
 
 Status Executor::run(const std::string& function) {

@@ -65,6 +65,9 @@ class Executor {
   TensorView state(const std::string& name) const;
   // Brings the state to the host (device backends; nothing to do on the CPU).
   Status pullState();
+  // Sends the host copy of the state to the device after the host wrote it (a loaded
+  // checkpoint; nothing to do on the CPU). `state()` views are writable for that purpose.
+  Status pushState();
   const Backend& backend() const { return *backend_; }
   ThreadPool& pool() { return pool_; }
   comm::DeviceMesh* mesh() { return mesh_; }

@@ -5,19 +5,39 @@
 
 namespace dtc {
 
-std::vector<DimCut> cutsOf(const flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>* sharding,
-                           size_t rank, const comm::DeviceMesh* mesh) {
+std::vector<DimCut> cutsOf(const ShardingVector* sharding, size_t rank, const comm::DeviceMesh* mesh) {
+  if (!sharding || !mesh) return std::vector<DimCut>(rank);
+  return cutsAt(sharding, rank, mesh->sizes(), mesh->coords());
+}
+
+std::vector<DimCut> cutsAt(const ShardingVector* sharding, size_t rank,
+                           const std::vector<int64_t>& sizes, const std::vector<int64_t>& coords) {
   std::vector<DimCut> cuts(rank);
-  if (!sharding || !mesh) return cuts;
+  if (!sharding) return cuts;
   for (size_t d = 0; d < rank && d < sharding->size(); ++d) {
     const auto* axes = sharding->Get(d)->axes();
     if (!axes) continue;
+    bool valid = true;
+    for (int a : *axes) valid &= a >= 0 && a < static_cast<int>(sizes.size());
+    if (!valid) continue;
     cuts[d].axes.assign(axes->begin(), axes->end());
-    cuts[d].parts = mesh->groupSize(cuts[d].axes);
-    cuts[d].index = mesh->indexIn(cuts[d].axes);
+    // As DeviceMesh::groupSize and indexIn: row-major over the axes in the order given.
+    for (int a : cuts[d].axes) {
+      cuts[d].parts *= sizes[a];
+      cuts[d].index = cuts[d].index * sizes[a] + coords[a];
+    }
     cuts[d].blocks = std::max<int64_t>(1, sharding->Get(d)->blocks());
   }
   return cuts;
+}
+
+std::vector<int64_t> meshCoords(int64_t rank, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> coords(sizes.size(), 0);
+  for (int i = static_cast<int>(sizes.size()) - 1; i >= 0; --i) {
+    coords[i] = rank % sizes[i];
+    rank /= sizes[i];
+  }
+  return coords;
 }
 
 bool isSharded(const std::vector<DimCut>& cuts) {

@@ -226,21 +226,6 @@ StatusOr<NpyArray> openNpy(const std::string& path) {
   return array;
 }
 
-Status writeFileAtomically(const std::string& path, const void* data, size_t size) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::InvalidInput("cannot write " + path + ": " + std::strerror(errno));
-  bool ok = std::fwrite(data, 1, size, f) == size;
-  ok = (std::fflush(f) == 0) && ok;
-  ok = (::fsync(fileno(f)) == 0) && ok;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::Internal("failed writing " + path + ": " + std::strerror(errno));
-  }
-  return Status::Ok();
-}
-
 Status writeNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
                 const void* data) {
   const char* descr = dtype == DType::kF32   ? "<f4"

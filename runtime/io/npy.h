@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "io/files.h"
 #include "io/mapped_file.h"
 #include "support/dtype.h"
 #include "support/status.h"
@@ -40,9 +41,5 @@ StatusOr<NpyArray> openNpy(const std::string& path);
 // Writes a C-order .npy (version 1.0) through a temporary file and a rename.
 Status writeNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
                 const void* data);
-
-// Writes `size` bytes to `path` through "<path>.tmp.<pid>" and rename(2), so a reader never sees
-// a partial file and a failure leaves the old file in place.
-Status writeFileAtomically(const std::string& path, const void* data, size_t size);
 
 }  // namespace dtc::io

@@ -1,9 +1,17 @@
 #include "io/safetensors.h"
 
-#include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "io/crc32.h"
+#include "io/files.h"
 #include "io/json.h"
-#include "io/npy.h"
+#include "support/printable.h"
 
 namespace dtc::io {
 namespace {
@@ -12,16 +20,6 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 constexpr DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64};
-
-bool parseDType(const std::string& name, DType& out) {
-  for (DType t : kAllDTypes) {
-    if (name == safetensorsDTypeName(t)) {
-      out = t;
-      return true;
-    }
-  }
-  return false;
-}
 
 // product(shape) * elementSize, or false on a negative dimension or overflow.
 bool byteSize(const std::vector<int64_t>& shape, size_t elementSize, size_t& out) {
@@ -35,16 +33,8 @@ bool byteSize(const std::vector<int64_t>& shape, size_t elementSize, size_t& out
   return true;
 }
 
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// Fills `t` (all but data) from one header entry and returns its [begin, end), or an error
-// message.
-std::string parseEntry(const std::string& name, const Json& entry, TensorRef& t, uint64_t& begin,
-                       uint64_t& end) {
+// Fills `t` from one header entry, or returns an error message.
+std::string parseEntry(const std::string& name, const Json& entry, TensorEntry& t) {
   std::string where = "tensor '" + name + "'";
   if (!entry.isObject()) return where + " is not a JSON object";
   const Json* dtype = entry.find("dtype");
@@ -55,7 +45,7 @@ std::string parseEntry(const std::string& name, const Json& entry, TensorRef& t,
   if (!offsets || !offsets->isArray() || offsets->size() != 2)
     return where + " has no \"data_offsets\" pair";
   t.name = name;
-  if (!parseDType(dtype->asString(), t.dtype))
+  if (!parseSafetensorsDType(dtype->asString(), t.dtype))
     return where + " has dtype " + dtype->asString() +
            ", which is not supported; expected one of F32, F16, BF16, I32, I64";
   for (const Json& d : shape->asArray()) {
@@ -66,15 +56,33 @@ std::string parseEntry(const std::string& name, const Json& entry, TensorRef& t,
   const Json& e = offsets->asArray()[1];
   if (!b.isInteger() || !e.isInteger() || b.asInt() < 0 || e.asInt() < b.asInt())
     return where + " has malformed data_offsets " + offsets->dump();
-  begin = static_cast<uint64_t>(b.asInt());
-  end = static_cast<uint64_t>(e.asInt());
-  if (!byteSize(t.shape, dtypeSize(t.dtype), t.bytes))
+  t.begin = static_cast<uint64_t>(b.asInt());
+  const uint64_t end = static_cast<uint64_t>(e.asInt());
+  size_t bytes;
+  if (!byteSize(t.shape, dtypeSize(t.dtype), bytes))
     return where + " has a shape too large to address: " + shapeText(t.shape);
-  if (t.bytes != end - begin)
+  t.bytes = bytes;
+  if (t.bytes != end - t.begin)
     return where + ": shape " + shapeText(t.shape) + " of " + dtype->asString() + " needs " +
-           std::to_string(t.bytes) + " bytes, its data_offsets span " +
-           std::to_string(end - begin);
+           std::to_string(t.bytes) + " bytes, its data_offsets span " + std::to_string(end - t.begin);
   return "";
+}
+
+Status badFile(const std::string& path, const std::string& what) {
+  return Status::InvalidInput(path + " is not a valid safetensors file: " + what);
+}
+
+// The header length of a file whose first 8 bytes are `prefix`, checked against its size.
+StatusOr<uint64_t> headerLength(const uint8_t* prefix, uint64_t size, const std::string& path) {
+  if (size < 8) return badFile(path, "shorter than its 8-byte header length");
+  uint64_t headerLen = 0;
+  for (int i = 0; i < 8; ++i) headerLen |= static_cast<uint64_t>(prefix[i]) << (8 * i);
+  if (headerLen > kMaxHeaderBytes)
+    return badFile(path, "header length " + std::to_string(headerLen) + " is implausibly large");
+  if (headerLen > size - 8)
+    return badFile(path, "truncated: the header length is " + std::to_string(headerLen) +
+                             " bytes, the file has " + std::to_string(size - 8) + " after it");
+  return headerLen;
 }
 
 }  // namespace
@@ -90,9 +98,23 @@ const char* safetensorsDTypeName(DType t) {
   return "?";
 }
 
-Status writeSafetensors(const std::string& path, const std::vector<TensorRef>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
+bool parseSafetensorsDType(const std::string& name, DType& out) {
+  for (DType t : kAllDTypes) {
+    if (name == safetensorsDTypeName(t)) {
+      out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+// --- writing ---
+
+StatusOr<SafetensorsWriter> SafetensorsWriter::create(const std::string& path,
+                                                      const std::vector<TensorRef>& tensors,
+                                                      const std::map<std::string, std::string>& metadata) {
   std::map<std::string, Json> entries;  // sorted by name, as the header lists them
+  SafetensorsWriter w;
   size_t offset = 0;
   for (const TensorRef& t : tensors) {
     if (t.name == "__metadata__")
@@ -110,6 +132,7 @@ Status writeSafetensors(const std::string& path, const std::vector<TensorRef>& t
     if (!entries.emplace(t.name, std::move(entry)).second)
       return Status::Internal("writing " + path + ": duplicate tensor name '" + t.name + "'");
     offset += t.bytes;
+    w.sizes_.push_back(t.bytes);
   }
   Json header = Json::object();
   if (!metadata.empty()) {
@@ -118,85 +141,160 @@ Status writeSafetensors(const std::string& path, const std::vector<TensorRef>& t
     header.set("__metadata__", std::move(meta));
   }
   for (auto& [name, entry] : entries) header.set(name, std::move(entry));
-
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
-  std::string file(8, '\0');
+  std::string prefix(8, '\0');
   const uint64_t len = text.size();
-  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((len >> (8 * i)) & 0xff);
-  file.reserve(8 + text.size() + offset);
-  file += text;
-  for (const TensorRef& t : tensors)
-    if (t.bytes) file.append(static_cast<const char*>(t.data), t.bytes);
-  return writeFileAtomically(path, file.data(), file.size());
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  prefix += text;
+
+  w.path_ = path;
+  w.tmp_ = path + ".tmp." + std::to_string(::getpid());
+  w.fd_ = ::open(w.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w.fd_ < 0) return Status::InvalidInput("cannot write " + path + ": " + std::strerror(errno));
+  DTC_RETURN_IF_ERROR(writeAll(w.fd_, prefix.data(), prefix.size(), path));
+  w.result_.bytes = prefix.size();
+  w.result_.crc32 = crc32(0, prefix.data(), prefix.size());
+  return w;
+}
+
+SafetensorsWriter::SafetensorsWriter(SafetensorsWriter&& o) noexcept
+    : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), fd_(o.fd_), sizes_(std::move(o.sizes_)),
+      current_(o.current_), writtenOfCurrent_(o.writtenOfCurrent_), tensorCrc_(o.tensorCrc_),
+      result_(std::move(o.result_)) {
+  o.fd_ = -1;
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+Status SafetensorsWriter::write(const void* data, size_t bytes) {
+  if (fd_ < 0) return Status::Internal("writing " + path_ + ": the file is closed");
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  while (bytes > 0 || (current_ < sizes_.size() && sizes_[current_] == 0)) {
+    if (current_ >= sizes_.size())
+      return Status::Internal("writing " + path_ + ": more bytes than the tensors declared");
+    uint64_t take = std::min<uint64_t>(bytes, sizes_[current_] - writtenOfCurrent_);
+    DTC_RETURN_IF_ERROR(writeAll(fd_, p, take, path_));
+    tensorCrc_ = crc32(tensorCrc_, p, take);
+    writtenOfCurrent_ += take;
+    p += take;
+    bytes -= take;
+    if (writtenOfCurrent_ == sizes_[current_]) {
+      result_.crc32 = crc32Combine(result_.crc32, tensorCrc_, sizes_[current_]);
+      result_.bytes += sizes_[current_];
+      result_.tensorCrc32.push_back(tensorCrc_);
+      tensorCrc_ = 0;
+      writtenOfCurrent_ = 0;
+      ++current_;
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<WrittenSafetensors> SafetensorsWriter::commit() {
+  if (fd_ < 0) return Status::Internal("writing " + path_ + ": the file is closed");
+  // Zero-byte tensors at the end complete without a write.
+  DTC_RETURN_IF_ERROR(write(nullptr, 0));
+  if (current_ != sizes_.size())
+    return Status::Internal("writing " + path_ + ": tensor " + std::to_string(current_) +
+                            " of " + std::to_string(sizes_.size()) + " was not written");
+  Status s = ::fsync(fd_) == 0 ? Status::Ok()
+                               : Status::Internal("cannot sync " + path_ + ": " + std::strerror(errno));
+  if (::close(fd_) != 0 && s.ok()) s = Status::Internal("cannot write " + path_ + ": " + std::strerror(errno));
+  fd_ = -1;
+  if (s.ok() && std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    s = Status::Internal("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno));
+  if (!s.ok()) {
+    ::unlink(tmp_.c_str());
+    return s;
+  }
+  return result_;
+}
+
+Status writeSafetensors(const std::string& path, const std::vector<TensorRef>& tensors,
+                        const std::map<std::string, std::string>& metadata, WrittenSafetensors* written) {
+  DTC_ASSIGN_OR_RETURN(SafetensorsWriter writer, SafetensorsWriter::create(path, tensors, metadata));
+  for (const TensorRef& t : tensors) DTC_RETURN_IF_ERROR(writer.write(t.data, t.bytes));
+  DTC_ASSIGN_OR_RETURN(WrittenSafetensors result, writer.commit());
+  if (written) *written = std::move(result);
+  return Status::Ok();
+}
+
+// --- reading ---
+
+StatusOr<SafetensorsHeader> parseSafetensorsHeader(std::string_view text, uint64_t fileSize,
+                                                   const std::string& path) {
+  auto parsed = parseJson(text);
+  if (!parsed.ok()) return badFile(path, "header " + parsed.status().message());
+  const Json& header = parsed.value();
+  if (!header.isObject()) return badFile(path, "the header is not a JSON object");
+  SafetensorsHeader out;
+  out.dataStart = 8 + text.size();
+  const uint64_t dataBytes = fileSize - out.dataStart;
+  for (const auto& [name, entry] : header.members()) {
+    if (name == "__metadata__") {
+      if (!entry.isObject()) return badFile(path, "__metadata__ is not a JSON object");
+      for (const auto& [k, v] : entry.members()) {
+        if (!v.isString()) return badFile(path, "__metadata__ value for '" + k + "' is not a string");
+        out.metadata[k] = v.asString();
+      }
+      continue;
+    }
+    TensorEntry t;
+    std::string error = parseEntry(name, entry, t);
+    if (!error.empty()) return badFile(path, error);
+    if (t.begin + t.bytes > dataBytes)
+      return badFile(path, "tensor '" + name + "' ends at byte " + std::to_string(t.begin + t.bytes) +
+                               " of a data section of " + std::to_string(dataBytes) + " (truncated?)");
+    out.entries.push_back(std::move(t));
+  }
+  // As the reference reader does: the tensors must cover the data section with no holes or
+  // overlaps, so no byte is shared or silently ignored.
+  std::vector<const TensorEntry*> spans;
+  for (const TensorEntry& t : out.entries) spans.push_back(&t);
+  std::sort(spans.begin(), spans.end(), [](const TensorEntry* a, const TensorEntry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->bytes < b->bytes;
+  });
+  uint64_t covered = 0;
+  for (const TensorEntry* s : spans) {
+    if (s->begin != covered)
+      return badFile(path, "tensor '" + s->name + "' starts at byte " + std::to_string(s->begin) +
+                               ", expected " + std::to_string(covered) +
+                               " (tensors overlap or leave a gap)");
+    covered = s->begin + s->bytes;
+  }
+  if (covered != dataBytes)
+    return badFile(path, "the tensors cover " + std::to_string(covered) + " bytes of a data section of " +
+                             std::to_string(dataBytes));
+  std::sort(out.entries.begin(), out.entries.end(),
+            [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
+  return out;
+}
+
+const TensorEntry* SafetensorsHeader::find(const std::string& name) const {
+  auto it = std::lower_bound(entries.begin(), entries.end(), name,
+                             [](const TensorEntry& t, const std::string& n) { return t.name < n; });
+  return it != entries.end() && it->name == name ? &*it : nullptr;
 }
 
 StatusOr<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
   SafetensorsFile out;
   DTC_ASSIGN_OR_RETURN(out.file_, MappedFile::open(path));
-  auto bad = [&](const std::string& what) {
-    return Status::InvalidInput(path + " is not a valid safetensors file: " + what);
-  };
-  const size_t size = out.file_.size();
   const uint8_t* p = out.file_.data();
-  if (size < 8) return bad("shorter than its 8-byte header length");
-  uint64_t headerLen = 0;
-  for (int i = 0; i < 8; ++i) headerLen |= static_cast<uint64_t>(p[i]) << (8 * i);
-  if (headerLen > kMaxHeaderBytes)
-    return bad("header length " + std::to_string(headerLen) + " is implausibly large");
-  if (headerLen > size - 8)
-    return bad("truncated: the header length is " + std::to_string(headerLen) +
-               " bytes, the file has " + std::to_string(size - 8) + " after it");
-  auto parsed = parseJson(std::string_view(reinterpret_cast<const char*>(p + 8), headerLen));
-  if (!parsed.ok()) return bad("header " + parsed.status().message());
-  const Json& header = parsed.value();
-  if (!header.isObject()) return bad("the header is not a JSON object");
-
-  const uint8_t* dataStart = p + 8 + headerLen;
-  const uint64_t dataBytes = size - 8 - headerLen;
-  struct Span {
-    uint64_t begin, end;
-    size_t index;
-  };
-  std::vector<Span> spans;
-  for (const auto& [name, entry] : header.members()) {
-    if (name == "__metadata__") {
-      if (!entry.isObject()) return bad("__metadata__ is not a JSON object");
-      for (const auto& [k, v] : entry.members()) {
-        if (!v.isString()) return bad("__metadata__ value for '" + k + "' is not a string");
-        out.metadata_[k] = v.asString();
-      }
-      continue;
-    }
-    TensorRef t{};
-    uint64_t begin, end;
-    std::string error = parseEntry(name, entry, t, begin, end);
-    if (!error.empty()) return bad(error);
-    if (end > dataBytes)
-      return bad("tensor '" + name + "' ends at byte " + std::to_string(end) +
-                 " of a data section of " + std::to_string(dataBytes) + " (truncated?)");
-    t.data = dataStart + begin;
-    spans.push_back({begin, end, out.tensors_.size()});
-    out.tensors_.push_back(std::move(t));
-  }
-  // As the reference reader does: the tensors must cover the data section with no holes or
-  // overlaps, so no byte is shared or silently ignored.
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
-  uint64_t covered = 0;
-  for (const Span& s : spans) {
-    if (s.begin != covered)
-      return bad("tensor '" + out.tensors_[s.index].name + "' starts at byte " +
-                 std::to_string(s.begin) + ", expected " + std::to_string(covered) +
-                 " (tensors overlap or leave a gap)");
-    covered = s.end;
-  }
-  if (covered != dataBytes)
-    return bad("the tensors cover " + std::to_string(covered) + " bytes of a data section of " +
-               std::to_string(dataBytes));
-  std::sort(out.tensors_.begin(), out.tensors_.end(),
-            [](const TensorRef& a, const TensorRef& b) { return a.name < b.name; });
+  DTC_ASSIGN_OR_RETURN(uint64_t headerLen, headerLength(p, out.file_.size(), path));
+  DTC_ASSIGN_OR_RETURN(
+      SafetensorsHeader header,
+      parseSafetensorsHeader(std::string_view(reinterpret_cast<const char*>(p + 8), headerLen),
+                             out.file_.size(), path));
+  for (TensorEntry& e : header.entries)
+    out.tensors_.push_back({e.name, e.dtype, std::move(e.shape), p + header.dataStart + e.begin,
+                            static_cast<size_t>(e.bytes)});
+  out.metadata_ = std::move(header.metadata);
   return out;
 }
 
@@ -204,6 +302,35 @@ const TensorRef* SafetensorsFile::find(const std::string& name) const {
   auto it = std::lower_bound(tensors_.begin(), tensors_.end(), name,
                              [](const TensorRef& t, const std::string& n) { return t.name < n; });
   return it != tensors_.end() && it->name == name ? &*it : nullptr;
+}
+
+StatusOr<SafetensorsReader> SafetensorsReader::open(const std::string& path) {
+  DTC_ASSIGN_OR_RETURN(uint64_t size, io::fileSize(path));
+  SafetensorsReader r;
+  r.path_ = path;
+  r.fileSize_ = size;
+  r.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (r.fd_ < 0) return Status::InvalidInput("cannot open " + path + ": " + std::strerror(errno));
+  uint8_t prefix[8] = {};
+  if (size >= 8) DTC_RETURN_IF_ERROR(readAt(r.fd_, prefix, 8, 0, path));
+  DTC_ASSIGN_OR_RETURN(uint64_t headerLen, headerLength(prefix, size, path));
+  std::string text(headerLen, '\0');
+  DTC_RETURN_IF_ERROR(readAt(r.fd_, text.data(), headerLen, 8, path));
+  DTC_ASSIGN_OR_RETURN(r.header_, parseSafetensorsHeader(text, size, path));
+  return r;
+}
+
+SafetensorsReader::SafetensorsReader(SafetensorsReader&& o) noexcept
+    : path_(std::move(o.path_)), fd_(o.fd_), fileSize_(o.fileSize_), header_(std::move(o.header_)) {
+  o.fd_ = -1;
+}
+
+SafetensorsReader::~SafetensorsReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status SafetensorsReader::read(const TensorEntry& entry, void* dst) const {
+  return readAt(fd_, dst, entry.bytes, header_.dataStart + entry.begin, path_);
 }
 
 }  // namespace dtc::io

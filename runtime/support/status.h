@@ -12,6 +12,7 @@ enum class StatusCode {
   kOk = 0,
   kInternal = 1,      // a broken invariant or a failing system call
   kInvalidInput = 2,  // the user's files or flags are wrong
+  kStopped = 3,       // asked to stop (SIGTERM, SIGINT): exits 128 + the signal's number
 };
 
 class [[nodiscard]] Status {
@@ -24,22 +25,34 @@ class [[nodiscard]] Status {
   static Status Internal(std::string message) {
     return Status(StatusCode::kInternal, std::move(message));
   }
+  // The run stopped early on a signal, its state saved as asked: not a failure of this
+  // process, but not a finished run either (the shell's convention: exit 128 + signal).
+  static Status Stopped(std::string message, int signal) {
+    Status s(StatusCode::kStopped, std::move(message));
+    s.signal_ = signal;
+    return s;
+  }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
-  int exitCode() const { return static_cast<int>(code_); }
+  int exitCode() const {
+    return code_ == StatusCode::kStopped ? 128 + signal_ : static_cast<int>(code_);
+  }
 
   // Prefixes the message with where it happened ("reading data/x.npy: ...").
   Status withContext(const std::string& context) const {
     if (ok()) return *this;
-    return Status(code_, context + ": " + message_);
+    Status s = *this;
+    s.message_ = context + ": " + message_;
+    return s;
   }
 
  private:
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  int signal_ = 0;
 };
 
 template <typename T>

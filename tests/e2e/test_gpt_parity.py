@@ -123,6 +123,9 @@ class Gpt(nn.Module):
         self.transformer.wpe = nn.Embedding(T, C)
         self.transformer.h = nn.ModuleList([Block(low, fused) for _ in range(L)])
         self.transformer.ln_f = nn.LayerNorm(C)
+        # Tied as nanoGPT ties them: state_dict lists the one tensor under both names.
+        self.lm_head = nn.Linear(C, V, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight
 
     def forward(self, idx, targets):
         x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))

@@ -4,7 +4,7 @@
 
 #include "comm/world.h"
 #include "cpu/blas.h"
-#include "exec/trainer.h"
+#include "train/trainer.h"
 #include "plan/plan.h"
 #include "support/args.h"
 
@@ -14,10 +14,15 @@ constexpr const char kUsage[] =
     "usage: dtrun PLAN [--data DIR|TOKENS.bin] [--steps N] [--seed S] [--log FILE.jsonl]\n"
     "             [--save DIR] [--eval DIR|TOKENS.bin] [--threads N] [--trace FILE.json]\n"
     "             [--device cpu|cuda]\n"
+    "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, DIR/latest\n"
+    "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
+    "             [--init FILE.safetensors]     start from these parameters (PyTorch names)\n"
     "             [--sample N [--prompt TEXT]]   greedy text from a byte-level language model\n";
 
 int fail(const dtc::Status& status) {
-  std::fprintf(stderr, "dtrun: error: %s\n", status.message().c_str());
+  // A run stopped by a signal is not an error of dtrun's: it says what it saved.
+  const char* kind = status.code() == dtc::StatusCode::kStopped ? "" : "error: ";
+  std::fprintf(stderr, "dtrun: %s%s\n", kind, status.message().c_str());
   return status.exitCode();
 }
 
@@ -31,7 +36,8 @@ int main(int argc, char** argv) {
   }
   auto args = dtc::Args::parse(argc, argv, 1,
                                {"data", "steps", "seed", "log", "save", "eval", "threads", "sample", "prompt",
-                                "trace", "device"}, {});
+                                "trace", "device", "checkpoint", "checkpoint-every", "keep", "resume",
+                                "init"}, {});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1)
     return fail(dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage)));
@@ -42,13 +48,26 @@ int main(int argc, char** argv) {
   options.saveDir = args->str("save");
   options.tracePath = args->str("trace");
   options.device = args->str("device");
+  options.checkpointDir = args->str("checkpoint");
+  options.resumePath = args->str("resume");
+  options.initPath = args->str("init");
   auto steps = args->integer("steps", 0);
   auto seed = args->integer("seed", 0);
   auto threads = args->integer("threads", 0);
   auto sample = args->integer("sample", 0);
-  for (const auto* v : {&steps, &seed, &threads, &sample})
+  auto every = args->integer("checkpoint-every", 0);
+  auto keep = args->integer("keep", 0);
+  for (const auto* v : {&steps, &seed, &threads, &sample, &every, &keep})
     if (!v->ok()) return fail(v->status());
   if (*steps < 0) return fail(dtc::Status::InvalidInput("--steps must be >= 0"));
+  if (*every < 0) return fail(dtc::Status::InvalidInput("--checkpoint-every must be >= 0"));
+  if (*keep < 0 || *keep > 1000000) return fail(dtc::Status::InvalidInput("--keep must be between 0 and 1000000"));
+  for (const char* flag : {"checkpoint", "resume", "init", "save", "log", "trace", "eval", "data"})
+    if (args->has(flag) && args->str(flag).empty())
+      return fail(dtc::Status::InvalidInput(std::string("--") + flag + " needs a path"));
+  options.checkpointEvery = *every;
+  options.keep = static_cast<int>(*keep);
+  options.seedGiven = args->has("seed");
   options.steps = *steps;
   options.seed = static_cast<uint64_t>(*seed);
   options.threads = static_cast<int>(*threads);

@@ -11,7 +11,7 @@
 
 #include "comm/communicator.h"
 #include "exec/executor.h"
-#include "exec/trainer.h"
+#include "train/trainer.h"
 #include "io/safetensors.h"
 #include "pipeline_plan.h"
 #include "mpi_check.h"

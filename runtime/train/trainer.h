@@ -1,4 +1,5 @@
-// The training loop behind `dtrun`: data in, steps run, progress out, parameters saved.
+// The training loop behind `dtrun`: data in, steps run, progress out, checkpoints and
+// parameters saved.
 #pragma once
 
 #include <cstdint>
@@ -14,20 +15,30 @@ struct TrainOptions {
   std::string evalDir;   // optional held-out set for the eval function (same forms)
   std::string logPath;   // optional JSON lines, one object per step
   std::string saveDir;   // optional: DIR/model.safetensors with the final parameters
-  int64_t steps = 0;
+  int64_t steps = 0;     // the run's total: a resumed run continues up to it
   uint64_t seed = 0;     // sample order: epoch e is permuted from (seed, e)
+  bool seedGiven = false;  // --seed was given (a resumed run otherwise takes the checkpoint's)
   int threads = 0;       // 0: all hardware threads
   int64_t sampleTokens = 0;  // after training: greedy continuation of `prompt` (byte-level LMs)
   std::string prompt;
   std::string tracePath;     // optional: Chrome trace JSON of every kernel call, all ranks
   std::string device = "cpu";  // the backend: cpu, cuda (one GPU per process), cpu-staged
+  // Checkpoints: DIR/step-<N>/ every `checkpointEvery` steps (0: only at the end and when
+  // stopped by a signal), the newest `keep` kept (0: all).
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  int keep = 0;
+  std::string resumePath;  // a step-<N> directory, or a checkpoint directory (its latest)
+  std::string initPath;    // parameters under PyTorch names (safetensors)
 };
 
 // The job must have one process per device of the plan's mesh (one for a plan without a mesh).
 Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher);
 
 // Runs on every process of the job (`world`: one per device of the plan's mesh; a plan without
-// a mesh needs a job of one). Only rank 0 prints, logs and saves.
+// a mesh needs a job of one). Only rank 0 prints, logs and saves; every rank writes its own
+// pieces of a checkpoint. SIGTERM or SIGINT on any rank stops every rank after the same step,
+// with a checkpoint when one was asked for (Status::Stopped).
 Status train(const Plan& plan, const TrainOptions& options,
              std::unique_ptr<comm::Communicator> world);
 

@@ -1,4 +1,4 @@
-#include "exec/batch_source.h"
+#include "train/batch_source.h"
 
 #include <sys/stat.h>
 
@@ -161,7 +161,16 @@ class NpySource : public BatchSource {
     return std::unique_ptr<BatchSource>(std::move(source));
   }
 
-  void fillTraining(int64_t) override { load(sampler_->nextBatch()); }
+  void fillTraining(int64_t step) override { load(sampler_->batch(step)); }
+  io::Json position(int64_t steps) const override {
+    io::Json p = io::Json::object();
+    p.set("source", "npy");
+    p.set("samples", rows_);
+    p.set("batch", batch_);
+    p.set("epoch", steps / sampler_->batchesPerEpoch());
+    p.set("batch_in_epoch", steps % sampler_->batchesPerEpoch());
+    return p;
+  }
   int64_t evalBatches() const override { return rows_ / batch_; }
   void fillEval(int64_t k) override {
     std::vector<int64_t> indices(batch_);
@@ -269,6 +278,16 @@ class TokenSource : public BatchSource {
 
   void fillTraining(int64_t step) override {
     fill(data::windowOffsets(file_.size(), batch_, t_, seed_, step));
+  }
+  // Windows are drawn from the random stream of each step: the next stream is the position.
+  io::Json position(int64_t steps) const override {
+    io::Json p = io::Json::object();
+    p.set("source", "tokens");
+    p.set("tokens", file_.size());
+    p.set("context", t_);
+    p.set("windows_per_step", batch_);
+    p.set("next_stream", steps);
+    return p;
   }
   // Evaluation walks consecutive, non-overlapping windows.
   int64_t evalBatches() const override { return samples() / batch_; }

@@ -1,4 +1,4 @@
-#include "exec/generate.h"
+#include "train/generate.h"
 
 #include <algorithm>
 #include <cstring>

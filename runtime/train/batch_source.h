@@ -6,14 +6,20 @@
 #include <string>
 
 #include "exec/executor.h"
+#include "io/json.h"
 
 namespace dtc {
 
 class BatchSource {
  public:
   virtual ~BatchSource() = default;
-  // Training: fills the inputs with the batch of 0-based `step` (shuffled from the seed).
+  // Training: fills the inputs with the batch of 0-based `step` (shuffled from the seed). A
+  // step's batch depends on the step alone, so a resumed run continues the same stream.
   virtual void fillTraining(int64_t step) = 0;
+  // Where the training stream stands after `steps` steps, as a checkpoint records it: a resumed
+  // run's source must describe the same position (same data, batch and order), or the
+  // continuation would silently see other samples.
+  virtual io::Json position(int64_t steps) const = 0;
   // Evaluation: the data once, in order, as evalBatches() full batches.
   virtual int64_t evalBatches() const = 0;
   virtual void fillEval(int64_t batch) = 0;

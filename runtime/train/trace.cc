@@ -1,4 +1,4 @@
-#include "exec/trace.h"
+#include "train/trace.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,0 +1,214 @@
+#include "checkpoint/writer.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "checkpoint/directory.h"
+#include "io/files.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+#include "plan/communication.h"
+#include "support/fault_points.h"
+
+namespace dtc::checkpoint {
+namespace {
+
+constexpr int kReportTag = comm::Communicator::kMaxTag;
+
+// What a rank tells rank 0 once its file is on disk.
+struct Report {
+  Status status;
+  bool wroteFile = false;
+  io::WrittenSafetensors file;
+};
+
+std::string encode(const Report& r) {
+  io::Json j = io::Json::object();
+  j.set("ok", r.status.ok());
+  j.set("error", r.status.message());
+  j.set("file", r.wroteFile);
+  j.set("bytes", r.file.bytes);
+  j.set("crc32", r.file.crc32);
+  io::Json crcs{io::Json::Array{}};
+  for (uint32_t c : r.file.tensorCrc32) crcs.push(c);
+  j.set("slices", std::move(crcs));
+  return j.dump();
+}
+
+Report decode(const std::string& text, int rank) {
+  Report r;
+  auto parsed = io::parseJson(text);
+  if (!parsed.ok() || !parsed->isObject()) {
+    r.status = Status::Internal("rank " + std::to_string(rank) + " sent a malformed checkpoint report");
+    return r;
+  }
+  const io::Json& j = *parsed;
+  auto get = [&](const char* key) { return j.find(key) ? *j.find(key) : io::Json(); };
+  if (!get("ok").asBool()) {
+    r.status = Status::Internal("rank " + std::to_string(rank) + ": " + get("error").asString());
+    return r;
+  }
+  r.wroteFile = get("file").asBool();
+  r.file.bytes = static_cast<uint64_t>(get("bytes").asInt());
+  r.file.crc32 = static_cast<uint32_t>(get("crc32").asInt());
+  const io::Json slices = get("slices");
+  for (const io::Json& c : slices.asArray()) r.file.tensorCrc32.push_back(static_cast<uint32_t>(c.asInt()));
+  return r;
+}
+
+// Rank 0's status, as every rank learns it.
+Status agree(comm::Communicator& world, const Status& rootStatus, const std::string& what) {
+  float ok = rootStatus.ok() ? 1.0f : 0.0f;
+  DTC_RETURN_IF_ERROR(world.broadcast(&ok, 1, 0));
+  if (world.rank() == 0) return rootStatus;
+  return ok == 1.0f ? Status::Ok() : Status::Internal(what + " failed (rank 0 reports why)");
+}
+
+// This rank's file: the pieces the layout gives it, in layout order.
+Report writeRankFile(Executor& ex, const CheckpointLayout& layout, const std::string& stepTmp, int rank) {
+  Report report;
+  struct Item {
+    const PlannedTensor* tensor;
+    const PlannedSlice* slice;
+  };
+  std::vector<Item> items;
+  std::vector<io::TensorRef> declared;
+  for (const PlannedTensor& t : layout.tensors)
+    for (const PlannedSlice& s : t.slices)
+      if (s.rank == rank) {
+        items.push_back({&t, &s});
+        declared.push_back({s.key, t.dtype, s.box.sizes, nullptr,
+                            static_cast<size_t>(s.box.elements()) * dtypeSize(t.dtype)});
+      }
+  if (items.empty()) return report;
+  const std::string path = stepTmp + "/" + rankFileName(rank);
+  StatusOr<io::SafetensorsWriter> writer = io::SafetensorsWriter::create(path, declared, {{"format", "dtc-checkpoint"}});
+  if (!writer.ok()) {
+    report.status = writer.status();
+    return report;
+  }
+  std::vector<uint8_t> scratch;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PlannedTensor& t = *items[i].tensor;
+    const PlannedSlice& s = *items[i].slice;
+    TensorView local = ex.state(t.name);
+    if (!local.data) {
+      report.status = Status::Internal("checkpoint: this rank holds no state '" + t.name + "'");
+      return report;
+    }
+    const size_t bytes = declared[i].bytes;
+    const uint8_t* data = local.data;
+    // A piece that is not the whole local tensor (a chunk of a fused q/k/v weight) is copied out.
+    if (s.box.sizes != local.shape) {
+      scratch.resize(bytes);
+      Placed src{local.shape, {}};
+      for (size_t d = 0; d < local.shape.size(); ++d) src.origin.push_back(s.box.offsets[d] - s.localOffsets[d]);
+      copyRegion(local.data, src, scratch.data(), Placed{s.box.sizes, s.box.offsets}, s.box, dtypeSize(t.dtype));
+      data = scratch.data();
+    }
+    if (Status st = writer->write(data, bytes); !st.ok()) {
+      report.status = st;
+      return report;
+    }
+    faultPoint("checkpoint-file", rank);
+  }
+  StatusOr<io::WrittenSafetensors> written = writer->commit();
+  if (!written.ok()) {
+    report.status = written.status();
+    return report;
+  }
+  report.wroteFile = true;
+  report.file = std::move(written).value();
+  return report;
+}
+
+// Rank 0, once every rank's file is synced: the index, the rename, `latest`, retention.
+Status publish(const CheckpointLayout& layout, const CheckpointRequest& request, const std::string& planName,
+               const std::string& mesh, const std::vector<Report>& reports, const std::string& stepTmp) {
+  CheckpointIndex index;
+  index.progress = request.progress;
+  index.plan = planName;
+  index.mesh = mesh;
+  std::vector<int> fileOf(reports.size(), -1);
+  for (size_t r = 0; r < reports.size(); ++r)
+    if (reports[r].wroteFile) {
+      fileOf[r] = static_cast<int>(index.files.size());
+      index.files.push_back({rankFileName(static_cast<int>(r)), static_cast<int>(r), reports[r].file.bytes,
+                             reports[r].file.crc32});
+    }
+  std::vector<size_t> next(reports.size(), 0);  // each rank's next slice checksum
+  for (const PlannedTensor& t : layout.tensors) {
+    TensorRecord rec{t.name, t.dtype, t.shape, t.role == plan::Role::param ? "param" : "optim_state", {}};
+    for (const PlannedSlice& s : t.slices) {
+      const Report& from = reports[s.rank];
+      if (fileOf[s.rank] < 0 || next[s.rank] >= from.file.tensorCrc32.size())
+        return Status::Internal("checkpoint: rank " + std::to_string(s.rank) + " reported fewer pieces than it holds");
+      rec.slices.push_back({fileOf[s.rank], s.key, s.box, from.file.tensorCrc32[next[s.rank]++]});
+    }
+    index.tensors.push_back(std::move(rec));
+  }
+  const std::string text = indexToJson(index).dump() + "\n";
+  faultPoint("checkpoint-index", 0);
+  DTC_RETURN_IF_ERROR(io::writeFileAtomically(stepTmp + "/" + kIndexFile, text.data(), text.size()));
+  DTC_RETURN_IF_ERROR(io::syncDirectory(stepTmp));
+  const std::string name = stepDirectoryName(request.progress.step);
+  const std::string final = request.dir + "/" + name, old = final + ".old";
+  // Writing a step again (a run resumed from an earlier one): the old copy moves aside first.
+  if (io::pathExists(final) && std::rename(final.c_str(), old.c_str()) != 0)
+    return Status::Internal("cannot move " + final + " aside");
+  if (std::rename(stepTmp.c_str(), final.c_str()) != 0)
+    return Status::Internal("cannot rename " + stepTmp + " to " + final);
+  DTC_RETURN_IF_ERROR(io::syncDirectory(request.dir));
+  DTC_RETURN_IF_ERROR(io::removeTree(old));
+  faultPoint("checkpoint-latest", 0);
+  DTC_RETURN_IF_ERROR(io::replaceSymlink(name, request.dir + "/" + kLatest));
+  return removeOldSteps(request.dir, request.keep);
+}
+
+}  // namespace
+
+StatusOr<std::string> writeCheckpoint(Executor& ex, comm::Communicator& world, const CheckpointLayout& layout,
+                                      const CheckpointRequest& request) {
+  const int rank = world.rank();
+  const std::string what = "checkpoint of step " + std::to_string(request.progress.step);
+  const std::string stepTmp = request.dir + "/" + stepDirectoryName(request.progress.step) + ".tmp";
+  Status prepared = Status::Ok();
+  if (rank == 0) {
+    prepared = io::removeTree(stepTmp);
+    if (prepared.ok()) prepared = io::makeDirectories(stepTmp);
+    if (prepared.ok()) prepared = io::syncDirectory(request.dir);
+  }
+  DTC_RETURN_IF_ERROR(agree(world, prepared, what));
+
+  Report mine = writeRankFile(ex, layout, stepTmp, rank);
+  std::vector<Report> reports;
+  if (rank == 0) {
+    reports.push_back(std::move(mine));
+    for (int r = 1; r < world.size(); ++r) {
+      uint64_t length = 0;
+      DTC_RETURN_IF_ERROR(world.recv(&length, sizeof length, r, kReportTag));
+      std::string text(length, '\0');
+      DTC_RETURN_IF_ERROR(world.recv(text.data(), static_cast<int64_t>(length), r, kReportTag));
+      reports.push_back(decode(text, r));
+    }
+  } else {
+    const std::string text = encode(mine);
+    const uint64_t length = text.size();
+    DTC_RETURN_IF_ERROR(world.send(&length, sizeof length, 0, kReportTag));
+    DTC_RETURN_IF_ERROR(world.send(text.data(), static_cast<int64_t>(length), 0, kReportTag));
+    DTC_RETURN_IF_ERROR(world.completeSends());
+  }
+
+  Status published = Status::Ok();
+  if (rank == 0) {
+    for (const Report& r : reports)
+      if (!r.status.ok() && published.ok()) published = r.status.withContext(what);
+    if (published.ok())
+      published = publish(layout, request, ex.plan().name(), meshText(ex.plan()), reports, stepTmp).withContext(what);
+    if (!published.ok()) (void)io::removeTree(stepTmp);
+  }
+  DTC_RETURN_IF_ERROR(agree(world, published, what));
+  return request.dir + "/" + stepDirectoryName(request.progress.step);
+}
+
+}  // namespace dtc::checkpoint

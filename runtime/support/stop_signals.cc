@@ -1,0 +1,48 @@
+#include "support/stop_signals.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+
+namespace dtc {
+namespace {
+
+volatile sig_atomic_t received = 0;
+
+void onStopSignal(int signal) {
+  if (received != 0) {
+    // A second request: the user means it. Die of the signal as if no handler were installed.
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);
+    return;
+  }
+  received = signal;
+}
+
+}  // namespace
+
+void installStopSignalHandlers() {
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true)) return;
+  struct sigaction action = {};
+  action.sa_handler = onStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // system calls in flight (writes, MPI's polls) carry on
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+}
+
+int stopSignalReceived() { return received; }
+
+const char* stopSignalName(int signal) {
+  switch (signal) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+  }
+  static thread_local char text[32];
+  std::snprintf(text, sizeof text, "signal %d", signal);
+  return text;
+}
+
+}  // namespace dtc

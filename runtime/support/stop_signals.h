@@ -1,0 +1,16 @@
+// SIGTERM and SIGINT as requests to stop: what Slurm, torchrun and a user's Ctrl-C send before
+// they kill a job. The first one is recorded for the training loop to act on between steps
+// (finish the step, write a checkpoint, exit); a second one ends the process at once, as the
+// default action would have.
+#pragma once
+
+namespace dtc {
+
+// Installs the handlers (idempotent).
+void installStopSignalHandlers();
+// The signal that asked this process to stop, or 0.
+int stopSignalReceived();
+// "SIGTERM", "SIGINT", or "signal N".
+const char* stopSignalName(int signal);
+
+}  // namespace dtc

@@ -1,0 +1,23 @@
+// Evaluation on a held-out set (dtrun --eval): the plan's eval function over every full batch,
+// mean loss and, for classifiers, accuracy summed over the devices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "exec/executor.h"
+#include "train/batch_source.h"
+
+namespace dtc {
+
+// Every rank calls it (accuracy is summed over the devices); rank 0 prints when `print`.
+Status evaluate(Executor& ex, BatchSource& data, bool print);
+
+// The index of `f`'s result of `role` (and `name`, when given), or UINT32_MAX.
+uint32_t resultIndex(const plan::Function& f, plan::Role role, const std::string& name = "");
+
+// The loss of `f`, which this rank runs. A pipeline returns it from its first stage (the
+// compiler sends it there); the other stages' functions return none (UINT32_MAX).
+StatusOr<uint32_t> lossOf(const Executor& ex, const plan::Function& f);
+
+}  // namespace dtc

@@ -1,0 +1,349 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "checkpoint/directory.h"
+#include "checkpoint/layout.h"
+#include "checkpoint/parameters_file.h"
+#include "checkpoint/reader.h"
+#include "checkpoint/writer.h"
+#include "comm/world.h"
+#include "cpu/blas.h"
+#include "exec/executor.h"
+#include "io/files.h"
+#include "plan/communication.h"
+#include "support/stop_signals.h"
+#include "train/batch_source.h"
+#include "train/evaluate.h"
+#include "train/generate.h"
+#include "train/save_parameters.h"
+#include "train/trace.h"
+#include "train/training_log.h"
+
+namespace dtc {
+namespace {
+
+constexpr int kAgreeTag = comm::Communicator::kMaxTag - 1;
+
+// This process's index among the job's processes on its node (which GPU it takes), from the
+// launcher's environment (comm/world.h).
+int localRank() {
+  StatusOr<comm::World> world = comm::detectWorld();
+  return world.ok() ? world->localRank : 0;
+}
+
+// A failure every rank knows about ends the job in order: rank 0 reports it, nobody is left
+// waiting in a collective, no abort is needed.
+struct AgreedFailure {
+  bool agreed = false;
+};
+
+// Collective: every rank learns whether any rank failed; rank 0's result carries the message
+// of the lowest failing rank.
+Status agree(comm::Communicator& world, const Status& local, AgreedFailure& outcome) {
+  if (world.size() == 1) {
+    outcome.agreed = !local.ok();
+    return local;
+  }
+  float lowest = local.ok() ? -1e9f : -static_cast<float>(world.rank());
+  DTC_RETURN_IF_ERROR(world.allReduceMax(&lowest, 1));
+  if (lowest == -1e9f) return Status::Ok();
+  outcome.agreed = true;
+  const int failed = static_cast<int>(-lowest);
+  if (failed == 0) return local;
+  if (world.rank() == failed) {
+    const std::string text = local.message();
+    const uint64_t length = text.size();
+    DTC_RETURN_IF_ERROR(world.send(&length, sizeof length, 0, kAgreeTag));
+    DTC_RETURN_IF_ERROR(world.send(text.data(), static_cast<int64_t>(length), 0, kAgreeTag));
+    DTC_RETURN_IF_ERROR(world.completeSends());
+    return local;
+  }
+  if (world.rank() != 0) return Status::InvalidInput("rank " + std::to_string(failed) + " failed");
+  uint64_t length = 0;
+  DTC_RETURN_IF_ERROR(world.recv(&length, sizeof length, failed, kAgreeTag));
+  std::string text(length, '\0');
+  DTC_RETURN_IF_ERROR(world.recv(text.data(), static_cast<int64_t>(length), failed, kAgreeTag));
+  return Status::InvalidInput("rank " + std::to_string(failed) + ": " + text);
+}
+
+// Whether any rank was asked to stop (the signal, or 0): every rank stops after the same step.
+StatusOr<int> stopRequested(comm::Communicator& world) {
+  float signal = static_cast<float>(stopSignalReceived());
+  if (world.size() > 1) DTC_RETURN_IF_ERROR(world.allReduceMax(&signal, 1));
+  return static_cast<int>(signal);
+}
+
+// The outputs rank 0 writes, and the checkpoint directory, checked before anything runs;
+// leftovers of interrupted checkpoint writes are removed.
+Status prepareOutputs(const TrainOptions& o, int rank) {
+  if (rank != 0) return Status::Ok();
+  if (!o.logPath.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.logPath, "--log"));
+  if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.tracePath, "--trace"));
+  if (!o.saveDir.empty()) DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.saveDir, "--save"));
+  if (!o.checkpointDir.empty()) {
+    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.checkpointDir, "--checkpoint"));
+    DTC_RETURN_IF_ERROR(checkpoint::removeLeftovers(o.checkpointDir));
+  }
+  return Status::Ok();
+}
+
+// Every rank writes its pieces of a checkpoint into the directory rank 0 made.
+Status checkCheckpointDirectory(const TrainOptions& o, int rank) {
+  if (o.checkpointDir.empty() || rank == 0) return Status::Ok();
+  if (!io::isDirectory(o.checkpointDir))
+    return Status::InvalidInput("--checkpoint " + o.checkpointDir + " is not visible from this rank " +
+                                "(checkpoints need a file system every rank shares)");
+  return io::prepareOutputDirectory(o.checkpointDir, "--checkpoint");
+}
+
+// The data stream must be where the checkpoint left it: same data, batch and order.
+Status checkDataPosition(const io::Json& saved, const io::Json& ours, const std::string& checkpoint,
+                         const std::string& data) {
+  if (saved == ours) return Status::Ok();
+  std::string differences;
+  for (const auto& [key, value] : ours.members()) {
+    const io::Json* old = saved.find(key);
+    if (!old || *old != value)
+      differences += (differences.empty() ? "" : ", ") + key + " " + (old ? old->dump() : "none") +
+                     " there, " + value.dump() + " here";
+  }
+  return Status::InvalidInput("checkpoint " + checkpoint + " was trained on other data than " + data + " (" +
+                              differences + "): its continuation would not see the same samples");
+}
+
+struct RunState {
+  std::unique_ptr<Executor> ex;
+  std::unique_ptr<BatchSource> train, eval;
+  checkpoint::CheckpointLayout layout;
+  int64_t done = 0;  // steps completed before this run (a resumed checkpoint's)
+  uint64_t seed = 0;
+  int64_t samplesPerStep = 0;
+};
+
+// Everything that can fail before step 1: outputs, inputs, the starting state. In phases, each
+// ending when every rank knows whether all succeeded, so that no rank waits in a collective
+// for one that failed.
+Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, RunState& run,
+             AgreedFailure& agreed) {
+  comm::Communicator& world = mesh->world();
+  const int rank = mesh->rank();
+  std::string stepDir;
+  checkpoint::CheckpointIndex index;
+  auto checkArguments = [&]() -> Status {
+    if (o.sampleTokens > 0 && mesh->numDevices() > 1)
+      return Status::InvalidInput("--sample needs a single-device plan (compile without --mesh)");
+    if (!o.resumePath.empty() && !o.initPath.empty())
+      return Status::InvalidInput("--resume continues a run, --init starts one: give one of them");
+    if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keep > 0))
+      return Status::InvalidInput("--checkpoint-every and --keep need --checkpoint DIR");
+    DTC_RETURN_IF_ERROR(prepareOutputs(o, rank));
+    // Inputs before any memory is reserved.
+    if (!o.resumePath.empty()) {
+      DTC_ASSIGN_OR_RETURN(stepDir, checkpoint::resolveCheckpoint(o.resumePath));
+      DTC_ASSIGN_OR_RETURN(index, checkpoint::readIndex(stepDir));
+    }
+    if (!o.initPath.empty()) DTC_RETURN_IF_ERROR(checkpoint::checkParametersFile(plan, o.initPath));
+    if (!o.dataDir.empty() && !io::pathExists(o.dataDir))
+      return Status::InvalidInput("cannot open " + o.dataDir + ": no such file or directory");
+    if (!o.evalDir.empty() && !io::pathExists(o.evalDir))
+      return Status::InvalidInput("cannot open " + o.evalDir + ": no such file or directory");
+    return Status::Ok();
+  };
+  DTC_RETURN_IF_ERROR(agree(world, checkArguments(), agreed));
+  DTC_RETURN_IF_ERROR(agree(world, checkCheckpointDirectory(o, rank), agreed));
+
+  StatusOr<std::unique_ptr<Backend>> backend = createBackend(o.device, localRank());
+  DTC_RETURN_IF_ERROR(agree(world, backend.status(), agreed));
+  // Creating a pipeline's groups is collective: a failure there ends the job (train()).
+  DTC_ASSIGN_OR_RETURN(run.ex, Executor::create(plan, o.threads, mesh, std::move(backend).value(),
+                                                {"train_step", "eval"}));
+  Executor& ex = *run.ex;
+  run.samplesPerStep = plan.root().batch_size() * std::max(1, plan.root().micro_batches());
+  run.seed = o.seed;
+  auto loadState = [&]() -> Status {
+    if (stepDir.empty()) {
+      DTC_RETURN_IF_ERROR(ex.initializeState());
+      if (!o.initPath.empty()) DTC_RETURN_IF_ERROR(checkpoint::loadParametersFile(ex, o.initPath));
+      return Status::Ok();
+    }
+    const checkpoint::Progress& p = index.progress;
+    if (o.seedGiven && p.seed != o.seed)
+      return Status::InvalidInput("checkpoint " + stepDir + " was trained with --seed " +
+                                  std::to_string(static_cast<int64_t>(p.seed)) + ", not " +
+                                  std::to_string(static_cast<int64_t>(o.seed)) +
+                                  " (leave --seed out to continue its order)");
+    if (p.samplesPerStep != run.samplesPerStep)
+      return Status::InvalidInput("checkpoint " + stepDir + " took " + std::to_string(p.samplesPerStep) +
+                                  " samples per step, " + plan.name() + " takes " +
+                                  std::to_string(run.samplesPerStep) +
+                                  " (a resumed run keeps the global batch; --init starts a new run)");
+    run.seed = p.seed;
+    run.done = p.step;
+    return checkpoint::loadCheckpoint(ex, stepDir, index);
+  };
+  DTC_RETURN_IF_ERROR(agree(world, loadState(), agreed));
+  auto openData = [&]() -> Status {
+    if (o.steps > run.done) {
+      if (o.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");
+      DTC_ASSIGN_OR_RETURN(run.train, openBatchSource(ex, "train_step", o.dataDir, run.seed));
+      if (!stepDir.empty())
+        DTC_RETURN_IF_ERROR(
+            checkDataPosition(index.progress.data, run.train->position(run.done), stepDir, o.dataDir));
+    }
+    if (!o.evalDir.empty()) {
+      DTC_ASSIGN_OR_RETURN(run.eval, openBatchSource(ex, "eval", o.evalDir, 0));
+    }
+    if (!o.checkpointDir.empty()) {
+      DTC_ASSIGN_OR_RETURN(run.layout, checkpoint::planCheckpointLayout(plan));
+    }
+    return Status::Ok();
+  };
+  return agree(world, openData(), agreed);
+}
+
+StatusOr<std::string> saveCheckpoint(RunState& run, const TrainOptions& o, comm::DeviceMesh& mesh, int64_t step) {
+  DTC_RETURN_IF_ERROR(run.ex->pullState());
+  checkpoint::CheckpointRequest request;
+  request.dir = o.checkpointDir;
+  request.keep = o.keep;
+  request.progress.step = step;
+  request.progress.seed = run.seed;
+  request.progress.samplesPerStep = run.samplesPerStep;
+  // A run that trained no step (resumed at its end) still records its stream's position.
+  request.progress.data = run.train ? run.train->position(step) : io::Json::object();
+  return checkpoint::writeCheckpoint(*run.ex, mesh.world(), run.layout, request);
+}
+
+Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, AgreedFailure& agreed) {
+  cpu::setBlasThreads(1);  // our pool parallelises the GEMMs (cpu/matmul.cc)
+  const bool lead = mesh->rank() == 0;  // only rank 0 prints, logs and saves
+  installStopSignalHandlers();
+  RunState run;
+  DTC_RETURN_IF_ERROR(start(plan, o, mesh, run, agreed));
+  Executor& ex = *run.ex;
+  ex.setTiming(!o.tracePath.empty());
+  const plan::Plan& root = plan.root();
+  // Memory is rank 0's (a pipeline's stages differ).
+  const std::string pipeline = root.schedule() && root.schedule()->size()
+                                   ? ", pipeline " + root.schedule()->str()
+                                   : std::string();
+  if (lead) {
+    std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads%s\n",
+                plan.name().c_str(), (long long)root.batch_size(),
+                root.optimizer() ? root.optimizer()->c_str() : "", ex.stateBytes() / 1048576.0,
+                ex.arenaBytes() / 1048576.0, ex.pool().size(), pipeline.c_str());
+    if (!o.resumePath.empty())
+      std::printf("resumed at step %lld from %s\n", (long long)run.done, o.resumePath.c_str());
+  }
+
+  int64_t lastCheckpoint = o.resumePath.empty() ? -1 : run.done;
+  auto checkpointAt = [&](int64_t step) -> Status {
+    if (o.checkpointDir.empty() || step == lastCheckpoint) return Status::Ok();
+    StatusOr<std::string> written = saveCheckpoint(run, o, *mesh, step);
+    // Every rank has the writer's verdict: a failure ends the job in order.
+    agreed.agreed = !written.ok();
+    DTC_RETURN_IF_ERROR(written.status());
+    lastCheckpoint = step;
+    if (lead) std::printf("checkpoint: %s\n", written->c_str());
+    return Status::Ok();
+  };
+  if (o.steps > run.done) {
+    const plan::Function& f = *ex.function("train_step");  // openBatchSource found it
+    DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
+    std::unique_ptr<TrainingLog> log;
+    if (!o.logPath.empty() && lead) {
+      DTC_ASSIGN_OR_RETURN(log, TrainingLog::open(o.logPath, run.done + 1));
+    }
+    for (int64_t step = run.done + 1; step <= o.steps; ++step) {
+      auto begin = std::chrono::steady_clock::now();
+      run.train->fillTraining(step - 1);
+      DTC_RETURN_IF_ERROR(ex.run("train_step"));
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      float loss = lossIndex != UINT32_MAX ? *ex.view("train_step", lossIndex).f32() : 0.0f;
+      double rate = run.samplesPerStep / std::max(seconds, 1e-9);
+      if (lead)
+        std::printf("step %5lld/%lld | loss %.6f | %.0f samples/s\n", (long long)step,
+                    (long long)o.steps, loss, rate);
+      if (log) DTC_RETURN_IF_ERROR(log->step(step, loss, rate));
+      DTC_ASSIGN_OR_RETURN(int signal, stopRequested(mesh->world()));
+      if ((o.checkpointEvery > 0 && step % o.checkpointEvery == 0) || step == o.steps || signal)
+        DTC_RETURN_IF_ERROR(checkpointAt(step));
+      if (signal) {
+        std::fflush(stdout);
+        std::string saved = o.checkpointDir.empty()
+                                ? " (no --checkpoint: the state is not saved)"
+                                : "; checkpoint " + o.checkpointDir + "/" + checkpoint::stepDirectoryName(step);
+        return Status::Stopped(std::string("stopped by ") + stopSignalName(signal) + " after step " +
+                                   std::to_string(step) + saved,
+                               signal);
+      }
+    }
+  } else if (lead && o.steps > 0) {
+    std::printf("nothing to train: the run is at step %lld of %lld\n", (long long)run.done, (long long)o.steps);
+  }
+  if (run.eval) DTC_RETURN_IF_ERROR(evaluate(ex, *run.eval, lead));
+  if (o.sampleTokens > 0 && lead) {
+    DTC_ASSIGN_OR_RETURN(std::string text, generateGreedy(ex, o.prompt, o.sampleTokens));
+    std::printf("sample: %s%s\n", o.prompt.c_str(), text.c_str());
+  }
+  if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.tracePath));
+  if (!o.saveDir.empty()) {
+    DTC_RETURN_IF_ERROR(ex.pullState());
+    DTC_RETURN_IF_ERROR(saveParameters(ex, o.saveDir, lead));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<comm::DeviceMesh>> meshFor(const Plan& plan, std::unique_ptr<comm::Communicator> world) {
+  DTC_RETURN_IF_ERROR(checkWorldSize(plan, world->size(), "the launcher"));
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  if (const auto* mesh = plan.root().mesh())
+    for (const plan::MeshAxis* axis : *mesh) {
+      names.push_back(axis->name()->str());
+      sizes.push_back(axis->size());
+    }
+  return comm::DeviceMesh::create(std::move(world), names, sizes);
+}
+
+}  // namespace
+
+Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher) {
+  const std::string text = meshText(plan);
+  const int64_t devices = meshDevices(plan);
+  if (devices == processes) return Status::Ok();
+  if (text.empty())
+    return Status::InvalidInput(plan.name() + " runs on one process, but " + launcher +
+                                " started " + std::to_string(processes) +
+                                " (partition it with dtc compile --mesh)");
+  std::string what = plan.name() + " is partitioned for " + std::to_string(devices) +
+                     " devices (mesh " + text + ")";
+  if (processes == 1)
+    return Status::InvalidInput(what + "; launch one process per device (mpirun -np " +
+                                std::to_string(devices) + " dtrun ...)");
+  return Status::InvalidInput(what + ", but " + launcher + " started " +
+                              std::to_string(processes) + " processes");
+}
+
+Status train(const Plan& plan, const TrainOptions& options, std::unique_ptr<comm::Communicator> world) {
+  // Every rank fails the same way here: the caller reports it once.
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<comm::DeviceMesh> mesh, meshFor(plan, std::move(world)));
+  AgreedFailure agreed;
+  Status status = trainOnMesh(plan, options, mesh.get(), agreed);
+  // Every rank stops after the same step, and failures every rank knows of are reported by rank
+  // 0: the caller ends those. Any other failure may leave ranks waiting in a collective for
+  // this one: say why, then end the job.
+  if (!status.ok() && status.code() != StatusCode::kStopped && !agreed.agreed && mesh->numDevices() > 1) {
+    std::string who = mesh->rank() == 0 ? "" : "rank " + std::to_string(mesh->rank()) + ": ";
+    std::fprintf(stderr, "dtrun: error: %s%s\n", who.c_str(), status.message().c_str());
+    std::fflush(stderr);
+    mesh->world().abortJob(status.exitCode());
+  }
+  return status;
+}
+
+}  // namespace dtc

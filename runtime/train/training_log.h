@@ -1,0 +1,27 @@
+// The JSON-lines log of a run (dtrun --log): one object per step, flushed as the step ends, so a
+// crash loses no finished step. A resumed run keeps the entries up to the step it resumes from
+// (a crashed run may have logged steps past its last checkpoint) and continues the file.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "support/status.h"
+
+namespace dtc {
+
+class TrainingLog {
+ public:
+  // Opens `path` for a run whose first step is `firstStep` (1 for a fresh run, which starts the
+  // file anew).
+  static StatusOr<std::unique_ptr<TrainingLog>> open(const std::string& path, int64_t firstStep);
+  Status step(int64_t step, float loss, double samplesPerSecond);
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+}  // namespace dtc
