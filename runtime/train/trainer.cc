@@ -15,6 +15,7 @@
 #include "exec/executor.h"
 #include "io/files.h"
 #include "plan/communication.h"
+#include "support/fault_points.h"
 #include "support/stop_signals.h"
 #include "train/batch_source.h"
 #include "train/evaluate.h"
@@ -53,7 +54,7 @@ Status agree(comm::Communicator& world, const Status& local, AgreedFailure& outc
   if (lowest == -1e9f) return Status::Ok();
   outcome.agreed = true;
   const int failed = static_cast<int>(-lowest);
-  if (failed == 0) return local;
+  if (world.rank() == failed && failed == 0) return local;
   if (world.rank() == failed) {
     const std::string text = local.message();
     const uint64_t length = text.size();
@@ -269,6 +270,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
         std::printf("step %5lld/%lld | loss %.6f | %.0f samples/s\n", (long long)step,
                     (long long)o.steps, loss, rate);
       if (log) DTC_RETURN_IF_ERROR(log->step(step, loss, rate));
+      faultPoint("after-step", mesh->rank());
       DTC_ASSIGN_OR_RETURN(int signal, stopRequested(mesh->world()));
       if ((o.checkpointEvery > 0 && step % o.checkpointEvery == 0) || step == o.steps || signal)
         DTC_RETURN_IF_ERROR(checkpointAt(step));

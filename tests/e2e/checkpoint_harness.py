@@ -1,0 +1,111 @@
+"""Helpers for the checkpoint tests: compile and run plans on 1..8 MPI processes, crash them on
+purpose (DTC_FAULT, runtime/support/fault_points.h), read checkpoints and compare runs."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+
+from dtc_harness import load_safetensors, read_log, run, tool
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
+
+
+def devices_of(flags):
+    """Processes a plan compiled with `flags` runs on: the product of its --mesh sizes."""
+    if "--mesh" not in flags:
+        return 1
+    n = 1
+    for axis in str(flags[flags.index("--mesh") + 1]).split(","):
+        n *= int(axis.split("=")[1])
+    return n
+
+
+def compile_plan(model, work, name, batch, flags):
+    plan = os.path.join(work, f"{name}.dtp")
+    run(tool("dtc"), "compile", model, "-o", plan, "--batch", batch, *flags)
+    return plan
+
+
+def dtrun_command(plan, devices, args, fault=None):
+    cmd = [tool("dtrun"), plan, "--threads", 1, *args]
+    if devices > 1:
+        env = ["-x", "DTC_FAULT"] if fault else []
+        cmd = MPIRUN + [devices] + env + cmd
+    return [str(a) for a in cmd]
+
+
+def dtrun(plan, devices, args, fault=None, expect_ok=True, timeout=180):
+    """Runs dtrun (under mpirun for devices > 1); `fault` sets DTC_FAULT for every rank."""
+    env = dict(os.environ)
+    env.pop("DTC_FAULT", None)
+    if fault:
+        env["DTC_FAULT"] = fault
+    proc = subprocess.run(dtrun_command(plan, devices, args, fault), capture_output=True, text=True,
+                          env=env, timeout=timeout)
+    if expect_ok and proc.returncode != 0:
+        raise RuntimeError(f"dtrun {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def losses(log):
+    return [(e["step"], e["loss"]) for e in read_log(log)]
+
+
+def weights(save_dir):
+    return load_safetensors(os.path.join(save_dir, "model.safetensors"))
+
+
+def same_weights(a, b):
+    return sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def weight_error(ours, ref):
+    """Largest per-tensor max |ours − ref| / max |ref|."""
+    assert sorted(ours) == sorted(ref), sorted(set(ours) ^ set(ref))
+    return max(np.abs(ours[k] - ref[k]).max() / max(np.abs(ref[k]).max(), 1e-12) for k in ref)
+
+
+def index_of(step_dir):
+    with open(os.path.join(step_dir, "index.json")) as f:
+        return json.load(f)
+
+
+def latest_step(ckpt):
+    """The step `latest` names, or None."""
+    link = os.path.join(ckpt, "latest")
+    if not os.path.islink(link):
+        return None
+    return int(os.readlink(link).split("-")[1])
+
+
+def saved_tensor(step_dir, name):
+    """Tensor `name` of a checkpoint, assembled from its slices (whatever wrote them)."""
+    index = index_of(step_dir)
+    info = index["tensors"][name]
+    whole = None
+    for s in info["slices"]:
+        piece = load_safetensors(os.path.join(step_dir, index["files"][s["file"]]["name"]))[s["key"]]
+        if whole is None:
+            whole = np.zeros(info["shape"], dtype=piece.dtype)
+        region = tuple(slice(o, o + n) for o, n in zip(s["offsets"], s["shape"]))
+        whole[region] = piece
+    return whole
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill_group(proc, sig=signal.SIGKILL):
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
