@@ -6,7 +6,6 @@
 #include <set>
 
 #include "exec/shard_layout.h"
-#include "io/crc32.h"
 #include "io/safetensors.h"
 #include "support/printable.h"
 
@@ -53,7 +52,7 @@ struct Read {
 
 }  // namespace
 
-Status loadCheckpoint(Executor& ex, const std::string& stepDir, const CheckpointIndex& index) {
+StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir, const CheckpointIndex& index) {
   const Plan& plan = ex.plan();
   DTC_RETURN_IF_ERROR(matchTensors(plan, index, stepDir));
   std::vector<Read> reads;
@@ -92,33 +91,52 @@ Status loadCheckpoint(Executor& ex, const std::string& stepDir, const Checkpoint
     if (reads[a].slice->file != reads[b].slice->file) return reads[a].slice->file < reads[b].slice->file;
     return entries[a]->begin < entries[b]->begin;
   });
+  uint64_t bytesRead = 0;
+  auto checked = [&](size_t i, uint32_t crc) -> Status {
+    bytesRead += entries[i]->bytes;
+    if (crc == reads[i].slice->crc32) return Status::Ok();
+    return Status::InvalidInput(files[reads[i].slice->file]->path() + " is corrupted: the bytes of '" +
+                                reads[i].tensor->name + "' " + boxText(reads[i].slice->box) +
+                                " do not match their checksum");
+  };
+  // A saved piece that is exactly this rank's tensor (the same layout) goes straight into
+  // place: all of a file's such pieces in one batch, several reads in flight.
+  auto direct = [&](size_t i) { return reads[i].pieces.size() == 1 && reads[i].pieces[0].global == reads[i].slice->box; };
+  for (size_t at = 0; at < order.size();) {
+    const int file = reads[order[at]].slice->file;
+    std::vector<size_t> batch;
+    std::vector<const io::TensorEntry*> batchEntries;
+    std::vector<void*> into;
+    for (; at < order.size() && reads[order[at]].slice->file == file; ++at)
+      if (direct(order[at])) {
+        batch.push_back(order[at]);
+        batchEntries.push_back(entries[order[at]]);
+        into.push_back(reads[order[at]].local.data);
+      }
+    if (batch.empty()) continue;
+    DTC_ASSIGN_OR_RETURN(std::vector<uint32_t> crcs, files[file]->readChecked(batchEntries, into));
+    for (size_t k = 0; k < batch.size(); ++k) DTC_RETURN_IF_ERROR(checked(batch[k], crcs[k]));
+  }
+  // The others (another layout) one by one through a buffer, each overlap copied into place.
   std::vector<uint8_t> buffer;
   for (size_t i : order) {
+    if (direct(i)) continue;
     const Read& r = reads[i];
     const SliceRecord& slice = *r.slice;
-    const io::SafetensorsReader& file = *files[slice.file];
-    const size_t elementSize = dtypeSize(r.tensor->dtype);
-    // The saved piece is exactly this rank's tensor (the same layout): straight into place.
-    const bool direct = r.pieces.size() == 1 && r.pieces[0].global == slice.box;
-    uint8_t* into = r.local.data;
-    if (!direct) {
-      buffer.resize(entries[i]->bytes);
-      into = buffer.data();
-    }
-    DTC_RETURN_IF_ERROR(file.read(*entries[i], into));
-    if (io::crc32(0, into, entries[i]->bytes) != slice.crc32)
-      return Status::InvalidInput(file.path() + " is corrupted: the bytes of '" + r.tensor->name + "' " +
-                                  boxText(slice.box) + " do not match their checksum");
-    if (direct) continue;
+    buffer.resize(entries[i]->bytes);
+    DTC_ASSIGN_OR_RETURN(std::vector<uint32_t> crcs, files[slice.file]->readChecked({entries[i]}, {buffer.data()}));
+    DTC_RETURN_IF_ERROR(checked(i, crcs[0]));
     for (const Piece& p : r.pieces) {
       Box common;
       if (!intersect(p.global, slice.box, common)) continue;
       Placed dst{r.local.shape, {}};
       for (size_t d = 0; d < p.global.offsets.size(); ++d) dst.origin.push_back(p.global.offsets[d] - p.localOffsets[d]);
-      copyRegion(into, Placed{slice.box.sizes, slice.box.offsets}, r.local.data, dst, common, elementSize);
+      copyRegion(buffer.data(), Placed{slice.box.sizes, slice.box.offsets}, r.local.data, dst, common,
+                 dtypeSize(r.tensor->dtype));
     }
   }
-  return ex.pushState();
+  DTC_RETURN_IF_ERROR(ex.pushState());
+  return bytesRead;
 }
 
 }  // namespace dtc::checkpoint

@@ -14,6 +14,7 @@ namespace dtc::checkpoint {
 // Fills every state tensor of this rank from checkpoint `stepDir` (its validated `index`), then
 // sends the state to the device. A missing, unexpected or mis-shaped tensor is one error that
 // lists them all; a piece whose bytes do not match its checksum names its file.
-Status loadCheckpoint(Executor& ex, const std::string& stepDir, const CheckpointIndex& index);
+// Returns the bytes this rank read.
+StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir, const CheckpointIndex& index);
 
 }  // namespace dtc::checkpoint

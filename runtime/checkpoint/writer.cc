@@ -1,5 +1,6 @@
 #include "checkpoint/writer.h"
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -20,7 +21,12 @@ struct Report {
   Status status;
   bool wroteFile = false;
   io::WrittenSafetensors file;
+  double seconds = 0;
 };
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 std::string encode(const Report& r) {
   io::Json j = io::Json::object();
@@ -29,6 +35,7 @@ std::string encode(const Report& r) {
   j.set("file", r.wroteFile);
   j.set("bytes", r.file.bytes);
   j.set("crc32", r.file.crc32);
+  j.set("seconds", r.seconds);
   io::Json crcs{io::Json::Array{}};
   for (uint32_t c : r.file.tensorCrc32) crcs.push(c);
   j.set("slices", std::move(crcs));
@@ -51,6 +58,7 @@ Report decode(const std::string& text, int rank) {
   r.wroteFile = get("file").asBool();
   r.file.bytes = static_cast<uint64_t>(get("bytes").asInt());
   r.file.crc32 = static_cast<uint32_t>(get("crc32").asInt());
+  r.seconds = get("seconds").asDouble();
   const io::Json slices = get("slices");
   for (const io::Json& c : slices.asArray()) r.file.tensorCrc32.push_back(static_cast<uint32_t>(c.asInt()));
   return r;
@@ -66,6 +74,7 @@ Status agree(comm::Communicator& world, const Status& rootStatus, const std::str
 
 // This rank's file: the pieces the layout gives it, in layout order.
 Report writeRankFile(Executor& ex, const CheckpointLayout& layout, const std::string& stepTmp, int rank) {
+  const auto start = std::chrono::steady_clock::now();
   Report report;
   struct Item {
     const PlannedTensor* tensor;
@@ -119,6 +128,7 @@ Report writeRankFile(Executor& ex, const CheckpointLayout& layout, const std::st
   }
   report.wroteFile = true;
   report.file = std::move(written).value();
+  report.seconds = secondsSince(start);
   return report;
 }
 
@@ -167,8 +177,9 @@ Status publish(const CheckpointLayout& layout, const CheckpointRequest& request,
 
 }  // namespace
 
-StatusOr<std::string> writeCheckpoint(Executor& ex, comm::Communicator& world, const CheckpointLayout& layout,
-                                      const CheckpointRequest& request) {
+StatusOr<WrittenCheckpoint> writeCheckpoint(Executor& ex, comm::Communicator& world,
+                                            const CheckpointLayout& layout, const CheckpointRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
   const int rank = world.rank();
   const std::string what = "checkpoint of step " + std::to_string(request.progress.step);
   const std::string stepTmp = request.dir + "/" + stepDirectoryName(request.progress.step) + ".tmp";
@@ -208,7 +219,19 @@ StatusOr<std::string> writeCheckpoint(Executor& ex, comm::Communicator& world, c
     if (!published.ok()) (void)io::removeTree(stepTmp);
   }
   DTC_RETURN_IF_ERROR(agree(world, published, what));
-  return request.dir + "/" + stepDirectoryName(request.progress.step);
+  WrittenCheckpoint written;
+  written.dir = request.dir + "/" + stepDirectoryName(request.progress.step);
+  written.seconds = secondsSince(start);
+  for (const Report& r : reports) {
+    if (!r.wroteFile) continue;
+    written.bytes += r.file.bytes;
+    ++written.files;
+    if (r.seconds >= written.slowestSeconds) {
+      written.slowestSeconds = r.seconds;
+      written.slowestBytes = r.file.bytes;
+    }
+  }
+  return written;
 }
 
 }  // namespace dtc::checkpoint

@@ -19,10 +19,20 @@ struct CheckpointRequest {
   Progress progress;
 };
 
+// What was written, as rank 0 saw it.
+struct WrittenCheckpoint {
+  std::string dir;            // the step directory
+  uint64_t bytes = 0;         // every rank's file
+  int files = 0;
+  double seconds = 0;         // from the first byte to `latest` (rank 0's clock)
+  double slowestSeconds = 0;  // the slowest rank's file, written and synced
+  uint64_t slowestBytes = 0;
+};
+
 // Collective over `world` (every rank, after the same step, with the same request). The host
-// copy of `ex`'s state must be current (Executor::pullState). Returns the step directory; a
-// failure on any rank fails it on every rank, and rank 0's error says which and why.
-StatusOr<std::string> writeCheckpoint(Executor& ex, comm::Communicator& world,
-                                      const CheckpointLayout& layout, const CheckpointRequest& request);
+// copy of `ex`'s state must be current (Executor::pullState). A failure on any rank fails it on
+// every rank, and rank 0's error says which and why.
+StatusOr<WrittenCheckpoint> writeCheckpoint(Executor& ex, comm::Communicator& world,
+                                            const CheckpointLayout& layout, const CheckpointRequest& request);
 
 }  // namespace dtc::checkpoint

@@ -15,11 +15,14 @@ class CpuBackend : public Backend {
   bool hostMemory() const override { return !staged_; }
 
   // Page-aligned, zero-filled memory straight from the kernel: pages are only touched when a
-  // kernel first writes them, so a large arena costs nothing until used.
+  // kernel first writes them, so a large arena costs nothing until used. Large regions ask for
+  // transparent huge pages: first touching a GPT-2 state (filling it from a checkpoint) takes
+  // 512 times fewer page faults, and the kernels fewer TLB misses.
   StatusOr<uint8_t*> allocate(uint64_t bytes) override {
     void* p = ::mmap(nullptr, mapped(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
       return Status::Internal("cannot allocate " + std::to_string(bytes) + " bytes");
+    if (bytes >= (2u << 20)) (void)::madvise(p, mapped(bytes), MADV_HUGEPAGE);  // a hint: may be refused
     return static_cast<uint8_t*>(p);
   }
   void release(uint8_t* memory, uint64_t bytes) override {

@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
+#include "io/checked_read.h"
 #include "io/crc32.h"
 #include "io/files.h"
 #include "io/json.h"
@@ -174,13 +176,25 @@ SafetensorsWriter::~SafetensorsWriter() {
 
 Status SafetensorsWriter::write(const void* data, size_t bytes) {
   if (fd_ < 0) return Status::Internal("writing " + path_ + ": the file is closed");
+  // Large pieces are checksummed on a second thread while they are written: the checksum
+  // costs no time of its own as long as a core is free.
+  constexpr uint64_t kPiece = uint64_t{64} << 20, kOverlap = uint64_t{1} << 20;
   const uint8_t* p = static_cast<const uint8_t*>(data);
   while (bytes > 0 || (current_ < sizes_.size() && sizes_[current_] == 0)) {
     if (current_ >= sizes_.size())
       return Status::Internal("writing " + path_ + ": more bytes than the tensors declared");
-    uint64_t take = std::min<uint64_t>(bytes, sizes_[current_] - writtenOfCurrent_);
-    DTC_RETURN_IF_ERROR(writeAll(fd_, p, take, path_));
-    tensorCrc_ = crc32(tensorCrc_, p, take);
+    uint64_t take = std::min<uint64_t>({bytes, sizes_[current_] - writtenOfCurrent_, kPiece});
+    if (take >= kOverlap) {
+      uint32_t pieceCrc = 0;
+      std::thread checksum([&] { pieceCrc = crc32(0, p, take); });
+      Status written = writeAll(fd_, p, take, path_);
+      checksum.join();
+      DTC_RETURN_IF_ERROR(written);
+      tensorCrc_ = crc32Combine(tensorCrc_, pieceCrc, take);
+    } else {
+      tensorCrc_ = crc32(tensorCrc_, p, take);
+      DTC_RETURN_IF_ERROR(writeAll(fd_, p, take, path_));
+    }
     writtenOfCurrent_ += take;
     p += take;
     bytes -= take;
@@ -331,6 +345,17 @@ SafetensorsReader::~SafetensorsReader() {
 
 Status SafetensorsReader::read(const TensorEntry& entry, void* dst) const {
   return readAt(fd_, dst, entry.bytes, header_.dataStart + entry.begin, path_);
+}
+
+StatusOr<std::vector<uint32_t>> SafetensorsReader::readChecked(const std::vector<const TensorEntry*>& entries,
+                                                               const std::vector<void*>& dsts) const {
+  std::vector<CheckedRead> reads;
+  for (size_t i = 0; i < entries.size(); ++i)
+    reads.push_back({header_.dataStart + entries[i]->begin, static_cast<size_t>(entries[i]->bytes), dsts[i], 0});
+  DTC_RETURN_IF_ERROR(io::readChecked(path_, reads));
+  std::vector<uint32_t> crcs;
+  for (const CheckedRead& r : reads) crcs.push_back(r.crc32);
+  return crcs;
 }
 
 }  // namespace dtc::io

@@ -123,6 +123,10 @@ class SafetensorsReader {
   uint64_t fileSize() const { return fileSize_; }
   // Reads `entry`'s bytes (an entry of header()) into `dst`.
   Status read(const TensorEntry& entry, void* dst) const;
+  // The same for several entries, with several reads in flight, returning the CRC-32 of each
+  // one's bytes (io/checked_read.h).
+  StatusOr<std::vector<uint32_t>> readChecked(const std::vector<const TensorEntry*>& entries,
+                                              const std::vector<void*>& dsts) const;
 
  private:
   SafetensorsReader() = default;

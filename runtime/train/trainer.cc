@@ -121,6 +121,9 @@ struct RunState {
   std::unique_ptr<BatchSource> train, eval;
   checkpoint::CheckpointLayout layout;
   int64_t done = 0;  // steps completed before this run (a resumed checkpoint's)
+  std::string resumedFrom;  // the step directory
+  uint64_t loadedBytes = 0;  // by this rank
+  double loadSeconds = 0;
   uint64_t seed = 0;
   int64_t samplesPerStep = 0;
 };
@@ -184,14 +187,19 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
                                   " (a resumed run keeps the global batch; --init starts a new run)");
     run.seed = p.seed;
     run.done = p.step;
-    return checkpoint::loadCheckpoint(ex, stepDir, index);
+    run.resumedFrom = stepDir;
+    const auto begin = std::chrono::steady_clock::now();
+    DTC_ASSIGN_OR_RETURN(run.loadedBytes, checkpoint::loadCheckpoint(ex, stepDir, index));
+    run.loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    return Status::Ok();
   };
   DTC_RETURN_IF_ERROR(agree(world, loadState(), agreed));
   auto openData = [&]() -> Status {
     if (o.steps > run.done) {
       if (o.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");
       DTC_ASSIGN_OR_RETURN(run.train, openBatchSource(ex, "train_step", o.dataDir, run.seed));
-      if (!stepDir.empty())
+      // A step-0 checkpoint (written before any training) has no stream position yet.
+      if (!stepDir.empty() && !(run.done == 0 && index.progress.data.size() == 0))
         DTC_RETURN_IF_ERROR(
             checkDataPosition(index.progress.data, run.train->position(run.done), stepDir, o.dataDir));
     }
@@ -206,7 +214,7 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   return agree(world, openData(), agreed);
 }
 
-StatusOr<std::string> saveCheckpoint(RunState& run, const TrainOptions& o, comm::DeviceMesh& mesh, int64_t step) {
+StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const TrainOptions& o, comm::DeviceMesh& mesh, int64_t step) {
   DTC_RETURN_IF_ERROR(run.ex->pullState());
   checkpoint::CheckpointRequest request;
   request.dir = o.checkpointDir;
@@ -237,19 +245,34 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
                 plan.name().c_str(), (long long)root.batch_size(),
                 root.optimizer() ? root.optimizer()->c_str() : "", ex.stateBytes() / 1048576.0,
                 ex.arenaBytes() / 1048576.0, ex.pool().size(), pipeline.c_str());
-    if (!o.resumePath.empty())
-      std::printf("resumed at step %lld from %s\n", (long long)run.done, o.resumePath.c_str());
+  }
+  if (!run.resumedFrom.empty()) {
+    // Read throughput over the job: every rank's bytes, the slowest rank's time.
+    float stats[2] = {static_cast<float>(run.loadedBytes / 1e6), static_cast<float>(-run.loadSeconds)};
+    comm::Communicator& world = mesh->world();
+    if (world.size() > 1) {
+      DTC_RETURN_IF_ERROR(world.allReduceSum(&stats[0], 1));
+      DTC_RETURN_IF_ERROR(world.allReduceMax(&stats[1], 1));
+    }
+    if (lead)
+      std::printf("resumed at step %lld from %s (%.3f GB read by %d rank%s in %.2f s: %.2f GB/s)\n",
+                  (long long)run.done, run.resumedFrom.c_str(), stats[0] / 1e3, world.size(),
+                  world.size() > 1 ? "s" : "", -stats[1], stats[0] / 1e3 / std::max(-stats[1], 1e-9f));
   }
 
   int64_t lastCheckpoint = o.resumePath.empty() ? -1 : run.done;
   auto checkpointAt = [&](int64_t step) -> Status {
     if (o.checkpointDir.empty() || step == lastCheckpoint) return Status::Ok();
-    StatusOr<std::string> written = saveCheckpoint(run, o, *mesh, step);
+    StatusOr<checkpoint::WrittenCheckpoint> written = saveCheckpoint(run, o, *mesh, step);
     // Every rank has the writer's verdict: a failure ends the job in order.
     agreed.agreed = !written.ok();
     DTC_RETURN_IF_ERROR(written.status());
     lastCheckpoint = step;
-    if (lead) std::printf("checkpoint: %s\n", written->c_str());
+    const checkpoint::WrittenCheckpoint& w = *written;
+    if (lead)
+      std::printf("checkpoint: %s (%.3f GB in %d file%s, %.2f s: %.2f GB/s; slowest rank %.3f GB in %.2f s)\n",
+                  w.dir.c_str(), w.bytes / 1e9, w.files, w.files == 1 ? "" : "s", w.seconds,
+                  w.bytes / 1e9 / std::max(w.seconds, 1e-9), w.slowestBytes / 1e9, w.slowestSeconds);
     return Status::Ok();
   };
   if (o.steps > run.done) {
@@ -287,6 +310,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   } else if (lead && o.steps > 0) {
     std::printf("nothing to train: the run is at step %lld of %lld\n", (long long)run.done, (long long)o.steps);
   }
+  // A run that trained nothing still leaves the state it holds (the initial one: step-0).
+  DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.steps)));
   if (run.eval) DTC_RETURN_IF_ERROR(evaluate(ex, *run.eval, lead));
   if (o.sampleTokens > 0 && lead) {
     DTC_ASSIGN_OR_RETURN(std::string text, generateGreedy(ex, o.prompt, o.sampleTokens));

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include "io/crc32.h"
 #include "io/files.h"
 #include "io/safetensors.h"
@@ -100,17 +102,23 @@ TEST(CheckpointDirectory, WriterChecksumsAreThoseOfTheBytes) {
   std::string dir = freshDir("crc");
   float a[3] = {1, 2, 3};
   int64_t b[2] = {7, 8};
+  // Large enough to be checksummed beside its write, in several pieces.
+  std::vector<int32_t> big((150u << 20) / 4);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int32_t>(i * 2654435761u);
   io::WrittenSafetensors written;
   const std::string path = dir + "/f.safetensors";
   ASSERT_TRUE(io::writeSafetensors(path, {{"b", DType::kI64, {2}, b, 16}, {"a", DType::kF32, {3}, a, 12},
-                                          {"empty", DType::kF32, {0}, nullptr, 0}},
+                                          {"empty", DType::kF32, {0}, nullptr, 0},
+                                          {"big", DType::kI32, {static_cast<int64_t>(big.size())}, big.data(),
+                                           big.size() * 4}},
                                    {{"k", "v"}}, &written).ok());
   auto file = io::SafetensorsFile::read(path);
   ASSERT_TRUE(file.ok());
-  ASSERT_EQ(written.tensorCrc32.size(), 3u);
+  ASSERT_EQ(written.tensorCrc32.size(), 4u);
   EXPECT_EQ(written.tensorCrc32[0], io::crc32(0, b, 16));
   EXPECT_EQ(written.tensorCrc32[1], io::crc32(0, a, 12));
   EXPECT_EQ(written.tensorCrc32[2], 0u);
+  EXPECT_EQ(written.tensorCrc32[3], io::crc32(0, big.data(), big.size() * 4));
   auto size = io::fileSize(path);
   ASSERT_TRUE(size.ok());
   EXPECT_EQ(written.bytes, *size);
@@ -127,6 +135,16 @@ TEST(CheckpointDirectory, WriterChecksumsAreThoseOfTheBytes) {
   float back[3] = {};
   ASSERT_TRUE(reader->read(*entry, back).ok());
   EXPECT_EQ(back[2], 3.0f);
+  // The checked read, in pieces on several threads, gives the bytes and their checksum.
+  std::vector<int32_t> bigBack(big.size());
+  int64_t bBack[2] = {};
+  auto crcs = reader->readChecked({reader->header().find("big"), reader->header().find("b")}, {bigBack.data(), bBack});
+  ASSERT_TRUE(crcs.ok());
+  EXPECT_EQ((*crcs)[0], written.tensorCrc32[3]);
+  EXPECT_EQ((*crcs)[1], written.tensorCrc32[0]);
+  EXPECT_EQ(bigBack, big);
+  EXPECT_EQ(bBack[1], 8);
+  ASSERT_TRUE(io::removeTree(dir).ok());
 }
 
 }  // namespace
