@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job (`make demo`): the zoo MLP (on one process, then data-parallel on two) and
 # ConvNet trained on Fashion-MNIST (test accuracy printed), then a small GPT on a byte-level text
-# corpus (validation loss and a greedy sample), and that GPT again on a 2-stage pipeline.
+# corpus (validation loss and a greedy sample), and that GPT again on a 2-stage pipeline,
+# stopped, resumed from its checkpoint, and evaluated on one process from the same checkpoint.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,9 +58,18 @@ TOKENS="$ROOT/data/fortunes"
 "$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt-pp2.dtp" --batch 32 --optimizer adamw --lr 3e-3 \
   --mesh pp=2 --microbatches 4 --schedule 1f1b --schedule-trace "$OUT/gpt-pp2-schedule.json"
 "$DTC" inspect "$OUT/gpt-pp2.dtp" | grep "^stage ., predicted"
-mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRUN" "$OUT/gpt-pp2.dtp" \
-  --data "$TOKENS/train.bin" --steps 300 --seed 0 --threads 1 --eval "$TOKENS/val.bin" \
-  --log "$OUT/gpt-pp2.jsonl" | tail -2
+# It checkpoints every 100 steps and after its last: the first run ends at step 150 (its
+# checkpoint: step-150), and the same command with --steps 300 and --resume continues from there
+# exactly as one uninterrupted run would. The last checkpoint then loads into the single-process
+# plan (another layout: each rank's pieces are reassembled), which evaluates the model and
+# writes it as one PyTorch file.
+rm -rf "$OUT/gpt-pp2-ckpt"
+PP2=(mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRUN" "$OUT/gpt-pp2.dtp" --data "$TOKENS/train.bin"
+     --seed 0 --threads 1 --log "$OUT/gpt-pp2.jsonl" --checkpoint "$OUT/gpt-pp2-ckpt" --checkpoint-every 100)
+"${PP2[@]}" --steps 150 | grep checkpoint
+"${PP2[@]}" --steps 300 --resume "$OUT/gpt-pp2-ckpt" | grep -E "resumed|checkpoint|step   300"
+"$DTRUN" "$OUT/gpt.dtp" --resume "$OUT/gpt-pp2-ckpt" --eval "$TOKENS/val.bin" --save "$OUT/gpt-pp2-model" | grep -E "resumed|eval"
+echo "checkpoints: $OUT/gpt-pp2-ckpt (latest: $(readlink "$OUT/gpt-pp2-ckpt/latest")); as one PyTorch file: $OUT/gpt-pp2-model/model.safetensors"
 mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRUN" "$OUT/gpt-pp2.dtp" \
   --data "$TOKENS/train.bin" --steps 3 --threads 1 --trace "$OUT/gpt-pp2-measured.json" > /dev/null
 echo "pipeline timelines: $OUT/gpt-pp2-schedule.json (planned), $OUT/gpt-pp2-measured.json (measured)"

@@ -83,8 +83,19 @@ int main(int argc, char** argv) {
   }
   auto world = dtc::comm::detectWorld();
   if (!world.ok()) return fail(world.status());
-  if (dtc::Status fits = dtc::checkWorldSize(*plan, world->size, world->source); !fits.ok())
-    return world->rank == 0 ? fail(fits) : fits.exitCode();
+  if (dtc::Status fits = dtc::checkWorldSize(*plan, world->size, world->source); !fits.ok()) {
+    if (world->size == 1) return fail(fits);
+    // Rank 0 says why; the others wait until it has, since the launcher tears the job down as
+    // soon as one process fails.
+    auto mpi = dtc::comm::createMpiWorld();
+    if (world->rank == 0) fail(fits);
+    std::fflush(stderr);
+    if (mpi.ok()) {
+      float done = 0;
+      (void)(*mpi)->allReduceSum(&done, 1);
+    }
+    return fits.exitCode();
+  }
   std::unique_ptr<dtc::comm::Communicator> comm;
   if (world->size > 1) {
     auto mpi = dtc::comm::createMpiWorld();
