@@ -94,17 +94,17 @@ StatusOr<CheckpointIndex> readIndex(const std::string& stepDir) {
   size_t got = std::fread(text.data(), 1, size, f);
   std::fclose(f);
   if (got != size) return Status::InvalidInput("cannot read " + path);
-  DTC_ASSIGN_OR_RETURN(CheckpointIndex index, parseIndex(text, path));
-  for (const FileRecord& file : index.files) {
-    const std::string filePath = stepDir + "/" + file.name;
-    StatusOr<uint64_t> bytes = io::fileSize(filePath);
-    if (!bytes.ok())
-      return Status::InvalidInput("checkpoint " + stepDir + " is incomplete: " + bytes.status().message());
-    if (*bytes != file.bytes)
-      return Status::InvalidInput(filePath + " is truncated or damaged: " + std::to_string(*bytes) +
-                                  " bytes, the index says " + std::to_string(file.bytes));
-  }
-  return index;
+  return parseIndex(text, path);
+}
+
+Status checkFile(const std::string& stepDir, const FileRecord& file) {
+  const std::string path = stepDir + "/" + file.name;
+  StatusOr<uint64_t> bytes = io::fileSize(path);
+  if (!bytes.ok()) return Status::InvalidInput("checkpoint " + stepDir + " is incomplete: " + bytes.status().message());
+  if (*bytes != file.bytes)
+    return Status::InvalidInput(path + " is truncated or damaged: " + std::to_string(*bytes) +
+                                " bytes, the index says " + std::to_string(file.bytes));
+  return Status::Ok();
 }
 
 }  // namespace dtc::checkpoint

@@ -32,8 +32,10 @@ Status removeOldSteps(const std::string& dir, int keep);
 // highest step-<N> with an index).
 StatusOr<std::string> resolveCheckpoint(const std::string& path);
 
-// Reads and validates `stepDir`/index.json, and checks that every file it lists is there with
-// the size the index records (a truncated file is named here, before anything is read).
+// Reads and validates `stepDir`/index.json.
 StatusOr<CheckpointIndex> readIndex(const std::string& stepDir);
+// Checks that a file the index lists is there with the size it records: a truncated file is
+// named before anything is read from it. (Each rank checks the files it reads.)
+Status checkFile(const std::string& stepDir, const FileRecord& file);
 
 }  // namespace dtc::checkpoint

@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 
+#include "checkpoint/directory.h"
 #include "exec/shard_layout.h"
 #include "io/safetensors.h"
 #include "support/printable.h"
@@ -77,6 +78,7 @@ StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir, cons
     auto& file = files[slice.file];
     const std::string path = stepDir + "/" + index.files[slice.file].name;
     if (!file) {
+      DTC_RETURN_IF_ERROR(checkFile(stepDir, index.files[slice.file]));
       DTC_ASSIGN_OR_RETURN(io::SafetensorsReader opened, io::SafetensorsReader::open(path));
       file = std::make_unique<io::SafetensorsReader>(std::move(opened));
     }

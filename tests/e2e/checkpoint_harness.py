@@ -62,12 +62,6 @@ def same_weights(a, b):
     return sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)
 
 
-def weight_error(ours, ref):
-    """Largest per-tensor max |ours − ref| / max |ref|."""
-    assert sorted(ours) == sorted(ref), sorted(set(ours) ^ set(ref))
-    return max(np.abs(ours[k] - ref[k]).max() / max(np.abs(ref[k]).max(), 1e-12) for k in ref)
-
-
 def index_of(step_dir):
     with open(os.path.join(step_dir, "index.json")) as f:
         return json.load(f)

@@ -4,7 +4,8 @@
    at step 4) and is started again with the same command plus --resume must be bit-identical to
    the run that never stopped: every logged loss and every byte of the final weights. On one
    device (crossing an epoch of the data), dp=2 with ZeRO-1, tp=2 (Megatron's splits), pp=2
-   (1F1B) and fp16 with dynamic loss scaling (the scale continues where it was).
+   (1F1B), fp16 with dynamic loss scaling (the scale continues where it was), and the ConvNet
+   with SGD momentum (BatchNorm's running statistics continue too).
 2. Resharding: a checkpoint written under one mesh continues under another (each rank reads the
    saved boxes that overlap its own); the continuation must equal the uninterrupted
    single-device run within the partitioned-parity bounds of the other tests (losses and
@@ -19,7 +20,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from checkpoint_harness import (compile_plan, devices_of, dtrun, index_of, latest_step, losses,  # noqa: E402
-                                same_weights, saved_tensor, weight_error, weights)
+                                same_weights, saved_tensor, weights)
+from dtc_harness import weight_error  # noqa: E402
 from test_data_parallel import make_models  # noqa: E402
 
 STEPS, CRASH_AFTER, EVERY = 8, 5, 2
@@ -85,7 +87,9 @@ def reshard(work, model, data, seed, batch, optim, name, a_flags, b_flags, ref):
     ours = dict(losses(log))
     assert sorted(ours) == list(range(at + 1, steps + 1)), ours
     loss_err = max(abs(ours[s] - ref_losses[s]) / abs(ref_losses[s]) for s in ours)
-    weight_err = weight_error(weights(save), ref_final)
+    final = weights(save)
+    assert sorted(final) == sorted(ref_final), name
+    weight_err = weight_error(final, ref_final)
     print(f"reshard {name}: written by {files} rank file(s), continued on {devices_of(b_flags)} process(es): "
           f"max loss rel err {loss_err:.2e}, max weight rel err {weight_err:.2e}")
     if low:
@@ -116,6 +120,8 @@ def main():
                             ["--optimizer", "sgd", "--lr", 0.05, "--momentum", 0.9, "--precision", "fp16",
                              "--loss-scale", 2.0 ** 24], m["data"], 3)
         check_loss_scale_continues(fp16)
+        exact_resume(work, "convnet-sgd", m["convnet"], 16,
+                     ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9], m["cdata"], 7)
 
         gpt, tokens, seed = m["gpt"], m["tokens"], 5
         grid = ["--mesh", "dp=2,tp=2,pp=2", "--microbatches", 2, "--zero", 1]

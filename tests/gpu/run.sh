@@ -159,6 +159,41 @@ PY
       fi
     fi
   done 3< "$CARRY/plans.txt"
+
+  section "checkpoints on the device"
+  # A run checkpointed at step 10 on the device and resumed there must continue bit-identically
+  # (the state goes to the host and back, every byte); a checkpoint the CPU wrote resumes on
+  # the device within the plan's CPU-vs-GPU tolerance. Against the 20-step runs above.
+  while IFS='|' read -r -u 3 name model data procs flags tolerance; do
+    case "$name" in gpt-cuda|gpt-cuda-bf16-tp2|mlp-fp16|gpt-pp2) ;; *) continue ;; esac
+    for from in cuda cpu; do
+      writer=$from
+      [ "$from" = cuda ] && writer=$GPU_DEVICE
+      ck="$BUILD/ckpt-$name-$from"
+      rm -rf "$ck"
+      first=("$DTRUN" "$CARRY/$name.dtp" --data "$CARRY/$data" --steps 10 --seed 1 --threads 4 --device "$writer"
+             --checkpoint "$ck")
+      rest=("$DTRUN" "$CARRY/$name.dtp" --data "$CARRY/$data" --steps 20 --threads 4 --device "$GPU_DEVICE"
+            --resume "$ck" --log "$BUILD/ckpt-$name-$from.jsonl")
+      if [ "$procs" -gt 1 ]; then first=("${MPIRUN[@]}" "$procs" "${first[@]}"); rest=("${MPIRUN[@]}" "$procs" "${rest[@]}"); fi
+      if ! "${first[@]}" > "$BUILD/ckpt-$name-$from.out" 2>&1 || ! "${rest[@]}" >> "$BUILD/ckpt-$name-$from.out" 2>&1; then
+        tail -3 "$BUILD/ckpt-$name-$from.out"; fail "$name: checkpoint from $from, resumed on the device"; continue
+      fi
+      bound=0
+      [ "$from" = cpu ] && bound="${tolerance:-1e-4}"
+      python3 - "$BUILD/e2e-$name-cuda.jsonl" "$BUILD/ckpt-$name-$from.jsonl" "$name" "$from" "$bound" <<'PY' || fail "$name: resumed run differs"
+import json, sys
+whole, resumed = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+tail = {e["step"]: e["loss"] for e in whole if e["step"] > 10}
+ours = {e["step"]: e["loss"] for e in resumed}
+bound = float(sys.argv[5])
+err = max(abs(ours[s] - tail[s]) / abs(tail[s]) for s in tail) if sorted(ours) == sorted(tail) else float("inf")
+what = "bit-identical" if bound == 0 and err == 0 else f"max rel err {err:.2e} (bound {bound:.0e})"
+print(f"{sys.argv[3]}: checkpoint at step 10 on {sys.argv[4]}, steps 11-20 on the device: {what}")
+sys.exit(0 if err <= bound else 1)
+PY
+    done
+  done 3< "$CARRY/plans.txt"
 fi
 
 section "summary"

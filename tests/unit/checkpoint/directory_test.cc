@@ -89,12 +89,15 @@ TEST(CheckpointDirectory, ReadIndexNamesATruncatedFile) {
   index.tensors = {{"w", DType::kF32, {4}, "param", {{0, "w", Box{{0}, {4}}, written.tensorCrc32[0]}}}};
   std::string text = indexToJson(index).dump();
   ASSERT_TRUE(io::writeFileAtomically(stepDir + "/index.json", text.data(), text.size()).ok());
-  ASSERT_TRUE(readIndex(stepDir).ok());
-  ASSERT_EQ(::truncate((stepDir + "/rank-00000.safetensors").c_str(), written.bytes - 3), 0);
   auto read = readIndex(stepDir);
-  ASSERT_FALSE(read.ok());
-  EXPECT_NE(read.status().message().find("rank-00000.safetensors is truncated"), std::string::npos)
-      << read.status().message();
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_TRUE(checkFile(stepDir, read->files[0]).ok());
+  ASSERT_EQ(::truncate((stepDir + "/rank-00000.safetensors").c_str(), written.bytes - 3), 0);
+  Status truncated = checkFile(stepDir, read->files[0]);
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.message().find("rank-00000.safetensors is truncated"), std::string::npos) << truncated.message();
+  ASSERT_EQ(::unlink((stepDir + "/rank-00000.safetensors").c_str()), 0);
+  EXPECT_NE(checkFile(stepDir, read->files[0]).message().find("is incomplete"), std::string::npos);
 }
 
 // The writer's checksums are zlib's CRC-32 of the file and of each tensor's bytes.
