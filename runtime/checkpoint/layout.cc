@@ -4,20 +4,9 @@
 #include <map>
 
 #include "exec/shard_layout.h"
+#include "plan/communication.h"
 
 namespace dtc::checkpoint {
-
-std::vector<int64_t> meshSizes(const Plan& plan) {
-  std::vector<int64_t> sizes;
-  if (const auto* mesh = plan.root().mesh())
-    for (const plan::MeshAxis* axis : *mesh) sizes.push_back(axis->size());
-  return sizes;
-}
-
-int stageOfRank(const Plan& plan, int rank) {
-  if (plan.stages() <= 0) return -1;
-  return static_cast<int>(meshCoords(rank, meshSizes(plan))[plan.root().pipeline_axis()]);
-}
 
 std::string rankFileName(int rank) {
   char name[40];
@@ -42,7 +31,8 @@ StatusOr<CheckpointLayout> planCheckpointLayout(const Plan& plan) {
   std::vector<std::vector<std::vector<int64_t>>> blockOrder;  // first-seen order per tensor
   for (int64_t r = 0; r < ranks; ++r) {
     const std::vector<int64_t> coords = meshCoords(r, sizes);
-    const int stage = stageOfRank(plan, static_cast<int>(r));
+    // Its pipeline stage, for a pipeline plan: its coordinate on the pipeline axis.
+    const int stage = plan.stages() > 0 ? static_cast<int>(coords[plan.root().pipeline_axis()]) : -1;
     for (const plan::StateTensor* s : *plan.root().state()) {
       if (!Plan::onStage(s->stage(), stage)) continue;
       const std::string name = s->name()->str();

@@ -36,10 +36,6 @@ struct CheckpointLayout {
 // The layout of `plan`'s state on its mesh (one device without one).
 StatusOr<CheckpointLayout> planCheckpointLayout(const Plan& plan);
 
-// The mesh sizes of `plan` ({} for one device) and its pipeline stage for world rank `rank`.
-std::vector<int64_t> meshSizes(const Plan& plan);
-int stageOfRank(const Plan& plan, int rank);
-
 // The file a rank writes its pieces to.
 std::string rankFileName(int rank);
 

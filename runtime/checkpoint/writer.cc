@@ -196,18 +196,11 @@ StatusOr<WrittenCheckpoint> writeCheckpoint(Executor& ex, comm::Communicator& wo
   if (rank == 0) {
     reports.push_back(std::move(mine));
     for (int r = 1; r < world.size(); ++r) {
-      uint64_t length = 0;
-      DTC_RETURN_IF_ERROR(world.recv(&length, sizeof length, r, kReportTag));
-      std::string text(length, '\0');
-      DTC_RETURN_IF_ERROR(world.recv(text.data(), static_cast<int64_t>(length), r, kReportTag));
+      DTC_ASSIGN_OR_RETURN(std::string text, comm::recvText(world, r, kReportTag));
       reports.push_back(decode(text, r));
     }
   } else {
-    const std::string text = encode(mine);
-    const uint64_t length = text.size();
-    DTC_RETURN_IF_ERROR(world.send(&length, sizeof length, 0, kReportTag));
-    DTC_RETURN_IF_ERROR(world.send(text.data(), static_cast<int64_t>(length), 0, kReportTag));
-    DTC_RETURN_IF_ERROR(world.completeSends());
+    DTC_RETURN_IF_ERROR(comm::sendText(world, encode(mine), 0, kReportTag));
   }
 
   Status published = Status::Ok();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "support/status.h"
 
@@ -46,6 +47,11 @@ class Communicator {
   // The group of ranks that pass the same `color`, ordered by `key` (MPI_Comm_split).
   virtual StatusOr<std::unique_ptr<Communicator>> split(int color, int key) = 0;
 };
+
+// Text of any length from this rank to `peer` and back (a length, then the bytes, on `tag`):
+// reports and error messages that one rank gathers from others. sendText completes its sends.
+Status sendText(Communicator& comm, const std::string& text, int peer, int tag);
+StatusOr<std::string> recvText(Communicator& comm, int peer, int tag);
 
 // One process: every collective is the identity (or a copy).
 std::unique_ptr<Communicator> createSingleProcess();

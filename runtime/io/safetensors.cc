@@ -70,6 +70,14 @@ std::string parseEntry(const std::string& name, const Json& entry, TensorEntry& 
   return "";
 }
 
+// The element called `name` of a list sorted by name (TensorEntry, TensorRef), or nullptr.
+template <typename T>
+const T* findByName(const std::vector<T>& sorted, const std::string& name) {
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), name,
+                             [](const T& t, const std::string& n) { return t.name < n; });
+  return it != sorted.end() && it->name == name ? &*it : nullptr;
+}
+
 Status badFile(const std::string& path, const std::string& what) {
   return Status::InvalidInput(path + " is not a valid safetensors file: " + what);
 }
@@ -290,11 +298,7 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(std::string_view text, uint64
   return out;
 }
 
-const TensorEntry* SafetensorsHeader::find(const std::string& name) const {
-  auto it = std::lower_bound(entries.begin(), entries.end(), name,
-                             [](const TensorEntry& t, const std::string& n) { return t.name < n; });
-  return it != entries.end() && it->name == name ? &*it : nullptr;
-}
+const TensorEntry* SafetensorsHeader::find(const std::string& name) const { return findByName(entries, name); }
 
 StatusOr<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
   SafetensorsFile out;
@@ -312,11 +316,7 @@ StatusOr<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
   return out;
 }
 
-const TensorRef* SafetensorsFile::find(const std::string& name) const {
-  auto it = std::lower_bound(tensors_.begin(), tensors_.end(), name,
-                             [](const TensorRef& t, const std::string& n) { return t.name < n; });
-  return it != tensors_.end() && it->name == name ? &*it : nullptr;
-}
+const TensorRef* SafetensorsFile::find(const std::string& name) const { return findByName(tensors_, name); }
 
 StatusOr<SafetensorsReader> SafetensorsReader::open(const std::string& path) {
   DTC_ASSIGN_OR_RETURN(uint64_t size, io::fileSize(path));

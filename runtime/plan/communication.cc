@@ -17,6 +17,13 @@ int64_t meshDevices(const Plan& plan) {
   return n;
 }
 
+std::vector<int64_t> meshSizes(const Plan& plan) {
+  std::vector<int64_t> sizes;
+  if (const auto* mesh = plan.root().mesh())
+    for (const plan::MeshAxis* axis : *mesh) sizes.push_back(axis->size());
+  return sizes;
+}
+
 std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function& f) {
   static const char* kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                        "collective_broadcast", "send", "recv"};

@@ -27,5 +27,7 @@ std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function
 // "dp=2,tp=4", or "" for a single-device plan.
 std::string meshText(const Plan& plan);
 int64_t meshDevices(const Plan& plan);
+// The size of each mesh axis ({} for a single-device plan).
+std::vector<int64_t> meshSizes(const Plan& plan);
 
 }  // namespace dtc

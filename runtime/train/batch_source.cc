@@ -6,6 +6,7 @@
 
 #include "data/sampler.h"
 #include "data/tokens.h"
+#include "io/files.h"
 #include "io/npy.h"
 
 namespace dtc {
@@ -322,15 +323,20 @@ class TokenSource : public BatchSource {
 
 }  // namespace
 
+Status checkDataPath(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::InvalidInput("cannot open " + path + ": no such file or directory");
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<BatchSource>> openBatchSource(Executor& ex, const std::string& function,
                                                        const std::string& path, uint64_t seed) {
   if (!ex.function(function))
     return Status::InvalidInput(ex.plan().name() + " has no " + function + " function");
   std::vector<DataInput> inputs = dataInputs(ex, function);
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return Status::InvalidInput("cannot open " + path + ": no such file or directory");
-  if (S_ISDIR(st.st_mode)) return NpySource::open(ex, function, inputs, path, seed);
+  DTC_RETURN_IF_ERROR(checkDataPath(path));
+  if (io::isDirectory(path)) return NpySource::open(ex, function, inputs, path, seed);
   return TokenSource::open(ex, inputs, path, seed);
 }
 

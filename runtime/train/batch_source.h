@@ -29,6 +29,10 @@ class BatchSource {
   virtual const TensorView* input(const std::string& name) const = 0;
 };
 
+// The error openBatchSource gives for a path that is not there, without an executor (checked
+// before a run reserves memory).
+Status checkDataPath(const std::string& path);
+
 // Opens `path` for the data inputs of `function`: a directory is read as DIR/<input>.npy, a
 // file as llm.c tokens (the function must then take two int64 [B, T] inputs, the model's
 // targets and the tokens). Checks dtypes, shapes and token ids against the plan.

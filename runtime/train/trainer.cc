@@ -56,18 +56,11 @@ Status agree(comm::Communicator& world, const Status& local, AgreedFailure& outc
   const int failed = static_cast<int>(-lowest);
   if (world.rank() == failed && failed == 0) return local;
   if (world.rank() == failed) {
-    const std::string text = local.message();
-    const uint64_t length = text.size();
-    DTC_RETURN_IF_ERROR(world.send(&length, sizeof length, 0, kAgreeTag));
-    DTC_RETURN_IF_ERROR(world.send(text.data(), static_cast<int64_t>(length), 0, kAgreeTag));
-    DTC_RETURN_IF_ERROR(world.completeSends());
+    DTC_RETURN_IF_ERROR(comm::sendText(world, local.message(), 0, kAgreeTag));
     return local;
   }
   if (world.rank() != 0) return Status::InvalidInput("rank " + std::to_string(failed) + " failed");
-  uint64_t length = 0;
-  DTC_RETURN_IF_ERROR(world.recv(&length, sizeof length, failed, kAgreeTag));
-  std::string text(length, '\0');
-  DTC_RETURN_IF_ERROR(world.recv(text.data(), static_cast<int64_t>(length), failed, kAgreeTag));
+  DTC_ASSIGN_OR_RETURN(std::string text, comm::recvText(world, failed, kAgreeTag));
   return Status::InvalidInput("rank " + std::to_string(failed) + ": " + text);
 }
 
@@ -151,10 +144,8 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
       DTC_ASSIGN_OR_RETURN(index, checkpoint::readIndex(stepDir));
     }
     if (!o.initPath.empty()) DTC_RETURN_IF_ERROR(checkpoint::checkParametersFile(plan, o.initPath));
-    if (!o.dataDir.empty() && !io::pathExists(o.dataDir))
-      return Status::InvalidInput("cannot open " + o.dataDir + ": no such file or directory");
-    if (!o.evalDir.empty() && !io::pathExists(o.evalDir))
-      return Status::InvalidInput("cannot open " + o.evalDir + ": no such file or directory");
+    if (!o.dataDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.dataDir));
+    if (!o.evalDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.evalDir));
     return Status::Ok();
   };
   DTC_RETURN_IF_ERROR(agree(world, checkArguments(), agreed));
@@ -328,13 +319,9 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
 StatusOr<std::unique_ptr<comm::DeviceMesh>> meshFor(const Plan& plan, std::unique_ptr<comm::Communicator> world) {
   DTC_RETURN_IF_ERROR(checkWorldSize(plan, world->size(), "the launcher"));
   std::vector<std::string> names;
-  std::vector<int64_t> sizes;
   if (const auto* mesh = plan.root().mesh())
-    for (const plan::MeshAxis* axis : *mesh) {
-      names.push_back(axis->name()->str());
-      sizes.push_back(axis->size());
-    }
-  return comm::DeviceMesh::create(std::move(world), names, sizes);
+    for (const plan::MeshAxis* axis : *mesh) names.push_back(axis->name()->str());
+  return comm::DeviceMesh::create(std::move(world), names, meshSizes(plan));
 }
 
 }  // namespace
