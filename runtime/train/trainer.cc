@@ -343,21 +343,31 @@ Status checkWorldSize(const Plan& plan, int processes, const std::string& launch
                               std::to_string(processes) + " processes");
 }
 
+int reportFailure(const Status& status) {
+  const char* kind = status.code() == StatusCode::kStopped ? "" : "error: ";
+  std::fprintf(stderr, "dtrun: %s%s\n", kind, status.message().c_str());
+  std::fflush(stderr);
+  return status.exitCode();
+}
+
 Status train(const Plan& plan, const TrainOptions& options, std::unique_ptr<comm::Communicator> world) {
   // Every rank fails the same way here: the caller reports it once.
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<comm::DeviceMesh> mesh, meshFor(plan, std::move(world)));
   AgreedFailure agreed;
   Status status = trainOnMesh(plan, options, mesh.get(), agreed);
-  // Every rank stops after the same step, and failures every rank knows of are reported by rank
-  // 0: the caller ends those. Any other failure may leave ranks waiting in a collective for
-  // this one: say why, then end the job.
-  if (!status.ok() && status.code() != StatusCode::kStopped && !agreed.agreed && mesh->numDevices() > 1) {
-    std::string who = mesh->rank() == 0 ? "" : "rank " + std::to_string(mesh->rank()) + ": ";
-    std::fprintf(stderr, "dtrun: error: %s%s\n", who.c_str(), status.message().c_str());
-    std::fflush(stderr);
-    mesh->world().abortJob(status.exitCode());
+  if (status.ok() || mesh->numDevices() == 1) return status;
+  if (status.code() == StatusCode::kStopped || agreed.agreed) {
+    // Every rank stopped after the same step, or knows of the failure: rank 0 says why, and the
+    // others wait until it has (a launcher tears the job down as soon as one process fails).
+    if (mesh->rank() == 0) reportFailure(status);
+    float done = 0;
+    (void)mesh->world().allReduceSum(&done, 1);
+    return status;
   }
-  return status;
+  // Any other failure may leave ranks waiting in a collective for this one: say why, then end
+  // the job.
+  reportFailure(mesh->rank() == 0 ? status : status.withContext("rank " + std::to_string(mesh->rank())));
+  mesh->world().abortJob(status.exitCode());
 }
 
 }  // namespace dtc

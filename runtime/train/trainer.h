@@ -35,10 +35,15 @@ struct TrainOptions {
 // The job must have one process per device of the plan's mesh (one for a plan without a mesh).
 Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher);
 
+// Prints `status` as dtrun reports it ("dtrun: error: ..."; a stop by a signal without "error")
+// on stderr and returns its exit code.
+int reportFailure(const Status& status);
+
 // Runs on every process of the job (`world`: one per device of the plan's mesh; a plan without
 // a mesh needs a job of one). Only rank 0 prints, logs and saves; every rank writes its own
 // pieces of a checkpoint. SIGTERM or SIGINT on any rank stops every rank after the same step,
-// with a checkpoint when one was asked for (Status::Stopped).
+// with a checkpoint when one was asked for (Status::Stopped). On several processes a failure
+// is reported here, once, before this returns (the caller only exits with its code).
 Status train(const Plan& plan, const TrainOptions& options,
              std::unique_ptr<comm::Communicator> world);
 

@@ -222,6 +222,32 @@ def check_paths(work, plan, data):
         print(f"before step 1: {line}")
 
 
+def check_mismatches(work, m, plan):
+    """A checkpoint that cannot continue this run exactly is refused before step 1."""
+    ckpt = os.path.join(work, "good-ckpt")  # check_damaged wrote step-2 there (dp=2, seed 3)
+    other_batch = compile_plan(m["mlp"], work, "dp2-b16", 16, ADAMW + ["--mesh", "dp=2", "--zero", 1])
+    sgd = compile_plan(m["mlp"], work, "dp2-sgd", 32, ["--optimizer", "sgd", "--momentum", 0.9, "--mesh", "dp=2"])
+    fewer = os.path.join(work, "fewer")
+    os.makedirs(fewer)
+    for name in ("input", "target"):
+        np.save(os.path.join(fewer, f"{name}.npy"), np.load(os.path.join(m["data"], f"{name}.npy"))[:64])
+    init = os.path.join(work, "init-params")
+    dtrun(plan, 2, ["--steps", 0, "--save", init])
+    cases = [(plan, ["--data", m["data"], "--seed", 4], "was trained with --seed 3, not 4"),
+             (other_batch, ["--data", m["data"]], "took 32 samples per step"),
+             (plan, ["--data", fewer], "was trained on other data"),
+             (sgd, ["--data", m["data"]], "does not match"),
+             (plan, ["--data", m["data"], "--init", os.path.join(init, "model.safetensors")],
+              "--resume continues a run, --init starts one")]
+    for p, extra, fragment in cases:
+        line = expect_error(p, 2, ["--steps", 4, "--resume", ckpt] + extra, fragment, work)
+        print(f"refused: {line}")
+    for flag, value in (("--keep", -1), ("--checkpoint-every", -2)):
+        line = expect_error(plan, 2, ["--steps", 1, "--checkpoint", os.path.join(work, "neg"), flag, value],
+                            flag, work)
+        print(f"refused: {line}")
+
+
 def check_keep(work, plan, data):
     ckpt = os.path.join(work, "keep")
     dtrun(plan, 2, ["--data", data, "--steps", 5, "--checkpoint", ckpt, "--checkpoint-every", 1, "--keep", 2])
@@ -241,6 +267,7 @@ def main():
         check_stop_signals(work, plan, m["data"])
         check_damaged(work, plan, m["data"])
         check_paths(work, plan, m["data"])
+        check_mismatches(work, m, plan)
         check_keep(work, plan, m["data"])
     print("checkpoint faults: ok")
 

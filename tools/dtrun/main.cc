@@ -19,29 +19,34 @@ constexpr const char kUsage[] =
     "             [--init FILE.safetensors]     start from these parameters (PyTorch names)\n"
     "             [--sample N [--prompt TEXT]]   greedy text from a byte-level language model\n";
 
-int fail(const dtc::Status& status) {
-  // A run stopped by a signal is not an error of dtrun's: it says what it saved.
-  const char* kind = status.code() == dtc::StatusCode::kStopped ? "" : "error: ";
-  std::fprintf(stderr, "dtrun: %s%s\n", kind, status.message().c_str());
+int fail(const dtc::Status& status) { return dtc::reportFailure(status); }
+
+// A failure before training starts, the same on every process of the job (a bad flag, plan or
+// job size): rank 0 says why, and the others wait until it has, since a launcher tears the job
+// down as soon as one process fails (rank 0 would be killed before it printed).
+int failEverywhere(const dtc::Status& status) {
+  auto world = dtc::comm::detectWorld();
+  if (!world.ok() || world->size == 1) return fail(status);
+  auto mpi = dtc::comm::createMpiWorld();
+  if (world->rank == 0) fail(status);
+  std::fflush(stderr);
+  if (mpi.ok()) {
+    float done = 0;
+    (void)(*mpi)->allReduceSum(&done, 1);
+  }
   return status.exitCode();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  dtc::cpu::selectBlasKernels(argv);
-  if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
+// The options and the plan from the command line.
+dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, std::string& planPath) {
   auto args = dtc::Args::parse(argc, argv, 1,
                                {"data", "steps", "seed", "log", "save", "eval", "threads", "sample", "prompt",
                                 "trace", "device", "checkpoint", "checkpoint-every", "keep", "resume",
                                 "init"}, {});
-  if (!args.ok()) return fail(args.status());
+  if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
-    return fail(dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage)));
-  dtc::TrainOptions options;
+    return dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage));
+  planPath = args->positionals()[0];
   options.dataDir = args->str("data");
   options.evalDir = args->str("eval");
   options.logPath = args->str("log");
@@ -58,13 +63,13 @@ int main(int argc, char** argv) {
   auto every = args->integer("checkpoint-every", 0);
   auto keep = args->integer("keep", 0);
   for (const auto* v : {&steps, &seed, &threads, &sample, &every, &keep})
-    if (!v->ok()) return fail(v->status());
-  if (*steps < 0) return fail(dtc::Status::InvalidInput("--steps must be >= 0"));
-  if (*every < 0) return fail(dtc::Status::InvalidInput("--checkpoint-every must be >= 0"));
-  if (*keep < 0 || *keep > 1000000) return fail(dtc::Status::InvalidInput("--keep must be between 0 and 1000000"));
+    if (!v->ok()) return v->status();
+  if (*steps < 0) return dtc::Status::InvalidInput("--steps must be >= 0");
+  if (*every < 0) return dtc::Status::InvalidInput("--checkpoint-every must be >= 0");
+  if (*keep < 0 || *keep > 1000000) return dtc::Status::InvalidInput("--keep must be between 0 and 1000000");
   for (const char* flag : {"checkpoint", "resume", "init", "save", "log", "trace", "eval", "data"})
     if (args->has(flag) && args->str(flag).empty())
-      return fail(dtc::Status::InvalidInput(std::string("--") + flag + " needs a path"));
+      return dtc::Status::InvalidInput(std::string("--") + flag + " needs a path");
   options.checkpointEvery = *every;
   options.keep = static_cast<int>(*keep);
   options.seedGiven = args->has("seed");
@@ -73,9 +78,23 @@ int main(int argc, char** argv) {
   options.threads = static_cast<int>(*threads);
   options.sampleTokens = *sample;
   options.prompt = args->str("prompt");
+  return dtc::Status::Ok();
+}
 
-  auto plan = dtc::Plan::load(args->positionals()[0]);
-  if (!plan.ok()) return fail(plan.status());
+}  // namespace
+
+int main(int argc, char** argv) {
+  dtc::cpu::selectBlasKernels(argv);
+  if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  dtc::TrainOptions options;
+  std::string planPath;
+  if (dtc::Status parsed = parseCommandLine(argc, argv, options, planPath); !parsed.ok())
+    return failEverywhere(parsed);
+  auto plan = dtc::Plan::load(planPath);
+  if (!plan.ok()) return failEverywhere(plan.status());
   // The plan says where it was compiled to run; --device overrides it.
   if (options.device.empty()) {
     const flatbuffers::String* compiledFor = plan->root().device();
@@ -83,19 +102,8 @@ int main(int argc, char** argv) {
   }
   auto world = dtc::comm::detectWorld();
   if (!world.ok()) return fail(world.status());
-  if (dtc::Status fits = dtc::checkWorldSize(*plan, world->size, world->source); !fits.ok()) {
-    if (world->size == 1) return fail(fits);
-    // Rank 0 says why; the others wait until it has, since the launcher tears the job down as
-    // soon as one process fails.
-    auto mpi = dtc::comm::createMpiWorld();
-    if (world->rank == 0) fail(fits);
-    std::fflush(stderr);
-    if (mpi.ok()) {
-      float done = 0;
-      (void)(*mpi)->allReduceSum(&done, 1);
-    }
-    return fits.exitCode();
-  }
+  if (dtc::Status fits = dtc::checkWorldSize(*plan, world->size, world->source); !fits.ok())
+    return failEverywhere(fits);
   std::unique_ptr<dtc::comm::Communicator> comm;
   if (world->size > 1) {
     auto mpi = dtc::comm::createMpiWorld();
@@ -109,10 +117,8 @@ int main(int argc, char** argv) {
   } else {
     comm = dtc::comm::createSingleProcess();
   }
-  const int rank = world->rank;
   dtc::Status status = dtc::train(*plan, options, std::move(comm));
-  // Failures while running on several devices end the job inside train(); what returns here
-  // failed the same way on every rank, so rank 0 reports it.
-  if (!status.ok()) return rank == 0 ? fail(status) : status.exitCode();
+  // On several processes train() has reported the failure (or ended the job).
+  if (!status.ok()) return world->size > 1 ? status.exitCode() : fail(status);
   return 0;
 }
