@@ -27,6 +27,17 @@ inline constexpr const char kStateBytes[] = "plan.state_bytes";
 inline constexpr const char kDevice[] = "plan.device";  // module: the backend compiled for
 inline constexpr const char kLossSeed[] = "graph.loss_seed";  // op: autodiff's d(loss)/d(loss)
 inline constexpr const char kInitial[] = "graph.initial";     // state arg: its value at step 0
+// @train_step arg: a scalar the runtime sets before each step (the learning rate, "lr")
+inline constexpr const char kHyper[] = "graph.hyper";
+// @train_step result: a scalar the step reports (the gradient norm, "grad_norm")
+inline constexpr const char kMetric[] = "graph.metric";
+// @train_step param arg: the weight decay its update applies
+inline constexpr const char kWeightDecay[] = "graph.weight_decay";
+// module: the learning-rate schedule the runtime follows (kind, lr, warmup_steps, decay_steps,
+// min_lr)
+inline constexpr const char kLrSchedule[] = "graph.lr_schedule";
+// module: the step reports the global gradient norm and clips to this bound (0: no clipping)
+inline constexpr const char kClipGradNorm[] = "graph.clip_grad_norm";
 }  // namespace attr
 
 }  // namespace dtc

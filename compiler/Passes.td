@@ -29,22 +29,35 @@ def Optimizer : Pass<"dtc-optimizer", "mlir::ModuleOp"> {
   let description = [{
     Clones @grad into @train_step and appends one update op per trainable parameter, with
     torch.optim semantics. Optimizer state becomes arguments (graph.state = "<param>.<slot>")
-    and, updated, results (graph.updates = name of the parameter or state tensor):
+    and, updated, results (graph.updates = name of the parameter or state tensor). The learning
+    rate is a scalar argument the runtime sets before every step (graph.hyper = "lr"), following
+    the schedule recorded on the module (graph.lr_schedule):
 
     ```mlir
-    func.func @train_step(%w {graph.param = "w"}, %b {graph.state = "w.momentum_buffer"}, %x ...)
+    func.func @train_step(%w {graph.param = "w"}, %b {graph.state = "w.momentum_buffer"}, %x ...,
+                          %lr {graph.hyper = "lr"})
         -> (loss {graph.output = "loss"}, w' {graph.updates = "w"}, b' {graph.updates = "w.momentum_buffer"})
     ```
+
+    Parameters matching a `no-decay` glob update without weight decay (their argument's
+    graph.weight_decay says which decay each applies).
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"", "sgd or adamw">,
-    Option<"lr", "lr", "double", "0.01", "learning rate">,
+    Option<"lr", "lr", "double", "0.001", "learning rate (the schedule's peak)">,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
     Option<"weightDecay", "weight-decay", "double", "-1.0",
            "weight decay (default: 0 for SGD, 0.01 for AdamW, as torch.optim)">,
     Option<"beta1", "beta1", "double", "0.9", "AdamW β1">,
     Option<"beta2", "beta2", "double", "0.999", "AdamW β2">,
     Option<"eps", "eps", "double", "1e-8", "AdamW ε">,
+    ListOption<"noDecay", "no-decay", "std::string",
+               "globs over parameter names whose updates apply no weight decay">,
+    Option<"lrSchedule", "lr-schedule", "std::string", "\"constant\"",
+           "constant, cosine (warmup, cosine decay to min-lr) or linear (warmup, linear decay to 0)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0", "updates of linear warmup">,
+    Option<"decaySteps", "decay-steps", "int64_t", "0", "the update at which the decay ends">,
+    Option<"minLr", "min-lr", "double", "0.0", "cosine: the learning rate after the decay">,
   ];
   let dependentDialects = ["::dtc::graph::GraphDialect", "::mlir::func::FuncDialect"];
 }
@@ -273,6 +286,38 @@ def LossScaling : Pass<"dtc-loss-scaling", "mlir::ModuleOp"> {
     Option<"backoff", "backoff", "double", "0.5", "backoff factor">,
     Option<"interval", "interval", "int64_t", "2000", "good steps before growing">,
   ];
+}
+
+def ClipGradNorm : Pass<"dtc-clip-grad-norm", "mlir::ModuleOp"> {
+  let summary = "The global gradient norm in every training program, and clipping to a bound";
+  let description = [{
+    Runs on the programs devices execute (after partitioning and pipeline scheduling, or on the
+    single-device @train_step). Before the first optimizer update it computes the L2 norm of all
+    trainable parameters' gradients, as torch.nn.utils.clip_grad_norm_ does, and with
+    `max-norm` > 0 multiplies every gradient by min(1, max_norm / (norm + 1e-6)).
+
+    Each device sums the squares of the gradient pieces it holds. A gradient whose parameter is
+    replicated over mesh axes where others are split is counted by the first device along them
+    (`dist.count_once`), so one scalar `dist.all_reduce` over exactly the axes that split some
+    gradient (and the pipeline axis: each stage holds its own parameters) gives every device
+    the global sum, with each parameter counted once:
+
+    ```mlir
+    %s = graph.sum_squares %g_tp_split ...; %r = graph.sum_squares %g_replicated
+    %r1 = dist.count_once %r over ["tp"]
+    %t = dist.all_reduce %sum over ["tp"] : tensor<f32>
+    %norm, %coef = graph.clip_coefficient %t {max_norm = 1.0}
+    ```
+
+    Updates placed before the last gradient is ready move after it. The norm is returned as a
+    result tagged `graph.metric = "grad_norm"`. Under fp16 the norm is that of the unscaled
+    gradients (loss scaling unscales them before the updates); a non-finite norm's step is
+    skipped by loss scaling.
+  }];
+  let options = [
+    Option<"maxNorm", "max-norm", "double", "0.0", "the bound (0: report the norm only)">,
+  ];
+  let dependentDialects = ["::dtc::graph::GraphDialect", "::dtc::dist::DistDialect"];
 }
 
 def PipelineStages : Pass<"dtc-pipeline-stages", "mlir::ModuleOp"> {

@@ -96,6 +96,11 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   optim.beta1 = options.beta1;
   optim.beta2 = options.beta2;
   optim.eps = options.eps;
+  optim.noDecay.assign(options.noDecay.begin(), options.noDecay.end());
+  optim.lrSchedule = options.lrSchedule;
+  optim.warmupSteps = options.warmupSteps;
+  optim.decaySteps = options.decaySteps;
+  optim.minLr = options.minLr;
 
   // One pass per pass manager, so the IR can be written after each for users exploring it.
   std::vector<std::unique_ptr<Pass>> pipeline;
@@ -125,6 +130,9 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
     if (options.pipelineStages > 0) pipeline.push_back(createPipelineSchedule());
     pipeline.push_back(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb}));
   }
+  // On the programs devices run: the reductions follow the partitioning.
+  if (options.clipGradNorm > 0 || options.reportGradNorm)
+    pipeline.push_back(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm}));
   if (options.zeroStage != 0 && options.dataParallel == 0)
     return emitError(UnknownLoc::get(&ctx), "ZeRO needs a data-parallel mesh (--mesh dp=N)");
   if (options.fuseEpilogues) pipeline.push_back(createFuseEpilogues());

@@ -15,10 +15,17 @@ namespace dtc {
 struct CompileOptions {
   int64_t batchSize = 0;
   std::string optimizer = "sgd";
-  double lr = 0.01;
+  double lr = 1e-3;
   double momentum = 0.0;
   double weightDecay = -1.0;  // < 0: torch.optim's default for the optimizer
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::vector<std::string> noDecay;  // globs over parameter names updated without weight decay
+  // The learning rate of each step: constant, cosine or linear (see the plan's LrSchedule).
+  std::string lrSchedule = "constant";
+  int64_t warmupSteps = 0, decaySteps = 0;
+  double minLr = 0.0;
+  double clipGradNorm = 0.0;  // > 0: clip the global gradient norm to it
+  bool reportGradNorm = false;  // the step reports the norm (always when clipping)
   std::string dumpIrDir;      // non-empty: write the IR after every pass as NN-<pass>.mlir
   std::string device = "cpu"; // the backend the plan is for: cpu or cuda
   std::string precision = "fp32";  // fp32, or bf16/fp16 contractions (mixed precision)

@@ -115,6 +115,7 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
     double a = 0, bParam = 0;
     uint64_t seed = 0, dataOffset = 0, dataBytes = 0;
     bool trainable = trainStep.getArgAttr(arg.getArgNumber(), attr::kTrainable) != nullptr;
+    auto decay = trainStep.getArgAttrOfType<FloatAttr>(arg.getArgNumber(), attr::kWeightDecay);
     std::vector<std::string> aliases;
     if (param && model_) {
       const model::Initializer* init = inits.lookup(name);
@@ -172,7 +173,8 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
         fbb_, fbb_.CreateString(name.str()), planDType(type.getElementType()),
         fbb_.CreateVector(shape), offset, param ? plan::Role::param : plan::Role::optim_state,
         trainable, kind, a, bParam, seed, dataOffset, dataBytes, fbb_.CreateVector(globalShape),
-        shardingVector, stage, aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases)));
+        shardingVector, stage, aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases),
+        decay ? decay.getValueAsDouble() : 0.0));
   }
   return success();
 }
@@ -197,6 +199,11 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     StringAttr name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
     if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kState), role = plan::Role::optim_state;
     if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kData), role = plan::Role::data;
+    if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kHyper), role = plan::Role::hyper;
+    if (!name) {
+      func.emitError("plan writer: argument ") << i << " is neither parameter, state, data nor hyper-parameter";
+      return {};
+    }
     addValue(arg, name.str(), argRegions[i], argOffsets[i]);
     int32_t batchDim = -1;
     if (role == plan::Role::data) {
@@ -259,6 +266,9 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
       role = paramNames.count(name) ? plan::Role::param : plan::Role::optim_state;
     } else if (auto g = func.getResultAttrOfType<StringAttr>(i, attr::kGradOf)) {
       name = g.str();
+    } else if (auto m = func.getResultAttrOfType<StringAttr>(i, attr::kMetric)) {
+      name = m.str();
+      role = plan::Role::metric;
     }
     auto sharding = writeSharding(func.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
     results.push_back(plan::CreateBinding(fbb_, index.lookup(v), role, fbb_.CreateString(name),
@@ -279,7 +289,9 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
   for (auto func : module_.getOps<func::FuncOp>()) {
     if (!func->hasAttr(attr::kArenaBytes))
       return func.emitError("plan writer: function was not memory-planned");
-    functions.push_back(writeFunction(func));
+    flatbuffers::Offset<plan::Function> written = writeFunction(func);
+    if (written.IsNull()) return failure();
+    functions.push_back(written);
   }
   auto str = [&](StringRef attrName) {
     auto s = module_->getAttrOfType<StringAttr>(attrName);
@@ -315,6 +327,14 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
   auto scheduleString = fbb_.CreateString(schedule);
   auto deviceString = fbb_.CreateString(str(attr::kDevice).empty() ? "cpu" : str(attr::kDevice));
   auto stagesVector = fbb_.CreateVector(stages);
+  flatbuffers::Offset<plan::LrSchedule> lrSchedule;
+  if (auto d = module_->getAttrOfType<DictionaryAttr>(attr::kLrSchedule)) {
+    auto i = [&](StringRef k) { return d.getAs<IntegerAttr>(k).getInt(); };
+    auto f = [&](StringRef k) { return d.getAs<FloatAttr>(k).getValueAsDouble(); };
+    lrSchedule = plan::CreateLrSchedule(fbb_, fbb_.CreateString(d.getAs<StringAttr>("kind").str()),
+                                        f("lr"), i("warmup_steps"), i("decay_steps"), f("min_lr"));
+  }
+  auto clip = module_->getAttrOfType<FloatAttr>(attr::kClipGradNorm);
   fbb_.ForceVectorAlignment(constants_.size(), 1, 64);
   auto constants = fbb_.CreateVector(constants_);
   auto planOffset = plan::CreatePlan(
@@ -323,7 +343,7 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       fbb_.CreateString(str(attr::kPredictions)), fbb_.CreateString(str(attr::kTargets)),
       fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector,
       micro ? static_cast<int32_t>(micro.getInt()) : 1, pipelineAxis, scheduleString, stagesVector,
-      deviceString);
+      deviceString, lrSchedule, clip ? clip.getValueAsDouble() : 0.0, clip != nullptr);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
   return success();

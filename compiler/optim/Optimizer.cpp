@@ -6,6 +6,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
 
 #include "flatbuffers/ModelImporter.h"
 #include "graph/IR/GraphOps.h"
@@ -36,7 +38,60 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
       return bad("AdamW betas must be in [0, 1)");
     if (eps < 0) return bad("eps must be >= 0");
+    if (lrSchedule != "constant" && lrSchedule != "cosine" && lrSchedule != "linear")
+      return bad("unknown learning-rate schedule '" + lrSchedule + "' (expected constant, cosine or linear)");
+    if (warmupSteps < 0 || decaySteps < 0) return bad("warmup and decay steps must be >= 0");
+    if (lrSchedule == "constant") {
+      if (warmupSteps != 0 || decaySteps != 0 || minLr != 0)
+        return bad("warmup, decay steps and min-lr need the cosine or linear schedule");
+    } else if (decaySteps <= warmupSteps) {
+      return bad("the " + lrSchedule + " schedule decays from the end of the warmup (" +
+                 std::to_string(warmupSteps) + ") to the decay steps, which must be larger (got " +
+                 std::to_string(decaySteps) + ")");
+    }
+    if (lrSchedule != "cosine" && minLr != 0) return bad("min-lr is the cosine schedule's floor");
+    if (!(minLr >= 0 && minLr <= lr)) return bad("min-lr must be in [0, lr]");
     return success();
+  }
+
+  // The weight decay of each trainable parameter: `wd`, or 0 where a no-decay glob matches.
+  FailureOr<llvm::StringMap<double>> decayByParameter(ModuleOp module, func::FuncOp grad, double wd) {
+    SmallVector<std::pair<std::string, llvm::GlobPattern>> patterns;
+    for (const std::string& text : noDecay) {
+      llvm::Expected<llvm::GlobPattern> pattern = llvm::GlobPattern::create(text);
+      if (!pattern) {
+        module.emitError("bad no-decay pattern '") << text << "': " << llvm::toString(pattern.takeError());
+        return failure();
+      }
+      patterns.push_back({text, std::move(*pattern)});
+    }
+    llvm::StringMap<double> decay;
+    llvm::StringSet<> used;
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
+      if (!grad.getArgAttr(i, attr::kTrainable)) continue;
+      StringRef name = cast<StringAttr>(grad.getArgAttr(i, attr::kParam)).getValue();
+      decay[name] = wd;
+      for (auto& [text, pattern] : patterns)
+        if (pattern.match(name)) {
+          decay[name] = 0.0;
+          used.insert(text);
+        }
+    }
+    for (auto& [text, pattern] : patterns)
+      if (!used.contains(text)) {
+        module.emitError("no-decay pattern '") << text << "' matches no trainable parameter";
+        return failure();
+      }
+    return decay;
+  }
+
+  // What the runtime needs to set the learning rate of each step.
+  DictionaryAttr scheduleAttr(Builder& b) const {
+    return b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr(lrSchedule)),
+                                b.getNamedAttr("lr", b.getF64FloatAttr(lr)),
+                                b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(warmupSteps)),
+                                b.getNamedAttr("decay_steps", b.getI64IntegerAttr(decaySteps)),
+                                b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr))});
   }
 
   std::string summary(double wd) const {
@@ -47,7 +102,21 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     else
       std::snprintf(buf, sizeof buf, "adamw lr=%g betas=(%g,%g) eps=%g weight_decay=%g",
                     (double)lr, (double)beta1, (double)beta2, (double)eps, wd);
-    return buf;
+    std::string text = buf;
+    if (!noDecay.empty()) {
+      text += " (none on";
+      for (const std::string& pattern : noDecay) text += " " + pattern;
+      text += ")";
+    }
+    if (lrSchedule == "cosine")
+      std::snprintf(buf, sizeof buf, ", cosine schedule (warmup %lld, decay to %g at %lld)",
+                    (long long)warmupSteps, (double)minLr, (long long)decaySteps);
+    else if (lrSchedule == "linear")
+      std::snprintf(buf, sizeof buf, ", linear schedule (warmup %lld, decay to 0 at %lld)",
+                    (long long)warmupSteps, (long long)decaySteps);
+    else
+      buf[0] = 0;
+    return text + buf;
   }
 
   void runOnOperation() override {
@@ -59,6 +128,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     }
     if (failed(checkOptions(module))) return signalPassFailure();
     double wd = weightDecay >= 0 ? double(weightDecay) : (optimizer == "adamw" ? 0.01 : 0.0);
+    FailureOr<llvm::StringMap<double>> decay = decayByParameter(module, grad, wd);
+    if (failed(decay)) return signalPassFailure();
     bool adamw = optimizer == "adamw";
     bool hasBuffer = !adamw && momentum != 0;
 
@@ -75,7 +146,14 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
           .push_back(arg.getArgNumber());
     for (unsigned i : paramArgs) {
       argTypes.push_back(grad.getArgument(i).getType());
-      argAttrs.push_back(grad.getArgAttrDict(i));
+      DictionaryAttr attrs = grad.getArgAttrDict(i);
+      if (grad.getArgAttr(i, attr::kTrainable)) {
+        NamedAttrList list(attrs);
+        StringRef name = cast<StringAttr>(grad.getArgAttr(i, attr::kParam)).getValue();
+        list.set(attr::kWeightDecay, b.getF64FloatAttr(decay->lookup(name)));
+        attrs = list.getDictionary(b.getContext());
+      }
+      argAttrs.push_back(attrs);
     }
     struct Slot {
       unsigned param;       // index into grad's arguments
@@ -103,10 +181,15 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       argAttrs.push_back(
           b.getDictionaryAttr(b.getNamedAttr(attr::kState, b.getStringAttr(kStepName))));
     }
+    unsigned firstData = argTypes.size();
     for (unsigned i : dataArgs) {
       argTypes.push_back(grad.getArgument(i).getType());
       argAttrs.push_back(grad.getArgAttrDict(i));
     }
+    // The learning rate: set by the runtime before every step.
+    unsigned lrArg = argTypes.size();
+    argTypes.push_back(scalar);
+    argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr::kHyper, b.getStringAttr("lr"))));
 
     b.setInsertionPointAfter(grad);
     auto step = func::FuncOp::create(b, loc, "train_step", b.getFunctionType(argTypes, {}));
@@ -116,7 +199,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     for (auto [k, i] : llvm::enumerate(paramArgs))
       mapping.map(grad.getArgument(i), body->getArgument(k));
     for (auto [k, i] : llvm::enumerate(dataArgs))
-      mapping.map(grad.getArgument(i), body->getArgument(argTypes.size() - dataArgs.size() + k));
+      mapping.map(grad.getArgument(i), body->getArgument(firstData + k));
+    Value lrValue = body->getArgument(lrArg);
     b.setInsertionPointToEnd(body);
     for (Operation& op : grad.getBody().front().without_terminator()) b.clone(op, mapping);
 
@@ -153,12 +237,13 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       Value param = body->getArgument(k);
       Attribute paramName = grad.getArgAttr(i, attr::kParam);
       Location ploc = NameLoc::get(cast<StringAttr>(paramName), loc);
+      double paramDecay = decay->lookup(cast<StringAttr>(paramName).getValue());
       if (adamw) {
         Slot& m = slots[slotIndex++];
         Slot& v = slots[slotIndex++];
         auto op = graph::AdamwUpdateOp::create(
             b, ploc, param, gradOf[i], body->getArgument(m.newArg), body->getArgument(v.newArg),
-            t, f32(lr), f32(beta1), f32(beta2), f32(eps), f32(wd));
+            t, lrValue, f32(beta1), f32(beta2), f32(eps), f32(paramDecay));
         updates(op.getNewParam(), paramName);
         stateUpdates.push_back({op.getNewExpAvg(), b.getStringAttr(m.name)});
         stateUpdates.push_back({op.getNewExpAvgSq(), b.getStringAttr(v.name)});
@@ -166,8 +251,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
         Value buf;
         if (hasBuffer) buf = body->getArgument(slots[slotIndex].newArg);
         else buf = graph::FillOp::create(b, ploc, param.getType(), b.getF32FloatAttr(0.0f));
-        auto op = graph::SgdUpdateOp::create(b, ploc, param, gradOf[i], buf, f32(lr),
-                                             f32(momentum), f32(wd));
+        auto op = graph::SgdUpdateOp::create(b, ploc, param, gradOf[i], buf, lrValue,
+                                             f32(momentum), f32(paramDecay));
         updates(op.getNewParam(), paramName);
         if (hasBuffer)
           stateUpdates.push_back(
@@ -187,6 +272,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     step.setType(b.getFunctionType(argTypes, resultTypes));
     step.setAllResultAttrs(resultAttrs);
     module->setAttr(attr::kOptimizer, b.getStringAttr(summary(wd)));
+    module->setAttr(attr::kLrSchedule, scheduleAttr(b));
   }
 };
 

@@ -13,8 +13,8 @@
 
 // @train_step: the updates write straight into the parameter and buffer storage (region 0).
 // CHECK-LABEL: func.func @train_step
-// CHECK: graph.sgd_update %arg0, {{.*}} {lr = {{.*}}, plan.offsets = array<i64: 0, 128>, plan.regions = array<i64: 0, 0>
-// CHECK: graph.sgd_update %arg1, {{.*}} {lr = {{.*}}, plan.offsets = array<i64: 64, 192>, plan.regions = array<i64: 0, 0>
+// CHECK: graph.sgd_update %arg0, {{.*}} {momentum = {{.*}}, plan.offsets = array<i64: 0, 128>, plan.regions = array<i64: 0, 0>
+// CHECK: graph.sgd_update %arg1, {{.*}} {momentum = {{.*}}, plan.offsets = array<i64: 64, 192>, plan.regions = array<i64: 0, 0>
 
 func.func @forward(%w: tensor<8xf32> {graph.param = "w", graph.trainable},
                    %w2: tensor<8xf32> {graph.param = "w2", graph.trainable},

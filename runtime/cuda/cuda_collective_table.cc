@@ -145,6 +145,20 @@ StatusOr<BoundStep> bindLocalSlice(const StepContext& ctx, Device& dev) {
   return BoundStep([=] { return s.block(in.f32(), a, size, index, out.f32(), false, kOnDevice); });
 }
 
+// The first member keeps x; the others write zeros (no communication).
+StatusOr<BoundStep> bindCountOnce(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const bool keep, checkCountOnce(ctx));
+  TensorView in = ctx.inputs[0], out = ctx.outputs[0];
+  const size_t bytes = out.numElements() * sizeof(float);
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=]() -> Status {
+    if (!keep) return launched(cudaMemsetAsync(out.data, 0, bytes, stream), where);
+    if (in.data == out.data) return Status::Ok();
+    return launched(cudaMemcpyAsync(out.data, in.data, bytes, cudaMemcpyDeviceToDevice, stream), where);
+  });
+}
+
 StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(AllToAllStep a, checkAllToAll(ctx));
   const Group g = groupOn(a.group, dev);
@@ -269,6 +283,7 @@ const CudaBinderTable& collectiveCudaBinders() {
       {"reduce_scatter", bindReduceScatter}, {"local_slice", bindLocalSlice},
       {"all_to_all", bindAllToAll},       {"collective_broadcast", bindCollectiveBroadcast},
       {"send", bindSend},                 {"recv", bindRecv},
+      {"count_once", bindCountOnce},
   };
   return table;
 }

@@ -1,6 +1,6 @@
 // Losses and optimizer updates on CUDA (the rest of exec/cpu_kernel_table.cc's ops), with the CPU's
 // contracts (exec/loss_contracts.h, exec/core_contracts.h). Scalars the CPU reads on the host
-// (dloss, AdamW's step counter) are read by the kernels on the device; a label outside the classes
+// (dloss, AdamW's step counter, the learning rate) are read by the kernels on the device; a label outside the classes
 // raises an error flag, reported at the next synchronisation.
 #include "cuda_bind.h"
 #include "exec/core_contracts.h"
@@ -63,12 +63,12 @@ StatusOr<BoundStep> bindMseGrad(const StepContext& ctx, Device& dev) {
 
 StatusOr<BoundStep> bindSgd(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(SgdParams h, checkSgd(ctx));
-  TensorView p = ctx.inputs[0], g = ctx.inputs[1], buf = ctx.inputs[2];
+  TensorView p = ctx.inputs[0], g = ctx.inputs[1], buf = ctx.inputs[2], lr = ctx.inputs[3];
   TensorView pOut = ctx.outputs[0], bufOut = ctx.outputs[1];
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::sgd(p.f32(), g.f32(), buf.f32(), pOut.f32(), bufOut.f32(), p.numElements(), h.lr,
+    return launched(kernels::sgd(p.f32(), g.f32(), buf.f32(), pOut.f32(), bufOut.f32(), p.numElements(), lr.f32(),
                                  h.momentum, h.weightDecay, stream),
                     where);
   });
@@ -77,13 +77,13 @@ StatusOr<BoundStep> bindSgd(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindAdamw(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(AdamwParams h, checkAdamw(ctx));
   TensorView p = ctx.inputs[0], g = ctx.inputs[1], m = ctx.inputs[2], v = ctx.inputs[3];
-  TensorView step = ctx.inputs[4];
+  TensorView step = ctx.inputs[4], lr = ctx.inputs[5];
   TensorView pOut = ctx.outputs[0], mOut = ctx.outputs[1], vOut = ctx.outputs[2];
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
     return launched(kernels::adamw(p.f32(), g.f32(), m.f32(), v.f32(), pOut.f32(), mOut.f32(), vOut.f32(),
-                                   p.numElements(), step.f32(), h.lr, h.beta1, h.beta2, h.eps, h.weightDecay, stream),
+                                   p.numElements(), step.f32(), lr.f32(), h.beta1, h.beta2, h.eps, h.weightDecay, stream),
                     where);
   });
 }

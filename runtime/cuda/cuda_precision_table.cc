@@ -54,6 +54,27 @@ StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx, Device& dev) {
   return BoundStep([=] { return launched(kernels::nonfiniteCount(x, n, count, partials, stream), where); });
 }
 
+StatusOr<BoundStep> bindSumSquares(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(checkSumSquares(ctx));
+  DTC_ASSIGN_OR_RETURN(void* partial, dev.scratch(kernels::kSumBlocks * sizeof(double)));
+  const float* x = ctx.inputs[0].f32();
+  float* sum = ctx.outputs[0].f32();
+  const int64_t n = ctx.inputs[0].numElements();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  auto* partials = static_cast<double*>(partial);
+  return BoundStep([=] { return launched(kernels::sumSquares(x, n, sum, partials, stream), where); });
+}
+
+StatusOr<BoundStep> bindClipCoefficient(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const float maxNorm, checkClipCoefficient(ctx));
+  const float* squares = ctx.inputs[0].f32();
+  float *norm = ctx.outputs[0].f32(), *coef = ctx.outputs[1].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] { return launched(kernels::clipCoefficient(squares, norm, coef, maxNorm, stream), where); });
+}
+
 StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(LossScaleRule rule, checkLossScaleStep(ctx));
   const float growth = rule.growth, backoff = rule.backoff;
@@ -128,6 +149,8 @@ const CudaBinderTable& precisionCudaBinders() {
       {"nonfinite_count", bindNonfiniteCount},
       {"loss_scale_step", bindLossScaleStep},
       {"select", bindSelect},
+      {"sum_squares", bindSumSquares},
+      {"clip_coefficient", bindClipCoefficient},
   };
   return table;
 }

@@ -92,6 +92,16 @@ inline StatusOr<CollectiveGroup> collectiveGroup(const StepContext& ctx) {
   return g;
 }
 
+// count_once: x kept by the group's first member (its index along `axes` is 0), zeros on the
+// others. Returns whether this device keeps it.
+inline StatusOr<bool> checkCountOnce(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_RETURN_IF_ERROR(floats(ctx));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  DTC_ASSIGN_OR_RETURN(std::vector<int> axes, collectiveAxes(ctx));
+  return ctx.mesh->indexIn(axes) == 0;
+}
+
 // all_reduce: each input summed (or, one tensor alone, maxed: `reduction`) over the group into
 // its output; several tensors are a bucket of `total` elements.
 struct AllReduceStep {

@@ -155,34 +155,37 @@ inline Status checkActivationGrad(const StepContext& ctx) {
 // gelu, gelu_grad: the tanh approximation (`approximate_tanh`) rather than erf.
 inline bool geluTanh(const StepContext& ctx) { return ctx.intAttr("approximate_tanh") != 0; }
 
-// sgd_update: (p, g, buf) -> (p', buf'), all of one shape.
+// sgd_update: (p, g, buf, lr) -> (p', buf'), all of one shape but the scalar learning rate.
 struct SgdParams {
-  float lr = 0, momentum = 0, weightDecay = 0;
+  float momentum = 0, weightDecay = 0;
 };
 
 inline StatusOr<SgdParams> checkSgd(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 2));
+  DTC_RETURN_IF_ERROR(expect(ctx, 4, 2));
   for (const TensorView& t : {ctx.inputs[1], ctx.inputs[2], ctx.outputs[0], ctx.outputs[1]})
     DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], t));
+  if (ctx.inputs[3].numElements() != 1) return invalid(ctx, "the learning rate must be a scalar");
   SgdParams h;
-  h.lr = ctx.floatAttr("lr"), h.momentum = ctx.floatAttr("momentum");
+  h.momentum = ctx.floatAttr("momentum");
   h.weightDecay = ctx.floatAttr("weight_decay");
   return h;
 }
 
-// adamw_update: (p, g, m, v, step) -> (p', m', v'), all of one shape but the scalar step.
+// adamw_update: (p, g, m, v, step, lr) -> (p', m', v'), all of one shape but the scalar step
+// and learning rate.
 struct AdamwParams {
-  float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
+  float beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
 };
 
 inline StatusOr<AdamwParams> checkAdamw(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 5, 3));
+  DTC_RETURN_IF_ERROR(expect(ctx, 6, 3));
   for (const TensorView& t : {ctx.inputs[1], ctx.inputs[2], ctx.inputs[3], ctx.outputs[0],
                               ctx.outputs[1], ctx.outputs[2]})
     DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], t));
   if (ctx.inputs[4].numElements() != 1) return invalid(ctx, "step must be a scalar");
+  if (ctx.inputs[5].numElements() != 1) return invalid(ctx, "the learning rate must be a scalar");
   AdamwParams h;
-  h.lr = ctx.floatAttr("lr"), h.beta1 = ctx.floatAttr("beta1"), h.beta2 = ctx.floatAttr("beta2");
+  h.beta1 = ctx.floatAttr("beta1"), h.beta2 = ctx.floatAttr("beta2");
   h.eps = ctx.floatAttr("eps"), h.weightDecay = ctx.floatAttr("weight_decay");
   return h;
 }

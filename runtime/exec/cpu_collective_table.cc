@@ -121,6 +121,17 @@ StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx) {
   });
 }
 
+StatusOr<BoundStep> bindCountOnce(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const bool keep, checkCountOnce(ctx));
+  TensorView in = ctx.inputs[0], out = ctx.outputs[0];
+  return BoundStep([=] {
+    const size_t bytes = out.numElements() * sizeof(float);
+    if (!keep) std::memset(out.data, 0, bytes);
+    else if (in.data != out.data) std::memcpy(out.data, in.data, bytes);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindSend(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(const PointToPointStep p, checkSend(ctx));
   const uint8_t* data = ctx.inputs[0].data;
@@ -142,6 +153,7 @@ const BinderTable& collectiveBinders() {
       {"reduce_scatter", bindReduceScatter}, {"local_slice", bindLocalSlice},
       {"all_to_all", bindAllToAll},       {"collective_broadcast", bindCollectiveBroadcast},
       {"send", bindSend},                 {"recv", bindRecv},
+      {"count_once", bindCountOnce},
   };
   return table;
 }

@@ -184,11 +184,11 @@ StatusOr<BoundStep> bindMseGrad(const StepContext& ctx) {
 
 StatusOr<BoundStep> bindSgd(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(SgdParams h, checkSgd(ctx));
-  TensorView p = ctx.inputs[0], g = ctx.inputs[1], buf = ctx.inputs[2];
+  TensorView p = ctx.inputs[0], g = ctx.inputs[1], buf = ctx.inputs[2], lr = ctx.inputs[3];
   TensorView pOut = ctx.outputs[0], bufOut = ctx.outputs[1];
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::sgd(p.f32(), g.f32(), buf.f32(), pOut.f32(), bufOut.f32(), p.numElements(), h.lr,
+    cpu::sgd(p.f32(), g.f32(), buf.f32(), pOut.f32(), bufOut.f32(), p.numElements(), *lr.f32(),
              h.momentum, h.weightDecay, *pool);
     return Status::Ok();
   });
@@ -197,12 +197,12 @@ StatusOr<BoundStep> bindSgd(const StepContext& ctx) {
 StatusOr<BoundStep> bindAdamw(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(AdamwParams h, checkAdamw(ctx));
   TensorView p = ctx.inputs[0], g = ctx.inputs[1], m = ctx.inputs[2], v = ctx.inputs[3];
-  TensorView step = ctx.inputs[4];
+  TensorView step = ctx.inputs[4], lr = ctx.inputs[5];
   TensorView pOut = ctx.outputs[0], mOut = ctx.outputs[1], vOut = ctx.outputs[2];
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
     cpu::adamw(p.f32(), g.f32(), m.f32(), v.f32(), pOut.f32(), mOut.f32(), vOut.f32(),
-               p.numElements(), *step.f32(), h.lr, h.beta1, h.beta2, h.eps, h.weightDecay, *pool);
+               p.numElements(), *step.f32(), *lr.f32(), h.beta1, h.beta2, h.eps, h.weightDecay, *pool);
     return Status::Ok();
   });
 }

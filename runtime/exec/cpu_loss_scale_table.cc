@@ -1,7 +1,10 @@
-// Dynamic loss scaling's steps (fp16 training), as torch.cuda.amp.GradScaler computes them, with
-// the contracts of exec/precision_contracts.h.
+// The checks on a step's gradients before its updates: dynamic loss scaling (fp16 training), as
+// torch.cuda.amp.GradScaler computes it, and the global norm of gradient clipping, as
+// torch.nn.utils.clip_grad_norm_; with the contracts of exec/precision_contracts.h.
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "exec/precision_contracts.h"
 
@@ -16,6 +19,41 @@ StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx) {
     const float* v = x.f32();
     for (int64_t i = 0; i < x.numElements(); ++i) n += !std::isfinite(v[i]);
     *count.f32() = static_cast<float>(n);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindSumSquares(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkSumSquares(ctx));
+  TensorView x = ctx.inputs[0], sum = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    // Per fixed block in double, blocks summed in order: the same result on any thread count.
+    constexpr int64_t kBlock = 1 << 16;
+    const int64_t n = x.numElements(), blocks = (n + kBlock - 1) / kBlock;
+    std::vector<double> partial(blocks);
+    const float* v = x.f32();
+    pool->parallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        double s = 0;
+        for (int64_t i = b * kBlock, e = std::min(n, i + kBlock); i < e; ++i) s += double(v[i]) * v[i];
+        partial[b] = s;
+      }
+    });
+    double total = 0;
+    for (double s : partial) total += s;
+    *sum.f32() = static_cast<float>(total);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindClipCoefficient(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const float maxNorm, checkClipCoefficient(ctx));
+  TensorView squares = ctx.inputs[0], norm = ctx.outputs[0], coef = ctx.outputs[1];
+  return BoundStep([=] {
+    const float n = std::sqrt(*squares.f32());
+    *norm.f32() = n;
+    *coef.f32() = clipCoefficient(n, maxNorm);
     return Status::Ok();
   });
 }
@@ -64,6 +102,8 @@ const BinderTable& lossScaleBinders() {
       {"nonfinite_count", bindNonfiniteCount},
       {"loss_scale_step", bindLossScaleStep},
       {"select", bindSelect},
+      {"sum_squares", bindSumSquares},
+      {"clip_coefficient", bindClipCoefficient},
   };
   return table;
 }

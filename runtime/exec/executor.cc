@@ -176,10 +176,11 @@ Status Executor::prepare(const plan::Function& function) {
     };
     if (function.arguments())
       for (const plan::Binding* b : *function.arguments())
-        if (b->role() == plan::Role::data) hostCopy(b->value(), prepared.uploads);
+        if (b->role() == plan::Role::data || b->role() == plan::Role::hyper)
+          hostCopy(b->value(), prepared.uploads);
     if (function.results())
       for (const plan::Binding* b : *function.results())
-        if (b->role() == plan::Role::loss || b->role() == plan::Role::output)
+        if (b->role() == plan::Role::loss || b->role() == plan::Role::output || b->role() == plan::Role::metric)
           hostCopy(b->value(), prepared.downloads);
   }
   return Status::Ok();

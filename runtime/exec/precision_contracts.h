@@ -36,6 +36,34 @@ inline Status checkCast(const StepContext& ctx) {
   return Status::Ok();
 }
 
+// sum_squares: x (float32) -> the scalar sum of its squared elements.
+inline Status checkSumSquares(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  if (ctx.inputs[0].dtype != DType::kF32 || ctx.outputs[0].dtype != DType::kF32 ||
+      ctx.outputs[0].numElements() != 1)
+    return invalid(ctx, "sums a float32 tensor's squares into a float32 scalar");
+  return Status::Ok();
+}
+
+// clip_coefficient: the sum of squares -> (norm, coefficient), scalars; returns `max_norm`.
+inline StatusOr<float> checkClipCoefficient(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 2));
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (t.dtype != DType::kF32 || t.numElements() != 1) return invalid(ctx, "operands are float32 scalars");
+  const float maxNorm = static_cast<float>(ctx.floatAttr("max_norm"));
+  if (!(maxNorm >= 0)) return invalid(ctx, "max_norm must be >= 0");
+  return maxNorm;
+}
+
+// The coefficient clip_grad_norm_ scales gradients by, in its float32 operations:
+// min(1, max_norm / (norm + 1e-6)); 1 when only the norm is reported (max_norm 0).
+inline float clipCoefficient(float norm, float maxNorm) {
+  if (maxNorm == 0.0f) return 1.0f;
+  const float coef = maxNorm / (norm + 1e-6f);
+  return coef < 1.0f ? coef : 1.0f;
+}
+
 // nonfinite_count: x -> a scalar count of its NaNs and infinities.
 inline Status checkNonfiniteCount(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));

@@ -6,6 +6,6 @@
 namespace dtc {
 
 // Bumped when a change would make an old runtime misread a new plan.
-inline constexpr uint32_t kPlanVersion = 1;
+inline constexpr uint32_t kPlanVersion = 2;
 
 }  // namespace dtc

@@ -216,6 +216,9 @@ class PlanVerifier {
             !sameSharding(b->sharding(), stateSharding(b->name()->str(), f.stage())))
           return bad(fn + ": '" + b->name()->str() +
                      "' is sharded unlike the state tensor it binds");
+        if ((b->role() == plan::Role::hyper || b->role() == plan::Role::metric) &&
+            (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1 || v.region() != plan::Region::arena))
+          return bad(fn + ": '" + b->name()->str() + "' must be a float32 scalar of the arena");
         if (b->role() == plan::Role::loss) {
           ++losses;
           if (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1)

@@ -138,6 +138,10 @@ std::string summarizePlanText(const Plan& plan) {
        << " samples)";
   os << "; optimizer: "
      << (p.optimizer() ? p.optimizer()->str() : "") << "\n";
+  if (p.clip_grad_norm() > 0)
+    os << "gradient clipping: global L2 norm to " << p.clip_grad_norm() << " (the step reports the norm)\n";
+  else if (p.reports_grad_norm())
+    os << "gradient norm: reported by the step (no clipping)\n";
   uint64_t paramCount = 0, paramBytes = 0, stateBytes = 0;
   int params = 0, trainable = 0, slots = 0;
   std::set<std::string> seen;  // a tensor every pipeline stage keeps counts once
@@ -241,6 +245,8 @@ std::string summarizePlanText(const Plan& plan) {
        << initName(s->init());
     if (s->init() == plan::InitKind::uniform || s->init() == plan::InitKind::normal)
       os << "(" << s->init_a() << ", " << s->init_b() << ", seed " << s->init_seed() << ")";
+    if (s->trainable()) os << (s->weight_decay() != 0 ? " decay " : " no decay");
+    if (s->trainable() && s->weight_decay() != 0) os << s->weight_decay();
     os << "\n";
   }
   return os.str();
@@ -255,7 +261,13 @@ std::string summarizePlanJson(const Plan& plan) {
      << ",\"state_bytes\":" << p.state_bytes() << ",\"arena_bytes\":" << plan.maxArenaBytes()
      << ",\"param_bytes\":" << bytesOf(plan, plan::Role::param, false)
      << ",\"grad_bytes\":" << bytesOf(plan, plan::Role::param, true)
-     << ",\"optimizer_state_bytes\":" << bytesOf(plan, plan::Role::optim_state, false);
+     << ",\"optimizer_state_bytes\":" << bytesOf(plan, plan::Role::optim_state, false)
+     << ",\"clip_grad_norm\":" << p.clip_grad_norm()
+     << ",\"reports_grad_norm\":" << (p.reports_grad_norm() ? "true" : "false");
+  if (const plan::LrSchedule* lr = p.lr_schedule())
+    os << ",\"lr_schedule\":{\"kind\":" << quote(lr->kind() ? lr->kind()->str() : "") << ",\"lr\":" << lr->lr()
+       << ",\"warmup_steps\":" << lr->warmup_steps() << ",\"decay_steps\":" << lr->decay_steps()
+       << ",\"min_lr\":" << lr->min_lr() << "}";
   // Pipeline plans: what a rank of each stage holds, and each tensor's and function's stage.
   const int64_t stages = plan.stages();
   if (stages > 0) {
@@ -285,6 +297,7 @@ std::string summarizePlanJson(const Plan& plan) {
        << ",\"dtype\":" << quote(dtypeName(toDType(s->dtype())))
        << ",\"trainable\":" << (s->trainable() ? "true" : "false") << ",\"offset\":" << s->offset()
        << ",\"init\":" << quote(initName(s->init()));
+    if (s->role() == plan::Role::param && s->trainable()) os << ",\"weight_decay\":" << s->weight_decay();
     if (stages > 0) os << ",\"stage\":" << s->stage();
     os << "}";
     first = false;

@@ -38,7 +38,8 @@ StatusOr<uint32_t> lossOf(const Executor& ex, const plan::Function& f) {
   return index;
 }
 
-Status evaluate(Executor& ex, BatchSource& data, bool print) {
+StatusOr<Evaluation> evaluate(Executor& ex, BatchSource& data, bool print, int64_t maxBatches,
+                              const std::string& prefix) {
   const plan::Function& f = *ex.function("eval");  // openBatchSource found it
   int64_t batch = ex.plan().root().batch_size();
   DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
@@ -54,6 +55,8 @@ Status evaluate(Executor& ex, BatchSource& data, bool print) {
                logits.shape[0] == labels->shape[0];
   }
   int64_t batches = data.evalBatches(), correct = 0;
+  const bool limited = maxBatches > 0 && maxBatches < batches;
+  if (limited) batches = maxBatches;
   double lossSum = 0;
   for (int64_t b = 0; b < batches; ++b) {
     data.fillEval(b);
@@ -78,17 +81,23 @@ Status evaluate(Executor& ex, BatchSource& data, bool print) {
     DTC_RETURN_IF_ERROR(group->allReduceSum(&count, 1));
     correct = static_cast<int64_t>(count);
   }
-  if (!print) return Status::Ok();
+  Evaluation result;
+  result.batches = batches;
+  result.loss = lossSum / std::max<int64_t>(batches, 1);
+  if (!print) return result;
   int64_t seen = batches * batch;
-  std::printf("eval: loss %.6f", lossSum / std::max<int64_t>(batches, 1));
+  std::printf("%s: loss %.6f", prefix.c_str(), result.loss);
   if (accuracy)
     std::printf(" | accuracy %.2f%% (%lld/%lld)", 100.0 * correct / std::max<int64_t>(seen, 1),
                 (long long)correct, (long long)seen);
-  if (seen < data.samples())
+  if (limited)
+    std::printf(" | first %lld batches", (long long)batches);
+  else if (seen < data.samples())
     std::printf(" | last %lld samples skipped (not a full batch)",
                 (long long)(data.samples() - seen));
   std::printf("\n");
-  return Status::Ok();
+  std::fflush(stdout);
+  return result;
 }
 
 }  // namespace dtc

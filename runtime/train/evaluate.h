@@ -10,8 +10,15 @@
 
 namespace dtc {
 
-// Every rank calls it (accuracy is summed over the devices); rank 0 prints when `print`.
-Status evaluate(Executor& ex, BatchSource& data, bool print);
+struct Evaluation {
+  double loss = 0;      // mean over the batches (rank 0's: the stage holding the loss)
+  int64_t batches = 0;
+};
+
+// Every rank calls it (accuracy is summed over the devices); rank 0 prints when `print`, with
+// `prefix` ("eval", "step 200: eval"). `maxBatches` > 0 evaluates only the first ones.
+StatusOr<Evaluation> evaluate(Executor& ex, BatchSource& data, bool print, int64_t maxBatches = 0,
+                              const std::string& prefix = "eval");
 
 // The index of `f`'s result of `role` (and `name`, when given), or UINT32_MAX.
 uint32_t resultIndex(const plan::Function& f, plan::Role role, const std::string& name = "");

@@ -20,6 +20,8 @@
 #include "train/batch_source.h"
 #include "train/evaluate.h"
 #include "train/generate.h"
+#include "train/lr_schedule.h"
+#include "train/progress.h"
 #include "train/save_parameters.h"
 #include "train/trace.h"
 #include "train/training_log.h"
@@ -137,6 +139,8 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
       return Status::InvalidInput("--resume continues a run, --init starts one: give one of them");
     if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keep > 0))
       return Status::InvalidInput("--checkpoint-every and --keep need --checkpoint DIR");
+    if (o.evalDir.empty() && (o.evalEvery > 0 || o.evalBatches > 0))
+      return Status::InvalidInput("--eval-every and --eval-batches need --eval DIR");
     DTC_RETURN_IF_ERROR(prepareOutputs(o, rank));
     // Inputs before any memory is reserved.
     if (!o.resumePath.empty()) {
@@ -205,6 +209,55 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   return agree(world, openData(), agreed);
 }
 
+// The scalars the trainer exchanges with this rank's step: the learning rate it sets (a plan
+// without one has a fixed rate in its kernels) and the gradient norm it reads (if reported).
+struct StepScalars {
+  uint32_t lr = UINT32_MAX, gradNorm = UINT32_MAX;
+  LrSchedule schedule;
+};
+
+StatusOr<StepScalars> stepScalars(const Plan& plan, const plan::Function& f) {
+  StepScalars out;
+  for (const plan::Binding* b : *f.arguments())
+    if (b->role() == plan::Role::hyper) {
+      if (b->name()->str() != "lr")
+        return Status::InvalidInput(plan.name() + " is invalid: its step takes an unknown setting '" +
+                                    b->name()->str() + "'");
+      out.lr = b->value();
+    }
+  if (out.lr != UINT32_MAX) {
+    DTC_ASSIGN_OR_RETURN(out.schedule, lrScheduleOf(plan));
+  }
+  out.gradNorm = resultIndex(f, plan::Role::metric, "grad_norm");
+  return out;
+}
+
+// Tokens per sample of a sequence model (an int64 [batch, T] data input), else 1.
+int64_t tokensPerSample(const plan::Function& f) {
+  for (const plan::Binding* b : *f.arguments()) {
+    const plan::Value& v = *f.values()->Get(b->value());
+    if (b->role() == plan::Role::data && v.dtype() == plan::DType::i64 && v.shape() && v.shape()->size() == 2)
+      return v.shape()->Get(1);
+  }
+  return 1;
+}
+
+// The progress line's model: every rank's contraction FLOPs and peak, summed once.
+StatusOr<Progress> progressFor(const Plan& plan, Executor& ex, comm::DeviceMesh& mesh, const TrainOptions& o,
+                               const RunState& run) {
+  const plan::Function& f = *ex.function("train_step");
+  // The GEMM peak is measured on the CPU; a device's is not known here.
+  float totals[2] = {static_cast<float>(contractionFlops(f) / 1e9),
+                     o.device == "cpu" ? static_cast<float>(measureCpuGemmPeak(ex.pool()) / 1e9) : 0.0f};
+  float unknown = totals[1] > 0 ? 0.0f : 1.0f;
+  if (mesh.world().size() > 1) {
+    DTC_RETURN_IF_ERROR(mesh.world().allReduceSum(totals, 2));
+    DTC_RETURN_IF_ERROR(mesh.world().allReduceMax(&unknown, 1));
+  }
+  return Progress(o.steps, run.done + 1, run.samplesPerStep, tokensPerSample(f), totals[0] * 1e9,
+                  unknown > 0 ? 0.0 : totals[1] * 1e9);
+}
+
 StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const TrainOptions& o, comm::DeviceMesh& mesh, int64_t step) {
   DTC_RETURN_IF_ERROR(run.ex->pullState());
   checkpoint::CheckpointRequest request;
@@ -266,24 +319,39 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
                   w.bytes / 1e9 / std::max(w.seconds, 1e-9), w.slowestBytes / 1e9, w.slowestSeconds);
     return Status::Ok();
   };
+  std::unique_ptr<TrainingLog> log;
+  if (!o.logPath.empty() && lead && (o.steps > run.done || run.eval)) {
+    DTC_ASSIGN_OR_RETURN(log, TrainingLog::open(o.logPath, run.done + 1));
+  }
+  int64_t lastEvaluated = -1;
+  auto evaluateAt = [&](int64_t step, bool periodic) -> Status {
+    if (!run.eval || step == lastEvaluated) return Status::Ok();
+    std::string prefix = periodic ? "step " + std::to_string(step) + ": eval" : std::string("eval");
+    DTC_ASSIGN_OR_RETURN(Evaluation e, evaluate(ex, *run.eval, lead, o.evalBatches, prefix));
+    lastEvaluated = step;
+    if (log) DTC_RETURN_IF_ERROR(log->evaluation(step, e.loss));
+    return Status::Ok();
+  };
   if (o.steps > run.done) {
     const plan::Function& f = *ex.function("train_step");  // openBatchSource found it
     DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
-    std::unique_ptr<TrainingLog> log;
-    if (!o.logPath.empty() && lead) {
-      DTC_ASSIGN_OR_RETURN(log, TrainingLog::open(o.logPath, run.done + 1));
-    }
+    DTC_ASSIGN_OR_RETURN(StepScalars scalars, stepScalars(plan, f));
+    DTC_ASSIGN_OR_RETURN(Progress progress, progressFor(plan, ex, *mesh, o, run));
     for (int64_t step = run.done + 1; step <= o.steps; ++step) {
       auto begin = std::chrono::steady_clock::now();
       run.train->fillTraining(step - 1);
+      const double lr = scalars.lr != UINT32_MAX ? learningRate(scalars.schedule, step - 1) : 0.0;
+      if (scalars.lr != UINT32_MAX) *ex.view("train_step", scalars.lr).f32() = static_cast<float>(lr);
       DTC_RETURN_IF_ERROR(ex.run("train_step"));
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       float loss = lossIndex != UINT32_MAX ? *ex.view("train_step", lossIndex).f32() : 0.0f;
-      double rate = run.samplesPerStep / std::max(seconds, 1e-9);
-      if (lead)
-        std::printf("step %5lld/%lld | loss %.6f | %.0f samples/s\n", (long long)step,
-                    (long long)o.steps, loss, rate);
-      if (log) DTC_RETURN_IF_ERROR(log->step(step, loss, rate));
+      const double norm = scalars.gradNorm != UINT32_MAX ? *ex.view("train_step", scalars.gradNorm).f32() : NAN;
+      if (lead) {
+        std::printf("%s\n", progress.line(step, loss, lr, norm, seconds).c_str());
+        std::fflush(stdout);
+      }
+      if (log) DTC_RETURN_IF_ERROR(log->step(step, loss, lr, norm, progress.samplesPerSecond(seconds)));
+      if (o.evalEvery > 0 && step % o.evalEvery == 0) DTC_RETURN_IF_ERROR(evaluateAt(step, true));
       faultPoint("after-step", mesh->rank());
       DTC_ASSIGN_OR_RETURN(int signal, stopRequested(mesh->world()));
       if ((o.checkpointEvery > 0 && step % o.checkpointEvery == 0) || step == o.steps || signal)
@@ -303,7 +371,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   }
   // A run that trained nothing still leaves the state it holds (the initial one: step-0).
   DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.steps)));
-  if (run.eval) DTC_RETURN_IF_ERROR(evaluate(ex, *run.eval, lead));
+  DTC_RETURN_IF_ERROR(evaluateAt(std::max(run.done, o.steps), false));
   if (o.sampleTokens > 0 && lead) {
     DTC_ASSIGN_OR_RETURN(std::string text, generateGreedy(ex, o.prompt, o.sampleTokens));
     std::printf("sample: %s%s\n", o.prompt.c_str(), text.c_str());

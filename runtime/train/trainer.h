@@ -13,6 +13,8 @@ namespace dtc {
 struct TrainOptions {
   std::string dataDir;   // DIR/<input>.npy for each data input of train_step, or an llm.c .bin
   std::string evalDir;   // optional held-out set for the eval function (same forms)
+  int64_t evalEvery = 0;    // > 0: evaluate on evalDir every N steps (and at the end)
+  int64_t evalBatches = 0;  // > 0: evaluate on the first K batches only (nanoGPT's eval_iters)
   std::string logPath;   // optional JSON lines, one object per step
   std::string saveDir;   // optional: DIR/model.safetensors with the final parameters
   int64_t steps = 0;     // the run's total: a resumed run continues up to it

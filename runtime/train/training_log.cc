@@ -1,5 +1,6 @@
 #include "train/training_log.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -31,13 +32,26 @@ StatusOr<std::unique_ptr<TrainingLog>> TrainingLog::open(const std::string& path
   return log;
 }
 
-Status TrainingLog::step(int64_t step, float loss, double samplesPerSecond) {
-  char line[160];
-  std::snprintf(line, sizeof line, "{\"step\":%lld,\"loss\":%.9g,\"samples_per_s\":%.6g}\n",
-                static_cast<long long>(step), loss, samplesPerSecond);
+Status TrainingLog::write(const std::string& line) {
   out_ << line << std::flush;
   if (!out_) return Status::Internal("cannot write log file " + path_);
   return Status::Ok();
+}
+
+Status TrainingLog::step(int64_t step, float loss, double lr, double gradNorm, double samplesPerSecond) {
+  char line[256];
+  // The learning rate to the last bit: it is computed here, as PyTorch's schedulers compute it.
+  int n = std::snprintf(line, sizeof line, "{\"step\":%lld,\"loss\":%.9g,\"lr\":%.17g",
+                        static_cast<long long>(step), loss, lr);
+  if (!std::isnan(gradNorm)) n += std::snprintf(line + n, sizeof line - n, ",\"grad_norm\":%.9g", gradNorm);
+  std::snprintf(line + n, sizeof line - n, ",\"samples_per_s\":%.6g}\n", samplesPerSecond);
+  return write(line);
+}
+
+Status TrainingLog::evaluation(int64_t step, double valLoss) {
+  char line[128];
+  std::snprintf(line, sizeof line, "{\"step\":%lld,\"val_loss\":%.9g}\n", static_cast<long long>(step), valLoss);
+  return write(line);
 }
 
 }  // namespace dtc

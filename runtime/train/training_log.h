@@ -17,9 +17,13 @@ class TrainingLog {
   // Opens `path` for a run whose first step is `firstStep` (1 for a fresh run, which starts the
   // file anew).
   static StatusOr<std::unique_ptr<TrainingLog>> open(const std::string& path, int64_t firstStep);
-  Status step(int64_t step, float loss, double samplesPerSecond);
+  // One training step: its loss, learning rate, gradient norm (NaN: not computed) and rate.
+  Status step(int64_t step, float loss, double lr, double gradNorm, double samplesPerSecond);
+  // A periodic evaluation after `step`.
+  Status evaluation(int64_t step, double valLoss);
 
  private:
+  Status write(const std::string& line);
   std::string path_;
   std::ofstream out_;
 };

@@ -63,9 +63,11 @@ def batches(n, batch, seed, steps):
     return out
 
 
-def read_log(path):
+def read_log(path, evaluations=False):
+    """The training steps dtrun logged (`evaluations`: its evaluations, {"step", "val_loss"})."""
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        entries = [json.loads(line) for line in f if line.strip()]
+    return [e for e in entries if ("val_loss" in e) == evaluations]
 
 
 def load_safetensors(path):

@@ -25,6 +25,9 @@ constexpr const char kUsage[] =
     "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"
     "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
     "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
+    "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"
+    "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"
+    "              [--clip-grad-norm F] [--log-grad-norm]\n"
     "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"
     "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"
     "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"
@@ -33,7 +36,15 @@ constexpr const char kUsage[] =
     "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"
     "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"
     "              [--dump-ir DIR]\n"
-    "  dtc inspect PLAN.dtp [--json]\n";
+    "  dtc inspect PLAN.dtp [--json]\n"
+    "\n"
+    "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"
+    "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n"
+    "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"
+    "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n"
+    "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n"
+    "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"
+    "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n";
 
 int fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "dtc: error: %s\n", message.c_str());
@@ -159,8 +170,10 @@ int runCompile(int argc, char** argv) {
                                {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
                                 "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
                                 "accumulate", "shard", "microbatches", "schedule", "virtual-stages",
-                                "stage-cuts", "schedule-trace", "device", "precision", "loss-scale"},
-                               {"sequence-parallel", "vocab-parallel", "no-vocab-parallel", "fused-attention",
+                                "stage-cuts", "schedule-trace", "device", "precision", "loss-scale",
+                                "no-decay", "lr-schedule", "warmup-steps", "decay-steps", "min-lr",
+                                "clip-grad-norm"},
+                               {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel", "fused-attention",
                                 "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -173,11 +186,25 @@ int runCompile(int argc, char** argv) {
   options.optimizer = args->str("optimizer", "sgd");
   for (auto [flag, field] : {std::pair{"lr", &options.lr}, {"momentum", &options.momentum},
                              {"weight-decay", &options.weightDecay}, {"beta1", &options.beta1},
-                             {"beta2", &options.beta2}, {"eps", &options.eps}}) {
+                             {"beta2", &options.beta2}, {"eps", &options.eps},
+                             {"min-lr", &options.minLr}, {"clip-grad-norm", &options.clipGradNorm}}) {
     auto v = args->number(flag, *field);
     if (!v.ok()) return fail(v.status());
     *field = *v;
   }
+  for (auto [flag, field] : {std::pair{"warmup-steps", &options.warmupSteps}, {"decay-steps", &options.decaySteps}}) {
+    auto v = args->integer(flag, *field);
+    if (!v.ok()) return fail(v.status());
+    *field = *v;
+  }
+  options.lrSchedule = args->str("lr-schedule", "constant");
+  if (options.lrSchedule != "constant" && options.lrSchedule != "cosine" && options.lrSchedule != "linear")
+    return fail("dtc compile: --lr-schedule must be constant, cosine or linear, got '" + options.lrSchedule + "'");
+  if (options.lrSchedule != "constant" && !args->has("decay-steps"))
+    return fail("dtc compile: --lr-schedule " + options.lrSchedule + " needs --decay-steps D (the update where the decay ends)");
+  if (!(options.clipGradNorm >= 0)) return fail("dtc compile: --clip-grad-norm must be >= 0");
+  options.reportGradNorm = args->has("log-grad-norm");
+  options.noDecay = args->all("no-decay");
   options.dumpIrDir = args->str("dump-ir");
   options.device = args->str("device", "cpu");
   options.precision = args->str("precision", "fp32");

@@ -12,7 +12,8 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: dtrun PLAN [--data DIR|TOKENS.bin] [--steps N] [--seed S] [--log FILE.jsonl]\n"
-    "             [--save DIR] [--eval DIR|TOKENS.bin] [--threads N] [--trace FILE.json]\n"
+    "             [--save DIR] [--eval DIR|TOKENS.bin [--eval-every N] [--eval-batches K]]\n"
+    "             [--threads N] [--trace FILE.json]\n"
     "             [--device cpu|cuda]\n"
     "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, DIR/latest\n"
     "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
@@ -42,7 +43,7 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, 
   auto args = dtc::Args::parse(argc, argv, 1,
                                {"data", "steps", "seed", "log", "save", "eval", "threads", "sample", "prompt",
                                 "trace", "device", "checkpoint", "checkpoint-every", "keep", "resume",
-                                "init"}, {});
+                                "init", "eval-every", "eval-batches"}, {});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
     return dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage));
@@ -62,10 +63,16 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, 
   auto sample = args->integer("sample", 0);
   auto every = args->integer("checkpoint-every", 0);
   auto keep = args->integer("keep", 0);
-  for (const auto* v : {&steps, &seed, &threads, &sample, &every, &keep})
+  auto evalEvery = args->integer("eval-every", 0);
+  auto evalBatches = args->integer("eval-batches", 0);
+  for (const auto* v : {&steps, &seed, &threads, &sample, &every, &keep, &evalEvery, &evalBatches})
     if (!v->ok()) return v->status();
   if (*steps < 0) return dtc::Status::InvalidInput("--steps must be >= 0");
   if (*every < 0) return dtc::Status::InvalidInput("--checkpoint-every must be >= 0");
+  if (*evalEvery < 0) return dtc::Status::InvalidInput("--eval-every must be >= 0");
+  if (*evalBatches < 0) return dtc::Status::InvalidInput("--eval-batches must be >= 0");
+  options.evalEvery = *evalEvery;
+  options.evalBatches = *evalBatches;
   if (*keep < 0 || *keep > 1000000) return dtc::Status::InvalidInput("--keep must be between 0 and 1000000");
   for (const char* flag : {"checkpoint", "resume", "init", "save", "log", "trace", "eval", "data"})
     if (args->has(flag) && args->str(flag).empty())

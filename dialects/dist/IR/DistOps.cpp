@@ -106,5 +106,7 @@ LogicalResult CollectiveBroadcastOp::verify() {
   return success();
 }
 
+LogicalResult CountOnceOp::verify() { return groupSize(*this, getAxes()); }
+
 LogicalResult SendOp::verify() { return groupSize(*this, getAxes()); }
 LogicalResult RecvOp::verify() { return groupSize(*this, getAxes()); }

@@ -75,6 +75,18 @@ def Dist_CollectiveBroadcastOp : Dist_CollectiveOp<"collective_broadcast",
   let assemblyFormat = "$x `over` $axes attr-dict `:` type($x)";
 }
 
+def Dist_CountOnceOp : Dist_CollectiveOp<"count_once", [SameOperandsAndResultType]> {
+  let summary = "x on the first member of the group along `axes`, zero on the others";
+  let description = [{
+    A value every member of the group holds alike (a replicated parameter's squared norm),
+    counted once by a later sum over the group: the member whose coordinates on `axes` are all 0
+    keeps it. No communication.
+  }];
+  let arguments = (ins AnyRankedTensor:$x, StrArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$x `over` $axes attr-dict `:` type($x)";
+}
+
 def Dist_SendOp : Dist_Op<"send"> {
   let summary = "Send x to the member `shift` places further along `axes` (pipeline stages)";
   let description = [{

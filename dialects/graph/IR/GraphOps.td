@@ -192,10 +192,11 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [Pure, InferTypeOpAdaptor]> {
   let summary = "torch.optim.SGD on one parameter";
   let description = [{
     g = grad + weight_decay·param; buf' = momentum·buf + g; param' = param − lr·buf'.
-    With momentum 0, buf' = buf and param' = param − lr·g.
+    With momentum 0, buf' = buf and param' = param − lr·g. The learning rate is an operand (a
+    value of the step, so that one plan follows a schedule).
   }];
   let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad, Graph_F32Tensor:$buf,
-                       F32Attr:$lr, F32Attr:$momentum, F32Attr:$weight_decay);
+                       Graph_F32Scalar:$lr, F32Attr:$momentum, F32Attr:$weight_decay);
   let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_buf);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -206,10 +207,11 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor]> {
   let description = [{
     `step` is the 1-based step count of this update. param *= 1 − lr·wd; m' = β1 m + (1−β1) g;
     v' = β2 v + (1−β2) g²; param' = param − lr/(1−β1^t) · m' / (sqrt(v')/sqrt(1−β2^t) + eps).
+    The learning rate is an operand, as for sgd_update.
   }];
   let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad, Graph_F32Tensor:$exp_avg,
-                       Graph_F32Tensor:$exp_avg_sq, Graph_F32Scalar:$step,
-                       F32Attr:$lr, F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
+                       Graph_F32Tensor:$exp_avg_sq, Graph_F32Scalar:$step, Graph_F32Scalar:$lr,
+                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$eps,
                        F32Attr:$weight_decay);
   let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_exp_avg,
                       Graph_F32Tensor:$new_exp_avg_sq);
@@ -241,6 +243,29 @@ def Graph_LossScaleStepOp : Graph_Op<"loss_scale_step", [Pure]> {
                        F32Attr:$growth_factor, F32Attr:$backoff_factor);
   let results = (outs Graph_F32Scalar:$keep, Graph_F32Scalar:$inv_scale,
                       Graph_F32Scalar:$new_scale, Graph_F32Scalar:$new_good_steps);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient-norm clipping, as torch.nn.utils.clip_grad_norm_
+//===----------------------------------------------------------------------===//
+
+def Graph_SumSquaresOp : Graph_Op<"sum_squares", [Pure]> {
+  let summary = "The sum of x's squared elements (accumulated in f64, returned as f32)";
+  let arguments = (ins Graph_F32Tensor:$x);
+  let results = (outs Graph_F32Scalar:$sum);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($sum)";
+}
+
+def Graph_ClipCoefficientOp : Graph_Op<"clip_coefficient", [Pure]> {
+  let summary = "The global gradient norm and clip_grad_norm_'s coefficient";
+  let description = [{
+    norm = sqrt(sum_squares); coef = min(1, max_norm / (norm + 1e-6)) in f32, as
+    torch.nn.utils.clip_grad_norm_ computes it. With max_norm = 0 the norm is only reported and
+    coef = 1.
+  }];
+  let arguments = (ins Graph_F32Scalar:$sum_squares, F32Attr:$max_norm);
+  let results = (outs Graph_F32Scalar:$norm, Graph_F32Scalar:$coef);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 

@@ -57,9 +57,9 @@ func.func @mse_shapes(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) {
 
 // -----
 
-func.func @sgd_types(%p: tensor<3xf32>, %g: tensor<4xf32>) {
+func.func @sgd_types(%p: tensor<3xf32>, %g: tensor<4xf32>, %lr: tensor<f32>) {
   // expected-error @+1 {{parameter, gradient and momentum buffer must have one type}}
-  %0:2 = graph.sgd_update %p, %g, %p {lr = 0.1 : f32, momentum = 0.0 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<4xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  %0:2 = graph.sgd_update %p, %g, %p, %lr {momentum = 0.0 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<4xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>)
   return
 }
 

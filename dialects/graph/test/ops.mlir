@@ -53,10 +53,19 @@ func.func @matmul_and_losses(%x: tensor<4x8xf32>, %w: tensor<5x8xf32>, %y: tenso
 
 // CHECK-LABEL: func.func @updates
 func.func @updates(%p: tensor<3xf32>, %g: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>,
-                   %s: tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>) {
+                   %s: tensor<f32>, %lr: tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>) {
   // CHECK: graph.sgd_update
-  %0:2 = graph.sgd_update %p, %g, %m {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  %0:2 = graph.sgd_update %p, %g, %m, %lr {momentum = 0.9 : f32, weight_decay = 0.0 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>)
   // CHECK: graph.adamw_update
-  %1:3 = graph.adamw_update %p, %g, %m, %v, %s {lr = 0.001 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.01 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  %1:3 = graph.adamw_update %p, %g, %m, %v, %s, %lr {beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.01 : f32} : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
   return %0#0, %1#0 : tensor<3xf32>, tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func @clipping
+func.func @clipping(%g: tensor<3xf32>) -> (tensor<f32>, tensor<f32>) {
+  // CHECK: graph.sum_squares
+  %0 = graph.sum_squares %g : tensor<3xf32> -> tensor<f32>
+  // CHECK: graph.clip_coefficient
+  %1:2 = graph.clip_coefficient %0 {max_norm = 1.0 : f32} : (tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %1#0, %1#1 : tensor<f32>, tensor<f32>
 }

@@ -91,12 +91,13 @@ cudaError_t crossEntropyPartsGrad(const float* dloss, const float* logits, const
 
 // ---- optimizers.cu (cpu/optimizers.cc) ----------------------------------------------------------
 
+// `lr` is the device scalar holding this step's learning rate.
 cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut, float* bufOut,
-                int64_t n, float lr, float momentum, float weightDecay, cudaStream_t stream);
+                int64_t n, const float* lr, float momentum, float weightDecay, cudaStream_t stream);
 // `step` is the device scalar holding the 1-based step count after this update.
 cudaError_t adamw(const float* param, const float* grad, const float* m, const float* v,
                   float* paramOut, float* mOut, float* vOut, int64_t n, const float* step,
-                  float lr, float beta1, float beta2, float eps, float weightDecay, cudaStream_t stream);
+                  const float* lr, float beta1, float beta2, float eps, float weightDecay, cudaStream_t stream);
 
 // ---- layout.cu (cpu/layout.cc) ------------------------------------------------------------------
 
@@ -192,6 +193,11 @@ cudaError_t batchNormGradInput(const float* dy, const float* x, const float* wei
 cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream);
 // *count = how many of x[0, n) are inf or NaN; `partial` holds kSumBlocks long longs.
 cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* partial, cudaStream_t stream);
+// *sum = the sum of x[0, n)'s squares (in double, rounded once); `partial` holds kSumBlocks doubles.
+cudaError_t sumSquares(const float* x, int64_t n, float* sum, double* partial, cudaStream_t stream);
+// clip_grad_norm_'s global norm sqrt(*squares) and coefficient min(1, max/(norm + 1e-6)) (1 when
+// maxNorm is 0), on device scalars.
+cudaError_t clipCoefficient(const float* squares, float* norm, float* coef, float maxNorm, cudaStream_t stream);
 // GradScaler's step on device scalars; `interval` is growth_interval as a float. The outputs may
 // alias the inputs.
 cudaError_t lossScaleStep(const float* scale, const float* good, const float* nonfinite, float* keep, float* inv,

@@ -11,9 +11,10 @@ namespace dtc::cuda::kernels {
 namespace {
 
 __global__ void sgdKernel(const float* param, const float* grad, const float* buf, float* paramOut,
-                          float* bufOut, int64_t n, float lr, float momentum, float weightDecay) {
+                          float* bufOut, int64_t n, const float* lrValue, float momentum, float weightDecay) {
   // torch skips the weight-decay add when it is 0 (so 0·inf never turns into NaN).
   const bool decay = weightDecay != 0.0f, useMomentum = momentum != 0.0f;
+  const float lr = *lrValue;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
     const float p = param[i];
     float g = grad[i];
@@ -27,27 +28,29 @@ __global__ void sgdKernel(const float* param, const float* grad, const float* bu
 }
 
 struct AdamwScalars {
-  float decayFactor, oneMinusBeta1, oneMinusBeta2, beta1, beta2, eps;
-  double lr;
+  float oneMinusBeta1, oneMinusBeta2, beta1, beta2, eps, weightDecay;
 };
 
 __global__ void adamwKernel(const float* param, const float* grad, const float* m, const float* v,
                             float* paramOut, float* mOut, float* vOut, int64_t n, const float* stepCount,
-                            AdamwScalars k) {
-  // The bias corrections depend on the step counter, which lives on the device (the plan
-  // increments it): one thread per block derives them.
-  __shared__ float stepSize, biasCorrection2Sqrt;
+                            const float* lrValue, AdamwScalars k) {
+  // The bias corrections depend on the step counter and the step size on the learning rate,
+  // which live on the device (the plan increments the one, the runtime sets the other): one
+  // thread per block derives them.
+  __shared__ float stepSize, biasCorrection2Sqrt, decayFactor;
   if (threadIdx.x == 0) {
     const double step = static_cast<double>(*stepCount);
+    const double lr = static_cast<double>(*lrValue);
     const double biasCorrection1 = 1.0 - pow(static_cast<double>(k.beta1), step);
     const double biasCorrection2 = 1.0 - pow(static_cast<double>(k.beta2), step);
-    stepSize = static_cast<float>(k.lr / biasCorrection1);
+    stepSize = static_cast<float>(lr / biasCorrection1);
     biasCorrection2Sqrt = static_cast<float>(sqrt(biasCorrection2));
+    decayFactor = static_cast<float>(1.0 - lr * k.weightDecay);
   }
   __syncthreads();
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
     const float g = grad[i];
-    const float p = param[i] * k.decayFactor;
+    const float p = param[i] * decayFactor;
     const float mi = k.beta1 * m[i] + k.oneMinusBeta1 * g;
     const float vi = k.beta2 * v[i] + k.oneMinusBeta2 * g * g;
     const float denom = sqrtf(vi) / biasCorrection2Sqrt + k.eps;
@@ -60,7 +63,7 @@ __global__ void adamwKernel(const float* param, const float* grad, const float* 
 }  // namespace
 
 cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut, float* bufOut,
-                int64_t n, float lr, float momentum, float weightDecay, cudaStream_t stream) {
+                int64_t n, const float* lr, float momentum, float weightDecay, cudaStream_t stream) {
   if (n > 0)
     sgdKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, buf, paramOut, bufOut, n, lr, momentum,
                                                      weightDecay);
@@ -68,19 +71,17 @@ cudaError_t sgd(const float* param, const float* grad, const float* buf, float* 
 }
 
 cudaError_t adamw(const float* param, const float* grad, const float* m, const float* v, float* paramOut,
-                  float* mOut, float* vOut, int64_t n, const float* step, float lr, float beta1, float beta2,
-                  float eps, float weightDecay, cudaStream_t stream) {
-  const double lrD = lr;
+                  float* mOut, float* vOut, int64_t n, const float* step, const float* lr, float beta1,
+                  float beta2, float eps, float weightDecay, cudaStream_t stream) {
   AdamwScalars k;
-  k.decayFactor = static_cast<float>(1.0 - lrD * weightDecay);
+  k.weightDecay = weightDecay;
   k.oneMinusBeta1 = static_cast<float>(1.0 - static_cast<double>(beta1));
   k.oneMinusBeta2 = static_cast<float>(1.0 - static_cast<double>(beta2));
   k.beta1 = beta1;
   k.beta2 = beta2;
   k.eps = eps;
-  k.lr = lrD;
   if (n > 0)
-    adamwKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, m, v, paramOut, mOut, vOut, n, step, k);
+    adamwKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, m, v, paramOut, mOut, vOut, n, step, lr, k);
   return cudaGetLastError();
 }
 

@@ -56,6 +56,33 @@ __global__ void nonfiniteTotalKernel(const long long* partial, int blocks, float
   if (threadIdx.x == 0) *count = static_cast<float>(total);  // as the CPU's static_cast of its int64
 }
 
+// Per block: the sum of squares of its grid-stride share of x, in double.
+__global__ void sumSquaresKernel(const float* x, int64_t n, double* partial) {
+  double s = 0;
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) s += static_cast<double>(x[i]) * x[i];
+  s = blockSum(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+__global__ void sumSquaresTotalKernel(const double* partial, int blocks, float* sum) {
+  double total = 0;
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x) total += partial[b];
+  total = blockSum(total);
+  if (threadIdx.x == 0) *sum = static_cast<float>(total);
+}
+
+// clip_grad_norm_'s norm and coefficient in f32 (exec/precision_contracts.h's clipCoefficient).
+__global__ void clipCoefficientKernel(const float* squares, float* norm, float* coef, float maxNorm) {
+  const float n = sqrtf(*squares);
+  *norm = n;
+  if (maxNorm == 0.0f) {
+    *coef = 1.0f;
+  } else {
+    const float c = maxNorm / (n + 1e-6f);
+    *coef = c < 1.0f ? c : 1.0f;
+  }
+}
+
 // GradScaler's update in f32, in the CPU's operations and order. Every input is read before any
 // output is written: the new scale and good-step count overwrite their state in place.
 __global__ void lossScaleStepKernel(const float* scale, const float* good, const float* nonfinite, float* keep,
@@ -105,6 +132,18 @@ cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* p
   const int blocks = static_cast<int>(std::min<int64_t>(kSumBlocks, blocksFor(n)));
   nonfiniteCountKernel<<<blocks, kThreads, 0, stream>>>(x, n, partial);
   nonfiniteTotalKernel<<<1, kThreads, 0, stream>>>(partial, blocks, count);
+  return cudaGetLastError();
+}
+
+cudaError_t sumSquares(const float* x, int64_t n, float* sum, double* partial, cudaStream_t stream) {
+  const int blocks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kSumBlocks, blocksFor(n))));
+  sumSquaresKernel<<<blocks, kThreads, 0, stream>>>(x, n, partial);
+  sumSquaresTotalKernel<<<1, kThreads, 0, stream>>>(partial, blocks, sum);
+  return cudaGetLastError();
+}
+
+cudaError_t clipCoefficient(const float* squares, float* norm, float* coef, float maxNorm, cudaStream_t stream) {
+  clipCoefficientKernel<<<1, 1, 0, stream>>>(squares, norm, coef, maxNorm);
   return cudaGetLastError();
 }
 

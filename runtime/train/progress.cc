@@ -1,0 +1,118 @@
+#include "train/progress.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "cpu/kernels.h"
+
+namespace dtc {
+namespace {
+
+int64_t elements(const plan::Value& v) {
+  int64_t n = 1;
+  if (v.shape())
+    for (int64_t d : *v.shape()) n *= d;
+  return n;
+}
+
+int64_t dim(const plan::Value& v, int fromEnd) {
+  if (!v.shape() || static_cast<int>(v.shape()->size()) < fromEnd) return 0;
+  return v.shape()->Get(v.shape()->size() - fromEnd);
+}
+
+bool transposedLhs(const plan::Step& s) {
+  if (s.attrs())
+    for (const plan::Attr* a : *s.attrs())
+      if (a->name()->str() == "transpose_lhs") return a->i() != 0;
+  return false;
+}
+
+std::string duration(double seconds) {
+  char text[32];
+  const long long s = static_cast<long long>(seconds + 0.5);
+  if (s >= 3600) std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s / 60 % 60);
+  else if (s >= 60) std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+  else std::snprintf(text, sizeof text, "%llds", s);
+  return text;
+}
+
+}  // namespace
+
+double contractionFlops(const plan::Function& f) {
+  double flops = 0;
+  const auto& values = *f.values();
+  for (const plan::Step* s : *f.steps()) {
+    if (!s->inputs() || !s->outputs() || s->inputs()->size() < 2 || s->outputs()->size() < 1) continue;
+    const plan::Value& in0 = *values.Get(s->inputs()->Get(0));
+    const plan::Value& in1 = *values.Get(s->inputs()->Get(1));
+    const plan::Value& out = *values.Get(s->outputs()->Get(0));
+    const std::string op = s->op()->str();
+    double k = 0, n = static_cast<double>(elements(out));
+    if (op == "linear" || op == "linear_bias" || op == "linear_bias_gelu" || op == "linear_grad_input" ||
+        op == "linear_grad_input_gelu")
+      k = dim(in0, 1);  // the input's features, or the output gradient's
+    else if (op == "linear_grad_weight")
+      k = static_cast<double>(elements(in0)) / std::max<int64_t>(1, dim(in0, 1));
+    else if (op == "matmul" || op == "batch_matmul")
+      k = transposedLhs(*s) ? dim(in0, 2) : dim(in0, 1);
+    else if (op == "conv2d" || op == "conv2d_grad_input")
+      k = static_cast<double>(elements(in1)) / std::max<int64_t>(1, in1.shape()->Get(0));
+    else if (op == "conv2d_grad_weight")
+      n = static_cast<double>(elements(in0)), k = static_cast<double>(elements(out)) / std::max<int64_t>(1, out.shape()->Get(0));
+    else if (op == "causal_attention" || op == "causal_attention_grad") {
+      // q·kᵀ and p·v over [B, H, T, D] (the full T² as the decomposed form counts it); the
+      // backward pass does twice the work.
+      const double t = dim(in0, 2), d = dim(in0, 1);
+      flops += (op == "causal_attention" ? 4.0 : 8.0) * (static_cast<double>(elements(in0)) / std::max(d, 1.0)) * t * d;
+      continue;
+    }
+    flops += 2.0 * n * k;
+  }
+  return flops;
+}
+
+double measureCpuGemmPeak(ThreadPool& pool) {
+  const int64_t n = 512;
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  double best = 0;
+  for (int round = 0; round < 4; ++round) {
+    const auto begin = std::chrono::steady_clock::now();
+    cpu::matmul(a.data(), b.data(), c.data(), n, n, n, false, false, pool);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (round > 0) best = std::max(best, 2.0 * n * n * n / std::max(s, 1e-9));  // the first warms up
+  }
+  return best;
+}
+
+Progress::Progress(int64_t totalSteps, int64_t firstStep, int64_t samplesPerStep, int64_t tokensPerSample,
+                   double flopsPerStep, double peakFlops)
+    : total_(totalSteps), first_(firstStep), samplesPerStep_(samplesPerStep),
+      tokensPerSample_(tokensPerSample), flopsPerStep_(flopsPerStep), peakFlops_(peakFlops) {}
+
+double Progress::samplesPerSecond(double seconds) const {
+  return samplesPerStep_ / std::max(seconds, 1e-9);
+}
+
+std::string Progress::line(int64_t step, float loss, double lr, double gradNorm, double seconds) {
+  elapsed_ += seconds;
+  char text[320];
+  int n = std::snprintf(text, sizeof text, "step %5lld/%lld | loss %.6f | lr %.3e", (long long)step,
+                        (long long)total_, loss, lr);
+  if (!std::isnan(gradNorm)) n += std::snprintf(text + n, sizeof text - n, " | norm %.4f", gradNorm);
+  const double rate = samplesPerSecond(seconds);
+  if (tokensPerSample_ > 1)
+    n += std::snprintf(text + n, sizeof text - n, " | %.0f tokens/s", rate * tokensPerSample_);
+  else
+    n += std::snprintf(text + n, sizeof text - n, " | %.0f samples/s", rate);
+  if (peakFlops_ > 0 && flopsPerStep_ > 0)
+    n += std::snprintf(text + n, sizeof text - n, " | MFU %.1f%%",
+                       100.0 * flopsPerStep_ / std::max(seconds, 1e-9) / peakFlops_);
+  const int64_t done = step - first_ + 1, left = total_ - step;
+  std::snprintf(text + n, sizeof text - n, " | %s left", duration(elapsed_ / std::max<int64_t>(done, 1) * left).c_str());
+  return text;
+}
+
+}  // namespace dtc

@@ -1,0 +1,36 @@
+// What dtrun prints after each step: loss, learning rate, gradient norm, throughput (tokens/s
+// for sequence models, samples/s otherwise), model FLOPs utilisation and the time left.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "exec/executor.h"
+
+namespace dtc {
+
+// The multiply-add FLOPs (2 per multiply-add) of the contractions of `f` as this rank runs it:
+// linear layers, matmuls, convolutions and attention, forward and backward.
+double contractionFlops(const plan::Function& f);
+
+// The CPU's float32 GEMM rate (FLOP/s) through the runtime's own GEMM on `pool`: the best of a
+// few 512³ products, measured once at start-up.
+double measureCpuGemmPeak(ThreadPool& pool);
+
+class Progress {
+ public:
+  // `flopsPerStep` (all ranks') and `peakFlops` (all ranks'; 0: unknown) give the MFU;
+  // `tokensPerSample` > 1 reports tokens/s.
+  Progress(int64_t totalSteps, int64_t firstStep, int64_t samplesPerStep, int64_t tokensPerSample,
+           double flopsPerStep, double peakFlops);
+  // The line for `step`, which took `seconds`; `gradNorm` NaN when not computed.
+  std::string line(int64_t step, float loss, double lr, double gradNorm, double seconds);
+  double samplesPerSecond(double seconds) const;
+
+ private:
+  int64_t total_, first_, samplesPerStep_, tokensPerSample_;
+  double flopsPerStep_, peakFlops_;
+  double elapsed_ = 0;  // seconds over the steps of this run so far
+};
+
+}  // namespace dtc
