@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job (`make demo`): the zoo MLP (on one process, then data-parallel on two) and
 # ConvNet trained on Fashion-MNIST (test accuracy printed), then a small GPT on a byte-level text
-# corpus (validation loss and a greedy sample), and that GPT again on a 2-stage pipeline,
+# corpus with nanoGPT's recipe (validation loss every 200 steps and a sampled continuation), and that GPT again on a 2-stage pipeline,
 # stopped, resumed from its checkpoint, and evaluated on one process from the same checkpoint.
 set -euo pipefail
 BUILD=${1:-build}
@@ -42,20 +42,25 @@ mpirun --allow-run-as-root --oversubscribe -np 2 "$DTRUN" "$OUT/mlp-dp2.dtp" \
 "$DTRUN" "$OUT/convnet.dtp" --data "$DATA/train" --steps 600 --seed 0 \
   --eval "$DATA/test" --log "$OUT/convnet.jsonl" --save "$OUT/convnet"
 
-# A small GPT (nanoGPT's architecture) on a byte-level corpus of Debian's fortunes.
+# A small GPT (nanoGPT's architecture) on a byte-level corpus of Debian's fortunes, with
+# nanoGPT's recipe: linear warmup then cosine decay, gradients clipped to a global norm of 1,
+# weight decay on matrices and embeddings only, validation loss every 200 steps (on 20 batches,
+# nanoGPT's eval_iters), and a continuation sampled as its sample.py does.
 TOKENS="$ROOT/data/fortunes"
 /usr/bin/python3 "$ROOT/scripts/text_to_tokens.py" "$TOKENS"
 "$DTC" zoo gpt --vocab 256 --ctx 64 --layers 2 --heads 4 --embd 128 --seed 0 -o "$OUT/gpt.dtm"
-"$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt.dtp" --batch 32 --optimizer adamw --lr 3e-3
+RECIPE=(--optimizer adamw --lr 3e-3 --weight-decay 0.1 --no-decay '*.bias' --no-decay '*ln_*'
+        --lr-schedule cosine --warmup-steps 60 --decay-steps 600 --min-lr 3e-4 --clip-grad-norm 1.0)
+"$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt.dtp" --batch 32 "${RECIPE[@]}"
 "$DTRUN" "$OUT/gpt.dtp" --data "$TOKENS/train.bin" --steps 600 --seed 0 \
-  --eval "$TOKENS/val.bin" --log "$OUT/gpt.jsonl" --save "$OUT/gpt" \
+  --eval "$TOKENS/val.bin" --eval-every 200 --eval-batches 20 --log "$OUT/gpt.jsonl" --save "$OUT/gpt" \
   --sample 200 --prompt "The meaning of life is "
 
 # The same GPT on a 2-stage pipeline (2 MPI processes): the compiler cuts it between layers,
 # runs 4 micro-batches per step in 1F1B order, sends activations and gradients between the
 # stages (the tied embedding from stage 0 to the LM head on stage 1 and its gradient back), and
 # predicts the bubble; the planned timeline is a Chrome trace (chrome://tracing, Perfetto).
-"$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt-pp2.dtp" --batch 32 --optimizer adamw --lr 3e-3 \
+"$DTC" compile "$OUT/gpt.dtm" -o "$OUT/gpt-pp2.dtp" --batch 32 "${RECIPE[@]}" \
   --mesh pp=2 --microbatches 4 --schedule 1f1b --schedule-trace "$OUT/gpt-pp2-schedule.json"
 "$DTC" inspect "$OUT/gpt-pp2.dtp" | grep "^stage ., predicted"
 # It checkpoints every 100 steps and after its last: the first run ends at step 150 (its

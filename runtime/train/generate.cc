@@ -1,11 +1,46 @@
 #include "train/generate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <vector>
 
 namespace dtc {
+namespace {
 
-StatusOr<std::string> generateGreedy(Executor& ex, const std::string& prompt, int64_t count) {
+// splitmix64: the next of a stream of 64-bit draws.
+uint64_t nextDraw(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// A byte from `row`'s first 256 logits: the argmax at temperature 0, else a draw from the
+// softmax of logits / temperature over the k largest.
+int64_t chooseToken(const float* row, const SamplingOptions& o, uint64_t& state) {
+  constexpr int64_t kBytes = 256;
+  if (o.temperature <= 0) return std::max_element(row, row + kBytes) - row;
+  std::vector<int64_t> order(kBytes);
+  for (int64_t i = 0; i < kBytes; ++i) order[i] = i;
+  const int64_t k = o.topK > 0 ? std::min<int64_t>(o.topK, kBytes) : kBytes;
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+  std::vector<double> weights(k);
+  double total = 0;
+  for (int64_t i = 0; i < k; ++i) total += weights[i] = std::exp((row[order[i]] - row[order[0]]) / o.temperature);
+  const double u = static_cast<double>(nextDraw(state) >> 11) * 0x1.0p-53 * total;
+  double sum = 0;
+  for (int64_t i = 0; i < k; ++i)
+    if ((sum += weights[i]) > u) return order[i];
+  return order[k - 1];
+}
+
+}  // namespace
+
+StatusOr<std::string> generate(Executor& ex, const std::string& prompt, int64_t count,
+                               const SamplingOptions& sampling) {
   const plan::Function* f = ex.function("eval");
   if (!f) return Status::InvalidInput(ex.plan().name() + " has no eval function");
   std::string targets = ex.plan().root().targets() ? ex.plan().root().targets()->str() : "";
@@ -29,6 +64,7 @@ StatusOr<std::string> generateGreedy(Executor& ex, const std::string& prompt, in
   for (unsigned char c : prompt) context.push_back(c);
   if (context.empty()) context.push_back('\n');
   std::string out;
+  uint64_t state = sampling.seed;
   for (int64_t i = 0; i < count; ++i) {
     // Row 0 holds the last T tokens; positions after them see nothing of the future (causal),
     // so what fills the rest of the batch does not matter.
@@ -38,7 +74,7 @@ StatusOr<std::string> generateGreedy(Executor& ex, const std::string& prompt, in
     for (TensorView& v : others) std::memset(v.data, 0, v.numElements() * dtypeSize(v.dtype));
     DTC_RETURN_IF_ERROR(ex.run("eval"));
     const float* row = logits.f32() + (n - 1) * vocab;  // batch row 0, position n-1
-    int64_t next = std::max_element(row, row + 256) - row;
+    const int64_t next = chooseToken(row, sampling, state);
     context.push_back(next);
     out += static_cast<char>(next);
   }

@@ -373,7 +373,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.steps)));
   DTC_RETURN_IF_ERROR(evaluateAt(std::max(run.done, o.steps), false));
   if (o.sampleTokens > 0 && lead) {
-    DTC_ASSIGN_OR_RETURN(std::string text, generateGreedy(ex, o.prompt, o.sampleTokens));
+    DTC_ASSIGN_OR_RETURN(std::string text,
+                         generate(ex, o.prompt, o.sampleTokens, SamplingOptions{o.temperature, o.topK, o.sampleSeed}));
     std::printf("sample: %s%s\n", o.prompt.c_str(), text.c_str());
   }
   if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.tracePath));

@@ -21,8 +21,11 @@ struct TrainOptions {
   uint64_t seed = 0;     // sample order: epoch e is permuted from (seed, e)
   bool seedGiven = false;  // --seed was given (a resumed run otherwise takes the checkpoint's)
   int threads = 0;       // 0: all hardware threads
-  int64_t sampleTokens = 0;  // after training: greedy continuation of `prompt` (byte-level LMs)
+  int64_t sampleTokens = 0;  // after training: a continuation of `prompt` (byte-level LMs)
   std::string prompt;
+  double temperature = 0.8;  // sampling as nanoGPT's sample.py (0: greedy)
+  int64_t topK = 200;
+  uint64_t sampleSeed = 1337;
   std::string tracePath;     // optional: Chrome trace JSON of every kernel call, all ranks
   std::string device = "cpu";  // the backend: cpu, cuda (one GPU per process), cpu-staged
   // Checkpoints: DIR/step-<N>/ every `checkpointEvery` steps (0: only at the end and when

@@ -17,9 +17,12 @@
    differences of other summation orders on near-zero gradients into 1e-4 weight differences
    (the losses and norms agree to 1e-6 either way).
 4. Periodic evaluation: --eval-every and --eval-batches log {"step", "val_loss"} as the
-   evaluation at the end does."""
+   evaluation at the end does.
+5. Sampling as nanoGPT's sample.py: a seed repeats its draw, another seed draws otherwise, and
+   top-k 1 is the greedy continuation (temperature 0)."""
 import math
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -207,6 +210,26 @@ def periodic_evaluation(work, data, model):
     print(f"periodic evaluation: {[(e['step'], round(e['val_loss'], 4)) for e in evaluations]}")
 
 
+def sampling(work):
+    model, plan = os.path.join(work, "bytes.dtm"), os.path.join(work, "bytes.dtp")
+    run(tool("dtc"), "zoo", "gpt", "--vocab", 256, "--ctx", 16, "--layers", 1, "--heads", 2, "--embd", 32,
+        "--seed", 3, "-o", model)
+    run(tool("dtc"), "compile", model, "-o", plan, "--batch", 2)
+
+    def sample(*flags):  # an untrained model's bytes are no UTF-8
+        args = [str(a) for a in (tool("dtrun"), plan, "--sample", 40, "--prompt", "Hello", *flags)]
+        out = subprocess.run(args, check=True, capture_output=True).stdout
+        return out[out.index(b"sample: Hello"):]
+
+    drawn = sample("--seed", 3)
+    assert sample("--seed", 3) == drawn, "a seed must repeat its draw"
+    assert sample("--seed", 4) != drawn, "another seed drew the same 40 bytes"
+    greedy = sample("--temperature", 0)
+    assert sample("--top-k", 1, "--seed", 9) == greedy, "top-k 1 must be the greedy continuation"
+    assert greedy != drawn
+    print("sampling: seeds repeat, top-k 1 is greedy")
+
+
 def main():
     torch.set_num_threads(2)
     rng = np.random.default_rng(1)
@@ -221,6 +244,7 @@ def main():
         mlp_linear_schedule(work)
         partitioned(work, data, model)
         periodic_evaluation(work, data, model)
+        sampling(work)
     print("training recipe: ok")
 
 

@@ -18,7 +18,9 @@ constexpr const char kUsage[] =
     "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, DIR/latest\n"
     "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
     "             [--init FILE.safetensors]     start from these parameters (PyTorch names)\n"
-    "             [--sample N [--prompt TEXT]]   greedy text from a byte-level language model\n";
+    "             [--sample N [--prompt TEXT] [--temperature T] [--top-k K]]\n"
+    "                 text from a byte-level language model, drawn as nanoGPT's sample.py does\n"
+    "                 (temperature 0.8, top-k 200, seed --seed or 1337; --temperature 0: greedy)\n";
 
 int fail(const dtc::Status& status) { return dtc::reportFailure(status); }
 
@@ -43,7 +45,7 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, 
   auto args = dtc::Args::parse(argc, argv, 1,
                                {"data", "steps", "seed", "log", "save", "eval", "threads", "sample", "prompt",
                                 "trace", "device", "checkpoint", "checkpoint-every", "keep", "resume",
-                                "init", "eval-every", "eval-batches"}, {});
+                                "init", "eval-every", "eval-batches", "temperature", "top-k"}, {});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
     return dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage));
@@ -85,6 +87,17 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, 
   options.threads = static_cast<int>(*threads);
   options.sampleTokens = *sample;
   options.prompt = args->str("prompt");
+  auto temperature = args->number("temperature", options.temperature);
+  auto topK = args->integer("top-k", options.topK);
+  if (!temperature.ok()) return temperature.status();
+  if (!topK.ok()) return topK.status();
+  if (!(*temperature >= 0)) return dtc::Status::InvalidInput("--temperature must be >= 0");
+  if (*topK < 0) return dtc::Status::InvalidInput("--top-k must be >= 0");
+  if ((args->has("temperature") || args->has("top-k") || args->has("prompt")) && *sample <= 0)
+    return dtc::Status::InvalidInput("--prompt, --temperature and --top-k need --sample N");
+  options.temperature = *temperature;
+  options.topK = *topK;
+  if (args->has("seed")) options.sampleSeed = static_cast<uint64_t>(*seed);
   return dtc::Status::Ok();
 }
 
