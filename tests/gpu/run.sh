@@ -125,11 +125,17 @@ else
     done
     python3 - "$BUILD/e2e-$name-cpu.jsonl" "$BUILD/e2e-$name-cuda.jsonl" "$name" "${tolerance:-1e-4}" <<'PY' || fail "$name: GPU and CPU losses differ"
 import json, sys
-cpu, gpu = ([json.loads(l)["loss"] for l in open(p)] for p in sys.argv[1:3])
+cpu_log, gpu_log = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+cpu, gpu = ([e["loss"] for e in log] for log in (cpu_log, gpu_log))
 err = max(abs(a - b) / abs(b) for a, b in zip(gpu, cpu))
 bound = float(sys.argv[4])
-print(f"{sys.argv[3]}: losses {cpu[0]:.5f} -> {cpu[-1]:.5f} (cpu), {gpu[0]:.5f} -> {gpu[-1]:.5f} (cuda); max rel err {err:.2e} (bound {bound:.0e})")
-sys.exit(0 if len(cpu) == len(gpu) == 20 and err <= bound else 1)
+# Plans that clip or report it: the global gradient norm, reduced on the device, within the same bound.
+norm_err = max((abs(a["grad_norm"] - b["grad_norm"]) / abs(b["grad_norm"]) for a, b in zip(gpu_log, cpu_log)
+                if "grad_norm" in b), default=0.0)
+norms = f"; grad norm max rel err {norm_err:.2e}" if "grad_norm" in cpu_log[0] else ""
+print(f"{sys.argv[3]}: losses {cpu[0]:.5f} -> {cpu[-1]:.5f} (cpu), {gpu[0]:.5f} -> {gpu[-1]:.5f} (cuda); max rel err {err:.2e} (bound {bound:.0e}){norms}")
+same_lr = [e.get("lr") for e in cpu_log] == [e.get("lr") for e in gpu_log]
+sys.exit(0 if len(cpu) == len(gpu) == 20 and err <= bound and norm_err <= bound and same_lr else 1)
 PY
     # CUDA graphs (on by default): a single-process plan's train_step must capture (a fallback
     # says so on stderr), and the first two such plans also run with DTC_CUDA_GRAPHS=0, whose
