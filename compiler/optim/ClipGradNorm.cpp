@@ -163,21 +163,13 @@ struct ClipGradNormPass : impl::ClipGradNormBase<ClipGradNormPass> {
 
     // The norm, reported by the step.
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    SmallVector<Value> results(ret.getOperands());
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned i = 0; i < results.size(); ++i) resultAttrs.push_back(func.getResultAttrDict(i));
-    results.push_back(coefficient.getNorm());
     NamedAttrList metric;
     metric.set(attr::kMetric, b.getStringAttr("grad_norm"));
     if (mesh) metric.set(dist::kShardingAttr, dist::ShardingAttr::replicated(b.getContext(), 0));
-    resultAttrs.push_back(metric.getDictionary(b.getContext()));
-    b.setInsertionPoint(ret);
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    SmallVector<Type> types;
-    for (Value v : results) types.push_back(v.getType());
-    func.setType(b.getFunctionType(func.getArgumentTypes(), types));
-    func.setAllResultAttrs(resultAttrs);
+    const unsigned index = func.getNumResults();
+    if (failed(func.insertResult(index, coefficient.getNorm().getType(), metric.getDictionary(b.getContext()))))
+      return failure();
+    ret.getOperandsMutable().append(coefficient.getNorm());
     return success();
   }
 };

@@ -93,19 +93,16 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
       if (!name || !stateArg.count(name.getValue()) || v == stateArg.lookup(name.getValue())) continue;
       v = graph::SelectOp::create(b, v.getLoc(), decision.getKeep(), v, stateArg.lookup(name.getValue()));
     }
-    SmallVector<DictionaryAttr> resultAttrs;
-    for (unsigned i = 0; i < ret.getNumOperands(); ++i) resultAttrs.push_back(step.getResultAttrDict(i));
-    results.push_back(decision.getNewScale());
-    resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr::kUpdates, b.getStringAttr("loss_scale"))));
-    results.push_back(decision.getNewGoodSteps());
-    resultAttrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr(attr::kUpdates, b.getStringAttr("loss_scale.good_steps"))));
-    func::ReturnOp::create(b, ret.getLoc(), results);
-    ret.erase();
-    SmallVector<Type> types;
-    for (Value v : results) types.push_back(v.getType());
-    step.setType(b.getFunctionType(step.getArgumentTypes(), types));
-    step.setAllResultAttrs(resultAttrs);
+    ret->setOperands(results);
+    // The scale and the run of good steps, updated.
+    for (auto [value, name] : {std::pair{decision.getNewScale(), "loss_scale"},
+                               std::pair{decision.getNewGoodSteps(), "loss_scale.good_steps"}}) {
+      const unsigned index = step.getNumResults();
+      if (failed(step.insertResult(index, value.getType(),
+                                   b.getDictionaryAttr(b.getNamedAttr(attr::kUpdates, b.getStringAttr(name))))))
+        return signalPassFailure();
+      ret.getOperandsMutable().append(value);
+    }
   }
 };
 

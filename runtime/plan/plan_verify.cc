@@ -3,6 +3,7 @@
 // bindings the trainer relies on well-formed. After this, nothing in the plan can make the
 // runtime read or write outside its buffers.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <vector>
@@ -39,13 +40,30 @@ class PlanVerifier {
     DTC_RETURN_IF_ERROR(verifyStages());
     DTC_RETURN_IF_ERROR(verifyState());
     for (const plan::Function* f : *p_.functions()) DTC_RETURN_IF_ERROR(verifyFunction(*f));
-    return Status::Ok();
+    return verifyLrSchedule();
   }
 
  private:
   // Names come from the file: whatever bytes they hold, the message stays one printable line.
   Status bad(std::string what) const {
     return Status::InvalidInput(name_ + " is invalid: " + printable(std::move(what)));
+  }
+
+  // A step that takes the learning rate needs the schedule that gives it (train/lr_schedule.h).
+  Status verifyLrSchedule() {
+    const plan::LrSchedule* s = p_.lr_schedule();
+    if (!takesLearningRate_ && !s) return Status::Ok();
+    if (!s) return bad("its step takes a learning rate, but it records no learning-rate schedule");
+    const std::string kind = s->kind() ? s->kind()->str() : "";
+    const std::string what = "its learning-rate schedule ";
+    if (kind != "constant" && kind != "cosine" && kind != "linear")
+      return bad(what + "is of unknown kind '" + kind + "'");
+    if (!(s->lr() > 0) || !std::isfinite(s->lr())) return bad(what + "has a learning rate that is not positive");
+    if (!(s->min_lr() >= 0 && s->min_lr() <= s->lr())) return bad(what + "has min_lr outside [0, lr]");
+    if (s->warmup_steps() < 0) return bad(what + "has negative warmup steps");
+    if (kind != "constant" && s->decay_steps() <= s->warmup_steps())
+      return bad(what + "decays over no steps (decay_steps <= warmup_steps)");
+    return Status::Ok();
   }
 
   Status verifyMesh() {
@@ -216,6 +234,10 @@ class PlanVerifier {
             !sameSharding(b->sharding(), stateSharding(b->name()->str(), f.stage())))
           return bad(fn + ": '" + b->name()->str() +
                      "' is sharded unlike the state tensor it binds");
+        if (b->role() == plan::Role::hyper) {
+          if (b->name()->str() != "lr") return bad(fn + " takes an unknown setting '" + b->name()->str() + "'");
+          takesLearningRate_ = true;
+        }
         if ((b->role() == plan::Role::hyper || b->role() == plan::Role::metric) &&
             (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1 || v.region() != plan::Region::arena))
           return bad(fn + ": '" + b->name()->str() + "' must be a float32 scalar of the arena");
@@ -231,6 +253,7 @@ class PlanVerifier {
 
   const plan::Plan& p_;
   const std::string& name_;
+  bool takesLearningRate_ = false;  // some function has the "lr" hyper-parameter binding
 };
 
 }  // namespace

@@ -16,9 +16,8 @@ struct LrSchedule {
   int64_t warmupSteps = 0, decaySteps = 0;
 };
 
-// The plan's schedule, checked; a plan that records none runs at a constant rate it cannot
-// know, which is an error only for a step that takes a learning rate.
-StatusOr<LrSchedule> lrScheduleOf(const Plan& plan);
+// The plan's schedule (Plan::verify checked it: a plan whose step takes a learning rate has one).
+LrSchedule lrScheduleOf(const Plan& plan);
 
 // The learning rate of update `s` (0-based).
 double learningRate(const LrSchedule& schedule, int64_t s);

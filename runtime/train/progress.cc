@@ -7,16 +7,12 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "exec/step.h"
 
 namespace dtc {
 namespace {
 
-int64_t elements(const plan::Value& v) {
-  int64_t n = 1;
-  if (v.shape())
-    for (int64_t d : *v.shape()) n *= d;
-  return n;
-}
+int64_t elements(const plan::Value& v) { return numElements(v.shape()); }
 
 int64_t dim(const plan::Value& v, int fromEnd) {
   if (!v.shape() || static_cast<int>(v.shape()->size()) < fromEnd) return 0;
@@ -24,10 +20,8 @@ int64_t dim(const plan::Value& v, int fromEnd) {
 }
 
 bool transposedLhs(const plan::Step& s) {
-  if (s.attrs())
-    for (const plan::Attr* a : *s.attrs())
-      if (a->name()->str() == "transpose_lhs") return a->i() != 0;
-  return false;
+  const plan::Attr* a = findStepAttr(s, "transpose_lhs");
+  return a && a->i() != 0;
 }
 
 std::string duration(double seconds) {

@@ -216,18 +216,12 @@ struct StepScalars {
   LrSchedule schedule;
 };
 
-StatusOr<StepScalars> stepScalars(const Plan& plan, const plan::Function& f) {
+// (Plan::verify checked the bindings: "lr" is the only hyper-parameter, and has a schedule.)
+StepScalars stepScalars(const Plan& plan, const plan::Function& f) {
   StepScalars out;
   for (const plan::Binding* b : *f.arguments())
-    if (b->role() == plan::Role::hyper) {
-      if (b->name()->str() != "lr")
-        return Status::InvalidInput(plan.name() + " is invalid: its step takes an unknown setting '" +
-                                    b->name()->str() + "'");
-      out.lr = b->value();
-    }
-  if (out.lr != UINT32_MAX) {
-    DTC_ASSIGN_OR_RETURN(out.schedule, lrScheduleOf(plan));
-  }
+    if (b->role() == plan::Role::hyper) out.lr = b->value();
+  out.schedule = lrScheduleOf(plan);
   out.gradNorm = resultIndex(f, plan::Role::metric, "grad_norm");
   return out;
 }
@@ -243,8 +237,7 @@ int64_t tokensPerSample(const plan::Function& f) {
 }
 
 // The progress line's model: every rank's contraction FLOPs and peak, summed once.
-StatusOr<Progress> progressFor(const Plan& plan, Executor& ex, comm::DeviceMesh& mesh, const TrainOptions& o,
-                               const RunState& run) {
+StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const TrainOptions& o, const RunState& run) {
   const plan::Function& f = *ex.function("train_step");
   // The GEMM peak is measured on the CPU; a device's is not known here.
   float totals[2] = {static_cast<float>(contractionFlops(f) / 1e9),
@@ -335,8 +328,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   if (o.steps > run.done) {
     const plan::Function& f = *ex.function("train_step");  // openBatchSource found it
     DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
-    DTC_ASSIGN_OR_RETURN(StepScalars scalars, stepScalars(plan, f));
-    DTC_ASSIGN_OR_RETURN(Progress progress, progressFor(plan, ex, *mesh, o, run));
+    const StepScalars scalars = stepScalars(plan, f);
+    DTC_ASSIGN_OR_RETURN(Progress progress, progressFor(ex, *mesh, o, run));
     for (int64_t step = run.done + 1; step <= o.steps; ++step) {
       auto begin = std::chrono::steady_clock::now();
       run.train->fillTraining(step - 1);
