@@ -6,6 +6,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CRC.h"
 
 #include "Locations.h"
 #include "Passes.h"
@@ -346,6 +347,12 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       deviceString, lrSchedule, clip ? clip.getValueAsDouble() : 0.0, clip != nullptr);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
+  // The checksum footer (plan/plan_format.h); llvm::crc32 is zlib's CRC-32, as the runtime's.
+  const uint32_t crc = llvm::crc32(out);
+  const uint64_t length = out.size();
+  out.insert(out.end(), kPlanFooterMagic, kPlanFooterMagic + 4);
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(crc >> (8 * i)));
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(length >> (8 * i)));
   return success();
 }
 

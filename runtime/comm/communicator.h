@@ -1,6 +1,7 @@
 // Collectives among the processes of one group (a mesh axis, or the whole job). In place where
 // the operation allows; every call is collective over the group unless it says otherwise, and
-// every failure is a Status, never an abort.
+// every failure is a Status, never an abort. A wait for other ranks is bounded by the
+// watchdog's timeout (comm/watchdog.h): past it, the job ends with a report.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,8 @@ class Communicator {
   // Ends every process of the job with `code` (MPI_Abort): a rank that fails while the others
   // wait in a collective must not leave them hanging.
   [[noreturn]] virtual void abortJob(int code) = 0;
+  // What reports call this group ("dp", "tp,dp"); the whole job by default.
+  virtual void setLabel(const std::string& label) { (void)label; }
   // The group of ranks that pass the same `color`, ordered by `key` (MPI_Comm_split).
   virtual StatusOr<std::unique_ptr<Communicator>> split(int color, int key) = 0;
 };

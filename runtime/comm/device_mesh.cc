@@ -53,6 +53,11 @@ StatusOr<Communicator*> DeviceMesh::group(const std::vector<int>& axes) {
       color = color * sizes_[i] + coords_[i];
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
                        world_->split(static_cast<int>(color), static_cast<int>(indexIn(axes))));
+  std::string label;
+  for (int a : axes)
+    label += (label.empty() ? "" : ",") +
+             (static_cast<size_t>(a) < names_.size() ? names_[static_cast<size_t>(a)] : "axis " + std::to_string(a));
+  comm->setLabel(label);
   Communicator* raw = comm.get();
   groups_[axes] = std::move(comm);
   return raw;

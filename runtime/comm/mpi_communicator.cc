@@ -1,13 +1,17 @@
-// The MPI backend. Counts are chunked below INT_MAX (MPI takes int counts).
+// The MPI backend. Counts are chunked below INT_MAX (MPI takes int counts). Every wait for
+// other ranks goes through comm/mpi_watch.h (bounded, backing off, reported).
 #include <mpi.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/mpi_watch.h"
+#include "comm/watchdog.h"
 
 namespace dtc::comm {
 namespace {
@@ -29,12 +33,25 @@ class MpiCommunicator : public Communicator {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    // The world ranks of this group, for reports and the watchdog's liveness checks.
+    MPI_Group group, world;
+    MPI_Comm_group(comm_, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> local(static_cast<size_t>(size_));
+    for (int i = 0; i < size_; ++i) local[static_cast<size_t>(i)] = i;
+    worldRanks_.resize(static_cast<size_t>(size_));
+    MPI_Group_translate_ranks(group, size_, local.data(), world, worldRanks_.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
   }
   ~MpiCommunicator() override {
     // Sends still in flight must finish before their buffers and the communicator go.
     (void)completeSends();
     if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
-    if (ownsMpi_) MPI_Finalize();
+    if (ownsMpi_) {
+      stopMpiWatch();
+      MPI_Finalize();
+    }
   }
 
   int rank() const override { return rank_; }
@@ -50,6 +67,8 @@ class MpiCommunicator : public Communicator {
 
   Status allGather(const float* in, int64_t n, float* out) override {
     if (n > kMaxChunk) return Status::Internal("allGather of more than 2^30 floats per rank");
+    Call call(*this, "all_gather", n * 4);
+    DTC_RETURN_IF_ERROR(call.arrive());
     return check(MPI_Allgather(in, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n),
                                MPI_FLOAT, comm_),
                  "MPI_Allgather");
@@ -57,16 +76,22 @@ class MpiCommunicator : public Communicator {
 
   Status reduceScatterSum(const float* in, int64_t n, float* out) override {
     if (n > kMaxChunk) return Status::Internal("reduceScatter of more than 2^30 floats per rank");
+    Call call(*this, "reduce_scatter", n * 4 * size_);
+    DTC_RETURN_IF_ERROR(call.arrive());
     return check(MPI_Reduce_scatter_block(in, out, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_),
                  "MPI_Reduce_scatter_block");
   }
 
   Status allToAll(const float* in, int64_t n, float* out) override {
     if (n > kMaxChunk) return Status::Internal("allToAll of more than 2^30 floats per rank");
+    Call call(*this, "all_to_all", n * 4 * size_);
+    DTC_RETURN_IF_ERROR(call.arrive());
     return check(MPI_Alltoall(in, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n),
                               MPI_FLOAT, comm_),
                  "MPI_Alltoall");
   }
+
+  void setLabel(const std::string& label) override { label_ = label; }
 
   [[noreturn]] void abortJob(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -74,6 +99,8 @@ class MpiCommunicator : public Communicator {
   }
 
   Status broadcast(float* data, int64_t n, int root) override {
+    Call call(*this, "broadcast from rank " + std::to_string(root), n * 4);
+    DTC_RETURN_IF_ERROR(call.arrive());
     for (int64_t at = 0; at < n; at += kMaxChunk)
       DTC_RETURN_IF_ERROR(check(MPI_Bcast(data + at, static_cast<int>(std::min(kMaxChunk, n - at)),
                                           MPI_FLOAT, root, comm_),
@@ -85,6 +112,7 @@ class MpiCommunicator : public Communicator {
     DTC_RETURN_IF_ERROR(checkPeer(peer, tag, bytes, "send"));
     reap();
     Pending p;
+    p.peer = worldRanks_[static_cast<size_t>(peer)];
     p.buffer = takeBuffer(bytes);
     if (bytes) std::memcpy(p.buffer.data(), data, static_cast<size_t>(bytes));
     // A message over INT_MAX bytes goes in chunks; MPI keeps messages with one source, tag and
@@ -107,12 +135,16 @@ class MpiCommunicator : public Communicator {
 
   Status recv(void* data, int64_t bytes, int peer, int tag) override {
     DTC_RETURN_IF_ERROR(checkPeer(peer, tag, bytes, "recv"));
+    Call call(*this, "recv from rank " + std::to_string(worldRanks_[static_cast<size_t>(peer)]) +
+                         " (tag " + std::to_string(tag) + ")",
+              bytes, {worldRanks_[static_cast<size_t>(rank_)], worldRanks_[static_cast<size_t>(peer)]});
     uint8_t* out = static_cast<uint8_t*>(data);
     for (int64_t at = 0; at == 0 || at < bytes; at += kMaxBytes) {
       const int want = static_cast<int>(std::min(kMaxBytes, bytes - at));
+      MPI_Request request;
+      DTC_RETURN_IF_ERROR(check(MPI_Irecv(out + at, want, MPI_BYTE, peer, tag, comm_, &request), "MPI_Irecv"));
       MPI_Status status;
-      DTC_RETURN_IF_ERROR(check(MPI_Recv(out + at, want, MPI_BYTE, peer, tag, comm_, &status),
-                                "MPI_Recv"));
+      DTC_RETURN_IF_ERROR(call.wait(&request, 1, &status));
       int got = 0;
       MPI_Get_count(&status, MPI_BYTE, &got);
       if (got != want)
@@ -126,9 +158,9 @@ class MpiCommunicator : public Communicator {
   Status completeSends() override {
     Status first = Status::Ok();
     for (Pending& p : pending_) {
-      Status s = check(MPI_Waitall(static_cast<int>(p.requests.size()), p.requests.data(),
-                                   MPI_STATUSES_IGNORE),
-                       "MPI_Waitall (sends)");
+      Call call(*this, "send to rank " + std::to_string(p.peer), static_cast<int64_t>(p.buffer.size()),
+                {worldRanks_[static_cast<size_t>(rank_)], p.peer});
+      Status s = call.wait(p.requests.data(), static_cast<int>(p.requests.size()), nullptr);
       if (first.ok()) first = s;
       recycle(std::move(p.buffer));
     }
@@ -137,6 +169,8 @@ class MpiCommunicator : public Communicator {
   }
 
   StatusOr<std::unique_ptr<Communicator>> split(int color, int key) override {
+    Call call(*this, "split", 0);
+    DTC_RETURN_IF_ERROR(call.arrive());
     MPI_Comm sub;
     DTC_RETURN_IF_ERROR(check(MPI_Comm_split(comm_, color, key, &sub), "MPI_Comm_split"));
     return std::unique_ptr<Communicator>(new MpiCommunicator(sub, false));
@@ -145,6 +179,8 @@ class MpiCommunicator : public Communicator {
  private:
   // In place, in chunks MPI's int counts can hold.
   Status allReduce(float* data, int64_t n, MPI_Op op, const char* what) {
+    Call call(*this, op == MPI_MAX ? "all_reduce(max)" : "all_reduce", n * 4);
+    DTC_RETURN_IF_ERROR(call.arrive());
     for (int64_t at = 0; at < n; at += kMaxChunk)
       DTC_RETURN_IF_ERROR(check(MPI_Allreduce(MPI_IN_PLACE, data + at,
                                               static_cast<int>(std::min(kMaxChunk, n - at)),
@@ -161,8 +197,54 @@ class MpiCommunicator : public Communicator {
     return Status::Ok();
   }
 
+  // One communication call, recorded for the flight recorder from construction to
+  // destruction; its waits are bounded by the watchdog.
+  class Call {
+   public:
+    // `ranks`: the world ranks it needs (default: the whole group).
+    Call(MpiCommunicator& comm, const std::string& op, int64_t bytes, std::vector<int> ranks = {})
+        : comm_(comm) {
+      const std::string group = comm.groupText();
+      ++comm.calls_;
+      on_.call = op + (comm.size_ > 1 && ranks.empty() ? " over " + group : std::string()) + ", call #" +
+                 std::to_string(comm.calls_);
+      on_.ranks = ranks.empty() ? comm.worldRanks_ : std::move(ranks);
+      id_ = beginCollective(op, group, bytes);
+      if (comm.size_ > 1) waiting_.emplace(on_);
+    }
+    ~Call() { finishCollective(id_); }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+    // Until every rank of the group has reached this call.
+    Status arrive() {
+      if (comm_.size_ == 1) return Status::Ok();
+      MPI_Request request;
+      DTC_RETURN_IF_ERROR(check(MPI_Ibarrier(comm_.comm_, &request), "MPI_Ibarrier"));
+      return wait(&request, 1, nullptr);
+    }
+    // `statuses`: one per request, or nullptr.
+    Status wait(MPI_Request* requests, int count, MPI_Status* statuses) {
+      return waitAll(requests, count, on_.call, statuses);
+    }
+
+   private:
+    MpiCommunicator& comm_;
+    WaitFor on_;
+    uint64_t id_ = 0;
+    std::optional<Waiting> waiting_;  // for the watchdog, while the call lasts
+  };
+
+  // "dp (ranks 0,1)", "the job (ranks 0-3)".
+  std::string groupText() const {
+    std::string ranks;
+    for (size_t i = 0; i < worldRanks_.size(); ++i) ranks += (i ? "," : "") + std::to_string(worldRanks_[i]);
+    return (label_.empty() ? std::string("the job") : label_) + " (rank" + (size_ > 1 ? "s " : " ") + ranks + ")";
+  }
+
   // A send in flight: its copy of the payload and one request per chunk.
   struct Pending {
+    int peer = 0;  // world rank
     std::vector<uint8_t> buffer;
     std::vector<MPI_Request> requests;
   };
@@ -207,6 +289,9 @@ class MpiCommunicator : public Communicator {
   MPI_Comm comm_;
   bool ownsMpi_;
   int rank_ = 0, size_ = 1;
+  std::vector<int> worldRanks_;
+  std::string label_;
+  uint64_t calls_ = 0;
   std::vector<Pending> pending_;
   std::vector<std::vector<uint8_t>> spare_;
 };
@@ -216,7 +301,13 @@ class MpiCommunicator : public Communicator {
 StatusOr<std::unique_ptr<Communicator>> createMpiWorld() {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) DTC_RETURN_IF_ERROR(check(MPI_Init(nullptr, nullptr), "MPI_Init"));
+  // Threads: the watchdog's thread talks to other ranks' while this one waits or computes.
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized)
+    DTC_RETURN_IF_ERROR(check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread"));
+  else
+    MPI_Query_thread(&provided);
+  DTC_RETURN_IF_ERROR(startMpiWatch(provided == MPI_THREAD_MULTIPLE));
   return std::unique_ptr<Communicator>(new MpiCommunicator(MPI_COMM_WORLD, !initialized));
 }
 

@@ -22,6 +22,12 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda " + device_->description(); }
   bool hostMemory() const override { return false; }
 
+  uint64_t availableBytes() const override {
+    size_t free = 0, total = 0;
+    if (!device_->activate().ok() || cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    return free;
+  }
+
   StatusOr<uint8_t*> allocate(uint64_t bytes) override {
     DTC_RETURN_IF_ERROR(device_->activate());
     void* p = nullptr;

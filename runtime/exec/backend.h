@@ -23,6 +23,9 @@ class Backend {
   virtual bool hostMemory() const = 0;
   // Zero-filled memory for a region (state or arena); release() gives it back.
   virtual StatusOr<uint8_t*> allocate(uint64_t bytes) = 0;
+  // Memory this backend could still allocate (free GPU memory; the host's available RAM), or 0
+  // when it cannot tell: checked against a plan's needs before anything is allocated.
+  virtual uint64_t availableBytes() const { return 0; }
   virtual void release(uint8_t* memory, uint64_t bytes) = 0;
   virtual Status upload(uint8_t* to, const void* from, uint64_t bytes) = 0;
   virtual Status download(void* to, const uint8_t* from, uint64_t bytes) = 0;

@@ -1,12 +1,24 @@
 // The CPU backend, and the same kernels behind the device interface (for testing that path).
 #include <sys/mman.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "exec/backend.h"
 
 namespace dtc {
 namespace {
+
+// /proc/meminfo's MemAvailable (what can be allocated without swapping), or 0.
+uint64_t hostAvailableBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("MemAvailable:", 0) == 0) return std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
+  return 0;
+}
 
 class CpuBackend : public Backend {
  public:
@@ -18,6 +30,8 @@ class CpuBackend : public Backend {
   // kernel first writes them, so a large arena costs nothing until used. Large regions ask for
   // transparent huge pages: first touching a GPT-2 state (filling it from a checkpoint) takes
   // 512 times fewer page faults, and the kernels fewer TLB misses.
+  uint64_t availableBytes() const override { return hostAvailableBytes(); }
+
   StatusOr<uint8_t*> allocate(uint64_t bytes) override {
     void* p = ::mmap(nullptr, mapped(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "comm/watchdog.h"
 #include "data/init.h"
 #include "exec/shard_layout.h"
 #include "support/printable.h"
@@ -91,6 +94,19 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threa
     allocated = bytes;
     return Status::Ok();
   };
+  // Before any allocation: a plan too big for this machine is one error saying how much it
+  // needs, not an out-of-memory kill halfway through.
+  const uint64_t need = root.state_bytes() + ex->arenaBytes_;
+  const uint64_t available = device.availableBytes();
+  if (available > 0 && need > available) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  ": this rank needs %.2f GiB on %s (state %.2f GiB + arena %.2f GiB), %.2f GiB is available",
+                  need / 1073741824.0, device.name().c_str(), root.state_bytes() / 1073741824.0,
+                  ex->arenaBytes_ / 1073741824.0, available / 1073741824.0);
+    return Status::InvalidInput(plan.name() + text +
+                                " (partition it over more devices with dtc compile --mesh, or --zero)");
+  }
   DTC_RETURN_IF_ERROR(allocate(root.state_bytes(), ex->state_, ex->stateAllocated_));
   DTC_RETURN_IF_ERROR(allocate(ex->arenaBytes_, ex->arena_, ex->arenaAllocated_));
   if (!device.hostMemory()) ex->hostState_.reset(new uint8_t[root.state_bytes()]());
@@ -151,6 +167,19 @@ Status Executor::prepare(const plan::Function& function) {
       StatusOr<BoundStep> bound = backend_->bind(ctx);
       if (!bound.ok())
         return bound.status().withContext(plan_.name() + ": function '" + name + "'");
+      if (mesh_ && mesh_->numDevices() > 1) {
+        // A wait that times out is reported with the step it came from.
+        const std::string loc = step->loc() ? step->loc()->str() : std::string();
+        prepared.labels.push_back((loc.empty() ? std::string("step ") + std::to_string(prepared.steps.size())
+                                               : "node '" + printable(loc) + "'") +
+                                  " (" + step->op()->str() + ")");
+        const std::string* label = &prepared.labels.back();
+        prepared.steps.push_back([label, inner = std::move(bound).value()] {
+          comm::setNode(label);
+          return inner();
+        });
+        continue;
+      }
       prepared.steps.push_back(std::move(bound).value());
     }
   prepared.run = backend_->endFunction(prepared.steps);
@@ -182,6 +211,87 @@ Status Executor::prepare(const plan::Function& function) {
       for (const plan::Binding* b : *function.results())
         if (b->role() == plan::Role::loss || b->role() == plan::Role::output || b->role() == plan::Role::metric)
           hostCopy(b->value(), prepared.downloads);
+  }
+  return Status::Ok();
+}
+
+StatusOr<float> Executor::readScalarState(const std::string& name) const {
+  const plan::StateTensor* s = plan_.stateTensor(name, stage_);
+  if (!s || s->dtype() != plan::DType::f32 || numElements(s->shape()) != 1)
+    return Status::Internal(plan_.name() + " has no float32 scalar state '" + name + "'");
+  float value = 0;
+  if (backend_->hostMemory()) {
+    std::memcpy(&value, state_ + s->offset(), sizeof value);
+    return value;
+  }
+  DTC_RETURN_IF_ERROR(backend_->download(&value, state_ + s->offset(), sizeof value));
+  return value;
+}
+
+namespace {
+
+// Index of the first inf or NaN among n elements of dtype t, or -1 (integers are always finite).
+int64_t firstNonFinite(const uint8_t* data, int64_t n, DType t) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (t == DType::kF32) {
+      float v;
+      std::memcpy(&v, data + 4 * i, 4);
+      if (!std::isfinite(v)) return i;
+    } else if (t == DType::kF16 || t == DType::kBF16) {
+      uint16_t v;
+      std::memcpy(&v, data + 2 * i, 2);
+      const uint16_t exponent = t == DType::kF16 ? 0x7C00 : 0x7F80;
+      if ((v & exponent) == exponent) return i;
+    } else {
+      return -1;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+Status Executor::checkData(const std::string& function, const PreparedFunction& prepared) const {
+  std::vector<uint8_t> host;
+  for (const plan::Binding* b : *prepared.function->arguments()) {
+    if (b->role() != plan::Role::data) continue;
+    const TensorView t = deviceView(function, b->value());
+    const uint8_t* data = t.data;
+    if (!backend_->hostMemory()) {
+      host.resize(valueBytes(*prepared.function->values()->Get(b->value())));
+      DTC_RETURN_IF_ERROR(backend_->download(host.data(), t.data, host.size()));
+      data = host.data();
+    }
+    const int64_t bad = firstNonFinite(data, t.numElements(), t.dtype);
+    if (bad >= 0)
+      return Status::NonFinite(plan_.name() + ": " + function + ": data input '" + printable(b->name()->str()) +
+                               "' holds inf or NaN (element " + std::to_string(bad) + " of this batch's " +
+                               std::to_string(t.numElements()) + ")");
+  }
+  return Status::Ok();
+}
+
+Status Executor::checkOutputs(const std::string& function, const PreparedFunction& prepared, size_t k) const {
+  const plan::Step& step = *prepared.function->steps()->Get(static_cast<uint32_t>(k));
+  if (!step.outputs()) return Status::Ok();
+  std::vector<uint8_t> host;
+  for (uint32_t o = 0; o < step.outputs()->size(); ++o) {
+    const uint32_t index = step.outputs()->Get(o);
+    const TensorView t = deviceView(function, index);
+    const uint8_t* data = t.data;
+    if (!backend_->hostMemory()) {
+      host.resize(valueBytes(*prepared.function->values()->Get(index)));
+      DTC_RETURN_IF_ERROR(backend_->download(host.data(), t.data, host.size()));
+      data = host.data();
+    }
+    const int64_t bad = firstNonFinite(data, t.numElements(), t.dtype);
+    if (bad < 0) continue;
+    const std::string loc = step.loc() ? printable(step.loc()->str()) : std::string();
+    return Status::NonFinite(plan_.name() + ": " + function + " step " + std::to_string(k) + ", " +
+                             (loc.empty() ? std::string("a step") : "node '" + loc + "'") + " (" +
+                             step.op()->str() + "): output " + std::to_string(o) + " holds inf or NaN (element " +
+                             std::to_string(bad) + " of " + std::to_string(t.numElements()) +
+                             "), the first op of this step whose output is not finite");
   }
   return Status::Ok();
 }
@@ -249,11 +359,24 @@ Status Executor::run(const std::string& function) {
   if (it == functions_.end())
     return Status::InvalidInput(plan_.name() + " has no function '" + function + "'");
   PreparedFunction& prepared = it->second;
+  if (mesh_ && mesh_->numDevices() > 1) {
+    comm::setFunction(function);
+    comm::setNode(nullptr);
+  }
   auto bytesOf = [&](uint32_t index) { return valueBytes(*prepared.function->values()->Get(index)); };
   for (uint32_t index : prepared.uploads)
     DTC_RETURN_IF_ERROR(backend_->upload(deviceView(function, index).data,
                                          prepared.hostCopies.at(index).get(), bytesOf(index)));
-  if (timing_) {
+  if (checkNumerics_) {
+    // The data first (inf or NaN in a batch is the commonest cause), then step by step, each
+    // output scanned (device backends: downloaded) as it is written.
+    DTC_RETURN_IF_ERROR(checkData(function, prepared));
+    for (size_t k = 0; k < prepared.steps.size(); ++k) {
+      DTC_RETURN_IF_ERROR(prepared.steps[k]());
+      DTC_RETURN_IF_ERROR(backend_->synchronize());
+      DTC_RETURN_IF_ERROR(checkOutputs(function, prepared, k));
+    }
+  } else if (timing_) {
     auto now = [] {
       return std::chrono::duration<double, std::micro>(
                  std::chrono::steady_clock::now().time_since_epoch())
@@ -270,6 +393,7 @@ Status Executor::run(const std::string& function) {
   // A pipeline's sends are buffered (they must not block: neighbours send to each other);
   // the function is done when they are.
   if (mesh_) DTC_RETURN_IF_ERROR(mesh_->completeSends());
+  if (mesh_ && mesh_->numDevices() > 1) comm::setNode(nullptr);
   for (auto& [from, to] : prepared.writeBacks)
     DTC_RETURN_IF_ERROR(backend_->copy(
         to.data, from.data, static_cast<uint64_t>(from.numElements()) * dtypeSize(from.dtype)));

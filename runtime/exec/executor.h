@@ -3,6 +3,7 @@
 // functions in turn.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -63,6 +64,11 @@ class Executor {
   // A state tensor of this rank's stage by name (parameter or optimizer state), or an empty
   // view. On a device backend, a host copy current as of the last pullState().
   TensorView state(const std::string& name) const;
+  // A float32 scalar of the state ("loss_scale") as the backend holds it now.
+  StatusOr<float> readScalarState(const std::string& name) const;
+  // After every step of a function run, scan its outputs: the first inf or NaN is a NonFinite
+  // error naming the step's model node (slow: a debugging aid).
+  void setCheckNumerics(bool on) { checkNumerics_ = on; }
   // Brings the state to the host (device backends; nothing to do on the CPU).
   Status pullState();
   // Sends the host copy of the state to the device after the host wrote it (a loaded
@@ -87,6 +93,8 @@ class Executor {
     uint32_t index = 0;  // in Plan.functions
     std::vector<BoundStep> steps;  // one per plan step (what timing runs and indexes)
     std::vector<BoundStep> run;    // what runs otherwise: the backend's endFunction of `steps`
+    // On a mesh: each step's model node and op, which the watchdog's reports name.
+    std::deque<std::string> labels;
     // Updated state computed outside its own storage: copied back after the steps.
     std::vector<std::pair<TensorView, TensorView>> writeBacks;  // (from, to)
     // Device backends: host copies of the values the trainer fills (uploaded before the
@@ -94,6 +102,10 @@ class Executor {
     std::map<uint32_t, std::unique_ptr<uint8_t[]>> hostCopies;
     std::vector<uint32_t> uploads, downloads;
   };
+  // The first non-finite value among the outputs of step `k` of `function`, as an error.
+  Status checkOutputs(const std::string& function, const PreparedFunction& prepared, size_t k) const;
+  // The first non-finite value among the function's data inputs, as an error.
+  Status checkData(const std::string& function, const PreparedFunction& prepared) const;
 
   const Plan& plan_;
   ThreadPool pool_;
@@ -103,6 +115,7 @@ class Executor {
   uint8_t* arena_ = nullptr;
   std::unique_ptr<uint8_t[]> hostState_;  // device backends: the state region's host copy
   uint64_t stateBytes_ = 0, arenaBytes_ = 0;
+  bool checkNumerics_ = false;
   uint64_t stateAllocated_ = 0, arenaAllocated_ = 0;
   int stage_ = -1;
   std::map<std::string, PreparedFunction> functions_;

@@ -1,8 +1,12 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+
+#include "io/crc32.h"
 
 namespace dtc {
 
@@ -30,7 +34,32 @@ StatusOr<Plan> Plan::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::InvalidInput("cannot open plan file " + path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  DTC_RETURN_IF_ERROR(checkFooter(bytes, path));
+  bytes.resize(bytes.size() - kPlanFooterBytes);
   return fromBytes(std::move(bytes), path);
+}
+
+Status Plan::checkFooter(const std::vector<uint8_t>& bytes, const std::string& name) {
+  const bool isPlan = bytes.size() >= 8 && plan::PlanBufferHasIdentifier(bytes.data());
+  if (!isPlan) return Status::InvalidInput(name + " is not a dtc plan (identifier 'DTCP' missing)");
+  const uint8_t* footer = bytes.data() + bytes.size() - kPlanFooterBytes;
+  if (bytes.size() < 8 + kPlanFooterBytes || std::memcmp(footer, kPlanFooterMagic, 4) != 0)
+    return Status::InvalidInput(name + " is truncated, or was written by an older dtc (its checksum footer is "
+                                "missing; recompile the model with this dtc)");
+  uint32_t recorded = 0;
+  uint64_t length = 0;
+  for (int i = 3; i >= 0; --i) recorded = recorded << 8 | footer[4 + i];
+  for (int i = 7; i >= 0; --i) length = length << 8 | footer[8 + i];
+  if (length != bytes.size() - kPlanFooterBytes)
+    return Status::InvalidInput(name + " is corrupt: it holds " + std::to_string(bytes.size() - kPlanFooterBytes) +
+                                " bytes of plan, its footer says " + std::to_string(length));
+  const uint32_t actual = io::crc32(0, bytes.data(), static_cast<size_t>(length));
+  if (actual != recorded) {
+    char text[96];
+    std::snprintf(text, sizeof text, " (crc32 %08x, recorded %08x)", actual, recorded);
+    return Status::InvalidInput(name + " is corrupt: its checksum does not match its contents" + text);
+  }
+  return Status::Ok();
 }
 
 StatusOr<Plan> Plan::fromBytes(std::vector<uint8_t> bytes, const std::string& name) {

@@ -15,11 +15,16 @@ namespace dtc {
 
 class Plan {
  public:
+  // A plan file: its checksum footer (plan_format.h), then everything fromBytes checks.
   static StatusOr<Plan> load(const std::string& path);
+  // A FlatBuffer without the footer.
   static StatusOr<Plan> fromBytes(std::vector<uint8_t> bytes, const std::string& name);
+  // `bytes` (a whole plan file) ends with a footer whose length and checksum match.
+  static Status checkFooter(const std::vector<uint8_t>& bytes, const std::string& name);
 
   const plan::Plan& root() const { return *plan::GetPlan(bytes_.data()); }
   const std::string& name() const { return name_; }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
   // The first function called `name`, or nullptr (pipeline plans have one per stage: see below).
   const plan::Function* function(const std::string& name) const;
 

@@ -96,6 +96,13 @@ const plan::PipelineStage* predictedStage(const Plan& plan, int stage) {
                                                                         : nullptr;
 }
 
+// Bytes rounded to a whole number. Sums over a plan's steps are only bounded by the file's
+// size, so a malformed plan can exceed 2^64: it prints the largest count instead.
+uint64_t wholeBytes(double bytes) {
+  const double limit = 18446744073709551616.0;  // 2^64
+  return bytes + 0.5 < limit ? static_cast<uint64_t>(bytes + 0.5) : UINT64_MAX;
+}
+
 // A double as JSON writes it (no NaN or infinity there).
 std::string jsonNumber(double v) {
   if (!std::isfinite(v)) return "null";
@@ -122,7 +129,54 @@ void printTransfers(std::ostream& os, const Plan& plan, const plan::Function& st
   for (const auto& [key, value] : byKind)
     os << prefix << "per rank, per training step: " << key.first << " over " << key.second << ": "
        << value.first << " call(s), " << (key.first == "recv" ? "receives " : "sends ")
-       << static_cast<uint64_t>(value.second + 0.5) << " bytes\n";
+       << wholeBytes(value.second) << " bytes\n";
+}
+
+}  // namespace
+
+namespace {
+
+// A data input the step reads: one sample's shape (the batch dimension is the file's N).
+struct DataInput {
+  std::string name;
+  plan::DType dtype;
+  std::vector<int64_t> sample;  // dimensions after the batch dimension
+};
+
+// The data inputs of train_step (eval for a plan without one), once each (a pipeline's stages
+// and micro-batches repeat them).
+std::vector<DataInput> dataInputs(const Plan& plan) {
+  std::vector<DataInput> out;
+  std::set<std::string> seen;
+  const std::string function = plan.function("train_step") ? "train_step" : "eval";
+  for (const plan::Function* f : *plan.root().functions()) {
+    if (f->name()->str() != function || !f->arguments()) continue;
+    for (const plan::Binding* b : *f->arguments()) {
+      if (b->role() != plan::Role::data || !b->name() || !seen.insert(b->name()->str()).second) continue;
+      const plan::Value& v = *f->values()->Get(b->value());
+      DataInput in{b->name()->str(), v.dtype(), {}};
+      if (v.shape())
+        for (uint32_t d = 1; d < v.shape()->size(); ++d) in.sample.push_back(v.shape()->Get(d));
+      out.push_back(in);
+    }
+  }
+  return out;
+}
+
+// A language model's token input and targets: two int64 [B, T] inputs, one of them the targets.
+int64_t contextLength(const Plan& plan, const std::vector<DataInput>& inputs) {
+  const std::string targets = plan.root().targets() ? plan.root().targets()->str() : "";
+  if (inputs.size() != 2 || inputs[0].sample != inputs[1].sample || inputs[0].sample.size() != 1) return 0;
+  for (const DataInput& in : inputs)
+    if (in.dtype != plan::DType::i64) return 0;
+  if (inputs[0].name != targets && inputs[1].name != targets) return 0;
+  return inputs[0].sample[0];
+}
+
+std::string dimsText(const std::vector<int64_t>& sample) {
+  std::string out = "[N";
+  for (int64_t d : sample) out += "," + std::to_string(d);
+  return out + "]";
 }
 
 }  // namespace
@@ -163,6 +217,14 @@ std::string summarizePlanText(const Plan& plan) {
   os << "optimizer state: " << slots << " tensors, " << stateBytes << " bytes\n";
   if (p.device() && p.device()->size() && p.device()->str() != "cpu")
     os << "device: " << p.device()->str() << " (dtrun runs it there unless --device says otherwise)\n";
+  const std::vector<DataInput> inputs = dataInputs(plan);
+  os << "data (--data DIR: DIR/<name>.npy, N samples):";
+  for (const DataInput& in : inputs)
+    os << " " << in.name << " " << dtypeName(toDType(in.dtype)) << " " << dimsText(in.sample);
+  os << "\n";
+  if (const int64_t t = contextLength(plan, inputs))
+    os << "  or an llm.c token file (--data TOKENS.bin): windows of " << t + 1 << " tokens, context length " << t
+       << "\n";
   std::string mesh = meshText(plan);
   const int64_t stages = plan.stages();
   if (!mesh.empty())
@@ -230,11 +292,11 @@ std::string summarizePlanText(const Plan& plan) {
     double sent = 0;
     for (const CollectiveCost& c : comms) sent += c.sentBytes;
     os << "    communication per call, per rank: " << comms.size() << " collective(s), sends "
-       << static_cast<uint64_t>(sent + 0.5) << " bytes (ring algorithms)\n";
+       << wholeBytes(sent) << " bytes (ring algorithms)\n";
     for (const CollectiveCost& c : comms)
       os << "      " << c.op << " over " << c.axes << " (" << c.group << " ranks): " << c.bytes
          << " bytes in " << c.tensors << (c.tensors == 1 ? " tensor" : " tensors") << ", sends "
-         << static_cast<uint64_t>(c.sentBytes + 0.5) << (c.loc.empty() ? "" : " [" + c.loc + "]")
+         << wholeBytes(c.sentBytes) << (c.loc.empty() ? "" : " [" + c.loc + "]")
          << "\n";
   }
   os << "parameters:\n";
@@ -268,6 +330,15 @@ std::string summarizePlanJson(const Plan& plan) {
     os << ",\"lr_schedule\":{\"kind\":" << quote(lr->kind() ? lr->kind()->str() : "") << ",\"lr\":" << lr->lr()
        << ",\"warmup_steps\":" << lr->warmup_steps() << ",\"decay_steps\":" << lr->decay_steps()
        << ",\"min_lr\":" << lr->min_lr() << "}";
+  const std::vector<DataInput> inputs = dataInputs(plan);
+  os << ",\"data\":[";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    os << (i ? "," : "") << "{\"name\":" << quote(inputs[i].name) << ",\"dtype\":"
+       << quote(dtypeName(toDType(inputs[i].dtype))) << ",\"shape\":[\"N\"";
+    for (int64_t d : inputs[i].sample) os << "," << d;
+    os << "]}";
+  }
+  os << "],\"context_length\":" << contextLength(plan, inputs);
   // Pipeline plans: what a rank of each stage holds, and each tensor's and function's stage.
   const int64_t stages = plan.stages();
   if (stages > 0) {
@@ -318,7 +389,7 @@ std::string summarizePlanJson(const Plan& plan) {
     for (const CollectiveCost& c : collectivesOf(plan, *f)) {
       os << (firstComm ? "" : ",") << "{\"op\":" << quote(c.op) << ",\"axes\":" << quote(c.axes)
          << ",\"group\":" << c.group << ",\"tensors\":" << c.tensors << ",\"bytes\":" << c.bytes
-         << ",\"sent_bytes\":" << static_cast<uint64_t>(c.sentBytes + 0.5) << "}";
+         << ",\"sent_bytes\":" << wholeBytes(c.sentBytes) << "}";
       firstComm = false;
     }
     os << "],\"steps\":[";

@@ -6,7 +6,7 @@
 namespace dtc {
 
 StatusOr<Args> Args::parse(int argc, char** argv, int first, const std::set<std::string>& valued,
-                           const std::set<std::string>& switches) {
+                           const std::set<std::string>& switches, const std::set<std::string>& repeatable) {
   Args args;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
@@ -24,6 +24,9 @@ StatusOr<Args> Args::parse(int argc, char** argv, int first, const std::set<std:
       name = name.substr(0, eq);
       inlineValue = true;
     }
+    // A second value would silently replace the first (a typo in a long command line).
+    if ((switches.count(name) || valued.count(name)) && args.values_.count(name) && !repeatable.count(name))
+      return Status::InvalidInput("option --" + name + " is given twice");
     if (switches.count(name)) {
       if (inlineValue) return Status::InvalidInput("option --" + name + " takes no value");
       args.values_[name] = "1";

@@ -14,13 +14,15 @@ namespace dtc {
 
 class Args {
  public:
-  // `valued` lists flags that take a value, `switches` those that do not.
+  // `valued` lists flags that take a value, `switches` those that do not; a flag given twice
+  // is an error unless it is `repeatable` (then all() has every value).
   static StatusOr<Args> parse(int argc, char** argv, int first, const std::set<std::string>& valued,
-                              const std::set<std::string>& switches);
+                              const std::set<std::string>& switches,
+                              const std::set<std::string>& repeatable = {});
 
   const std::vector<std::string>& positionals() const { return positionals_; }
   bool has(const std::string& flag) const { return values_.count(flag) != 0; }
-  // The last value given (flags may repeat), or `fallback`.
+  // The value given (the last one of a repeatable flag), or `fallback`.
   std::string str(const std::string& flag, const std::string& fallback = "") const;
   // Every value given, in order.
   std::vector<std::string> all(const std::string& flag) const {

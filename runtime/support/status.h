@@ -8,11 +8,16 @@
 
 namespace dtc {
 
+// The exit codes dtrun and dtc keep (README, "When things go wrong"): 0 success, 1 internal error, 2 bad
+// input, 3 a rank stopped answering (collective timeout, a rank died), 4 non-finite values,
+// 128 + N stopped by signal N.
 enum class StatusCode {
   kOk = 0,
   kInternal = 1,      // a broken invariant or a failing system call
   kInvalidInput = 2,  // the user's files or flags are wrong
-  kStopped = 3,       // asked to stop (SIGTERM, SIGINT): exits 128 + the signal's number
+  kTimeout = 3,       // a collective waited past --collective-timeout, or a rank died
+  kNonFinite = 4,     // the loss, the gradients or the weights became inf or NaN
+  kStopped = 5,       // asked to stop (SIGTERM, SIGINT): exits 128 + the signal's number
 };
 
 class [[nodiscard]] Status {
@@ -24,6 +29,15 @@ class [[nodiscard]] Status {
   }
   static Status Internal(std::string message) {
     return Status(StatusCode::kInternal, std::move(message));
+  }
+  // A failure of `code` (not kStopped) known from elsewhere: another rank's.
+  static Status WithCode(StatusCode code, std::string message) {
+    return code == StatusCode::kOk || code == StatusCode::kStopped ? Status(StatusCode::kInternal, std::move(message))
+                                                                  : Status(code, std::move(message));
+  }
+  static Status Timeout(std::string message) { return Status(StatusCode::kTimeout, std::move(message)); }
+  static Status NonFinite(std::string message) {
+    return Status(StatusCode::kNonFinite, std::move(message));
   }
   // The run stopped early on a signal, its state saved as asked: not a failure of this
   // process, but not a finished run either (the shell's convention: exit 128 + signal).

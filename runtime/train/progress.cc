@@ -90,12 +90,14 @@ double Progress::samplesPerSecond(double seconds) const {
   return samplesPerStep_ / std::max(seconds, 1e-9);
 }
 
-std::string Progress::line(int64_t step, float loss, double lr, double gradNorm, double seconds) {
+std::string Progress::line(int64_t step, const StepNumbers& s, int64_t skippedInARow, double seconds) {
   elapsed_ += seconds;
-  char text[320];
+  char text[400];
   int n = std::snprintf(text, sizeof text, "step %5lld/%lld | loss %.6f | lr %.3e", (long long)step,
-                        (long long)total_, loss, lr);
-  if (!std::isnan(gradNorm)) n += std::snprintf(text + n, sizeof text - n, " | norm %.4f", gradNorm);
+                        (long long)total_, s.loss, s.lr);
+  if (s.hasGradNorm) n += std::snprintf(text + n, sizeof text - n, " | norm %.4f", s.gradNorm);
+  if (s.skipped)
+    n += std::snprintf(text + n, sizeof text - n, " | skipped (fp16 overflow, %lld in a row)", (long long)skippedInARow);
   const double rate = samplesPerSecond(seconds);
   if (tokensPerSample_ > 1)
     n += std::snprintf(text + n, sizeof text - n, " | %.0f tokens/s", rate * tokensPerSample_);

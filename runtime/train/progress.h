@@ -6,6 +6,7 @@
 #include <string>
 
 #include "exec/executor.h"
+#include "train/training_log.h"
 
 namespace dtc {
 
@@ -23,8 +24,9 @@ class Progress {
   // `tokensPerSample` > 1 reports tokens/s.
   Progress(int64_t totalSteps, int64_t firstStep, int64_t samplesPerStep, int64_t tokensPerSample,
            double flopsPerStep, double peakFlops);
-  // The line for `step`, which took `seconds`; `gradNorm` NaN when not computed.
-  std::string line(int64_t step, float loss, double lr, double gradNorm, double seconds);
+  // The line for `step`, which took `seconds`; `skippedInARow` counts fp16 steps skipped in a
+  // row up to this one.
+  std::string line(int64_t step, const StepNumbers& numbers, int64_t skippedInARow, double seconds);
   double samplesPerSecond(double seconds) const;
 
  private:

@@ -10,10 +10,13 @@
 #include "checkpoint/parameters_file.h"
 #include "checkpoint/reader.h"
 #include "checkpoint/writer.h"
+#include "comm/watchdog.h"
 #include "comm/world.h"
 #include "cpu/blas.h"
 #include "exec/executor.h"
+#include "io/crc32.h"
 #include "io/files.h"
+#include "io/mapped_file.h"
 #include "plan/communication.h"
 #include "support/fault_points.h"
 #include "support/stop_signals.h"
@@ -21,7 +24,9 @@
 #include "train/evaluate.h"
 #include "train/generate.h"
 #include "train/lr_schedule.h"
+#include "train/numerics.h"
 #include "train/progress.h"
+#include "train/run_agreement.h"
 #include "train/save_parameters.h"
 #include "train/trace.h"
 #include "train/training_log.h"
@@ -29,48 +34,11 @@
 namespace dtc {
 namespace {
 
-constexpr int kAgreeTag = comm::Communicator::kMaxTag - 1;
-
 // This process's index among the job's processes on its node (which GPU it takes), from the
 // launcher's environment (comm/world.h).
 int localRank() {
   StatusOr<comm::World> world = comm::detectWorld();
   return world.ok() ? world->localRank : 0;
-}
-
-// A failure every rank knows about ends the job in order: rank 0 reports it, nobody is left
-// waiting in a collective, no abort is needed.
-struct AgreedFailure {
-  bool agreed = false;
-};
-
-// Collective: every rank learns whether any rank failed; rank 0's result carries the message
-// of the lowest failing rank.
-Status agree(comm::Communicator& world, const Status& local, AgreedFailure& outcome) {
-  if (world.size() == 1) {
-    outcome.agreed = !local.ok();
-    return local;
-  }
-  float lowest = local.ok() ? -1e9f : -static_cast<float>(world.rank());
-  DTC_RETURN_IF_ERROR(world.allReduceMax(&lowest, 1));
-  if (lowest == -1e9f) return Status::Ok();
-  outcome.agreed = true;
-  const int failed = static_cast<int>(-lowest);
-  if (world.rank() == failed && failed == 0) return local;
-  if (world.rank() == failed) {
-    DTC_RETURN_IF_ERROR(comm::sendText(world, local.message(), 0, kAgreeTag));
-    return local;
-  }
-  if (world.rank() != 0) return Status::InvalidInput("rank " + std::to_string(failed) + " failed");
-  DTC_ASSIGN_OR_RETURN(std::string text, comm::recvText(world, failed, kAgreeTag));
-  return Status::InvalidInput("rank " + std::to_string(failed) + ": " + text);
-}
-
-// Whether any rank was asked to stop (the signal, or 0): every rank stops after the same step.
-StatusOr<int> stopRequested(comm::Communicator& world) {
-  float signal = static_cast<float>(stopSignalReceived());
-  if (world.size() > 1) DTC_RETURN_IF_ERROR(world.allReduceMax(&signal, 1));
-  return static_cast<int>(signal);
 }
 
 // The outputs rank 0 writes, and the checkpoint directory, checked before anything runs;
@@ -130,6 +98,7 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
              AgreedFailure& agreed) {
   comm::Communicator& world = mesh->world();
   const int rank = mesh->rank();
+  comm::setPhase("startup");
   std::string stepDir;
   checkpoint::CheckpointIndex index;
   auto checkArguments = [&]() -> Status {
@@ -264,6 +233,28 @@ StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const Trai
   return checkpoint::writeCheckpoint(*run.ex, mesh.world(), run.layout, request);
 }
 
+// Why the run stops at `step`, and what is kept.
+Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health, const TrainOptions& o,
+                  int64_t lastCheckpoint, float scale) {
+  char numbers[160];
+  std::snprintf(numbers, sizeof numbers, "loss %g, lr %.4g", n.loss, n.lr);
+  std::string what = numbers;
+  if (n.hasGradNorm) what += ", gradient norm " + std::to_string(n.gradNorm);
+  std::string kept = lastCheckpoint >= 0 && !o.checkpointDir.empty()
+                         ? "; the last checkpoint, " + checkpoint::stepDirectoryName(lastCheckpoint) + ", is intact"
+                         : std::string();
+  if (health.tooManySkips && !health.nonFinite) {
+    char text[96];
+    std::snprintf(text, sizeof text, " (loss scale now %g)", scale);
+    return Status::NonFinite("step " + std::to_string(step) + ": " + std::to_string(o.maxSkippedSteps) +
+                             " steps in a row skipped by the fp16 loss scale: the gradients overflow at every scale" +
+                             text + " (--max-skipped-steps; try bf16)" + kept);
+  }
+  return Status::NonFinite("step " + std::to_string(step) + ": the loss or the gradient norm is not finite (" + what +
+                           "): training stops, nothing of this step is saved" + kept +
+                           " (a learning rate too high, or inf/NaN in the data? --check-numerics names the first op)");
+}
+
 Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, AgreedFailure& agreed) {
   cpu::setBlasThreads(1);  // our pool parallelises the GEMMs (cpu/matmul.cc)
   const bool lead = mesh->rank() == 0;  // only rank 0 prints, logs and saves
@@ -272,6 +263,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   DTC_RETURN_IF_ERROR(start(plan, o, mesh, run, agreed));
   Executor& ex = *run.ex;
   ex.setTiming(!o.tracePath.empty());
+  ex.setCheckNumerics(o.checkNumerics);
   const plan::Plan& root = plan.root();
   // Memory is rank 0's (a pipeline's stages differ).
   const std::string pipeline = root.schedule() && root.schedule()->size()
@@ -300,6 +292,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   int64_t lastCheckpoint = o.resumePath.empty() ? -1 : run.done;
   auto checkpointAt = [&](int64_t step) -> Status {
     if (o.checkpointDir.empty() || step == lastCheckpoint) return Status::Ok();
+    comm::setPhase("checkpoint at step " + std::to_string(step));
+    DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "checkpoint step-" + std::to_string(step), agreed));
     StatusOr<checkpoint::WrittenCheckpoint> written = saveCheckpoint(run, o, *mesh, step);
     // Every rank has the writer's verdict: a failure ends the job in order.
     agreed.agreed = !written.ok();
@@ -320,6 +314,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   auto evaluateAt = [&](int64_t step, bool periodic) -> Status {
     if (!run.eval || step == lastEvaluated) return Status::Ok();
     std::string prefix = periodic ? "step " + std::to_string(step) + ": eval" : std::string("eval");
+    comm::setPhase("evaluation after step " + std::to_string(step));
     DTC_ASSIGN_OR_RETURN(Evaluation e, evaluate(ex, *run.eval, lead, o.evalBatches, prefix));
     lastEvaluated = step;
     if (log) DTC_RETURN_IF_ERROR(log->evaluation(step, e.loss));
@@ -330,23 +325,51 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
     const StepScalars scalars = stepScalars(plan, f);
     DTC_ASSIGN_OR_RETURN(Progress progress, progressFor(ex, *mesh, o, run));
+    // fp16: a step whose update the loss scale skipped lowers the scale.
+    const bool lossScaled = plan.stateTensor("loss_scale", ex.stage()) != nullptr;
+    float scale = 0;
+    if (lossScaled) {
+      DTC_ASSIGN_OR_RETURN(scale, ex.readScalarState("loss_scale"));
+    }
+    int64_t skippedInARow = 0;
     for (int64_t step = run.done + 1; step <= o.steps; ++step) {
+      comm::setPhase("step " + std::to_string(step));
       auto begin = std::chrono::steady_clock::now();
+      DTC_RETURN_IF_ERROR(io::checkMappedFiles());  // the data files are what they were at step 1
       run.train->fillTraining(step - 1);
-      const double lr = scalars.lr != UINT32_MAX ? learningRate(scalars.schedule, step - 1) : 0.0;
-      if (scalars.lr != UINT32_MAX) *ex.view("train_step", scalars.lr).f32() = static_cast<float>(lr);
-      DTC_RETURN_IF_ERROR(ex.run("train_step"));
+      StepNumbers numbers;
+      numbers.lr = scalars.lr != UINT32_MAX ? learningRate(scalars.schedule, step - 1) : 0.0;
+      if (scalars.lr != UINT32_MAX) *ex.view("train_step", scalars.lr).f32() = static_cast<float>(numbers.lr);
+      if (Status ran = ex.run("train_step"); !ran.ok())
+        return ran.code() == StatusCode::kNonFinite ? ran.withContext("step " + std::to_string(step)) : ran;
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-      float loss = lossIndex != UINT32_MAX ? *ex.view("train_step", lossIndex).f32() : 0.0f;
-      const double norm = scalars.gradNorm != UINT32_MAX ? *ex.view("train_step", scalars.gradNorm).f32() : NAN;
+      const bool holdsLoss = lossIndex != UINT32_MAX;
+      numbers.loss = holdsLoss ? *ex.view("train_step", lossIndex).f32() : 0.0f;
+      numbers.hasGradNorm = scalars.gradNorm != UINT32_MAX;
+      if (numbers.hasGradNorm) numbers.gradNorm = *ex.view("train_step", scalars.gradNorm).f32();
+      if (lossScaled) {
+        DTC_ASSIGN_OR_RETURN(float next, ex.readScalarState("loss_scale"));
+        numbers.skipped = next < scale;
+        scale = next;
+      }
+      skippedInARow = numbers.skipped ? skippedInARow + 1 : 0;
       if (lead) {
-        std::printf("%s\n", progress.line(step, loss, lr, norm, seconds).c_str());
+        std::printf("%s\n", progress.line(step, numbers, skippedInARow, seconds).c_str());
         std::fflush(stdout);
       }
-      if (log) DTC_RETURN_IF_ERROR(log->step(step, loss, lr, norm, progress.samplesPerSecond(seconds)));
-      if (o.evalEvery > 0 && step % o.evalEvery == 0) DTC_RETURN_IF_ERROR(evaluateAt(step, true));
+      if (log) DTC_RETURN_IF_ERROR(log->step(step, numbers, progress.samplesPerSecond(seconds)));
       faultPoint("after-step", mesh->rank());
-      DTC_ASSIGN_OR_RETURN(int signal, stopRequested(mesh->world()));
+      // A skipped step's overflow is the loss scale's business; any other inf or NaN ends the run.
+      const bool nonFinite = !numbers.skipped && ((holdsLoss && !std::isfinite(numbers.loss)) ||
+                                                  (numbers.hasGradNorm && !std::isfinite(numbers.gradNorm)));
+      DTC_ASSIGN_OR_RETURN(StepHealth health,
+                           agreeOnStep(mesh->world(), nonFinite, skippedInARow >= o.maxSkippedSteps));
+      if (health.nonFinite || health.tooManySkips) {
+        agreed.agreed = true;  // every rank stops here
+        return divergence(step, numbers, health, o, lastCheckpoint, scale);
+      }
+      const int signal = health.signal;
+      if (o.evalEvery > 0 && step % o.evalEvery == 0) DTC_RETURN_IF_ERROR(evaluateAt(step, true));
       if ((o.checkpointEvery > 0 && step % o.checkpointEvery == 0) || step == o.steps || signal)
         DTC_RETURN_IF_ERROR(checkpointAt(step));
       if (signal) {
@@ -362,6 +385,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   } else if (lead && o.steps > 0) {
     std::printf("nothing to train: the run is at step %lld of %lld\n", (long long)run.done, (long long)o.steps);
   }
+  comm::setPhase("after the last step");
   // A run that trained nothing still leaves the state it holds (the initial one: step-0).
   DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.steps)));
   DTC_RETURN_IF_ERROR(evaluateAt(std::max(run.done, o.steps), false));
@@ -372,7 +396,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   }
   if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.tracePath));
   if (!o.saveDir.empty()) {
-    DTC_RETURN_IF_ERROR(ex.pullState());
+    comm::setPhase("saving the parameters");
+    DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.saveDir, agreed));
     DTC_RETURN_IF_ERROR(saveParameters(ex, o.saveDir, lead));
   }
   return Status::Ok();
@@ -387,6 +412,39 @@ StatusOr<std::unique_ptr<comm::DeviceMesh>> meshFor(const Plan& plan, std::uniqu
 }
 
 }  // namespace
+
+std::vector<RunField> runFields(const Plan& plan, const TrainOptions& o) {
+  const std::string mesh = meshText(plan);
+  char planText[96];
+  std::snprintf(planText, sizeof planText, "%llu bytes, crc32 %08x",
+                static_cast<unsigned long long>(plan.bytes().size()),
+                io::crc32(0, plan.bytes().data(), plan.bytes().size()));
+  auto content = [](const std::string& path) { return path.empty() ? std::string() : contentFingerprint(path); };
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return std::string(text);
+  };
+  // The outputs only rank 0 writes (--log, --save, --trace) may differ.
+  return {{"the plan", "batch " + std::to_string(plan.root().batch_size()) + (mesh.empty() ? "" : ", mesh " + mesh) +
+                           ", " + planText},
+          {"--steps", std::to_string(o.steps)},
+          {"--seed", o.seedGiven ? std::to_string(o.seed) : std::string("(not given)")},
+          {"--data", content(o.dataDir)},
+          {"--eval", content(o.evalDir)},
+          {"--eval-every", std::to_string(o.evalEvery)},
+          {"--eval-batches", std::to_string(o.evalBatches)},
+          {"--device", o.device},
+          {"--checkpoint", o.checkpointDir},
+          {"--checkpoint-every", std::to_string(o.checkpointEvery)},
+          {"--keep", std::to_string(o.keep)},
+          {"--resume", o.resumePath},
+          {"--init", content(o.initPath)},
+          {"--sample", std::to_string(o.sampleTokens)},
+          {"--max-skipped-steps", std::to_string(o.maxSkippedSteps)},
+          {"--check-numerics", o.checkNumerics ? "on" : "off"},
+          {"--collective-timeout", number(o.collectiveTimeout)}};
+}
 
 Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher) {
   const std::string text = meshText(plan);
@@ -430,6 +488,7 @@ Status train(const Plan& plan, const TrainOptions& options, std::unique_ptr<comm
   // the job.
   reportFailure(mesh->rank() == 0 ? status : status.withContext("rank " + std::to_string(mesh->rank())));
   mesh->world().abortJob(status.exitCode());
+  return status;  // not reached
 }
 
 }  // namespace dtc

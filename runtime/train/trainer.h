@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "plan/plan.h"
+#include "train/run_agreement.h"
 
 namespace dtc {
 
@@ -35,7 +37,18 @@ struct TrainOptions {
   int keep = 0;
   std::string resumePath;  // a step-<N> directory, or a checkpoint directory (its latest)
   std::string initPath;    // parameters under PyTorch names (safetensors)
+  // Numerics: a non-finite loss or gradient norm ends the run (exit 4); fp16 runs may skip
+  // this many steps in a row before that is an error too; checkNumerics names the first op
+  // whose output is not finite (slow: every output is scanned).
+  int64_t maxSkippedSteps = kDefaultMaxSkippedSteps;
+  bool checkNumerics = false;
+  double collectiveTimeout = 0;  // seconds; 0: comm/watchdog.h's default
+  static constexpr int64_t kDefaultMaxSkippedSteps = 20;
 };
+
+// What every rank of a job must have alike (train/run_agreement.h): the plan, and every flag
+// that shapes the run.
+std::vector<RunField> runFields(const Plan& plan, const TrainOptions& options);
 
 // The job must have one process per device of the plan's mesh (one for a plan without a mesh).
 Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher);

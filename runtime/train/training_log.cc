@@ -38,20 +38,30 @@ Status TrainingLog::write(const std::string& line) {
   return Status::Ok();
 }
 
-Status TrainingLog::step(int64_t step, float loss, double lr, double gradNorm, double samplesPerSecond) {
-  char line[256];
+namespace {
+
+// A JSON number, or null for inf and NaN (which JSON cannot hold).
+std::string number(double v, const char* format) {
+  if (!std::isfinite(v)) return "null";
+  char text[48];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
+
+}  // namespace
+
+Status TrainingLog::step(int64_t step, const StepNumbers& s, double samplesPerSecond) {
   // The learning rate to the last bit: it is computed here, as PyTorch's schedulers compute it.
-  int n = std::snprintf(line, sizeof line, "{\"step\":%lld,\"loss\":%.9g,\"lr\":%.17g",
-                        static_cast<long long>(step), loss, lr);
-  if (!std::isnan(gradNorm)) n += std::snprintf(line + n, sizeof line - n, ",\"grad_norm\":%.9g", gradNorm);
-  std::snprintf(line + n, sizeof line - n, ",\"samples_per_s\":%.6g}\n", samplesPerSecond);
+  std::string line = "{\"step\":" + std::to_string(step) + ",\"loss\":" + number(s.loss, "%.9g") +
+                     ",\"lr\":" + number(s.lr, "%.17g");
+  if (s.hasGradNorm) line += ",\"grad_norm\":" + number(s.gradNorm, "%.9g");
+  if (s.skipped) line += ",\"skipped\":true";
+  line += ",\"samples_per_s\":" + number(samplesPerSecond, "%.6g") + "}\n";
   return write(line);
 }
 
 Status TrainingLog::evaluation(int64_t step, double valLoss) {
-  char line[128];
-  std::snprintf(line, sizeof line, "{\"step\":%lld,\"val_loss\":%.9g}\n", static_cast<long long>(step), valLoss);
-  return write(line);
+  return write("{\"step\":" + std::to_string(step) + ",\"val_loss\":" + number(valLoss, "%.9g") + "}\n");
 }
 
 }  // namespace dtc

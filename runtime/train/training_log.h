@@ -12,13 +12,23 @@
 
 namespace dtc {
 
+// What a training step reports.
+struct StepNumbers {
+  float loss = 0;
+  double lr = 0;
+  bool hasGradNorm = false;  // the plan computes the gradient norm
+  double gradNorm = 0;
+  bool skipped = false;      // fp16: the loss scale skipped this step's update (overflow)
+};
+
 class TrainingLog {
  public:
   // Opens `path` for a run whose first step is `firstStep` (1 for a fresh run, which starts the
   // file anew).
   static StatusOr<std::unique_ptr<TrainingLog>> open(const std::string& path, int64_t firstStep);
-  // One training step: its loss, learning rate, gradient norm (NaN: not computed) and rate.
-  Status step(int64_t step, float loss, double lr, double gradNorm, double samplesPerSecond);
+  // One training step and its rate. Non-finite numbers are written as null (the file stays
+  // JSON); a skipped step has "skipped": true.
+  Status step(int64_t step, const StepNumbers& numbers, double samplesPerSecond);
   // A periodic evaluation after `step`.
   Status evaluation(int64_t step, double valLoss);
 

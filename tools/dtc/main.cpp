@@ -11,40 +11,64 @@
 
 #include "driver/Compile.h"
 #include "flatbuffers/ModelFile.h"
+#include "flatbuffers/model_version.h"
 #include "plan/plan.h"
+#include "plan/plan_format.h"
 #include "plan/summary.h"
 #include "support/args.h"
 #include "zoo/ModelBuilder.h"
 
 namespace {
 
-constexpr const char kUsage[] =
-    "usage:\n"
-    "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"
-    "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S] -o M.dtm\n"
-    "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"
-    "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"
-    "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"
-    "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"
-    "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"
-    "              [--clip-grad-norm F] [--log-grad-norm]\n"
-    "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"
-    "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"
-    "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"
-    "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
-    "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"
-    "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"
-    "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"
-    "              [--dump-ir DIR]\n"
-    "  dtc inspect PLAN.dtp [--json]\n"
-    "\n"
-    "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"
-    "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n"
-    "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"
-    "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n"
-    "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n"
-    "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"
-    "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n";
+// Each subcommand's usage, with its defaults; `dtc SUBCOMMAND --help` prints one, `dtc --help`
+// all of them.
+#define DTC_ZOO_USAGE                                                                           \
+  "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"        \
+  "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S] -o M.dtm\n" \
+  "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"                                    \
+  "      writes a built-in model in the FlatBuffers model format (docs/model-format.md):\n"      \
+  "      mlp --input 784 --hidden 256,128 --classes 10; gpt --vocab 256 --ctx 64 --layers 2\n"   \
+  "      --heads 4 --embd 64; convnet --classes 10 (28x28 images); --seed 0\n"                 \
+
+#define DTC_COMPILE_USAGE                                                                    \
+  "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"         \
+  "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"     \
+  "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"              \
+  "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                      \
+  "              [--clip-grad-norm F] [--log-grad-norm]\n"                                   \
+  "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"             \
+  "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"           \
+  "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                      \
+  "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                \
+  "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                   \
+  "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"      \
+  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"      \
+  "              [--dump-ir DIR]\n"                                                          \
+  "\n"                                                                                       \
+  "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"  \
+  "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n" \
+  "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"  \
+  "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n" \
+  "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n" \
+  "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"  \
+  "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"    \
+  "Partitioning: --zero 0, --bucket-mb 25, --accumulate 1, --microbatches 1, --schedule\n"   \
+  "1f1b, --virtual-stages 1; --precision fp32 (fp16: --loss-scale 65536, GradScaler's).\n"
+#define DTC_INSPECT_USAGE                                                                   \
+  "  dtc inspect PLAN.dtp [--json]\n"                                                       \
+  "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
+  "      tensors; --json for programs\n"
+
+constexpr const char kUsage[] = "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE "\n" DTC_INSPECT_USAGE
+                                "  dtc --version\n";
+
+// `dtc SUBCOMMAND ... --help`: that subcommand's usage.
+const char* subcommandUsage(const std::string& command) {
+  if (command == "zoo") return "usage:\n" DTC_ZOO_USAGE;
+  if (command == "compile") return "usage:\n" DTC_COMPILE_USAGE;
+  if (command == "inspect") return "usage:\n" DTC_INSPECT_USAGE;
+  return nullptr;
+}
 
 int fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "dtc: error: %s\n", message.c_str());
@@ -174,7 +198,8 @@ int runCompile(int argc, char** argv) {
                                 "no-decay", "lr-schedule", "warmup-steps", "decay-steps", "min-lr",
                                 "clip-grad-norm"},
                                {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel", "fused-attention",
-                                "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"});
+                                "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"},
+                               {"no-decay", "shard"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
   if (!args->has("output")) return fail("dtc compile: missing -o PLAN.dtp");
@@ -335,7 +360,16 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("dtc %s (model format %u, plan format %u)\n", DTC_VERSION, dtc::kModelVersion, dtc::kPlanVersion);
+    return 0;
+  }
   std::string command = argv[1];
+  for (int i = 2; i < argc; ++i)
+    if (const char* usage = subcommandUsage(command); usage && (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
   if (command == "zoo") return runZoo(argc, argv);
   if (command == "compile") return runCompile(argc, argv);
   if (command == "inspect") return runInspect(argc, argv);

@@ -2,10 +2,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "comm/watchdog.h"
 #include "comm/world.h"
 #include "cpu/blas.h"
 #include "train/trainer.h"
 #include "plan/plan.h"
+#include "plan/plan_format.h"
 #include "support/args.h"
 
 namespace {
@@ -20,24 +22,25 @@ constexpr const char kUsage[] =
     "             [--init FILE.safetensors]     start from these parameters (PyTorch names)\n"
     "             [--sample N [--prompt TEXT] [--temperature T] [--top-k K]]\n"
     "                 text from a byte-level language model, drawn as nanoGPT's sample.py does\n"
-    "                 (temperature 0.8, top-k 200, seed --seed or 1337; --temperature 0: greedy)\n";
+    "                 (temperature 0.8, top-k 200, seed --seed or 1337; --temperature 0: greedy)\n"
+    "             [--collective-timeout SECONDS]  a wait for other ranks longer than this ends the\n"
+    "                 job with a report naming the ranks that did not arrive (default 600)\n"
+    "             [--max-skipped-steps N]  fp16 steps skipped in a row before that is an error (20)\n"
+    "             [--check-numerics]  name the first op whose output is inf or NaN (slow)\n"
+    "       dtrun --version\n"
+    "exit codes: 0 done, 1 internal error, 2 bad input, 3 a rank stopped answering (timeout, a\n"
+    "rank died), 4 non-finite loss, gradients or weights, 128+N stopped by signal N\n";
 
 int fail(const dtc::Status& status) { return dtc::reportFailure(status); }
 
-// A failure before training starts, the same on every process of the job (a bad flag, plan or
-// job size): rank 0 says why, and the others wait until it has, since a launcher tears the job
-// down as soon as one process fails (rank 0 would be killed before it printed).
-int failEverywhere(const dtc::Status& status) {
-  auto world = dtc::comm::detectWorld();
-  if (!world.ok() || world->size == 1) return fail(status);
-  auto mpi = dtc::comm::createMpiWorld();
-  if (world->rank == 0) fail(status);
-  std::fflush(stderr);
-  if (mpi.ok()) {
-    float done = 0;
-    (void)(*mpi)->allReduceSum(&done, 1);
-  }
-  return status.exitCode();
+// Where this rank's flight recorder goes: beside the log ("run/log.jsonl" ->
+// "run/log.flight-rank1.json"), or nowhere without one.
+std::string flightRecorderPath(const std::string& log, int rank) {
+  if (log.empty()) return "";
+  const size_t slash = log.find_last_of('/');
+  const size_t dot = log.find_last_of('.');
+  const std::string stem = dot != std::string::npos && (slash == std::string::npos || dot > slash) ? log.substr(0, dot) : log;
+  return stem + ".flight-rank" + std::to_string(rank) + ".json";
 }
 
 // The options and the plan from the command line.
@@ -45,7 +48,9 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, 
   auto args = dtc::Args::parse(argc, argv, 1,
                                {"data", "steps", "seed", "log", "save", "eval", "threads", "sample", "prompt",
                                 "trace", "device", "checkpoint", "checkpoint-every", "keep", "resume",
-                                "init", "eval-every", "eval-batches", "temperature", "top-k"}, {});
+                                "init", "eval-every", "eval-batches", "temperature", "top-k", "collective-timeout",
+                                "max-skipped-steps"},
+                               {"check-numerics"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
     return dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage));
@@ -95,6 +100,15 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, 
   if (*topK < 0) return dtc::Status::InvalidInput("--top-k must be >= 0");
   if ((args->has("temperature") || args->has("top-k") || args->has("prompt")) && *sample <= 0)
     return dtc::Status::InvalidInput("--prompt, --temperature and --top-k need --sample N");
+  auto timeout = args->number("collective-timeout", dtc::comm::kDefaultCollectiveTimeoutSeconds);
+  auto maxSkipped = args->integer("max-skipped-steps", options.maxSkippedSteps);
+  if (!timeout.ok()) return timeout.status();
+  if (!maxSkipped.ok()) return maxSkipped.status();
+  if (!(*timeout > 0 && *timeout <= 1e7)) return dtc::Status::InvalidInput("--collective-timeout must be in (0, 1e7] seconds");
+  if (*maxSkipped < 1) return dtc::Status::InvalidInput("--max-skipped-steps must be >= 1");
+  options.collectiveTimeout = *timeout;
+  options.maxSkippedSteps = *maxSkipped;
+  options.checkNumerics = args->has("check-numerics");
   options.temperature = *temperature;
   options.topK = *topK;
   if (args->has("seed")) options.sampleSeed = static_cast<uint64_t>(*seed);
@@ -109,36 +123,57 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  dtc::TrainOptions options;
-  std::string planPath;
-  if (dtc::Status parsed = parseCommandLine(argc, argv, options, planPath); !parsed.ok())
-    return failEverywhere(parsed);
-  auto plan = dtc::Plan::load(planPath);
-  if (!plan.ok()) return failEverywhere(plan.status());
-  // The plan says where it was compiled to run; --device overrides it.
-  if (options.device.empty()) {
-    const flatbuffers::String* compiledFor = plan->root().device();
-    options.device = compiledFor && compiledFor->size() ? compiledFor->str() : "cpu";
+  if (argc >= 2 && !std::strcmp(argv[1], "--version")) {
+    std::printf("dtrun %s (plan format %u)\n", DTC_VERSION, dtc::kPlanVersion);
+    return 0;
   }
   auto world = dtc::comm::detectWorld();
   if (!world.ok()) return fail(world.status());
-  if (dtc::Status fits = dtc::checkWorldSize(*plan, world->size, world->source); !fits.ok())
-    return failEverywhere(fits);
-  std::unique_ptr<dtc::comm::Communicator> comm;
-  if (world->size > 1) {
-    auto mpi = dtc::comm::createMpiWorld();
-    if (!mpi.ok()) return fail(mpi.status());
-    comm = std::move(mpi).value();
-    if (comm->size() != world->size)
-      return fail(dtc::Status::InvalidInput(
-          world->source + " started " + std::to_string(world->size) + " processes, but MPI sees " +
-          std::to_string(comm->size()) + ": the CPU backend communicates through MPI (launch "
-          "with mpirun or srun)"));
+  // Whether this rank can run: its flags, its plan, the job's size. Every rank learns whether
+  // all can, and whether all run the same thing, before anything else is collective.
+  dtc::TrainOptions options;
+  std::string planPath;
+  dtc::Status ready = parseCommandLine(argc, argv, options, planPath);
+  dtc::StatusOr<dtc::Plan> plan = ready.ok() ? dtc::Plan::load(planPath) : dtc::StatusOr<dtc::Plan>(ready);
+  if (plan.ok()) {
+    // The plan says where it was compiled to run; --device overrides it.
+    if (options.device.empty()) {
+      const flatbuffers::String* compiledFor = plan->root().device();
+      options.device = compiledFor && compiledFor->size() ? compiledFor->str() : "cpu";
+    }
+    ready = dtc::checkWorldSize(*plan, world->size, world->source);
   } else {
-    comm = dtc::comm::createSingleProcess();
+    ready = plan.status();
+  }
+  dtc::comm::configureWatchdog({options.collectiveTimeout > 0 ? options.collectiveTimeout
+                                                              : dtc::comm::kDefaultCollectiveTimeoutSeconds,
+                                flightRecorderPath(options.logPath, world->rank)});
+  if (world->size == 1) {
+    if (!ready.ok()) return fail(ready);
+    dtc::Status status = dtc::train(*plan, options, dtc::comm::createSingleProcess());
+    return status.ok() ? 0 : fail(status);
+  }
+  auto mpi = dtc::comm::createMpiWorld();
+  if (!mpi.ok()) return fail(mpi.status());
+  std::unique_ptr<dtc::comm::Communicator> comm = std::move(mpi).value();
+  // Without MPI among them, every process fails alone; a failure that is the same on every
+  // process (its flags, the job's size) is said once, by rank 0.
+  if (comm->size() != world->size && !ready.ok()) return world->rank == 0 ? fail(ready) : ready.exitCode();
+  if (comm->size() != world->size)
+    return fail(dtc::Status::InvalidInput(
+        world->source + " started " + std::to_string(world->size) + " processes, but MPI sees " +
+        std::to_string(comm->size()) + ": the CPU backend communicates through MPI (launch "
+        "with mpirun or srun)"));
+  const std::vector<dtc::RunField> fields = ready.ok() ? dtc::runFields(*plan, options) : std::vector<dtc::RunField>();
+  if (dtc::Status agreed = dtc::agreeToStart(*comm, ready, fields); !agreed.ok()) {
+    // Rank 0 says why; the others wait until it has, since a launcher tears the job down as
+    // soon as one process fails (rank 0 would be killed before it printed).
+    if (comm->rank() == 0) fail(agreed);
+    float done = 0;
+    (void)comm->allReduceSum(&done, 1);
+    return agreed.exitCode();
   }
   dtc::Status status = dtc::train(*plan, options, std::move(comm));
   // On several processes train() has reported the failure (or ended the job).
-  if (!status.ok()) return world->size > 1 ? status.exitCode() : fail(status);
-  return 0;
+  return status.ok() ? 0 : status.exitCode();
 }

@@ -1,0 +1,300 @@
+#include "comm/mpi_watch.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "comm/watchdog.h"
+#include "support/stop_signals.h"
+
+namespace dtc::comm {
+namespace {
+
+constexpr int kAskTag = 1, kAnswerTag = 2;
+constexpr double kSpinSeconds = 2e-4;        // most waits end within this: poll without sleeping
+constexpr int kMaxSleepMicroseconds = 1000;  // the back-off's ceiling (latency a wait may add)
+constexpr int kWatchPeriodMicroseconds = 20000;
+constexpr double kLivenessPeriod = 0.5;      // how often the thread looks at awaited peers
+constexpr double kCensusSeconds = 3;         // how long a timed-out rank waits for answers
+constexpr double kDeferSeconds = 10;         // a rank that lets a lower one report waits this long
+constexpr int kTimeoutExit = 3;              // StatusCode::kTimeout's exit code
+
+struct Peer {
+  int pid = 0;
+  char host[64] = {};
+};
+
+struct Watch {
+  MPI_Comm census = MPI_COMM_NULL;
+  bool threaded = false;
+  int rank = 0, size = 1;
+  std::vector<Peer> peers;
+  std::thread thread;
+  std::atomic<bool> stop{false};
+  std::mutex mutex;  // guards the wait below, which the rank's thread sets and the watchdog reads
+  bool waiting = false;
+  WaitFor on;
+  double since = 0;
+  std::deque<std::string> answers;  // buffers of answers in flight (kept: MPI reads them)
+  std::vector<MPI_Request> answerRequests;
+};
+
+Watch* watch = nullptr;
+
+void pause(int microseconds) { usleep(static_cast<useconds_t>(microseconds)); }
+
+// What /proc says about a process of this host: 'R', 'S', 'D', 'T', 'Z'...; 0 if it is gone.
+char processState(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() ? 0 : text[close + 2];
+}
+
+bool onThisHost(int rank) { return !std::strcmp(watch->peers[rank].host, watch->peers[watch->rank].host); }
+
+std::string whoIs(int rank) {
+  const Peer& p = watch->peers[rank];
+  return "rank " + std::to_string(rank) + " (pid " + std::to_string(p.pid) + " on " + p.host + ")";
+}
+
+bool isDead(int rank) {
+  if (!onThisHost(rank)) return false;
+  const char s = processState(watch->peers[rank].pid);
+  return s == 0 || s == 'Z' || s == 'X';
+}
+
+// Why a rank did not answer.
+std::string silence(int rank) {
+  if (!onThisHost(rank)) return "did not answer";
+  switch (processState(watch->peers[rank].pid)) {
+    case 0: case 'Z': case 'X': return "has died";
+    case 'T': return "is stopped (SIGSTOP)";
+    case 't': return "is stopped by a debugger";
+    default: return "did not answer";
+  }
+}
+
+[[noreturn]] void endJob(const std::string& message) {
+  std::fprintf(stderr, "dtrun: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  if (watch->threaded) MPI_Abort(MPI_COMM_WORLD, kTimeoutExit);
+  std::_Exit(kTimeoutExit);  // without MPI from this thread: the launcher ends the others
+}
+
+std::string recorded(const std::string& reason) {
+  const std::string path = writeFlightRecorder(watch->rank, reason);
+  return path.empty() ? "" : " (flight recorder: " + path + ")";
+}
+
+// What this rank does, for another's report: the call it waits in (first line, the same text
+// on every rank of that call), then a description.
+std::string whatIDo() {
+  std::lock_guard<std::mutex> lock(watch->mutex);
+  const CollectiveRecord current = currentCollective();
+  if (watch->waiting) return watch->on.call + "\n" + (current.sequence ? describe(current) : watch->on.call);
+  const std::string doing = activity();
+  return "\ncomputing" + (doing.empty() ? std::string() : " in " + doing);
+}
+
+void answerQuestions() {
+  int asked = 0;
+  MPI_Status status;
+  while (MPI_Iprobe(MPI_ANY_SOURCE, kAskTag, watch->census, &asked, &status) == MPI_SUCCESS && asked) {
+    char byte = 0;
+    MPI_Recv(&byte, 1, MPI_CHAR, status.MPI_SOURCE, kAskTag, watch->census, MPI_STATUS_IGNORE);
+    (void)recorded("asked by rank " + std::to_string(status.MPI_SOURCE) + ", whose wait timed out");
+    watch->answers.push_back(whatIDo());
+    const std::string& text = watch->answers.back();
+    MPI_Request request;
+    MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, status.MPI_SOURCE, kAnswerTag,
+              watch->census, &request);
+    watch->answerRequests.push_back(request);
+  }
+}
+
+// Every other rank's answer, or none after kCensusSeconds.
+std::map<int, std::string> askEveryone() {
+  static const char kQuestion = '?';
+  std::vector<MPI_Request> asks;
+  for (int r = 0; r < watch->size; ++r) {
+    if (r == watch->rank) continue;
+    asks.emplace_back();
+    MPI_Isend(&kQuestion, 1, MPI_CHAR, r, kAskTag, watch->census, &asks.back());
+  }
+  std::map<int, std::string> answers;
+  const double deadline = watchdogClock() + kCensusSeconds;
+  while (static_cast<int>(answers.size()) < watch->size - 1 && watchdogClock() < deadline) {
+    answerQuestions();
+    int arrived = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kAnswerTag, watch->census, &arrived, &status) != MPI_SUCCESS || !arrived) {
+      pause(1000);
+      continue;
+    }
+    int length = 0;
+    MPI_Get_count(&status, MPI_CHAR, &length);
+    std::string text(static_cast<size_t>(std::max(length, 0)), '\0');
+    MPI_Recv(text.data(), length, MPI_CHAR, status.MPI_SOURCE, kAnswerTag, watch->census, MPI_STATUS_IGNORE);
+    answers[status.MPI_SOURCE] = text;
+  }
+  return answers;
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out = ranks.size() > 1 ? "ranks " : "rank ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+std::string described(const WaitFor& on) {
+  const CollectiveRecord current = currentCollective();
+  return current.sequence ? describe(current) : on.call;
+}
+
+[[noreturn]] void timedOut(const WaitFor& on, double waited) {
+  const std::string what = described(on);
+  std::map<int, std::string> answers;
+  if (watch->threaded) answers = askEveryone();
+  std::vector<int> arrived{watch->rank}, missing;
+  std::string others;
+  bool lowerReports = false;
+  for (int r : on.ranks) {
+    if (r == watch->rank) continue;
+    auto it = answers.find(r);
+    if (it == answers.end()) {
+      missing.push_back(r);
+      others += "; " + whoIs(r) + " " + silence(r);
+      continue;
+    }
+    const size_t newline = it->second.find('\n');
+    if (it->second.compare(0, newline, on.call) == 0) {
+      arrived.push_back(r);
+      lowerReports = lowerReports || r < watch->rank;
+    } else {
+      missing.push_back(r);
+      const std::string doing = it->second.substr(newline + 1);
+      others += "; rank " + std::to_string(r) + (doing.rfind("computing", 0) == 0 ? " is " : " waits in ") + doing;
+    }
+  }
+  std::sort(arrived.begin(), arrived.end());
+  const std::string flight = recorded("collective timeout in " + what);
+  if (lowerReports) {
+    // A lower rank waits in the same call and reports it; the job ends when it does.
+    const double until = watchdogClock() + kDeferSeconds;
+    while (watchdogClock() < until) {
+      answerQuestions();
+      pause(10000);
+    }
+  }
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", waited);
+  endJob("rank " + std::to_string(watch->rank) + " waited " + seconds + " s (--collective-timeout) in " +
+         what + ": arrived: " + rankList(arrived) + "; not arrived: " + rankList(missing) + others + flight);
+}
+
+[[noreturn]] void rankDied(int rank, const WaitFor& on) {
+  endJob(whoIs(rank) + " died while rank " + std::to_string(watch->rank) + " waited for it in " + described(on) +
+         recorded("rank " + std::to_string(rank) + " died"));
+}
+
+void watchWaits() {
+  double nextLook = 0;
+  int signal = 0;
+  while (!watch->stop.load()) {
+    pause(kWatchPeriodMicroseconds);
+    if (watch->threaded) answerQuestions();
+    WaitFor on;
+    double since = 0;
+    {
+      std::lock_guard<std::mutex> lock(watch->mutex);
+      if (!watch->waiting) continue;
+      on = watch->on;
+      since = watch->since;
+    }
+    const double now = watchdogClock();
+    // A signal while waiting may be the launcher ending the job because a rank died: look now.
+    if (now >= nextLook || stopSignalReceived() != signal) {
+      signal = stopSignalReceived();
+      nextLook = now + kLivenessPeriod;
+      for (int r : on.ranks)
+        if (r != watch->rank && isDead(r)) rankDied(r, on);
+    }
+    if (now - since > watchdogSettings().timeoutSeconds) timedOut(on, now - since);
+  }
+}
+
+}  // namespace
+
+Status startMpiWatch(bool threadMultiple) {
+  if (watch) return Status::Ok();
+  auto* w = new Watch;  // never destroyed: reports may come while the process exits
+  w->threaded = threadMultiple;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w->size);
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &w->census) != MPI_SUCCESS)
+    return Status::Internal("MPI_Comm_dup failed (the watchdog's communicator)");
+  MPI_Comm_set_errhandler(w->census, MPI_ERRORS_RETURN);
+  Peer me;
+  me.pid = static_cast<int>(getpid());
+  gethostname(me.host, sizeof me.host - 1);
+  w->peers.resize(static_cast<size_t>(w->size));
+  if (MPI_Allgather(&me, sizeof me, MPI_BYTE, w->peers.data(), sizeof me, MPI_BYTE, w->census) != MPI_SUCCESS)
+    return Status::Internal("MPI_Allgather failed (the ranks' hosts and processes)");
+  watch = w;
+  w->thread = std::thread(watchWaits);
+  return Status::Ok();
+}
+
+void stopMpiWatch() {
+  if (!watch || !watch->thread.joinable()) return;
+  watch->stop = true;
+  watch->thread.join();
+  for (MPI_Request& r : watch->answerRequests) MPI_Cancel(&r);
+  MPI_Comm_free(&watch->census);
+}
+
+Waiting::Waiting(const WaitFor& on) {
+  if (!watch) return;
+  std::lock_guard<std::mutex> lock(watch->mutex);
+  watch->waiting = true;
+  watch->on = on;
+  watch->since = watchdogClock();
+}
+
+Waiting::~Waiting() {
+  if (!watch) return;
+  std::lock_guard<std::mutex> lock(watch->mutex);
+  watch->waiting = false;
+}
+
+Status waitAll(MPI_Request* requests, int count, const std::string& what, MPI_Status* statuses) {
+  MPI_Status* into = statuses ? statuses : MPI_STATUSES_IGNORE;
+  const double begin = watchdogClock();
+  int sleep = 0;
+  for (;;) {
+    int done = 0;
+    const int code = MPI_Testall(count, requests, &done, into);
+    if (code != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING];
+      int length = 0;
+      MPI_Error_string(code, text, &length);
+      return Status::Internal(what + " failed: " + std::string(text, length));
+    }
+    if (done) return Status::Ok();
+    if (watchdogClock() - begin < kSpinSeconds) continue;
+    sleep = std::min(kMaxSleepMicroseconds, std::max(20, sleep * 2));
+    pause(sleep);
+  }
+}
+
+}  // namespace dtc::comm
