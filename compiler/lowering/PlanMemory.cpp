@@ -2,6 +2,7 @@
 #include "Passes.h"
 
 #include <map>
+#include <set>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -27,23 +28,45 @@ namespace {
 // Best-fit placement of blocks in an arena whose size grows to the peak demand.
 class ArenaAllocator {
  public:
+  // Best fit: the smallest gap between live blocks that holds `bytes` (the lowest such gap of
+  // that size), else the end. O(log n) per call: a model's depth makes n large.
   int64_t allocate(int64_t bytes) {
-    int64_t bestOffset = -1, bestGap = INT64_MAX, cursor = 0;
-    for (auto& [offset, size] : live_) {
-      int64_t gap = offset - cursor;
-      if (gap >= bytes && gap < bestGap) bestGap = gap, bestOffset = cursor;
-      cursor = std::max(cursor, offset + size);
+    int64_t offset = end_;
+    auto gap = gaps_.lower_bound({bytes, INT64_MIN});
+    if (gap != gaps_.end()) {
+      auto [size, at] = *gap;
+      gaps_.erase(gap);
+      offset = at;
+      if (size > bytes) gaps_.insert({size - bytes, at + bytes});
+    } else {
+      end_ += bytes;
     }
-    if (bestOffset < 0) bestOffset = cursor;
-    live_.emplace(bestOffset, bytes);
-    peak_ = std::max(peak_, bestOffset + bytes);
-    return bestOffset;
+    live_.emplace(offset, bytes);
+    peak_ = std::max(peak_, offset + bytes);
+    return offset;
   }
-  void release(int64_t offset) { live_.erase(offset); }
+
+  // The block's space joins the gaps on either side (or the free end).
+  void release(int64_t offset) {
+    auto it = live_.find(offset);
+    if (it == live_.end()) return;
+    const int64_t blockEnd = offset + it->second;
+    const int64_t before = it == live_.begin() ? 0 : std::prev(it)->first + std::prev(it)->second;
+    auto next = live_.erase(it);
+    if (offset > before) gaps_.erase({offset - before, before});
+    if (next == live_.end()) {
+      end_ = before;
+      return;
+    }
+    if (next->first > blockEnd) gaps_.erase({next->first - blockEnd, blockEnd});
+    gaps_.insert({next->first - before, before});
+  }
   int64_t peak() const { return peak_; }
 
  private:
-  std::map<int64_t, int64_t> live_;  // offset -> size
+  std::map<int64_t, int64_t> live_;             // offset -> size
+  std::set<std::pair<int64_t, int64_t>> gaps_;  // (size, offset) between live blocks
+  int64_t end_ = 0;                             // the end of the last live block
   int64_t peak_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "FunctionAttrs.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
@@ -86,6 +87,7 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
   LogicalResult annotate(func::FuncOp func, Builder& b, bool onlyDp) {
     auto mesh = func->getParentOfType<ModuleOp>()->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
     llvm::StringMap<dist::ShardingAttr> byName;
+    FunctionAttrEdits edits(func);
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto type = cast<RankedTensorType>(arg.getType());
@@ -93,7 +95,7 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       if (user) {
         // The user's choice stands; ZeRO adds dp to optimizer state.
         if (zero == 1 && func.getArgAttr(i, attr::kState))
-          func.setArgAttr(i, dist::kShardingAttr, addDp(b, mesh, type, user));
+          edits.setArgAttr(i, dist::kShardingAttr, addDp(b, mesh, type, user));
         continue;
       }
       dist::ShardingAttr s = dist::ShardingAttr::replicated(b.getContext(), type.getRank());
@@ -117,7 +119,7 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
         if (!onlyDp) continue;
         byName[param.getValue()] = s;
       }
-      func.setArgAttr(i, dist::kShardingAttr, s);
+      edits.setArgAttr(i, dist::kShardingAttr, s);
     }
     for (unsigned i = 0; i < func.getNumResults(); ++i) {
       if (func.getResultAttr(i, dist::kShardingAttr)) continue;
@@ -125,15 +127,15 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       StringAttr name = func.getResultAttrOfType<StringAttr>(i, attr::kUpdates);
       if (!name) name = func.getResultAttrOfType<StringAttr>(i, attr::kGradOf);
       if (name && byName.count(name.getValue()))
-        func.setResultAttr(i, dist::kShardingAttr, byName[name.getValue()]);
+        edits.setResultAttr(i, dist::kShardingAttr, byName[name.getValue()]);
       else if (type.getRank() == 0)  // losses and metrics: every device gets the value
-        func.setResultAttr(i, dist::kShardingAttr,
-                           dist::ShardingAttr::replicated(b.getContext(), 0));
+        edits.setResultAttr(i, dist::kShardingAttr, dist::ShardingAttr::replicated(b.getContext(), 0));
       else if (func.getResultAttr(i, attr::kOutput) && type.getDimSize(0) % dp == 0)
         // Per-sample outputs (logits) come out as the inputs go in: each rank its own samples,
         // whole otherwise (dtrun scores them against its slice of the targets).
-        func.setResultAttr(i, dist::kShardingAttr, splitDim(b, type.getRank(), 0));
+        edits.setResultAttr(i, dist::kShardingAttr, splitDim(b, type.getRank(), 0));
     }
+    edits.apply();
     return success();
   }
 };

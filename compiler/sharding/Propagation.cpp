@@ -14,6 +14,7 @@
 #include <numeric>
 #include "llvm/ADT/SmallSet.h"
 
+#include "FunctionAttrs.h"
 #include "Passes.h"
 #include "flatbuffers/ModelImporter.h"
 #include "sharding/ShardingUtils.h"
@@ -208,8 +209,9 @@ class Propagator {
 
   void finalize(ArrayRef<Operation*> ops) {
     MLIRContext* ctx = b_.getContext();
+    FunctionAttrEdits edits(func_);
     for (BlockArgument arg : func_.getArguments())
-      func_.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, finalSharding(arg));
+      edits.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, finalSharding(arg));
     for (Operation* op : ops) {
       SmallVector<bool> known;
       FactorShardings factors = chooseFactors(op, known);
@@ -235,8 +237,9 @@ class Propagator {
       if (auto upd = func_.getResultAttrOfType<StringAttr>(i, attr::kUpdates))
         if (auto it = stateShardings.find(upd.getValue()); it != stateShardings.end())
           want = it->second;
-      func_.setResultAttr(i, dist::kShardingAttr, want);
+      edits.setResultAttr(i, dist::kShardingAttr, want);
     }
+    edits.apply();
   }
 
   func::FuncOp func_;
