@@ -7,6 +7,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include "FunctionAttrs.h"
 #include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
@@ -63,6 +64,7 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
         ++chunk;
       for (Operation* op : node.ops) op->setAttr(dist::kStageAttr, b.getI64IntegerAttr(chunk));
     }
+    FunctionAttrEdits edits(forward);
     for (BlockArgument arg : forward.getArguments()) {
       if (!forward.getArgAttr(arg.getArgNumber(), attr::kParam)) continue;
       int64_t first = 0;
@@ -70,8 +72,9 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
       for (Operation* u : arg.getUsers())
         if (!user || u->isBeforeInBlock(user)) user = u;
       if (user) first = cast<IntegerAttr>(user->getAttr(dist::kStageAttr)).getInt();
-      forward.setArgAttr(arg.getArgNumber(), dist::kStageAttr, b.getI64IntegerAttr(first));
+      edits.setArgAttr(arg.getArgNumber(), dist::kStageAttr, b.getI64IntegerAttr(first));
     }
+    edits.apply();
     pipeline::setPipeline(module, config);
   }
 

@@ -266,6 +266,7 @@ struct ShardingPropagationPass
     });
     llvm::StringMap<dist::ShardingAttr> stateShardings;
     for (func::FuncOp func : funcs) {
+      FunctionAttrEdits edits(func);
       for (BlockArgument arg : func.getArguments()) {
         StringAttr name = stateName(func, arg.getArgNumber());
         auto it = name ? stateShardings.find(name.getValue()) : stateShardings.end();
@@ -276,8 +277,9 @@ struct ShardingPropagationPass
                                      << func.getSymName() << " and @train_step";
           return signalPassFailure();
         }
-        func.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, it->second);
+        edits.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, it->second);
       }
+      edits.apply();
       if (failed(Propagator(func, mesh).run())) return signalPassFailure();
       for (BlockArgument arg : func.getArguments())
         if (StringAttr name = stateName(func, arg.getArgNumber()))

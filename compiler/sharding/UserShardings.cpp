@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/GlobPattern.h"
 
+#include "FunctionAttrs.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "flatbuffers/ModelImporter.h"
@@ -123,19 +124,21 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       // Without data parallelism nothing splits the inputs, and dtrun reads them whole but for
       // their samples: keep propagation from splitting them.
       if (mesh && mesh.axisIndex("dp") < 0) {
+        FunctionAttrEdits edits(func);
         for (BlockArgument arg : func.getArguments())
           if (func.getArgAttr(arg.getArgNumber(), attr::kData) &&
               !func.getArgAttr(arg.getArgNumber(), dist::kShardingAttr))
-            func.setArgAttr(arg.getArgNumber(), dist::kShardingAttr,
+            edits.setArgAttr(arg.getArgNumber(), dist::kShardingAttr,
                             dist::ShardingAttr::replicated(
                                 func.getContext(), cast<RankedTensorType>(arg.getType()).getRank()));
         // Outputs (losses, logits) whole on every device, for dtrun to read.
         for (unsigned i = 0; i < func.getNumResults(); ++i)
           if (func.getResultAttr(i, attr::kOutput) && !func.getResultAttr(i, dist::kShardingAttr))
-            func.setResultAttr(i, dist::kShardingAttr,
-                               dist::ShardingAttr::replicated(
-                                   func.getContext(),
-                                   cast<RankedTensorType>(func.getResultTypes()[i]).getRank()));
+            edits.setResultAttr(i, dist::kShardingAttr,
+                                dist::ShardingAttr::replicated(
+                                    func.getContext(),
+                                    cast<RankedTensorType>(func.getResultTypes()[i]).getRank()));
+        edits.apply();
       }
     }
     for (const Spec& spec : specs)
@@ -273,6 +276,7 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       out = sharding;
       return success();
     };
+    FunctionAttrEdits edits(func);
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
       StringAttr name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
@@ -282,9 +286,10 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       if (failed(shardingFor(name.getValue(), cast<RankedTensorType>(arg.getType()), sharding)))
         return failure();
       if (!sharding) continue;
-      func.setArgAttr(i, dist::kShardingAttr, sharding);
+      edits.setArgAttr(i, dist::kShardingAttr, sharding);
       if (func.getArgAttr(i, attr::kParam)) byParam[name.getValue()] = sharding;
     }
+    edits.apply();
     // Optimizer state is laid out as its parameter ("<param>.<slot>", same shape).
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
@@ -294,8 +299,9 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       auto it = byParam.find(param);
       if (it != byParam.end() &&
           it->second.getDims().size() == static_cast<size_t>(cast<RankedTensorType>(arg.getType()).getRank()))
-        func.setArgAttr(i, dist::kShardingAttr, it->second);
+        edits.setArgAttr(i, dist::kShardingAttr, it->second);
     }
+    edits.apply();
     return success();
   }
 };
