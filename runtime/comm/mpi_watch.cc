@@ -277,6 +277,25 @@ Waiting::~Waiting() {
   watch->waiting = false;
 }
 
+ExternalWait::ExternalWait(const std::string& what) {
+  if (!watch || watch->size == 1) return;
+  active_ = true;
+  record_ = beginCollective(what, "", 0);
+  std::lock_guard<std::mutex> lock(watch->mutex);
+  watch->waiting = true;
+  watch->on.call = what;
+  watch->on.ranks.resize(static_cast<size_t>(watch->size));
+  for (int r = 0; r < watch->size; ++r) watch->on.ranks[static_cast<size_t>(r)] = r;
+  watch->since = watchdogClock();
+}
+
+ExternalWait::~ExternalWait() {
+  if (!active_) return;
+  finishCollective(record_);
+  std::lock_guard<std::mutex> lock(watch->mutex);
+  watch->waiting = false;
+}
+
 Status waitAll(MPI_Request* requests, int count, const std::string& what, MPI_Status* statuses) {
   MPI_Status* into = statuses ? statuses : MPI_STATUSES_IGNORE;
   const double begin = watchdogClock();

@@ -53,6 +53,21 @@ CollectiveRecord currentCollective();
 std::string describe(const CollectiveRecord& record);
 double watchdogClock();
 
+// A wait outside the communicators that other ranks can hold up: a device stream whose NCCL
+// collectives are in flight. While one lasts, the watchdog times it as a collective of the whole
+// job (the report, the census and the exit are the same). Scoped; nothing without MPI.
+class ExternalWait {
+ public:
+  explicit ExternalWait(const std::string& what);
+  ~ExternalWait();
+  ExternalWait(const ExternalWait&) = delete;
+  ExternalWait& operator=(const ExternalWait&) = delete;
+
+ private:
+  bool active_ = false;
+  uint64_t record_ = 0;
+};
+
 // Writes the newest records (oldest first) and `reason` to the settings' path, through a
 // temporary name; nothing without a path. Returns the path written, or "".
 std::string writeFlightRecorder(int rank, const std::string& reason);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "comm/watchdog.h"
 #include "data/init.h"
@@ -397,7 +398,14 @@ Status Executor::run(const std::string& function) {
   for (auto& [from, to] : prepared.writeBacks)
     DTC_RETURN_IF_ERROR(backend_->copy(
         to.data, from.data, static_cast<uint64_t>(from.numElements()) * dtypeSize(from.dtype)));
-  DTC_RETURN_IF_ERROR(backend_->synchronize());
+  {
+    // A device's collectives (NCCL) complete on its stream: a rank that stopped holds the
+    // others up here, so the watchdog times this wait like a collective.
+    std::optional<comm::ExternalWait> watched;
+    if (mesh_ && mesh_->numDevices() > 1 && !backend_->hostMemory())
+      watched.emplace("the device stream of " + function + " (its collectives)");
+    DTC_RETURN_IF_ERROR(backend_->synchronize());
+  }
   for (uint32_t index : prepared.downloads)
     DTC_RETURN_IF_ERROR(backend_->download(prepared.hostCopies.at(index).get(),
                                            deviceView(function, index).data, bytesOf(index)));
