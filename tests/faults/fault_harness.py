@@ -7,10 +7,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+from checkpoint_harness import wait_for as wait_until  # noqa: E402,F401
 from dtc_harness import run, tool  # noqa: E402,F401
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
@@ -106,15 +106,6 @@ def logged_steps(log):
         return 0
     with open(log) as f:
         return sum(1 for line in f if line.endswith("\n") and '"loss"' in line)
-
-
-def wait_until(predicate, bound, what):
-    deadline = time.time() + bound
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out after {bound} s waiting for {what}")
 
 
 def strict_json_lines(path):
