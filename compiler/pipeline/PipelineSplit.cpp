@@ -6,6 +6,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringMap.h"
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
@@ -119,14 +120,16 @@ class Splitter {
   // Devices returning result i: an updated state tensor on the device holding it (every device
   // for replicated state), everything else (loss, outputs) on stage 0.
   SmallVector<int64_t> resultDevices(unsigned i) {
-    if (auto name = func_.getResultAttrOfType<StringAttr>(i, attr::kUpdates))
+    if (stateArgs_.empty())  // once: a search per result would be quadratic in depth
       for (BlockArgument arg : func_.getArguments())
-        if (stateName(func_, arg.getArgNumber()) == name) {
-          if (home_.lookup(arg) >= 0) return {deviceOf(arg)};
-          SmallVector<int64_t> all;
-          for (int64_t d = 0; d < config_.stages; ++d) all.push_back(d);
-          return all;
-        }
+        if (StringAttr name = stateName(func_, arg.getArgNumber())) stateArgs_.try_emplace(name.getValue(), arg);
+    if (auto name = func_.getResultAttrOfType<StringAttr>(i, attr::kUpdates))
+      if (auto it = stateArgs_.find(name.getValue()); it != stateArgs_.end()) {
+        if (home_.lookup(it->second) >= 0) return {deviceOf(it->second)};
+        SmallVector<int64_t> all;
+        for (int64_t d = 0; d < config_.stages; ++d) all.push_back(d);
+        return all;
+      }
     return {0};
   }
 
@@ -369,6 +372,7 @@ class Splitter {
   pipeline::PipelineConfig config_;
   Block& body_;
   llvm::DenseMap<Value, int64_t> home_;
+  llvm::StringMap<BlockArgument> stateArgs_;  // state tensors' arguments by name
   llvm::DenseMap<std::pair<Value, int64_t>, int64_t> tag_;
   llvm::DenseMap<Value, SmallVector<int64_t>> targets_;
   std::map<std::pair<int64_t, int64_t>, int64_t> pairCount_;
