@@ -38,27 +38,47 @@ int64_t chooseToken(const float* row, const SamplingOptions& o, uint64_t& state)
 
 }  // namespace
 
-StatusOr<std::string> generate(Executor& ex, const std::string& prompt, int64_t count,
-                               const SamplingOptions& sampling) {
-  const plan::Function* f = ex.function("eval");
-  if (!f) return Status::InvalidInput(ex.plan().name() + " has no eval function");
-  std::string targets = ex.plan().root().targets() ? ex.plan().root().targets()->str() : "";
+namespace {
+
+// The eval function's token input, other inputs (zeroed) and logits.
+struct LanguageModel {
   TensorView tokens, logits;
   std::vector<TensorView> others;
+};
+
+StatusOr<LanguageModel> languageModel(Executor& ex) {
+  const plan::Function* f = ex.function("eval");
+  if (!f) return Status::InvalidInput("--sample: " + ex.plan().name() + " has no eval function");
+  std::string targets = ex.plan().root().targets() ? ex.plan().root().targets()->str() : "";
+  LanguageModel m;
   for (const plan::Binding* b : *f->arguments())
     if (b->role() == plan::Role::data) {
       TensorView v = ex.view("eval", b->value());
-      if (b->name()->str() == targets) others.push_back(v);
-      else tokens = v;
+      if (b->name()->str() == targets) m.others.push_back(v);
+      else m.tokens = v;
     }
   for (const plan::Binding* b : *f->results())
-    if (b->role() == plan::Role::output) logits = ex.view("eval", b->value());
-  if (!tokens.data || tokens.dtype != DType::kI64 || tokens.shape.size() != 2 ||
-      logits.shape.size() != 3 || logits.shape[1] != tokens.shape[1])
-    return Status::InvalidInput("generation needs a language model: int64 [B, T] tokens in, "
-                                "[B, T, V] logits out");
+    if (b->role() == plan::Role::output) m.logits = ex.view("eval", b->value());
+  if (!m.tokens.data || m.tokens.dtype != DType::kI64 || m.tokens.shape.size() != 2 ||
+      m.logits.shape.size() != 3 || m.logits.shape[1] != m.tokens.shape[1])
+    return Status::InvalidInput("--sample needs a language model: int64 [B, T] tokens in, [B, T, V] logits out (" +
+                                ex.plan().name() + " is not one)");
+  if (m.logits.shape[2] < 256)
+    return Status::InvalidInput("--sample prints bytes: the vocabulary must be >= 256, " + ex.plan().name() +
+                                "'s has " + std::to_string(m.logits.shape[2]));
+  return m;
+}
+
+}  // namespace
+
+Status checkCanGenerate(Executor& ex) { return languageModel(ex).status(); }
+
+StatusOr<std::string> generate(Executor& ex, const std::string& prompt, int64_t count,
+                               const SamplingOptions& sampling) {
+  DTC_ASSIGN_OR_RETURN(LanguageModel m, languageModel(ex));
+  TensorView tokens = m.tokens, logits = m.logits;
+  std::vector<TensorView>& others = m.others;
   const int64_t t = tokens.shape[1], vocab = logits.shape[2];
-  if (vocab < 256) return Status::InvalidInput("generation prints bytes: the vocabulary must be >= 256");
   std::vector<int64_t> context;
   for (unsigned char c : prompt) context.push_back(c);
   if (context.empty()) context.push_back('\n');

@@ -20,5 +20,7 @@ struct SamplingOptions {
 // be at least 256 (only the first 256 logits are drawn from). Returns the continuation.
 StatusOr<std::string> generate(Executor& ex, const std::string& prompt, int64_t count,
                                const SamplingOptions& sampling);
+// Whether generate() can run on this plan (checked before training, not after).
+Status checkCanGenerate(Executor& ex);
 
 }  // namespace dtc

@@ -173,6 +173,7 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
     if (!o.checkpointDir.empty()) {
       DTC_ASSIGN_OR_RETURN(run.layout, checkpoint::planCheckpointLayout(plan));
     }
+    if (o.sampleTokens > 0) DTC_RETURN_IF_ERROR(checkCanGenerate(ex));
     return Status::Ok();
   };
   return agree(world, openData(), agreed);

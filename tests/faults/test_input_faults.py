@@ -7,7 +7,8 @@ and nothing good is lost.
   --check-numerics names the data input or the first op whose output is not finite;
 - fp16 steps skipped by the loss scale are in the log and the progress line, and
   --max-skipped-steps in a row is exit 4;
-- unwritable outputs (--log, --save, --trace, --checkpoint) are found before step 1 (exit 2);
+- unwritable outputs (--log, --save, --trace, --checkpoint) and a --sample the plan cannot do
+  are found before step 1 (exit 2);
 - a data file truncated or rewritten while the job runs: exit 2 naming the file, never SIGBUS."""
 import os
 import stat
@@ -116,7 +117,11 @@ def check_unwritable_outputs(plans, good, work):
             result = run_job(command(plans[layout], devices(layout), ["--data", good, "--steps", 3, flag, path]), 60, what)
             expect_failure(result, 2, [flag], what)
             assert "step " not in result[1], f"{what}: trained before failing:\n{result[1]}"
-    print("unwritable outputs: exit 2 before step 1")
+    # --sample is the last thing a run does: a plan that cannot do it is said before step 1.
+    result = run_job(command(plans["one"], 1, ["--data", good, "--steps", 3, "--sample", 10]), 60, "--sample")
+    expect_failure(result, 2, ["--sample needs a language model"], "--sample on an MLP")
+    assert "step " not in result[1], result[1]
+    print("unwritable outputs and --sample on an MLP: exit 2 before step 1")
 
 
 def check_truncated_data(plans, good, work):
