@@ -336,7 +336,7 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
                                         f("lr"), i("warmup_steps"), i("decay_steps"), f("min_lr"));
   }
   auto clip = module_->getAttrOfType<FloatAttr>(attr::kClipGradNorm);
-  fbb_.ForceVectorAlignment(constants_.size(), 1, 64);
+  fbb_.ForceVectorAlignment(constants_.size(), 1, 32);  // the schema's force_align (FlatBuffers allows up to 32)
   auto constants = fbb_.CreateVector(constants_);
   auto planOffset = plan::CreatePlan(
       fbb_, kPlanVersion, fbb_.CreateString("dtc"), batch ? batch.getInt() : 0,

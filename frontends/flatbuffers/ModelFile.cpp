@@ -1,11 +1,42 @@
 #include "flatbuffers/ModelFile.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <unistd.h>
 
 namespace dtc {
+namespace {
+
+// FlatBuffers 2.0's verifier checks that a vector's length is aligned, not its elements: a
+// [long] or [double] at a 4-byte boundary passes it, and reading one is undefined.
+template <typename T>
+bool aligned(const flatbuffers::Vector<T>* v) {
+  // An empty vector has no element to read (and FlatBuffers does not align its data).
+  return !v || v->size() == 0 ||
+         reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
+bool vectorsAligned(const model::Graph& graph) {
+  auto infoAligned = [](const model::TensorInfo* info) {
+    return !info || aligned(info->shape());
+  };
+  if (graph.inputs())
+    for (const model::TensorInfo* info : *graph.inputs())
+      if (!infoAligned(info)) return false;
+  if (graph.initializers())
+    for (const model::Initializer* init : *graph.initializers())
+      if (!infoAligned(init->info()) || !aligned(init->float_data())) return false;
+  if (graph.nodes())
+    for (const model::Node* node : *graph.nodes())
+      if (node->attributes())
+        for (const model::Attribute* a : *node->attributes())
+          if (!aligned(a->ints()) || !aligned(a->floats())) return false;
+  return true;
+}
+
+}  // namespace
 
 llvm::Expected<ModelFile> ModelFile::read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -22,6 +53,8 @@ llvm::Expected<ModelFile> ModelFile::fromBytes(std::vector<uint8_t> bytes, const
   if (!model::VerifyModelBuffer(verifier))
     return llvm::createStringError(name + " is corrupt (FlatBuffers verification failed)");
   const model::Model* m = model::GetModel(bytes.data());
+  if (!vectorsAligned(*m->graph()))
+    return llvm::createStringError(name + " is corrupt (a vector of numbers is misaligned)");
   if (m->version() != kModelVersion)
     return llvm::createStringError(name + " has model format version " +
                                    std::to_string(m->version()) + "; this dtc reads version " +

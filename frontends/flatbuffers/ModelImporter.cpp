@@ -1,11 +1,14 @@
 #include "flatbuffers/ModelImporter.h"
 
 #include <functional>
+#include <optional>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include "graph/IR/GraphOps.h"
 
@@ -13,6 +16,22 @@ using namespace mlir;
 
 namespace dtc {
 namespace {
+
+// The most elements a tensor may have: byte counts of any tensor then fit in 64 bits with room
+// to add them up (the runtime's plan verifier holds plans to the same bound).
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+// Elements of `shape`, or nullopt when a dimension is not positive or they exceed kMaxElements.
+std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0 || d > kMaxElements / n) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
 RankedTensorType toTensorType(OpBuilder& b, model::DType dtype, ArrayRef<int64_t> shape) {
   Type element = dtype == model::DType::i64   ? Type(b.getI64Type())
@@ -30,6 +49,10 @@ class ModelImporter {
 
  private:
   using Handler = LogicalResult (ModelImporter::*)(const model::Node&, Location);
+  struct OpType {
+    Handler import;
+    SmallVector<StringRef, 2> attributes;
+  };
 
   LogicalResult importLinear(const model::Node& node, Location loc);
   LogicalResult importMatMul(const model::Node& node, Location loc);
@@ -54,12 +77,17 @@ class ModelImporter {
   SmallVector<int64_t> pairAttr(const model::Node& node, StringRef name, int64_t fallback);
   Value reshape(Value x, ArrayRef<int64_t> shape, Location loc);
 
-  static const llvm::StringMap<Handler>& handlers();
+  static const llvm::StringMap<OpType>& handlers();
+  // Every attribute of `node` is one its op type reads.
+  LogicalResult checkAttributes(const model::Node& node, const OpType& type, Location loc);
 
   LogicalResult addArgument(const model::TensorInfo& info, Location loc, bool isData,
                             bool trainable);
+  // Most ops take float32 operands; the few that also take int64 ids or labels check their
+  // operands' element types themselves.
+  enum class Operands { F32, AnyElementType };
   FailureOr<SmallVector<Value>> inputs(const model::Node& node, Location loc, size_t min,
-                                       size_t max);
+                                       size_t max, Operands operands = Operands::F32);
   LogicalResult define(const model::Node& node, Location loc, ArrayRef<Value> values);
   const model::Attribute* attribute(const model::Node& node, StringRef name);
   int64_t intAttr(const model::Node& node, StringRef name, int64_t fallback);
@@ -72,37 +100,54 @@ class ModelImporter {
   OpBuilder builder_;
   func::FuncOp func_;
   llvm::StringMap<Value> values_;
+  // Initializer and input names: they become values only once the function exists.
+  llvm::StringSet<> argNames_;
   // Buffers the forward pass updates (BatchNorm running statistics): new value, buffer name.
   SmallVector<std::pair<Value, std::string>> bufferUpdates_;
   SmallVector<Type> argTypes_;
   SmallVector<NamedAttrList> argAttrs_;
 };
 
-const llvm::StringMap<ModelImporter::Handler>& ModelImporter::handlers() {
-  static const llvm::StringMap<Handler> table = {
-      {"Linear", &ModelImporter::importLinear},
-      {"MatMul", &ModelImporter::importMatMul},
-      {"Add", &ModelImporter::importBinary<graph::AddOp>},
-      {"Sub", &ModelImporter::importBinary<graph::SubOp>},
-      {"Mul", &ModelImporter::importBinary<graph::MulOp>},
-      {"Relu", &ModelImporter::importUnary<graph::ReluOp>},
-      {"Tanh", &ModelImporter::importUnary<graph::TanhOp>},
-      {"Gelu", &ModelImporter::importGelu},
-      {"ReduceSum", &ModelImporter::importReduceSum},
-      {"Reshape", &ModelImporter::importReshape},
-      {"SoftmaxCrossEntropy", &ModelImporter::importCrossEntropy},
-      {"MSELoss", &ModelImporter::importMse},
-      {"Embedding", &ModelImporter::importEmbedding},
-      {"LayerNorm", &ModelImporter::importLayerNorm},
-      {"Transpose", &ModelImporter::importTranspose},
-      {"Split", &ModelImporter::importSplit},
-      {"CausalSoftmax", &ModelImporter::importCausalSoftmax},
-      {"Conv", &ModelImporter::importConv},
-      {"BatchNormalization", &ModelImporter::importBatchNorm},
-      {"MaxPool", &ModelImporter::importMaxPool},
-      {"Flatten", &ModelImporter::importFlatten},
+const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
+  // Each op type's importer and the attributes it reads: any other is the user's typo.
+  static const llvm::StringMap<OpType> table = {
+      {"Linear", {&ModelImporter::importLinear, {}}},
+      {"MatMul", {&ModelImporter::importMatMul, {"transpose_a", "transpose_b"}}},
+      {"Add", {&ModelImporter::importBinary<graph::AddOp>, {}}},
+      {"Sub", {&ModelImporter::importBinary<graph::SubOp>, {}}},
+      {"Mul", {&ModelImporter::importBinary<graph::MulOp>, {}}},
+      {"Relu", {&ModelImporter::importUnary<graph::ReluOp>, {}}},
+      {"Tanh", {&ModelImporter::importUnary<graph::TanhOp>, {}}},
+      {"Gelu", {&ModelImporter::importGelu, {"approximate"}}},
+      {"ReduceSum", {&ModelImporter::importReduceSum, {"axes", "keepdims"}}},
+      {"Reshape", {&ModelImporter::importReshape, {"shape"}}},
+      {"SoftmaxCrossEntropy", {&ModelImporter::importCrossEntropy, {}}},
+      {"MSELoss", {&ModelImporter::importMse, {}}},
+      {"Embedding", {&ModelImporter::importEmbedding, {}}},
+      {"LayerNorm", {&ModelImporter::importLayerNorm, {"eps"}}},
+      {"Transpose", {&ModelImporter::importTranspose, {"perm"}}},
+      {"Split", {&ModelImporter::importSplit, {"axis"}}},
+      {"CausalSoftmax", {&ModelImporter::importCausalSoftmax, {"scale"}}},
+      {"Conv", {&ModelImporter::importConv, {"stride", "padding"}}},
+      {"BatchNormalization", {&ModelImporter::importBatchNorm, {"eps", "momentum"}}},
+      {"MaxPool", {&ModelImporter::importMaxPool, {"kernel", "stride"}}},
+      {"Flatten", {&ModelImporter::importFlatten, {}}},
   };
   return table;
+}
+
+LogicalResult ModelImporter::checkAttributes(const model::Node& node, const OpType& type, Location loc) {
+  if (!node.attributes()) return success();
+  for (const model::Attribute* a : *node.attributes()) {
+    StringRef name = a->name() ? StringRef(a->name()->c_str(), a->name()->size()) : StringRef();
+    if (llvm::is_contained(type.attributes, name)) continue;
+    InFlightDiagnostic error = emitError(loc) << node.op_type()->string_view() << " has no attribute '" << name
+                                              << "' (";
+    if (type.attributes.empty()) return error << "it takes none)";
+    error << "it takes " << llvm::join(type.attributes, ", ") << ")";
+    return error;
+  }
+  return success();
 }
 
 Location ModelImporter::nodeLoc(const model::Node& node, size_t index) {
@@ -116,7 +161,8 @@ Location ModelImporter::nodeLoc(const model::Node& node, size_t index) {
 LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location loc,
                                          bool isData, bool trainable) {
   std::string name = info.name()->str();
-  if (values_.count(name)) return emitError(loc) << "tensor '" << name << "' is defined twice";
+  if (!argNames_.insert(name).second)
+    return emitError(loc) << "tensor '" << name << "' is defined twice";
   SmallVector<int64_t> shape;
   int64_t batchDim = -1;
   if (info.shape())
@@ -132,6 +178,9 @@ LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location
         return emitError(loc) << "tensor '" << name << "' has invalid dimension " << d;
       shape.push_back(d);
     }
+  if (!elementCount(shape))
+    return emitError(loc) << "tensor '" << name << "' " << graph::shapeString(shape)
+                          << " has more than 2^40 elements";
   if (info.dtype() != model::DType::f32 && !(isData && info.dtype() == model::DType::i64))
     return emitError(loc) << "tensor '" << name << "' has dtype "
                           << model::EnumNameDType(info.dtype())
@@ -146,7 +195,7 @@ LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location
 }
 
 FailureOr<SmallVector<Value>> ModelImporter::inputs(const model::Node& node, Location loc,
-                                                    size_t min, size_t max) {
+                                                    size_t min, size_t max, Operands operands) {
   size_t n = node.inputs() ? node.inputs()->size() : 0;
   if (n < min || n > max)
     return emitError(loc) << node.op_type()->str() << " takes " << min
@@ -158,6 +207,11 @@ FailureOr<SmallVector<Value>> ModelImporter::inputs(const model::Node& node, Loc
     if (it == values_.end())
       return emitError(loc) << "input '" << name->str()
                             << "' is not a graph input, initializer or earlier node output";
+    // Shape inference of contractions fails (fatally, inside the op builder) on mixed types.
+    if (operands == Operands::F32 &&
+        !cast<RankedTensorType>(it->second.getType()).getElementType().isF32())
+      return emitError(loc) << node.op_type()->str() << " input '" << name->str()
+                            << "' must be float32";
     values.push_back(it->second);
   }
   return values;
@@ -172,6 +226,11 @@ LogicalResult ModelImporter::define(const model::Node& node, Location loc,
   for (auto [name, value] : llvm::zip(*node.outputs(), values)) {
     if (values_.count(name->str()))
       return emitError(loc) << "tensor '" << name->str() << "' is defined twice";
+    // Shapes derived from valid inputs can still be too large ([N, 1] + [1, N]).
+    if (!elementCount(shapeOf(value)))
+      return emitError(loc) << node.op_type()->str() << " output '" << name->str() << "' "
+                            << graph::shapeString(shapeOf(value))
+                            << " has more than 2^40 elements";
     values_[name->str()] = value;
   }
   return success();
@@ -192,10 +251,6 @@ int64_t ModelImporter::intAttr(const model::Node& node, StringRef name, int64_t 
 double ModelImporter::floatAttr(const model::Node& node, StringRef name, double fallback) {
   const model::Attribute* a = attribute(node, name);
   return a ? a->f() : fallback;
-}
-
-static ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
 }
 
 Value ModelImporter::reshape(Value x, ArrayRef<int64_t> shape, Location loc) {
@@ -283,7 +338,7 @@ LogicalResult ModelImporter::importReduceSum(const model::Node& node, Location l
 }
 
 LogicalResult ModelImporter::importReshape(const model::Node& node, Location loc) {
-  auto in = inputs(node, loc, 1, 1);
+  auto in = inputs(node, loc, 1, 1, Operands::AnyElementType);
   if (failed(in)) return failure();
   const model::Attribute* a = attribute(node, "shape");
   if (!a || !a->ints()) return emitError(loc) << "Reshape needs an ints attribute 'shape'";
@@ -293,11 +348,12 @@ LogicalResult ModelImporter::importReshape(const model::Node& node, Location loc
   for (auto [i, d] : llvm::enumerate(shape)) {
     if (d == -1 && inferred < 0) inferred = i;
     else if (d <= 0) return emitError(loc) << "Reshape: invalid dimension " << d;
+    // Beyond the input's elements, no dimension can match; stopping there avoids overflow.
+    else if (d > inType.getNumElements() / known) known = inType.getNumElements() + 1;
     else known *= d;
   }
   if (inferred >= 0) shape[inferred] = inType.getNumElements() / known;
-  int64_t total = 1;
-  for (int64_t d : shape) total *= d;
+  std::optional<int64_t> total = elementCount(shape);
   if (total != inType.getNumElements())
     return emitError(loc) << "Reshape: cannot reshape " << graph::shapeString(inType.getShape())
                           << " to " << graph::shapeString(shape);
@@ -306,9 +362,11 @@ LogicalResult ModelImporter::importReshape(const model::Node& node, Location loc
 }
 
 LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Location loc) {
-  auto in = inputs(node, loc, 2, 2);
+  auto in = inputs(node, loc, 2, 2, Operands::AnyElementType);
   if (failed(in)) return failure();
   Value logits = (*in)[0], labels = (*in)[1];
+  if (!cast<RankedTensorType>(logits.getType()).getElementType().isF32())
+    return emitError(loc) << "SoftmaxCrossEntropy logits must be float32";
   // Sequence models: logits [B, T, V] and labels [B, T] are scored as B·T rows.
   if (shapeOf(logits).size() > 2 && shapeOf(labels) == shapeOf(logits).drop_back()) {
     int64_t rows = 1;
@@ -336,11 +394,13 @@ LogicalResult ModelImporter::importMse(const model::Node& node, Location loc) {
 
 // F.embedding(ids, weight): inputs are the int64 ids, then the [vocab, dim] table.
 LogicalResult ModelImporter::importEmbedding(const model::Node& node, Location loc) {
-  auto in = inputs(node, loc, 2, 2);
+  auto in = inputs(node, loc, 2, 2, Operands::AnyElementType);
   if (failed(in)) return failure();
   Value ids = (*in)[0], table = (*in)[1];
   if (!cast<RankedTensorType>(ids.getType()).getElementType().isInteger(64))
     return emitError(loc) << "Embedding ids must be int64";
+  if (!cast<RankedTensorType>(table.getType()).getElementType().isF32())
+    return emitError(loc) << "Embedding table must be float32";
   if (auto error = graph::checkEmbedding(shapeOf(table))) return emitError(loc) << *error;
   return define(node, loc, {graph::EmbeddingOp::create(builder_, loc, table, ids)});
 }
@@ -453,7 +513,7 @@ LogicalResult ModelImporter::importMaxPool(const model::Node& node, Location loc
 
 // nn.Flatten: [N, ...] -> [N, prod(...)].
 LogicalResult ModelImporter::importFlatten(const model::Node& node, Location loc) {
-  auto in = inputs(node, loc, 1, 1);
+  auto in = inputs(node, loc, 1, 1, Operands::AnyElementType);
   if (failed(in)) return failure();
   ArrayRef<int64_t> x = shapeOf((*in)[0]);
   if (x.empty()) return emitError(loc) << "Flatten needs a batch dimension";
@@ -485,8 +545,11 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   func_ = func::FuncOp::create(builder_, fileLoc, "forward",
                                builder_.getFunctionType(argTypes_, {}));
   Block* body = func_.addEntryBlock();
+  // All at once: setting them one by one rebuilds the whole list each time (quadratic in depth).
+  SmallVector<DictionaryAttr> dictionaries;
+  for (const NamedAttrList& attrs : argAttrs_) dictionaries.push_back(attrs.getDictionary(&ctx_));
+  func_.setAllArgAttrs(dictionaries);
   for (auto [i, attrs] : llvm::enumerate(argAttrs_)) {
-    func_.setArgAttrs(i, attrs.getDictionary(&ctx_));
     StringRef name = cast<StringAttr>(attrs.get(attrs.get(attr::kParam) ? attr::kParam
                                                                         : attr::kData))
                          .getValue();
@@ -501,7 +564,8 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
       if (it == handlers().end())
         return emitError(loc) << "unsupported op type '" << node->op_type()->str() << "'",
                nullptr;
-      if (failed((this->*(it->second))(*node, loc))) return nullptr;
+      if (failed(checkAttributes(*node, it->second, loc))) return nullptr;
+      if (failed((this->*(it->second.import))(*node, loc))) return nullptr;
     }
 
   // Results: the loss first, then the other outputs in the model's order.

@@ -69,18 +69,32 @@ const BinderTable& collectiveBinders();
 const BinderTable& vocabParallelBinders();
 const BinderTable& lossScaleBinders();
 const BinderTable& epilogueBinders();  // cpu_epilogue_table.cc
+
+// The mesh axes a step's ints attribute `name` names, each checked against `ctx.mesh` (which
+// must be there) as the file's 64-bit number (2^32 must not pass as axis 0) and named once (a
+// group over an axis twice would count its devices twice).
+inline StatusOr<std::vector<int>> meshAxesAttr(const StepContext& ctx, const char* name) {
+  const int64_t rank = static_cast<int64_t>(ctx.mesh->sizes().size());
+  std::vector<int> axes;
+  for (int64_t a : ctx.intsAttr(name)) {
+    if (a < 0 || a >= rank)
+      return invalid(ctx, "names mesh axis " + std::to_string(a) + ", the mesh has " +
+                              std::to_string(rank));
+    if (std::find(axes.begin(), axes.end(), a) != axes.end())
+      return invalid(ctx, "names mesh axis " + std::to_string(a) + " twice");
+    axes.push_back(static_cast<int>(a));
+  }
+  return axes;
+}
+
 // (first row, rows over all devices) of this device's block of a table or class dimension
 // split over the step's `vocab_axes` ((0, localRows) when not split): this device's index over
 // those axes times its rows.
 inline StatusOr<std::pair<int64_t, int64_t>> vocabularyBlock(const StepContext& ctx, int64_t localRows) {
-  std::vector<int64_t> axes64 = ctx.intsAttr("vocab_axes");
   std::pair<int64_t, int64_t> block{0, localRows};
-  if (axes64.empty()) return block;
+  if (ctx.intsAttr("vocab_axes").empty()) return block;
   if (!ctx.mesh) return invalid(ctx, "a split vocabulary in a plan run without a device mesh");
-  std::vector<int> axes(axes64.begin(), axes64.end());
-  for (int a : axes)
-    if (a < 0 || a >= static_cast<int>(ctx.mesh->sizes().size()))
-      return invalid(ctx, "names mesh axis " + std::to_string(a));
+  DTC_ASSIGN_OR_RETURN(std::vector<int> axes, meshAxesAttr(ctx, "vocab_axes"));
   block.first = ctx.mesh->indexIn(axes) * localRows;
   block.second = ctx.mesh->groupSize(axes) * localRows;
   return block;

@@ -13,14 +13,8 @@ namespace dtc {
 
 // The mesh axes a collective step runs over (its `axes` attribute), checked against the mesh.
 inline StatusOr<std::vector<int>> collectiveAxes(const StepContext& ctx) {
-  std::vector<int64_t> axes64 = ctx.intsAttr("axes");
-  std::vector<int> axes(axes64.begin(), axes64.end());
   if (!ctx.mesh) return invalid(ctx, "a collective in a plan run without a device mesh");
-  for (int a : axes)
-    if (a < 0 || a >= static_cast<int>(ctx.mesh->sizes().size()))
-      return invalid(ctx, "names mesh axis " + std::to_string(a) + ", the mesh has " +
-                              std::to_string(ctx.mesh->sizes().size()));
-  return axes;
+  return meshAxesAttr(ctx, "axes");
 }
 
 inline Status floats(const StepContext& ctx) {

@@ -1,5 +1,7 @@
 #include "plan/communication.h"
 
+#include <vector>
+
 namespace dtc {
 
 std::string meshText(const Plan& plan) {
@@ -41,11 +43,15 @@ std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function
     if (step->attrs())
       for (const plan::Attr* a : *step->attrs())
         if (a->name()->str() == "reduction" && a->s() && a->s()->str() == "max") c.op += "(max)";
+    // Axes out of range or named twice are errors when the plan is bound (collectiveAxes); here
+    // they are skipped, so the group stays within the mesh's devices.
+    std::vector<bool> counted(mesh->size(), false);
     if (step->attrs())
       for (const plan::Attr* a : *step->attrs())
         if (a->name()->str() == "axes" && a->ints())
           for (int64_t axis : *a->ints()) {
-            if (axis < 0 || axis >= static_cast<int64_t>(mesh->size())) continue;  // verified at bind
+            if (axis < 0 || axis >= static_cast<int64_t>(mesh->size()) || counted[axis]) continue;
+            counted[axis] = true;
             c.axes += (c.axes.empty() ? "" : ",") + mesh->Get(axis)->name()->str();
             c.group *= mesh->Get(axis)->size();
           }

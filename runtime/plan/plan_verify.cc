@@ -4,6 +4,7 @@
 // runtime read or write outside its buffers.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <vector>
@@ -14,15 +15,23 @@
 namespace dtc {
 namespace {
 
+// FlatBuffers 2.0's verifier checks that a vector's length is aligned, not its elements: a
+// vector of 64-bit numbers at a 4-byte boundary passes it, and reading one is undefined.
+bool aligned(const flatbuffers::Vector<int64_t>* v) {
+  // An empty vector has no element to read (and FlatBuffers does not align its data).
+  return !v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % alignof(int64_t) == 0;
+}
+
 // Shapes must be non-negative and small enough that byte counts cannot overflow.
 bool sane(const flatbuffers::Vector<int64_t>* shape) {
   if (!shape) return true;
-  if (shape->size() > 8) return false;
-  uint64_t n = 1;
+  if (shape->size() > 8 || !aligned(shape)) return false;
+  const int64_t limit = int64_t(1) << 40;
+  int64_t n = 1;
   for (int64_t d : *shape) {
-    if (d < 0 || d > (int64_t(1) << 40)) return false;
-    n *= static_cast<uint64_t>(d);
-    if (n > (uint64_t(1) << 40)) return false;
+    // Checked before multiplying: two dimensions under the limit can wrap a 64-bit product.
+    if (d < 0 || d > limit || (d > 0 && n > limit / d)) return false;
+    n *= d;
   }
   return true;
 }
@@ -36,6 +45,11 @@ class PlanVerifier {
   Status run() {
     if (!p_.state() || !p_.functions() || p_.functions()->size() == 0)
       return bad("it lacks its state or functions");
+    // A step takes batch_size samples per micro-batch (at least one micro-batch).
+    const int64_t micro = std::max<int64_t>(1, p_.micro_batches());
+    if (p_.batch_size() < 0 || p_.batch_size() > (int64_t(1) << 40) / micro)
+      return bad("its batch size " + std::to_string(p_.batch_size()) + " x " +
+                 std::to_string(micro) + " micro-batches is out of range");
     DTC_RETURN_IF_ERROR(verifyMesh());
     DTC_RETURN_IF_ERROR(verifyStages());
     DTC_RETURN_IF_ERROR(verifyState());
@@ -154,12 +168,17 @@ class PlanVerifier {
     uint64_t constants = p_.constants() ? p_.constants()->size() : 0;
     for (const plan::StateTensor* s : *p_.state()) {
       std::string what = "state tensor '" + s->name()->str() + "'";
-      if (!knownDType(s->dtype()) || !sane(s->shape())) return bad(what + " has a bad dtype or shape");
+      // Both shapes are checked before any byte count is taken of them.
+      if (!knownDType(s->dtype()) || !sane(s->shape()) || !sane(s->global_shape()))
+        return bad(what + " has a bad dtype or shape");
       if (s->init() > plan::InitKind::MAX || s->role() > plan::Role::MAX)
         return bad(what + " has an unknown init kind or role");
       uint64_t bytes = numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
       if (s->offset() > p_.state_bytes() || bytes > p_.state_bytes() - s->offset())
         return bad(what + " lies outside the state region");
+      // Regions start page-aligned; kernels read elements in place.
+      if (s->offset() % dtypeSize(toDType(s->dtype())) != 0)
+        return bad(what + " is misaligned in the state region");
       uint64_t dataBytes = s->global_shape() ? numElements(s->global_shape()) *
                                                    dtypeSize(toDType(s->dtype()))
                                              : bytes;
@@ -201,6 +220,9 @@ class PlanVerifier {
       if (v->offset() > limit || bytes > limit - v->offset())
         return bad(fn + ": value '" + (v->name() ? v->name()->str() : "") +
                    "' lies outside its region");
+      if (v->offset() % dtypeSize(toDType(v->dtype())) != 0)
+        return bad(fn + ": value '" + (v->name() ? v->name()->str() : "") +
+                   "' is misaligned in its region");
     }
     auto inRange = [&](const flatbuffers::Vector<uint32_t>* ids) {
       if (!ids) return false;
@@ -208,9 +230,14 @@ class PlanVerifier {
         if (id >= numValues) return false;
       return true;
     };
-    for (const plan::Step* s : *f.steps())
+    for (const plan::Step* s : *f.steps()) {
       if (!inRange(s->inputs()) || !inRange(s->outputs()))
         return bad(fn + ": step '" + s->op()->str() + "' refers to a value that does not exist");
+      if (s->attrs())
+        for (const plan::Attr* a : *s->attrs())
+          if (!aligned(a->ints()))
+            return bad(fn + ": step '" + s->op()->str() + "' has a misaligned attribute");
+    }
     int losses = 0;
     for (const auto* bindings : {f.arguments(), f.results()})
       for (const plan::Binding* b : *bindings) {

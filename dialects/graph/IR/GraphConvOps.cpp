@@ -2,6 +2,8 @@
 #include "graph/IR/GraphOps.h"
 #include "graph/IR/TypeUtils.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace dtc::graph;
 
@@ -24,12 +26,17 @@ std::optional<std::string> checkConv2d(ArrayRef<int64_t> x, ArrayRef<int64_t> w,
            std::to_string(x[1]);
   if (!positivePair(stride) || padding.size() != 2 || padding[0] < 0 || padding[1] < 0)
     return std::string("conv2d needs two positive strides and two non-negative paddings");
-  int64_t h = (x[2] + 2 * padding[0] - w[2]) / stride[0] + 1;
-  int64_t wd = (x[3] + 2 * padding[1] - w[3]) / stride[1] + 1;
-  if (x[2] + 2 * padding[0] < w[2] || x[3] + 2 * padding[1] < w[3])
+  // Padding comes from model files: the padded extent must not overflow.
+  int64_t paddedH, paddedW;
+  if (llvm::MulOverflow(padding[0], int64_t(2), paddedH) ||
+      llvm::AddOverflow(paddedH, x[2], paddedH) ||
+      llvm::MulOverflow(padding[1], int64_t(2), paddedW) ||
+      llvm::AddOverflow(paddedW, x[3], paddedW))
+    return "conv2d padding " + shapeString(padding) + " is too large";
+  if (paddedH < w[2] || paddedW < w[3])
     return "conv2d kernel " + shapeString(w.drop_front(2)) + " is larger than the padded input " +
            shapeString(x.drop_front(2));
-  out.assign({x[0], w[0], h, wd});
+  out.assign({x[0], w[0], (paddedH - w[2]) / stride[0] + 1, (paddedW - w[3]) / stride[1] + 1});
   return std::nullopt;
 }
 

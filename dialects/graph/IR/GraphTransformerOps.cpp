@@ -180,7 +180,8 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext* ctx, std::optional<Loca
 
 LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>,
                                                 Adaptor adaptor, SmallVectorImpl<Type>& types) {
-  types.push_back(f32Tensor(ctx, {adaptor.getVocab(), shapeOf(adaptor.getDy()).back()}));
+  int64_t vocab = static_cast<int64_t>(adaptor.getVocab());
+  types.push_back(f32Tensor(ctx, {vocab, shapeOf(adaptor.getDy()).back()}));
   return success();
 }
 

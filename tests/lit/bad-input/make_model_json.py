@@ -40,6 +40,12 @@ def variant(name):
         g["nodes"][0]["inputs"][0] = "hidden_typo"
     elif name == "no_loss":
         del g["loss"]
+    elif name == "unknown_attribute":
+        g["nodes"].insert(1, {"name": "act", "op_type": "Gelu", "inputs": ["logits"], "outputs": ["act"],
+                              "attributes": [{"name": "approx", "kind": "string", "s": "tanh"}]})
+        g["nodes"][2]["inputs"][0] = "act"
+    elif name == "attribute_of_none":
+        g["nodes"][0]["attributes"] = [{"name": "transpose_b", "kind": "int", "i": 1}]
     elif name == "short_float_data":
         g["initializers"][1]["float_data"] = [0.1, 0.2]
     else:
