@@ -347,12 +347,8 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       deviceString, lrSchedule, clip ? clip.getValueAsDouble() : 0.0, clip != nullptr);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
-  // The checksum footer (plan/plan_format.h); llvm::crc32 is zlib's CRC-32, as the runtime's.
-  const uint32_t crc = llvm::crc32(out);
-  const uint64_t length = out.size();
-  out.insert(out.end(), kPlanFooterMagic, kPlanFooterMagic + 4);
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(crc >> (8 * i)));
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(length >> (8 * i)));
+  // llvm::crc32 is zlib's CRC-32, which the runtime checks.
+  appendPlanFooter(out, llvm::crc32(out));
   return success();
 }
 

@@ -43,6 +43,7 @@ class MpiCommunicator : public Communicator {
     MPI_Group_translate_ranks(group, size_, local.data(), world, worldRanks_.data());
     MPI_Group_free(&group);
     MPI_Group_free(&world);
+    setLabel("");
   }
   ~MpiCommunicator() override {
     // Sends still in flight must finish before their buffers and the communicator go.
@@ -91,7 +92,10 @@ class MpiCommunicator : public Communicator {
                  "MPI_Alltoall");
   }
 
-  void setLabel(const std::string& label) override { label_ = label; }
+  // Reports call the group "dp (ranks 0,1)", "the job (ranks 0,1,2,3)": made once, not per call.
+  void setLabel(const std::string& label) override {
+    groupText_ = (label.empty() ? std::string("the job") : label) + " (" + rankList(worldRanks_) + ")";
+  }
 
   [[noreturn]] void abortJob(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -204,7 +208,7 @@ class MpiCommunicator : public Communicator {
     // `ranks`: the world ranks it needs (default: the whole group).
     Call(MpiCommunicator& comm, const std::string& op, int64_t bytes, std::vector<int> ranks = {})
         : comm_(comm) {
-      const std::string group = comm.groupText();
+      const std::string& group = comm.groupText_;
       ++comm.calls_;
       on_.call = op + (comm.size_ > 1 && ranks.empty() ? " over " + group : std::string()) + ", call #" +
                  std::to_string(comm.calls_);
@@ -234,13 +238,6 @@ class MpiCommunicator : public Communicator {
     uint64_t id_ = 0;
     std::optional<Waiting> waiting_;  // for the watchdog, while the call lasts
   };
-
-  // "dp (ranks 0,1)", "the job (ranks 0-3)".
-  std::string groupText() const {
-    std::string ranks;
-    for (size_t i = 0; i < worldRanks_.size(); ++i) ranks += (i ? "," : "") + std::to_string(worldRanks_[i]);
-    return (label_.empty() ? std::string("the job") : label_) + " (rank" + (size_ > 1 ? "s " : " ") + ranks + ")";
-  }
 
   // A send in flight: its copy of the payload and one request per chunk.
   struct Pending {
@@ -290,7 +287,7 @@ class MpiCommunicator : public Communicator {
   bool ownsMpi_;
   int rank_ = 0, size_ = 1;
   std::vector<int> worldRanks_;
-  std::string label_;
+  std::string groupText_;
   uint64_t calls_ = 0;
   std::vector<Pending> pending_;
   std::vector<std::vector<uint8_t>> spare_;

@@ -150,12 +150,6 @@ std::map<int, std::string> askEveryone() {
   return answers;
 }
 
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out = ranks.size() > 1 ? "ranks " : "rank ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
-  return out;
-}
-
 std::string described(const WaitFor& on) {
   const CollectiveRecord current = currentCollective();
   return current.sequence ? describe(current) : on.call;
@@ -263,37 +257,44 @@ void stopMpiWatch() {
   MPI_Comm_free(&watch->census);
 }
 
-Waiting::Waiting(const WaitFor& on) {
-  if (!watch) return;
+namespace {
+
+// What the watchdog thread times and describes: this rank's wait for `on`, from now.
+void markWaiting(const WaitFor& on) {
   std::lock_guard<std::mutex> lock(watch->mutex);
   watch->waiting = true;
   watch->on = on;
   watch->since = watchdogClock();
 }
 
-Waiting::~Waiting() {
-  if (!watch) return;
+void clearWaiting() {
   std::lock_guard<std::mutex> lock(watch->mutex);
   watch->waiting = false;
+}
+
+}  // namespace
+
+Waiting::Waiting(const WaitFor& on) {
+  if (watch) markWaiting(on);
+}
+
+Waiting::~Waiting() {
+  if (watch) clearWaiting();
 }
 
 ExternalWait::ExternalWait(const std::string& what) {
   if (!watch || watch->size == 1) return;
   active_ = true;
   record_ = beginCollective(what, "", 0);
-  std::lock_guard<std::mutex> lock(watch->mutex);
-  watch->waiting = true;
-  watch->on.call = what;
-  watch->on.ranks.resize(static_cast<size_t>(watch->size));
-  for (int r = 0; r < watch->size; ++r) watch->on.ranks[static_cast<size_t>(r)] = r;
-  watch->since = watchdogClock();
+  WaitFor everyone{what, std::vector<int>(static_cast<size_t>(watch->size))};
+  for (int r = 0; r < watch->size; ++r) everyone.ranks[static_cast<size_t>(r)] = r;
+  markWaiting(everyone);
 }
 
 ExternalWait::~ExternalWait() {
   if (!active_) return;
   finishCollective(record_);
-  std::lock_guard<std::mutex> lock(watch->mutex);
-  watch->waiting = false;
+  clearWaiting();
 }
 
 Status waitAll(MPI_Request* requests, int count, const std::string& what, MPI_Status* statuses) {

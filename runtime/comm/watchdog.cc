@@ -1,9 +1,11 @@
 #include "comm/watchdog.h"
 
 #include <chrono>
-#include <cstdio>
 #include <deque>
 #include <mutex>
+
+#include "io/files.h"
+#include "io/json.h"
 
 namespace dtc::comm {
 namespace {
@@ -23,23 +25,6 @@ struct State {
 State& state() {
   static State* s = new State;  // never destroyed: a report may come while the process exits
   return *s;
-}
-
-std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -81,6 +66,12 @@ std::string activity() {
 
 double watchdogClock() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - state().origin).count();
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out = ranks.size() > 1 ? "ranks " : "rank ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
+  return out;
 }
 
 uint64_t beginCollective(const std::string& op, const std::string& group, int64_t bytes) {
@@ -132,30 +123,23 @@ std::string writeFlightRecorder(int rank, const std::string& reason) {
     path = s.settings.flightRecorderPath;
     if (path.empty()) return "";
     const double now = watchdogClock();
-    text = "{\"rank\": " + std::to_string(rank) + ", \"reason\": " + jsonString(reason) +
+    text = "{\"rank\": " + std::to_string(rank) + ", \"reason\": " + io::jsonQuote(reason) +
            ", \"time\": " + std::to_string(now) + ", \"timeout_seconds\": " +
            std::to_string(s.settings.timeoutSeconds) + ",\n \"calls\": [";
     bool first = true;
     for (const CollectiveRecord& r : s.records) {
       text += first ? "\n  " : ",\n  ";
       first = false;
-      text += "{\"call\": " + std::to_string(r.sequence) + ", \"op\": " + jsonString(r.op) +
-              ", \"group\": " + jsonString(r.group) + ", \"bytes\": " + std::to_string(r.bytes) +
-              ", \"where\": " + jsonString(r.where) + ", \"start\": " + std::to_string(r.start) +
+      text += "{\"call\": " + std::to_string(r.sequence) + ", \"op\": " + io::jsonQuote(r.op) +
+              ", \"group\": " + io::jsonQuote(r.group) + ", \"bytes\": " + std::to_string(r.bytes) +
+              ", \"where\": " + io::jsonQuote(r.where) + ", \"start\": " + std::to_string(r.start) +
               ", \"end\": " + (r.end > 0 ? std::to_string(r.end) : std::string("null")) +
               ", \"waited\": " + std::to_string((r.end > 0 ? r.end : now) - r.start) + "}";
     }
     text += "\n]}\n";
   }
   // Through a temporary name: a reader never sees half a file.
-  const std::string temporary = path + ".tmp";
-  std::FILE* f = std::fopen(temporary.c_str(), "w");
-  if (!f) return "";
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !written || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return "";
-  }
+  if (!io::writeFileAtomically(path, text.data(), text.size()).ok()) return "";
   return path;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "support/status.h"
 
@@ -52,6 +53,8 @@ CollectiveRecord currentCollective();
 // "all_reduce over dp (ranks 0,1), 4096 bytes, #37, in train_step, step 12, node 'fc1'".
 std::string describe(const CollectiveRecord& record);
 double watchdogClock();
+// "rank 3", "ranks 0,2": how reports list ranks.
+std::string rankList(const std::vector<int>& ranks);
 
 // A wait outside the communicators that other ranks can hold up: a device stream whose NCCL
 // collectives are in flight. While one lasts, the watchdog times it as a collective of the whole

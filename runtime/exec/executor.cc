@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -229,45 +228,27 @@ StatusOr<float> Executor::readScalarState(const std::string& name) const {
   return value;
 }
 
-namespace {
-
-// Index of the first inf or NaN among n elements of dtype t, or -1 (integers are always finite).
-int64_t firstNonFinite(const uint8_t* data, int64_t n, DType t) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (t == DType::kF32) {
-      float v;
-      std::memcpy(&v, data + 4 * i, 4);
-      if (!std::isfinite(v)) return i;
-    } else if (t == DType::kF16 || t == DType::kBF16) {
-      uint16_t v;
-      std::memcpy(&v, data + 2 * i, 2);
-      const uint16_t exponent = t == DType::kF16 ? 0x7C00 : 0x7F80;
-      if ((v & exponent) == exponent) return i;
-    } else {
-      return -1;
-    }
+StatusOr<int64_t> Executor::firstNonFiniteOf(const std::string& function, const PreparedFunction& prepared,
+                                             uint32_t index, std::vector<uint8_t>& host) const {
+  const TensorView t = deviceView(function, index);
+  const uint8_t* data = t.data;
+  if (!backend_->hostMemory()) {
+    host.resize(valueBytes(*prepared.function->values()->Get(index)));
+    DTC_RETURN_IF_ERROR(backend_->download(host.data(), t.data, host.size()));
+    data = host.data();
   }
-  return -1;
+  return firstNonFinite(data, t.numElements(), t.dtype);
 }
-
-}  // namespace
 
 Status Executor::checkData(const std::string& function, const PreparedFunction& prepared) const {
   std::vector<uint8_t> host;
   for (const plan::Binding* b : *prepared.function->arguments()) {
     if (b->role() != plan::Role::data) continue;
-    const TensorView t = deviceView(function, b->value());
-    const uint8_t* data = t.data;
-    if (!backend_->hostMemory()) {
-      host.resize(valueBytes(*prepared.function->values()->Get(b->value())));
-      DTC_RETURN_IF_ERROR(backend_->download(host.data(), t.data, host.size()));
-      data = host.data();
-    }
-    const int64_t bad = firstNonFinite(data, t.numElements(), t.dtype);
+    DTC_ASSIGN_OR_RETURN(int64_t bad, firstNonFiniteOf(function, prepared, b->value(), host));
     if (bad >= 0)
       return Status::NonFinite(plan_.name() + ": " + function + ": data input '" + printable(b->name()->str()) +
                                "' holds inf or NaN (element " + std::to_string(bad) + " of this batch's " +
-                               std::to_string(t.numElements()) + ")");
+                               std::to_string(deviceView(function, b->value()).numElements()) + ")");
   }
   return Status::Ok();
 }
@@ -278,15 +259,9 @@ Status Executor::checkOutputs(const std::string& function, const PreparedFunctio
   std::vector<uint8_t> host;
   for (uint32_t o = 0; o < step.outputs()->size(); ++o) {
     const uint32_t index = step.outputs()->Get(o);
-    const TensorView t = deviceView(function, index);
-    const uint8_t* data = t.data;
-    if (!backend_->hostMemory()) {
-      host.resize(valueBytes(*prepared.function->values()->Get(index)));
-      DTC_RETURN_IF_ERROR(backend_->download(host.data(), t.data, host.size()));
-      data = host.data();
-    }
-    const int64_t bad = firstNonFinite(data, t.numElements(), t.dtype);
+    DTC_ASSIGN_OR_RETURN(int64_t bad, firstNonFiniteOf(function, prepared, index, host));
     if (bad < 0) continue;
+    const TensorView t = deviceView(function, index);
     const std::string loc = step.loc() ? printable(step.loc()->str()) : std::string();
     return Status::NonFinite(plan_.name() + ": " + function + " step " + std::to_string(k) + ", " +
                              (loc.empty() ? std::string("a step") : "node '" + loc + "'") + " (" +

@@ -104,6 +104,9 @@ class Executor {
   };
   // The first non-finite value among the outputs of step `k` of `function`, as an error.
   Status checkOutputs(const std::string& function, const PreparedFunction& prepared, size_t k) const;
+  // firstNonFinite() of value `index` of `function` (downloaded into `host` on a device).
+  StatusOr<int64_t> firstNonFiniteOf(const std::string& function, const PreparedFunction& prepared, uint32_t index,
+                                     std::vector<uint8_t>& host) const;
   // The first non-finite value among the function's data inputs, as an error.
   Status checkData(const std::string& function, const PreparedFunction& prepared) const;
 

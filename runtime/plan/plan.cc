@@ -42,14 +42,12 @@ StatusOr<Plan> Plan::load(const std::string& path) {
 Status Plan::checkFooter(const std::vector<uint8_t>& bytes, const std::string& name) {
   const bool isPlan = bytes.size() >= 8 && plan::PlanBufferHasIdentifier(bytes.data());
   if (!isPlan) return Status::InvalidInput(name + " is not a dtc plan (identifier 'DTCP' missing)");
-  const uint8_t* footer = bytes.data() + bytes.size() - kPlanFooterBytes;
-  if (bytes.size() < 8 + kPlanFooterBytes || std::memcmp(footer, kPlanFooterMagic, 4) != 0)
+  PlanFooter footer;
+  if (bytes.size() < 8 + kPlanFooterBytes || !readPlanFooter(bytes, footer))
     return Status::InvalidInput(name + " is truncated, or was written by an older dtc (its checksum footer is "
                                 "missing; recompile the model with this dtc)");
-  uint32_t recorded = 0;
-  uint64_t length = 0;
-  for (int i = 3; i >= 0; --i) recorded = recorded << 8 | footer[4 + i];
-  for (int i = 7; i >= 0; --i) length = length << 8 | footer[8 + i];
+  const uint32_t recorded = footer.crc;
+  const uint64_t length = footer.length;
   if (length != bytes.size() - kPlanFooterBytes)
     return Status::InvalidInput(name + " is corrupt: it holds " + std::to_string(bytes.size() - kPlanFooterBytes) +
                                 " bytes of plan, its footer says " + std::to_string(length));

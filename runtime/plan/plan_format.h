@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace dtc {
 
@@ -14,5 +16,29 @@ inline constexpr uint32_t kPlanVersion = 3;
 // caught at load, where FlatBuffers' verifier only checks structure.
 inline constexpr char kPlanFooterMagic[4] = {'D', 'T', 'C', 'S'};
 inline constexpr size_t kPlanFooterBytes = 16;
+
+// Appends the footer to a finished FlatBuffer; `crc` is the CRC-32 of `bytes` (the writer and
+// the reader each compute it with their own library).
+inline void appendPlanFooter(std::vector<uint8_t>& bytes, uint32_t crc) {
+  const uint64_t length = bytes.size();
+  bytes.insert(bytes.end(), kPlanFooterMagic, kPlanFooterMagic + 4);
+  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<uint8_t>(crc >> (8 * i)));
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<uint8_t>(length >> (8 * i)));
+}
+
+// The footer at the end of a plan file's bytes, if they end with one.
+struct PlanFooter {
+  uint32_t crc = 0;
+  uint64_t length = 0;  // of the FlatBuffer before it
+};
+inline bool readPlanFooter(const std::vector<uint8_t>& bytes, PlanFooter& out) {
+  if (bytes.size() < kPlanFooterBytes) return false;
+  const uint8_t* footer = bytes.data() + bytes.size() - kPlanFooterBytes;
+  if (std::memcmp(footer, kPlanFooterMagic, 4) != 0) return false;
+  out = PlanFooter{};
+  for (int i = 3; i >= 0; --i) out.crc = out.crc << 8 | footer[4 + i];
+  for (int i = 7; i >= 0; --i) out.length = out.length << 8 | footer[8 + i];
+  return true;
+}
 
 }  // namespace dtc

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "comm/watchdog.h"
 #include "io/crc32.h"
 #include "io/files.h"
 
@@ -37,12 +38,6 @@ std::string fileFingerprint(const std::string& path) {
   char text[64];
   std::snprintf(text, sizeof text, "%llu bytes, crc32 %08x", static_cast<unsigned long long>(*size), crc);
   return text;
-}
-
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out = ranks.size() > 1 ? "ranks " : "rank ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
-  return out;
 }
 
 std::string serialize(const std::vector<RunField>& fields) {
@@ -78,7 +73,7 @@ std::string firstDisagreement(const std::vector<std::vector<RunField>>& byRank) 
     first = "the ranks disagree on " + mine[i].name + ": ";
     bool firstValue = true;
     for (const auto& [value, ranks] : ranksByValue) {
-      first += (firstValue ? "" : "; ") + rankList(ranks) + ": " + (value.empty() ? "(none)" : value);
+      first += (firstValue ? "" : "; ") + comm::rankList(ranks) + ": " + (value.empty() ? "(none)" : value);
       firstValue = false;
     }
   }

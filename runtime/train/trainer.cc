@@ -221,8 +221,8 @@ StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const Train
                   unknown > 0 ? 0.0 : totals[1] * 1e9);
 }
 
+// Writes the host copy of the state, which checkFiniteState has just pulled.
 StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const TrainOptions& o, comm::DeviceMesh& mesh, int64_t step) {
-  DTC_RETURN_IF_ERROR(run.ex->pullState());
   checkpoint::CheckpointRequest request;
   request.dir = o.checkpointDir;
   request.keep = o.keep;
@@ -471,6 +471,13 @@ int reportFailure(const Status& status) {
   return status.exitCode();
 }
 
+int reportAgreedFailure(comm::Communicator& world, const Status& status) {
+  if (world.rank() == 0) reportFailure(status);
+  float done = 0;
+  (void)world.allReduceSum(&done, 1);
+  return status.exitCode();
+}
+
 Status train(const Plan& plan, const TrainOptions& options, std::unique_ptr<comm::Communicator> world) {
   // Every rank fails the same way here: the caller reports it once.
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<comm::DeviceMesh> mesh, meshFor(plan, std::move(world)));
@@ -478,11 +485,8 @@ Status train(const Plan& plan, const TrainOptions& options, std::unique_ptr<comm
   Status status = trainOnMesh(plan, options, mesh.get(), agreed);
   if (status.ok() || mesh->numDevices() == 1) return status;
   if (status.code() == StatusCode::kStopped || agreed.agreed) {
-    // Every rank stopped after the same step, or knows of the failure: rank 0 says why, and the
-    // others wait until it has (a launcher tears the job down as soon as one process fails).
-    if (mesh->rank() == 0) reportFailure(status);
-    float done = 0;
-    (void)mesh->world().allReduceSum(&done, 1);
+    // Every rank stopped after the same step, or knows of the failure.
+    reportAgreedFailure(mesh->world(), status);
     return status;
   }
   // Any other failure may leave ranks waiting in a collective for this one: say why, then end

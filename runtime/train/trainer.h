@@ -56,6 +56,10 @@ Status checkWorldSize(const Plan& plan, int processes, const std::string& launch
 // Prints `status` as dtrun reports it ("dtrun: error: ..."; a stop by a signal without "error")
 // on stderr and returns its exit code.
 int reportFailure(const Status& status);
+// A failure every rank of `world` knows of: rank 0 reports it, the others wait until it has (a
+// launcher tears the job down as soon as one process exits with an error, and rank 0 would be
+// killed before it printed). Collective; returns the exit code.
+int reportAgreedFailure(comm::Communicator& world, const Status& status);
 
 // Runs on every process of the job (`world`: one per device of the plan's mesh; a plan without
 // a mesh needs a job of one). Only rank 0 prints, logs and saves; every rank writes its own

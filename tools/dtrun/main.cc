@@ -165,14 +165,8 @@ int main(int argc, char** argv) {
         std::to_string(comm->size()) + ": the CPU backend communicates through MPI (launch "
         "with mpirun or srun)"));
   const std::vector<dtc::RunField> fields = ready.ok() ? dtc::runFields(*plan, options) : std::vector<dtc::RunField>();
-  if (dtc::Status agreed = dtc::agreeToStart(*comm, ready, fields); !agreed.ok()) {
-    // Rank 0 says why; the others wait until it has, since a launcher tears the job down as
-    // soon as one process fails (rank 0 would be killed before it printed).
-    if (comm->rank() == 0) fail(agreed);
-    float done = 0;
-    (void)comm->allReduceSum(&done, 1);
-    return agreed.exitCode();
-  }
+  if (dtc::Status agreed = dtc::agreeToStart(*comm, ready, fields); !agreed.ok())
+    return dtc::reportAgreedFailure(*comm, agreed);
   dtc::Status status = dtc::train(*plan, options, std::move(comm));
   // On several processes train() has reported the failure (or ended the job).
   return status.ok() ? 0 : status.exitCode();
