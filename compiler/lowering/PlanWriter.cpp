@@ -14,6 +14,7 @@
 #include "pipeline/Pipeline.h"
 #include "flatbuffers/ModelImporter.h"
 #include "lowering/MemoryLayout.h"
+#include "ops/kernel_registry.h"
 #include "plan/plan_format.h"
 #include "plan_generated.h"
 
@@ -42,6 +43,10 @@ class PlanWriter {
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>> writeSharding(
       dist::ShardingAttr sharding);
   std::vector<int64_t> axisIndices(ArrayAttr axes);
+  // The op's attributes as its kernel declares them (ops/kernels.def), each in its declared
+  // field; an attribute the kernel does not read is an error, not silently dropped.
+  LogicalResult writeAttrs(Operation& op, const KernelInfo& kernel,
+                           std::vector<flatbuffers::Offset<plan::Attr>>& out);
   LogicalResult writeState(std::vector<flatbuffers::Offset<plan::StateTensor>>& state);
   LogicalResult writeState(func::FuncOp trainStep, DictionaryAttr layout, int32_t stage,
                            std::vector<flatbuffers::Offset<plan::StateTensor>>& state);
@@ -57,6 +62,56 @@ std::vector<int64_t> PlanWriter::axisIndices(ArrayAttr axes) {
   std::vector<int64_t> out;
   for (Attribute a : axes) out.push_back(mesh.axisIndex(cast<StringAttr>(a).getValue()));
   return out;
+}
+
+LogicalResult PlanWriter::writeAttrs(Operation& op, const KernelInfo& kernel,
+                                     std::vector<flatbuffers::Offset<plan::Attr>>& out) {
+  for (NamedAttribute named : op.getAttrs()) {
+    StringRef attrName = named.getName().getValue();
+    if (attrName.starts_with("plan.") || attrName.starts_with("dist.") || attrName.starts_with("graph."))
+      continue;  // compiler annotations, not kernel attributes
+    const KernelAttr* declared = kernel.attr(attrName);
+    if (!declared)
+      return op.emitError("plan writer: kernel '") << kernel.name << "' does not read attribute '" << attrName
+                                                   << "' (declare it in runtime/ops/kernels.def)";
+    Attribute value = named.getValue();
+    auto mismatch = [&] {
+      return op.emitError("plan writer: attribute '")
+             << attrName << "' of '" << kernel.name << "' is not a " << attrKindName(declared->kind) << ": " << value;
+    };
+    int64_t i = 0;
+    double f = 0;
+    std::vector<int64_t> ints;
+    std::string s;
+    switch (declared->kind) {
+      case AttrKind::kInt:
+        if (auto b = dyn_cast<BoolAttr>(value)) i = b.getValue();
+        else if (auto n = dyn_cast<IntegerAttr>(value)) i = n.getInt();
+        else return mismatch();
+        break;
+      case AttrKind::kFloat:
+        if (auto x = dyn_cast<FloatAttr>(value)) f = x.getValueAsDouble();
+        else return mismatch();
+        break;
+      case AttrKind::kInts:
+        if (auto a = dyn_cast<DenseI64ArrayAttr>(value)) ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+        else return mismatch();
+        break;
+      case AttrKind::kMeshAxes:  // mesh axis names, written as their indices
+        if (auto a = dyn_cast<ArrayAttr>(value); a && llvm::all_of(a, [](Attribute e) { return isa<StringAttr>(e); }))
+          ints = axisIndices(a);
+        else return mismatch();
+        break;
+      case AttrKind::kString:
+        if (auto x = dyn_cast<StringAttr>(value)) s = x.str();
+        else return mismatch();
+        break;
+    }
+    out.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(attrName.str()), i, f,
+                                   ints.empty() ? 0 : fbb_.CreateVector(ints),
+                                   s.empty() ? 0 : fbb_.CreateString(s)));
+  }
+  return success();
 }
 
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>>
@@ -222,33 +277,20 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(attr::kOffsets).asArrayRef();
     auto regions = op.getAttrOfType<DenseI64ArrayAttr>(attr::kRegions).asArrayRef();
     std::string loc = locationName(op.getLoc());
-    std::string kernel = op.getName().stripDialect().str();
+    const KernelInfo* kernel = findKernel(op.getName().stripDialect());
+    if (!kernel) {
+      op.emitError("plan writer: '") << op.getName() << "' has no runtime kernel (runtime/ops/kernels.def)";
+      return {};
+    }
     for (auto [k, r] : llvm::enumerate(op.getResults()))
-      addValue(r, (loc.empty() ? kernel : loc + "/" + kernel) + ":" + std::to_string(k),
+      addValue(r, (loc.empty() ? std::string(kernel->name) : loc + "/" + kernel->name) + ":" + std::to_string(k),
                regions[k], offsets[k]);
     std::vector<uint32_t> ins, outs;
     for (Value v : op.getOperands()) ins.push_back(index.lookup(v));
     for (Value v : op.getResults()) outs.push_back(index[v]);
     std::vector<flatbuffers::Offset<plan::Attr>> attrs;
-    for (NamedAttribute named : op.getAttrs()) {
-      StringRef attrName = named.getName().getValue();
-      if (attrName.starts_with("plan.") || attrName.starts_with("dist.") || attrName.starts_with("graph."))
-        continue;  // compiler annotations, not kernel attributes
-      int64_t i = 0;
-      double f = 0;
-      std::vector<int64_t> ints;
-      std::string s;
-      Attribute value = named.getValue();
-      if (auto boolAttr = dyn_cast<BoolAttr>(value)) i = boolAttr.getValue();
-      else if (auto intAttr = dyn_cast<IntegerAttr>(value)) i = intAttr.getInt();
-      else if (auto floatAttr = dyn_cast<FloatAttr>(value)) f = floatAttr.getValueAsDouble();
-      else if (auto array = dyn_cast<DenseI64ArrayAttr>(value)) ints.assign(array.asArrayRef().begin(), array.asArrayRef().end());
-      else if (auto str = dyn_cast<StringAttr>(value)) s = str.str();
-      else if (auto array = dyn_cast<ArrayAttr>(value); array && attrName.ends_with("axes"))
-        ints = axisIndices(array);  // mesh axes (collectives', a split vocabulary's), by index
-      attrs.push_back(plan::CreateAttrDirect(fbb_, attrName.str().c_str(), i, f, &ints, s.c_str()));
-    }
-    steps.push_back(plan::CreateStepDirect(fbb_, kernel.c_str(), &ins, &outs, &attrs, loc.c_str()));
+    if (failed(writeAttrs(op, *kernel, attrs))) return {};
+    steps.push_back(plan::CreateStepDirect(fbb_, &ins, &outs, &attrs, loc.c_str(), kernel->kernel));
   }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   auto lossName = module_->getAttrOfType<StringAttr>(attr::kLoss);

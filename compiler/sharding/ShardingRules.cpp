@@ -239,10 +239,12 @@ OpShardingRule nchwWithChannels(Operation* op) {
 
 FailureOr<OpShardingRule> getShardingRule(Operation* op) {
   using namespace graph;
+  // Element-wise ops (the graph dialect's unary ops and activation gradients): every dimension
+  // passes through.
+  if (op->hasTrait<OpTrait::Elementwise>()) return elementwise(op);
   std::optional<OpShardingRule> rule =
       llvm::TypeSwitch<Operation*, std::optional<OpShardingRule>>(op)
-          .Case<ReluOp, TanhOp, GeluOp, ReluGradOp, TanhGradOp, GeluGradOp, SgdUpdateOp,
-                AdamwUpdateOp, CastOp, dist::ReshardOp>([](Operation* o) { return elementwise(o); })
+          .Case<GeluOp, GeluGradOp, SgdUpdateOp, AdamwUpdateOp, CastOp, dist::ReshardOp>([](Operation* o) { return elementwise(o); })
           .Case<AddOp, SubOp, MulOp, BroadcastOp, SelectOp>([](Operation* o) { return broadcasting(o); })
           .Case<NonfiniteCountOp>([](NonfiniteCountOp o) {
             // A count over shards is the sum of the shards' counts.

@@ -118,6 +118,8 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Mul", {&ModelImporter::importBinary<graph::MulOp>, {}}},
       {"Relu", {&ModelImporter::importUnary<graph::ReluOp>, {}}},
       {"Tanh", {&ModelImporter::importUnary<graph::TanhOp>, {}}},
+      {"Sigmoid", {&ModelImporter::importUnary<graph::SigmoidOp>, {}}},
+      {"Silu", {&ModelImporter::importUnary<graph::SiluOp>, {}}},
       {"Gelu", {&ModelImporter::importGelu, {"approximate"}}},
       {"ReduceSum", {&ModelImporter::importReduceSum, {"axes", "keepdims"}}},
       {"Reshape", {&ModelImporter::importReshape, {"shape"}}},

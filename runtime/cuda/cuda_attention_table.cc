@@ -23,7 +23,6 @@
 // DTC_CUDA_ATTENTION=flash forces the flash kernels for 16-bit operands too, =gemm the GEMM path
 // whatever its scratch (16-bit operands only); unset or auto: the GEMM path when its scratch
 // fits kGemmScratchBudget and cuBLAS's 32-bit sizes hold the shapes, else the flash kernels.
-#include "cuda_attention_table.h"
 
 #include <algorithm>
 #include <array>
@@ -300,12 +299,7 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
 
 }  // namespace
 
-const CudaBinderTable& attentionCudaBinders() {
-  static const CudaBinderTable table = {
-      {"causal_attention", bindCausalAttention},
-      {"causal_attention_grad", bindCausalAttentionGrad},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(causal_attention, bindCausalAttention)
+DTC_CUDA_BINDER(causal_attention_grad, bindCausalAttentionGrad)
 
 }  // namespace dtc::cuda

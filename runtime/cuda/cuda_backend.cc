@@ -2,14 +2,14 @@
 #include <cstdio>
 #include <exception>
 
-#include "cuda_attention_table.h"
+#include "cuda_binders.h"
 #include "cuda_check.h"
 #include "cuda_device.h"
 #include "cuda_graph.h"
 #include "exec/backend.h"
 #include "exec/bind_util.h"
 #include "exec/precision_contracts.h"
-#include "support/printable.h"
+#include "ops/kernel_registry.h"
 
 namespace dtc::cuda {
 namespace {
@@ -140,52 +140,32 @@ void writeError(char* error, size_t size, const std::string& message) {
 }
 
 
-bool among(const std::string& op, std::initializer_list<const char*> ops) {
-  for (const char* o : ops)
-    if (op == o) return true;
-  return false;
-}
-
 }  // namespace
 
 StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
-  const std::string op = ctx.step.op()->str();
-  // 16-bit operands (mixed precision), as the CPU's bindCpuStep: contractions take them as they
-  // are (cuBLAS, f32 accumulation); collectives run their f32 form on widened copies; casts and
-  // the ops that move bytes of any dtype bind as usual; every other op refuses them here, by
-  // name, rather than with a dtype mismatch.
+  const KernelInfo* kernel = kernelInfo(ctx.step.kernel());
+  if (!kernel) return invalid(ctx, "unknown kernel (the plan needs a newer dtrun)");
+  const CudaBinder bind = cudaBinders()[static_cast<uint16_t>(kernel->kernel)];
+  // 16-bit operands (mixed precision), by the registry's element types: a kernel of any type binds
+  // as usual; one that takes 16-bit operands runs them natively (cuBLAS and the 16-bit kernels
+  // accumulate in f32), except collectives, which run their f32 form on widened copies (exact
+  // for moves, sums in f32); a float32 kernel refuses them here, by name.
   const TensorView* low = nullptr;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
       if (!low && lowPrecision(t.dtype)) low = &t;
-  // Attention's kernels take 16-bit q, k, v beside an f32 log-sum-exp and check that themselves;
-  // so do the epilogues (16-bit x and weight, f32 bias), the layout ops, which move 16-bit
-  // elements as they are, and LayerNorm, which may round its output (dtc-fold-casts).
-  if (low && !among(op, {"cast", "reshape", "send", "recv", "causal_attention", "causal_attention_grad", "linear_bias",
-                         "linear_bias_gelu", "linear_grad_input_gelu", "transpose", "split", "concat",
-                         "layer_norm"})) {
-    const bool contraction = among(op, {"matmul", "batch_matmul", "linear", "linear_grad_input", "linear_grad_weight"});
-    const bool collective = among(op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "local_slice",
-                                       "collective_broadcast"});
-    if (!contraction && !collective)
-      return invalid(ctx, "no CUDA kernel yet for '" + printable(op) + "' on " + dtypeName(low->dtype) + " operands");
-    const DType first = ctx.inputs.empty() ? ctx.outputs[0].dtype : ctx.inputs[0].dtype;
-    for (const auto* list : {&ctx.inputs, &ctx.outputs})
-      for (const TensorView& t : *list)
-        if (t.dtype != first)
-          return invalid(ctx, "operands must share one element type, got " + dtypeName(first) + " and " +
-                                  dtypeName(t.dtype));
-    if (collective) return bindWidened(ctx, device, collectiveCudaBinders().at(op));
-  }
-  for (const CudaBinderTable* table : {&coreCudaBinders(), &lossCudaBinders(), &transformerCudaBinders(),
-                                       &collectiveCudaBinders(), &vocabParallelCudaBinders(),
-                                       &convCudaBinders(), &precisionCudaBinders(),
-                                       &attentionCudaBinders(), &epilogueCudaBinders()}) {
-    auto it = table->find(op);
-    if (it != table->end()) return it->second(ctx, device);
-  }
-  // Unknown ops: the CPU backend tells those apart from ops only it runs.
-  return invalid(ctx, "no CUDA kernel yet for '" + printable(op) + "'");
+  if (!low || kernel->types == KernelTypes::kAny) return bind(ctx, device);
+  if (kernel->types == KernelTypes::kF32)
+    return invalid(ctx, std::string("no CUDA kernel yet for '") + kernel->name + "' on " +
+                            dtypeName(low->dtype) + " operands");
+  if (kernel->family != KernelFamily::kCollective) return bind(ctx, device);
+  const DType first = ctx.inputs.empty() ? ctx.outputs[0].dtype : ctx.inputs[0].dtype;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (t.dtype != first)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(first) + " and " +
+                                dtypeName(t.dtype));
+  return bindWidened(ctx, device, bind);
 }
 
 }  // namespace dtc::cuda

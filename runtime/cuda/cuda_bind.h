@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "cuda_binders.h"
 #include "cuda_check.h"
 #include "cuda_device.h"
 #include "exec/bind_util.h"

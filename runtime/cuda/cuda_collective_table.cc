@@ -277,15 +277,14 @@ StatusOr<BoundStep> bindRecv(const StepContext& ctx, Device& dev) {
 
 }  // namespace
 
-const CudaBinderTable& collectiveCudaBinders() {
-  static const CudaBinderTable table = {
-      {"all_reduce", bindAllReduce},       {"all_gather", bindAllGather},
-      {"reduce_scatter", bindReduceScatter}, {"local_slice", bindLocalSlice},
-      {"all_to_all", bindAllToAll},       {"collective_broadcast", bindCollectiveBroadcast},
-      {"send", bindSend},                 {"recv", bindRecv},
-      {"count_once", bindCountOnce},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(all_reduce, bindAllReduce)
+DTC_CUDA_BINDER(all_gather, bindAllGather)
+DTC_CUDA_BINDER(reduce_scatter, bindReduceScatter)
+DTC_CUDA_BINDER(local_slice, bindLocalSlice)
+DTC_CUDA_BINDER(all_to_all, bindAllToAll)
+DTC_CUDA_BINDER(collective_broadcast, bindCollectiveBroadcast)
+DTC_CUDA_BINDER(send, bindSend)
+DTC_CUDA_BINDER(recv, bindRecv)
+DTC_CUDA_BINDER(count_once, bindCountOnce)
 
 }  // namespace dtc::cuda

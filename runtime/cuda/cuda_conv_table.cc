@@ -161,23 +161,18 @@ StatusOr<BoundStep> bindBatchNormGradInput(const StepContext& ctx, Device& dev) 
 
 }  // namespace
 
-const CudaBinderTable& convCudaBinders() {
-  static const CudaBinderTable table = {
-      {"conv2d", bindConv<ConvOp::kForward>},
-      {"conv2d_grad_input", bindConv<ConvOp::kGradInput>},
-      {"conv2d_grad_weight", bindConv<ConvOp::kGradWeight>},
-      {"max_pool2d", bindMaxPool2d},
-      {"max_pool2d_grad", bindMaxPool2dGrad},
-      {"batch_norm_train", bindBatchNormTrain},
-      {"batch_norm_train_grad", bindBatchNormTrainGrad},
-      {"batch_norm_eval", bindBatchNormEval},
-      {"batch_norm_sum", bindBatchNormSum},
-      {"batch_norm_centered_squares", bindBatchNormCenteredSquares},
-      {"batch_norm_normalize", bindBatchNormNormalize},
-      {"batch_norm_grad_sums", bindBatchNormGradSums},
-      {"batch_norm_grad_input", bindBatchNormGradInput},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(conv2d, bindConv<ConvOp::kForward>)
+DTC_CUDA_BINDER(conv2d_grad_input, bindConv<ConvOp::kGradInput>)
+DTC_CUDA_BINDER(conv2d_grad_weight, bindConv<ConvOp::kGradWeight>)
+DTC_CUDA_BINDER(max_pool2d, bindMaxPool2d)
+DTC_CUDA_BINDER(max_pool2d_grad, bindMaxPool2dGrad)
+DTC_CUDA_BINDER(batch_norm_train, bindBatchNormTrain)
+DTC_CUDA_BINDER(batch_norm_train_grad, bindBatchNormTrainGrad)
+DTC_CUDA_BINDER(batch_norm_eval, bindBatchNormEval)
+DTC_CUDA_BINDER(batch_norm_sum, bindBatchNormSum)
+DTC_CUDA_BINDER(batch_norm_centered_squares, bindBatchNormCenteredSquares)
+DTC_CUDA_BINDER(batch_norm_normalize, bindBatchNormNormalize)
+DTC_CUDA_BINDER(batch_norm_grad_sums, bindBatchNormGradSums)
+DTC_CUDA_BINDER(batch_norm_grad_input, bindBatchNormGradInput)
 
 }  // namespace dtc::cuda

@@ -138,17 +138,8 @@ class Device {
   std::unique_ptr<NcclGroups> collectives_;
 };
 
-// The backend's kernel tables (cuda_*_table.cc), by op family as the CPU backend's.
+// A kernel's CUDA binder (cuda_binders.h).
 using CudaBinder = StatusOr<BoundStep> (*)(const StepContext&, Device&);
-using CudaBinderTable = std::unordered_map<std::string, CudaBinder>;
-const CudaBinderTable& coreCudaBinders();          // cuda_kernel_table.cc
-const CudaBinderTable& lossCudaBinders();          // cuda_loss_table.cc (and optimizers)
-const CudaBinderTable& transformerCudaBinders();   // cuda_transformer_table.cc
-const CudaBinderTable& collectiveCudaBinders();    // cuda_collective_table.cc
-const CudaBinderTable& vocabParallelCudaBinders(); // cuda_vocab_parallel_table.cc
-const CudaBinderTable& convCudaBinders();          // cuda_conv_table.cc
-const CudaBinderTable& precisionCudaBinders();     // cuda_precision_table.cc (casts, loss scaling)
-const CudaBinderTable& epilogueCudaBinders();      // cuda_epilogue_table.cc (fused linear epilogues)
 
 // A step on 16-bit (bf16/f16) operands run by its float32 binder `wide` on widened copies, the
 // results rounded back, as the CPU's bindLowPrecision (cuda_precision_table.cc). Collectives use

@@ -179,13 +179,8 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
 
 }  // namespace
 
-const CudaBinderTable& epilogueCudaBinders() {
-  static const CudaBinderTable table = {
-      {"linear_bias", bindLinearEpilogue<LinearEpilogue::kBias>},
-      {"linear_bias_gelu", bindLinearEpilogue<LinearEpilogue::kBiasGelu>},
-      {"linear_grad_input_gelu", bindLinearEpilogue<LinearEpilogue::kGradInputGelu>},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(linear_bias, bindLinearEpilogue<LinearEpilogue::kBias>)
+DTC_CUDA_BINDER(linear_bias_gelu, bindLinearEpilogue<LinearEpilogue::kBiasGelu>)
+DTC_CUDA_BINDER(linear_grad_input_gelu, bindLinearEpilogue<LinearEpilogue::kGradInputGelu>)
 
 }  // namespace dtc::cuda

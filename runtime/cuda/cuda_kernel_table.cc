@@ -161,27 +161,22 @@ StatusOr<BoundStep> bindGeluGrad(const StepContext& ctx, Device& dev) {
 
 }  // namespace
 
-const CudaBinderTable& coreCudaBinders() {
-  static const CudaBinderTable table = {
-      {"matmul", bindMatmul},
-      {"linear", bindLinear<LinearKind::kForward>},
-      {"linear_grad_input", bindLinear<LinearKind::kGradInput>},
-      {"linear_grad_weight", bindLinear<LinearKind::kGradWeight>},
-      {"add", bindBinary<BinaryOp::kAdd>},
-      {"sub", bindBinary<BinaryOp::kSub>},
-      {"mul", bindBinary<BinaryOp::kMul>},
-      {"reduce_sum", bindReduceSum},
-      {"broadcast", bindBroadcast},
-      {"reshape", bindReshape},
-      {"fill", bindFill},
-      {"relu", bindUnary<Activation::kRelu>},
-      {"relu_grad", bindUnaryGrad<Activation::kRelu>},
-      {"tanh", bindUnary<Activation::kTanh>},
-      {"tanh_grad", bindUnaryGrad<Activation::kTanh>},
-      {"gelu", bindGelu},
-      {"gelu_grad", bindGeluGrad},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(matmul, bindMatmul)
+DTC_CUDA_BINDER(linear, bindLinear<LinearKind::kForward>)
+DTC_CUDA_BINDER(linear_grad_input, bindLinear<LinearKind::kGradInput>)
+DTC_CUDA_BINDER(linear_grad_weight, bindLinear<LinearKind::kGradWeight>)
+DTC_CUDA_BINDER(add, bindBinary<BinaryOp::kAdd>)
+DTC_CUDA_BINDER(sub, bindBinary<BinaryOp::kSub>)
+DTC_CUDA_BINDER(mul, bindBinary<BinaryOp::kMul>)
+DTC_CUDA_BINDER(reduce_sum, bindReduceSum)
+DTC_CUDA_BINDER(broadcast, bindBroadcast)
+DTC_CUDA_BINDER(reshape, bindReshape)
+DTC_CUDA_BINDER(fill, bindFill)
+DTC_CUDA_BINDER(relu, bindUnary<Activation::kRelu>)
+DTC_CUDA_BINDER(relu_grad, bindUnaryGrad<Activation::kRelu>)
+DTC_CUDA_BINDER(tanh, bindUnary<Activation::kTanh>)
+DTC_CUDA_BINDER(tanh_grad, bindUnaryGrad<Activation::kTanh>)
+DTC_CUDA_BINDER(gelu, bindGelu)
+DTC_CUDA_BINDER(gelu_grad, bindGeluGrad)
 
 }  // namespace dtc::cuda

@@ -90,16 +90,11 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx, Device& dev) {
 
 }  // namespace
 
-const CudaBinderTable& lossCudaBinders() {
-  static const CudaBinderTable table = {
-      {"softmax_cross_entropy", bindCrossEntropy},
-      {"softmax_cross_entropy_grad", bindCrossEntropyGrad},
-      {"mse", bindMse},
-      {"mse_grad", bindMseGrad},
-      {"sgd_update", bindSgd},
-      {"adamw_update", bindAdamw},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(softmax_cross_entropy, bindCrossEntropy)
+DTC_CUDA_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
+DTC_CUDA_BINDER(mse, bindMse)
+DTC_CUDA_BINDER(mse_grad, bindMseGrad)
+DTC_CUDA_BINDER(sgd_update, bindSgd)
+DTC_CUDA_BINDER(adamw_update, bindAdamw)
 
 }  // namespace dtc::cuda

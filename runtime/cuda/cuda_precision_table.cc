@@ -143,16 +143,11 @@ StatusOr<BoundStep> bindWidened(const StepContext& ctx, Device& dev, CudaBinder 
   });
 }
 
-const CudaBinderTable& precisionCudaBinders() {
-  static const CudaBinderTable table = {
-      {"cast", bindCast},
-      {"nonfinite_count", bindNonfiniteCount},
-      {"loss_scale_step", bindLossScaleStep},
-      {"select", bindSelect},
-      {"sum_squares", bindSumSquares},
-      {"clip_coefficient", bindClipCoefficient},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(cast, bindCast)
+DTC_CUDA_BINDER(nonfinite_count, bindNonfiniteCount)
+DTC_CUDA_BINDER(loss_scale_step, bindLossScaleStep)
+DTC_CUDA_BINDER(select, bindSelect)
+DTC_CUDA_BINDER(sum_squares, bindSumSquares)
+DTC_CUDA_BINDER(clip_coefficient, bindClipCoefficient)
 
 }  // namespace dtc::cuda

@@ -197,20 +197,15 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx, Device& dev) {
 
 }  // namespace
 
-const CudaBinderTable& transformerCudaBinders() {
-  static const CudaBinderTable table = {
-      {"batch_matmul", bindBatchMatmul},
-      {"transpose", bindTranspose},
-      {"split", bindPieces<false>},
-      {"concat", bindPieces<true>},
-      {"causal_softmax", bindCausalSoftmax},
-      {"causal_softmax_grad", bindCausalSoftmaxGrad},
-      {"layer_norm", bindLayerNorm},
-      {"layer_norm_grad", bindLayerNormGrad},
-      {"embedding", bindEmbedding},
-      {"embedding_grad", bindEmbeddingGrad},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(batch_matmul, bindBatchMatmul)
+DTC_CUDA_BINDER(transpose, bindTranspose)
+DTC_CUDA_BINDER(split, bindPieces<false>)
+DTC_CUDA_BINDER(concat, bindPieces<true>)
+DTC_CUDA_BINDER(causal_softmax, bindCausalSoftmax)
+DTC_CUDA_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
+DTC_CUDA_BINDER(layer_norm, bindLayerNorm)
+DTC_CUDA_BINDER(layer_norm_grad, bindLayerNormGrad)
+DTC_CUDA_BINDER(embedding, bindEmbedding)
+DTC_CUDA_BINDER(embedding_grad, bindEmbeddingGrad)
 
 }  // namespace dtc::cuda

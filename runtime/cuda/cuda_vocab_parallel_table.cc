@@ -64,14 +64,9 @@ StatusOr<BoundStep> bindPartsGrad(const StepContext& ctx, Device& dev) {
 
 }  // namespace
 
-const CudaBinderTable& vocabParallelCudaBinders() {
-  static const CudaBinderTable table = {
-      {"cross_entropy_row_max", bindRowMax},
-      {"cross_entropy_parts", bindParts},
-      {"cross_entropy_combine", bindCombine},
-      {"cross_entropy_parts_grad", bindPartsGrad},
-  };
-  return table;
-}
+DTC_CUDA_BINDER(cross_entropy_row_max, bindRowMax)
+DTC_CUDA_BINDER(cross_entropy_parts, bindParts)
+DTC_CUDA_BINDER(cross_entropy_combine, bindCombine)
+DTC_CUDA_BINDER(cross_entropy_parts_grad, bindPartsGrad)
 
 }  // namespace dtc::cuda

@@ -1,4 +1,4 @@
-// Shared pieces of the kernel tables: operand contracts and the table type.
+// Shared pieces of the kernel tables: operand contract helpers and the binder type.
 #pragma once
 
 #include <algorithm>
@@ -15,7 +15,6 @@ namespace dtc {
 
 using cpu::Shape;
 using Binder = StatusOr<BoundStep> (*)(const StepContext&);
-using BinderTable = std::unordered_map<std::string, Binder>;
 
 inline Status invalid(const StepContext& ctx, const std::string& message) {
   return Status::InvalidInput(ctx.where() + message);
@@ -60,15 +59,6 @@ inline bool broadcastShape(const Shape& a, const Shape& b, Shape& out) {
   }
   return true;
 }
-
-// The CPU backend's tables, by op family (cpu_kernel_table.cc, cpu_transformer_table.cc).
-const BinderTable& coreBinders();
-const BinderTable& transformerBinders();
-const BinderTable& convBinders();
-const BinderTable& collectiveBinders();
-const BinderTable& vocabParallelBinders();
-const BinderTable& lossScaleBinders();
-const BinderTable& epilogueBinders();  // cpu_epilogue_table.cc
 
 // The mesh axes a step's ints attribute `name` names, each checked against `ctx.mesh` (which
 // must be there) as the file's 64-bit number (2^32 must not pass as axis 0) and named once (a

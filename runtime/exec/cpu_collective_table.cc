@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "exec/collective_contract.h"
+#include "exec/cpu_binders.h"
 
 namespace dtc {
 namespace {
@@ -147,15 +148,14 @@ StatusOr<BoundStep> bindRecv(const StepContext& ctx) {
 
 }  // namespace
 
-const BinderTable& collectiveBinders() {
-  static const BinderTable table = {
-      {"all_reduce", bindAllReduce},       {"all_gather", bindAllGather},
-      {"reduce_scatter", bindReduceScatter}, {"local_slice", bindLocalSlice},
-      {"all_to_all", bindAllToAll},       {"collective_broadcast", bindCollectiveBroadcast},
-      {"send", bindSend},                 {"recv", bindRecv},
-      {"count_once", bindCountOnce},
-  };
-  return table;
-}
+DTC_CPU_BINDER(all_reduce, bindAllReduce)
+DTC_CPU_BINDER(all_gather, bindAllGather)
+DTC_CPU_BINDER(reduce_scatter, bindReduceScatter)
+DTC_CPU_BINDER(local_slice, bindLocalSlice)
+DTC_CPU_BINDER(all_to_all, bindAllToAll)
+DTC_CPU_BINDER(collective_broadcast, bindCollectiveBroadcast)
+DTC_CPU_BINDER(send, bindSend)
+DTC_CPU_BINDER(recv, bindRecv)
+DTC_CPU_BINDER(count_once, bindCountOnce)
 
 }  // namespace dtc

@@ -2,6 +2,7 @@
 // exec/conv_contracts.h.
 #include "cpu/conv_kernels.h"
 #include "exec/conv_contracts.h"
+#include "exec/cpu_binders.h"
 
 namespace dtc {
 namespace {
@@ -139,23 +140,18 @@ StatusOr<BoundStep> bindBatchNormGradInput(const StepContext& ctx) {
 
 }  // namespace
 
-const BinderTable& convBinders() {
-  static const BinderTable table = {
-      {"conv2d", bindConv<cpu::conv2d, ConvOp::kForward>},                           // (x, w) -> y
-      {"conv2d_grad_input", bindConv<cpu::conv2dGradInput, ConvOp::kGradInput>},     // (dy, w) -> dx
-      {"conv2d_grad_weight", bindConv<cpu::conv2dGradWeight, ConvOp::kGradWeight>},  // (dy, x) -> dw
-      {"max_pool2d", bindMaxPool2d},
-      {"max_pool2d_grad", bindMaxPool2dGrad},
-      {"batch_norm_train", bindBatchNormTrain},
-      {"batch_norm_train_grad", bindBatchNormTrainGrad},
-      {"batch_norm_eval", bindBatchNormEval},
-      {"batch_norm_sum", bindBatchNormSum},
-      {"batch_norm_centered_squares", bindBatchNormCenteredSquares},
-      {"batch_norm_normalize", bindBatchNormNormalize},
-      {"batch_norm_grad_sums", bindBatchNormGradSums},
-      {"batch_norm_grad_input", bindBatchNormGradInput},
-  };
-  return table;
-}
+DTC_CPU_BINDER(conv2d, bindConv<cpu::conv2d, ConvOp::kForward>)
+DTC_CPU_BINDER(conv2d_grad_input, bindConv<cpu::conv2dGradInput, ConvOp::kGradInput>)
+DTC_CPU_BINDER(conv2d_grad_weight, bindConv<cpu::conv2dGradWeight, ConvOp::kGradWeight>)
+DTC_CPU_BINDER(max_pool2d, bindMaxPool2d)
+DTC_CPU_BINDER(max_pool2d_grad, bindMaxPool2dGrad)
+DTC_CPU_BINDER(batch_norm_train, bindBatchNormTrain)
+DTC_CPU_BINDER(batch_norm_train_grad, bindBatchNormTrainGrad)
+DTC_CPU_BINDER(batch_norm_eval, bindBatchNormEval)
+DTC_CPU_BINDER(batch_norm_sum, bindBatchNormSum)
+DTC_CPU_BINDER(batch_norm_centered_squares, bindBatchNormCenteredSquares)
+DTC_CPU_BINDER(batch_norm_normalize, bindBatchNormNormalize)
+DTC_CPU_BINDER(batch_norm_grad_sums, bindBatchNormGradSums)
+DTC_CPU_BINDER(batch_norm_grad_input, bindBatchNormGradInput)
 
 }  // namespace dtc

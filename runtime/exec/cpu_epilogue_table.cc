@@ -3,6 +3,7 @@
 // steps use, on the GEMM's output in place, so an f32 fused step equals the unfused ones bit for
 // bit. 16-bit x and weight come in widened (bindLowPrecision): the product is not rounded.
 #include "cpu/kernels.h"
+#include "exec/cpu_binders.h"
 #include "exec/linear_epilogue_contract.h"
 
 namespace dtc {
@@ -31,13 +32,8 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx) {
 
 }  // namespace
 
-const BinderTable& epilogueBinders() {
-  static const BinderTable table = {
-      {"linear_bias", bindLinearEpilogue<LinearEpilogue::kBias>},
-      {"linear_bias_gelu", bindLinearEpilogue<LinearEpilogue::kBiasGelu>},
-      {"linear_grad_input_gelu", bindLinearEpilogue<LinearEpilogue::kGradInputGelu>},
-  };
-  return table;
-}
+DTC_CPU_BINDER(linear_bias, bindLinearEpilogue<LinearEpilogue::kBias>)
+DTC_CPU_BINDER(linear_bias_gelu, bindLinearEpilogue<LinearEpilogue::kBiasGelu>)
+DTC_CPU_BINDER(linear_grad_input_gelu, bindLinearEpilogue<LinearEpilogue::kGradInputGelu>)
 
 }  // namespace dtc

@@ -4,15 +4,13 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <unordered_map>
 
 #include "cpu/half.h"
 #include "cpu/kernels.h"
-#include "exec/bind_util.h"
+#include "exec/cpu_binders.h"
 #include "exec/core_contracts.h"
 #include "exec/loss_contracts.h"
 #include "exec/precision_contracts.h"
-#include "support/printable.h"
 
 namespace dtc {
 namespace {
@@ -209,34 +207,29 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx) {
 
 }  // namespace
 
-const BinderTable& coreBinders() {
-  static const BinderTable table = {
-      {"matmul", bindMatmul},
-      {"linear", bindLinear<LinearKind::kForward>},
-      {"linear_grad_input", bindLinear<LinearKind::kGradInput>},
-      {"linear_grad_weight", bindLinear<LinearKind::kGradWeight>},
-      {"add", bindBinary<cpu::BinaryOp::kAdd>},
-      {"sub", bindBinary<cpu::BinaryOp::kSub>},
-      {"mul", bindBinary<cpu::BinaryOp::kMul>},
-      {"reduce_sum", bindReduceSum},
-      {"broadcast", bindBroadcast},
-      {"reshape", bindReshape},
-      {"fill", bindFill},
-      {"relu", bindUnary<cpu::relu>},
-      {"relu_grad", bindActivationGrad<cpu::reluGrad>},
-      {"tanh", bindUnary<cpu::tanhForward>},
-      {"tanh_grad", bindActivationGrad<cpu::tanhGrad>},
-      {"gelu", bindGelu},
-      {"gelu_grad", bindGeluGrad},
-      {"softmax_cross_entropy", bindCrossEntropy},
-      {"softmax_cross_entropy_grad", bindCrossEntropyGrad},
-      {"mse", bindMse},
-      {"mse_grad", bindMseGrad},
-      {"sgd_update", bindSgd},
-      {"adamw_update", bindAdamw},
-  };
-  return table;
-}
+DTC_CPU_BINDER(matmul, bindMatmul)
+DTC_CPU_BINDER(linear, bindLinear<LinearKind::kForward>)
+DTC_CPU_BINDER(linear_grad_input, bindLinear<LinearKind::kGradInput>)
+DTC_CPU_BINDER(linear_grad_weight, bindLinear<LinearKind::kGradWeight>)
+DTC_CPU_BINDER(add, bindBinary<cpu::BinaryOp::kAdd>)
+DTC_CPU_BINDER(sub, bindBinary<cpu::BinaryOp::kSub>)
+DTC_CPU_BINDER(mul, bindBinary<cpu::BinaryOp::kMul>)
+DTC_CPU_BINDER(reduce_sum, bindReduceSum)
+DTC_CPU_BINDER(broadcast, bindBroadcast)
+DTC_CPU_BINDER(reshape, bindReshape)
+DTC_CPU_BINDER(fill, bindFill)
+DTC_CPU_BINDER(relu, bindUnary<cpu::relu>)
+DTC_CPU_BINDER(relu_grad, bindActivationGrad<cpu::reluGrad>)
+DTC_CPU_BINDER(tanh, bindUnary<cpu::tanhForward>)
+DTC_CPU_BINDER(tanh_grad, bindActivationGrad<cpu::tanhGrad>)
+DTC_CPU_BINDER(gelu, bindGelu)
+DTC_CPU_BINDER(gelu_grad, bindGeluGrad)
+DTC_CPU_BINDER(softmax_cross_entropy, bindCrossEntropy)
+DTC_CPU_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
+DTC_CPU_BINDER(mse, bindMse)
+DTC_CPU_BINDER(mse_grad, bindMseGrad)
+DTC_CPU_BINDER(sgd_update, bindSgd)
+DTC_CPU_BINDER(adamw_update, bindAdamw)
 
 namespace {
 
@@ -282,11 +275,14 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx) {
   });
 }
 
-// A step on bf16/f16 operands run by its f32 kernel on widened copies (exact: every bf16/f16
-// value is a float32), the results rounded back: a contraction then accumulates in f32 and
-// rounds once, as a GPU's tensor cores do. Operands already f32 (attention's log-sum-exp) are
+}  // namespace
+
+DTC_CPU_BINDER(cast, bindCast)
+
+// Widening is exact (every bf16/f16 value is a float32): a contraction then accumulates in f32
+// and rounds once, as a GPU's tensor cores do. Operands already f32 (attention's log-sum-exp) are
 // used as they are; the 16-bit ones must share one type.
-StatusOr<BoundStep> bindLowPrecision(const StepContext& ctx, const Binder& wide) {
+StatusOr<BoundStep> bindWidened(const StepContext& ctx, Binder wide) {
   DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
   auto buffers = std::make_shared<std::vector<std::vector<float>>>();
   StepContext f32{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
@@ -309,37 +305,6 @@ StatusOr<BoundStep> bindLowPrecision(const StepContext& ctx, const Binder& wide)
     (void)buffers;  // owned by the step
     return Status::Ok();
   });
-}
-
-}  // namespace
-
-StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
-  std::string op = ctx.step.op()->str();
-  if (op == "cast") return bindCast(ctx);
-  // Low-precision operands: contractions (mixed precision) and the collectives that move or
-  // sum their results run on f32 copies (exact for moves; sums in f32 are the more accurate).
-  static const char* const kWidened[] = {"matmul", "batch_matmul", "linear", "linear_grad_input",
-                                         "linear_grad_weight", "causal_attention",
-                                         "causal_attention_grad", "linear_bias", "linear_bias_gelu",
-                                         "linear_grad_input_gelu", "transpose", "split", "concat",
-                                         "layer_norm",
-                                         "all_reduce", "all_gather",
-                                         "reduce_scatter", "all_to_all", "local_slice",
-                                         "collective_broadcast"};
-  bool anyLow = false;
-  for (const auto* list : {&ctx.inputs, &ctx.outputs})
-    for (const TensorView& t : *list) anyLow |= lowPrecision(t.dtype);
-  if (anyLow && std::find(std::begin(kWidened), std::end(kWidened), op) != std::end(kWidened))
-    for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &collectiveBinders(),
-                                     &epilogueBinders()})
-      if (auto it = table->find(op); it != table->end()) return bindLowPrecision(ctx, it->second);
-  for (const BinderTable* table : {&coreBinders(), &transformerBinders(), &convBinders(),
-                                     &collectiveBinders(), &vocabParallelBinders(),
-                                     &lossScaleBinders(), &epilogueBinders()}) {
-    auto it = table->find(op);
-    if (it != table->end()) return it->second(ctx);
-  }
-  return Status::InvalidInput("unknown op '" + printable(op) + "' (the plan needs a newer dtrun)");
 }
 
 }  // namespace dtc

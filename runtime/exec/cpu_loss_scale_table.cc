@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "exec/cpu_binders.h"
 #include "exec/precision_contracts.h"
 
 namespace dtc {
@@ -97,15 +98,10 @@ StatusOr<BoundStep> bindSelect(const StepContext& ctx) {
 
 }  // namespace
 
-const BinderTable& lossScaleBinders() {
-  static const BinderTable table = {
-      {"nonfinite_count", bindNonfiniteCount},
-      {"loss_scale_step", bindLossScaleStep},
-      {"select", bindSelect},
-      {"sum_squares", bindSumSquares},
-      {"clip_coefficient", bindClipCoefficient},
-  };
-  return table;
-}
+DTC_CPU_BINDER(nonfinite_count, bindNonfiniteCount)
+DTC_CPU_BINDER(loss_scale_step, bindLossScaleStep)
+DTC_CPU_BINDER(select, bindSelect)
+DTC_CPU_BINDER(sum_squares, bindSumSquares)
+DTC_CPU_BINDER(clip_coefficient, bindClipCoefficient)
 
 }  // namespace dtc

@@ -2,6 +2,7 @@
 // exec/transformer_contracts.h (causal attention's own here: the CUDA backend binds it in
 // cuda_attention_table.cc).
 #include "cpu/transformer_kernels.h"
+#include "exec/cpu_binders.h"
 #include "exec/transformer_contracts.h"
 
 namespace dtc {
@@ -63,25 +64,11 @@ StatusOr<BoundStep> bindCausalSoftmax(const StepContext& ctx) {
   });
 }
 
-// q, k, v (and dout, out) [..., T, D] with lse [..., T]: (slices, T, D), or zeros if q is not.
-std::array<int64_t, 3> attentionDims(const TensorView& q) {
-  if (q.shape.size() < 2) return {0, 0, 0};
-  int64_t t = q.shape[q.shape.size() - 2], d = q.shape.back();
-  if (t == 0 || d == 0) return {0, 0, 0};
-  return {q.numElements() / (t * d), t, d};
-}
-
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 2));
+  DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttention(ctx));
+  const int64_t slices = a.slices, t = a.t, d = a.d;
   TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
              lse = ctx.outputs[1];
-  DTC_RETURN_IF_ERROR(sameShape(ctx, q, k));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, q, v));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, q, out));
-  auto [slices, t, d] = attentionDims(q);
-  if (slices == 0 || lse.numElements() != slices * t)
-    return invalid(ctx, "needs q, k, v, out [..., T, D] and lse [..., T], got " + str(q.shape) +
-                            " and " + str(lse.shape));
   float scale = static_cast<float>(ctx.floatAttr("scale"));
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
@@ -91,14 +78,8 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
 }
 
 StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 6, 3));
-  const TensorView& q = ctx.inputs[1];
-  for (size_t i : {0, 2, 3, 4}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
-  for (const TensorView& g : ctx.outputs) DTC_RETURN_IF_ERROR(sameShape(ctx, q, g));
-  auto [slices, t, d] = attentionDims(q);
-  if (slices == 0 || ctx.inputs[5].numElements() != slices * t)
-    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) + " and " +
-                            str(ctx.inputs[5].shape));
+  DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttentionGrad(ctx));
+  const int64_t slices = a.slices, t = a.t, d = a.d;
   std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
   float scale = static_cast<float>(ctx.floatAttr("scale"));
   ThreadPool* pool = &ctx.pool;
@@ -213,22 +194,17 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
 
 }  // namespace
 
-const BinderTable& transformerBinders() {
-  static const BinderTable table = {
-      {"batch_matmul", bindBatchMatmul},
-      {"transpose", bindTranspose},
-      {"split", bindSplit},
-      {"concat", bindConcat},
-      {"causal_softmax", bindCausalSoftmax},
-      {"causal_softmax_grad", bindCausalSoftmaxGrad},
-      {"causal_attention", bindCausalAttention},
-      {"causal_attention_grad", bindCausalAttentionGrad},
-      {"layer_norm", bindLayerNorm},
-      {"layer_norm_grad", bindLayerNormGrad},
-      {"embedding", bindEmbedding},
-      {"embedding_grad", bindEmbeddingGrad},
-  };
-  return table;
-}
+DTC_CPU_BINDER(batch_matmul, bindBatchMatmul)
+DTC_CPU_BINDER(transpose, bindTranspose)
+DTC_CPU_BINDER(split, bindSplit)
+DTC_CPU_BINDER(concat, bindConcat)
+DTC_CPU_BINDER(causal_softmax, bindCausalSoftmax)
+DTC_CPU_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
+DTC_CPU_BINDER(causal_attention, bindCausalAttention)
+DTC_CPU_BINDER(causal_attention_grad, bindCausalAttentionGrad)
+DTC_CPU_BINDER(layer_norm, bindLayerNorm)
+DTC_CPU_BINDER(layer_norm_grad, bindLayerNormGrad)
+DTC_CPU_BINDER(embedding, bindEmbedding)
+DTC_CPU_BINDER(embedding_grad, bindEmbeddingGrad)
 
 }  // namespace dtc

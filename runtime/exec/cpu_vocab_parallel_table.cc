@@ -1,6 +1,7 @@
 // Binders of the cut cross-entropy ops (cross_entropy_*), with the contracts of
 // exec/loss_contracts.h. `vocab_axes` names the mesh axes that split the classes; this device's
 // block starts at its index over them times its classes (vocabularyBlock).
+#include "exec/cpu_binders.h"
 #include "exec/loss_contracts.h"
 
 namespace dtc {
@@ -63,14 +64,9 @@ StatusOr<BoundStep> bindPartsGrad(const StepContext& ctx) {
 
 }  // namespace
 
-const BinderTable& vocabParallelBinders() {
-  static const BinderTable table = {
-      {"cross_entropy_row_max", bindRowMax},
-      {"cross_entropy_parts", bindParts},
-      {"cross_entropy_combine", bindCombine},
-      {"cross_entropy_parts_grad", bindPartsGrad},
-  };
-  return table;
-}
+DTC_CPU_BINDER(cross_entropy_row_max, bindRowMax)
+DTC_CPU_BINDER(cross_entropy_parts, bindParts)
+DTC_CPU_BINDER(cross_entropy_combine, bindCombine)
+DTC_CPU_BINDER(cross_entropy_parts_grad, bindPartsGrad)
 
 }  // namespace dtc

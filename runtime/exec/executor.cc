@@ -9,7 +9,9 @@
 
 #include "comm/watchdog.h"
 #include "data/init.h"
+#include "exec/kernel_contract.h"
 #include "exec/shard_layout.h"
+#include "ops/kernel_registry.h"
 #include "support/printable.h"
 
 namespace dtc {
@@ -164,7 +166,9 @@ Status Executor::prepare(const plan::Function& function) {
         for (uint32_t i : *step->inputs()) ctx.inputs.push_back(deviceView(name, i));
       if (step->outputs())
         for (uint32_t i : *step->outputs()) ctx.outputs.push_back(deviceView(name, i));
-      StatusOr<BoundStep> bound = backend_->bind(ctx);
+      // The kernel's contract first (both backends' acceptance), then the backend's own limits.
+      Status contract = checkKernelContract(ctx);
+      StatusOr<BoundStep> bound = contract.ok() ? backend_->bind(ctx) : StatusOr<BoundStep>(contract);
       if (!bound.ok())
         return bound.status().withContext(plan_.name() + ": function '" + name + "'");
       if (mesh_ && mesh_->numDevices() > 1) {
@@ -172,7 +176,7 @@ Status Executor::prepare(const plan::Function& function) {
         const std::string loc = step->loc() ? step->loc()->str() : std::string();
         prepared.labels.push_back((loc.empty() ? std::string("step ") + std::to_string(prepared.steps.size())
                                                : "node '" + printable(loc) + "'") +
-                                  " (" + step->op()->str() + ")");
+                                  " (" + kernelName(step->kernel()) + ")");
         const std::string* label = &prepared.labels.back();
         prepared.steps.push_back([label, inner = std::move(bound).value()] {
           comm::setNode(label);
@@ -265,7 +269,7 @@ Status Executor::checkOutputs(const std::string& function, const PreparedFunctio
     const std::string loc = step.loc() ? printable(step.loc()->str()) : std::string();
     return Status::NonFinite(plan_.name() + ": " + function + " step " + std::to_string(k) + ", " +
                              (loc.empty() ? std::string("a step") : "node '" + loc + "'") + " (" +
-                             step.op()->str() + "): output " + std::to_string(o) + " holds inf or NaN (element " +
+                             kernelName(step.kernel()) + "): output " + std::to_string(o) + " holds inf or NaN (element " +
                              std::to_string(bad) + " of " + std::to_string(t.numElements()) +
                              "), the first op of this step whose output is not finite");
   }

@@ -1,6 +1,7 @@
 // The step context's accessors, in a file of their own: the CUDA plugin links them (and not the
 // executor, which would bring the CPU kernels and BLAS along).
 #include "exec/step.h"
+#include "ops/kernel_registry.h"
 
 namespace dtc {
 
@@ -40,7 +41,7 @@ std::string StepContext::stringAttr(const char* name) const {
 
 std::string StepContext::where() const {
   std::string loc = step.loc() ? step.loc()->str() : "";
-  return step.op()->str() + (loc.empty() ? "" : " at " + loc) + ": ";
+  return kernelName(step.kernel()) + (loc.empty() ? "" : " at " + loc) + ": ";
 }
 
 }  // namespace dtc

@@ -195,6 +195,43 @@ inline StatusOr<EmbeddingDims> checkEmbeddingGrad(const StepContext& ctx) {
   return EmbeddingDims{dtable.shape[0], dtable.shape[1]};
 }
 
+// causal_attention (q, k, v) -> (out, lse) and causal_attention_grad (dout, q, k, v, out, lse)
+// -> (dq, dk, dv): [..., T, D] operands, lse [..., T]. Returns (slices, T, D).
+struct AttentionDims {
+  int64_t slices = 0, t = 0, d = 0;
+};
+
+inline AttentionDims attentionDims(const TensorView& q) {
+  if (q.shape.size() < 2) return {};
+  const int64_t t = q.shape[q.shape.size() - 2], d = q.shape.back();
+  if (t == 0 || d == 0) return {};
+  return {q.numElements() / (t * d), t, d};
+}
+
+inline StatusOr<AttentionDims> checkCausalAttention(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 2));
+  const TensorView &q = ctx.inputs[0], &lse = ctx.outputs[1];
+  for (const TensorView& t : {ctx.inputs[1], ctx.inputs[2], ctx.outputs[0]})
+    DTC_RETURN_IF_ERROR(sameShape(ctx, q, t));
+  const AttentionDims a = attentionDims(q);
+  if (a.slices == 0 || lse.numElements() != a.slices * a.t)
+    return invalid(ctx, "needs q, k, v, out [..., T, D] and lse [..., T], got " + str(q.shape) +
+                            " and " + str(lse.shape));
+  return a;
+}
+
+inline StatusOr<AttentionDims> checkCausalAttentionGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 6, 3));
+  const TensorView& q = ctx.inputs[1];
+  for (size_t i : {0, 2, 3, 4}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
+  for (const TensorView& g : ctx.outputs) DTC_RETURN_IF_ERROR(sameShape(ctx, q, g));
+  const AttentionDims a = attentionDims(q);
+  if (a.slices == 0 || ctx.inputs[5].numElements() != a.slices * a.t)
+    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) + " and " +
+                            str(ctx.inputs[5].shape));
+  return a;
+}
+
 // The message of a token id outside [0, total); `vocabulary` adds the forward lookup's hint.
 inline std::string tokenOutsideMessage(int64_t total, bool vocabulary) {
   return "a token id is outside [0, " + std::to_string(total) + ")" +

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "ops/kernel_registry.h"
+
 namespace dtc {
 
 std::string meshText(const Plan& plan) {
@@ -27,18 +29,19 @@ std::vector<int64_t> meshSizes(const Plan& plan) {
 }
 
 std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function& f) {
-  static const char* kCollectives[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                                       "collective_broadcast", "send", "recv"};
+  static const Kernel kCollectives[] = {Kernel::all_reduce, Kernel::all_gather, Kernel::reduce_scatter,
+                                        Kernel::all_to_all, Kernel::collective_broadcast, Kernel::send,
+                                        Kernel::recv};
   std::vector<CollectiveCost> out;
   const auto* mesh = plan.root().mesh();
   if (!mesh || !f.steps()) return out;
   for (const plan::Step* step : *f.steps()) {
-    std::string op = step->op()->str();
+    const Kernel op = step->kernel();
     bool collective = false;
-    for (const char* c : kCollectives) collective |= op == c;
+    for (Kernel c : kCollectives) collective |= op == c;
     if (!collective) continue;
     CollectiveCost c;
-    c.op = op;
+    c.op = kernelName(op);
     c.loc = step->loc() ? step->loc()->str() : "";
     if (step->attrs())
       for (const plan::Attr* a : *step->attrs())
@@ -55,15 +58,15 @@ std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function
             c.axes += (c.axes.empty() ? "" : ",") + mesh->Get(axis)->name()->str();
             c.group *= mesh->Get(axis)->size();
           }
-    const auto* values = op == "recv" ? step->outputs() : step->inputs();
+    const auto* values = op == Kernel::recv ? step->outputs() : step->inputs();
     c.tensors = values ? static_cast<int>(values->size()) : 0;
     if (values)
       for (uint32_t id : *values) c.bytes += valueBytes(*f.values()->Get(id));
     double n = static_cast<double>(c.group), b = static_cast<double>(c.bytes);
-    if (op == "all_reduce") c.sentBytes = 2 * (n - 1) / n * b;  // sum or max alike
-    else if (op == "reduce_scatter" || op == "all_to_all") c.sentBytes = (n - 1) / n * b;
-    else if (op == "all_gather") c.sentBytes = (n - 1) * b;
-    else if (op == "collective_broadcast" || op == "send") c.sentBytes = b;
+    if (op == Kernel::all_reduce) c.sentBytes = 2 * (n - 1) / n * b;  // sum or max alike
+    else if (op == Kernel::reduce_scatter || op == Kernel::all_to_all) c.sentBytes = (n - 1) / n * b;
+    else if (op == Kernel::all_gather) c.sentBytes = (n - 1) * b;
+    else if (op == Kernel::collective_broadcast || op == Kernel::send) c.sentBytes = b;
     out.push_back(c);
   }
   return out;

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "ops/kernel_registry.h"
 #include "plan/plan.h"
 #include "support/printable.h"
 
@@ -37,6 +38,38 @@ bool sane(const flatbuffers::Vector<int64_t>* shape) {
 }
 
 bool knownDType(plan::DType t) { return t >= plan::DType::MIN && t <= plan::DType::MAX; }
+
+// Whether attribute `a` holds a value of `kind` in its field and nothing in the others.
+bool holds(const plan::Attr& a, AttrKind kind) {
+  const bool i = a.i() != 0, f = a.f() != 0.0, ints = a.ints() && a.ints()->size() != 0,
+             s = a.s() && a.s()->size() != 0;
+  switch (kind) {
+    case AttrKind::kInt: return !f && !ints && !s;
+    case AttrKind::kFloat: return !i && !ints && !s;
+    case AttrKind::kInts:
+    case AttrKind::kMeshAxes: return !i && !f && !s;
+    case AttrKind::kString: return !i && !f && !ints;
+  }
+  return false;
+}
+
+// What is wrong with a step's kernel or attributes ("" if nothing): the kernel must be one this
+// build knows, and its attributes the ones it declares, each in its declared field.
+std::string kernelProblem(const plan::Step& s) {
+  const KernelInfo* k = kernelInfo(s.kernel());
+  if (!k) return "a step runs " + kernelName(s.kernel()) + ", which this dtrun does not know";
+  if (s.attrs())
+    for (const plan::Attr* a : *s.attrs()) {
+      const KernelAttr* declared = k->attr(a->name()->string_view());
+      if (!declared)
+        return "step '" + std::string(k->name) + "' has attribute '" + a->name()->str() +
+               "', which its kernel does not read";
+      if (!holds(*a, declared->kind))
+        return "attribute '" + std::string(declared->name) + "' of step '" + k->name +
+               "' is not of its kind (" + attrKindName(declared->kind) + ")";
+    }
+  return "";
+}
 
 class PlanVerifier {
  public:
@@ -231,12 +264,14 @@ class PlanVerifier {
       return true;
     };
     for (const plan::Step* s : *f.steps()) {
+      if (std::string why = kernelProblem(*s); !why.empty()) return bad(fn + ": " + why);
+      const std::string kernel = kernelName(s->kernel());
       if (!inRange(s->inputs()) || !inRange(s->outputs()))
-        return bad(fn + ": step '" + s->op()->str() + "' refers to a value that does not exist");
+        return bad(fn + ": step '" + kernel + "' refers to a value that does not exist");
       if (s->attrs())
         for (const plan::Attr* a : *s->attrs())
           if (!aligned(a->ints()))
-            return bad(fn + ": step '" + s->op()->str() + "' has a misaligned attribute");
+            return bad(fn + ": step '" + kernel + "' has a misaligned attribute");
     }
     int losses = 0;
     for (const auto* bindings : {f.arguments(), f.results()})

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "ops/kernel_registry.h"
 #include "plan/communication.h"
 
 namespace dtc {
@@ -44,7 +45,7 @@ struct FunctionStats {
 FunctionStats stats(const plan::Function& f) {
   FunctionStats s;
   if (f.steps())
-    for (const plan::Step* step : *f.steps()) s.ops[step->op()->str()]++;
+    for (const plan::Step* step : *f.steps()) s.ops[kernelName(step->kernel())]++;
   if (f.values())
     for (const plan::Value* v : *f.values())
       if (v->region() == plan::Region::arena) {
@@ -396,7 +397,7 @@ std::string summarizePlanJson(const Plan& plan) {
     bool firstStep = true;
     if (f->steps())
       for (const plan::Step* step : *f->steps()) {
-        os << (firstStep ? "" : ",") << "{\"op\":" << quote(step->op()->str())
+        os << (firstStep ? "" : ",") << "{\"op\":" << quote(kernelName(step->kernel()))
            << ",\"loc\":" << quote(step->loc() ? step->loc()->str() : "") << ",\"outputs\":[";
         bool firstOut = true;
         for (uint32_t id : *step->outputs()) {

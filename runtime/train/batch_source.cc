@@ -8,6 +8,7 @@
 #include "data/tokens.h"
 #include "io/files.h"
 #include "io/npy.h"
+#include "ops/kernel_registry.h"
 
 namespace dtc {
 namespace {
@@ -255,7 +256,7 @@ class TokenSource : public BatchSource {
     // which all fail alike).
     const plan::Function& f = *tokensInput.function;
     for (const plan::Step* step : *f.steps())
-      if (step->op()->str() == "embedding" && step->inputs()->size() == 2 &&
+      if (step->kernel() == Kernel::embedding && step->inputs()->size() == 2 &&
           step->inputs()->Get(1) == tokensInput.binding->value()) {
         const auto* table = f.values()->Get(step->inputs()->Get(0))->shape();
         int64_t vocab = table && table->size() ? table->Get(0) : 0;

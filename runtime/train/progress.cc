@@ -8,6 +8,7 @@
 
 #include "cpu/kernels.h"
 #include "exec/step.h"
+#include "ops/kernel_registry.h"
 
 namespace dtc {
 namespace {
@@ -43,7 +44,7 @@ double contractionFlops(const plan::Function& f) {
     const plan::Value& in0 = *values.Get(s->inputs()->Get(0));
     const plan::Value& in1 = *values.Get(s->inputs()->Get(1));
     const plan::Value& out = *values.Get(s->outputs()->Get(0));
-    const std::string op = s->op()->str();
+    const std::string op = kernelName(s->kernel());
     double k = 0, n = static_cast<double>(elements(out));
     if (op == "linear" || op == "linear_bias" || op == "linear_bias_gelu" || op == "linear_grad_input" ||
         op == "linear_grad_input_gelu")

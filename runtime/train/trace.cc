@@ -6,6 +6,8 @@
 #include <fstream>
 #include <limits>
 
+#include "ops/kernel_registry.h"
+
 namespace dtc {
 namespace {
 
@@ -85,7 +87,7 @@ Status writeTrace(const Executor& ex, comm::DeviceMesh& mesh, const std::string&
       char times[96];
       std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", fields[2] - origin,
                     fields[3] - fields[2]);
-      out << ",{\"name\":" << quote(step->op()->str()) << ",\"cat\":" << quote(f->name()->str())
+      out << ",{\"name\":" << quote(kernelName(step->kernel())) << ",\"cat\":" << quote(f->name()->str())
           << ",\"ph\":\"X\",\"pid\":" << r << ",\"tid\":0," << times << ",\"args\":{\"loc\":"
           << quote(step->loc() ? step->loc()->str() : "") << ",\"step\":" << k << "}}";
     }

@@ -52,6 +52,8 @@ def cases(rng):
         "Mul_broadcast": ({"a": [B, 3], "c": [1, 3]}, ("Mul", ["a", "c"], []), lambda p, d: p["a"] * p["c"], {}),
         "Relu": ({"x": [B, 6]}, ("Relu", ["x"], []), lambda p, d: F.relu(p["x"]), {}),
         "Tanh": ({"x": [B, 6]}, ("Tanh", ["x"], []), lambda p, d: torch.tanh(p["x"]), {}),
+        "Sigmoid": ({"x": [B, 6]}, ("Sigmoid", ["x"], []), lambda p, d: torch.sigmoid(p["x"]), {}),
+        "Silu": ({"x": [B, 6]}, ("Silu", ["x"], []), lambda p, d: F.silu(p["x"]), {}),
         "Gelu": ({"x": [B, 6]}, ("Gelu", ["x"], []), lambda p, d: F.gelu(p["x"]), {}),
         "Gelu_tanh": ({"x": [B, 6]}, ("Gelu", ["x"], [text("approximate", "tanh")]),
                       lambda p, d: F.gelu(p["x"], approximate="tanh"), {}),

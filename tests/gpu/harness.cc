@@ -9,6 +9,7 @@
 
 #include "cpu/half.h"
 #include "exec/step.h"
+#include "ops/kernel_registry.h"
 #include "plan_generated.h"
 #include "support/thread_pool.h"
 
@@ -208,7 +209,8 @@ std::vector<uint8_t> buildStep(const Case& c) {
   std::vector<uint32_t> ins, outs;
   for (size_t i = 0; i < c.inputs.size(); ++i) ins.push_back(static_cast<uint32_t>(i));
   for (size_t i = 0; i < c.outputs.size(); ++i) outs.push_back(static_cast<uint32_t>(c.inputs.size() + i));
-  b.Finish(plan::CreateStepDirect(b, c.op.c_str(), &ins, &outs, &offsets, c.label.c_str()));
+  const KernelInfo* kernel = findKernel(c.op);
+  b.Finish(plan::CreateStepDirect(b, &ins, &outs, &offsets, c.label.c_str(), kernel ? kernel->kernel : Kernel::none));
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
 

@@ -21,3 +21,6 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%inputs", os.path.join(config.dtc_source_dir, "tests", "lit", "Inputs")))
 config.substitutions.append(("%expect_exit", os.path.join(config.dtc_source_dir, "tests", "lit", "Inputs", "expect_exit.sh")))
+# The plan schema as the build assembles it (with the kernel enum generated from the registry),
+# for tests that edit plans as JSON with flatc.
+config.substitutions.append(("%plan_schema", os.path.join(config.dtc_binary_dir, "runtime", "schema", "plan.fbs")))

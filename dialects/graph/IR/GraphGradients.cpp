@@ -49,6 +49,14 @@ Grads TanhOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{TanhGradOp::create(b, getLoc(), dys[0], getY())};
 }
 
+Grads SigmoidOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{SigmoidGradOp::create(b, getLoc(), dys[0], getY())};
+}
+
+Grads SiluOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{SiluGradOp::create(b, getLoc(), dys[0], getX())};
+}
+
 Grads GeluOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{
       GeluGradOp::create(b, getLoc(), dys[0], getX(), getApproximateTanhAttr())};

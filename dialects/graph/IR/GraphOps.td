@@ -19,10 +19,11 @@ def Graph_Differentiable : DeclareOpInterfaceMethods<Graph_GradientOpInterface>;
 // Element-wise
 //===----------------------------------------------------------------------===//
 
-// y = f(x), same type. The result type is inferred from the operand.
+// y = f(x), same type. The result type is inferred from the operand. Elementwise: the sharding
+// rule (every dimension passes through) follows from the trait.
 class Graph_UnaryOp<string mnemonic, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface, SameOperandsAndResultType],
-                                     traits)> {
+    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface, SameOperandsAndResultType,
+                                      Elementwise], traits)> {
   let arguments = (ins Graph_F32Tensor:$x);
   let results = (outs Graph_F32Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x)";
@@ -31,8 +32,8 @@ class Graph_UnaryOp<string mnemonic, list<Trait> traits = []>
 // The gradient of an activation: dx = dy · f'(at), where `at` is the input or the output of
 // the forward op, as the op's description says.
 class Graph_ActivationGradOp<string mnemonic, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface, SameOperandsAndResultType],
-                                     traits)> {
+    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface, SameOperandsAndResultType,
+                                      Elementwise], traits)> {
   let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$at);
   let results = (outs Graph_F32Tensor:$dx);
   let assemblyFormat = "$dy `,` $at attr-dict `:` type($dx)";
@@ -61,6 +62,18 @@ def Graph_TanhOp : Graph_UnaryOp<"tanh", [Graph_Differentiable]> {
 }
 def Graph_TanhGradOp : Graph_ActivationGradOp<"tanh_grad"> {
   let summary = "dy · (1 − at²), where `at` is the forward output tanh(x)";
+}
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", [Graph_Differentiable]> {
+  let summary = "1 / (1 + exp(−x))";
+}
+def Graph_SigmoidGradOp : Graph_ActivationGradOp<"sigmoid_grad"> {
+  let summary = "dy · at · (1 − at), where `at` is the forward output sigmoid(x)";
+}
+def Graph_SiluOp : Graph_UnaryOp<"silu", [Graph_Differentiable]> {
+  let summary = "x · sigmoid(x) (SiLU, also called Swish)";
+}
+def Graph_SiluGradOp : Graph_ActivationGradOp<"silu_grad"> {
+  let summary = "dy · σ(at) · (1 + at · (1 − σ(at))), where `at` is the forward input x";
 }
 
 def Graph_GeluOp : Graph_Op<"gelu", [Pure, InferTypeOpInterface, SameOperandsAndResultType,

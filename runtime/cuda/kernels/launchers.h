@@ -40,6 +40,15 @@ cudaError_t activation(Activation f, const float* x, float* y, int64_t n, cudaSt
 cudaError_t activationGrad(Activation f, const float* dy, const float* at, float* dx, int64_t n,
                            cudaStream_t stream);
 
+// ---- pointwise.cu (ops/pointwise_math.h) ------------------------------------------------------
+
+// y = Math::forward(x) and dx = Math::gradient(dy, at), for each Math of a DTC_POINTWISE kernel
+// (instantiated there); outputs may alias inputs.
+template <typename Math>
+cudaError_t pointwise(const float* x, float* y, int64_t n, cudaStream_t stream);
+template <typename Math>
+cudaError_t pointwiseGrad(const float* dy, const float* at, float* dx, int64_t n, cudaStream_t stream);
+
 // ---- reduce.cu (cpu/reduce.cc) ------------------------------------------------------------------
 
 struct Dims {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/executor.h"
+#include "ops/kernel_registry.h"
 #include "plan/plan_format.h"
 #include "plan_generated.h"
 
@@ -25,7 +26,7 @@ std::vector<uint8_t> buildPlan() {
       plan::CreateValueDirect(b, "z", plan::DType::f32, &four, plan::Region::arena, 128)};
   auto step = [&](std::vector<uint32_t> ins, std::vector<uint32_t> outs) {
     std::vector<fb::Offset<plan::Attr>> none;
-    return plan::CreateStepDirect(b, "relu", &ins, &outs, &none, "relu");
+    return plan::CreateStepDirect(b, &ins, &outs, &none, "relu", Kernel::relu);
   };
   std::vector<fb::Offset<plan::Step>> steps = {step({0}, {1}), step({1}, {2})};
   std::vector<fb::Offset<plan::Binding>> arguments = {plan::CreateBindingDirect(b, 0, plan::Role::data, "x", 0)};

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/kernel_registry.h"
 #include "plan/plan_format.h"
 #include "plan_generated.h"
 
@@ -45,7 +46,7 @@ inline std::vector<uint8_t> buildPipelinePlan(const PipelinePlanOptions& o = {})
   };
   auto step = [&](const char* op, std::vector<uint32_t> ins, std::vector<uint32_t> outs,
                   std::vector<fb::Offset<plan::Attr>> a) {
-    return plan::CreateStepDirect(b, op, &ins, &outs, &a, op);
+    return plan::CreateStepDirect(b, &ins, &outs, &a, op, findKernel(op)->kernel);
   };
   auto binding = [&](uint32_t value, plan::Role role, const char* name) {
     return plan::CreateBindingDirect(b, value, role, name, role == plan::Role::data ? 0 : -1);

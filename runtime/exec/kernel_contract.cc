@@ -1,0 +1,45 @@
+#include "exec/kernel_contract.h"
+
+#include "exec/collective_contract.h"
+#include "exec/conv_contracts.h"
+#include "exec/core_contracts.h"
+#include "exec/linear_epilogue_contract.h"
+#include "exec/loss_contracts.h"
+#include "exec/precision_contracts.h"
+#include "exec/transformer_contracts.h"
+#include "ops/kernel_registry.h"
+
+namespace dtc {
+namespace {
+
+Status statusOf(Status s) { return s; }
+template <typename T>
+Status statusOf(const StatusOr<T>& s) {
+  return s.status();
+}
+
+Status dispatch(const StepContext& ctx) {
+  switch (ctx.step.kernel()) {
+#define DTC_KERNEL(name, code, types, family, contract) \
+  case Kernel::name:                                    \
+    return statusOf(contract);
+#include "ops/kernels.def"
+    default:
+      return invalid(ctx, "unknown kernel (the plan needs a newer dtrun)");
+  }
+}
+
+}  // namespace
+
+Status checkKernelContract(const StepContext& ctx) {
+  const KernelInfo* kernel = kernelInfo(ctx.step.kernel());
+  if (!kernel) return invalid(ctx, "unknown kernel (the plan needs a newer dtrun)");
+  if (kernel->types != KernelTypes::kFloat) return dispatch(ctx);
+  StepContext wide{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
+  for (auto* list : {&wide.inputs, &wide.outputs})
+    for (TensorView& t : *list)
+      if (lowPrecision(t.dtype)) t.dtype = DType::kF32;
+  return dispatch(wide);
+}
+
+}  // namespace dtc
