@@ -143,17 +143,13 @@ void writeError(char* error, size_t size, const std::string& message) {
 }  // namespace
 
 StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
-  const KernelInfo* kernel = kernelInfo(ctx.step.kernel());
-  if (!kernel) return invalid(ctx, "unknown kernel (the plan needs a newer dtrun)");
+  DTC_ASSIGN_OR_RETURN(const KernelInfo* kernel, ctx.kernel());
   const CudaBinder bind = cudaBinders()[static_cast<uint16_t>(kernel->kernel)];
   // 16-bit operands (mixed precision), by the registry's element types: a kernel of any type binds
   // as usual; one that takes 16-bit operands runs them natively (cuBLAS and the 16-bit kernels
   // accumulate in f32), except collectives, which run their f32 form on widened copies (exact
   // for moves, sums in f32); a float32 kernel refuses them here, by name.
-  const TensorView* low = nullptr;
-  for (const auto* list : {&ctx.inputs, &ctx.outputs})
-    for (const TensorView& t : *list)
-      if (!low && lowPrecision(t.dtype)) low = &t;
+  const TensorView* low = firstLowPrecision(ctx);
   if (!low || kernel->types == KernelTypes::kAny) return bind(ctx, device);
   if (kernel->types == KernelTypes::kF32)
     return invalid(ctx, std::string("no CUDA kernel yet for '") + kernel->name + "' on " +

@@ -9,6 +9,7 @@
 #include "cuda_check.h"
 #include "cuda_device.h"
 #include "exec/bind_util.h"
+#include "exec/core_contracts.h"
 #include "kernels/launchers.h"
 
 namespace dtc::cuda {
@@ -31,6 +32,30 @@ inline StatusOr<cudaDataType_t> contractionType(const StepContext& ctx) {
       return invalid(ctx, "operands must share one element type, got " + dtypeName(in.dtype) + " and " +
                               dtypeName(t));
   return t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+// y = f(x) under the unary contract, run by `launch(x, y, n, stream)` on the device's stream.
+template <typename Launch>
+StatusOr<BoundStep> bindUnaryLaunch(const StepContext& ctx, Device& dev, Launch launch) {
+  DTC_RETURN_IF_ERROR(checkUnary(ctx));
+  const float* x = ctx.inputs[0].f32();
+  float* y = ctx.outputs[0].f32();
+  const int64_t n = ctx.inputs[0].numElements();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] { return launched(launch(x, y, n, stream), where); });
+}
+
+// dx = dy · f'(at) under the activation-gradient contract, run by `launch(dy, at, dx, n, stream)`.
+template <typename Launch>
+StatusOr<BoundStep> bindUnaryGradLaunch(const StepContext& ctx, Device& dev, Launch launch) {
+  DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
+  const float *dy = ctx.inputs[0].f32(), *at = ctx.inputs[1].f32();
+  float* dx = ctx.outputs[0].f32();
+  const int64_t n = ctx.inputs[0].numElements();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] { return launched(launch(dy, at, dx, n, stream), where); });
 }
 
 // A raised-flag message for data errors found on the device (see Device::errorFlag).

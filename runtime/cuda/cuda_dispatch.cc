@@ -2,7 +2,6 @@
 // cuda_binders.h by kernel code, and the pointwise kernels' binders instantiated from their math
 // (ops/pointwise_math.h, kernels/pointwise.cu).
 #include "cuda_bind.h"
-#include "exec/core_contracts.h"
 #include "ops/kernel_registry.h"
 #include "ops/pointwise_math.h"
 
@@ -11,24 +10,12 @@ namespace {
 
 template <typename Math>
 StatusOr<BoundStep> bindPointwise(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(checkUnary(ctx));
-  const float* x = ctx.inputs[0].f32();
-  float* y = ctx.outputs[0].f32();
-  const int64_t n = ctx.inputs[0].numElements();
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::pointwise<Math>(x, y, n, stream), where); });
+  return bindUnaryLaunch(ctx, dev, &kernels::pointwise<Math>);
 }
 
 template <typename Math>
 StatusOr<BoundStep> bindPointwiseGrad(const StepContext& ctx, Device& dev) {
-  DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
-  const float *dy = ctx.inputs[0].f32(), *at = ctx.inputs[1].f32();
-  float* dx = ctx.outputs[0].f32();
-  const int64_t n = ctx.inputs[0].numElements();
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::pointwiseGrad<Math>(dy, at, dx, n, stream), where); });
+  return bindUnaryGradLaunch(ctx, dev, &kernels::pointwiseGrad<Math>);
 }
 
 }  // namespace

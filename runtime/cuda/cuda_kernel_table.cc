@@ -121,23 +121,15 @@ StatusOr<BoundStep> bindFill(const StepContext& ctx, Device& dev) {
 }
 
 StatusOr<BoundStep> bindActivation(const StepContext& ctx, Device& dev, Activation f) {
-  DTC_RETURN_IF_ERROR(checkUnary(ctx));
-  const float* x = ctx.inputs[0].f32();
-  float* y = ctx.outputs[0].f32();
-  const int64_t n = ctx.inputs[0].numElements();
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::activation(f, x, y, n, stream), where); });
+  return bindUnaryLaunch(ctx, dev, [f](const float* x, float* y, int64_t n, cudaStream_t stream) {
+    return kernels::activation(f, x, y, n, stream);
+  });
 }
 
 StatusOr<BoundStep> bindActivationGrad(const StepContext& ctx, Device& dev, Activation f) {
-  DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
-  const float *dy = ctx.inputs[0].f32(), *at = ctx.inputs[1].f32();
-  float* dx = ctx.outputs[0].f32();
-  const int64_t n = ctx.inputs[0].numElements();
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::activationGrad(f, dy, at, dx, n, stream), where); });
+  return bindUnaryGradLaunch(ctx, dev, [f](const float* dy, const float* at, float* dx, int64_t n, cudaStream_t stream) {
+    return kernels::activationGrad(f, dy, at, dx, n, stream);
+  });
 }
 
 template <Activation F>

@@ -3,7 +3,7 @@
 // code. A kernel without a CPU binder is a link error naming bindCpu_<kernel>.
 #pragma once
 
-#include "exec/bind_util.h"
+#include "exec/core_contracts.h"
 
 namespace dtc {
 
@@ -16,6 +16,30 @@ namespace dtc {
 // template instance, whose arguments may hold commas).
 #define DTC_CPU_BINDER(name, ...) \
   StatusOr<BoundStep> bindCpu_##name(const StepContext& ctx) { return __VA_ARGS__(ctx); }
+
+// Unary element-wise ops: y = f(x).
+template <void (*Fn)(const float*, float*, int64_t, ThreadPool&)>
+StatusOr<BoundStep> bindUnary(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkUnary(ctx));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    Fn(x.f32(), y.f32(), x.numElements(), *pool);
+    return Status::Ok();
+  });
+}
+
+// Activation gradients: dx = g(dy, at).
+template <void (*Fn)(const float*, const float*, float*, int64_t, ThreadPool&)>
+StatusOr<BoundStep> bindActivationGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
+  TensorView dy = ctx.inputs[0], at = ctx.inputs[1], dx = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    Fn(dy.f32(), at.f32(), dx.f32(), dy.numElements(), *pool);
+    return Status::Ok();
+  });
+}
 
 // A step on bf16/f16 operands run by its float32 binder `wide` on widened copies, the results
 // rounded back (cpu_kernel_table.cc).

@@ -4,7 +4,6 @@
 // (ops/pointwise_math.h) here, with no table entry of their own.
 #include <vector>
 
-#include "exec/core_contracts.h"
 #include "exec/cpu_binders.h"
 #include "exec/precision_contracts.h"
 #include "ops/kernel_registry.h"
@@ -16,33 +15,18 @@ namespace {
 // Transcendental kernels cost ~10-20x a plain add per element, so they split early.
 constexpr int64_t kPointwiseGrain = 2048;
 
+// The pointwise kernels' loops, bound by the table's unary and activation-gradient binders.
 template <typename Math>
-StatusOr<BoundStep> bindPointwise(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(checkUnary(ctx));
-  const float* x = ctx.inputs[0].f32();
-  float* y = ctx.outputs[0].f32();
-  const int64_t n = ctx.inputs[0].numElements();
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    pool->parallelFor(n, kPointwiseGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) y[i] = Math::forward(x[i]);
-    });
-    return Status::Ok();
+void forwardLoop(const float* x, float* y, int64_t n, ThreadPool& pool) {
+  pool.parallelFor(n, kPointwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = Math::forward(x[i]);
   });
 }
 
 template <typename Math>
-StatusOr<BoundStep> bindPointwiseGrad(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
-  const float *dy = ctx.inputs[0].f32(), *at = ctx.inputs[1].f32();
-  float* dx = ctx.outputs[0].f32();
-  const int64_t n = ctx.inputs[0].numElements();
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    pool->parallelFor(n, kPointwiseGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) dx[i] = Math::gradient(dy[i], at[i]);
-    });
-    return Status::Ok();
+void gradientLoop(const float* dy, const float* at, float* dx, int64_t n, ThreadPool& pool) {
+  pool.parallelFor(n, kPointwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dx[i] = Math::gradient(dy[i], at[i]);
   });
 }
 
@@ -51,8 +35,8 @@ const std::vector<Binder>& binders() {
     std::vector<Binder> t(kernelCodeLimit(), nullptr);
 #define DTC_KERNEL(name, code, types, family, contract) t[code] = &bindCpu_##name;
 #define DTC_POINTWISE(name, code, grad_name, grad_code, Math) \
-  t[code] = &bindPointwise<pointwise::Math>;                  \
-  t[grad_code] = &bindPointwiseGrad<pointwise::Math>;
+  t[code] = &bindUnary<forwardLoop<pointwise::Math>>;         \
+  t[grad_code] = &bindActivationGrad<gradientLoop<pointwise::Math>>;
 #include "ops/kernels.def"
     return t;
   }();
@@ -62,16 +46,11 @@ const std::vector<Binder>& binders() {
 }  // namespace
 
 StatusOr<BoundStep> bindCpuStep(const StepContext& ctx) {
-  const KernelInfo* kernel = kernelInfo(ctx.step.kernel());
-  if (!kernel)
-    return invalid(ctx, "unknown kernel (the plan needs a newer dtrun)");
+  DTC_ASSIGN_OR_RETURN(const KernelInfo* kernel, ctx.kernel());
   const Binder bind = binders()[static_cast<uint16_t>(kernel->kernel)];
   // 16-bit operands (mixed precision) of the kernels that take them run on f32 copies: exact for
   // moves, and sums and contractions in f32 are the more accurate.
-  if (kernel->types == KernelTypes::kFloat)
-    for (const auto* list : {&ctx.inputs, &ctx.outputs})
-      for (const TensorView& t : *list)
-        if (lowPrecision(t.dtype)) return bindWidened(ctx, bind);
+  if (kernel->types == KernelTypes::kFloat && firstLowPrecision(ctx)) return bindWidened(ctx, bind);
   return bind(ctx);
 }
 

@@ -88,30 +88,6 @@ StatusOr<BoundStep> bindFill(const StepContext& ctx) {
   });
 }
 
-// Unary element-wise ops: y = f(x).
-template <void (*Fn)(const float*, float*, int64_t, ThreadPool&)>
-StatusOr<BoundStep> bindUnary(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(checkUnary(ctx));
-  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    Fn(x.f32(), y.f32(), x.numElements(), *pool);
-    return Status::Ok();
-  });
-}
-
-// Activation gradients: dx = g(dy, at).
-template <void (*Fn)(const float*, const float*, float*, int64_t, ThreadPool&)>
-StatusOr<BoundStep> bindActivationGrad(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
-  TensorView dy = ctx.inputs[0], at = ctx.inputs[1], dx = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    Fn(dy.f32(), at.f32(), dx.f32(), dy.numElements(), *pool);
-    return Status::Ok();
-  });
-}
-
 StatusOr<BoundStep> bindGelu(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkUnary(ctx));
   TensorView x = ctx.inputs[0], y = ctx.outputs[0];

@@ -25,15 +25,14 @@ Status dispatch(const StepContext& ctx) {
     return statusOf(contract);
 #include "ops/kernels.def"
     default:
-      return invalid(ctx, "unknown kernel (the plan needs a newer dtrun)");
+      return ctx.kernel().status();  // only a code unknown to the registry gets here
   }
 }
 
 }  // namespace
 
 Status checkKernelContract(const StepContext& ctx) {
-  const KernelInfo* kernel = kernelInfo(ctx.step.kernel());
-  if (!kernel) return invalid(ctx, "unknown kernel (the plan needs a newer dtrun)");
+  DTC_ASSIGN_OR_RETURN(const KernelInfo* kernel, ctx.kernel());
   if (kernel->types != KernelTypes::kFloat) return dispatch(ctx);
   StepContext wide{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
   for (auto* list : {&wide.inputs, &wide.outputs})

@@ -10,6 +10,14 @@ namespace dtc {
 // bfloat16 or float16: the 16-bit float types of mixed precision.
 inline bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 
+// The step's first 16-bit operand (inputs, then outputs), or null.
+inline const TensorView* firstLowPrecision(const StepContext& ctx) {
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (lowPrecision(t.dtype)) return &t;
+  return nullptr;
+}
+
 // The 16-bit type a step's 16-bit operands share (f32 when it has none; f32 operands beside
 // them, such as attention's log-sum-exp, do not count), or the error naming two that differ.
 inline StatusOr<DType> sharedLowPrecision(const StepContext& ctx) {

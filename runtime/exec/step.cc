@@ -39,6 +39,11 @@ std::string StepContext::stringAttr(const char* name) const {
   return a && a->s() ? a->s()->str() : std::string();
 }
 
+StatusOr<const KernelInfo*> StepContext::kernel() const {
+  if (const KernelInfo* k = kernelInfo(step.kernel())) return k;
+  return Status::InvalidInput(where() + "unknown kernel (the plan needs a newer dtrun)");
+}
+
 std::string StepContext::where() const {
   std::string loc = step.loc() ? step.loc()->str() : "";
   return kernelName(step.kernel()) + (loc.empty() ? "" : " at " + loc) + ": ";

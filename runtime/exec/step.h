@@ -12,6 +12,8 @@
 
 namespace dtc {
 
+struct KernelInfo;  // ops/kernel_registry.h
+
 // A value's storage as a kernel sees it: host memory on the CPU backend, device memory on a
 // device backend.
 struct TensorView {
@@ -41,6 +43,9 @@ struct StepContext {
   double floatAttr(const char* name) const;
   std::vector<int64_t> intsAttr(const char* name) const;
   std::string stringAttr(const char* name) const;
+  // The step's kernel in the registry, or the error of a code this build does not know (the
+  // verifier refuses those at load; binders called on their own see it here).
+  StatusOr<const KernelInfo*> kernel() const;
   // "matmul at fc0: " — the prefix of every error about this step.
   std::string where() const;
 };

@@ -17,20 +17,15 @@ struct Registry {
 #define DTC_KERNEL(name, code, types, family, contract) limit = std::max<uint16_t>(limit, (code) + 1);
 #include "ops/kernels.def"
     byCode.resize(limit);
-    auto add = [&](uint16_t code, const char* name, KernelTypes types, KernelFamily family,
-                   bool pointwiseMath) {
+    auto add = [&](uint16_t code, const char* name, KernelTypes types, KernelFamily family) {
       KernelInfo& k = byCode[code];
       k.kernel = static_cast<Kernel>(code);
       k.name = name;
       k.types = types;
       k.family = family;
-      k.pointwiseMath = pointwiseMath;
     };
 #define DTC_KERNEL(name, code, types, family, contract) \
-  add(code, #name, KernelTypes::k##types, KernelFamily::k##family, false);
-#define DTC_POINTWISE(name, code, grad_name, grad_code, Math)                 \
-  add(code, #name, KernelTypes::kF32, KernelFamily::kPointwise, true);        \
-  add(grad_code, #grad_name, KernelTypes::kF32, KernelFamily::kPointwise, true);
+  add(code, #name, KernelTypes::k##types, KernelFamily::k##family);
 #include "ops/kernels.def"
 #define DTC_KERNEL_ATTR(name, attribute, kind) \
   byCode[static_cast<uint16_t>(Kernel::name)].attrs.push_back({#attribute, AttrKind::k##kind});
@@ -85,33 +80,6 @@ const char* attrKindName(AttrKind kind) {
     case AttrKind::kInts: return "Ints";
     case AttrKind::kMeshAxes: return "MeshAxes";
     case AttrKind::kString: return "String";
-  }
-  return "?";
-}
-
-const char* kernelTypesName(KernelTypes types) {
-  switch (types) {
-    case KernelTypes::kF32: return "F32";
-    case KernelTypes::kFloat: return "Float";
-    case KernelTypes::kAny: return "Any";
-  }
-  return "?";
-}
-
-const char* kernelFamilyName(KernelFamily family) {
-  switch (family) {
-    case KernelFamily::kGemm: return "Gemm";
-    case KernelFamily::kAttention: return "Attention";
-    case KernelFamily::kPointwise: return "Pointwise";
-    case KernelFamily::kReduction: return "Reduction";
-    case KernelFamily::kNormalization: return "Normalization";
-    case KernelFamily::kConv: return "Conv";
-    case KernelFamily::kLoss: return "Loss";
-    case KernelFamily::kOptimizer: return "Optimizer";
-    case KernelFamily::kPrecision: return "Precision";
-    case KernelFamily::kCollective: return "Collective";
-    case KernelFamily::kLayout: return "Layout";
-    case KernelFamily::kEmbedding: return "Embedding";
   }
   return "?";
 }

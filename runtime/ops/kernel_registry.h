@@ -36,7 +36,6 @@ struct KernelInfo {
   const char* name = "";
   KernelTypes types = KernelTypes::kF32;
   KernelFamily family = KernelFamily::kPointwise;
-  bool pointwiseMath = false;  // its kernels are generated from ops/pointwise_math.h
   std::vector<KernelAttr> attrs;
 
   // The declared attribute `name`, or null.
@@ -55,7 +54,5 @@ uint16_t kernelCodeLimit();
 std::string kernelName(Kernel kernel);
 
 const char* attrKindName(AttrKind kind);
-const char* kernelTypesName(KernelTypes types);
-const char* kernelFamilyName(KernelFamily family);
 
 }  // namespace dtc
