@@ -1,12 +1,11 @@
 #include "driver/Compile.h"
 
-#include <cstdio>
-
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -14,6 +13,7 @@
 #include "flatbuffers/ModelImporter.h"
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphOps.h"
+#include "driver/TrainingPipeline.h"
 #include "lowering/PlanWriter.h"
 #include "pipeline/Simulate.h"
 
@@ -27,20 +27,62 @@ void registerDialects(MLIRContext& ctx) {
 
 namespace {
 
-LogicalResult dumpModule(ModuleOp module, const std::string& dir, int index,
-                         const std::string& name) {
-  if (dir.empty()) return success();
+// The IR before the training passes, as MLIR's IR printing writes the IR after each.
+OpPrintingFlags dumpFlags() {
+  // Locations inline (no #loc aliases): a line names the model node it comes from.
+  return OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/false).useLocalScope();
+}
+
+// Writes the module after every pass to DIR/NN-<pass>.mlir through MLIR's IR printing
+// instrumentation; files parse back into dtc-opt. A file that cannot be written fails the compile
+// after the pass manager has run (the instrumentation cannot fail a pass).
+class NumberedFileIRPrinter : public PassManager::IRPrinterConfig {
+ public:
+  NumberedFileIRPrinter(std::string dir, std::string* error)
+      : IRPrinterConfig(/*printModuleScope=*/false, /*printAfterOnlyOnChange=*/false,
+                        /*printAfterOnlyOnFailure=*/false, dumpFlags()),
+        dir_(std::move(dir)), error_(error) {}
+
+  void printAfterIfEnabled(Pass* pass, Operation*, PrintCallbackFn print) override {
+    llvm::SmallString<256> path(dir_);
+    llvm::sys::path::append(path, llvm::formatv("{0:02}-{1}.mlir", ++index_, pass->getArgument()).str());
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec) {
+      if (error_->empty()) *error_ = "cannot write " + path.str().str() + ": " + ec.message();
+      return;
+    }
+    print(os);
+  }
+
+ private:
+  std::string dir_;
+  std::string* error_;
+  int index_ = 0;
+};
+
+// Creates DIR and writes what the passes start from (00-import.mlir) and the pipeline that
+// reproduces the compile with dtc-opt (pipeline.txt), before any pass runs.
+LogicalResult startIrDump(ModuleOp module, const std::string& dir,
+                          const TrainingPipelineOptions& pipeline) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return module.emitError("cannot create --dump-ir directory ") << dir << ": " << ec.message();
-  char file[256];
-  std::snprintf(file, sizeof file, "%02d-%s.mlir", index, name.c_str());
-  llvm::SmallString<256> path(dir);
-  llvm::sys::path::append(path, file);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec) return module.emitError("cannot write ") << path << ": " << ec.message();
-  module.print(os, OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/true));
-  return success();
+  auto write = [&](StringRef name, llvm::function_ref<void(raw_ostream&)> fill) -> LogicalResult {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec) return module.emitError("cannot write ") << path << ": " << ec.message();
+    fill(os);
+    return success();
+  };
+  if (failed(write("00-import.mlir", [&](raw_ostream& os) { module.print(os, dumpFlags()); })))
+    return failure();
+  return write("pipeline.txt", [&](raw_ostream& os) {
+    os << "builtin.module(dtc-training-pipeline";
+    pipeline.print(os);
+    os << ")\n";
+  });
 }
 
 // The predicted bubble next to the textbook (p−1)/(v·m), and the timeline as a Chrome trace.
@@ -66,86 +108,71 @@ LogicalResult reportSchedule(ModuleOp module, const CompileOptions& options) {
   return success();
 }
 
+void toPipelineOptions(const CompileOptions& options, TrainingPipelineOptions& pipeline) {
+  pipeline.optimizer = options.optimizer;
+  pipeline.lr = Real{options.lr};
+  pipeline.momentum = Real{options.momentum};
+  pipeline.weightDecay = Real{options.weightDecay};
+  pipeline.beta1 = Real{options.beta1};
+  pipeline.beta2 = Real{options.beta2};
+  pipeline.eps = Real{options.eps};
+  pipeline.noDecay = options.noDecay;
+  pipeline.lrSchedule = options.lrSchedule;
+  pipeline.warmupSteps = options.warmupSteps;
+  pipeline.decaySteps = options.decaySteps;
+  pipeline.minLr = Real{options.minLr};
+  pipeline.clipGradNorm = Real{options.clipGradNorm};
+  pipeline.reportGradNorm = options.reportGradNorm;
+  pipeline.precision = options.precision;
+  pipeline.lossScale = Real{options.lossScale};
+  pipeline.fusedAttention = options.fusedAttention;
+  pipeline.fuseEpilogues = options.fuseEpilogues;
+  pipeline.foldCasts = options.foldCasts;
+  pipeline.mesh = options.mesh;
+  pipeline.dataParallel = options.dataParallel;
+  pipeline.shard = options.shard;
+  pipeline.megatron = options.megatron;
+  pipeline.sequenceParallel = options.sequenceParallel;
+  pipeline.vocabParallel = options.vocabParallel;
+  pipeline.zeroStage = options.zeroStage;
+  pipeline.bucketMb = Real{options.bucketMb};
+  pipeline.accumulate = options.accumulate;
+  pipeline.pipelineStages = options.pipelineStages;
+  pipeline.microBatches = options.microBatches;
+  pipeline.schedule = options.schedule;
+  pipeline.virtualStages = options.virtualStages;
+  pipeline.stageCuts = options.stageCuts;
+}
+
 }  // namespace
 
 LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const CompileOptions& options,
                            std::vector<uint8_t>& plan) {
   registerDialects(ctx);
-  // M micro-batches of batch/M samples, accumulated: the step sees the whole batch.
-  int64_t batch = options.batchSize, accumulate = options.accumulate;
+  // M micro-batches of batch/M samples: the pipeline accumulates them into the step.
+  int64_t batch = options.batchSize;
   if (options.microBatches != 1) {
     if (options.microBatches < 1 || batch % options.microBatches != 0)
       return emitError(UnknownLoc::get(&ctx), "--microbatches ")
              << options.microBatches << " does not divide the batch of " << batch;
-    if (accumulate != 1)
-      return emitError(UnknownLoc::get(&ctx), "--microbatches and --accumulate both split the "
-                                              "step; give one");
     batch /= options.microBatches;
-    accumulate = options.microBatches;
   }
   OwningOpRef<ModuleOp> module = importModel(ctx, model, ImportOptions{batch});
   if (!module) return failure();
   (*module)->setAttr(attr::kDevice, StringAttr::get(&ctx, options.device));
-  if (failed(dumpModule(*module, options.dumpIrDir, 0, "import"))) return failure();
 
-  OptimizerOptions optim;
-  optim.optimizer = options.optimizer;
-  optim.lr = options.lr;
-  optim.momentum = options.momentum;
-  optim.weightDecay = options.weightDecay;
-  optim.beta1 = options.beta1;
-  optim.beta2 = options.beta2;
-  optim.eps = options.eps;
-  optim.noDecay.assign(options.noDecay.begin(), options.noDecay.end());
-  optim.lrSchedule = options.lrSchedule;
-  optim.warmupSteps = options.warmupSteps;
-  optim.decaySteps = options.decaySteps;
-  optim.minLr = options.minLr;
-
-  // One pass per pass manager, so the IR can be written after each for users exploring it.
-  std::vector<std::unique_ptr<Pass>> pipeline;
-  if (options.fusedAttention) pipeline.push_back(createFuseAttention());
-  if (options.precision != "fp32")
-    pipeline.push_back(createMixedPrecision(MixedPrecisionOptions{options.precision}));
-  if (options.pipelineStages > 0)
-    pipeline.push_back(createPipelineStages(PipelineStagesOptions{
-        options.pipelineStages, options.virtualStages, options.microBatches, options.schedule,
-        options.stageCuts}));
-  pipeline.push_back(createAutodiff());
-  if (accumulate != 1) pipeline.push_back(createAccumulate(AccumulateOptions{accumulate}));
-  pipeline.push_back(createOptimizer(optim));
-  if (options.precision == "fp16")
-    pipeline.push_back(createLossScaling(LossScalingOptions{options.lossScale}));
-  pipeline.push_back(createEvalFunction());
-  if (!options.mesh.empty()) {
-    pipeline.push_back(createUserShardings(UserShardingsOptions{
-        options.mesh, options.shard, options.megatron, options.sequenceParallel ? "tp" : ""}));
-    if (options.vocabParallel) pipeline.push_back(createVocabParallel(VocabParallelOptions{"tp"}));
-    pipeline.push_back(createSyncBatchNorm());
-    if (options.dataParallel > 0)
-      pipeline.push_back(
-          createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
-    pipeline.push_back(createShardingPropagation());
-    pipeline.push_back(createPartition());
-    if (options.pipelineStages > 0) pipeline.push_back(createPipelineSchedule());
-    pipeline.push_back(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb}));
+  TrainingPipelineOptions pipeline;
+  toPipelineOptions(options, pipeline);
+  PassManager pm(&ctx);
+  auto emit = [&](const llvm::Twine& message) { return emitError(UnknownLoc::get(&ctx), message); };
+  if (failed(buildTrainingPipeline(pm, pipeline, emit))) return failure();
+  std::string dumpError;
+  if (!options.dumpIrDir.empty()) {
+    if (failed(startIrDump(*module, options.dumpIrDir, pipeline))) return failure();
+    pm.enableIRPrinting(std::make_unique<NumberedFileIRPrinter>(options.dumpIrDir, &dumpError));
   }
-  // On the programs devices run: the reductions follow the partitioning.
-  if (options.clipGradNorm > 0 || options.reportGradNorm)
-    pipeline.push_back(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm}));
-  if (options.zeroStage != 0 && options.dataParallel == 0)
-    return emitError(UnknownLoc::get(&ctx), "ZeRO needs a data-parallel mesh (--mesh dp=N)");
-  if (options.fuseEpilogues) pipeline.push_back(createFuseEpilogues());
-  if (options.precision != "fp32" && options.foldCasts) pipeline.push_back(createFoldCasts());
-  pipeline.push_back(createPlanMemory());
-  int index = 1;
-  for (auto& pass : pipeline) {
-    std::string name = pass->getArgument().str();
-    PassManager pm(&ctx);
-    pm.addPass(std::move(pass));
-    if (failed(pm.run(*module))) return failure();
-    if (failed(dumpModule(*module, options.dumpIrDir, index++, name))) return failure();
-  }
+  if (failed(pm.run(*module))) return failure();
+  if (!dumpError.empty()) return emit(dumpError);
   if (options.pipelineStages > 0 && failed(reportSchedule(*module, options))) return failure();
   return writePlan(*module, &model, plan);
 }

@@ -5,11 +5,13 @@
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
+#include "driver/TrainingPipeline.h"
 #include "graph/IR/GraphOps.h"
 
 int main(int argc, char** argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, dtc::graph::GraphDialect, dtc::dist::DistDialect>();
   dtc::registerDTCPasses();
+  dtc::registerTrainingPipeline();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "dtc optimizer driver\n", registry));
 }

@@ -1,0 +1,113 @@
+#include "driver/TrainingPipeline.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "mlir/Pass/PassRegistry.h"
+
+#include "Passes.h"
+
+using namespace mlir;
+
+bool llvm::cl::parser<dtc::Real>::parse(Option& option, StringRef, StringRef text,
+                                        dtc::Real& real) {
+  if (text.getAsDouble(real.value)) return option.error("'" + text + "' is not a number");
+  return false;
+}
+
+void llvm::cl::parser<dtc::Real>::printOptionDiff(const Option& option, dtc::Real real,
+                                                  const OptionValue<dtc::Real>&,
+                                                  size_t width) const {
+  printOptionName(option, width);
+  llvm::outs() << "= " << real << "\n";
+}
+
+namespace dtc {
+
+llvm::raw_ostream& operator<<(llvm::raw_ostream& os, const Real& real) {
+  // The shortest form that reads back as the same double.
+  char text[32];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, real.value);
+    if (std::strtod(text, nullptr) == real.value) break;
+  }
+  return os << text;
+}
+
+LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOptions& options,
+                                    llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
+  if (options.zeroStage != 0 && options.dataParallel == 0)
+    return error("ZeRO needs a data-parallel mesh (--mesh dp=N)");
+  if (options.microBatches != 1 && options.accumulate != 1)
+    return error("--microbatches and --accumulate both split the step; give one");
+  if ((options.dataParallel > 0 || options.pipelineStages > 0) && options.mesh.empty())
+    return error("data-parallel and pipeline-stages need a mesh naming their axes");
+  // M micro-batches are accumulated: the step sees the whole batch.
+  const int64_t accumulate = options.microBatches != 1 ? options.microBatches : options.accumulate;
+
+  if (options.fusedAttention) pm.addPass(createFuseAttention());
+  if (options.precision != "fp32")
+    pm.addPass(createMixedPrecision(MixedPrecisionOptions{options.precision}));
+  if (options.pipelineStages > 0)
+    pm.addPass(createPipelineStages(PipelineStagesOptions{options.pipelineStages,
+                                                          options.virtualStages,
+                                                          options.microBatches, options.schedule,
+                                                          options.stageCuts}));
+  pm.addPass(createAutodiff());
+  if (accumulate != 1) pm.addPass(createAccumulate(AccumulateOptions{accumulate}));
+  OptimizerOptions optim;
+  optim.optimizer = options.optimizer;
+  optim.lr = options.lr.value;
+  optim.momentum = options.momentum.value;
+  optim.weightDecay = options.weightDecay.value;
+  optim.beta1 = options.beta1.value;
+  optim.beta2 = options.beta2.value;
+  optim.eps = options.eps.value;
+  optim.noDecay.assign(options.noDecay.begin(), options.noDecay.end());
+  optim.lrSchedule = options.lrSchedule;
+  optim.warmupSteps = options.warmupSteps;
+  optim.decaySteps = options.decaySteps;
+  optim.minLr = options.minLr.value;
+  pm.addPass(createOptimizer(optim));
+  if (options.precision == "fp16")
+    pm.addPass(createLossScaling(LossScalingOptions{options.lossScale.value}));
+  pm.addPass(createEvalFunction());
+  if (!options.mesh.empty()) {
+    pm.addPass(createUserShardings(
+        UserShardingsOptions{options.mesh, options.shard, options.megatron,
+                             options.sequenceParallel ? "tp" : ""}));
+    if (options.vocabParallel) pm.addPass(createVocabParallel(VocabParallelOptions{"tp"}));
+    pm.addPass(createSyncBatchNorm());
+    if (options.dataParallel > 0)
+      pm.addPass(createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
+    pm.addPass(createShardingPropagation());
+    pm.addPass(createPartition());
+    if (options.pipelineStages > 0) pm.addPass(createPipelineSchedule());
+    pm.addPass(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb.value}));
+  }
+  // On the programs devices run: the reductions follow the partitioning.
+  if (options.clipGradNorm.value > 0 || options.reportGradNorm)
+    pm.addPass(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm.value}));
+  if (options.fuseEpilogues) pm.addPass(createFuseEpilogues());
+  if (options.precision != "fp32" && options.foldCasts) pm.addPass(createFoldCasts());
+  pm.addPass(createPlanMemory());
+  return success();
+}
+
+void registerTrainingPipeline() {
+  registerPassPipeline(
+      "dtc-training-pipeline",
+      "Forward to training step to partitioned, memory-planned programs, as `dtc compile` runs "
+      "it (its --dump-ir directory's pipeline.txt holds the options it used)",
+      [](OpPassManager& pm, StringRef text,
+         llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
+        TrainingPipelineOptions options;
+        if (failed(options.parseFromString(text))) return failure();
+        return buildTrainingPipeline(pm, options, error);
+      },
+      [](llvm::function_ref<void(const detail::PassOptions&)> describe) {
+        describe(TrainingPipelineOptions());
+      });
+}
+
+}  // namespace dtc
