@@ -78,9 +78,10 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
     functions (module attribute `plan.state_layout`). Every other value gets an offset in its
     function's arena: values are placed best-fit in program order and their space is reused once
     their last use has run. An optimizer update writes into its parameter's own storage when
-    that is the parameter's last use (no copy). Results: `plan.offset` (and `plan.region`) on
+    that is the parameter's last use (no copy). Results: `plan.offsets` (and `plan.regions`) on
     each op, `plan.arg_offsets`, `plan.arena_bytes` on each function.
   }];
+  let dependentDialects = ["::dtc::plan::PlanDialect"];
 }
 
 def Accumulate : Pass<"dtc-accumulate", "mlir::ModuleOp"> {

@@ -7,7 +7,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include "dist/IR/DistOps.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 
 namespace dtc {

@@ -22,7 +22,7 @@ using namespace mlir;
 namespace dtc {
 
 void registerDialects(MLIRContext& ctx) {
-  ctx.loadDialect<func::FuncDialect, graph::GraphDialect, dist::DistDialect>();
+  ctx.loadDialect<func::FuncDialect, graph::GraphDialect, dist::DistDialect, plan::PlanDialect>();
 }
 
 namespace {

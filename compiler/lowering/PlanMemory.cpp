@@ -11,7 +11,7 @@
 
 #include "dist/IR/DistOps.h"
 #include "pipeline/Pipeline.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/MemoryLayout.h"
 

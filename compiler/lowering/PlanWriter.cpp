@@ -12,7 +12,7 @@
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "pipeline/Pipeline.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "lowering/MemoryLayout.h"
 #include "ops/kernel_registry.h"
 #include "plan/plan_format.h"

@@ -4,7 +4,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include "Passes.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 
 namespace dtc {

@@ -54,7 +54,7 @@ struct MixedPrecisionPass : impl::MixedPrecisionBase<MixedPrecisionPass> {
       auto back = graph::CastOp::create(b, op->getLoc(), type, result);
       result.replaceAllUsesExcept(back.getResult(), back);
     }
-    module->setAttr("graph.precision", b.getStringAttr(precision));
+    module->setAttr(attr::kPrecision, b.getStringAttr(precision));
   }
 };
 

@@ -9,7 +9,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/GlobPattern.h"
 
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 
 namespace dtc {

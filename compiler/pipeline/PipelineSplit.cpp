@@ -10,7 +10,7 @@
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "pipeline/CostModel.h"
 #include "pipeline/Pipeline.h"
 #include "pipeline/Simulate.h"

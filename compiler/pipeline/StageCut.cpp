@@ -11,7 +11,7 @@
 #include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "pipeline/CostModel.h"
 #include "pipeline/Pipeline.h"
 

@@ -6,7 +6,7 @@
 #include "FunctionAttrs.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_DATAPARALLEL

@@ -119,8 +119,8 @@ class Partitioner {
       result.setType(localType(global_[result], s));
       shardings.push_back(s);
     }
-    op->removeAttr(kFactorsAttr);
-    op->removeAttr(kFactorBlocksAttr);
+    op->removeAttr(dist::kFactorsAttr);
+    op->removeAttr(dist::kFactorBlocksAttr);
     // Ops that index a split vocabulary need to know where their block starts.
     int vocab = -1;
     if (isa<graph::EmbeddingOp>(op)) vocab = rule.operands[0][0];

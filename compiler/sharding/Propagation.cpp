@@ -16,7 +16,7 @@
 
 #include "FunctionAttrs.h"
 #include "Passes.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "sharding/ShardingUtils.h"
 
 namespace dtc {

@@ -2,7 +2,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 
 using namespace mlir;
 
@@ -10,21 +10,21 @@ namespace dtc::sharding {
 
 FailureOr<FactorShardings> readFactors(Operation* op) {
   FactorShardings f;
-  f.axes = op->getAttrOfType<ArrayAttr>(kFactorsAttr);
+  f.axes = op->getAttrOfType<ArrayAttr>(dist::kFactorsAttr);
   if (!f.axes) return failure();
   f.blocks.assign(f.axes.size(), 1);
-  if (auto blocks = op->getAttrOfType<DenseI64ArrayAttr>(kFactorBlocksAttr))
+  if (auto blocks = op->getAttrOfType<DenseI64ArrayAttr>(dist::kFactorBlocksAttr))
     f.blocks.assign(blocks.asArrayRef().begin(), blocks.asArrayRef().end());
   if (f.blocks.size() != f.axes.size()) return failure();
   return f;
 }
 
 void writeFactors(Operation* op, const FactorShardings& factors) {
-  op->setAttr(kFactorsAttr, factors.axes);
+  op->setAttr(dist::kFactorsAttr, factors.axes);
   if (llvm::any_of(factors.blocks, [](int64_t b) { return b != 1; }))
-    op->setAttr(kFactorBlocksAttr, DenseI64ArrayAttr::get(op->getContext(), factors.blocks));
+    op->setAttr(dist::kFactorBlocksAttr, DenseI64ArrayAttr::get(op->getContext(), factors.blocks));
   else
-    op->removeAttr(kFactorBlocksAttr);
+    op->removeAttr(dist::kFactorBlocksAttr);
 }
 
 dist::ShardingAttr project(MLIRContext* ctx, ArrayRef<int> dims, ArrayRef<int64_t> mult,
@@ -91,7 +91,7 @@ std::string describe(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
     if (func)
-      for (const char* name : {attr::kParam, attr::kData, "graph.state"})
+      for (const char* name : {attr::kParam, attr::kData, attr::kState})
         if (auto s = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), name))
           return "tensor '" + s.str() + "'";
     return "argument " + std::to_string(arg.getArgNumber());

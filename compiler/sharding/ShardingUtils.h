@@ -11,12 +11,8 @@
 
 namespace dtc::sharding {
 
-// Op attributes written by propagation, read by the partitioner: the mesh axes of each factor
-// of the op's rule (ArrayAttr of ArrayAttr of StringAttr) and, when some factor is chunked,
-// the chunk counts (DenseI64ArrayAttr).
-inline constexpr const char kFactorsAttr[] = "dist.factors";
-inline constexpr const char kFactorBlocksAttr[] = "dist.factor_blocks";
-
+// Propagation writes each op's factor shardings (dist::kFactorsAttr, dist::kFactorBlocksAttr)
+// and the partitioner reads them.
 struct FactorShardings {
   mlir::ArrayAttr axes;               // per factor: ArrayAttr of axis names
   llvm::SmallVector<int64_t> blocks;  // per factor: chunks (1: plain)

@@ -6,7 +6,7 @@
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 
 namespace dtc {

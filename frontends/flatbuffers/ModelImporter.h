@@ -23,20 +23,4 @@ struct ImportOptions {
 mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext& ctx, const ModelFile& file,
                                               const ImportOptions& options);
 
-// Attribute names shared by the importer and the passes.
-namespace attr {
-inline constexpr const char kParam[] = "graph.param";          // arg: initializer name
-inline constexpr const char kTrainable[] = "graph.trainable";  // arg: unit attr
-inline constexpr const char kData[] = "graph.data";            // arg: graph input name
-inline constexpr const char kOutput[] = "graph.output";        // result: output name
-inline constexpr const char kUpdates[] = "graph.updates";      // result: new value of a buffer/state
-inline constexpr const char kLoss[] = "graph.loss";            // module: loss output name
-inline constexpr const char kPredictions[] = "graph.predictions";
-inline constexpr const char kTargets[] = "graph.targets";
-inline constexpr const char kBatchSize[] = "graph.batch_size";
-inline constexpr const char kBatchDim[] = "graph.batch_dim";    // data arg: the sample dimension
-inline constexpr const char kMicroBatch[] = "graph.micro_batch";  // data arg: which micro-batch
-inline constexpr const char kMicroBatches[] = "graph.micro_batches";  // module: per step
-}  // namespace attr
-
 }  // namespace dtc

@@ -7,10 +7,12 @@
 #include "dist/IR/DistOps.h"
 #include "driver/TrainingPipeline.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/IR/PlanDialect.h"
 
 int main(int argc, char** argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::func::FuncDialect, dtc::graph::GraphDialect, dtc::dist::DistDialect>();
+  registry.insert<mlir::func::FuncDialect, dtc::graph::GraphDialect, dtc::dist::DistDialect,
+                  dtc::plan::PlanDialect>();
   dtc::registerDTCPasses();
   dtc::registerTrainingPipeline();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "dtc optimizer driver\n", registry));

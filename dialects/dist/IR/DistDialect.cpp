@@ -1,5 +1,6 @@
 #include "dist/IR/DistDialect.h"
 
+#include "common/DeclaredAttributes.h"
 #include "dist/IR/DistOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -18,4 +19,27 @@ void DistDialect::initialize() {
 #include "dist/IR/DistOps.cpp.inc"
       >();
   registerAttributes();
+}
+
+namespace {
+using namespace dtc::attr_place;
+constexpr dtc::DeclaredAttribute kDeclared[] = {
+#define DTC_DIALECT_ATTR DTC_DECLARED_ATTRIBUTE_ENTRY
+#include "dist/IR/DistAttributes.def"
+#undef DTC_DIALECT_ATTR
+};
+}  // namespace
+
+LogicalResult DistDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
+  return dtc::verifyDeclaredAttribute(kDeclared, op, dtc::placeOf(op), attr);
+}
+
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation* op, unsigned, unsigned index,
+                                                     NamedAttribute attr) {
+  return dtc::verifyDeclaredAttribute(kDeclared, op, OnArgument, attr, index);
+}
+
+LogicalResult DistDialect::verifyRegionResultAttribute(Operation* op, unsigned, unsigned index,
+                                                        NamedAttribute attr) {
+  return dtc::verifyDeclaredAttribute(kDeclared, op, OnResult, attr, index);
 }

@@ -16,6 +16,9 @@ def Dist_Dialect : Dialect {
     local tensors of every device of a group (the devices that differ only in `axes`).
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();  // DistAttrs.cpp, where the storage classes are defined
   }];

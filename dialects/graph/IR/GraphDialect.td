@@ -11,7 +11,12 @@ def Graph_Dialect : Dialect {
     The level at which dtc differentiates, optimises and (later) partitions: ops keep their
     mathematical meaning (matmul, cross-entropy, optimizer updates), so gradient rules and
     sharding rules are written once per op. All values are statically shaped ranked tensors.
+    The training contracts on modules, functions and ops (`graph.param`, `graph.updates`, ...)
+    are declared in GraphAttributes.def and verified where they appear.
   }];
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 class Graph_Op<string mnemonic, list<Trait> traits = []>
