@@ -328,7 +328,7 @@ def PipelineStages : Pass<"dtc-pipeline-stages", "mlir::ModuleOp"> {
     model is cut into `stages` × `virtual-stages` contiguous chunks (chunk c runs on device
     c mod `stages`). Cuts fall between model nodes where a single tensor crosses (a layer
     boundary: the residual stream between transformer blocks, the activation between linear
-    layers) and balance the chunks' estimated forward+backward time (pipeline/CostModel.h);
+    layers) and balance the chunks' estimated forward+backward time (pipeline_parallel/CostModel.h);
     each chunk holds at least one layer with parameters. `cuts` (comma-separated node names,
     each starting a new chunk) overrides the choice. A parameter lives on the chunk that first
     uses it (a tied LM head reads its embedding from there). The schedule options are recorded

@@ -15,7 +15,7 @@
 #include "graph/IR/GraphOps.h"
 #include "driver/TrainingPipeline.h"
 #include "lowering/PlanWriter.h"
-#include "pipeline/Simulate.h"
+#include "pipeline_parallel/Simulate.h"
 
 using namespace mlir;
 

@@ -10,7 +10,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include "dist/IR/DistOps.h"
-#include "pipeline/Pipeline.h"
+#include "pipeline_parallel/Pipeline.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/MemoryLayout.h"

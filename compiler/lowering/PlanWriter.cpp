@@ -11,7 +11,7 @@
 #include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "pipeline/Pipeline.h"
+#include "pipeline_parallel/Pipeline.h"
 #include "graph/IR/GraphDialect.h"
 #include "lowering/MemoryLayout.h"
 #include "ops/kernel_registry.h"

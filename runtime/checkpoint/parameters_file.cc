@@ -6,7 +6,7 @@
 #include <set>
 
 #include "checkpoint/boxes.h"
-#include "cpu/half.h"
+#include "cpu/kernels/half.h"
 #include "exec/shard_layout.h"
 #include "io/safetensors.h"
 #include "support/printable.h"

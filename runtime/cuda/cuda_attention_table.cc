@@ -1,4 +1,4 @@
-// causal_attention and causal_attention_grad on CUDA (exec/cpu_transformer_table.cc's), behind
+// causal_attention and causal_attention_grad on CUDA (cpu/cpu_transformer_table.cc's), behind
 // the CPU's contracts and messages, on one of two paths decided at bind time:
 //
 // The flash-attention kernels (kernels/flash_attention.cu): f32 CUDA cores, no [T, T] buffer.
@@ -34,6 +34,7 @@
 #include "cuda_bind.h"
 #include "gemm.h"
 #include "kernels/flash_attention.h"
+#include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
@@ -116,11 +117,12 @@ constexpr uint64_t kAlign = 256;
 enum class Path { kAuto, kFlash, kGemm };
 
 StatusOr<Path> requestedPath(const StepContext& ctx) {
-  const char* value = std::getenv("DTC_CUDA_ATTENTION");
-  if (!value || !*value || std::strcmp(value, "auto") == 0) return Path::kAuto;
-  if (std::strcmp(value, "flash") == 0) return Path::kFlash;
-  if (std::strcmp(value, "gemm") == 0) return Path::kGemm;
-  return invalid(ctx, "DTC_CUDA_ATTENTION must be flash, gemm or auto, got '" + std::string(value) + "'");
+  if (!runtimeOptionsStatus().ok()) return invalid(ctx, runtimeOptionsStatus().status().message());
+  switch (runtimeOptions().cudaAttention) {
+    case RuntimeOptions::Attention::kFlash: return Path::kFlash;
+    case RuntimeOptions::Attention::kGemm: return Path::kGemm;
+    default: return Path::kAuto;
+  }
 }
 
 // Byte offsets of the buffers in the slot: S [slices, T, T] f32 and P [slices, T, T] of T; for

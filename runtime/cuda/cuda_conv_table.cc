@@ -1,4 +1,4 @@
-// The ConvNet's ops on CUDA (exec/cpu_conv_table.cc's, with the contracts of
+// The ConvNet's ops on CUDA (cpu/cpu_conv_table.cc's, with the contracts of
 // exec/conv_contracts.h): conv2d and its gradients as im2col + batched cuBLAS GEMMs over the
 // samples, max pooling, and BatchNorm (fused and synchronised forms).
 #include "cuda_bind.h"

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "cuda_check.h"
+#include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
@@ -43,8 +44,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(int ordinal) {
                                  "querying stream priorities on " + gpu));
   DTC_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithPriority(&d->comm_, cudaStreamNonBlocking, greatestPriority),
                                  "creating the collectives' stream on " + gpu));
-  const char* overlap = std::getenv("DTC_CUDA_OVERLAP");
-  d->overlap_ = !(overlap && std::strcmp(overlap, "0") == 0);
+  d->overlap_ = runtimeOptions().cudaOverlap;
   // 16-bit GEMMs: split-K partial sums are reduced in f32, never rounded to the output type on
   // the way, so C is rounded once, as the CPU's widened contractions (and torch with
   // allow_bf16_reduced_precision_reduction off). No effect on f32 GEMMs.
@@ -52,8 +52,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(int ordinal) {
       cublasSetMathMode(d->blas_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
       "setting cuBLAS's math mode"));
-  const char* tf32 = std::getenv("DTC_CUDA_TF32");
-  d->tf32_ = tf32 && std::strcmp(tf32, "1") == 0;
+  d->tf32_ = runtimeOptions().cudaTf32;
   std::array<unsigned char, 16> uuid;
   std::memcpy(uuid.data(), prop.uuid.bytes, uuid.size());
   DTC_ASSIGN_OR_RETURN(d->collectives_, NcclGroups::create(ordinal, uuid));

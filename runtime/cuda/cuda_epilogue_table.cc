@@ -1,4 +1,4 @@
-// The fused linear epilogues on CUDA (exec/cpu_epilogue_table.cc's linear_bias, linear_bias_gelu
+// The fused linear epilogues on CUDA (cpu/cpu_epilogue_table.cc's linear_bias, linear_bias_gelu
 // and linear_grad_input_gelu): one cuBLASLt matmul with the BIAS, GELU_AUX_BIAS or DGELU
 // epilogue where cuBLASLt offers one, else the unfused form (a cuBLAS GEMM into an f32 buffer,
 // then one element-wise pass, kernels/epilogue.cu). Which of the two is settled at bind time.
@@ -24,15 +24,13 @@
 #include "exec/precision_contracts.h"
 #include "gemm.h"
 #include "gemm_lt.h"
+#include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
 
 
-bool ltEpiloguesEnabled() {
-  const char* value = std::getenv("DTC_CUDA_LT_EPILOGUES");
-  return !(value && std::strcmp(value, "0") == 0);
-}
+bool ltEpiloguesEnabled() { return runtimeOptions().cudaLtEpilogues; }
 
 struct Checked {
   LinearEpilogueShape shape;

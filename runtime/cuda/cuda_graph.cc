@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "cuda_check.h"
+#include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
@@ -115,10 +116,7 @@ class Captured {
 
 }  // namespace
 
-bool cudaGraphsEnabled() {
-  const char* env = std::getenv("DTC_CUDA_GRAPHS");
-  return !(env && std::strcmp(env, "0") == 0);
-}
+bool cudaGraphsEnabled() { return runtimeOptions().cudaGraphs; }
 
 BoundStep capturedSteps(Device& device, std::vector<BoundStep> steps, std::string function) {
   // Shared: a BoundStep is copyable, the graph is owned once.

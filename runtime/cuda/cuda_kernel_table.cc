@@ -1,4 +1,4 @@
-// The CUDA backend's core kernel table (exec/cpu_kernel_table.cc's ops): the CPU's contracts
+// The CUDA backend's core kernel table (cpu/cpu_kernel_table.cc's ops): the CPU's contracts
 // (exec/core_contracts.h) checked at bind time, then cuBLAS GEMMs and the element-wise and
 // reduction kernels.
 #include <cstring>

@@ -1,4 +1,4 @@
-// Losses and optimizer updates on CUDA (the rest of exec/cpu_kernel_table.cc's ops), with the CPU's
+// Losses and optimizer updates on CUDA (the rest of cpu/cpu_kernel_table.cc's ops), with the CPU's
 // contracts (exec/loss_contracts.h, exec/core_contracts.h). Scalars the CPU reads on the host
 // (dloss, AdamW's step counter, the learning rate) are read by the kernels on the device; a label outside the classes
 // raises an error flag, reported at the next synchronisation.

@@ -1,4 +1,4 @@
-// The transformer ops on CUDA (exec/cpu_transformer_table.cc's): batched GEMMs through cuBLAS,
+// The transformer ops on CUDA (cpu/cpu_transformer_table.cc's): batched GEMMs through cuBLAS,
 // layout copies, causal softmax, LayerNorm and embeddings, with the CPU's contracts
 // (exec/transformer_contracts.h).
 #include <climits>

@@ -21,6 +21,7 @@
 #include <set>
 
 #include "cuda_check.h"
+#include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
@@ -40,18 +41,13 @@ StatusOr<std::unique_ptr<NcclGroups>> NcclGroups::create(int ordinal, const std:
   std::unique_ptr<NcclGroups> g(new NcclGroups());
   g->ordinal_ = ordinal;
   g->uuid_ = uuid;
-  const char* env = std::getenv("DTC_COLLECTIVES");
-  const std::string mode = env ? env : "";
-  if (mode == "mpi") {
+  DTC_RETURN_IF_ERROR(runtimeOptionsStatus().status());
+  const RuntimeOptions::Collectives mode = runtimeOptions().collectives;
+  if (mode == RuntimeOptions::Collectives::kMpi) {
     g->mode_ = Mode::kMpi;
     return g;
   }
-  if (mode == "nccl") {
-    g->mode_ = Mode::kNccl;
-  } else if (!mode.empty()) {
-    return Status::InvalidInput("DTC_COLLECTIVES is '" + mode +
-                                "': expected mpi or nccl (unset: NCCL where every rank has its own GPU)");
-  }
+  if (mode == RuntimeOptions::Collectives::kNccl) g->mode_ = Mode::kNccl;
   StatusOr<const NcclApi*> api = loadNccl();
   if (api.ok()) {
     g->api_ = *api;

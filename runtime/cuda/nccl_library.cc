@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "support/runtime_options.h"
+
 namespace dtc::cuda {
 namespace {
 
@@ -36,7 +38,7 @@ bool resolve(void* handle, NcclApi& api, std::string& missing) {
 
 StatusOr<NcclApi> open() {
   std::vector<std::string> candidates;
-  if (const char* env = std::getenv("DTC_NCCL_LIBRARY"); env && *env) candidates.push_back(env);
+  if (!runtimeOptions().ncclLibrary.empty()) candidates.push_back(runtimeOptions().ncclLibrary);
   candidates.push_back("libnccl.so.2");
 #ifdef DTC_NCCL_LIBRARY_HINT
   candidates.push_back(DTC_NCCL_LIBRARY_HINT);  // where the build found it (may be off the loader's path)

@@ -3,16 +3,16 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdlib>
 
 #include "exec/backend.h"
+#include "support/runtime_options.h"
 
 namespace dtc {
 namespace {
 
 // libdtc_cuda.so beside the running executable (the build puts it next to dtrun).
 std::string pluginPath() {
-  if (const char* path = std::getenv("DTC_CUDA_BACKEND"); path && *path) return path;
+  if (!runtimeOptions().cudaBackend.empty()) return runtimeOptions().cudaBackend;
   char exe[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return "libdtc_cuda.so";

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/kernels.h"
+#include "cpu/kernels/kernels.h"
 #include "exec/executor.h"
 
 namespace dtc {

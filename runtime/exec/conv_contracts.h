@@ -1,4 +1,4 @@
-// The operand contracts of the convolutional ops (exec/cpu_conv_table.cc: conv2d and its
+// The operand contracts of the convolutional ops (cpu/cpu_conv_table.cc: conv2d and its
 // gradients, max pooling, BatchNorm in its fused and synchronised forms), shared by the CPU and
 // CUDA kernel tables so both backends accept the same steps and refuse the others with the same
 // messages. Each check returns the geometry a launch needs.

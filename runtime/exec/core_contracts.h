@@ -1,4 +1,4 @@
-// The operand contracts of the core ops (exec/cpu_kernel_table.cc: GEMMs, element-wise ops,
+// The operand contracts of the core ops (cpu/cpu_kernel_table.cc: GEMMs, element-wise ops,
 // reductions, reshape, fill, optimizer updates), shared by the CPU and CUDA kernel tables so both
 // backends accept the same steps and refuse the others with the same messages. Each check returns
 // what a launch needs; a backend's own limits are checked by its binder after the contract.

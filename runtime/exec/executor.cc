@@ -67,7 +67,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threa
                                                      comm::DeviceMesh* mesh,
                                                      std::unique_ptr<Backend> backend,
                                                      const std::set<std::string>& functions) {
-  if (!backend) backend = createCpuBackend();
+  if (!backend) return Status::Internal("an executor needs a backend");
   std::unique_ptr<Executor> ex(new Executor(plan, threads, mesh, std::move(backend)));
   const plan::Plan& root = plan.root();
   if (plan.stages() > 0) {

@@ -30,12 +30,12 @@ struct StepTiming {
 class Executor {
  public:
   // `mesh` (not owned; outlives the executor) runs the plan's collectives; null is one device.
-  // `backend` runs the steps (null: the CPU backend). `functions`: the names to bind (every
+  // `backend` runs the steps (createCpuBackend(), or createBackend by name). `functions`: the names to bind (every
   // function of the plan when empty). Binding reserves memory per step (a device's scratch,
   // the CPU's widened copies), so a trainer binds only what it runs (not `grad`).
   static StatusOr<std::unique_ptr<Executor>> create(const Plan& plan, int threads,
-                                                    comm::DeviceMesh* mesh = nullptr,
-                                                    std::unique_ptr<Backend> backend = nullptr,
+                                                    comm::DeviceMesh* mesh,
+                                                    std::unique_ptr<Backend> backend,
                                                     const std::set<std::string>& functions = {});
   ~Executor();
 

@@ -1,4 +1,4 @@
-// The operand contracts of the transformer ops (exec/cpu_transformer_table.cc: batched GEMMs,
+// The operand contracts of the transformer ops (cpu/cpu_transformer_table.cc: batched GEMMs,
 // layout ops, causal softmax, LayerNorm, embeddings), shared by the CPU and CUDA kernel tables so
 // both backends accept the same steps and refuse the others with the same messages. Each check
 // returns what a launch needs; a backend's own limits are checked by its binder after the

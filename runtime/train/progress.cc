@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "cpu/kernels.h"
+#include "cpu/kernels/kernels.h"
 #include "exec/step.h"
 #include "ops/kernel_registry.h"
 

@@ -12,7 +12,7 @@
 #include "checkpoint/writer.h"
 #include "comm/watchdog.h"
 #include "comm/world.h"
-#include "cpu/blas.h"
+#include "cpu/kernels/blas.h"
 #include "exec/executor.h"
 #include "io/crc32.h"
 #include "io/files.h"
@@ -257,7 +257,7 @@ Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health, 
 }
 
 Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, AgreedFailure& agreed) {
-  cpu::setBlasThreads(1);  // our pool parallelises the GEMMs (cpu/matmul.cc)
+  cpu::setBlasThreads(1);  // our pool parallelises the GEMMs (cpu/kernels/matmul.cc)
   const bool lead = mesh->rank() == 0;  // only rank 0 prints, logs and saves
   installStopSignalHandlers();
   RunState run;

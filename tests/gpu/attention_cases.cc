@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "cpu/half.h"
-#include "cpu/transformer_kernels.h"
+#include "cpu/kernels/half.h"
+#include "cpu/kernels/transformer_kernels.h"
 #include "harness.h"
 #include "support/thread_pool.h"
 

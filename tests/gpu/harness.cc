@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "cpu/half.h"
+#include "cpu/kernels/half.h"
 #include "exec/step.h"
 #include "ops/kernel_registry.h"
 #include "plan_generated.h"

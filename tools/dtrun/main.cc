@@ -4,11 +4,12 @@
 
 #include "comm/watchdog.h"
 #include "comm/world.h"
-#include "cpu/blas.h"
+#include "cpu/kernels/blas.h"
 #include "train/trainer.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 #include "support/args.h"
+#include "support/runtime_options.h"
 
 namespace {
 
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
   dtc::cpu::selectBlasKernels(argv);
   if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
     std::fputs(kUsage, stdout);
+    std::fputs("environment switches:\n", stdout);
+    std::fputs(dtc::runtimeOptionsHelp().c_str(), stdout);
     return 0;
   }
   if (argc >= 2 && !std::strcmp(argv[1], "--version")) {
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
   dtc::TrainOptions options;
   std::string planPath;
   dtc::Status ready = parseCommandLine(argc, argv, options, planPath);
+  if (ready.ok()) ready = dtc::runtimeOptionsStatus().status();  // a malformed DTC_* switch
   dtc::StatusOr<dtc::Plan> plan = ready.ok() ? dtc::Plan::load(planPath) : dtc::StatusOr<dtc::Plan>(ready);
   if (plan.ok()) {
     // The plan says where it was compiled to run; --device overrides it.

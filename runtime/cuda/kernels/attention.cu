@@ -1,4 +1,4 @@
-// Causal softmax over attention scores [batch, T, T] and its gradient (cpu/attention.cc): one
+// Causal softmax over attention scores [batch, T, T] and its gradient (cpu/kernels/attention.cc): one
 // block per row; row i sees keys j <= i, masked entries are exactly 0. A row's reductions finish
 // before any of it is written, so y may alias x (and dx may alias dy or y).
 #include <algorithm>

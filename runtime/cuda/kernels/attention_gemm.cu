@@ -1,7 +1,7 @@
 // The row passes of causal attention's GEMM path (cuda_attention_table.cc): cuBLAS computes the
 // [T, T] products of every slice on the tensor cores, these kernels turn them, one block per
-// query row, into what the next GEMM multiplies. The CPU's formulas (cpu/flash_attention.cc) in
-// float32: the 16-bit operands are widened exactly (cpu/half.h), and what a later GEMM reads (P,
+// query row, into what the next GEMM multiplies. The CPU's formulas (cpu/kernels/flash_attention.cc) in
+// float32: the 16-bit operands are widened exactly (cpu/kernels/half.h), and what a later GEMM reads (P,
 // dS) is rounded once to nearest even, as FlashAttention-2 rounds P for its P·V product and dS
 // for its dS·K and dSᵀ·Q products. Every reduction is a fixed tree (blockReduce) and nothing is
 // atomic, so a rerun gives the same bits.

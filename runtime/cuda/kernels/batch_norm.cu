@@ -1,4 +1,4 @@
-// BatchNorm2d over x [N, C, S] (cpu/batch_norm_channel.h's arithmetic, in the same types and
+// BatchNorm2d over x [N, C, S] (cpu/kernels/batch_norm_channel.h's arithmetic, in the same types and
 // order): one block per channel, per-channel sums in double with a fixed reduction tree, two
 // passes for the variance. A channel's sums complete before any of its outputs is written, so
 // y may alias x and dx may alias dy; the running statistics are read and written by one thread.

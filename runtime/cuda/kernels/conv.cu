@@ -1,4 +1,4 @@
-// The ConvNet's layout kernels (cpu/conv.cc, cpu/pool.cc): im2col and its adjoint around the
+// The ConvNet's layout kernels (cpu/kernels/conv.cc, cpu/kernels/pool.cc): im2col and its adjoint around the
 // cuBLAS GEMMs of conv2d, the batch sum of per-sample weight gradients, and max pooling. The
 // scatter-adds of the CPU (col2im, the pooling gradient) are gathers here, one thread per
 // output pixel adding its contributions in the CPU's order: the same bits, no atomics.

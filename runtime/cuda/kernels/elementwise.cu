@@ -1,5 +1,5 @@
 // Element-wise kernels: broadcasting add/sub/mul, fill, activations and their gradients. Same
-// formulas, in the same order, as cpu/broadcast_binary.cc and cpu/activations.cc; every thread
+// formulas, in the same order, as cpu/kernels/broadcast_binary.cc and cpu/kernels/activations.cc; every thread
 // reads element i before writing it, so outputs may alias inputs.
 #include <algorithm>
 

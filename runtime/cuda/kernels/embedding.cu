@@ -1,5 +1,5 @@
-// Embedding lookup and its gradient (cpu/embedding.cc and the split-table paths of
-// exec/cpu_transformer_table.cc). The gradient is deterministic without atomics: a stable radix
+// Embedding lookup and its gradient (cpu/kernels/embedding.cc and the split-table paths of
+// cpu/cpu_transformer_table.cc). The gradient is deterministic without atomics: a stable radix
 // sort groups the positions by id in increasing position order, then one block per id sums its
 // positions' rows in that order, starting from 0 as the CPU does: the same bits.
 #include <cub/device/device_radix_sort.cuh>

@@ -1,8 +1,8 @@
 // The fused linear epilogues' element-wise halves, for the steps cuBLASLt cannot fuse (see
 // cuda_epilogue_table.cc): after the GEMM, one pass adds the bias (and applies GELU, keeping its
-// input), or multiplies by GELU's derivative. The formulas are cpu/activations.cc's tanh branch,
+// input), or multiplies by GELU's derivative. The formulas are cpu/kernels/activations.cc's tanh branch,
 // operation for operation (the plugin builds with --fmad=false), so this path meets the CPU's
-// up to tanhf's last bit. A 16-bit y is that f32 value rounded by cpu/half.h's conversions, as
+// up to tanhf's last bit. A 16-bit y is that f32 value rounded by cpu/kernels/half.h's conversions, as
 // the CPU rounds its widened result.
 #include "common.cuh"
 #include "gelu.cuh"

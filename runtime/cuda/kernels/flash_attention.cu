@@ -2,7 +2,7 @@
 // cores: TF32 tensor cores would cost ~1e-3 relative error against the CPU parity of 1e-5.
 //
 // bf16 / f16 operands: every kernel is templated on the element type F, and only the global
-// loads (widened exactly, cpu/half.h) and the final stores (rounded once, to nearest even) see
+// loads (widened exactly, cpu/kernels/half.h) and the final stores (rounded once, to nearest even) see
 // it. The shared-memory tiles stay float32: each tile element is read by 16 threads in the inner
 // loops, so widening once on load keeps those loops (every sum's order, every rounding) the
 // float32 kernels' own, compiled alike: a 16-bit step computes bit for bit what the float32
@@ -30,7 +30,7 @@
 namespace dtc::cuda::kernels {
 namespace {
 
-// The stored element of each Float: the 16-bit types as raw words (cpu/half.h converts them).
+// The stored element of each Float: the 16-bit types as raw words (cpu/kernels/half.h converts them).
 template <Float F>
 struct Element {
   using Type = uint16_t;

@@ -1,5 +1,5 @@
 // Host-side launchers of the flash-attention kernels (flash_attention.cu), the CUDA side of
-// cpu/flash_attention.cc: causal attention over `slices` independent [T, D] slices (batch ×
+// cpu/kernels/flash_attention.cc: causal attention over `slices` independent [T, D] slices (batch ×
 // heads) without ever storing the [T, T] scores. Tiles of 64 queries × 64 keys go through shared
 // memory. Every sum runs in a fixed order (no atomics), so a rerun gives the same bits. Outputs
 // must not alias inputs (the memory planner never makes them).
@@ -7,7 +7,7 @@
 // Element types: q, k, v, out, dout, dq, dk, dv are all float32, or all one of bfloat16 and
 // float16 (mixed precision); lse is float32 either way. The 16-bit operands are widened exactly
 // on load and all the math is the float32 kernels', the 16-bit outputs rounded once (to nearest
-// even, as cpu/half.h): the CPU's widened path (exec/cpu_kernel_table.cc, bindLowPrecision).
+// even, as cpu/kernels/half.h): the CPU's widened path (cpu/cpu_kernel_table.cc, bindLowPrecision).
 #pragma once
 
 #include <cuda_runtime_api.h>

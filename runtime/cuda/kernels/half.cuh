@@ -1,8 +1,8 @@
-// bfloat16 and IEEE half conversions on the device: runtime/cpu/half.h's, compiled for the GPU,
+// bfloat16 and IEEE half conversions on the device: runtime/cpu/kernels/half.h's, compiled for the GPU,
 // so casts agree with the CPU backend to the bit (NaN payloads included). Included by .cu files.
 #pragma once
 
-#include "cpu/half.h"
+#include "cpu/kernels/half.h"
 
 namespace dtc::cuda::kernels {
 

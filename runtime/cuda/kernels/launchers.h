@@ -1,5 +1,5 @@
 // Host-side launchers of the CUDA kernels, one .cu file per concern. Row-major fp32 buffers
-// in device memory, shapes passed explicitly, as runtime/cpu/kernels.h; every launcher enqueues
+// in device memory, shapes passed explicitly, as runtime/cpu/kernels/kernels.h; every launcher enqueues
 // on `stream` and returns cudaGetLastError() (launch failures; faults show at synchronisation).
 // The math mirrors the CPU kernel named in each comment, accumulating in double where it does.
 #pragma once
@@ -16,7 +16,7 @@ constexpr int kMaxDims = 8;
 // The element types of float data: f32, or the 16-bit types of mixed precision.
 enum class Float { kF32, kBF16, kF16 };
 
-// ---- elementwise.cu (cpu/broadcast_binary.cc, cpu/activations.cc) ----------------------------
+// ---- elementwise.cu (cpu/kernels/broadcast_binary.cc, cpu/kernels/activations.cc) ----------------------------
 
 // The iteration space of a broadcasting binary op, as the CPU's: size-1 output dimensions
 // dropped, neighbours both operands walk as one run merged; element strides, 0 = broadcast.
@@ -49,7 +49,7 @@ cudaError_t pointwise(const float* x, float* y, int64_t n, cudaStream_t stream);
 template <typename Math>
 cudaError_t pointwiseGrad(const float* dy, const float* at, float* dx, int64_t n, cudaStream_t stream);
 
-// ---- reduce.cu (cpu/reduce.cc) ------------------------------------------------------------------
+// ---- reduce.cu (cpu/kernels/reduce.cc) ------------------------------------------------------------------
 
 struct Dims {
   int rank = 0;
@@ -69,7 +69,7 @@ bool makeReducePlan(const Shape& x, const std::vector<int64_t>& axes, ReducePlan
 cudaError_t reduceSum(const float* x, float* out, const ReducePlan& plan, void* partial,
                       cudaStream_t stream);
 
-// ---- losses.cu (cpu/losses.cc, cpu/vocab_parallel.cc) -------------------------------------------
+// ---- losses.cu (cpu/kernels/losses.cc, cpu/kernels/vocab_parallel.cc) -------------------------------------------
 
 // Σ over rows of (log Σ exp(x) − x[label]) / divisor (0: rows), into *loss. `rowLoss` holds
 // `rows` doubles; a label outside [0, classes) sets *badLabel.
@@ -98,7 +98,7 @@ cudaError_t crossEntropyPartsGrad(const float* dloss, const float* logits, const
                                   int64_t classes, int64_t offset, int64_t total, int64_t count,
                                   float* dlogits, int* badLabel, cudaStream_t stream);
 
-// ---- optimizers.cu (cpu/optimizers.cc) ----------------------------------------------------------
+// ---- optimizers.cu (cpu/kernels/optimizers.cc) ----------------------------------------------------------
 
 // `lr` is the device scalar holding this step's learning rate.
 cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut, float* bufOut,
@@ -108,20 +108,20 @@ cudaError_t adamw(const float* param, const float* grad, const float* m, const f
                   float* paramOut, float* mOut, float* vOut, int64_t n, const float* step,
                   const float* lr, float beta1, float beta2, float eps, float weightDecay, cudaStream_t stream);
 
-// ---- layout.cu (cpu/layout.cc) ------------------------------------------------------------------
+// ---- layout.cu (cpu/kernels/layout.cc) ------------------------------------------------------------------
 
 // out = x permuted (rank <= kMaxDims): out.shape[i] = shape[perm[i]]; elements of 4 or 2 bytes.
 cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64_t>& perm, void* out,
                       int elementBytes, cudaStream_t stream);
 
-// ---- attention.cu (cpu/attention.cc) ------------------------------------------------------------
+// ---- attention.cu (cpu/kernels/attention.cc) ------------------------------------------------------------
 
 cudaError_t causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale,
                           cudaStream_t stream);
 cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
                               float scale, cudaStream_t stream);
 
-// ---- layer_norm.cu (cpu/layer_norm.cc) ----------------------------------------------------------
+// ---- layer_norm.cu (cpu/kernels/layer_norm.cc) ----------------------------------------------------------
 
 // y is f32, or the f32 result rounded to bf16/f16 (yType).
 cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType, float* mean,
@@ -132,7 +132,7 @@ cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const
                           const float* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t c,
                           void* scratch, cudaStream_t stream);
 
-// ---- embedding.cu (cpu/embedding.cc, the split-table paths of exec/cpu_transformer_table.cc) --
+// ---- embedding.cu (cpu/kernels/embedding.cc, the split-table paths of cpu/cpu_transformer_table.cc) --
 
 // out[i] = table[ids[i] − offset] when that row is here, else 0; an id outside [0, total) sets
 // *badId. Unsplit tables: offset 0, total = vocab.
@@ -145,7 +145,7 @@ cudaError_t embeddingGrad(const float* dy, const int64_t* ids, float* dtable, in
                           int64_t dim, int64_t offset, int64_t total, void* scratch,
                           uint64_t scratchBytes, int* badId, cudaStream_t stream);
 
-// ---- conv.cu (cpu/conv.cc, cpu/pool.cc) -----------------------------------------------------
+// ---- conv.cu (cpu/kernels/conv.cc, cpu/kernels/pool.cc) -----------------------------------------------------
 
 struct ConvDims {
   int64_t n, c, h, w;      // input [N, C, H, W]
@@ -167,7 +167,7 @@ struct PoolDims {
 cudaError_t maxPool2d(const float* x, float* y, const PoolDims& g, cudaStream_t stream);
 cudaError_t maxPool2dGrad(const float* dy, const float* x, float* dx, const PoolDims& g, cudaStream_t stream);
 
-// ---- batch_norm.cu (cpu/batch_norm.cc, cpu/sync_batch_norm.cc) ----------------------------------
+// ---- batch_norm.cu (cpu/kernels/batch_norm.cc, cpu/kernels/sync_batch_norm.cc) ----------------------------------
 
 // x [N, C, S] (S = H·W); one block per channel, sums in double (two passes for the variance).
 struct NormDims {
@@ -195,9 +195,9 @@ cudaError_t batchNormGradInput(const float* dy, const float* x, const float* wei
                                const float* rstd, const float* dbias, const float* dweight, float* dx, NormDims d,
                                int64_t count, cudaStream_t stream);
 
-// ---- precision.cu (exec/cpu_kernel_table.cc's cast, exec/cpu_loss_scale_table.cc) ------------
+// ---- precision.cu (cpu/cpu_kernel_table.cc's cast, cpu/cpu_loss_scale_table.cc) ------------
 
-// y = x in y's type, rounded to nearest even as cpu/half.h, bit for bit (NaN payloads too). Equal
+// y = x in y's type, rounded to nearest even as cpu/kernels/half.h, bit for bit (NaN payloads too). Equal
 // types copy; x and y must not overlap otherwise.
 cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream);
 // *count = how many of x[0, n) are inf or NaN; `partial` holds kSumBlocks long longs.
@@ -216,7 +216,7 @@ cudaError_t lossScaleStep(const float* scale, const float* good, const float* no
 cudaError_t select(const float* pred, const float* onTrue, const float* onFalse, float* y, int64_t n,
                    cudaStream_t stream);
 
-// ---- epilogue.cu (exec/cpu_epilogue_table.cc: the fused linear epilogues, unfused) -----------
+// ---- epilogue.cu (cpu/cpu_epilogue_table.cc: the fused linear epilogues, unfused) -----------
 
 // The epilogues of linear_bias / linear_bias_gelu / linear_grad_input_gelu after a plain GEMM, for
 // when cuBLASLt cannot fuse them; the CPU's add and gelu_tanh math, in its order, in f32. `sum` is
@@ -234,7 +234,7 @@ cudaError_t geluTanh(const float* pre, void* y, Float yType, int64_t count, cuda
 // dx *= gelu_tanh'(pre), over `count` elements.
 cudaError_t geluGradInPlace(float* dx, const float* pre, int64_t count, cudaStream_t stream);
 
-// ---- attention_gemm.cu (cpu/flash_attention.cc: causal attention's GEMM path, 16-bit operands) --
+// ---- attention_gemm.cu (cpu/kernels/flash_attention.cc: causal attention's GEMM path, 16-bit operands) --
 
 // The row passes between cuBLAS's GEMMs (cuda_attention_table.cc) for `slices` [T, T] score
 // matrices, one block per query row; `type` is kBF16 or kF16 (cudaErrorInvalidValue otherwise),

@@ -1,4 +1,4 @@
-// LayerNorm over the last dimension and its gradient (cpu/layer_norm.cc): row statistics in
+// LayerNorm over the last dimension and its gradient (cpu/kernels/layer_norm.cc): row statistics in
 // double (two passes for the variance), one block per row. dw/db are column sums over row
 // chunks fixed by the shape, added in chunk order: deterministic, no atomics.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// transpose (cpu/layout.cc): a pure copy, so exact, of 4- or 2-byte elements (f32, or bf16/f16
+// transpose (cpu/kernels/layout.cc): a pure copy, so exact, of 4- or 2-byte elements (f32, or bf16/f16
 // after dtc-fold-casts). split and concat are strided copies done with cudaMemcpy2DAsync by
 // their binders.
 #include "common.cuh"

@@ -1,5 +1,5 @@
 // Softmax cross-entropy, MSE, and cross-entropy over a split vocabulary, with their gradients
-// (cpu/losses.cc, cpu/vocab_parallel.cc). Row statistics take one block per row; sums over rows
+// (cpu/kernels/losses.cc, cpu/kernels/vocab_parallel.cc). Row statistics take one block per row; sums over rows
 // or elements accumulate in double with a fixed reduction tree, so losses are deterministic.
 #include <algorithm>
 

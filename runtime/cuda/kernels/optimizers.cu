@@ -1,4 +1,4 @@
-// SGD and AdamW for one tensor (cpu/optimizers.cc): step-level scalars in double rounded to
+// SGD and AdamW for one tensor (cpu/kernels/optimizers.cc): step-level scalars in double rounded to
 // float once, element-wise math in float, in the same order as the CPU (and no FMA contraction,
 // see CMakeLists.txt), so updates match it bit for bit where the libm functions agree. Each
 // element is read before it is written: outputs may alias inputs.

@@ -1,4 +1,4 @@
-// reduce_sum over any axes (cpu/reduce.cc): sums accumulate in double, and every split of a
+// reduce_sum over any axes (cpu/kernels/reduce.cc): sums accumulate in double, and every split of a
 // sum into partials depends only on the shape, so results are deterministic. A long sum is cut
 // into `chunks` partial sums (written as doubles) added in chunk order by a second kernel.
 #include <algorithm>

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "cpu/transformer_kernels.h"
+#include "cpu/kernels/transformer_kernels.h"
 #include "test_util.h"
 
 namespace dtc::cpu {

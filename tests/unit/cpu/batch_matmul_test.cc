@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "cpu/transformer_kernels.h"
+#include "cpu/kernels/transformer_kernels.h"
 #include "test_util.h"
 
 namespace dtc::cpu {

@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "cpu/transformer_kernels.h"
+#include "cpu/kernels/transformer_kernels.h"
 #include "test_util.h"
 
 namespace dtc::cpu {

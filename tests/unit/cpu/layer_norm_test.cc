@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "cpu/transformer_kernels.h"
+#include "cpu/kernels/transformer_kernels.h"
 #include "test_util.h"
 
 namespace dtc::cpu {

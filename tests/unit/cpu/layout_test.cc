@@ -2,7 +2,7 @@
 // comparison is exact.
 #include <string>
 
-#include "cpu/transformer_kernels.h"
+#include "cpu/kernels/transformer_kernels.h"
 #include "test_util.h"
 
 namespace dtc::cpu {

@@ -1,7 +1,7 @@
 // Synchronised BatchNorm pieces against the fused kernels: a batch cut into device slices,
 // whose per-channel sums are added between the steps (what the all-reduces do), must give the
 // fused kernels' results on the whole batch.
-#include "cpu/conv_kernels.h"
+#include "cpu/kernels/conv_kernels.h"
 #include "test_util.h"
 
 namespace dtc::cpu::testing {

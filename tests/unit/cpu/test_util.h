@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/kernels.h"
+#include "cpu/kernels/kernels.h"
 
 namespace dtc::cpu::testing {
 

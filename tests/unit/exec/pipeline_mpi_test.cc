@@ -41,7 +41,7 @@ int main() {
   auto plan = dtc::Plan::fromBytes(dtc::testing::buildPipelinePlan(options), "pipe.dtp");
   expectOk(plan.status(), "load", r);
   if (!plan.ok()) return 1;
-  auto exOr = dtc::Executor::create(*plan, 1, &mesh);
+  auto exOr = dtc::Executor::create(*plan, 1, &mesh, dtc::createCpuBackend());
   expectOk(exOr.status(), "create", r);
   if (!exOr.ok()) return 1;
   dtc::Executor& ex = **exOr;

@@ -66,7 +66,7 @@ TEST(PipelinePlan, ExecutorPreparesItsStageOnly) {
     StandIn::splits = 0;
     auto mesh = comm::DeviceMesh::create(std::make_unique<StandIn>(rank), {"pp"}, {2});
     ASSERT_TRUE(mesh.ok()) << mesh.status().message();
-    auto ex = Executor::create(*plan, 1, mesh->get());
+    auto ex = Executor::create(*plan, 1, mesh->get(), createCpuBackend());
     ASSERT_TRUE(ex.ok()) << ex.status().message();
     // Both ranks create the group of every stage's steps up front, and only that one.
     EXPECT_EQ(StandIn::splits, 1);
@@ -98,7 +98,7 @@ TEST(PipelinePlan, ExecutorPreparesItsStageOnly) {
 TEST(PipelinePlan, NeedsItsMesh) {
   auto plan = load();
   ASSERT_TRUE(plan.ok());
-  auto ex = Executor::create(*plan, 1, nullptr);
+  auto ex = Executor::create(*plan, 1, nullptr, createCpuBackend());
   ASSERT_FALSE(ex.ok());
   EXPECT_NE(ex.status().message().find("pipeline"), std::string::npos) << ex.status().message();
 }
@@ -159,7 +159,7 @@ TEST(PipelinePlan, MeshOfTwoAxes) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   auto mesh = comm::DeviceMesh::create(std::make_unique<StandIn>(1), {"dp", "pp"}, {1, 2});
   ASSERT_TRUE(mesh.ok());
-  auto ex = Executor::create(*plan, 1, mesh->get());
+  auto ex = Executor::create(*plan, 1, mesh->get(), createCpuBackend());
   ASSERT_TRUE(ex.ok()) << ex.status().message();
   EXPECT_EQ((*ex)->stage(), 1);
   EXPECT_EQ((*ex)->function("train_step")->stage(), 1);

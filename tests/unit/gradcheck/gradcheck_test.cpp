@@ -61,7 +61,7 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
   ASSERT_TRUE(mlir::succeeded(writePlan(*module, nullptr, bytes)));
   auto plan = Plan::fromBytes(std::move(bytes), c.name);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  auto ex = Executor::create(*plan, 1);
+  auto ex = Executor::create(*plan, 1, nullptr, createCpuBackend());
   ASSERT_TRUE(ex.ok()) << ex.status().message();
   Executor& e = **ex;
 

@@ -1,0 +1,105 @@
+#include "pipeline_parallel/Pipeline.h"
+
+#include <algorithm>
+
+#include "mlir/IR/Builders.h"
+
+#include "dist/IR/DistOps.h"
+
+using namespace mlir;
+
+namespace dtc::pipeline {
+
+std::string PipelineConfig::summary() const {
+  std::string s = schedule;
+  if (virtualStages > 1) s += " (" + std::to_string(virtualStages) + " virtual stages)";
+  return s + ", " + std::to_string(microBatches) + " micro-batches, " + std::to_string(stages) +
+         " stages";
+}
+
+std::optional<PipelineConfig> getPipeline(ModuleOp module) {
+  auto dict = module->getAttrOfType<DictionaryAttr>(dist::kPipelineAttr);
+  if (!dict) return std::nullopt;
+  PipelineConfig c;
+  auto integer = [&](StringRef name, int64_t& out) {
+    if (auto a = dict.getAs<IntegerAttr>(name)) out = a.getInt();
+  };
+  auto string = [&](StringRef name, std::string& out) {
+    if (auto a = dict.getAs<StringAttr>(name)) out = a.str();
+  };
+  integer("stages", c.stages);
+  integer("virtual_stages", c.virtualStages);
+  integer("micro_batches", c.microBatches);
+  string("schedule", c.schedule);
+  string("axis", c.axis);
+  return c;
+}
+
+void setPipeline(ModuleOp module, const PipelineConfig& c) {
+  Builder b(module.getContext());
+  module->setAttr(dist::kPipelineAttr,
+                  b.getDictionaryAttr({b.getNamedAttr("stages", b.getI64IntegerAttr(c.stages)),
+                                       b.getNamedAttr("virtual_stages",
+                                                      b.getI64IntegerAttr(c.virtualStages)),
+                                       b.getNamedAttr("micro_batches",
+                                                      b.getI64IntegerAttr(c.microBatches)),
+                                       b.getNamedAttr("schedule", b.getStringAttr(c.schedule)),
+                                       b.getNamedAttr("axis", b.getStringAttr(c.axis))}));
+}
+
+int64_t stageOf(Operation* op) {
+  auto stage = op ? op->getAttrOfType<IntegerAttr>(dist::kStageAttr) : nullptr;
+  return stage ? stage.getInt() : -1;
+}
+
+int64_t microBatchOf(Operation* op) {
+  auto micro = op ? op->getAttrOfType<IntegerAttr>(dist::kMicroBatchAttr) : nullptr;
+  return micro ? micro.getInt() : 0;
+}
+
+namespace {
+
+// Megatron's interleaved order: the k-th forward (backward) of a device visits chunks in groups
+// of p micro-batches, chunk by chunk (backward: last chunk first).
+Unit interleavedUnit(const PipelineConfig& c, int64_t device, int64_t k, bool backward) {
+  const int64_t p = c.stages, v = c.virtualStages;
+  int64_t inGroup = k % (p * v);
+  int64_t local = inGroup / p;
+  if (backward) local = v - 1 - local;
+  return {local * p + device, (k / (p * v)) * p + k % p, backward};
+}
+
+}  // namespace
+
+std::vector<Unit> trainSchedule(const PipelineConfig& c, int64_t device) {
+  const int64_t p = c.stages, m = c.microBatches;
+  std::vector<Unit> order;
+  if (c.schedule == "gpipe") {
+    for (int64_t mb = 0; mb < m; ++mb) order.push_back({device, mb, false});
+    for (int64_t mb = 0; mb < m; ++mb) order.push_back({device, mb, true});
+    return order;
+  }
+  if (c.schedule == "1f1b") {
+    int64_t warmup = std::min(p - device - 1, m);
+    for (int64_t mb = 0; mb < warmup; ++mb) order.push_back({device, mb, false});
+    for (int64_t i = 0; i < m - warmup; ++i) {
+      order.push_back({device, warmup + i, false});
+      order.push_back({device, i, true});
+    }
+    for (int64_t mb = m - warmup; mb < m; ++mb) order.push_back({device, mb, true});
+    return order;
+  }
+  // Interleaved 1F1B.
+  const int64_t total = m * c.virtualStages;
+  int64_t warmup = std::min((p - device - 1) * 2 + (c.virtualStages - 1) * p, total);
+  for (int64_t k = 0; k < warmup; ++k) order.push_back(interleavedUnit(c, device, k, false));
+  for (int64_t i = 0; i < total - warmup; ++i) {
+    order.push_back(interleavedUnit(c, device, warmup + i, false));
+    order.push_back(interleavedUnit(c, device, i, true));
+  }
+  for (int64_t k = total - warmup; k < total; ++k)
+    order.push_back(interleavedUnit(c, device, k, true));
+  return order;
+}
+
+}  // namespace dtc::pipeline

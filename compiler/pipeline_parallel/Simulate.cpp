@@ -1,0 +1,209 @@
+#include "pipeline_parallel/Simulate.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "dist/IR/DistOps.h"
+
+using namespace mlir;
+
+namespace dtc::pipeline {
+
+double Timeline::bubbleRatio() const {
+  double idle = 0, work = 0;
+  for (double b : busy) idle += makespan - b, work += b;
+  return work > 0 ? idle / work : 0;
+}
+
+double Timeline::bubbleFraction() const {
+  double idle = 0;
+  for (double b : busy) idle += makespan - b;
+  return makespan > 0 ? idle / (makespan * busy.size()) : 0;
+}
+
+namespace {
+
+std::string unitName(Operation* op, std::string& kind) {
+  const int64_t stage = stageOf(op);
+  bool backward = op->hasAttr(dist::kBackwardAttr);
+  if (isa<dist::SendOp>(op)) kind = "send";
+  else if (isa<dist::RecvOp>(op)) kind = "recv";
+  else if (stage >= 0) kind = backward ? "backward" : "forward";
+  else kind = "other";
+  if (stage < 0) return kind;
+  std::string name = (backward ? "B" : "F") + std::to_string(microBatchOf(op)) + " c" +
+                     std::to_string(stage);
+  return kind == "send" || kind == "recv" ? kind + " " + name : name;
+}
+
+}  // namespace
+
+FailureOr<Timeline> simulate(ArrayRef<func::FuncOp> programs, const DeviceModel& device) {
+  const size_t n = programs.size();
+  std::vector<SmallVector<Operation*>> ops(n);
+  for (size_t d = 0; d < n; ++d)
+    for (Operation& op : func::FuncOp(programs[d]).getBody().front().without_terminator())
+      ops[d].push_back(&op);
+  Timeline t;
+  t.devices.resize(n);
+  t.busy.assign(n, 0);
+  std::vector<size_t> next(n, 0);
+  std::vector<double> clock(n, 0);
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> arrival;  // (from, to, tag) -> time
+  auto add = [&](size_t d, Operation* op, double start, double end) {
+    std::string kind, name = unitName(op, kind);
+    std::vector<Box>& boxes = t.devices[d];
+    if (!boxes.empty() && boxes.back().name == name && boxes.back().end == start &&
+        kind != "recv")
+      boxes.back().end = end;
+    else if (end > start || kind == "send")
+      boxes.push_back({name, kind, start, end});
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t d = 0; d < n; ++d)
+      while (next[d] < ops[d].size()) {
+        Operation* op = ops[d][next[d]];
+        double start = clock[d], end = start;
+        if (auto recv = dyn_cast<dist::RecvOp>(op)) {
+          auto it = arrival.find({static_cast<int64_t>(d) - recv.getShift(), d, recv.getTag()});
+          if (it == arrival.end()) break;
+          end = std::max(start, it->second);
+        } else {
+          end = start + opSeconds(op, device);
+          t.busy[d] += end - start;
+          if (auto send = dyn_cast<dist::SendOp>(op))
+            arrival[{static_cast<int64_t>(d), static_cast<int64_t>(d) + send.getShift(),
+                     send.getTag()}] = end + transferSeconds(opBytes(op), device);
+        }
+        add(d, op, start, end);
+        clock[d] = end;
+        ++next[d];
+        progress = true;
+      }
+  }
+  for (size_t d = 0; d < n; ++d)
+    if (next[d] < ops[d].size()) {
+      auto recv = cast<dist::RecvOp>(ops[d][next[d]]);
+      return recv.emitError("the pipeline schedule deadlocks: stage ")
+             << d << " waits for a tensor (tag " << recv.getTag() << ") from stage "
+             << static_cast<int64_t>(d) - recv.getShift() << " that is never sent before it";
+    }
+  for (double c : clock) t.makespan = std::max(t.makespan, c);
+  return t;
+}
+
+SmallVector<func::FuncOp> stagePrograms(ModuleOp module, StringRef function) {
+  std::map<int64_t, func::FuncOp> byStage;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto name = func->getAttrOfType<StringAttr>(dist::kFunctionAttr); name && name == function)
+      byStage[stageOf(func)] = func;
+  SmallVector<func::FuncOp> out;
+  for (auto& [stage, func] : byStage) out.push_back(func);
+  return out;
+}
+
+void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConfig& config,
+                      const Timeline& timeline) {
+  // Bytes each (chunk, micro-batch) keeps for its backward pass: forward values (views count
+  // once, as the storage they share) and received activations that backward ops read.
+  std::map<std::pair<int64_t, int64_t>, double> saved;
+  std::set<std::pair<const void*, int64_t>> counted;  // (value, device holding it)
+  for (Operation& op : original.getBody().front().without_terminator()) {
+    int64_t chunk = stageOf(&op);
+    if (chunk < 0 || !op.hasAttr(dist::kBackwardAttr)) continue;
+    for (Value v : op.getOperands()) {
+      Operation* def = v.getDefiningOp();
+      while (def && def->getName().stripDialect() == "reshape" && def->getNumOperands() == 1 &&
+             def->getOperand(0).getDefiningOp()) {
+        v = def->getOperand(0);
+        def = v.getDefiningOp();
+      }
+      if (!def || def->hasAttr(dist::kBackwardAttr) || stageOf(def) < 0) continue;
+      // A value from another device's chunk is held here as its received copy.
+      if (!counted.insert({v.getAsOpaquePointer(), config.deviceOf(chunk)}).second) continue;
+      saved[{chunk, microBatchOf(def)}] += valueBytes(v);
+    }
+  }
+  Builder b(module.getContext());
+  SmallVector<Attribute> stages;
+  for (int64_t d = 0; d < config.stages; ++d) {
+    double live = 0, peak = 0, perMicroBatch = 0;
+    int64_t inFlight = 0, mostInFlight = 0;
+    for (int64_t c = d; c < config.chunks(); c += config.stages) perMicroBatch += saved[{c, 0}];
+    for (const Unit& u : trainSchedule(config, d)) {
+      double bytes = saved[{u.chunk, u.microBatch}];
+      live += u.backward ? -bytes : bytes;
+      inFlight += u.backward ? -1 : 1;
+      peak = std::max(peak, live);
+      mostInFlight = std::max(mostInFlight, inFlight);
+    }
+    double busy = d < static_cast<int64_t>(timeline.busy.size()) ? timeline.busy[d] : 0;
+    stages.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("in_flight", b.getI64IntegerAttr(mostInFlight)),
+         b.getNamedAttr("activation_bytes", b.getI64IntegerAttr(static_cast<int64_t>(perMicroBatch))),
+         b.getNamedAttr("peak_activation_bytes", b.getI64IntegerAttr(static_cast<int64_t>(peak))),
+         b.getNamedAttr("busy_us", b.getF64FloatAttr(busy * 1e6)),
+         b.getNamedAttr("idle_us", b.getF64FloatAttr((timeline.makespan - busy) * 1e6))}));
+  }
+  module->setAttr(dist::kPipelineStagesAttr, b.getArrayAttr(stages));
+  module->setAttr(dist::kPipelineBubbleAttr,
+                  b.getDictionaryAttr({b.getNamedAttr("fraction", b.getF64FloatAttr(timeline.bubbleFraction())),
+                                       b.getNamedAttr("ratio", b.getF64FloatAttr(timeline.bubbleRatio()))}));
+}
+
+std::string traceJson(ModuleOp module, const Timeline& timeline) {
+  auto mesh = dist::getMesh(module);
+  std::optional<PipelineConfig> config = getPipeline(module);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  bool first = true;
+  auto event = [&](const std::string& json) {
+    os << (first ? "\n" : ",\n") << json;
+    first = false;
+  };
+  int64_t ranks = 1;
+  SmallVector<int64_t> sizes;
+  SmallVector<std::string> names;
+  int64_t ppAxis = -1;
+  if (mesh)
+    for (size_t i = 0; i < mesh.rank(); ++i) {
+      sizes.push_back(mesh.getSizes()[i]);
+      names.push_back(cast<StringAttr>(mesh.getNames()[i]).str());
+      if (config && names.back() == config->axis) ppAxis = i;
+      ranks *= sizes.back();
+    }
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    // Row-major coordinates; the pipeline coordinate picks the stage's timeline.
+    std::string coords;
+    int64_t rest = rank, stage = 0;
+    SmallVector<int64_t> coord(sizes.size());
+    for (int64_t i = sizes.size() - 1; i >= 0; --i) coord[i] = rest % sizes[i], rest /= sizes[i];
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      coords += (i ? ", " : "") + names[i] + "=" + std::to_string(coord[i]);
+      if (static_cast<int64_t>(i) == ppAxis) stage = coord[i];
+    }
+    // As dtrun --trace: one process row per rank, named with its coordinates.
+    event("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(rank) +
+          ",\"args\":{\"name\":\"rank " + std::to_string(rank) + " (" + coords + ")\"}}");
+    if (stage >= static_cast<int64_t>(timeline.devices.size())) continue;
+    for (const Box& box : timeline.devices[stage]) {
+      std::string e;
+      llvm::raw_string_ostream es(e);
+      es << "{\"name\":\"" << box.name << "\",\"cat\":\"" << box.kind
+         << "\",\"ph\":\"X\",\"pid\":" << rank << ",\"tid\":0,\"ts\":" << box.start * 1e6
+         << ",\"dur\":" << (box.end - box.start) * 1e6 << "}";
+      event(e);
+    }
+  }
+  os << "\n]}\n";
+  return out;
+}
+
+}  // namespace dtc::pipeline

@@ -1,0 +1,210 @@
+// Bindings of the transformer ops (see cpu/kernels/transformer_kernels.h), with the contracts of
+// exec/transformer_contracts.h (causal attention's own here: the CUDA backend binds it in
+// cuda_attention_table.cc).
+#include "cpu/kernels/transformer_kernels.h"
+#include "cpu/cpu_binders.h"
+#include "exec/transformer_contracts.h"
+
+namespace dtc {
+namespace {
+
+StatusOr<BoundStep> bindBatchMatmul(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(GemmDims g, checkBatchMatmul(ctx));
+  const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
+  int64_t batch = c.numElements() / std::max<int64_t>(g.m * g.n, 1);
+  float *pa = a.f32(), *pb = b.f32(), *pc = c.f32();
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::batchMatmul(pa, pb, pc, batch, g.m, g.n, g.k, g.transA, g.transB, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindTranspose(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(std::vector<int64_t> perm, checkTranspose(ctx));
+  TensorView x = ctx.inputs[0], out = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::transpose(x.f32(), x.shape, perm, out.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindSplit(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(int64_t axis, checkSplit(ctx));
+  TensorView x = ctx.inputs[0];
+  std::vector<float*> outs;
+  for (const TensorView& out : ctx.outputs) outs.push_back(out.f32());
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::split(x.f32(), x.shape, axis, outs, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindConcat(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(int64_t axis, checkConcat(ctx));
+  TensorView out = ctx.outputs[0];
+  std::vector<const float*> parts;
+  for (const TensorView& in : ctx.inputs) parts.push_back(in.f32());
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::concat(parts, out.shape, axis, out.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindCausalSoftmax(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(CausalSoftmaxDims d, checkCausalSoftmax(ctx));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::causalSoftmax(x.f32(), y.f32(), d.batch, d.t, d.scale, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttention(ctx));
+  const int64_t slices = a.slices, t = a.t, d = a.d;
+  TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
+             lse = ctx.outputs[1];
+  float scale = static_cast<float>(ctx.floatAttr("scale"));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::causalAttention(q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), slices, t, d, scale, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttentionGrad(ctx));
+  const int64_t slices = a.slices, t = a.t, d = a.d;
+  std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
+  float scale = static_cast<float>(ctx.floatAttr("scale"));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::causalAttentionGrad(in[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), in[4].f32(),
+                             in[5].f32(), out[0].f32(), out[1].f32(), out[2].f32(), slices, t, d,
+                             scale, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindCausalSoftmaxGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(CausalSoftmaxDims d, checkCausalSoftmaxGrad(ctx));
+  TensorView dy = ctx.inputs[0], y = ctx.inputs[1], dx = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::causalSoftmaxGrad(dy.f32(), y.f32(), dx.f32(), d.batch, d.t, d.scale, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkLayerNorm(ctx));
+  TensorView x = ctx.inputs[0], w = ctx.inputs[1], b = ctx.inputs[2];
+  TensorView y = ctx.outputs[0], mean = ctx.outputs[1], rstd = ctx.outputs[2];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::layerNorm(x.f32(), w.f32(), b.f32(), y.f32(), mean.f32(), rstd.f32(), d.rows, d.c, d.eps, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkLayerNormGrad(ctx));
+  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], w = ctx.inputs[2];
+  TensorView mean = ctx.inputs[3], rstd = ctx.inputs[4];
+  TensorView dx = ctx.outputs[0], dw = ctx.outputs[1], db = ctx.outputs[2];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::layerNormGrad(dy.f32(), x.f32(), w.f32(), mean.f32(), rstd.f32(), dx.f32(), dw.f32(),
+                       db.f32(), d.rows, d.c, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindEmbedding(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(EmbeddingDims e, checkEmbedding(ctx));
+  TensorView table = ctx.inputs[0], ids = ctx.inputs[1], out = ctx.outputs[0];
+  int64_t vocab = e.vocab, dim = e.dim;
+  ThreadPool* pool = &ctx.pool;
+  std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, vocab));
+  if (block.second != vocab) {
+    // A block of a split table: rows of ids in this block, zeros for the others (the devices'
+    // lookups are summed).
+    int64_t offset = block.first, total = block.second;
+    return BoundStep([=] {
+      const int64_t* p = ids.i64();
+      float* o = out.f32();
+      for (int64_t i = 0, n = ids.numElements(); i < n; ++i) {
+        if (p[i] < 0 || p[i] >= total) return Status::InvalidInput(where + tokenOutsideMessage(total, true));
+        const int64_t local = p[i] - offset;
+        if (local >= 0 && local < vocab)
+          std::copy(table.f32() + local * dim, table.f32() + (local + 1) * dim, o + i * dim);
+        else
+          std::fill(o + i * dim, o + (i + 1) * dim, 0.0f);
+      }
+      return Status::Ok();
+    });
+  }
+  return BoundStep([=] {
+    if (!cpu::embedding(table.f32(), ids.i64(), out.f32(), ids.numElements(), vocab, dim, *pool))
+      return Status::InvalidInput(where + tokenOutsideMessage(vocab, true));
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(EmbeddingDims e, checkEmbeddingGrad(ctx));
+  TensorView dy = ctx.inputs[0], ids = ctx.inputs[1], dtable = ctx.outputs[0];
+  int64_t vocab = e.vocab, dim = e.dim;
+  ThreadPool* pool = &ctx.pool;
+  std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, vocab));
+  if (block.second != vocab) {
+    // This device's rows of a split gradient: the ids in its block, in order.
+    int64_t offset = block.first, total = block.second;
+    return BoundStep([=] {
+      const int64_t* p = ids.i64();
+      float* g = dtable.f32();
+      std::fill(g, g + vocab * dim, 0.0f);
+      for (int64_t i = 0, n = ids.numElements(); i < n; ++i) {
+        if (p[i] < 0 || p[i] >= total) return Status::InvalidInput(where + tokenOutsideMessage(total, false));
+        const int64_t local = p[i] - offset;
+        if (local < 0 || local >= vocab) continue;
+        const float* d = dy.f32() + i * dim;
+        for (int64_t c = 0; c < dim; ++c) g[local * dim + c] += d[c];
+      }
+      return Status::Ok();
+    });
+  }
+  return BoundStep([=] {
+    // The forward lookup checked these ids in a compiled plan; a hand-edited plan may not have
+    // one, and an id out of range would write outside the gradient.
+    const int64_t* p = ids.i64();
+    for (int64_t i = 0, n = ids.numElements(); i < n; ++i)
+      if (p[i] < 0 || p[i] >= vocab) return Status::InvalidInput(where + tokenOutsideMessage(vocab, false));
+    cpu::embeddingGrad(dy.f32(), ids.i64(), dtable.f32(), ids.numElements(), vocab, dim, *pool);
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+DTC_CPU_BINDER(batch_matmul, bindBatchMatmul)
+DTC_CPU_BINDER(transpose, bindTranspose)
+DTC_CPU_BINDER(split, bindSplit)
+DTC_CPU_BINDER(concat, bindConcat)
+DTC_CPU_BINDER(causal_softmax, bindCausalSoftmax)
+DTC_CPU_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
+DTC_CPU_BINDER(causal_attention, bindCausalAttention)
+DTC_CPU_BINDER(causal_attention_grad, bindCausalAttentionGrad)
+DTC_CPU_BINDER(layer_norm, bindLayerNorm)
+DTC_CPU_BINDER(layer_norm_grad, bindLayerNormGrad)
+DTC_CPU_BINDER(embedding, bindEmbedding)
+DTC_CPU_BINDER(embedding_grad, bindEmbeddingGrad)
+
+}  // namespace dtc

@@ -1,0 +1,85 @@
+// Causal attention in one pass per query (flash-style): out = softmax(scale·q·kᵀ, causal)·v and
+// the log-sum-exp of each query's scores; the backward pass recomputes the probabilities from
+// q, k and the log-sum-exp instead of keeping [T, T] of them. (batch, head) slices are
+// independent and spread over the pool; within a slice the order of every sum is fixed.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cpu/kernels/transformer_kernels.h"
+
+namespace dtc::cpu {
+
+void causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
+                     int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool) {
+  pool.parallelFor(slices, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> p(t);
+    std::vector<double> acc(d);
+    for (int64_t s = begin; s < end; ++s) {
+      const float* qs = q + s * t * d;
+      const float* ks = k + s * t * d;
+      const float* vs = v + s * t * d;
+      for (int64_t i = 0; i < t; ++i) {
+        float maxv = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j <= i; ++j) {
+          float dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += qs[i * d + c] * ks[j * d + c];
+          p[j] = scale * dot;
+          maxv = std::max(maxv, p[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j <= i; ++j) {
+          p[j] = std::exp(p[j] - maxv);
+          sum += p[j];
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j <= i; ++j)
+          for (int64_t c = 0; c < d; ++c) acc[c] += static_cast<double>(p[j]) * vs[j * d + c];
+        float* o = out + (s * t + i) * d;
+        for (int64_t c = 0; c < d; ++c) o[c] = static_cast<float>(acc[c] / sum);
+        lse[s * t + i] = maxv + static_cast<float>(std::log(sum));
+      }
+    }
+  });
+}
+
+void causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
+                         const float* out, const float* lse, float* dq, float* dk, float* dv,
+                         int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool) {
+  pool.parallelFor(slices, 1, [&](int64_t begin, int64_t end) {
+    std::vector<double> gq(d), gk(t * d), gv(t * d);
+    for (int64_t s = begin; s < end; ++s) {
+      const int64_t base = s * t * d;
+      const float *qs = q + base, *ks = k + base, *vs = v + base, *os = out + base, *dos = dout + base;
+      std::fill(gk.begin(), gk.end(), 0.0);
+      std::fill(gv.begin(), gv.end(), 0.0);
+      for (int64_t i = 0; i < t; ++i) {
+        // D_i = dout_i · out_i: the softmax gradient's correction term for row i.
+        double di = 0;
+        for (int64_t c = 0; c < d; ++c) di += static_cast<double>(dos[i * d + c]) * os[i * d + c];
+        std::fill(gq.begin(), gq.end(), 0.0);
+        for (int64_t j = 0; j <= i; ++j) {
+          float dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += qs[i * d + c] * ks[j * d + c];
+          const double pij = std::exp(static_cast<double>(scale * dot) - lse[s * t + i]);
+          double dp = 0;
+          for (int64_t c = 0; c < d; ++c) dp += static_cast<double>(dos[i * d + c]) * vs[j * d + c];
+          const double ds = pij * (dp - di) * scale;
+          for (int64_t c = 0; c < d; ++c) {
+            gv[j * d + c] += pij * dos[i * d + c];
+            gq[c] += ds * ks[j * d + c];
+            gk[j * d + c] += ds * qs[i * d + c];
+          }
+        }
+        for (int64_t c = 0; c < d; ++c) dq[base + i * d + c] = static_cast<float>(gq[c]);
+      }
+      for (int64_t x = 0; x < t * d; ++x) {
+        dk[base + x] = static_cast<float>(gk[x]);
+        dv[base + x] = static_cast<float>(gv[x]);
+      }
+    }
+  });
+}
+
+}  // namespace dtc::cpu

@@ -1,0 +1,110 @@
+// Softmax cross-entropy and MSE with their gradients. Loss reductions accumulate in double
+// over fixed-size blocks (shape-determined, so the result does not depend on the pool size).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cpu/kernels/kernels.h"
+
+namespace dtc::cpu {
+namespace {
+
+constexpr int64_t kGrain = 16384;
+
+// Sum of f(i) over [0, n) in double: blocks of `block` indices, block sums added in order.
+template <typename Fn>
+double blockedSum(int64_t n, int64_t block, ThreadPool& pool, Fn f) {
+  const int64_t blocks = (n + block - 1) / block;
+  std::vector<double> partial(blocks, 0.0);
+  pool.parallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      // Four chains hide the latency of the dependent double adds.
+      double s[4] = {0, 0, 0, 0};
+      const int64_t iEnd = std::min(n, (b + 1) * block);
+      int64_t i = b * block;
+      for (; i + 4 <= iEnd; i += 4)
+        for (int u = 0; u < 4; ++u) s[u] += f(i + u);
+      for (; i < iEnd; ++i) s[0] += f(i);
+      partial[b] = (s[0] + s[1]) + (s[2] + s[3]);
+    }
+  });
+  double s = 0;
+  for (double p : partial) s += p;
+  return s;
+}
+
+// Rows per parallel task so that a task touches about kGrain logits.
+int64_t rowGrain(int64_t classes) {
+  return std::max<int64_t>(1, kGrain / std::max<int64_t>(classes, 1));
+}
+
+struct RowStats {
+  float max;
+  double sumExp;  // Σ exp(x − max), ≥ 1
+};
+
+RowStats rowStats(const float* row, int64_t classes) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t c = 0; c < classes; ++c) m = std::max(m, row[c]);
+  double s = 0;
+  for (int64_t c = 0; c < classes; ++c) s += std::exp(row[c] - m);
+  return {m, s};
+}
+
+}  // namespace
+
+bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
+                         float* loss, ThreadPool& pool, int64_t divisor) {
+  for (int64_t r = 0; r < rows; ++r)
+    if (labels[r] < 0 || labels[r] >= classes) return false;
+  // Per row: log Σ exp(x) − x[label] = max + log Σ exp(x − max) − x[label].
+  const double total = blockedSum(rows, rowGrain(classes), pool, [&](int64_t r) {
+    const float* row = logits + r * classes;
+    const RowStats st = rowStats(row, classes);
+    return static_cast<double>(st.max) + std::log(st.sumExp) - static_cast<double>(row[labels[r]]);
+  });
+  // rows == 0 gives NaN, like a mean over nothing in torch.
+  *loss = static_cast<float>(total / static_cast<double>(divisor ? divisor : rows));
+  return true;
+}
+
+void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
+                             int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool,
+                             int64_t divisor) {
+  const float scale = *dloss / static_cast<float>(divisor ? divisor : rows);
+  // A row's stats are taken before any of it is written, so dlogits may alias logits.
+  pool.parallelFor(rows, rowGrain(classes), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = logits + r * classes;
+      float* drow = dlogits + r * classes;
+      const RowStats st = rowStats(row, classes);
+      const float invSum = static_cast<float>(1.0 / st.sumExp);
+      const int64_t label = labels[r];
+      for (int64_t c = 0; c < classes; ++c) {
+        const float p = std::exp(row[c] - st.max) * invSum;
+        drow[c] = scale * (c == label ? p - 1.0f : p);
+      }
+    }
+  });
+}
+
+void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadPool& pool,
+         int64_t divisor) {
+  const double total = blockedSum(n, kGrain, pool, [&](int64_t i) {
+    const double d = static_cast<double>(pred[i]) - static_cast<double>(target[i]);
+    return d * d;
+  });
+  *loss = static_cast<float>(total / static_cast<double>(divisor ? divisor : n));
+}
+
+void mseGrad(const float* dloss, const float* pred, const float* target, int64_t n, float* dpred,
+             ThreadPool& pool, int64_t divisor) {
+  // Same association as torch's mse_loss_backward: (2/n)·(pred − target)·dloss.
+  const float norm = 2.0f / static_cast<float>(divisor ? divisor : n);
+  const float g = *dloss;
+  pool.parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dpred[i] = norm * (pred[i] - target[i]) * g;
+  });
+}
+
+}  // namespace dtc::cpu

@@ -1,0 +1,65 @@
+// Cross-entropy over a vocabulary split between devices (cross_entropy_* ops): each device
+// holds a block of every row of logits, starting at class `offset`; per-row maxima and sums are
+// combined across devices between the steps. Accumulates in double, as losses.cc.
+#include <cmath>
+#include <limits>
+
+#include "cpu/kernels/kernels.h"
+
+namespace dtc::cpu {
+
+void crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, float* rowMax,
+                        ThreadPool& pool) {
+  pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t c = 0; c < classes; ++c) m = std::max(m, logits[r * classes + c]);
+      rowMax[r] = m;
+    }
+  });
+}
+
+void crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
+                       int64_t rows, int64_t classes, int64_t offset, float* sumExp,
+                       float* target, ThreadPool& pool) {
+  pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = logits + r * classes;
+      double s = 0;
+      for (int64_t c = 0; c < classes; ++c) s += std::exp(row[c] - rowMax[r]);
+      sumExp[r] = static_cast<float>(s);
+      const int64_t local = labels[r] - offset;
+      target[r] = local >= 0 && local < classes ? row[local] : 0.0f;
+    }
+  });
+}
+
+float crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
+                          int64_t rows, int64_t count) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    total += static_cast<double>(rowMax[r]) + std::log(static_cast<double>(sumExp[r])) -
+             static_cast<double>(target[r]);
+  return static_cast<float>(total / static_cast<double>(count));
+}
+
+void crossEntropyPartsGrad(float dloss, const float* logits, const int64_t* labels,
+                           const float* rowMax, const float* sumExp, int64_t rows,
+                           int64_t classes, int64_t offset, int64_t count, float* dlogits,
+                           ThreadPool& pool) {
+  const float scale = dloss / static_cast<float>(count);
+  pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = logits + r * classes;
+      float* drow = dlogits + r * classes;
+      const float invSum = static_cast<float>(1.0 / sumExp[r]);
+      const int64_t local = labels[r] - offset;
+      for (int64_t c = 0; c < classes; ++c) {
+        const float p = std::exp(row[c] - rowMax[r]) * invSum;
+        drow[c] = scale * (c == local ? p - 1.0f : p);
+      }
+    }
+  });
+}
+
+}  // namespace dtc::cpu

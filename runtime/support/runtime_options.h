@@ -1,0 +1,52 @@
+// The runtime's switches, read once per process from DTC_* environment variables. Every switch
+// is listed here and in runtimeOptionsHelp() (dtrun --help prints it); a value a switch does not
+// take is an error naming the variable, reported when dtrun starts.
+//
+//   DTC_CUDA_BACKEND=PATH        the CUDA plugin (default: libdtc_cuda.so beside dtrun)
+//   DTC_NCCL_LIBRARY=PATH        the NCCL library to load (default: libnccl.so.2 on the path)
+//   DTC_COLLECTIVES=mpi|nccl     CUDA collectives (default: NCCL where every rank has its GPU)
+//   DTC_CUDA_ATTENTION=auto|flash|gemm   unfused causal attention's CUDA path (default auto)
+//   DTC_CUDA_GRAPHS=0|1          replay each function as a CUDA graph (default 1)
+//   DTC_CUDA_OVERLAP=0|1         collectives on their own stream, overlapping backward (default 1)
+//   DTC_CUDA_TF32=0|1            TF32 for f32 GEMMs (default 0)
+//   DTC_CUDA_LT_EPILOGUES=0|1    fused linear epilogues through cuBLASLt (default 1)
+//   DTC_FAULT=POINT[@RANK][#N]   tests: SIGKILL at the N-th arrival at a fault point
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "support/status.h"
+
+namespace dtc {
+
+struct RuntimeOptions {
+  enum class Collectives { kAuto, kMpi, kNccl };
+  enum class Attention { kAuto, kFlash, kGemm };
+
+  std::string cudaBackend;
+  std::string ncclLibrary;
+  Collectives collectives = Collectives::kAuto;
+  Attention cudaAttention = Attention::kAuto;
+  bool cudaGraphs = true;
+  bool cudaOverlap = true;
+  bool cudaTf32 = false;
+  bool cudaLtEpilogues = true;
+  // A fault point to die at (empty: none), on `faultRank` (-1: any) at its `faultWhen`-th arrival.
+  std::string faultPoint;
+  int faultRank = -1;
+  long faultWhen = 1;
+};
+
+// Parses the switches from `lookup` (the environment's getenv; null: unset).
+StatusOr<RuntimeOptions> parseRuntimeOptions(const std::function<const char*(const char*)>& lookup);
+
+// The process's switches, parsed from the environment on first use. When a value is malformed,
+// this is its error; the defaults apply until dtrun reports it.
+const StatusOr<RuntimeOptions>& runtimeOptionsStatus();
+const RuntimeOptions& runtimeOptions();
+
+// One line per switch: the variable, the values it takes and what it does.
+std::string runtimeOptionsHelp();
+
+}  // namespace dtc
