@@ -85,7 +85,7 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     for (StringRef item : items) {
       if (!mesh) return module.emitError("--shard needs a mesh (--mesh)");
       auto [pattern, dims] = item.trim().split('=');
-      Spec spec{item.trim().str(), {}, {}};
+      Spec spec{item.trim().str(), {}, {}, {}, false};
       auto glob = llvm::GlobPattern::create(pattern);
       if (pattern.empty() || dims.empty() || !glob)
         return module.emitError("--shard wants PATTERN=SPEC, got '") << item << "'";

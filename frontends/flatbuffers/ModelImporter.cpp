@@ -42,18 +42,20 @@ RankedTensorType toTensorType(OpBuilder& b, model::DType dtype, ArrayRef<int64_t
 
 class ModelImporter {
  public:
+  using Handler = LogicalResult (ModelImporter::*)(const model::Node&, Location);
+  struct OpType {
+    Handler import;
+    SmallVector<StringRef, 2> attributes;
+  };
+  // Each op type's importer and the attributes it reads.
+  static const llvm::StringMap<OpType>& handlers();
+
   ModelImporter(MLIRContext& ctx, const ModelFile& file, const ImportOptions& options)
       : ctx_(ctx), file_(file), options_(options), builder_(&ctx) {}
 
   OwningOpRef<ModuleOp> run();
 
  private:
-  using Handler = LogicalResult (ModelImporter::*)(const model::Node&, Location);
-  struct OpType {
-    Handler import;
-    SmallVector<StringRef, 2> attributes;
-  };
-
   LogicalResult importLinear(const model::Node& node, Location loc);
   LogicalResult importMatMul(const model::Node& node, Location loc);
   template <typename OpTy>
@@ -77,7 +79,6 @@ class ModelImporter {
   SmallVector<int64_t> pairAttr(const model::Node& node, StringRef name, int64_t fallback);
   Value reshape(Value x, ArrayRef<int64_t> shape, Location loc);
 
-  static const llvm::StringMap<OpType>& handlers();
   // Every attribute of `node` is one its op type reads.
   LogicalResult checkAttributes(const model::Node& node, const OpType& type, Location loc);
 
@@ -612,6 +613,17 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
 }
 
 }  // namespace
+
+std::vector<ImportableOp> importableOps() {
+  std::vector<ImportableOp> ops;
+  for (const auto& entry : ModelImporter::handlers()) {
+    ImportableOp op{entry.getKey().str(), {}};
+    for (StringRef attribute : entry.getValue().attributes) op.attributes.push_back(attribute.str());
+    ops.push_back(std::move(op));
+  }
+  llvm::sort(ops, [](const ImportableOp& a, const ImportableOp& b) { return a.type < b.type; });
+  return ops;
+}
 
 OwningOpRef<ModuleOp> importModel(MLIRContext& ctx, const ModelFile& file,
                                   const ImportOptions& options) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -22,5 +23,12 @@ struct ImportOptions {
 // context's diagnostic engine and the result is null.
 mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext& ctx, const ModelFile& file,
                                               const ImportOptions& options);
+
+// The model op types the importer reads, by name, with the attributes each takes.
+struct ImportableOp {
+  std::string type;
+  std::vector<std::string> attributes;
+};
+std::vector<ImportableOp> importableOps();
 
 }  // namespace dtc

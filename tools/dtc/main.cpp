@@ -11,6 +11,7 @@
 
 #include "driver/Compile.h"
 #include "flatbuffers/ModelFile.h"
+#include "flatbuffers/ModelImporter.h"
 #include "flatbuffers/model_version.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
@@ -59,14 +60,19 @@ namespace {
   "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
   "      tensors; --json for programs\n"
 
+#define DTC_OPS_USAGE                                                                       \
+  "  dtc ops\n"                                                                              \
+  "      the model op types dtc imports, one per line, with the attributes each takes\n"
+
 constexpr const char kUsage[] = "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE "\n" DTC_INSPECT_USAGE
-                                "  dtc --version\n";
+                                DTC_OPS_USAGE "  dtc --version\n";
 
 // `dtc SUBCOMMAND ... --help`: that subcommand's usage.
 const char* subcommandUsage(const std::string& command) {
   if (command == "zoo") return "usage:\n" DTC_ZOO_USAGE;
   if (command == "compile") return "usage:\n" DTC_COMPILE_USAGE;
   if (command == "inspect") return "usage:\n" DTC_INSPECT_USAGE;
+  if (command == "ops") return "usage:\n" DTC_OPS_USAGE;
   return nullptr;
 }
 
@@ -353,6 +359,18 @@ int runInspect(int argc, char** argv) {
   return 0;
 }
 
+int runOps(int argc, char** argv) {
+  auto args = dtc::Args::parse(argc, argv, 2, {}, {});
+  if (!args.ok()) return fail(args.status());
+  if (!args->positionals().empty()) return fail("dtc ops: takes no arguments");
+  for (const dtc::ImportableOp& op : dtc::importableOps()) {
+    std::string line = op.type;
+    for (const std::string& attribute : op.attributes) line += " " + attribute;
+    std::puts(line.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -373,5 +391,6 @@ int main(int argc, char** argv) {
   if (command == "zoo") return runZoo(argc, argv);
   if (command == "compile") return runCompile(argc, argv);
   if (command == "inspect") return runInspect(argc, argv);
+  if (command == "ops") return runOps(argc, argv);
   return fail("unknown command '" + command + "'\n" + kUsage);
 }

@@ -52,7 +52,7 @@ void MeshAttr::print(AsmPrinter& printer) const {
 
 LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr names,
                                DenseI64ArrayAttr sizes) {
-  if (names.size() != sizes.size()) return emitError() << "mesh: names and sizes differ in count";
+  if (names.size() != static_cast<size_t>(sizes.size())) return emitError() << "mesh: names and sizes differ in count";
   llvm::SmallSet<StringRef, 4> seen;
   for (auto [name, size] : llvm::zip(names, sizes.asArrayRef())) {
     auto str = dyn_cast<StringAttr>(name);

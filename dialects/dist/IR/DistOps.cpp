@@ -101,7 +101,7 @@ LogicalResult AllToAllOp::verify() {
 LogicalResult CollectiveBroadcastOp::verify() {
   FailureOr<int64_t> n = groupSize(*this, getAxes());
   if (failed(n)) return failure();
-  if (getRoot() < 0 || getRoot() >= *n)
+  if (getRoot() >= static_cast<uint64_t>(*n))
     return emitOpError("root ") << getRoot() << " is outside the group of " << *n;
   return success();
 }

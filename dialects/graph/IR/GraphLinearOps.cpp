@@ -14,7 +14,7 @@ std::optional<std::string> dtc::graph::checkLinear(ArrayRef<int64_t> x, ArrayRef
   return std::nullopt;
 }
 
-LogicalResult LinearOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult LinearOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX()), w = shapeOf(adaptor.getWeight());
   if (auto error = checkLinear(x, w)) return emitOptionalError(loc, *error);
@@ -27,7 +27,7 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext* ctx, std::optional<Locatio
   return success();
 }
 
-LogicalResult LinearGradInputOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult LinearGradInputOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                                   Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> dy = shapeOf(adaptor.getDy()), w = shapeOf(adaptor.getWeight());
   if (dy.size() < 2 || w.size() != 2 || dy.back() != w[0])
@@ -42,7 +42,7 @@ LogicalResult LinearGradInputOp::inferReturnTypes(MLIRContext* ctx, std::optiona
   return success();
 }
 
-LogicalResult LinearGradWeightOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult LinearGradWeightOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                                    Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> dy = shapeOf(adaptor.getDy()), x = shapeOf(adaptor.getX());
   if (dy.size() < 2 || dy.drop_back() != x.drop_back())

@@ -131,7 +131,7 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> a = shapeOf(adaptor.getLhs()), b = shapeOf(adaptor.getRhs());
   if (auto error = checkMatmul(a, b, adaptor.getTransposeLhs(), adaptor.getTransposeRhs()))

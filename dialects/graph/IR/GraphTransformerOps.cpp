@@ -60,7 +60,7 @@ std::optional<std::string> checkEmbedding(ArrayRef<int64_t> table) {
 
 }  // namespace dtc::graph
 
-LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                               Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> a = shapeOf(adaptor.getLhs()), b = shapeOf(adaptor.getRhs());
   bool tA = adaptor.getTransposeLhs(), tB = adaptor.getTransposeRhs();
@@ -89,7 +89,7 @@ LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext* ctx, std::optiona
   return success();
 }
 
-LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                                      Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> q = shapeOf(adaptor.getQ());
   if (q.size() < 2 || shapeOf(adaptor.getDout()) != q || shapeOf(adaptor.getK()) != q ||
@@ -104,7 +104,7 @@ LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext* ctx, std::opt
   return success();
 }
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());
   if (auto error = checkPermutation(x, adaptor.getPerm())) return emitOptionalError(loc, *error);
@@ -114,7 +114,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext* ctx, std::optional<Loca
   return success();
 }
 
-LogicalResult SplitOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult SplitOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());
   int64_t axis = adaptor.getAxis(), parts = adaptor.getParts();
@@ -125,7 +125,7 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ValueRange pieces = adaptor.getPieces();
   if (pieces.empty()) return emitOptionalError(loc, "concat needs at least one piece");

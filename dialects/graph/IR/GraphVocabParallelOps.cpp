@@ -42,7 +42,7 @@ LogicalResult CrossEntropyCombineOp::inferReturnTypes(MLIRContext* ctx, std::opt
   return success();
 }
 
-LogicalResult CrossEntropyPartsGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+LogicalResult CrossEntropyPartsGradOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                                         Adaptor adaptor, SmallVectorImpl<Type>& types) {
   if (failed(checkRows(loc, adaptor.getLogits(),
                        {adaptor.getLabels(), adaptor.getRowMax(), adaptor.getSumExp()})))

@@ -68,7 +68,9 @@ std::vector<float> runCpu(Kernel kernel, std::vector<std::vector<float>> inputs,
   EXPECT_TRUE(checkKernelContract(ctx).ok());
   StatusOr<BoundStep> bound = bindCpuStep(ctx);
   EXPECT_TRUE(bound.ok()) << bound.status().message();
-  if (bound.ok()) EXPECT_TRUE(bound.value()().ok());
+  if (bound.ok()) {
+    EXPECT_TRUE(bound.value()().ok());
+  }
   return out;
 }
 

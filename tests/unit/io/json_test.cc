@@ -127,7 +127,9 @@ TEST(Json, GarbageNeverCrashes) {
     std::string text(rng() % 24, ' ');
     for (char& c : text) c = trial % 2 ? alphabet[rng() % alphabet.size()] : char(rng());
     auto parsed = parseJson(text);
-    if (parsed.ok()) EXPECT_EQ(parseOk(parsed->dump()), parsed.value());
+    if (parsed.ok()) {
+      EXPECT_EQ(parseOk(parsed->dump()), parsed.value());
+    }
   }
 }
 

@@ -50,7 +50,9 @@ TEST(Npy, RoundTripsEveryDTypeAndRank) {
       EXPECT_EQ(array->dtype(), dtype);
       EXPECT_EQ(array->shape(), shape);
       ASSERT_EQ(array->bytes(), data.size());
-      if (!data.empty()) EXPECT_EQ(0, std::memcmp(array->data(), data.data(), data.size()));
+      if (!data.empty()) {
+        EXPECT_EQ(0, std::memcmp(array->data(), data.data(), data.size()));
+      }
       std::remove(path.c_str());
     }
   }

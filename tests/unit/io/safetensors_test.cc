@@ -92,7 +92,9 @@ TEST(Safetensors, RoundTripsEveryDType) {
     EXPECT_EQ(got->dtype, t.dtype) << t.name;
     EXPECT_EQ(got->shape, t.shape) << t.name;
     ASSERT_EQ(got->bytes, t.bytes) << t.name;
-    if (t.bytes) EXPECT_EQ(0, std::memcmp(got->data, t.data, t.bytes)) << t.name;
+    if (t.bytes) {
+      EXPECT_EQ(0, std::memcmp(got->data, t.data, t.bytes)) << t.name;
+    }
   }
   EXPECT_EQ(file->find("nope"), nullptr);
   // The refs point into the file's own mapping and survive moving it.

@@ -269,7 +269,7 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
 TEST(ReshardPlanner, TransposedShardingOnTwoByFourUsesAllToAllNotAWrongShape) {
   // The case MLIR's shard dialect gets wrong: [[0],[1]] -> [[1],[0]] on a 2x4 mesh.
   Mesh mesh{{"x", "y"}, {2, 4}};
-  ReshardPlan plan = planReshard(mesh, {8, 8}, Layout{{{0}, {1}}, {}}, Layout{{{1}, {0}}, {}});
+  ReshardPlan plan = planReshard(mesh, {8, 8}, Layout{{{0}, {1}}, {}, {}, {}}, Layout{{{1}, {0}}, {}, {}, {}});
   ASSERT_EQ(plan.error, "");
   bool allToAll = false;
   for (auto& phase : plan.phases)
@@ -279,7 +279,7 @@ TEST(ReshardPlanner, TransposedShardingOnTwoByFourUsesAllToAllNotAWrongShape) {
 
 TEST(ReshardPlanner, PartialToShardedIsOneReduceScatter) {
   Mesh mesh{{"dp"}, {4}};
-  ReshardPlan plan = planReshard(mesh, {8, 3}, Layout{{{}, {}}, {0}}, Layout{{{0}, {}}, {}});
+  ReshardPlan plan = planReshard(mesh, {8, 3}, Layout{{{}, {}}, {0}, {}, {}}, Layout{{{0}, {}}, {}, {}, {}});
   ASSERT_EQ(plan.phases.size(), 1u);
   ASSERT_EQ(plan.phases[0].steps.size(), 1u);
   EXPECT_EQ(plan.phases[0].steps[0].kind, StepKind::kReduceScatter);
@@ -289,7 +289,7 @@ TEST(ReshardPlanner, PartialToShardedIsOneReduceScatter) {
 TEST(ReshardPlanner, ChunkedToPlainGathersThenSlicesInTheNewView) {
   // A fused q/k/v dimension [3·4] split by heads over 2 devices, to contiguous halves.
   Mesh mesh{{"tp"}, {2}};
-  ReshardPlan plan = planReshard(mesh, {12}, Layout{{{0}}, {}, {3}}, Layout{{{0}}, {}, {}});
+  ReshardPlan plan = planReshard(mesh, {12}, Layout{{{0}}, {}, {3}, {}}, Layout{{{0}}, {}, {}, {}});
   ASSERT_EQ(plan.error, "");
   ASSERT_EQ(plan.phases.size(), 2u);
   EXPECT_EQ(plan.phases[0].shape, (std::vector<int64_t>{3, 4}));
@@ -300,13 +300,13 @@ TEST(ReshardPlanner, ChunkedToPlainGathersThenSlicesInTheNewView) {
 
 TEST(ReshardPlanner, UnevenSplitIsAnErrorNamingTheDimension) {
   Mesh mesh{{"dp"}, {4}};
-  ReshardPlan plan = planReshard(mesh, {10}, Layout{{{}}, {}}, Layout{{{0}}, {}});
+  ReshardPlan plan = planReshard(mesh, {10}, Layout{{{}}, {}, {}, {}}, Layout{{{0}}, {}, {}, {}});
   EXPECT_NE(plan.error.find("dimension 0 of size 10"), std::string::npos) << plan.error;
 }
 
 TEST(ReshardPlanner, MakingAValuePartialIsRefused) {
   Mesh mesh{{"dp"}, {2}};
-  ReshardPlan plan = planReshard(mesh, {4}, Layout{{{}}, {}}, Layout{{{}}, {0}});
+  ReshardPlan plan = planReshard(mesh, {4}, Layout{{{}}, {}, {}, {}}, Layout{{{}}, {0}, {}, {}});
   EXPECT_NE(plan.error, "");
 }
 
