@@ -7,7 +7,8 @@
 namespace dtc {
 
 inline void inheritMarks(mlir::Operation* from, mlir::Operation* to) {
-  for (mlir::NamedAttribute attr : from->getDiscardableAttrs()) to->setAttr(attr.getName(), attr.getValue());
+  for (mlir::NamedAttribute attr : from->getDiscardableAttrs())
+    to->setAttr(attr.getName(), attr.getValue());
 }
 
 }  // namespace dtc

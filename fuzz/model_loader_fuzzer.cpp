@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include "flatbuffers/ModelFile.h"
 #include "flatbuffers/ModelImporter.h"
@@ -17,27 +17,24 @@ namespace {
 
 // A violated property of the importer: abort, so the fuzzer records the input.
 void require(bool property) {
-  if (!property)
-    __builtin_trap();
+  if (!property) __builtin_trap();
 }
 
-} // namespace
+}  // namespace
 
 // LLVM's allocator headers poison bump-allocator slabs when inlined into instrumented code, and
 // libMLIR (not instrumented) hands out memory from the same slabs without unpoisoning it: reads
 // of MLIR attributes would be reported as use-after-poison.
-extern "C" const char *__asan_default_options() {
-  return "allow_user_poisoning=0";
-}
+extern "C" const char* __asan_default_options() { return "allow_user_poisoning=0"; }
 
 // Inputs that imported (replay_main.cc checks that every seed does).
 extern "C" {
 size_t dtcFuzzAccepted = 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  llvm::Expected<dtc::ModelFile> file = dtc::ModelFile::fromBytes(
-      std::vector<uint8_t>(data, data + size), "fuzz.dtm");
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  llvm::Expected<dtc::ModelFile> file =
+      dtc::ModelFile::fromBytes(std::vector<uint8_t>(data, data + size), "fuzz.dtm");
   if (!file) {
     llvm::consumeError(file.takeError());
     return 0;
@@ -45,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // A fresh context per input: types and attributes interned for one model never pile up.
   mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
   int errors = 0;
-  ctx.getDiagEngine().registerHandler([&](mlir::Diagnostic &diag) {
+  ctx.getDiagEngine().registerHandler([&](mlir::Diagnostic& diag) {
     errors += diag.getSeverity() == mlir::DiagnosticSeverity::Error;
     return mlir::success();
   });

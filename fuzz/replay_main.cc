@@ -50,9 +50,12 @@ int main(int argc, char** argv) {
   std::vector<std::pair<fs::path, bool>> inputs;
   bool valid = true;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--valid") == 0) valid = true;
-    else if (std::strcmp(argv[i], "--any") == 0) valid = false;
-    else if (!collect(argv[i], valid, inputs)) return 2;
+    if (std::strcmp(argv[i], "--valid") == 0)
+      valid = true;
+    else if (std::strcmp(argv[i], "--any") == 0)
+      valid = false;
+    else if (!collect(argv[i], valid, inputs))
+      return 2;
   }
   if (inputs.empty()) {
     std::fprintf(stderr, "usage: %s [--valid] PATH... [--any PATH...]: no inputs found\n", argv[0]);

@@ -1,10 +1,10 @@
 // Reverse-mode autodiff over the graph dialect: @forward -> @grad.
 #include "Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
@@ -98,8 +98,7 @@ struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
     for (Operation& op : body.without_terminator()) forwardOps.push_back(&op);
     for (Operation* op : llvm::reverse(forwardOps)) {
       if (llvm::none_of(op->getResults(), [&](Value r) { return grads.count(r); })) continue;
-      if (llvm::none_of(op->getOperands(), [&](Value v) { return needed.contains(v); }))
-        continue;
+      if (llvm::none_of(op->getOperands(), [&](Value v) { return needed.contains(v); })) continue;
       auto rule = dyn_cast<graph::GradientOpInterface>(op);
       if (!rule)
         return op->emitError("cannot differentiate '")

@@ -1,19 +1,19 @@
 #include "driver/Compile.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "Passes.h"
-#include "flatbuffers/ModelImporter.h"
 #include "dist/IR/DistOps.h"
-#include "graph/IR/GraphOps.h"
 #include "driver/TrainingPipeline.h"
+#include "flatbuffers/ModelImporter.h"
+#include "graph/IR/GraphOps.h"
 #include "lowering/PlanWriter.h"
 #include "pipeline_parallel/Simulate.h"
 
@@ -41,11 +41,13 @@ class NumberedFileIRPrinter : public PassManager::IRPrinterConfig {
   NumberedFileIRPrinter(std::string dir, std::string* error)
       : IRPrinterConfig(/*printModuleScope=*/false, /*printAfterOnlyOnChange=*/false,
                         /*printAfterOnlyOnFailure=*/false, dumpFlags()),
-        dir_(std::move(dir)), error_(error) {}
+        dir_(std::move(dir)),
+        error_(error) {}
 
   void printAfterIfEnabled(Pass* pass, Operation*, PrintCallbackFn print) override {
     llvm::SmallString<256> path(dir_);
-    llvm::sys::path::append(path, llvm::formatv("{0:02}-{1}.mlir", ++index_, pass->getArgument()).str());
+    llvm::sys::path::append(path,
+                            llvm::formatv("{0:02}-{1}.mlir", ++index_, pass->getArgument()).str());
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     if (ec) {
@@ -92,7 +94,8 @@ LogicalResult reportSchedule(ModuleOp module, const CompileOptions& options) {
   std::optional<pipeline::PipelineConfig> config = pipeline::getPipeline(module);
   auto bubble = module->getAttrOfType<DictionaryAttr>(dist::kPipelineBubbleAttr);
   auto number = [&](StringRef key) { return bubble.getAs<FloatAttr>(key).getValueAsDouble(); };
-  double formula = double(config->stages - 1) / double(config->virtualStages * config->microBatches);
+  double formula =
+      double(config->stages - 1) / double(config->virtualStages * config->microBatches);
   llvm::outs() << llvm::format(
       "pipeline %s: predicted bubble %.1f%% of the step (idle/busy %.3f; (p-1)/(v*m) = %.3f)\n",
       config->summary().c_str(), 100 * number("fraction"), number("ratio"), formula);
@@ -101,10 +104,10 @@ LogicalResult reportSchedule(ModuleOp module, const CompileOptions& options) {
       pipeline::simulate(pipeline::stagePrograms(module, "train_step"));
   if (failed(timeline)) return failure();
   std::string json = pipeline::traceJson(module, *timeline);
-  if (llvm::Error e = writeFileAtomically(options.scheduleTracePath,
-                                           reinterpret_cast<const uint8_t*>(json.data()), json.size()))
-    return module.emitError("cannot write ") << options.scheduleTracePath << ": "
-                                             << llvm::toString(std::move(e));
+  if (llvm::Error e = writeFileAtomically(
+          options.scheduleTracePath, reinterpret_cast<const uint8_t*>(json.data()), json.size()))
+    return module.emitError("cannot write ")
+           << options.scheduleTracePath << ": " << llvm::toString(std::move(e));
   return success();
 }
 

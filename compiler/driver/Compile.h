@@ -24,10 +24,10 @@ struct CompileOptions {
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0, decaySteps = 0;
   double minLr = 0.0;
-  double clipGradNorm = 0.0;  // > 0: clip the global gradient norm to it
-  bool reportGradNorm = false;  // the step reports the norm (always when clipping)
-  std::string dumpIrDir;      // non-empty: write the IR after every pass as NN-<pass>.mlir
-  std::string device = "cpu"; // the backend the plan is for: cpu or cuda
+  double clipGradNorm = 0.0;       // > 0: clip the global gradient norm to it
+  bool reportGradNorm = false;     // the step reports the norm (always when clipping)
+  std::string dumpIrDir;           // non-empty: write the IR after every pass as NN-<pass>.mlir
+  std::string device = "cpu";      // the backend the plan is for: cpu or cuda
   std::string precision = "fp32";  // fp32, or bf16/fp16 contractions (mixed precision)
   double lossScale = 65536.0;      // fp16: the initial dynamic loss scale
   bool fusedAttention = false;     // causal attention as one flash-style op
@@ -38,12 +38,12 @@ struct CompileOptions {
   std::string mesh;
   int64_t dataParallel = 0;
   std::string shard;
-  std::string megatron;       // a mesh axis: apply Megatron's GPT-2 splits over it
+  std::string megatron;           // a mesh axis: apply Megatron's GPT-2 splits over it
   bool sequenceParallel = false;  // split LayerNorm/residual regions along the sequence over tp
   bool vocabParallel = false;     // split embeddings, LM head and cross-entropy by vocabulary
-  int64_t zeroStage = 0;      // 1: optimizer state sharded over dp
-  double bucketMb = 25.0;     // all-reduce bucket size
-  int64_t accumulate = 1;     // micro-batches per step (gradient accumulation)
+  int64_t zeroStage = 0;          // 1: optimizer state sharded over dp
+  double bucketMb = 25.0;         // all-reduce bucket size
+  int64_t accumulate = 1;         // micro-batches per step (gradient accumulation)
   // Pipeline parallelism: stages along the mesh's pp axis (0: none), the micro-batches the
   // batch is cut into (also without a pipeline: accumulation over batch/M samples), the schedule,
   // model chunks per device, user cut points, and where to write the predicted timeline.

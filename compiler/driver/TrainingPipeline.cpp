@@ -49,10 +49,9 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   if (options.precision != "fp32")
     pm.addPass(createMixedPrecision(MixedPrecisionOptions{options.precision}));
   if (options.pipelineStages > 0)
-    pm.addPass(createPipelineStages(PipelineStagesOptions{options.pipelineStages,
-                                                          options.virtualStages,
-                                                          options.microBatches, options.schedule,
-                                                          options.stageCuts}));
+    pm.addPass(createPipelineStages(
+        PipelineStagesOptions{options.pipelineStages, options.virtualStages, options.microBatches,
+                              options.schedule, options.stageCuts}));
   pm.addPass(createAutodiff());
   if (accumulate != 1) pm.addPass(createAccumulate(AccumulateOptions{accumulate}));
   OptimizerOptions optim;
@@ -73,9 +72,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
     pm.addPass(createLossScaling(LossScalingOptions{options.lossScale.value}));
   pm.addPass(createEvalFunction());
   if (!options.mesh.empty()) {
-    pm.addPass(createUserShardings(
-        UserShardingsOptions{options.mesh, options.shard, options.megatron,
-                             options.sequenceParallel ? "tp" : ""}));
+    pm.addPass(createUserShardings(UserShardingsOptions{
+        options.mesh, options.shard, options.megatron, options.sequenceParallel ? "tp" : ""}));
     if (options.vocabParallel) pm.addPass(createVocabParallel(VocabParallelOptions{"tp"}));
     pm.addPass(createSyncBatchNorm());
     if (options.dataParallel > 0)

@@ -36,11 +36,12 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
   Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd or adamw"),
                                 llvm::cl::init("sgd")};
   Option<Real> lr{*this, "lr", llvm::cl::desc("learning rate (the schedule's peak)"),
-                    llvm::cl::init(Real{1e-3})};
-  Option<Real> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(Real{0.0})};
+                  llvm::cl::init(Real{1e-3})};
+  Option<Real> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                        llvm::cl::init(Real{0.0})};
   Option<Real> weightDecay{*this, "weight-decay",
-                             llvm::cl::desc("weight decay (< 0: torch.optim's default)"),
-                             llvm::cl::init(Real{-1.0})};
+                           llvm::cl::desc("weight decay (< 0: torch.optim's default)"),
+                           llvm::cl::init(Real{-1.0})};
   Option<Real> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"), llvm::cl::init(Real{0.9})};
   Option<Real> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"), llvm::cl::init(Real{0.999})};
   Option<Real> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"), llvm::cl::init(Real{1e-8})};
@@ -54,10 +55,10 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
                              llvm::cl::desc("the update at which the decay ends"),
                              llvm::cl::init(0)};
   Option<Real> minLr{*this, "min-lr", llvm::cl::desc("cosine: the rate after the decay"),
-                       llvm::cl::init(Real{0.0})};
+                     llvm::cl::init(Real{0.0})};
   Option<Real> clipGradNorm{*this, "clip-grad-norm",
-                              llvm::cl::desc("> 0: clip the global gradient norm to it"),
-                              llvm::cl::init(Real{0.0})};
+                            llvm::cl::desc("> 0: clip the global gradient norm to it"),
+                            llvm::cl::init(Real{0.0})};
   Option<bool> reportGradNorm{*this, "report-grad-norm",
                               llvm::cl::desc("the step reports the gradient norm"),
                               llvm::cl::init(false)};
@@ -65,7 +66,7 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
   Option<std::string> precision{*this, "precision", llvm::cl::desc("fp32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
   Option<Real> lossScale{*this, "loss-scale", llvm::cl::desc("fp16: initial dynamic loss scale"),
-                           llvm::cl::init(Real{65536.0})};
+                         llvm::cl::init(Real{65536.0})};
   Option<bool> fusedAttention{*this, "fused-attention",
                               llvm::cl::desc("causal attention as one flash-style op"),
                               llvm::cl::init(false)};
@@ -96,11 +97,10 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
   Option<int64_t> zeroStage{*this, "zero", llvm::cl::desc("ZeRO stage (0 or 1)"),
                             llvm::cl::init(0)};
   Option<Real> bucketMb{*this, "bucket-mb", llvm::cl::desc("all-reduce bucket size in MiB"),
-                          llvm::cl::init(Real{25.0})};
+                        llvm::cl::init(Real{25.0})};
   // Micro-batching and pipeline parallelism.
-  Option<int64_t> accumulate{*this, "accumulate",
-                             llvm::cl::desc("micro-batches accumulated per step"),
-                             llvm::cl::init(1)};
+  Option<int64_t> accumulate{
+      *this, "accumulate", llvm::cl::desc("micro-batches accumulated per step"), llvm::cl::init(1)};
   Option<int64_t> pipelineStages{*this, "pipeline-stages",
                                  llvm::cl::desc("stages along the pp axis (0: none)"),
                                  llvm::cl::init(0)};
@@ -109,8 +109,8 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
                                llvm::cl::init(1)};
   Option<std::string> schedule{*this, "schedule", llvm::cl::desc("gpipe, 1f1b or interleaved"),
                                llvm::cl::init("1f1b")};
-  Option<int64_t> virtualStages{*this, "virtual-stages",
-                                llvm::cl::desc("model chunks per device"), llvm::cl::init(1)};
+  Option<int64_t> virtualStages{*this, "virtual-stages", llvm::cl::desc("model chunks per device"),
+                                llvm::cl::init(1)};
   Option<std::string> stageCuts{*this, "stage-cuts",
                                 llvm::cl::desc("node names that start chunks 1, 2, ..."),
                                 llvm::cl::init("")};

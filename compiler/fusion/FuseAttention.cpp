@@ -37,9 +37,11 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
           context.getTransposeRhs())
         continue;
       Value q = scores.getLhs(), k = scores.getRhs(), v = context.getRhs();
-      if (q.getType() != k.getType() || q.getType() != v.getType()) continue;  // self-attention shapes
+      if (q.getType() != k.getType() || q.getType() != v.getType())
+        continue;  // self-attention shapes
       b.setInsertionPoint(context);
-      auto fused = graph::CausalAttentionOp::create(b, context.getLoc(), q, k, v, softmax.getScaleAttr());
+      auto fused =
+          graph::CausalAttentionOp::create(b, context.getLoc(), q, k, v, softmax.getScaleAttr());
       context.getResult().replaceAllUsesWith(fused.getOut());
       context.erase();
       softmax.erase();

@@ -52,13 +52,15 @@ void fuseBias(graph::AddOp add, OpBuilder& b) {
       if (auto g = dyn_cast<graph::GeluOp>(user); g && g.getApproximateTanh()) gelu = g;
     b.setInsertionPoint(gelu ? gelu.getOperation() : add.getOperation());
     if (gelu) {
-      auto fused = graph::LinearBiasGeluOp::create(b, linear.getLoc(), linear.getX(), linear.getWeight(), bias);
+      auto fused = graph::LinearBiasGeluOp::create(b, linear.getLoc(), linear.getX(),
+                                                   linear.getWeight(), bias);
       inheritMarks(add, fused);
       gelu.getY().replaceAllUsesWith(fused.getY());
       add.getResult().replaceAllUsesWith(fused.getPre());
       gelu.erase();
     } else {
-      auto fused = graph::LinearBiasOp::create(b, linear.getLoc(), linear.getX(), linear.getWeight(), bias);
+      auto fused =
+          graph::LinearBiasOp::create(b, linear.getLoc(), linear.getX(), linear.getWeight(), bias);
       inheritMarks(add, fused);
       add.getResult().replaceAllUsesWith(fused.getY());
     }
@@ -75,8 +77,8 @@ void fuseGeluGrad(graph::GeluGradOp geluGrad, OpBuilder& b) {
   auto grad = contractionBehind<graph::LinearGradInputOp>(geluGrad.getDy(), chain);
   if (!grad) return;
   b.setInsertionPoint(geluGrad);
-  auto fused = graph::LinearGradInputGeluOp::create(b, grad.getLoc(), grad.getDy(), grad.getWeight(),
-                                                    geluGrad.getAt());
+  auto fused = graph::LinearGradInputGeluOp::create(b, grad.getLoc(), grad.getDy(),
+                                                    grad.getWeight(), geluGrad.getAt());
   inheritMarks(geluGrad, fused);
   geluGrad.getDx().replaceAllUsesWith(fused.getDx());
   geluGrad.erase();

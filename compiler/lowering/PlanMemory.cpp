@@ -4,16 +4,16 @@
 #include <map>
 #include <set>
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 
 #include "dist/IR/DistOps.h"
-#include "pipeline_parallel/Pipeline.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/MemoryLayout.h"
+#include "pipeline_parallel/Pipeline.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_PLANMEMORY
@@ -103,8 +103,10 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     for (auto func : module.getOps<func::FuncOp>()) {
       int64_t stage = pipeline::stageOf(func);
       DictionaryAttr layout = b.getDictionaryAttr(layouts[stage]);
-      if (stage < 0) module->setAttr(attr::kStateLayout, layout);
-      else func->setAttr(attr::kStateLayout, layout);
+      if (stage < 0)
+        module->setAttr(attr::kStateLayout, layout);
+      else
+        func->setAttr(attr::kStateLayout, layout);
       planFunction(func, offsets[stage]);
     }
   }

@@ -2,19 +2,19 @@
 
 #include <cstring>
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CRC.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "pipeline_parallel/Pipeline.h"
 #include "graph/IR/GraphDialect.h"
 #include "lowering/MemoryLayout.h"
 #include "ops/kernel_registry.h"
+#include "pipeline_parallel/Pipeline.h"
 #include "plan/plan_format.h"
 #include "plan_generated.h"
 
@@ -68,16 +68,19 @@ LogicalResult PlanWriter::writeAttrs(Operation& op, const KernelInfo& kernel,
                                      std::vector<flatbuffers::Offset<plan::Attr>>& out) {
   for (NamedAttribute named : op.getAttrs()) {
     StringRef attrName = named.getName().getValue();
-    if (attrName.starts_with("plan.") || attrName.starts_with("dist.") || attrName.starts_with("graph."))
+    if (attrName.starts_with("plan.") || attrName.starts_with("dist.") ||
+        attrName.starts_with("graph."))
       continue;  // compiler annotations, not kernel attributes
     const KernelAttr* declared = kernel.attr(attrName);
     if (!declared)
-      return op.emitError("plan writer: kernel '") << kernel.name << "' does not read attribute '" << attrName
-                                                   << "' (declare it in runtime/ops/kernels.def)";
+      return op.emitError("plan writer: kernel '")
+             << kernel.name << "' does not read attribute '" << attrName
+             << "' (declare it in runtime/ops/kernels.def)";
     Attribute value = named.getValue();
     auto mismatch = [&] {
       return op.emitError("plan writer: attribute '")
-             << attrName << "' of '" << kernel.name << "' is not a " << attrKindName(declared->kind) << ": " << value;
+             << attrName << "' of '" << kernel.name << "' is not a " << attrKindName(declared->kind)
+             << ": " << value;
     };
     int64_t i = 0;
     double f = 0;
@@ -85,26 +88,37 @@ LogicalResult PlanWriter::writeAttrs(Operation& op, const KernelInfo& kernel,
     std::string s;
     switch (declared->kind) {
       case AttrKind::kInt:
-        if (auto b = dyn_cast<BoolAttr>(value)) i = b.getValue();
-        else if (auto n = dyn_cast<IntegerAttr>(value)) i = n.getInt();
-        else return mismatch();
+        if (auto b = dyn_cast<BoolAttr>(value))
+          i = b.getValue();
+        else if (auto n = dyn_cast<IntegerAttr>(value))
+          i = n.getInt();
+        else
+          return mismatch();
         break;
       case AttrKind::kFloat:
-        if (auto x = dyn_cast<FloatAttr>(value)) f = x.getValueAsDouble();
-        else return mismatch();
+        if (auto x = dyn_cast<FloatAttr>(value))
+          f = x.getValueAsDouble();
+        else
+          return mismatch();
         break;
       case AttrKind::kInts:
-        if (auto a = dyn_cast<DenseI64ArrayAttr>(value)) ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-        else return mismatch();
+        if (auto a = dyn_cast<DenseI64ArrayAttr>(value))
+          ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+        else
+          return mismatch();
         break;
       case AttrKind::kMeshAxes:  // mesh axis names, written as their indices
-        if (auto a = dyn_cast<ArrayAttr>(value); a && llvm::all_of(a, [](Attribute e) { return isa<StringAttr>(e); }))
+        if (auto a = dyn_cast<ArrayAttr>(value);
+            a && llvm::all_of(a, [](Attribute e) { return isa<StringAttr>(e); }))
           ints = axisIndices(a);
-        else return mismatch();
+        else
+          return mismatch();
         break;
       case AttrKind::kString:
-        if (auto x = dyn_cast<StringAttr>(value)) s = x.str();
-        else return mismatch();
+        if (auto x = dyn_cast<StringAttr>(value))
+          s = x.str();
+        else
+          return mismatch();
         break;
     }
     out.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(attrName.str()), i, f,
@@ -160,8 +174,8 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
     auto offset = cast<IntegerAttr>(layout.get(name)).getInt();
     std::vector<int64_t> shape(local.getShape().begin(), local.getShape().end());
     // Initializers describe the whole tensor: sizes and values are checked against it.
-    auto sharding = trainStep.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(),
-                                                                    dist::kShardingAttr);
+    auto sharding =
+        trainStep.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr);
     std::vector<int64_t> globalShape = shape;
     if (auto mesh = module_->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr); mesh && sharding)
       for (size_t d = 0; d < globalShape.size(); ++d)
@@ -187,15 +201,14 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
       const void* values = nullptr;
       if (init->raw_data() && init->raw_data()->size()) {
         if (init->raw_data()->size() != bytes)
-          return module_.emitError("initializer '")
-                 << name << "' has " << init->raw_data()->size() << " bytes of data, its shape needs "
-                 << bytes;
+          return module_.emitError("initializer '") << name << "' has " << init->raw_data()->size()
+                                                    << " bytes of data, its shape needs " << bytes;
         values = init->raw_data()->data();
       } else if (init->float_data() && init->float_data()->size()) {
         if (init->float_data()->size() * sizeof(float) != bytes)
           return module_.emitError("initializer '")
-                 << name << "' has " << init->float_data()->size()
-                 << " values, its shape needs " << type.getNumElements();
+                 << name << "' has " << init->float_data()->size() << " values, its shape needs "
+                 << type.getNumElements();
         values = init->float_data()->data();
       }
       if (values) {
@@ -210,7 +223,8 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
         bParam = rule->b();
         seed = rule->seed();
       } else {
-        return module_.emitError("initializer '") << name << "' has neither values nor an init rule";
+        return module_.emitError("initializer '")
+               << name << "' has neither values nor an init rule";
       }
     }
     // State that does not start at zero (a loss scale): its value as stored data.
@@ -253,11 +267,13 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     unsigned i = arg.getArgNumber();
     plan::Role role = plan::Role::param;
     StringAttr name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
-    if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kState), role = plan::Role::optim_state;
+    if (!name)
+      name = func.getArgAttrOfType<StringAttr>(i, attr::kState), role = plan::Role::optim_state;
     if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kData), role = plan::Role::data;
     if (!name) name = func.getArgAttrOfType<StringAttr>(i, attr::kHyper), role = plan::Role::hyper;
     if (!name) {
-      func.emitError("plan writer: argument ") << i << " is neither parameter, state, data nor hyper-parameter";
+      func.emitError("plan writer: argument ")
+          << i << " is neither parameter, state, data nor hyper-parameter";
       return {};
     }
     addValue(arg, name.str(), argRegions[i], argOffsets[i]);
@@ -266,10 +282,11 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
       auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim);
       batchDim = bd ? static_cast<int32_t>(bd.getInt()) : 0;
     }
-    auto sharding = writeSharding(func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
+    auto sharding =
+        writeSharding(func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
     auto micro = func.getArgAttrOfType<IntegerAttr>(i, attr::kMicroBatch);
-    arguments.push_back(plan::CreateBinding(fbb_, index[arg], role,
-                                            fbb_.CreateString(name.str()), batchDim, sharding,
+    arguments.push_back(plan::CreateBinding(fbb_, index[arg], role, fbb_.CreateString(name.str()),
+                                            batchDim, sharding,
                                             micro ? static_cast<int32_t>(micro.getInt()) : 0));
   }
   std::vector<flatbuffers::Offset<plan::Step>> steps;
@@ -279,11 +296,14 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     std::string loc = locationName(op.getLoc());
     const KernelInfo* kernel = findKernel(op.getName().stripDialect());
     if (!kernel) {
-      op.emitError("plan writer: '") << op.getName() << "' has no runtime kernel (runtime/ops/kernels.def)";
+      op.emitError("plan writer: '")
+          << op.getName() << "' has no runtime kernel (runtime/ops/kernels.def)";
       return {};
     }
     for (auto [k, r] : llvm::enumerate(op.getResults()))
-      addValue(r, (loc.empty() ? std::string(kernel->name) : loc + "/" + kernel->name) + ":" + std::to_string(k),
+      addValue(r,
+               (loc.empty() ? std::string(kernel->name) : loc + "/" + kernel->name) + ":" +
+                   std::to_string(k),
                regions[k], offsets[k]);
     std::vector<uint32_t> ins, outs;
     for (Value v : op.getOperands()) ins.push_back(index.lookup(v));
@@ -313,9 +333,10 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
       name = m.str();
       role = plan::Role::metric;
     }
-    auto sharding = writeSharding(func.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
-    results.push_back(plan::CreateBinding(fbb_, index.lookup(v), role, fbb_.CreateString(name),
-                                          -1, sharding));
+    auto sharding =
+        writeSharding(func.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
+    results.push_back(
+        plan::CreateBinding(fbb_, index.lookup(v), role, fbb_.CreateString(name), -1, sharding));
   }
   std::string fname = func.getSymName() == "forward" ? "eval" : func.getSymName().str();
   if (auto of = func->getAttrOfType<StringAttr>(dist::kFunctionAttr)) fname = of.str();
@@ -378,7 +399,8 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
                                         f("lr"), i("warmup_steps"), i("decay_steps"), f("min_lr"));
   }
   auto clip = module_->getAttrOfType<FloatAttr>(attr::kClipGradNorm);
-  fbb_.ForceVectorAlignment(constants_.size(), 1, 32);  // the schema's force_align (FlatBuffers allows up to 32)
+  fbb_.ForceVectorAlignment(constants_.size(), 1,
+                            32);  // the schema's force_align (FlatBuffers allows up to 32)
   auto constants = fbb_.CreateVector(constants_);
   auto planOffset = plan::CreatePlan(
       fbb_, kPlanVersion, fbb_.CreateString("dtc"), batch ? batch.getInt() : 0,

@@ -7,9 +7,9 @@
 namespace dtc::pipeline {
 
 struct DeviceModel {
-  double flopsPerSecond = 1e11;       // sustained FP32 rate
-  double bytesPerSecond = 2e10;       // memory bandwidth
-  double linkBytesPerSecond = 1e10;   // stage-to-stage link
+  double flopsPerSecond = 1e11;      // sustained FP32 rate
+  double bytesPerSecond = 2e10;      // memory bandwidth
+  double linkBytesPerSecond = 1e10;  // stage-to-stage link
   double linkLatencySeconds = 5e-6;
 };
 

@@ -37,14 +37,13 @@ std::optional<PipelineConfig> getPipeline(ModuleOp module) {
 
 void setPipeline(ModuleOp module, const PipelineConfig& c) {
   Builder b(module.getContext());
-  module->setAttr(dist::kPipelineAttr,
-                  b.getDictionaryAttr({b.getNamedAttr("stages", b.getI64IntegerAttr(c.stages)),
-                                       b.getNamedAttr("virtual_stages",
-                                                      b.getI64IntegerAttr(c.virtualStages)),
-                                       b.getNamedAttr("micro_batches",
-                                                      b.getI64IntegerAttr(c.microBatches)),
-                                       b.getNamedAttr("schedule", b.getStringAttr(c.schedule)),
-                                       b.getNamedAttr("axis", b.getStringAttr(c.axis))}));
+  module->setAttr(
+      dist::kPipelineAttr,
+      b.getDictionaryAttr({b.getNamedAttr("stages", b.getI64IntegerAttr(c.stages)),
+                           b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(c.virtualStages)),
+                           b.getNamedAttr("micro_batches", b.getI64IntegerAttr(c.microBatches)),
+                           b.getNamedAttr("schedule", b.getStringAttr(c.schedule)),
+                           b.getNamedAttr("axis", b.getStringAttr(c.axis))}));
 }
 
 int64_t stageOf(Operation* op) {

@@ -11,9 +11,9 @@
 namespace dtc::pipeline {
 
 struct PipelineConfig {
-  int64_t stages = 1;         // devices along the pipeline axis (p)
-  int64_t virtualStages = 1;  // model chunks per device (v): interleaved 1F1B
-  int64_t microBatches = 1;   // m
+  int64_t stages = 1;             // devices along the pipeline axis (p)
+  int64_t virtualStages = 1;      // model chunks per device (v): interleaved 1F1B
+  int64_t microBatches = 1;       // m
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved
   std::string axis = "pp";
 

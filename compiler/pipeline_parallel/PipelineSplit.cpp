@@ -1,12 +1,12 @@
 // dtc-pipeline-schedule: one program per pipeline stage, in schedule order (see Passes.td).
 #include <map>
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
@@ -27,7 +27,7 @@ namespace {
 
 constexpr int64_t kReplicated = -1;  // on every device that needs it (data, AdamW's step)
 constexpr int64_t kUnknown = -2;
-constexpr int64_t kMaxTag = 32767;   // MPI guarantees tags up to here
+constexpr int64_t kMaxTag = 32767;  // MPI guarantees tags up to here
 
 using pipeline::stageOf;
 
@@ -89,9 +89,9 @@ class Splitter {
   void placeValues() {
     for (BlockArgument arg : func_.getArguments()) {
       auto stage = func_.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), dist::kStageAttr);
-      home_[arg] = stage ? stage.getInt() : func_.getArgAttr(arg.getArgNumber(), attr::kData)
-                                                 ? kReplicated
-                                                 : kUnknown;
+      home_[arg] = stage                                               ? stage.getInt()
+                   : func_.getArgAttr(arg.getArgNumber(), attr::kData) ? kReplicated
+                                                                       : kUnknown;
     }
     auto placeOps = [&] {
       for (Operation& op : body_.without_terminator()) {
@@ -122,7 +122,8 @@ class Splitter {
   SmallVector<int64_t> resultDevices(unsigned i) {
     if (stateArgs_.empty())  // once: a search per result would be quadratic in depth
       for (BlockArgument arg : func_.getArguments())
-        if (StringAttr name = stateName(func_, arg.getArgNumber())) stateArgs_.try_emplace(name.getValue(), arg);
+        if (StringAttr name = stateName(func_, arg.getArgNumber()))
+          stateArgs_.try_emplace(name.getValue(), arg);
     if (auto name = func_.getResultAttrOfType<StringAttr>(i, attr::kUpdates))
       if (auto it = stateArgs_.find(name.getValue()); it != stateArgs_.end()) {
         if (home_.lookup(it->second) >= 0) return {deviceOf(it->second)};
@@ -167,7 +168,8 @@ class Splitter {
       if (count > kMaxTag + 1)
         return func_.emitError("the pipeline moves ")
                << count << " tensors from stage " << pair.first << " to stage " << pair.second
-               << " per step; at most " << kMaxTag + 1 << " fit MPI's tags (use fewer micro-batches)";
+               << " per step; at most " << kMaxTag + 1
+               << " fit MPI's tags (use fewer micro-batches)";
     return success();
   }
 
@@ -221,9 +223,9 @@ class Splitter {
 
     FailureOr<Value> receive(Value v, Location loc) {
       int64_t from = s_.deviceOf(v);
-      auto recv = dist::RecvOp::create(b_, loc, v.getType(), axes(),
-                                       b_.getI64IntegerAttr(device_ - from),
-                                       b_.getI64IntegerAttr(s_.tag_.lookup({v, device_})));
+      auto recv =
+          dist::RecvOp::create(b_, loc, v.getType(), axes(), b_.getI64IntegerAttr(device_ - from),
+                               b_.getI64IntegerAttr(s_.tag_.lookup({v, device_})));
       copyUnit(v, recv);
       map_.map(v, recv.getResult());
       return recv.getResult();
@@ -273,8 +275,7 @@ class Splitter {
 
   FailureOr<func::FuncOp> build(OpBuilder& outer, int64_t device, bool training) {
     std::string name = (func_.getSymName() + "_stage" + std::to_string(device)).str();
-    auto program = func::FuncOp::create(outer, func_.getLoc(), name,
-                                        outer.getFunctionType({}, {}));
+    auto program = func::FuncOp::create(outer, func_.getLoc(), name, outer.getFunctionType({}, {}));
     program->setAttr(dist::kStageAttr, outer.getI64IntegerAttr(device));
     program->setAttr(dist::kFunctionAttr, outer.getStringAttr(func_.getSymName()));
     Block* block = program.addEntryBlock();
@@ -304,8 +305,8 @@ class Splitter {
         floating.push_back(&op);
         continue;
       }
-      units[{stageOf(&op), pipeline::microBatchOf(&op), op.hasAttr(dist::kBackwardAttr)}]
-          .push_back(&op);
+      units[{stageOf(&op), pipeline::microBatchOf(&op), op.hasAttr(dist::kBackwardAttr)}].push_back(
+          &op);
     }
     auto drain = [&]() -> LogicalResult {
       for (bool progress = true; progress;) {
@@ -323,7 +324,8 @@ class Splitter {
     if (training) {
       order = pipeline::trainSchedule(config_, device);
     } else {
-      for (int64_t c = device; c < config_.chunks(); c += config_.stages) order.push_back({c, 0, false});
+      for (int64_t c = device; c < config_.chunks(); c += config_.stages)
+        order.push_back({c, 0, false});
     }
     for (const pipeline::Unit& u : order) {
       // What other stages wait for first (activations forward, their gradients backward:
@@ -344,8 +346,9 @@ class Splitter {
     }
     // What is left waits for other devices (or belongs to no unit of the schedule).
     for (Operation& op : body_.without_terminator()) {
-      bool mine = op.getNumResults() ? deviceOf(op.getResult(0)) == device
-                                     : stageOf(&op) >= 0 && config_.deviceOf(stageOf(&op)) == device;
+      bool mine = op.getNumResults()
+                      ? deviceOf(op.getResult(0)) == device
+                      : stageOf(&op) >= 0 && config_.deviceOf(stageOf(&op)) == device;
       if (mine && failed(p.emit(&op))) return failure();
     }
 
@@ -383,7 +386,8 @@ struct PipelineSchedulePass : impl::PipelineScheduleBase<PipelineSchedulePass> {
     ModuleOp module = getOperation();
     std::optional<pipeline::PipelineConfig> config = pipeline::getPipeline(module);
     if (!config) {
-      module.emitError("dtc-pipeline-schedule: the module has no pipeline (run dtc-pipeline-stages)");
+      module.emitError(
+          "dtc-pipeline-schedule: the module has no pipeline (run dtc-pipeline-stages)");
       return signalPassFailure();
     }
     if (auto grad = module.lookupSymbol<func::FuncOp>("grad")) grad.erase();

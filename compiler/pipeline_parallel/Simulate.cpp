@@ -4,9 +4,9 @@
 #include <set>
 #include <tuple>
 
-#include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/Builders.h"
 
 #include "dist/IR/DistOps.h"
 
@@ -31,13 +31,17 @@ namespace {
 std::string unitName(Operation* op, std::string& kind) {
   const int64_t stage = stageOf(op);
   bool backward = op->hasAttr(dist::kBackwardAttr);
-  if (isa<dist::SendOp>(op)) kind = "send";
-  else if (isa<dist::RecvOp>(op)) kind = "recv";
-  else if (stage >= 0) kind = backward ? "backward" : "forward";
-  else kind = "other";
+  if (isa<dist::SendOp>(op))
+    kind = "send";
+  else if (isa<dist::RecvOp>(op))
+    kind = "recv";
+  else if (stage >= 0)
+    kind = backward ? "backward" : "forward";
+  else
+    kind = "other";
   if (stage < 0) return kind;
-  std::string name = (backward ? "B" : "F") + std::to_string(microBatchOf(op)) + " c" +
-                     std::to_string(stage);
+  std::string name =
+      (backward ? "B" : "F") + std::to_string(microBatchOf(op)) + " c" + std::to_string(stage);
   return kind == "send" || kind == "recv" ? kind + " " + name : name;
 }
 
@@ -58,8 +62,7 @@ FailureOr<Timeline> simulate(ArrayRef<func::FuncOp> programs, const DeviceModel&
   auto add = [&](size_t d, Operation* op, double start, double end) {
     std::string kind, name = unitName(op, kind);
     std::vector<Box>& boxes = t.devices[d];
-    if (!boxes.empty() && boxes.back().name == name && boxes.back().end == start &&
-        kind != "recv")
+    if (!boxes.empty() && boxes.back().name == name && boxes.back().end == start && kind != "recv")
       boxes.back().end = end;
     else if (end > start || kind == "send")
       boxes.push_back({name, kind, start, end});
@@ -146,15 +149,17 @@ void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConf
     double busy = d < static_cast<int64_t>(timeline.busy.size()) ? timeline.busy[d] : 0;
     stages.push_back(b.getDictionaryAttr(
         {b.getNamedAttr("in_flight", b.getI64IntegerAttr(mostInFlight)),
-         b.getNamedAttr("activation_bytes", b.getI64IntegerAttr(static_cast<int64_t>(perMicroBatch))),
+         b.getNamedAttr("activation_bytes",
+                        b.getI64IntegerAttr(static_cast<int64_t>(perMicroBatch))),
          b.getNamedAttr("peak_activation_bytes", b.getI64IntegerAttr(static_cast<int64_t>(peak))),
          b.getNamedAttr("busy_us", b.getF64FloatAttr(busy * 1e6)),
          b.getNamedAttr("idle_us", b.getF64FloatAttr((timeline.makespan - busy) * 1e6))}));
   }
   module->setAttr(dist::kPipelineStagesAttr, b.getArrayAttr(stages));
-  module->setAttr(dist::kPipelineBubbleAttr,
-                  b.getDictionaryAttr({b.getNamedAttr("fraction", b.getF64FloatAttr(timeline.bubbleFraction())),
-                                       b.getNamedAttr("ratio", b.getF64FloatAttr(timeline.bubbleRatio()))}));
+  module->setAttr(
+      dist::kPipelineBubbleAttr,
+      b.getDictionaryAttr({b.getNamedAttr("fraction", b.getF64FloatAttr(timeline.bubbleFraction())),
+                           b.getNamedAttr("ratio", b.getF64FloatAttr(timeline.bubbleRatio()))}));
 }
 
 std::string traceJson(ModuleOp module, const Timeline& timeline) {

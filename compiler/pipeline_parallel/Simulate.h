@@ -15,8 +15,8 @@ namespace dtc::pipeline {
 
 // A stretch of one device's program: consecutive ops of one kind and unit.
 struct Box {
-  std::string name;  // "F3 c1" (forward of micro-batch 3 through chunk 1), "recv", ...
-  std::string kind;  // forward | backward | send | recv | other
+  std::string name;           // "F3 c1" (forward of micro-batch 3 through chunk 1), "recv", ...
+  std::string kind;           // forward | backward | send | recv | other
   double start = 0, end = 0;  // seconds from the step's start
 };
 
@@ -35,7 +35,8 @@ mlir::FailureOr<Timeline> simulate(llvm::ArrayRef<mlir::func::FuncOp> programs,
                                    const DeviceModel& device = {});
 
 // The stage programs of `function` ("train_step") in a scheduled module, by stage.
-llvm::SmallVector<mlir::func::FuncOp> stagePrograms(mlir::ModuleOp module, llvm::StringRef function);
+llvm::SmallVector<mlir::func::FuncOp> stagePrograms(mlir::ModuleOp module,
+                                                    llvm::StringRef function);
 
 // Records on the module (dist.pipeline_bubble) the step's bubble, and (dist.pipeline_stages) per
 // stage: activation bytes one micro-batch

@@ -1,11 +1,11 @@
 // dtc-pipeline-stages: cut @forward into pipeline chunks (see Passes.td).
 #include <limits>
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 
 #include "FunctionAttrs.h"
 #include "Locations.h"
@@ -29,7 +29,7 @@ namespace {
 struct Node {
   std::string name;
   SmallVector<Operation*> ops;
-  double seconds = 0;   // estimated forward + backward time
+  double seconds = 0;  // estimated forward + backward time
   bool hasParams = false;
 };
 
@@ -51,9 +51,9 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
     if (failed(check(module, config))) return signalPassFailure();
 
     SmallVector<Node> nodes = nodesOf(forward);
-    FailureOr<SmallVector<int64_t>> firstNode =
-        cuts.empty() ? balancedCuts(forward, nodes, config.chunks())
-                     : userCuts(forward, nodes, config.chunks());
+    FailureOr<SmallVector<int64_t>> firstNode = cuts.empty()
+                                                    ? balancedCuts(forward, nodes, config.chunks())
+                                                    : userCuts(forward, nodes, config.chunks());
     if (failed(firstNode)) return signalPassFailure();
 
     // Every op gets its chunk; a parameter the chunk of its first user.
@@ -79,7 +79,8 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
   }
 
   LogicalResult check(ModuleOp module, const pipeline::PipelineConfig& c) {
-    if (c.stages < 1) return module.emitError("pipeline stages must be at least 1, got ") << c.stages;
+    if (c.stages < 1)
+      return module.emitError("pipeline stages must be at least 1, got ") << c.stages;
     if (c.microBatches < 1)
       return module.emitError("micro-batches must be at least 1, got ") << c.microBatches;
     if (c.schedule != "gpipe" && c.schedule != "1f1b" && c.schedule != "interleaved")

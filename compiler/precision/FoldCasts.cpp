@@ -24,31 +24,39 @@ namespace {
 // A cast from a 16-bit type to f32.
 graph::CastOp widening(Value value) {
   auto cast = value.getDefiningOp<graph::CastOp>();
-  if (!cast || !graph::is16BitFloat(graph::elementOf(cast.getX())) || !graph::elementOf(cast.getY()).isF32()) return nullptr;
+  if (!cast || !graph::is16BitFloat(graph::elementOf(cast.getX())) ||
+      !graph::elementOf(cast.getY()).isF32())
+    return nullptr;
   return cast;
 }
 
 bool isNarrowing(graph::CastOp cast) {
-  return graph::elementOf(cast.getX()).isF32() && graph::is16BitFloat(graph::elementOf(cast.getY()));
+  return graph::elementOf(cast.getX()).isF32() &&
+         graph::is16BitFloat(graph::elementOf(cast.getY()));
 }
 
 Type withElement(Type type, Type element) { return cast<RankedTensorType>(type).clone(element); }
 
 Value castTo(PatternRewriter& rewriter, Operation* at, Value value, Type element) {
-  auto cast = graph::CastOp::create(rewriter, at->getLoc(), withElement(value.getType(), element), value);
+  auto cast =
+      graph::CastOp::create(rewriter, at->getLoc(), withElement(value.getType(), element), value);
   inheritMarks(at, cast);
   return cast.getY();
 }
 
 // The layout op `op` rebuilt on `inputs` (its operands in another element type).
-Operation* rebuildLayout(PatternRewriter& rewriter, Operation* op, ValueRange inputs, Type element) {
+Operation* rebuildLayout(PatternRewriter& rewriter, Operation* op, ValueRange inputs,
+                         Type element) {
   Operation* rebuilt = nullptr;
   if (auto transpose = dyn_cast<graph::TransposeOp>(op))
-    rebuilt = graph::TransposeOp::create(rewriter, op->getLoc(), inputs[0], transpose.getPermAttr());
+    rebuilt =
+        graph::TransposeOp::create(rewriter, op->getLoc(), inputs[0], transpose.getPermAttr());
   else if (auto reshape = dyn_cast<graph::ReshapeOp>(op))
-    rebuilt = graph::ReshapeOp::create(rewriter, op->getLoc(), withElement(reshape.getType(), element), inputs[0]);
+    rebuilt = graph::ReshapeOp::create(rewriter, op->getLoc(),
+                                       withElement(reshape.getType(), element), inputs[0]);
   else if (auto split = dyn_cast<graph::SplitOp>(op))
-    rebuilt = graph::SplitOp::create(rewriter, op->getLoc(), inputs[0], split.getAxisAttr(), split.getPartsAttr());
+    rebuilt = graph::SplitOp::create(rewriter, op->getLoc(), inputs[0], split.getAxisAttr(),
+                                     split.getPartsAttr());
   else if (auto concat = dyn_cast<graph::ConcatOp>(op))
     rebuilt = graph::ConcatOp::create(rewriter, op->getLoc(), inputs, concat.getAxisAttr());
   inheritMarks(op, rebuilt);
@@ -89,7 +97,8 @@ struct SinkWidening : RewritePattern {
     }
     Operation* rebuilt = rebuildLayout(rewriter, op, narrow, element);
     SmallVector<Value> results;
-    for (Value r : rebuilt->getResults()) results.push_back(castTo(rewriter, op, r, rewriter.getF32Type()));
+    for (Value r : rebuilt->getResults())
+      results.push_back(castTo(rewriter, op, r, rewriter.getF32Type()));
     rewriter.replaceOp(op, results);
     return success();
   }
@@ -114,7 +123,8 @@ struct HoistNarrowing : RewritePattern {
     }
     rewriter.setInsertionPoint(op);
     SmallVector<Value> narrow;
-    for (Value operand : op->getOperands()) narrow.push_back(castTo(rewriter, op, operand, element));
+    for (Value operand : op->getOperands())
+      narrow.push_back(castTo(rewriter, op, operand, element));
     Operation* rebuilt = rebuildLayout(rewriter, op, narrow, element);
     for (auto [cast, r] : llvm::zip(casts, rebuilt->getResults())) rewriter.replaceOp(cast, r);
     rewriter.eraseOp(op);

@@ -1,7 +1,7 @@
 // dtc-loss-scaling: GradScaler's dynamic loss scale in @train_step (see Passes.td).
+#include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/StringMap.h"
 
 #include "Passes.h"
 #include "graph/IR/GraphDialect.h"
@@ -35,11 +35,11 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
     // The scale and the run of good steps: optimizer-like state.
     auto addState = [&](StringRef name, double initial) {
       unsigned index = step.getNumArguments();
-      (void)step.insertArgument(index, scalar,
-                                b.getDictionaryAttr({b.getNamedAttr(attr::kState, b.getStringAttr(name)),
-                                                     b.getNamedAttr(attr::kInitial,
-                                                                    b.getF32FloatAttr(initial))}),
-                                loc);
+      (void)step.insertArgument(
+          index, scalar,
+          b.getDictionaryAttr({b.getNamedAttr(attr::kState, b.getStringAttr(name)),
+                               b.getNamedAttr(attr::kInitial, b.getF32FloatAttr(initial))}),
+          loc);
       return step.getArgument(index);
     };
     Value scale = addState("loss_scale", initScale);
@@ -65,7 +65,8 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
     Value nonfinite;
     for (Operation* op : updates) {
       Value count = graph::NonfiniteCountOp::create(b, op->getLoc(), scalar, op->getOperand(1));
-      nonfinite = nonfinite ? graph::AddOp::create(b, op->getLoc(), nonfinite, count).getResult() : count;
+      nonfinite =
+          nonfinite ? graph::AddOp::create(b, op->getLoc(), nonfinite, count).getResult() : count;
     }
     auto decision = graph::LossScaleStepOp::create(
         b, loc, TypeRange{scalar, scalar, scalar, scalar}, scale, good, nonfinite,
@@ -73,7 +74,8 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
         b.getF32FloatAttr(static_cast<float>(backoff)));
     for (Operation* op : updates) {
       b.setInsertionPoint(op);
-      op->setOperand(1, graph::MulOp::create(b, op->getLoc(), op->getOperand(1), decision.getInvScale()));
+      op->setOperand(
+          1, graph::MulOp::create(b, op->getLoc(), op->getOperand(1), decision.getInvScale()));
     }
 
     // A skipped step keeps every parameter and optimizer state tensor (AdamW's count too).
@@ -84,22 +86,26 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
       bool trainable = step.getArgAttr(i, attr::kTrainable) != nullptr;
       if (auto name = step.getArgAttrOfType<StringAttr>(i, attr::kParam); name && trainable)
         stateArg[name.getValue()] = arg;
-      if (auto name = step.getArgAttrOfType<StringAttr>(i, attr::kState)) stateArg[name.getValue()] = arg;
+      if (auto name = step.getArgAttrOfType<StringAttr>(i, attr::kState))
+        stateArg[name.getValue()] = arg;
     }
     b.setInsertionPoint(ret);
     SmallVector<Value> results(ret.getOperands());
     for (auto [i, v] : llvm::enumerate(results)) {
       auto name = step.getResultAttrOfType<StringAttr>(i, attr::kUpdates);
-      if (!name || !stateArg.count(name.getValue()) || v == stateArg.lookup(name.getValue())) continue;
-      v = graph::SelectOp::create(b, v.getLoc(), decision.getKeep(), v, stateArg.lookup(name.getValue()));
+      if (!name || !stateArg.count(name.getValue()) || v == stateArg.lookup(name.getValue()))
+        continue;
+      v = graph::SelectOp::create(b, v.getLoc(), decision.getKeep(), v,
+                                  stateArg.lookup(name.getValue()));
     }
     ret->setOperands(results);
     // The scale and the run of good steps, updated.
     for (auto [value, name] : {std::pair{decision.getNewScale(), "loss_scale"},
                                std::pair{decision.getNewGoodSteps(), "loss_scale.good_steps"}}) {
       const unsigned index = step.getNumResults();
-      if (failed(step.insertResult(index, value.getType(),
-                                   b.getDictionaryAttr(b.getNamedAttr(attr::kUpdates, b.getStringAttr(name))))))
+      if (failed(step.insertResult(
+              index, value.getType(),
+              b.getDictionaryAttr(b.getNamedAttr(attr::kUpdates, b.getStringAttr(name))))))
         return signalPassFailure();
       ret.getOperandsMutable().append(value);
     }

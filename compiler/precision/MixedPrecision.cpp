@@ -22,9 +22,12 @@ struct MixedPrecisionPass : impl::MixedPrecisionBase<MixedPrecisionPass> {
     ModuleOp module = getOperation();
     MLIRContext* ctx = module.getContext();
     Type low;
-    if (precision == "bf16") low = BFloat16Type::get(ctx);
-    else if (precision == "fp16") low = Float16Type::get(ctx);
-    else if (precision == "fp32") return;
+    if (precision == "bf16")
+      low = BFloat16Type::get(ctx);
+    else if (precision == "fp16")
+      low = Float16Type::get(ctx);
+    else if (precision == "fp32")
+      return;
     else {
       module.emitError("unknown precision '") << precision << "' (expected fp32, bf16 or fp16)";
       return signalPassFailure();

@@ -26,7 +26,8 @@ struct BucketAllReducePass : public impl::BucketAllReduceBase<BucketAllReducePas
 
   void runOnOperation() override {
     if (bucketMb < 0) {
-      getOperation().emitError("bucket size must be >= 0 MiB, got ") << static_cast<double>(bucketMb);
+      getOperation().emitError("bucket size must be >= 0 MiB, got ")
+          << static_cast<double>(bucketMb);
       return signalPassFailure();
     }
     const int64_t limit = static_cast<int64_t>(bucketMb * 1024 * 1024);

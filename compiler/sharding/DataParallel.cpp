@@ -36,8 +36,8 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
     }
     auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
     if (mesh && mesh.axisIndex(kAxis) >= 0 && mesh.axisSize(kAxis) != dp) {
-      module.emitError("the mesh's dp axis has ") << mesh.axisSize(kAxis) << " devices, not "
-                                                   << static_cast<int64_t>(dp);
+      module.emitError("the mesh's dp axis has ")
+          << mesh.axisSize(kAxis) << " devices, not " << static_cast<int64_t>(dp);
       return signalPassFailure();
     }
     if (!mesh || mesh.axisIndex(kAxis) < 0) {
@@ -106,7 +106,8 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
         if (type.getDimSize(dim) % dp != 0)
           return func.emitError("the batch of ")
                  << type.getDimSize(dim) << " samples (input '" << data.getValue()
-                 << "') does not divide over " << static_cast<int64_t>(dp) << " data-parallel devices";
+                 << "') does not divide over " << static_cast<int64_t>(dp)
+                 << " data-parallel devices";
         s = splitDim(b, type.getRank(), dim);
       } else if (auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState)) {
         // With other axes, the state of a parameter nobody annotated stays to propagation:
@@ -129,7 +130,8 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       if (name && byName.count(name.getValue()))
         edits.setResultAttr(i, dist::kShardingAttr, byName[name.getValue()]);
       else if (type.getRank() == 0)  // losses and metrics: every device gets the value
-        edits.setResultAttr(i, dist::kShardingAttr, dist::ShardingAttr::replicated(b.getContext(), 0));
+        edits.setResultAttr(i, dist::kShardingAttr,
+                            dist::ShardingAttr::replicated(b.getContext(), 0));
       else if (func.getResultAttr(i, attr::kOutput) && type.getDimSize(0) % dp == 0)
         // Per-sample outputs (logits) come out as the inputs go in: each rank its own samples,
         // whole otherwise (dtrun scores them against its slice of the targets).

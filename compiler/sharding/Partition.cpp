@@ -45,8 +45,9 @@ class Partitioner {
     }
     for (BlockArgument arg : body.getArguments()) {
       auto s = func_.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr);
-      if (!s) return func_.emitError("partition: argument ") << arg.getArgNumber()
-                                                             << " has no sharding (run dtc-sharding-propagation)";
+      if (!s)
+        return func_.emitError("partition: argument ")
+               << arg.getArgNumber() << " has no sharding (run dtc-sharding-propagation)";
       auto type = cast<RankedTensorType>(arg.getType());
       if (auto error = s.check(mesh_, type.getShape()))
         return func_.emitError("cannot shard ") << describe(arg) << ": " << *error;
@@ -66,8 +67,8 @@ class Partitioner {
       if (failed(v)) return failure();
       ret->setOperand(i, *v);
     }
-    func_.setType(FunctionType::get(func_.getContext(), body.getArgumentTypes(),
-                                    ret->getOperandTypes()));
+    func_.setType(
+        FunctionType::get(func_.getContext(), body.getArgumentTypes(), ret->getOperandTypes()));
     return success();
   }
 
@@ -93,7 +94,8 @@ class Partitioner {
       return success();
     }
     FailureOr<FactorShardings> read = readFactors(op);
-    if (failed(read)) return op->emitOpError("has no factor sharding (run dtc-sharding-propagation)");
+    if (failed(read))
+      return op->emitOpError("has no factor sharding (run dtc-sharding-propagation)");
     const FactorShardings& factors = *read;
     const OpShardingRule& rule = rules_[op];
 
@@ -123,10 +125,14 @@ class Partitioner {
     op->removeAttr(dist::kFactorBlocksAttr);
     // Ops that index a split vocabulary need to know where their block starts.
     int vocab = -1;
-    if (isa<graph::EmbeddingOp>(op)) vocab = rule.operands[0][0];
-    else if (isa<graph::EmbeddingGradOp>(op)) vocab = rule.results[0][0];
-    else if (isa<graph::CrossEntropyPartsOp>(op)) vocab = rule.operands[0][1];
-    else if (isa<graph::CrossEntropyPartsGradOp>(op)) vocab = rule.operands[1][1];
+    if (isa<graph::EmbeddingOp>(op))
+      vocab = rule.operands[0][0];
+    else if (isa<graph::EmbeddingGradOp>(op))
+      vocab = rule.results[0][0];
+    else if (isa<graph::CrossEntropyPartsOp>(op))
+      vocab = rule.operands[0][1];
+    else if (isa<graph::CrossEntropyPartsGradOp>(op))
+      vocab = rule.operands[1][1];
     if (vocab >= 0 && !cast<ArrayAttr>(factors.axes[vocab]).empty()) {
       op->setAttr("vocab_axes", factors.axes[vocab]);
       if (auto grad = dyn_cast<graph::EmbeddingGradOp>(op))  // its rows: this device's block
@@ -144,8 +150,9 @@ class Partitioner {
   ArrayAttr carriedPartial(Operation* op, const OpShardingRule& rule,
                            const FactorShardings& factors) {
     MLIRContext* ctx = op->getContext();
-    bool linear = isa<graph::AddOp, graph::SubOp, graph::CastOp>(op) ||
-                  isa<graph::ReduceSumOp, graph::ReshapeOp, graph::TransposeOp, graph::BroadcastOp>(op);
+    bool linear =
+        isa<graph::AddOp, graph::SubOp, graph::CastOp>(op) ||
+        isa<graph::ReduceSumOp, graph::ReshapeOp, graph::TransposeOp, graph::BroadcastOp>(op);
     if (!linear) return {};
     ArrayAttr partial = actual_[op->getOperand(0)].getPartial();
     if (partial.empty()) return {};
@@ -158,8 +165,8 @@ class Partitioner {
     }
     // The carried axes must not also split a dimension of the result or be summed anew.
     for (auto [j, dims] : llvm::enumerate(rule.results)) {
-      dist::ShardingAttr out = project(ctx, dims, rule.resultMult[j], factors,
-                                       partialAxes(ctx, rule, j, factors));
+      dist::ShardingAttr out =
+          project(ctx, dims, rule.resultMult[j], factors, partialAxes(ctx, rule, j, factors));
       for (Attribute a : partial) {
         if (llvm::is_contained(out.getPartial(), a)) return {};
         for (Attribute d : out.getDims())
@@ -181,11 +188,13 @@ class Partitioner {
     ReshardPlan plan = planReshard(plainMesh_, global.getShape().vec(), toLayout(mesh_, have),
                                    toLayout(mesh_, want));
     if (!plan.error.empty())
-      return user->emitError("cannot reshard ") << describe(value) << " " << global << " from "
-                                                << text(have) << " to " << text(want) << ": "
-                                                << plan.error;
-    if (auto arg = dyn_cast<BlockArgument>(value)) b_.setInsertionPointToStart(arg.getOwner());
-    else b_.setInsertionPointAfter(value.getDefiningOp());
+      return user->emitError("cannot reshard ")
+             << describe(value) << " " << global << " from " << text(have) << " to " << text(want)
+             << ": " << plan.error;
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      b_.setInsertionPointToStart(arg.getOwner());
+    else
+      b_.setInsertionPointAfter(value.getDefiningOp());
     // After earlier reshards of the same value, keeping the program order of the collectives.
     if (Operation* last = lastInserted_.lookup(value)) b_.setInsertionPointAfter(last);
 

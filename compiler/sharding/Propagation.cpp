@@ -32,9 +32,9 @@ namespace {
 constexpr int kUser = 0, kPropagated = 1, kUnknown = 2;
 
 struct DimState {
-  ArrayAttr axes;       // null: unknown
+  ArrayAttr axes;  // null: unknown
   int priority = kUnknown;
-  int64_t blocks = 1;   // chunks, each cut over `axes`
+  int64_t blocks = 1;  // chunks, each cut over `axes`
 };
 
 class Propagator {
@@ -78,7 +78,8 @@ class Propagator {
 
   LogicalResult seed() {
     for (BlockArgument arg : func_.getArguments())
-      if (auto s = func_.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr))
+      if (auto s =
+              func_.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr))
         if (failed(annotate(arg, s, func_))) return failure();
     Operation* ret = func_.getBody().front().getTerminator();
     for (auto [i, v] : llvm::enumerate(ret->getOperands()))
@@ -150,7 +151,8 @@ class Propagator {
       if (best[f].axes)
         for (Attribute a : best[f].axes)
           if (!used.contains(cast<StringAttr>(a).getValue())) axes.push_back(a);
-      while (!axes.empty() && !divides(op, f, b_.getArrayAttr(axes), best[f].blocks)) axes.pop_back();
+      while (!axes.empty() && !divides(op, f, b_.getArrayAttr(axes), best[f].blocks))
+        axes.pop_back();
       for (Attribute a : axes) used.insert(cast<StringAttr>(a).getValue());
       factors[f] = b_.getArrayAttr(axes);
       out.blocks[f] = axes.empty() ? 1 : best[f].blocks;
@@ -220,7 +222,8 @@ class Propagator {
       SmallVector<Attribute> results;
       for (auto [j, dims] : llvm::enumerate(rule.results))
         results.push_back(project(ctx, dims, rule.resultMult[j], factors,
-                                  partialAxes(ctx, rule, j, factors), maxAxes(ctx, rule, j, factors)));
+                                  partialAxes(ctx, rule, j, factors),
+                                  maxAxes(ctx, rule, j, factors)));
       op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(results));
     }
     // Results must come out as the caller expects: annotated, or an updated state tensor's own
@@ -249,8 +252,7 @@ class Propagator {
   DenseMap<Operation*, OpShardingRule> rules_;
 };
 
-struct ShardingPropagationPass
-    : public impl::ShardingPropagationBase<ShardingPropagationPass> {
+struct ShardingPropagationPass : public impl::ShardingPropagationBase<ShardingPropagationPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
@@ -271,7 +273,8 @@ struct ShardingPropagationPass
         StringAttr name = stateName(func, arg.getArgNumber());
         auto it = name ? stateShardings.find(name.getValue()) : stateShardings.end();
         if (it == stateShardings.end()) continue;
-        auto own = func.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr);
+        auto own =
+            func.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr);
         if (own && own != it->second) {
           func.emitError("tensor '") << name.getValue() << "' is annotated differently in @"
                                      << func.getSymName() << " and @train_step";

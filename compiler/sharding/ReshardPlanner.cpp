@@ -18,7 +18,9 @@ int64_t Mesh::groupSize(const std::vector<int>& axes) const {
 
 namespace {
 
-bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 size_t commonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
   size_t n = 0;
@@ -39,8 +41,10 @@ std::string validate(const Mesh& mesh, const std::vector<int64_t>& shape, const 
            " dimensions, the tensor " + std::to_string(shape.size());
   std::vector<int> used;
   auto use = [&](int a) -> std::string {
-    if (a < 0 || a >= (int)mesh.sizes.size()) return std::string(which) + " sharding names no mesh axis " + std::to_string(a);
-    if (contains(used, a)) return std::string(which) + " sharding uses mesh axis " + mesh.names[a] + " twice";
+    if (a < 0 || a >= (int)mesh.sizes.size())
+      return std::string(which) + " sharding names no mesh axis " + std::to_string(a);
+    if (contains(used, a))
+      return std::string(which) + " sharding uses mesh axis " + mesh.names[a] + " twice";
     used.push_back(a);
     return "";
   };
@@ -59,7 +63,6 @@ std::string validate(const Mesh& mesh, const std::vector<int64_t>& shape, const 
     return std::string(which) + " sharding awaits both a sum and a maximum";
   return "";
 }
-
 
 // The plain (unchunked) view of `layout` on `shape`: a chunked dimension becomes [chunks, size],
 // the axes on the second.

@@ -1,7 +1,7 @@
 #include "sharding/ShardingRules.h"
 
-#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/BuiltinTypes.h"
 
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphOps.h"
@@ -82,7 +82,8 @@ class RuleBuilder {
         if (!inOperands || llvm::is_contained(rule_.results[i], f) ||
             llvm::is_contained(independent_, std::make_pair(i, f)))
           continue;
-        (llvm::is_contained(maxed_, std::make_pair(i, f)) ? rule_.maxed : rule_.summed)[i].push_back(f);
+        (llvm::is_contained(maxed_, std::make_pair(i, f)) ? rule_.maxed : rule_.summed)[i]
+            .push_back(f);
       }
     return std::move(rule_);
   }
@@ -158,14 +159,23 @@ OpShardingRule reshape(Operation* op) {
   size_t i = 0, o = 0;
   while (i < in.size() && o < out.size()) {
     // Size-1 dimensions carry nothing.
-    if (in[i] == 1) { ++i; continue; }
-    if (out[o] == 1) { ++o; continue; }
+    if (in[i] == 1) {
+      ++i;
+      continue;
+    }
+    if (out[o] == 1) {
+      ++o;
+      continue;
+    }
     size_t i0 = i, o0 = o;
     int64_t a = in[i++], c = out[o++];
     while (a != c) {
-      if (a < c && i < in.size()) a *= in[i++];
-      else if (c < a && o < out.size()) c *= out[o++];
-      else break;
+      if (a < c && i < in.size())
+        a *= in[i++];
+      else if (c < a && o < out.size())
+        c *= out[o++];
+      else
+        break;
     }
     if (a != c) break;
     int f = b.factor();
@@ -191,8 +201,10 @@ OpShardingRule splitOrConcat(Operation* op, int64_t axis, int64_t parts, bool is
   SmallVector<int> fs = b.factors(rankOf(op->getResult(0)));
   for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operandDims(i, fs);
   for (unsigned i = 0; i < op->getNumResults(); ++i) b.resultDims(i, fs);
-  if (isSplit) b.operandMult(0, axis, parts);
-  else b.resultMult(0, axis, parts);
+  if (isSplit)
+    b.operandMult(0, axis, parts);
+  else
+    b.resultMult(0, axis, parts);
   return b.take();
 }
 
@@ -213,8 +225,10 @@ OpShardingRule leading(Operation* op, int64_t rank, int64_t whole) {
 OpShardingRule perChannel(Operation* op) {
   RuleBuilder b(op);
   int c = b.factor();
-  for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operand(i, rankOf(op->getOperand(i)) == 4 ? 1 : 0, c);
-  for (unsigned i = 0; i < op->getNumResults(); ++i) b.result(i, rankOf(op->getResult(i)) == 4 ? 1 : 0, c);
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    b.operand(i, rankOf(op->getOperand(i)) == 4 ? 1 : 0, c);
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    b.result(i, rankOf(op->getResult(i)) == 4 ? 1 : 0, c);
   return b.take();
 }
 
@@ -244,8 +258,10 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
   if (op->hasTrait<OpTrait::Elementwise>()) return elementwise(op);
   std::optional<OpShardingRule> rule =
       llvm::TypeSwitch<Operation*, std::optional<OpShardingRule>>(op)
-          .Case<GeluOp, GeluGradOp, SgdUpdateOp, AdamwUpdateOp, CastOp, dist::ReshardOp>([](Operation* o) { return elementwise(o); })
-          .Case<AddOp, SubOp, MulOp, BroadcastOp, SelectOp>([](Operation* o) { return broadcasting(o); })
+          .Case<GeluOp, GeluGradOp, SgdUpdateOp, AdamwUpdateOp, CastOp, dist::ReshardOp>(
+              [](Operation* o) { return elementwise(o); })
+          .Case<AddOp, SubOp, MulOp, BroadcastOp, SelectOp>(
+              [](Operation* o) { return broadcasting(o); })
           .Case<NonfiniteCountOp>([](NonfiniteCountOp o) {
             // A count over shards is the sum of the shards' counts.
             RuleBuilder b(o);
@@ -271,9 +287,8 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
             return b.take();
           })
           .Case<ReshapeOp>([](ReshapeOp o) { return reshape(o); })
-          .Case<MatmulOp>([](MatmulOp o) {
-            return matmul(o, o.getTransposeLhs(), o.getTransposeRhs(), 0);
-          })
+          .Case<MatmulOp>(
+              [](MatmulOp o) { return matmul(o, o.getTransposeLhs(), o.getTransposeRhs(), 0); })
           .Case<LinearOp, LinearGradInputOp, LinearGradWeightOp>([](Operation* o) {
             // Leading dimensions, out features N, in features K. linear: x[.., K] w[N, K] ->
             // [.., N]; grad_input: dy[.., N] w -> [.., K] (sums N); grad_weight: dy[.., N]
@@ -309,9 +324,8 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           .Case<ConcatOp>([](ConcatOp o) {
             return splitOrConcat(o, o.getAxis(), o.getPieces().size(), /*isSplit=*/false);
           })
-          .Case<CausalSoftmaxOp, CausalSoftmaxGradOp>([](Operation* o) {
-            return leading(o, rankOf(o->getResult(0)), 2);
-          })
+          .Case<CausalSoftmaxOp, CausalSoftmaxGradOp>(
+              [](Operation* o) { return leading(o, rankOf(o->getResult(0)), 2); })
           .Case<CausalAttentionOp, CausalAttentionGradOp>([](Operation* o) {
             // Batch and heads split freely; a query needs every key: T and D stay whole.
             return leading(o, rankOf(o->getOperand(1)), 2);

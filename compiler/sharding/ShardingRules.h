@@ -8,9 +8,9 @@
 // marks the non-linear reductions (softmax rows, normalisation statistics).
 #pragma once
 
+#include "llvm/ADT/SmallVector.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"
-#include "llvm/ADT/SmallVector.h"
 
 namespace dtc::sharding {
 

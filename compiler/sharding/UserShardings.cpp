@@ -1,9 +1,9 @@
 // dtc-user-shardings: the mesh and the user's PATTERN=SPEC annotations (see Passes.td).
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/GlobPattern.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/Support/GlobPattern.h"
 
 #include "FunctionAttrs.h"
 #include "Passes.h"
@@ -75,8 +75,8 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       std::string t = megatron;
       for (const std::string& item :
            {"*.attn.c_attn.weight=3x" + t + ",-", "*.attn.c_attn.bias=3x" + t,
-            "*.attn.c_proj.weight=-," + t, "*.mlp.c_fc.weight=" + t + ",-",
-            "*.mlp.c_fc.bias=" + t, "*.mlp.c_proj.weight=-," + t})
+            "*.attn.c_proj.weight=-," + t, "*.mlp.c_fc.weight=" + t + ",-", "*.mlp.c_fc.bias=" + t,
+            "*.mlp.c_proj.weight=-," + t})
         preset += (preset.empty() ? "" : ";") + item;
       SmallVector<StringRef> more;
       StringRef(preset).split(more, ';');
@@ -109,8 +109,8 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         d.split(axes, '+');
         for (StringRef a : axes) {
           if (mesh.axisIndex(a.trim()) < 0)
-            return module.emitError("--shard '") << spec.text << "': the mesh has no axis '"
-                                                 << a.trim() << "'";
+            return module.emitError("--shard '")
+                   << spec.text << "': the mesh has no axis '" << a.trim() << "'";
           spec.dims.back().push_back(a.trim().str());
         }
       }
@@ -128,24 +128,26 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         for (BlockArgument arg : func.getArguments())
           if (func.getArgAttr(arg.getArgNumber(), attr::kData) &&
               !func.getArgAttr(arg.getArgNumber(), dist::kShardingAttr))
-            edits.setArgAttr(arg.getArgNumber(), dist::kShardingAttr,
-                            dist::ShardingAttr::replicated(
-                                func.getContext(), cast<RankedTensorType>(arg.getType()).getRank()));
+            edits.setArgAttr(
+                arg.getArgNumber(), dist::kShardingAttr,
+                dist::ShardingAttr::replicated(func.getContext(),
+                                               cast<RankedTensorType>(arg.getType()).getRank()));
         // Outputs (losses, logits) whole on every device, for dtrun to read.
         for (unsigned i = 0; i < func.getNumResults(); ++i)
           if (func.getResultAttr(i, attr::kOutput) && !func.getResultAttr(i, dist::kShardingAttr))
-            edits.setResultAttr(i, dist::kShardingAttr,
-                                dist::ShardingAttr::replicated(
-                                    func.getContext(),
-                                    cast<RankedTensorType>(func.getResultTypes()[i]).getRank()));
+            edits.setResultAttr(
+                i, dist::kShardingAttr,
+                dist::ShardingAttr::replicated(
+                    func.getContext(), cast<RankedTensorType>(func.getResultTypes()[i]).getRank()));
         edits.apply();
       }
     }
     for (const Spec& spec : specs)
       if (!spec.used) {
         if (StringRef(preset).contains(spec.text))
-          return module.emitError("Megatron's tensor-parallel splits need GPT-2's weights: no "
-                                  "parameter matches '")
+          return module.emitError(
+                     "Megatron's tensor-parallel splits need GPT-2's weights: no "
+                     "parameter matches '")
                  << spec.text << "' (split other models with --shard PATTERN=SPEC)";
         return module.emitError("--shard '") << spec.text << "': no parameter or input matches";
       }
@@ -165,13 +167,13 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       auto type = cast<RankedTensorType>(op.getX().getType());
       if (type.getRank() != 3) continue;
       if (type.getDimSize(1) % n != 0)
-        return op.emitError("the sequence of ") << type.getDimSize(1)
-                                                << " positions does not divide over " << n
-                                                << " devices (" << axis << ")";
+        return op.emitError("the sequence of ")
+               << type.getDimSize(1) << " positions does not divide over " << n << " devices ("
+               << axis << ")";
       SmallVector<Attribute> dims{b.getArrayAttr({}), b.getArrayAttr({b.getStringAttr(axis)}),
                                   b.getArrayAttr({})};
-      auto sharding = dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims),
-                                              b.getArrayAttr({}));
+      auto sharding =
+          dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
       OpBuilder builder(op);
       Value split = dist::ReshardOp::create(builder, op.getLoc(), op.getX(), sharding);
       op.getXMutable().assign(split);
@@ -185,7 +187,8 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       auto type = cast<RankedTensorType>(op.getY().getType());
       auto weight = dyn_cast<BlockArgument>(op.getWeight());
       if (type.getRank() != 3 || !weight) continue;
-      auto ws = func.getArgAttrOfType<dist::ShardingAttr>(weight.getArgNumber(), dist::kShardingAttr);
+      auto ws =
+          func.getArgAttrOfType<dist::ShardingAttr>(weight.getArgNumber(), dist::kShardingAttr);
       if (!ws) continue;
       auto isAxis = [&](int64_t d) {
         return ws.dimAxes(d).size() == 1 && cast<StringAttr>(ws.dimAxes(d)[0]).getValue() == axis;
@@ -205,9 +208,8 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         Operation* producer = op.getX().getDefiningOp();
         if (producer && producer->getNumResults() == 1 && !producer->hasAttr(dist::kShardingsAttr))
           producer->setAttr(dist::kShardingsAttr,
-                            b.getArrayAttr({dist::ShardingAttr::get(func.getContext(),
-                                                                    b.getArrayAttr(in),
-                                                                    b.getArrayAttr({}))}));
+                            b.getArrayAttr({dist::ShardingAttr::get(
+                                func.getContext(), b.getArrayAttr(in), b.getArrayAttr({}))}));
       } else {
         continue;
       }
@@ -230,7 +232,7 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       auto shape = cast<RankedTensorType>(op.getX().getType()).getShape();
       if (shape.size() == 4 && shape[1] % tp != 0) {
         op.emitError("attention has ") << shape[1] << " heads, which do not divide over " << tp
-                                      << " tensor-parallel devices (" << axis << "=" << tp << ")";
+                                       << " tensor-parallel devices (" << axis << "=" << tp << ")";
         return WalkResult::interrupt();
       }
       return WalkResult::advance();
@@ -248,9 +250,9 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         if (!spec.pattern.match(name)) continue;
         spec.used = true;
         if (spec.dims.size() != static_cast<size_t>(type.getRank()))
-          return func.emitError("--shard '") << spec.text << "': tensor '" << name << "' has "
-                                             << type.getRank() << " dimensions, the spec "
-                                             << spec.dims.size();
+          return func.emitError("--shard '")
+                 << spec.text << "': tensor '" << name << "' has " << type.getRank()
+                 << " dimensions, the spec " << spec.dims.size();
         if (chosen && (chosen->dims != spec.dims || chosen->blocks != spec.blocks))
           return func.emitError("tensor '") << name << "' matches --shard '" << chosen->text
                                             << "' and '" << spec.text << "', which disagree";
@@ -298,7 +300,8 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       auto [param, slot] = state.getValue().rsplit('.');
       auto it = byParam.find(param);
       if (it != byParam.end() &&
-          it->second.getDims().size() == static_cast<size_t>(cast<RankedTensorType>(arg.getType()).getRank()))
+          it->second.getDims().size() ==
+              static_cast<size_t>(cast<RankedTensorType>(arg.getType()).getRank()))
         edits.setArgAttr(i, dist::kShardingAttr, it->second);
     }
     edits.apply();

@@ -45,16 +45,15 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
       int64_t n = mesh.axisSize(axis);
       if (type.getDimSize(0) % n != 0) {
         auto name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
-        op.emitError("the vocabulary of ") << type.getDimSize(0) << " rows (tensor '"
-                                           << (name ? name.getValue() : "?")
-                                           << "') does not divide over " << n << " devices ("
-                                           << axis << ")";
+        op.emitError("the vocabulary of ")
+            << type.getDimSize(0) << " rows (tensor '" << (name ? name.getValue() : "?")
+            << "') does not divide over " << n << " devices (" << axis << ")";
         return WalkResult::interrupt();
       }
       SmallVector<Attribute> dims{b.getArrayAttr({b.getStringAttr(axis)}), b.getArrayAttr({})};
-      func.setArgAttr(i, dist::kShardingAttr,
-                      dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims),
-                                              b.getArrayAttr({})));
+      func.setArgAttr(
+          i, dist::kShardingAttr,
+          dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims), b.getArrayAttr({})));
       return WalkResult::advance();
     });
     return failure(result.wasInterrupted());
@@ -69,7 +68,8 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
     DenseMap<std::pair<Value, Value>, std::pair<Value, Value>> stats;  // (logits, labels) -> (M, S)
     SmallVector<Operation*> ops;
     func.walk([&](Operation* op) {
-      if (isa<graph::SoftmaxCrossEntropyOp, graph::SoftmaxCrossEntropyGradOp>(op)) ops.push_back(op);
+      if (isa<graph::SoftmaxCrossEntropyOp, graph::SoftmaxCrossEntropyGradOp>(op))
+        ops.push_back(op);
     });
     auto statsFor = [&](OpBuilder& b, Location loc, Value logits, Value labels) {
       auto key = std::make_pair(logits, labels);
@@ -86,8 +86,8 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
       if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyOp>(op)) {
         auto [rowMax, sumExp] = statsFor(b, loc, ce.getLogits(), ce.getLabels());
         Value target = targets[{ce.getLogits(), ce.getLabels()}];
-        Value loss = graph::CrossEntropyCombineOp::create(b, loc, rowMax, sumExp, target,
-                                                          countOf(op));
+        Value loss =
+            graph::CrossEntropyCombineOp::create(b, loc, rowMax, sumExp, target, countOf(op));
         ce.getLoss().replaceAllUsesWith(loss);
       } else {
         auto grad = cast<graph::SoftmaxCrossEntropyGradOp>(op);

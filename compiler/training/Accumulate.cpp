@@ -1,18 +1,18 @@
 // dtc-accumulate: K micro-batches per step (see Passes.td).
+#include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/StringMap.h"
 
 #include <functional>
 #include <map>
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "pipeline_parallel/Pipeline.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "pipeline_parallel/Pipeline.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_ACCUMULATE
@@ -104,7 +104,8 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
     for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
       summed[r] = r == 0 || grad.getResultAttr(r, attr::kGradOf) != nullptr;
       if (auto upd = grad.getResultAttrOfType<StringAttr>(r, attr::kUpdates))
-        if (auto it = paramArg.find(upd.getValue()); it != paramArg.end()) updatesArg[r] = it->second;
+        if (auto it = paramArg.find(upd.getValue()); it != paramArg.end())
+          updatesArg[r] = it->second;
     }
 
     auto func = func::FuncOp::create(b, grad.getLoc(), "grad",
@@ -116,7 +117,8 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
 
     SmallVector<Value> results(ret.getNumOperands());
     std::map<unsigned, std::map<int64_t, Value>> stageSums;  // result -> stage -> running sum
-    DenseMap<unsigned, Value> carried;  // parameter argument -> its value after the last micro-batch
+    DenseMap<unsigned, Value>
+        carried;  // parameter argument -> its value after the last micro-batch
     for (int64_t m = 0; m < k; ++m) {
       IRMapping map;
       for (BlockArgument arg : grad.getArguments()) {

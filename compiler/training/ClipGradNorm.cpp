@@ -38,7 +38,8 @@ SmallVector<int64_t> splittingAxes(Operation* update, dist::MeshAttr mesh) {
   if (!mesh || !shardings || shardings.empty()) return axes;
   auto s = cast<dist::ShardingAttr>(shardings[0]);
   for (Attribute dim : s.getDims())
-    for (Attribute a : cast<ArrayAttr>(dim)) axes.push_back(mesh.axisIndex(cast<StringAttr>(a).getValue()));
+    for (Attribute a : cast<ArrayAttr>(dim))
+      axes.push_back(mesh.axisIndex(cast<StringAttr>(a).getValue()));
   llvm::sort(axes);
   return axes;
 }
@@ -55,7 +56,8 @@ struct ClipGradNormPass : impl::ClipGradNormBase<ClipGradNormPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (!(maxNorm >= 0)) {
-      module.emitError("the gradient-norm bound must be >= 0, got ") << static_cast<double>(maxNorm);
+      module.emitError("the gradient-norm bound must be >= 0, got ")
+          << static_cast<double>(maxNorm);
       return signalPassFailure();
     }
     dist::MeshAttr mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
@@ -63,7 +65,8 @@ struct ClipGradNormPass : impl::ClipGradNormBase<ClipGradNormPass> {
     for (auto func : module.getOps<func::FuncOp>())
       if (isTrainingProgram(func)) programs.push_back(func);
     if (programs.empty()) {
-      module.emitError("dtc-clip-grad-norm: the module has no training step (run dtc-optimizer first)");
+      module.emitError(
+          "dtc-clip-grad-norm: the module has no training step (run dtc-optimizer first)");
       return signalPassFailure();
     }
     // The axes of the one reduction, alike in every program (a pipeline's stages meet in it):
@@ -101,8 +104,10 @@ struct ClipGradNormPass : impl::ClipGradNormBase<ClipGradNormPass> {
       if (Operation* def = u->getOperand(1).getDefiningOp())
         if (!last || last->isBeforeInBlock(def)) last = def;
     OpBuilder b(func.getContext());
-    if (last) b.setInsertionPointAfter(last);
-    else b.setInsertionPointToStart(&body);
+    if (last)
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToStart(&body);
     Location loc = func.getLoc();
     auto scalar = RankedTensorType::get({}, b.getF32Type());
 
@@ -158,7 +163,8 @@ struct ClipGradNormPass : impl::ClipGradNormBase<ClipGradNormPass> {
     if (maxNorm > 0)
       for (Operation* u : updates) {
         b.setInsertionPoint(u);
-        u->setOperand(1, graph::MulOp::create(b, u->getLoc(), u->getOperand(1), coefficient.getCoef()));
+        u->setOperand(
+            1, graph::MulOp::create(b, u->getLoc(), u->getOperand(1), coefficient.getCoef()));
       }
 
     // The norm, reported by the step.
@@ -167,7 +173,8 @@ struct ClipGradNormPass : impl::ClipGradNormBase<ClipGradNormPass> {
     metric.set(attr::kMetric, b.getStringAttr("grad_norm"));
     if (mesh) metric.set(dist::kShardingAttr, dist::ShardingAttr::replicated(b.getContext(), 0));
     const unsigned index = func.getNumResults();
-    if (failed(func.insertResult(index, coefficient.getNorm().getType(), metric.getDictionary(b.getContext()))))
+    if (failed(func.insertResult(index, coefficient.getNorm().getType(),
+                                 metric.getDictionary(b.getContext()))))
       return failure();
     ret.getOperandsMutable().append(coefficient.getNorm());
     return success();

@@ -49,9 +49,9 @@ struct EvalFunctionPass : impl::EvalFunctionBase<EvalFunctionPass> {
     forward.walk([&](graph::BatchNormTrainOp op) { norms.push_back(op); });
     for (graph::BatchNormTrainOp op : norms) {
       b.setInsertionPoint(op);
-      Value y = graph::BatchNormEvalOp::create(b, op.getLoc(), op.getX(), op.getWeight(),
-                                               op.getBias(), op.getRunningMean(),
-                                               op.getRunningVar(), op.getEpsAttr());
+      Value y =
+          graph::BatchNormEvalOp::create(b, op.getLoc(), op.getX(), op.getWeight(), op.getBias(),
+                                         op.getRunningMean(), op.getRunningVar(), op.getEpsAttr());
       op.getY().replaceAllUsesWith(y);
       if (!op->use_empty()) {
         op.emitError("dtc-eval-function: batch statistics are used beyond the normalised output");

@@ -3,11 +3,11 @@
 
 #include <cstdio>
 
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/StringSet.h"
-#include "llvm/Support/GlobPattern.h"
 
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
@@ -39,7 +39,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       return bad("AdamW betas must be in [0, 1)");
     if (eps < 0) return bad("eps must be >= 0");
     if (lrSchedule != "constant" && lrSchedule != "cosine" && lrSchedule != "linear")
-      return bad("unknown learning-rate schedule '" + lrSchedule + "' (expected constant, cosine or linear)");
+      return bad("unknown learning-rate schedule '" + lrSchedule +
+                 "' (expected constant, cosine or linear)");
     if (warmupSteps < 0 || decaySteps < 0) return bad("warmup and decay steps must be >= 0");
     if (lrSchedule == "constant") {
       if (warmupSteps != 0 || decaySteps != 0 || minLr != 0)
@@ -55,12 +56,14 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
   }
 
   // The weight decay of each trainable parameter: `wd`, or 0 where a no-decay glob matches.
-  FailureOr<llvm::StringMap<double>> decayByParameter(ModuleOp module, func::FuncOp grad, double wd) {
+  FailureOr<llvm::StringMap<double>> decayByParameter(ModuleOp module, func::FuncOp grad,
+                                                      double wd) {
     SmallVector<std::pair<std::string, llvm::GlobPattern>> patterns;
     for (const std::string& text : noDecay) {
       llvm::Expected<llvm::GlobPattern> pattern = llvm::GlobPattern::create(text);
       if (!pattern) {
-        module.emitError("bad no-decay pattern '") << text << "': " << llvm::toString(pattern.takeError());
+        module.emitError("bad no-decay pattern '")
+            << text << "': " << llvm::toString(pattern.takeError());
         return failure();
       }
       patterns.push_back({text, std::move(*pattern)});
@@ -100,8 +103,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
       std::snprintf(buf, sizeof buf, "sgd lr=%g momentum=%g weight_decay=%g", (double)lr,
                     (double)momentum, wd);
     else
-      std::snprintf(buf, sizeof buf, "adamw lr=%g betas=(%g,%g) eps=%g weight_decay=%g",
-                    (double)lr, (double)beta1, (double)beta2, (double)eps, wd);
+      std::snprintf(buf, sizeof buf, "adamw lr=%g betas=(%g,%g) eps=%g weight_decay=%g", (double)lr,
+                    (double)beta1, (double)beta2, (double)eps, wd);
     std::string text = buf;
     if (!noDecay.empty()) {
       text += " (none on";
@@ -162,16 +165,18 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     };
     SmallVector<Slot> slots;
     SmallVector<StringRef> slotNames;
-    if (adamw) slotNames = {"exp_avg", "exp_avg_sq"};
-    else if (hasBuffer) slotNames = {"momentum_buffer"};
+    if (adamw)
+      slotNames = {"exp_avg", "exp_avg_sq"};
+    else if (hasBuffer)
+      slotNames = {"momentum_buffer"};
     for (unsigned i : paramArgs) {
       if (!grad.getArgAttr(i, attr::kTrainable)) continue;
       auto paramName = cast<StringAttr>(grad.getArgAttr(i, attr::kParam)).getValue();
       for (StringRef slot : slotNames) {
         slots.push_back({i, (paramName + "." + slot).str(), (unsigned)argTypes.size()});
         argTypes.push_back(grad.getArgument(i).getType());
-        argAttrs.push_back(b.getDictionaryAttr(
-            b.getNamedAttr(attr::kState, b.getStringAttr(slots.back().name))));
+        argAttrs.push_back(
+            b.getDictionaryAttr(b.getNamedAttr(attr::kState, b.getStringAttr(slots.back().name))));
       }
     }
     std::optional<unsigned> stepArg;
@@ -209,7 +214,8 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     llvm::DenseMap<Attribute, Value> gradByName;
     SmallVector<std::pair<Value, DictionaryAttr>> bufferUpdates;
     for (auto [r, v] : llvm::enumerate(gradReturn.getOperands())) {
-      if (Attribute name = grad.getResultAttr(r, attr::kGradOf)) gradByName[name] = mapping.lookup(v);
+      if (Attribute name = grad.getResultAttr(r, attr::kGradOf))
+        gradByName[name] = mapping.lookup(v);
       if (grad.getResultAttr(r, attr::kUpdates))
         bufferUpdates.push_back({mapping.lookup(v), grad.getResultAttrDict(r)});
     }
@@ -242,21 +248,22 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
         Slot& m = slots[slotIndex++];
         Slot& v = slots[slotIndex++];
         auto op = graph::AdamwUpdateOp::create(
-            b, ploc, param, gradOf[i], body->getArgument(m.newArg), body->getArgument(v.newArg),
-            t, lrValue, f32(beta1), f32(beta2), f32(eps), f32(paramDecay));
+            b, ploc, param, gradOf[i], body->getArgument(m.newArg), body->getArgument(v.newArg), t,
+            lrValue, f32(beta1), f32(beta2), f32(eps), f32(paramDecay));
         updates(op.getNewParam(), paramName);
         stateUpdates.push_back({op.getNewExpAvg(), b.getStringAttr(m.name)});
         stateUpdates.push_back({op.getNewExpAvgSq(), b.getStringAttr(v.name)});
       } else {
         Value buf;
-        if (hasBuffer) buf = body->getArgument(slots[slotIndex].newArg);
-        else buf = graph::FillOp::create(b, ploc, param.getType(), b.getF32FloatAttr(0.0f));
-        auto op = graph::SgdUpdateOp::create(b, ploc, param, gradOf[i], buf, lrValue,
-                                             f32(momentum), f32(paramDecay));
+        if (hasBuffer)
+          buf = body->getArgument(slots[slotIndex].newArg);
+        else
+          buf = graph::FillOp::create(b, ploc, param.getType(), b.getF32FloatAttr(0.0f));
+        auto op = graph::SgdUpdateOp::create(b, ploc, param, gradOf[i], buf, lrValue, f32(momentum),
+                                             f32(paramDecay));
         updates(op.getNewParam(), paramName);
         if (hasBuffer)
-          stateUpdates.push_back(
-              {op.getNewBuf(), b.getStringAttr(slots[slotIndex++].name)});
+          stateUpdates.push_back({op.getNewBuf(), b.getStringAttr(slots[slotIndex++].name)});
       }
     }
     for (auto& [value, name] : stateUpdates) updates(value, name);

@@ -22,11 +22,11 @@ namespace dtc {
 // Where an attribute may appear (a bit set).
 namespace attr_place {
 enum : unsigned {
-  OnModule = 1u << 0,     // the builtin.module
-  OnFunction = 1u << 1,   // a func.func itself
-  OnArgument = 1u << 2,   // a function argument
-  OnResult = 1u << 3,     // a function result
-  OnOp = 1u << 4,         // an op inside a function
+  OnModule = 1u << 0,    // the builtin.module
+  OnFunction = 1u << 1,  // a func.func itself
+  OnArgument = 1u << 2,  // a function argument
+  OnResult = 1u << 3,    // a function result
+  OnOp = 1u << 4,        // an op inside a function
 };
 }  // namespace attr_place
 
@@ -39,7 +39,8 @@ struct DeclaredAttribute {
 
 // Declares the table `table` from a .def file's DTC_DIALECT_ATTR lines.
 #define DTC_DECLARED_ATTRIBUTE_ENTRY(constant, name, Kind, places) \
-  ::dtc::DeclaredAttribute{name, places, +[](::mlir::Attribute a) { return ::mlir::isa<Kind>(a); }, #Kind},
+  ::dtc::DeclaredAttribute{name, places,                           \
+                           +[](::mlir::Attribute a) { return ::mlir::isa<Kind>(a); }, #Kind},
 
 // "a module", "argument 2", ...: where an attribute sits, for errors.
 inline std::string placeName(unsigned place, int index) {
@@ -71,9 +72,8 @@ inline mlir::LogicalResult verifyDeclaredAttribute(llvm::ArrayRef<DeclaredAttrib
       return owner->emitOpError("carries '")
              << name << "' on " << placeName(place, index) << ", where it does not belong";
     if (!declared.holds(attr.getValue()))
-      return owner->emitOpError("carries '")
-             << name << "' on " << placeName(place, index) << " as " << attr.getValue()
-             << "; it must be " << declared.kind;
+      return owner->emitOpError("carries '") << name << "' on " << placeName(place, index) << " as "
+                                             << attr.getValue() << "; it must be " << declared.kind;
     return mlir::success();
   }
   return owner->emitOpError("carries '")

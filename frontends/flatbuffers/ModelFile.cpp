@@ -1,10 +1,10 @@
 #include "flatbuffers/ModelFile.h"
 
+#include <unistd.h>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <unistd.h>
 
 namespace dtc {
 namespace {
@@ -14,14 +14,11 @@ namespace {
 template <typename T>
 bool aligned(const flatbuffers::Vector<T>* v) {
   // An empty vector has no element to read (and FlatBuffers does not align its data).
-  return !v || v->size() == 0 ||
-         reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+  return !v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
 }
 
 bool vectorsAligned(const model::Graph& graph) {
-  auto infoAligned = [](const model::TensorInfo* info) {
-    return !info || aligned(info->shape());
-  };
+  auto infoAligned = [](const model::TensorInfo* info) { return !info || aligned(info->shape()); };
   if (graph.inputs())
     for (const model::TensorInfo* info : *graph.inputs())
       if (!infoAligned(info)) return false;
@@ -40,13 +37,14 @@ bool vectorsAligned(const model::Graph& graph) {
 
 llvm::Expected<ModelFile> ModelFile::read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return llvm::createStringError("cannot open model file " + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in) return llvm::createStringError("cannot open model file " + path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   return fromBytes(std::move(bytes), path);
 }
 
-llvm::Expected<ModelFile> ModelFile::fromBytes(std::vector<uint8_t> bytes, const std::string& name) {
+llvm::Expected<ModelFile> ModelFile::fromBytes(std::vector<uint8_t> bytes,
+                                               const std::string& name) {
   if (bytes.size() < 8 || !model::ModelBufferHasIdentifier(bytes.data()))
     return llvm::createStringError(name + " is not a dtc model file (identifier 'DTCM' missing)");
   flatbuffers::Verifier verifier(bytes.data(), bytes.size());

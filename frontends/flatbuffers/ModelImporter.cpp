@@ -3,12 +3,12 @@
 #include <functional>
 #include <optional>
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
 
 #include "graph/IR/GraphOps.h"
 
@@ -139,13 +139,14 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
   return table;
 }
 
-LogicalResult ModelImporter::checkAttributes(const model::Node& node, const OpType& type, Location loc) {
+LogicalResult ModelImporter::checkAttributes(const model::Node& node, const OpType& type,
+                                             Location loc) {
   if (!node.attributes()) return success();
   for (const model::Attribute* a : *node.attributes()) {
     StringRef name = a->name() ? StringRef(a->name()->c_str(), a->name()->size()) : StringRef();
     if (llvm::is_contained(type.attributes, name)) continue;
-    InFlightDiagnostic error = emitError(loc) << node.op_type()->string_view() << " has no attribute '" << name
-                                              << "' (";
+    InFlightDiagnostic error = emitError(loc) << node.op_type()->string_view()
+                                              << " has no attribute '" << name << "' (";
     if (type.attributes.empty()) return error << "it takes none)";
     error << "it takes " << llvm::join(type.attributes, ", ") << ")";
     return error;
@@ -154,15 +155,14 @@ LogicalResult ModelImporter::checkAttributes(const model::Node& node, const OpTy
 }
 
 Location ModelImporter::nodeLoc(const model::Node& node, size_t index) {
-  std::string name = node.name() && node.name()->size() ? node.name()->str()
-                                                        : node.op_type()->str() + "#" +
-                                                              std::to_string(index);
-  return NameLoc::get(StringAttr::get(&ctx_, name),
-                      FileLineColLoc::get(&ctx_, file_.name(), 0, 0));
+  std::string name = node.name() && node.name()->size()
+                         ? node.name()->str()
+                         : node.op_type()->str() + "#" + std::to_string(index);
+  return NameLoc::get(StringAttr::get(&ctx_, name), FileLineColLoc::get(&ctx_, file_.name(), 0, 0));
 }
 
-LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location loc,
-                                         bool isData, bool trainable) {
+LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location loc, bool isData,
+                                         bool trainable) {
   std::string name = info.name()->str();
   if (!argNames_.insert(name).second)
     return emitError(loc) << "tensor '" << name << "' is defined twice";
@@ -177,8 +177,7 @@ LogicalResult ModelImporter::addArgument(const model::TensorInfo& info, Location
                                 << "' has a batch dimension; give a batch size (--batch N)";
         d = options_.batchSize;
       }
-      if (d <= 0)
-        return emitError(loc) << "tensor '" << name << "' has invalid dimension " << d;
+      if (d <= 0) return emitError(loc) << "tensor '" << name << "' has invalid dimension " << d;
       shape.push_back(d);
     }
   if (!elementCount(shape))
@@ -220,8 +219,7 @@ FailureOr<SmallVector<Value>> ModelImporter::inputs(const model::Node& node, Loc
   return values;
 }
 
-LogicalResult ModelImporter::define(const model::Node& node, Location loc,
-                                    ArrayRef<Value> values) {
+LogicalResult ModelImporter::define(const model::Node& node, Location loc, ArrayRef<Value> values) {
   size_t n = node.outputs() ? node.outputs()->size() : 0;
   if (n != values.size())
     return emitError(loc) << node.op_type()->str() << " has " << values.size()
@@ -232,8 +230,7 @@ LogicalResult ModelImporter::define(const model::Node& node, Location loc,
     // Shapes derived from valid inputs can still be too large ([N, 1] + [1, N]).
     if (!elementCount(shapeOf(value)))
       return emitError(loc) << node.op_type()->str() << " output '" << name->str() << "' "
-                            << graph::shapeString(shapeOf(value))
-                            << " has more than 2^40 elements";
+                            << graph::shapeString(shapeOf(value)) << " has more than 2^40 elements";
     values_[name->str()] = value;
   }
   return success();
@@ -271,8 +268,9 @@ LogicalResult ModelImporter::importLinear(const model::Node& node, Location loc)
   Value x = (*in)[0], weight = (*in)[1];
   if (auto error = graph::checkLinear(shapeOf(x), shapeOf(weight)))
     return emitError(loc) << "Linear: " << *error << " (weight is [out, in])";
-  Value y = shapeOf(x).size() == 2 ? Value(graph::MatmulOp::create(builder_, loc, x, weight, false, true))
-                                   : Value(graph::LinearOp::create(builder_, loc, x, weight));
+  Value y = shapeOf(x).size() == 2
+                ? Value(graph::MatmulOp::create(builder_, loc, x, weight, false, true))
+                : Value(graph::LinearOp::create(builder_, loc, x, weight));
   if (in->size() == 3) {
     Value bias = (*in)[2];
     if (auto error = graph::checkBroadcast(shapeOf(y), shapeOf(bias)))
@@ -349,11 +347,15 @@ LogicalResult ModelImporter::importReshape(const model::Node& node, Location loc
   SmallVector<int64_t> shape(a->ints()->begin(), a->ints()->end());
   int64_t known = 1, inferred = -1;
   for (auto [i, d] : llvm::enumerate(shape)) {
-    if (d == -1 && inferred < 0) inferred = i;
-    else if (d <= 0) return emitError(loc) << "Reshape: invalid dimension " << d;
+    if (d == -1 && inferred < 0)
+      inferred = i;
+    else if (d <= 0)
+      return emitError(loc) << "Reshape: invalid dimension " << d;
     // Beyond the input's elements, no dimension can match; stopping there avoids overflow.
-    else if (d > inType.getNumElements() / known) known = inType.getNumElements() + 1;
-    else known *= d;
+    else if (d > inType.getNumElements() / known)
+      known = inType.getNumElements() + 1;
+    else
+      known *= d;
   }
   if (inferred >= 0) shape[inferred] = inType.getNumElements() / known;
   std::optional<int64_t> total = elementCount(shape);
@@ -381,8 +383,9 @@ LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Locatio
     return emitError(loc) << *error;
   if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
     return emitError(loc) << "SoftmaxCrossEntropy labels must be int64 class indices";
-  return define(node, loc,
-                {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels, IntegerAttr())});
+  return define(
+      node, loc,
+      {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels, IntegerAttr())});
 }
 
 LogicalResult ModelImporter::importMse(const model::Node& node, Location loc) {
@@ -392,7 +395,8 @@ LogicalResult ModelImporter::importMse(const model::Node& node, Location loc) {
     return emitError(loc) << "MSELoss: input " << graph::shapeString(shapeOf((*in)[0]))
                           << " and target " << graph::shapeString(shapeOf((*in)[1]))
                           << " must have one shape and dtype";
-  return define(node, loc, {graph::MseOp::create(builder_, loc, (*in)[0], (*in)[1], IntegerAttr())});
+  return define(node, loc,
+                {graph::MseOp::create(builder_, loc, (*in)[0], (*in)[1], IntegerAttr())});
 }
 
 // F.embedding(ids, weight): inputs are the int64 ids, then the [vocab, dim] table.
@@ -424,7 +428,8 @@ LogicalResult ModelImporter::importTranspose(const model::Node& node, Location l
   const model::Attribute* a = attribute(node, "perm");
   if (!a || !a->ints()) return emitError(loc) << "Transpose needs an ints attribute 'perm'";
   SmallVector<int64_t> perm(a->ints()->begin(), a->ints()->end());
-  if (auto error = graph::checkPermutation(shapeOf((*in)[0]), perm)) return emitError(loc) << *error;
+  if (auto error = graph::checkPermutation(shapeOf((*in)[0]), perm))
+    return emitError(loc) << *error;
   return define(node, loc, {graph::TransposeOp::create(builder_, loc, (*in)[0], perm)});
 }
 
@@ -435,7 +440,8 @@ LogicalResult ModelImporter::importSplit(const model::Node& node, Location loc) 
   int64_t parts = node.outputs() ? node.outputs()->size() : 0;
   int64_t axis = intAttr(node, "axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(shapeOf((*in)[0]).size());
-  if (auto error = graph::checkSplit(shapeOf((*in)[0]), axis, parts)) return emitError(loc) << *error;
+  if (auto error = graph::checkSplit(shapeOf((*in)[0]), axis, parts))
+    return emitError(loc) << *error;
   auto op = graph::SplitOp::create(builder_, loc, (*in)[0], axis, parts);
   return define(node, loc, SmallVector<Value>(op.getPieces()));
 }
@@ -445,7 +451,8 @@ LogicalResult ModelImporter::importCausalSoftmax(const model::Node& node, Locati
   if (failed(in)) return failure();
   ArrayRef<int64_t> x = shapeOf((*in)[0]);
   if (x.size() < 2 || x[x.size() - 1] != x[x.size() - 2])
-    return emitError(loc) << "CausalSoftmax needs [..., T, T] scores, got " << graph::shapeString(x);
+    return emitError(loc) << "CausalSoftmax needs [..., T, T] scores, got "
+                          << graph::shapeString(x);
   auto scale = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "scale", 1.0)));
   return define(node, loc, {graph::CausalSoftmaxOp::create(builder_, loc, (*in)[0], scale)});
 }
@@ -483,9 +490,8 @@ LogicalResult ModelImporter::importConv(const model::Node& node, Location loc) {
 LogicalResult ModelImporter::importBatchNorm(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 5, 5);
   if (failed(in)) return failure();
-  if (auto error = graph::checkBatchNorm(shapeOf((*in)[0]),
-                                         {shapeOf((*in)[1]), shapeOf((*in)[2]), shapeOf((*in)[3]),
-                                          shapeOf((*in)[4])}))
+  if (auto error = graph::checkBatchNorm(shapeOf((*in)[0]), {shapeOf((*in)[1]), shapeOf((*in)[2]),
+                                                             shapeOf((*in)[3]), shapeOf((*in)[4])}))
     return emitError(loc) << *error;
   for (int k : {3, 4}) {
     auto arg = dyn_cast<BlockArgument>((*in)[k]);
@@ -545,17 +551,17 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
       if (failed(addArgument(*input, fileLoc, /*isData=*/true, false))) return nullptr;
 
   builder_.setInsertionPointToEnd(module->getBody());
-  func_ = func::FuncOp::create(builder_, fileLoc, "forward",
-                               builder_.getFunctionType(argTypes_, {}));
+  func_ =
+      func::FuncOp::create(builder_, fileLoc, "forward", builder_.getFunctionType(argTypes_, {}));
   Block* body = func_.addEntryBlock();
   // All at once: setting them one by one rebuilds the whole list each time (quadratic in depth).
   SmallVector<DictionaryAttr> dictionaries;
   for (const NamedAttrList& attrs : argAttrs_) dictionaries.push_back(attrs.getDictionary(&ctx_));
   func_.setAllArgAttrs(dictionaries);
   for (auto [i, attrs] : llvm::enumerate(argAttrs_)) {
-    StringRef name = cast<StringAttr>(attrs.get(attrs.get(attr::kParam) ? attr::kParam
-                                                                        : attr::kData))
-                         .getValue();
+    StringRef name =
+        cast<StringAttr>(attrs.get(attrs.get(attr::kParam) ? attr::kParam : attr::kData))
+            .getValue();
     values_[name] = body->getArgument(i);
   }
   builder_.setInsertionPointToEnd(body);
@@ -565,8 +571,7 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
       Location loc = nodeLoc(*node, i);
       auto it = handlers().find(node->op_type()->string_view());
       if (it == handlers().end())
-        return emitError(loc) << "unsupported op type '" << node->op_type()->str() << "'",
-               nullptr;
+        return emitError(loc) << "unsupported op type '" << node->op_type()->str() << "'", nullptr;
       if (failed(checkAttributes(*node, it->second, loc))) return nullptr;
       if (failed((this->*(it->second.import))(*node, loc))) return nullptr;
     }
@@ -618,7 +623,8 @@ std::vector<ImportableOp> importableOps() {
   std::vector<ImportableOp> ops;
   for (const auto& entry : ModelImporter::handlers()) {
     ImportableOp op{entry.getKey().str(), {}};
-    for (StringRef attribute : entry.getValue().attributes) op.attributes.push_back(attribute.str());
+    for (StringRef attribute : entry.getValue().attributes)
+      op.attributes.push_back(attribute.str());
     ops.push_back(std::move(op));
   }
   llvm::sort(ops, [](const ImportableOp& a, const ImportableOp& b) { return a.type < b.type; });

@@ -17,10 +17,10 @@ struct ImportOptions {
   int64_t batchSize = 0;
 };
 
-// Imports `file` as a module holding `func.func @forward(params..., inputs...) -> (loss, outputs...)`.
-// Arguments carry `graph.param`/`graph.trainable` or `graph.data`, results `graph.output`; every
-// op's location names the model node it came from. On failure, errors have been emitted on the
-// context's diagnostic engine and the result is null.
+// Imports `file` as a module holding `func.func @forward(params..., inputs...) -> (loss,
+// outputs...)`. Arguments carry `graph.param`/`graph.trainable` or `graph.data`, results
+// `graph.output`; every op's location names the model node it came from. On failure, errors have
+// been emitted on the context's diagnostic engine and the result is null.
 mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext& ctx, const ModelFile& file,
                                               const ImportOptions& options);
 

@@ -24,10 +24,10 @@ std::vector<uint8_t> buildConvNet(const ConvNetOptions& o) {
     b.constantParameter(p + ".1.running_var", {out}, 1.0, /*trainable=*/false);
     b.node(p + ".0", "Conv", {x, p + ".0.weight", p + ".0.bias"}, {p + ".conv"},
            {Attr::ints("stride", {1, 1}), Attr::ints("padding", {2, 2})});
-    b.node(p + ".1", "BatchNormalization",
-           {p + ".conv", p + ".1.weight", p + ".1.bias", p + ".1.running_mean",
-            p + ".1.running_var"},
-           {p + ".bn"}, {Attr::real("eps", 1e-5), Attr::real("momentum", 0.1)});
+    b.node(
+        p + ".1", "BatchNormalization",
+        {p + ".conv", p + ".1.weight", p + ".1.bias", p + ".1.running_mean", p + ".1.running_var"},
+        {p + ".bn"}, {Attr::real("eps", 1e-5), Attr::real("momentum", 0.1)});
     b.node(p + ".2", "Relu", {p + ".bn"}, {p + ".relu"});
     b.node(p + ".3", "MaxPool", {p + ".relu"}, {p + ".pool"},
            {Attr::ints("kernel", {2, 2}), Attr::ints("stride", {2, 2})});

@@ -13,17 +13,18 @@ void ModelBuilder::parameter(const std::string& name, std::vector<int64_t> shape
                              bool trainable, const std::vector<std::string>& aliases) {
   auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
   auto rule = model::CreateInitRule(fbb_, kind, a, b, seed);
-  initializers_.push_back(model::CreateInitializer(
-      fbb_, info, trainable, 0, 0, rule, aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases)));
+  initializers_.push_back(
+      model::CreateInitializer(fbb_, info, trainable, 0, 0, rule,
+                               aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases)));
 }
 
-void ModelBuilder::uniformParameter(const std::string& name, std::vector<int64_t> shape,
-                                    double low, double high, uint64_t seed) {
+void ModelBuilder::uniformParameter(const std::string& name, std::vector<int64_t> shape, double low,
+                                    double high, uint64_t seed) {
   parameter(name, std::move(shape), model::InitKind::uniform, low, high, seed);
 }
 
-void ModelBuilder::normalParameter(const std::string& name, std::vector<int64_t> shape,
-                                   double mean, double std, uint64_t seed,
+void ModelBuilder::normalParameter(const std::string& name, std::vector<int64_t> shape, double mean,
+                                   double std, uint64_t seed,
                                    const std::vector<std::string>& aliases) {
   parameter(name, std::move(shape), model::InitKind::normal, mean, std, seed, true, aliases);
 }
@@ -60,11 +61,11 @@ void ModelBuilder::setOutputs(std::vector<std::string> outputs, const std::strin
 }
 
 std::vector<uint8_t> ModelBuilder::finish() {
-  auto graph = model::CreateGraph(
-      fbb_, fbb_.CreateString(name_), fbb_.CreateVector(inputs_),
-      fbb_.CreateVectorOfStrings(outputs_), fbb_.CreateVector(initializers_),
-      fbb_.CreateVector(nodes_), fbb_.CreateString(loss_), fbb_.CreateString(predictions_),
-      fbb_.CreateString(targets_));
+  auto graph =
+      model::CreateGraph(fbb_, fbb_.CreateString(name_), fbb_.CreateVector(inputs_),
+                         fbb_.CreateVectorOfStrings(outputs_), fbb_.CreateVector(initializers_),
+                         fbb_.CreateVector(nodes_), fbb_.CreateString(loss_),
+                         fbb_.CreateString(predictions_), fbb_.CreateString(targets_));
   auto m = model::CreateModel(fbb_, kModelVersion, fbb_.CreateString("dtc zoo"), graph);
   model::FinishModelBuffer(fbb_, m);
   return {fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize()};

@@ -11,10 +11,18 @@ namespace dtc::zoo {
 
 // A node attribute: exactly one of the value kinds.
 struct Attr {
-  static Attr integer(std::string name, int64_t v) { return {std::move(name), model::AttrKind::int_, v, 0, "", {}}; }
-  static Attr real(std::string name, double v) { return {std::move(name), model::AttrKind::float_, 0, v, "", {}}; }
-  static Attr text(std::string name, std::string v) { return {std::move(name), model::AttrKind::string, 0, 0, std::move(v), {}}; }
-  static Attr ints(std::string name, std::vector<int64_t> v) { return {std::move(name), model::AttrKind::ints, 0, 0, "", std::move(v)}; }
+  static Attr integer(std::string name, int64_t v) {
+    return {std::move(name), model::AttrKind::int_, v, 0, "", {}};
+  }
+  static Attr real(std::string name, double v) {
+    return {std::move(name), model::AttrKind::float_, 0, v, "", {}};
+  }
+  static Attr text(std::string name, std::string v) {
+    return {std::move(name), model::AttrKind::string, 0, 0, std::move(v), {}};
+  }
+  static Attr ints(std::string name, std::vector<int64_t> v) {
+    return {std::move(name), model::AttrKind::ints, 0, 0, "", std::move(v)};
+  }
   std::string name;
   model::AttrKind kind;
   int64_t i;
@@ -32,8 +40,8 @@ class ModelBuilder {
   void uniformParameter(const std::string& name, std::vector<int64_t> shape, double low,
                         double high, uint64_t seed);
   // `aliases`: the tensor's other names (a tied weight's other module paths).
-  void normalParameter(const std::string& name, std::vector<int64_t> shape, double mean,
-                       double std, uint64_t seed, const std::vector<std::string>& aliases = {});
+  void normalParameter(const std::string& name, std::vector<int64_t> shape, double mean, double std,
+                       uint64_t seed, const std::vector<std::string>& aliases = {});
   void constantParameter(const std::string& name, std::vector<int64_t> shape, double value,
                          bool trainable = true);
   void node(const std::string& name, const std::string& opType, std::vector<std::string> inputs,

@@ -14,7 +14,8 @@ int64_t Box::elements() const {
 std::string boxText(const Box& b) {
   std::string s = "[";
   for (size_t d = 0; d < b.sizes.size(); ++d)
-    s += (d ? "," : "") + std::to_string(b.offsets[d]) + ":" + std::to_string(b.offsets[d] + b.sizes[d]);
+    s += (d ? "," : "") + std::to_string(b.offsets[d]) + ":" +
+         std::to_string(b.offsets[d] + b.sizes[d]);
   return s + "]";
 }
 
@@ -36,7 +37,8 @@ bool intersect(const Box& a, const Box& b, Box& out) {
   return true;
 }
 
-std::vector<Piece> piecesOf(const std::vector<int64_t>& globalShape, const std::vector<DimCut>& cuts) {
+std::vector<Piece> piecesOf(const std::vector<int64_t>& globalShape,
+                            const std::vector<DimCut>& cuts) {
   const size_t rank = globalShape.size();
   // Per dimension: the intervals (whole-tensor offset, local offset) of the device's block; a
   // dimension of k chunks has k of them, each 1/parts of its chunk.
@@ -83,7 +85,8 @@ void copyRegion(const uint8_t* src, const Placed& srcPlace, uint8_t* dst, const 
     for (int d = static_cast<int>(rank) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
     return s;
   };
-  const std::vector<int64_t> srcStrides = strides(srcPlace.shape), dstStrides = strides(dstPlace.shape);
+  const std::vector<int64_t> srcStrides = strides(srcPlace.shape),
+                             dstStrides = strides(dstPlace.shape);
   // Merge trailing dimensions that are whole in both arrays into one contiguous run.
   size_t inner = rank - 1;
   int64_t run = region.sizes[inner];

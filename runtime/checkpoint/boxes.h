@@ -15,7 +15,9 @@ namespace dtc::checkpoint {
 struct Box {
   std::vector<int64_t> offsets, sizes;
   int64_t elements() const;
-  bool operator==(const Box& other) const { return offsets == other.offsets && sizes == other.sizes; }
+  bool operator==(const Box& other) const {
+    return offsets == other.offsets && sizes == other.sizes;
+  }
 };
 
 // "[0:4,2:3]": a box in an error message.
@@ -35,7 +37,8 @@ struct Piece {
 
 // The pieces of the block a device cut as `cuts` holds of a tensor of `globalShape`, in the
 // order of their place in the local tensor.
-std::vector<Piece> piecesOf(const std::vector<int64_t>& globalShape, const std::vector<DimCut>& cuts);
+std::vector<Piece> piecesOf(const std::vector<int64_t>& globalShape,
+                            const std::vector<DimCut>& cuts);
 
 // A dense row-major array of `shape` whose element [0, …, 0] sits at `origin` in the whole
 // tensor's coordinates (origin may be negative: a local tensor whose piece starts later in it).

@@ -12,7 +12,8 @@ namespace {
 constexpr uint64_t kMaxIndexBytes = 1ull << 30;
 
 bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Complete step directories of `dir`, newest first.
@@ -21,7 +22,8 @@ StatusOr<std::vector<std::pair<int64_t, std::string>>> completeSteps(const std::
   std::vector<std::pair<int64_t, std::string>> steps;
   for (const std::string& name : names) {
     int64_t step;
-    if (parseStepDirectoryName(name, step) && io::isRegularFile(dir + "/" + name + "/" + kIndexFile))
+    if (parseStepDirectoryName(name, step) &&
+        io::isRegularFile(dir + "/" + name + "/" + kIndexFile))
       steps.push_back({step, name});
   }
   std::sort(steps.rbegin(), steps.rend());
@@ -56,8 +58,10 @@ bool parseStepDirectoryName(const std::string& name, int64_t& step) {
 Status removeLeftovers(const std::string& dir) {
   DTC_ASSIGN_OR_RETURN(std::vector<std::string> names, io::listDirectory(dir));
   for (const std::string& name : names) {
-    const bool interruptedStep = name.compare(0, 5, "step-") == 0 && (endsWith(name, ".tmp") || endsWith(name, ".old"));
-    const bool temporaryLink = name.compare(0, std::string(kLatest).size() + 5, std::string(kLatest) + ".tmp.") == 0;
+    const bool interruptedStep =
+        name.compare(0, 5, "step-") == 0 && (endsWith(name, ".tmp") || endsWith(name, ".old"));
+    const bool temporaryLink =
+        name.compare(0, std::string(kLatest).size() + 5, std::string(kLatest) + ".tmp.") == 0;
     if (interruptedStep || temporaryLink) DTC_RETURN_IF_ERROR(io::removeTree(dir + "/" + name));
   }
   return Status::Ok();
@@ -73,7 +77,8 @@ Status removeOldSteps(const std::string& dir, int keep) {
 }
 
 StatusOr<std::string> resolveCheckpoint(const std::string& path) {
-  if (!io::isDirectory(path)) return Status::InvalidInput("--resume " + path + ": no such directory");
+  if (!io::isDirectory(path))
+    return Status::InvalidInput("--resume " + path + ": no such directory");
   if (io::pathExists(path + "/" + kIndexFile)) return path;
   std::string latest = latestTarget(path);
   if (!latest.empty()) return path + "/" + latest;
@@ -100,7 +105,9 @@ StatusOr<CheckpointIndex> readIndex(const std::string& stepDir) {
 Status checkFile(const std::string& stepDir, const FileRecord& file) {
   const std::string path = stepDir + "/" + file.name;
   StatusOr<uint64_t> bytes = io::fileSize(path);
-  if (!bytes.ok()) return Status::InvalidInput("checkpoint " + stepDir + " is incomplete: " + bytes.status().message());
+  if (!bytes.ok())
+    return Status::InvalidInput("checkpoint " + stepDir +
+                                " is incomplete: " + bytes.status().message());
   if (*bytes != file.bytes)
     return Status::InvalidInput(path + " is truncated or damaged: " + std::to_string(*bytes) +
                                 " bytes, the index says " + std::to_string(file.bytes));

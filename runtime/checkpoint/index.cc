@@ -17,12 +17,15 @@ io::Json ints(const std::vector<int64_t>& v) {
 class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
-  Status status() const { return error_.empty() ? Status::Ok() : Status::InvalidInput(path_ + ": " + error_); }
+  Status status() const {
+    return error_.empty() ? Status::Ok() : Status::InvalidInput(path_ + ": " + error_);
+  }
   bool failed() const { return !error_.empty(); }
   void fail(const std::string& what) {
     if (error_.empty()) error_ = what;
   }
-  const io::Json* member(const io::Json& obj, const char* key, io::Json::Type type, const std::string& where) {
+  const io::Json* member(const io::Json& obj, const char* key, io::Json::Type type,
+                         const std::string& where) {
     const io::Json* v = obj.find(key);
     if (!v || v->type() != type) {
       fail(where + " has no valid \"" + key + "\"");
@@ -115,7 +118,8 @@ io::Json indexToJson(const CheckpointIndex& index) {
 
 StatusOr<CheckpointIndex> parseIndex(std::string_view text, const std::string& path) {
   auto parsed = io::parseJson(text);
-  if (!parsed.ok()) return Status::InvalidInput(path + " is not valid JSON: " + parsed.status().message());
+  if (!parsed.ok())
+    return Status::InvalidInput(path + " is not valid JSON: " + parsed.status().message());
   const io::Json& root = *parsed;
   Reader r(path);
   if (!root.isObject()) return Status::InvalidInput(path + " is not a JSON object");
@@ -134,7 +138,8 @@ StatusOr<CheckpointIndex> parseIndex(std::string_view text, const std::string& p
     index.progress.step = r.integer(*p, "step", "\"progress\"");
     index.progress.seed = static_cast<uint64_t>(r.integer(*p, "seed", "\"progress\"", INT64_MIN));
     index.progress.samplesPerStep = r.integer(*p, "samples_per_step", "\"progress\"", 1);
-    if (const io::Json* d = r.member(*p, "data", io::Json::Type::kObject, "\"progress\"")) index.progress.data = *d;
+    if (const io::Json* d = r.member(*p, "data", io::Json::Type::kObject, "\"progress\""))
+      index.progress.data = *d;
   }
   if (const io::Json* files = r.member(root, "files", io::Json::Type::kArray, "the index"))
     for (const io::Json& f : files->asArray()) {
@@ -161,7 +166,8 @@ StatusOr<CheckpointIndex> parseIndex(std::string_view text, const std::string& p
       }
       TensorRecord rec;
       rec.name = name;
-      if (!io::parseSafetensorsDType(r.string(t, "dtype", where), rec.dtype)) r.fail(where + " has an unknown dtype");
+      if (!io::parseSafetensorsDType(r.string(t, "dtype", where), rec.dtype))
+        r.fail(where + " has an unknown dtype");
       rec.shape = r.dims(t, "shape", where);
       rec.role = r.string(t, "role", where);
       const io::Json* slices = r.member(t, "slices", io::Json::Type::kArray, where);
@@ -180,15 +186,18 @@ StatusOr<CheckpointIndex> parseIndex(std::string_view text, const std::string& p
           slice.box.sizes = r.dims(s, "shape", at);
           slice.crc32 = static_cast<uint32_t>(r.integer(s, "crc32", at));
           if (r.failed()) break;
-          if (slice.file >= static_cast<int>(index.files.size())) r.fail(at + " names no listed file");
-          bool inside = slice.box.offsets.size() == rec.shape.size() && slice.box.sizes.size() == rec.shape.size();
+          if (slice.file >= static_cast<int>(index.files.size()))
+            r.fail(at + " names no listed file");
+          bool inside = slice.box.offsets.size() == rec.shape.size() &&
+                        slice.box.sizes.size() == rec.shape.size();
           for (size_t d = 0; inside && d < rec.shape.size(); ++d)
             inside = slice.box.offsets[d] + slice.box.sizes[d] <= rec.shape[d];
           if (!inside) r.fail(at + " " + boxText(slice.box) + " lies outside the tensor");
           for (const SliceRecord& other : rec.slices) {
             Box common;
             if (intersect(other.box, slice.box, common))
-              r.fail(where + ": slices " + boxText(other.box) + " and " + boxText(slice.box) + " overlap");
+              r.fail(where + ": slices " + boxText(other.box) + " and " + boxText(slice.box) +
+                     " overlap");
           }
           covered += slice.box.elements();
           rec.slices.push_back(std::move(slice));

@@ -32,7 +32,8 @@ StatusOr<CheckpointLayout> planCheckpointLayout(const Plan& plan) {
   for (int64_t r = 0; r < ranks; ++r) {
     const std::vector<int64_t> coords = meshCoords(r, sizes);
     // Its pipeline stage, for a pipeline plan: its coordinate on the pipeline axis.
-    const int stage = plan.stages() > 0 ? static_cast<int>(coords[plan.root().pipeline_axis()]) : -1;
+    const int stage =
+        plan.stages() > 0 ? static_cast<int>(coords[plan.root().pipeline_axis()]) : -1;
     for (const plan::StateTensor* s : *plan.root().state()) {
       if (!Plan::onStage(s->stage(), stage)) continue;
       const std::string name = s->name()->str();
@@ -49,7 +50,8 @@ StatusOr<CheckpointLayout> planCheckpointLayout(const Plan& plan) {
       if (t.shape != shape || t.dtype != toDType(s->dtype()))
         return Status::InvalidInput(plan.name() + " is invalid: state tensor '" + name +
                                     "' differs between pipeline stages");
-      std::vector<Piece> pieces = piecesOf(shape, cutsAt(s->sharding(), shape.size(), sizes, coords));
+      std::vector<Piece> pieces =
+          piecesOf(shape, cutsAt(s->sharding(), shape.size(), sizes, coords));
       Block& block = blocks[it->second][pieces.front().global.offsets];
       if (block.holders.empty()) {
         block.pieces = std::move(pieces);
@@ -69,7 +71,8 @@ StatusOr<CheckpointLayout> planCheckpointLayout(const Plan& plan) {
       uint64_t bytes = 0;
       for (size_t k = 0; k < block.pieces.size(); ++k) {
         const Piece& p = block.pieces[k];
-        std::string sliceKey = block.pieces.size() == 1 ? tensor.name : tensor.name + "/" + std::to_string(k);
+        std::string sliceKey =
+            block.pieces.size() == 1 ? tensor.name : tensor.name + "/" + std::to_string(k);
         tensor.slices.push_back({p.global, writer, p.localOffsets, sliceKey});
         bytes += static_cast<uint64_t>(p.global.elements()) * dtypeSize(tensor.dtype);
       }

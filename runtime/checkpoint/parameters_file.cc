@@ -15,7 +15,8 @@ namespace dtc::checkpoint {
 namespace {
 
 bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool widensToF32(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
@@ -36,9 +37,8 @@ std::vector<int64_t> wholeShape(const plan::StateTensor& s) {
 // The file's entries for each parameter of the plan, under its name or its aliases (a tied
 // weight may be there under several).
 using Entries = std::map<std::string, std::vector<const io::TensorEntry*>>;
-StatusOr<Entries> matchFile(const Plan& plan,
-                                                                  const io::SafetensorsHeader& header,
-                                                                  const std::string& path) {
+StatusOr<Entries> matchFile(const Plan& plan, const io::SafetensorsHeader& header,
+                            const std::string& path) {
   auto params = parametersOf(plan);
   std::map<std::string, std::string> canonical;  // every accepted name -> the parameter
   for (const auto& [name, s] : params) {
@@ -52,7 +52,8 @@ StatusOr<Entries> matchFile(const Plan& plan,
   for (const io::TensorEntry& e : header.entries) {
     auto it = canonical.find(e.name);
     if (it == canonical.end()) {
-      const std::string stem = e.name.substr(0, e.name.size() - std::string("num_batches_tracked").size());
+      const std::string stem =
+          e.name.substr(0, e.name.size() - std::string("num_batches_tracked").size());
       if (!(endsWith(e.name, ".num_batches_tracked") && params.count(stem + "running_mean")))
         unexpected.push_back(e.name);
       continue;
@@ -70,12 +71,14 @@ StatusOr<Entries> matchFile(const Plan& plan,
   }
   for (const auto& [name, s] : params)
     if (!found.count(name) && !misshapedParameters.count(name)) missing.push_back(name);
-  if (unexpected.empty() && misshaped.empty() && missing.empty() && conflicting.empty()) return found;
+  if (unexpected.empty() && misshaped.empty() && missing.empty() && conflicting.empty())
+    return found;
   std::string message = path + " does not match the plan's parameters:";
   if (!missing.empty()) message += " missing " + nameList(missing) + ";";
   if (!unexpected.empty()) message += " unexpected " + nameList(unexpected) + ";";
   if (!misshaped.empty()) message += " mis-shaped " + nameList(misshaped) + ";";
-  if (!conflicting.empty()) message += " tied names of different dtypes " + nameList(conflicting) + ";";
+  if (!conflicting.empty())
+    message += " tied names of different dtypes " + nameList(conflicting) + ";";
   message.pop_back();
   return Status::InvalidInput(message);
 }
@@ -129,7 +132,8 @@ Status loadParametersFile(Executor& ex, const std::string& path) {
         last = std::max(last, p.global.offsets[0] + p.global.sizes[0]);
       }
     if (whole.empty()) first = 0, last = 1;
-    const int64_t rowElements = whole.empty() ? 1 : wholeBox(whole).elements() / std::max<int64_t>(whole[0], 1);
+    const int64_t rowElements =
+        whole.empty() ? 1 : wholeBox(whole).elements() / std::max<int64_t>(whole[0], 1);
     const int64_t count = (last - first) * rowElements;
     const size_t fileElement = dtypeSize(entry.dtype);
     buffer.assign(static_cast<size_t>(count) * sizeof(float), 0);
@@ -142,7 +146,8 @@ Status loadParametersFile(Executor& ex, const std::string& path) {
     if (!whole.empty()) src.shape[0] = last - first, src.origin[0] = first;
     for (const Piece& p : pieces) {
       Placed dst{local.shape, {}};
-      for (size_t d = 0; d < whole.size(); ++d) dst.origin.push_back(p.global.offsets[d] - p.localOffsets[d]);
+      for (size_t d = 0; d < whole.size(); ++d)
+        dst.origin.push_back(p.global.offsets[d] - p.localOffsets[d]);
       copyRegion(buffer.data(), src, local.data, dst, p.global, sizeof(float));
     }
   }

@@ -26,8 +26,8 @@ Status matchTensors(const Plan& plan, const CheckpointIndex& index, const std::s
     if (!saved) {
       missing.push_back(name);
     } else if (saved->shape != whole || saved->dtype != toDType(s->dtype())) {
-      mismatched.push_back(name + " " + dtypeName(saved->dtype) + shapeText(saved->shape) + " (plan: " +
-                           dtypeName(toDType(s->dtype())) + shapeText(whole) + ")");
+      mismatched.push_back(name + " " + dtypeName(saved->dtype) + shapeText(saved->shape) +
+                           " (plan: " + dtypeName(toDType(s->dtype())) + shapeText(whole) + ")");
     }
   }
   for (const TensorRecord& t : index.tensors)
@@ -38,9 +38,10 @@ Status matchTensors(const Plan& plan, const CheckpointIndex& index, const std::s
   if (!unexpected.empty()) message += " not in the plan " + nameList(unexpected) + ";";
   if (!mismatched.empty()) message += " different " + nameList(mismatched) + ";";
   message.back() = ' ';
-  return Status::InvalidInput(message +
-                              "(a checkpoint resumes the same model, optimizer and precision; --init "
-                              "starts a new run from a file's parameters)");
+  return Status::InvalidInput(
+      message +
+      "(a checkpoint resumes the same model, optimizer and precision; --init "
+      "starts a new run from a file's parameters)");
 }
 
 // One saved slice to read, and the pieces of a local tensor it fills.
@@ -53,7 +54,8 @@ struct Read {
 
 }  // namespace
 
-StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir, const CheckpointIndex& index) {
+StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir,
+                                  const CheckpointIndex& index) {
   const Plan& plan = ex.plan();
   DTC_RETURN_IF_ERROR(matchTensors(plan, index, stepDir));
   std::vector<Read> reads;
@@ -62,7 +64,8 @@ StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir, cons
     if (!Plan::onStage(s->stage(), ex.stage()) || !seen.insert(s->name()->str()).second) continue;
     const TensorRecord& saved = *index.find(s->name()->str());
     TensorView local = ex.state(saved.name);
-    std::vector<Piece> pieces = piecesOf(saved.shape, cutsOf(s->sharding(), saved.shape.size(), ex.mesh()));
+    std::vector<Piece> pieces =
+        piecesOf(saved.shape, cutsOf(s->sharding(), saved.shape.size(), ex.mesh()));
     for (const SliceRecord& slice : saved.slices) {
       Box common;
       bool needed = false;
@@ -83,27 +86,32 @@ StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir, cons
       file = std::make_unique<io::SafetensorsReader>(std::move(opened));
     }
     entries[i] = file->header().find(slice.key);
-    if (!entries[i] || entries[i]->shape != slice.box.sizes || entries[i]->dtype != reads[i].tensor->dtype)
-      return Status::InvalidInput(path + " is damaged: it holds no " + dtypeName(reads[i].tensor->dtype) +
-                                  shapeText(slice.box.sizes) + " '" + slice.key + "' as the index says");
+    if (!entries[i] || entries[i]->shape != slice.box.sizes ||
+        entries[i]->dtype != reads[i].tensor->dtype)
+      return Status::InvalidInput(path + " is damaged: it holds no " +
+                                  dtypeName(reads[i].tensor->dtype) + shapeText(slice.box.sizes) +
+                                  " '" + slice.key + "' as the index says");
   }
   std::vector<size_t> order(reads.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (reads[a].slice->file != reads[b].slice->file) return reads[a].slice->file < reads[b].slice->file;
+    if (reads[a].slice->file != reads[b].slice->file)
+      return reads[a].slice->file < reads[b].slice->file;
     return entries[a]->begin < entries[b]->begin;
   });
   uint64_t bytesRead = 0;
   auto checked = [&](size_t i, uint32_t crc) -> Status {
     bytesRead += entries[i]->bytes;
     if (crc == reads[i].slice->crc32) return Status::Ok();
-    return Status::InvalidInput(files[reads[i].slice->file]->path() + " is corrupted: the bytes of '" +
-                                reads[i].tensor->name + "' " + boxText(reads[i].slice->box) +
-                                " do not match their checksum");
+    return Status::InvalidInput(files[reads[i].slice->file]->path() +
+                                " is corrupted: the bytes of '" + reads[i].tensor->name + "' " +
+                                boxText(reads[i].slice->box) + " do not match their checksum");
   };
   // A saved piece that is exactly this rank's tensor (the same layout) goes straight into
   // place: all of a file's such pieces in one batch, several reads in flight.
-  auto direct = [&](size_t i) { return reads[i].pieces.size() == 1 && reads[i].pieces[0].global == reads[i].slice->box; };
+  auto direct = [&](size_t i) {
+    return reads[i].pieces.size() == 1 && reads[i].pieces[0].global == reads[i].slice->box;
+  };
   for (size_t at = 0; at < order.size();) {
     const int file = reads[order[at]].slice->file;
     std::vector<size_t> batch;
@@ -126,15 +134,17 @@ StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir, cons
     const Read& r = reads[i];
     const SliceRecord& slice = *r.slice;
     buffer.resize(entries[i]->bytes);
-    DTC_ASSIGN_OR_RETURN(std::vector<uint32_t> crcs, files[slice.file]->readChecked({entries[i]}, {buffer.data()}));
+    DTC_ASSIGN_OR_RETURN(std::vector<uint32_t> crcs,
+                         files[slice.file]->readChecked({entries[i]}, {buffer.data()}));
     DTC_RETURN_IF_ERROR(checked(i, crcs[0]));
     for (const Piece& p : r.pieces) {
       Box common;
       if (!intersect(p.global, slice.box, common)) continue;
       Placed dst{r.local.shape, {}};
-      for (size_t d = 0; d < p.global.offsets.size(); ++d) dst.origin.push_back(p.global.offsets[d] - p.localOffsets[d]);
-      copyRegion(buffer.data(), Placed{slice.box.sizes, slice.box.offsets}, r.local.data, dst, common,
-                 dtypeSize(r.tensor->dtype));
+      for (size_t d = 0; d < p.global.offsets.size(); ++d)
+        dst.origin.push_back(p.global.offsets[d] - p.localOffsets[d]);
+      copyRegion(buffer.data(), Placed{slice.box.sizes, slice.box.offsets}, r.local.data, dst,
+                 common, dtypeSize(r.tensor->dtype));
     }
   }
   DTC_RETURN_IF_ERROR(ex.pushState());

@@ -15,6 +15,7 @@ namespace dtc::checkpoint {
 // sends the state to the device. A missing, unexpected or mis-shaped tensor is one error that
 // lists them all; a piece whose bytes do not match its checksum names its file.
 // Returns the bytes this rank read.
-StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir, const CheckpointIndex& index);
+StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir,
+                                  const CheckpointIndex& index);
 
 }  // namespace dtc::checkpoint

@@ -46,7 +46,8 @@ Report decode(const std::string& text, int rank) {
   Report r;
   auto parsed = io::parseJson(text);
   if (!parsed.ok() || !parsed->isObject()) {
-    r.status = Status::Internal("rank " + std::to_string(rank) + " sent a malformed checkpoint report");
+    r.status =
+        Status::Internal("rank " + std::to_string(rank) + " sent a malformed checkpoint report");
     return r;
   }
   const io::Json& j = *parsed;
@@ -60,7 +61,8 @@ Report decode(const std::string& text, int rank) {
   r.file.crc32 = static_cast<uint32_t>(get("crc32").asInt());
   r.seconds = get("seconds").asDouble();
   const io::Json slices = get("slices");
-  for (const io::Json& c : slices.asArray()) r.file.tensorCrc32.push_back(static_cast<uint32_t>(c.asInt()));
+  for (const io::Json& c : slices.asArray())
+    r.file.tensorCrc32.push_back(static_cast<uint32_t>(c.asInt()));
   return r;
 }
 
@@ -73,7 +75,8 @@ Status agree(comm::Communicator& world, const Status& rootStatus, const std::str
 }
 
 // This rank's file: the pieces the layout gives it, in layout order.
-Report writeRankFile(Executor& ex, const CheckpointLayout& layout, const std::string& stepTmp, int rank) {
+Report writeRankFile(Executor& ex, const CheckpointLayout& layout, const std::string& stepTmp,
+                     int rank) {
   const auto start = std::chrono::steady_clock::now();
   Report report;
   struct Item {
@@ -91,7 +94,8 @@ Report writeRankFile(Executor& ex, const CheckpointLayout& layout, const std::st
       }
   if (items.empty()) return report;
   const std::string path = stepTmp + "/" + rankFileName(rank);
-  StatusOr<io::SafetensorsWriter> writer = io::SafetensorsWriter::create(path, declared, {{"format", "dtc-checkpoint"}});
+  StatusOr<io::SafetensorsWriter> writer =
+      io::SafetensorsWriter::create(path, declared, {{"format", "dtc-checkpoint"}});
   if (!writer.ok()) {
     report.status = writer.status();
     return report;
@@ -111,8 +115,10 @@ Report writeRankFile(Executor& ex, const CheckpointLayout& layout, const std::st
     if (s.box.sizes != local.shape) {
       scratch.resize(bytes);
       Placed src{local.shape, {}};
-      for (size_t d = 0; d < local.shape.size(); ++d) src.origin.push_back(s.box.offsets[d] - s.localOffsets[d]);
-      copyRegion(local.data, src, scratch.data(), Placed{s.box.sizes, s.box.offsets}, s.box, dtypeSize(t.dtype));
+      for (size_t d = 0; d < local.shape.size(); ++d)
+        src.origin.push_back(s.box.offsets[d] - s.localOffsets[d]);
+      copyRegion(local.data, src, scratch.data(), Placed{s.box.sizes, s.box.offsets}, s.box,
+                 dtypeSize(t.dtype));
       data = scratch.data();
     }
     if (Status st = writer->write(data, bytes); !st.ok()) {
@@ -133,8 +139,9 @@ Report writeRankFile(Executor& ex, const CheckpointLayout& layout, const std::st
 }
 
 // Rank 0, once every rank's file is synced: the index, the rename, `latest`, retention.
-Status publish(const CheckpointLayout& layout, const CheckpointRequest& request, const std::string& planName,
-               const std::string& mesh, const std::vector<Report>& reports, const std::string& stepTmp) {
+Status publish(const CheckpointLayout& layout, const CheckpointRequest& request,
+               const std::string& planName, const std::string& mesh,
+               const std::vector<Report>& reports, const std::string& stepTmp) {
   CheckpointIndex index;
   index.progress = request.progress;
   index.plan = planName;
@@ -143,23 +150,26 @@ Status publish(const CheckpointLayout& layout, const CheckpointRequest& request,
   for (size_t r = 0; r < reports.size(); ++r)
     if (reports[r].wroteFile) {
       fileOf[r] = static_cast<int>(index.files.size());
-      index.files.push_back({rankFileName(static_cast<int>(r)), static_cast<int>(r), reports[r].file.bytes,
-                             reports[r].file.crc32});
+      index.files.push_back({rankFileName(static_cast<int>(r)), static_cast<int>(r),
+                             reports[r].file.bytes, reports[r].file.crc32});
     }
   std::vector<size_t> next(reports.size(), 0);  // each rank's next slice checksum
   for (const PlannedTensor& t : layout.tensors) {
-    TensorRecord rec{t.name, t.dtype, t.shape, t.role == plan::Role::param ? "param" : "optim_state", {}};
+    TensorRecord rec{
+        t.name, t.dtype, t.shape, t.role == plan::Role::param ? "param" : "optim_state", {}};
     for (const PlannedSlice& s : t.slices) {
       const Report& from = reports[s.rank];
       if (fileOf[s.rank] < 0 || next[s.rank] >= from.file.tensorCrc32.size())
-        return Status::Internal("checkpoint: rank " + std::to_string(s.rank) + " reported fewer pieces than it holds");
+        return Status::Internal("checkpoint: rank " + std::to_string(s.rank) +
+                                " reported fewer pieces than it holds");
       rec.slices.push_back({fileOf[s.rank], s.key, s.box, from.file.tensorCrc32[next[s.rank]++]});
     }
     index.tensors.push_back(std::move(rec));
   }
   const std::string text = indexToJson(index).dump() + "\n";
   faultPoint("checkpoint-index", 0);
-  DTC_RETURN_IF_ERROR(io::writeFileAtomically(stepTmp + "/" + kIndexFile, text.data(), text.size()));
+  DTC_RETURN_IF_ERROR(
+      io::writeFileAtomically(stepTmp + "/" + kIndexFile, text.data(), text.size()));
   DTC_RETURN_IF_ERROR(io::syncDirectory(stepTmp));
   const std::string name = stepDirectoryName(request.progress.step);
   const std::string final = request.dir + "/" + name, old = final + ".old";
@@ -178,7 +188,8 @@ Status publish(const CheckpointLayout& layout, const CheckpointRequest& request,
 }  // namespace
 
 StatusOr<WrittenCheckpoint> writeCheckpoint(Executor& ex, comm::Communicator& world,
-                                            const CheckpointLayout& layout, const CheckpointRequest& request) {
+                                            const CheckpointLayout& layout,
+                                            const CheckpointRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   const int rank = world.rank();
   const std::string what = "checkpoint of step " + std::to_string(request.progress.step);
@@ -208,7 +219,8 @@ StatusOr<WrittenCheckpoint> writeCheckpoint(Executor& ex, comm::Communicator& wo
     for (const Report& r : reports)
       if (!r.status.ok() && published.ok()) published = r.status.withContext(what);
     if (published.ok())
-      published = publish(layout, request, ex.plan().name(), meshText(ex.plan()), reports, stepTmp).withContext(what);
+      published = publish(layout, request, ex.plan().name(), meshText(ex.plan()), reports, stepTmp)
+                      .withContext(what);
     if (!published.ok()) (void)io::removeTree(stepTmp);
   }
   DTC_RETURN_IF_ERROR(agree(world, published, what));

@@ -21,8 +21,8 @@ struct CheckpointRequest {
 
 // What was written, as rank 0 saw it.
 struct WrittenCheckpoint {
-  std::string dir;            // the step directory
-  uint64_t bytes = 0;         // every rank's file
+  std::string dir;     // the step directory
+  uint64_t bytes = 0;  // every rank's file
   int files = 0;
   double seconds = 0;         // from the first byte to `latest` (rank 0's clock)
   double slowestSeconds = 0;  // the slowest rank's file, written and synced
@@ -33,6 +33,7 @@ struct WrittenCheckpoint {
 // copy of `ex`'s state must be current (Executor::pullState). A failure on any rank fails it on
 // every rank, and rank 0's error says which and why.
 StatusOr<WrittenCheckpoint> writeCheckpoint(Executor& ex, comm::Communicator& world,
-                                            const CheckpointLayout& layout, const CheckpointRequest& request);
+                                            const CheckpointLayout& layout,
+                                            const CheckpointRequest& request);
 
 }  // namespace dtc::checkpoint

@@ -55,8 +55,9 @@ StatusOr<Communicator*> DeviceMesh::group(const std::vector<int>& axes) {
                        world_->split(static_cast<int>(color), static_cast<int>(indexIn(axes))));
   std::string label;
   for (int a : axes)
-    label += (label.empty() ? "" : ",") +
-             (static_cast<size_t>(a) < names_.size() ? names_[static_cast<size_t>(a)] : "axis " + std::to_string(a));
+    label += (label.empty() ? "" : ",") + (static_cast<size_t>(a) < names_.size()
+                                               ? names_[static_cast<size_t>(a)]
+                                               : "axis " + std::to_string(a));
   comm->setLabel(label);
   Communicator* raw = comm.get();
   groups_[axes] = std::move(comm);

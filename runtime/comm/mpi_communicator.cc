@@ -94,7 +94,8 @@ class MpiCommunicator : public Communicator {
 
   // Reports call the group "dp (ranks 0,1)", "the job (ranks 0,1,2,3)": made once, not per call.
   void setLabel(const std::string& label) override {
-    groupText_ = (label.empty() ? std::string("the job") : label) + " (" + rankList(worldRanks_) + ")";
+    groupText_ =
+        (label.empty() ? std::string("the job") : label) + " (" + rankList(worldRanks_) + ")";
   }
 
   [[noreturn]] void abortJob(int code) override {
@@ -123,9 +124,10 @@ class MpiCommunicator : public Communicator {
     // communicator in order, so the receiver's chunks line up.
     for (int64_t at = 0; at == 0 || at < bytes; at += kMaxBytes) {
       MPI_Request request;
-      Status s = check(MPI_Isend(p.buffer.data() + at, static_cast<int>(std::min(kMaxBytes, bytes - at)),
-                                 MPI_BYTE, peer, tag, comm_, &request),
-                       "MPI_Isend");
+      Status s =
+          check(MPI_Isend(p.buffer.data() + at, static_cast<int>(std::min(kMaxBytes, bytes - at)),
+                          MPI_BYTE, peer, tag, comm_, &request),
+                "MPI_Isend");
       if (!s.ok()) {
         // The chunks already started still read the buffer.
         pending_.push_back(std::move(p));
@@ -139,14 +141,17 @@ class MpiCommunicator : public Communicator {
 
   Status recv(void* data, int64_t bytes, int peer, int tag) override {
     DTC_RETURN_IF_ERROR(checkPeer(peer, tag, bytes, "recv"));
-    Call call(*this, "recv from rank " + std::to_string(worldRanks_[static_cast<size_t>(peer)]) +
-                         " (tag " + std::to_string(tag) + ")",
-              bytes, {worldRanks_[static_cast<size_t>(rank_)], worldRanks_[static_cast<size_t>(peer)]});
+    Call call(*this,
+              "recv from rank " + std::to_string(worldRanks_[static_cast<size_t>(peer)]) +
+                  " (tag " + std::to_string(tag) + ")",
+              bytes,
+              {worldRanks_[static_cast<size_t>(rank_)], worldRanks_[static_cast<size_t>(peer)]});
     uint8_t* out = static_cast<uint8_t*>(data);
     for (int64_t at = 0; at == 0 || at < bytes; at += kMaxBytes) {
       const int want = static_cast<int>(std::min(kMaxBytes, bytes - at));
       MPI_Request request;
-      DTC_RETURN_IF_ERROR(check(MPI_Irecv(out + at, want, MPI_BYTE, peer, tag, comm_, &request), "MPI_Irecv"));
+      DTC_RETURN_IF_ERROR(
+          check(MPI_Irecv(out + at, want, MPI_BYTE, peer, tag, comm_, &request), "MPI_Irecv"));
       MPI_Status status;
       DTC_RETURN_IF_ERROR(call.wait(&request, 1, &status));
       int got = 0;
@@ -162,7 +167,8 @@ class MpiCommunicator : public Communicator {
   Status completeSends() override {
     Status first = Status::Ok();
     for (Pending& p : pending_) {
-      Call call(*this, "send to rank " + std::to_string(p.peer), static_cast<int64_t>(p.buffer.size()),
+      Call call(*this, "send to rank " + std::to_string(p.peer),
+                static_cast<int64_t>(p.buffer.size()),
                 {worldRanks_[static_cast<size_t>(rank_)], p.peer});
       Status s = call.wait(p.requests.data(), static_cast<int>(p.requests.size()), nullptr);
       if (first.ok()) first = s;
@@ -186,10 +192,10 @@ class MpiCommunicator : public Communicator {
     Call call(*this, op == MPI_MAX ? "all_reduce(max)" : "all_reduce", n * 4);
     DTC_RETURN_IF_ERROR(call.arrive());
     for (int64_t at = 0; at < n; at += kMaxChunk)
-      DTC_RETURN_IF_ERROR(check(MPI_Allreduce(MPI_IN_PLACE, data + at,
-                                              static_cast<int>(std::min(kMaxChunk, n - at)),
-                                              MPI_FLOAT, op, comm_),
-                                what));
+      DTC_RETURN_IF_ERROR(
+          check(MPI_Allreduce(MPI_IN_PLACE, data + at,
+                              static_cast<int>(std::min(kMaxChunk, n - at)), MPI_FLOAT, op, comm_),
+                what));
     return Status::Ok();
   }
 
@@ -210,8 +216,8 @@ class MpiCommunicator : public Communicator {
         : comm_(comm) {
       const std::string& group = comm.groupText_;
       ++comm.calls_;
-      on_.call = op + (comm.size_ > 1 && ranks.empty() ? " over " + group : std::string()) + ", call #" +
-                 std::to_string(comm.calls_);
+      on_.call = op + (comm.size_ > 1 && ranks.empty() ? " over " + group : std::string()) +
+                 ", call #" + std::to_string(comm.calls_);
       on_.ranks = ranks.empty() ? comm.worldRanks_ : std::move(ranks);
       id_ = beginCollective(op, group, bytes);
       if (comm.size_ > 1) waiting_.emplace(on_);
@@ -252,7 +258,8 @@ class MpiCommunicator : public Communicator {
       int done = 0;
       Pending& p = pending_[i];
       if (MPI_Testall(static_cast<int>(p.requests.size()), p.requests.data(), &done,
-                      MPI_STATUSES_IGNORE) == MPI_SUCCESS && done) {
+                      MPI_STATUSES_IGNORE) == MPI_SUCCESS &&
+          done) {
         recycle(std::move(p.buffer));
         pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
@@ -301,7 +308,8 @@ StatusOr<std::unique_ptr<Communicator>> createMpiWorld() {
   // Threads: the watchdog's thread talks to other ranks' while this one waits or computes.
   int provided = MPI_THREAD_SINGLE;
   if (!initialized)
-    DTC_RETURN_IF_ERROR(check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread"));
+    DTC_RETURN_IF_ERROR(check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
+                              "MPI_Init_thread"));
   else
     MPI_Query_thread(&provided);
   DTC_RETURN_IF_ERROR(startMpiWatch(provided == MPI_THREAD_MULTIPLE));

@@ -23,10 +23,10 @@ constexpr int kAskTag = 1, kAnswerTag = 2;
 constexpr double kSpinSeconds = 2e-4;        // most waits end within this: poll without sleeping
 constexpr int kMaxSleepMicroseconds = 1000;  // the back-off's ceiling (latency a wait may add)
 constexpr int kWatchPeriodMicroseconds = 20000;
-constexpr double kLivenessPeriod = 0.5;      // how often the thread looks at awaited peers
-constexpr double kCensusSeconds = 3;         // how long a timed-out rank waits for answers
-constexpr double kDeferSeconds = 10;         // a rank that lets a lower one report waits this long
-constexpr int kTimeoutExit = 3;              // StatusCode::kTimeout's exit code
+constexpr double kLivenessPeriod = 0.5;  // how often the thread looks at awaited peers
+constexpr double kCensusSeconds = 3;     // how long a timed-out rank waits for answers
+constexpr double kDeferSeconds = 10;     // a rank that lets a lower one report waits this long
+constexpr int kTimeoutExit = 3;          // StatusCode::kTimeout's exit code
 
 struct Peer {
   int pid = 0;
@@ -60,7 +60,9 @@ char processState(int pid) {
   return close == std::string::npos || close + 2 >= text.size() ? 0 : text[close + 2];
 }
 
-bool onThisHost(int rank) { return !std::strcmp(watch->peers[rank].host, watch->peers[watch->rank].host); }
+bool onThisHost(int rank) {
+  return !std::strcmp(watch->peers[rank].host, watch->peers[watch->rank].host);
+}
 
 std::string whoIs(int rank) {
   const Peer& p = watch->peers[rank];
@@ -77,7 +79,9 @@ bool isDead(int rank) {
 std::string silence(int rank) {
   if (!onThisHost(rank)) return "did not answer";
   switch (processState(watch->peers[rank].pid)) {
-    case 0: case 'Z': case 'X': return "has died";
+    case 0:
+    case 'Z':
+    case 'X': return "has died";
     case 'T': return "is stopped (SIGSTOP)";
     case 't': return "is stopped by a debugger";
     default: return "did not answer";
@@ -101,7 +105,8 @@ std::string recorded(const std::string& reason) {
 std::string whatIDo() {
   std::lock_guard<std::mutex> lock(watch->mutex);
   const CollectiveRecord current = currentCollective();
-  if (watch->waiting) return watch->on.call + "\n" + (current.sequence ? describe(current) : watch->on.call);
+  if (watch->waiting)
+    return watch->on.call + "\n" + (current.sequence ? describe(current) : watch->on.call);
   const std::string doing = activity();
   return "\ncomputing" + (doing.empty() ? std::string() : " in " + doing);
 }
@@ -109,7 +114,8 @@ std::string whatIDo() {
 void answerQuestions() {
   int asked = 0;
   MPI_Status status;
-  while (MPI_Iprobe(MPI_ANY_SOURCE, kAskTag, watch->census, &asked, &status) == MPI_SUCCESS && asked) {
+  while (MPI_Iprobe(MPI_ANY_SOURCE, kAskTag, watch->census, &asked, &status) == MPI_SUCCESS &&
+         asked) {
     char byte = 0;
     MPI_Recv(&byte, 1, MPI_CHAR, status.MPI_SOURCE, kAskTag, watch->census, MPI_STATUS_IGNORE);
     (void)recorded("asked by rank " + std::to_string(status.MPI_SOURCE) + ", whose wait timed out");
@@ -137,14 +143,16 @@ std::map<int, std::string> askEveryone() {
     answerQuestions();
     int arrived = 0;
     MPI_Status status;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kAnswerTag, watch->census, &arrived, &status) != MPI_SUCCESS || !arrived) {
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kAnswerTag, watch->census, &arrived, &status) != MPI_SUCCESS ||
+        !arrived) {
       pause(1000);
       continue;
     }
     int length = 0;
     MPI_Get_count(&status, MPI_CHAR, &length);
     std::string text(static_cast<size_t>(std::max(length, 0)), '\0');
-    MPI_Recv(text.data(), length, MPI_CHAR, status.MPI_SOURCE, kAnswerTag, watch->census, MPI_STATUS_IGNORE);
+    MPI_Recv(text.data(), length, MPI_CHAR, status.MPI_SOURCE, kAnswerTag, watch->census,
+             MPI_STATUS_IGNORE);
     answers[status.MPI_SOURCE] = text;
   }
   return answers;
@@ -177,7 +185,8 @@ std::string described(const WaitFor& on) {
     } else {
       missing.push_back(r);
       const std::string doing = it->second.substr(newline + 1);
-      others += "; rank " + std::to_string(r) + (doing.rfind("computing", 0) == 0 ? " is " : " waits in ") + doing;
+      others += "; rank " + std::to_string(r) +
+                (doing.rfind("computing", 0) == 0 ? " is " : " waits in ") + doing;
     }
   }
   std::sort(arrived.begin(), arrived.end());
@@ -192,13 +201,14 @@ std::string described(const WaitFor& on) {
   }
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", waited);
-  endJob("rank " + std::to_string(watch->rank) + " waited " + seconds + " s (--collective-timeout) in " +
-         what + ": arrived: " + rankList(arrived) + "; not arrived: " + rankList(missing) + others + flight);
+  endJob("rank " + std::to_string(watch->rank) + " waited " + seconds +
+         " s (--collective-timeout) in " + what + ": arrived: " + rankList(arrived) +
+         "; not arrived: " + rankList(missing) + others + flight);
 }
 
 [[noreturn]] void rankDied(int rank, const WaitFor& on) {
-  endJob(whoIs(rank) + " died while rank " + std::to_string(watch->rank) + " waited for it in " + described(on) +
-         recorded("rank " + std::to_string(rank) + " died"));
+  endJob(whoIs(rank) + " died while rank " + std::to_string(watch->rank) + " waited for it in " +
+         described(on) + recorded("rank " + std::to_string(rank) + " died"));
 }
 
 void watchWaits() {
@@ -242,7 +252,8 @@ Status startMpiWatch(bool threadMultiple) {
   me.pid = static_cast<int>(getpid());
   gethostname(me.host, sizeof me.host - 1);
   w->peers.resize(static_cast<size_t>(w->size));
-  if (MPI_Allgather(&me, sizeof me, MPI_BYTE, w->peers.data(), sizeof me, MPI_BYTE, w->census) != MPI_SUCCESS)
+  if (MPI_Allgather(&me, sizeof me, MPI_BYTE, w->peers.data(), sizeof me, MPI_BYTE, w->census) !=
+      MPI_SUCCESS)
     return Status::Internal("MPI_Allgather failed (the ranks' hosts and processes)");
   watch = w;
   w->thread = std::thread(watchWaits);

@@ -30,7 +30,7 @@ void stopMpiWatch();
 
 // A wait of this rank: what for (for reports) and which ranks (of MPI_COMM_WORLD) it needs.
 struct WaitFor {
-  std::string call;        // "all_reduce over dp (ranks 0,1), call #12": the same on every rank of it
+  std::string call;  // "all_reduce over dp (ranks 0,1), call #12": the same on every rank of it
   std::vector<int> ranks;  // world ranks that take part
 };
 
@@ -45,6 +45,7 @@ class Waiting {
 };
 
 // Polls until every request completes (`statuses`: one per request, or nullptr), backing off.
-Status waitAll(MPI_Request* requests, int count, const std::string& what, MPI_Status* statuses = nullptr);
+Status waitAll(MPI_Request* requests, int count, const std::string& what,
+               MPI_Status* statuses = nullptr);
 
 }  // namespace dtc::comm

@@ -124,8 +124,9 @@ std::string writeFlightRecorder(int rank, const std::string& reason) {
     if (path.empty()) return "";
     const double now = watchdogClock();
     text = "{\"rank\": " + std::to_string(rank) + ", \"reason\": " + io::jsonQuote(reason) +
-           ", \"time\": " + std::to_string(now) + ", \"timeout_seconds\": " +
-           std::to_string(s.settings.timeoutSeconds) + ",\n \"calls\": [";
+           ", \"time\": " + std::to_string(now) +
+           ", \"timeout_seconds\": " + std::to_string(s.settings.timeoutSeconds) +
+           ",\n \"calls\": [";
     bool first = true;
     for (const CollectiveRecord& r : s.records) {
       text += first ? "\n  " : ",\n  ";

@@ -41,7 +41,7 @@ struct CollectiveRecord {
   std::string op;         // "all_reduce", "recv from rank 1", ...
   std::string group;      // "dp (ranks 0,1)"
   int64_t bytes = 0;
-  std::string where;      // activity() when it started
+  std::string where;          // activity() when it started
   double start = 0, end = 0;  // seconds since the watchdog started; end 0 while it waits
 };
 

@@ -16,7 +16,8 @@ uint64_t hostAvailableBytes() {
   std::ifstream in("/proc/meminfo");
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("MemAvailable:", 0) == 0) return std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
+    if (line.rfind("MemAvailable:", 0) == 0)
+      return std::strtoull(line.c_str() + 13, nullptr, 10) * 1024;
   return 0;
 }
 
@@ -33,10 +34,12 @@ class CpuBackend : public Backend {
   uint64_t availableBytes() const override { return hostAvailableBytes(); }
 
   StatusOr<uint8_t*> allocate(uint64_t bytes) override {
-    void* p = ::mmap(nullptr, mapped(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p =
+        ::mmap(nullptr, mapped(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
       return Status::Internal("cannot allocate " + std::to_string(bytes) + " bytes");
-    if (bytes >= (2u << 20)) (void)::madvise(p, mapped(bytes), MADV_HUGEPAGE);  // a hint: may be refused
+    if (bytes >= (2u << 20))
+      (void)::madvise(p, mapped(bytes), MADV_HUGEPAGE);  // a hint: may be refused
     return static_cast<uint8_t*>(p);
   }
   void release(uint8_t* memory, uint64_t bytes) override {

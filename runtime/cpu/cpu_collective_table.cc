@@ -5,8 +5,8 @@
 #include <cstring>
 #include <memory>
 
-#include "exec/collective_contract.h"
 #include "cpu/cpu_binders.h"
+#include "exec/collective_contract.h"
 
 namespace dtc {
 namespace {
@@ -66,7 +66,8 @@ StatusOr<BoundStep> bindAllGather(const StepContext& ctx) {
   auto staging = std::make_shared<std::vector<float>>(n * g.size);
   return BoundStep([=] {
     DTC_RETURN_IF_ERROR(g.comm->allGather(in.f32(), n, staging->data()));
-    for (int64_t r = 0; r < g.size; ++r) insertBlock(out.f32(), a, g.size, r, staging->data() + r * n);
+    for (int64_t r = 0; r < g.size; ++r)
+      insertBlock(out.f32(), a, g.size, r, staging->data() + r * n);
     return Status::Ok();
   });
 }
@@ -79,7 +80,8 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx) {
   int64_t n = out.numElements();
   auto staging = std::make_shared<std::vector<float>>(n * g.size);
   return BoundStep([=] {
-    for (int64_t r = 0; r < g.size; ++r) extractBlock(in.f32(), a, g.size, r, staging->data() + r * n);
+    for (int64_t r = 0; r < g.size; ++r)
+      extractBlock(in.f32(), a, g.size, r, staging->data() + r * n);
     return g.comm->reduceScatterSum(staging->data(), n, out.f32());
   });
 }
@@ -104,9 +106,11 @@ StatusOr<BoundStep> bindAllToAll(const StepContext& ctx) {
   auto send = std::make_shared<std::vector<float>>(n * g.size);
   auto recv = std::make_shared<std::vector<float>>(n * g.size);
   return BoundStep([=] {
-    for (int64_t r = 0; r < g.size; ++r) extractBlock(in.f32(), from, g.size, r, send->data() + r * n);
+    for (int64_t r = 0; r < g.size; ++r)
+      extractBlock(in.f32(), from, g.size, r, send->data() + r * n);
     DTC_RETURN_IF_ERROR(g.comm->allToAll(send->data(), n, recv->data()));
-    for (int64_t r = 0; r < g.size; ++r) insertBlock(out.f32(), to, g.size, r, recv->data() + r * n);
+    for (int64_t r = 0; r < g.size; ++r)
+      insertBlock(out.f32(), to, g.size, r, recv->data() + r * n);
     return Status::Ok();
   });
 }
@@ -127,8 +131,10 @@ StatusOr<BoundStep> bindCountOnce(const StepContext& ctx) {
   TensorView in = ctx.inputs[0], out = ctx.outputs[0];
   return BoundStep([=] {
     const size_t bytes = out.numElements() * sizeof(float);
-    if (!keep) std::memset(out.data, 0, bytes);
-    else if (in.data != out.data) std::memcpy(out.data, in.data, bytes);
+    if (!keep)
+      std::memset(out.data, 0, bytes);
+    else if (in.data != out.data)
+      std::memcpy(out.data, in.data, bytes);
     return Status::Ok();
   });
 }

@@ -1,8 +1,8 @@
 // Bindings of the convolutional ops (see cpu/kernels/conv_kernels.h), with the contracts of
 // exec/conv_contracts.h.
+#include "cpu/cpu_binders.h"
 #include "cpu/kernels/conv_kernels.h"
 #include "exec/conv_contracts.h"
-#include "cpu/cpu_binders.h"
 
 namespace dtc {
 namespace {
@@ -24,7 +24,9 @@ StatusOr<BoundStep> bindConv(const StepContext& ctx) {
   });
 }
 
-cpu::PoolGeometry poolOf(const PoolShape& s) { return {s.n, s.c, s.h, s.w, s.kh, s.kw, s.sh, s.sw}; }
+cpu::PoolGeometry poolOf(const PoolShape& s) {
+  return {s.n, s.c, s.h, s.w, s.kh, s.kw, s.sh, s.sw};
+}
 
 StatusOr<BoundStep> bindMaxPool2d(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(PoolShape s, checkMaxPool2d(ctx));

@@ -2,8 +2,8 @@
 // the GEMM, then the bias add and the GELU (or its gradient) by the very kernels the unfused
 // steps use, on the GEMM's output in place, so an f32 fused step equals the unfused ones bit for
 // bit. 16-bit x and weight come in widened (bindLowPrecision): the product is not rounded.
-#include "cpu/kernels/kernels.h"
 #include "cpu/cpu_binders.h"
+#include "cpu/kernels/kernels.h"
 #include "exec/linear_epilogue_contract.h"
 
 namespace dtc {
@@ -23,9 +23,11 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx) {
     cpu::matmul(a.f32(), w.f32(), sum.f32(), s.rows, s.n, s.k, false, forward, *pool);
     const int64_t n = s.rows * s.n;
     if (forward)
-      cpu::binary(cpu::BinaryOp::kAdd, sum.f32(), outShape, third.f32(), biasShape, sum.f32(), outShape, *pool);
+      cpu::binary(cpu::BinaryOp::kAdd, sum.f32(), outShape, third.f32(), biasShape, sum.f32(),
+                  outShape, *pool);
     if (Kind == LinearEpilogue::kBiasGelu) cpu::gelu(sum.f32(), y.f32(), n, true, *pool);
-    if (Kind == LinearEpilogue::kGradInputGelu) cpu::geluGrad(y.f32(), third.f32(), y.f32(), n, true, *pool);
+    if (Kind == LinearEpilogue::kGradInputGelu)
+      cpu::geluGrad(y.f32(), third.f32(), y.f32(), n, true, *pool);
     return Status::Ok();
   });
 }

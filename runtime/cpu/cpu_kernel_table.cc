@@ -5,9 +5,9 @@
 #include <cstring>
 #include <memory>
 
+#include "cpu/cpu_binders.h"
 #include "cpu/kernels/half.h"
 #include "cpu/kernels/kernels.h"
-#include "cpu/cpu_binders.h"
 #include "exec/core_contracts.h"
 #include "exec/loss_contracts.h"
 #include "exec/precision_contracts.h"
@@ -176,7 +176,8 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx) {
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
     cpu::adamw(p.f32(), g.f32(), m.f32(), v.f32(), pOut.f32(), mOut.f32(), vOut.f32(),
-               p.numElements(), *step.f32(), *lr.f32(), h.beta1, h.beta2, h.eps, h.weightDecay, *pool);
+               p.numElements(), *step.f32(), *lr.f32(), h.beta1, h.beta2, h.eps, h.weightDecay,
+               *pool);
     return Status::Ok();
   });
 }

@@ -1,8 +1,8 @@
 // The checks on a step's gradients before its updates: dynamic loss scaling (fp16 training), as
 // torch.cuda.amp.GradScaler computes it, and the global norm of gradient clipping, as
 // torch.nn.utils.clip_grad_norm_; with the contracts of exec/precision_contracts.h.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -37,7 +37,8 @@ StatusOr<BoundStep> bindSumSquares(const StepContext& ctx) {
     pool->parallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b) {
         double s = 0;
-        for (int64_t i = b * kBlock, e = std::min(n, i + kBlock); i < e; ++i) s += double(v[i]) * v[i];
+        for (int64_t i = b * kBlock, e = std::min(n, i + kBlock); i < e; ++i)
+          s += double(v[i]) * v[i];
         partial[b] = s;
       }
     });
@@ -88,7 +89,8 @@ StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx) {
 
 StatusOr<BoundStep> bindSelect(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkSelect(ctx));
-  TensorView pred = ctx.inputs[0], onTrue = ctx.inputs[1], onFalse = ctx.inputs[2], y = ctx.outputs[0];
+  TensorView pred = ctx.inputs[0], onTrue = ctx.inputs[1], onFalse = ctx.inputs[2],
+             y = ctx.outputs[0];
   return BoundStep([=] {
     const TensorView& from = *pred.f32() != 0 ? onTrue : onFalse;
     if (from.data != y.data) std::memmove(y.data, from.data, y.numElements() * sizeof(float));

@@ -1,8 +1,8 @@
 // Bindings of the transformer ops (see cpu/kernels/transformer_kernels.h), with the contracts of
 // exec/transformer_contracts.h (causal attention's own here: the CUDA backend binds it in
 // cuda_attention_table.cc).
-#include "cpu/kernels/transformer_kernels.h"
 #include "cpu/cpu_binders.h"
+#include "cpu/kernels/transformer_kernels.h"
 #include "exec/transformer_contracts.h"
 
 namespace dtc {
@@ -72,7 +72,8 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
   float scale = static_cast<float>(ctx.floatAttr("scale"));
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::causalAttention(q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), slices, t, d, scale, *pool);
+    cpu::causalAttention(q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), slices, t, d, scale,
+                         *pool);
     return Status::Ok();
   });
 }
@@ -107,7 +108,8 @@ StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx) {
   TensorView y = ctx.outputs[0], mean = ctx.outputs[1], rstd = ctx.outputs[2];
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::layerNorm(x.f32(), w.f32(), b.f32(), y.f32(), mean.f32(), rstd.f32(), d.rows, d.c, d.eps, *pool);
+    cpu::layerNorm(x.f32(), w.f32(), b.f32(), y.f32(), mean.f32(), rstd.f32(), d.rows, d.c, d.eps,
+                   *pool);
     return Status::Ok();
   });
 }
@@ -140,7 +142,8 @@ StatusOr<BoundStep> bindEmbedding(const StepContext& ctx) {
       const int64_t* p = ids.i64();
       float* o = out.f32();
       for (int64_t i = 0, n = ids.numElements(); i < n; ++i) {
-        if (p[i] < 0 || p[i] >= total) return Status::InvalidInput(where + tokenOutsideMessage(total, true));
+        if (p[i] < 0 || p[i] >= total)
+          return Status::InvalidInput(where + tokenOutsideMessage(total, true));
         const int64_t local = p[i] - offset;
         if (local >= 0 && local < vocab)
           std::copy(table.f32() + local * dim, table.f32() + (local + 1) * dim, o + i * dim);
@@ -172,7 +175,8 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
       float* g = dtable.f32();
       std::fill(g, g + vocab * dim, 0.0f);
       for (int64_t i = 0, n = ids.numElements(); i < n; ++i) {
-        if (p[i] < 0 || p[i] >= total) return Status::InvalidInput(where + tokenOutsideMessage(total, false));
+        if (p[i] < 0 || p[i] >= total)
+          return Status::InvalidInput(where + tokenOutsideMessage(total, false));
         const int64_t local = p[i] - offset;
         if (local < 0 || local >= vocab) continue;
         const float* d = dy.f32() + i * dim;
@@ -186,7 +190,8 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
     // one, and an id out of range would write outside the gradient.
     const int64_t* p = ids.i64();
     for (int64_t i = 0, n = ids.numElements(); i < n; ++i)
-      if (p[i] < 0 || p[i] >= vocab) return Status::InvalidInput(where + tokenOutsideMessage(vocab, false));
+      if (p[i] < 0 || p[i] >= vocab)
+        return Status::InvalidInput(where + tokenOutsideMessage(vocab, false));
     cpu::embeddingGrad(dy.f32(), ids.i64(), dtable.f32(), ids.numElements(), vocab, dim, *pool);
     return Status::Ok();
   });

@@ -55,9 +55,8 @@ StatusOr<BoundStep> bindPartsGrad(const StepContext& ctx) {
   std::string where = ctx.where();
   return BoundStep([=] {
     DTC_RETURN_IF_ERROR(checkLabels(where, labels, d.total));
-    cpu::crossEntropyPartsGrad(*dloss.f32(), logits.f32(), labels.i64(), rowMax.f32(),
-                               sumExp.f32(), d.rows, d.classes, d.offset, d.count, dlogits.f32(),
-                               *pool);
+    cpu::crossEntropyPartsGrad(*dloss.f32(), logits.f32(), labels.i64(), rowMax.f32(), sumExp.f32(),
+                               d.rows, d.classes, d.offset, d.count, dlogits.f32(), *pool);
     return Status::Ok();
   });
 }

@@ -54,15 +54,15 @@ using kernels::Float;
 // mixed precision: every operand but lse (input or output `lse`, by position) of one 16-bit type,
 // lse float32. The 16-bit types are compared first, in the CPU's order and words (its
 // bindLowPrecision), so a step both backends refuse reads the same on both.
-StatusOr<Float> attentionType(const StepContext& ctx, size_t inputs, size_t outputs, bool lseIsInput,
-                              size_t lseIndex) {
+StatusOr<Float> attentionType(const StepContext& ctx, size_t inputs, size_t outputs,
+                              bool lseIsInput, size_t lseIndex) {
   DType low = DType::kF32;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list) {
       if (t.dtype != DType::kBF16 && t.dtype != DType::kF16) continue;
       if (low != DType::kF32 && t.dtype != low)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
-                                dtypeName(t.dtype));
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) +
+                                " and " + dtypeName(t.dtype));
       low = t.dtype;
     }
   if (low == DType::kF32) {
@@ -70,15 +70,17 @@ StatusOr<Float> attentionType(const StepContext& ctx, size_t inputs, size_t outp
     return Float::kF32;
   }
   if (ctx.inputs.size() != inputs || ctx.outputs.size() != outputs)
-    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " + std::to_string(outputs) + " outputs");
+    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " +
+                            std::to_string(outputs) + " outputs");
   const TensorView& lse = lseIsInput ? ctx.inputs[lseIndex] : ctx.outputs[lseIndex];
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
       if (&t != &lse && t.dtype != low)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
-                                dtypeName(t.dtype));
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) +
+                                " and " + dtypeName(t.dtype));
   if (lse.dtype != DType::kF32)
-    return invalid(ctx, "lse must be float32 beside " + dtypeName(low) + " operands, got " + dtypeName(lse.dtype));
+    return invalid(ctx, "lse must be float32 beside " + dtypeName(low) + " operands, got " +
+                            dtypeName(lse.dtype));
   return low == DType::kBF16 ? Float::kBF16 : Float::kF16;
 }
 
@@ -86,16 +88,20 @@ StatusOr<Float> attentionType(const StepContext& ctx, size_t inputs, size_t outp
 // on both backends: D up to kFlashMaxHeadDim, and tiles that fit the device's shared memory.
 Status checkKernelLimits(const StepContext& ctx, const Device& dev, int64_t d) {
   if (d > kernels::kFlashMaxHeadDim)
-    return invalid(ctx, "head dimension " + std::to_string(d) + " is above the CUDA flash-attention kernels' limit of " +
-                            std::to_string(kernels::kFlashMaxHeadDim) + " (the CPU backend takes any)");
+    return invalid(ctx, "head dimension " + std::to_string(d) +
+                            " is above the CUDA flash-attention kernels' limit of " +
+                            std::to_string(kernels::kFlashMaxHeadDim) +
+                            " (the CPU backend takes any)");
   int optIn = 0;
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev.ordinal()),
-                                 ctx.where() + "querying the shared memory per block"));
+  DTC_RETURN_IF_ERROR(cudaStatus(
+      cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev.ordinal()),
+      ctx.where() + "querying the shared memory per block"));
   const uint64_t need = kernels::flashAttentionSharedBytes(d);
   if (need > static_cast<uint64_t>(optIn))
     return invalid(ctx, "the flash-attention kernels need " + std::to_string(need) +
-                            " bytes of shared memory per block for head dimension " + std::to_string(d) + "; " +
-                            dev.description() + " allows " + std::to_string(optIn));
+                            " bytes of shared memory per block for head dimension " +
+                            std::to_string(d) + "; " + dev.description() + " allows " +
+                            std::to_string(optIn));
   return Status::Ok();
 }
 
@@ -160,8 +166,8 @@ struct AttentionGemms {
 };
 
 AttentionGemms attentionGemms(int64_t slices, int64_t t, int64_t d, cudaDataType_t type) {
-  auto shape = [&](int64_t m, int64_t n, int64_t k, bool transA, bool transB, int64_t strideA, int64_t strideB,
-                   int64_t strideC, bool f32Output) {
+  auto shape = [&](int64_t m, int64_t n, int64_t k, bool transA, bool transB, int64_t strideA,
+                   int64_t strideB, int64_t strideC, bool f32Output) {
     GemmShape s;
     s.m = m, s.n = n, s.k = k;
     s.transA = transA, s.transB = transB;
@@ -181,7 +187,8 @@ cudaDataType_t cudaType(Float type) { return type == Float::kBF16 ? CUDA_R_16BF 
 // Whether the step takes the GEMM path (see the file's comment): 16-bit operands, cuBLAS's sizes,
 // and `bytes` of scratch within the budget unless forced. Forced onto a shape cuBLAS cannot take,
 // the GEMMs' error.
-StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const AttentionGemms& g, uint64_t bytes) {
+StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const AttentionGemms& g,
+                             uint64_t bytes) {
   DTC_ASSIGN_OR_RETURN(const Path path, requestedPath(ctx));
   if (type == Float::kF32 || path == Path::kFlash) return false;
   for (const GemmShape* s : {&g.scores, &g.rowsTimes, &g.transposed}) {
@@ -196,7 +203,8 @@ StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const Attention
 
 // slices·T·T, saturating (a shape that large fails checkGemm anyway).
 uint64_t scoreElements(int64_t slices, int64_t t) {
-  const uint64_t rows = static_cast<uint64_t>(slices) * static_cast<uint64_t>(t);  // ≤ the elements of q
+  const uint64_t rows =
+      static_cast<uint64_t>(slices) * static_cast<uint64_t>(t);  // ≤ the elements of q
   const uint64_t columns = static_cast<uint64_t>(t);
   return rows > UINT64_MAX / columns ? UINT64_MAX : rows * columns;
 }
@@ -219,14 +227,15 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  const AttentionGemms g = attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
+  const AttentionGemms g =
+      attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
   const ScoresLayout layout = scoresLayout(scoreElements(slices, t), false);
   DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes));
   if (!gemmPath) {
     DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
     return BoundStep([=] {
-      return launched(kernels::causalAttention(type, q.data, k.data, v.data, out.data, lse.f32(), slices, t, d,
-                                               scale, stream),
+      return launched(kernels::causalAttention(type, q.data, k.data, v.data, out.data, lse.f32(),
+                                               slices, t, d, scale, stream),
                       where);
     });
   }
@@ -234,7 +243,8 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   // first, and the slot would otherwise take a second, larger buffer for the backward ones
   // while the forward ones keep the first (Device::sharedScratch never shrinks or frees).
   const uint64_t gradBytes = scoresLayout(scoreElements(slices, t), true).bytes;
-  const uint64_t reserve = gradBytes <= kGemmScratchBudget ? std::max(layout.bytes, gradBytes) : layout.bytes;
+  const uint64_t reserve =
+      gradBytes <= kGemmScratchBudget ? std::max(layout.bytes, gradBytes) : layout.bytes;
   DTC_ASSIGN_OR_RETURN(void* slot, dev.sharedScratch(kScoresSlot, reserve));
   uint8_t* base = static_cast<uint8_t*>(slot);
   float* scores = reinterpret_cast<float*>(base + layout.s);
@@ -243,8 +253,9 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   return BoundStep([=]() -> Status {
     // 16-bit operands: tf32 concerns f32 GEMMs only.
     DTC_RETURN_IF_ERROR(gemm(handle, false, q.data, k.data, scores, g.scores, where));
-    DTC_RETURN_IF_ERROR(
-        launched(kernels::attentionSoftmaxRows(type, scores, lse.f32(), probs, slices, t, scale, stream), where));
+    DTC_RETURN_IF_ERROR(launched(
+        kernels::attentionSoftmaxRows(type, scores, lse.f32(), probs, slices, t, scale, stream),
+        where));
     return gemm(handle, false, probs, v.data, out.data, g.rowsTimes, where);
   });
 }
@@ -257,24 +268,28 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
   const std::array<int64_t, 3> dims = attentionDims(q);
   const int64_t slices = dims[0], t = dims[1], d = dims[2];
   if (slices == 0 || ctx.inputs[5].numElements() != slices * t)
-    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) + " and " +
-                            str(ctx.inputs[5].shape));
+    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) +
+                            " and " + str(ctx.inputs[5].shape));
   const std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  const AttentionGemms g = attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
+  const AttentionGemms g =
+      attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
   const ScoresLayout layout = scoresLayout(scoreElements(slices, t), true);
   DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes));
   if (!gemmPath) {
     DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
-    // D_i = dout_i · out_i per row, written by the kernels' pre-pass (the step's own, for its life).
-    DTC_ASSIGN_OR_RETURN(void* scratch, dev.scratch(kernels::causalAttentionGradScratchBytes(slices, t)));
+    // D_i = dout_i · out_i per row, written by the kernels' pre-pass (the step's own, for its
+    // life).
+    DTC_ASSIGN_OR_RETURN(void* scratch,
+                         dev.scratch(kernels::causalAttentionGradScratchBytes(slices, t)));
     return BoundStep([=] {
-      return launched(kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data, in[3].data,
-                                                   in[4].data, in[5].f32(), out[0].data, out[1].data, out[2].data,
-                                                   slices, t, d, scale, scratch, stream),
-                      where);
+      return launched(
+          kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data, in[3].data,
+                                       in[4].data, in[5].f32(), out[0].data, out[1].data,
+                                       out[2].data, slices, t, d, scale, scratch, stream),
+          where);
     });
   }
   DTC_ASSIGN_OR_RETURN(void* slot, dev.sharedScratch(kScoresSlot, layout.bytes));
@@ -284,15 +299,17 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
   void* probs = base + layout.p;
   void* dscores = base + layout.ds;  // dS, the gradient in S = q·kᵀ (scale included)
   cublasHandle_t handle = dev.blas();
-  const void *dout = in[0].data, *qd = in[1].data, *kd = in[2].data, *vd = in[3].data, *od = in[4].data;
+  const void *dout = in[0].data, *qd = in[1].data, *kd = in[2].data, *vd = in[3].data,
+             *od = in[4].data;
   const float* lse = in[5].f32();
   void *dq = out[0].data, *dk = out[1].data, *dv = out[2].data;
   return BoundStep([=]() -> Status {
     DTC_RETURN_IF_ERROR(gemm(handle, false, qd, kd, scores, g.scores, where));
     DTC_RETURN_IF_ERROR(gemm(handle, false, dout, vd, dprobs, g.scores, where));
-    DTC_RETURN_IF_ERROR(launched(kernels::attentionGradRows(type, scores, dprobs, lse, dout, od, probs, dscores,
-                                                            slices, t, d, scale, stream),
-                                 where));
+    DTC_RETURN_IF_ERROR(
+        launched(kernels::attentionGradRows(type, scores, dprobs, lse, dout, od, probs, dscores,
+                                            slices, t, d, scale, stream),
+                 where));
     DTC_RETURN_IF_ERROR(gemm(handle, false, probs, dout, dv, g.transposed, where));
     DTC_RETURN_IF_ERROR(gemm(handle, false, dscores, kd, dq, g.rowsTimes, where));
     return gemm(handle, false, dscores, qd, dk, g.transposed, where);

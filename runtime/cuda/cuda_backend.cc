@@ -41,7 +41,8 @@ class CudaBackend final : public Backend {
                                device_->description() + " (" + std::to_string(free) +
                                " bytes free of " + std::to_string(total) + ")");
     }
-    Status zeroed = cudaStatus(cudaMemsetAsync(p, 0, bytes, device_->stream()), "zero-filling new memory");
+    Status zeroed =
+        cudaStatus(cudaMemsetAsync(p, 0, bytes, device_->stream()), "zero-filling new memory");
     if (zeroed.ok()) zeroed = device_->synchronize();
     if (!zeroed.ok()) {
       (void)cudaFree(p);
@@ -59,8 +60,9 @@ class CudaBackend final : public Backend {
     if (bytes == 0) return Status::Ok();
     DTC_RETURN_IF_ERROR(device_->activate());
     DTC_RETURN_IF_ERROR(device_->joinAll());
-    DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, device_->stream()),
-                                   "copying " + std::to_string(bytes) + " bytes to the GPU"));
+    DTC_RETURN_IF_ERROR(
+        cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, device_->stream()),
+                   "copying " + std::to_string(bytes) + " bytes to the GPU"));
     // The caller may reuse its buffer at once.
     return device_->synchronize();
   }
@@ -69,8 +71,9 @@ class CudaBackend final : public Backend {
     if (bytes == 0) return device_->synchronize();
     DTC_RETURN_IF_ERROR(device_->activate());
     DTC_RETURN_IF_ERROR(device_->joinAll());
-    DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, device_->stream()),
-                                   "copying " + std::to_string(bytes) + " bytes from the GPU"));
+    DTC_RETURN_IF_ERROR(
+        cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, device_->stream()),
+                   "copying " + std::to_string(bytes) + " bytes from the GPU"));
     return device_->synchronize();
   }
 
@@ -80,13 +83,17 @@ class CudaBackend final : public Backend {
     DTC_RETURN_IF_ERROR(device_->joinAll());
     cudaStream_t s = device_->stream();
     if (to + bytes <= from || from + bytes <= to)
-      return cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s), "copying on the GPU");
+      return cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s),
+                        "copying on the GPU");
     // Overlapping ranges (memmove semantics): through a temporary, stream-ordered. It allocates,
     // which a CUDA graph could not hold, but copies run between functions, never in their steps.
     void* tmp = nullptr;
     DTC_RETURN_IF_ERROR(cudaStatus(cudaMallocAsync(&tmp, bytes, s), "allocating a copy buffer"));
-    Status st = cudaStatus(cudaMemcpyAsync(tmp, from, bytes, cudaMemcpyDeviceToDevice, s), "copying on the GPU");
-    if (st.ok()) st = cudaStatus(cudaMemcpyAsync(to, tmp, bytes, cudaMemcpyDeviceToDevice, s), "copying on the GPU");
+    Status st = cudaStatus(cudaMemcpyAsync(tmp, from, bytes, cudaMemcpyDeviceToDevice, s),
+                           "copying on the GPU");
+    if (st.ok())
+      st = cudaStatus(cudaMemcpyAsync(to, tmp, bytes, cudaMemcpyDeviceToDevice, s),
+                      "copying on the GPU");
     Status freed = cudaStatus(cudaFreeAsync(tmp, s), "freeing a copy buffer");
     return st.ok() ? freed : st;
   }
@@ -103,10 +110,11 @@ class CudaBackend final : public Backend {
     if (!bound.ok()) return bound;
     Device* device = device_.get();
     std::vector<ByteRange> ranges = operandRanges(step.inputs, step.outputs);
-    return BoundStep([device, inner = std::move(bound).value(), ranges = std::move(ranges)]() -> Status {
-      DTC_RETURN_IF_ERROR(device->waitFor(ranges));
-      return inner();
-    });
+    return BoundStep(
+        [device, inner = std::move(bound).value(), ranges = std::move(ranges)]() -> Status {
+          DTC_RETURN_IF_ERROR(device->waitFor(ranges));
+          return inner();
+        });
   }
 
   void beginFunction(const std::string& function) override {
@@ -139,7 +147,6 @@ void writeError(char* error, size_t size, const std::string& message) {
   if (error && size) std::snprintf(error, size, "%s", message.c_str());
 }
 
-
 }  // namespace
 
 StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
@@ -159,8 +166,8 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
       if (t.dtype != first)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(first) + " and " +
-                                dtypeName(t.dtype));
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(first) +
+                                " and " + dtypeName(t.dtype));
   return bindWidened(ctx, device, bind);
 }
 
@@ -169,22 +176,26 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
 // The plugin's entry point (exec/backend.h): nullptr and a one-line reason when the ABI differs,
 // there is no GPU, or the GPU cannot be set up. C linkage and default visibility: the only
 // symbol the library exports.
-extern "C" __attribute__((visibility("default"))) dtc::Backend* dtcCreateBackend(
-    int abiVersion, int localRank, char* error, size_t errorSize) {
+extern "C" __attribute__((visibility("default"))) dtc::Backend* dtcCreateBackend(int abiVersion,
+                                                                                 int localRank,
+                                                                                 char* error,
+                                                                                 size_t errorSize) {
   using namespace dtc;
   try {
     if (abiVersion != kBackendAbiVersion) {
       cuda::writeError(error, errorSize,
-                       "the CUDA backend plugin speaks backend ABI " + std::to_string(kBackendAbiVersion) +
-                           ", dtrun speaks " + std::to_string(abiVersion) + " (rebuild them together)");
+                       "the CUDA backend plugin speaks backend ABI " +
+                           std::to_string(kBackendAbiVersion) + ", dtrun speaks " +
+                           std::to_string(abiVersion) + " (rebuild them together)");
       return nullptr;
     }
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
       std::string why = e != cudaSuccess ? cudaGetErrorString(e) : "no devices";
-      cuda::writeError(error, errorSize, "no CUDA device found (cudaGetDeviceCount: " + why +
-                                             "); --device cuda needs a GPU");
+      cuda::writeError(
+          error, errorSize,
+          "no CUDA device found (cudaGetDeviceCount: " + why + "); --device cuda needs a GPU");
       return nullptr;
     }
     const int ordinal = ((localRank % count) + count) % count;

@@ -29,8 +29,8 @@ inline StatusOr<cudaDataType_t> contractionType(const StepContext& ctx) {
   if (ctx.inputs.size() != 2) return invalid(ctx, "expects 2 inputs and 1 outputs");
   for (const TensorView& in : ctx.inputs)
     if (in.dtype != t)
-      return invalid(ctx, "operands must share one element type, got " + dtypeName(in.dtype) + " and " +
-                              dtypeName(t));
+      return invalid(ctx, "operands must share one element type, got " + dtypeName(in.dtype) +
+                              " and " + dtypeName(t));
   return t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
 }
 
@@ -59,7 +59,8 @@ StatusOr<BoundStep> bindUnaryGradLaunch(const StepContext& ctx, Device& dev, Lau
 }
 
 // A raised-flag message for data errors found on the device (see Device::errorFlag).
-inline StatusOr<int*> dataErrorFlag(Device& device, const StepContext& ctx, const std::string& message) {
+inline StatusOr<int*> dataErrorFlag(Device& device, const StepContext& ctx,
+                                    const std::string& message) {
   return device.errorFlag(ctx.where() + message);
 }
 

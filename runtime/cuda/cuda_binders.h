@@ -13,9 +13,9 @@ namespace dtc::cuda {
 #include "ops/kernels.def"
 
 // Defines kernel `name`'s CUDA binder as a call of the binder that follows.
-#define DTC_CUDA_BINDER(name, ...)                                                   \
-  StatusOr<BoundStep> bindCuda_##name(const StepContext& ctx, Device& device) {      \
-    return __VA_ARGS__(ctx, device);                                                 \
+#define DTC_CUDA_BINDER(name, ...)                                              \
+  StatusOr<BoundStep> bindCuda_##name(const StepContext& ctx, Device& device) { \
+    return __VA_ARGS__(ctx, device);                                            \
   }
 
 // The binders indexed by kernel code (cuda_dispatch.cc), null where a code has no kernel.

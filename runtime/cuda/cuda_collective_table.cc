@@ -1,10 +1,11 @@
 // The collectives of partitioned plans on CUDA, with the CPU backend's contracts
 // (exec/collective_contract.h). Each runs on NCCL where its group does (nccl_groups.h: on
 // device memory, nothing waits for the host; on the comm stream beside the compute that follows,
-// see Device::overlapSlot, and CommRoute for the exception), else staged through the host: the step copies its blocks from the GPU into pinned buffers, calls the same
-// Communicator method as the CPU backend and copies the result back (correct on any MPI, and
-// where ranks share a GPU). Strided blocks are packed on the GPU for NCCL, as the CPU packs
-// them for MPI. Sends and receives stay host-staged (see bindSend for why).
+// see Device::overlapSlot, and CommRoute for the exception), else staged through the host: the step
+// copies its blocks from the GPU into pinned buffers, calls the same Communicator method as the CPU
+// backend and copies the result back (correct on any MPI, and where ranks share a GPU). Strided
+// blocks are packed on the GPU for NCCL, as the CPU packs them for MPI. Sends and receives stay
+// host-staged (see bindSend for why).
 //
 // A host-staged step synchronises the stream before it touches the staging buffers (its inputs
 // must be computed, and an earlier step's upload from them must be done); its own uploads stay
@@ -33,9 +34,10 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
         const Nccl nc{&g.paths->api(), comm, stream, s.where};
         return ncclGrouped(*nc.api, s.where, [&] {
           for (size_t i = 0; i < ins.size(); ++i)
-            DTC_RETURN_IF_ERROR(nc.check(nc.api->allReduce(ins[i].data, outs[i].data, ins[i].numElements(),
-                                                           ncclFloat32, max ? ncclMax : ncclSum, comm, stream),
-                                         "ncclAllReduce"));
+            DTC_RETURN_IF_ERROR(
+                nc.check(nc.api->allReduce(ins[i].data, outs[i].data, ins[i].numElements(),
+                                           ncclFloat32, max ? ncclMax : ncclSum, comm, stream),
+                         "ncclAllReduce"));
           return Status::Ok();
         });
       });
@@ -48,7 +50,8 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
       at += t.numElements();
     }
     DTC_RETURN_IF_ERROR(s.wait());
-    DTC_RETURN_IF_ERROR(max ? g.comm->allReduceMax(s.host(0), total) : g.comm->allReduceSum(s.host(0), total));
+    DTC_RETURN_IF_ERROR(max ? g.comm->allReduceMax(s.host(0), total)
+                            : g.comm->allReduceSum(s.host(0), total));
     at = s.host(0);
     for (const TensorView& t : outs) {
       DTC_RETURN_IF_ERROR(s.copy(t.data, at, t.numElements(), kUp));
@@ -84,11 +87,12 @@ StatusOr<BoundStep> bindAllGather(const StepContext& ctx, Device& dev) {
       return route.run([&](cudaStream_t stream) {
         const Nccl nc{&g.paths->api(), comm, stream, s.where};
         float* gathered = packed ? packed : out.f32();
-        DTC_RETURN_IF_ERROR(
-            nc.check(nc.api->allGather(in.data, gathered, n, ncclFloat32, comm, stream), "ncclAllGather"));
+        DTC_RETURN_IF_ERROR(nc.check(
+            nc.api->allGather(in.data, gathered, n, ncclFloat32, comm, stream), "ncclAllGather"));
         if (packed)
           for (int64_t r = 0; r < g.size; ++r)
-            DTC_RETURN_IF_ERROR(s.blockOn(stream, out.f32(), a, g.size, r, packed + r * n, true, kOnDevice));
+            DTC_RETURN_IF_ERROR(
+                s.blockOn(stream, out.f32(), a, g.size, r, packed + r * n, true, kOnDevice));
         return Status::Ok();
       });
     DTC_RETURN_IF_ERROR(s.reserve());
@@ -119,11 +123,13 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
         const float* blocks = in.f32();
         if (packed) {
           for (int64_t r = 0; r < g.size; ++r)
-            DTC_RETURN_IF_ERROR(s.blockOn(stream, in.f32(), a, g.size, r, packed + r * n, false, kOnDevice));
+            DTC_RETURN_IF_ERROR(
+                s.blockOn(stream, in.f32(), a, g.size, r, packed + r * n, false, kOnDevice));
           blocks = packed;
         }
-        return nc.check(nc.api->reduceScatter(blocks, out.data, n, ncclFloat32, ncclSum, comm, stream),
-                        "ncclReduceScatter");
+        return nc.check(
+            nc.api->reduceScatter(blocks, out.data, n, ncclFloat32, ncclSum, comm, stream),
+            "ncclReduceScatter");
       });
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
@@ -155,7 +161,8 @@ StatusOr<BoundStep> bindCountOnce(const StepContext& ctx, Device& dev) {
   return BoundStep([=]() -> Status {
     if (!keep) return launched(cudaMemsetAsync(out.data, 0, bytes, stream), where);
     if (in.data == out.data) return Status::Ok();
-    return launched(cudaMemcpyAsync(out.data, in.data, bytes, cudaMemcpyDeviceToDevice, stream), where);
+    return launched(cudaMemcpyAsync(out.data, in.data, bytes, cudaMemcpyDeviceToDevice, stream),
+                    where);
   });
 }
 
@@ -180,19 +187,23 @@ StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
         float* recv = packTo ? packed + n * g.size : out.f32();
         if (packFrom) {
           for (int64_t r = 0; r < g.size; ++r)
-            DTC_RETURN_IF_ERROR(s.blockOn(stream, in.f32(), from, g.size, r, packed + r * n, false, kOnDevice));
+            DTC_RETURN_IF_ERROR(
+                s.blockOn(stream, in.f32(), from, g.size, r, packed + r * n, false, kOnDevice));
           send = packed;
         }
         DTC_RETURN_IF_ERROR(ncclGrouped(*nc.api, s.where, [&] {
           for (int r = 0; r < static_cast<int>(g.size); ++r) {
-            DTC_RETURN_IF_ERROR(nc.check(nc.api->send(send + r * n, n, ncclFloat32, r, comm, stream), "ncclSend"));
-            DTC_RETURN_IF_ERROR(nc.check(nc.api->recv(recv + r * n, n, ncclFloat32, r, comm, stream), "ncclRecv"));
+            DTC_RETURN_IF_ERROR(
+                nc.check(nc.api->send(send + r * n, n, ncclFloat32, r, comm, stream), "ncclSend"));
+            DTC_RETURN_IF_ERROR(
+                nc.check(nc.api->recv(recv + r * n, n, ncclFloat32, r, comm, stream), "ncclRecv"));
           }
           return Status::Ok();
         }));
         if (packTo)
           for (int64_t r = 0; r < g.size; ++r)
-            DTC_RETURN_IF_ERROR(s.blockOn(stream, out.f32(), to, g.size, r, recv + r * n, true, kOnDevice));
+            DTC_RETURN_IF_ERROR(
+                s.blockOn(stream, out.f32(), to, g.size, r, recv + r * n, true, kOnDevice));
         return Status::Ok();
       });
     DTC_RETURN_IF_ERROR(s.reserve());
@@ -220,7 +231,8 @@ StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx, Device& dev)
     if (comm)
       return route.run([&](cudaStream_t stream) {
         const Nccl nc{&g.paths->api(), comm, stream, s.where};
-        return nc.check(nc.api->broadcast(in.data, out.data, n, ncclFloat32, root, comm, stream), "ncclBroadcast");
+        return nc.check(nc.api->broadcast(in.data, out.data, n, ncclFloat32, root, comm, stream),
+                        "ncclBroadcast");
       });
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
@@ -256,8 +268,8 @@ StatusOr<BoundStep> bindSend(const StepContext& ctx, Device& dev) {
   return BoundStep([=] {
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
-    DTC_RETURN_IF_ERROR(
-        cudaStatus(cudaMemcpyAsync(s.host(0), data, p.bytes, kDown, s.dev->stream()), s.where + "a copy"));
+    DTC_RETURN_IF_ERROR(cudaStatus(
+        cudaMemcpyAsync(s.host(0), data, p.bytes, kDown, s.dev->stream()), s.where + "a copy"));
     DTC_RETURN_IF_ERROR(s.wait());
     return p.group.comm->send(s.host(0), p.bytes, p.peer, p.tag);
   });
@@ -271,7 +283,8 @@ StatusOr<BoundStep> bindRecv(const StepContext& ctx, Device& dev) {
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(p.group.comm->recv(s.host(0), p.bytes, p.peer, p.tag));
-    return cudaStatus(cudaMemcpyAsync(data, s.host(0), p.bytes, kUp, s.dev->stream()), s.where + "a copy");
+    return cudaStatus(cudaMemcpyAsync(data, s.host(0), p.bytes, kUp, s.dev->stream()),
+                      s.where + "a copy");
   });
 }
 

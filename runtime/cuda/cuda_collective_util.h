@@ -13,8 +13,9 @@ namespace dtc::cuda {
 
 // Block `index` of `parts` along the middle dimension of `whole` ([outer, mid, inner] floats)
 // from or into `block` (contiguous [outer, mid/parts, inner]); one strided 2-D copy.
-inline cudaError_t blockCopy(float* whole, const Around& a, int64_t parts, int64_t index, float* block,
-                             bool intoWhole, cudaMemcpyKind kind, cudaStream_t stream) {
+inline cudaError_t blockCopy(float* whole, const Around& a, int64_t parts, int64_t index,
+                             float* block, bool intoWhole, cudaMemcpyKind kind,
+                             cudaStream_t stream) {
   const int64_t m = a.mid / parts;
   const size_t run = m * a.inner * sizeof(float), pitch = a.mid * a.inner * sizeof(float);
   if (run == 0 || a.outer == 0) return cudaSuccess;
@@ -54,16 +55,18 @@ struct Stager {
     return cudaStatus(cudaStreamSynchronize(dev->stream()), where + "waiting for the GPU");
   }
   Status copy(void* to, const void* from, int64_t floats, cudaMemcpyKind kind) const {
-    return cudaStatus(cudaMemcpyAsync(to, from, floats * sizeof(float), kind, dev->stream()), where + "a copy");
+    return cudaStatus(cudaMemcpyAsync(to, from, floats * sizeof(float), kind, dev->stream()),
+                      where + "a copy");
   }
-  Status block(float* whole, const Around& a, int64_t parts, int64_t index, float* b, bool intoWhole,
-               cudaMemcpyKind kind) const {
+  Status block(float* whole, const Around& a, int64_t parts, int64_t index, float* b,
+               bool intoWhole, cudaMemcpyKind kind) const {
     return blockOn(dev->stream(), whole, a, parts, index, b, intoWhole, kind);
   }
   // The NCCL path's packing, on the stream its collective runs on.
-  Status blockOn(cudaStream_t stream, float* whole, const Around& a, int64_t parts, int64_t index, float* b,
-                 bool intoWhole, cudaMemcpyKind kind) const {
-    return cudaStatus(blockCopy(whole, a, parts, index, b, intoWhole, kind, stream), where + "a strided copy");
+  Status blockOn(cudaStream_t stream, float* whole, const Around& a, int64_t parts, int64_t index,
+                 float* b, bool intoWhole, cudaMemcpyKind kind) const {
+    return cudaStatus(blockCopy(whole, a, parts, index, b, intoWhole, kind, stream),
+                      where + "a strided copy");
   }
 };
 
@@ -108,7 +111,9 @@ struct Nccl {
   ncclComm_t comm;
   cudaStream_t stream;
   const std::string& where;
-  Status check(ncclResult_t result, const char* call) const { return ncclStatus(*api, result, where + call); }
+  Status check(ncclResult_t result, const char* call) const {
+    return ncclStatus(*api, result, where + call);
+  }
 };
 
 }  // namespace dtc::cuda

@@ -30,7 +30,8 @@ StatusOr<BoundStep> bindConv(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(void* col, dev.scratch(static_cast<uint64_t>(g.n * k * p) * sizeof(float)));
   float* parts = nullptr;
   if (Op == ConvOp::kGradWeight) {
-    DTC_ASSIGN_OR_RETURN(void* scratch, dev.scratch(static_cast<uint64_t>(g.n * g.o * k) * sizeof(float)));
+    DTC_ASSIGN_OR_RETURN(void* scratch,
+                         dev.scratch(static_cast<uint64_t>(g.n * g.o * k) * sizeof(float)));
     parts = static_cast<float*>(scratch);
   }
   const float *a = in0.f32(), *b = in1.f32();
@@ -55,7 +56,9 @@ StatusOr<BoundStep> bindConv(const StepContext& ctx, Device& dev) {
   });
 }
 
-PoolDims poolOf(const PoolShape& s) { return {s.n, s.c, s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.oh, s.ow}; }
+PoolDims poolOf(const PoolShape& s) {
+  return {s.n, s.c, s.h, s.w, s.kh, s.kw, s.sh, s.sw, s.oh, s.ow};
+}
 
 StatusOr<BoundStep> bindMaxPool2d(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(PoolShape shape, checkMaxPool2d(ctx));
@@ -63,7 +66,8 @@ StatusOr<BoundStep> bindMaxPool2d(const StepContext& ctx, Device& dev) {
   TensorView x = ctx.inputs[0], y = ctx.outputs[0];
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::maxPool2d(x.f32(), y.f32(), g, stream), where); });
+  return BoundStep(
+      [=] { return launched(kernels::maxPool2d(x.f32(), y.f32(), g, stream), where); });
 }
 
 StatusOr<BoundStep> bindMaxPool2dGrad(const StepContext& ctx, Device& dev) {
@@ -72,7 +76,9 @@ StatusOr<BoundStep> bindMaxPool2dGrad(const StepContext& ctx, Device& dev) {
   TensorView dy = ctx.inputs[0], x = ctx.inputs[1], dx = ctx.outputs[0];
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::maxPool2dGrad(dy.f32(), x.f32(), dx.f32(), g, stream), where); });
+  return BoundStep([=] {
+    return launched(kernels::maxPool2dGrad(dy.f32(), x.f32(), dx.f32(), g, stream), where);
+  });
 }
 
 // The operands' device pointers, for the binders below.
@@ -102,60 +108,70 @@ using In = std::vector<const float*>;
 using Out = std::vector<float*>;
 
 StatusOr<BoundStep> bindBatchNormTrain(const StepContext& ctx, Device& dev) {
-  return bindNorm<checkBatchNormTrain>(ctx, dev, [](const In& i, const Out& o, NormDims d, const BatchNormDims& b,
-                                                    cudaStream_t stream) {
-    return kernels::batchNormTrain(i[0], i[1], i[2], i[3], i[4], o[0], o[1], o[2], o[3], o[4], d, b.eps, b.momentum,
-                                   stream);
-  });
+  return bindNorm<checkBatchNormTrain>(
+      ctx, dev,
+      [](const In& i, const Out& o, NormDims d, const BatchNormDims& b, cudaStream_t stream) {
+        return kernels::batchNormTrain(i[0], i[1], i[2], i[3], i[4], o[0], o[1], o[2], o[3], o[4],
+                                       d, b.eps, b.momentum, stream);
+      });
 }
 
 StatusOr<BoundStep> bindBatchNormTrainGrad(const StepContext& ctx, Device& dev) {
   return bindNorm<checkBatchNormTrainGrad>(
-      ctx, dev, [](const In& i, const Out& o, NormDims d, const BatchNormDims&, cudaStream_t stream) {
-        return kernels::batchNormTrainGrad(i[0], i[1], i[2], i[3], i[4], o[0], o[1], o[2], d, stream);
+      ctx, dev,
+      [](const In& i, const Out& o, NormDims d, const BatchNormDims&, cudaStream_t stream) {
+        return kernels::batchNormTrainGrad(i[0], i[1], i[2], i[3], i[4], o[0], o[1], o[2], d,
+                                           stream);
       });
 }
 
 StatusOr<BoundStep> bindBatchNormEval(const StepContext& ctx, Device& dev) {
-  return bindNorm<checkBatchNormEval>(ctx, dev, [](const In& i, const Out& o, NormDims d, const BatchNormDims& b,
-                                                   cudaStream_t stream) {
-    return kernels::batchNormEval(i[0], i[1], i[2], i[3], i[4], o[0], d, b.eps, stream);
-  });
+  return bindNorm<checkBatchNormEval>(
+      ctx, dev,
+      [](const In& i, const Out& o, NormDims d, const BatchNormDims& b, cudaStream_t stream) {
+        return kernels::batchNormEval(i[0], i[1], i[2], i[3], i[4], o[0], d, b.eps, stream);
+      });
 }
 
 StatusOr<BoundStep> bindBatchNormSum(const StepContext& ctx, Device& dev) {
   return bindNorm<checkBatchNormSum>(
-      ctx, dev, [](const In& i, const Out& o, NormDims d, const BatchNormDims&, cudaStream_t stream) {
+      ctx, dev,
+      [](const In& i, const Out& o, NormDims d, const BatchNormDims&, cudaStream_t stream) {
         return kernels::batchNormSum(i[0], o[0], d, stream);
       });
 }
 
 StatusOr<BoundStep> bindBatchNormCenteredSquares(const StepContext& ctx, Device& dev) {
   return bindNorm<checkBatchNormCenteredSquares>(
-      ctx, dev, [](const In& i, const Out& o, NormDims d, const BatchNormDims& b, cudaStream_t stream) {
+      ctx, dev,
+      [](const In& i, const Out& o, NormDims d, const BatchNormDims& b, cudaStream_t stream) {
         return kernels::batchNormCenteredSquares(i[0], i[1], o[0], d, b.count, stream);
       });
 }
 
 StatusOr<BoundStep> bindBatchNormNormalize(const StepContext& ctx, Device& dev) {
   return bindNorm<checkBatchNormNormalize>(
-      ctx, dev, [](const In& i, const Out& o, NormDims d, const BatchNormDims& b, cudaStream_t stream) {
-        return kernels::batchNormNormalize(i[0], i[1], i[2], i[3], i[4], i[5], i[6], o[0], o[1], o[2], o[3], o[4], d,
-                                           b.count, b.eps, b.momentum, stream);
+      ctx, dev,
+      [](const In& i, const Out& o, NormDims d, const BatchNormDims& b, cudaStream_t stream) {
+        return kernels::batchNormNormalize(i[0], i[1], i[2], i[3], i[4], i[5], i[6], o[0], o[1],
+                                           o[2], o[3], o[4], d, b.count, b.eps, b.momentum, stream);
       });
 }
 
 StatusOr<BoundStep> bindBatchNormGradSums(const StepContext& ctx, Device& dev) {
   return bindNorm<checkBatchNormGradSums>(
-      ctx, dev, [](const In& i, const Out& o, NormDims d, const BatchNormDims&, cudaStream_t stream) {
+      ctx, dev,
+      [](const In& i, const Out& o, NormDims d, const BatchNormDims&, cudaStream_t stream) {
         return kernels::batchNormGradSums(i[0], i[1], i[2], i[3], o[0], o[1], d, stream);
       });
 }
 
 StatusOr<BoundStep> bindBatchNormGradInput(const StepContext& ctx, Device& dev) {
   return bindNorm<checkBatchNormGradInput>(
-      ctx, dev, [](const In& i, const Out& o, NormDims d, const BatchNormDims& b, cudaStream_t stream) {
-        return kernels::batchNormGradInput(i[0], i[1], i[2], i[3], i[4], i[5], i[6], o[0], d, b.count, stream);
+      ctx, dev,
+      [](const In& i, const Out& o, NormDims d, const BatchNormDims& b, cudaStream_t stream) {
+        return kernels::batchNormGradInput(i[0], i[1], i[2], i[3], i[4], i[5], i[6], o[0], d,
+                                           b.count, stream);
       });
 }
 

@@ -31,26 +31,31 @@ StatusOr<std::unique_ptr<Device>> Device::create(int ordinal) {
   DTC_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&d->stream_, cudaStreamNonBlocking),
                                  "creating a stream on " + gpu));
   DTC_RETURN_IF_ERROR(cublasStatus(cublasCreate(&d->blas_), "creating a cuBLAS handle on " + gpu));
-  DTC_RETURN_IF_ERROR(cublasStatus(cublasSetStream(d->blas_, d->stream_), "binding cuBLAS to the stream"));
+  DTC_RETURN_IF_ERROR(
+      cublasStatus(cublasSetStream(d->blas_, d->stream_), "binding cuBLAS to the stream"));
   // After cublasSetStream, which resets the workspace to cuBLAS's own.
   DTC_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&d->blasWorkspace_, kBlasWorkspaceBytes),
                                  "allocating cuBLAS's workspace on " + gpu));
-  DTC_RETURN_IF_ERROR(cublasStatus(cublasSetWorkspace(d->blas_, d->blasWorkspace_, kBlasWorkspaceBytes),
-                                   "setting cuBLAS's workspace"));
+  DTC_RETURN_IF_ERROR(
+      cublasStatus(cublasSetWorkspace(d->blas_, d->blasWorkspace_, kBlasWorkspaceBytes),
+                   "setting cuBLAS's workspace"));
   // The comm stream at the highest priority: NCCL's kernels use few SMs, and the backward
   // kernels queued beside them would otherwise hold the GPU until they are done.
   int leastPriority = 0, greatestPriority = 0;
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority),
-                                 "querying stream priorities on " + gpu));
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithPriority(&d->comm_, cudaStreamNonBlocking, greatestPriority),
-                                 "creating the collectives' stream on " + gpu));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority),
+                 "querying stream priorities on " + gpu));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaStreamCreateWithPriority(&d->comm_, cudaStreamNonBlocking, greatestPriority),
+                 "creating the collectives' stream on " + gpu));
   d->overlap_ = runtimeOptions().cudaOverlap;
   // 16-bit GEMMs: split-K partial sums are reduced in f32, never rounded to the output type on
   // the way, so C is rounded once, as the CPU's widened contractions (and torch with
   // allow_bf16_reduced_precision_reduction off). No effect on f32 GEMMs.
   DTC_RETURN_IF_ERROR(cublasStatus(
-      cublasSetMathMode(d->blas_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
-                                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+      cublasSetMathMode(
+          d->blas_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
       "setting cuBLAS's math mode"));
   d->tf32_ = runtimeOptions().cudaTf32;
   std::array<unsigned char, 16> uuid;
@@ -81,8 +86,9 @@ Device::~Device() {
 
 StatusOr<void*> Device::scratch(uint64_t bytes) {
   void* p = nullptr;
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, bytes ? bytes : 1),
-                                 "allocating " + std::to_string(bytes) + " bytes of scratch memory"));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaMalloc(&p, bytes ? bytes : 1),
+                 "allocating " + std::to_string(bytes) + " bytes of scratch memory"));
   scratch_.push_back(p);
   return p;
 }
@@ -104,14 +110,16 @@ StatusOr<int*> Device::errorFlag(std::string message) {
     // Mapped pinned memory: kernels write it directly and the host reads it after a stream
     // synchronisation, with no copy. Pages never move, so flag pointers stay valid.
     void* page = nullptr;
-    DTC_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&page, kFlagsPerPage * sizeof(int), cudaHostAllocMapped),
-                                   "allocating error flags"));
+    DTC_RETURN_IF_ERROR(
+        cudaStatus(cudaHostAlloc(&page, kFlagsPerPage * sizeof(int), cudaHostAllocMapped),
+                   "allocating error flags"));
     std::memset(page, 0, kFlagsPerPage * sizeof(int));
     flagPages_.push_back(static_cast<int*>(page));
   }
   int* host = flagPages_.back() + flags_.size() % kFlagsPerPage;
   void* device = nullptr;
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&device, host, 0), "mapping an error flag"));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaHostGetDevicePointer(&device, host, 0), "mapping an error flag"));
   flags_.push_back({host, std::move(message)});
   return static_cast<int*>(device);
 }
@@ -124,8 +132,9 @@ Status Device::reserveStaging(int which, uint64_t bytes) {
   if (p.data) (void)cudaFreeHost(p.data);
   p = {};
   void* data = nullptr;
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaMallocHost(&data, bytes),
-                                 "allocating " + std::to_string(bytes) + " bytes of pinned host memory"));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaMallocHost(&data, bytes),
+                 "allocating " + std::to_string(bytes) + " bytes of pinned host memory"));
   p = {static_cast<uint8_t*>(data), bytes};
   return Status::Ok();
 }
@@ -136,7 +145,8 @@ Status Device::activate() const {
 
 Status Device::synchronize() {
   DTC_RETURN_IF_ERROR(joinAll());
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaStreamSynchronize(stream_), "running the plan's steps on " + description_));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaStreamSynchronize(stream_), "running the plan's steps on " + description_));
   for (const Flag& f : flags_)
     if (*f.host) return Status::InvalidInput(f.message);
   return Status::Ok();
@@ -148,7 +158,8 @@ StatusOr<int> Device::overlapSlot(const StepContext& ctx) {
   o.ranges = operandRanges(ctx.inputs, ctx.outputs);
   // Timing off: the events only order streams.
   for (cudaEvent_t* e : {&o.ready, &o.done}) {
-    Status made = cudaStatus(cudaEventCreateWithFlags(e, cudaEventDisableTiming), ctx.where() + "creating an event");
+    Status made = cudaStatus(cudaEventCreateWithFlags(e, cudaEventDisableTiming),
+                             ctx.where() + "creating an event");
     if (!made.ok()) {
       if (o.ready) (void)cudaEventDestroy(o.ready);
       return made;
@@ -160,8 +171,10 @@ StatusOr<int> Device::overlapSlot(const StepContext& ctx) {
 
 StatusOr<cudaStream_t> Device::forkComm(int slot) {
   const Overlap& o = overlaps_[slot];
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(o.ready, stream_), "marking the compute stream for a collective"));
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(comm_, o.ready, 0), "ordering a collective after its inputs"));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaEventRecord(o.ready, stream_), "marking the compute stream for a collective"));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaStreamWaitEvent(comm_, o.ready, 0), "ordering a collective after its inputs"));
   return comm_;
 }
 
@@ -176,13 +189,16 @@ Status Device::waitTickets(const std::vector<StreamHazards::Ticket>& tickets) {
   Status first = Status::Ok();
   // Every wait is attempted, so none stays pending after a failure.
   for (StreamHazards::Ticket t : tickets) {
-    Status waited = cudaStatus(cudaStreamWaitEvent(stream_, overlaps_[t].done, 0), "waiting for a collective");
+    Status waited =
+        cudaStatus(cudaStreamWaitEvent(stream_, overlaps_[t].done, 0), "waiting for a collective");
     if (first.ok()) first = waited;
   }
   return first;
 }
 
-Status Device::waitForSlow(const std::vector<ByteRange>& ranges) { return waitTickets(hazards_.mustWait(ranges)); }
+Status Device::waitForSlow(const std::vector<ByteRange>& ranges) {
+  return waitTickets(hazards_.mustWait(ranges));
+}
 
 Status Device::joinAll() { return hazards_.empty() ? Status::Ok() : waitTickets(hazards_.drain()); }
 

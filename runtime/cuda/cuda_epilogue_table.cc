@@ -29,7 +29,6 @@
 namespace dtc::cuda {
 namespace {
 
-
 bool ltEpiloguesEnabled() { return runtimeOptions().cudaLtEpilogues; }
 
 struct Checked {
@@ -52,8 +51,8 @@ StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
   DTC_ASSIGN_OR_RETURN(c.shape, checkLinearEpilogue(wide, kind));
   const TensorView &a = ctx.inputs[0], &w = ctx.inputs[1], &third = ctx.inputs[2];
   if (a.dtype != w.dtype)
-    return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) + " and " +
-                            dtypeName(w.dtype));
+    return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) +
+                            " and " + dtypeName(w.dtype));
   const bool forward = kind != LinearEpilogue::kGradInputGelu;
   const std::string beside = " must be float32 beside " + dtypeName(a.dtype) + " operands, got ";
   if (third.dtype != DType::kF32)
@@ -62,17 +61,21 @@ StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
   // stands beside f32 operands.
   const DType y = ctx.outputs[0].dtype;
   if (forward && lowPrecision(y) && y != a.dtype)
-    return invalid(ctx, "a " + dtypeName(y) + " y needs " + dtypeName(y) + " x and w, got " + dtypeName(a.dtype));
+    return invalid(ctx, "a " + dtypeName(y) + " y needs " + dtypeName(y) + " x and w, got " +
+                            dtypeName(a.dtype));
   if (!forward && y != DType::kF32) return invalid(ctx, "dx" + beside + dtypeName(y));
   if (kind == LinearEpilogue::kBiasGelu && ctx.outputs[1].dtype != DType::kF32)
     return invalid(ctx, "pre" + beside + dtypeName(ctx.outputs[1].dtype));
-  if (!gemmType(a.dtype, c.type)) return invalid(ctx, "no CUDA GEMM for " + dtypeName(a.dtype) + " operands");
+  if (!gemmType(a.dtype, c.type))
+    return invalid(ctx, "no CUDA GEMM for " + dtypeName(a.dtype) + " operands");
   c.yType = y == DType::kF32 ? CUDA_R_32F : c.type;
   return c;
 }
 
 kernels::Float floatOf(cudaDataType_t t) {
-  return t == CUDA_R_16BF ? kernels::Float::kBF16 : t == CUDA_R_16F ? kernels::Float::kF16 : kernels::Float::kF32;
+  return t == CUDA_R_16BF  ? kernels::Float::kBF16
+         : t == CUDA_R_16F ? kernels::Float::kF16
+                           : kernels::Float::kF32;
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -98,7 +101,9 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   const bool narrowY = checked.yType != CUDA_R_32F;
   const kernels::Float yType = floatOf(checked.yType);
   float* pre = Kind == LinearEpilogue::kBiasGelu ? ctx.outputs[1].f32() : nullptr;
-  float* aux = Kind == LinearEpilogue::kBiasGelu ? pre : Kind == LinearEpilogue::kGradInputGelu ? third : nullptr;
+  float* aux = Kind == LinearEpilogue::kBiasGelu        ? pre
+               : Kind == LinearEpilogue::kGradInputGelu ? third
+                                                        : nullptr;
   const bool tf32 = dev.tf32();
 
   // cuBLASLt, where it can: an empty sum (k = 0) has no matmul to fuse into; the aux matrix's
@@ -114,7 +119,8 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   // and our GELU pass rounds y. A 16-bit y of linear_bias is D in T beside an f32 bias.
   const bool ltGelu = checked.type != CUDA_R_32F && !narrowY;
   if (!ltGelu) aux = nullptr;
-  const bool ltShape = s.k > 0 && (!aux || (s.n % 8 == 0 && aligned16(aux))) && (!kForward || aligned16(third)) &&
+  const bool ltShape = s.k > 0 && (!aux || (s.n % 8 == 0 && aligned16(aux))) &&
+                       (!kForward || aligned16(third)) &&
                        (ltGelu || Kind != LinearEpilogue::kGradInputGelu);
   if (ltEpiloguesEnabled() && ltShape) {
     LtGemmSpec spec;
@@ -126,10 +132,10 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
     const bool ownGelu = Kind == LinearEpilogue::kBiasGelu && !ltGelu;
     spec.dType = ownGelu ? CUDA_R_32F : checked.yType;
     spec.tf32 = tf32;
-    spec.epilogue = Kind == LinearEpilogue::kBias       ? CUBLASLT_EPILOGUE_BIAS
-                    : Kind == LinearEpilogue::kBiasGelu ? (ltGelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                                                                  : CUBLASLT_EPILOGUE_BIAS)
-                                                        : CUBLASLT_EPILOGUE_DGELU;
+    spec.epilogue = Kind == LinearEpilogue::kBias ? CUBLASLT_EPILOGUE_BIAS
+                    : Kind == LinearEpilogue::kBiasGelu
+                        ? (ltGelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                        : CUBLASLT_EPILOGUE_DGELU;
     spec.bias = kForward ? third : nullptr;
     spec.aux = aux;
     // A = w, B = x (dy): see the file's comment.
@@ -154,7 +160,8 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   if (Kind == LinearEpilogue::kBiasGelu) {
     sum = pre;
   } else if (Kind == LinearEpilogue::kBias && narrowY) {
-    DTC_ASSIGN_OR_RETURN(void* buffer, dev.sharedScratch(0, static_cast<uint64_t>(s.rows * s.n) * sizeof(float)));
+    DTC_ASSIGN_OR_RETURN(void* buffer,
+                         dev.sharedScratch(0, static_cast<uint64_t>(s.rows * s.n) * sizeof(float)));
     sum = static_cast<float*>(buffer);
   } else {
     sum = static_cast<float*>(y);
@@ -165,7 +172,8 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   return BoundStep([=]() -> Status {
     DTC_RETURN_IF_ERROR(gemm(handle, tf32, a, w, sum, gemmShape, where));
     switch (Kind) {
-      case LinearEpilogue::kBias: return launched(kernels::biasAdd(sum, third, y, yType, rows, n, stream), where);
+      case LinearEpilogue::kBias:
+        return launched(kernels::biasAdd(sum, third, y, yType, rows, n, stream), where);
       case LinearEpilogue::kBiasGelu:
         return launched(kernels::biasGelu(pre, third, pre, y, yType, rows, n, stream), where);
       case LinearEpilogue::kGradInputGelu:

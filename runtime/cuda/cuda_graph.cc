@@ -35,12 +35,9 @@ class Captured {
         phase_ = device_.hostSyncs() == before ? Phase::kCapture : Phase::kEager;
         return Status::Ok();
       }
-      case Phase::kCapture:
-        return capture();
-      case Phase::kGraph:
-        return launch();
-      case Phase::kEager:
-        break;
+      case Phase::kCapture: return capture();
+      case Phase::kGraph: return launch();
+      case Phase::kEager: break;
     }
     return eager();
   }
@@ -65,8 +62,8 @@ class Captured {
     std::string reason = why.message();
     for (char& c : reason)
       if (c == '\n') c = ' ';
-    std::fprintf(stderr, "dtc: function '%s' runs without a CUDA graph (capture failed: %s)\n", function_.c_str(),
-                 reason.c_str());
+    std::fprintf(stderr, "dtc: function '%s' runs without a CUDA graph (capture failed: %s)\n",
+                 function_.c_str(), reason.c_str());
     return eager();
   }
 
@@ -90,11 +87,14 @@ class Captured {
     Status joined = device_.joinAll();
     cudaGraph_t graph = nullptr;
     cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-    Status why = !ran.ok() ? ran : !joined.ok() ? joined : cudaStatus(ended, "cudaStreamEndCapture");
+    Status why = !ran.ok()      ? ran
+                 : !joined.ok() ? joined
+                                : cudaStatus(ended, "cudaStreamEndCapture");
     if (why.ok()) {
       // Node priorities: the comm stream's NCCL kernels keep their higher priority in the graph.
-      why = cudaStatus(cudaGraphInstantiateWithFlags(&exec_, graph, cudaGraphInstantiateFlagUseNodePriority),
-                       "cudaGraphInstantiate");
+      why = cudaStatus(
+          cudaGraphInstantiateWithFlags(&exec_, graph, cudaGraphInstantiateFlagUseNodePriority),
+          "cudaGraphInstantiate");
       if (!why.ok()) exec_ = nullptr;
     }
     if (graph) (void)cudaGraphDestroy(graph);  // the instantiated graph is a copy

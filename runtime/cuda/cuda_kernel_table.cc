@@ -14,8 +14,8 @@ using kernels::Activation;
 using kernels::BinaryOp;
 
 // The operands' element type (contractionType) is the GEMM's.
-StatusOr<BoundStep> bindGemm(const StepContext& ctx, Device& dev, const void* a, const void* b, void* c,
-                             GemmShape shape, cudaDataType_t type) {
+StatusOr<BoundStep> bindGemm(const StepContext& ctx, Device& dev, const void* a, const void* b,
+                             void* c, GemmShape shape, cudaDataType_t type) {
   const std::string where = ctx.where();
   DTC_RETURN_IF_ERROR(checkGemm(shape, where));
   shape.type = type;
@@ -25,7 +25,8 @@ StatusOr<BoundStep> bindGemm(const StepContext& ctx, Device& dev, const void* a,
 }
 
 // The GEMM of matmul and the linear family, C = op(A) · op(B), on the step's operands.
-StatusOr<BoundStep> bindGemmDims(const StepContext& ctx, Device& dev, const GemmDims& g, cudaDataType_t type) {
+StatusOr<BoundStep> bindGemmDims(const StepContext& ctx, Device& dev, const GemmDims& g,
+                                 cudaDataType_t type) {
   return bindGemm(ctx, dev, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data,
                   {g.m, g.n, g.k, g.transA, g.transB, 1}, type);
 }
@@ -45,18 +46,21 @@ StatusOr<BoundStep> bindLinear(const StepContext& ctx, Device& dev) {
 }
 
 // out = a op b, or (b null) out = a + 0 broadcast to out's shape.
-StatusOr<BoundStep> bindBroadcasting(const StepContext& ctx, Device& dev, BinaryOp op, const TensorView& a,
-                                     const TensorView* b, const TensorView& out) {
+StatusOr<BoundStep> bindBroadcasting(const StepContext& ctx, Device& dev, BinaryOp op,
+                                     const TensorView& a, const TensorView* b,
+                                     const TensorView& out) {
   kernels::BroadcastPlan plan;
   if (!kernels::makeBroadcastPlan(a.shape, b ? b->shape : Shape{}, out.shape, plan))
-    return invalid(ctx, "broadcasting " + str(a.shape) + " to " + str(out.shape) + " needs more than " +
-                            std::to_string(kernels::kMaxDims) + " dimensions (the CUDA kernels' limit)");
+    return invalid(ctx, "broadcasting " + str(a.shape) + " to " + str(out.shape) +
+                            " needs more than " + std::to_string(kernels::kMaxDims) +
+                            " dimensions (the CUDA kernels' limit)");
   const float *pa = a.f32(), *pb = b ? b->f32() : nullptr;
   float* po = out.f32();
   const int64_t total = out.numElements();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::binary(op, pa, pb, po, plan, total, stream), where); });
+  return BoundStep(
+      [=] { return launched(kernels::binary(op, pa, pb, po, plan, total, stream), where); });
 }
 
 template <BinaryOp Op>
@@ -75,7 +79,8 @@ StatusOr<BoundStep> bindReduceSum(const StepContext& ctx, Device& dev) {
   const TensorView &x = ctx.inputs[0], &out = ctx.outputs[0];
   kernels::ReducePlan plan;
   if (!kernels::makeReducePlan(x.shape, axes, plan))
-    return invalid(ctx, "reducing " + str(x.shape) + " needs more than " + std::to_string(kernels::kMaxDims) +
+    return invalid(ctx, "reducing " + str(x.shape) + " needs more than " +
+                            std::to_string(kernels::kMaxDims) +
                             " dimensions (the CUDA kernels' limit)");
   void* partial = nullptr;
   if (plan.scratchBytes()) {
@@ -85,7 +90,8 @@ StatusOr<BoundStep> bindReduceSum(const StepContext& ctx, Device& dev) {
   float* po = out.f32();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::reduceSum(px, po, plan, partial, stream), where); });
+  return BoundStep(
+      [=] { return launched(kernels::reduceSum(px, po, plan, partial, stream), where); });
 }
 
 // Any element type: labels are reshaped too. Partly overlapping storage (memmove on the CPU)
@@ -104,10 +110,13 @@ StatusOr<BoundStep> bindReshape(const StepContext& ctx, Device& dev) {
   const std::string where = ctx.where();
   return BoundStep([=] {
     if (tmp) {
-      DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(tmp, from, bytes, cudaMemcpyDeviceToDevice, stream), where + "a copy"));
-      return cudaStatus(cudaMemcpyAsync(to, tmp, bytes, cudaMemcpyDeviceToDevice, stream), where + "a copy");
+      DTC_RETURN_IF_ERROR(cudaStatus(
+          cudaMemcpyAsync(tmp, from, bytes, cudaMemcpyDeviceToDevice, stream), where + "a copy"));
+      return cudaStatus(cudaMemcpyAsync(to, tmp, bytes, cudaMemcpyDeviceToDevice, stream),
+                        where + "a copy");
     }
-    return cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream), where + "a copy");
+    return cudaStatus(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream),
+                      where + "a copy");
   });
 }
 
@@ -127,9 +136,10 @@ StatusOr<BoundStep> bindActivation(const StepContext& ctx, Device& dev, Activati
 }
 
 StatusOr<BoundStep> bindActivationGrad(const StepContext& ctx, Device& dev, Activation f) {
-  return bindUnaryGradLaunch(ctx, dev, [f](const float* dy, const float* at, float* dx, int64_t n, cudaStream_t stream) {
-    return kernels::activationGrad(f, dy, at, dx, n, stream);
-  });
+  return bindUnaryGradLaunch(
+      ctx, dev, [f](const float* dy, const float* at, float* dx, int64_t n, cudaStream_t stream) {
+        return kernels::activationGrad(f, dy, at, dx, n, stream);
+      });
 }
 
 template <Activation F>
@@ -146,7 +156,9 @@ Activation geluForm(const StepContext& ctx) {
   return geluTanh(ctx) ? Activation::kGeluTanh : Activation::kGeluErf;
 }
 
-StatusOr<BoundStep> bindGelu(const StepContext& ctx, Device& dev) { return bindActivation(ctx, dev, geluForm(ctx)); }
+StatusOr<BoundStep> bindGelu(const StepContext& ctx, Device& dev) {
+  return bindActivation(ctx, dev, geluForm(ctx));
+}
 StatusOr<BoundStep> bindGeluGrad(const StepContext& ctx, Device& dev) {
   return bindActivationGrad(ctx, dev, geluForm(ctx));
 }

@@ -1,7 +1,7 @@
 // Losses and optimizer updates on CUDA (the rest of cpu/cpu_kernel_table.cc's ops), with the CPU's
 // contracts (exec/loss_contracts.h, exec/core_contracts.h). Scalars the CPU reads on the host
-// (dloss, AdamW's step counter, the learning rate) are read by the kernels on the device; a label outside the classes
-// raises an error flag, reported at the next synchronisation.
+// (dloss, AdamW's step counter, the learning rate) are read by the kernels on the device; a label
+// outside the classes raises an error flag, reported at the next synchronisation.
 #include "cuda_bind.h"
 #include "exec/core_contracts.h"
 #include "exec/loss_contracts.h"
@@ -17,9 +17,10 @@ StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes, d.divisor, loss.f32(),
-                                                 static_cast<double*>(rowLoss), bad, stream),
-                    where);
+    return launched(
+        kernels::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes, d.divisor,
+                                     loss.f32(), static_cast<double*>(rowLoss), bad, stream),
+        where);
   });
 }
 
@@ -30,9 +31,10 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), d.rows, d.classes,
-                                                     d.divisor, dlogits.f32(), stream),
-                    where);
+    return launched(
+        kernels::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), d.rows, d.classes,
+                                         d.divisor, dlogits.f32(), stream),
+        where);
   });
 }
 
@@ -56,8 +58,9 @@ StatusOr<BoundStep> bindMseGrad(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(
-        kernels::mseGrad(dloss.f32(), pred.f32(), target.f32(), d.elements, d.divisor, dpred.f32(), stream), where);
+    return launched(kernels::mseGrad(dloss.f32(), pred.f32(), target.f32(), d.elements, d.divisor,
+                                     dpred.f32(), stream),
+                    where);
   });
 }
 
@@ -68,8 +71,8 @@ StatusOr<BoundStep> bindSgd(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::sgd(p.f32(), g.f32(), buf.f32(), pOut.f32(), bufOut.f32(), p.numElements(), lr.f32(),
-                                 h.momentum, h.weightDecay, stream),
+    return launched(kernels::sgd(p.f32(), g.f32(), buf.f32(), pOut.f32(), bufOut.f32(),
+                                 p.numElements(), lr.f32(), h.momentum, h.weightDecay, stream),
                     where);
   });
 }
@@ -82,8 +85,9 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::adamw(p.f32(), g.f32(), m.f32(), v.f32(), pOut.f32(), mOut.f32(), vOut.f32(),
-                                   p.numElements(), step.f32(), lr.f32(), h.beta1, h.beta2, h.eps, h.weightDecay, stream),
+    return launched(kernels::adamw(p.f32(), g.f32(), m.f32(), v.f32(), pOut.f32(), mOut.f32(),
+                                   vOut.f32(), p.numElements(), step.f32(), lr.f32(), h.beta1,
+                                   h.beta2, h.eps, h.weightDecay, stream),
                     where);
   });
 }

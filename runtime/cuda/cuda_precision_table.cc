@@ -1,6 +1,7 @@
 // Mixed precision and loss scaling on CUDA: casts (cpu/cpu_kernel_table.cc's bindCast), the
 // widened form of a float32 binder for 16-bit operands (its bindLowPrecision), and the loss
-// scale's steps (cpu/cpu_loss_scale_table.cc), with the CPU's contracts (exec/precision_contracts.h).
+// scale's steps (cpu/cpu_loss_scale_table.cc), with the CPU's contracts
+// (exec/precision_contracts.h).
 #include "cuda_bind.h"
 #include "exec/precision_contracts.h"
 
@@ -35,7 +36,8 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
     const uint8_t* source = x.data;
     if (copy) {
       DTC_RETURN_IF_ERROR(
-          cudaStatus(cudaMemcpyAsync(copy, x.data, inBytes, cudaMemcpyDeviceToDevice, stream), where + "a copy"));
+          cudaStatus(cudaMemcpyAsync(copy, x.data, inBytes, cudaMemcpyDeviceToDevice, stream),
+                     where + "a copy"));
       source = copy;
     }
     return launched(kernels::cast(source, from, y.data, to, n, stream), where);
@@ -51,7 +53,8 @@ StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   auto* partials = static_cast<long long*>(partial);
-  return BoundStep([=] { return launched(kernels::nonfiniteCount(x, n, count, partials, stream), where); });
+  return BoundStep(
+      [=] { return launched(kernels::nonfiniteCount(x, n, count, partials, stream), where); });
 }
 
 StatusOr<BoundStep> bindSumSquares(const StepContext& ctx, Device& dev) {
@@ -63,7 +66,8 @@ StatusOr<BoundStep> bindSumSquares(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   auto* partials = static_cast<double*>(partial);
-  return BoundStep([=] { return launched(kernels::sumSquares(x, n, sum, partials, stream), where); });
+  return BoundStep(
+      [=] { return launched(kernels::sumSquares(x, n, sum, partials, stream), where); });
 }
 
 StatusOr<BoundStep> bindClipCoefficient(const StepContext& ctx, Device& dev) {
@@ -72,21 +76,25 @@ StatusOr<BoundStep> bindClipCoefficient(const StepContext& ctx, Device& dev) {
   float *norm = ctx.outputs[0].f32(), *coef = ctx.outputs[1].f32();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::clipCoefficient(squares, norm, coef, maxNorm, stream), where); });
+  return BoundStep([=] {
+    return launched(kernels::clipCoefficient(squares, norm, coef, maxNorm, stream), where);
+  });
 }
 
 StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(LossScaleRule rule, checkLossScaleStep(ctx));
   const float growth = rule.growth, backoff = rule.backoff;
-  const float intervalF = static_cast<float>(rule.growthInterval);  // the CPU compares with this float
-  const float *scale = ctx.inputs[0].f32(), *good = ctx.inputs[1].f32(), *nonfinite = ctx.inputs[2].f32();
+  const float intervalF =
+      static_cast<float>(rule.growthInterval);  // the CPU compares with this float
+  const float *scale = ctx.inputs[0].f32(), *good = ctx.inputs[1].f32(),
+              *nonfinite = ctx.inputs[2].f32();
   float *keep = ctx.outputs[0].f32(), *inv = ctx.outputs[1].f32(), *newScale = ctx.outputs[2].f32(),
         *newGood = ctx.outputs[3].f32();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::lossScaleStep(scale, good, nonfinite, keep, inv, newScale, newGood, intervalF, growth,
-                                           backoff, stream),
+    return launched(kernels::lossScaleStep(scale, good, nonfinite, keep, inv, newScale, newGood,
+                                           intervalF, growth, backoff, stream),
                     where);
   });
 }
@@ -94,12 +102,14 @@ StatusOr<BoundStep> bindLossScaleStep(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindSelect(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(checkSelect(ctx));
   // Values are whole buffers: y is on_true, on_false or neither, never a part of one.
-  const float *pred = ctx.inputs[0].f32(), *onTrue = ctx.inputs[1].f32(), *onFalse = ctx.inputs[2].f32();
+  const float *pred = ctx.inputs[0].f32(), *onTrue = ctx.inputs[1].f32(),
+              *onFalse = ctx.inputs[2].f32();
   float* y = ctx.outputs[0].f32();
   const int64_t n = ctx.outputs[0].numElements();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::select(pred, onTrue, onFalse, y, n, stream), where); });
+  return BoundStep(
+      [=] { return launched(kernels::select(pred, onTrue, onFalse, y, n, stream), where); });
 }
 
 }  // namespace
@@ -110,8 +120,8 @@ StatusOr<BoundStep> bindWidened(const StepContext& ctx, Device& dev, CudaBinder 
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list) {
       if (t.dtype != low)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
-                                dtypeName(t.dtype));
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) +
+                                " and " + dtypeName(t.dtype));
       floats += t.numElements();
     }
   // The widened copies live in shared scratch: they are dead once the step's last kernel (the
@@ -133,12 +143,14 @@ StatusOr<BoundStep> bindWidened(const StepContext& ctx, Device& dev, CudaBinder 
   const std::string where = ctx.where();
   return BoundStep([=] {
     for (size_t i = 0; i < lowIn.size(); ++i)
-      DTC_RETURN_IF_ERROR(launched(
-          kernels::cast(lowIn[i].data, type, wideIn[i].data, Float::kF32, lowIn[i].numElements(), stream), where));
+      DTC_RETURN_IF_ERROR(launched(kernels::cast(lowIn[i].data, type, wideIn[i].data, Float::kF32,
+                                                 lowIn[i].numElements(), stream),
+                                   where));
     DTC_RETURN_IF_ERROR(inner());
     for (size_t i = 0; i < lowOut.size(); ++i)
-      DTC_RETURN_IF_ERROR(launched(
-          kernels::cast(wideOut[i].data, Float::kF32, lowOut[i].data, type, lowOut[i].numElements(), stream), where));
+      DTC_RETURN_IF_ERROR(launched(kernels::cast(wideOut[i].data, Float::kF32, lowOut[i].data, type,
+                                                 lowOut[i].numElements(), stream),
+                                   where));
     return Status::Ok();
   });
 }

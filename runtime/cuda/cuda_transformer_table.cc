@@ -43,12 +43,13 @@ StatusOr<int> layoutElementBytes(const StepContext& ctx, size_t inputs, size_t o
     return 4;
   }
   if (ctx.inputs.size() != inputs || ctx.outputs.size() != outputs)
-    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " + std::to_string(outputs) + " outputs");
+    return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " +
+                            std::to_string(outputs) + " outputs");
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& v : *list)
       if (v.dtype != low->dtype)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(low->dtype) + " and " +
-                                dtypeName(v.dtype));
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low->dtype) +
+                                " and " + dtypeName(v.dtype));
   return 2;
 }
 
@@ -57,12 +58,13 @@ StatusOr<BoundStep> bindTranspose(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(std::vector<int64_t> perm, transposePerm(ctx));
   TensorView x = ctx.inputs[0], out = ctx.outputs[0];
   if (x.shape.size() > static_cast<size_t>(kernels::kMaxDims))
-    return invalid(ctx, "rank " + std::to_string(x.shape.size()) + " is above the kernels' limit of " +
-                            std::to_string(kernels::kMaxDims));
+    return invalid(ctx, "rank " + std::to_string(x.shape.size()) +
+                            " is above the kernels' limit of " + std::to_string(kernels::kMaxDims));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep(
-      [=] { return launched(kernels::transpose(x.data, x.shape, perm, out.data, bytes, stream), where); });
+  return BoundStep([=] {
+    return launched(kernels::transpose(x.data, x.shape, perm, out.data, bytes, stream), where);
+  });
 }
 
 // The whole seen as [outer, parts, piece] elements around `axis`: part p is [outer, piece].
@@ -76,8 +78,8 @@ struct Pieces {
 };
 
 // Copies part p between the whole and its piece: one strided 2-D copy per part.
-Status copyPart(uint8_t* whole, uint8_t* part, const Pieces& s, int64_t p, bool toWhole, cudaStream_t stream,
-                const std::string& where) {
+Status copyPart(uint8_t* whole, uint8_t* part, const Pieces& s, int64_t p, bool toWhole,
+                cudaStream_t stream, const std::string& where) {
   if (s.outer * s.piece == 0) return Status::Ok();
   const size_t width = s.piece * s.elementBytes, pitch = s.parts * width;
   cudaError_t e = toWhole ? cudaMemcpy2DAsync(whole + p * width, pitch, part, width, width, s.outer,
@@ -102,7 +104,8 @@ StatusOr<BoundStep> bindPieces(const StepContext& ctx, Device& dev) {
   const std::string where = ctx.where();
   return BoundStep([=] {
     for (size_t p = 0; p < parts.size(); ++p)
-      DTC_RETURN_IF_ERROR(copyPart(whole, parts[p], s, static_cast<int64_t>(p), Concat, stream, where));
+      DTC_RETURN_IF_ERROR(
+          copyPart(whole, parts[p], s, static_cast<int64_t>(p), Concat, stream, where));
     return Status::Ok();
   });
 }
@@ -113,7 +116,8 @@ StatusOr<BoundStep> bindCausalSoftmax(const StepContext& ctx, Device& dev) {
   float* y = ctx.outputs[0].f32();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::causalSoftmax(x, y, d.batch, d.t, d.scale, stream), where); });
+  return BoundStep(
+      [=] { return launched(kernels::causalSoftmax(x, y, d.batch, d.t, d.scale, stream), where); });
 }
 
 StatusOr<BoundStep> bindCausalSoftmaxGrad(const StepContext& ctx, Device& dev) {
@@ -122,8 +126,9 @@ StatusOr<BoundStep> bindCausalSoftmaxGrad(const StepContext& ctx, Device& dev) {
   float* dx = ctx.outputs[0].f32();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep(
-      [=] { return launched(kernels::causalSoftmaxGrad(dy, y, dx, d.batch, d.t, d.scale, stream), where); });
+  return BoundStep([=] {
+    return launched(kernels::causalSoftmaxGrad(dy, y, dx, d.batch, d.t, d.scale, stream), where);
+  });
 }
 
 // y may be bf16/f16: the f32 result rounded once (dtc-fold-casts folds the cast that fed a
@@ -141,8 +146,8 @@ StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::layerNorm(x.f32(), w.f32(), b.f32(), y.data, yType, mean.f32(), rstd.f32(), d.rows, d.c,
-                                       d.eps, stream),
+    return launched(kernels::layerNorm(x.f32(), w.f32(), b.f32(), y.data, yType, mean.f32(),
+                                       rstd.f32(), d.rows, d.c, d.eps, stream),
                     where);
   });
 }
@@ -156,9 +161,10 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::layerNormGrad(dy.f32(), x.f32(), w.f32(), mean.f32(), rstd.f32(), dx.f32(), dw.f32(),
-                                           db.f32(), d.rows, d.c, scratch, stream),
-                    where);
+    return launched(
+        kernels::layerNormGrad(dy.f32(), x.f32(), w.f32(), mean.f32(), rstd.f32(), dx.f32(),
+                               dw.f32(), db.f32(), d.rows, d.c, scratch, stream),
+        where);
   });
 }
 
@@ -171,8 +177,8 @@ StatusOr<BoundStep> bindEmbedding(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::embedding(table.f32(), ids.i64(), out.f32(), ids.numElements(), e.vocab, e.dim,
-                                       block.first, block.second, bad, stream),
+    return launched(kernels::embedding(table.f32(), ids.i64(), out.f32(), ids.numElements(),
+                                       e.vocab, e.dim, block.first, block.second, bad, stream),
                     where);
   });
 }
@@ -189,8 +195,8 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::embeddingGrad(dy.f32(), ids.i64(), dtable.f32(), n, e.vocab, e.dim, block.first,
-                                           block.second, scratch, bytes, bad, stream),
+    return launched(kernels::embeddingGrad(dy.f32(), ids.i64(), dtable.f32(), n, e.vocab, e.dim,
+                                           block.first, block.second, scratch, bytes, bad, stream),
                     where);
   });
 }

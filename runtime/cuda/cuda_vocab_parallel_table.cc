@@ -18,8 +18,9 @@ StatusOr<BoundStep> bindRowMax(const StepContext& ctx, Device& dev) {
   float* out = ctx.outputs[0].f32();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep(
-      [=] { return launched(kernels::crossEntropyRowMax(logits, d.rows, d.classes, out, stream), where); });
+  return BoundStep([=] {
+    return launched(kernels::crossEntropyRowMax(logits, d.rows, d.classes, out, stream), where);
+  });
 }
 
 StatusOr<BoundStep> bindParts(const StepContext& ctx, Device& dev) {
@@ -30,9 +31,10 @@ StatusOr<BoundStep> bindParts(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::crossEntropyParts(logits.f32(), labels.i64(), rowMax.f32(), d.rows, d.classes, d.offset,
-                                               d.total, sumExp.f32(), target.f32(), bad, stream),
-                    where);
+    return launched(
+        kernels::crossEntropyParts(logits.f32(), labels.i64(), rowMax.f32(), d.rows, d.classes,
+                                   d.offset, d.total, sumExp.f32(), target.f32(), bad, stream),
+        where);
   });
 }
 
@@ -42,7 +44,8 @@ StatusOr<BoundStep> bindCombine(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::crossEntropyCombine(m.f32(), s.f32(), t.f32(), d.rows, d.count, loss.f32(), stream),
+    return launched(kernels::crossEntropyCombine(m.f32(), s.f32(), t.f32(), d.rows, d.count,
+                                                 loss.f32(), stream),
                     where);
   });
 }
@@ -55,9 +58,9 @@ StatusOr<BoundStep> bindPartsGrad(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::crossEntropyPartsGrad(dloss.f32(), logits.f32(), labels.i64(), rowMax.f32(),
-                                                   sumExp.f32(), d.rows, d.classes, d.offset, d.total, d.count,
-                                                   dlogits.f32(), bad, stream),
+    return launched(kernels::crossEntropyPartsGrad(
+                        dloss.f32(), logits.f32(), labels.i64(), rowMax.f32(), sumExp.f32(), d.rows,
+                        d.classes, d.offset, d.total, d.count, dlogits.f32(), bad, stream),
                     where);
   });
 }

@@ -31,8 +31,8 @@ struct GemmShape {
 Status checkGemm(const GemmShape& s, const std::string& where);
 // Enqueues the GEMM on the handle's stream. fp32 math (CUBLAS_COMPUTE_32F) unless `tf32` (which
 // only concerns float32 operands). K == 0 gives zeros.
-Status gemm(cublasHandle_t handle, bool tf32, const void* a, const void* b, void* c, const GemmShape& s,
-            const std::string& where);
+Status gemm(cublasHandle_t handle, bool tf32, const void* a, const void* b, void* c,
+            const GemmShape& s, const std::string& where);
 // The cuBLAS element type of a plan dtype: float32, bfloat16 or float16 (false for others).
 bool gemmType(DType dtype, cudaDataType_t& type);
 

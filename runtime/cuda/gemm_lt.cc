@@ -24,8 +24,8 @@ StatusOr<cublasLtHandle_t> ltHandle(int ordinal) {
   auto it = handles.find(ordinal);
   if (it != handles.end()) return it->second;
   cublasLtHandle_t handle = nullptr;
-  DTC_RETURN_IF_ERROR(
-      cublasStatus(cublasLtCreate(&handle), "creating a cuBLASLt handle on GPU " + std::to_string(ordinal)));
+  DTC_RETURN_IF_ERROR(cublasStatus(cublasLtCreate(&handle),
+                                   "creating a cuBLASLt handle on GPU " + std::to_string(ordinal)));
   handles.emplace(ordinal, handle);
   return handle;
 }
@@ -46,9 +46,11 @@ Status setDesc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribu
 }
 
 template <typename T>
-Status setPreference(cublasLtMatmulPreference_t preference, cublasLtMatmulPreferenceAttributes_t attribute,
-                     const T& value, const std::string& what) {
-  return cublasStatus(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value), what);
+Status setPreference(cublasLtMatmulPreference_t preference,
+                     cublasLtMatmulPreferenceAttributes_t attribute, const T& value,
+                     const std::string& what) {
+  return cublasStatus(
+      cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value), what);
 }
 
 // The preference lives only through the heuristic's query.
@@ -71,13 +73,14 @@ Status LtGemm::run(cudaStream_t stream, const std::string& where) const {
   // Scale type CUDA_R_32F; host scalars are read when the call is made (or captured).
   const float one = 1.0f, zero = 0.0f;
   // β = 0: C is never read; it is D, with D's layout, as cuBLASLt requires of an in-place C.
-  return cublasStatus(cublasLtMatmul(handle_, desc_, &one, aData_, a_, bData_, b_, &zero, dData_, d_, dData_, d_,
-                                     &algo_, workspace_, workspaceBytes_, stream),
+  return cublasStatus(cublasLtMatmul(handle_, desc_, &one, aData_, a_, bData_, b_, &zero, dData_,
+                                     d_, dData_, d_, &algo_, workspace_, workspaceBytes_, stream),
                       where + "the cuBLASLt matmul");
 }
 
-StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmSpec& spec, const void* a,
-                                                    const void* b, void* d, const std::string& where) {
+StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmSpec& spec,
+                                                   const void* a, const void* b, void* d,
+                                                   const std::string& where) {
   std::shared_ptr<LtGemm> plan(new LtGemm());
   DTC_ASSIGN_OR_RETURN(plan->handle_, ltHandle(device.ordinal()));
   plan->aData_ = a;
@@ -87,25 +90,27 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
 
   const cublasComputeType_t compute =
       spec.tf32 && spec.abType == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatmulDescCreate(&plan->desc_, compute, CUDA_R_32F), what));
+  DTC_RETURN_IF_ERROR(
+      cublasStatus(cublasLtMatmulDescCreate(&plan->desc_, compute, CUDA_R_32F), what));
   const int32_t opA = spec.transA ? CUBLAS_OP_T : CUBLAS_OP_N, opB = CUBLAS_OP_N;
   DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_TRANSA, opA, what));
   DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_TRANSB, opB, what));
   const uint32_t epilogue = spec.epilogue;
   DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue, what));
-  // The bias and aux element types default to D's (cublasLt.h on CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
-  // and _EPILOGUE_AUX_DATA_TYPE): float32 for an f32 D, so they are left alone there (setting
-  // them is refused for some type mixes). A 16-bit D keeps the bias f32, so it sets that type;
-  // cublasLt.h names other types than D's only for IMMA and fp8 kernels, so a refusal at the
-  // setting, the heuristic or the algorithm check below means the unfused form, not an error.
-  // The pointers are set before the heuristic, which reads their alignment from them.
+  // The bias and aux element types default to D's (cublasLt.h on
+  // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE and _EPILOGUE_AUX_DATA_TYPE): float32 for an f32 D, so they
+  // are left alone there (setting them is refused for some type mixes). A 16-bit D keeps the bias
+  // f32, so it sets that type; cublasLt.h names other types than D's only for IMMA and fp8 kernels,
+  // so a refusal at the setting, the heuristic or the algorithm check below means the unfused form,
+  // not an error. The pointers are set before the heuristic, which reads their alignment from them.
   const bool narrowD = spec.dType != CUDA_R_32F;
   const int32_t f32Type = CUDA_R_32F;  // "int32_t based on cudaDataType"
   const auto refused = [] { return std::shared_ptr<const LtGemm>(); };
   if (spec.bias) {
     const void* bias = spec.bias;
     DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, what));
-    if (narrowD && !setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, f32Type, what).ok()) return refused();
+    if (narrowD && !setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, f32Type, what).ok())
+      return refused();
   }
   if (spec.aux) {
     // The binders never pair an aux with a 16-bit D (an aux type other than D's is documented
@@ -119,35 +124,45 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
 
   const uint64_t m = static_cast<uint64_t>(spec.m), n = static_cast<uint64_t>(spec.n),
                  k = static_cast<uint64_t>(spec.k);
-  DTC_RETURN_IF_ERROR(cublasStatus(spec.transA ? cublasLtMatrixLayoutCreate(&plan->a_, spec.abType, k, m, spec.k)
-                                               : cublasLtMatrixLayoutCreate(&plan->a_, spec.abType, m, k, spec.m),
-                                   what));
-  DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatrixLayoutCreate(&plan->b_, spec.abType, k, n, spec.k), what));
-  DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatrixLayoutCreate(&plan->d_, spec.dType, m, n, spec.m), what));
+  DTC_RETURN_IF_ERROR(
+      cublasStatus(spec.transA ? cublasLtMatrixLayoutCreate(&plan->a_, spec.abType, k, m, spec.k)
+                               : cublasLtMatrixLayoutCreate(&plan->a_, spec.abType, m, k, spec.m),
+                   what));
+  DTC_RETURN_IF_ERROR(
+      cublasStatus(cublasLtMatrixLayoutCreate(&plan->b_, spec.abType, k, n, spec.k), what));
+  DTC_RETURN_IF_ERROR(
+      cublasStatus(cublasLtMatrixLayoutCreate(&plan->d_, spec.dType, m, n, spec.m), what));
 
   Preference preference;
   DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatmulPreferenceCreate(&preference.p), what));
-  DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kMaxWorkspaceBytes, what));
+  DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                    kMaxWorkspaceBytes, what));
   // In bytes, from the addresses: a 16-bit D (2-byte elements) may sit at any even address.
   const uint32_t alignA = alignmentOf(a), alignB = alignmentOf(b), alignD = alignmentOf(d);
-  DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignA, what));
-  DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignB, what));
-  DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignD, what));
-  DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignD, what));
+  DTC_RETURN_IF_ERROR(
+      setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignA, what));
+  DTC_RETURN_IF_ERROR(
+      setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignB, what));
+  DTC_RETURN_IF_ERROR(
+      setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignD, what));
+  DTC_RETURN_IF_ERROR(
+      setPreference(preference.p, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignD, what));
 
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(plan->handle_, plan->desc_, plan->a_, plan->b_,
-                                                                  plan->d_, plan->d_, preference.p, 1, &result, &found);
+  const cublasStatus_t heuristic =
+      cublasLtMatmulAlgoGetHeuristic(plan->handle_, plan->desc_, plan->a_, plan->b_, plan->d_,
+                                     plan->d_, preference.p, 1, &result, &found);
   // NOT_SUPPORTED (or INVALID_VALUE, for a combination of types, epilogue and layouts this
   // version refuses) means no fused kernel here, not a failure.
-  if (heuristic != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS) return refused();
+  if (heuristic != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS)
+    return refused();
   // The algorithm against the very descriptors, at bind time: the heuristic may not weigh every
   // attribute (the aux type is documented as checked by the matmul), and "if
   // cublasLtMatmulAlgoCheck fails, the algo will not run" (cublasLt.h).
   cublasLtMatmulHeuristicResult_t check{};
-  if (cublasLtMatmulAlgoCheck(plan->handle_, plan->desc_, plan->a_, plan->b_, plan->d_, plan->d_, &result.algo,
-                              &check) != CUBLAS_STATUS_SUCCESS ||
+  if (cublasLtMatmulAlgoCheck(plan->handle_, plan->desc_, plan->a_, plan->b_, plan->d_, plan->d_,
+                              &result.algo, &check) != CUBLAS_STATUS_SUCCESS ||
       check.state != CUBLAS_STATUS_SUCCESS)
     return refused();
   plan->algo_ = result.algo;

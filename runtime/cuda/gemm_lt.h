@@ -27,7 +27,8 @@ struct LtGemmSpec {
   bool tf32 = false;                   // only concerns float32 A and B
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const float* bias = nullptr;  // [m], for the BIAS epilogues
-  float* aux = nullptr;         // GELU's input in D's layout (ld m): written by GELU_AUX_BIAS, read by DGELU
+  float* aux =
+      nullptr;  // GELU's input in D's layout (ld m): written by GELU_AUX_BIAS, read by DGELU
 };
 
 class LtGemm {
@@ -39,10 +40,11 @@ class LtGemm {
   Status run(cudaStream_t stream, const std::string& where) const;
 
  private:
-  friend StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device&, const LtGemmSpec&, const void*, const void*,
-                                                            void*, const std::string&);
+  friend StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device&, const LtGemmSpec&, const void*,
+                                                            const void*, void*, const std::string&);
   LtGemm() = default;
-  cublasLtHandle_t handle_ = nullptr;  // the process's for this GPU, never destroyed (see gemm_lt.cc)
+  cublasLtHandle_t handle_ =
+      nullptr;  // the process's for this GPU, never destroyed (see gemm_lt.cc)
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
@@ -58,7 +60,8 @@ class LtGemm {
 // failing, or memory.
 // The workspace the algorithm asks for is Device::sharedScratch's slot 0, held only while the
 // matmul runs.
-StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmSpec& spec, const void* a,
-                                                    const void* b, void* d, const std::string& where);
+StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmSpec& spec,
+                                                   const void* a, const void* b, void* d,
+                                                   const std::string& where);
 
 }  // namespace dtc::cuda

@@ -37,7 +37,8 @@ constexpr int kVote = 18;
 
 }  // namespace
 
-StatusOr<std::unique_ptr<NcclGroups>> NcclGroups::create(int ordinal, const std::array<unsigned char, 16>& uuid) {
+StatusOr<std::unique_ptr<NcclGroups>> NcclGroups::create(
+    int ordinal, const std::array<unsigned char, 16>& uuid) {
   std::unique_ptr<NcclGroups> g(new NcclGroups());
   g->ordinal_ = ordinal;
   g->uuid_ = uuid;
@@ -56,7 +57,8 @@ StatusOr<std::unique_ptr<NcclGroups>> NcclGroups::create(int ordinal, const std:
     // default its absence is the ordinary case of a machine without NCCL.
     static bool warned = false;
     if (!warned) {
-      std::fprintf(stderr, "dtc: DTC_COLLECTIVES=nccl, but %s; collectives stay host-staged through MPI\n",
+      std::fprintf(stderr,
+                   "dtc: DTC_COLLECTIVES=nccl, but %s; collectives stay host-staged through MPI\n",
                    api.status().message().c_str());
       warned = true;
     }
@@ -111,18 +113,22 @@ StatusOr<ncclComm_t> NcclGroups::createComm(const std::vector<int>& axes, comm::
   if (mpi.rank() == 0) {
     made = ncclStatus(*api_, api_->getUniqueId(&id), what + ": ncclGetUniqueId");
     wire[0] = made.ok() ? 1.0f : 0.0f;
-    for (int i = 0; i < NCCL_UNIQUE_ID_BYTES; ++i) wire[1 + i] = static_cast<unsigned char>(id.internal[i]);
+    for (int i = 0; i < NCCL_UNIQUE_ID_BYTES; ++i)
+      wire[1 + i] = static_cast<unsigned char>(id.internal[i]);
   }
   DTC_RETURN_IF_ERROR(mpi.broadcast(wire.data(), static_cast<int64_t>(wire.size()), 0));
   if (!made.ok()) return made;
-  if (wire[0] == 0) return Status::Internal(what + ": member 0 of the group could not make an NCCL id");
+  if (wire[0] == 0)
+    return Status::Internal(what + ": member 0 of the group could not make an NCCL id");
   for (int i = 0; i < NCCL_UNIQUE_ID_BYTES; ++i)
     id.internal[i] = static_cast<char>(static_cast<unsigned char>(wire[1 + i]));
   // NCCL binds the communicator to the calling thread's current GPU.
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(ordinal_), what + ": selecting GPU " + std::to_string(ordinal_)));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaSetDevice(ordinal_), what + ": selecting GPU " + std::to_string(ordinal_)));
   ncclComm_t comm = nullptr;
   Status init = ncclStatus(*api_, api_->commInitRank(&comm, mpi.size(), id, mpi.rank()), what);
-  if (!init.ok()) return Status::Internal(init.message() + "; DTC_COLLECTIVES=mpi keeps collectives host-staged");
+  if (!init.ok())
+    return Status::Internal(init.message() + "; DTC_COLLECTIVES=mpi keeps collectives host-staged");
   return comm;
 }
 

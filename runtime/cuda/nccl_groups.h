@@ -25,7 +25,8 @@ class NcclGroups {
   enum class Mode { kAuto, kMpi, kNccl };
   // Reads DTC_COLLECTIVES (an error for values other than mpi and nccl) and, unless it is mpi,
   // loads NCCL. `ordinal` and `uuid` name this rank's GPU.
-  static StatusOr<std::unique_ptr<NcclGroups>> create(int ordinal, const std::array<unsigned char, 16>& uuid);
+  static StatusOr<std::unique_ptr<NcclGroups>> create(int ordinal,
+                                                      const std::array<unsigned char, 16>& uuid);
   // Aborts the communicators: unlike ncclCommDestroy, that never waits for the other ranks, so a
   // rank that failed still reaches the job abort that releases the ranks waiting for it.
   ~NcclGroups();

@@ -32,7 +32,8 @@ bool resolve(void* handle, NcclApi& api, std::string& missing) {
   get(api.groupStart, "ncclGroupStart");
   get(api.groupEnd, "ncclGroupEnd");
   if (!missing.empty()) return false;
-  api.getLastError = reinterpret_cast<decltype(api.getLastError)>(::dlsym(handle, "ncclGetLastError"));
+  api.getLastError =
+      reinterpret_cast<decltype(api.getLastError)>(::dlsym(handle, "ncclGetLastError"));
   return true;
 }
 
@@ -41,7 +42,8 @@ StatusOr<NcclApi> open() {
   if (!runtimeOptions().ncclLibrary.empty()) candidates.push_back(runtimeOptions().ncclLibrary);
   candidates.push_back("libnccl.so.2");
 #ifdef DTC_NCCL_LIBRARY_HINT
-  candidates.push_back(DTC_NCCL_LIBRARY_HINT);  // where the build found it (may be off the loader's path)
+  candidates.push_back(
+      DTC_NCCL_LIBRARY_HINT);  // where the build found it (may be off the loader's path)
 #endif
   std::string tried;
   for (const std::string& path : candidates) {
@@ -56,16 +58,19 @@ StatusOr<NcclApi> open() {
     NcclApi api{};
     std::string missing;
     if (!resolve(handle, api, missing)) {
-      tried += (tried.empty() ? "" : "; ") + path + " has no " + missing + " (NCCL 2.7 or newer is needed)";
+      tried += (tried.empty() ? "" : "; ") + path + " has no " + missing +
+               " (NCCL 2.7 or newer is needed)";
       continue;
     }
     int code = 0;
     if (api.getVersion(&code) != ncclSuccess) code = 0;
-    // Since 2.9 the code is major·10000 + minor·100 + patch; before, major·1000 + minor·100 + patch.
+    // Since 2.9 the code is major·10000 + minor·100 + patch; before, major·1000 + minor·100 +
+    // patch.
     const int major = code >= 10000 ? code / 10000 : code / 1000;
     const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
     api.path = path;
-    api.version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+    api.version =
+        std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
     return api;
   }
   return Status::InvalidInput("NCCL cannot be loaded (" + tried + ")");

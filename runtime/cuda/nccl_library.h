@@ -37,11 +37,13 @@ struct NcclApi {
   ncclResult_t (*commAbort)(ncclComm_t);
   const char* (*getErrorString)(ncclResult_t);
   const char* (*getLastError)(ncclComm_t);  // null before NCCL 2.13
-  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                            cudaStream_t);
   ncclResult_t (*allGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
   ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                 cudaStream_t);
-  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int root, ncclComm_t, cudaStream_t);
+  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int root, ncclComm_t,
+                            cudaStream_t);
   ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int peer, ncclComm_t, cudaStream_t);
   ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int peer, ncclComm_t, cudaStream_t);
   ncclResult_t (*groupStart)();

@@ -12,7 +12,8 @@ enum class InitKind { kZeros, kOnes, kUniform, kNormal };
 // random bits depend only on (seed, name, i), never on the order or process that fills them.
 // Exactly (all uint64 arithmetic wraps; G = 0x9E3779B97F4A7C15):
 //   key = seed ^ fnv1a64(name)
-//     (FNV-1a 64 over the name's bytes: h = 0xcbf29ce484222325; per byte h ^= b, h *= 0x100000001b3)
+//     (FNV-1a 64 over the name's bytes: h = 0xcbf29ce484222325; per byte h ^= b, h *=
+//     0x100000001b3)
 //   state = key + k·G;  u_k = (splitmix64(state) >> 40) / 2^24
 //     (splitmix64 adds G before mixing, so u_k mixes key + (k+1)·G; u_k is in [0, 1))
 //   uniform_i = a + (b − a)·u_i;  normal_i = a + b·sqrt(−2 ln(1 − u_2i))·cos(2π u_2i+1)

@@ -16,7 +16,8 @@ StatusOr<TokenFile> TokenFile::open(const std::string& path) {
   DTC_ASSIGN_OR_RETURN(file.file_, io::MappedFile::open(path));
   const size_t size = file.file_.size();
   if (size < kHeaderBytes)
-    return Status::InvalidInput(path + " is not an llm.c token file (shorter than its 1024-byte header)");
+    return Status::InvalidInput(path +
+                                " is not an llm.c token file (shorter than its 1024-byte header)");
   const uint8_t* map = file.file_.data();
   int32_t header[3];
   std::memcpy(header, map, sizeof header);

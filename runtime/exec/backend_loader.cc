@@ -46,7 +46,8 @@ StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int 
   if (device.empty() || device == "cpu") return createCpuBackend();
   if (device == "cpu-staged") return createStagedCpuBackend();
   if (device == "cuda") return loadCuda(localRank);
-  return Status::InvalidInput("unknown --device '" + device + "' (expected cpu, cuda or cpu-staged)");
+  return Status::InvalidInput("unknown --device '" + device +
+                              "' (expected cpu, cuda or cpu-staged)");
 }
 
 }  // namespace dtc

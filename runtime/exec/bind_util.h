@@ -27,15 +27,15 @@ inline std::string str(const Shape& s) {
 
 // Arity and dtypes: every operand float32 unless listed in `int64Inputs`.
 inline Status expect(const StepContext& ctx, size_t inputs, size_t outputs,
-              std::initializer_list<size_t> int64Inputs = {}) {
+                     std::initializer_list<size_t> int64Inputs = {}) {
   if (ctx.inputs.size() != inputs || ctx.outputs.size() != outputs)
     return invalid(ctx, "expects " + std::to_string(inputs) + " inputs and " +
                             std::to_string(outputs) + " outputs");
   for (size_t i = 0; i < inputs; ++i) {
     bool wantI64 = std::find(int64Inputs.begin(), int64Inputs.end(), i) != int64Inputs.end();
     if (ctx.inputs[i].dtype != (wantI64 ? DType::kI64 : DType::kF32))
-      return invalid(ctx, "input " + std::to_string(i) + " has dtype " +
-                              dtypeName(ctx.inputs[i].dtype));
+      return invalid(ctx,
+                     "input " + std::to_string(i) + " has dtype " + dtypeName(ctx.inputs[i].dtype));
   }
   for (const TensorView& out : ctx.outputs)
     if (out.dtype != DType::kF32) return invalid(ctx, "outputs must be float32");
@@ -43,7 +43,8 @@ inline Status expect(const StepContext& ctx, size_t inputs, size_t outputs,
 }
 
 inline Status sameShape(const StepContext& ctx, const TensorView& a, const TensorView& b) {
-  if (a.shape != b.shape) return invalid(ctx, "shapes " + str(a.shape) + " and " + str(b.shape) + " differ");
+  if (a.shape != b.shape)
+    return invalid(ctx, "shapes " + str(a.shape) + " and " + str(b.shape) + " differ");
   return Status::Ok();
 }
 
@@ -67,8 +68,8 @@ inline StatusOr<std::vector<int>> meshAxesAttr(const StepContext& ctx, const cha
   std::vector<int> axes;
   for (int64_t a : ctx.intsAttr(name)) {
     if (a < 0 || a >= rank)
-      return invalid(ctx, "names mesh axis " + std::to_string(a) + ", the mesh has " +
-                              std::to_string(rank));
+      return invalid(
+          ctx, "names mesh axis " + std::to_string(a) + ", the mesh has " + std::to_string(rank));
     if (std::find(axes.begin(), axes.end(), a) != axes.end())
       return invalid(ctx, "names mesh axis " + std::to_string(a) + " twice");
     axes.push_back(static_cast<int>(a));
@@ -79,7 +80,8 @@ inline StatusOr<std::vector<int>> meshAxesAttr(const StepContext& ctx, const cha
 // (first row, rows over all devices) of this device's block of a table or class dimension
 // split over the step's `vocab_axes` ((0, localRows) when not split): this device's index over
 // those axes times its rows.
-inline StatusOr<std::pair<int64_t, int64_t>> vocabularyBlock(const StepContext& ctx, int64_t localRows) {
+inline StatusOr<std::pair<int64_t, int64_t>> vocabularyBlock(const StepContext& ctx,
+                                                             int64_t localRows) {
   std::pair<int64_t, int64_t> block{0, localRows};
   if (ctx.intsAttr("vocab_axes").empty()) return block;
   if (!ctx.mesh) return invalid(ctx, "a split vocabulary in a plan run without a device mesh");

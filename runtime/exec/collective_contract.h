@@ -118,7 +118,8 @@ inline StatusOr<AllReduceStep> checkAllReduce(const StepContext& ctx) {
   if (reduction != "" && reduction != "sum" && reduction != "max")
     return invalid(ctx, "unknown reduction '" + reduction + "'");
   r.max = reduction == "max";
-  if (r.max && ctx.inputs.size() > 1) return invalid(ctx, "a bucket of several tensors reduces by sum only");
+  if (r.max && ctx.inputs.size() > 1)
+    return invalid(ctx, "a bucket of several tensors reduces by sum only");
   return r;
 }
 
@@ -131,7 +132,8 @@ struct MovedOperands {
 // The collectives that only move data (all_gather, local_slice, all_to_all): one float32 or int64
 // input and output, seen as float32 words (words()).
 inline StatusOr<MovedOperands> movedOperands(const StepContext& ctx) {
-  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "needs one input and one output");
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
+    return invalid(ctx, "needs one input and one output");
   DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
   MovedOperands m;
   DTC_ASSIGN_OR_RETURN(m.group, collectiveGroup(ctx));
@@ -150,13 +152,17 @@ struct BlockStep : MovedOperands {
 inline StatusOr<BlockStep> checkBlockMove(const StepContext& ctx, bool gather) {
   DTC_ASSIGN_OR_RETURN(MovedOperands m, movedOperands(ctx));
   const int64_t n = m.group.size;
-  DTC_ASSIGN_OR_RETURN(int64_t dim,
-                       scaledDim(ctx, "dim", m.in.shape, m.out.shape, gather ? n : 1, gather ? 1 : n));
+  DTC_ASSIGN_OR_RETURN(
+      int64_t dim, scaledDim(ctx, "dim", m.in.shape, m.out.shape, gather ? n : 1, gather ? 1 : n));
   return BlockStep{std::move(m), dim};
 }
 
-inline StatusOr<BlockStep> checkAllGather(const StepContext& ctx) { return checkBlockMove(ctx, true); }
-inline StatusOr<BlockStep> checkLocalSlice(const StepContext& ctx) { return checkBlockMove(ctx, false); }
+inline StatusOr<BlockStep> checkAllGather(const StepContext& ctx) {
+  return checkBlockMove(ctx, true);
+}
+inline StatusOr<BlockStep> checkLocalSlice(const StepContext& ctx) {
+  return checkBlockMove(ctx, false);
+}
 
 // reduce_scatter: out = this device's block along `dim` of in summed over the group (float32).
 inline StatusOr<BlockStep> checkReduceScatter(const StepContext& ctx) {
@@ -179,12 +185,14 @@ inline StatusOr<AllToAllStep> checkAllToAll(const StepContext& ctx) {
   const int64_t size = m.group.size;
   int64_t split = ctx.intAttr("split_dim"), concat = ctx.intAttr("concat_dim");
   int64_t rank = static_cast<int64_t>(in.size());
-  if (split < 0 || split >= rank || concat < 0 || concat >= rank || split == concat || in[split] % size != 0)
+  if (split < 0 || split >= rank || concat < 0 || concat >= rank || split == concat ||
+      in[split] % size != 0)
     return invalid(ctx, "bad split_dim/concat_dim for " + str(in));
   Shape want = in;
   want[split] /= size;
   want[concat] *= size;
-  if (want != m.out.shape) return invalid(ctx, "output " + str(m.out.shape) + " should be " + str(want));
+  if (want != m.out.shape)
+    return invalid(ctx, "output " + str(m.out.shape) + " should be " + str(want));
   return AllToAllStep{std::move(m), split, concat};
 }
 
@@ -215,7 +223,8 @@ struct PointToPointStep {
 };
 
 inline StatusOr<PointToPointStep> checkPointToPoint(const StepContext& ctx, bool send) {
-  if (send ? ctx.inputs.size() != 1 || !ctx.outputs.empty() : !ctx.inputs.empty() || ctx.outputs.size() != 1)
+  if (send ? ctx.inputs.size() != 1 || !ctx.outputs.empty()
+           : !ctx.inputs.empty() || ctx.outputs.size() != 1)
     return invalid(ctx, send ? "expects 1 input and 0 outputs" : "expects 0 inputs and 1 output");
   PointToPointStep p;
   DTC_ASSIGN_OR_RETURN(p.group, collectiveGroup(ctx));
@@ -232,7 +241,11 @@ inline StatusOr<PointToPointStep> checkPointToPoint(const StepContext& ctx, bool
   return p;
 }
 
-inline StatusOr<PointToPointStep> checkSend(const StepContext& ctx) { return checkPointToPoint(ctx, true); }
-inline StatusOr<PointToPointStep> checkRecv(const StepContext& ctx) { return checkPointToPoint(ctx, false); }
+inline StatusOr<PointToPointStep> checkSend(const StepContext& ctx) {
+  return checkPointToPoint(ctx, true);
+}
+inline StatusOr<PointToPointStep> checkRecv(const StepContext& ctx) {
+  return checkPointToPoint(ctx, false);
+}
 
 }  // namespace dtc

@@ -25,9 +25,8 @@ inline StatusOr<ConvShape> convGeometry(const StepContext& ctx, const Shape& x, 
                                         const Shape& y) {
   std::vector<int64_t> stride = ctx.intsAttr("stride"), padding = ctx.intsAttr("padding");
   if (x.size() != 4 || w.size() != 4 || y.size() != 4 || stride.size() != 2 ||
-      padding.size() != 2 || stride[0] <= 0 || stride[1] <= 0 || padding[0] < 0 ||
-      padding[1] < 0 || w[1] != x[1] || x[2] + 2 * padding[0] < w[2] ||
-      x[3] + 2 * padding[1] < w[3])
+      padding.size() != 2 || stride[0] <= 0 || stride[1] <= 0 || padding[0] < 0 || padding[1] < 0 ||
+      w[1] != x[1] || x[2] + 2 * padding[0] < w[2] || x[3] + 2 * padding[1] < w[3])
     return invalid(ctx, "bad shapes or attributes for input " + str(x) + " and weight " + str(w));
   ConvShape g;
   g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
@@ -92,7 +91,7 @@ inline StatusOr<PoolShape> checkMaxPool2dGrad(const StepContext& ctx) {
 
 struct BatchNormDims {
   int64_t n = 0, c = 0, s = 0;
-  int64_t count = 0;          // synchronised forms: the whole batch's values per channel
+  int64_t count = 0;            // synchronised forms: the whole batch's values per channel
   float eps = 0, momentum = 0;  // the forms that normalise / update running statistics
 };
 
@@ -125,8 +124,9 @@ inline StatusOr<BatchNormDims> checkBatchNormTrain(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 5, 5));
   const auto &in = ctx.inputs, &out = ctx.outputs;
   DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], out[0]));
-  DTC_ASSIGN_OR_RETURN(BatchNormDims d, normShape(ctx, in[0], {&in[1], &in[2], &in[3], &in[4], &out[1],
-                                                              &out[2], &out[3], &out[4]}));
+  DTC_ASSIGN_OR_RETURN(
+      BatchNormDims d,
+      normShape(ctx, in[0], {&in[1], &in[2], &in[3], &in[4], &out[1], &out[2], &out[3], &out[4]}));
   d.eps = static_cast<float>(ctx.floatAttr("eps"));
   d.momentum = static_cast<float>(ctx.floatAttr("momentum"));
   return d;
@@ -161,7 +161,8 @@ inline StatusOr<BatchNormDims> checkBatchNormSum(const StepContext& ctx) {
 // deviations.
 inline StatusOr<BatchNormDims> checkBatchNormCenteredSquares(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
-  DTC_ASSIGN_OR_RETURN(BatchNormDims d, normShape(ctx, ctx.inputs[0], {&ctx.inputs[1], &ctx.outputs[0]}));
+  DTC_ASSIGN_OR_RETURN(BatchNormDims d,
+                       normShape(ctx, ctx.inputs[0], {&ctx.inputs[1], &ctx.outputs[0]}));
   DTC_RETURN_IF_ERROR(syncCount(ctx, d));
   return d;
 }
@@ -172,8 +173,9 @@ inline StatusOr<BatchNormDims> checkBatchNormNormalize(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 7, 5));
   const auto &in = ctx.inputs, &out = ctx.outputs;
   DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], out[0]));
-  DTC_ASSIGN_OR_RETURN(BatchNormDims d, normShape(ctx, in[0], {&in[1], &in[2], &in[3], &in[4], &in[5],
-                                                              &in[6], &out[1], &out[2], &out[3], &out[4]}));
+  DTC_ASSIGN_OR_RETURN(BatchNormDims d, normShape(ctx, in[0],
+                                                  {&in[1], &in[2], &in[3], &in[4], &in[5], &in[6],
+                                                   &out[1], &out[2], &out[3], &out[4]}));
   DTC_RETURN_IF_ERROR(syncCount(ctx, d));
   d.eps = static_cast<float>(ctx.floatAttr("eps"));
   d.momentum = static_cast<float>(ctx.floatAttr("momentum"));
@@ -195,7 +197,8 @@ inline StatusOr<BatchNormDims> checkBatchNormGradInput(const StepContext& ctx) {
   const auto& in = ctx.inputs;
   DTC_RETURN_IF_ERROR(sameShape(ctx, in[0], in[1]));
   DTC_RETURN_IF_ERROR(sameShape(ctx, in[1], ctx.outputs[0]));
-  DTC_ASSIGN_OR_RETURN(BatchNormDims d, normShape(ctx, in[1], {&in[2], &in[3], &in[4], &in[5], &in[6]}));
+  DTC_ASSIGN_OR_RETURN(BatchNormDims d,
+                       normShape(ctx, in[1], {&in[2], &in[3], &in[4], &in[5], &in[6]}));
   DTC_RETURN_IF_ERROR(syncCount(ctx, d));
   return d;
 }

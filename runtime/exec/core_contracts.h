@@ -20,8 +20,8 @@ struct GemmDims {
 
 // The refusal of contraction operands whose shapes do not fit together.
 inline Status gemmMismatch(const StepContext& ctx) {
-  return invalid(ctx, "shapes " + str(ctx.inputs[0].shape) + ", " + str(ctx.inputs[1].shape) + " -> " +
-                          str(ctx.outputs[0].shape) + " do not match");
+  return invalid(ctx, "shapes " + str(ctx.inputs[0].shape) + ", " + str(ctx.inputs[1].shape) +
+                          " -> " + str(ctx.outputs[0].shape) + " do not match");
 }
 
 // The GEMM over the last two dimensions of operands of one rank >= 2 (checked by the caller),
@@ -119,7 +119,8 @@ inline StatusOr<std::vector<int64_t>> checkReduceSum(const StepContext& ctx) {
       return invalid(ctx, "bad axes for shape " + str(x.shape));
   for (size_t d = 0; d < x.shape.size(); ++d)
     if (std::find(axes.begin(), axes.end(), (int64_t)d) == axes.end()) kept *= x.shape[d];
-  if (kept != out.numElements()) return invalid(ctx, "output " + str(out.shape) + " does not match");
+  if (kept != out.numElements())
+    return invalid(ctx, "output " + str(out.shape) + " does not match");
   return axes;
 }
 

@@ -83,8 +83,9 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threa
   if (ex->stage_ >= 0)
     for (const plan::StateTensor* s : *root.state())
       if (Plan::onStage(s->stage(), ex->stage_))
-        ex->stateBytes_ = std::max<uint64_t>(
-            ex->stateBytes_, s->offset() + numElements(s->shape()) * dtypeSize(toDType(s->dtype())));
+        ex->stateBytes_ =
+            std::max<uint64_t>(ex->stateBytes_, s->offset() + numElements(s->shape()) *
+                                                                  dtypeSize(toDType(s->dtype())));
   // The whole region all the same: a function's state values are verified against it, and
   // pages never touched cost nothing.
   Backend& device = *ex->backend_;
@@ -102,18 +103,21 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threa
   const uint64_t available = device.availableBytes();
   if (available > 0 && need > available) {
     char text[256];
-    std::snprintf(text, sizeof text,
-                  ": this rank needs %.2f GiB on %s (state %.2f GiB + arena %.2f GiB), %.2f GiB is available",
-                  need / 1073741824.0, device.name().c_str(), root.state_bytes() / 1073741824.0,
-                  ex->arenaBytes_ / 1073741824.0, available / 1073741824.0);
-    return Status::InvalidInput(plan.name() + text +
-                                " (partition it over more devices with dtc compile --mesh, or --zero)");
+    std::snprintf(
+        text, sizeof text,
+        ": this rank needs %.2f GiB on %s (state %.2f GiB + arena %.2f GiB), %.2f GiB is available",
+        need / 1073741824.0, device.name().c_str(), root.state_bytes() / 1073741824.0,
+        ex->arenaBytes_ / 1073741824.0, available / 1073741824.0);
+    return Status::InvalidInput(
+        plan.name() + text +
+        " (partition it over more devices with dtc compile --mesh, or --zero)");
   }
   DTC_RETURN_IF_ERROR(allocate(root.state_bytes(), ex->state_, ex->stateAllocated_));
   DTC_RETURN_IF_ERROR(allocate(ex->arenaBytes_, ex->arena_, ex->arenaAllocated_));
   if (!device.hostMemory()) ex->hostState_.reset(new uint8_t[root.state_bytes()]());
   for (const plan::Function* f : *root.functions())
-    if (Plan::onStage(f->stage(), ex->stage_) && (functions.empty() || functions.count(f->name()->str())))
+    if (Plan::onStage(f->stage(), ex->stage_) &&
+        (functions.empty() || functions.count(f->name()->str())))
       DTC_RETURN_IF_ERROR(ex->prepare(*f));
   return ex;
 }
@@ -168,15 +172,17 @@ Status Executor::prepare(const plan::Function& function) {
         for (uint32_t i : *step->outputs()) ctx.outputs.push_back(deviceView(name, i));
       // The kernel's contract first (both backends' acceptance), then the backend's own limits.
       Status contract = checkKernelContract(ctx);
-      StatusOr<BoundStep> bound = contract.ok() ? backend_->bind(ctx) : StatusOr<BoundStep>(contract);
+      StatusOr<BoundStep> bound =
+          contract.ok() ? backend_->bind(ctx) : StatusOr<BoundStep>(contract);
       if (!bound.ok())
         return bound.status().withContext(plan_.name() + ": function '" + name + "'");
       if (mesh_ && mesh_->numDevices() > 1) {
         // A wait that times out is reported with the step it came from.
         const std::string loc = step->loc() ? step->loc()->str() : std::string();
-        prepared.labels.push_back((loc.empty() ? std::string("step ") + std::to_string(prepared.steps.size())
-                                               : "node '" + printable(loc) + "'") +
-                                  " (" + kernelName(step->kernel()) + ")");
+        prepared.labels.push_back(
+            (loc.empty() ? std::string("step ") + std::to_string(prepared.steps.size())
+                         : "node '" + printable(loc) + "'") +
+            " (" + kernelName(step->kernel()) + ")");
         const std::string* label = &prepared.labels.back();
         prepared.steps.push_back([label, inner = std::move(bound).value()] {
           comm::setNode(label);
@@ -213,7 +219,8 @@ Status Executor::prepare(const plan::Function& function) {
           hostCopy(b->value(), prepared.uploads);
     if (function.results())
       for (const plan::Binding* b : *function.results())
-        if (b->role() == plan::Role::loss || b->role() == plan::Role::output || b->role() == plan::Role::metric)
+        if (b->role() == plan::Role::loss || b->role() == plan::Role::output ||
+            b->role() == plan::Role::metric)
           hostCopy(b->value(), prepared.downloads);
   }
   return Status::Ok();
@@ -232,8 +239,9 @@ StatusOr<float> Executor::readScalarState(const std::string& name) const {
   return value;
 }
 
-StatusOr<int64_t> Executor::firstNonFiniteOf(const std::string& function, const PreparedFunction& prepared,
-                                             uint32_t index, std::vector<uint8_t>& host) const {
+StatusOr<int64_t> Executor::firstNonFiniteOf(const std::string& function,
+                                             const PreparedFunction& prepared, uint32_t index,
+                                             std::vector<uint8_t>& host) const {
   const TensorView t = deviceView(function, index);
   const uint8_t* data = t.data;
   if (!backend_->hostMemory()) {
@@ -250,14 +258,16 @@ Status Executor::checkData(const std::string& function, const PreparedFunction& 
     if (b->role() != plan::Role::data) continue;
     DTC_ASSIGN_OR_RETURN(int64_t bad, firstNonFiniteOf(function, prepared, b->value(), host));
     if (bad >= 0)
-      return Status::NonFinite(plan_.name() + ": " + function + ": data input '" + printable(b->name()->str()) +
-                               "' holds inf or NaN (element " + std::to_string(bad) + " of this batch's " +
-                               std::to_string(deviceView(function, b->value()).numElements()) + ")");
+      return Status::NonFinite(
+          plan_.name() + ": " + function + ": data input '" + printable(b->name()->str()) +
+          "' holds inf or NaN (element " + std::to_string(bad) + " of this batch's " +
+          std::to_string(deviceView(function, b->value()).numElements()) + ")");
   }
   return Status::Ok();
 }
 
-Status Executor::checkOutputs(const std::string& function, const PreparedFunction& prepared, size_t k) const {
+Status Executor::checkOutputs(const std::string& function, const PreparedFunction& prepared,
+                              size_t k) const {
   const plan::Step& step = *prepared.function->steps()->Get(static_cast<uint32_t>(k));
   if (!step.outputs()) return Status::Ok();
   std::vector<uint8_t> host;
@@ -269,8 +279,9 @@ Status Executor::checkOutputs(const std::string& function, const PreparedFunctio
     const std::string loc = step.loc() ? printable(step.loc()->str()) : std::string();
     return Status::NonFinite(plan_.name() + ": " + function + " step " + std::to_string(k) + ", " +
                              (loc.empty() ? std::string("a step") : "node '" + loc + "'") + " (" +
-                             kernelName(step.kernel()) + "): output " + std::to_string(o) + " holds inf or NaN (element " +
-                             std::to_string(bad) + " of " + std::to_string(t.numElements()) +
+                             kernelName(step.kernel()) + "): output " + std::to_string(o) +
+                             " holds inf or NaN (element " + std::to_string(bad) + " of " +
+                             std::to_string(t.numElements()) +
                              "), the first op of this step whose output is not finite");
   }
   return Status::Ok();
@@ -295,9 +306,10 @@ Status Executor::initializeState() {
     // whole, then this device keeps its block (counter-based rules make the block independent
     // of how the tensor is cut).
     std::vector<int64_t> local(s->shape()->begin(), s->shape()->end());
-    std::vector<int64_t> global = s->global_shape()
-                                      ? std::vector<int64_t>(s->global_shape()->begin(), s->global_shape()->end())
-                                      : local;
+    std::vector<int64_t> global =
+        s->global_shape()
+            ? std::vector<int64_t>(s->global_shape()->begin(), s->global_shape()->end())
+            : local;
     std::vector<DimCut> cuts = cutsOf(s->sharding(), local.size(), mesh_);
     const bool sharded = isSharded(cuts);
     const size_t elementSize = dtypeSize(toDType(s->dtype()));
@@ -315,14 +327,12 @@ Status Executor::initializeState() {
       case plan::InitKind::data:
         std::memcpy(target, p.constants()->data() + s->data_offset(), bytes);
         break;
-      case plan::InitKind::zeros:
-        std::memset(target, 0, bytes);
-        break;
+      case plan::InitKind::zeros: std::memset(target, 0, bytes); break;
       default: {
         if (s->dtype() != plan::DType::f32)
           return Status::InvalidInput("init rules apply to float32 tensors only ('" +
                                       s->name()->str() + "')");
-        data::InitKind kind = s->init() == plan::InitKind::ones       ? data::InitKind::kOnes
+        data::InitKind kind = s->init() == plan::InitKind::ones      ? data::InitKind::kOnes
                               : s->init() == plan::InitKind::uniform ? data::InitKind::kUniform
                                                                      : data::InitKind::kNormal;
         data::fillInit(kind, s->init_a(), s->init_b(), s->init_seed(), s->name()->str(),
@@ -343,7 +353,9 @@ Status Executor::run(const std::string& function) {
     comm::setFunction(function);
     comm::setNode(nullptr);
   }
-  auto bytesOf = [&](uint32_t index) { return valueBytes(*prepared.function->values()->Get(index)); };
+  auto bytesOf = [&](uint32_t index) {
+    return valueBytes(*prepared.function->values()->Get(index));
+  };
   for (uint32_t index : prepared.uploads)
     DTC_RETURN_IF_ERROR(backend_->upload(deviceView(function, index).data,
                                          prepared.hostCopies.at(index).get(), bytesOf(index)));

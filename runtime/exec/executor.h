@@ -30,9 +30,9 @@ struct StepTiming {
 class Executor {
  public:
   // `mesh` (not owned; outlives the executor) runs the plan's collectives; null is one device.
-  // `backend` runs the steps (createCpuBackend(), or createBackend by name). `functions`: the names to bind (every
-  // function of the plan when empty). Binding reserves memory per step (a device's scratch,
-  // the CPU's widened copies), so a trainer binds only what it runs (not `grad`).
+  // `backend` runs the steps (createCpuBackend(), or createBackend by name). `functions`: the names
+  // to bind (every function of the plan when empty). Binding reserves memory per step (a device's
+  // scratch, the CPU's widened copies), so a trainer binds only what it runs (not `grad`).
   static StatusOr<std::unique_ptr<Executor>> create(const Plan& plan, int threads,
                                                     comm::DeviceMesh* mesh,
                                                     std::unique_ptr<Backend> backend,
@@ -90,7 +90,7 @@ class Executor {
 
   struct PreparedFunction {
     const plan::Function* function = nullptr;
-    uint32_t index = 0;  // in Plan.functions
+    uint32_t index = 0;            // in Plan.functions
     std::vector<BoundStep> steps;  // one per plan step (what timing runs and indexes)
     std::vector<BoundStep> run;    // what runs otherwise: the backend's endFunction of `steps`
     // On a mesh: each step's model node and op, which the watchdog's reports name.
@@ -103,10 +103,11 @@ class Executor {
     std::vector<uint32_t> uploads, downloads;
   };
   // The first non-finite value among the outputs of step `k` of `function`, as an error.
-  Status checkOutputs(const std::string& function, const PreparedFunction& prepared, size_t k) const;
+  Status checkOutputs(const std::string& function, const PreparedFunction& prepared,
+                      size_t k) const;
   // firstNonFinite() of value `index` of `function` (downloaded into `host` on a device).
-  StatusOr<int64_t> firstNonFiniteOf(const std::string& function, const PreparedFunction& prepared, uint32_t index,
-                                     std::vector<uint8_t>& host) const;
+  StatusOr<int64_t> firstNonFiniteOf(const std::string& function, const PreparedFunction& prepared,
+                                     uint32_t index, std::vector<uint8_t>& host) const;
   // The first non-finite value among the function's data inputs, as an error.
   Status checkData(const std::string& function, const PreparedFunction& prepared) const;
 

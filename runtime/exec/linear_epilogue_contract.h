@@ -16,14 +16,16 @@ struct LinearEpilogueShape {
   int64_t rows = 0, n = 0, k = 0;
 };
 
-inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx, LinearEpilogue kind) {
+inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx,
+                                                         LinearEpilogue kind) {
   const bool forward = kind != LinearEpilogue::kGradInputGelu;
   DTC_RETURN_IF_ERROR(expect(ctx, 3, kind == LinearEpilogue::kBiasGelu ? 2 : 1));
   const TensorView &a = ctx.inputs[0], &w = ctx.inputs[1], &third = ctx.inputs[2];
   if (a.dtype != w.dtype)
-    return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) + " and " +
-                            dtypeName(w.dtype));
-  if (third.dtype != DType::kF32) return invalid(ctx, "expects a float32 " + std::string(forward ? "bias" : "pre"));
+    return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) +
+                            " and " + dtypeName(w.dtype));
+  if (third.dtype != DType::kF32)
+    return invalid(ctx, "expects a float32 " + std::string(forward ? "bias" : "pre"));
   // Results are f32, except that a forward op's y may be x's 16-bit type: under mixed precision
   // the compiler folds the narrowing cast that followed y into the op (y = the f32 result rounded
   // once). pre stays f32, being the GELU gradient's input. The CPU sees all of this widened to
@@ -34,14 +36,15 @@ inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx,
     if (t != DType::kF32 && !narrowY) return invalid(ctx, "expects float32 results");
   }
   auto mismatch = [&] {
-    return invalid(ctx, "shapes " + str(a.shape) + ", " + str(w.shape) + ", " + str(third.shape) + " -> " +
-                            str(ctx.outputs[0].shape) + " do not match");
+    return invalid(ctx, "shapes " + str(a.shape) + ", " + str(w.shape) + ", " + str(third.shape) +
+                            " -> " + str(ctx.outputs[0].shape) + " do not match");
   };
   if (a.shape.size() < 2 || w.shape.size() != 2) return mismatch();
   LinearEpilogueShape s;
   s.rows = 1;
   for (size_t d = 0; d + 1 < a.shape.size(); ++d) s.rows *= a.shape[d];
-  // forward: y [..., N] = x [..., K] · w [N, K]ᵀ + b [N]; backward: dx [..., K] = dy [..., N] · w [N, K].
+  // forward: y [..., N] = x [..., K] · w [N, K]ᵀ + b [N]; backward: dx [..., K] = dy [..., N] · w
+  // [N, K].
   if (forward) {
     if (w.shape[1] != a.shape.back() || third.shape != Shape{w.shape[0]}) return mismatch();
     s.n = w.shape[0], s.k = w.shape[1];

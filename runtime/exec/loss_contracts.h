@@ -125,7 +125,8 @@ inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyParts(const StepContext&
 // `count` rows.
 inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyCombine(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
-  const TensorView &m = ctx.inputs[0], &s = ctx.inputs[1], &t = ctx.inputs[2], &loss = ctx.outputs[0];
+  const TensorView &m = ctx.inputs[0], &s = ctx.inputs[1], &t = ctx.inputs[2],
+                   &loss = ctx.outputs[0];
   if (m.shape.size() != 1 || s.shape != m.shape || t.shape != m.shape || loss.numElements() != 1)
     return invalid(ctx, "needs three [rows] vectors and a scalar loss");
   int64_t count = ctx.intAttr("count");

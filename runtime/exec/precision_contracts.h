@@ -26,8 +26,8 @@ inline StatusOr<DType> sharedLowPrecision(const StepContext& ctx) {
     for (const TensorView& t : *list) {
       if (!lowPrecision(t.dtype)) continue;
       if (low != DType::kF32 && t.dtype != low)
-        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) + " and " +
-                                dtypeName(t.dtype));
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) +
+                                " and " + dtypeName(t.dtype));
       low = t.dtype;
     }
   return low;
@@ -35,12 +35,15 @@ inline StatusOr<DType> sharedLowPrecision(const StepContext& ctx) {
 
 // cast: y = x in y's element type (f32, bf16, f16), one shape.
 inline Status checkCast(const StepContext& ctx) {
-  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return invalid(ctx, "expects 1 input and 1 output");
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
+    return invalid(ctx, "expects 1 input and 1 output");
   const TensorView &x = ctx.inputs[0], &y = ctx.outputs[0];
   for (const TensorView* t : {&x, &y})
     if (t->dtype != DType::kF32 && !lowPrecision(t->dtype))
-      return invalid(ctx, "casts between float32, bfloat16 and float16, not " + dtypeName(t->dtype));
-  if (x.shape != y.shape) return invalid(ctx, "shapes " + str(x.shape) + " and " + str(y.shape) + " differ");
+      return invalid(ctx,
+                     "casts between float32, bfloat16 and float16, not " + dtypeName(t->dtype));
+  if (x.shape != y.shape)
+    return invalid(ctx, "shapes " + str(x.shape) + " and " + str(y.shape) + " differ");
   return Status::Ok();
 }
 
@@ -58,7 +61,8 @@ inline StatusOr<float> checkClipCoefficient(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 1, 2));
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
-      if (t.dtype != DType::kF32 || t.numElements() != 1) return invalid(ctx, "operands are float32 scalars");
+      if (t.dtype != DType::kF32 || t.numElements() != 1)
+        return invalid(ctx, "operands are float32 scalars");
   const float maxNorm = static_cast<float>(ctx.floatAttr("max_norm"));
   if (!(maxNorm >= 0)) return invalid(ctx, "max_norm must be >= 0");
   return maxNorm;

@@ -5,7 +5,8 @@
 
 namespace dtc {
 
-std::vector<DimCut> cutsOf(const ShardingVector* sharding, size_t rank, const comm::DeviceMesh* mesh) {
+std::vector<DimCut> cutsOf(const ShardingVector* sharding, size_t rank,
+                           const comm::DeviceMesh* mesh) {
   if (!sharding || !mesh) return std::vector<DimCut>(rank);
   return cutsAt(sharding, rank, mesh->sizes(), mesh->coords());
 }
@@ -72,15 +73,16 @@ void unchunk(std::vector<int64_t>& shape, std::vector<DimCut>& cuts) {
 
 }  // namespace
 
-void extractShard(const uint8_t* global, const std::vector<int64_t>& shape,
-                  size_t elementSize, const std::vector<DimCut>& chunkedCuts, uint8_t* local) {
+void extractShard(const uint8_t* global, const std::vector<int64_t>& shape, size_t elementSize,
+                  const std::vector<DimCut>& chunkedCuts, uint8_t* local) {
   std::vector<int64_t> globalShape(shape);
   std::vector<DimCut> cuts(chunkedCuts);
   unchunk(globalShape, cuts);
   const size_t rank = globalShape.size();
   std::vector<int64_t> localShape(globalShape), strides(rank, 1);
   for (size_t d = 0; d < rank; ++d) localShape[d] /= cuts[d].parts;
-  for (int d = static_cast<int>(rank) - 2; d >= 0; --d) strides[d] = strides[d + 1] * globalShape[d + 1];
+  for (int d = static_cast<int>(rank) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * globalShape[d + 1];
   int64_t total = 1;
   for (int64_t s : localShape) total *= s;
   // Rows of the last dimension are contiguous in both.
@@ -97,7 +99,8 @@ void extractShard(const uint8_t* global, const std::vector<int64_t>& shape,
   }
 }
 
-StatusOr<std::vector<float>> gatherShards(const float* local, const std::vector<int64_t>& localShape,
+StatusOr<std::vector<float>> gatherShards(const float* local,
+                                          const std::vector<int64_t>& localShape,
                                           const std::vector<DimCut>& chunkedCuts,
                                           comm::DeviceMesh& mesh) {
   std::vector<int64_t> shape(localShape);
@@ -110,7 +113,8 @@ StatusOr<std::vector<float>> gatherShards(const float* local, const std::vector<
     if (cuts[d].parts == 1) continue;
     DTC_ASSIGN_OR_RETURN(comm::Communicator * group, mesh.group(cuts[d].axes));
     std::vector<float> pieces(cur.size() * cuts[d].parts);
-    DTC_RETURN_IF_ERROR(group->allGather(cur.data(), static_cast<int64_t>(cur.size()), pieces.data()));
+    DTC_RETURN_IF_ERROR(
+        group->allGather(cur.data(), static_cast<int64_t>(cur.size()), pieces.data()));
     // Piece r becomes block r of dimension d.
     int64_t outer = 1, inner = 1;
     for (size_t k = 0; k < d; ++k) outer *= shape[k];
@@ -120,7 +124,8 @@ StatusOr<std::vector<float>> gatherShards(const float* local, const std::vector<
     for (int64_t r = 0; r < cuts[d].parts; ++r)
       for (int64_t o = 0; o < outer; ++o)
         std::memcpy(next.data() + (o * cuts[d].parts + r) * run,
-                    pieces.data() + r * static_cast<int64_t>(cur.size()) + o * run, run * sizeof(float));
+                    pieces.data() + r * static_cast<int64_t>(cur.size()) + o * run,
+                    run * sizeof(float));
     shape[d] *= cuts[d].parts;
     cur.swap(next);
   }

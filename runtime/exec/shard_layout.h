@@ -19,7 +19,8 @@ struct DimCut {
 using ShardingVector = flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>;
 
 // This device's cut of each dimension of a tensor sharded as `sharding` (absent: whole).
-std::vector<DimCut> cutsOf(const ShardingVector* sharding, size_t rank, const comm::DeviceMesh* mesh);
+std::vector<DimCut> cutsOf(const ShardingVector* sharding, size_t rank,
+                           const comm::DeviceMesh* mesh);
 // The same for the device at `coords` of a mesh of `sizes` (any rank's, not only this one's).
 // Axes outside the mesh leave their dimension whole (the plan verifier rejects them).
 std::vector<DimCut> cutsAt(const ShardingVector* sharding, size_t rank,
@@ -35,7 +36,8 @@ void extractShard(const uint8_t* global, const std::vector<int64_t>& globalShape
 
 // The whole float32 tensor, assembled from every device's block (collective over the groups of
 // the cut dimensions: every device must call it, in the same order).
-StatusOr<std::vector<float>> gatherShards(const float* local, const std::vector<int64_t>& localShape,
+StatusOr<std::vector<float>> gatherShards(const float* local,
+                                          const std::vector<int64_t>& localShape,
                                           const std::vector<DimCut>& cuts, comm::DeviceMesh& mesh);
 
 }  // namespace dtc

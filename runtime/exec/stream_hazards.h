@@ -22,7 +22,9 @@ namespace dtc {
 struct ByteRange {
   uintptr_t begin = 0, end = 0;
   bool empty() const { return end <= begin; }
-  bool overlaps(const ByteRange& o) const { return !empty() && !o.empty() && begin < o.end && o.begin < end; }
+  bool overlaps(const ByteRange& o) const {
+    return !empty() && !o.empty() && begin < o.end && o.begin < end;
+  }
 };
 
 inline ByteRange byteRange(const void* data, uint64_t bytes) {
@@ -37,7 +39,8 @@ inline std::vector<ByteRange> operandRanges(const std::vector<TensorView>& input
   for (const auto* list : {&inputs, &outputs})
     for (const TensorView& t : *list) {
       const int64_t n = t.numElements();
-      const ByteRange r = byteRange(t.data, n > 0 ? static_cast<uint64_t>(n) * dtypeSize(t.dtype) : 0);
+      const ByteRange r =
+          byteRange(t.data, n > 0 ? static_cast<uint64_t>(n) * dtypeSize(t.dtype) : 0);
       if (t.data && !r.empty()) ranges.push_back(r);
     }
   return ranges;

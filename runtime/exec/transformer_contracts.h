@@ -42,7 +42,8 @@ inline StatusOr<std::vector<int64_t>> transposePerm(const StepContext& ctx) {
   std::vector<bool> seen(perm.size(), false);
   Shape expected;
   for (int64_t p : perm) {
-    if (p < 0 || p >= (int64_t)perm.size() || seen[p]) return invalid(ctx, "perm is not a permutation");
+    if (p < 0 || p >= (int64_t)perm.size() || seen[p])
+      return invalid(ctx, "perm is not a permutation");
     seen[p] = true;
     expected.push_back(x.shape[p]);
   }
@@ -227,8 +228,8 @@ inline StatusOr<AttentionDims> checkCausalAttentionGrad(const StepContext& ctx) 
   for (const TensorView& g : ctx.outputs) DTC_RETURN_IF_ERROR(sameShape(ctx, q, g));
   const AttentionDims a = attentionDims(q);
   if (a.slices == 0 || ctx.inputs[5].numElements() != a.slices * a.t)
-    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) + " and " +
-                            str(ctx.inputs[5].shape));
+    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) +
+                            " and " + str(ctx.inputs[5].shape));
   return a;
 }
 

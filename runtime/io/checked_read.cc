@@ -16,10 +16,11 @@ namespace dtc::io {
 namespace {
 
 constexpr size_t kPiece = size_t{32} << 20;
-constexpr int kThreads = 4;  // requests in flight: enough for an NVMe drive's queue, cheap on a disk
+constexpr int kThreads =
+    4;  // requests in flight: enough for an NVMe drive's queue, cheap on a disk
 
 struct Piece {
-  size_t read;  // index of its request
+  size_t read;          // index of its request
   size_t begin, bytes;  // within the request
 };
 

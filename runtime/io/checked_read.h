@@ -17,7 +17,7 @@ struct CheckedRead {
   uint64_t offset = 0;  // in the file
   size_t size = 0;
   void* dst = nullptr;
-  uint32_t crc32 = 0;   // filled in: the CRC-32 of the bytes read
+  uint32_t crc32 = 0;  // filled in: the CRC-32 of the bytes read
 };
 
 // Reads every request from file `path` (a short read is a truncated file, named in the error).

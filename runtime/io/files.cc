@@ -41,7 +41,8 @@ Status readAt(int fd, void* data, size_t size, uint64_t offset, const std::strin
       return Status::InvalidInput("cannot read " + what + ": " + why());
     }
     if (n == 0)
-      return Status::InvalidInput(what + " is truncated: it ends at byte " + std::to_string(offset));
+      return Status::InvalidInput(what + " is truncated: it ends at byte " +
+                                  std::to_string(offset));
     p += n;
     size -= static_cast<size_t>(n);
     offset += static_cast<uint64_t>(n);
@@ -54,8 +55,10 @@ Status writeFileAtomically(const std::string& path, const void* data, size_t siz
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::InvalidInput("cannot write " + path + ": " + why());
   Status written = writeAll(fd, data, size, path);
-  if (written.ok() && ::fsync(fd) != 0) written = Status::Internal("cannot sync " + path + ": " + why());
-  if (::close(fd) != 0 && written.ok()) written = Status::Internal("cannot write " + path + ": " + why());
+  if (written.ok() && ::fsync(fd) != 0)
+    written = Status::Internal("cannot sync " + path + ": " + why());
+  if (::close(fd) != 0 && written.ok())
+    written = Status::Internal("cannot write " + path + ": " + why());
   if (written.ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
     written = Status::Internal("cannot rename " + tmp + " to " + path + ": " + why());
   if (!written.ok()) std::remove(tmp.c_str());
@@ -129,7 +132,8 @@ bool isRegularFile(const std::string& path) {
 
 StatusOr<uint64_t> fileSize(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return Status::InvalidInput("cannot open " + path + ": " + why());
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::InvalidInput("cannot open " + path + ": " + why());
   if (!S_ISREG(st.st_mode)) return Status::InvalidInput(path + " is not a regular file");
   return static_cast<uint64_t>(st.st_size);
 }

@@ -42,9 +42,7 @@ Json& Json::push(Json value) {
   return array_.back();
 }
 
-size_t Json::size() const {
-  return isArray() ? array_.size() : isObject() ? object_.size() : 0;
-}
+size_t Json::size() const { return isArray() ? array_.size() : isObject() ? object_.size() : 0; }
 
 bool Json::operator==(const Json& o) const {
   if (type_ != o.type_) return false;
@@ -242,10 +240,14 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       char c = s_[pos_++];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else return failed("bad hex digit in \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else
+        return failed("bad hex digit in \\u escape");
     }
     return true;
   }

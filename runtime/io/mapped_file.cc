@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -33,7 +33,8 @@ size_t watchedCount = 0;
 
 void onBusError(int, siginfo_t* info, void*) {
   const uint8_t* at = static_cast<const uint8_t*>(info->si_addr);
-  const char* message = "dtrun: error: a memory-mapped input file changed under the running job (SIGBUS)\n";
+  const char* message =
+      "dtrun: error: a memory-mapped input file changed under the running job (SIGBUS)\n";
   size_t length = std::strlen(message);
   for (size_t i = 0; i < watchedCount; ++i) {
     const MappedFile::Watched* w = watchedList[i];
@@ -107,8 +108,8 @@ Status checkMappedFiles() {
     struct stat st;
     if (::fstat(w.fd, &st) != 0 || static_cast<size_t>(st.st_size) != w.size ||
         st.st_mtim.tv_sec != w.modified.tv_sec || st.st_mtim.tv_nsec != w.modified.tv_nsec)
-      return Status::InvalidInput(w.path + " changed while the job read it (now " + std::to_string(st.st_size) +
-                                  " bytes, " + std::to_string(w.size) +
+      return Status::InvalidInput(w.path + " changed while the job read it (now " +
+                                  std::to_string(st.st_size) + " bytes, " + std::to_string(w.size) +
                                   " when it was opened): input files must not change during a run");
   }
   return Status::Ok();
@@ -133,7 +134,8 @@ StatusOr<MappedFile> MappedFile::open(const std::string& path) {
     file.map_ = map;
     auto* w = new MappedFile::Watched;
     w->path = path;
-    w->message = "dtrun: error: " + path + " changed under the running job (read past its end: truncated?); " +
+    w->message = "dtrun: error: " + path +
+                 " changed under the running job (read past its end: truncated?); " +
                  "input files must not change during a run\n";
     w->fd = fd;
     w->begin = static_cast<const uint8_t*>(map);

@@ -14,7 +14,7 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr char kSupported[] = "expected one of float32, float16, int32, int64";
 
 struct Header {
-  std::string descr;  // e.g. "<f4"
+  std::string descr;        // e.g. "<f4"
   bool structured = false;  // descr is a list of fields
   bool fortranOrder = false;
   std::vector<int64_t> shape;
@@ -50,9 +50,12 @@ class HeaderParser {
         }
         haveDescr = true;
       } else if (key == "fortran_order") {
-        if (word("True")) h.fortranOrder = true;
-        else if (word("False")) h.fortranOrder = false;
-        else return "fortran_order is neither True nor False";
+        if (word("True"))
+          h.fortranOrder = true;
+        else if (word("False"))
+          h.fortranOrder = false;
+        else
+          return "fortran_order is neither True nor False";
         haveFortran = true;
       } else if (key == "shape") {
         if (!parseShape(h.shape)) return "malformed shape";
@@ -146,11 +149,16 @@ class HeaderParser {
 };
 
 bool parseDType(const std::string& descr, DType& out) {
-  if (descr == "<f4") out = DType::kF32;
-  else if (descr == "<f2") out = DType::kF16;
-  else if (descr == "<i4") out = DType::kI32;
-  else if (descr == "<i8") out = DType::kI64;
-  else return false;
+  if (descr == "<f4")
+    out = DType::kF32;
+  else if (descr == "<f2")
+    out = DType::kF16;
+  else if (descr == "<i4")
+    out = DType::kI32;
+  else if (descr == "<i8")
+    out = DType::kI64;
+  else
+    return false;
   return true;
 }
 
@@ -194,8 +202,7 @@ StatusOr<NpyArray> openNpy(const std::string& path) {
     headerLen = p[8] | (p[9] << 8) | (size_t(p[10]) << 16) | (size_t(p[11]) << 24);
     headerStart = 12;
   } else {
-    return bad("unsupported format version " + std::to_string(major) + "." +
-               std::to_string(minor));
+    return bad("unsupported format version " + std::to_string(major) + "." + std::to_string(minor));
   }
   if (headerLen > size - headerStart) return bad("truncated header");
   std::string text(reinterpret_cast<const char*>(p + headerStart), headerLen);
@@ -205,8 +212,8 @@ StatusOr<NpyArray> openNpy(const std::string& path) {
   if (header.structured)
     return Status::InvalidInput(path + ": structured dtypes are not supported; " + kSupported);
   if (!parseDType(header.descr, array.dtype_))
-    return Status::InvalidInput(path + ": dtype " + numpyName(header.descr) + " ('" +
-                                header.descr + "') is not supported; " + kSupported);
+    return Status::InvalidInput(path + ": dtype " + numpyName(header.descr) + " ('" + header.descr +
+                                "') is not supported; " + kSupported);
   if (header.fortranOrder)
     return Status::InvalidInput(path +
                                 ": Fortran-order arrays are not supported; save a C-order array");
@@ -243,8 +250,8 @@ Status writeNpy(const std::string& path, DType dtype, const std::vector<int64_t>
   }
   if (shape.size() > 1) shapeText.pop_back();
   shapeText += ")";
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
-                       shapeText + ", }";
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': " + shapeText + ", }";
   // Pad so the data starts on a 64-byte boundary, newline-terminated, as NumPy does.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

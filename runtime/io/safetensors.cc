@@ -66,7 +66,8 @@ std::string parseEntry(const std::string& name, const Json& entry, TensorEntry& 
   t.bytes = bytes;
   if (t.bytes != end - t.begin)
     return where + ": shape " + shapeText(t.shape) + " of " + dtype->asString() + " needs " +
-           std::to_string(t.bytes) + " bytes, its data_offsets span " + std::to_string(end - t.begin);
+           std::to_string(t.bytes) + " bytes, its data_offsets span " +
+           std::to_string(end - t.begin);
   return "";
 }
 
@@ -120,9 +121,9 @@ bool parseSafetensorsDType(const std::string& name, DType& out) {
 
 // --- writing ---
 
-StatusOr<SafetensorsWriter> SafetensorsWriter::create(const std::string& path,
-                                                      const std::vector<TensorRef>& tensors,
-                                                      const std::map<std::string, std::string>& metadata) {
+StatusOr<SafetensorsWriter> SafetensorsWriter::create(
+    const std::string& path, const std::vector<TensorRef>& tensors,
+    const std::map<std::string, std::string>& metadata) {
   std::map<std::string, Json> entries;  // sorted by name, as the header lists them
   SafetensorsWriter w;
   size_t offset = 0;
@@ -169,8 +170,13 @@ StatusOr<SafetensorsWriter> SafetensorsWriter::create(const std::string& path,
 }
 
 SafetensorsWriter::SafetensorsWriter(SafetensorsWriter&& o) noexcept
-    : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), fd_(o.fd_), sizes_(std::move(o.sizes_)),
-      current_(o.current_), writtenOfCurrent_(o.writtenOfCurrent_), tensorCrc_(o.tensorCrc_),
+    : path_(std::move(o.path_)),
+      tmp_(std::move(o.tmp_)),
+      fd_(o.fd_),
+      sizes_(std::move(o.sizes_)),
+      current_(o.current_),
+      writtenOfCurrent_(o.writtenOfCurrent_),
+      tensorCrc_(o.tensorCrc_),
       result_(std::move(o.result_)) {
   o.fd_ = -1;
 }
@@ -223,11 +229,13 @@ StatusOr<WrittenSafetensors> SafetensorsWriter::commit() {
   // Zero-byte tensors at the end complete without a write.
   DTC_RETURN_IF_ERROR(write(nullptr, 0));
   if (current_ != sizes_.size())
-    return Status::Internal("writing " + path_ + ": tensor " + std::to_string(current_) +
-                            " of " + std::to_string(sizes_.size()) + " was not written");
-  Status s = ::fsync(fd_) == 0 ? Status::Ok()
-                               : Status::Internal("cannot sync " + path_ + ": " + std::strerror(errno));
-  if (::close(fd_) != 0 && s.ok()) s = Status::Internal("cannot write " + path_ + ": " + std::strerror(errno));
+    return Status::Internal("writing " + path_ + ": tensor " + std::to_string(current_) + " of " +
+                            std::to_string(sizes_.size()) + " was not written");
+  Status s = ::fsync(fd_) == 0
+                 ? Status::Ok()
+                 : Status::Internal("cannot sync " + path_ + ": " + std::strerror(errno));
+  if (::close(fd_) != 0 && s.ok())
+    s = Status::Internal("cannot write " + path_ + ": " + std::strerror(errno));
   fd_ = -1;
   if (s.ok() && std::rename(tmp_.c_str(), path_.c_str()) != 0)
     s = Status::Internal("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno));
@@ -239,8 +247,10 @@ StatusOr<WrittenSafetensors> SafetensorsWriter::commit() {
 }
 
 Status writeSafetensors(const std::string& path, const std::vector<TensorRef>& tensors,
-                        const std::map<std::string, std::string>& metadata, WrittenSafetensors* written) {
-  DTC_ASSIGN_OR_RETURN(SafetensorsWriter writer, SafetensorsWriter::create(path, tensors, metadata));
+                        const std::map<std::string, std::string>& metadata,
+                        WrittenSafetensors* written) {
+  DTC_ASSIGN_OR_RETURN(SafetensorsWriter writer,
+                       SafetensorsWriter::create(path, tensors, metadata));
   for (const TensorRef& t : tensors) DTC_RETURN_IF_ERROR(writer.write(t.data, t.bytes));
   DTC_ASSIGN_OR_RETURN(WrittenSafetensors result, writer.commit());
   if (written) *written = std::move(result);
@@ -262,7 +272,8 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(std::string_view text, uint64
     if (name == "__metadata__") {
       if (!entry.isObject()) return badFile(path, "__metadata__ is not a JSON object");
       for (const auto& [k, v] : entry.members()) {
-        if (!v.isString()) return badFile(path, "__metadata__ value for '" + k + "' is not a string");
+        if (!v.isString())
+          return badFile(path, "__metadata__ value for '" + k + "' is not a string");
         out.metadata[k] = v.asString();
       }
       continue;
@@ -271,8 +282,9 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(std::string_view text, uint64
     std::string error = parseEntry(name, entry, t);
     if (!error.empty()) return badFile(path, error);
     if (t.begin + t.bytes > dataBytes)
-      return badFile(path, "tensor '" + name + "' ends at byte " + std::to_string(t.begin + t.bytes) +
-                               " of a data section of " + std::to_string(dataBytes) + " (truncated?)");
+      return badFile(path, "tensor '" + name + "' ends at byte " +
+                               std::to_string(t.begin + t.bytes) + " of a data section of " +
+                               std::to_string(dataBytes) + " (truncated?)");
     out.entries.push_back(std::move(t));
   }
   // As the reference reader does: the tensors must cover the data section with no holes or
@@ -291,14 +303,16 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(std::string_view text, uint64
     covered = s->begin + s->bytes;
   }
   if (covered != dataBytes)
-    return badFile(path, "the tensors cover " + std::to_string(covered) + " bytes of a data section of " +
-                             std::to_string(dataBytes));
+    return badFile(path, "the tensors cover " + std::to_string(covered) +
+                             " bytes of a data section of " + std::to_string(dataBytes));
   std::sort(out.entries.begin(), out.entries.end(),
             [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
   return out;
 }
 
-const TensorEntry* SafetensorsHeader::find(const std::string& name) const { return findByName(entries, name); }
+const TensorEntry* SafetensorsHeader::find(const std::string& name) const {
+  return findByName(entries, name);
+}
 
 StatusOr<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
   SafetensorsFile out;
@@ -316,7 +330,9 @@ StatusOr<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
   return out;
 }
 
-const TensorRef* SafetensorsFile::find(const std::string& name) const { return findByName(tensors_, name); }
+const TensorRef* SafetensorsFile::find(const std::string& name) const {
+  return findByName(tensors_, name);
+}
 
 StatusOr<SafetensorsReader> SafetensorsReader::open(const std::string& path) {
   DTC_ASSIGN_OR_RETURN(uint64_t size, io::fileSize(path));
@@ -347,11 +363,12 @@ Status SafetensorsReader::read(const TensorEntry& entry, void* dst) const {
   return readAt(fd_, dst, entry.bytes, header_.dataStart + entry.begin, path_);
 }
 
-StatusOr<std::vector<uint32_t>> SafetensorsReader::readChecked(const std::vector<const TensorEntry*>& entries,
-                                                               const std::vector<void*>& dsts) const {
+StatusOr<std::vector<uint32_t>> SafetensorsReader::readChecked(
+    const std::vector<const TensorEntry*>& entries, const std::vector<void*>& dsts) const {
   std::vector<CheckedRead> reads;
   for (size_t i = 0; i < entries.size(); ++i)
-    reads.push_back({header_.dataStart + entries[i]->begin, static_cast<size_t>(entries[i]->bytes), dsts[i], 0});
+    reads.push_back({header_.dataStart + entries[i]->begin, static_cast<size_t>(entries[i]->bytes),
+                     dsts[i], 0});
   DTC_RETURN_IF_ERROR(io::readChecked(path_, reads));
   std::vector<uint32_t> crcs;
   for (const CheckedRead& r : reads) crcs.push_back(r.crc32);

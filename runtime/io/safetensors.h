@@ -40,7 +40,8 @@ struct WrittenSafetensors {
 class SafetensorsWriter {
  public:
   // `tensors` declares names, dtypes and shapes (their data pointers are not used).
-  static StatusOr<SafetensorsWriter> create(const std::string& path, const std::vector<TensorRef>& tensors,
+  static StatusOr<SafetensorsWriter> create(const std::string& path,
+                                            const std::vector<TensorRef>& tensors,
                                             const std::map<std::string, std::string>& metadata);
   SafetensorsWriter(SafetensorsWriter&& other) noexcept;
   SafetensorsWriter& operator=(SafetensorsWriter&&) = delete;
@@ -81,7 +82,7 @@ struct TensorEntry {
 // data_offsets that match shape × dtype and tile the data section exactly (no gaps, no
 // overlaps). Anything else is an InvalidInput error naming the file.
 struct SafetensorsHeader {
-  uint64_t dataStart = 0;  // file offset of the data section
+  uint64_t dataStart = 0;            // file offset of the data section
   std::vector<TensorEntry> entries;  // sorted by name
   std::map<std::string, std::string> metadata;
   const TensorEntry* find(const std::string& name) const;

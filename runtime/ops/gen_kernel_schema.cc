@@ -17,8 +17,8 @@ int main(int argc, char** argv) {
   std::sort(kernels.begin(), kernels.end());
   for (size_t i = 1; i < kernels.size(); ++i)
     if (kernels[i].first == kernels[i - 1].first) {
-      std::fprintf(stderr, "gen_kernel_schema: kernels %s and %s share code %d\n", kernels[i - 1].second,
-                   kernels[i].second, kernels[i].first);
+      std::fprintf(stderr, "gen_kernel_schema: kernels %s and %s share code %d\n",
+                   kernels[i - 1].second, kernels[i].second, kernels[i].first);
       return 1;
     }
   std::FILE* out = std::fopen(argv[1], "w");

@@ -14,7 +14,8 @@ struct Registry {
 
   Registry() {
     uint16_t limit = 1;
-#define DTC_KERNEL(name, code, types, family, contract) limit = std::max<uint16_t>(limit, (code) + 1);
+#define DTC_KERNEL(name, code, types, family, contract) \
+  limit = std::max<uint16_t>(limit, (code) + 1);
 #include "ops/kernels.def"
     byCode.resize(limit);
     auto add = [&](uint16_t code, const char* name, KernelTypes types, KernelFamily family) {

@@ -18,8 +18,18 @@ using Kernel = plan::Kernel;
 enum class KernelTypes : uint8_t { kF32, kFloat, kAny };
 
 enum class KernelFamily : uint8_t {
-  kGemm, kAttention, kPointwise, kReduction, kNormalization, kConv, kLoss, kOptimizer,
-  kPrecision, kCollective, kLayout, kEmbedding,
+  kGemm,
+  kAttention,
+  kPointwise,
+  kReduction,
+  kNormalization,
+  kConv,
+  kLoss,
+  kOptimizer,
+  kPrecision,
+  kCollective,
+  kLayout,
+  kEmbedding,
 };
 
 // How a plan stores one attribute: Attr.i (Int), Attr.f (Float), Attr.ints (Ints, MeshAxes) or

@@ -29,9 +29,10 @@ std::vector<int64_t> meshSizes(const Plan& plan) {
 }
 
 std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function& f) {
-  static const Kernel kCollectives[] = {Kernel::all_reduce, Kernel::all_gather, Kernel::reduce_scatter,
-                                        Kernel::all_to_all, Kernel::collective_broadcast, Kernel::send,
-                                        Kernel::recv};
+  static const Kernel kCollectives[] = {
+      Kernel::all_reduce, Kernel::all_gather,           Kernel::reduce_scatter,
+      Kernel::all_to_all, Kernel::collective_broadcast, Kernel::send,
+      Kernel::recv};
   std::vector<CollectiveCost> out;
   const auto* mesh = plan.root().mesh();
   if (!mesh || !f.steps()) return out;
@@ -63,10 +64,14 @@ std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function
     if (values)
       for (uint32_t id : *values) c.bytes += valueBytes(*f.values()->Get(id));
     double n = static_cast<double>(c.group), b = static_cast<double>(c.bytes);
-    if (op == Kernel::all_reduce) c.sentBytes = 2 * (n - 1) / n * b;  // sum or max alike
-    else if (op == Kernel::reduce_scatter || op == Kernel::all_to_all) c.sentBytes = (n - 1) / n * b;
-    else if (op == Kernel::all_gather) c.sentBytes = (n - 1) * b;
-    else if (op == Kernel::collective_broadcast || op == Kernel::send) c.sentBytes = b;
+    if (op == Kernel::all_reduce)
+      c.sentBytes = 2 * (n - 1) / n * b;  // sum or max alike
+    else if (op == Kernel::reduce_scatter || op == Kernel::all_to_all)
+      c.sentBytes = (n - 1) / n * b;
+    else if (op == Kernel::all_gather)
+      c.sentBytes = (n - 1) * b;
+    else if (op == Kernel::collective_broadcast || op == Kernel::send)
+      c.sentBytes = b;
     out.push_back(c);
   }
   return out;

@@ -11,13 +11,13 @@
 namespace dtc {
 
 struct CollectiveCost {
-  std::string op;          // all_reduce, all_gather, …
-  std::string axes;        // mesh axis names, "dp" or "dp,tp"
-  int64_t group = 1;       // devices taking part
-  int tensors = 1;         // tensors moved in one call (a bucket holds several)
-  uint64_t bytes = 0;      // local input bytes on one device
-  double sentBytes = 0;    // bytes one device sends: all_reduce 2(n-1)/n·bytes, reduce_scatter
-                           // and all_to_all (n-1)/n·bytes, all_gather (n-1)·bytes, send bytes
+  std::string op;        // all_reduce, all_gather, …
+  std::string axes;      // mesh axis names, "dp" or "dp,tp"
+  int64_t group = 1;     // devices taking part
+  int tensors = 1;       // tensors moved in one call (a bucket holds several)
+  uint64_t bytes = 0;    // local input bytes on one device
+  double sentBytes = 0;  // bytes one device sends: all_reduce 2(n-1)/n·bytes, reduce_scatter
+                         // and all_to_all (n-1)/n·bytes, all_gather (n-1)·bytes, send bytes
   std::string loc;
 };
 

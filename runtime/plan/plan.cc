@@ -33,7 +33,8 @@ uint64_t valueBytes(const plan::Value& v) {
 StatusOr<Plan> Plan::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::InvalidInput("cannot open plan file " + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   DTC_RETURN_IF_ERROR(checkFooter(bytes, path));
   bytes.resize(bytes.size() - kPlanFooterBytes);
   return fromBytes(std::move(bytes), path);
@@ -44,18 +45,22 @@ Status Plan::checkFooter(const std::vector<uint8_t>& bytes, const std::string& n
   if (!isPlan) return Status::InvalidInput(name + " is not a dtc plan (identifier 'DTCP' missing)");
   PlanFooter footer;
   if (bytes.size() < 8 + kPlanFooterBytes || !readPlanFooter(bytes, footer))
-    return Status::InvalidInput(name + " is truncated, or was written by an older dtc (its checksum footer is "
-                                "missing; recompile the model with this dtc)");
+    return Status::InvalidInput(
+        name +
+        " is truncated, or was written by an older dtc (its checksum footer is "
+        "missing; recompile the model with this dtc)");
   const uint32_t recorded = footer.crc;
   const uint64_t length = footer.length;
   if (length != bytes.size() - kPlanFooterBytes)
-    return Status::InvalidInput(name + " is corrupt: it holds " + std::to_string(bytes.size() - kPlanFooterBytes) +
+    return Status::InvalidInput(name + " is corrupt: it holds " +
+                                std::to_string(bytes.size() - kPlanFooterBytes) +
                                 " bytes of plan, its footer says " + std::to_string(length));
   const uint32_t actual = io::crc32(0, bytes.data(), static_cast<size_t>(length));
   if (actual != recorded) {
     char text[96];
     std::snprintf(text, sizeof text, " (crc32 %08x, recorded %08x)", actual, recorded);
-    return Status::InvalidInput(name + " is corrupt: its checksum does not match its contents" + text);
+    return Status::InvalidInput(name + " is corrupt: its checksum does not match its contents" +
+                                text);
   }
   return Status::Ok();
 }

@@ -105,8 +105,10 @@ class PlanVerifier {
     const std::string what = "its learning-rate schedule ";
     if (kind != "constant" && kind != "cosine" && kind != "linear")
       return bad(what + "is of unknown kind '" + kind + "'");
-    if (!(s->lr() > 0) || !std::isfinite(s->lr())) return bad(what + "has a learning rate that is not positive");
-    if (!(s->min_lr() >= 0 && s->min_lr() <= s->lr())) return bad(what + "has min_lr outside [0, lr]");
+    if (!(s->lr() > 0) || !std::isfinite(s->lr()))
+      return bad(what + "has a learning rate that is not positive");
+    if (!(s->min_lr() >= 0 && s->min_lr() <= s->lr()))
+      return bad(what + "has min_lr outside [0, lr]");
     if (s->warmup_steps() < 0) return bad(what + "has negative warmup steps");
     if (kind != "constant" && s->decay_steps() <= s->warmup_steps())
       return bad(what + "decays over no steps (decay_steps <= warmup_steps)");
@@ -212,9 +214,9 @@ class PlanVerifier {
       // Regions start page-aligned; kernels read elements in place.
       if (s->offset() % dtypeSize(toDType(s->dtype())) != 0)
         return bad(what + " is misaligned in the state region");
-      uint64_t dataBytes = s->global_shape() ? numElements(s->global_shape()) *
-                                                   dtypeSize(toDType(s->dtype()))
-                                             : bytes;
+      uint64_t dataBytes = s->global_shape()
+                               ? numElements(s->global_shape()) * dtypeSize(toDType(s->dtype()))
+                               : bytes;
       if (s->init() == plan::InitKind::data &&
           (s->data_bytes() != dataBytes || s->data_offset() > constants ||
            s->data_bytes() > constants - s->data_offset()))
@@ -223,13 +225,16 @@ class PlanVerifier {
         // The local shape must be the global one cut by the sharding.
         const auto* global = s->global_shape();
         if (!global || !s->shape() || global->size() != s->shape()->size() || !sane(global) ||
-            (s->sharding() && s->sharding()->size() != 0 && s->sharding()->size() != global->size()))
+            (s->sharding() && s->sharding()->size() != 0 &&
+             s->sharding()->size() != global->size()))
           return bad(what + " has a malformed global shape or sharding");
         for (uint32_t d = 0; d < global->size(); ++d) {
           uint64_t n = parts(s->sharding(), d);
-          int64_t blocks = s->sharding() && d < s->sharding()->size() ? s->sharding()->Get(d)->blocks() : 1;
+          int64_t blocks =
+              s->sharding() && d < s->sharding()->size() ? s->sharding()->Get(d)->blocks() : 1;
           if (n == 0 || global->Get(d) % (n * blocks) != 0 ||
-              static_cast<uint64_t>(global->Get(d)) / n != static_cast<uint64_t>(s->shape()->Get(d)))
+              static_cast<uint64_t>(global->Get(d)) / n !=
+                  static_cast<uint64_t>(s->shape()->Get(d)))
             return bad(what + " is not its global shape cut by its sharding");
         }
         if (s->init() == plan::InitKind::data &&
@@ -297,11 +302,13 @@ class PlanVerifier {
           return bad(fn + ": '" + b->name()->str() +
                      "' is sharded unlike the state tensor it binds");
         if (b->role() == plan::Role::hyper) {
-          if (b->name()->str() != "lr") return bad(fn + " takes an unknown setting '" + b->name()->str() + "'");
+          if (b->name()->str() != "lr")
+            return bad(fn + " takes an unknown setting '" + b->name()->str() + "'");
           takesLearningRate_ = true;
         }
         if ((b->role() == plan::Role::hyper || b->role() == plan::Role::metric) &&
-            (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1 || v.region() != plan::Region::arena))
+            (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1 ||
+             v.region() != plan::Region::arena))
           return bad(fn + ": '" + b->name()->str() + "' must be a float32 scalar of the arena");
         if (b->role() == plan::Role::loss) {
           ++losses;

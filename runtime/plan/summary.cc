@@ -17,12 +17,14 @@ namespace {
 std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
     else if (static_cast<unsigned char>(c) < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
-    } else out += c;
+    } else
+      out += c;
   }
   return out + "\"";
 }
@@ -94,7 +96,7 @@ StageMemory stageMemory(const Plan& plan, int stage) {
 const plan::PipelineStage* predictedStage(const Plan& plan, int stage) {
   const auto* predicted = plan.root().pipeline_stages();
   return predicted && static_cast<uint32_t>(stage) < predicted->size() ? predicted->Get(stage)
-                                                                        : nullptr;
+                                                                       : nullptr;
 }
 
 // Bytes rounded to a whole number. Sums over a plan's steps are only bounded by the file's
@@ -153,7 +155,8 @@ std::vector<DataInput> dataInputs(const Plan& plan) {
   for (const plan::Function* f : *plan.root().functions()) {
     if (f->name()->str() != function || !f->arguments()) continue;
     for (const plan::Binding* b : *f->arguments()) {
-      if (b->role() != plan::Role::data || !b->name() || !seen.insert(b->name()->str()).second) continue;
+      if (b->role() != plan::Role::data || !b->name() || !seen.insert(b->name()->str()).second)
+        continue;
       const plan::Value& v = *f->values()->Get(b->value());
       DataInput in{b->name()->str(), v.dtype(), {}};
       if (v.shape())
@@ -167,7 +170,8 @@ std::vector<DataInput> dataInputs(const Plan& plan) {
 // A language model's token input and targets: two int64 [B, T] inputs, one of them the targets.
 int64_t contextLength(const Plan& plan, const std::vector<DataInput>& inputs) {
   const std::string targets = plan.root().targets() ? plan.root().targets()->str() : "";
-  if (inputs.size() != 2 || inputs[0].sample != inputs[1].sample || inputs[0].sample.size() != 1) return 0;
+  if (inputs.size() != 2 || inputs[0].sample != inputs[1].sample || inputs[0].sample.size() != 1)
+    return 0;
   for (const DataInput& in : inputs)
     if (in.dtype != plan::DType::i64) return 0;
   if (inputs[0].name != targets && inputs[1].name != targets) return 0;
@@ -189,12 +193,12 @@ std::string summarizePlanText(const Plan& plan) {
      << (p.producer() ? p.producer()->str() : "?") << ")\n";
   os << "batch size " << p.batch_size();
   if (p.micro_batches() > 1)
-    os << " x " << p.micro_batches() << " micro-batches per step (" << p.batch_size() * p.micro_batches()
-       << " samples)";
-  os << "; optimizer: "
-     << (p.optimizer() ? p.optimizer()->str() : "") << "\n";
+    os << " x " << p.micro_batches() << " micro-batches per step ("
+       << p.batch_size() * p.micro_batches() << " samples)";
+  os << "; optimizer: " << (p.optimizer() ? p.optimizer()->str() : "") << "\n";
   if (p.clip_grad_norm() > 0)
-    os << "gradient clipping: global L2 norm to " << p.clip_grad_norm() << " (the step reports the norm)\n";
+    os << "gradient clipping: global L2 norm to " << p.clip_grad_norm()
+       << " (the step reports the norm)\n";
   else if (p.reports_grad_norm())
     os << "gradient norm: reported by the step (no clipping)\n";
   uint64_t paramCount = 0, paramBytes = 0, stateBytes = 0;
@@ -217,15 +221,16 @@ std::string summarizePlanText(const Plan& plan) {
      << " values, " << paramBytes << " bytes\n";
   os << "optimizer state: " << slots << " tensors, " << stateBytes << " bytes\n";
   if (p.device() && p.device()->size() && p.device()->str() != "cpu")
-    os << "device: " << p.device()->str() << " (dtrun runs it there unless --device says otherwise)\n";
+    os << "device: " << p.device()->str()
+       << " (dtrun runs it there unless --device says otherwise)\n";
   const std::vector<DataInput> inputs = dataInputs(plan);
   os << "data (--data DIR: DIR/<name>.npy, N samples):";
   for (const DataInput& in : inputs)
     os << " " << in.name << " " << dtypeName(toDType(in.dtype)) << " " << dimsText(in.sample);
   os << "\n";
   if (const int64_t t = contextLength(plan, inputs))
-    os << "  or an llm.c token file (--data TOKENS.bin): windows of " << t + 1 << " tokens, context length " << t
-       << "\n";
+    os << "  or an llm.c token file (--data TOKENS.bin): windows of " << t + 1
+       << " tokens, context length " << t << "\n";
   std::string mesh = meshText(plan);
   const int64_t stages = plan.stages();
   if (!mesh.empty())
@@ -248,7 +253,8 @@ std::string summarizePlanText(const Plan& plan) {
     os << "\n";
   }
   if (stages > 0) {
-    os << "pipeline: " << stages << " stages along " << p.mesh()->Get(p.pipeline_axis())->name()->str()
+    os << "pipeline: " << stages << " stages along "
+       << p.mesh()->Get(p.pipeline_axis())->name()->str()
        << (p.schedule() && p.schedule()->size() ? "; schedule " + p.schedule()->str() : "")
        << " (each stage holds its own parameters and runs its own functions)\n";
     os << "state region: " << p.state_bytes() << " bytes (the largest stage's)\n";
@@ -268,9 +274,9 @@ std::string summarizePlanText(const Plan& plan) {
         printTransfers(os, plan, *step, "stage " + std::to_string(stage) + ", ");
     }
   } else {
-    os << "state region: " << p.state_bytes() << " bytes; arena peak (largest function): "
-       << plan.maxArenaBytes() << " bytes; total " << p.state_bytes() + plan.maxArenaBytes()
-       << " bytes\n";
+    os << "state region: " << p.state_bytes()
+       << " bytes; arena peak (largest function): " << plan.maxArenaBytes() << " bytes; total "
+       << p.state_bytes() + plan.maxArenaBytes() << " bytes\n";
     if (const plan::Function* step = plan.function("train_step")) {
       // What one rank holds while training: gradients are as large as the trainable parameters
       // (they live in the arena, with the activations and temporaries).
@@ -284,8 +290,8 @@ std::string summarizePlanText(const Plan& plan) {
   for (const plan::Function* f : *p.functions()) {
     FunctionStats s = stats(*f);
     os << "function " << functionName(*f) << ": " << (f->steps() ? f->steps()->size() : 0)
-       << " steps, " << s.arenaBuffers << " arena buffers, peak " << f->arena_bytes()
-       << " bytes (" << s.naiveArenaBytes << " without reuse)\n    ops:";
+       << " steps, " << s.arenaBuffers << " arena buffers, peak " << f->arena_bytes() << " bytes ("
+       << s.naiveArenaBytes << " without reuse)\n    ops:";
     for (auto& [op, n] : s.ops) os << " " << op << "=" << n;
     os << "\n";
     std::vector<CollectiveCost> comms = collectivesOf(plan, *f);
@@ -297,8 +303,7 @@ std::string summarizePlanText(const Plan& plan) {
     for (const CollectiveCost& c : comms)
       os << "      " << c.op << " over " << c.axes << " (" << c.group << " ranks): " << c.bytes
          << " bytes in " << c.tensors << (c.tensors == 1 ? " tensor" : " tensors") << ", sends "
-         << wholeBytes(c.sentBytes) << (c.loc.empty() ? "" : " [" + c.loc + "]")
-         << "\n";
+         << wholeBytes(c.sentBytes) << (c.loc.empty() ? "" : " [" + c.loc + "]") << "\n";
   }
   os << "parameters:\n";
   for (const plan::StateTensor* s : *p.state()) {
@@ -320,22 +325,23 @@ std::string summarizePlanJson(const Plan& plan) {
   std::ostringstream os;
   os << "{\"version\":" << p.version() << ",\"batch_size\":" << p.batch_size()
      << ",\"optimizer\":" << quote(p.optimizer() ? p.optimizer()->str() : "")
-     << ",\"micro_batches\":" << p.micro_batches() << ",\"mesh\":" << quote(meshText(plan)) << ",\"devices\":" << meshDevices(plan)
-     << ",\"state_bytes\":" << p.state_bytes() << ",\"arena_bytes\":" << plan.maxArenaBytes()
+     << ",\"micro_batches\":" << p.micro_batches() << ",\"mesh\":" << quote(meshText(plan))
+     << ",\"devices\":" << meshDevices(plan) << ",\"state_bytes\":" << p.state_bytes()
+     << ",\"arena_bytes\":" << plan.maxArenaBytes()
      << ",\"param_bytes\":" << bytesOf(plan, plan::Role::param, false)
      << ",\"grad_bytes\":" << bytesOf(plan, plan::Role::param, true)
      << ",\"optimizer_state_bytes\":" << bytesOf(plan, plan::Role::optim_state, false)
      << ",\"clip_grad_norm\":" << p.clip_grad_norm()
      << ",\"reports_grad_norm\":" << (p.reports_grad_norm() ? "true" : "false");
   if (const plan::LrSchedule* lr = p.lr_schedule())
-    os << ",\"lr_schedule\":{\"kind\":" << quote(lr->kind() ? lr->kind()->str() : "") << ",\"lr\":" << lr->lr()
-       << ",\"warmup_steps\":" << lr->warmup_steps() << ",\"decay_steps\":" << lr->decay_steps()
-       << ",\"min_lr\":" << lr->min_lr() << "}";
+    os << ",\"lr_schedule\":{\"kind\":" << quote(lr->kind() ? lr->kind()->str() : "")
+       << ",\"lr\":" << lr->lr() << ",\"warmup_steps\":" << lr->warmup_steps()
+       << ",\"decay_steps\":" << lr->decay_steps() << ",\"min_lr\":" << lr->min_lr() << "}";
   const std::vector<DataInput> inputs = dataInputs(plan);
   os << ",\"data\":[";
   for (size_t i = 0; i < inputs.size(); ++i) {
-    os << (i ? "," : "") << "{\"name\":" << quote(inputs[i].name) << ",\"dtype\":"
-       << quote(dtypeName(toDType(inputs[i].dtype))) << ",\"shape\":[\"N\"";
+    os << (i ? "," : "") << "{\"name\":" << quote(inputs[i].name)
+       << ",\"dtype\":" << quote(dtypeName(toDType(inputs[i].dtype))) << ",\"shape\":[\"N\"";
     for (int64_t d : inputs[i].sample) os << "," << d;
     os << "]}";
   }
@@ -365,11 +371,13 @@ std::string summarizePlanJson(const Plan& plan) {
   bool first = true;
   for (const plan::StateTensor* s : *p.state()) {
     os << (first ? "" : ",") << "{\"name\":" << quote(s->name()->str())
-       << ",\"role\":" << quote(plan::EnumNameRole(s->role())) << ",\"shape\":" << jsonShape(s->shape())
+       << ",\"role\":" << quote(plan::EnumNameRole(s->role()))
+       << ",\"shape\":" << jsonShape(s->shape())
        << ",\"dtype\":" << quote(dtypeName(toDType(s->dtype())))
        << ",\"trainable\":" << (s->trainable() ? "true" : "false") << ",\"offset\":" << s->offset()
        << ",\"init\":" << quote(initName(s->init()));
-    if (s->role() == plan::Role::param && s->trainable()) os << ",\"weight_decay\":" << s->weight_decay();
+    if (s->role() == plan::Role::param && s->trainable())
+      os << ",\"weight_decay\":" << s->weight_decay();
     if (stages > 0) os << ",\"stage\":" << s->stage();
     os << "}";
     first = false;
@@ -381,10 +389,10 @@ std::string summarizePlanJson(const Plan& plan) {
     os << (first ? "" : ",") << "{\"name\":" << quote(f->name()->str());
     if (stages > 0) os << ",\"stage\":" << f->stage();
     os << ",\"arena_bytes\":" << f->arena_bytes() << ",\"arena_buffers\":" << s.arenaBuffers
-       << ",\"naive_arena_bytes\":" << s.naiveArenaBytes
-       << ",\"op_counts\":{";
+       << ",\"naive_arena_bytes\":" << s.naiveArenaBytes << ",\"op_counts\":{";
     bool firstOp = true;
-    for (auto& [op, n] : s.ops) os << (firstOp ? "" : ",") << quote(op) << ":" << n, firstOp = false;
+    for (auto& [op, n] : s.ops)
+      os << (firstOp ? "" : ",") << quote(op) << ":" << n, firstOp = false;
     os << "},\"collectives\":[";
     bool firstComm = true;
     for (const CollectiveCost& c : collectivesOf(plan, *f)) {
@@ -402,8 +410,9 @@ std::string summarizePlanJson(const Plan& plan) {
         bool firstOut = true;
         for (uint32_t id : *step->outputs()) {
           const plan::Value* v = f->values()->Get(id);
-          os << (firstOut ? "" : ",") << "{\"shape\":" << jsonShape(v->shape()) << ",\"region\":"
-             << quote(plan::EnumNameRegion(v->region())) << ",\"offset\":" << v->offset() << "}";
+          os << (firstOut ? "" : ",") << "{\"shape\":" << jsonShape(v->shape())
+             << ",\"region\":" << quote(plan::EnumNameRegion(v->region()))
+             << ",\"offset\":" << v->offset() << "}";
           firstOut = false;
         }
         os << "]}";

@@ -6,7 +6,8 @@
 namespace dtc {
 
 StatusOr<Args> Args::parse(int argc, char** argv, int first, const std::set<std::string>& valued,
-                           const std::set<std::string>& switches, const std::set<std::string>& repeatable) {
+                           const std::set<std::string>& switches,
+                           const std::set<std::string>& repeatable) {
   Args args;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
@@ -25,7 +26,8 @@ StatusOr<Args> Args::parse(int argc, char** argv, int first, const std::set<std:
       inlineValue = true;
     }
     // A second value would silently replace the first (a typo in a long command line).
-    if ((switches.count(name) || valued.count(name)) && args.values_.count(name) && !repeatable.count(name))
+    if ((switches.count(name) || valued.count(name)) && args.values_.count(name) &&
+        !repeatable.count(name))
       return Status::InvalidInput("option --" + name + " is given twice");
     if (switches.count(name)) {
       if (inlineValue) return Status::InvalidInput("option --" + name + " takes no value");
@@ -80,12 +82,14 @@ StatusOr<std::vector<int64_t>> Args::integers(const std::string& flag,
   size_t start = 0;
   while (start <= s.size()) {
     size_t comma = s.find(',', start);
-    std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string part =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     char* end = nullptr;
     errno = 0;
     long long v = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || errno || *end)
-      return Status::InvalidInput("--" + flag + " expects comma-separated integers, got '" + s + "'");
+      return Status::InvalidInput("--" + flag + " expects comma-separated integers, got '" + s +
+                                  "'");
     out.push_back(v);
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -16,10 +16,13 @@ struct Switch {
 constexpr Switch kSwitches[] = {
     {"DTC_CUDA_BACKEND", "PATH", "the CUDA plugin (default: libdtc_cuda.so beside dtrun)"},
     {"DTC_NCCL_LIBRARY", "PATH", "the NCCL library (default: libnccl.so.2 on the library path)"},
-    {"DTC_COLLECTIVES", "mpi|nccl", "CUDA collectives (default: NCCL where every rank has its own GPU)"},
-    {"DTC_CUDA_ATTENTION", "auto|flash|gemm", "unfused causal attention's CUDA path (default auto)"},
+    {"DTC_COLLECTIVES", "mpi|nccl",
+     "CUDA collectives (default: NCCL where every rank has its own GPU)"},
+    {"DTC_CUDA_ATTENTION", "auto|flash|gemm",
+     "unfused causal attention's CUDA path (default auto)"},
     {"DTC_CUDA_GRAPHS", "0|1", "replay each function as a CUDA graph (default 1)"},
-    {"DTC_CUDA_OVERLAP", "0|1", "collectives on their own stream, overlapping backward (default 1)"},
+    {"DTC_CUDA_OVERLAP", "0|1",
+     "collectives on their own stream, overlapping backward (default 1)"},
     {"DTC_CUDA_TF32", "0|1", "allow TF32 for f32 GEMMs (default 0)"},
     {"DTC_CUDA_LT_EPILOGUES", "0|1", "fused linear epilogues through cuBLASLt (default 1)"},
     {"DTC_FAULT", "POINT[@RANK][#N]", "tests: SIGKILL at the N-th arrival at a fault point"},
@@ -77,7 +80,8 @@ Status parseFault(const char* value, RuntimeOptions& o) {
 
 }  // namespace
 
-StatusOr<RuntimeOptions> parseRuntimeOptions(const std::function<const char*(const char*)>& lookup) {
+StatusOr<RuntimeOptions> parseRuntimeOptions(
+    const std::function<const char*(const char*)>& lookup) {
   RuntimeOptions o;
   auto text = [&](const char* name) -> std::string {
     const char* value = lookup(name);

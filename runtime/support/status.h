@@ -8,8 +8,8 @@
 
 namespace dtc {
 
-// The exit codes dtrun and dtc keep (README, "When things go wrong"): 0 success, 1 internal error, 2 bad
-// input, 3 a rank stopped answering (collective timeout, a rank died), 4 non-finite values,
+// The exit codes dtrun and dtc keep (README, "When things go wrong"): 0 success, 1 internal error,
+// 2 bad input, 3 a rank stopped answering (collective timeout, a rank died), 4 non-finite values,
 // 128 + N stopped by signal N.
 enum class StatusCode {
   kOk = 0,
@@ -32,10 +32,13 @@ class [[nodiscard]] Status {
   }
   // A failure of `code` (not kStopped) known from elsewhere: another rank's.
   static Status WithCode(StatusCode code, std::string message) {
-    return code == StatusCode::kOk || code == StatusCode::kStopped ? Status(StatusCode::kInternal, std::move(message))
-                                                                  : Status(code, std::move(message));
+    return code == StatusCode::kOk || code == StatusCode::kStopped
+               ? Status(StatusCode::kInternal, std::move(message))
+               : Status(code, std::move(message));
   }
-  static Status Timeout(std::string message) { return Status(StatusCode::kTimeout, std::move(message)); }
+  static Status Timeout(std::string message) {
+    return Status(StatusCode::kTimeout, std::move(message));
+  }
   static Status NonFinite(std::string message) {
     return Status(StatusCode::kNonFinite, std::move(message));
   }
@@ -73,7 +76,7 @@ template <typename T>
 class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : value_(std::move(status)) {}  // NOLINT: implicit by design
-  StatusOr(T value) : value_(std::move(value)) {}        // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(value_); }
   Status status() const { return ok() ? Status::Ok() : std::get<Status>(value_); }
@@ -94,9 +97,9 @@ class [[nodiscard]] StatusOr {
 #define DTC_CONCAT_INNER(a, b) a##b
 #define DTC_CONCAT(a, b) DTC_CONCAT_INNER(a, b)
 
-#define DTC_RETURN_IF_ERROR(expr)            \
-  do {                                       \
-    ::dtc::Status dtc_status_ = (expr);      \
+#define DTC_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::dtc::Status dtc_status_ = (expr);        \
     if (!dtc_status_.ok()) return dtc_status_; \
   } while (0)
 

@@ -15,7 +15,8 @@ namespace {
 
 std::string shapeText(const std::vector<int64_t>& shape, size_t from, const char* first) {
   std::string s = first;
-  for (size_t i = from; i < shape.size(); ++i) s += (s.size() > 1 ? "," : "") + std::to_string(shape[i]);
+  for (size_t i = from; i < shape.size(); ++i)
+    s += (s.size() > 1 ? "," : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
@@ -40,7 +41,8 @@ StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorVi
       const auto* axes = b.sharding()->Get(d)->axes();
       if (!axes || axes->size() == 0) continue;
       if (b.sharding()->Get(d)->blocks() != 1)
-        return Status::InvalidInput("input '" + name + "' is split in chunks; dtrun splits data "
+        return Status::InvalidInput("input '" + name +
+                                    "' is split in chunks; dtrun splits data "
                                     "in plain blocks of samples only");
       if (d != 0)
         return Status::InvalidInput("input '" + name + "' is split along dimension " +
@@ -57,7 +59,8 @@ StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorVi
                                 std::to_string(dest.shape.empty() ? 0 : dest.shape[0]) +
                                 " samples per device, its batch share is " +
                                 std::to_string(slice.rows));
-  if (b.micro_batch() < 0) return Status::InvalidInput(ex.plan().name() + " is invalid: micro-batch < 0");
+  if (b.micro_batch() < 0)
+    return Status::InvalidInput(ex.plan().name() + " is invalid: micro-batch < 0");
   slice.offset += static_cast<int64_t>(b.micro_batch()) * globalBatch;
   return slice;
 }
@@ -121,7 +124,8 @@ class NpySource : public BatchSource {
     for (const plan::Binding* b : *mine->results())
       scores |= b->role() == plan::Role::output && !predictions.empty() &&
                 b->name()->str() == predictions;
-    for (const DataInput& in : inputs) ownsTargets |= in.view.data && in.binding->name()->str() == targets;
+    for (const DataInput& in : inputs)
+      ownsTargets |= in.view.data && in.binding->name()->str() == targets;
     std::string first;  // the input that set the sample count
     for (const DataInput& in : inputs) {
       const plan::Binding* b = in.binding;
@@ -227,7 +231,8 @@ class TokenSource : public BatchSource {
       const DataInput*& seen = (isTargets ? targetsInputs : tokensInputs)[b->micro_batch()];
       // Several stages may read one input; a second input of another name is not ours.
       if (seen && (seen->binding->name()->str() != name || seen->function == in.function))
-        return Status::InvalidInput(path + " is a token file, but the model takes more than "
+        return Status::InvalidInput(path +
+                                    " is a token file, but the model takes more than "
                                     "tokens and targets");
       if (seen && !in.view.data) continue;  // keep the view this rank fills
       seen = &in;
@@ -237,7 +242,8 @@ class TokenSource : public BatchSource {
     for (size_t k = 0; k < source->micro_.size(); ++k) {
       Micro& m = source->micro_[k];
       if (!tokensInputs[k] || !targetsInputs[k] || m.targets.shape != m.tokens.shape)
-        return Status::InvalidInput(path + " is a token file, but the model does not take "
+        return Status::InvalidInput(path +
+                                    " is a token file, but the model does not take "
                                     "[B, T] tokens and targets");
       DTC_ASSIGN_OR_RETURN(m.slice, rowSlice(ex, *tokensInputs[k]->binding, m.tokens,
                                              ex.plan().root().batch_size()));
@@ -270,10 +276,9 @@ class TokenSource : public BatchSource {
               if (valid) vocab *= ex.mesh()->groupSize(axes);
             }
         if (source->file_.maxTokenPlusOne() > vocab)
-          return Status::InvalidInput(path + " holds token id " +
-                                      std::to_string(source->file_.maxTokenPlusOne() - 1) +
-                                      ", outside the model's vocabulary of " +
-                                      std::to_string(vocab));
+          return Status::InvalidInput(
+              path + " holds token id " + std::to_string(source->file_.maxTokenPlusOne() - 1) +
+              ", outside the model's vocabulary of " + std::to_string(vocab));
       }
     return std::unique_ptr<BatchSource>(std::move(source));
   }

@@ -44,7 +44,8 @@ StatusOr<Evaluation> evaluate(Executor& ex, BatchSource& data, bool print, int64
   int64_t batch = ex.plan().root().batch_size();
   DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
   std::string predictions = str(ex.plan().root().predictions());
-  uint32_t logitsIndex = predictions.empty() ? kNone : resultIndex(f, plan::Role::output, predictions);
+  uint32_t logitsIndex =
+      predictions.empty() ? kNone : resultIndex(f, plan::Role::output, predictions);
   const TensorView* labels = data.input(str(ex.plan().root().targets()));
 
   // Accuracy needs [batch, classes] logits and int64 labels; other models report loss only.

@@ -11,7 +11,7 @@
 namespace dtc {
 
 struct Evaluation {
-  double loss = 0;      // mean over the batches (rank 0's: the stage holding the loss)
+  double loss = 0;  // mean over the batches (rank 0's: the stage holding the loss)
   int64_t batches = 0;
 };
 

@@ -28,7 +28,8 @@ int64_t chooseToken(const float* row, const SamplingOptions& o, uint64_t& state)
                     [&](int64_t a, int64_t b) { return row[a] > row[b]; });
   std::vector<double> weights(k);
   double total = 0;
-  for (int64_t i = 0; i < k; ++i) total += weights[i] = std::exp((row[order[i]] - row[order[0]]) / o.temperature);
+  for (int64_t i = 0; i < k; ++i)
+    total += weights[i] = std::exp((row[order[i]] - row[order[0]]) / o.temperature);
   const double u = static_cast<double>(nextDraw(state) >> 11) * 0x1.0p-53 * total;
   double sum = 0;
   for (int64_t i = 0; i < k; ++i)
@@ -54,18 +55,21 @@ StatusOr<LanguageModel> languageModel(Executor& ex) {
   for (const plan::Binding* b : *f->arguments())
     if (b->role() == plan::Role::data) {
       TensorView v = ex.view("eval", b->value());
-      if (b->name()->str() == targets) m.others.push_back(v);
-      else m.tokens = v;
+      if (b->name()->str() == targets)
+        m.others.push_back(v);
+      else
+        m.tokens = v;
     }
   for (const plan::Binding* b : *f->results())
     if (b->role() == plan::Role::output) m.logits = ex.view("eval", b->value());
   if (!m.tokens.data || m.tokens.dtype != DType::kI64 || m.tokens.shape.size() != 2 ||
       m.logits.shape.size() != 3 || m.logits.shape[1] != m.tokens.shape[1])
-    return Status::InvalidInput("--sample needs a language model: int64 [B, T] tokens in, [B, T, V] logits out (" +
-                                ex.plan().name() + " is not one)");
+    return Status::InvalidInput(
+        "--sample needs a language model: int64 [B, T] tokens in, [B, T, V] logits out (" +
+        ex.plan().name() + " is not one)");
   if (m.logits.shape[2] < 256)
-    return Status::InvalidInput("--sample prints bytes: the vocabulary must be >= 256, " + ex.plan().name() +
-                                "'s has " + std::to_string(m.logits.shape[2]));
+    return Status::InvalidInput("--sample prints bytes: the vocabulary must be >= 256, " +
+                                ex.plan().name() + "'s has " + std::to_string(m.logits.shape[2]));
   return m;
 }
 

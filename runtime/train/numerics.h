@@ -23,6 +23,7 @@ StatusOr<StepHealth> agreeOnStep(comm::Communicator& world, bool nonFinite, bool
 // Collective: brings the state to the host (Executor::pullState) and checks that every state
 // tensor of every rank is finite, or a NonFinite error (agreed: rank 0 names the first tensor)
 // saying that `what` is not written. The writer that follows uses that host copy.
-Status checkFiniteState(Executor& ex, comm::Communicator& world, const std::string& what, AgreedFailure& agreed);
+Status checkFiniteState(Executor& ex, comm::Communicator& world, const std::string& what,
+                        AgreedFailure& agreed);
 
 }  // namespace dtc

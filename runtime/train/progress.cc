@@ -28,9 +28,12 @@ bool transposedLhs(const plan::Step& s) {
 std::string duration(double seconds) {
   char text[32];
   const long long s = static_cast<long long>(seconds + 0.5);
-  if (s >= 3600) std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s / 60 % 60);
-  else if (s >= 60) std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
-  else std::snprintf(text, sizeof text, "%llds", s);
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s / 60 % 60);
+  else if (s >= 60)
+    std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(text, sizeof text, "%llds", s);
   return text;
 }
 
@@ -40,7 +43,8 @@ double contractionFlops(const plan::Function& f) {
   double flops = 0;
   const auto& values = *f.values();
   for (const plan::Step* s : *f.steps()) {
-    if (!s->inputs() || !s->outputs() || s->inputs()->size() < 2 || s->outputs()->size() < 1) continue;
+    if (!s->inputs() || !s->outputs() || s->inputs()->size() < 2 || s->outputs()->size() < 1)
+      continue;
     const plan::Value& in0 = *values.Get(s->inputs()->Get(0));
     const plan::Value& in1 = *values.Get(s->inputs()->Get(1));
     const plan::Value& out = *values.Get(s->outputs()->Get(0));
@@ -58,9 +62,7 @@ double contractionFlops(const plan::Function& f) {
         k = static_cast<double>(elements(in0)) / std::max<int64_t>(1, dim(in0, 1));
         break;
       case Kernel::matmul:
-      case Kernel::batch_matmul:
-        k = transposedLhs(*s) ? dim(in0, 2) : dim(in0, 1);
-        break;
+      case Kernel::batch_matmul: k = transposedLhs(*s) ? dim(in0, 2) : dim(in0, 1); break;
       case Kernel::conv2d:
       case Kernel::conv2d_grad_input:
         k = static_cast<double>(elements(in1)) / std::max<int64_t>(1, in1.shape()->Get(0));
@@ -78,8 +80,7 @@ double contractionFlops(const plan::Function& f) {
                  (static_cast<double>(elements(in0)) / std::max(d, 1.0)) * t * d;
         continue;
       }
-      default:
-        break;
+      default: break;
     }
     flops += 2.0 * n * k;
   }
@@ -93,29 +94,37 @@ double measureCpuGemmPeak(ThreadPool& pool) {
   for (int round = 0; round < 4; ++round) {
     const auto begin = std::chrono::steady_clock::now();
     cpu::matmul(a.data(), b.data(), c.data(), n, n, n, false, false, pool);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    if (round > 0) best = std::max(best, 2.0 * n * n * n / std::max(s, 1e-9));  // the first warms up
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (round > 0)
+      best = std::max(best, 2.0 * n * n * n / std::max(s, 1e-9));  // the first warms up
   }
   return best;
 }
 
-Progress::Progress(int64_t totalSteps, int64_t firstStep, int64_t samplesPerStep, int64_t tokensPerSample,
-                   double flopsPerStep, double peakFlops)
-    : total_(totalSteps), first_(firstStep), samplesPerStep_(samplesPerStep),
-      tokensPerSample_(tokensPerSample), flopsPerStep_(flopsPerStep), peakFlops_(peakFlops) {}
+Progress::Progress(int64_t totalSteps, int64_t firstStep, int64_t samplesPerStep,
+                   int64_t tokensPerSample, double flopsPerStep, double peakFlops)
+    : total_(totalSteps),
+      first_(firstStep),
+      samplesPerStep_(samplesPerStep),
+      tokensPerSample_(tokensPerSample),
+      flopsPerStep_(flopsPerStep),
+      peakFlops_(peakFlops) {}
 
 double Progress::samplesPerSecond(double seconds) const {
   return samplesPerStep_ / std::max(seconds, 1e-9);
 }
 
-std::string Progress::line(int64_t step, const StepNumbers& s, int64_t skippedInARow, double seconds) {
+std::string Progress::line(int64_t step, const StepNumbers& s, int64_t skippedInARow,
+                           double seconds) {
   elapsed_ += seconds;
   char text[400];
   int n = std::snprintf(text, sizeof text, "step %5lld/%lld | loss %.6f | lr %.3e", (long long)step,
                         (long long)total_, s.loss, s.lr);
   if (s.hasGradNorm) n += std::snprintf(text + n, sizeof text - n, " | norm %.4f", s.gradNorm);
   if (s.skipped)
-    n += std::snprintf(text + n, sizeof text - n, " | skipped (fp16 overflow, %lld in a row)", (long long)skippedInARow);
+    n += std::snprintf(text + n, sizeof text - n, " | skipped (fp16 overflow, %lld in a row)",
+                       (long long)skippedInARow);
   const double rate = samplesPerSecond(seconds);
   if (tokensPerSample_ > 1)
     n += std::snprintf(text + n, sizeof text - n, " | %.0f tokens/s", rate * tokensPerSample_);
@@ -125,7 +134,8 @@ std::string Progress::line(int64_t step, const StepNumbers& s, int64_t skippedIn
     n += std::snprintf(text + n, sizeof text - n, " | MFU %.1f%%",
                        100.0 * flopsPerStep_ / std::max(seconds, 1e-9) / peakFlops_);
   const int64_t done = step - first_ + 1, left = total_ - step;
-  std::snprintf(text + n, sizeof text - n, " | %s left", duration(elapsed_ / std::max<int64_t>(done, 1) * left).c_str());
+  std::snprintf(text + n, sizeof text - n, " | %s left",
+                duration(elapsed_ / std::max<int64_t>(done, 1) * left).c_str());
   return text;
 }
 

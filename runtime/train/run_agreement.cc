@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kAgreeTag = comm::Communicator::kMaxTag - 1;
 constexpr int kFieldsTag = comm::Communicator::kMaxTag - 2;
-constexpr int kBlocks = 16;             // blocks a file's fingerprint reads
+constexpr int kBlocks = 16;  // blocks a file's fingerprint reads
 constexpr size_t kBlockBytes = 64 << 10;
 
 std::string fileFingerprint(const std::string& path) {
@@ -36,7 +36,8 @@ std::string fileFingerprint(const std::string& path) {
   }
   ::close(fd);
   char text[64];
-  std::snprintf(text, sizeof text, "%llu bytes, crc32 %08x", static_cast<unsigned long long>(*size), crc);
+  std::snprintf(text, sizeof text, "%llu bytes, crc32 %08x", static_cast<unsigned long long>(*size),
+                crc);
   return text;
 }
 
@@ -66,14 +67,16 @@ std::string firstDisagreement(const std::vector<std::vector<RunField>>& byRank) 
     std::map<std::string, std::vector<int>> ranksByValue;
     for (size_t r = 0; r < byRank.size(); ++r) {
       const bool has = i < byRank[r].size() && byRank[r][i].name == mine[i].name;
-      ranksByValue[has ? byRank[r][i].value : "(another build of dtrun)"].push_back(static_cast<int>(r));
+      ranksByValue[has ? byRank[r][i].value : "(another build of dtrun)"].push_back(
+          static_cast<int>(r));
     }
     if (ranksByValue.size() == 1) continue;
     if (++differing > 1) continue;
     first = "the ranks disagree on " + mine[i].name + ": ";
     bool firstValue = true;
     for (const auto& [value, ranks] : ranksByValue) {
-      first += (firstValue ? "" : "; ") + comm::rankList(ranks) + ": " + (value.empty() ? "(none)" : value);
+      first += (firstValue ? "" : "; ") + comm::rankList(ranks) + ": " +
+               (value.empty() ? "(none)" : value);
       firstValue = false;
     }
   }
@@ -91,7 +94,8 @@ Status agree(comm::Communicator& world, const Status& local, AgreedFailure& outc
   // One maximum finds the lowest failing rank and its code: -16·rank + code (codes < 16).
   constexpr float kNone = -1e9f;
   const int code = static_cast<int>(local.code());
-  float lowest = local.ok() ? kNone : -16.0f * static_cast<float>(world.rank()) + static_cast<float>(code);
+  float lowest =
+      local.ok() ? kNone : -16.0f * static_cast<float>(world.rank()) + static_cast<float>(code);
   DTC_RETURN_IF_ERROR(world.allReduceMax(&lowest, 1));
   if (lowest == kNone) return Status::Ok();
   outcome.agreed = true;
@@ -102,12 +106,14 @@ Status agree(comm::Communicator& world, const Status& local, AgreedFailure& outc
     DTC_RETURN_IF_ERROR(comm::sendText(world, local.message(), 0, kAgreeTag));
     return local;
   }
-  if (world.rank() != 0) return Status::WithCode(failedCode, "rank " + std::to_string(failed) + " failed");
+  if (world.rank() != 0)
+    return Status::WithCode(failedCode, "rank " + std::to_string(failed) + " failed");
   DTC_ASSIGN_OR_RETURN(std::string text, comm::recvText(world, failed, kAgreeTag));
   return Status::WithCode(failedCode, "rank " + std::to_string(failed) + ": " + text);
 }
 
-Status agreeToStart(comm::Communicator& world, const Status& local, const std::vector<RunField>& fields) {
+Status agreeToStart(comm::Communicator& world, const Status& local,
+                    const std::vector<RunField>& fields) {
   AgreedFailure ignored;
   DTC_RETURN_IF_ERROR(agree(world, local, ignored));
   if (world.size() == 1) return Status::Ok();

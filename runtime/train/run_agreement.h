@@ -32,7 +32,8 @@ Status agree(comm::Communicator& world, const Status& local, AgreedFailure& outc
 // Collective, the job's first: agree on `local` (this rank is ready), then on `fields` (the
 // same on every rank). A disagreement is an InvalidInput error on every rank; rank 0's names
 // the first field that differs and which ranks have which value.
-Status agreeToStart(comm::Communicator& world, const Status& local, const std::vector<RunField>& fields);
+Status agreeToStart(comm::Communicator& world, const Status& local,
+                    const std::vector<RunField>& fields);
 
 // A cheap fingerprint of a file or a directory's files (their names, sizes and a CRC of blocks
 // spread over each): equal on two hosts for the same data, almost surely unequal otherwise.

@@ -46,10 +46,12 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write) {
       received.emplace_back(bytes);
       DTC_RETURN_IF_ERROR(mesh->world().recv(received.back().data(), static_cast<int64_t>(bytes),
                                              stageLeadRank(*mesh, axis, s->stage()), kSaveTag));
-      tensors.push_back({s->name()->str(), toDType(s->dtype()), dims, received.back().data(), bytes});
+      tensors.push_back(
+          {s->name()->str(), toDType(s->dtype()), dims, received.back().data(), bytes});
       if (s->aliases())
         for (const flatbuffers::String* alias : *s->aliases())
-          tensors.push_back({alias->str(), toDType(s->dtype()), dims, received.back().data(), bytes});
+          tensors.push_back(
+              {alias->str(), toDType(s->dtype()), dims, received.back().data(), bytes});
       continue;
     }
     TensorView t = ex.state(s->name()->str());

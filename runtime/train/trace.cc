@@ -14,12 +14,14 @@ namespace {
 std::string quote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
+    if (c == '"' || c == '\\')
+      out += '\\', out += static_cast<char>(c);
     else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
-    } else out += static_cast<char>(c);
+    } else
+      out += static_cast<char>(c);
   }
   return out + "\"";
 }
@@ -45,7 +47,8 @@ Status writeTrace(const Executor& ex, comm::DeviceMesh& mesh, const std::string&
     std::memcpy(packed.data() + i * kWords, fields, sizeof fields);
   }
   std::vector<float> all(packed.size() * ranks);
-  DTC_RETURN_IF_ERROR(world.allGather(packed.data(), static_cast<int64_t>(packed.size()), all.data()));
+  DTC_RETURN_IF_ERROR(
+      world.allGather(packed.data(), static_cast<int64_t>(packed.size()), all.data()));
   if (world.rank() != 0) return Status::Ok();
 
   const plan::Plan& p = ex.plan().root();
@@ -87,9 +90,11 @@ Status writeTrace(const Executor& ex, comm::DeviceMesh& mesh, const std::string&
       char times[96];
       std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", fields[2] - origin,
                     fields[3] - fields[2]);
-      out << ",{\"name\":" << quote(kernelName(step->kernel())) << ",\"cat\":" << quote(f->name()->str())
-          << ",\"ph\":\"X\",\"pid\":" << r << ",\"tid\":0," << times << ",\"args\":{\"loc\":"
-          << quote(step->loc() ? step->loc()->str() : "") << ",\"step\":" << k << "}}";
+      out << ",{\"name\":" << quote(kernelName(step->kernel()))
+          << ",\"cat\":" << quote(f->name()->str()) << ",\"ph\":\"X\",\"pid\":" << r
+          << ",\"tid\":0," << times
+          << ",\"args\":{\"loc\":" << quote(step->loc() ? step->loc()->str() : "")
+          << ",\"step\":" << k << "}}";
     }
   }
   out << "]}\n";

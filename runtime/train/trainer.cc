@@ -59,7 +59,8 @@ Status prepareOutputs(const TrainOptions& o, int rank) {
 Status checkCheckpointDirectory(const TrainOptions& o, int rank) {
   if (o.checkpointDir.empty() || rank == 0) return Status::Ok();
   if (!io::isDirectory(o.checkpointDir))
-    return Status::InvalidInput("--checkpoint " + o.checkpointDir + " is not visible from this rank " +
+    return Status::InvalidInput("--checkpoint " + o.checkpointDir +
+                                " is not visible from this rank " +
                                 "(checkpoints need a file system every rank shares)");
   return io::prepareOutputDirectory(o.checkpointDir, "--checkpoint");
 }
@@ -75,16 +76,17 @@ Status checkDataPosition(const io::Json& saved, const io::Json& ours, const std:
       differences += (differences.empty() ? "" : ", ") + key + " " + (old ? old->dump() : "none") +
                      " there, " + value.dump() + " here";
   }
-  return Status::InvalidInput("checkpoint " + checkpoint + " was trained on other data than " + data + " (" +
-                              differences + "): its continuation would not see the same samples");
+  return Status::InvalidInput("checkpoint " + checkpoint + " was trained on other data than " +
+                              data + " (" + differences +
+                              "): its continuation would not see the same samples");
 }
 
 struct RunState {
   std::unique_ptr<Executor> ex;
   std::unique_ptr<BatchSource> train, eval;
   checkpoint::CheckpointLayout layout;
-  int64_t done = 0;  // steps completed before this run (a resumed checkpoint's)
-  std::string resumedFrom;  // the step directory
+  int64_t done = 0;          // steps completed before this run (a resumed checkpoint's)
+  std::string resumedFrom;   // the step directory
   uint64_t loadedBytes = 0;  // by this rank
   double loadSeconds = 0;
   uint64_t seed = 0;
@@ -145,16 +147,17 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
                                   std::to_string(static_cast<int64_t>(o.seed)) +
                                   " (leave --seed out to continue its order)");
     if (p.samplesPerStep != run.samplesPerStep)
-      return Status::InvalidInput("checkpoint " + stepDir + " took " + std::to_string(p.samplesPerStep) +
-                                  " samples per step, " + plan.name() + " takes " +
-                                  std::to_string(run.samplesPerStep) +
-                                  " (a resumed run keeps the global batch; --init starts a new run)");
+      return Status::InvalidInput(
+          "checkpoint " + stepDir + " took " + std::to_string(p.samplesPerStep) +
+          " samples per step, " + plan.name() + " takes " + std::to_string(run.samplesPerStep) +
+          " (a resumed run keeps the global batch; --init starts a new run)");
     run.seed = p.seed;
     run.done = p.step;
     run.resumedFrom = stepDir;
     const auto begin = std::chrono::steady_clock::now();
     DTC_ASSIGN_OR_RETURN(run.loadedBytes, checkpoint::loadCheckpoint(ex, stepDir, index));
-    run.loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    run.loadSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     return Status::Ok();
   };
   DTC_RETURN_IF_ERROR(agree(world, loadState(), agreed));
@@ -164,8 +167,8 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
       DTC_ASSIGN_OR_RETURN(run.train, openBatchSource(ex, "train_step", o.dataDir, run.seed));
       // A step-0 checkpoint (written before any training) has no stream position yet.
       if (!stepDir.empty() && !(run.done == 0 && index.progress.data.size() == 0))
-        DTC_RETURN_IF_ERROR(
-            checkDataPosition(index.progress.data, run.train->position(run.done), stepDir, o.dataDir));
+        DTC_RETURN_IF_ERROR(checkDataPosition(index.progress.data, run.train->position(run.done),
+                                              stepDir, o.dataDir));
     }
     if (!o.evalDir.empty()) {
       DTC_ASSIGN_OR_RETURN(run.eval, openBatchSource(ex, "eval", o.evalDir, 0));
@@ -200,18 +203,21 @@ StepScalars stepScalars(const Plan& plan, const plan::Function& f) {
 int64_t tokensPerSample(const plan::Function& f) {
   for (const plan::Binding* b : *f.arguments()) {
     const plan::Value& v = *f.values()->Get(b->value());
-    if (b->role() == plan::Role::data && v.dtype() == plan::DType::i64 && v.shape() && v.shape()->size() == 2)
+    if (b->role() == plan::Role::data && v.dtype() == plan::DType::i64 && v.shape() &&
+        v.shape()->size() == 2)
       return v.shape()->Get(1);
   }
   return 1;
 }
 
 // The progress line's model: every rank's contraction FLOPs and peak, summed once.
-StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const TrainOptions& o, const RunState& run) {
+StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const TrainOptions& o,
+                               const RunState& run) {
   const plan::Function& f = *ex.function("train_step");
   // The GEMM peak is measured on the CPU; a device's is not known here.
-  float totals[2] = {static_cast<float>(contractionFlops(f) / 1e9),
-                     o.device == "cpu" ? static_cast<float>(measureCpuGemmPeak(ex.pool()) / 1e9) : 0.0f};
+  float totals[2] = {
+      static_cast<float>(contractionFlops(f) / 1e9),
+      o.device == "cpu" ? static_cast<float>(measureCpuGemmPeak(ex.pool()) / 1e9) : 0.0f};
   float unknown = totals[1] > 0 ? 0.0f : 1.0f;
   if (mesh.world().size() > 1) {
     DTC_RETURN_IF_ERROR(mesh.world().allReduceSum(totals, 2));
@@ -222,7 +228,8 @@ StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const Train
 }
 
 // Writes the host copy of the state, which checkFiniteState has just pulled.
-StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const TrainOptions& o, comm::DeviceMesh& mesh, int64_t step) {
+StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const TrainOptions& o,
+                                                       comm::DeviceMesh& mesh, int64_t step) {
   checkpoint::CheckpointRequest request;
   request.dir = o.checkpointDir;
   request.keep = o.keep;
@@ -235,29 +242,33 @@ StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const Trai
 }
 
 // Why the run stops at `step`, and what is kept.
-Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health, const TrainOptions& o,
-                  int64_t lastCheckpoint, float scale) {
+Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health,
+                  const TrainOptions& o, int64_t lastCheckpoint, float scale) {
   char numbers[160];
   std::snprintf(numbers, sizeof numbers, "loss %g, lr %.4g", n.loss, n.lr);
   std::string what = numbers;
   if (n.hasGradNorm) what += ", gradient norm " + std::to_string(n.gradNorm);
   std::string kept = lastCheckpoint >= 0 && !o.checkpointDir.empty()
-                         ? "; the last checkpoint, " + checkpoint::stepDirectoryName(lastCheckpoint) + ", is intact"
+                         ? "; the last checkpoint, " +
+                               checkpoint::stepDirectoryName(lastCheckpoint) + ", is intact"
                          : std::string();
   if (health.tooManySkips && !health.nonFinite) {
     char text[96];
     std::snprintf(text, sizeof text, " (loss scale now %g)", scale);
-    return Status::NonFinite("step " + std::to_string(step) + ": " + std::to_string(o.maxSkippedSteps) +
-                             " steps in a row skipped by the fp16 loss scale: the gradients overflow at every scale" +
-                             text + " (--max-skipped-steps; try bf16)" + kept);
+    return Status::NonFinite(
+        "step " + std::to_string(step) + ": " + std::to_string(o.maxSkippedSteps) +
+        " steps in a row skipped by the fp16 loss scale: the gradients overflow at every scale" +
+        text + " (--max-skipped-steps; try bf16)" + kept);
   }
-  return Status::NonFinite("step " + std::to_string(step) + ": the loss or the gradient norm is not finite (" + what +
-                           "): training stops, nothing of this step is saved" + kept +
-                           " (a learning rate too high, or inf/NaN in the data? --check-numerics names the first op)");
+  return Status::NonFinite(
+      "step " + std::to_string(step) + ": the loss or the gradient norm is not finite (" + what +
+      "): training stops, nothing of this step is saved" + kept +
+      " (a learning rate too high, or inf/NaN in the data? --check-numerics names the first op)");
 }
 
-Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, AgreedFailure& agreed) {
-  cpu::setBlasThreads(1);  // our pool parallelises the GEMMs (cpu/kernels/matmul.cc)
+Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh,
+                   AgreedFailure& agreed) {
+  cpu::setBlasThreads(1);               // our pool parallelises the GEMMs (cpu/kernels/matmul.cc)
   const bool lead = mesh->rank() == 0;  // only rank 0 prints, logs and saves
   installStopSignalHandlers();
   RunState run;
@@ -278,7 +289,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   }
   if (!run.resumedFrom.empty()) {
     // Read throughput over the job: every rank's bytes, the slowest rank's time.
-    float stats[2] = {static_cast<float>(run.loadedBytes / 1e6), static_cast<float>(-run.loadSeconds)};
+    float stats[2] = {static_cast<float>(run.loadedBytes / 1e6),
+                      static_cast<float>(-run.loadSeconds)};
     comm::Communicator& world = mesh->world();
     if (world.size() > 1) {
       DTC_RETURN_IF_ERROR(world.allReduceSum(&stats[0], 1));
@@ -287,14 +299,16 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     if (lead)
       std::printf("resumed at step %lld from %s (%.3f GB read by %d rank%s in %.2f s: %.2f GB/s)\n",
                   (long long)run.done, run.resumedFrom.c_str(), stats[0] / 1e3, world.size(),
-                  world.size() > 1 ? "s" : "", -stats[1], stats[0] / 1e3 / std::max(-stats[1], 1e-9f));
+                  world.size() > 1 ? "s" : "", -stats[1],
+                  stats[0] / 1e3 / std::max(-stats[1], 1e-9f));
   }
 
   int64_t lastCheckpoint = o.resumePath.empty() ? -1 : run.done;
   auto checkpointAt = [&](int64_t step) -> Status {
     if (o.checkpointDir.empty() || step == lastCheckpoint) return Status::Ok();
     comm::setPhase("checkpoint at step " + std::to_string(step));
-    DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "checkpoint step-" + std::to_string(step), agreed));
+    DTC_RETURN_IF_ERROR(
+        checkFiniteState(ex, mesh->world(), "checkpoint step-" + std::to_string(step), agreed));
     StatusOr<checkpoint::WrittenCheckpoint> written = saveCheckpoint(run, o, *mesh, step);
     // Every rank has the writer's verdict: a failure ends the job in order.
     agreed.agreed = !written.ok();
@@ -302,9 +316,11 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     lastCheckpoint = step;
     const checkpoint::WrittenCheckpoint& w = *written;
     if (lead)
-      std::printf("checkpoint: %s (%.3f GB in %d file%s, %.2f s: %.2f GB/s; slowest rank %.3f GB in %.2f s)\n",
-                  w.dir.c_str(), w.bytes / 1e9, w.files, w.files == 1 ? "" : "s", w.seconds,
-                  w.bytes / 1e9 / std::max(w.seconds, 1e-9), w.slowestBytes / 1e9, w.slowestSeconds);
+      std::printf(
+          "checkpoint: %s (%.3f GB in %d file%s, %.2f s: %.2f GB/s; slowest rank %.3f GB in %.2f "
+          "s)\n",
+          w.dir.c_str(), w.bytes / 1e9, w.files, w.files == 1 ? "" : "s", w.seconds,
+          w.bytes / 1e9 / std::max(w.seconds, 1e-9), w.slowestBytes / 1e9, w.slowestSeconds);
     return Status::Ok();
   };
   std::unique_ptr<TrainingLog> log;
@@ -340,10 +356,14 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
       run.train->fillTraining(step - 1);
       StepNumbers numbers;
       numbers.lr = scalars.lr != UINT32_MAX ? learningRate(scalars.schedule, step - 1) : 0.0;
-      if (scalars.lr != UINT32_MAX) *ex.view("train_step", scalars.lr).f32() = static_cast<float>(numbers.lr);
+      if (scalars.lr != UINT32_MAX)
+        *ex.view("train_step", scalars.lr).f32() = static_cast<float>(numbers.lr);
       if (Status ran = ex.run("train_step"); !ran.ok())
-        return ran.code() == StatusCode::kNonFinite ? ran.withContext("step " + std::to_string(step)) : ran;
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        return ran.code() == StatusCode::kNonFinite
+                   ? ran.withContext("step " + std::to_string(step))
+                   : ran;
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       const bool holdsLoss = lossIndex != UINT32_MAX;
       numbers.loss = holdsLoss ? *ex.view("train_step", lossIndex).f32() : 0.0f;
       numbers.hasGradNorm = scalars.gradNorm != UINT32_MAX;
@@ -361,10 +381,11 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
       if (log) DTC_RETURN_IF_ERROR(log->step(step, numbers, progress.samplesPerSecond(seconds)));
       faultPoint("after-step", mesh->rank());
       // A skipped step's overflow is the loss scale's business; any other inf or NaN ends the run.
-      const bool nonFinite = !numbers.skipped && ((holdsLoss && !std::isfinite(numbers.loss)) ||
-                                                  (numbers.hasGradNorm && !std::isfinite(numbers.gradNorm)));
-      DTC_ASSIGN_OR_RETURN(StepHealth health,
-                           agreeOnStep(mesh->world(), nonFinite, skippedInARow >= o.maxSkippedSteps));
+      const bool nonFinite =
+          !numbers.skipped && ((holdsLoss && !std::isfinite(numbers.loss)) ||
+                               (numbers.hasGradNorm && !std::isfinite(numbers.gradNorm)));
+      DTC_ASSIGN_OR_RETURN(StepHealth health, agreeOnStep(mesh->world(), nonFinite,
+                                                          skippedInARow >= o.maxSkippedSteps));
       if (health.nonFinite || health.tooManySkips) {
         agreed.agreed = true;  // every rank stops here
         return divergence(step, numbers, health, o, lastCheckpoint, scale);
@@ -375,16 +396,17 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
         DTC_RETURN_IF_ERROR(checkpointAt(step));
       if (signal) {
         std::fflush(stdout);
-        std::string saved = o.checkpointDir.empty()
-                                ? " (no --checkpoint: the state is not saved)"
-                                : "; checkpoint " + o.checkpointDir + "/" + checkpoint::stepDirectoryName(step);
-        return Status::Stopped(std::string("stopped by ") + stopSignalName(signal) + " after step " +
-                                   std::to_string(step) + saved,
+        std::string saved = o.checkpointDir.empty() ? " (no --checkpoint: the state is not saved)"
+                                                    : "; checkpoint " + o.checkpointDir + "/" +
+                                                          checkpoint::stepDirectoryName(step);
+        return Status::Stopped(std::string("stopped by ") + stopSignalName(signal) +
+                                   " after step " + std::to_string(step) + saved,
                                signal);
       }
     }
   } else if (lead && o.steps > 0) {
-    std::printf("nothing to train: the run is at step %lld of %lld\n", (long long)run.done, (long long)o.steps);
+    std::printf("nothing to train: the run is at step %lld of %lld\n", (long long)run.done,
+                (long long)o.steps);
   }
   comm::setPhase("after the last step");
   // A run that trained nothing still leaves the state it holds (the initial one: step-0).
@@ -392,7 +414,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   DTC_RETURN_IF_ERROR(evaluateAt(std::max(run.done, o.steps), false));
   if (o.sampleTokens > 0 && lead) {
     DTC_ASSIGN_OR_RETURN(std::string text,
-                         generate(ex, o.prompt, o.sampleTokens, SamplingOptions{o.temperature, o.topK, o.sampleSeed}));
+                         generate(ex, o.prompt, o.sampleTokens,
+                                  SamplingOptions{o.temperature, o.topK, o.sampleSeed}));
     std::printf("sample: %s%s\n", o.prompt.c_str(), text.c_str());
   }
   if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.tracePath));
@@ -404,7 +427,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<comm::DeviceMesh>> meshFor(const Plan& plan, std::unique_ptr<comm::Communicator> world) {
+StatusOr<std::unique_ptr<comm::DeviceMesh>> meshFor(const Plan& plan,
+                                                    std::unique_ptr<comm::Communicator> world) {
   DTC_RETURN_IF_ERROR(checkWorldSize(plan, world->size(), "the launcher"));
   std::vector<std::string> names;
   if (const auto* mesh = plan.root().mesh())
@@ -420,15 +444,17 @@ std::vector<RunField> runFields(const Plan& plan, const TrainOptions& o) {
   std::snprintf(planText, sizeof planText, "%llu bytes, crc32 %08x",
                 static_cast<unsigned long long>(plan.bytes().size()),
                 io::crc32(0, plan.bytes().data(), plan.bytes().size()));
-  auto content = [](const std::string& path) { return path.empty() ? std::string() : contentFingerprint(path); };
+  auto content = [](const std::string& path) {
+    return path.empty() ? std::string() : contentFingerprint(path);
+  };
   auto number = [](double v) {
     char text[32];
     std::snprintf(text, sizeof text, "%.17g", v);
     return std::string(text);
   };
   // The outputs only rank 0 writes (--log, --save, --trace) may differ.
-  return {{"the plan", "batch " + std::to_string(plan.root().batch_size()) + (mesh.empty() ? "" : ", mesh " + mesh) +
-                           ", " + planText},
+  return {{"the plan", "batch " + std::to_string(plan.root().batch_size()) +
+                           (mesh.empty() ? "" : ", mesh " + mesh) + ", " + planText},
           {"--steps", std::to_string(o.steps)},
           {"--seed", o.seedGiven ? std::to_string(o.seed) : std::string("(not given)")},
           {"--data", content(o.dataDir)},
@@ -460,8 +486,8 @@ Status checkWorldSize(const Plan& plan, int processes, const std::string& launch
   if (processes == 1)
     return Status::InvalidInput(what + "; launch one process per device (mpirun -np " +
                                 std::to_string(devices) + " dtrun ...)");
-  return Status::InvalidInput(what + ", but " + launcher + " started " +
-                              std::to_string(processes) + " processes");
+  return Status::InvalidInput(what + ", but " + launcher + " started " + std::to_string(processes) +
+                              " processes");
 }
 
 int reportFailure(const Status& status) {
@@ -478,7 +504,8 @@ int reportAgreedFailure(comm::Communicator& world, const Status& status) {
   return status.exitCode();
 }
 
-Status train(const Plan& plan, const TrainOptions& options, std::unique_ptr<comm::Communicator> world) {
+Status train(const Plan& plan, const TrainOptions& options,
+             std::unique_ptr<comm::Communicator> world) {
   // Every rank fails the same way here: the caller reports it once.
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<comm::DeviceMesh> mesh, meshFor(plan, std::move(world)));
   AgreedFailure agreed;
@@ -491,7 +518,8 @@ Status train(const Plan& plan, const TrainOptions& options, std::unique_ptr<comm
   }
   // Any other failure may leave ranks waiting in a collective for this one: say why, then end
   // the job.
-  reportFailure(mesh->rank() == 0 ? status : status.withContext("rank " + std::to_string(mesh->rank())));
+  reportFailure(mesh->rank() == 0 ? status
+                                  : status.withContext("rank " + std::to_string(mesh->rank())));
   mesh->world().abortJob(status.exitCode());
   return status;  // not reached
 }

@@ -9,7 +9,8 @@
 
 namespace dtc {
 
-StatusOr<std::unique_ptr<TrainingLog>> TrainingLog::open(const std::string& path, int64_t firstStep) {
+StatusOr<std::unique_ptr<TrainingLog>> TrainingLog::open(const std::string& path,
+                                                         int64_t firstStep) {
   auto log = std::make_unique<TrainingLog>();
   log->path_ = path;
   if (firstStep > 1 && io::isRegularFile(path)) {
@@ -61,7 +62,8 @@ Status TrainingLog::step(int64_t step, const StepNumbers& s, double samplesPerSe
 }
 
 Status TrainingLog::evaluation(int64_t step, double valLoss) {
-  return write("{\"step\":" + std::to_string(step) + ",\"val_loss\":" + number(valLoss, "%.9g") + "}\n");
+  return write("{\"step\":" + std::to_string(step) + ",\"val_loss\":" + number(valLoss, "%.9g") +
+               "}\n");
 }
 
 }  // namespace dtc

@@ -18,7 +18,7 @@ struct StepNumbers {
   double lr = 0;
   bool hasGradNorm = false;  // the plan computes the gradient norm
   double gradNorm = 0;
-  bool skipped = false;      // fp16: the loss scale skipped this step's update (overflow)
+  bool skipped = false;  // fp16: the loss scale skipped this step's update (overflow)
 };
 
 class TrainingLog {

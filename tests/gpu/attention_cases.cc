@@ -60,7 +60,8 @@ Shape rowsOf(const Shape& shape) { return Shape(shape.begin(), shape.end() - 1);
 
 double scaleFor(const Shape& shape) { return 1.0 / std::sqrt(static_cast<double>(shape.back())); }
 
-// " bf16" / " f16" in labels ("" for f32), and the 16-bit cases' tolerance (see the file's comment).
+// " bf16" / " f16" in labels ("" for f32), and the 16-bit cases' tolerance (see the file's
+// comment).
 std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
 double lowTolerance(DType t) { return t == kBF16 ? 1e-2 : 2e-3; }
 
@@ -81,14 +82,18 @@ Input givenAs(DType t, const Shape& shape, std::vector<float> values) {
 // q and k uniform in [-range, range): the scaled scores' spread grows as range² (2: about 1.3,
 // near-uniform softmax; 4: about 5, peaky, so the running max moves between key tiles).
 Case forwardCase(const Shape& shape, float range) {
-  return {"attention " + describe(shape, range), "causal_attention", {floatAttr("scale", scaleFor(shape))},
+  return {"attention " + describe(shape, range),
+          "causal_attention",
+          {floatAttr("scale", scaleFor(shape))},
           {f32(shape, -range, range), f32(shape, -range, range), f32(shape)},
-          {out(shape), out(rowsOf(shape))}, 1e-5};
+          {out(shape), out(rowsOf(shape))},
+          1e-5};
 }
 
 // The same with 16-bit q, k, v and out (the values rounded to t), lse f32.
 Case lowForwardCase(DType t, const Shape& shape, float range) {
-  Case c{"attention" + typeLabel(t) + " " + describe(shape, range), "causal_attention",
+  Case c{"attention" + typeLabel(t) + " " + describe(shape, range),
+         "causal_attention",
          {floatAttr("scale", scaleFor(shape))},
          {lowp(t, shape, -range, range), lowp(t, shape, -range, range), lowp(t, shape)},
          {outAs(t, shape), out(rowsOf(shape))}};
@@ -117,14 +122,16 @@ Case gradCase(const Shape& shape, float range, uint64_t seed, DType type = kF32)
     for (float& e : *x) e = roundTo(type, e);
   ThreadPool pool(2);
   const double scale = scaleFor(shape);
-  cpu::causalAttention(q.data(), k.data(), v.data(), o.data(), lse.data(), slices, t, d, static_cast<float>(scale),
-                       pool);
+  cpu::causalAttention(q.data(), k.data(), v.data(), o.data(), lse.data(), slices, t, d,
+                       static_cast<float>(scale), pool);
   for (float& e : o) e = roundTo(type, e);
-  Case c{"attention grad" + typeLabel(type) + " " + describe(shape, range), "causal_attention_grad",
+  Case c{"attention grad" + typeLabel(type) + " " + describe(shape, range),
+         "causal_attention_grad",
          {floatAttr("scale", scale)},
-         {givenAs(type, shape, dout), givenAs(type, shape, q), givenAs(type, shape, k), givenAs(type, shape, v),
-          givenAs(type, shape, o), given(rowsOf(shape), lse)},
-         {outAs(type, shape), outAs(type, shape), outAs(type, shape)}, 1e-4};
+         {givenAs(type, shape, dout), givenAs(type, shape, q), givenAs(type, shape, k),
+          givenAs(type, shape, v), givenAs(type, shape, o), given(rowsOf(shape), lse)},
+         {outAs(type, shape), outAs(type, shape), outAs(type, shape)},
+         1e-4};
   if (type != kF32) {
     c.tolerance = lowTolerance(type);
     c.maxUlps = -1;
@@ -133,7 +140,6 @@ Case gradCase(const Shape& shape, float range, uint64_t seed, DType type = kF32)
 }
 
 constexpr const char* kSwitch = "DTC_CUDA_ATTENTION";
-
 
 }  // namespace
 
@@ -148,8 +154,9 @@ void runAttentionCases(Harness& h) {
     Shape shape;
     float range;
   };
-  for (const Extra& e : {Extra{{2, 3, 257, 64}, 4.0f}, Extra{{1, 2, 100, 128}, 4.0f}, Extra{{1, 3, 77, 80}, 4.0f},
-                         Extra{{300, 24}, 2.0f}, Extra{{5, 37, 16}, 2.0f}, Extra{{1, 2, 1000, 64}, 2.0f}}) {
+  for (const Extra& e :
+       {Extra{{2, 3, 257, 64}, 4.0f}, Extra{{1, 2, 100, 128}, 4.0f}, Extra{{1, 3, 77, 80}, 4.0f},
+        Extra{{300, 24}, 2.0f}, Extra{{5, 37, 16}, 2.0f}, Extra{{1, 2, 1000, 64}, 2.0f}}) {
     h.run(forwardCase(e.shape, e.range));
     h.run(gradCase(e.shape, e.range, seed++));
   }
@@ -172,7 +179,8 @@ void runAttentionCases(Harness& h) {
           check(lowForwardCase(type, {2, 3, t, d}, 2.0f));
           check(gradCase({2, 3, t, d}, 2.0f, seed++, type));
         }
-      for (const Extra& e : {Extra{{2, 3, 1, 64}, 2.0f}, Extra{{1, 2, 100, 80}, 4.0f}, Extra{{1, 2, 1000, 64}, 2.0f}}) {
+      for (const Extra& e : {Extra{{2, 3, 1, 64}, 2.0f}, Extra{{1, 2, 100, 80}, 4.0f},
+                             Extra{{1, 2, 1000, 64}, 2.0f}}) {
         check(lowForwardCase(type, e.shape, e.range));
         check(gradCase(e.shape, e.range, seed++, type));
       }
@@ -185,17 +193,24 @@ void runAttentionCases(Harness& h) {
   // The flash kernels' head-dimension limit, for 16-bit operands when forced onto them.
   path.set("flash");
   const Attr scale = floatAttr("scale", 0.5);
-  h.expectBindError({"attention bf16 D=160 flash", "causal_attention", {scale},
+  h.expectBindError({"attention bf16 D=160 flash",
+                     "causal_attention",
+                     {scale},
                      {lowp(kBF16, beyondFlash), lowp(kBF16, beyondFlash), lowp(kBF16, beyondFlash)},
                      {outAs(kBF16, beyondFlash), out({1, 2, 8})}},
                     "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
-  h.expectBindError({"attention grad f16 D=160 flash", "causal_attention_grad", {scale},
-                     {lowp(kF16, beyondFlash), lowp(kF16, beyondFlash), lowp(kF16, beyondFlash),
-                      lowp(kF16, beyondFlash), lowp(kF16, beyondFlash), f32({1, 2, 8})},
-                     {outAs(kF16, beyondFlash), outAs(kF16, beyondFlash), outAs(kF16, beyondFlash)}},
-                    "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
+  h.expectBindError(
+      {"attention grad f16 D=160 flash",
+       "causal_attention_grad",
+       {scale},
+       {lowp(kF16, beyondFlash), lowp(kF16, beyondFlash), lowp(kF16, beyondFlash),
+        lowp(kF16, beyondFlash), lowp(kF16, beyondFlash), f32({1, 2, 8})},
+       {outAs(kF16, beyondFlash), outAs(kF16, beyondFlash), outAs(kF16, beyondFlash)}},
+      "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
   path.set("fused");
-  h.expectBindError({"attention bad DTC_CUDA_ATTENTION", "causal_attention", {scale},
+  h.expectBindError({"attention bad DTC_CUDA_ATTENTION",
+                     "causal_attention",
+                     {scale},
                      {lowp(kBF16, {2, 5, 4}), lowp(kBF16, {2, 5, 4}), lowp(kBF16, {2, 5, 4})},
                      {outAs(kBF16, {2, 5, 4}), out({2, 5})}},
                     "DTC_CUDA_ATTENTION must be flash, gemm or auto, got 'fused'");
@@ -203,43 +218,81 @@ void runAttentionCases(Harness& h) {
 
   // Malformed steps: both backends refuse them at bind time with the same message.
   const Shape s = {2, 5, 4};
-  h.expectSameBindError({"bad attention lse", "causal_attention", {scale}, {f32(s), f32(s), f32(s)},
+  h.expectSameBindError({"bad attention lse",
+                         "causal_attention",
+                         {scale},
+                         {f32(s), f32(s), f32(s)},
                          {out(s), out({2, 4})}});
-  h.expectSameBindError({"bad attention v", "causal_attention", {scale}, {f32(s), f32(s), f32({2, 5, 3})},
+  h.expectSameBindError({"bad attention v",
+                         "causal_attention",
+                         {scale},
+                         {f32(s), f32(s), f32({2, 5, 3})},
                          {out(s), out({2, 5})}});
-  h.expectSameBindError({"bad attention rank", "causal_attention", {scale}, {f32({8}), f32({8}), f32({8})},
+  h.expectSameBindError({"bad attention rank",
+                         "causal_attention",
+                         {scale},
+                         {f32({8}), f32({8}), f32({8})},
                          {out({8}), out({1})}});
-  h.expectSameBindError({"bad attention grad lse", "causal_attention_grad", {scale},
-                         {f32(s), f32(s), f32(s), f32(s), f32(s), f32({2, 4})}, {out(s), out(s), out(s)}});
-  h.expectSameBindError({"bad attention grad dk", "causal_attention_grad", {scale},
-                         {f32(s), f32(s), f32(s), f32(s), f32(s), f32({2, 5})}, {out(s), out({2, 5, 3}), out(s)}});
+  h.expectSameBindError({"bad attention grad lse",
+                         "causal_attention_grad",
+                         {scale},
+                         {f32(s), f32(s), f32(s), f32(s), f32(s), f32({2, 4})},
+                         {out(s), out(s), out(s)}});
+  h.expectSameBindError({"bad attention grad dk",
+                         "causal_attention_grad",
+                         {scale},
+                         {f32(s), f32(s), f32(s), f32(s), f32(s), f32({2, 5})},
+                         {out(s), out({2, 5, 3}), out(s)}});
   // Two 16-bit types: both backends refuse it with the CPU's words.
-  h.expectSameBindError({"bad attention bf16/f16", "causal_attention", {scale},
-                         {lowp(kBF16, s), lowp(kF16, s), lowp(kBF16, s)}, {outAs(kBF16, s), out({2, 5})}});
-  h.expectSameBindError({"bad attention grad f16/bf16", "causal_attention_grad", {scale},
-                         {lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), f32({2, 5})},
-                         {outAs(kF16, s), outAs(kBF16, s), outAs(kF16, s)}});
+  h.expectSameBindError({"bad attention bf16/f16",
+                         "causal_attention",
+                         {scale},
+                         {lowp(kBF16, s), lowp(kF16, s), lowp(kBF16, s)},
+                         {outAs(kBF16, s), out({2, 5})}});
+  h.expectSameBindError(
+      {"bad attention grad f16/bf16",
+       "causal_attention_grad",
+       {scale},
+       {lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), f32({2, 5})},
+       {outAs(kF16, s), outAs(kBF16, s), outAs(kF16, s)}});
   // Mixes the CPU's widened path takes and the kernels do not: a 16-bit type beside f32 operands
   // other than lse, or a 16-bit lse.
-  h.expectBindError({"attention bf16 with f32 out", "causal_attention", {scale},
-                     {lowp(kBF16, s), lowp(kBF16, s), lowp(kBF16, s)}, {out(s), out({2, 5})}},
+  h.expectBindError({"attention bf16 with f32 out",
+                     "causal_attention",
+                     {scale},
+                     {lowp(kBF16, s), lowp(kBF16, s), lowp(kBF16, s)},
+                     {out(s), out({2, 5})}},
                     "operands must share one element type, got bfloat16 and float32");
-  h.expectBindError({"attention f16 with f32 k", "causal_attention", {scale},
-                     {lowp(kF16, s), f32(s), lowp(kF16, s)}, {outAs(kF16, s), out({2, 5})}},
+  h.expectBindError({"attention f16 with f32 k",
+                     "causal_attention",
+                     {scale},
+                     {lowp(kF16, s), f32(s), lowp(kF16, s)},
+                     {outAs(kF16, s), out({2, 5})}},
                     "operands must share one element type, got float16 and float32");
-  h.expectBindError({"attention bf16 lse", "causal_attention", {scale},
-                     {lowp(kBF16, s), lowp(kBF16, s), lowp(kBF16, s)}, {outAs(kBF16, s), outAs(kBF16, {2, 5})}},
+  h.expectBindError({"attention bf16 lse",
+                     "causal_attention",
+                     {scale},
+                     {lowp(kBF16, s), lowp(kBF16, s), lowp(kBF16, s)},
+                     {outAs(kBF16, s), outAs(kBF16, {2, 5})}},
                     "lse must be float32 beside bfloat16 operands, got bfloat16");
-  h.expectBindError({"attention grad f16 lse", "causal_attention_grad", {scale},
-                     {lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, {2, 5})},
+  h.expectBindError({"attention grad f16 lse",
+                     "causal_attention_grad",
+                     {scale},
+                     {lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s), lowp(kF16, s),
+                      lowp(kF16, {2, 5})},
                      {outAs(kF16, s), outAs(kF16, s), outAs(kF16, s)}},
                     "lse must be float32 beside float16 operands, got float16");
   // A head dimension the CPU takes and the kernels do not: a bind error naming the limit.
   const Shape wide = {1, 2, 8, 160};
-  h.expectBindError({"attention D=160", "causal_attention", {scale}, {f32(wide), f32(wide), f32(wide)},
+  h.expectBindError({"attention D=160",
+                     "causal_attention",
+                     {scale},
+                     {f32(wide), f32(wide), f32(wide)},
                      {out(wide), out({1, 2, 8})}},
                     "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");
-  h.expectBindError({"attention grad D=160", "causal_attention_grad", {scale},
+  h.expectBindError({"attention grad D=160",
+                     "causal_attention_grad",
+                     {scale},
                      {f32(wide), f32(wide), f32(wide), f32(wide), f32(wide), f32({1, 2, 8})},
                      {out(wide), out(wide), out(wide)}},
                     "head dimension 160 is above the CUDA flash-attention kernels' limit of 128");

@@ -19,12 +19,12 @@
 // O(1), so the bound still catches it.
 // bfloat16 / float16 x and w: both backends multiply the same 16-bit values, and every product
 // is exact in f32 (8 + 8 or 11 + 11 significand bits, under 24), so the results differ by the
-// summation order alone, as in f32; f32 results are never rounded to 16 bits. The mixed-precision suite's
-// 1e-2 (bf16) and 2e-3 (f16) bounds are kept (the printed error shows the real margin), and
+// summation order alone, as in f32; f32 results are never rounded to 16 bits. The mixed-precision
+// suite's 1e-2 (bf16) and 2e-3 (f16) bounds are kept (the printed error shows the real margin), and
 // the cuBLASLt GELU bound above stays within them.
 // A 16-bit y is that f32 result rounded once on each side (cuBLASLt's D conversion, or our pass
-// with cpu/kernels/half.h's rounding; the CPU rounds its widened result the same way), so the two sit
-// at most 1 ulp of T apart where the f32 values differ by less than one ulp: the summation
+// with cpu/kernels/half.h's rounding; the CPU rounds its widened result the same way), so the two
+// sit at most 1 ulp of T apart where the f32 values differ by less than one ulp: the summation
 // order's ~1e-6 relative, or the fast tanh's ~2.5e-4 of a positive GELU, against an ulp of at
 // least 4.9e-4 (f16) or 3.9e-3 (bf16) relative. That bound is asserted where x, w and the bias
 // are of one sign (no cancellation, as precision_cases.cc), reported only for mixed signs; one
@@ -68,12 +68,19 @@ double tolerance(DType t, bool gelu, bool fusedPass) {
 
 // The forward ops with y of x's 16-bit type t (pre f32), operands and bias uniform in [lo, 1);
 // the 1-ulp bound asserted when lo >= 0 (see the file's comment).
-std::vector<Case> narrowCases(DType t, const Shape& lead, int64_t n, int64_t k, bool fusedPass, float lo) {
-  const std::string dims = describe(with(lead, k)) + "x" + describe({n, k}) + typeLabel(t) + " -> y" +
-                           typeLabel(t) + (lo >= 0 ? " one sign" : "") + (fusedPass ? "" : " unfused");
-  const std::vector<Input> in = {operand(t, with(lead, k), lo), operand(t, {n, k}, lo), f32({n}, lo)};
+std::vector<Case> narrowCases(DType t, const Shape& lead, int64_t n, int64_t k, bool fusedPass,
+                              float lo) {
+  const std::string dims = describe(with(lead, k)) + "x" + describe({n, k}) + typeLabel(t) +
+                           " -> y" + typeLabel(t) + (lo >= 0 ? " one sign" : "") +
+                           (fusedPass ? "" : " unfused");
+  const std::vector<Input> in = {operand(t, with(lead, k), lo), operand(t, {n, k}, lo),
+                                 f32({n}, lo)};
   Case bias{"linear_bias " + dims, "linear_bias", {}, in, {outAs(t, with(lead, n))}};
-  Case gelu{"linear_bias_gelu " + dims, "linear_bias_gelu", {}, in, {outAs(t, with(lead, n)), out(with(lead, n))}};
+  Case gelu{"linear_bias_gelu " + dims,
+            "linear_bias_gelu",
+            {},
+            in,
+            {outAs(t, with(lead, n)), out(with(lead, n))}};
   bias.tolerance = tolerance(t, false, fusedPass);
   gelu.tolerance = tolerance(t, true, fusedPass);
   bias.maxUlps = gelu.maxUlps = lo >= 0 ? 1 : -1;
@@ -85,18 +92,26 @@ std::vector<Case> narrowCases(DType t, const Shape& lead, int64_t n, int64_t k, 
 std::vector<Case> epilogueCases(DType t, const Shape& lead, int64_t n, int64_t k, bool fusedPass) {
   const std::string dims = describe(with(lead, k)) + "x" + describe({n, k}) + typeLabel(t) +
                            (fusedPass ? "" : " unfused");
-  Case bias{"linear_bias " + dims, "linear_bias", {}, {operand(t, with(lead, k)), operand(t, {n, k}), f32({n})},
+  Case bias{"linear_bias " + dims,
+            "linear_bias",
+            {},
+            {operand(t, with(lead, k)), operand(t, {n, k}), f32({n})},
             {out(with(lead, n))}};
   bias.tolerance = tolerance(t, false, fusedPass);
-  Case gelu{"linear_bias_gelu " + dims, "linear_bias_gelu", {},
-            {operand(t, with(lead, k)), operand(t, {n, k}), f32({n})}, {out(with(lead, n)), out(with(lead, n))}};
+  Case gelu{"linear_bias_gelu " + dims,
+            "linear_bias_gelu",
+            {},
+            {operand(t, with(lead, k)), operand(t, {n, k}), f32({n})},
+            {out(with(lead, n)), out(with(lead, n))}};
   gelu.tolerance = tolerance(t, true, fusedPass);
-  Case grad{"linear_grad_input_gelu " + dims, "linear_grad_input_gelu", {},
-            {operand(t, with(lead, n)), operand(t, {n, k}), f32(with(lead, k), -2, 2)}, {out(with(lead, k))}};
+  Case grad{"linear_grad_input_gelu " + dims,
+            "linear_grad_input_gelu",
+            {},
+            {operand(t, with(lead, n)), operand(t, {n, k}), f32(with(lead, k), -2, 2)},
+            {out(with(lead, k))}};
   grad.tolerance = tolerance(t, true, fusedPass);
   return {bias, gelu, grad};
 }
-
 
 }  // namespace
 
@@ -123,50 +138,91 @@ void runEpilogueCases(Harness& h) {
     }
     // Empty sums (y = the bias; dx = 0 · GELU'(pre)) and no rows at all.
     for (const Case& c : epilogueCases(kF32, {4}, 6, 0, fusedPass)) h.run(c);
-    h.run({std::string("linear_grad_input_gelu empty sum") + (fusedPass ? "" : " unfused"), "linear_grad_input_gelu",
-           {}, {f32({4, 0}), f32({0, 5}), f32({4, 5}, -2, 2)}, {out({4, 5})}});
+    h.run({std::string("linear_grad_input_gelu empty sum") + (fusedPass ? "" : " unfused"),
+           "linear_grad_input_gelu",
+           {},
+           {f32({4, 0}), f32({0, 5}), f32({4, 5}, -2, 2)},
+           {out({4, 5})}});
     for (const Case& c : epilogueCases(kBF16, {0}, 6, 8, fusedPass)) h.run(c);
   }
   lt.set(nullptr);
 
   // Malformed steps: both backends refuse them at bind time with the same message (the CPU's,
   // from exec/linear_epilogue_contract.h or, for two 16-bit types, its bindLowPrecision).
-  h.expectSameBindError({"bad linear_bias bias shape", "linear_bias", {}, {f32({4, 8}), f32({6, 8}), f32({5})},
+  h.expectSameBindError({"bad linear_bias bias shape",
+                         "linear_bias",
+                         {},
+                         {f32({4, 8}), f32({6, 8}), f32({5})},
                          {out({4, 6})}});
-  h.expectSameBindError({"bad linear_bias bf16 bias shape", "linear_bias", {},
-                         {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), f32({5})}, {out({4, 6})}});
-  h.expectSameBindError({"bad linear_bias_gelu bf16/f16", "linear_bias_gelu", {},
-                         {lowp(kBF16, {4, 8}), lowp(kF16, {6, 8}), f32({6})}, {out({4, 6}), out({4, 6})}});
-  h.expectSameBindError({"bad linear_bias_gelu arity", "linear_bias_gelu", {}, {f32({4, 8}), f32({6, 8}), f32({6})},
+  h.expectSameBindError({"bad linear_bias bf16 bias shape",
+                         "linear_bias",
+                         {},
+                         {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), f32({5})},
                          {out({4, 6})}});
-  h.expectSameBindError({"bad linear_bias_gelu f16 weight", "linear_bias_gelu", {},
-                         {lowp(kF16, {2, 3, 8}), lowp(kF16, {6, 9}), f32({6})}, {out({2, 3, 6}), out({2, 3, 6})}});
-  h.expectSameBindError({"bad linear_grad_input_gelu pre", "linear_grad_input_gelu", {},
-                         {f32({4, 6}), f32({6, 8}), f32({4, 7})}, {out({4, 8})}});
+  h.expectSameBindError({"bad linear_bias_gelu bf16/f16",
+                         "linear_bias_gelu",
+                         {},
+                         {lowp(kBF16, {4, 8}), lowp(kF16, {6, 8}), f32({6})},
+                         {out({4, 6}), out({4, 6})}});
+  h.expectSameBindError({"bad linear_bias_gelu arity",
+                         "linear_bias_gelu",
+                         {},
+                         {f32({4, 8}), f32({6, 8}), f32({6})},
+                         {out({4, 6})}});
+  h.expectSameBindError({"bad linear_bias_gelu f16 weight",
+                         "linear_bias_gelu",
+                         {},
+                         {lowp(kF16, {2, 3, 8}), lowp(kF16, {6, 9}), f32({6})},
+                         {out({2, 3, 6}), out({2, 3, 6})}});
+  h.expectSameBindError({"bad linear_grad_input_gelu pre",
+                         "linear_grad_input_gelu",
+                         {},
+                         {f32({4, 6}), f32({6, 8}), f32({4, 7})},
+                         {out({4, 8})}});
   // What the CPU takes by widening every 16-bit operand and the CUDA kernels do not: 16-bit
   // operands other than x, w and a forward op's y (dy and w), x and w of different types, or a
   // 16-bit y other than x's type.
-  h.expectBindError({"linear_bias bf16 bias", "linear_bias", {},
-                     {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), lowp(kBF16, {6})}, {out({4, 6})}},
+  h.expectBindError({"linear_bias bf16 bias",
+                     "linear_bias",
+                     {},
+                     {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), lowp(kBF16, {6})},
+                     {out({4, 6})}},
                     "the bias must be float32 beside bfloat16 operands, got bfloat16");
-  h.expectBindError({"linear_grad_input_gelu f16 dx", "linear_grad_input_gelu", {},
-                     {lowp(kF16, {4, 6}), lowp(kF16, {6, 8}), f32({4, 8})}, {outAs(kF16, {4, 8})}},
+  h.expectBindError({"linear_grad_input_gelu f16 dx",
+                     "linear_grad_input_gelu",
+                     {},
+                     {lowp(kF16, {4, 6}), lowp(kF16, {6, 8}), f32({4, 8})},
+                     {outAs(kF16, {4, 8})}},
                     "dx must be float32 beside float16 operands, got float16");
-  h.expectBindError({"linear_bias_gelu bf16 pre", "linear_bias_gelu", {},
+  h.expectBindError({"linear_bias_gelu bf16 pre",
+                     "linear_bias_gelu",
+                     {},
                      {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), f32({6})},
                      {outAs(kBF16, {4, 6}), outAs(kBF16, {4, 6})}},
                     "pre must be float32 beside bfloat16 operands, got bfloat16");
-  h.expectBindError({"linear_bias f16 x and w, bf16 y", "linear_bias", {},
-                     {lowp(kF16, {4, 8}), lowp(kF16, {6, 8}), f32({6})}, {outAs(kBF16, {4, 6})}},
+  h.expectBindError({"linear_bias f16 x and w, bf16 y",
+                     "linear_bias",
+                     {},
+                     {lowp(kF16, {4, 8}), lowp(kF16, {6, 8}), f32({6})},
+                     {outAs(kBF16, {4, 6})}},
                     "operands must share one element type, got float16 and bfloat16");
-  h.expectBindError({"linear_bias_gelu f32 x and w, bf16 y", "linear_bias_gelu", {},
-                     {f32({4, 8}), f32({6, 8}), f32({6})}, {outAs(kBF16, {4, 6}), out({4, 6})}},
+  h.expectBindError({"linear_bias_gelu f32 x and w, bf16 y",
+                     "linear_bias_gelu",
+                     {},
+                     {f32({4, 8}), f32({6, 8}), f32({6})},
+                     {outAs(kBF16, {4, 6}), out({4, 6})}},
                     "a bfloat16 y needs bfloat16 x and w, got float32");
-  h.expectBindError({"linear_bias f32 x and w, f16 y", "linear_bias", {}, {f32({4, 8}), f32({6, 8}), f32({6})},
+  h.expectBindError({"linear_bias f32 x and w, f16 y",
+                     "linear_bias",
+                     {},
+                     {f32({4, 8}), f32({6, 8}), f32({6})},
                      {outAs(kF16, {4, 6})}},
                     "a float16 y needs float16 x and w, got float32");
-  h.expectBindError({"linear_bias_gelu bf16 x, f32 w", "linear_bias_gelu", {},
-                     {lowp(kBF16, {4, 8}), f32({6, 8}), f32({6})}, {out({4, 6}), out({4, 6})}},
+  h.expectBindError({"linear_bias_gelu bf16 x, f32 w",
+                     "linear_bias_gelu",
+                     {},
+                     {lowp(kBF16, {4, 8}), f32({6, 8}), f32({6})},
+                     {out({4, 6}), out({4, 6})}},
                     "operands must share one element type, got bfloat16 and float32");
 }
 

@@ -54,7 +54,8 @@ Buffers makeInputs(const Case& c, uint64_t seed) {
       std::uniform_int_distribution<int64_t> pick(in.idLo, std::max(in.idLo, in.idHi - 1));
       for (int64_t i = 0; i < n; ++i) reinterpret_cast<int64_t*>(bytes.data())[i] = pick(rng);
     } else if (!in.values.empty()) {
-      std::memcpy(bytes.data(), in.values.data(), std::min<size_t>(bytes.size(), in.values.size() * 4));
+      std::memcpy(bytes.data(), in.values.data(),
+                  std::min<size_t>(bytes.size(), in.values.size() * 4));
     } else {
       std::uniform_real_distribution<float> pick(in.lo, in.hi);
       for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(bytes.data())[i] = pick(rng);
@@ -73,8 +74,8 @@ TensorView view(uint8_t* data, DType dtype, const Shape& shape) {
 }
 
 // The reference: the CPU kernel table on host copies of the inputs.
-Status runCpu(const Case& c, const plan::Step& step, ThreadPool& pool, comm::DeviceMesh* mesh, Buffers inputs,
-              Buffers& outputs) {
+Status runCpu(const Case& c, const plan::Step& step, ThreadPool& pool, comm::DeviceMesh* mesh,
+              Buffers inputs, Buffers& outputs) {
   StepContext ctx{step, {}, {}, pool, mesh};
   for (size_t i = 0; i < c.inputs.size(); ++i)
     ctx.inputs.push_back(view(inputs[i].data(), c.inputs[i].dtype, c.inputs[i].shape));
@@ -158,9 +159,12 @@ struct Difference {
 };
 
 // A 16-bit float's position on the number line in units in the last place (±0 both 0).
-int64_t ordinal(uint16_t h) { return (h & 0x8000u) ? -static_cast<int64_t>(h & 0x7fffu) : static_cast<int64_t>(h); }
+int64_t ordinal(uint16_t h) {
+  return (h & 0x8000u) ? -static_cast<int64_t>(h & 0x7fffu) : static_cast<int64_t>(h);
+}
 
-Difference difference(const Output& o, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+Difference difference(const Output& o, const std::vector<uint8_t>& a,
+                      const std::vector<uint8_t>& b) {
   Difference d;
   d.bytesDiffer = a != b;
   if (o.dtype != DType::kF32 && o.dtype != DType::kBF16 && o.dtype != DType::kF16) {
@@ -187,7 +191,7 @@ Difference difference(const Output& o, const std::vector<uint8_t>& a, const std:
       const uint16_t hy = reinterpret_cast<const uint16_t*>(b.data())[i];
       d.ulps = std::max<int64_t>(d.ulps, std::llabs(ordinal(hx) - ordinal(hy)));
     }
-    if (x == y) continue;  // equal infinities too
+    if (x == y) continue;                       // equal infinities too
     worst = std::max(worst, std::fabs(x - y));  // inf where only one side overflowed
   }
   for (size_t i = 0; i < n; ++i)
@@ -201,16 +205,20 @@ Difference difference(const Output& o, const std::vector<uint8_t>& a, const std:
 std::vector<uint8_t> buildStep(const Case& c) {
   flatbuffers::FlatBufferBuilder b;
   std::vector<Attr> attrs = c.attrs;
-  std::sort(attrs.begin(), attrs.end(), [](const Attr& x, const Attr& y) { return x.name < y.name; });
+  std::sort(attrs.begin(), attrs.end(),
+            [](const Attr& x, const Attr& y) { return x.name < y.name; });
   std::vector<flatbuffers::Offset<plan::Attr>> offsets;
   for (const Attr& a : attrs)
-    offsets.push_back(plan::CreateAttrDirect(b, a.name.c_str(), a.i, a.f, a.ints.empty() ? nullptr : &a.ints,
+    offsets.push_back(plan::CreateAttrDirect(b, a.name.c_str(), a.i, a.f,
+                                             a.ints.empty() ? nullptr : &a.ints,
                                              a.s.empty() ? nullptr : a.s.c_str()));
   std::vector<uint32_t> ins, outs;
   for (size_t i = 0; i < c.inputs.size(); ++i) ins.push_back(static_cast<uint32_t>(i));
-  for (size_t i = 0; i < c.outputs.size(); ++i) outs.push_back(static_cast<uint32_t>(c.inputs.size() + i));
+  for (size_t i = 0; i < c.outputs.size(); ++i)
+    outs.push_back(static_cast<uint32_t>(c.inputs.size() + i));
   const KernelInfo* kernel = findKernel(c.op);
-  b.Finish(plan::CreateStepDirect(b, &ins, &outs, &offsets, c.label.c_str(), kernel ? kernel->kernel : Kernel::none));
+  b.Finish(plan::CreateStepDirect(b, &ins, &outs, &offsets, c.label.c_str(),
+                                  kernel ? kernel->kernel : Kernel::none));
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
 
@@ -264,7 +272,8 @@ bool Harness::run(const Case& c) {
     if (c.bitwise) {
       if (d.bytesDiffer) detail += which + " differs in its bits;";
     } else {
-      if (!(d.relative <= c.tolerance)) detail += which + " off by " + std::to_string(d.relative) + ";";
+      if (!(d.relative <= c.tolerance))
+        detail += which + " off by " + std::to_string(d.relative) + ";";
       if (low && c.maxUlps >= 0 && d.ulps > c.maxUlps)
         detail += which + " " + std::to_string(d.ulps) + " ulps apart;";
     }
@@ -273,7 +282,8 @@ bool Harness::run(const Case& c) {
   }
   // Run again where that leaves the inputs alone: the kernels must be deterministic. (Always,
   // not only after a match: collectives must run the same number of times on every rank.)
-  const bool inPlace = std::any_of(c.outputs.begin(), c.outputs.end(), [](const Output& o) { return o.alias >= 0; });
+  const bool inPlace =
+      std::any_of(c.outputs.begin(), c.outputs.end(), [](const Output& o) { return o.alias >= 0; });
   if (!inPlace) {
     Buffers again;
     ran = (*bound)();
@@ -286,7 +296,8 @@ bool Harness::run(const Case& c) {
   if (c.bitwise)
     std::snprintf(buffer, sizeof buffer, "bit for bit");
   else if (lowOutputs)
-    std::snprintf(buffer, sizeof buffer, "max rel err %.2e, max %lld ulp", worst, static_cast<long long>(worstUlps));
+    std::snprintf(buffer, sizeof buffer, "max rel err %.2e, max %lld ulp", worst,
+                  static_cast<long long>(worstUlps));
   else
     std::snprintf(buffer, sizeof buffer, "max rel err %.2e", worst);
   report(detail.empty(), c.label, c.op + ": " + (detail.empty() ? std::string(buffer) : detail));
@@ -310,8 +321,9 @@ bool Harness::expectSameBindError(const Case& c) {
   StatusOr<BoundStep> bound = device_.bind(ctx);
   const bool ok = !cpu.ok() && !bound.ok() && bound.status().message() == cpu.message() &&
                   bound.status().code() == cpu.code();
-  report(ok, c.label, "bind error: cpu '" + cpu.message() + "', device '" +
-                          (bound.ok() ? std::string("(bound)") : bound.status().message()) + "'");
+  report(ok, c.label,
+         "bind error: cpu '" + cpu.message() + "', device '" +
+             (bound.ok() ? std::string("(bound)") : bound.status().message()) + "'");
   return ok;
 }
 
@@ -327,8 +339,10 @@ bool Harness::expectBindError(const Case& c, const std::string& text) {
     StepContext ctx{step, placed->inputs, placed->outputs, pool, mesh_};
     bound = device_.bind(ctx);
   }
-  const bool ok = placed.ok() && !bound.ok() && bound.status().message().find(text) != std::string::npos;
-  report(ok, c.label, "bind error: '" + (bound.ok() ? std::string("(bound)") : bound.status().message()) + "'");
+  const bool ok =
+      placed.ok() && !bound.ok() && bound.status().message().find(text) != std::string::npos;
+  report(ok, c.label,
+         "bind error: '" + (bound.ok() ? std::string("(bound)") : bound.status().message()) + "'");
   return ok;
 }
 
@@ -347,15 +361,19 @@ bool Harness::expectRunError(const Case& c, const std::string& text) {
     if (bound.ok()) result = (*bound)();
     if (result.ok()) result = device_.synchronize();
   }
-  const bool ok = result.code() == StatusCode::kInvalidInput && result.message().find(text) != std::string::npos;
+  const bool ok = result.code() == StatusCode::kInvalidInput &&
+                  result.message().find(text) != std::string::npos;
   report(ok, c.label, "run error: '" + result.message() + "'");
   return ok;
 }
 
 bool Harness::sendRecv(const Shape& shape, DType dtype) {
-  Case send{"send/recv " + dtypeName(dtype) + " " + str(shape), "send",
+  Case send{"send/recv " + dtypeName(dtype) + " " + str(shape),
+            "send",
             {intsAttr("axes", {0}), intAttr("shift", 1), intAttr("tag", 7)},
-            {dtype == DType::kI64 ? ids(shape, 1000) : dtype == DType::kF32 ? f32(shape) : lowp(dtype, shape)},
+            {dtype == DType::kI64   ? ids(shape, 1000)
+             : dtype == DType::kF32 ? f32(shape)
+                                    : lowp(dtype, shape)},
             {},
             0};
   Case recv{send.label, "recv", send.attrs, {}, {{shape, dtype, -1}}, 0};
@@ -387,8 +405,9 @@ bool Harness::sendRecv(const Shape& shape, DType dtype) {
     }
   }
   const bool ok = st.ok() && got.size() == 1 && cpuOut.size() == 1 && got[0] == cpuOut[0];
-  report(ok, send.label, st.ok() ? (ok ? "received what the CPU backend received" : "received other bytes")
-                                 : st.message());
+  report(ok, send.label,
+         st.ok() ? (ok ? "received what the CPU backend received" : "received other bytes")
+                 : st.message());
   return ok;
 }
 

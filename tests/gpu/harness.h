@@ -24,23 +24,35 @@ struct Attr {
 };
 inline Attr intAttr(std::string name, int64_t v) { return {std::move(name), v, 0, {}, {}}; }
 inline Attr floatAttr(std::string name, double v) { return {std::move(name), 0, v, {}, {}}; }
-inline Attr intsAttr(std::string name, std::vector<int64_t> v) { return {std::move(name), 0, 0, std::move(v), {}}; }
-inline Attr stringAttr(std::string name, std::string v) { return {std::move(name), 0, 0, {}, std::move(v)}; }
+inline Attr intsAttr(std::string name, std::vector<int64_t> v) {
+  return {std::move(name), 0, 0, std::move(v), {}};
+}
+inline Attr stringAttr(std::string name, std::string v) {
+  return {std::move(name), 0, 0, {}, std::move(v)};
+}
 
 struct Input {
   DType dtype = DType::kF32;
   Shape shape;
-  float lo = -1, hi = 1;        // float32: uniform in [lo, hi); bf16/f16: that, rounded
-  int64_t idLo = 0, idHi = 0;   // int64: uniform in [idLo, idHi)
-  std::vector<float> values;    // float32: these values instead, when given (bf16/f16: rounded)
+  float lo = -1, hi = 1;       // float32: uniform in [lo, hi); bf16/f16: that, rounded
+  int64_t idLo = 0, idHi = 0;  // int64: uniform in [idLo, idHi)
+  std::vector<float> values;   // float32: these values instead, when given (bf16/f16: rounded)
   std::vector<uint16_t> words = {};  // bf16/f16: these bit patterns, when given
 };
-inline Input f32(Shape s, float lo = -1, float hi = 1) { return {DType::kF32, std::move(s), lo, hi, 0, 0, {}}; }
-inline Input ids(Shape s, int64_t hi, int64_t lo = 0) { return {DType::kI64, std::move(s), 0, 0, lo, hi, {}}; }
+inline Input f32(Shape s, float lo = -1, float hi = 1) {
+  return {DType::kF32, std::move(s), lo, hi, 0, 0, {}};
+}
+inline Input ids(Shape s, int64_t hi, int64_t lo = 0) {
+  return {DType::kI64, std::move(s), 0, 0, lo, hi, {}};
+}
 inline Input zeros(DType t, Shape s) { return {t, std::move(s), 0, 0, 0, 0, {}}; }
-inline Input given(Shape s, std::vector<float> v) { return {DType::kF32, std::move(s), 0, 0, 0, 0, std::move(v)}; }
+inline Input given(Shape s, std::vector<float> v) {
+  return {DType::kF32, std::move(s), 0, 0, 0, 0, std::move(v)};
+}
 // bfloat16 / float16 inputs: uniform values rounded to the type, or given bit patterns.
-inline Input lowp(DType t, Shape s, float lo = -1, float hi = 1) { return {t, std::move(s), lo, hi, 0, 0, {}}; }
+inline Input lowp(DType t, Shape s, float lo = -1, float hi = 1) {
+  return {t, std::move(s), lo, hi, 0, 0, {}};
+}
 inline Input lowpBits(DType t, Shape s, std::vector<uint16_t> w) {
   return {t, std::move(s), 0, 0, 0, 0, {}, std::move(w)};
 }

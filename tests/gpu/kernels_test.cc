@@ -84,7 +84,8 @@ int gpuCount() {
 }
 
 // Device-side data errors, each on a fresh backend (raised flags stay raised).
-int runErrorChecks(const Plugin& plugin, int localRank, comm::DeviceMesh* mesh, int rank, bool verbose) {
+int runErrorChecks(const Plugin& plugin, int localRank, comm::DeviceMesh* mesh, int rank,
+                   bool verbose) {
   struct Check {
     Case c;
     const char* text;
@@ -94,10 +95,17 @@ int runErrorChecks(const Plugin& plugin, int localRank, comm::DeviceMesh* mesh, 
        "bad label: a label is outside [0, 10)"},
       {{"bad token id", "embedding", {}, {f32({8, 3}), ids({5}, 0, -3)}, {out({5, 3})}},
        "bad token id: a token id is outside [0, 8)"},
-      {{"bad token id in grad", "embedding_grad", {}, {f32({5, 3}), ids({5}, 100, 9)}, {out({8, 3})}},
+      {{"bad token id in grad",
+        "embedding_grad",
+        {},
+        {f32({5, 3}), ids({5}, 100, 9)},
+        {out({8, 3})}},
        "a token id is outside [0, 8)"},
-      {{"bad label, split classes", "cross_entropy_parts", {},
-        {f32({4, 6}), ids({4}, 7, 6), f32({4})}, {out({4}), out({4})}},
+      {{"bad label, split classes",
+        "cross_entropy_parts",
+        {},
+        {f32({4, 6}), ids({4}, 7, 6), f32({4})},
+        {out({4}), out({4})}},
        "a label is outside [0, 6)"},
   };
   int failures = 0;
@@ -137,8 +145,10 @@ int main(int argc, char** argv) {
     const int gpus = gpuCount();
     if (gpus < world->size) {
       if (world->rank == 0)
-        std::printf("collectives on NCCL: skipped (%d GPU(s) for %d process(es); NCCL needs a GPU per process)\n",
-                    gpus, world->size);
+        std::printf(
+            "collectives on NCCL: skipped (%d GPU(s) for %d process(es); NCCL needs a GPU per "
+            "process)\n",
+            gpus, world->size);
       return kSkipped;
     }
     // The plugin reads it when the backend is created; without NCCL it says so on stderr and
@@ -152,8 +162,10 @@ int main(int argc, char** argv) {
   }
   {
     char error[512] = {0};
-    if (plugin.create(kBackendAbiVersion + 1000, 0, error, sizeof error) || !std::strstr(error, "ABI")) {
-      std::fprintf(stderr, "FAIL the plugin accepted a wrong ABI version (or said nothing: '%s')\n", error);
+    if (plugin.create(kBackendAbiVersion + 1000, 0, error, sizeof error) ||
+        !std::strstr(error, "ABI")) {
+      std::fprintf(stderr, "FAIL the plugin accepted a wrong ABI version (or said nothing: '%s')\n",
+                   error);
       return 1;
     }
   }
@@ -202,14 +214,20 @@ int main(int argc, char** argv) {
   if (!nccl) {
     for (const Case& c : malformedCases()) h.expectSameBindError(c);
     for (const Case& c : precisionMalformedCases()) h.expectSameBindError(c);
-    h.expectBindError({"bf16 transpose", "transpose", {intsAttr("perm", {1, 0})}, {lowp(DType::kBF16, {4, 8})},
-                       {outAs(DType::kBF16, {8, 4})}},
-                      "transpose at bf16 transpose: no CUDA kernel yet for 'transpose' on bfloat16 operands");
-    h.expectBindError({"unknown op", "frobnicate", {}, {f32({2})}, {out({2})}}, "no CUDA kernel yet for 'frobnicate'");
+    h.expectBindError(
+        {"bf16 transpose",
+         "transpose",
+         {intsAttr("perm", {1, 0})},
+         {lowp(DType::kBF16, {4, 8})},
+         {outAs(DType::kBF16, {8, 4})}},
+        "transpose at bf16 transpose: no CUDA kernel yet for 'transpose' on bfloat16 operands");
+    h.expectBindError({"unknown op", "frobnicate", {}, {f32({2})}, {out({2})}},
+                      "no CUDA kernel yet for 'frobnicate'");
   }
   int failures = h.failures();
   if (!nccl)
-    failures += runErrorChecks(plugin, world->localRank, mesh->get(), world->rank, verbose && world->rank == 0);
+    failures += runErrorChecks(plugin, world->localRank, mesh->get(), world->rank,
+                               verbose && world->rank == 0);
   const std::string who = world->size > 1 ? "[rank " + std::to_string(world->rank) + "] " : "";
   std::printf("%s%s: %d failure(s)\n", who.c_str(), failures ? "FAILED" : "PASSED", failures);
   return failures ? 1 : 0;

@@ -23,49 +23,49 @@ namespace {
 
 // Each subcommand's usage, with its defaults; `dtc SUBCOMMAND --help` prints one, `dtc --help`
 // all of them.
-#define DTC_ZOO_USAGE                                                                           \
-  "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"        \
+#define DTC_ZOO_USAGE                                                                             \
+  "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"          \
   "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S] -o M.dtm\n" \
-  "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"                                    \
-  "      writes a built-in model in the FlatBuffers model format (docs/model-format.md):\n"      \
-  "      mlp --input 784 --hidden 256,128 --classes 10; gpt --vocab 256 --ctx 64 --layers 2\n"   \
-  "      --heads 4 --embd 64; convnet --classes 10 (28x28 images); --seed 0\n"                 \
+  "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"                                     \
+  "      writes a built-in model in the FlatBuffers model format (docs/model-format.md):\n"       \
+  "      mlp --input 784 --hidden 256,128 --classes 10; gpt --vocab 256 --ctx 64 --layers 2\n"    \
+  "      --heads 4 --embd 64; convnet --classes 10 (28x28 images); --seed 0\n"
 
-#define DTC_COMPILE_USAGE                                                                    \
-  "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"         \
-  "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"     \
-  "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"              \
-  "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                      \
-  "              [--clip-grad-norm F] [--log-grad-norm]\n"                                   \
-  "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"             \
-  "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"           \
-  "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                      \
-  "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                \
-  "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                   \
-  "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"      \
-  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"      \
-  "              [--dump-ir DIR]\n"                                                          \
-  "\n"                                                                                       \
-  "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"  \
-  "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n" \
-  "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"  \
-  "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n" \
+#define DTC_COMPILE_USAGE                                                                      \
+  "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"           \
+  "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"        \
+  "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                 \
+  "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                         \
+  "              [--clip-grad-norm F] [--log-grad-norm]\n"                                     \
+  "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"                \
+  "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"              \
+  "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                         \
+  "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                   \
+  "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                      \
+  "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"          \
+  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"         \
+  "              [--dump-ir DIR]\n"                                                            \
+  "\n"                                                                                         \
+  "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"     \
+  "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n"    \
+  "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"    \
+  "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n"  \
   "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n" \
-  "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"  \
-  "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"    \
-  "Partitioning: --zero 0, --bucket-mb 25, --accumulate 1, --microbatches 1, --schedule\n"   \
+  "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"    \
+  "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"      \
+  "Partitioning: --zero 0, --bucket-mb 25, --accumulate 1, --microbatches 1, --schedule\n"     \
   "1f1b, --virtual-stages 1; --precision fp32 (fp16: --loss-scale 65536, GradScaler's).\n"
-#define DTC_INSPECT_USAGE                                                                   \
-  "  dtc inspect PLAN.dtp [--json]\n"                                                       \
+#define DTC_INSPECT_USAGE                                                                        \
+  "  dtc inspect PLAN.dtp [--json]\n"                                                            \
   "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
   "      tensors; --json for programs\n"
 
-#define DTC_OPS_USAGE                                                                       \
-  "  dtc ops\n"                                                                              \
+#define DTC_OPS_USAGE \
+  "  dtc ops\n"       \
   "      the model op types dtc imports, one per line, with the attributes each takes\n"
 
-constexpr const char kUsage[] = "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE "\n" DTC_INSPECT_USAGE
-                                DTC_OPS_USAGE "  dtc --version\n";
+constexpr const char kUsage[] = "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE
+                                "\n" DTC_INSPECT_USAGE DTC_OPS_USAGE "  dtc --version\n";
 
 // `dtc SUBCOMMAND ... --help`: that subcommand's usage.
 const char* subcommandUsage(const std::string& command) {
@@ -127,8 +127,11 @@ int runZooGpt(int argc, char** argv) {
                                {"vocab", "ctx", "layers", "heads", "embd", "seed", "output"}, {});
   if (!args.ok()) return fail(args.status());
   dtc::zoo::GptOptions o;
-  for (auto [flag, field] : {std::pair{"vocab", &o.vocab}, {"ctx", &o.ctx}, {"layers", &o.layers},
-                             {"heads", &o.heads}, {"embd", &o.embd}}) {
+  for (auto [flag, field] : {std::pair{"vocab", &o.vocab},
+                             {"ctx", &o.ctx},
+                             {"layers", &o.layers},
+                             {"heads", &o.heads},
+                             {"embd", &o.embd}}) {
     auto v = args->integer(flag, *field);
     if (!v.ok()) return fail(v.status());
     *field = *v;
@@ -197,14 +200,17 @@ bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
 
 int runCompile(int argc, char** argv) {
   auto args = dtc::Args::parse(argc, argv, 2,
-                               {"output", "batch", "optimizer", "lr", "momentum", "weight-decay",
-                                "beta1", "beta2", "eps", "dump-ir", "mesh", "zero", "bucket-mb",
-                                "accumulate", "shard", "microbatches", "schedule", "virtual-stages",
-                                "stage-cuts", "schedule-trace", "device", "precision", "loss-scale",
-                                "no-decay", "lr-schedule", "warmup-steps", "decay-steps", "min-lr",
+                               {"output",        "batch",          "optimizer",   "lr",
+                                "momentum",      "weight-decay",   "beta1",       "beta2",
+                                "eps",           "dump-ir",        "mesh",        "zero",
+                                "bucket-mb",     "accumulate",     "shard",       "microbatches",
+                                "schedule",      "virtual-stages", "stage-cuts",  "schedule-trace",
+                                "device",        "precision",      "loss-scale",  "no-decay",
+                                "lr-schedule",   "warmup-steps",   "decay-steps", "min-lr",
                                 "clip-grad-norm"},
-                               {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel", "fused-attention",
-                                "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"},
+                               {"log-grad-norm", "sequence-parallel", "vocab-parallel",
+                                "no-vocab-parallel", "fused-attention", "no-fused-attention",
+                                "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"},
                                {"no-decay", "shard"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc compile: expected one model file");
@@ -215,24 +221,32 @@ int runCompile(int argc, char** argv) {
   if (*batch <= 0) return fail("dtc compile: --batch N (N > 0) is required");
   options.batchSize = *batch;
   options.optimizer = args->str("optimizer", "sgd");
-  for (auto [flag, field] : {std::pair{"lr", &options.lr}, {"momentum", &options.momentum},
-                             {"weight-decay", &options.weightDecay}, {"beta1", &options.beta1},
-                             {"beta2", &options.beta2}, {"eps", &options.eps},
-                             {"min-lr", &options.minLr}, {"clip-grad-norm", &options.clipGradNorm}}) {
+  for (auto [flag, field] : {std::pair{"lr", &options.lr},
+                             {"momentum", &options.momentum},
+                             {"weight-decay", &options.weightDecay},
+                             {"beta1", &options.beta1},
+                             {"beta2", &options.beta2},
+                             {"eps", &options.eps},
+                             {"min-lr", &options.minLr},
+                             {"clip-grad-norm", &options.clipGradNorm}}) {
     auto v = args->number(flag, *field);
     if (!v.ok()) return fail(v.status());
     *field = *v;
   }
-  for (auto [flag, field] : {std::pair{"warmup-steps", &options.warmupSteps}, {"decay-steps", &options.decaySteps}}) {
+  for (auto [flag, field] :
+       {std::pair{"warmup-steps", &options.warmupSteps}, {"decay-steps", &options.decaySteps}}) {
     auto v = args->integer(flag, *field);
     if (!v.ok()) return fail(v.status());
     *field = *v;
   }
   options.lrSchedule = args->str("lr-schedule", "constant");
-  if (options.lrSchedule != "constant" && options.lrSchedule != "cosine" && options.lrSchedule != "linear")
-    return fail("dtc compile: --lr-schedule must be constant, cosine or linear, got '" + options.lrSchedule + "'");
+  if (options.lrSchedule != "constant" && options.lrSchedule != "cosine" &&
+      options.lrSchedule != "linear")
+    return fail("dtc compile: --lr-schedule must be constant, cosine or linear, got '" +
+                options.lrSchedule + "'");
   if (options.lrSchedule != "constant" && !args->has("decay-steps"))
-    return fail("dtc compile: --lr-schedule " + options.lrSchedule + " needs --decay-steps D (the update where the decay ends)");
+    return fail("dtc compile: --lr-schedule " + options.lrSchedule +
+                " needs --decay-steps D (the update where the decay ends)");
   if (!(options.clipGradNorm >= 0)) return fail("dtc compile: --clip-grad-norm must be >= 0");
   options.reportGradNorm = args->has("log-grad-norm");
   options.noDecay = args->all("no-decay");
@@ -244,13 +258,16 @@ int runCompile(int argc, char** argv) {
   // beat the attention loops at long contexts and whose kernels gain nothing from epilogues.
   for (const char* feature : {"fused-attention", "fuse-epilogues"})
     if (args->has(feature) && args->has(std::string("no-") + feature))
-      return fail(std::string("dtc compile: --") + feature + " and --no-" + feature + " contradict each other");
+      return fail(std::string("dtc compile: --") + feature + " and --no-" + feature +
+                  " contradict each other");
   const bool gpu = options.device == "cuda";
-  options.fusedAttention = args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
+  options.fusedAttention =
+      args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
   options.fuseEpilogues = args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
   options.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
   if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
-    return fail("dtc compile: --precision must be fp32, bf16 or fp16, got '" + options.precision + "'");
+    return fail("dtc compile: --precision must be fp32, bf16 or fp16, got '" + options.precision +
+                "'");
   auto lossScale = args->number("loss-scale", options.lossScale);
   if (!lossScale.ok()) return fail(lossScale.status());
   if (!(*lossScale > 0)) return fail("dtc compile: --loss-scale must be > 0");
@@ -278,7 +295,8 @@ int runCompile(int argc, char** argv) {
         options.dataParallel = n;
       } else if (name == "pp") {
         if (namesAxis(options.shard, name))
-          return fail("dtc compile: mesh axis pp holds pipeline stages; --shard cannot split over it");
+          return fail(
+              "dtc compile: mesh axis pp holds pipeline stages; --shard cannot split over it");
         options.pipelineStages = n;
       } else if (name == "tp" && !namesAxis(options.shard, name)) {
         options.megatron = "tp";  // Megatron's GPT-2 splits, unless the user gives their own
@@ -354,7 +372,8 @@ int runInspect(int argc, char** argv) {
   if (args->positionals().size() != 1) return fail("dtc inspect: expected one plan file");
   auto plan = dtc::Plan::load(args->positionals()[0]);
   if (!plan.ok()) return fail(plan.status());
-  std::string text = args->has("json") ? dtc::summarizePlanJson(*plan) : dtc::summarizePlanText(*plan);
+  std::string text =
+      args->has("json") ? dtc::summarizePlanJson(*plan) : dtc::summarizePlanText(*plan);
   std::fputs(text.c_str(), stdout);
   return 0;
 }
@@ -379,12 +398,14 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "--version")) {
-    std::printf("dtc %s (model format %u, plan format %u)\n", DTC_VERSION, dtc::kModelVersion, dtc::kPlanVersion);
+    std::printf("dtc %s (model format %u, plan format %u)\n", DTC_VERSION, dtc::kModelVersion,
+                dtc::kPlanVersion);
     return 0;
   }
   std::string command = argv[1];
   for (int i = 2; i < argc; ++i)
-    if (const char* usage = subcommandUsage(command); usage && (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))) {
+    if (const char* usage = subcommandUsage(command);
+        usage && (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))) {
       std::fputs(usage, stdout);
       return 0;
     }

@@ -5,11 +5,11 @@
 #include "comm/watchdog.h"
 #include "comm/world.h"
 #include "cpu/kernels/blas.h"
-#include "train/trainer.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 #include "support/args.h"
 #include "support/runtime_options.h"
+#include "train/trainer.h"
 
 namespace {
 
@@ -18,15 +18,18 @@ constexpr const char kUsage[] =
     "             [--save DIR] [--eval DIR|TOKENS.bin [--eval-every N] [--eval-batches K]]\n"
     "             [--threads N] [--trace FILE.json]\n"
     "             [--device cpu|cuda]\n"
-    "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, DIR/latest\n"
+    "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, "
+    "DIR/latest\n"
     "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
     "             [--init FILE.safetensors]     start from these parameters (PyTorch names)\n"
     "             [--sample N [--prompt TEXT] [--temperature T] [--top-k K]]\n"
     "                 text from a byte-level language model, drawn as nanoGPT's sample.py does\n"
     "                 (temperature 0.8, top-k 200, seed --seed or 1337; --temperature 0: greedy)\n"
-    "             [--collective-timeout SECONDS]  a wait for other ranks longer than this ends the\n"
+    "             [--collective-timeout SECONDS]  a wait for other ranks longer than this ends "
+    "the\n"
     "                 job with a report naming the ranks that did not arrive (default 600)\n"
-    "             [--max-skipped-steps N]  fp16 steps skipped in a row before that is an error (20)\n"
+    "             [--max-skipped-steps N]  fp16 steps skipped in a row before that is an error "
+    "(20)\n"
     "             [--check-numerics]  name the first op whose output is inf or NaN (slow)\n"
     "       dtrun --version\n"
     "exit codes: 0 done, 1 internal error, 2 bad input, 3 a rank stopped answering (timeout, a\n"
@@ -40,16 +43,37 @@ std::string flightRecorderPath(const std::string& log, int rank) {
   if (log.empty()) return "";
   const size_t slash = log.find_last_of('/');
   const size_t dot = log.find_last_of('.');
-  const std::string stem = dot != std::string::npos && (slash == std::string::npos || dot > slash) ? log.substr(0, dot) : log;
+  const std::string stem = dot != std::string::npos && (slash == std::string::npos || dot > slash)
+                               ? log.substr(0, dot)
+                               : log;
   return stem + ".flight-rank" + std::to_string(rank) + ".json";
 }
 
 // The options and the plan from the command line.
-dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, std::string& planPath) {
+dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
+                             std::string& planPath) {
   auto args = dtc::Args::parse(argc, argv, 1,
-                               {"data", "steps", "seed", "log", "save", "eval", "threads", "sample", "prompt",
-                                "trace", "device", "checkpoint", "checkpoint-every", "keep", "resume",
-                                "init", "eval-every", "eval-batches", "temperature", "top-k", "collective-timeout",
+                               {"data",
+                                "steps",
+                                "seed",
+                                "log",
+                                "save",
+                                "eval",
+                                "threads",
+                                "sample",
+                                "prompt",
+                                "trace",
+                                "device",
+                                "checkpoint",
+                                "checkpoint-every",
+                                "keep",
+                                "resume",
+                                "init",
+                                "eval-every",
+                                "eval-batches",
+                                "temperature",
+                                "top-k",
+                                "collective-timeout",
                                 "max-skipped-steps"},
                                {"check-numerics"});
   if (!args.ok()) return args.status();
@@ -81,7 +105,8 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, 
   if (*evalBatches < 0) return dtc::Status::InvalidInput("--eval-batches must be >= 0");
   options.evalEvery = *evalEvery;
   options.evalBatches = *evalBatches;
-  if (*keep < 0 || *keep > 1000000) return dtc::Status::InvalidInput("--keep must be between 0 and 1000000");
+  if (*keep < 0 || *keep > 1000000)
+    return dtc::Status::InvalidInput("--keep must be between 0 and 1000000");
   for (const char* flag : {"checkpoint", "resume", "init", "save", "log", "trace", "eval", "data"})
     if (args->has(flag) && args->str(flag).empty())
       return dtc::Status::InvalidInput(std::string("--") + flag + " needs a path");
@@ -105,7 +130,8 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options, 
   auto maxSkipped = args->integer("max-skipped-steps", options.maxSkippedSteps);
   if (!timeout.ok()) return timeout.status();
   if (!maxSkipped.ok()) return maxSkipped.status();
-  if (!(*timeout > 0 && *timeout <= 1e7)) return dtc::Status::InvalidInput("--collective-timeout must be in (0, 1e7] seconds");
+  if (!(*timeout > 0 && *timeout <= 1e7))
+    return dtc::Status::InvalidInput("--collective-timeout must be in (0, 1e7] seconds");
   if (*maxSkipped < 1) return dtc::Status::InvalidInput("--max-skipped-steps must be >= 1");
   options.collectiveTimeout = *timeout;
   options.maxSkippedSteps = *maxSkipped;
@@ -138,7 +164,8 @@ int main(int argc, char** argv) {
   std::string planPath;
   dtc::Status ready = parseCommandLine(argc, argv, options, planPath);
   if (ready.ok()) ready = dtc::runtimeOptionsStatus().status();  // a malformed DTC_* switch
-  dtc::StatusOr<dtc::Plan> plan = ready.ok() ? dtc::Plan::load(planPath) : dtc::StatusOr<dtc::Plan>(ready);
+  dtc::StatusOr<dtc::Plan> plan =
+      ready.ok() ? dtc::Plan::load(planPath) : dtc::StatusOr<dtc::Plan>(ready);
   if (plan.ok()) {
     // The plan says where it was compiled to run; --device overrides it.
     if (options.device.empty()) {
@@ -149,8 +176,9 @@ int main(int argc, char** argv) {
   } else {
     ready = plan.status();
   }
-  dtc::comm::configureWatchdog({options.collectiveTimeout > 0 ? options.collectiveTimeout
-                                                              : dtc::comm::kDefaultCollectiveTimeoutSeconds,
+  dtc::comm::configureWatchdog({options.collectiveTimeout > 0
+                                    ? options.collectiveTimeout
+                                    : dtc::comm::kDefaultCollectiveTimeoutSeconds,
                                 flightRecorderPath(options.logPath, world->rank)});
   if (world->size == 1) {
     if (!ready.ok()) return fail(ready);
@@ -162,13 +190,16 @@ int main(int argc, char** argv) {
   std::unique_ptr<dtc::comm::Communicator> comm = std::move(mpi).value();
   // Without MPI among them, every process fails alone; a failure that is the same on every
   // process (its flags, the job's size) is said once, by rank 0.
-  if (comm->size() != world->size && !ready.ok()) return world->rank == 0 ? fail(ready) : ready.exitCode();
+  if (comm->size() != world->size && !ready.ok())
+    return world->rank == 0 ? fail(ready) : ready.exitCode();
   if (comm->size() != world->size)
-    return fail(dtc::Status::InvalidInput(
-        world->source + " started " + std::to_string(world->size) + " processes, but MPI sees " +
-        std::to_string(comm->size()) + ": the CPU backend communicates through MPI (launch "
-        "with mpirun or srun)"));
-  const std::vector<dtc::RunField> fields = ready.ok() ? dtc::runFields(*plan, options) : std::vector<dtc::RunField>();
+    return fail(
+        dtc::Status::InvalidInput(world->source + " started " + std::to_string(world->size) +
+                                  " processes, but MPI sees " + std::to_string(comm->size()) +
+                                  ": the CPU backend communicates through MPI (launch "
+                                  "with mpirun or srun)"));
+  const std::vector<dtc::RunField> fields =
+      ready.ok() ? dtc::runFields(*plan, options) : std::vector<dtc::RunField>();
   if (dtc::Status agreed = dtc::agreeToStart(*comm, ready, fields); !agreed.ok())
     return dtc::reportAgreedFailure(*comm, agreed);
   dtc::Status status = dtc::train(*plan, options, std::move(comm));

@@ -1,10 +1,10 @@
 // MeshAttr and ShardingAttr: syntax, verification and shape arithmetic.
 #include "dist/IR/DistOps.h"
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectImplementation.h"
 
 using namespace mlir;
 using namespace dtc::dist;
@@ -35,10 +35,8 @@ Attribute MeshAttr::parse(AsmParser& parser, Type) {
     sizes.push_back(size);
     return success();
   };
-  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater, parseAxis))
-    return {};
-  return parser.getChecked<MeshAttr>(parser.getContext(),
-                                     parser.getBuilder().getArrayAttr(names),
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater, parseAxis)) return {};
+  return parser.getChecked<MeshAttr>(parser.getContext(), parser.getBuilder().getArrayAttr(names),
                                      parser.getBuilder().getDenseI64ArrayAttr(sizes));
 }
 
@@ -52,7 +50,8 @@ void MeshAttr::print(AsmPrinter& printer) const {
 
 LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr names,
                                DenseI64ArrayAttr sizes) {
-  if (names.size() != static_cast<size_t>(sizes.size())) return emitError() << "mesh: names and sizes differ in count";
+  if (names.size() != static_cast<size_t>(sizes.size()))
+    return emitError() << "mesh: names and sizes differ in count";
   llvm::SmallSet<StringRef, 4> seen;
   for (auto [name, size] : llvm::zip(names, sizes.asArrayRef())) {
     auto str = dyn_cast<StringAttr>(name);
@@ -228,8 +227,9 @@ std::optional<std::string> ShardingAttr::check(MeshAttr mesh, ArrayRef<int64_t> 
       for (Attribute a : axes) names += (names.empty() ? "" : ",") + cast<StringAttr>(a).str();
       if (dimBlocks(d) != 1)
         return "dimension " + std::to_string(d) + " of size " + std::to_string(size) +
-               " does not divide into " + std::to_string(dimBlocks(d)) + " chunks over mesh axes {" +
-               names + "} (" + std::to_string(parts / dimBlocks(d)) + " devices)";
+               " does not divide into " + std::to_string(dimBlocks(d)) +
+               " chunks over mesh axes {" + names + "} (" + std::to_string(parts / dimBlocks(d)) +
+               " devices)";
       return "dimension " + std::to_string(d) + " of size " + std::to_string(size) +
              " does not divide over mesh axes {" + names + "} (" + std::to_string(parts) +
              " devices)";

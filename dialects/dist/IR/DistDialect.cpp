@@ -2,8 +2,8 @@
 
 #include "common/DeclaredAttributes.h"
 #include "dist/IR/DistOps.h"
-#include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/DialectImplementation.h"
 
 using namespace mlir;
 using namespace dtc::dist;
@@ -35,11 +35,11 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation* op, NamedAttribut
 }
 
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation* op, unsigned, unsigned index,
-                                                     NamedAttribute attr) {
+                                                    NamedAttribute attr) {
   return dtc::verifyDeclaredAttribute(kDeclared, op, OnArgument, attr, index);
 }
 
 LogicalResult DistDialect::verifyRegionResultAttribute(Operation* op, unsigned, unsigned index,
-                                                        NamedAttribute attr) {
+                                                       NamedAttribute attr) {
   return dtc::verifyDeclaredAttribute(kDeclared, op, OnResult, attr, index);
 }

@@ -24,7 +24,8 @@ FailureOr<int64_t> groupSize(Operation* op, ArrayAttr axes) {
 
 LogicalResult checkDim(Operation* op, RankedTensorType type, int64_t dim, StringRef what) {
   if (dim < 0 || dim >= type.getRank())
-    return op->emitOpError() << what << " " << dim << " is out of range for rank " << type.getRank();
+    return op->emitOpError() << what << " " << dim << " is out of range for rank "
+                             << type.getRank();
   return success();
 }
 
@@ -42,8 +43,8 @@ LogicalResult checkScaled(Operation* op, Value x, Value result, int64_t dim, int
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t want = d == dim ? in.getDimSize(d) * num / den : in.getDimSize(d);
     if (out.getDimSize(d) != want)
-      return op->emitOpError("result type ") << out << " does not match input " << in
-                                             << " over " << std::max(num, den) << " devices";
+      return op->emitOpError("result type ") << out << " does not match input " << in << " over "
+                                             << std::max(num, den) << " devices";
   }
   return success();
 }
@@ -87,9 +88,8 @@ LogicalResult AllToAllOp::verify() {
     return failure();
   if (getSplitDim() == getConcatDim()) return emitOpError("split_dim equals concat_dim");
   if (in.getDimSize(getSplitDim()) % *n != 0)
-    return emitOpError("dimension ") << getSplitDim() << " of size "
-                                     << in.getDimSize(getSplitDim()) << " does not divide over "
-                                     << *n << " devices";
+    return emitOpError("dimension ") << getSplitDim() << " of size " << in.getDimSize(getSplitDim())
+                                     << " does not divide over " << *n << " devices";
   SmallVector<int64_t> want(in.getShape());
   want[getSplitDim()] /= *n;
   want[getConcatDim()] *= *n;

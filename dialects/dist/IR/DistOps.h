@@ -20,7 +20,8 @@
 namespace dtc::dist {
 
 // The names of the dist dialect's declared attributes (DistAttributes.def).
-#define DTC_DIALECT_ATTR(constant, name, Kind, places) inline constexpr const char constant[] = name;
+#define DTC_DIALECT_ATTR(constant, name, Kind, places) \
+  inline constexpr const char constant[] = name;
 #include "dist/IR/DistAttributes.def"
 #undef DTC_DIALECT_ATTR
 

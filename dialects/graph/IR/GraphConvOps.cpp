@@ -19,8 +19,8 @@ std::optional<std::string> checkConv2d(ArrayRef<int64_t> x, ArrayRef<int64_t> w,
                                        ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
                                        SmallVectorImpl<int64_t>& out) {
   if (x.size() != 4 || w.size() != 4)
-    return "conv2d needs NCHW input and [out, in, kh, kw] weight, got " + shapeString(x) +
-           " and " + shapeString(w);
+    return "conv2d needs NCHW input and [out, in, kh, kw] weight, got " + shapeString(x) + " and " +
+           shapeString(w);
   if (w[1] != x[1])
     return "conv2d weight expects " + std::to_string(w[1]) + " input channels, input has " +
            std::to_string(x[1]);
@@ -52,7 +52,8 @@ std::optional<std::string> checkMaxPool2d(ArrayRef<int64_t> x, ArrayRef<int64_t>
   return std::nullopt;
 }
 
-std::optional<std::string> checkBatchNorm(ArrayRef<int64_t> x, ArrayRef<ArrayRef<int64_t>> perChannel) {
+std::optional<std::string> checkBatchNorm(ArrayRef<int64_t> x,
+                                          ArrayRef<ArrayRef<int64_t>> perChannel) {
   if (x.size() != 4) return "batch_norm needs NCHW input, got " + shapeString(x);
   for (ArrayRef<int64_t> p : perChannel)
     if (p.size() != 1 || p[0] != x[1])
@@ -76,8 +77,8 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext* ctx, std::optional<Locatio
 LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type>& types) {
   SmallVector<int64_t> out;
-  if (auto error = checkMaxPool2d(shapeOf(adaptor.getX()), adaptor.getKernel(),
-                                  adaptor.getStride(), out))
+  if (auto error =
+          checkMaxPool2d(shapeOf(adaptor.getX()), adaptor.getKernel(), adaptor.getStride(), out))
     return emitOptionalError(loc, *error);
   types.push_back(f32Tensor(ctx, out));
   return success();
@@ -86,9 +87,9 @@ LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext* ctx, std::optional<Loca
 LogicalResult BatchNormTrainOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                                  Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());
-  if (auto error = checkBatchNorm(x, {shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias()),
-                                      shapeOf(adaptor.getRunningMean()),
-                                      shapeOf(adaptor.getRunningVar())}))
+  if (auto error =
+          checkBatchNorm(x, {shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias()),
+                             shapeOf(adaptor.getRunningMean()), shapeOf(adaptor.getRunningVar())}))
     return emitOptionalError(loc, *error);
   types.push_back(adaptor.getX().getType());
   types.append(4, f32Tensor(ctx, {x[1]}));
@@ -96,7 +97,8 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(MLIRContext* ctx, std::optional
 }
 
 LogicalResult BatchNormTrainGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
-                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type>& types) {
   types.push_back(adaptor.getX().getType());
   types.append(2, adaptor.getWeight().getType());
   return success();
@@ -104,10 +106,10 @@ LogicalResult BatchNormTrainGradOp::inferReturnTypes(MLIRContext*, std::optional
 
 LogicalResult BatchNormEvalOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                                 Adaptor adaptor, SmallVectorImpl<Type>& types) {
-  if (auto error = checkBatchNorm(shapeOf(adaptor.getX()),
-                                  {shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias()),
-                                   shapeOf(adaptor.getRunningMean()),
-                                   shapeOf(adaptor.getRunningVar())}))
+  if (auto error =
+          checkBatchNorm(shapeOf(adaptor.getX()),
+                         {shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias()),
+                          shapeOf(adaptor.getRunningMean()), shapeOf(adaptor.getRunningVar())}))
     return emitOptionalError(loc, *error);
   types.push_back(adaptor.getX().getType());
   return success();
@@ -120,8 +122,7 @@ LogicalResult BatchNormEvalOp::inferReturnTypes(MLIRContext*, std::optional<Loca
 namespace {
 
 LogicalResult perChannelTypes(MLIRContext* ctx, std::optional<Location> loc, Value x,
-                              ValueRange perChannel, unsigned count,
-                              SmallVectorImpl<Type>& types) {
+                              ValueRange perChannel, unsigned count, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> shape = shapeOf(x);
   SmallVector<ArrayRef<int64_t>> shapes;
   for (Value v : perChannel) shapes.push_back(shapeOf(v));
@@ -145,7 +146,8 @@ LogicalResult BatchNormCenteredSquaresOp::inferReturnTypes(MLIRContext* ctx,
 }
 
 LogicalResult BatchNormNormalizeOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
-                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type>& types) {
   types.push_back(adaptor.getX().getType());
   return perChannelTypes(ctx, loc, adaptor.getX(),
                          {adaptor.getSum(), adaptor.getSquares(), adaptor.getWeight(),
@@ -162,7 +164,8 @@ LogicalResult BatchNormGradSumsOp::inferReturnTypes(MLIRContext* ctx, std::optio
 }
 
 LogicalResult BatchNormGradInputOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
-                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type>& types) {
   if (adaptor.getDy().getType() != adaptor.getX().getType())
     return emitOptionalError(loc, "dy and x differ in type");
   SmallVector<Type> unused;

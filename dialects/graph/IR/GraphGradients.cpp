@@ -120,7 +120,7 @@ Grads LinearOp::buildGradients(OpBuilder& b, ValueRange dys) {
 
 Grads SoftmaxCrossEntropyOp::buildGradients(OpBuilder& b, ValueRange dys) {
   Value dLogits = SoftmaxCrossEntropyGradOp::create(b, getLoc(), dys[0], getLogits(), getLabels(),
-                                                   getCountAttr());
+                                                    getCountAttr());
   return SmallVector<Value>{dLogits, Value()};
 }
 
@@ -156,15 +156,14 @@ Grads SplitOp::buildGradients(OpBuilder& b, ValueRange dys) {
   // Pieces the loss does not use contribute zeros.
   SmallVector<Value> pieces;
   for (auto [piece, dy] : llvm::zip(getPieces(), dys))
-    pieces.push_back(dy ? dy
-                        : Value(FillOp::create(b, getLoc(), piece.getType(),
-                                               b.getF32FloatAttr(0.0f))));
+    pieces.push_back(
+        dy ? dy : Value(FillOp::create(b, getLoc(), piece.getType(), b.getF32FloatAttr(0.0f))));
   return SmallVector<Value>{ConcatOp::create(b, getLoc(), pieces, getAxis())};
 }
 
 Grads ConcatOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  auto split = SplitOp::create(b, getLoc(), dys[0], getAxis(),
-                               static_cast<int64_t>(getPieces().size()));
+  auto split =
+      SplitOp::create(b, getLoc(), dys[0], getAxis(), static_cast<int64_t>(getPieces().size()));
   return SmallVector<Value>(split.getPieces());
 }
 
@@ -184,15 +183,14 @@ Grads CausalAttentionOp::buildGradients(OpBuilder& b, ValueRange dys) {
 Grads LayerNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
   // mean and rstd are by-products for the backward pass; only y carries a gradient.
   if (!dys[0]) return SmallVector<Value>{Value(), Value(), Value()};
-  auto grad = LayerNormGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getMean(),
-                                      getRstd());
+  auto grad =
+      LayerNormGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getMean(), getRstd());
   return SmallVector<Value>{grad.getDx(), grad.getDweight(), grad.getDbias()};
 }
 
 Grads EmbeddingOp::buildGradients(OpBuilder& b, ValueRange dys) {
   int64_t vocab = tensorType(getTable()).getShape()[0];
-  return SmallVector<Value>{EmbeddingGradOp::create(b, getLoc(), dys[0], getIds(), vocab),
-                            Value()};
+  return SmallVector<Value>{EmbeddingGradOp::create(b, getLoc(), dys[0], getIds(), vocab), Value()};
 }
 
 //===----------------------------------------------------------------------===//
@@ -215,7 +213,7 @@ Grads MaxPool2dOp::buildGradients(OpBuilder& b, ValueRange dys) {
 Grads BatchNormTrainOp::buildGradients(OpBuilder& b, ValueRange dys) {
   // Only y carries a gradient; the statistics and running-statistics updates do not.
   if (!dys[0]) return SmallVector<Value>(5, Value());
-  auto grad = BatchNormTrainGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getMean(),
-                                           getRstd());
+  auto grad =
+      BatchNormTrainGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getMean(), getRstd());
   return SmallVector<Value>{grad.getDx(), grad.getDweight(), grad.getDbias(), Value(), Value()};
 }

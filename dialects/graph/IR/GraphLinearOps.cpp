@@ -14,15 +14,14 @@ std::optional<std::string> dtc::graph::checkLinear(ArrayRef<int64_t> x, ArrayRef
   return std::nullopt;
 }
 
-LogicalResult LinearOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
-                                         Adaptor adaptor, SmallVectorImpl<Type>& types) {
+LogicalResult LinearOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX()), w = shapeOf(adaptor.getWeight());
   if (auto error = checkLinear(x, w)) return emitOptionalError(loc, *error);
   SmallVector<int64_t> y(x.drop_back());
   y.push_back(w[0]);
   mlir::Type element = contractionElement(adaptor.getX(), adaptor.getWeight());
-  if (!element)
-    return emitOptionalError(loc, "linear: operands of different element types");
+  if (!element) return emitOptionalError(loc, "linear: operands of different element types");
   types.push_back(RankedTensorType::get(y, element));
   return success();
 }
@@ -56,46 +55,57 @@ LogicalResult LinearGradWeightOp::inferReturnTypes(MLIRContext*, std::optional<L
 }
 
 // linear_bias and linear_bias_gelu: linear's checks, and a bias of the output features.
-static LogicalResult inferLinearBias(std::optional<Location> loc, MLIRContext* ctx, Value x, Value weight,
-                                     Value bias, StringRef op, int results, SmallVectorImpl<Type>& types) {
+static LogicalResult inferLinearBias(std::optional<Location> loc, MLIRContext* ctx, Value x,
+                                     Value weight, Value bias, StringRef op, int results,
+                                     SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> xs = shapeOf(x), w = shapeOf(weight), b = shapeOf(bias);
   if (auto error = checkLinear(xs, w)) return emitOptionalError(loc, op, ": ", *error);
-  if (!contractionElement(x, weight)) return emitOptionalError(loc, op, ": x and weight of different element types");
+  if (!contractionElement(x, weight))
+    return emitOptionalError(loc, op, ": x and weight of different element types");
   if (b.size() != 1 || b[0] != w[0])
-    return emitOptionalError(loc, op, ": bias ", shapeString(b), " does not match the weight ", shapeString(w));
+    return emitOptionalError(loc, op, ": bias ", shapeString(b), " does not match the weight ",
+                             shapeString(w));
   SmallVector<int64_t> y(xs.drop_back());
   y.push_back(w[0]);
   for (int i = 0; i < results; ++i) types.push_back(f32Tensor(ctx, y));
   return success();
 }
 
-LogicalResult LinearBiasOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc, Adaptor adaptor,
-                                             SmallVectorImpl<Type>& types) {
-  return inferLinearBias(loc, ctx, adaptor.getX(), adaptor.getWeight(), adaptor.getBias(), "linear_bias", 1, types);
+LogicalResult LinearBiasOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                             Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  return inferLinearBias(loc, ctx, adaptor.getX(), adaptor.getWeight(), adaptor.getBias(),
+                         "linear_bias", 1, types);
 }
 
-LogicalResult LinearBiasGeluOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc, Adaptor adaptor,
-                                                 SmallVectorImpl<Type>& types) {
-  return inferLinearBias(loc, ctx, adaptor.getX(), adaptor.getWeight(), adaptor.getBias(), "linear_bias_gelu", 2,
-                         types);
+LogicalResult LinearBiasGeluOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  return inferLinearBias(loc, ctx, adaptor.getX(), adaptor.getWeight(), adaptor.getBias(),
+                         "linear_bias_gelu", 2, types);
 }
 
 LogicalResult LinearGradInputGeluOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
-                                                      Adaptor adaptor, SmallVectorImpl<Type>& types) {
+                                                      Adaptor adaptor,
+                                                      SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> dy = shapeOf(adaptor.getDy()), w = shapeOf(adaptor.getWeight());
   if (dy.size() < 2 || w.size() != 2 || dy.back() != w[0])
     return emitOptionalError(loc, "linear_grad_input_gelu: dy ", shapeString(dy), " and weight ",
                              shapeString(w), " do not match");
   if (!contractionElement(adaptor.getDy(), adaptor.getWeight()))
-    return emitOptionalError(loc, "linear_grad_input_gelu: dy and weight of different element types");
+    return emitOptionalError(loc,
+                             "linear_grad_input_gelu: dy and weight of different element types");
   SmallVector<int64_t> dx(dy.drop_back());
   dx.push_back(w[1]);
   if (shapeOf(adaptor.getPre()) != ArrayRef<int64_t>(dx))
-    return emitOptionalError(loc, "linear_grad_input_gelu: pre ", shapeString(shapeOf(adaptor.getPre())),
+    return emitOptionalError(loc, "linear_grad_input_gelu: pre ",
+                             shapeString(shapeOf(adaptor.getPre())),
                              " is not the input gradient's shape ", shapeString(dx));
   types.push_back(f32Tensor(ctx, dx));
   return success();
 }
 
-bool LinearBiasOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return narrowableFirstResult(l, r); }
-bool LinearBiasGeluOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return narrowableFirstResult(l, r); }
+bool LinearBiasOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return narrowableFirstResult(l, r);
+}
+bool LinearBiasGeluOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return narrowableFirstResult(l, r);
+}

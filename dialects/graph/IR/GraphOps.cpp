@@ -2,8 +2,8 @@
 #include "graph/IR/GraphOps.h"
 #include "graph/IR/TypeUtils.h"
 
-#include "mlir/Dialect/Traits.h"
 #include "llvm/ADT/STLExtras.h"
+#include "mlir/Dialect/Traits.h"
 
 using namespace mlir;
 using namespace dtc::graph;
@@ -14,7 +14,8 @@ RankedTensorType scalarF32(MLIRContext* ctx) { return f32Tensor(ctx, {}); }
 
 LogicalResult inferBroadcast(MLIRContext* ctx, std::optional<Location> loc, Value lhs, Value rhs,
                              SmallVectorImpl<Type>& types) {
-  if (auto error = checkBroadcast(shapeOf(lhs), shapeOf(rhs))) return emitOptionalError(loc, *error);
+  if (auto error = checkBroadcast(shapeOf(lhs), shapeOf(rhs)))
+    return emitOptionalError(loc, *error);
   SmallVector<int64_t> shape;
   OpTrait::util::getBroadcastedShape(shapeOf(lhs), shapeOf(rhs), shape);
   types.push_back(f32Tensor(ctx, shape));
@@ -38,8 +39,7 @@ std::optional<std::string> checkBroadcast(ArrayRef<int64_t> lhs, ArrayRef<int64_
   return std::nullopt;
 }
 
-std::optional<std::string> checkMatmul(ArrayRef<int64_t> a, ArrayRef<int64_t> b, bool tA,
-                                       bool tB) {
+std::optional<std::string> checkMatmul(ArrayRef<int64_t> a, ArrayRef<int64_t> b, bool tA, bool tB) {
   if (a.size() != 2 || b.size() != 2)
     return "matmul needs 2-D operands, got " + shapeString(a) + " and " + shapeString(b);
   int64_t ka = tA ? a[0] : a[1];
@@ -53,8 +53,8 @@ std::optional<std::string> checkMatmul(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
 
 std::optional<std::string> checkCrossEntropy(ArrayRef<int64_t> logits, ArrayRef<int64_t> labels) {
   if (logits.size() != 2 || labels.size() != 1 || labels[0] != logits[0])
-    return "cross-entropy needs logits [N,C] and labels [N], got " + shapeString(logits) +
-           " and " + shapeString(labels);
+    return "cross-entropy needs logits [N,C] and labels [N], got " + shapeString(logits) + " and " +
+           shapeString(labels);
   return std::nullopt;
 }
 
@@ -108,8 +108,8 @@ LogicalResult BroadcastOp::verify() {
   ArrayRef<int64_t> out = shapeOf(getResult());
   if (!OpTrait::util::getBroadcastedShape(shapeOf(getX()), out, shape) ||
       ArrayRef<int64_t>(shape) != out)
-    return emitOpError("cannot broadcast ") << shapeString(shapeOf(getX())) << " to "
-                                            << shapeString(out);
+    return emitOpError("cannot broadcast ")
+           << shapeString(shapeOf(getX())) << " to " << shapeString(out);
   return success();
 }
 
@@ -119,9 +119,9 @@ LogicalResult ReshapeOp::verify() {
   if (in.getElementType() != out.getElementType())
     return emitOpError("cannot change the element type");
   if (in.getNumElements() != out.getNumElements())
-    return emitOpError("cannot reshape ") << shapeString(in.getShape()) << " ("
-                                          << in.getNumElements() << " elements) to "
-                                          << shapeString(out.getShape());
+    return emitOpError("cannot reshape ")
+           << shapeString(in.getShape()) << " (" << in.getNumElements() << " elements) to "
+           << shapeString(out.getShape());
   return success();
 }
 
@@ -131,22 +131,20 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
-                                         Adaptor adaptor, SmallVectorImpl<Type>& types) {
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> a = shapeOf(adaptor.getLhs()), b = shapeOf(adaptor.getRhs());
   if (auto error = checkMatmul(a, b, adaptor.getTransposeLhs(), adaptor.getTransposeRhs()))
     return emitOptionalError(loc, *error);
   int64_t m = adaptor.getTransposeLhs() ? a[1] : a[0];
   int64_t n = adaptor.getTransposeRhs() ? b[0] : b[1];
   mlir::Type element = contractionElement(adaptor.getLhs(), adaptor.getRhs());
-  if (!element)
-    return emitOptionalError(loc, "matmul: operands of different element types");
+  if (!element) return emitOptionalError(loc, "matmul: operands of different element types");
   types.push_back(RankedTensorType::get(SmallVector<int64_t>{m, n}, element));
   return success();
 }
 
-LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext* ctx,
-                                                      std::optional<Location> loc,
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                                       Adaptor adaptor,
                                                       SmallVectorImpl<Type>& types) {
   if (auto error = checkCrossEntropy(shapeOf(adaptor.getLogits()), shapeOf(adaptor.getLabels())))
@@ -170,9 +168,8 @@ LogicalResult MseOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>,
 
 LogicalResult MseOp::verify() {
   if (getPred().getType() != getTarget().getType())
-    return emitOpError("prediction ") << shapeString(shapeOf(getPred()))
-                                      << " and target " << shapeString(shapeOf(getTarget()))
-                                      << " differ in shape";
+    return emitOpError("prediction ") << shapeString(shapeOf(getPred())) << " and target "
+                                      << shapeString(shapeOf(getTarget())) << " differ in shape";
   return success();
 }
 
@@ -182,8 +179,8 @@ LogicalResult MseGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
   return success();
 }
 
-LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
-                                            Adaptor adaptor, SmallVectorImpl<Type>& types) {
+LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext*, std::optional<Location>, Adaptor adaptor,
+                                            SmallVectorImpl<Type>& types) {
   types.push_back(adaptor.getParam().getType());
   types.push_back(adaptor.getParam().getType());
   return success();
@@ -212,10 +209,14 @@ std::optional<int64_t> dtc::graph::meanCount(Operation* op) {
   auto numel = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
   auto rows = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); };
   std::optional<int64_t> own;
-  if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(op)) own = rows(ce.getLogits());
-  else if (auto ce = dyn_cast<SoftmaxCrossEntropyGradOp>(op)) own = rows(ce.getLogits());
-  else if (auto mse = dyn_cast<MseOp>(op)) own = numel(mse.getPred());
-  else if (auto mse = dyn_cast<MseGradOp>(op)) own = numel(mse.getPred());
+  if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(op))
+    own = rows(ce.getLogits());
+  else if (auto ce = dyn_cast<SoftmaxCrossEntropyGradOp>(op))
+    own = rows(ce.getLogits());
+  else if (auto mse = dyn_cast<MseOp>(op))
+    own = numel(mse.getPred());
+  else if (auto mse = dyn_cast<MseGradOp>(op))
+    own = numel(mse.getPred());
   if (!own) return std::nullopt;
   if (auto count = op->getAttrOfType<IntegerAttr>("count")) return count.getInt();
   return own;

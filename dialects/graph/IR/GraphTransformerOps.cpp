@@ -48,8 +48,8 @@ std::optional<std::string> checkLayerNorm(ArrayRef<int64_t> x, ArrayRef<int64_t>
                                           ArrayRef<int64_t> b) {
   if (x.empty() || w.size() != 1 || b.size() != 1 || w[0] != x.back() || b[0] != x.back())
     return "layer_norm needs weight and bias of shape [" +
-           (x.empty() ? std::string("?") : std::to_string(x.back())) + "], got " +
-           shapeString(w) + " and " + shapeString(b) + " for input " + shapeString(x);
+           (x.empty() ? std::string("?") : std::to_string(x.back())) + "], got " + shapeString(w) +
+           " and " + shapeString(b) + " for input " + shapeString(x);
   return std::nullopt;
 }
 
@@ -70,36 +70,41 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext*, std::optional<Locati
   shape.push_back(tA ? a[r - 1] : a[r - 2]);
   shape.push_back(tB ? b[r - 2] : b[r - 1]);
   mlir::Type element = contractionElement(adaptor.getLhs(), adaptor.getRhs());
-  if (!element)
-    return emitOptionalError(loc, "batch_matmul: operands of different element types");
+  if (!element) return emitOptionalError(loc, "batch_matmul: operands of different element types");
   types.push_back(RankedTensorType::get(shape, element));
   return success();
 }
 
 LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
-                                                 Adaptor adaptor, SmallVectorImpl<Type>& types) {
-  ArrayRef<int64_t> q = shapeOf(adaptor.getQ()), k = shapeOf(adaptor.getK()), v = shapeOf(adaptor.getV());
+                                                  Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> q = shapeOf(adaptor.getQ()), k = shapeOf(adaptor.getK()),
+                    v = shapeOf(adaptor.getV());
   if (q.size() < 2 || q != k || q != v)
-    return emitOptionalError(loc, "causal_attention: q, k and v must share one shape [..., T, D], got ",
+    return emitOptionalError(loc,
+                             "causal_attention: q, k and v must share one shape [..., T, D], got ",
                              shapeString(q), ", ", shapeString(k), ", ", shapeString(v));
   mlir::Type element = commonElement({adaptor.getQ(), adaptor.getK(), adaptor.getV()});
-  if (!element) return emitOptionalError(loc, "causal_attention: q, k and v of different element types");
+  if (!element)
+    return emitOptionalError(loc, "causal_attention: q, k and v of different element types");
   types.push_back(RankedTensorType::get(q, element));
   types.push_back(f32Tensor(ctx, q.drop_back()));
   return success();
 }
 
 LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
-                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+                                                      Adaptor adaptor,
+                                                      SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> q = shapeOf(adaptor.getQ());
   if (q.size() < 2 || shapeOf(adaptor.getDout()) != q || shapeOf(adaptor.getK()) != q ||
       shapeOf(adaptor.getV()) != q || shapeOf(adaptor.getOut()) != q ||
       shapeOf(adaptor.getLse()) != q.drop_back())
-    return emitOptionalError(loc, "causal_attention_grad: operands do not match q ", shapeString(q));
-  mlir::Type element = commonElement({adaptor.getDout(), adaptor.getQ(), adaptor.getK(), adaptor.getV(),
-                                      adaptor.getOut()});
+    return emitOptionalError(loc, "causal_attention_grad: operands do not match q ",
+                             shapeString(q));
+  mlir::Type element = commonElement(
+      {adaptor.getDout(), adaptor.getQ(), adaptor.getK(), adaptor.getV(), adaptor.getOut()});
   if (!element)
-    return emitOptionalError(loc, "causal_attention_grad: dout, q, k, v and out of different element types");
+    return emitOptionalError(
+        loc, "causal_attention_grad: dout, q, k, v and out of different element types");
   for (int i = 0; i < 3; ++i) types.push_back(RankedTensorType::get(q, element));
   return success();
 }
@@ -114,8 +119,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext*, std::optional<Location
   return success();
 }
 
-LogicalResult SplitOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
-                                        Adaptor adaptor, SmallVectorImpl<Type>& types) {
+LogicalResult SplitOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc, Adaptor adaptor,
+                                        SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());
   int64_t axis = adaptor.getAxis(), parts = adaptor.getParts();
   if (auto error = checkSplit(x, axis, parts)) return emitOptionalError(loc, *error);
@@ -125,8 +130,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext*, std::optional<Location> lo
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
-                                         Adaptor adaptor, SmallVectorImpl<Type>& types) {
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type>& types) {
   ValueRange pieces = adaptor.getPieces();
   if (pieces.empty()) return emitOptionalError(loc, "concat needs at least one piece");
   ArrayRef<int64_t> first = shapeOf(pieces.front());
@@ -185,4 +190,6 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<
   return success();
 }
 
-bool LayerNormOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return narrowableFirstResult(l, r); }
+bool LayerNormOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return narrowableFirstResult(l, r);
+}

@@ -9,17 +9,20 @@ namespace {
 
 LogicalResult checkRows(std::optional<Location> loc, Value logits, ValueRange perRow) {
   ArrayRef<int64_t> l = shapeOf(logits);
-  if (l.size() != 2) return emitOptionalError(loc, "logits must be [rows, classes], got ", shapeString(l));
+  if (l.size() != 2)
+    return emitOptionalError(loc, "logits must be [rows, classes], got ", shapeString(l));
   for (Value v : perRow)
     if (shapeOf(v) != ArrayRef<int64_t>{l[0]})
-      return emitOptionalError(loc, "per-row operands must be [", l[0], "], got ", shapeString(shapeOf(v)));
+      return emitOptionalError(loc, "per-row operands must be [", l[0], "], got ",
+                               shapeString(shapeOf(v)));
   return success();
 }
 
 }  // namespace
 
 LogicalResult CrossEntropyRowMaxOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
-                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type>& types) {
   if (failed(checkRows(loc, adaptor.getLogits(), {}))) return failure();
   types.push_back(f32Tensor(ctx, {shapeOf(adaptor.getLogits())[0]}));
   return success();
@@ -34,7 +37,8 @@ LogicalResult CrossEntropyPartsOp::inferReturnTypes(MLIRContext* ctx, std::optio
 }
 
 LogicalResult CrossEntropyCombineOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
-                                                      Adaptor adaptor, SmallVectorImpl<Type>& types) {
+                                                      Adaptor adaptor,
+                                                      SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> m = shapeOf(adaptor.getRowMax());
   if (m.size() != 1 || shapeOf(adaptor.getSumExp()) != m || shapeOf(adaptor.getTarget()) != m)
     return emitOptionalError(loc, "row_max, sum_exp and target must be equal [rows] vectors");
@@ -43,7 +47,8 @@ LogicalResult CrossEntropyCombineOp::inferReturnTypes(MLIRContext* ctx, std::opt
 }
 
 LogicalResult CrossEntropyPartsGradOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
-                                                        Adaptor adaptor, SmallVectorImpl<Type>& types) {
+                                                        Adaptor adaptor,
+                                                        SmallVectorImpl<Type>& types) {
   if (failed(checkRows(loc, adaptor.getLogits(),
                        {adaptor.getLabels(), adaptor.getRowMax(), adaptor.getSumExp()})))
     return failure();

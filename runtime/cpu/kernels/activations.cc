@@ -11,9 +11,9 @@ constexpr int64_t kGrain = 16384;
 // Transcendental kernels cost ~10-20x a plain add per element, so they split earlier.
 constexpr int64_t kGrainTranscendental = 2048;
 
-constexpr float kSqrtHalf = 0.70710678118654752440f;      // 1/√2
-constexpr float kInvSqrt2Pi = 0.39894228040143267794f;    // 1/√(2π)
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;   // √(2/π)
+constexpr float kSqrtHalf = 0.70710678118654752440f;     // 1/√2
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;   // 1/√(2π)
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;  // √(2/π)
 constexpr float kGeluCoeff = 0.044715f;
 
 template <typename Fn>

@@ -38,9 +38,9 @@ void batchNormTrainGrad(const float* dy, const float* x, const float* weight, co
   });
 }
 
-void batchNormEval(const float* x, const float* weight, const float* bias,
-                   const float* runningMean, const float* runningVar, float* y, int64_t n,
-                   int64_t c, int64_t s, float eps, ThreadPool& pool) {
+void batchNormEval(const float* x, const float* weight, const float* bias, const float* runningMean,
+                   const float* runningVar, float* y, int64_t n, int64_t c, int64_t s, float eps,
+                   ThreadPool& pool) {
   pool.parallelFor(n * c, 4, [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t ch = plane % c;

@@ -33,9 +33,9 @@ inline double centeredSquares(const float* x, Channel t, double mu) {
 
 // y, mean and rstd of the channel from the batch mean `mu` and Σ(x − mu)² `sq` over `count`
 // values, and the running statistics (unbiased variance, as PyTorch).
-inline void normalize(const float* x, Channel t, double mu, double sq, int64_t count,
-                      float weight, float bias, float runningMean, float runningVar, float eps,
-                      float momentum, float* y, float& mean, float& rstd, float& newRunningMean,
+inline void normalize(const float* x, Channel t, double mu, double sq, int64_t count, float weight,
+                      float bias, float runningMean, float runningVar, float eps, float momentum,
+                      float* y, float& mean, float& rstd, float& newRunningMean,
                       float& newRunningVar) {
   const double var = sq / double(count);
   const float r = static_cast<float>(1.0 / std::sqrt(var + eps));

@@ -13,8 +13,8 @@ void setBlasThreads(int threads) {
 
 }  // namespace dtc::cpu
 
-#include <cstdlib>
 #include <unistd.h>
+#include <cstdlib>
 
 namespace dtc::cpu {
 
@@ -23,8 +23,10 @@ void selectBlasKernels(char** argv) {
   const char* core = nullptr;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) core = "SkylakeX";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) core = "Haswell";
+  if (__builtin_cpu_supports("avx512f"))
+    core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    core = "Haswell";
 #endif
   if (!core) return;
   ::setenv("OPENBLAS_CORETYPE", core, 1);

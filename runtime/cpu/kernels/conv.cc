@@ -37,7 +37,8 @@ void im2col(const float* x, float* col, const ConvGeometry& g) {
           }
           const float* in = x + (c * g.h + iy) * g.w + lo * g.sw - g.pw + j;
           std::fill(out, out + lo, 0.0f);
-          if (g.sw == 1) std::copy(in, in + (hi - lo), out + lo);
+          if (g.sw == 1)
+            std::copy(in, in + (hi - lo), out + lo);
           else
             for (int64_t xo = lo; xo < hi; ++xo) out[xo] = in[(xo - lo) * g.sw];
           std::fill(out + hi, out + ow, 0.0f);
@@ -67,7 +68,8 @@ void col2im(const float* col, float* dx, const ConvGeometry& g) {
 
 }  // namespace
 
-void conv2d(const float* x, const float* weight, float* y, const ConvGeometry& g, ThreadPool& pool) {
+void conv2d(const float* x, const float* weight, float* y, const ConvGeometry& g,
+            ThreadPool& pool) {
   const int64_t k = g.c * g.kh * g.kw, p = g.oh() * g.ow();
   pool.parallelFor(g.n, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> col(k * p);

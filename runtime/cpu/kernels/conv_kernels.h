@@ -9,9 +9,9 @@
 namespace dtc::cpu {
 
 struct ConvGeometry {
-  int64_t n, c, h, w;        // input [N, C, H, W]
-  int64_t o, kh, kw;         // weight [O, C, kh, kw]
-  int64_t sh, sw, ph, pw;    // stride, zero padding
+  int64_t n, c, h, w;      // input [N, C, H, W]
+  int64_t o, kh, kw;       // weight [O, C, kh, kw]
+  int64_t sh, sw, ph, pw;  // stride, zero padding
   int64_t oh() const { return (h + 2 * ph - kh) / sh + 1; }
   int64_t ow() const { return (w + 2 * pw - kw) / sw + 1; }
 };
@@ -49,9 +49,9 @@ void batchNormTrainGrad(const float* dy, const float* x, const float* weight, co
                         const float* rstd, float* dx, float* dweight, float* dbias, int64_t n,
                         int64_t c, int64_t s, ThreadPool& pool);
 // Evaluation mode: normalise with the running statistics.
-void batchNormEval(const float* x, const float* weight, const float* bias,
-                   const float* runningMean, const float* runningVar, float* y, int64_t n,
-                   int64_t c, int64_t s, float eps, ThreadPool& pool);
+void batchNormEval(const float* x, const float* weight, const float* bias, const float* runningMean,
+                   const float* runningVar, float* y, int64_t n, int64_t c, int64_t s, float eps,
+                   ThreadPool& pool);
 
 // Synchronised BatchNorm (sync_batch_norm.cc): batchNormTrain and batchNormTrainGrad cut at
 // their per-channel sums, which a partitioned plan all-reduces in between. `count` is the
@@ -62,11 +62,11 @@ void batchNormSum(const float* x, float* sum, int64_t n, int64_t c, int64_t s, T
 void batchNormCenteredSquares(const float* x, const float* sum, float* squares, int64_t n,
                               int64_t c, int64_t s, int64_t count, ThreadPool& pool);
 // batchNormTrain's results from the whole batch's sums.
-void batchNormNormalize(const float* x, const float* sum, const float* squares,
-                        const float* weight, const float* bias, const float* runningMean,
-                        const float* runningVar, float* y, float* mean, float* rstd,
-                        float* newRunningMean, float* newRunningVar, int64_t n, int64_t c,
-                        int64_t s, int64_t count, float eps, float momentum, ThreadPool& pool);
+void batchNormNormalize(const float* x, const float* sum, const float* squares, const float* weight,
+                        const float* bias, const float* runningMean, const float* runningVar,
+                        float* y, float* mean, float* rstd, float* newRunningMean,
+                        float* newRunningVar, int64_t n, int64_t c, int64_t s, int64_t count,
+                        float eps, float momentum, ThreadPool& pool);
 // dbias[c] = Σ dy, dweight[c] = Σ dy·xhat (the parameter gradients; partial per device).
 void batchNormGradSums(const float* dy, const float* x, const float* mean, const float* rstd,
                        float* dbias, float* dweight, int64_t n, int64_t c, int64_t s,

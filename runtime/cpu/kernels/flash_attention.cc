@@ -51,7 +51,8 @@ void causalAttentionGrad(const float* dout, const float* q, const float* k, cons
     std::vector<double> gq(d), gk(t * d), gv(t * d);
     for (int64_t s = begin; s < end; ++s) {
       const int64_t base = s * t * d;
-      const float *qs = q + base, *ks = k + base, *vs = v + base, *os = out + base, *dos = dout + base;
+      const float *qs = q + base, *ks = k + base, *vs = v + base, *os = out + base,
+                  *dos = dout + base;
       std::fill(gk.begin(), gk.end(), 0.0);
       std::fill(gv.begin(), gv.end(), 0.0);
       for (int64_t i = 0; i < t; ++i) {

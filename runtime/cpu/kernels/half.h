@@ -26,11 +26,14 @@ DTC_HOST_DEVICE inline uint32_t f32ToBits(float f) {
   return bits;
 }
 
-DTC_HOST_DEVICE inline float bf16ToF32(uint16_t h) { return bitsToF32(static_cast<uint32_t>(h) << 16); }
+DTC_HOST_DEVICE inline float bf16ToF32(uint16_t h) {
+  return bitsToF32(static_cast<uint32_t>(h) << 16);
+}
 
 DTC_HOST_DEVICE inline uint16_t f32ToBf16(float f) {
   uint32_t bits = f32ToBits(f);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
@@ -57,7 +60,7 @@ DTC_HOST_DEVICE inline uint16_t f32ToF16(float f) {
   uint32_t bits = f32ToBits(f);
   uint32_t sign = (bits >> 16) & 0x8000u;
   uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504: inf
   if (abs < 0x38800000u) {
     // Subnormal or zero in half: value = abs / 2^-24 units, rounded to nearest even.

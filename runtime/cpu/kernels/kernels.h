@@ -16,8 +16,8 @@ int64_t numElements(const Shape& shape);
 
 // C[M,N] = op(A) · op(B), op(X) = X or Xᵀ. A is [M,K] (or [K,M] if transA), B is [K,N] (or
 // [N,K] if transB). Through single-threaded BLAS (sgemm) calls on blocks run by `pool`.
-void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
-            bool transA, bool transB, ThreadPool& pool);
+void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, bool transA,
+            bool transB, ThreadPool& pool);
 
 // Element-wise binary ops with NumPy broadcasting: out has shape `outShape`; a and b are
 // broadcast to it (shapes right-aligned, size-1 or missing dimensions repeat).
@@ -37,7 +37,8 @@ void fill(float* out, int64_t n, float value, ThreadPool& pool);
 void relu(const float* x, float* y, int64_t n, ThreadPool& pool);
 void reluGrad(const float* dy, const float* x, float* dx, int64_t n, ThreadPool& pool);
 void tanhForward(const float* x, float* y, int64_t n, ThreadPool& pool);
-void tanhGrad(const float* dy, const float* y, float* dx, int64_t n, ThreadPool& pool);  // y = tanh(x)
+void tanhGrad(const float* dy, const float* y, float* dx, int64_t n,
+              ThreadPool& pool);  // y = tanh(x)
 // approximateTanh: PyTorch's GELU(approximate="tanh"); otherwise the exact erf form.
 void gelu(const float* x, float* y, int64_t n, bool approximateTanh, ThreadPool& pool);
 void geluGrad(const float* dy, const float* x, float* dx, int64_t n, bool approximateTanh,
@@ -69,16 +70,15 @@ void mseGrad(const float* dloss, const float* pred, const float* target, int64_t
 void crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, float* rowMax,
                         ThreadPool& pool);
 void crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
-                       int64_t rows, int64_t classes, int64_t offset, float* sumExp,
-                       float* target, ThreadPool& pool);
+                       int64_t rows, int64_t classes, int64_t offset, float* sumExp, float* target,
+                       ThreadPool& pool);
 // Σ over rows of rowMax + log(sumExp) − target, divided by count.
 float crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
                           int64_t rows, int64_t count);
 // dlogits = dloss · (exp(x − rowMax)/sumExp − onehot(label)) / count, on this block.
 void crossEntropyPartsGrad(float dloss, const float* logits, const int64_t* labels,
-                           const float* rowMax, const float* sumExp, int64_t rows,
-                           int64_t classes, int64_t offset, int64_t count, float* dlogits,
-                           ThreadPool& pool);
+                           const float* rowMax, const float* sumExp, int64_t rows, int64_t classes,
+                           int64_t offset, int64_t count, float* dlogits, ThreadPool& pool);
 
 // torch.optim.SGD (dampening 0, not nesterov) for one tensor:
 //   g = grad + weightDecay·param;  buf = momentum·buf + g  (buf starts at 0);  param -= lr·buf

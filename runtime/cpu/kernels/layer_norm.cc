@@ -24,24 +24,25 @@ void layerNorm(const float* x, const float* w, const float* b, float* y, float* 
   // x, y: [rows, C]; w, b: [C]; mean, rstd: [rows].
   pool.parallelFor(rows, std::max<int64_t>(1, kGrainFloats / std::max<int64_t>(c, 1)),
                    [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* in = x + r * c;
-      double sum = 0;
-      for (int64_t j = 0; j < c; ++j) sum += in[j];
-      const double mu = sum / static_cast<double>(c);
-      double sq = 0;
-      for (int64_t j = 0; j < c; ++j) {
-        const double d = in[j] - mu;
-        sq += d * d;
-      }
-      const float m = static_cast<float>(mu);
-      const float s = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(c) + eps));
-      float* out = y + r * c;
-      for (int64_t j = 0; j < c; ++j) out[j] = (in[j] - m) * s * w[j] + b[j];
-      mean[r] = m;
-      rstd[r] = s;
-    }
-  });
+                     for (int64_t r = begin; r < end; ++r) {
+                       const float* in = x + r * c;
+                       double sum = 0;
+                       for (int64_t j = 0; j < c; ++j) sum += in[j];
+                       const double mu = sum / static_cast<double>(c);
+                       double sq = 0;
+                       for (int64_t j = 0; j < c; ++j) {
+                         const double d = in[j] - mu;
+                         sq += d * d;
+                       }
+                       const float m = static_cast<float>(mu);
+                       const float s =
+                           static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(c) + eps));
+                       float* out = y + r * c;
+                       for (int64_t j = 0; j < c; ++j) out[j] = (in[j] - m) * s * w[j] + b[j];
+                       mean[r] = m;
+                       rstd[r] = s;
+                     }
+                   });
 }
 
 void layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,

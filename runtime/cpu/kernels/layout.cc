@@ -123,8 +123,8 @@ void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<
   });
 }
 
-void concat(const std::vector<const float*>& parts, const Shape& outShape, int64_t axis,
-            float* out, ThreadPool& pool) {
+void concat(const std::vector<const float*>& parts, const Shape& outShape, int64_t axis, float* out,
+            ThreadPool& pool) {
   const int64_t n = static_cast<int64_t>(parts.size());
   if (n == 0 || numElements(outShape) == 0) return;
   int64_t outer, inner;

@@ -18,14 +18,13 @@ void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64
   // cblas takes 32-bit ints (OpenBLAS without INTERFACE64).
   assert(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
          ldc <= INT_MAX);
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
-              c, static_cast<int>(ldc));
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
 }
 
-void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k,
-            bool transA, bool transB, ThreadPool& pool) {
+void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, bool transA,
+            bool transB, ThreadPool& pool) {
   if (m <= 0 || n <= 0) return;
   // An empty inner dimension gives zeros; handled here because sgemm rejects lda == 0.
   if (k <= 0) {
@@ -34,7 +33,8 @@ void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int6
   }
   // Row-major leading dimensions: A is [M,K] or [K,M], B is [K,N] or [N,K], C is [M,N].
   const int64_t lda = transA ? m : k, ldb = transB ? k : n;
-  const int64_t tasks = std::min<int64_t>(pool.size(), std::max<int64_t>(1, m * n * k / kMinGemmFlopsPerTask));
+  const int64_t tasks =
+      std::min<int64_t>(pool.size(), std::max<int64_t>(1, m * n * k / kMinGemmFlopsPerTask));
   if (tasks <= 1) return sgemm(a, b, c, m, n, k, transA, transB, lda, ldb, n);
   if (m >= n) {
     // Row blocks of C: rows of op(A) start at a + r·K ([M,K]) or a + r ([K,M]).

@@ -51,8 +51,10 @@ void adamw(const float* param, const float* grad, const float* m, const float* v
   const float decayFactor = static_cast<float>(1.0 - lrD * weightDecay);
   const float oneMinusBeta1 = static_cast<float>(1.0 - static_cast<double>(beta1));
   const float oneMinusBeta2 = static_cast<float>(1.0 - static_cast<double>(beta2));
-  const double biasCorrection1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
-  const double biasCorrection2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
+  const double biasCorrection1 =
+      1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
+  const double biasCorrection2 =
+      1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
   const float stepSize = static_cast<float>(lrD / biasCorrection1);
   const float biasCorrection2Sqrt = static_cast<float>(std::sqrt(biasCorrection2));
   pool.parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {

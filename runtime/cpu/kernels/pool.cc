@@ -40,7 +40,8 @@ void maxPool2dGrad(const float* dy, const float* x, float* dx, const PoolGeometr
       float* out = dx + plane * g.h * g.w;
       std::memset(out, 0, sizeof(float) * g.h * g.w);
       for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j) out[argmaxInWindow(in, g, i, j)] += dy[plane * oh * ow + i * ow + j];
+        for (int64_t j = 0; j < ow; ++j)
+          out[argmaxInWindow(in, g, i, j)] += dy[plane * oh * ow + i * ow + j];
     }
   });
 }

@@ -81,8 +81,7 @@ void sumAll(const float* x, int64_t n, float* out, ThreadPool& pool) {
 
 // x is [R,K] → [K] with K narrow (the bias-gradient case): too few column blocks to occupy
 // the pool, so split the rows instead, each block writing a [K] partial, then combine.
-void sumLeadingRowSplit(const float* x, int64_t rows, int64_t cols, float* out,
-                        ThreadPool& pool) {
+void sumLeadingRowSplit(const float* x, int64_t rows, int64_t cols, float* out, ThreadPool& pool) {
   const int64_t rowsPerBlockMin = std::max<int64_t>(1, kGrain / cols);
   const int64_t blocks = std::min(kMaxRowBlocks, (rows + rowsPerBlockMin - 1) / rowsPerBlockMin);
   const int64_t rowsPerBlock = (rows + blocks - 1) / blocks;
@@ -117,22 +116,22 @@ void sumKeptInner(const float* x, const std::vector<Dim>& keptOuter,
   const int64_t work = reduceCount * std::min(cols, kColBlock);
   pool.parallelFor(outRows * colBlocks, std::max<int64_t>(1, kGrain / work),
                    [&](int64_t begin, int64_t end) {
-    Odometer red(reduced);
-    double acc[kColBlock];
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t o = t / colBlocks, j0 = (t % colBlocks) * kColBlock;
-      const int64_t width = std::min(kColBlock, cols - j0);
-      const float* base = x + kept.offsetOf(o) + j0;
-      std::fill(acc, acc + width, 0.0);
-      red.reset();
-      for (int64_t q = 0; q < reduceCount; ++q, red.next()) {
-        const float* row = base + red.offset();
-        for (int64_t j = 0; j < width; ++j) acc[j] += row[j];
-      }
-      float* dst = out + o * cols + j0;
-      for (int64_t j = 0; j < width; ++j) dst[j] = static_cast<float>(acc[j]);
-    }
-  });
+                     Odometer red(reduced);
+                     double acc[kColBlock];
+                     for (int64_t t = begin; t < end; ++t) {
+                       const int64_t o = t / colBlocks, j0 = (t % colBlocks) * kColBlock;
+                       const int64_t width = std::min(kColBlock, cols - j0);
+                       const float* base = x + kept.offsetOf(o) + j0;
+                       std::fill(acc, acc + width, 0.0);
+                       red.reset();
+                       for (int64_t q = 0; q < reduceCount; ++q, red.next()) {
+                         const float* row = base + red.offset();
+                         for (int64_t j = 0; j < width; ++j) acc[j] += row[j];
+                       }
+                       float* dst = out + o * cols + j0;
+                       for (int64_t j = 0; j < width; ++j) dst[j] = static_cast<float>(acc[j]);
+                     }
+                   });
 }
 
 // Innermost dim reduced (runs of `len` contiguous elements): each output element sums its
@@ -145,15 +144,16 @@ void sumReducedInner(const float* x, const std::vector<Dim>& keptDims,
   const int64_t runs = Odometer(reducedOuter).count();
   pool.parallelFor(outCount, std::max<int64_t>(1, kGrain / (runs * len)),
                    [&](int64_t begin, int64_t end) {
-    Odometer red(reducedOuter);
-    for (int64_t o = begin; o < end; ++o) {
-      const float* base = x + kept.offsetOf(o);
-      double s = 0;
-      red.reset();
-      for (int64_t q = 0; q < runs; ++q, red.next()) s += sumContiguous(base + red.offset(), len);
-      out[o] = static_cast<float>(s);
-    }
-  });
+                     Odometer red(reducedOuter);
+                     for (int64_t o = begin; o < end; ++o) {
+                       const float* base = x + kept.offsetOf(o);
+                       double s = 0;
+                       red.reset();
+                       for (int64_t q = 0; q < runs; ++q, red.next())
+                         s += sumContiguous(base + red.offset(), len);
+                       out[o] = static_cast<float>(s);
+                     }
+                   });
 }
 
 }  // namespace

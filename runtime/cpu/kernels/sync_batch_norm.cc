@@ -9,7 +9,8 @@ namespace dtc::cpu {
 
 void batchNormSum(const float* x, float* sum, int64_t n, int64_t c, int64_t s, ThreadPool& pool) {
   pool.parallelFor(c, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t ch = begin; ch < end; ++ch) sum[ch] = static_cast<float>(bn::sum(x, {n, c, s, ch}));
+    for (int64_t ch = begin; ch < end; ++ch)
+      sum[ch] = static_cast<float>(bn::sum(x, {n, c, s, ch}));
   });
 }
 
@@ -22,11 +23,11 @@ void batchNormCenteredSquares(const float* x, const float* sum, float* squares, 
   });
 }
 
-void batchNormNormalize(const float* x, const float* sum, const float* squares,
-                        const float* weight, const float* bias, const float* runningMean,
-                        const float* runningVar, float* y, float* mean, float* rstd,
-                        float* newRunningMean, float* newRunningVar, int64_t n, int64_t c,
-                        int64_t s, int64_t count, float eps, float momentum, ThreadPool& pool) {
+void batchNormNormalize(const float* x, const float* sum, const float* squares, const float* weight,
+                        const float* bias, const float* runningMean, const float* runningVar,
+                        float* y, float* mean, float* rstd, float* newRunningMean,
+                        float* newRunningVar, int64_t n, int64_t c, int64_t s, int64_t count,
+                        float eps, float momentum, ThreadPool& pool) {
   pool.parallelFor(c, 1, [&](int64_t begin, int64_t end) {
     for (int64_t ch = begin; ch < end; ++ch)
       bn::normalize(x, {n, c, s, ch}, double(sum[ch]) / double(count), squares[ch], count,
@@ -53,8 +54,8 @@ void batchNormGradInput(const float* dy, const float* x, const float* weight, co
                         int64_t n, int64_t c, int64_t s, int64_t count, ThreadPool& pool) {
   pool.parallelFor(c, 1, [&](int64_t begin, int64_t end) {
     for (int64_t ch = begin; ch < end; ++ch)
-      bn::gradInput(dy, x, {n, c, s, ch}, mean[ch], rstd[ch], weight[ch],
-                    dbias[ch] / double(count), dweight[ch] / double(count), dx);
+      bn::gradInput(dy, x, {n, c, s, ch}, mean[ch], rstd[ch], weight[ch], dbias[ch] / double(count),
+                    dweight[ch] / double(count), dx);
   });
 }
 

@@ -22,8 +22,8 @@ void transpose(const float* x, const Shape& xShape, const std::vector<int64_t>& 
 void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<float*>& outs,
            ThreadPool& pool);
 // The inverse: out (shape xShape) = concatenation of parts along `axis`.
-void concat(const std::vector<const float*>& parts, const Shape& outShape, int64_t axis,
-            float* out, ThreadPool& pool);
+void concat(const std::vector<const float*>& parts, const Shape& outShape, int64_t axis, float* out,
+            ThreadPool& pool);
 
 // x is [batch, T, T] attention scores; y[b,i,j] = softmax_j(scale·x[b,i,j]) over j <= i, and 0
 // for j > i (causal mask). Rows are independent. y may alias x.

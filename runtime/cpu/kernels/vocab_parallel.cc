@@ -20,8 +20,8 @@ void crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, floa
 }
 
 void crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
-                       int64_t rows, int64_t classes, int64_t offset, float* sumExp,
-                       float* target, ThreadPool& pool) {
+                       int64_t rows, int64_t classes, int64_t offset, float* sumExp, float* target,
+                       ThreadPool& pool) {
   pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* row = logits + r * classes;
@@ -44,9 +44,8 @@ float crossEntropyCombine(const float* rowMax, const float* sumExp, const float*
 }
 
 void crossEntropyPartsGrad(float dloss, const float* logits, const int64_t* labels,
-                           const float* rowMax, const float* sumExp, int64_t rows,
-                           int64_t classes, int64_t offset, int64_t count, float* dlogits,
-                           ThreadPool& pool) {
+                           const float* rowMax, const float* sumExp, int64_t rows, int64_t classes,
+                           int64_t offset, int64_t count, float* dlogits, ThreadPool& pool) {
   const float scale = dloss / static_cast<float>(count);
   pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {

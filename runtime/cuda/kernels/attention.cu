@@ -1,6 +1,6 @@
-// Causal softmax over attention scores [batch, T, T] and its gradient (cpu/kernels/attention.cc): one
-// block per row; row i sees keys j <= i, masked entries are exactly 0. A row's reductions finish
-// before any of it is written, so y may alias x (and dx may alias dy or y).
+// Causal softmax over attention scores [batch, T, T] and its gradient (cpu/kernels/attention.cc):
+// one block per row; row i sees keys j <= i, masked entries are exactly 0. A row's reductions
+// finish before any of it is written, so y may alias x (and dx may alias dy or y).
 #include <algorithm>
 
 #include "common.cuh"
@@ -9,7 +9,8 @@
 namespace dtc::cuda::kernels {
 namespace {
 
-__global__ void causalSoftmaxKernel(const float* x, float* y, int64_t rows, int64_t t, float scale) {
+__global__ void causalSoftmaxKernel(const float* x, float* y, int64_t rows, int64_t t,
+                                    float scale) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t i = r % t;  // query position: keys 0..i are visible
     const float* in = x + r * t;
@@ -26,8 +27,8 @@ __global__ void causalSoftmaxKernel(const float* x, float* y, int64_t rows, int6
   }
 }
 
-__global__ void causalSoftmaxGradKernel(const float* dy, const float* y, float* dx, int64_t rows, int64_t t,
-                                        float scale) {
+__global__ void causalSoftmaxGradKernel(const float* dy, const float* y, float* dx, int64_t rows,
+                                        int64_t t, float scale) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t i = r % t;
     const float* g = dy + r * t;
@@ -36,7 +37,8 @@ __global__ void causalSoftmaxGradKernel(const float* dy, const float* y, float* 
     double dot = 0;
     for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) dot += static_cast<double>(g[j]) * p[j];
     const float d = static_cast<float>(blockSum(dot));
-    for (int64_t j = threadIdx.x; j < t; j += blockDim.x) out[j] = j <= i ? scale * p[j] * (g[j] - d) : 0.0f;
+    for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
+      out[j] = j <= i ? scale * p[j] * (g[j] - d) : 0.0f;
   }
 }
 
@@ -44,15 +46,19 @@ unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t
 
 }  // namespace
 
-cudaError_t causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale, cudaStream_t stream) {
-  if (batch * t > 0) causalSoftmaxKernel<<<rowBlocks(batch * t), rowThreads(t), 0, stream>>>(x, y, batch * t, t, scale);
+cudaError_t causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale,
+                          cudaStream_t stream) {
+  if (batch * t > 0)
+    causalSoftmaxKernel<<<rowBlocks(batch * t), rowThreads(t), 0, stream>>>(x, y, batch * t, t,
+                                                                            scale);
   return cudaGetLastError();
 }
 
-cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t, float scale,
-                              cudaStream_t stream) {
+cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
+                              float scale, cudaStream_t stream) {
   if (batch * t > 0)
-    causalSoftmaxGradKernel<<<rowBlocks(batch * t), rowThreads(t), 0, stream>>>(dy, y, dx, batch * t, t, scale);
+    causalSoftmaxGradKernel<<<rowBlocks(batch * t), rowThreads(t), 0, stream>>>(
+        dy, y, dx, batch * t, t, scale);
   return cudaGetLastError();
 }
 

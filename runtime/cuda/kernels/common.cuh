@@ -14,7 +14,8 @@ constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 8192;
 
 inline unsigned blocksFor(int64_t n, int threads = kThreads) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min(kMaxBlocks, (n + threads - 1) / threads)));
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::min(kMaxBlocks, (n + threads - 1) / threads)));
 }
 
 // Threads for a kernel that gives one block to each row of `width` elements: enough to cover
@@ -32,7 +33,9 @@ __device__ inline int64_t globalStride() { return static_cast<int64_t>(gridDim.x
 
 struct SumOp {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct MaxOp {
   // fmaxf would drop NaN; the CPU's std::max(m, x) keeps m when x is NaN, which this matches

@@ -1,6 +1,6 @@
-// The ConvNet's layout kernels (cpu/kernels/conv.cc, cpu/kernels/pool.cc): im2col and its adjoint around the
-// cuBLAS GEMMs of conv2d, the batch sum of per-sample weight gradients, and max pooling. The
-// scatter-adds of the CPU (col2im, the pooling gradient) are gathers here, one thread per
+// The ConvNet's layout kernels (cpu/kernels/conv.cc, cpu/kernels/pool.cc): im2col and its adjoint
+// around the cuBLAS GEMMs of conv2d, the batch sum of per-sample weight gradients, and max pooling.
+// The scatter-adds of the CPU (col2im, the pooling gradient) are gathers here, one thread per
 // output pixel adding its contributions in the CPU's order: the same bits, no atomics.
 #include "common.cuh"
 #include "launchers.h"
@@ -14,14 +14,16 @@ __global__ void im2colKernel(const float* x, float* col, ConvDims g, int64_t tot
     const int64_t s = e / (k * p), row = (e / p) % k, at = e % p;
     const int64_t c = row / (g.kh * g.kw), i = (row / g.kw) % g.kh, j = row % g.kw;
     const int64_t iy = (at / g.ow) * g.sh - g.ph + i, ix = (at % g.ow) * g.sw - g.pw + j;
-    col[e] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[((s * g.c + c) * g.h + iy) * g.w + ix] : 0.0f;
+    col[e] = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? x[((s * g.c + c) * g.h + iy) * g.w + ix]
+                                                        : 0.0f;
   }
 }
 
 __global__ void col2imKernel(const float* col, float* dx, ConvDims g, int64_t total) {
   const int64_t p = g.oh * g.ow, k = g.c * g.kh * g.kw;
   for (int64_t e = globalIndex(); e < total; e += globalStride()) {
-    const int64_t ix = e % g.w, iy = (e / g.w) % g.h, c = (e / (g.w * g.h)) % g.c, s = e / (g.w * g.h * g.c);
+    const int64_t ix = e % g.w, iy = (e / g.w) % g.h, c = (e / (g.w * g.h)) % g.c,
+                  s = e / (g.w * g.h * g.c);
     const float* sample = col + s * k * p;
     float acc = 0.0f;
     for (int64_t i = 0; i < g.kh; ++i) {
@@ -68,7 +70,8 @@ __global__ void maxPoolKernel(const float* x, float* y, PoolDims g, int64_t tota
   }
 }
 
-__global__ void maxPoolGradKernel(const float* dy, const float* x, float* dx, PoolDims g, int64_t total) {
+__global__ void maxPoolGradKernel(const float* dy, const float* x, float* dx, PoolDims g,
+                                  int64_t total) {
   for (int64_t e = globalIndex(); e < total; e += globalStride()) {
     const int64_t ix = e % g.w, iy = (e / g.w) % g.h, plane = e / (g.w * g.h);
     const float* in = x + plane * g.h * g.w;
@@ -101,8 +104,10 @@ cudaError_t col2im(const float* col, float* dx, const ConvDims& g, cudaStream_t 
   return cudaGetLastError();
 }
 
-cudaError_t sumBatches(const float* parts, int64_t batches, int64_t count, float* out, cudaStream_t stream) {
-  if (count > 0) sumBatchesKernel<<<blocksFor(count), kThreads, 0, stream>>>(parts, batches, count, out);
+cudaError_t sumBatches(const float* parts, int64_t batches, int64_t count, float* out,
+                       cudaStream_t stream) {
+  if (count > 0)
+    sumBatchesKernel<<<blocksFor(count), kThreads, 0, stream>>>(parts, batches, count, out);
   return cudaGetLastError();
 }
 
@@ -112,7 +117,8 @@ cudaError_t maxPool2d(const float* x, float* y, const PoolDims& g, cudaStream_t 
   return cudaGetLastError();
 }
 
-cudaError_t maxPool2dGrad(const float* dy, const float* x, float* dx, const PoolDims& g, cudaStream_t stream) {
+cudaError_t maxPool2dGrad(const float* dy, const float* x, float* dx, const PoolDims& g,
+                          cudaStream_t stream) {
   const int64_t total = g.n * g.c * g.h * g.w;
   if (total > 0) maxPoolGradKernel<<<blocksFor(total), kThreads, 0, stream>>>(dy, x, dx, g, total);
   return cudaGetLastError();

@@ -1,6 +1,6 @@
 // Element-wise kernels: broadcasting add/sub/mul, fill, activations and their gradients. Same
-// formulas, in the same order, as cpu/kernels/broadcast_binary.cc and cpu/kernels/activations.cc; every thread
-// reads element i before writing it, so outputs may alias inputs.
+// formulas, in the same order, as cpu/kernels/broadcast_binary.cc and cpu/kernels/activations.cc;
+// every thread reads element i before writing it, so outputs may alias inputs.
 #include <algorithm>
 
 #include "common.cuh"
@@ -22,13 +22,15 @@ __device__ float apply(float x, float y) {
 
 // Rank <= 1 (equal shapes, or a scalar operand): no index arithmetic.
 template <BinaryOp Op, bool ZeroB>
-__global__ void binaryFlat(const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t total) {
+__global__ void binaryFlat(const float* a, int64_t sa, const float* b, int64_t sb, float* out,
+                           int64_t total) {
   for (int64_t i = globalIndex(); i < total; i += globalStride())
     out[i] = apply<Op>(a[i * sa], ZeroB ? 0.0f : b[i * sb]);
 }
 
 template <BinaryOp Op, bool ZeroB>
-__global__ void binaryStrided(const float* a, const float* b, float* out, BroadcastPlan p, int64_t total) {
+__global__ void binaryStrided(const float* a, const float* b, float* out, BroadcastPlan p,
+                              int64_t total) {
   for (int64_t i = globalIndex(); i < total; i += globalStride()) {
     int64_t ao = 0, bo = 0, rem = i;
     for (int d = p.rank - 1; d >= 0; --d) {
@@ -56,8 +58,10 @@ void launchBinary(const float* a, const float* b, float* out, const BroadcastPla
 template <BinaryOp Op>
 void launchBinary(const float* a, const float* b, float* out, const BroadcastPlan& p, int64_t total,
                   cudaStream_t stream) {
-  if (b) launchBinary<Op, false>(a, b, out, p, total, stream);
-  else launchBinary<Op, true>(a, b, out, p, total, stream);
+  if (b)
+    launchBinary<Op, false>(a, b, out, p, total, stream);
+  else
+    launchBinary<Op, true>(a, b, out, p, total, stream);
 }
 
 // Strides of `shape` right-aligned to rank `rank`; missing or size-1 dimensions get 0.
@@ -112,9 +116,11 @@ __global__ void activationGradKernel(const float* dy, const float* at, float* dx
 
 }  // namespace
 
-bool makeBroadcastPlan(const Shape& aShape, const Shape& bShape, const Shape& outShape, BroadcastPlan& plan) {
+bool makeBroadcastPlan(const Shape& aShape, const Shape& bShape, const Shape& outShape,
+                       BroadcastPlan& plan) {
   const size_t rank = outShape.size();
-  const std::vector<int64_t> as = broadcastStrides(aShape, rank), bs = broadcastStrides(bShape, rank);
+  const std::vector<int64_t> as = broadcastStrides(aShape, rank),
+                             bs = broadcastStrides(bShape, rank);
   std::vector<int64_t> dims, aStrides, bStrides;  // innermost first
   for (size_t d = rank; d-- > 0;) {
     const int64_t size = outShape[d];
@@ -141,8 +147,8 @@ bool makeBroadcastPlan(const Shape& aShape, const Shape& bShape, const Shape& ou
   return true;
 }
 
-cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out, const BroadcastPlan& plan,
-                   int64_t total, cudaStream_t stream) {
+cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out,
+                   const BroadcastPlan& plan, int64_t total, cudaStream_t stream) {
   if (total <= 0) return cudaGetLastError();
   switch (op) {
     case BinaryOp::kAdd: launchBinary<BinaryOp::kAdd>(a, b, out, plan, total, stream); break;
@@ -161,10 +167,18 @@ cudaError_t activation(Activation f, const float* x, float* y, int64_t n, cudaSt
   if (n <= 0) return cudaGetLastError();
   const unsigned blocks = blocksFor(n);
   switch (f) {
-    case Activation::kRelu: activationKernel<Activation::kRelu><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
-    case Activation::kTanh: activationKernel<Activation::kTanh><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
-    case Activation::kGeluErf: activationKernel<Activation::kGeluErf><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
-    case Activation::kGeluTanh: activationKernel<Activation::kGeluTanh><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
+    case Activation::kRelu:
+      activationKernel<Activation::kRelu><<<blocks, kThreads, 0, stream>>>(x, y, n);
+      break;
+    case Activation::kTanh:
+      activationKernel<Activation::kTanh><<<blocks, kThreads, 0, stream>>>(x, y, n);
+      break;
+    case Activation::kGeluErf:
+      activationKernel<Activation::kGeluErf><<<blocks, kThreads, 0, stream>>>(x, y, n);
+      break;
+    case Activation::kGeluTanh:
+      activationKernel<Activation::kGeluTanh><<<blocks, kThreads, 0, stream>>>(x, y, n);
+      break;
   }
   return cudaGetLastError();
 }

@@ -25,7 +25,8 @@ __global__ void lookup(const float* table, const int64_t* ids, float* out, int64
   }
 }
 
-__global__ void checkAndNumber(const int64_t* ids, int64_t n, int64_t total, int* positions, int* badId) {
+__global__ void checkAndNumber(const int64_t* ids, int64_t n, int64_t total, int* positions,
+                               int* badId) {
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
     positions[i] = static_cast<int>(i);
     if (ids[i] < 0 || ids[i] >= total) *badId = 1;
@@ -33,8 +34,8 @@ __global__ void checkAndNumber(const int64_t* ids, int64_t n, int64_t total, int
 }
 
 // keys: the ids sorted; order: their positions. The block of a run's first key writes the row.
-__global__ void sumRuns(const float* dy, const int64_t* keys, const int* order, int64_t n, int64_t vocab,
-                        int64_t dim, int64_t offset, float* dtable) {
+__global__ void sumRuns(const float* dy, const int64_t* keys, const int* order, int64_t n,
+                        int64_t vocab, int64_t dim, int64_t offset, float* dtable) {
   for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
     const int64_t id = keys[k];
     if (k > 0 && keys[k - 1] == id) continue;
@@ -60,9 +61,11 @@ size_t sortBytes(int64_t n) {
 
 }  // namespace
 
-cudaError_t embedding(const float* table, const int64_t* ids, float* out, int64_t n, int64_t vocab, int64_t dim,
-                      int64_t offset, int64_t total, int* badId, cudaStream_t stream) {
-  if (n * dim > 0) lookup<<<blocksFor(n * dim), kThreads, 0, stream>>>(table, ids, out, n, vocab, dim, offset, total, badId);
+cudaError_t embedding(const float* table, const int64_t* ids, float* out, int64_t n, int64_t vocab,
+                      int64_t dim, int64_t offset, int64_t total, int* badId, cudaStream_t stream) {
+  if (n * dim > 0)
+    lookup<<<blocksFor(n * dim), kThreads, 0, stream>>>(table, ids, out, n, vocab, dim, offset,
+                                                        total, badId);
   return cudaGetLastError();
 }
 
@@ -70,9 +73,9 @@ uint64_t embeddingGradScratchBytes(int64_t n, int64_t) {
   return align256(n * sizeof(int64_t)) + 2 * align256(n * sizeof(int)) + align256(sortBytes(n));
 }
 
-cudaError_t embeddingGrad(const float* dy, const int64_t* ids, float* dtable, int64_t n, int64_t vocab,
-                          int64_t dim, int64_t offset, int64_t total, void* scratch, uint64_t scratchBytes,
-                          int* badId, cudaStream_t stream) {
+cudaError_t embeddingGrad(const float* dy, const int64_t* ids, float* dtable, int64_t n,
+                          int64_t vocab, int64_t dim, int64_t offset, int64_t total, void* scratch,
+                          uint64_t scratchBytes, int* badId, cudaStream_t stream) {
   cudaError_t e = cudaMemsetAsync(dtable, 0, vocab * dim * sizeof(float), stream);
   if (e != cudaSuccess || n == 0) return e;
   uint8_t* at = static_cast<uint8_t*>(scratch);
@@ -85,8 +88,8 @@ cudaError_t embeddingGrad(const float* dy, const int64_t* ids, float* dtable, in
   size_t tempBytes = scratchBytes - (at - static_cast<uint8_t*>(scratch));
   checkAndNumber<<<blocksFor(n), kThreads, 0, stream>>>(ids, n, total, positions, badId);
   // All 64 bits: invalid (negative or too large) ids sort apart from valid ones too.
-  e = cub::DeviceRadixSort::SortPairs(at, tempBytes, ids, keys, positions, order, static_cast<int>(n), 0,
-                                      64, stream);
+  e = cub::DeviceRadixSort::SortPairs(at, tempBytes, ids, keys, positions, order,
+                                      static_cast<int>(n), 0, 64, stream);
   if (e != cudaSuccess) return e;
   if (dim > 0)
     sumRuns<<<static_cast<unsigned>(std::min<int64_t>(n, 65535)), rowThreads(dim), 0, stream>>>(

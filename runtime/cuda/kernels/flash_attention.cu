@@ -2,9 +2,9 @@
 // cores: TF32 tensor cores would cost ~1e-3 relative error against the CPU parity of 1e-5.
 //
 // bf16 / f16 operands: every kernel is templated on the element type F, and only the global
-// loads (widened exactly, cpu/kernels/half.h) and the final stores (rounded once, to nearest even) see
-// it. The shared-memory tiles stay float32: each tile element is read by 16 threads in the inner
-// loops, so widening once on load keeps those loops (every sum's order, every rounding) the
+// loads (widened exactly, cpu/kernels/half.h) and the final stores (rounded once, to nearest even)
+// see it. The shared-memory tiles stay float32: each tile element is read by 16 threads in the
+// inner loops, so widening once on load keeps those loops (every sum's order, every rounding) the
 // float32 kernels' own, compiled alike: a 16-bit step computes bit for bit what the float32
 // kernels compute on widened copies, the scheme of the CPU's bindLowPrecision, so 16-bit parity
 // is the float32 parity plus one rounding. The cost is shared memory, unchanged from float32:
@@ -30,7 +30,8 @@
 namespace dtc::cuda::kernels {
 namespace {
 
-// The stored element of each Float: the 16-bit types as raw words (cpu/kernels/half.h converts them).
+// The stored element of each Float: the 16-bit types as raw words (cpu/kernels/half.h converts
+// them).
 template <Float F>
 struct Element {
   using Type = uint16_t;
@@ -45,27 +46,34 @@ using Elem = typename Element<F>::Type;
 // Exact: every bf16 and f16 value is a float.
 template <Float F>
 __device__ inline float widen(Elem<F> x) {
-  if constexpr (F == Float::kF32) return x;
-  else if constexpr (F == Float::kBF16) return bf16ToF32(x);
-  else return f16ToF32(x);
+  if constexpr (F == Float::kF32)
+    return x;
+  else if constexpr (F == Float::kBF16)
+    return bf16ToF32(x);
+  else
+    return f16ToF32(x);
 }
 
 // Rounds to nearest even, bit for bit the CPU's fromF32 (NaN payloads included).
 template <Float F>
 __device__ inline Elem<F> narrow(float x) {
-  if constexpr (F == Float::kF32) return x;
-  else if constexpr (F == Float::kBF16) return f32ToBf16(x);
-  else return f32ToF16(x);
+  if constexpr (F == Float::kF32)
+    return x;
+  else if constexpr (F == Float::kBF16)
+    return f32ToBf16(x);
+  else
+    return f32ToF16(x);
 }
 
-constexpr int kTile = 64;           // queries per query tile, keys per key tile
-constexpr int kFlashThreads = 256;  // 16 × 16
-constexpr int kScoreLd = kTile + 1; // row stride of a shared 64 × 64 score tile
+constexpr int kTile = 64;            // queries per query tile, keys per key tile
+constexpr int kFlashThreads = 256;   // 16 × 16
+constexpr int kScoreLd = kTile + 1;  // row stride of a shared 64 × 64 score tile
 
 // A [kTile, HD] tile of one slice's [T, D] operand from row `row0`, zero past T and D: the
 // zeros add nothing to the dot products, so a sum over HD columns is the CPU's over D.
 template <Float F, int HD>
-__device__ void loadTile(float* dst, const Elem<F>* __restrict__ src, int64_t row0, int64_t t, int d) {
+__device__ void loadTile(float* dst, const Elem<F>* __restrict__ src, int64_t row0, int64_t t,
+                         int d) {
   for (int e = threadIdx.x; e < kTile * HD; e += kFlashThreads) {
     const int r = e / HD, c = e % HD;
     const int64_t row = row0 + r;
@@ -111,7 +119,8 @@ __device__ void productTile(const float* s, const float* y, float (&acc)[4][HD /
   for (int j = 0; j < kTile; ++j) {
     float sa[4], yn[HD / 16];
 #pragma unroll
-    for (int a = 0; a < 4; ++a) sa[a] = kTransposed ? s[j * kScoreLd + ty + 16 * a] : s[(ty + 16 * a) * kScoreLd + j];
+    for (int a = 0; a < 4; ++a)
+      sa[a] = kTransposed ? s[j * kScoreLd + ty + 16 * a] : s[(ty + 16 * a) * kScoreLd + j];
 #pragma unroll
     for (int n = 0; n < HD / 16; ++n) yn[n] = y[j * (HD + 1) + tx + 16 * n];
 #pragma unroll
@@ -124,8 +133,8 @@ __device__ void productTile(const float* s, const float* y, float (&acc)[4][HD /
 // Writes this thread's rows ty + 16a, columns tx + 16n of acc to rows row0.. of a [T, D] slice,
 // each rounded once to F.
 template <Float F, int HD>
-__device__ void storeRows(Elem<F>* __restrict__ dst, const float (&acc)[4][HD / 16], int64_t row0, int64_t t,
-                          int d) {
+__device__ void storeRows(Elem<F>* __restrict__ dst, const float (&acc)[4][HD / 16], int64_t row0,
+                          int64_t t, int d) {
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
@@ -138,8 +147,8 @@ __device__ void storeRows(Elem<F>* __restrict__ dst, const float (&acc)[4][HD / 
 
 // lse_i and D_i of this thread's rows ty + 16a of the query tile at q0 (0 past T). lse and rowD
 // point at the slice's rows.
-__device__ void queryRows(const float* __restrict__ lse, const float* __restrict__ rowD, int64_t q0, int64_t t,
-                          float (&rowLse)[4], float (&rowDs)[4]) {
+__device__ void queryRows(const float* __restrict__ lse, const float* __restrict__ rowD, int64_t q0,
+                          int64_t t, float (&rowLse)[4], float (&rowDs)[4]) {
   const int ty = threadIdx.x / 16;
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
@@ -156,8 +165,8 @@ __device__ void queryRows(const float* __restrict__ lse, const float* __restrict
 // In float32 for 16-bit operands too: out is then the rounded forward output, as on the CPU.
 template <Float F>
 __global__ void __launch_bounds__(kFlashThreads, 1)
-    rowDotKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ out, float* __restrict__ rowD,
-                 int64_t rows, int d) {
+    rowDotKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ out,
+                 float* __restrict__ rowD, int64_t rows, int d) {
   for (int64_t r = globalIndex(); r < rows; r += globalStride()) {
     float sum = 0;
     for (int c = 0; c < d; ++c) sum += widen<F>(dout[r * d + c]) * widen<F>(out[r * d + c]);
@@ -169,8 +178,8 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
 // ds_ij = p_ij (dp_ij − D_i) · scale, from the raw dot products s and dp = dout_i · v_j; written
 // to the shared tiles (row = query) ps (when not null) and dss. The CPU's formula, in float.
 __device__ void gradTiles(const float (&s)[4][4], const float (&dp)[4][4], const float (&rowLse)[4],
-                          const float (&rowD)[4], int64_t q0, int64_t k0, int64_t t, float scale, float* ps,
-                          float* dss) {
+                          const float (&rowD)[4], int64_t q0, int64_t k0, int64_t t, float scale,
+                          float* ps, float* dss) {
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
@@ -191,9 +200,9 @@ __device__ void gradTiles(const float (&s)[4][4], const float (&dp)[4][4], const
 // accumulator rescaled when m grows). Blocks of the last query tiles (the longest) go first.
 template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
-    forwardKernel(const Elem<F>* __restrict__ q, const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v,
-                  Elem<F>* __restrict__ out, float* __restrict__ lse, int64_t slices, int64_t t, int d, float scale,
-                  int tiles) {
+    forwardKernel(const Elem<F>* __restrict__ q, const Elem<F>* __restrict__ k,
+                  const Elem<F>* __restrict__ v, Elem<F>* __restrict__ out, float* __restrict__ lse,
+                  int64_t slices, int64_t t, int d, float scale, int tiles) {
   extern __shared__ float shared[];
   float* qs = shared;
   float* ks = qs + kTile * (HD + 1);
@@ -266,9 +275,10 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
 template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
     keyValueGradKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ q,
-                       const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v, const float* __restrict__ lse,
-                       const float* __restrict__ rowD, Elem<F>* __restrict__ dk, Elem<F>* __restrict__ dv,
-                       int64_t slices, int64_t t, int d, float scale, int tiles) {
+                       const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v,
+                       const float* __restrict__ lse, const float* __restrict__ rowD,
+                       Elem<F>* __restrict__ dk, Elem<F>* __restrict__ dv, int64_t slices,
+                       int64_t t, int d, float scale, int tiles) {
   extern __shared__ float shared[];
   float* qs = shared;
   float* dos = qs + kTile * (HD + 1);
@@ -307,9 +317,11 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
 // probabilities recomputed. The last query tiles (the longest) first.
 template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
-    queryGradKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ q, const Elem<F>* __restrict__ k,
-                    const Elem<F>* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ rowD,
-                    Elem<F>* __restrict__ dq, int64_t slices, int64_t t, int d, float scale, int tiles) {
+    queryGradKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ q,
+                    const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v,
+                    const float* __restrict__ lse, const float* __restrict__ rowD,
+                    Elem<F>* __restrict__ dq, int64_t slices, int64_t t, int d, float scale,
+                    int tiles) {
   extern __shared__ float shared[];
   float* qs = shared;
   float* dos = qs + kTile * (HD + 1);
@@ -342,7 +354,8 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
 
 // Dynamic shared memory of each kernel: [kTile, HD + 1] operand tiles and 64 × 65 score tiles.
 constexpr uint64_t sharedBytes(int hd, int operandTiles, int scoreTiles) {
-  return (static_cast<uint64_t>(operandTiles) * kTile * (hd + 1) + static_cast<uint64_t>(scoreTiles) * kTile * kScoreLd) *
+  return (static_cast<uint64_t>(operandTiles) * kTile * (hd + 1) +
+          static_cast<uint64_t>(scoreTiles) * kTile * kScoreLd) *
          sizeof(float);
 }
 constexpr uint64_t forwardBytes(int hd) { return sharedBytes(hd, 3, 1); }
@@ -360,8 +373,10 @@ int headTile(int64_t d) {
 // own) on one device, so it is set on every launch, for the very kernel launched: cheap, and
 // right whichever device is current.
 template <typename... Params, typename... Args>
-cudaError_t launch(void (*kernel)(Params...), uint64_t bytes, int64_t blocks, cudaStream_t stream, Args... args) {
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+cudaError_t launch(void (*kernel)(Params...), uint64_t bytes, int64_t blocks, cudaStream_t stream,
+                   Args... args) {
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(bytes));
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // reported here; not left for the next launch to find
     return e;
@@ -371,29 +386,29 @@ cudaError_t launch(void (*kernel)(Params...), uint64_t bytes, int64_t blocks, cu
 }
 
 template <Float F, int HD>
-cudaError_t forward(const void* q, const void* k, const void* v, void* out, float* lse, int64_t slices, int64_t t,
-                    int d, float scale, int tiles, cudaStream_t stream) {
+cudaError_t forward(const void* q, const void* k, const void* v, void* out, float* lse,
+                    int64_t slices, int64_t t, int d, float scale, int tiles, cudaStream_t stream) {
   using E = Elem<F>;
-  return launch(forwardKernel<F, HD>, forwardBytes(HD), slices * tiles, stream, static_cast<const E*>(q),
-                static_cast<const E*>(k), static_cast<const E*>(v), static_cast<E*>(out), lse, slices, t, d, scale,
-                tiles);
+  return launch(forwardKernel<F, HD>, forwardBytes(HD), slices * tiles, stream,
+                static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v),
+                static_cast<E*>(out), lse, slices, t, d, scale, tiles);
 }
 
 template <Float F, int HD>
 cudaError_t backward(const void* dout, const void* q, const void* k, const void* v, const void* out,
-                     const float* lse, void* dq, void* dk, void* dv, float* rowD, int64_t slices, int64_t t, int d,
-                     float scale, int tiles, cudaStream_t stream) {
+                     const float* lse, void* dq, void* dk, void* dv, float* rowD, int64_t slices,
+                     int64_t t, int d, float scale, int tiles, cudaStream_t stream) {
   using E = Elem<F>;
-  const E *doutT = static_cast<const E*>(dout), *qT = static_cast<const E*>(q), *kT = static_cast<const E*>(k),
-          *vT = static_cast<const E*>(v);
+  const E *doutT = static_cast<const E*>(dout), *qT = static_cast<const E*>(q),
+          *kT = static_cast<const E*>(k), *vT = static_cast<const E*>(v);
   cudaError_t e = launch(rowDotKernel<F>, 0, blocksFor(slices * t, kFlashThreads), stream, doutT,
                          static_cast<const E*>(out), rowD, slices * t, d);
   if (e == cudaSuccess)
-    e = launch(keyValueGradKernel<F, HD>, keyValueBytes(HD), slices * tiles, stream, doutT, qT, kT, vT, lse, rowD,
-               static_cast<E*>(dk), static_cast<E*>(dv), slices, t, d, scale, tiles);
+    e = launch(keyValueGradKernel<F, HD>, keyValueBytes(HD), slices * tiles, stream, doutT, qT, kT,
+               vT, lse, rowD, static_cast<E*>(dk), static_cast<E*>(dv), slices, t, d, scale, tiles);
   if (e == cudaSuccess)
-    e = launch(queryGradKernel<F, HD>, queryBytes(HD), slices * tiles, stream, doutT, qT, kT, vT, lse, rowD,
-               static_cast<E*>(dq), slices, t, d, scale, tiles);
+    e = launch(queryGradKernel<F, HD>, queryBytes(HD), slices * tiles, stream, doutT, qT, kT, vT,
+               lse, rowD, static_cast<E*>(dq), slices, t, d, scale, tiles);
   return e;
 }
 
@@ -406,8 +421,9 @@ int64_t tilesFor(int64_t slices, int64_t t, int64_t d) {
 }
 
 template <Float F>
-cudaError_t forwardOf(const void* q, const void* k, const void* v, void* out, float* lse, int64_t slices, int64_t t,
-                      int64_t d, float scale, int tiles, cudaStream_t stream) {
+cudaError_t forwardOf(const void* q, const void* k, const void* v, void* out, float* lse,
+                      int64_t slices, int64_t t, int64_t d, float scale, int tiles,
+                      cudaStream_t stream) {
   const int di = static_cast<int>(d);
   switch (headTile(d)) {
     case 32: return forward<F, 32>(q, k, v, out, lse, slices, t, di, scale, tiles, stream);
@@ -417,14 +433,21 @@ cudaError_t forwardOf(const void* q, const void* k, const void* v, void* out, fl
 }
 
 template <Float F>
-cudaError_t backwardOf(const void* dout, const void* q, const void* k, const void* v, const void* out,
-                       const float* lse, void* dq, void* dk, void* dv, float* rowD, int64_t slices, int64_t t,
-                       int64_t d, float scale, int tiles, cudaStream_t stream) {
+cudaError_t backwardOf(const void* dout, const void* q, const void* k, const void* v,
+                       const void* out, const float* lse, void* dq, void* dk, void* dv, float* rowD,
+                       int64_t slices, int64_t t, int64_t d, float scale, int tiles,
+                       cudaStream_t stream) {
   const int di = static_cast<int>(d);
   switch (headTile(d)) {
-    case 32: return backward<F, 32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles, stream);
-    case 64: return backward<F, 64>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles, stream);
-    default: return backward<F, 128>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles, stream);
+    case 32:
+      return backward<F, 32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles,
+                             stream);
+    case 64:
+      return backward<F, 64>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles,
+                             stream);
+    default:
+      return backward<F, 128>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale,
+                              tiles, stream);
   }
 }
 
@@ -436,16 +459,20 @@ uint64_t flashAttentionSharedBytes(int64_t d) {
   return std::max({forwardBytes(hd), keyValueBytes(hd), queryBytes(hd)});
 }
 
-cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out, float* lse,
-                            int64_t slices, int64_t t, int64_t d, float scale, cudaStream_t stream) {
+cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out,
+                            float* lse, int64_t slices, int64_t t, int64_t d, float scale,
+                            cudaStream_t stream) {
   if (slices == 0 || t == 0) return cudaGetLastError();
   const int64_t tiles = tilesFor(slices, t, d);
   if (tiles == 0) return cudaErrorInvalidValue;
   const int ti = static_cast<int>(tiles);
   switch (type) {
-    case Float::kF32: return forwardOf<Float::kF32>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
-    case Float::kBF16: return forwardOf<Float::kBF16>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
-    case Float::kF16: return forwardOf<Float::kF16>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
+    case Float::kF32:
+      return forwardOf<Float::kF32>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
+    case Float::kBF16:
+      return forwardOf<Float::kBF16>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
+    case Float::kF16:
+      return forwardOf<Float::kF16>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -454,9 +481,10 @@ uint64_t causalAttentionGradScratchBytes(int64_t slices, int64_t t) {
   return static_cast<uint64_t>(std::max<int64_t>(slices * t, 0)) * sizeof(float);
 }
 
-cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k, const void* v,
-                                const void* out, const float* lse, void* dq, void* dk, void* dv, int64_t slices,
-                                int64_t t, int64_t d, float scale, void* scratch, cudaStream_t stream) {
+cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
+                                const void* v, const void* out, const float* lse, void* dq,
+                                void* dk, void* dv, int64_t slices, int64_t t, int64_t d,
+                                float scale, void* scratch, cudaStream_t stream) {
   if (slices == 0 || t == 0) return cudaGetLastError();
   const int64_t tiles = tilesFor(slices, t, d);
   if (tiles == 0) return cudaErrorInvalidValue;
@@ -464,11 +492,14 @@ cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, con
   float* rowD = static_cast<float*>(scratch);
   switch (type) {
     case Float::kF32:
-      return backwardOf<Float::kF32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale, ti, stream);
+      return backwardOf<Float::kF32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale,
+                                     ti, stream);
     case Float::kBF16:
-      return backwardOf<Float::kBF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale, ti, stream);
+      return backwardOf<Float::kBF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d,
+                                      scale, ti, stream);
     case Float::kF16:
-      return backwardOf<Float::kF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale, ti, stream);
+      return backwardOf<Float::kF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale,
+                                     ti, stream);
   }
   return cudaErrorInvalidValue;
 }

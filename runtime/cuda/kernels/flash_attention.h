@@ -30,10 +30,12 @@ uint64_t flashAttentionSharedBytes(int64_t d);
 // out = softmax(scale·q·kᵀ, causal)·v and lse = each query's log-sum-exp of its scaled scores.
 // q, k, v, out [slices, T, D] of `type`; lse [slices, T] float32. cudaErrorInvalidValue for a d
 // the kernels do not take or a grid CUDA cannot launch (the binders check both first).
-cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out, float* lse,
-                            int64_t slices, int64_t t, int64_t d, float scale, cudaStream_t stream);
-inline cudaError_t causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
-                                   int64_t slices, int64_t t, int64_t d, float scale, cudaStream_t stream) {
+cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out,
+                            float* lse, int64_t slices, int64_t t, int64_t d, float scale,
+                            cudaStream_t stream);
+inline cudaError_t causalAttention(const float* q, const float* k, const float* v, float* out,
+                                   float* lse, int64_t slices, int64_t t, int64_t d, float scale,
+                                   cudaStream_t stream) {
   return causalAttention(Float::kF32, q, k, v, out, lse, slices, t, d, scale, stream);
 }
 
@@ -43,14 +45,16 @@ inline cudaError_t causalAttention(const float* q, const float* k, const float* 
 // tile accumulates dq over the key tiles (the probabilities recomputed in both; no atomics).
 // dout, q, k, v, out, dq, dk, dv of `type`; lse float32.
 uint64_t causalAttentionGradScratchBytes(int64_t slices, int64_t t);
-cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k, const void* v,
-                                const void* out, const float* lse, void* dq, void* dk, void* dv, int64_t slices,
-                                int64_t t, int64_t d, float scale, void* scratch, cudaStream_t stream);
-inline cudaError_t causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
-                                       const float* out, const float* lse, float* dq, float* dk, float* dv,
-                                       int64_t slices, int64_t t, int64_t d, float scale, void* scratch,
-                                       cudaStream_t stream) {
-  return causalAttentionGrad(Float::kF32, dout, q, k, v, out, lse, dq, dk, dv, slices, t, d, scale, scratch, stream);
+cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
+                                const void* v, const void* out, const float* lse, void* dq,
+                                void* dk, void* dv, int64_t slices, int64_t t, int64_t d,
+                                float scale, void* scratch, cudaStream_t stream);
+inline cudaError_t causalAttentionGrad(const float* dout, const float* q, const float* k,
+                                       const float* v, const float* out, const float* lse,
+                                       float* dq, float* dk, float* dv, int64_t slices, int64_t t,
+                                       int64_t d, float scale, void* scratch, cudaStream_t stream) {
+  return causalAttentionGrad(Float::kF32, dout, q, k, v, out, lse, dq, dk, dv, slices, t, d, scale,
+                             scratch, stream);
 }
 
 }  // namespace dtc::cuda::kernels

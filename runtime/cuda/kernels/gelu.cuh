@@ -1,6 +1,6 @@
 // PyTorch's tanh GELU and its derivative on the device, operation for operation as
-// cpu/kernels/activations.cc computes them (the plugin builds with --fmad=false), for the activation
-// kernels (elementwise.cu) and the linear epilogues' passes (epilogue.cu) alike.
+// cpu/kernels/activations.cc computes them (the plugin builds with --fmad=false), for the
+// activation kernels (elementwise.cu) and the linear epilogues' passes (epilogue.cu) alike.
 #pragma once
 
 namespace dtc::cuda::kernels {

@@ -1,5 +1,6 @@
-// bfloat16 and IEEE half conversions on the device: runtime/cpu/kernels/half.h's, compiled for the GPU,
-// so casts agree with the CPU backend to the bit (NaN payloads included). Included by .cu files.
+// bfloat16 and IEEE half conversions on the device: runtime/cpu/kernels/half.h's, compiled for the
+// GPU, so casts agree with the CPU backend to the bit (NaN payloads included). Included by .cu
+// files.
 #pragma once
 
 #include "cpu/kernels/half.h"

@@ -1,7 +1,8 @@
 // Host-side launchers of the CUDA kernels, one .cu file per concern. Row-major fp32 buffers
-// in device memory, shapes passed explicitly, as runtime/cpu/kernels/kernels.h; every launcher enqueues
-// on `stream` and returns cudaGetLastError() (launch failures; faults show at synchronisation).
-// The math mirrors the CPU kernel named in each comment, accumulating in double where it does.
+// in device memory, shapes passed explicitly, as runtime/cpu/kernels/kernels.h; every launcher
+// enqueues on `stream` and returns cudaGetLastError() (launch failures; faults show at
+// synchronisation). The math mirrors the CPU kernel named in each comment, accumulating in double
+// where it does.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,7 +17,8 @@ constexpr int kMaxDims = 8;
 // The element types of float data: f32, or the 16-bit types of mixed precision.
 enum class Float { kF32, kBF16, kF16 };
 
-// ---- elementwise.cu (cpu/kernels/broadcast_binary.cc, cpu/kernels/activations.cc) ----------------------------
+// ---- elementwise.cu (cpu/kernels/broadcast_binary.cc, cpu/kernels/activations.cc)
+// ----------------------------
 
 // The iteration space of a broadcasting binary op, as the CPU's: size-1 output dimensions
 // dropped, neighbours both operands walk as one run merged; element strides, 0 = broadcast.
@@ -29,8 +31,8 @@ bool makeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out, Broadca
 
 enum class BinaryOp { kAdd, kSub, kMul };
 // out = a op b over `plan`; `b` null reads 0 (broadcast: x + 0, as the CPU computes it).
-cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out, const BroadcastPlan& plan,
-                   int64_t total, cudaStream_t stream);
+cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out,
+                   const BroadcastPlan& plan, int64_t total, cudaStream_t stream);
 cudaError_t fill(float* out, int64_t n, float value, cudaStream_t stream);
 
 enum class Activation { kRelu, kTanh, kGeluErf, kGeluTanh };
@@ -47,9 +49,11 @@ cudaError_t activationGrad(Activation f, const float* dy, const float* at, float
 template <typename Math>
 cudaError_t pointwise(const float* x, float* y, int64_t n, cudaStream_t stream);
 template <typename Math>
-cudaError_t pointwiseGrad(const float* dy, const float* at, float* dx, int64_t n, cudaStream_t stream);
+cudaError_t pointwiseGrad(const float* dy, const float* at, float* dx, int64_t n,
+                          cudaStream_t stream);
 
-// ---- reduce.cu (cpu/kernels/reduce.cc) ------------------------------------------------------------------
+// ---- reduce.cu (cpu/kernels/reduce.cc)
+// ------------------------------------------------------------------
 
 struct Dims {
   int rank = 0;
@@ -62,20 +66,21 @@ struct ReducePlan {
   enum Kind { kEmpty, kZeros, kCopy, kInnerReduced, kInnerKept } kind = kEmpty;
   Dims kept, reduced;  // outer dimensions (the innermost run excluded)
   int64_t inner = 1, outputs = 0, total = 0, chunks = 1;  // chunks: split of each sum
-  uint64_t scratchBytes() const;  // double partial sums, when chunks > 1
+  uint64_t scratchBytes() const;                          // double partial sums, when chunks > 1
 };
 bool makeReducePlan(const Shape& x, const std::vector<int64_t>& axes, ReducePlan& plan);
 // `partial` holds plan.scratchBytes().
 cudaError_t reduceSum(const float* x, float* out, const ReducePlan& plan, void* partial,
                       cudaStream_t stream);
 
-// ---- losses.cu (cpu/kernels/losses.cc, cpu/kernels/vocab_parallel.cc) -------------------------------------------
+// ---- losses.cu (cpu/kernels/losses.cc, cpu/kernels/vocab_parallel.cc)
+// -------------------------------------------
 
 // Σ over rows of (log Σ exp(x) − x[label]) / divisor (0: rows), into *loss. `rowLoss` holds
 // `rows` doubles; a label outside [0, classes) sets *badLabel.
-cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
-                                int64_t divisor, float* loss, double* rowLoss, int* badLabel,
-                                cudaStream_t stream);
+cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows,
+                                int64_t classes, int64_t divisor, float* loss, double* rowLoss,
+                                int* badLabel, cudaStream_t stream);
 // dlogits = *dloss · (softmax − onehot) / divisor; may alias logits.
 cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                                     int64_t rows, int64_t classes, int64_t divisor, float* dlogits,
@@ -98,41 +103,49 @@ cudaError_t crossEntropyPartsGrad(const float* dloss, const float* logits, const
                                   int64_t classes, int64_t offset, int64_t total, int64_t count,
                                   float* dlogits, int* badLabel, cudaStream_t stream);
 
-// ---- optimizers.cu (cpu/kernels/optimizers.cc) ----------------------------------------------------------
+// ---- optimizers.cu (cpu/kernels/optimizers.cc)
+// ----------------------------------------------------------
 
 // `lr` is the device scalar holding this step's learning rate.
-cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut, float* bufOut,
-                int64_t n, const float* lr, float momentum, float weightDecay, cudaStream_t stream);
+cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut,
+                float* bufOut, int64_t n, const float* lr, float momentum, float weightDecay,
+                cudaStream_t stream);
 // `step` is the device scalar holding the 1-based step count after this update.
 cudaError_t adamw(const float* param, const float* grad, const float* m, const float* v,
                   float* paramOut, float* mOut, float* vOut, int64_t n, const float* step,
-                  const float* lr, float beta1, float beta2, float eps, float weightDecay, cudaStream_t stream);
+                  const float* lr, float beta1, float beta2, float eps, float weightDecay,
+                  cudaStream_t stream);
 
-// ---- layout.cu (cpu/kernels/layout.cc) ------------------------------------------------------------------
+// ---- layout.cu (cpu/kernels/layout.cc)
+// ------------------------------------------------------------------
 
 // out = x permuted (rank <= kMaxDims): out.shape[i] = shape[perm[i]]; elements of 4 or 2 bytes.
-cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64_t>& perm, void* out,
-                      int elementBytes, cudaStream_t stream);
+cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64_t>& perm,
+                      void* out, int elementBytes, cudaStream_t stream);
 
-// ---- attention.cu (cpu/kernels/attention.cc) ------------------------------------------------------------
+// ---- attention.cu (cpu/kernels/attention.cc)
+// ------------------------------------------------------------
 
 cudaError_t causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale,
                           cudaStream_t stream);
 cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
                               float scale, cudaStream_t stream);
 
-// ---- layer_norm.cu (cpu/kernels/layer_norm.cc) ----------------------------------------------------------
+// ---- layer_norm.cu (cpu/kernels/layer_norm.cc)
+// ----------------------------------------------------------
 
 // y is f32, or the f32 result rounded to bf16/f16 (yType).
-cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType, float* mean,
-                      float* rstd, int64_t rows, int64_t c, float eps, cudaStream_t stream);
+cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType,
+                      float* mean, float* rstd, int64_t rows, int64_t c, float eps,
+                      cudaStream_t stream);
 uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c);
 // dx may alias dy or x (the weight gradients are taken first).
 cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,
-                          const float* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t c,
-                          void* scratch, cudaStream_t stream);
+                          const float* rstd, float* dx, float* dw, float* db, int64_t rows,
+                          int64_t c, void* scratch, cudaStream_t stream);
 
-// ---- embedding.cu (cpu/kernels/embedding.cc, the split-table paths of cpu/cpu_transformer_table.cc) --
+// ---- embedding.cu (cpu/kernels/embedding.cc, the split-table paths of
+// cpu/cpu_transformer_table.cc) --
 
 // out[i] = table[ids[i] − offset] when that row is here, else 0; an id outside [0, total) sets
 // *badId. Unsplit tables: offset 0, total = vocab.
@@ -141,11 +154,12 @@ cudaError_t embedding(const float* table, const int64_t* ids, float* out, int64_
 // Deterministic scatter-add: positions sorted by id (a stable radix sort), then each row sums
 // its positions in increasing order, as the CPU does: bit-identical to it.
 uint64_t embeddingGradScratchBytes(int64_t n, int64_t total);
-cudaError_t embeddingGrad(const float* dy, const int64_t* ids, float* dtable, int64_t n, int64_t vocab,
-                          int64_t dim, int64_t offset, int64_t total, void* scratch,
+cudaError_t embeddingGrad(const float* dy, const int64_t* ids, float* dtable, int64_t n,
+                          int64_t vocab, int64_t dim, int64_t offset, int64_t total, void* scratch,
                           uint64_t scratchBytes, int* badId, cudaStream_t stream);
 
-// ---- conv.cu (cpu/kernels/conv.cc, cpu/kernels/pool.cc) -----------------------------------------------------
+// ---- conv.cu (cpu/kernels/conv.cc, cpu/kernels/pool.cc)
+// -----------------------------------------------------
 
 struct ConvDims {
   int64_t n, c, h, w;      // input [N, C, H, W]
@@ -158,63 +172,74 @@ cudaError_t im2col(const float* x, float* col, const ConvDims& g, cudaStream_t s
 // dx [N, C, H, W] = the adjoint of im2col applied to col.
 cudaError_t col2im(const float* col, float* dx, const ConvDims& g, cudaStream_t stream);
 // out[e] = Σ over b of parts[b·count + e], in double, b in [0, batches).
-cudaError_t sumBatches(const float* parts, int64_t batches, int64_t count, float* out, cudaStream_t stream);
+cudaError_t sumBatches(const float* parts, int64_t batches, int64_t count, float* out,
+                       cudaStream_t stream);
 
 struct PoolDims {
   int64_t n, c, h, w, kh, kw, sh, sw, oh, ow;
 };
 // The first maximum of each window wins ties (as PyTorch); its gradient goes there.
 cudaError_t maxPool2d(const float* x, float* y, const PoolDims& g, cudaStream_t stream);
-cudaError_t maxPool2dGrad(const float* dy, const float* x, float* dx, const PoolDims& g, cudaStream_t stream);
+cudaError_t maxPool2dGrad(const float* dy, const float* x, float* dx, const PoolDims& g,
+                          cudaStream_t stream);
 
-// ---- batch_norm.cu (cpu/kernels/batch_norm.cc, cpu/kernels/sync_batch_norm.cc) ----------------------------------
+// ---- batch_norm.cu (cpu/kernels/batch_norm.cc, cpu/kernels/sync_batch_norm.cc)
+// ----------------------------------
 
 // x [N, C, S] (S = H·W); one block per channel, sums in double (two passes for the variance).
 struct NormDims {
   int64_t n, c, s;
 };
-cudaError_t batchNormTrain(const float* x, const float* weight, const float* bias, const float* runningMean,
-                           const float* runningVar, float* y, float* mean, float* rstd, float* newRunningMean,
-                           float* newRunningVar, NormDims d, float eps, float momentum, cudaStream_t stream);
-cudaError_t batchNormTrainGrad(const float* dy, const float* x, const float* weight, const float* mean,
-                               const float* rstd, float* dx, float* dweight, float* dbias, NormDims d,
-                               cudaStream_t stream);
-cudaError_t batchNormEval(const float* x, const float* weight, const float* bias, const float* runningMean,
-                          const float* runningVar, float* y, NormDims d, float eps, cudaStream_t stream);
+cudaError_t batchNormTrain(const float* x, const float* weight, const float* bias,
+                           const float* runningMean, const float* runningVar, float* y, float* mean,
+                           float* rstd, float* newRunningMean, float* newRunningVar, NormDims d,
+                           float eps, float momentum, cudaStream_t stream);
+cudaError_t batchNormTrainGrad(const float* dy, const float* x, const float* weight,
+                               const float* mean, const float* rstd, float* dx, float* dweight,
+                               float* dbias, NormDims d, cudaStream_t stream);
+cudaError_t batchNormEval(const float* x, const float* weight, const float* bias,
+                          const float* runningMean, const float* runningVar, float* y, NormDims d,
+                          float eps, cudaStream_t stream);
 // The pieces of synchronised BatchNorm; `count` is the values per channel over every device.
 cudaError_t batchNormSum(const float* x, float* sum, NormDims d, cudaStream_t stream);
-cudaError_t batchNormCenteredSquares(const float* x, const float* sum, float* squares, NormDims d, int64_t count,
-                                     cudaStream_t stream);
-cudaError_t batchNormNormalize(const float* x, const float* sum, const float* squares, const float* weight,
-                               const float* bias, const float* runningMean, const float* runningVar, float* y,
-                               float* mean, float* rstd, float* newRunningMean, float* newRunningVar, NormDims d,
+cudaError_t batchNormCenteredSquares(const float* x, const float* sum, float* squares, NormDims d,
+                                     int64_t count, cudaStream_t stream);
+cudaError_t batchNormNormalize(const float* x, const float* sum, const float* squares,
+                               const float* weight, const float* bias, const float* runningMean,
+                               const float* runningVar, float* y, float* mean, float* rstd,
+                               float* newRunningMean, float* newRunningVar, NormDims d,
                                int64_t count, float eps, float momentum, cudaStream_t stream);
-cudaError_t batchNormGradSums(const float* dy, const float* x, const float* mean, const float* rstd, float* dbias,
-                              float* dweight, NormDims d, cudaStream_t stream);
-cudaError_t batchNormGradInput(const float* dy, const float* x, const float* weight, const float* mean,
-                               const float* rstd, const float* dbias, const float* dweight, float* dx, NormDims d,
-                               int64_t count, cudaStream_t stream);
+cudaError_t batchNormGradSums(const float* dy, const float* x, const float* mean, const float* rstd,
+                              float* dbias, float* dweight, NormDims d, cudaStream_t stream);
+cudaError_t batchNormGradInput(const float* dy, const float* x, const float* weight,
+                               const float* mean, const float* rstd, const float* dbias,
+                               const float* dweight, float* dx, NormDims d, int64_t count,
+                               cudaStream_t stream);
 
 // ---- precision.cu (cpu/cpu_kernel_table.cc's cast, cpu/cpu_loss_scale_table.cc) ------------
 
-// y = x in y's type, rounded to nearest even as cpu/kernels/half.h, bit for bit (NaN payloads too). Equal
-// types copy; x and y must not overlap otherwise.
+// y = x in y's type, rounded to nearest even as cpu/kernels/half.h, bit for bit (NaN payloads too).
+// Equal types copy; x and y must not overlap otherwise.
 cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream);
 // *count = how many of x[0, n) are inf or NaN; `partial` holds kSumBlocks long longs.
-cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* partial, cudaStream_t stream);
-// *sum = the sum of x[0, n)'s squares (in double, rounded once); `partial` holds kSumBlocks doubles.
+cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* partial,
+                           cudaStream_t stream);
+// *sum = the sum of x[0, n)'s squares (in double, rounded once); `partial` holds kSumBlocks
+// doubles.
 cudaError_t sumSquares(const float* x, int64_t n, float* sum, double* partial, cudaStream_t stream);
 // clip_grad_norm_'s global norm sqrt(*squares) and coefficient min(1, max/(norm + 1e-6)) (1 when
 // maxNorm is 0), on device scalars.
-cudaError_t clipCoefficient(const float* squares, float* norm, float* coef, float maxNorm, cudaStream_t stream);
+cudaError_t clipCoefficient(const float* squares, float* norm, float* coef, float maxNorm,
+                            cudaStream_t stream);
 // GradScaler's step on device scalars; `interval` is growth_interval as a float. The outputs may
 // alias the inputs.
-cudaError_t lossScaleStep(const float* scale, const float* good, const float* nonfinite, float* keep, float* inv,
-                          float* newScale, float* newGood, float interval, float growth, float backoff,
-                          cudaStream_t stream);
-// y = *pred != 0 ? onTrue : onFalse; y may be either (then nothing moves when it is the one chosen).
-cudaError_t select(const float* pred, const float* onTrue, const float* onFalse, float* y, int64_t n,
-                   cudaStream_t stream);
+cudaError_t lossScaleStep(const float* scale, const float* good, const float* nonfinite,
+                          float* keep, float* inv, float* newScale, float* newGood, float interval,
+                          float growth, float backoff, cudaStream_t stream);
+// y = *pred != 0 ? onTrue : onFalse; y may be either (then nothing moves when it is the one
+// chosen).
+cudaError_t select(const float* pred, const float* onTrue, const float* onFalse, float* y,
+                   int64_t n, cudaStream_t stream);
 
 // ---- epilogue.cu (cpu/cpu_epilogue_table.cc: the fused linear epilogues, unfused) -----------
 
@@ -224,17 +249,18 @@ cudaError_t select(const float* pred, const float* onTrue, const float* onFalse,
 // CPU's widened result rounded). Each element is read before it is written.
 
 // y = sum + bias; y may be `sum` (f32).
-cudaError_t biasAdd(const float* sum, const float* bias, void* y, Float yType, int64_t rows, int64_t n,
-                    cudaStream_t stream);
+cudaError_t biasAdd(const float* sum, const float* bias, void* y, Float yType, int64_t rows,
+                    int64_t n, cudaStream_t stream);
 // pre = sum + bias, y = gelu_tanh(pre); `pre` may be `sum`.
-cudaError_t biasGelu(const float* sum, const float* bias, float* pre, void* y, Float yType, int64_t rows, int64_t n,
-                     cudaStream_t stream);
+cudaError_t biasGelu(const float* sum, const float* bias, float* pre, void* y, Float yType,
+                     int64_t rows, int64_t n, cudaStream_t stream);
 // y = gelu_tanh(pre) in y's type, over `count` elements (after cuBLASLt's BIAS epilogue).
 cudaError_t geluTanh(const float* pre, void* y, Float yType, int64_t count, cudaStream_t stream);
 // dx *= gelu_tanh'(pre), over `count` elements.
 cudaError_t geluGradInPlace(float* dx, const float* pre, int64_t count, cudaStream_t stream);
 
-// ---- attention_gemm.cu (cpu/kernels/flash_attention.cc: causal attention's GEMM path, 16-bit operands) --
+// ---- attention_gemm.cu (cpu/kernels/flash_attention.cc: causal attention's GEMM path, 16-bit
+// operands) --
 
 // The row passes between cuBLAS's GEMMs (cuda_attention_table.cc) for `slices` [T, T] score
 // matrices, one block per query row; `type` is kBF16 or kF16 (cudaErrorInvalidValue otherwise),
@@ -242,12 +268,12 @@ cudaError_t geluGradInPlace(float* dx, const float* pre, int64_t count, cudaStre
 // lse is f32 [slices, T]. p and ds are written whole: their entries above the diagonal are 0.
 
 // lse_i = log Σ_{j≤i} exp(scale·s_ij); p_ij = exp(scale·s_ij − lse_i) rounded to `type`.
-cudaError_t attentionSoftmaxRows(Float type, const float* s, float* lse, void* p, int64_t slices, int64_t t,
-                                 float scale, cudaStream_t stream);
+cudaError_t attentionSoftmaxRows(Float type, const float* s, float* lse, void* p, int64_t slices,
+                                 int64_t t, float scale, cudaStream_t stream);
 // p as above from the forward's lse, and ds_ij = p_ij (dp_ij − D_i) · scale with the unrounded p
 // and D_i = dout_i · out_i (dout, out [slices, T, d]), each rounded once to `type`.
-cudaError_t attentionGradRows(Float type, const float* s, const float* dp, const float* lse, const void* dout,
-                              const void* out, void* p, void* ds, int64_t slices, int64_t t, int64_t d, float scale,
-                              cudaStream_t stream);
+cudaError_t attentionGradRows(Float type, const float* s, const float* dp, const float* lse,
+                              const void* dout, const void* out, void* p, void* ds, int64_t slices,
+                              int64_t t, int64_t d, float scale, cudaStream_t stream);
 
 }  // namespace dtc::cuda::kernels

@@ -35,8 +35,9 @@ struct StoreF16 {
 };
 
 template <typename Store>
-__global__ void layerNormKernel(const float* x, const float* w, const float* b, typename Store::Element* y,
-                                float* mean, float* rstd, int64_t rows, int64_t c, float eps) {
+__global__ void layerNormKernel(const float* x, const float* w, const float* b,
+                                typename Store::Element* y, float* mean, float* rstd, int64_t rows,
+                                int64_t c, float eps) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* in = x + r * c;
     double sum = 0;
@@ -51,7 +52,8 @@ __global__ void layerNormKernel(const float* x, const float* w, const float* b, 
     const float m = static_cast<float>(mu);
     const float s = static_cast<float>(1.0 / sqrt(sq / static_cast<double>(c) + eps));
     typename Store::Element* out = y + r * c;
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) out[j] = Store::from((in[j] - m) * s * w[j] + b[j]);
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+      out[j] = Store::from((in[j] - m) * s * w[j] + b[j]);
     if (threadIdx.x == 0) {
       mean[r] = m;
       rstd[r] = s;
@@ -60,14 +62,15 @@ __global__ void layerNormKernel(const float* x, const float* w, const float* b, 
 }
 
 // partial [chunks, 2, C]: Σ dy·xhat and Σ dy over the chunk's rows, per column.
-__global__ void layerNormWeightPartials(const float* dy, const float* x, const float* mean, const float* rstd,
-                                        int64_t rows, int64_t c, int64_t chunks, int64_t chunkRows,
-                                        double* partial) {
+__global__ void layerNormWeightPartials(const float* dy, const float* x, const float* mean,
+                                        const float* rstd, int64_t rows, int64_t c, int64_t chunks,
+                                        int64_t chunkRows, double* partial) {
   for (int64_t i = globalIndex(); i < chunks * c; i += globalStride()) {
     const int64_t k = i / c, j = i % c;
     double pw = 0, pb = 0;
     for (int64_t r = k * chunkRows, end = min(rows, (k + 1) * chunkRows); r < end; ++r) {
-      const double xhat = (x[r * c + j] - static_cast<double>(mean[r])) * static_cast<double>(rstd[r]);
+      const double xhat =
+          (x[r * c + j] - static_cast<double>(mean[r])) * static_cast<double>(rstd[r]);
       const float g = dy[r * c + j];
       pw += g * xhat;
       pb += g;
@@ -77,7 +80,8 @@ __global__ void layerNormWeightPartials(const float* dy, const float* x, const f
   }
 }
 
-__global__ void layerNormWeightSums(const double* partial, int64_t c, int64_t chunks, float* dw, float* db) {
+__global__ void layerNormWeightSums(const double* partial, int64_t c, int64_t chunks, float* dw,
+                                    float* db) {
   for (int64_t j = globalIndex(); j < c; j += globalStride()) {
     double sw = 0, sb = 0;
     for (int64_t k = 0; k < chunks; ++k) {
@@ -90,8 +94,9 @@ __global__ void layerNormWeightSums(const double* partial, int64_t c, int64_t ch
 }
 
 // dx = rstd · (gw − mean(gw) − xhat · mean(gw · xhat)), gw = dy·w, in double.
-__global__ void layerNormInputGrad(const float* dy, const float* x, const float* w, const float* mean,
-                                   const float* rstd, float* dx, int64_t rows, int64_t c) {
+__global__ void layerNormInputGrad(const float* dy, const float* x, const float* w,
+                                   const float* mean, const float* rstd, float* dx, int64_t rows,
+                                   int64_t c) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* g = dy + r * c;
     const float* in = x + r * c;
@@ -116,22 +121,23 @@ __global__ void layerNormInputGrad(const float* dy, const float* x, const float*
 
 }  // namespace
 
-cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType, float* mean,
-                      float* rstd, int64_t rows, int64_t c, float eps, cudaStream_t stream) {
+cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType,
+                      float* mean, float* rstd, int64_t rows, int64_t c, float eps,
+                      cudaStream_t stream) {
   if (rows == 0) return cudaGetLastError();
   const unsigned blocks = rowBlocks(rows), threads = rowThreads(c);
   switch (yType) {
     case Float::kF32:
-      layerNormKernel<StoreF32><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<float*>(y), mean, rstd, rows,
-                                                               c, eps);
+      layerNormKernel<StoreF32><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<float*>(y),
+                                                                mean, rstd, rows, c, eps);
       break;
     case Float::kBF16:
-      layerNormKernel<StoreBf16><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<uint16_t*>(y), mean, rstd,
-                                                                rows, c, eps);
+      layerNormKernel<StoreBf16><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<uint16_t*>(y),
+                                                                 mean, rstd, rows, c, eps);
       break;
     case Float::kF16:
-      layerNormKernel<StoreF16><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<uint16_t*>(y), mean, rstd,
-                                                               rows, c, eps);
+      layerNormKernel<StoreF16><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<uint16_t*>(y),
+                                                                mean, rstd, rows, c, eps);
       break;
   }
   return cudaGetLastError();
@@ -141,17 +147,19 @@ uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c) {
   return static_cast<uint64_t>(chunksFor(rows) * 2 * c) * sizeof(double);
 }
 
-cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean, const float* rstd,
-                          float* dx, float* dw, float* db, int64_t rows, int64_t c, void* scratch,
-                          cudaStream_t stream) {
+cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,
+                          const float* rstd, float* dx, float* dw, float* db, int64_t rows,
+                          int64_t c, void* scratch, cudaStream_t stream) {
   if (c <= 0) return cudaGetLastError();
   const int64_t chunks = chunksFor(rows), chunkRows = (rows + chunks - 1) / chunks;
   double* partial = static_cast<double*>(scratch);
   // Weight gradients first: dx may alias dy or x.
-  layerNormWeightPartials<<<blocksFor(chunks * c), kThreads, 0, stream>>>(dy, x, mean, rstd, rows, c, chunks,
-                                                                          chunkRows, partial);
+  layerNormWeightPartials<<<blocksFor(chunks * c), kThreads, 0, stream>>>(
+      dy, x, mean, rstd, rows, c, chunks, chunkRows, partial);
   layerNormWeightSums<<<blocksFor(c), kThreads, 0, stream>>>(partial, c, chunks, dw, db);
-  if (rows > 0) layerNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(dy, x, w, mean, rstd, dx, rows, c);
+  if (rows > 0)
+    layerNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(dy, x, w, mean, rstd, dx,
+                                                                      rows, c);
   return cudaGetLastError();
 }
 

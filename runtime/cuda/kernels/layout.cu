@@ -1,6 +1,6 @@
-// transpose (cpu/kernels/layout.cc): a pure copy, so exact, of 4- or 2-byte elements (f32, or bf16/f16
-// after dtc-fold-casts). split and concat are strided copies done with cudaMemcpy2DAsync by
-// their binders.
+// transpose (cpu/kernels/layout.cc): a pure copy, so exact, of 4- or 2-byte elements (f32, or
+// bf16/f16 after dtc-fold-casts). split and concat are strided copies done with cudaMemcpy2DAsync
+// by their binders.
 #include "common.cuh"
 #include "launchers.h"
 
@@ -26,8 +26,8 @@ __global__ void transposeKernel(const Element* x, Element* out, Permuted p, int6
 
 }  // namespace
 
-cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64_t>& perm, void* out,
-                      int elementBytes, cudaStream_t stream) {
+cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64_t>& perm,
+                      void* out, int elementBytes, cudaStream_t stream) {
   if (elementBytes != 4 && elementBytes != 2) return cudaErrorInvalidValue;
   const int rank = static_cast<int>(shape.size());
   int64_t total = 1;
@@ -35,7 +35,8 @@ cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64
   if (total == 0) return cudaGetLastError();
   bool identity = true;
   for (int d = 0; d < rank; ++d) identity = identity && perm[d] == d;
-  if (identity) return cudaMemcpyAsync(out, x, total * elementBytes, cudaMemcpyDeviceToDevice, stream);
+  if (identity)
+    return cudaMemcpyAsync(out, x, total * elementBytes, cudaMemcpyDeviceToDevice, stream);
   Permuted p;
   p.rank = rank;
   int64_t inStrides[kMaxDims], stride = 1;
@@ -48,11 +49,11 @@ cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64
     p.srcStride[d] = inStrides[perm[d]];
   }
   if (elementBytes == 4)
-    transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(static_cast<const uint32_t*>(x),
-                                                                 static_cast<uint32_t*>(out), p, total);
+    transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(
+        static_cast<const uint32_t*>(x), static_cast<uint32_t*>(out), p, total);
   else
-    transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(static_cast<const uint16_t*>(x),
-                                                                 static_cast<uint16_t*>(out), p, total);
+    transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(
+        static_cast<const uint16_t*>(x), static_cast<uint16_t*>(out), p, total);
   return cudaGetLastError();
 }
 

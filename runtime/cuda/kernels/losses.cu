@@ -1,6 +1,7 @@
 // Softmax cross-entropy, MSE, and cross-entropy over a split vocabulary, with their gradients
-// (cpu/kernels/losses.cc, cpu/kernels/vocab_parallel.cc). Row statistics take one block per row; sums over rows
-// or elements accumulate in double with a fixed reduction tree, so losses are deterministic.
+// (cpu/kernels/losses.cc, cpu/kernels/vocab_parallel.cc). Row statistics take one block per row;
+// sums over rows or elements accumulate in double with a fixed reduction tree, so losses are
+// deterministic.
 #include <algorithm>
 
 #include "common.cuh"
@@ -11,7 +12,9 @@ namespace {
 
 constexpr unsigned kMaxRowBlocks = 65535;
 
-unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, kMaxRowBlocks)); }
+unsigned rowBlocks(int64_t rows) {
+  return static_cast<unsigned>(std::min<int64_t>(rows, kMaxRowBlocks));
+}
 
 // Per row r: max, then Σ exp(x − max) in double (every thread gets both).
 __device__ void rowStats(const float* row, int64_t classes, float& m, double& s) {
@@ -19,12 +22,13 @@ __device__ void rowStats(const float* row, int64_t classes, float& m, double& s)
   for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) m = MaxOp{}(m, row[c]);
   m = blockMax(m);
   s = 0;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) s += static_cast<double>(expf(row[c] - m));
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+    s += static_cast<double>(expf(row[c] - m));
   s = blockSum(s);
 }
 
-__global__ void crossEntropyRows(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
-                                 double* rowLoss, int* badLabel) {
+__global__ void crossEntropyRows(const float* logits, const int64_t* labels, int64_t rows,
+                                 int64_t classes, double* rowLoss, int* badLabel) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* row = logits + r * classes;
     float m;
@@ -69,7 +73,8 @@ __global__ void crossEntropyGradRows(const float* dloss, const float* logits, co
   }
 }
 
-__global__ void squaredErrorPartials(const float* pred, const float* target, int64_t n, double* partial) {
+__global__ void squaredErrorPartials(const float* pred, const float* target, int64_t n,
+                                     double* partial) {
   double s = 0;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
     const double d = static_cast<double>(pred[i]) - static_cast<double>(target[i]);
@@ -82,13 +87,15 @@ __global__ void squaredErrorPartials(const float* pred, const float* target, int
 __global__ void mseGradKernel(const float* dloss, const float* pred, const float* target, int64_t n,
                               float norm, float* dpred) {
   const float g = *dloss;
-  for (int64_t i = globalIndex(); i < n; i += globalStride()) dpred[i] = norm * (pred[i] - target[i]) * g;
+  for (int64_t i = globalIndex(); i < n; i += globalStride())
+    dpred[i] = norm * (pred[i] - target[i]) * g;
 }
 
 __global__ void rowMaxKernel(const float* logits, int64_t rows, int64_t classes, float* rowMax) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     float m = -INFINITY;
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) m = MaxOp{}(m, logits[r * classes + c]);
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+      m = MaxOp{}(m, logits[r * classes + c]);
     m = blockMax(m);
     if (threadIdx.x == 0) rowMax[r] = m;
   }
@@ -100,14 +107,15 @@ __device__ bool labelOk(int64_t label, int64_t total, int* badLabel) {
   return false;
 }
 
-__global__ void partsKernel(const float* logits, const int64_t* labels, const float* rowMax, int64_t rows,
-                            int64_t classes, int64_t offset, int64_t total, float* sumExp, float* target,
-                            int* badLabel) {
+__global__ void partsKernel(const float* logits, const int64_t* labels, const float* rowMax,
+                            int64_t rows, int64_t classes, int64_t offset, int64_t total,
+                            float* sumExp, float* target, int* badLabel) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* row = logits + r * classes;
     const float m = rowMax[r];
     double s = 0;
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) s += static_cast<double>(expf(row[c] - m));
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+      s += static_cast<double>(expf(row[c] - m));
     s = blockSum(s);
     if (threadIdx.x == 0) {
       labelOk(labels[r], total, badLabel);
@@ -118,18 +126,20 @@ __global__ void partsKernel(const float* logits, const int64_t* labels, const fl
   }
 }
 
-__global__ void combineKernel(const float* rowMax, const float* sumExp, const float* target, int64_t rows,
-                              double count, float* loss) {
+__global__ void combineKernel(const float* rowMax, const float* sumExp, const float* target,
+                              int64_t rows, double count, float* loss) {
   double s = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
-    s += static_cast<double>(rowMax[r]) + log(static_cast<double>(sumExp[r])) - static_cast<double>(target[r]);
+    s += static_cast<double>(rowMax[r]) + log(static_cast<double>(sumExp[r])) -
+         static_cast<double>(target[r]);
   s = blockSum(s);
   if (threadIdx.x == 0) *loss = static_cast<float>(s / count);
 }
 
 __global__ void partsGradKernel(const float* dloss, const float* logits, const int64_t* labels,
-                                const float* rowMax, const float* sumExp, int64_t rows, int64_t classes,
-                                int64_t offset, int64_t total, float count, float* dlogits, int* badLabel) {
+                                const float* rowMax, const float* sumExp, int64_t rows,
+                                int64_t classes, int64_t offset, int64_t total, float count,
+                                float* dlogits, int* badLabel) {
   const float scale = *dloss / count;
   for (int64_t i = globalIndex(); i < rows * classes; i += globalStride()) {
     const int64_t r = i / classes, c = i % classes;
@@ -142,13 +152,14 @@ __global__ void partsGradKernel(const float* dloss, const float* logits, const i
 
 }  // namespace
 
-cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
-                                int64_t divisor, float* loss, double* rowLoss, int* badLabel,
-                                cudaStream_t stream) {
+cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows,
+                                int64_t classes, int64_t divisor, float* loss, double* rowLoss,
+                                int* badLabel, cudaStream_t stream) {
   if (rows > 0)
-    crossEntropyRows<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(logits, labels, rows, classes,
-                                                                            rowLoss, badLabel);
-  sumToScalar<<<1, kThreads, 0, stream>>>(rowLoss, rows, static_cast<double>(divisor ? divisor : rows), loss);
+    crossEntropyRows<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
+        logits, labels, rows, classes, rowLoss, badLabel);
+  sumToScalar<<<1, kThreads, 0, stream>>>(rowLoss, rows,
+                                          static_cast<double>(divisor ? divisor : rows), loss);
   return cudaGetLastError();
 }
 
@@ -157,54 +168,60 @@ cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, con
                                     cudaStream_t stream) {
   if (rows > 0)
     crossEntropyGradRows<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
-        dloss, logits, labels, rows, classes, static_cast<float>(divisor ? divisor : rows), dlogits);
+        dloss, logits, labels, rows, classes, static_cast<float>(divisor ? divisor : rows),
+        dlogits);
   return cudaGetLastError();
 }
 
 cudaError_t mse(const float* pred, const float* target, int64_t n, int64_t divisor, float* loss,
                 double* partial, cudaStream_t stream) {
   squaredErrorPartials<<<kSumBlocks, kThreads, 0, stream>>>(pred, target, n, partial);
-  sumToScalar<<<1, kThreads, 0, stream>>>(partial, kSumBlocks, static_cast<double>(divisor ? divisor : n), loss);
+  sumToScalar<<<1, kThreads, 0, stream>>>(partial, kSumBlocks,
+                                          static_cast<double>(divisor ? divisor : n), loss);
   return cudaGetLastError();
 }
 
-cudaError_t mseGrad(const float* dloss, const float* pred, const float* target, int64_t n, int64_t divisor,
-                    float* dpred, cudaStream_t stream) {
+cudaError_t mseGrad(const float* dloss, const float* pred, const float* target, int64_t n,
+                    int64_t divisor, float* dpred, cudaStream_t stream) {
   // Same association as torch's mse_loss_backward: (2/n)·(pred − target)·dloss.
   const float norm = 2.0f / static_cast<float>(divisor ? divisor : n);
-  if (n > 0) mseGradKernel<<<blocksFor(n), kThreads, 0, stream>>>(dloss, pred, target, n, norm, dpred);
+  if (n > 0)
+    mseGradKernel<<<blocksFor(n), kThreads, 0, stream>>>(dloss, pred, target, n, norm, dpred);
   return cudaGetLastError();
 }
 
 cudaError_t crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, float* rowMax,
                                cudaStream_t stream) {
-  if (rows > 0) rowMaxKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(logits, rows, classes, rowMax);
-  return cudaGetLastError();
-}
-
-cudaError_t crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax, int64_t rows,
-                              int64_t classes, int64_t offset, int64_t total, float* sumExp, float* target,
-                              int* badLabel, cudaStream_t stream) {
   if (rows > 0)
-    partsKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(logits, labels, rowMax, rows, classes,
-                                                                       offset, total, sumExp, target, badLabel);
+    rowMaxKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(logits, rows, classes,
+                                                                      rowMax);
   return cudaGetLastError();
 }
 
-cudaError_t crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target, int64_t rows,
-                                int64_t count, float* loss, cudaStream_t stream) {
-  combineKernel<<<1, kThreads, 0, stream>>>(rowMax, sumExp, target, rows, static_cast<double>(count), loss);
+cudaError_t crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
+                              int64_t rows, int64_t classes, int64_t offset, int64_t total,
+                              float* sumExp, float* target, int* badLabel, cudaStream_t stream) {
+  if (rows > 0)
+    partsKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
+        logits, labels, rowMax, rows, classes, offset, total, sumExp, target, badLabel);
+  return cudaGetLastError();
+}
+
+cudaError_t crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
+                                int64_t rows, int64_t count, float* loss, cudaStream_t stream) {
+  combineKernel<<<1, kThreads, 0, stream>>>(rowMax, sumExp, target, rows,
+                                            static_cast<double>(count), loss);
   return cudaGetLastError();
 }
 
 cudaError_t crossEntropyPartsGrad(const float* dloss, const float* logits, const int64_t* labels,
-                                  const float* rowMax, const float* sumExp, int64_t rows, int64_t classes,
-                                  int64_t offset, int64_t total, int64_t count, float* dlogits, int* badLabel,
-                                  cudaStream_t stream) {
+                                  const float* rowMax, const float* sumExp, int64_t rows,
+                                  int64_t classes, int64_t offset, int64_t total, int64_t count,
+                                  float* dlogits, int* badLabel, cudaStream_t stream) {
   if (rows * classes > 0)
     partsGradKernel<<<blocksFor(rows * classes), kThreads, 0, stream>>>(
-        dloss, logits, labels, rowMax, sumExp, rows, classes, offset, total, static_cast<float>(count),
-        dlogits, badLabel);
+        dloss, logits, labels, rowMax, sumExp, rows, classes, offset, total,
+        static_cast<float>(count), dlogits, badLabel);
   return cudaGetLastError();
 }
 

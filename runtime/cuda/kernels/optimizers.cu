@@ -11,7 +11,8 @@ namespace dtc::cuda::kernels {
 namespace {
 
 __global__ void sgdKernel(const float* param, const float* grad, const float* buf, float* paramOut,
-                          float* bufOut, int64_t n, const float* lrValue, float momentum, float weightDecay) {
+                          float* bufOut, int64_t n, const float* lrValue, float momentum,
+                          float weightDecay) {
   // torch skips the weight-decay add when it is 0 (so 0·inf never turns into NaN).
   const bool decay = weightDecay != 0.0f, useMomentum = momentum != 0.0f;
   const float lr = *lrValue;
@@ -32,8 +33,8 @@ struct AdamwScalars {
 };
 
 __global__ void adamwKernel(const float* param, const float* grad, const float* m, const float* v,
-                            float* paramOut, float* mOut, float* vOut, int64_t n, const float* stepCount,
-                            const float* lrValue, AdamwScalars k) {
+                            float* paramOut, float* mOut, float* vOut, int64_t n,
+                            const float* stepCount, const float* lrValue, AdamwScalars k) {
   // The bias corrections depend on the step counter and the step size on the learning rate,
   // which live on the device (the plan increments the one, the runtime sets the other): one
   // thread per block derives them.
@@ -62,17 +63,19 @@ __global__ void adamwKernel(const float* param, const float* grad, const float* 
 
 }  // namespace
 
-cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut, float* bufOut,
-                int64_t n, const float* lr, float momentum, float weightDecay, cudaStream_t stream) {
+cudaError_t sgd(const float* param, const float* grad, const float* buf, float* paramOut,
+                float* bufOut, int64_t n, const float* lr, float momentum, float weightDecay,
+                cudaStream_t stream) {
   if (n > 0)
-    sgdKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, buf, paramOut, bufOut, n, lr, momentum,
-                                                     weightDecay);
+    sgdKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, buf, paramOut, bufOut, n, lr,
+                                                     momentum, weightDecay);
   return cudaGetLastError();
 }
 
-cudaError_t adamw(const float* param, const float* grad, const float* m, const float* v, float* paramOut,
-                  float* mOut, float* vOut, int64_t n, const float* step, const float* lr, float beta1,
-                  float beta2, float eps, float weightDecay, cudaStream_t stream) {
+cudaError_t adamw(const float* param, const float* grad, const float* m, const float* v,
+                  float* paramOut, float* mOut, float* vOut, int64_t n, const float* step,
+                  const float* lr, float beta1, float beta2, float eps, float weightDecay,
+                  cudaStream_t stream) {
   AdamwScalars k;
   k.weightDecay = weightDecay;
   k.oneMinusBeta1 = static_cast<float>(1.0 - static_cast<double>(beta1));
@@ -81,7 +84,8 @@ cudaError_t adamw(const float* param, const float* grad, const float* m, const f
   k.beta2 = beta2;
   k.eps = eps;
   if (n > 0)
-    adamwKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, m, v, paramOut, mOut, vOut, n, step, lr, k);
+    adamwKernel<<<blocksFor(n), kThreads, 0, stream>>>(param, grad, m, v, paramOut, mOut, vOut, n,
+                                                       step, lr, k);
   return cudaGetLastError();
 }
 

@@ -27,15 +27,17 @@ cudaError_t pointwise(const float* x, float* y, int64_t n, cudaStream_t stream) 
 }
 
 template <typename Math>
-cudaError_t pointwiseGrad(const float* dy, const float* at, float* dx, int64_t n, cudaStream_t stream) {
+cudaError_t pointwiseGrad(const float* dy, const float* at, float* dx, int64_t n,
+                          cudaStream_t stream) {
   if (n > 0) pointwiseGradKernel<Math><<<blocksFor(n), kThreads, 0, stream>>>(dy, at, dx, n);
   return cudaGetLastError();
 }
 
-#define DTC_POINTWISE(name, code, grad_name, grad_code, Math)                                         \
-  template cudaError_t pointwise<dtc::pointwise::Math>(const float*, float*, int64_t, cudaStream_t);      \
-  template cudaError_t pointwiseGrad<dtc::pointwise::Math>(const float*, const float*, float*, int64_t,   \
-                                                       cudaStream_t);
+#define DTC_POINTWISE(name, code, grad_name, grad_code, Math)                                  \
+  template cudaError_t pointwise<dtc::pointwise::Math>(const float*, float*, int64_t,          \
+                                                       cudaStream_t);                          \
+  template cudaError_t pointwiseGrad<dtc::pointwise::Math>(const float*, const float*, float*, \
+                                                           int64_t, cudaStream_t);
 #include "ops/kernels.def"
 
 }  // namespace dtc::cuda::kernels

@@ -11,16 +11,22 @@ namespace {
 
 template <Float T>
 __device__ inline float load(const void* p, int64_t i) {
-  if constexpr (T == Float::kF32) return static_cast<const float*>(p)[i];
-  else if constexpr (T == Float::kBF16) return bf16ToF32(static_cast<const uint16_t*>(p)[i]);
-  else return f16ToF32(static_cast<const uint16_t*>(p)[i]);
+  if constexpr (T == Float::kF32)
+    return static_cast<const float*>(p)[i];
+  else if constexpr (T == Float::kBF16)
+    return bf16ToF32(static_cast<const uint16_t*>(p)[i]);
+  else
+    return f16ToF32(static_cast<const uint16_t*>(p)[i]);
 }
 
 template <Float T>
 __device__ inline void store(void* p, int64_t i, float v) {
-  if constexpr (T == Float::kF32) static_cast<float*>(p)[i] = v;
-  else if constexpr (T == Float::kBF16) static_cast<uint16_t*>(p)[i] = f32ToBf16(v);
-  else static_cast<uint16_t*>(p)[i] = f32ToF16(v);
+  if constexpr (T == Float::kF32)
+    static_cast<float*>(p)[i] = v;
+  else if constexpr (T == Float::kBF16)
+    static_cast<uint16_t*>(p)[i] = f32ToBf16(v);
+  else
+    static_cast<uint16_t*>(p)[i] = f32ToF16(v);
 }
 
 // Between two 16-bit types through f32, as the CPU (every bf16 and f16 value is exact in f32).
@@ -33,9 +39,15 @@ template <Float From>
 cudaError_t castFrom(const void* x, void* y, Float to, int64_t n, cudaStream_t stream) {
   const unsigned blocks = blocksFor(n);
   switch (to) {
-    case Float::kF32: castKernel<From, Float::kF32><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
-    case Float::kBF16: castKernel<From, Float::kBF16><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
-    case Float::kF16: castKernel<From, Float::kF16><<<blocks, kThreads, 0, stream>>>(x, y, n); break;
+    case Float::kF32:
+      castKernel<From, Float::kF32><<<blocks, kThreads, 0, stream>>>(x, y, n);
+      break;
+    case Float::kBF16:
+      castKernel<From, Float::kBF16><<<blocks, kThreads, 0, stream>>>(x, y, n);
+      break;
+    case Float::kF16:
+      castKernel<From, Float::kF16><<<blocks, kThreads, 0, stream>>>(x, y, n);
+      break;
   }
   return cudaGetLastError();
 }
@@ -53,7 +65,8 @@ __global__ void nonfiniteTotalKernel(const long long* partial, int blocks, float
   long long total = 0;
   for (int b = threadIdx.x; b < blocks; b += blockDim.x) total += partial[b];
   total = blockSum(total);
-  if (threadIdx.x == 0) *count = static_cast<float>(total);  // as the CPU's static_cast of its int64
+  if (threadIdx.x == 0)
+    *count = static_cast<float>(total);  // as the CPU's static_cast of its int64
 }
 
 // Per block: the sum of squares of its grid-stride share of x, in double.
@@ -72,7 +85,8 @@ __global__ void sumSquaresTotalKernel(const double* partial, int blocks, float* 
 }
 
 // clip_grad_norm_'s norm and coefficient in f32 (exec/precision_contracts.h's clipCoefficient).
-__global__ void clipCoefficientKernel(const float* squares, float* norm, float* coef, float maxNorm) {
+__global__ void clipCoefficientKernel(const float* squares, float* norm, float* coef,
+                                      float maxNorm) {
   const float n = sqrtf(*squares);
   *norm = n;
   if (maxNorm == 0.0f) {
@@ -85,9 +99,9 @@ __global__ void clipCoefficientKernel(const float* squares, float* norm, float* 
 
 // GradScaler's update in f32, in the CPU's operations and order. Every input is read before any
 // output is written: the new scale and good-step count overwrite their state in place.
-__global__ void lossScaleStepKernel(const float* scale, const float* good, const float* nonfinite, float* keep,
-                                    float* inv, float* newScale, float* newGood, float interval, float growth,
-                                    float backoff) {
+__global__ void lossScaleStepKernel(const float* scale, const float* good, const float* nonfinite,
+                                    float* keep, float* inv, float* newScale, float* newGood,
+                                    float interval, float growth, float backoff) {
   const float s = *scale, g = *good;
   const bool overflow = *nonfinite > 0;
   float nextScale = s, nextGood = g + 1;
@@ -106,7 +120,8 @@ __global__ void lossScaleStepKernel(const float* scale, const float* good, const
 
 // y = pred != 0 ? onTrue : onFalse. When the chosen tensor is y itself (y aliases on_false, the
 // planner's in-place form), every thread returns at once.
-__global__ void selectKernel(const float* pred, const float* onTrue, const float* onFalse, float* y, int64_t n) {
+__global__ void selectKernel(const float* pred, const float* onTrue, const float* onFalse, float* y,
+                             int64_t n) {
   const float* from = *pred != 0 ? onTrue : onFalse;
   if (from == y) return;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) y[i] = from[i];
@@ -118,7 +133,8 @@ cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaSt
   if (n <= 0) return cudaGetLastError();
   if (from == to) {
     if (x == y) return cudaGetLastError();
-    return cudaMemcpyAsync(y, x, n * (from == Float::kF32 ? 4 : 2), cudaMemcpyDeviceToDevice, stream);
+    return cudaMemcpyAsync(y, x, n * (from == Float::kF32 ? 4 : 2), cudaMemcpyDeviceToDevice,
+                           stream);
   }
   switch (from) {
     case Float::kF32: return castFrom<Float::kF32>(x, y, to, n, stream);
@@ -128,35 +144,39 @@ cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaSt
   return cudaErrorInvalidValue;
 }
 
-cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* partial, cudaStream_t stream) {
+cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* partial,
+                           cudaStream_t stream) {
   const int blocks = static_cast<int>(std::min<int64_t>(kSumBlocks, blocksFor(n)));
   nonfiniteCountKernel<<<blocks, kThreads, 0, stream>>>(x, n, partial);
   nonfiniteTotalKernel<<<1, kThreads, 0, stream>>>(partial, blocks, count);
   return cudaGetLastError();
 }
 
-cudaError_t sumSquares(const float* x, int64_t n, float* sum, double* partial, cudaStream_t stream) {
-  const int blocks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kSumBlocks, blocksFor(n))));
+cudaError_t sumSquares(const float* x, int64_t n, float* sum, double* partial,
+                       cudaStream_t stream) {
+  const int blocks =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kSumBlocks, blocksFor(n))));
   sumSquaresKernel<<<blocks, kThreads, 0, stream>>>(x, n, partial);
   sumSquaresTotalKernel<<<1, kThreads, 0, stream>>>(partial, blocks, sum);
   return cudaGetLastError();
 }
 
-cudaError_t clipCoefficient(const float* squares, float* norm, float* coef, float maxNorm, cudaStream_t stream) {
+cudaError_t clipCoefficient(const float* squares, float* norm, float* coef, float maxNorm,
+                            cudaStream_t stream) {
   clipCoefficientKernel<<<1, 1, 0, stream>>>(squares, norm, coef, maxNorm);
   return cudaGetLastError();
 }
 
-cudaError_t lossScaleStep(const float* scale, const float* good, const float* nonfinite, float* keep, float* inv,
-                          float* newScale, float* newGood, float interval, float growth, float backoff,
-                          cudaStream_t stream) {
-  lossScaleStepKernel<<<1, 1, 0, stream>>>(scale, good, nonfinite, keep, inv, newScale, newGood, interval, growth,
-                                           backoff);
+cudaError_t lossScaleStep(const float* scale, const float* good, const float* nonfinite,
+                          float* keep, float* inv, float* newScale, float* newGood, float interval,
+                          float growth, float backoff, cudaStream_t stream) {
+  lossScaleStepKernel<<<1, 1, 0, stream>>>(scale, good, nonfinite, keep, inv, newScale, newGood,
+                                           interval, growth, backoff);
   return cudaGetLastError();
 }
 
-cudaError_t select(const float* pred, const float* onTrue, const float* onFalse, float* y, int64_t n,
-                   cudaStream_t stream) {
+cudaError_t select(const float* pred, const float* onTrue, const float* onFalse, float* y,
+                   int64_t n, cudaStream_t stream) {
   if (n > 0) selectKernel<<<blocksFor(n), kThreads, 0, stream>>>(pred, onTrue, onFalse, y, n);
   return cudaGetLastError();
 }

@@ -31,7 +31,8 @@ __device__ inline int64_t offsetOf(int64_t i, const Dims& d) {
 }
 
 // Innermost run reduced: block task (output o, chunk c) sums its slice of o's runs.
-__global__ void sumRuns(const float* x, ReducePlan p, int64_t perChunk, double* partial, float* out) {
+__global__ void sumRuns(const float* x, ReducePlan p, int64_t perChunk, double* partial,
+                        float* out) {
   const int64_t runs = count(p.reduced), work = runs * p.inner, tasks = p.outputs * p.chunks;
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const int64_t o = task / p.chunks, c = task % p.chunks;
@@ -46,8 +47,10 @@ __global__ void sumRuns(const float* x, ReducePlan p, int64_t perChunk, double* 
     }
     s = blockSum(s);
     if (threadIdx.x == 0) {
-      if (p.chunks == 1) out[o] = static_cast<float>(s);
-      else partial[c * p.outputs + o] = s;
+      if (p.chunks == 1)
+        out[o] = static_cast<float>(s);
+      else
+        partial[c * p.outputs + o] = s;
     }
   }
 }
@@ -66,8 +69,10 @@ __global__ void sumColumns(const float* x, ReducePlan p, int64_t colBlocks, int6
     for (int64_t q = c * perChunk, end = min(rows, (c + 1) * perChunk); q < end; ++q)
       s += base[offsetOf(q, p.reduced)];
     const int64_t at = o * p.inner + j;
-    if (p.chunks == 1) out[at] = static_cast<float>(s);
-    else partial[c * p.outputs + at] = s;
+    if (p.chunks == 1)
+      out[at] = static_cast<float>(s);
+    else
+      partial[c * p.outputs + at] = s;
   }
 }
 
@@ -115,8 +120,10 @@ bool makeReducePlan(const Shape& x, const std::vector<int64_t>& axes, ReducePlan
   int64_t stride = 1;
   for (int d = rank - 1; d >= 0; --d) {
     if (x[d] != 1) {
-      if (!dims.empty() && dims.back().reduced == isReduced[d]) dims.back().size *= x[d];
-      else dims.push_back({x[d], stride, static_cast<bool>(isReduced[d])});
+      if (!dims.empty() && dims.back().reduced == isReduced[d])
+        dims.back().size *= x[d];
+      else
+        dims.push_back({x[d], stride, static_cast<bool>(isReduced[d])});
     }
     stride *= x[d];
   }
@@ -142,13 +149,15 @@ bool makeReducePlan(const Shape& x, const std::vector<int64_t>& axes, ReducePlan
   return true;
 }
 
-cudaError_t reduceSum(const float* x, float* out, const ReducePlan& p, void* scratch, cudaStream_t stream) {
+cudaError_t reduceSum(const float* x, float* out, const ReducePlan& p, void* scratch,
+                      cudaStream_t stream) {
   double* partial = static_cast<double*>(scratch);
   switch (p.kind) {
     case ReducePlan::kEmpty: break;
     case ReducePlan::kZeros: return cudaMemsetAsync(out, 0, p.outputs * sizeof(float), stream);
     case ReducePlan::kCopy:
-      if (out != x) return cudaMemcpyAsync(out, x, p.total * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+      if (out != x)
+        return cudaMemcpyAsync(out, x, p.total * sizeof(float), cudaMemcpyDeviceToDevice, stream);
       break;
     case ReducePlan::kInnerReduced: {
       const int64_t work = count(p.reduced) * p.inner, perChunk = (work + p.chunks - 1) / p.chunks;

@@ -66,7 +66,9 @@ TEST(Boxes, CopyRegionRoundTripsEveryDevicesBlock) {
                    reinterpret_cast<uint8_t*>(expected.data()));
       const std::vector<int64_t> localShape{6, 2};
       for (const Piece& p : piecesOf(shape, cuts)) {
-        Placed local_{localShape, {p.global.offsets[0] - p.localOffsets[0], p.global.offsets[1] - p.localOffsets[1]}};
+        Placed local_{
+            localShape,
+            {p.global.offsets[0] - p.localOffsets[0], p.global.offsets[1] - p.localOffsets[1]}};
         copyRegion(reinterpret_cast<const uint8_t*>(whole.data()), Placed{shape, {0, 0}},
                    reinterpret_cast<uint8_t*>(local.data()), local_, p.global, 4);
         copyRegion(reinterpret_cast<const uint8_t*>(local.data()), local_,

@@ -71,7 +71,8 @@ TEST(CheckpointDirectory, LeftoversAndRetention) {
   auto names = io::listDirectory(dir);
   ASSERT_TRUE(names.ok());
   // The two newest, and the one `latest` names; what is not ours stays.
-  EXPECT_EQ(*names, (std::vector<std::string>{"latest", "notes.txt", "step-4", "step-6", "step-8"}));
+  EXPECT_EQ(*names,
+            (std::vector<std::string>{"latest", "notes.txt", "step-4", "step-6", "step-8"}));
 }
 
 TEST(CheckpointDirectory, ReadIndexNamesATruncatedFile) {
@@ -80,13 +81,15 @@ TEST(CheckpointDirectory, ReadIndexNamesATruncatedFile) {
   ASSERT_TRUE(io::makeDirectories(stepDir).ok());
   float w[4] = {1, 2, 3, 4};
   io::WrittenSafetensors written;
-  ASSERT_TRUE(io::writeSafetensors(stepDir + "/rank-00000.safetensors", {{"w", DType::kF32, {4}, w, 16}}, {},
-                                   &written).ok());
+  ASSERT_TRUE(io::writeSafetensors(stepDir + "/rank-00000.safetensors",
+                                   {{"w", DType::kF32, {4}, w, 16}}, {}, &written)
+                  .ok());
   CheckpointIndex index;
   index.progress.data = io::Json::object();
   index.progress.samplesPerStep = 1;
   index.files = {{"rank-00000.safetensors", 0, written.bytes, written.crc32}};
-  index.tensors = {{"w", DType::kF32, {4}, "param", {{0, "w", Box{{0}, {4}}, written.tensorCrc32[0]}}}};
+  index.tensors = {
+      {"w", DType::kF32, {4}, "param", {{0, "w", Box{{0}, {4}}, written.tensorCrc32[0]}}}};
   std::string text = indexToJson(index).dump();
   ASSERT_TRUE(io::writeFileAtomically(stepDir + "/index.json", text.data(), text.size()).ok());
   auto read = readIndex(stepDir);
@@ -95,7 +98,8 @@ TEST(CheckpointDirectory, ReadIndexNamesATruncatedFile) {
   ASSERT_EQ(::truncate((stepDir + "/rank-00000.safetensors").c_str(), written.bytes - 3), 0);
   Status truncated = checkFile(stepDir, read->files[0]);
   ASSERT_FALSE(truncated.ok());
-  EXPECT_NE(truncated.message().find("rank-00000.safetensors is truncated"), std::string::npos) << truncated.message();
+  EXPECT_NE(truncated.message().find("rank-00000.safetensors is truncated"), std::string::npos)
+      << truncated.message();
   ASSERT_EQ(::unlink((stepDir + "/rank-00000.safetensors").c_str()), 0);
   EXPECT_NE(checkFile(stepDir, read->files[0]).message().find("is incomplete"), std::string::npos);
 }
@@ -110,11 +114,15 @@ TEST(CheckpointDirectory, WriterChecksumsAreThoseOfTheBytes) {
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int32_t>(i * 2654435761u);
   io::WrittenSafetensors written;
   const std::string path = dir + "/f.safetensors";
-  ASSERT_TRUE(io::writeSafetensors(path, {{"b", DType::kI64, {2}, b, 16}, {"a", DType::kF32, {3}, a, 12},
-                                          {"empty", DType::kF32, {0}, nullptr, 0},
-                                          {"big", DType::kI32, {static_cast<int64_t>(big.size())}, big.data(),
-                                           big.size() * 4}},
-                                   {{"k", "v"}}, &written).ok());
+  ASSERT_TRUE(
+      io::writeSafetensors(
+          path,
+          {{"b", DType::kI64, {2}, b, 16},
+           {"a", DType::kF32, {3}, a, 12},
+           {"empty", DType::kF32, {0}, nullptr, 0},
+           {"big", DType::kI32, {static_cast<int64_t>(big.size())}, big.data(), big.size() * 4}},
+          {{"k", "v"}}, &written)
+          .ok());
   auto file = io::SafetensorsFile::read(path);
   ASSERT_TRUE(file.ok());
   ASSERT_EQ(written.tensorCrc32.size(), 4u);
@@ -141,7 +149,8 @@ TEST(CheckpointDirectory, WriterChecksumsAreThoseOfTheBytes) {
   // The checked read, in pieces on several threads, gives the bytes and their checksum.
   std::vector<int32_t> bigBack(big.size());
   int64_t bBack[2] = {};
-  auto crcs = reader->readChecked({reader->header().find("big"), reader->header().find("b")}, {bigBack.data(), bBack});
+  auto crcs = reader->readChecked({reader->header().find("big"), reader->header().find("b")},
+                                  {bigBack.data(), bBack});
   ASSERT_TRUE(crcs.ok());
   EXPECT_EQ((*crcs)[0], written.tensorCrc32[3]);
   EXPECT_EQ((*crcs)[1], written.tensorCrc32[0]);

@@ -17,7 +17,8 @@ CheckpointIndex sample() {
   index.files = {{"rank-00000.safetensors", 0, 100, 1}, {"rank-00001.safetensors", 1, 100, 2}};
   TensorRecord w{"w", DType::kF32, {4, 2}, "param", {}};
   w.slices = {{0, "w", Box{{0, 0}, {2, 2}}, 11}, {1, "w", Box{{2, 0}, {2, 2}}, 12}};
-  TensorRecord step{"optimizer.step", DType::kF32, {}, "optim_state", {{0, "optimizer.step", Box{}, 13}}};
+  TensorRecord step{
+      "optimizer.step", DType::kF32, {}, "optim_state", {{0, "optimizer.step", Box{}, 13}}};
   index.tensors = {w, step};
   return index;
 }
@@ -42,7 +43,8 @@ TEST(CheckpointIndex, RoundTrips) {
 void expectRejected(const CheckpointIndex& index, const std::string& fragment) {
   auto parsed = parseIndex(text(index), "ck/index.json");
   ASSERT_FALSE(parsed.ok()) << "accepted; expected: " << fragment;
-  EXPECT_NE(parsed.status().message().find(fragment), std::string::npos) << parsed.status().message();
+  EXPECT_NE(parsed.status().message().find(fragment), std::string::npos)
+      << parsed.status().message();
   EXPECT_EQ(parsed.status().message().rfind("ck/index.json", 0), 0u) << parsed.status().message();
 }
 

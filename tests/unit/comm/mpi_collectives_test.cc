@@ -102,7 +102,8 @@ int main() {
     expectOk(world.send(mineBig.data(), count * 4, partner, 5), "exchange: send", r);
     expectOk(world.recv(theirs.data(), count * 4, partner, 5), "exchange: recv", r);
     expectOk(world.completeSends(), "exchange: completeSends", r);
-    expect(theirs.front() == static_cast<float>(partner) && theirs.back() == static_cast<float>(partner),
+    expect(theirs.front() == static_cast<float>(partner) &&
+               theirs.back() == static_cast<float>(partner),
            "exchange: values", r);
     // A message larger than the receiver expects is an error, not an overrun.
     float small[2] = {1, 2}, got[1] = {0};

@@ -31,9 +31,9 @@ TEST(SingleProcess, SendsToItselfByTag) {
 TEST(SingleProcess, PointToPointErrors) {
   auto c = createSingleProcess();
   float x[1] = {1};
-  EXPECT_FALSE(c->send(x, sizeof x, 1, 0).ok());                        // no rank 1
+  EXPECT_FALSE(c->send(x, sizeof x, 1, 0).ok());                          // no rank 1
   EXPECT_FALSE(c->send(x, sizeof x, 0, Communicator::kMaxTag + 1).ok());  // tag out of range
-  EXPECT_FALSE(c->recv(x, sizeof x, 0, 0).ok());                        // nothing sent
+  EXPECT_FALSE(c->recv(x, sizeof x, 0, 0).ok());                          // nothing sent
   ASSERT_TRUE(c->send(x, sizeof x, 0, 0).ok());
   float two[2];
   EXPECT_FALSE(c->recv(two, sizeof two, 0, 0).ok());  // sizes differ

@@ -24,14 +24,16 @@ TEST(World, NoLauncherIsOneProcess) {
 }
 
 TEST(World, ReadsEachLauncher) {
-  auto mpi = detectWorld(fakeEnv({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "8"},
+  auto mpi = detectWorld(fakeEnv({{"OMPI_COMM_WORLD_RANK", "3"},
+                                  {"OMPI_COMM_WORLD_SIZE", "8"},
                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
   ASSERT_TRUE(mpi.ok());
   EXPECT_EQ(mpi->rank, 3);
   EXPECT_EQ(mpi->size, 8);
   EXPECT_EQ(mpi->localRank, 1);
   EXPECT_EQ(mpi->source, "Open MPI");
-  auto mpich = detectWorld(fakeEnv({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "2"}}));
+  auto mpich =
+      detectWorld(fakeEnv({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "2"}}));
   ASSERT_TRUE(mpich.ok());
   EXPECT_EQ(mpich->rank, 2);
   EXPECT_EQ(mpich->size, 4);
@@ -50,8 +52,10 @@ TEST(World, ReadsEachLauncher) {
 
 TEST(World, OpenMpiWinsOverSlurm) {
   // mpirun inside a Slurm allocation: Slurm's variables describe the allocation, not the job.
-  auto w = detectWorld(fakeEnv({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                                {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}));
+  auto w = detectWorld(fakeEnv({{"OMPI_COMM_WORLD_RANK", "1"},
+                                {"OMPI_COMM_WORLD_SIZE", "2"},
+                                {"SLURM_PROCID", "0"},
+                                {"SLURM_NTASKS", "1"}}));
   ASSERT_TRUE(w.ok());
   EXPECT_EQ(w->size, 2);
   EXPECT_EQ(w->source, "Open MPI");
@@ -68,7 +72,8 @@ TEST(World, RejectsInconsistentVariables) {
       {{{"RANK", "2"}, {"WORLD_SIZE", "2"}}, "RANK=2 is not below WORLD_SIZE=2"},
       {{{"RANK", "x"}, {"WORLD_SIZE", "2"}}, "RANK='x' is not a non-negative integer"},
       {{{"RANK", "-1"}, {"WORLD_SIZE", "2"}}, "RANK='-1' is not a non-negative integer"},
-      {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}}, "SLURM_PROCID=0 is not below SLURM_NTASKS=0"},
+      {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}},
+       "SLURM_PROCID=0 is not below SLURM_NTASKS=0"},
       {{{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}}, "LOCAL_RANK exceeds RANK"},
   };
   for (const Case& c : cases) {

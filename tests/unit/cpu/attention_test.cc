@@ -36,8 +36,8 @@ struct SoftmaxCase {
   int64_t batch, t;
   float scale;
 };
-const SoftmaxCase kCases[] = {{1, 1, 1.0f}, {3, 7, 0.6f}, {2, 37, 0.125f}, {5, 64, -0.3f},
-                              {1, 129, 1.0f}};
+const SoftmaxCase kCases[] = {
+    {1, 1, 1.0f}, {3, 7, 0.6f}, {2, 37, 0.125f}, {5, 64, -0.3f}, {1, 129, 1.0f}};
 
 class CausalSoftmaxTest : public PoolTest {};
 

@@ -50,8 +50,8 @@ class BatchMatmulTest : public PoolTest {};
 
 TEST_P(BatchMatmulTest, SmallGemmsMatchReference) {
   // Odd sizes, none a multiple of a BLAS block; batch 1 and batches not a multiple of the pool.
-  const BatchCase cases[] = {{1, 1, 1, 1}, {3, 5, 7, 9}, {7, 13, 1, 17}, {5, 1, 31, 3},
-                             {12, 17, 17, 33}, {2, 33, 65, 7}};
+  const BatchCase cases[] = {{1, 1, 1, 1},  {3, 5, 7, 9},     {7, 13, 1, 17},
+                             {5, 1, 31, 3}, {12, 17, 17, 33}, {2, 33, 65, 7}};
   for (const auto& c : cases)
     for (bool tA : {false, true})
       for (bool tB : {false, true}) checkBatchMatmul(c, tA, tB, pool_);

@@ -57,23 +57,23 @@ class BinaryTest : public PoolTest {};
 
 TEST_P(BinaryTest, MatchesReferenceAcrossBroadcastPatterns) {
   const std::pair<Shape, Shape> cases[] = {
-      {{7}, {7}},                             // equal, tiny
-      {{100003}, {100003}},                   // equal, several uneven chunks
-      {{300, 257}, {257}},                    // suffix broadcast (bias add)
-      {{300, 257}, {1, 257}},                 // same, with an explicit leading 1
-      {{257}, {300, 257}},                    // a broadcast instead of b
-      {{300, 257}, {300, 1}},                 // column broadcast
-      {{4, 1, 3}, {5, 1}},                    // both operands broadcast
+      {{7}, {7}},              // equal, tiny
+      {{100003}, {100003}},    // equal, several uneven chunks
+      {{300, 257}, {257}},     // suffix broadcast (bias add)
+      {{300, 257}, {1, 257}},  // same, with an explicit leading 1
+      {{257}, {300, 257}},     // a broadcast instead of b
+      {{300, 257}, {300, 1}},  // column broadcast
+      {{4, 1, 3}, {5, 1}},     // both operands broadcast
       {{5, 1}, {4, 1, 3}},
-      {{}, {50001}},                          // scalar a
-      {{50001}, {}},                          // scalar b
+      {{}, {50001}},  // scalar a
+      {{50001}, {}},  // scalar b
       {{1}, {1}},
       {{}, {}},
-      {{6, 1}, {1, 7}},                       // outer product
+      {{6, 1}, {1, 7}},  // outer product
       {{2, 3, 4, 5}, {3, 1, 5}},
       {{2, 1, 2, 3, 1, 2, 2, 3}, {2, 1, 1, 2, 1, 3}},  // rank 8
-      {{64, 1, 600}, {1, 50, 1}},             // general path, chunks split mid-run
-      {{3, 0, 4}, {4}},                       // empty output
+      {{64, 1, 600}, {1, 50, 1}},                      // general path, chunks split mid-run
+      {{3, 0, 4}, {4}},                                // empty output
   };
   uint32_t seed = 10;
   for (const auto& [aShape, bShape] : cases) {

@@ -39,7 +39,7 @@ std::vector<double> referenceGrad(const std::vector<float>& dy, const std::vecto
 struct EmbeddingCase {
   int64_t vocab, dim, n;
 };
-const EmbeddingCase kCases[] = {{1, 1, 1}, {1, 5, 9}, {11, 70, 40}, {97, 3, 500},
+const EmbeddingCase kCases[] = {{1, 1, 1},       {1, 5, 9},    {11, 70, 40}, {97, 3, 500},
                                 {300, 33, 1000}, {5, 257, 64}, {50, 8, 0}};
 
 std::string caseName(const EmbeddingCase& c) {

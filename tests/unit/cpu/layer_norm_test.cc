@@ -81,17 +81,16 @@ TEST_P(LayerNormTest, ForwardMatchesReference) {
     float offset;
   };
   // Odd sizes; the last case has |mean| ≫ std, where one-pass fp32 variance would fail.
-  const Case cases[] = {{1, 1, 0}, {1, 7, 0}, {7, 33, 0}, {200, 33, 0}, {65, 257, 0},
-                        {1000, 5, 0}, {31, 64, 1000.0f}};
+  const Case cases[] = {{1, 1, 0},    {1, 7, 0},    {7, 33, 0},       {200, 33, 0},
+                        {65, 257, 0}, {1000, 5, 0}, {31, 64, 1000.0f}};
   uint32_t seed = 400;
   for (const auto& cs : cases) {
     const std::string what = "rows " + std::to_string(cs.rows) + " c " + std::to_string(cs.c);
     const Data d = makeData(cs.rows, cs.c, seed += 10, cs.offset);
     std::vector<float> y(d.x.size()), mean(cs.rows), rstd(cs.rows);
-    layerNorm(d.x.data(), d.w.data(), d.b.data(), y.data(), mean.data(), rstd.data(), cs.rows,
-              cs.c, static_cast<float>(kEps), pool_);
-    const auto ref =
-        referenceLayerNorm(toDouble(d.x), toDouble(d.w), toDouble(d.b), cs.rows, cs.c);
+    layerNorm(d.x.data(), d.w.data(), d.b.data(), y.data(), mean.data(), rstd.data(), cs.rows, cs.c,
+              static_cast<float>(kEps), pool_);
+    const auto ref = referenceLayerNorm(toDouble(d.x), toDouble(d.w), toDouble(d.b), cs.rows, cs.c);
     // With the offset, the kernel's fp32 mean is rounded by up to 1000·2^-24, which is
     // ~2e-5 of the std (~1.7) and shows up as that relative error in x − mean.
     const double tol = cs.offset != 0 ? 1e-4 : 1e-5;
@@ -171,8 +170,8 @@ TEST_P(LayerNormTest, GradIsBitIdenticalForAnyThreadCount) {
     for (int threads : {1, 2, 3, 4}) {
       ThreadPool other(threads);
       std::vector<float> y2(d.x.size()), mean2(rows), rstd2(rows);
-      layerNorm(d.x.data(), d.w.data(), d.b.data(), y2.data(), mean2.data(), rstd2.data(), rows,
-                c, static_cast<float>(kEps), other);
+      layerNorm(d.x.data(), d.w.data(), d.b.data(), y2.data(), mean2.data(), rstd2.data(), rows, c,
+                static_cast<float>(kEps), other);
       EXPECT_EQ(y2, y) << what << " threads " << threads;
       std::vector<float> dx2(d.x.size()), dw2(c), db2(c);
       layerNormGrad(d.dy.data(), d.x.data(), d.w.data(), mean.data(), rstd.data(), dx2.data(),

@@ -48,16 +48,16 @@ TEST_P(LayoutTest, TransposeMatchesIndexingAndRoundTrips) {
     std::vector<int64_t> perm;
   };
   const Case cases[] = {
-      {{2, 7, 3, 5}, {0, 2, 1, 3}},       // [B,T,H,D] -> [B,H,T,D] fast path
-      {{3, 5, 7, 64}, {0, 2, 1, 3}},      // attention-like head size
-      {{2, 7, 3, 5}, {0, 1, 3, 2}},       // last two swapped: strided inner reads
-      {{2, 7, 3, 5}, {3, 1, 2, 0}},       // last dimension moves to the front
-      {{2, 7, 3, 5}, {1, 3, 0, 2}},       // a full shuffle
-      {{37, 41}, {1, 0}},                 // matrix transpose, odd sizes
-      {{300, 70}, {1, 0}},                // large enough to be split over the pool
-      {{129}, {0}},                       // rank 1 (identity)
-      {{2, 3, 4}, {0, 1, 2}},             // identity
-      {{1, 5, 1, 3}, {2, 0, 3, 1}},       // size-1 dimensions
+      {{2, 7, 3, 5}, {0, 2, 1, 3}},   // [B,T,H,D] -> [B,H,T,D] fast path
+      {{3, 5, 7, 64}, {0, 2, 1, 3}},  // attention-like head size
+      {{2, 7, 3, 5}, {0, 1, 3, 2}},   // last two swapped: strided inner reads
+      {{2, 7, 3, 5}, {3, 1, 2, 0}},   // last dimension moves to the front
+      {{2, 7, 3, 5}, {1, 3, 0, 2}},   // a full shuffle
+      {{37, 41}, {1, 0}},             // matrix transpose, odd sizes
+      {{300, 70}, {1, 0}},            // large enough to be split over the pool
+      {{129}, {0}},                   // rank 1 (identity)
+      {{2, 3, 4}, {0, 1, 2}},         // identity
+      {{1, 5, 1, 3}, {2, 0, 3, 1}},   // size-1 dimensions
       {{2, 3, 1, 2, 3, 2, 1, 3}, {7, 5, 3, 1, 0, 2, 4, 6}},  // rank 8
   };
   uint32_t seed = 100;
@@ -96,16 +96,16 @@ TEST_P(LayoutTest, SplitMatchesSlicesAndConcatInvertsIt) {
     int64_t axis, parts;
   };
   const Case cases[] = {
-      {{6, 9, 12}, 0, 3},  {{6, 9, 12}, 1, 3},   {{6, 9, 12}, 2, 3},
-      {{6, 9, 12}, 2, 4},  {{5, 7, 3 * 33}, 2, 3},  // QKV split on the last axis
-      {{300, 3 * 70}, 1, 3},                      // large enough to be split over the pool
-      {{7, 5}, 1, 5},      {{7, 5}, 0, 7},       {{11}, 0, 1},
-      {{2, 3, 4, 5}, 1, 1}, {{2, 6, 1, 5}, 1, 2},
+      {{6, 9, 12}, 0, 3},    {{6, 9, 12}, 1, 3},     {{6, 9, 12}, 2, 3},
+      {{6, 9, 12}, 2, 4},    {{5, 7, 3 * 33}, 2, 3},  // QKV split on the last axis
+      {{300, 3 * 70}, 1, 3},                          // large enough to be split over the pool
+      {{7, 5}, 1, 5},        {{7, 5}, 0, 7},         {{11}, 0, 1},
+      {{2, 3, 4, 5}, 1, 1},  {{2, 6, 1, 5}, 1, 2},
   };
   uint32_t seed = 200;
   for (const auto& c : cases) {
-    const std::string what = shapeName(c.shape) + " axis " + std::to_string(c.axis) +
-                             " parts " + std::to_string(c.parts);
+    const std::string what = shapeName(c.shape) + " axis " + std::to_string(c.axis) + " parts " +
+                             std::to_string(c.parts);
     const auto x = randomFloats(numElements(c.shape), seed++);
     Shape pieceShape = c.shape;
     pieceShape[c.axis] /= c.parts;
@@ -124,8 +124,7 @@ TEST_P(LayoutTest, SplitMatchesSlicesAndConcatInvertsIt) {
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t a = 0; a < len; ++a)
           for (int64_t i = 0; i < inner; ++i)
-            want[(o * len + a) * inner + i] =
-                x[(o * c.shape[c.axis] + p * len + a) * inner + i];
+            want[(o * len + a) * inner + i] = x[(o * c.shape[c.axis] + p * len + a) * inner + i];
       EXPECT_EQ(parts[p], want) << what << " part " << p;
     }
     std::vector<const float*> ins(outs.begin(), outs.end());

@@ -40,8 +40,8 @@ void checkMatmul(const MatmulCase& c, bool transA, bool transB, ThreadPool& pool
 
 TEST(MatmulTest, AllTransposeCombinations) {
   // The last cases are large enough to be split over the pool, by rows (M >= N) and by columns.
-  const MatmulCase cases[] = {{1, 1, 1},     {3, 5, 7},       {17, 33, 65},   {64, 1, 128},
-                              {1, 70, 9},    {130, 97, 257},  {301, 64, 128}, {64, 301, 128}};
+  const MatmulCase cases[] = {{1, 1, 1},  {3, 5, 7},      {17, 33, 65},   {64, 1, 128},
+                              {1, 70, 9}, {130, 97, 257}, {301, 64, 128}, {64, 301, 128}};
   for (int threads : {1, 3}) {
     ThreadPool pool(threads);
     for (const auto& c : cases)

@@ -36,8 +36,8 @@ struct RefAdamW {
   std::vector<double> param, m, v;
   // The same average over |g|: m cancels between steps, so its fp32 error scales with this.
   std::vector<double> mScale = std::vector<double>(param.size(), 0.0);
-  void step(const std::vector<float>& grad, int step, double lr, double b1, double b2,
-            double eps, double wd) {
+  void step(const std::vector<float>& grad, int step, double lr, double b1, double b2, double eps,
+            double wd) {
     const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
     for (size_t i = 0; i < param.size(); ++i) {
       param[i] *= 1 - lr * wd;
@@ -64,9 +64,9 @@ TEST_P(OptimizerTest, SgdMultiStepMatchesTorchFormulas) {
       auto param = randomFloats(n, 1 + n);
       std::vector<float> buf(n, 0.0f), newParam(n), newBuf(n, -7.0f);
       RefSgd ref{toDouble(param), std::vector<double>(n, 0.0)};
-      const std::string what = "sgd lr=" + std::to_string(cfg.lr) + " momentum=" +
-                               std::to_string(cfg.momentum) + " wd=" + std::to_string(cfg.wd) +
-                               " n=" + std::to_string(n);
+      const std::string what = "sgd lr=" + std::to_string(cfg.lr) +
+                               " momentum=" + std::to_string(cfg.momentum) +
+                               " wd=" + std::to_string(cfg.wd) + " n=" + std::to_string(n);
       for (int step = 1; step <= 6; ++step) {
         const auto grad = randomFloats(n, 100 * step + n);
         sgd(param.data(), grad.data(), buf.data(), newParam.data(), newBuf.data(), n, cfg.lr,
@@ -102,9 +102,9 @@ TEST_P(OptimizerTest, AdamWMultiStepMatchesTorchFormulas) {
   struct Config {
     float lr, beta1, beta2, eps, wd;
   };
-  for (const Config cfg : {Config{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f},
-                           Config{1e-2f, 0.8f, 0.99f, 1e-6f, 0.0f},
-                           Config{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f}}) {
+  for (const Config cfg :
+       {Config{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f}, Config{1e-2f, 0.8f, 0.99f, 1e-6f, 0.0f},
+        Config{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f}}) {
     for (int64_t n : kSizes) {
       auto param = randomFloats(n, 11 + n);
       std::vector<float> m(n, 0.0f), v(n, 0.0f);
@@ -120,12 +120,12 @@ TEST_P(OptimizerTest, AdamWMultiStepMatchesTorchFormulas) {
         // Separate output buffers on odd steps, aliased ones on even steps.
         if (step % 2) {
           std::vector<float> p2(n), m2(n), v2(n);
-          adamw(param.data(), grad.data(), m.data(), v.data(), p2.data(), m2.data(), v2.data(),
-                n, static_cast<float>(step), cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.wd, pool_);
+          adamw(param.data(), grad.data(), m.data(), v.data(), p2.data(), m2.data(), v2.data(), n,
+                static_cast<float>(step), cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.wd, pool_);
           param = p2, m = m2, v = v2;
         } else {
-          adamw(param.data(), grad.data(), m.data(), v.data(), param.data(), m.data(), v.data(),
-                n, static_cast<float>(step), cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.wd, pool_);
+          adamw(param.data(), grad.data(), m.data(), v.data(), param.data(), m.data(), v.data(), n,
+                static_cast<float>(step), cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.wd, pool_);
         }
         ref.step(grad, step, cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.wd);
         const std::string at = what + " step " + std::to_string(step);
@@ -147,8 +147,8 @@ TEST_P(OptimizerTest, AdamWInPlaceMatchesOutOfPlace) {
   adamw(param.data(), grad.data(), m.data(), v.data(), p2.data(), m2.data(), v2.data(), n, 3.0f,
         1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, pool_);
   auto p = param, mm = m, vv = v;
-  adamw(p.data(), grad.data(), mm.data(), vv.data(), p.data(), mm.data(), vv.data(), n, 3.0f,
-        1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, pool_);
+  adamw(p.data(), grad.data(), mm.data(), vv.data(), p.data(), mm.data(), vv.data(), n, 3.0f, 1e-3f,
+        0.9f, 0.999f, 1e-8f, 0.01f, pool_);
   EXPECT_EQ(p, p2);
   EXPECT_EQ(mm, m2);
   EXPECT_EQ(vv, v2);

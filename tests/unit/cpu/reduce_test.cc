@@ -49,13 +49,13 @@ std::string caseName(const ReduceCase& c) {
 }
 
 const ReduceCase kCases[] = {
-    {{1000, 37}, {0}},          // bias gradient, narrow: row split
-    {{5000, 300}, {0}},         // bias gradient, row split capped at 64 blocks
-    {{20, 5000}, {0}},          // wide: parallel over column blocks
-    {{3, 10}, {0}},             // tiny, inline
-    {{37, 1000}, {1}},          // row sums
-    {{4, 5, 6}, {1}},           // middle axis
-    {{30, 70, 41}, {1}},        // middle axis, several tasks
+    {{1000, 37}, {0}},    // bias gradient, narrow: row split
+    {{5000, 300}, {0}},   // bias gradient, row split capped at 64 blocks
+    {{20, 5000}, {0}},    // wide: parallel over column blocks
+    {{3, 10}, {0}},       // tiny, inline
+    {{37, 1000}, {1}},    // row sums
+    {{4, 5, 6}, {1}},     // middle axis
+    {{30, 70, 41}, {1}},  // middle axis, several tasks
     {{4, 5, 6}, {0, 2}},
     {{3, 4, 5, 6}, {1, 2}},
     {{2, 3, 4, 5, 6}, {0, 2, 4}},

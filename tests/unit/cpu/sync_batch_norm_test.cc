@@ -19,8 +19,8 @@ TEST_P(SyncBatchNormTest, SlicesWithSummedStatisticsMatchTheWholeBatch) {
   std::vector<float> y(n * c * s), mean(c), rstd(c), nrm(c), nrv(c), dx(n * c * s), dw(c), db(c);
   batchNormTrain(x.data(), w.data(), b.data(), rm.data(), rv.data(), y.data(), mean.data(),
                  rstd.data(), nrm.data(), nrv.data(), n, c, s, eps, momentum, pool_);
-  batchNormTrainGrad(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(),
-                     dw.data(), db.data(), n, c, s, pool_);
+  batchNormTrainGrad(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(), dw.data(),
+                     db.data(), n, c, s, pool_);
 
   auto part = [&](const std::vector<float>& v, int64_t p) { return v.data() + p * slice * c * s; };
   auto allReduce = [&](auto&& local) {  // Σ over the slices of a per-channel result
@@ -31,7 +31,8 @@ TEST_P(SyncBatchNormTest, SlicesWithSummedStatisticsMatchTheWholeBatch) {
     }
     return total;
   };
-  auto sum = allReduce([&](int64_t p, float* out) { batchNormSum(part(x, p), out, slice, c, s, pool_); });
+  auto sum =
+      allReduce([&](int64_t p, float* out) { batchNormSum(part(x, p), out, slice, c, s, pool_); });
   auto squares = allReduce([&](int64_t p, float* out) {
     batchNormCenteredSquares(part(x, p), sum.data(), out, slice, c, s, count, pool_);
   });

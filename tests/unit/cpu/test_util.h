@@ -25,8 +25,8 @@ inline std::vector<float> randomFloats(int64_t n, uint32_t seed, float lo = -1.0
 
 // |got − want| ≤ rtol·scale + atol, where scale defaults to |want|. Reports the first few
 // mismatches only, so a broken kernel does not flood the log.
-inline void expectClose(const std::vector<float>& got, const std::vector<double>& want,
-                        double rtol, double atol, const std::string& what,
+inline void expectClose(const std::vector<float>& got, const std::vector<double>& want, double rtol,
+                        double atol, const std::string& what,
                         const std::vector<double>* scale = nullptr) {
   ASSERT_EQ(got.size(), want.size()) << what;
   int failures = 0;
@@ -41,8 +41,7 @@ inline void expectClose(const std::vector<float>& got, const std::vector<double>
   }
 }
 
-inline void expectClose(float got, double want, double rtol, double atol,
-                        const std::string& what) {
+inline void expectClose(float got, double want, double rtol, double atol, const std::string& what) {
   EXPECT_LE(std::abs(static_cast<double>(got) - want), rtol * std::abs(want) + atol)
       << what << ": got " << got << " want " << want;
 }

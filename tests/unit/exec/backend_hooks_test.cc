@@ -29,14 +29,16 @@ std::vector<uint8_t> buildPlan() {
     return plan::CreateStepDirect(b, &ins, &outs, &none, "relu", Kernel::relu);
   };
   std::vector<fb::Offset<plan::Step>> steps = {step({0}, {1}), step({1}, {2})};
-  std::vector<fb::Offset<plan::Binding>> arguments = {plan::CreateBindingDirect(b, 0, plan::Role::data, "x", 0)};
-  std::vector<fb::Offset<plan::Binding>> results = {plan::CreateBindingDirect(b, 2, plan::Role::output, "z", -1)};
+  std::vector<fb::Offset<plan::Binding>> arguments = {
+      plan::CreateBindingDirect(b, 0, plan::Role::data, "x", 0)};
+  std::vector<fb::Offset<plan::Binding>> results = {
+      plan::CreateBindingDirect(b, 2, plan::Role::output, "z", -1)};
   std::vector<fb::Offset<plan::Function>> functions = {
       plan::CreateFunctionDirect(b, "train_step", &values, &steps, &arguments, &results, 192)};
   std::vector<fb::Offset<plan::StateTensor>> state;
   std::vector<uint8_t> constants;
-  auto root = plan::CreatePlanDirect(b, kPlanVersion, "backend_hooks_test", 4, &state, 0, &functions, "", "",
-                                     "none", &constants);
+  auto root = plan::CreatePlanDirect(b, kPlanVersion, "backend_hooks_test", 4, &state, 0,
+                                     &functions, "", "", "none", &constants);
   plan::FinishPlanBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -56,11 +58,15 @@ class HookBackend : public Backend {
   bool hostMemory() const override { return inner_->hostMemory(); }
   StatusOr<uint8_t*> allocate(uint64_t bytes) override { return inner_->allocate(bytes); }
   void release(uint8_t* memory, uint64_t bytes) override { inner_->release(memory, bytes); }
-  Status upload(uint8_t* to, const void* from, uint64_t bytes) override { return inner_->upload(to, from, bytes); }
+  Status upload(uint8_t* to, const void* from, uint64_t bytes) override {
+    return inner_->upload(to, from, bytes);
+  }
   Status download(void* to, const uint8_t* from, uint64_t bytes) override {
     return inner_->download(to, from, bytes);
   }
-  Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) override { return inner_->copy(to, from, bytes); }
+  Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) override {
+    return inner_->copy(to, from, bytes);
+  }
   StatusOr<BoundStep> bind(const StepContext& step) override {
     if (!inFunction_) ++log_.bindsOutside;
     return inner_->bind(step);
@@ -89,7 +95,9 @@ class HookBackend : public Backend {
 
 class BackendHooksTest : public ::testing::TestWithParam<bool> {
  protected:
-  std::unique_ptr<Backend> inner() const { return GetParam() ? createStagedCpuBackend() : createCpuBackend(); }
+  std::unique_ptr<Backend> inner() const {
+    return GetParam() ? createStagedCpuBackend() : createCpuBackend();
+  }
 };
 
 // Fills x, runs train_step and checks z = relu(x).
@@ -156,7 +164,9 @@ TEST_P(BackendHooksTest, DefaultHooksRunThePlanSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CpuAndStaged, BackendHooksTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Staged" : "Cpu"; });
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Staged" : "Cpu";
+                         });
 
 }  // namespace
 }  // namespace dtc

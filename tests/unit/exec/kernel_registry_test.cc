@@ -30,7 +30,8 @@ TEST(KernelRegistry, NamesCodesAndSchemaAgree) {
     ASSERT_EQ(findKernel(k->name), k);
     ASSERT_EQ(kernelInfo(k->kernel), k);
     std::set<std::string> attrs;
-    for (const KernelAttr& a : k->attrs) EXPECT_TRUE(attrs.insert(a.name).second) << k->name << "." << a.name;
+    for (const KernelAttr& a : k->attrs)
+      EXPECT_TRUE(attrs.insert(a.name).second) << k->name << "." << a.name;
   }
   EXPECT_EQ(kernelInfo(Kernel::none), nullptr);
   EXPECT_EQ(kernelInfo(static_cast<Kernel>(60000)), nullptr);
@@ -122,7 +123,8 @@ TEST(KernelContract, RefusesMismatchedShapes) {
   EXPECT_EQ(bindCpuStep(ctx).status().message(), contract.message());
 
   std::vector<uint8_t> unknown = stepBuffer(static_cast<Kernel>(60000), 1, 1);
-  StepContext newer{*flatbuffers::GetRoot<plan::Step>(unknown.data()), {view(a, {6})}, {view(a, {6})}, pool};
+  StepContext newer{
+      *flatbuffers::GetRoot<plan::Step>(unknown.data()), {view(a, {6})}, {view(a, {6})}, pool};
   EXPECT_EQ(checkKernelContract(newer).message(),
             "kernel 60000 at node: unknown kernel (the plan needs a newer dtrun)");
 }

@@ -11,10 +11,10 @@
 
 #include "comm/communicator.h"
 #include "exec/executor.h"
-#include "train/trainer.h"
 #include "io/safetensors.h"
-#include "pipeline_plan.h"
 #include "mpi_check.h"
+#include "pipeline_plan.h"
+#include "train/trainer.h"
 
 using dtc::testing::expect;
 using dtc::testing::expectOk;
@@ -92,9 +92,9 @@ int main() {
       expect(file->tensors().size() == 2, "two parameters saved", r);
       const dtc::io::TensorRef* w = file->find("w");
       const dtc::io::TensorRef* v = file->find("v");
-      expect(w && w->shape == std::vector<int64_t>{2} &&
-                 static_cast<const float*>(w->data)[1] == 1.0f,
-             "w saved", r);
+      expect(
+          w && w->shape == std::vector<int64_t>{2} && static_cast<const float*>(w->data)[1] == 1.0f,
+          "w saved", r);
       bool same = v && v->shape == std::vector<int64_t>{n};
       for (int64_t i = 0; same && i < n; ++i)
         same &= static_cast<const float*>(v->data)[i] == static_cast<float>(i) / 2;

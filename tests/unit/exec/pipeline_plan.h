@@ -26,9 +26,9 @@ struct PipelinePlanOptions {
   int64_t n = 4;
   int pipelineAxis = 0;
   std::vector<std::pair<std::string, int64_t>> mesh = {{"pp", 2}};
-  int stages[2] = {0, 1};              // of the two train_step functions
-  int stateStages[4] = {0, 1, 0, 1};   // w, v, step (stage 0's), step (stage 1's)
-  uint64_t stateBytesSlack = 0;        // subtracted from the state region (to break it)
+  int stages[2] = {0, 1};             // of the two train_step functions
+  int stateStages[4] = {0, 1, 0, 1};  // w, v, step (stage 0's), step (stage 1's)
+  uint64_t stateBytesSlack = 0;       // subtracted from the state region (to break it)
 };
 
 inline uint64_t align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -40,9 +40,9 @@ inline std::vector<uint8_t> buildPipelinePlan(const PipelinePlanOptions& o = {})
   const uint64_t floats = align64(o.n * 4), ids = align64(3 * 8);
   auto attrs = [&](int64_t shift, int64_t tag) {
     std::vector<int64_t> axes{0};
-    return std::vector<fb::Offset<plan::Attr>>{
-        plan::CreateAttrDirect(b, "axes", 0, 0, &axes), plan::CreateAttrDirect(b, "shift", shift),
-        plan::CreateAttrDirect(b, "tag", tag)};
+    return std::vector<fb::Offset<plan::Attr>>{plan::CreateAttrDirect(b, "axes", 0, 0, &axes),
+                                               plan::CreateAttrDirect(b, "shift", shift),
+                                               plan::CreateAttrDirect(b, "tag", tag)};
   };
   auto step = [&](const char* op, std::vector<uint32_t> ins, std::vector<uint32_t> outs,
                   std::vector<fb::Offset<plan::Attr>> a) {
@@ -64,8 +64,8 @@ inline std::vector<uint8_t> buildPipelinePlan(const PipelinePlanOptions& o = {})
   std::vector<fb::Offset<plan::Binding>> a0 = {binding(0, plan::Role::data, "x"),
                                                binding(3, plan::Role::param, "w")};
   std::vector<fb::Offset<plan::Binding>> r0 = {binding(2, plan::Role::output, "g")};
-  auto f0 = plan::CreateFunctionDirect(b, "train_step", &v0, &s0, &a0, &r0,
-                                       2 * floats + ids, o.stages[0]);
+  auto f0 = plan::CreateFunctionDirect(b, "train_step", &v0, &s0, &a0, &r0, 2 * floats + ids,
+                                       o.stages[0]);
 
   // Stage 1.
   std::vector<fb::Offset<plan::Value>> v1 = {
@@ -73,16 +73,15 @@ inline std::vector<uint8_t> buildPipelinePlan(const PipelinePlanOptions& o = {})
       plan::CreateValueDirect(b, "ids", plan::DType::i64, &three, plan::Region::arena, floats),
       plan::CreateValueDirect(b, "z", plan::DType::f32, &vec, plan::Region::arena, floats + ids),
       plan::CreateValueDirect(b, "v", plan::DType::f32, &vec, plan::Region::state, 0)};
-  std::vector<fb::Offset<plan::Step>> s1 = {step("send", {3}, {}, attrs(-1, 2)),
-                                            step("recv", {}, {1}, attrs(1, 1)),
-                                            step("recv", {}, {0}, attrs(1, 0)),
-                                            step("relu", {0}, {2}, {})};
+  std::vector<fb::Offset<plan::Step>> s1 = {
+      step("send", {3}, {}, attrs(-1, 2)), step("recv", {}, {1}, attrs(1, 1)),
+      step("recv", {}, {0}, attrs(1, 0)), step("relu", {0}, {2}, {})};
   std::vector<fb::Offset<plan::Binding>> a1 = {binding(3, plan::Role::param, "v")};
   std::vector<fb::Offset<plan::Binding>> r1 = {binding(2, plan::Role::output, "z"),
                                                binding(1, plan::Role::output, "ids")};
   // A larger arena than stage 0's, so the per-stage arena size is visible.
-  auto f1 = plan::CreateFunctionDirect(b, "train_step", &v1, &s1, &a1, &r1,
-                                       2 * floats + ids + 64, o.stages[1]);
+  auto f1 = plan::CreateFunctionDirect(b, "train_step", &v1, &s1, &a1, &r1, 2 * floats + ids + 64,
+                                       o.stages[1]);
 
   // State: offsets per stage (w and v both at 0); "step" after the larger of them.
   std::vector<uint8_t> constants(o.n * 4);
@@ -99,18 +98,18 @@ inline std::vector<uint8_t> buildPipelinePlan(const PipelinePlanOptions& o = {})
                                     plan::InitKind::data, 0, 0, 0, 0, o.n * 4, nullptr, nullptr,
                                     o.stateStages[1]),
       plan::CreateStateTensorDirect(b, "step", plan::DType::f32, &one, stepOffset,
-                                    plan::Role::optim_state, false, plan::InitKind::zeros, 0, 0,
-                                    0, 0, 0, nullptr, nullptr, o.stateStages[2]),
+                                    plan::Role::optim_state, false, plan::InitKind::zeros, 0, 0, 0,
+                                    0, 0, nullptr, nullptr, o.stateStages[2]),
       plan::CreateStateTensorDirect(b, "step", plan::DType::f32, &one, stepOffset,
-                                    plan::Role::optim_state, false, plan::InitKind::zeros, 0, 0,
-                                    0, 0, 0, nullptr, nullptr, o.stateStages[3])};
+                                    plan::Role::optim_state, false, plan::InitKind::zeros, 0, 0, 0,
+                                    0, 0, nullptr, nullptr, o.stateStages[3])};
   std::vector<fb::Offset<plan::MeshAxis>> mesh;
-  for (const auto& [name, size] : o.mesh) mesh.push_back(plan::CreateMeshAxisDirect(b, name.c_str(), size));
+  for (const auto& [name, size] : o.mesh)
+    mesh.push_back(plan::CreateMeshAxisDirect(b, name.c_str(), size));
   std::vector<fb::Offset<plan::Function>> functions = {f0, f1};
-  auto root = plan::CreatePlanDirect(b, kPlanVersion, "pipeline_plan.h", o.n, &state,
-                                     stepOffset + 64 - o.stateBytesSlack, &functions, "", "",
-                                     "none", &constants, &mesh, 1, o.pipelineAxis,
-                                     "hand-built, 2 stages");
+  auto root = plan::CreatePlanDirect(
+      b, kPlanVersion, "pipeline_plan.h", o.n, &state, stepOffset + 64 - o.stateBytesSlack,
+      &functions, "", "", "none", &constants, &mesh, 1, o.pipelineAxis, "hand-built, 2 stages");
   plan::FinishPlanBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

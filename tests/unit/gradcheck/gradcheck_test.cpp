@@ -23,10 +23,10 @@ namespace {
 // a fixed random %r, so every output element contributes with its own weight.
 struct Case {
   std::string name;
-  std::string args;    // e.g. "%a: tensor<3x4xf32> {graph.param = \"a\", graph.trainable}"
-  std::string body;    // MLIR ops defining %out
-  std::string outType; // e.g. "tensor<3x5xf32>"
-  int rank;            // rank of %out
+  std::string args;           // e.g. "%a: tensor<3x4xf32> {graph.param = \"a\", graph.trainable}"
+  std::string body;           // MLIR ops defining %out
+  std::string outType;        // e.g. "tensor<3x5xf32>"
+  int rank;                   // rank of %out
   float minMagnitude = 0.0f;  // keep inputs away from kinks (ReLU at 0)
 };
 
@@ -36,7 +36,8 @@ std::string moduleText(const Case& c) {
   std::string axes;
   for (int i = 0; i < c.rank; ++i) axes += (i ? ", " : "") + std::to_string(i);
   // Batch inputs (the labels of cross-entropy) have 4 rows.
-  return "module attributes {graph.batch_size = 4 : i64} {\nfunc.func @forward(" + c.args + ", %r: " + c.outType +
+  return "module attributes {graph.batch_size = 4 : i64} {\nfunc.func @forward(" + c.args +
+         ", %r: " + c.outType +
          " {graph.param = \"r\"}) -> (tensor<f32> {graph.output = \"loss\"}) {\n" + c.body +
          "\n  %w = graph.mul %out, %r : " + c.outType + ", " + c.outType +
          "\n  %loss = graph.reduce_sum %w {axes = array<i64" + (c.rank ? ": " + axes : "") +
@@ -144,7 +145,8 @@ INSTANTIATE_TEST_SUITE_P(
              "tensor<4x5xf32> -> tensor<3x5xf32>",
              "tensor<3x5xf32>", 2},
         Case{"add_broadcast", arg("a", "tensor<2x3x4xf32>") + ", " + arg("b", "tensor<3x1xf32>"),
-             "%out = graph.add %a, %b : tensor<2x3x4xf32>, tensor<3x1xf32>", "tensor<2x3x4xf32>", 3},
+             "%out = graph.add %a, %b : tensor<2x3x4xf32>, tensor<3x1xf32>", "tensor<2x3x4xf32>",
+             3},
         Case{"sub_broadcast", arg("a", "tensor<4xf32>") + ", " + arg("b", "tensor<3x4xf32>"),
              "%out = graph.sub %a, %b : tensor<4xf32>, tensor<3x4xf32>", "tensor<3x4xf32>", 2},
         Case{"mul_broadcast", arg("a", "tensor<3x4xf32>") + ", " + arg("b", "tensor<1x4xf32>"),
@@ -158,7 +160,8 @@ INSTANTIATE_TEST_SUITE_P(
              "tensor<2x3x4xf32> -> tensor<1x3x1xf32>",
              "tensor<1x3x1xf32>", 3},
         Case{"broadcast", arg("a", "tensor<3x1xf32>"),
-             "%out = graph.broadcast %a : tensor<3x1xf32> -> tensor<2x3x4xf32>", "tensor<2x3x4xf32>", 3},
+             "%out = graph.broadcast %a : tensor<3x1xf32> -> tensor<2x3x4xf32>",
+             "tensor<2x3x4xf32>", 3},
         Case{"reshape", arg("a", "tensor<2x6xf32>"),
              "%out = graph.reshape %a : tensor<2x6xf32> -> tensor<3x4xf32>", "tensor<3x4xf32>", 2},
         Case{"relu", arg("a", "tensor<4x5xf32>"), "%out = graph.relu %a : tensor<4x5xf32>",
@@ -172,12 +175,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gelu", arg("a", "tensor<4x5xf32>"), "%out = graph.gelu %a : tensor<4x5xf32>",
              "tensor<4x5xf32>", 2},
         Case{"gelu_tanh", arg("a", "tensor<4x5xf32>"),
-             "%out = graph.gelu %a {approximate_tanh = true} : tensor<4x5xf32>", "tensor<4x5xf32>", 2},
+             "%out = graph.gelu %a {approximate_tanh = true} : tensor<4x5xf32>", "tensor<4x5xf32>",
+             2},
         Case{"mse", arg("a", "tensor<3x4xf32>") + ", " + arg("b", "tensor<3x4xf32>"),
              "%m = graph.mse %a, %b : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<f32>\n"
              "  %out = graph.reshape %m : tensor<f32> -> tensor<1xf32>",
              "tensor<1xf32>", 1},
-        Case{"softmax_cross_entropy", arg("a", "tensor<4x6xf32>") + ", %y: tensor<4xi64> {graph.data = \"y\"}",
+        Case{"softmax_cross_entropy",
+             arg("a", "tensor<4x6xf32>") + ", %y: tensor<4xi64> {graph.data = \"y\"}",
              "%m = graph.softmax_cross_entropy %a, %y : tensor<4x6xf32>, tensor<4xi64>\n"
              "  %out = graph.reshape %m : tensor<f32> -> tensor<1xf32>",
              "tensor<1xf32>", 1},
@@ -186,11 +191,13 @@ INSTANTIATE_TEST_SUITE_P(
              "%out = graph.batch_matmul %a, %b : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> "
              "tensor<2x3x5xf32>",
              "tensor<2x3x5xf32>", 3},
-        Case{"batch_matmul_t_rhs", arg("a", "tensor<2x2x3x4xf32>") + ", " + arg("b", "tensor<2x2x5x4xf32>"),
+        Case{"batch_matmul_t_rhs",
+             arg("a", "tensor<2x2x3x4xf32>") + ", " + arg("b", "tensor<2x2x5x4xf32>"),
              "%out = graph.batch_matmul %a, %b {transpose_rhs = true} : tensor<2x2x3x4xf32>, "
              "tensor<2x2x5x4xf32> -> tensor<2x2x3x5xf32>",
              "tensor<2x2x3x5xf32>", 4},
-        Case{"batch_matmul_t_lhs", arg("a", "tensor<2x4x3xf32>") + ", " + arg("b", "tensor<2x4x5xf32>"),
+        Case{"batch_matmul_t_lhs",
+             arg("a", "tensor<2x4x3xf32>") + ", " + arg("b", "tensor<2x4x5xf32>"),
              "%out = graph.batch_matmul %a, %b {transpose_lhs = true} : tensor<2x4x3xf32>, "
              "tensor<2x4x5xf32> -> tensor<2x3x5xf32>",
              "tensor<2x3x5xf32>", 3},
@@ -210,8 +217,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"causal_softmax", arg("a", "tensor<2x4x4xf32>"),
              "%out = graph.causal_softmax %a {scale = 0.7 : f32} : tensor<2x4x4xf32>",
              "tensor<2x4x4xf32>", 3},
-        Case{"layer_norm", arg("a", "tensor<3x6xf32>") + ", " + arg("g", "tensor<6xf32>") + ", " +
-                               arg("beta", "tensor<6xf32>"),
+        Case{"layer_norm",
+             arg("a", "tensor<3x6xf32>") + ", " + arg("g", "tensor<6xf32>") + ", " +
+                 arg("beta", "tensor<6xf32>"),
              "%out, %mean, %rstd = graph.layer_norm %a, %g, %beta {eps = 1.0e-5 : f32} : "
              "(tensor<3x6xf32>, tensor<6xf32>, tensor<6xf32>) -> (tensor<3x6xf32>, tensor<3xf32>, "
              "tensor<3xf32>)",
@@ -220,11 +228,13 @@ INSTANTIATE_TEST_SUITE_P(
              "%out = graph.embedding %t, %y : tensor<6x3xf32>, tensor<4xi64> -> tensor<4x3xf32>",
              "tensor<4x3xf32>", 2},
         // Convolutional ops.
-        Case{"conv2d_pad_stride", arg("x", "tensor<2x3x6x5xf32>") + ", " + arg("k", "tensor<4x3x3x3xf32>"),
+        Case{"conv2d_pad_stride",
+             arg("x", "tensor<2x3x6x5xf32>") + ", " + arg("k", "tensor<4x3x3x3xf32>"),
              "%out = graph.conv2d %x, %k {padding = array<i64: 1, 1>, stride = array<i64: 2, 1>} : "
              "tensor<2x3x6x5xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x3x5xf32>",
              "tensor<2x4x3x5xf32>", 4},
-        Case{"conv2d_wide_stride", arg("x", "tensor<1x2x5x7xf32>") + ", " + arg("k", "tensor<3x2x3x4xf32>"),
+        Case{"conv2d_wide_stride",
+             arg("x", "tensor<1x2x5x7xf32>") + ", " + arg("k", "tensor<3x2x3x4xf32>"),
              "%out = graph.conv2d %x, %k {padding = array<i64: 0, 2>, stride = array<i64: 1, 3>} : "
              "tensor<1x2x5x7xf32>, tensor<3x2x3x4xf32> -> tensor<1x3x3x3xf32>",
              "tensor<1x3x3x3xf32>", 4},
@@ -232,10 +242,13 @@ INSTANTIATE_TEST_SUITE_P(
              "%out = graph.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>} : "
              "tensor<2x3x4x6xf32> -> tensor<2x3x2x3xf32>",
              "tensor<2x3x2x3xf32>", 4},
-        Case{"batch_norm_train", arg("x", "tensor<4x3x2x2xf32>") + ", " + arg("g", "tensor<3xf32>") +
-                 ", " + arg("beta", "tensor<3xf32>") +
-                 ", %rm: tensor<3xf32> {graph.param = \"rm\"}, %rv: tensor<3xf32> {graph.param = \"rv\"}",
-             "%out, %m, %s, %nm, %nv = graph.batch_norm_train %x, %g, %beta, %rm, %rv {eps = 1.0e-5 : f32, "
+        Case{"batch_norm_train",
+             arg("x", "tensor<4x3x2x2xf32>") + ", " + arg("g", "tensor<3xf32>") + ", " +
+                 arg("beta", "tensor<3xf32>") +
+                 ", %rm: tensor<3xf32> {graph.param = \"rm\"}, %rv: tensor<3xf32> {graph.param = "
+                 "\"rv\"}",
+             "%out, %m, %s, %nm, %nv = graph.batch_norm_train %x, %g, %beta, %rm, %rv {eps = "
+             "1.0e-5 : f32, "
              "momentum = 0.1 : f32} : (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, "
              "tensor<3xf32>, tensor<3xf32>) -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, "
              "tensor<3xf32>, tensor<3xf32>)",

@@ -29,7 +29,8 @@ TEST(MappedFile, ChangedSizeIsReportedBetweenReads) {
   Status changed = checkMappedFiles();
   ASSERT_FALSE(changed.ok());
   EXPECT_EQ(changed.code(), StatusCode::kInvalidInput);
-  EXPECT_NE(changed.message().find("mapped_changed.bin changed while the job read it"), std::string::npos)
+  EXPECT_NE(changed.message().find("mapped_changed.bin changed while the job read it"),
+            std::string::npos)
       << changed.message();
 }
 

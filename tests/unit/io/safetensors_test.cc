@@ -188,17 +188,17 @@ TEST(Safetensors, ReaderRejectsBadFilesWithAReason) {
       {fileWith("{\"a\":[]}", d8), "tensor 'a' is not a JSON object"},
       {fileWith("{" + entry("a", "F32", "[4]", "[0,16]") + "}", d8),
        "tensor 'a' ends at byte 16 of a data section of 8"},
-      {fileWith("{" + entry("a", "F32", "[2]", "[0,8]") + "," + entry("b", "F32", "[1]", "[4,8]") +
-                    "}",
-                d8),
+      {fileWith(
+           "{" + entry("a", "F32", "[2]", "[0,8]") + "," + entry("b", "F32", "[1]", "[4,8]") + "}",
+           d8),
        "tensor 'b' starts at byte 4, expected 8"},
       {fileWith("{" + entry("a", "F32", "[1]", "[4,8]") + "}", d8),
        "tensor 'a' starts at byte 4, expected 0"},
       {fileWith("{" + entry("a", "F32", "[1]", "[0,4]") + "}", d8),
        "the tensors cover 4 bytes of a data section of 8"},
-      {fileWith("{" + entry("a", "F32", "[2]", "[0,8]") + "," + entry("a", "F32", "[2]", "[0,8]") +
-                    "}",
-                d8),
+      {fileWith(
+           "{" + entry("a", "F32", "[2]", "[0,8]") + "," + entry("a", "F32", "[2]", "[0,8]") + "}",
+           d8),
        "duplicate key \"a\""},
       {fileWith("{\"__metadata__\":{\"k\":1}}", ""), "__metadata__ value for 'k' is not a string"},
       {fileWith("{\"__metadata__\":[]}", ""), "__metadata__ is not a JSON object"},

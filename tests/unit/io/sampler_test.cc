@@ -75,8 +75,7 @@ TEST(Sampler, BatchOfAStepDependsOnTheStepAlone) {
   EpochSampler sequential(10, 4, 42), direct(10, 4, 42);
   std::vector<std::vector<int64_t>> inOrder;
   for (int step = 0; step < 7; ++step) inOrder.push_back(sequential.nextBatch());
-  for (int step : {5, 2, 6, 0, 3})
-    EXPECT_EQ(direct.batch(step), inOrder[step]) << "step " << step;
+  for (int step : {5, 2, 6, 0, 3}) EXPECT_EQ(direct.batch(step), inOrder[step]) << "step " << step;
 }
 
 TEST(Sampler, ExactMultipleUsesEverySample) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -7,7 +8,6 @@
 #include <iterator>
 #include <random>
 #include <set>
-#include <unistd.h>
 
 #include "data/tokens.h"
 
@@ -152,7 +152,8 @@ TEST(Tokens, ConsecutiveStepsDrawUnrelatedWindows) {
   // when the stream state was seed ^ golden·(step+1) without mixing: 31 of 32 windows repeated).
   int64_t shared = 0;
   for (int64_t step = 0; step < 200; ++step) {
-    auto a = windowOffsets(1000000, 32, 64, 0, step), b = windowOffsets(1000000, 32, 64, 0, step + 1);
+    auto a = windowOffsets(1000000, 32, 64, 0, step),
+         b = windowOffsets(1000000, 32, 64, 0, step + 1);
     std::sort(a.begin(), a.end());
     std::sort(b.begin(), b.end());
     std::vector<int64_t> both;

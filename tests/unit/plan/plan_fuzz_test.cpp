@@ -50,7 +50,8 @@ Status exercise(std::vector<uint8_t> bytes) {
     }
   DTC_ASSIGN_OR_RETURN(std::unique_ptr<comm::DeviceMesh> mesh,
                        comm::DeviceMesh::create(comm::createSingleProcess(), names, sizes));
-  DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex, Executor::create(plan, 1, mesh.get(), createCpuBackend()));
+  DTC_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ex,
+                       Executor::create(plan, 1, mesh.get(), createCpuBackend()));
   DTC_RETURN_IF_ERROR(ex->initializeState());
   for (const plan::Function* f : *plan.root().functions()) {
     if (ex->function(f->name()->str()) != f) continue;  // another pipeline stage's

@@ -163,14 +163,17 @@ Layout randomLayout(std::mt19937& rng, const Mesh& mesh, size_t rank, bool allow
   // Sometimes chunk a dimension that allows it (2 or 3 chunks, as a fused q/k/v weight).
   l.blocks.assign(rank, 1);
   for (size_t d = 0; d < rank; ++d)
-    if (chunkable[d] > 1 && std::uniform_int_distribution<int>(0, 2)(rng) == 0) l.blocks[d] = chunkable[d];
+    if (chunkable[d] > 1 && std::uniform_int_distribution<int>(0, 2)(rng) == 0)
+      l.blocks[d] = chunkable[d];
   std::vector<int> axes(mesh.sizes.size());
   std::iota(axes.begin(), axes.end(), 0);
   std::shuffle(axes.begin(), axes.end(), rng);
   for (int a : axes) {
     int choice = std::uniform_int_distribution<int>(0, (int)rank + 1)(rng);
-    if (choice < (int)rank) l.dims[choice].push_back(a);
-    else if (choice == (int)rank && allowPartial) l.partial.push_back(a);
+    if (choice < (int)rank)
+      l.dims[choice].push_back(a);
+    else if (choice == (int)rank && allowPartial)
+      l.partial.push_back(a);
   }
   return l;
 }
@@ -200,7 +203,8 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
     Layout from = randomLayout(rng, sim.mesh, rank, true, chunkable);
     Layout to = randomLayout(rng, sim.mesh, rank, false, chunkable);
     // Sometimes the source awaits a maximum instead of a sum.
-    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) std::swap(from.partial, from.partialMax);
+    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0)
+      std::swap(from.partial, from.partialMax);
     if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) {  // sometimes keep the partial axes
       for (int p : from.partial) {
         for (auto& dim : to.dims) dim.erase(std::remove(dim.begin(), dim.end(), p), dim.end());
@@ -229,7 +233,8 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
         if (sim.indexIn(dev, from.partial) != 0) continue;
         for (int64_t m : sim.group(dev, from.partial))
           if (m != dev)
-            for (size_t i = 0; i < parts[dev].data.size(); ++i) parts[dev].data[i] -= parts[m].data[i];
+            for (size_t i = 0; i < parts[dev].data.size(); ++i)
+              parts[dev].data[i] -= parts[m].data[i];
       }
       locals = parts;
     }
@@ -245,14 +250,16 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
       for (Tensor& t : locals) t.shape = phase.localShape(sim.mesh);  // a row-major view
       for (const ReshardStep& step : phase.steps) locals = sim.run(locals, step);
     }
-    for (int64_t dev = 0; dev < sim.devices(); ++dev) locals[dev].shape = sim.shard(global, to, dev).shape;
+    for (int64_t dev = 0; dev < sim.devices(); ++dev)
+      locals[dev].shape = sim.shard(global, to, dev).shape;
 
     // Axes kept partial: the group's sum (maximum) must be the target block.
     std::vector<Tensor> result = locals;
     for (int64_t dev = 0; dev < sim.devices() && !to.partial.empty(); ++dev)
       for (int64_t m : sim.group(dev, to.partial))
         if (m != dev)
-          for (size_t i = 0; i < result[dev].data.size(); ++i) result[dev].data[i] += locals[m].data[i];
+          for (size_t i = 0; i < result[dev].data.size(); ++i)
+            result[dev].data[i] += locals[m].data[i];
     for (int64_t dev = 0; dev < sim.devices() && !to.partialMax.empty(); ++dev)
       for (int64_t m : sim.group(dev, to.partialMax))
         for (size_t i = 0; i < result[dev].data.size(); ++i)
@@ -269,7 +276,8 @@ TEST(ReshardPlanner, RandomShardingsOnRandomMeshesReachTheirTargetsExactly) {
 TEST(ReshardPlanner, TransposedShardingOnTwoByFourUsesAllToAllNotAWrongShape) {
   // The case MLIR's shard dialect gets wrong: [[0],[1]] -> [[1],[0]] on a 2x4 mesh.
   Mesh mesh{{"x", "y"}, {2, 4}};
-  ReshardPlan plan = planReshard(mesh, {8, 8}, Layout{{{0}, {1}}, {}, {}, {}}, Layout{{{1}, {0}}, {}, {}, {}});
+  ReshardPlan plan =
+      planReshard(mesh, {8, 8}, Layout{{{0}, {1}}, {}, {}, {}}, Layout{{{1}, {0}}, {}, {}, {}});
   ASSERT_EQ(plan.error, "");
   bool allToAll = false;
   for (auto& phase : plan.phases)
@@ -279,7 +287,8 @@ TEST(ReshardPlanner, TransposedShardingOnTwoByFourUsesAllToAllNotAWrongShape) {
 
 TEST(ReshardPlanner, PartialToShardedIsOneReduceScatter) {
   Mesh mesh{{"dp"}, {4}};
-  ReshardPlan plan = planReshard(mesh, {8, 3}, Layout{{{}, {}}, {0}, {}, {}}, Layout{{{0}, {}}, {}, {}, {}});
+  ReshardPlan plan =
+      planReshard(mesh, {8, 3}, Layout{{{}, {}}, {0}, {}, {}}, Layout{{{0}, {}}, {}, {}, {}});
   ASSERT_EQ(plan.phases.size(), 1u);
   ASSERT_EQ(plan.phases[0].steps.size(), 1u);
   EXPECT_EQ(plan.phases[0].steps[0].kind, StepKind::kReduceScatter);
