@@ -13,6 +13,8 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/MemoryLayout.h"
+#include "ops/kernel_registry.h"
+#include "ops/step_scratch.h"
 #include "pipeline_parallel/Pipeline.h"
 
 namespace dtc {
@@ -70,6 +72,25 @@ class ArenaAllocator {
   int64_t peak_ = 0;
 };
 
+// The arena bytes `op`'s kernel uses besides its operands on `device` (ops/step_scratch.h): on
+// the CPU, float32 copies of the 16-bit operands of a kernel declared for float types.
+int64_t scratchBytes(Operation* op, StringRef device) {
+  if (device != "cpu") return 0;
+  const KernelInfo* kernel = findKernel(op->getName().stripDialect());
+  if (!kernel) return 0;
+  uint64_t bytes = 0;
+  bool low = false;
+  auto count = [&](Type type) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !(tensor.getElementType().isBF16() || tensor.getElementType().isF16())) return;
+    low = true;
+    bytes += widenedCopyBytes(static_cast<uint64_t>(tensor.getNumElements()));
+  };
+  for (Type t : op->getOperandTypes()) count(t);
+  for (Type t : op->getResultTypes()) count(t);
+  return cpuWidens(*kernel, low) ? static_cast<int64_t>(bytes) : 0;
+}
+
 StringAttr stateNameOf(func::FuncOp func, unsigned arg) {
   if (auto name = func.getArgAttrOfType<StringAttr>(arg, attr::kParam)) return name;
   return func.getArgAttrOfType<StringAttr>(arg, attr::kState);
@@ -113,6 +134,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
 
   void planFunction(func::FuncOp func, const llvm::StringMap<int64_t>& stateOffset) {
     Builder b(func.getContext());
+    auto deviceAttr = getOperation()->getAttrOfType<StringAttr>(attr::kDevice);
+    const StringRef device = deviceAttr ? deviceAttr.getValue() : StringRef("cpu");
     Block& body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
 
@@ -207,6 +230,12 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       }
       op.setAttr(attr::kOffsets, b.getDenseI64ArrayAttr(offsets));
       op.setAttr(attr::kRegions, b.getDenseI64ArrayAttr(regions));
+      // The kernel's scratch, beside its live operands and results, free again after it ran.
+      if (int64_t scratch = scratchBytes(&op, device)) {
+        int64_t at = arena.allocate(scratch);
+        op.setAttr(attr::kScratch, b.getDenseI64ArrayAttr({at, scratch}));
+        arena.release(at);
+      }
       // Space is reused only after the op ran: kernels may not read and write one buffer.
       for (Value operand : op.getOperands()) releaseIfDead(operand, here);
       for (Value result : op.getResults()) releaseIfDead(result, here);

@@ -310,7 +310,13 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     for (Value v : op.getResults()) outs.push_back(index[v]);
     std::vector<flatbuffers::Offset<plan::Attr>> attrs;
     if (failed(writeAttrs(op, *kernel, attrs))) return {};
-    steps.push_back(plan::CreateStepDirect(fbb_, &ins, &outs, &attrs, loc.c_str(), kernel->kernel));
+    uint64_t scratchOffset = 0, scratchBytes = 0;
+    if (auto scratch = op.getAttrOfType<DenseI64ArrayAttr>(attr::kScratch)) {
+      scratchOffset = static_cast<uint64_t>(scratch[0]);
+      scratchBytes = static_cast<uint64_t>(scratch[1]);
+    }
+    steps.push_back(plan::CreateStepDirect(fbb_, &ins, &outs, &attrs, loc.c_str(), kernel->kernel,
+                                           scratchOffset, scratchBytes));
   }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   auto lossName = module_->getAttrOfType<StringAttr>(attr::kLoss);

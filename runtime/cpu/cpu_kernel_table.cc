@@ -11,6 +11,7 @@
 #include "exec/core_contracts.h"
 #include "exec/loss_contracts.h"
 #include "exec/precision_contracts.h"
+#include "ops/step_scratch.h"
 
 namespace dtc {
 namespace {
@@ -259,17 +260,35 @@ DTC_CPU_BINDER(cast, bindCast)
 // Widening is exact (every bf16/f16 value is a float32): a contraction then accumulates in f32
 // and rounds once, as a GPU's tensor cores do. Operands already f32 (attention's log-sum-exp) are
 // used as they are; the 16-bit ones must share one type.
+// The copies live in the step's planned scratch (ops/step_scratch.h lays them out as the
+// compiler sized them); a plan compiled for another device has none, and the step then owns its
+// copies, counted as memory beyond the plan.
 StatusOr<BoundStep> bindWidened(const StepContext& ctx, Binder wide) {
   DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
-  auto buffers = std::make_shared<std::vector<std::vector<float>>>();
-  StepContext f32{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
+  uint64_t need = 0;
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (lowPrecision(t.dtype)) need += widenedCopyBytes(t.numElements());
+  std::shared_ptr<std::vector<uint8_t>> owned;
+  uint8_t* next = ctx.scratch;
+  if (ctx.scratchBytes < need) {
+    // Over-allocated by one alignment so the copies start on a boundary as planned ones do.
+    owned = std::make_shared<std::vector<uint8_t>>(need + kScratchAlign);
+    next = owned->data() +
+           (kScratchAlign - reinterpret_cast<uintptr_t>(owned->data()) % kScratchAlign) %
+               kScratchAlign;
+    if (ctx.unplannedBytes) *ctx.unplannedBytes += owned->size();
+  }
+  StepContext f32 = ctx;
   for (auto* list : {&f32.inputs, &f32.outputs})
     for (TensorView& t : *list) {
       if (!lowPrecision(t.dtype)) continue;
-      buffers->emplace_back(t.numElements());
-      t.data = reinterpret_cast<uint8_t*>(buffers->back().data());
+      t.data = next;
+      next += widenedCopyBytes(t.numElements());
       t.dtype = DType::kF32;
     }
+  f32.scratch = nullptr;  // the copies hold it
+  f32.scratchBytes = 0;
   DTC_ASSIGN_OR_RETURN(BoundStep inner, wide(f32));
   std::vector<TensorView> lowIn = ctx.inputs, lowOut = ctx.outputs;
   std::vector<TensorView> wideIn = f32.inputs, wideOut = f32.outputs;
@@ -279,7 +298,7 @@ StatusOr<BoundStep> bindWidened(const StepContext& ctx, Binder wide) {
     DTC_RETURN_IF_ERROR(inner());
     for (size_t i = 0; i < lowOut.size(); ++i)
       if (lowPrecision(lowOut[i].dtype)) fromF32(wideOut[i].f32(), lowOut[i]);
-    (void)buffers;  // owned by the step
+    (void)owned;  // the copies, when the plan did not hold them
     return Status::Ok();
   });
 }

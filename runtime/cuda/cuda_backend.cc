@@ -20,6 +20,7 @@ class CudaBackend final : public Backend {
       : device_(std::move(device)), graphs_(cudaGraphsEnabled()) {}
 
   std::string name() const override { return "cuda " + device_->description(); }
+  uint64_t unplannedBytes() const override { return device_->stepMemoryBytes(); }
   bool hostMemory() const override { return false; }
 
   uint64_t availableBytes() const override {

@@ -39,6 +39,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(int ordinal) {
   DTC_RETURN_IF_ERROR(
       cublasStatus(cublasSetWorkspace(d->blas_, d->blasWorkspace_, kBlasWorkspaceBytes),
                    "setting cuBLAS's workspace"));
+  d->stepMemoryBytes_ += kBlasWorkspaceBytes;
   // The comm stream at the highest priority: NCCL's kernels use few SMs, and the backward
   // kernels queued beside them would otherwise hold the GPU until they are done.
   int leastPriority = 0, greatestPriority = 0;
@@ -90,6 +91,7 @@ StatusOr<void*> Device::scratch(uint64_t bytes) {
       cudaStatus(cudaMalloc(&p, bytes ? bytes : 1),
                  "allocating " + std::to_string(bytes) + " bytes of scratch memory"));
   scratch_.push_back(p);
+  stepMemoryBytes_ += bytes ? bytes : 1;
   return p;
 }
 
@@ -102,6 +104,7 @@ StatusOr<void*> Device::sharedScratch(int slot, uint64_t bytes) {
                                                            " bytes of shared scratch memory"));
   if (s.data) scratch_.push_back(s.data);  // steps bound earlier still use it
   s = {p, size};
+  stepMemoryBytes_ += size;
   return p;
 }
 

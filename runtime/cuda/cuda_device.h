@@ -40,6 +40,9 @@ class Device {
   // Device memory for one bound step's own use (partial sums, sort buffers). Bound steps live as
   // long as their executor, which never outlives its backend, so it is freed with the Device.
   StatusOr<void*> scratch(uint64_t bytes);
+  // Every byte of device memory this Device allocated for steps: scratch, shared scratch (each
+  // size it grew to, as earlier ones stay in use) and cuBLAS's workspace.
+  uint64_t stepMemoryBytes() const { return stepMemoryBytes_; }
   // Device memory that every bound step asking for the same `slot` shares (0: widened copies of
   // 16-bit operands, 1: collectives' packed blocks on the compute stream, 2: their packed blocks
   // on the comm stream, 3: attention's [T, T] scores on the compute stream, its GEMM path in
@@ -126,6 +129,7 @@ class Device {
   uint64_t hostSyncs_ = 0;
   bool tf32_ = false;
   std::vector<void*> scratch_;
+  uint64_t stepMemoryBytes_ = 0;
   std::vector<int*> flagPages_;  // mapped pinned pages of kFlagsPerPage ints
   std::vector<Flag> flags_;
   Pinned staging_[2];

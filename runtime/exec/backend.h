@@ -40,6 +40,9 @@ class Backend {
   virtual std::vector<BoundStep> endFunction(std::vector<BoundStep> steps) { return steps; }
   // Returns once every step started so far has finished (bound steps may run asynchronously).
   virtual Status synchronize() = 0;
+  // Bytes of device memory the backend allocated for steps beyond the plan's regions (scratch
+  // it keeps itself).
+  virtual uint64_t unplannedBytes() const { return 0; }
 };
 
 // The built-in backend: host memory, the CPU kernels.
@@ -54,7 +57,7 @@ std::unique_ptr<Backend> createStagedCpuBackend();
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int localRank);
 
 // The plugin's entry point (C linkage, looked up by name).
-constexpr int kBackendAbiVersion = 2;
+constexpr int kBackendAbiVersion = 3;
 using CreateBackendFn = Backend* (*)(int abiVersion, int localRank, char* error, size_t errorSize);
 constexpr const char kCreateBackendSymbol[] = "dtcCreateBackend";
 

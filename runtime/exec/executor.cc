@@ -166,6 +166,11 @@ Status Executor::prepare(const plan::Function& function) {
   if (function.steps())
     for (const plan::Step* step : *function.steps()) {
       StepContext ctx{*step, {}, {}, pool_, mesh_};
+      if (step->scratch_bytes() > 0) {
+        ctx.scratch = arena_ + step->scratch_offset();
+        ctx.scratchBytes = step->scratch_bytes();
+      }
+      ctx.unplannedBytes = &unplannedBytes_;
       if (step->inputs())
         for (uint32_t i : *step->inputs()) ctx.inputs.push_back(deviceView(name, i));
       if (step->outputs())

@@ -50,6 +50,16 @@ class Executor {
   const std::vector<StepTiming>& timings() const { return timings_; }
 
   const Plan& plan() const { return plan_; }
+  // The memory this rank holds for the plan: the state region and arena the plan sizes, and what
+  // steps had to allocate beyond them (0 when the plan holds every byte its steps use: the CPU;
+  // a device backend's own scratch otherwise).
+  struct Memory {
+    uint64_t state = 0, arena = 0, unplanned = 0;
+    uint64_t total() const { return state + arena + unplanned; }
+  };
+  Memory memory() const {
+    return {stateAllocated_, arenaAllocated_, unplannedBytes_ + backend_->unplannedBytes()};
+  }
   // This rank's pipeline stage (its mesh coordinate along Plan.pipeline_axis), or -1 for a plan
   // without a pipeline: the rank then runs every function and holds all state.
   int stage() const { return stage_; }
@@ -121,6 +131,7 @@ class Executor {
   uint64_t stateBytes_ = 0, arenaBytes_ = 0;
   bool checkNumerics_ = false;
   uint64_t stateAllocated_ = 0, arenaAllocated_ = 0;
+  uint64_t unplannedBytes_ = 0;  // what binders allocated beyond the plan (StepContext)
   int stage_ = -1;
   std::map<std::string, PreparedFunction> functions_;
   bool timing_ = false;

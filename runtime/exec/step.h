@@ -37,6 +37,12 @@ struct StepContext {
   std::vector<TensorView> outputs;
   ThreadPool& pool;
   comm::DeviceMesh* mesh = nullptr;  // collectives: this device's mesh (null: one device)
+  // The step's planned scratch (ops/step_scratch.h) in the function's arena; null when it has
+  // none. A binder that needs memory the plan did not give it allocates its own and adds the
+  // bytes to *unplannedBytes (when set), so that the memory a run uses is reported whole.
+  uint8_t* scratch = nullptr;
+  uint64_t scratchBytes = 0;
+  uint64_t* unplannedBytes = nullptr;
 
   // Attribute accessors (attributes are optional in the format; absent means 0).
   int64_t intAttr(const char* name) const;

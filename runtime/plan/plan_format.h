@@ -9,7 +9,7 @@
 namespace dtc {
 
 // Bumped when a change would make an old runtime misread a new plan.
-inline constexpr uint32_t kPlanVersion = 4;
+inline constexpr uint32_t kPlanVersion = 5;
 
 // A plan file is the FlatBuffer followed by this footer, little-endian: "DTCS", the CRC-32
 // (zlib's) of the FlatBuffer, and the FlatBuffer's length as a u64. A flipped bit anywhere is

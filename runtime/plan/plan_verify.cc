@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/kernel_registry.h"
+#include "ops/step_scratch.h"
 #include "plan/plan.h"
 #include "support/printable.h"
 
@@ -273,6 +274,10 @@ class PlanVerifier {
       const std::string kernel = kernelName(s->kernel());
       if (!inRange(s->inputs()) || !inRange(s->outputs()))
         return bad(fn + ": step '" + kernel + "' refers to a value that does not exist");
+      if (s->scratch_offset() > f.arena_bytes() ||
+          s->scratch_bytes() > f.arena_bytes() - s->scratch_offset() ||
+          s->scratch_offset() % kScratchAlign != 0)
+        return bad(fn + ": step '" + kernel + "' has its scratch outside the arena or misaligned");
       if (s->attrs())
         for (const plan::Attr* a : *s->attrs())
           if (!aligned(a->ints()))

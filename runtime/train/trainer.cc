@@ -282,10 +282,17 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
                                    ? ", pipeline " + root.schedule()->str()
                                    : std::string();
   if (lead) {
-    std::printf("plan %s: batch %lld, %s; memory: state %.2f MiB + arena %.2f MiB, %d threads%s\n",
-                plan.name().c_str(), (long long)root.batch_size(),
-                root.optimizer() ? root.optimizer()->c_str() : "", ex.stateBytes() / 1048576.0,
-                ex.arenaBytes() / 1048576.0, ex.pool().size(), pipeline.c_str());
+    // Every byte the run holds for the plan; on the CPU it is `dtc inspect`'s per-rank total.
+    const Executor::Memory memory = ex.memory();
+    const std::string beyond =
+        memory.unplanned ? " + " + std::to_string(memory.unplanned) + " beyond the plan" : "";
+    std::printf(
+        "plan %s: batch %lld, %s; memory: %llu bytes allocated (state %llu + arena %llu%s), "
+        "%d threads%s\n",
+        plan.name().c_str(), (long long)root.batch_size(),
+        root.optimizer() ? root.optimizer()->c_str() : "", (unsigned long long)memory.total(),
+        (unsigned long long)memory.state, (unsigned long long)memory.arena, beyond.c_str(),
+        ex.pool().size(), pipeline.c_str());
   }
   if (!run.resumedFrom.empty()) {
     // Read throughput over the job: every rank's bytes, the slowest rank's time.
