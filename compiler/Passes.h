@@ -5,7 +5,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include "graph/IR/GraphDialect.h"
-#include "plan/IR/PlanDialect.h"
+#include "plan/IR/PlanOps.h"
 
 namespace dtc {
 

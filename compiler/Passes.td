@@ -71,6 +71,24 @@ def EvalFunction : Pass<"dtc-eval-function", "mlir::ModuleOp"> {
   }];
 }
 
+def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
+  let summary = "Turn every op of the device programs into the runtime kernel that runs it";
+  let description = [{
+    The boundary between the graph level (model ops, with gradient and sharding rules) and the
+    plan level: each graph or dist op becomes a `plan.kernel` call of its kernel in the registry
+    (runtime/ops/kernels.def), its attributes the kernel's parameters (verified against the
+    kernel's declaration), its marks (`dist.stage`, `dist.micro_batch`, ...) kept. An op no
+    kernel runs is an error naming it. Memory planning and the plan writer work on this level.
+
+    ```mlir
+    %1 = graph.gelu %0 {approximate_tanh = true} : tensor<4x8xf32>
+    // becomes
+    %1 = plan.kernel "gelu"(%0) {approximate_tanh = true} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::dtc::plan::PlanDialect"];
+}
+
 def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assign every value a byte offset: state region for parameters and optimizer state, one arena per function reused by liveness";
   let description = [{

@@ -88,6 +88,7 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
     pm.addPass(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm.value}));
   if (options.fuseEpilogues) pm.addPass(createFuseEpilogues());
   if (options.precision != "fp32" && options.foldCasts) pm.addPass(createFoldCasts());
+  pm.addPass(createLowerToKernels());
   pm.addPass(createPlanMemory());
   return success();
 }

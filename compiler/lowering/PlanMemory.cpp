@@ -12,6 +12,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "lowering/KernelOps.h"
 #include "lowering/MemoryLayout.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
@@ -76,7 +77,7 @@ class ArenaAllocator {
 // the CPU, float32 copies of the 16-bit operands of a kernel declared for float types.
 int64_t scratchBytes(Operation* op, StringRef device) {
   if (device != "cpu") return 0;
-  const KernelInfo* kernel = findKernel(op->getName().stripDialect());
+  const KernelInfo* kernel = kernelOf(op);
   if (!kernel) return 0;
   uint64_t bytes = 0;
   bool low = false;
@@ -151,10 +152,12 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       return it == storage.end() ? v : it->second;
     };
     for (Operation& op : body)
-      if (auto reshape = dyn_cast<graph::ReshapeOp>(op))
-        if (!isa<BlockArgument>(ownerOf(reshape.getX())) ||
-            !stateNameOf(func, cast<BlockArgument>(ownerOf(reshape.getX())).getArgNumber()))
-          storage[reshape.getResult()] = ownerOf(reshape.getX());
+      if (kernelNameOf(&op) == "reshape") {
+        Value x = op.getOperand(0);
+        if (!isa<BlockArgument>(ownerOf(x)) ||
+            !stateNameOf(func, cast<BlockArgument>(ownerOf(x)).getArgNumber()))
+          storage[op.getResult(0)] = ownerOf(x);
+      }
     llvm::DenseMap<Value, int64_t> lastUseOfStorage;
     auto noteUses = [&](Value v) {
       int64_t last = -1;

@@ -45,7 +45,7 @@ class PlanWriter {
   std::vector<int64_t> axisIndices(ArrayAttr axes);
   // The op's attributes as its kernel declares them (ops/kernels.def), each in its declared
   // field; an attribute the kernel does not read is an error, not silently dropped.
-  LogicalResult writeAttrs(Operation& op, const KernelInfo& kernel,
+  LogicalResult writeAttrs(plan::KernelOp call, const KernelInfo& kernel,
                            std::vector<flatbuffers::Offset<plan::Attr>>& out);
   LogicalResult writeState(std::vector<flatbuffers::Offset<plan::StateTensor>>& state);
   LogicalResult writeState(func::FuncOp trainStep, DictionaryAttr layout, int32_t stage,
@@ -64,24 +64,16 @@ std::vector<int64_t> PlanWriter::axisIndices(ArrayAttr axes) {
   return out;
 }
 
-LogicalResult PlanWriter::writeAttrs(Operation& op, const KernelInfo& kernel,
+// The call's parameters, verified against its kernel's declaration (plan.kernel's verifier),
+// each in the field its kind is stored in.
+LogicalResult PlanWriter::writeAttrs(plan::KernelOp call, const KernelInfo& kernel,
                                      std::vector<flatbuffers::Offset<plan::Attr>>& out) {
-  for (NamedAttribute named : op.getAttrs()) {
-    StringRef attrName = named.getName().getValue();
-    if (attrName.starts_with("plan.") || attrName.starts_with("dist.") ||
-        attrName.starts_with("graph."))
-      continue;  // compiler annotations, not kernel attributes
-    const KernelAttr* declared = kernel.attr(attrName);
-    if (!declared)
-      return op.emitError("plan writer: kernel '")
-             << kernel.name << "' does not read attribute '" << attrName
-             << "' (declare it in runtime/ops/kernels.def)";
-    Attribute value = named.getValue();
-    auto mismatch = [&] {
-      return op.emitError("plan writer: attribute '")
-             << attrName << "' of '" << kernel.name << "' is not a " << attrKindName(declared->kind)
-             << ": " << value;
-    };
+  for (NamedAttribute param : call.getParams()) {
+    const KernelAttr* declared = kernel.attr(param.getName().str());
+    Attribute value = param.getValue();
+    if (!declared || !plan::holdsKernelAttr(declared->kind, value))
+      return call.emitOpError("plan writer: parameter '")
+             << param.getName().getValue() << "' is not one '" << kernel.name << "' reads";
     int64_t i = 0;
     double f = 0;
     std::vector<int64_t> ints;
@@ -90,38 +82,21 @@ LogicalResult PlanWriter::writeAttrs(Operation& op, const KernelInfo& kernel,
       case AttrKind::kInt:
         if (auto b = dyn_cast<BoolAttr>(value))
           i = b.getValue();
-        else if (auto n = dyn_cast<IntegerAttr>(value))
-          i = n.getInt();
         else
-          return mismatch();
+          i = cast<IntegerAttr>(value).getInt();
         break;
-      case AttrKind::kFloat:
-        if (auto x = dyn_cast<FloatAttr>(value))
-          f = x.getValueAsDouble();
-        else
-          return mismatch();
+      case AttrKind::kFloat: f = cast<FloatAttr>(value).getValueAsDouble(); break;
+      case AttrKind::kInts: {
+        ArrayRef<int64_t> values = cast<DenseI64ArrayAttr>(value).asArrayRef();
+        ints.assign(values.begin(), values.end());
         break;
-      case AttrKind::kInts:
-        if (auto a = dyn_cast<DenseI64ArrayAttr>(value))
-          ints.assign(a.asArrayRef().begin(), a.asArrayRef().end());
-        else
-          return mismatch();
-        break;
+      }
       case AttrKind::kMeshAxes:  // mesh axis names, written as their indices
-        if (auto a = dyn_cast<ArrayAttr>(value);
-            a && llvm::all_of(a, [](Attribute e) { return isa<StringAttr>(e); }))
-          ints = axisIndices(a);
-        else
-          return mismatch();
+        ints = axisIndices(cast<ArrayAttr>(value));
         break;
-      case AttrKind::kString:
-        if (auto x = dyn_cast<StringAttr>(value))
-          s = x.str();
-        else
-          return mismatch();
-        break;
+      case AttrKind::kString: s = cast<StringAttr>(value).str(); break;
     }
-    out.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(attrName.str()), i, f,
+    out.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(param.getName().str()), i, f,
                                    ints.empty() ? 0 : fbb_.CreateVector(ints),
                                    s.empty() ? 0 : fbb_.CreateString(s)));
   }
@@ -294,12 +269,13 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(attr::kOffsets).asArrayRef();
     auto regions = op.getAttrOfType<DenseI64ArrayAttr>(attr::kRegions).asArrayRef();
     std::string loc = locationName(op.getLoc());
-    const KernelInfo* kernel = findKernel(op.getName().stripDialect());
-    if (!kernel) {
+    auto call = dyn_cast<plan::KernelOp>(op);
+    if (!call) {
       op.emitError("plan writer: '")
-          << op.getName() << "' has no runtime kernel (runtime/ops/kernels.def)";
+          << op.getName() << "' is not a kernel call (run dtc-lower-to-kernels)";
       return {};
     }
+    const KernelInfo* kernel = findKernel(call.getKernel().str());
     for (auto [k, r] : llvm::enumerate(op.getResults()))
       addValue(r,
                (loc.empty() ? std::string(kernel->name) : loc + "/" + kernel->name) + ":" +
@@ -309,7 +285,7 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
     for (Value v : op.getOperands()) ins.push_back(index.lookup(v));
     for (Value v : op.getResults()) outs.push_back(index[v]);
     std::vector<flatbuffers::Offset<plan::Attr>> attrs;
-    if (failed(writeAttrs(op, *kernel, attrs))) return {};
+    if (failed(writeAttrs(call, *kernel, attrs))) return {};
     uint64_t scratchOffset = 0, scratchBytes = 0;
     if (auto scratch = op.getAttrOfType<DenseI64ArrayAttr>(attr::kScratch)) {
       scratchOffset = static_cast<uint64_t>(scratch[0]);

@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include "dist/IR/DistOps.h"
+#include "lowering/KernelOps.h"
 #include "ops/kernel_registry.h"
 
 using namespace mlir;
@@ -24,13 +25,6 @@ double valueBytes(Value v) {
   if (!type) return 0;
   return elements(v) * std::max<unsigned>(1, type.getElementTypeBitWidth() / 8);
 }
-
-namespace {
-
-// The runtime kernel the op lowers to (ops/kernels.def), or null.
-const KernelInfo* kernelOf(Operation* op) { return findKernel(op->getName().stripDialect()); }
-
-}  // namespace
 
 double opFlops(Operation* op) {
   const KernelInfo* kernel = kernelOf(op);
@@ -73,8 +67,9 @@ double opBytes(Operation* op) {
 
 double opSeconds(Operation* op, const DeviceModel& device) {
   const KernelInfo* kernel = kernelOf(op);
-  if (isa<dist::RecvOp>(op) || (kernel && kernel->kernel == Kernel::reshape)) return 0;  // views
-  if (isa<dist::SendOp>(op)) return opBytes(op) / device.bytesPerSecond;
+  if (kernel && (kernel->kernel == Kernel::recv || kernel->kernel == Kernel::reshape))
+    return 0;  // a receive's time is its wait; a reshape is a view
+  if (kernel && kernel->kernel == Kernel::send) return opBytes(op) / device.bytesPerSecond;
   return std::max(opFlops(op) / device.flopsPerSecond, opBytes(op) / device.bytesPerSecond);
 }
 

@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 
 #include "dist/IR/DistOps.h"
+#include "lowering/KernelOps.h"
 
 using namespace mlir;
 
@@ -31,9 +32,10 @@ namespace {
 std::string unitName(Operation* op, std::string& kind) {
   const int64_t stage = stageOf(op);
   bool backward = op->hasAttr(dist::kBackwardAttr);
-  if (isa<dist::SendOp>(op))
+  const std::string kernel = kernelNameOf(op);
+  if (kernel == "send")
     kind = "send";
-  else if (isa<dist::RecvOp>(op))
+  else if (kernel == "recv")
     kind = "recv";
   else if (stage >= 0)
     kind = backward ? "backward" : "forward";
@@ -73,16 +75,18 @@ FailureOr<Timeline> simulate(ArrayRef<func::FuncOp> programs, const DeviceModel&
       while (next[d] < ops[d].size()) {
         Operation* op = ops[d][next[d]];
         double start = clock[d], end = start;
-        if (auto recv = dyn_cast<dist::RecvOp>(op)) {
-          auto it = arrival.find({static_cast<int64_t>(d) - recv.getShift(), d, recv.getTag()});
+        const std::string kernel = kernelNameOf(op);
+        if (kernel == "recv") {
+          auto it = arrival.find(
+              {static_cast<int64_t>(d) - intParam(op, "shift"), d, intParam(op, "tag")});
           if (it == arrival.end()) break;
           end = std::max(start, it->second);
         } else {
           end = start + opSeconds(op, device);
           t.busy[d] += end - start;
-          if (auto send = dyn_cast<dist::SendOp>(op))
-            arrival[{static_cast<int64_t>(d), static_cast<int64_t>(d) + send.getShift(),
-                     send.getTag()}] = end + transferSeconds(opBytes(op), device);
+          if (kernel == "send")
+            arrival[{static_cast<int64_t>(d), static_cast<int64_t>(d) + intParam(op, "shift"),
+                     intParam(op, "tag")}] = end + transferSeconds(opBytes(op), device);
         }
         add(d, op, start, end);
         clock[d] = end;
@@ -92,10 +96,11 @@ FailureOr<Timeline> simulate(ArrayRef<func::FuncOp> programs, const DeviceModel&
   }
   for (size_t d = 0; d < n; ++d)
     if (next[d] < ops[d].size()) {
-      auto recv = cast<dist::RecvOp>(ops[d][next[d]]);
-      return recv.emitError("the pipeline schedule deadlocks: stage ")
-             << d << " waits for a tensor (tag " << recv.getTag() << ") from stage "
-             << static_cast<int64_t>(d) - recv.getShift() << " that is never sent before it";
+      Operation* recv = ops[d][next[d]];
+      return recv->emitError("the pipeline schedule deadlocks: stage ")
+             << d << " waits for a tensor (tag " << intParam(recv, "tag") << ") from stage "
+             << static_cast<int64_t>(d) - intParam(recv, "shift")
+             << " that is never sent before it";
     }
   for (double c : clock) t.makespan = std::max(t.makespan, c);
   return t;

@@ -1,5 +1,7 @@
 #include "plan/IR/PlanDialect.h"
 
+#include "plan/IR/PlanOps.h"
+
 #include "common/DeclaredAttributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -17,7 +19,12 @@ constexpr dtc::DeclaredAttribute kDeclared[] = {
 };
 }  // namespace
 
-void PlanDialect::initialize() {}
+void PlanDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "plan/IR/PlanOps.cpp.inc"
+      >();
+}
 
 LogicalResult PlanDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
   return dtc::verifyDeclaredAttribute(kDeclared, op, dtc::placeOf(op), attr);

@@ -56,6 +56,7 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
   mlir::PassManager pm(&ctx);
   pm.addPass(createAutodiff());
   pm.addPass(createOptimizer());
+  pm.addPass(createLowerToKernels());
   pm.addPass(createPlanMemory());
   ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
   std::vector<uint8_t> bytes;

@@ -1,0 +1,51 @@
+// dtc-lower-to-kernels: graph and dist ops become plan.kernel calls (see Passes.td).
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "Passes.h"
+#include "ops/kernel_registry.h"
+#include "plan/IR/PlanOps.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_LOWERTOKERNELS
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+// A compiler mark is namespaced by its dialect ("dist.stage"); a kernel parameter is not.
+bool isMark(NamedAttribute attr) { return attr.getName().getValue().contains('.'); }
+
+LogicalResult lower(Operation* op, OpBuilder& b) {
+  const KernelInfo* kernel = findKernel(op->getName().stripDialect().str());
+  if (!kernel)
+    return op->emitOpError("has no runtime kernel (runtime/ops/kernels.def) to run it");
+  SmallVector<NamedAttribute> params, marks;
+  for (NamedAttribute attr : op->getAttrs()) (isMark(attr) ? marks : params).push_back(attr);
+  b.setInsertionPoint(op);
+  auto call = plan::KernelOp::create(b, op->getLoc(), op->getResultTypes(), op->getOperands(),
+                                     b.getStringAttr(kernel->name), b.getDictionaryAttr(params));
+  for (NamedAttribute mark : marks) call->setAttr(mark.getName(), mark.getValue());
+  op->replaceAllUsesWith(call->getResults());
+  op->erase();
+  return success();
+}
+
+struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
+  void runOnOperation() override {
+    OpBuilder b(&getContext());
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      SmallVector<Operation*> ops;
+      for (Operation& op : func.getBody().front().without_terminator())
+        if (!isa<plan::KernelOp>(op)) ops.push_back(&op);
+      for (Operation* op : ops)
+        if (failed(lower(op, b))) return signalPassFailure();
+    }
+  }
+};
+
+}  // namespace
+}  // namespace dtc
