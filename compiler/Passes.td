@@ -85,7 +85,19 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
     // becomes
     %1 = plan.kernel "gelu"(%0) {approximate_tanh = true} : (tensor<4x8xf32>) -> tensor<4x8xf32>
     ```
+
+    With `epilogues`, the GEMM epilogues are fused on the way (lowering/EpilogueFusion.h): the
+    bias add, a tanh GELU after it, and a tanh GELU gradient after an input-gradient GEMM join
+    the linear layer's GEMM as one `linear_bias`, `linear_bias_gelu` or
+    `linear_grad_input_gelu` call, as cuBLASLt's epilogues run them (the CUDA default).
   }];
+  let options = [
+    Option<"epilogues", "epilogues", "bool", "false",
+           "fuse bias, GELU and GELU gradient into the linear layers' GEMMs">,
+    Option<"absorbCasts", "absorb-casts", "bool", "true",
+           "a fused y read only by a cast to its operands' 16-bit type is written in that type "
+           "(as dtc-fold-casts does for LayerNorm; off with --no-fold-casts)">,
+  ];
   let dependentDialects = ["::dtc::plan::PlanDialect"];
 }
 
@@ -251,26 +263,11 @@ def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
     contractions, attention's head split and merge (split, reshape, transpose, concat) moved
     f32 copies: a widening cast under a layout op moves below it and a narrowing cast above a
     layout op moves above it, so the layout op moves 16-bit data, and `cast(cast(x: T → f32)
-    → T)` is x. A narrowing cast that is the only reader of a LayerNorm's or a fused linear
-    epilogue's output goes into that op, which then writes the rounded 16-bit values itself.
-    Every rewrite is exact (widening is exact; rounding commutes with moving elements; the
-    producer rounds as the cast did): results are bit for bit those of the unfolded plan. Runs
-    after dtc-fuse-epilogues.
-  }];
-}
-
-def FuseEpilogues : Pass<"dtc-fuse-epilogues", "mlir::ModuleOp"> {
-  let summary = "Fuse the bias add, tanh GELU and GELU gradient into linear layers' GEMMs";
-  let description = [{
-    Run on the device programs (after partitioning), before memory planning, in every
-    function: `linear` (or, under mixed precision, the widening cast of its 16-bit result)
-    → `add` of a bias [N] becomes `linear_bias`, and with a tanh `gelu` after it
-    `linear_bias_gelu` (which also gives the pre-activation the backward pass keeps);
-    `linear_grad_input` (or its widening cast) → tanh `gelu_grad` becomes
-    `linear_grad_input_gelu`. Intermediate values must have no other use. The fused ops are
-    what cuBLASLt's BIAS, GELU_AUX_BIAS and DGELU epilogues compute: the f32 product is not
-    rounded to 16 bits before the bias or GELU (under mixed precision the fused result is the
-    more exact one); in f32 the result is the unfused ops' bit for bit on the CPU.
+    → T)` is x. A narrowing cast that is the only reader of a LayerNorm's output goes into the
+    LayerNorm, which then writes the rounded 16-bit values itself (the lowering does the same for
+    a fused linear epilogue's). Every rewrite is exact (widening is exact; rounding commutes
+    with moving elements; the producer rounds as the cast did): results are bit for bit those
+    of the unfolded plan.
   }];
 }
 

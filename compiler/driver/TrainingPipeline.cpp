@@ -86,9 +86,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   // On the programs devices run: the reductions follow the partitioning.
   if (options.clipGradNorm.value > 0 || options.reportGradNorm)
     pm.addPass(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm.value}));
-  if (options.fuseEpilogues) pm.addPass(createFuseEpilogues());
   if (options.precision != "fp32" && options.foldCasts) pm.addPass(createFoldCasts());
-  pm.addPass(createLowerToKernels());
+  pm.addPass(createLowerToKernels(LowerToKernelsOptions{options.fuseEpilogues, options.foldCasts}));
   pm.addPass(createPlanMemory());
   return success();
 }

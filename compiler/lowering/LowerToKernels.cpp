@@ -1,8 +1,10 @@
-// dtc-lower-to-kernels: graph and dist ops become plan.kernel calls (see Passes.td).
+// dtc-lower-to-kernels: graph and dist ops become plan.kernel calls, the GEMM epilogues fused on
+// the way (see Passes.td).
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 #include "Passes.h"
+#include "lowering/EpilogueFusion.h"
 #include "ops/kernel_registry.h"
 #include "plan/IR/PlanOps.h"
 
@@ -21,8 +23,7 @@ bool isMark(NamedAttribute attr) { return attr.getName().getValue().contains('.'
 
 LogicalResult lower(Operation* op, OpBuilder& b) {
   const KernelInfo* kernel = findKernel(op->getName().stripDialect().str());
-  if (!kernel)
-    return op->emitOpError("has no runtime kernel (runtime/ops/kernels.def) to run it");
+  if (!kernel) return op->emitOpError("has no runtime kernel (runtime/ops/kernels.def) to run it");
   SmallVector<NamedAttribute> params, marks;
   for (NamedAttribute attr : op->getAttrs()) (isMark(attr) ? marks : params).push_back(attr);
   b.setInsertionPoint(op);
@@ -35,9 +36,12 @@ LogicalResult lower(Operation* op, OpBuilder& b) {
 }
 
 struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
+  using LowerToKernelsBase::LowerToKernelsBase;
+
   void runOnOperation() override {
     OpBuilder b(&getContext());
     for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (epilogues) fuseEpilogues(func, absorbCasts);
       SmallVector<Operation*> ops;
       for (Operation& op : func.getBody().front().without_terminator())
         if (!isa<plan::KernelOp>(op)) ops.push_back(&op);

@@ -32,9 +32,9 @@ LogicalResult KernelOp::verify() {
   for (NamedAttribute param : getParams()) {
     const KernelAttr* declared = kernel->attr(param.getName().str());
     if (!declared)
-      return emitOpError("kernel '") << getKernel() << "' does not read parameter '"
-                                     << param.getName().getValue()
-                                     << "' (declare it in runtime/ops/kernels.def)";
+      return emitOpError("kernel '")
+             << getKernel() << "' does not read parameter '" << param.getName().getValue()
+             << "' (declare it in runtime/ops/kernels.def)";
     if (!holdsKernelAttr(declared->kind, param.getValue()))
       return emitOpError("parameter '")
              << param.getName().getValue() << "' of '" << getKernel() << "' is not a "
