@@ -137,6 +137,9 @@ print(f"{sys.argv[3]}: losses {cpu[0]:.5f} -> {cpu[-1]:.5f} (cpu), {gpu[0]:.5f} 
 same_lr = [e.get("lr") for e in cpu_log] == [e.get("lr") for e in gpu_log]
 sys.exit(0 if len(cpu) == len(gpu) == 20 and err <= bound and norm_err <= bound and same_lr else 1)
 PY
+    # What the device allocated for the plan, and what its steps took beyond it (the CUDA
+    # backend's own scratch and cuBLAS's workspace, not yet planned): reported, not yet checked.
+    grep -h -m1 -o "memory: .*)" "$BUILD/e2e-$name-cuda.out" | sed "s/^/$name on $GPU_DEVICE, /" || true
     # CUDA graphs (on by default): a single-process plan's train_step must capture (a fallback
     # says so on stderr), and the first two such plans also run with DTC_CUDA_GRAPHS=0, whose
     # loss curve must be bit-identical: the same kernels in the same order, launched one by one.
