@@ -81,3 +81,19 @@ inline mlir::LogicalResult verifyDeclaredAttribute(llvm::ArrayRef<DeclaredAttrib
 }
 
 }  // namespace dtc
+
+// Defines `Dialect`'s three verifier hooks (ODS: hasOperationAttrVerify, hasRegionArgAttrVerify,
+// hasRegionResultAttrVerify) over its declared attributes `table`.
+#define DTC_VERIFY_DECLARED_ATTRIBUTES(Dialect, table)                                            \
+  ::mlir::LogicalResult Dialect::verifyOperationAttribute(::mlir::Operation* op,                  \
+                                                          ::mlir::NamedAttribute attr) {          \
+    return ::dtc::verifyDeclaredAttribute(table, op, ::dtc::placeOf(op), attr);                   \
+  }                                                                                               \
+  ::mlir::LogicalResult Dialect::verifyRegionArgAttribute(                                        \
+      ::mlir::Operation* op, unsigned, unsigned index, ::mlir::NamedAttribute attr) {             \
+    return ::dtc::verifyDeclaredAttribute(table, op, ::dtc::attr_place::OnArgument, attr, index); \
+  }                                                                                               \
+  ::mlir::LogicalResult Dialect::verifyRegionResultAttribute(                                     \
+      ::mlir::Operation* op, unsigned, unsigned index, ::mlir::NamedAttribute attr) {             \
+    return ::dtc::verifyDeclaredAttribute(table, op, ::dtc::attr_place::OnResult, attr, index);   \
+  }

@@ -21,25 +21,7 @@ void DistDialect::initialize() {
   registerAttributes();
 }
 
-namespace {
-using namespace dtc::attr_place;
-constexpr dtc::DeclaredAttribute kDeclared[] = {
-#define DTC_DIALECT_ATTR DTC_DECLARED_ATTRIBUTE_ENTRY
-#include "dist/IR/DistAttributes.def"
-#undef DTC_DIALECT_ATTR
-};
-}  // namespace
+#define DTC_DECLARED_ATTRIBUTES_FILE "dist/IR/DistAttributes.def"
+#include "common/DeclaredAttributeTable.inc"
 
-LogicalResult DistDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, dtc::placeOf(op), attr);
-}
-
-LogicalResult DistDialect::verifyRegionArgAttribute(Operation* op, unsigned, unsigned index,
-                                                    NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, OnArgument, attr, index);
-}
-
-LogicalResult DistDialect::verifyRegionResultAttribute(Operation* op, unsigned, unsigned index,
-                                                       NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, OnResult, attr, index);
-}
+DTC_VERIFY_DECLARED_ATTRIBUTES(DistDialect, kDeclared)

@@ -15,25 +15,7 @@ void GraphDialect::initialize() {
       >();
 }
 
-namespace {
-using namespace dtc::attr_place;
-constexpr dtc::DeclaredAttribute kDeclared[] = {
-#define DTC_DIALECT_ATTR DTC_DECLARED_ATTRIBUTE_ENTRY
-#include "graph/IR/GraphAttributes.def"
-#undef DTC_DIALECT_ATTR
-};
-}  // namespace
+#define DTC_DECLARED_ATTRIBUTES_FILE "graph/IR/GraphAttributes.def"
+#include "common/DeclaredAttributeTable.inc"
 
-LogicalResult GraphDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, dtc::placeOf(op), attr);
-}
-
-LogicalResult GraphDialect::verifyRegionArgAttribute(Operation* op, unsigned, unsigned index,
-                                                     NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, OnArgument, attr, index);
-}
-
-LogicalResult GraphDialect::verifyRegionResultAttribute(Operation* op, unsigned, unsigned index,
-                                                        NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, OnResult, attr, index);
-}
+DTC_VERIFY_DECLARED_ATTRIBUTES(GraphDialect, kDeclared)

@@ -10,14 +10,8 @@ using namespace dtc::plan;
 
 #include "plan/IR/PlanDialect.cpp.inc"
 
-namespace {
-using namespace dtc::attr_place;
-constexpr dtc::DeclaredAttribute kDeclared[] = {
-#define DTC_DIALECT_ATTR DTC_DECLARED_ATTRIBUTE_ENTRY
-#include "plan/IR/PlanAttributes.def"
-#undef DTC_DIALECT_ATTR
-};
-}  // namespace
+#define DTC_DECLARED_ATTRIBUTES_FILE "plan/IR/PlanAttributes.def"
+#include "common/DeclaredAttributeTable.inc"
 
 void PlanDialect::initialize() {
   addOperations<
@@ -26,16 +20,4 @@ void PlanDialect::initialize() {
       >();
 }
 
-LogicalResult PlanDialect::verifyOperationAttribute(Operation* op, NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, dtc::placeOf(op), attr);
-}
-
-LogicalResult PlanDialect::verifyRegionArgAttribute(Operation* op, unsigned, unsigned index,
-                                                    NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, OnArgument, attr, index);
-}
-
-LogicalResult PlanDialect::verifyRegionResultAttribute(Operation* op, unsigned, unsigned index,
-                                                       NamedAttribute attr) {
-  return dtc::verifyDeclaredAttribute(kDeclared, op, OnResult, attr, index);
-}
+DTC_VERIFY_DECLARED_ATTRIBUTES(PlanDialect, kDeclared)
