@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
@@ -29,6 +30,18 @@ inline int64_t intParam(mlir::Operation* op, llvm::StringRef name, int64_t fallb
     value = op->getAttr(name);
   if (auto n = mlir::dyn_cast_or_null<mlir::IntegerAttr>(value)) return n.getInt();
   return fallback;
+}
+
+// The integer-list parameter `name` of the op's kernel, or empty when it has none.
+inline std::vector<int64_t> intsParam(mlir::Operation* op, llvm::StringRef name) {
+  mlir::Attribute value;
+  if (auto call = mlir::dyn_cast<plan::KernelOp>(op))
+    value = call.getParams().get(name);
+  else
+    value = op->getAttr(name);
+  if (auto ints = mlir::dyn_cast_or_null<mlir::DenseI64ArrayAttr>(value))
+    return std::vector<int64_t>(ints.asArrayRef().begin(), ints.asArrayRef().end());
+  return {};
 }
 
 }  // namespace dtc

@@ -14,6 +14,7 @@
 #include "graph/IR/GraphOps.h"
 #include "lowering/KernelOps.h"
 #include "lowering/MemoryLayout.h"
+#include "ops/cuda_scratch.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
 #include "pipeline_parallel/Pipeline.h"
@@ -73,23 +74,37 @@ class ArenaAllocator {
   int64_t peak_ = 0;
 };
 
-// The arena bytes `op`'s kernel uses besides its operands on `device` (ops/step_scratch.h): on
-// the CPU, float32 copies of the 16-bit operands of a kernel declared for float types.
-int64_t scratchBytes(Operation* op, StringRef device) {
-  if (device != "cpu") return 0;
-  const KernelInfo* kernel = kernelOf(op);
-  if (!kernel) return 0;
-  uint64_t bytes = 0;
-  bool low = false;
-  auto count = [&](Type type) {
+DType dtypeOf(Type element) {
+  if (element.isBF16()) return DType::kBF16;
+  if (element.isF16()) return DType::kF16;
+  if (element.isInteger(64)) return DType::kI64;
+  if (element.isInteger(32)) return DType::kI32;
+  return DType::kF32;
+}
+
+// `op` as the runtime's scratch sizing sees a step (ops/step_scratch.h): its kernel, operand
+// types and parameters.
+ScratchStep scratchStepOf(Operation* op) {
+  ScratchStep step;
+  step.kernel = kernelOf(op);
+  auto describe = [](Type type, std::vector<ScratchOperand>& into) {
     auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || !(tensor.getElementType().isBF16() || tensor.getElementType().isF16())) return;
-    low = true;
-    bytes += widenedCopyBytes(static_cast<uint64_t>(tensor.getNumElements()));
+    if (!tensor) return;
+    into.push_back({dtypeOf(tensor.getElementType()),
+                    std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end())});
   };
-  for (Type t : op->getOperandTypes()) count(t);
-  for (Type t : op->getResultTypes()) count(t);
-  return cpuWidens(*kernel, low) ? static_cast<int64_t>(bytes) : 0;
+  for (Type t : op->getOperandTypes()) describe(t, step.inputs);
+  for (Type t : op->getResultTypes()) describe(t, step.outputs);
+  step.intAttr = [op](const char* name) { return intParam(op, name); };
+  step.intsAttr = [op](const char* name) { return intsParam(op, name); };
+  return step;
+}
+
+// The arena bytes `op`'s kernel uses besides its operands on `device`.
+int64_t scratchBytes(Operation* op, StringRef device) {
+  const ScratchStep step = scratchStepOf(op);
+  const uint64_t bytes = device == "cuda" ? cudaStepScratchBytes(step) : cpuStepScratchBytes(step);
+  return static_cast<int64_t>(bytes);
 }
 
 StringAttr stateNameOf(func::FuncOp func, unsigned arg) {
@@ -122,6 +137,16 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     int64_t stateBytes = 0;
     for (auto& [stage, bytes] : regionBytes) stateBytes = std::max(stateBytes, bytes);
     module->setAttr(attr::kStateBytes, b.getI64IntegerAttr(stateBytes));
+    // CUDA plans with a GEMM give cuBLAS and cuBLASLt their workspace in the arena.
+    int64_t workspaceBytes = 0;
+    auto deviceAttr = module->getAttrOfType<StringAttr>(attr::kDevice);
+    if (deviceAttr && deviceAttr.getValue() == "cuda")
+      module.walk([&](Operation* op) {
+        if (const KernelInfo* kernel = kernelOf(op); kernel && usesBlasWorkspace(*kernel))
+          workspaceBytes = static_cast<int64_t>(cuda::kernels::kBlasWorkspaceBytes);
+      });
+    if (workspaceBytes > 0)
+      module->setAttr(attr::kWorkspaceBytes, b.getI64IntegerAttr(workspaceBytes));
     for (auto func : module.getOps<func::FuncOp>()) {
       int64_t stage = pipeline::stageOf(func);
       DictionaryAttr layout = b.getDictionaryAttr(layouts[stage]);
@@ -129,11 +154,12 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         module->setAttr(attr::kStateLayout, layout);
       else
         func->setAttr(attr::kStateLayout, layout);
-      planFunction(func, offsets[stage]);
+      planFunction(func, offsets[stage], workspaceBytes);
     }
   }
 
-  void planFunction(func::FuncOp func, const llvm::StringMap<int64_t>& stateOffset) {
+  void planFunction(func::FuncOp func, const llvm::StringMap<int64_t>& stateOffset,
+                    int64_t workspaceBytes) {
     Builder b(func.getContext());
     auto deviceAttr = getOperation()->getAttrOfType<StringAttr>(attr::kDevice);
     const StringRef device = deviceAttr ? deviceAttr.getValue() : StringRef("cpu");
@@ -181,6 +207,9 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         updatesState[v] = name;
 
     ArenaAllocator arena;
+    // A CUDA plan's GEMM workspace (cuBLAS's and cuBLASLt's) opens every function's arena and is
+    // never freed: the bytes a GEMM step's libraries use beside it, planned like the rest.
+    if (workspaceBytes > 0) arena.allocate(workspaceBytes);
     struct Place {
       int64_t region, offset;
     };

@@ -381,6 +381,7 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
                                         f("lr"), i("warmup_steps"), i("decay_steps"), f("min_lr"));
   }
   auto clip = module_->getAttrOfType<FloatAttr>(attr::kClipGradNorm);
+  auto workspace = module_->getAttrOfType<IntegerAttr>(attr::kWorkspaceBytes);
   fbb_.ForceVectorAlignment(constants_.size(), 1,
                             32);  // the schema's force_align (FlatBuffers allows up to 32)
   auto constants = fbb_.CreateVector(constants_);
@@ -390,7 +391,8 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       fbb_.CreateString(str(attr::kPredictions)), fbb_.CreateString(str(attr::kTargets)),
       fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector,
       micro ? static_cast<int32_t>(micro.getInt()) : 1, pipelineAxis, scheduleString, stagesVector,
-      deviceString, lrSchedule, clip ? clip.getValueAsDouble() : 0.0, clip != nullptr);
+      deviceString, lrSchedule, clip ? clip.getValueAsDouble() : 0.0, clip != nullptr,
+      workspace ? static_cast<uint64_t>(workspace.getInt()) : 0);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
   // llvm::crc32 is zlib's CRC-32, which the runtime checks.

@@ -107,18 +107,18 @@ Status checkKernelLimits(const StepContext& ctx, const Device& dev, int64_t d) {
 
 // ---- the GEMM path ----------------------------------------------------------------------------
 
-// Device::sharedScratch's slot for the [T, T] buffers: every attention step on the compute stream
-// shares one buffer (the steps run one at a time), so the 12 layers of a GPT-2 forward and
-// backward hold one backward's worth, not 24 (Device::scratch per step would hold ~20 GiB there).
+// Device::sharedScratch's slot for the [T, T] buffers where the plan gave a step no scratch:
+// every attention step on the compute stream shares one buffer (the steps run one at a time), so
+// the 12 layers of a GPT-2 forward and backward hold one backward's worth, not 24. Planned steps
+// have their buffers in their own scratch (kernels::attentionScratchBytes), which the arena
+// reuses the same way.
 constexpr int kScoresSlot = 3;
 static_assert(kScoresSlot < Device::kSharedSlots && kScoresSlot != Device::kCommPackingSlot,
               "the scores slot is the compute stream's own");
-// The most scratch the GEMM path takes unless forced: GPT-2 124M at batch 8 (96 slices of
-// T = 1024) needs 576 MiB forward and 1152 MiB backward; past this the flash kernels, which need
-// none, are the better use of the memory.
-constexpr uint64_t kGemmScratchBudget = uint64_t{2} << 30;
-// Each buffer starts on a 256-byte boundary (what cuBLAS's fastest kernels want of a pointer).
-constexpr uint64_t kAlign = 256;
+using kernels::kGemmScratchBudget;
+using kernels::scoreElements;
+using kernels::ScoresLayout;
+using kernels::scoresLayout;
 
 enum class Path { kAuto, kFlash, kGemm };
 
@@ -129,31 +129,6 @@ StatusOr<Path> requestedPath(const StepContext& ctx) {
     case RuntimeOptions::Attention::kGemm: return Path::kGemm;
     default: return Path::kAuto;
   }
-}
-
-// Byte offsets of the buffers in the slot: S [slices, T, T] f32 and P [slices, T, T] of T; for
-// the backward pass also dP (f32) and dS (T). Separate buffers, since a row pass reads its f32
-// row while other blocks write their 16-bit rows (P packed over S would overlap unread rows).
-struct ScoresLayout {
-  uint64_t s = 0, dp = 0, p = 0, ds = 0, bytes = 0;
-};
-
-uint64_t aligned(uint64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-// `elements` = slices·T·T; saturates (never fits) where the bytes would overflow.
-ScoresLayout scoresLayout(uint64_t elements, bool grad) {
-  ScoresLayout l;
-  if (elements > (UINT64_MAX >> 5)) {
-    l.bytes = UINT64_MAX;
-    return l;
-  }
-  const uint64_t wide = aligned(elements * sizeof(float)), narrow = aligned(elements * 2);
-  l.s = 0;
-  l.dp = grad ? wide : 0;
-  l.p = (grad ? 2 : 1) * wide;
-  l.ds = grad ? l.p + narrow : 0;
-  l.bytes = l.p + (grad ? 2 : 1) * narrow;
-  return l;
 }
 
 // The three GEMM forms, per slice (row-major; gemm.h's C [M, N] = op(A) [M, K] · op(B) [K, N]),
@@ -201,14 +176,6 @@ StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const Attention
   return path == Path::kGemm || bytes <= kGemmScratchBudget;
 }
 
-// slices·T·T, saturating (a shape that large fails checkGemm anyway).
-uint64_t scoreElements(int64_t slices, int64_t t) {
-  const uint64_t rows =
-      static_cast<uint64_t>(slices) * static_cast<uint64_t>(t);  // ≤ the elements of q
-  const uint64_t columns = static_cast<uint64_t>(t);
-  return rows > UINT64_MAX / columns ? UINT64_MAX : rows * columns;
-}
-
 // ---- the binders -------------------------------------------------------------------------------
 
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
@@ -239,14 +206,17 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
                       where);
     });
   }
-  // Reserved for the backward's layout when that fits the budget: training binds forward steps
-  // first, and the slot would otherwise take a second, larger buffer for the backward ones
-  // while the forward ones keep the first (Device::sharedScratch never shrinks or frees).
-  const uint64_t gradBytes = scoresLayout(scoreElements(slices, t), true).bytes;
-  const uint64_t reserve =
-      gradBytes <= kGemmScratchBudget ? std::max(layout.bytes, gradBytes) : layout.bytes;
-  DTC_ASSIGN_OR_RETURN(void* slot, dev.sharedScratch(kScoresSlot, reserve));
-  uint8_t* base = static_cast<uint8_t*>(slot);
+  // Unplanned, the shared slot is reserved for the backward's layout when that fits the budget:
+  // training binds forward steps first, and the slot would otherwise take a second, larger
+  // buffer for the backward ones while the forward ones keep the first (Device::sharedScratch
+  // never shrinks or frees).
+  uint8_t* base = ctx.scratch;
+  if (!base || ctx.scratchBytes < layout.bytes) {
+    const uint64_t gradBytes = scoresLayout(scoreElements(slices, t), true).bytes;
+    const uint64_t reserve =
+        gradBytes <= kGemmScratchBudget ? std::max(layout.bytes, gradBytes) : layout.bytes;
+    DTC_ASSIGN_OR_RETURN(base, stepScratch(ctx, dev, reserve, kScoresSlot));
+  }
   float* scores = reinterpret_cast<float*>(base + layout.s);
   void* probs = base + layout.p;
   cublasHandle_t handle = dev.blas();
@@ -282,8 +252,8 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
     DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
     // D_i = dout_i · out_i per row, written by the kernels' pre-pass (the step's own, for its
     // life).
-    DTC_ASSIGN_OR_RETURN(void* scratch,
-                         dev.scratch(kernels::causalAttentionGradScratchBytes(slices, t)));
+    DTC_ASSIGN_OR_RETURN(
+        void* scratch, stepScratch(ctx, dev, kernels::causalAttentionGradScratchBytes(slices, t)));
     return BoundStep([=] {
       return launched(
           kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data, in[3].data,
@@ -292,8 +262,7 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
           where);
     });
   }
-  DTC_ASSIGN_OR_RETURN(void* slot, dev.sharedScratch(kScoresSlot, layout.bytes));
-  uint8_t* base = static_cast<uint8_t*>(slot);
+  DTC_ASSIGN_OR_RETURN(uint8_t * base, stepScratch(ctx, dev, layout.bytes, kScoresSlot));
   float* scores = reinterpret_cast<float*>(base + layout.s);
   float* dprobs = reinterpret_cast<float*>(base + layout.dp);  // dP, the loss's gradient in P
   void* probs = base + layout.p;

@@ -10,6 +10,7 @@
 #include "exec/bind_util.h"
 #include "exec/precision_contracts.h"
 #include "ops/kernel_registry.h"
+#include "ops/step_scratch.h"
 
 namespace dtc::cuda {
 namespace {
@@ -100,8 +101,8 @@ class CudaBackend final : public Backend {
   }
 
   // Every step first makes the compute stream wait for the pending collectives (on the comm
-  // stream) that touch its operands' bytes: the host-side check is a scan of a short list.
-  // Collectives too: one taking the host-staged path runs on the compute stream.
+  // stream) that touch its operands' or scratch's bytes: the host-side check is a scan of a short
+  // list. Collectives too: one taking the host-staged path runs on the compute stream.
   StatusOr<BoundStep> bind(const StepContext& step) override {
     DTC_RETURN_IF_ERROR(device_->activate());
     // Collective binders give the comm stream to this step only, not to one they bind inside it.
@@ -110,7 +111,7 @@ class CudaBackend final : public Backend {
     device_->setBinding(nullptr);
     if (!bound.ok()) return bound;
     Device* device = device_.get();
-    std::vector<ByteRange> ranges = operandRanges(step.inputs, step.outputs);
+    std::vector<ByteRange> ranges = stepRanges(step);
     return BoundStep(
         [device, inner = std::move(bound).value(), ranges = std::move(ranges)]() -> Status {
           DTC_RETURN_IF_ERROR(device->waitFor(ranges));
@@ -137,6 +138,11 @@ class CudaBackend final : public Backend {
 
   Status synchronize() override { return device_->synchronize(); }
 
+  Status useWorkspace(uint8_t* memory, uint64_t bytes) override {
+    DTC_RETURN_IF_ERROR(device_->activate());
+    return device_->useWorkspace(memory, bytes);
+  }
+
  private:
   std::unique_ptr<Device> device_;
   const bool graphs_;  // DTC_CUDA_GRAPHS
@@ -153,6 +159,8 @@ void writeError(char* error, size_t size, const std::string& message) {
 StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   DTC_ASSIGN_OR_RETURN(const KernelInfo* kernel, ctx.kernel());
   const CudaBinder bind = cudaBinders()[static_cast<uint16_t>(kernel->kernel)];
+  // The plan's GEMM workspace when it gave one (CudaBackend::useWorkspace), else the Device's.
+  if (usesBlasWorkspace(*kernel)) DTC_RETURN_IF_ERROR(device.ensureBlasWorkspace());
   // 16-bit operands (mixed precision), by the registry's element types: a kernel of any type binds
   // as usual; one that takes 16-bit operands runs them natively (cuBLAS and the 16-bit kernels
   // accumulate in f32), except collectives, which run their f32 form on widened copies (exact

@@ -58,6 +58,19 @@ StatusOr<BoundStep> bindUnaryGradLaunch(const StepContext& ctx, Device& dev, Lau
   return BoundStep([=] { return launched(launch(dy, at, dx, n, stream), where); });
 }
 
+// `bytes` of scratch for the step: its planned scratch (ctx.scratch, in the function's arena,
+// sized by the compiler with ops/step_scratch.h) when that holds them, else memory of the step's
+// own (or the device's shared slot `sharedSlot`, when not negative), which the backend reports
+// as beyond the plan. Null for 0 bytes.
+inline StatusOr<uint8_t*> stepScratch(const StepContext& ctx, Device& dev, uint64_t bytes,
+                                      int sharedSlot = -1) {
+  if (bytes == 0) return static_cast<uint8_t*>(nullptr);
+  if (ctx.scratch && ctx.scratchBytes >= bytes) return ctx.scratch;
+  StatusOr<void*> own = sharedSlot >= 0 ? dev.sharedScratch(sharedSlot, bytes) : dev.scratch(bytes);
+  if (!own.ok()) return own.status();
+  return static_cast<uint8_t*>(*own);
+}
+
 // A raised-flag message for data errors found on the device (see Device::errorFlag).
 inline StatusOr<int*> dataErrorFlag(Device& device, const StepContext& ctx,
                                     const std::string& message) {

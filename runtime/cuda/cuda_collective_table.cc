@@ -61,14 +61,17 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx, Device& dev) {
   });
 }
 
-// Device memory for NCCL's contiguous blocks when a step's blocks are strided (`needed`), shared
-// by every collective step on the same stream (Device::sharedScratch slot 1 on the compute
-// stream, 2 on the comm stream); null otherwise.
-StatusOr<float*> packing(Device& dev, bool needed, int64_t floats, const CommRoute& route) {
+// Device memory for NCCL's contiguous blocks when a step's blocks are strided (`needed`): the
+// step's scratch (collectivePackingFloats in ops/step_scratch.h sizes it; the hazards of the comm
+// stream cover it, as they cover the operands), else shared by every collective step on the same
+// stream (Device::sharedScratch slot 1 on the compute stream, 2 on the comm stream); null
+// otherwise.
+StatusOr<float*> packing(const StepContext& ctx, Device& dev, bool needed, int64_t floats,
+                         const CommRoute& route) {
   if (!needed) return static_cast<float*>(nullptr);
-  DTC_ASSIGN_OR_RETURN(void* p, dev.sharedScratch(route.slot >= 0 ? Device::kCommPackingSlot : 1,
-                                                  floats * sizeof(float)));
-  return static_cast<float*>(p);
+  DTC_ASSIGN_OR_RETURN(uint8_t * p, stepScratch(ctx, dev, floats * sizeof(float),
+                                                route.slot >= 0 ? Device::kCommPackingSlot : 1));
+  return reinterpret_cast<float*>(p);
 }
 
 StatusOr<BoundStep> bindAllGather(const StepContext& ctx, Device& dev) {
@@ -80,7 +83,7 @@ StatusOr<BoundStep> bindAllGather(const StepContext& ctx, Device& dev) {
   const Stager s = stager(ctx, dev, n, n * g.size);
   DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
   // Rank r's block of `out` is contiguous (at r·n) only when nothing precedes `dim`.
-  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, a.outer > 1, n * g.size, route));
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(ctx, dev, a.outer > 1, n * g.size, route));
   return BoundStep([=]() -> Status {
     DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
     if (comm)
@@ -114,7 +117,7 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
   int64_t n = out.numElements();
   const Stager s = stager(ctx, dev, n * g.size, n);
   DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
-  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, a.outer > 1, n * g.size, route));
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(ctx, dev, a.outer > 1, n * g.size, route));
   return BoundStep([=]() -> Status {
     DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
     if (comm)
@@ -177,7 +180,7 @@ StatusOr<BoundStep> bindAllToAll(const StepContext& ctx, Device& dev) {
   // received ones landing in the second, where either side is strided.
   const bool packFrom = from.outer > 1, packTo = to.outer > 1;
   DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
-  DTC_ASSIGN_OR_RETURN(float* packed, packing(dev, packFrom || packTo, 2 * n * g.size, route));
+  DTC_ASSIGN_OR_RETURN(float* packed, packing(ctx, dev, packFrom || packTo, 2 * n * g.size, route));
   return BoundStep([=]() -> Status {
     DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
     if (comm)

@@ -27,16 +27,15 @@ StatusOr<BoundStep> bindConv(const StepContext& ctx, Device& dev) {
   else  // part[s] [O, k] = dy[s] [O, p] · col[s]ᵀ [p, k]
     shape = {g.o, k, p, false, true, g.n, g.o * p, k * p, g.o * k};
   DTC_RETURN_IF_ERROR(checkGemm(shape, where));
-  DTC_ASSIGN_OR_RETURN(void* col, dev.scratch(static_cast<uint64_t>(g.n * k * p) * sizeof(float)));
-  float* parts = nullptr;
-  if (Op == ConvOp::kGradWeight) {
-    DTC_ASSIGN_OR_RETURN(void* scratch,
-                         dev.scratch(static_cast<uint64_t>(g.n * g.o * k) * sizeof(float)));
-    parts = static_cast<float*>(scratch);
-  }
+  const kernels::ConvScratch layout =
+      kernels::convScratch(g.n, k, p, g.o, Op == ConvOp::kGradWeight);
+  DTC_ASSIGN_OR_RETURN(uint8_t * scratch, stepScratch(ctx, dev, layout.bytes));
+  float* col = reinterpret_cast<float*>(scratch + layout.col);
+  float* parts =
+      Op == ConvOp::kGradWeight ? reinterpret_cast<float*>(scratch + layout.parts) : nullptr;
   const float *a = in0.f32(), *b = in1.f32();
   float* o = out.f32();
-  float* c = static_cast<float*>(col);
+  float* c = col;
   cudaStream_t stream = dev.stream();
   cublasHandle_t handle = dev.blas();
   const bool tf32 = dev.tf32();

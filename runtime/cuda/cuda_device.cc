@@ -7,15 +7,13 @@
 #include <cstring>
 
 #include "cuda_check.h"
+#include "ops/cuda_scratch.h"
 #include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
 
 constexpr int kFlagsPerPage = 1024;
-// cuBLAS's workspace, set once: left to itself cuBLAS may allocate one when a GEMM first runs on
-// a stream, which a CUDA graph's capture forbids. 32 MiB is what PyTorch gives it on Hopper.
-constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
 
 }  // namespace
 
@@ -33,13 +31,8 @@ StatusOr<std::unique_ptr<Device>> Device::create(int ordinal) {
   DTC_RETURN_IF_ERROR(cublasStatus(cublasCreate(&d->blas_), "creating a cuBLAS handle on " + gpu));
   DTC_RETURN_IF_ERROR(
       cublasStatus(cublasSetStream(d->blas_, d->stream_), "binding cuBLAS to the stream"));
-  // After cublasSetStream, which resets the workspace to cuBLAS's own.
-  DTC_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&d->blasWorkspace_, kBlasWorkspaceBytes),
-                                 "allocating cuBLAS's workspace on " + gpu));
-  DTC_RETURN_IF_ERROR(
-      cublasStatus(cublasSetWorkspace(d->blas_, d->blasWorkspace_, kBlasWorkspaceBytes),
-                   "setting cuBLAS's workspace"));
-  d->stepMemoryBytes_ += kBlasWorkspaceBytes;
+  // The workspace comes later (useWorkspace, ensureBlasWorkspace): cublasSetStream, above,
+  // would reset it to cuBLAS's own.
   // The comm stream at the highest priority: NCCL's kernels use few SMs, and the backward
   // kernels queued beside them would otherwise hold the GPU until they are done.
   int leastPriority = 0, greatestPriority = 0;
@@ -80,7 +73,7 @@ Device::~Device() {
     for (cudaEvent_t e : {o.ready, o.done})
       if (e) (void)cudaEventDestroy(e);
   if (blas_) (void)cublasDestroy(blas_);
-  if (blasWorkspace_) (void)cudaFree(blasWorkspace_);  // after the handle that used it
+  if (ownsBlasWorkspace_) (void)cudaFree(blasWorkspace_);  // after the handle that used it
   if (comm_) (void)cudaStreamDestroy(comm_);
   if (stream_) (void)cudaStreamDestroy(stream_);
 }
@@ -93,6 +86,38 @@ StatusOr<void*> Device::scratch(uint64_t bytes) {
   scratch_.push_back(p);
   stepMemoryBytes_ += bytes ? bytes : 1;
   return p;
+}
+
+Status Device::useWorkspace(void* memory, uint64_t bytes) {
+  if (blasWorkspace_)
+    return Status::Internal("the GEMM workspace was set before the plan's was given");
+  if (bytes < kernels::kBlasWorkspaceBytes)
+    return Status::InvalidInput("the plan's GEMM workspace is " + std::to_string(bytes) +
+                                " bytes; the CUDA backend needs " +
+                                std::to_string(kernels::kBlasWorkspaceBytes));
+  DTC_RETURN_IF_ERROR(
+      cublasStatus(cublasSetWorkspace(blas_, memory, bytes), "setting cuBLAS's workspace"));
+  blasWorkspace_ = memory;
+  blasWorkspaceBytes_ = bytes;
+  return Status::Ok();
+}
+
+Status Device::ensureBlasWorkspace() {
+  if (blasWorkspace_) return Status::Ok();
+  void* p = nullptr;
+  DTC_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&p, kernels::kBlasWorkspaceBytes),
+                                 "allocating cuBLAS's workspace on " + description_));
+  Status set = cublasStatus(cublasSetWorkspace(blas_, p, kernels::kBlasWorkspaceBytes),
+                            "setting cuBLAS's workspace");
+  if (!set.ok()) {
+    (void)cudaFree(p);
+    return set;
+  }
+  blasWorkspace_ = p;
+  blasWorkspaceBytes_ = kernels::kBlasWorkspaceBytes;
+  ownsBlasWorkspace_ = true;
+  stepMemoryBytes_ += kernels::kBlasWorkspaceBytes;
+  return Status::Ok();
 }
 
 StatusOr<void*> Device::sharedScratch(int slot, uint64_t bytes) {
@@ -158,7 +183,7 @@ Status Device::synchronize() {
 StatusOr<int> Device::overlapSlot(const StepContext& ctx) {
   if (!overlap_ || &ctx != binding_) return -1;
   Overlap o;
-  o.ranges = operandRanges(ctx.inputs, ctx.outputs);
+  o.ranges = stepRanges(ctx);
   // Timing off: the events only order streams.
   for (cudaEvent_t* e : {&o.ready, &o.done}) {
     Status made = cudaStatus(cudaEventCreateWithFlags(e, cudaEventDisableTiming),

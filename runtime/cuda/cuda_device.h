@@ -37,19 +37,31 @@ class Device {
   // default to keep fp32 parity with the CPU backend.
   bool tf32() const { return tf32_; }
 
-  // Device memory for one bound step's own use (partial sums, sort buffers). Bound steps live as
-  // long as their executor, which never outlives its backend, so it is freed with the Device.
+  // Device memory for one bound step's own use (partial sums, sort buffers) where the plan gave
+  // the step none (stepScratch in cuda_bind.h takes the plan's first). Bound steps live as long
+  // as their executor, which never outlives its backend, so it is freed with the Device.
   StatusOr<void*> scratch(uint64_t bytes);
-  // Every byte of device memory this Device allocated for steps: scratch, shared scratch (each
-  // size it grew to, as earlier ones stay in use) and cuBLAS's workspace.
+  // Every byte of device memory this Device allocated for steps beyond the plan: scratch, shared
+  // scratch (each size it grew to, as earlier ones stay in use) and a workspace of its own.
   uint64_t stepMemoryBytes() const { return stepMemoryBytes_; }
-  // Device memory that every bound step asking for the same `slot` shares (0: widened copies of
-  // 16-bit operands, 1: collectives' packed blocks on the compute stream, 2: their packed blocks
-  // on the comm stream, 3: attention's [T, T] scores on the compute stream, its GEMM path in
-  // cuda_attention_table.cc; a step may use 0 and 1). Work on one stream runs one step at a time
-  // in order, so a step may use its stream's slot from its first kernel to its last, and nothing
-  // it leaves there survives the next step. Reserved at bind time, the pointer kept: a larger
-  // request takes a new buffer (at least twice the last), the earlier steps keep the old one.
+
+  // The workspace cuBLAS and cuBLASLt share (kernels::kBlasWorkspaceBytes): the plan's, at the
+  // start of its arena (useWorkspace, before any step is bound), or else one the Device
+  // allocates when the first step that calls cuBLAS is bound (ensureBlasWorkspace). Set once:
+  // left to itself cuBLAS may allocate one when a GEMM first runs on a stream, which a CUDA
+  // graph's capture forbids.
+  Status useWorkspace(void* memory, uint64_t bytes);
+  Status ensureBlasWorkspace();
+  void* blasWorkspace() const { return blasWorkspace_; }
+  uint64_t blasWorkspaceBytes() const { return blasWorkspaceBytes_; }
+  // Device memory that every bound step asking for the same `slot` shares, where the plan gave
+  // the step no scratch (0: widened copies of 16-bit operands, 1: collectives' packed blocks on
+  // the compute stream, 2: their packed blocks on the comm stream, 3: attention's [T, T] scores
+  // on the compute stream, its GEMM path in cuda_attention_table.cc; a step may use 0 and 1). Work
+  // on one stream runs one step at a time in order, so a step may use its stream's slot from its
+  // first kernel to its last, and nothing it leaves there survives the next step. Reserved at bind
+  // time, the pointer kept: a larger request takes a new buffer (at least twice the last), the
+  // earlier steps keep the old one.
   static constexpr int kSharedSlots = 4;
   static constexpr int kCommPackingSlot = 2;
   StatusOr<void*> sharedScratch(int slot, uint64_t bytes);
@@ -122,6 +134,8 @@ class Device {
   cudaStream_t comm_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   void* blasWorkspace_ = nullptr;
+  uint64_t blasWorkspaceBytes_ = 0;
+  bool ownsBlasWorkspace_ = false;
   bool overlap_ = true;
   const StepContext* binding_ = nullptr;
   std::vector<Overlap> overlaps_;

@@ -154,15 +154,17 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
 
   // Unfused: the GEMM writes its f32 sum where the epilogue pass reads it, which then finishes:
   // pre for linear_bias_gelu; for linear_bias, y itself when f32 (in place), else an f32 buffer
-  // in shared scratch (slot 0, free for the step's own use, as the widened copies use it;
-  // reserved now, as a captured graph cannot allocate), then rounded into y; dx for the gradient.
+  // in the step's scratch (the plan's; unplanned, shared slot 0, free for the step's own use as
+  // the widened copies use it; reserved now, as a captured graph cannot allocate), then rounded
+  // into y; dx for the gradient.
   float* sum = nullptr;
   if (Kind == LinearEpilogue::kBiasGelu) {
     sum = pre;
   } else if (Kind == LinearEpilogue::kBias && narrowY) {
-    DTC_ASSIGN_OR_RETURN(void* buffer,
-                         dev.sharedScratch(0, static_cast<uint64_t>(s.rows * s.n) * sizeof(float)));
-    sum = static_cast<float*>(buffer);
+    DTC_ASSIGN_OR_RETURN(
+        uint8_t * buffer,
+        stepScratch(ctx, dev, static_cast<uint64_t>(s.rows * s.n) * sizeof(float), 0));
+    sum = reinterpret_cast<float*>(buffer);
   } else {
     sum = static_cast<float*>(y);
   }

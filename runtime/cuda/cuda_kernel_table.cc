@@ -82,10 +82,7 @@ StatusOr<BoundStep> bindReduceSum(const StepContext& ctx, Device& dev) {
     return invalid(ctx, "reducing " + str(x.shape) + " needs more than " +
                             std::to_string(kernels::kMaxDims) +
                             " dimensions (the CUDA kernels' limit)");
-  void* partial = nullptr;
-  if (plan.scratchBytes()) {
-    DTC_ASSIGN_OR_RETURN(partial, dev.scratch(plan.scratchBytes()));
-  }
+  DTC_ASSIGN_OR_RETURN(void* partial, stepScratch(ctx, dev, plan.scratchBytes()));
   const float* px = x.f32();
   float* po = out.f32();
   cudaStream_t stream = dev.stream();

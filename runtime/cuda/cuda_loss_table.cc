@@ -12,7 +12,7 @@ namespace {
 StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropy(ctx));
   TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
-  DTC_ASSIGN_OR_RETURN(void* rowLoss, dev.scratch(d.rows * sizeof(double)));
+  DTC_ASSIGN_OR_RETURN(void* rowLoss, stepScratch(ctx, dev, d.rows * sizeof(double)));
   DTC_ASSIGN_OR_RETURN(int* bad, dataErrorFlag(dev, ctx, labelOutsideMessage(d.classes)));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
@@ -41,7 +41,7 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindMse(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(MseDims d, checkMse(ctx));
   TensorView pred = ctx.inputs[0], target = ctx.inputs[1], loss = ctx.outputs[0];
-  DTC_ASSIGN_OR_RETURN(void* partial, dev.scratch(kernels::kSumBlocks * sizeof(double)));
+  DTC_ASSIGN_OR_RETURN(void* partial, stepScratch(ctx, dev, kernels::kSumBlocks * sizeof(double)));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {

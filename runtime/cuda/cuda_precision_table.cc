@@ -46,7 +46,8 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
 
 StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(checkNonfiniteCount(ctx));
-  DTC_ASSIGN_OR_RETURN(void* partial, dev.scratch(kernels::kSumBlocks * sizeof(long long)));
+  DTC_ASSIGN_OR_RETURN(void* partial,
+                       stepScratch(ctx, dev, kernels::kSumBlocks * sizeof(long long)));
   const float* x = ctx.inputs[0].f32();
   float* count = ctx.outputs[0].f32();
   const int64_t n = ctx.inputs[0].numElements();
@@ -59,7 +60,7 @@ StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx, Device& dev) {
 
 StatusOr<BoundStep> bindSumSquares(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(checkSumSquares(ctx));
-  DTC_ASSIGN_OR_RETURN(void* partial, dev.scratch(kernels::kSumBlocks * sizeof(double)));
+  DTC_ASSIGN_OR_RETURN(void* partial, stepScratch(ctx, dev, kernels::kSumBlocks * sizeof(double)));
   const float* x = ctx.inputs[0].f32();
   float* sum = ctx.outputs[0].f32();
   const int64_t n = ctx.inputs[0].numElements();
@@ -124,11 +125,20 @@ StatusOr<BoundStep> bindWidened(const StepContext& ctx, Device& dev, CudaBinder 
                                 " and " + dtypeName(t.dtype));
       floats += t.numElements();
     }
-  // The widened copies live in shared scratch: they are dead once the step's last kernel (the
-  // rounding back) has run.
-  DTC_ASSIGN_OR_RETURN(void* base, dev.sharedScratch(0, floats * sizeof(float)));
+  // The widened copies open the step's scratch (ops/step_scratch.h, widenedCollectiveBytes), the
+  // float32 form's own scratch follows them. Unplanned, they live in shared scratch: they are
+  // dead once the step's last kernel (the rounding back) has run.
+  const uint64_t wideBytes = kernels::alignPiece(floats * sizeof(float));
   StepContext f32{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
-  float* at = static_cast<float*>(base);
+  uint8_t* base = nullptr;
+  if (ctx.scratch && ctx.scratchBytes >= wideBytes) {
+    base = ctx.scratch;
+    f32.scratch = ctx.scratch + wideBytes;
+    f32.scratchBytes = ctx.scratchBytes - wideBytes;
+  } else {
+    DTC_ASSIGN_OR_RETURN(base, stepScratch(ctx, dev, wideBytes, 0));
+  }
+  float* at = reinterpret_cast<float*>(base);
   for (auto* list : {&f32.inputs, &f32.outputs})
     for (TensorView& t : *list) {
       t.data = reinterpret_cast<uint8_t*>(at);

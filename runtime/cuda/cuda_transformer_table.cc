@@ -157,7 +157,8 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
   TensorView dy = ctx.inputs[0], x = ctx.inputs[1], w = ctx.inputs[2];
   TensorView mean = ctx.inputs[3], rstd = ctx.inputs[4];
   TensorView dx = ctx.outputs[0], dw = ctx.outputs[1], db = ctx.outputs[2];
-  DTC_ASSIGN_OR_RETURN(void* scratch, dev.scratch(kernels::layerNormGradScratchBytes(d.rows, d.c)));
+  DTC_ASSIGN_OR_RETURN(void* scratch,
+                       stepScratch(ctx, dev, kernels::layerNormGradScratchBytes(d.rows, d.c)));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
@@ -190,8 +191,9 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx, Device& dev) {
   if (n > INT_MAX) return invalid(ctx, "more than 2^31 ids (the sort's limit)");
   DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, e.vocab));
   DTC_ASSIGN_OR_RETURN(int* bad, dataErrorFlag(dev, ctx, tokenOutsideMessage(block.second, false)));
+  // CUB's exact need, within the plan's bound (kernels::embeddingGradScratchBound) when planned.
   const uint64_t bytes = kernels::embeddingGradScratchBytes(n, block.second);
-  DTC_ASSIGN_OR_RETURN(void* scratch, dev.scratch(bytes));
+  DTC_ASSIGN_OR_RETURN(void* scratch, stepScratch(ctx, dev, bytes));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {

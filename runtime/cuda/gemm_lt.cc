@@ -9,10 +9,6 @@
 namespace dtc::cuda {
 namespace {
 
-// The most workspace an algorithm may ask for: what the Device gives cuBLAS (PyTorch's figure
-// on Hopper). Split-K algorithms want some; the heuristic only offers those that fit.
-constexpr uint64_t kMaxWorkspaceBytes = uint64_t{32} << 20;
-
 // One cuBLASLt handle per GPU for the process, made on first use (at bind time, with the GPU
 // current). Never destroyed: bound steps of any backend on that GPU may hold it, and destroying
 // it among static destructors would race the CUDA runtime's own teardown. A handle holds no
@@ -136,7 +132,7 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
   Preference preference;
   DTC_RETURN_IF_ERROR(cublasStatus(cublasLtMatmulPreferenceCreate(&preference.p), what));
   DTC_RETURN_IF_ERROR(setPreference(preference.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                    kMaxWorkspaceBytes, what));
+                                    static_cast<uint64_t>(device.blasWorkspaceBytes()), what));
   // In bytes, from the addresses: a 16-bit D (2-byte elements) may sit at any even address.
   const uint32_t alignA = alignmentOf(a), alignB = alignmentOf(b), alignD = alignmentOf(d);
   DTC_RETURN_IF_ERROR(
@@ -166,10 +162,13 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
       check.state != CUBLAS_STATUS_SUCCESS)
     return refused();
   plan->algo_ = result.algo;
+  // The workspace is cuBLAS's (the Device's GEMM workspace): both libraries run their GEMMs on
+  // the compute stream, one at a time. Split-K algorithms want some; the heuristic was told how
+  // much there is (CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES), and one asking more is not taken.
   const size_t workspaceBytes = std::max(result.workspaceSize, check.workspaceSize);
-  if (workspaceBytes > kMaxWorkspaceBytes) return refused();
+  if (workspaceBytes > device.blasWorkspaceBytes()) return refused();
   if (workspaceBytes > 0) {
-    DTC_ASSIGN_OR_RETURN(plan->workspace_, device.sharedScratch(0, workspaceBytes));
+    plan->workspace_ = device.blasWorkspace();
     plan->workspaceBytes_ = workspaceBytes;
   }
   return std::shared_ptr<const LtGemm>(std::move(plan));

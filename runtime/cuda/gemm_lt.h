@@ -58,8 +58,8 @@ class LtGemm {
 // The plan of `spec` on `a`, `b` and `d`, or null where cuBLASLt offers no algorithm for it on
 // this GPU or refuses its types (the caller then runs the unfused form). Errors are the library
 // failing, or memory.
-// The workspace the algorithm asks for is Device::sharedScratch's slot 0, held only while the
-// matmul runs.
+// The workspace the algorithm asks for is the Device's GEMM workspace (Device::blasWorkspace, set
+// before any GEMM step is bound), which cuBLAS's GEMMs use between its matmuls.
 StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmSpec& spec,
                                                    const void* a, const void* b, void* d,
                                                    const std::string& where);

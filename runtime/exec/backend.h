@@ -43,6 +43,9 @@ class Backend {
   // Bytes of device memory the backend allocated for steps beyond the plan's regions (scratch
   // it keeps itself).
   virtual uint64_t unplannedBytes() const { return 0; }
+  // The plan's workspace for the GEMM libraries (Plan.workspace_bytes, the arena's first bytes in
+  // every function), given before any step is bound. Backends without one ignore it.
+  virtual Status useWorkspace(uint8_t* /*memory*/, uint64_t /*bytes*/) { return Status::Ok(); }
 };
 
 // The built-in backend: host memory, the CPU kernels.
@@ -57,7 +60,7 @@ std::unique_ptr<Backend> createStagedCpuBackend();
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int localRank);
 
 // The plugin's entry point (C linkage, looked up by name).
-constexpr int kBackendAbiVersion = 3;
+constexpr int kBackendAbiVersion = 4;
 using CreateBackendFn = Backend* (*)(int abiVersion, int localRank, char* error, size_t errorSize);
 constexpr const char kCreateBackendSymbol[] = "dtcCreateBackend";
 

@@ -114,6 +114,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const Plan& plan, int threa
   }
   DTC_RETURN_IF_ERROR(allocate(root.state_bytes(), ex->state_, ex->stateAllocated_));
   DTC_RETURN_IF_ERROR(allocate(ex->arenaBytes_, ex->arena_, ex->arenaAllocated_));
+  // The GEMM libraries' workspace opens the arena of every function (the plan verified it fits).
+  if (root.workspace_bytes() > 0)
+    DTC_RETURN_IF_ERROR(device.useWorkspace(ex->arena_, root.workspace_bytes())
+                            .withContext(plan.name() + ": the plan's GEMM workspace"));
   if (!device.hostMemory()) ex->hostState_.reset(new uint8_t[root.state_bytes()]());
   for (const plan::Function* f : *root.functions())
     if (Plan::onStage(f->stage(), ex->stage_) &&

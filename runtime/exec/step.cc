@@ -2,6 +2,7 @@
 // executor, which would bring the CPU kernels and BLAS along).
 #include "exec/step.h"
 #include "ops/kernel_registry.h"
+#include "ops/step_scratch.h"
 
 namespace dtc {
 
@@ -42,6 +43,17 @@ std::string StepContext::stringAttr(const char* name) const {
 StatusOr<const KernelInfo*> StepContext::kernel() const {
   if (const KernelInfo* k = kernelInfo(step.kernel())) return k;
   return Status::InvalidInput(where() + "unknown kernel (the plan needs a newer dtrun)");
+}
+
+ScratchStep scratchStepOf(const StepContext& ctx) {
+  ScratchStep s;
+  s.kernel = kernelInfo(ctx.step.kernel());
+  for (const TensorView& t : ctx.inputs) s.inputs.push_back({t.dtype, t.shape});
+  for (const TensorView& t : ctx.outputs) s.outputs.push_back({t.dtype, t.shape});
+  const StepContext* c = &ctx;
+  s.intAttr = [c](const char* name) { return c->intAttr(name); };
+  s.intsAttr = [c](const char* name) { return c->intsAttr(name); };
+  return s;
 }
 
 std::string StepContext::where() const {

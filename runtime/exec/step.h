@@ -56,6 +56,11 @@ struct StepContext {
   std::string where() const;
 };
 
+struct ScratchStep;  // ops/step_scratch.h
+// The step as scratch sizing sees it: its kernel, operand types and attributes (null kernel for
+// an unknown code). Its attribute readers refer to `ctx`, which must outlive it.
+ScratchStep scratchStepOf(const StepContext& ctx);
+
 // Validates a step's operands against its CPU kernel's contract and binds it (the CPU
 // backend's kernel table, cpu_kernel_table.cc and its siblings).
 StatusOr<BoundStep> bindCpuStep(const StepContext& ctx);

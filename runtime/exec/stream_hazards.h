@@ -46,6 +46,13 @@ inline std::vector<ByteRange> operandRanges(const std::vector<TensorView>& input
   return ranges;
 }
 
+// The storage a bound step touches: its operands' and its planned scratch's.
+inline std::vector<ByteRange> stepRanges(const StepContext& ctx) {
+  std::vector<ByteRange> ranges = operandRanges(ctx.inputs, ctx.outputs);
+  if (ctx.scratch && ctx.scratchBytes) ranges.push_back(byteRange(ctx.scratch, ctx.scratchBytes));
+  return ranges;
+}
+
 class StreamHazards {
  public:
   using Ticket = uint32_t;

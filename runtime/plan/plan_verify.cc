@@ -251,6 +251,8 @@ class PlanVerifier {
     if (!f.values() || !f.steps() || !f.arguments() || !f.results())
       return bad(fn + " lacks its values, steps or bindings");
     uint32_t numValues = f.values()->size();
+    if (p_.workspace_bytes() > f.arena_bytes())
+      return bad(fn + ": the GEMM workspace is larger than its arena");
     for (const plan::Value* v : *f.values()) {
       if (!knownDType(v->dtype()) || !sane(v->shape()) || v->region() > plan::Region::MAX)
         return bad(fn + ": a value has a bad dtype, shape or region");

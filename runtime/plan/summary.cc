@@ -42,12 +42,22 @@ struct FunctionStats {
   std::map<std::string, int> ops;
   int arenaBuffers = 0;
   uint64_t naiveArenaBytes = 0;  // every arena value in its own buffer: what reuse saves
+  uint64_t largestScratch = 0;   // the most planned scratch one step uses
+  std::string largestScratchStep;
 };
 
 FunctionStats stats(const plan::Function& f) {
   FunctionStats s;
   if (f.steps())
-    for (const plan::Step* step : *f.steps()) s.ops[kernelName(step->kernel())]++;
+    for (const plan::Step* step : *f.steps()) {
+      s.ops[kernelName(step->kernel())]++;
+      if (step->scratch_bytes() > s.largestScratch) {
+        s.largestScratch = step->scratch_bytes();
+        s.largestScratchStep =
+            kernelName(step->kernel()) +
+            (step->loc() && step->loc()->size() ? " at " + step->loc()->str() : "");
+      }
+    }
   if (f.values())
     for (const plan::Value* v : *f.values())
       if (v->region() == plan::Region::arena) {
@@ -287,11 +297,18 @@ std::string summarizePlanText(const Plan& plan) {
       printTransfers(os, plan, *step, "");
     }
   }
+  if (p.workspace_bytes())
+    os << "GEMM workspace (cuBLAS, cuBLASLt): " << p.workspace_bytes()
+       << " bytes, the start of every function's arena\n";
   for (const plan::Function* f : *p.functions()) {
     FunctionStats s = stats(*f);
     os << "function " << functionName(*f) << ": " << (f->steps() ? f->steps()->size() : 0)
        << " steps, " << s.arenaBuffers << " arena buffers, peak " << f->arena_bytes() << " bytes ("
-       << s.naiveArenaBytes << " without reuse)\n    ops:";
+       << s.naiveArenaBytes << " without reuse)";
+    if (s.largestScratch)
+      os << "; its largest step scratch " << s.largestScratch << " bytes (" << s.largestScratchStep
+         << ")";
+    os << "\n    ops:";
     for (auto& [op, n] : s.ops) os << " " << op << "=" << n;
     os << "\n";
     std::vector<CollectiveCost> comms = collectivesOf(plan, *f);
@@ -328,6 +345,7 @@ std::string summarizePlanJson(const Plan& plan) {
      << ",\"micro_batches\":" << p.micro_batches() << ",\"mesh\":" << quote(meshText(plan))
      << ",\"devices\":" << meshDevices(plan) << ",\"state_bytes\":" << p.state_bytes()
      << ",\"arena_bytes\":" << plan.maxArenaBytes()
+     << ",\"workspace_bytes\":" << p.workspace_bytes()
      << ",\"param_bytes\":" << bytesOf(plan, plan::Role::param, false)
      << ",\"grad_bytes\":" << bytesOf(plan, plan::Role::param, true)
      << ",\"optimizer_state_bytes\":" << bytesOf(plan, plan::Role::optim_state, false)
@@ -389,7 +407,8 @@ std::string summarizePlanJson(const Plan& plan) {
     os << (first ? "" : ",") << "{\"name\":" << quote(f->name()->str());
     if (stages > 0) os << ",\"stage\":" << f->stage();
     os << ",\"arena_bytes\":" << f->arena_bytes() << ",\"arena_buffers\":" << s.arenaBuffers
-       << ",\"naive_arena_bytes\":" << s.naiveArenaBytes << ",\"op_counts\":{";
+       << ",\"naive_arena_bytes\":" << s.naiveArenaBytes
+       << ",\"largest_step_scratch_bytes\":" << s.largestScratch << ",\"op_counts\":{";
     bool firstOp = true;
     for (auto& [op, n] : s.ops)
       os << (firstOp ? "" : ",") << quote(op) << ":" << n, firstOp = false;

@@ -282,7 +282,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
                                    ? ", pipeline " + root.schedule()->str()
                                    : std::string();
   if (lead) {
-    // Every byte the run holds for the plan; on the CPU it is `dtc inspect`'s per-rank total.
+    // Every byte the run holds for the plan: `dtc inspect`'s per-rank total on the device the
+    // plan was compiled for, where every step's scratch is planned.
     const Executor::Memory memory = ex.memory();
     const std::string beyond =
         memory.unplanned ? " + " + std::to_string(memory.unplanned) + " beyond the plan" : "";

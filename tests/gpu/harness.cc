@@ -9,7 +9,9 @@
 
 #include "cpu/kernels/half.h"
 #include "exec/step.h"
+#include "ops/cuda_scratch.h"
 #include "ops/kernel_registry.h"
+#include "ops/step_scratch.h"
 #include "plan_generated.h"
 #include "support/thread_pool.h"
 
@@ -223,7 +225,20 @@ std::vector<uint8_t> buildStep(const Case& c) {
 }
 
 Harness::Harness(Backend& device, comm::DeviceMesh* mesh, int rank, bool verbose)
-    : device_(device), mesh_(mesh), rank_(rank), verbose_(verbose) {}
+    : device_(device), mesh_(mesh), rank_(rank), verbose_(verbose) {
+  // The GEMM workspace as a plan gives it (Plan.workspace_bytes), before any step is bound.
+  StatusOr<uint8_t*> workspace = device_.allocate(cuda::kernels::kBlasWorkspaceBytes);
+  Status given = workspace.status();
+  if (given.ok()) {
+    workspace_ = *workspace;
+    given = device_.useWorkspace(workspace_, cuda::kernels::kBlasWorkspaceBytes);
+  }
+  if (!given.ok()) report(false, "the plan's GEMM workspace", given.message());
+}
+
+Harness::~Harness() {
+  if (workspace_) device_.release(workspace_, cuda::kernels::kBlasWorkspaceBytes);
+}
 
 void Harness::report(bool ok, const std::string& label, const std::string& detail) {
   if (!ok) ++failures_;
@@ -252,8 +267,19 @@ bool Harness::run(const Case& c) {
   StatusOr<DeviceCase> placed = place(device_, memory, c, inputs);
   if (!placed.ok()) return fail(placed.status());
   StepContext ctx{step, placed->inputs, placed->outputs, pool, mesh_};
+  // The scratch a plan compiled for CUDA gives the step (ops/step_scratch.h): the binder must
+  // take all it uses from there, nothing of its own, on either attention path.
+  const uint64_t planned = cudaStepScratchBytes(scratchStepOf(ctx));
+  if (planned > 0) {
+    StatusOr<uint8_t*> scratch = memory.take(planned);
+    if (!scratch.ok()) return fail(scratch.status());
+    ctx.scratch = *scratch;
+    ctx.scratchBytes = planned;
+  }
+  const uint64_t unplannedBefore = device_.unplannedBytes();
   StatusOr<BoundStep> bound = device_.bind(ctx);
   if (!bound.ok()) return fail(bound.status());
+  const uint64_t unplanned = device_.unplannedBytes() - unplannedBefore;
   Status ran = (*bound)();
   if (ran.ok()) ran = device_.synchronize();
   Buffers got;
@@ -263,6 +289,9 @@ bool Harness::run(const Case& c) {
   int64_t worstUlps = 0;
   bool lowOutputs = false;
   std::string detail;
+  if (unplanned > 0)
+    detail += " took " + std::to_string(unplanned) + " bytes beyond its planned scratch of " +
+              std::to_string(planned) + ";";
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     const Output& o = c.outputs[k];
     const Difference d = difference(o, got[k], expected[k]);

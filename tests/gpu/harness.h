@@ -103,6 +103,9 @@ class Harness {
  public:
   // `mesh` serves collectives (both backends use it, in the same order on every rank).
   Harness(Backend& device, comm::DeviceMesh* mesh, int rank, bool verbose);
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
 
   // Runs `c` on both backends and compares; prints one line; false on a mismatch or an error.
   bool run(const Case& c);
@@ -126,6 +129,7 @@ class Harness {
   bool verbose_;
   int failures_ = 0;
   uint64_t caseCounter_ = 0;
+  uint8_t* workspace_ = nullptr;
 };
 
 }  // namespace dtc::gputest

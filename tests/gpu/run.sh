@@ -137,9 +137,15 @@ print(f"{sys.argv[3]}: losses {cpu[0]:.5f} -> {cpu[-1]:.5f} (cpu), {gpu[0]:.5f} 
 same_lr = [e.get("lr") for e in cpu_log] == [e.get("lr") for e in gpu_log]
 sys.exit(0 if len(cpu) == len(gpu) == 20 and err <= bound and norm_err <= bound and same_lr else 1)
 PY
-    # What the device allocated for the plan, and what its steps took beyond it (the CUDA
-    # backend's own scratch and cuBLAS's workspace, not yet planned): reported, not yet checked.
-    grep -h -m1 -o "memory: .*)" "$BUILD/e2e-$name-cuda.out" | sed "s/^/$name on $GPU_DEVICE, /" || true
+    # What the device allocated for the plan, and what its steps took beyond it. A plan compiled
+    # for CUDA plans every byte its steps use there (scratch, the GEMM workspace): nothing may be
+    # beyond it. (Plans compiled for the CPU leave the CUDA kernels' scratch to the backend, and
+    # the rehearsal's cpu-staged runs widen 16-bit operands the CUDA plan does not.)
+    memory_line=$(grep -h -m1 -o "memory: .*)" "$BUILD/e2e-$name-cuda.out" || true)
+    echo "$name on $GPU_DEVICE, $memory_line"
+    if [ "$REHEARSAL" != 1 ] && [[ " $flags " == *" --device cuda "* ]] && [[ "$memory_line" == *"beyond the plan"* ]]; then
+      fail "$name: the CUDA steps allocated memory the plan did not hold ($memory_line)"
+    fi
     # CUDA graphs (on by default): a single-process plan's train_step must capture (a fallback
     # says so on stderr), and the first two such plans also run with DTC_CUDA_GRAPHS=0, whose
     # loss curve must be bit-identical: the same kernels in the same order, launched one by one.

@@ -477,10 +477,6 @@ cudaError_t causalAttention(Float type, const void* q, const void* k, const void
   return cudaErrorInvalidValue;
 }
 
-uint64_t causalAttentionGradScratchBytes(int64_t slices, int64_t t) {
-  return static_cast<uint64_t>(std::max<int64_t>(slices * t, 0)) * sizeof(float);
-}
-
 cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
                                 const void* v, const void* out, const float* lse, void* dq,
                                 void* dk, void* dv, int64_t slices, int64_t t, int64_t d,

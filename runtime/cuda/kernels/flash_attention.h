@@ -44,7 +44,6 @@ inline cudaError_t causalAttention(const float* q, const float* k, const float* 
 // then one block per key tile accumulates dk and dv over the query tiles, and one block per query
 // tile accumulates dq over the key tiles (the probabilities recomputed in both; no atomics).
 // dout, q, k, v, out, dq, dk, dv of `type`; lse float32.
-uint64_t causalAttentionGradScratchBytes(int64_t slices, int64_t t);
 cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
                                 const void* v, const void* out, const float* lse, void* dq,
                                 void* dk, void* dv, int64_t slices, int64_t t, int64_t d,

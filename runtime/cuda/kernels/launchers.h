@@ -10,10 +10,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/cuda_scratch.h"  // kMaxDims, kSumBlocks, ReducePlan and the scratch sizes
+
 namespace dtc::cuda::kernels {
 
 using Shape = std::vector<int64_t>;
-constexpr int kMaxDims = 8;
 // The element types of float data: f32, or the 16-bit types of mixed precision.
 enum class Float { kF32, kBF16, kF16 };
 
@@ -55,20 +56,6 @@ cudaError_t pointwiseGrad(const float* dy, const float* at, float* dx, int64_t n
 // ---- reduce.cu (cpu/kernels/reduce.cc)
 // ------------------------------------------------------------------
 
-struct Dims {
-  int rank = 0;
-  int64_t size[kMaxDims], stride[kMaxDims];  // stride in elements of x
-};
-// reduce_sum of x over sorted unique axes, as a plan: x's size-1 dimensions dropped and runs of
-// reduced (or kept) dimensions merged; then either the innermost run is reduced (each output
-// sums `inner`-long contiguous runs) or kept (`inner` contiguous outputs per kept index).
-struct ReducePlan {
-  enum Kind { kEmpty, kZeros, kCopy, kInnerReduced, kInnerKept } kind = kEmpty;
-  Dims kept, reduced;  // outer dimensions (the innermost run excluded)
-  int64_t inner = 1, outputs = 0, total = 0, chunks = 1;  // chunks: split of each sum
-  uint64_t scratchBytes() const;                          // double partial sums, when chunks > 1
-};
-bool makeReducePlan(const Shape& x, const std::vector<int64_t>& axes, ReducePlan& plan);
 // `partial` holds plan.scratchBytes().
 cudaError_t reduceSum(const float* x, float* out, const ReducePlan& plan, void* partial,
                       cudaStream_t stream);
@@ -85,7 +72,6 @@ cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int6
 cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                                     int64_t rows, int64_t classes, int64_t divisor, float* dlogits,
                                     cudaStream_t stream);
-constexpr int kSumBlocks = 256;  // blocks of a whole-tensor sum; `partial` holds that many doubles
 cudaError_t mse(const float* pred, const float* target, int64_t n, int64_t divisor, float* loss,
                 double* partial, cudaStream_t stream);
 cudaError_t mseGrad(const float* dloss, const float* pred, const float* target, int64_t n,
@@ -138,7 +124,6 @@ cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_
 cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType,
                       float* mean, float* rstd, int64_t rows, int64_t c, float eps,
                       cudaStream_t stream);
-uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c);
 // dx may alias dy or x (the weight gradients are taken first).
 cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,
                           const float* rstd, float* dx, float* dw, float* db, int64_t rows,

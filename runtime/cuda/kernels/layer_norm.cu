@@ -10,13 +10,6 @@
 namespace dtc::cuda::kernels {
 namespace {
 
-constexpr int64_t kChunkRows = 64;
-constexpr int64_t kMaxChunks = 1024;
-
-int64_t chunksFor(int64_t rows) {
-  return std::max<int64_t>(1, std::min(kMaxChunks, (rows + kChunkRows - 1) / kChunkRows));
-}
-
 unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65535)); }
 
 // y in f32, or rounded to bf16/f16 once (dtc-fold-casts folds the cast to a 16-bit
@@ -143,15 +136,11 @@ cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, F
   return cudaGetLastError();
 }
 
-uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c) {
-  return static_cast<uint64_t>(chunksFor(rows) * 2 * c) * sizeof(double);
-}
-
 cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,
                           const float* rstd, float* dx, float* dw, float* db, int64_t rows,
                           int64_t c, void* scratch, cudaStream_t stream) {
   if (c <= 0) return cudaGetLastError();
-  const int64_t chunks = chunksFor(rows), chunkRows = (rows + chunks - 1) / chunks;
+  const int64_t chunks = layerNormGradChunks(rows), chunkRows = (rows + chunks - 1) / chunks;
   double* partial = static_cast<double*>(scratch);
   // Weight gradients first: dx may alias dy or x.
   layerNormWeightPartials<<<blocksFor(chunks * c), kThreads, 0, stream>>>(

@@ -9,17 +9,6 @@
 namespace dtc::cuda::kernels {
 namespace {
 
-constexpr int64_t kChunkElements = 32768;  // elements per block and chunk of a contiguous sum
-constexpr int64_t kChunkRows = 64;         // rows per chunk of a column sum
-constexpr int64_t kMaxChunks = 1024;
-constexpr int64_t kMaxPartials = int64_t{1} << 23;  // 64 MiB of doubles
-
-__device__ __host__ inline int64_t count(const Dims& d) {
-  int64_t n = 1;
-  for (int i = 0; i < d.rank; ++i) n *= d.size[i];
-  return n;
-}
-
 // Element offset of the row-major multi-index `i` over `d`.
 __device__ inline int64_t offsetOf(int64_t i, const Dims& d) {
   int64_t off = 0;
@@ -84,70 +73,7 @@ __global__ void sumChunks(const double* partial, int64_t chunks, int64_t outputs
   }
 }
 
-int64_t chunksFor(int64_t work, int64_t perChunk, int64_t outputs) {
-  int64_t chunks = std::min(kMaxChunks, std::max<int64_t>(1, (work + perChunk - 1) / perChunk));
-  return std::max<int64_t>(1, std::min(chunks, kMaxPartials / std::max<int64_t>(outputs, 1)));
-}
-
 }  // namespace
-
-uint64_t ReducePlan::scratchBytes() const {
-  return chunks > 1 ? static_cast<uint64_t>(chunks * outputs) * sizeof(double) : 0;
-}
-
-bool makeReducePlan(const Shape& x, const std::vector<int64_t>& axes, ReducePlan& plan) {
-  const int rank = static_cast<int>(x.size());
-  std::vector<bool> isReduced(rank, false);
-  for (int64_t a : axes) isReduced[a] = true;  // the binder checked them
-  plan = ReducePlan();
-  plan.total = 1;
-  plan.outputs = 1;
-  for (int d = 0; d < rank; ++d) {
-    plan.total *= x[d];
-    if (!isReduced[d]) plan.outputs *= x[d];
-  }
-  if (plan.outputs == 0) return true;  // kEmpty
-  if (plan.total == 0) {
-    plan.kind = ReducePlan::kZeros;
-    return true;
-  }
-  // Size-1 dimensions dropped, runs of the same kind merged (x is contiguous), innermost first.
-  struct Dim {
-    int64_t size, stride;
-    bool reduced;
-  };
-  std::vector<Dim> dims;
-  int64_t stride = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    if (x[d] != 1) {
-      if (!dims.empty() && dims.back().reduced == isReduced[d])
-        dims.back().size *= x[d];
-      else
-        dims.push_back({x[d], stride, static_cast<bool>(isReduced[d])});
-    }
-    stride *= x[d];
-  }
-  if (std::none_of(dims.begin(), dims.end(), [](const Dim& d) { return d.reduced; })) {
-    plan.kind = ReducePlan::kCopy;
-    return true;
-  }
-  const Dim inner = dims.front();
-  for (size_t i = dims.size(); i-- > 1;) {  // outer dimensions, outermost first
-    Dims& into = dims[i].reduced ? plan.reduced : plan.kept;
-    if (into.rank == kMaxDims) return false;
-    into.size[into.rank] = dims[i].size;
-    into.stride[into.rank++] = dims[i].stride;
-  }
-  plan.inner = inner.size;
-  if (inner.reduced) {
-    plan.kind = ReducePlan::kInnerReduced;
-    plan.chunks = chunksFor(count(plan.reduced) * inner.size, kChunkElements, plan.outputs);
-  } else {
-    plan.kind = ReducePlan::kInnerKept;
-    plan.chunks = chunksFor(count(plan.reduced), kChunkRows, plan.outputs);
-  }
-  return true;
-}
 
 cudaError_t reduceSum(const float* x, float* out, const ReducePlan& p, void* scratch,
                       cudaStream_t stream) {

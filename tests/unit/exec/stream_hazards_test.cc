@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "plan_generated.h"
+
 namespace dtc {
 namespace {
 
@@ -103,6 +105,23 @@ TEST(StreamHazardsTest, OperandRangesOfAStep) {
   EXPECT_EQ(ranges[1].end - ranges[1].begin, sizeof ids);
   EXPECT_EQ(ranges[2].begin, reinterpret_cast<uintptr_t>(b));
   EXPECT_EQ(ranges[2].end - ranges[2].begin, sizeof b);
+}
+
+TEST(StreamHazardsTest, StepRangesAddThePlannedScratch) {
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(plan::CreateStep(b));
+  const plan::Step& step = *flatbuffers::GetRoot<plan::Step>(b.GetBufferPointer());
+  float a[4];
+  uint8_t scratch[128];
+  ThreadPool pool(1);
+  StepContext ctx{step, {TensorView{reinterpret_cast<uint8_t*>(a), DType::kF32, {4}}}, {}, pool};
+  EXPECT_EQ(stepRanges(ctx).size(), 1u);
+  ctx.scratch = scratch;
+  ctx.scratchBytes = sizeof scratch;
+  const std::vector<ByteRange> ranges = stepRanges(ctx);
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[1].begin, reinterpret_cast<uintptr_t>(scratch));
+  EXPECT_EQ(ranges[1].end - ranges[1].begin, sizeof scratch);
 }
 
 }  // namespace

@@ -1,0 +1,149 @@
+#include "ops/step_scratch.h"
+
+#include <algorithm>
+
+#include "ops/cuda_scratch.h"
+
+namespace dtc {
+namespace {
+
+bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
+
+uint64_t alignScratch(uint64_t bytes) {
+  return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+// The product of the dimensions before `dim` (1 for the first; 0 where `dim` is outside).
+int64_t outerOf(const std::vector<int64_t>& shape, int64_t dim) {
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) return 0;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
+  return outer;
+}
+
+bool anyLowPrecision(const ScratchStep& s) {
+  for (const auto* list : {&s.inputs, &s.outputs})
+    for (const ScratchOperand& t : *list)
+      if (lowPrecision(t.dtype)) return true;
+  return false;
+}
+
+// The CUDA kernels' own scratch for the step's float32 form (collectives: after widening).
+uint64_t cudaKernelBytes(const ScratchStep& s) {
+  namespace k = cuda::kernels;
+  const auto& in = s.inputs;
+  const auto& out = s.outputs;
+  switch (s.kernel->kernel) {
+    case Kernel::reduce_sum: {
+      if (in.empty()) return 0;
+      std::vector<int64_t> axes;
+      for (int64_t a : s.intsAttr("axes"))
+        if (a >= 0 && a < static_cast<int64_t>(in[0].shape.size())) axes.push_back(a);
+      k::ReducePlan plan;
+      return k::makeReducePlan(in[0].shape, axes, plan) ? plan.scratchBytes() : 0;
+    }
+    case Kernel::conv2d:
+    case Kernel::conv2d_grad_input:
+    case Kernel::conv2d_grad_weight: {
+      if (in.size() != 2 || out.size() != 1) return 0;
+      // As the contract reads them: x, w, y.
+      const Kernel op = s.kernel->kernel;
+      const auto& x = op == Kernel::conv2d ? in[0].shape
+                      : op == Kernel::conv2d_grad_input ? out[0].shape
+                                                        : in[1].shape;
+      const auto& w = op == Kernel::conv2d_grad_weight ? out[0].shape : in[1].shape;
+      const auto& y = op == Kernel::conv2d ? out[0].shape : in[0].shape;
+      if (x.size() != 4 || w.size() != 4 || y.size() != 4) return 0;
+      return k::convScratch(x[0], x[1] * w[2] * w[3], y[2] * y[3], w[0],
+                            op == Kernel::conv2d_grad_weight)
+          .bytes;
+    }
+    case Kernel::causal_attention:
+    case Kernel::causal_attention_grad: {
+      const bool grad = s.kernel->kernel == Kernel::causal_attention_grad;
+      const size_t q = grad ? 1 : 0;
+      if (in.size() <= q || in[q].shape.size() < 2) return 0;
+      const int64_t t = in[q].shape[in[q].shape.size() - 2], d = in[q].shape.back();
+      if (t == 0 || d == 0) return 0;
+      const int64_t slices = static_cast<int64_t>(in[q].elements()) / (t * d);
+      return k::attentionScratchBytes(slices, t, lowPrecision(in[q].dtype), grad);
+    }
+    case Kernel::layer_norm_grad:  // (dy, x, w, mean, rstd): rows of mean, width of w
+      if (in.size() != 5) return 0;
+      return k::layerNormGradScratchBytes(static_cast<int64_t>(in[3].elements()),
+                                          static_cast<int64_t>(in[2].elements()));
+    case Kernel::embedding_grad:  // (dy, ids)
+      if (in.size() != 2) return 0;
+      return k::embeddingGradScratchBound(static_cast<int64_t>(in[1].elements()));
+    case Kernel::softmax_cross_entropy:  // a double per row of logits [rows, classes]
+      if (in.empty() || in[0].shape.empty()) return 0;
+      return static_cast<uint64_t>(std::max<int64_t>(in[0].shape[0], 0)) * sizeof(double);
+    case Kernel::mse:
+    case Kernel::sum_squares:
+    case Kernel::nonfinite_count: return k::kSumBlocks * sizeof(double);
+    case Kernel::linear_bias:
+      // Where cuBLASLt does not fuse the bias, a 16-bit y is the f32 sum rounded: that sum.
+      if (out.empty() || !lowPrecision(out[0].dtype)) return 0;
+      return out[0].elements() * sizeof(float);
+    case Kernel::all_gather:
+    case Kernel::reduce_scatter:
+    case Kernel::all_to_all: return collectivePackingFloats(s) * sizeof(float);
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+uint64_t ScratchOperand::elements() const {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+  return n;
+}
+
+uint64_t cpuStepScratchBytes(const ScratchStep& s) {
+  if (!s.kernel) return 0;
+  uint64_t bytes = 0;
+  for (const auto* list : {&s.inputs, &s.outputs})
+    for (const ScratchOperand& t : *list)
+      if (lowPrecision(t.dtype)) bytes += widenedCopyBytes(t.elements());
+  return cpuWidens(*s.kernel, anyLowPrecision(s)) ? bytes : 0;
+}
+
+uint64_t widenedCollectiveBytes(const ScratchStep& s) {
+  if (!s.kernel || s.kernel->family != KernelFamily::kCollective ||
+      s.kernel->types != KernelTypes::kFloat || !anyLowPrecision(s))
+    return 0;
+  uint64_t floats = 0;
+  for (const auto* list : {&s.inputs, &s.outputs})
+    for (const ScratchOperand& t : *list) floats += t.elements();
+  return cuda::kernels::alignPiece(floats * sizeof(float));
+}
+
+uint64_t collectivePackingFloats(const ScratchStep& s) {
+  if (!s.kernel || s.inputs.size() != 1 || s.outputs.size() != 1) return 0;
+  const ScratchOperand &in = s.inputs[0], &out = s.outputs[0];
+  switch (s.kernel->kernel) {
+    case Kernel::all_gather:  // rank r's block of out is contiguous only when nothing precedes dim
+      return outerOf(out.shape, s.intAttr("dim")) > 1 ? out.elements() : 0;
+    case Kernel::reduce_scatter: return outerOf(in.shape, s.intAttr("dim")) > 1 ? in.elements() : 0;
+    case Kernel::all_to_all:  // the blocks sent, then the blocks received
+      return outerOf(in.shape, s.intAttr("split_dim")) > 1 ||
+                     outerOf(out.shape, s.intAttr("concat_dim")) > 1
+                 ? 2 * in.elements()
+                 : 0;
+    default: return 0;
+  }
+}
+
+uint64_t cudaStepScratchBytes(const ScratchStep& s) {
+  if (!s.kernel) return 0;
+  return alignScratch(widenedCollectiveBytes(s) + cudaKernelBytes(s));
+}
+
+bool usesBlasWorkspace(const KernelInfo& kernel) {
+  return kernel.family == KernelFamily::kGemm || kernel.family == KernelFamily::kConv ||
+         kernel.kernel == Kernel::causal_attention ||
+         kernel.kernel == Kernel::causal_attention_grad;
+}
+
+}  // namespace dtc
