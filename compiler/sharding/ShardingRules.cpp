@@ -326,6 +326,8 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           })
           .Case<CausalSoftmaxOp, CausalSoftmaxGradOp>(
               [](Operation* o) { return leading(o, rankOf(o->getResult(0)), 2); })
+          .Case<SoftmaxOp, SoftmaxGradOp>(
+              [](Operation* o) { return leading(o, rankOf(o->getResult(0)), 1); })
           .Case<CausalAttentionOp, CausalAttentionGradOp>([](Operation* o) {
             // Batch and heads split freely; a query needs every key: T and D stay whole.
             return leading(o, rankOf(o->getOperand(1)), 2);

@@ -72,6 +72,8 @@ class ModelImporter {
   LogicalResult importTranspose(const model::Node& node, Location loc);
   LogicalResult importSplit(const model::Node& node, Location loc);
   LogicalResult importCausalSoftmax(const model::Node& node, Location loc);
+  LogicalResult importSoftmax(const model::Node& node, Location loc);
+  LogicalResult importScale(const model::Node& node, Location loc);
   LogicalResult importConv(const model::Node& node, Location loc);
   LogicalResult importBatchNorm(const model::Node& node, Location loc);
   LogicalResult importMaxPool(const model::Node& node, Location loc);
@@ -131,6 +133,8 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Transpose", {&ModelImporter::importTranspose, {"perm"}}},
       {"Split", {&ModelImporter::importSplit, {"axis"}}},
       {"CausalSoftmax", {&ModelImporter::importCausalSoftmax, {"scale"}}},
+      {"Softmax", {&ModelImporter::importSoftmax, {"scale"}}},
+      {"Scale", {&ModelImporter::importScale, {"factor"}}},
       {"Conv", {&ModelImporter::importConv, {"stride", "padding"}}},
       {"BatchNormalization", {&ModelImporter::importBatchNorm, {"eps", "momentum"}}},
       {"MaxPool", {&ModelImporter::importMaxPool, {"kernel", "stride"}}},
@@ -455,6 +459,23 @@ LogicalResult ModelImporter::importCausalSoftmax(const model::Node& node, Locati
                           << graph::shapeString(x);
   auto scale = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "scale", 1.0)));
   return define(node, loc, {graph::CausalSoftmaxOp::create(builder_, loc, (*in)[0], scale)});
+}
+
+LogicalResult ModelImporter::importSoftmax(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  ArrayRef<int64_t> x = shapeOf((*in)[0]);
+  if (x.empty() || x.back() == 0)
+    return emitError(loc) << "Softmax needs [..., N] with N > 0, got " << graph::shapeString(x);
+  auto scale = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "scale", 1.0)));
+  return define(node, loc, {graph::SoftmaxOp::create(builder_, loc, (*in)[0], scale)});
+}
+
+LogicalResult ModelImporter::importScale(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  auto factor = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "factor", 1.0)));
+  return define(node, loc, {graph::ScaleOp::create(builder_, loc, (*in)[0], factor)});
 }
 
 // An ints attribute of two values ("kernel": [2, 2]); one value or none stands for both.

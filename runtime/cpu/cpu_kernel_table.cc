@@ -100,6 +100,17 @@ StatusOr<BoundStep> bindGelu(const StepContext& ctx) {
   });
 }
 
+StatusOr<BoundStep> bindScale(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkUnary(ctx));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  const float factor = static_cast<float>(ctx.floatAttr("factor"));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::scale(x.f32(), y.f32(), x.numElements(), factor, *pool);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindGeluGrad(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
   TensorView dy = ctx.inputs[0], x = ctx.inputs[1], dx = ctx.outputs[0];
@@ -202,6 +213,7 @@ DTC_CPU_BINDER(tanh, bindUnary<cpu::tanhForward>)
 DTC_CPU_BINDER(tanh_grad, bindActivationGrad<cpu::tanhGrad>)
 DTC_CPU_BINDER(gelu, bindGelu)
 DTC_CPU_BINDER(gelu_grad, bindGeluGrad)
+DTC_CPU_BINDER(scale, bindScale)
 DTC_CPU_BINDER(softmax_cross_entropy, bindCrossEntropy)
 DTC_CPU_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
 DTC_CPU_BINDER(mse, bindMse)

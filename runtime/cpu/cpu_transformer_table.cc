@@ -64,6 +64,26 @@ StatusOr<BoundStep> bindCausalSoftmax(const StepContext& ctx) {
   });
 }
 
+StatusOr<BoundStep> bindSoftmax(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(SoftmaxDims d, checkSoftmax(ctx));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::softmax(x.f32(), y.f32(), d.rows, d.n, d.scale, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindSoftmaxGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(SoftmaxDims d, checkSoftmaxGrad(ctx));
+  TensorView dy = ctx.inputs[0], y = ctx.inputs[1], dx = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::softmaxGrad(dy.f32(), y.f32(), dx.f32(), d.rows, d.n, d.scale, *pool);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttention(ctx));
   const int64_t slices = a.slices, t = a.t, d = a.d;
@@ -205,6 +225,8 @@ DTC_CPU_BINDER(split, bindSplit)
 DTC_CPU_BINDER(concat, bindConcat)
 DTC_CPU_BINDER(causal_softmax, bindCausalSoftmax)
 DTC_CPU_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
+DTC_CPU_BINDER(softmax, bindSoftmax)
+DTC_CPU_BINDER(softmax_grad, bindSoftmaxGrad)
 DTC_CPU_BINDER(causal_attention, bindCausalAttention)
 DTC_CPU_BINDER(causal_attention_grad, bindCausalAttentionGrad)
 DTC_CPU_BINDER(layer_norm, bindLayerNorm)

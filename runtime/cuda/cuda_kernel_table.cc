@@ -126,6 +126,14 @@ StatusOr<BoundStep> bindFill(const StepContext& ctx, Device& dev) {
   return BoundStep([=] { return launched(kernels::fill(out, n, value, stream), where); });
 }
 
+StatusOr<BoundStep> bindScale(const StepContext& ctx, Device& dev) {
+  const float factor = static_cast<float>(ctx.floatAttr("factor"));
+  return bindUnaryLaunch(ctx, dev,
+                         [factor](const float* x, float* y, int64_t n, cudaStream_t stream) {
+                           return kernels::scale(x, y, n, factor, stream);
+                         });
+}
+
 StatusOr<BoundStep> bindActivation(const StepContext& ctx, Device& dev, Activation f) {
   return bindUnaryLaunch(ctx, dev, [f](const float* x, float* y, int64_t n, cudaStream_t stream) {
     return kernels::activation(f, x, y, n, stream);
@@ -179,5 +187,6 @@ DTC_CUDA_BINDER(tanh, bindUnary<Activation::kTanh>)
 DTC_CUDA_BINDER(tanh_grad, bindUnaryGrad<Activation::kTanh>)
 DTC_CUDA_BINDER(gelu, bindGelu)
 DTC_CUDA_BINDER(gelu_grad, bindGeluGrad)
+DTC_CUDA_BINDER(scale, bindScale)
 
 }  // namespace dtc::cuda

@@ -131,6 +131,27 @@ StatusOr<BoundStep> bindCausalSoftmaxGrad(const StepContext& ctx, Device& dev) {
   });
 }
 
+StatusOr<BoundStep> bindSoftmax(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(SoftmaxDims d, checkSoftmax(ctx));
+  const float* x = ctx.inputs[0].f32();
+  float* y = ctx.outputs[0].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep(
+      [=] { return launched(kernels::softmax(x, y, d.rows, d.n, d.scale, stream), where); });
+}
+
+StatusOr<BoundStep> bindSoftmaxGrad(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(SoftmaxDims d, checkSoftmaxGrad(ctx));
+  const float *dy = ctx.inputs[0].f32(), *y = ctx.inputs[1].f32();
+  float* dx = ctx.outputs[0].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::softmaxGrad(dy, y, dx, d.rows, d.n, d.scale, stream), where);
+  });
+}
+
 // y may be bf16/f16: the f32 result rounded once (dtc-fold-casts folds the cast that fed a
 // 16-bit contraction into the LayerNorm); the rest is the CPU's f32 contract.
 StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx, Device& dev) {
@@ -211,6 +232,8 @@ DTC_CUDA_BINDER(split, bindPieces<false>)
 DTC_CUDA_BINDER(concat, bindPieces<true>)
 DTC_CUDA_BINDER(causal_softmax, bindCausalSoftmax)
 DTC_CUDA_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
+DTC_CUDA_BINDER(softmax, bindSoftmax)
+DTC_CUDA_BINDER(softmax_grad, bindSoftmaxGrad)
 DTC_CUDA_BINDER(layer_norm, bindLayerNorm)
 DTC_CUDA_BINDER(layer_norm_grad, bindLayerNormGrad)
 DTC_CUDA_BINDER(embedding, bindEmbedding)

@@ -128,6 +128,38 @@ inline StatusOr<CausalSoftmaxDims> checkCausalSoftmaxGrad(const StepContext& ctx
   return squareScores(ctx, ctx.inputs[1]);
 }
 
+// ---- Softmax over the last dimension of x [rows..., N]: `rows` rows of N.
+
+struct SoftmaxDims {
+  int64_t rows = 0, n = 0;
+  float scale = 0;
+};
+
+inline StatusOr<SoftmaxDims> softmaxRows(const StepContext& ctx, const TensorView& x) {
+  if (x.shape.empty() || x.shape.back() == 0)
+    return invalid(ctx, "needs [..., N] with N > 0, got " + str(x.shape));
+  SoftmaxDims d;
+  d.n = x.shape.back();
+  d.rows = x.numElements() / d.n;
+  d.scale = static_cast<float>(ctx.floatAttr("scale"));
+  return d;
+}
+
+// softmax: x -> y.
+inline StatusOr<SoftmaxDims> checkSoftmax(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  return softmaxRows(ctx, ctx.inputs[0]);
+}
+
+// softmax_grad: (dy, y) -> dx.
+inline StatusOr<SoftmaxDims> checkSoftmaxGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
+  return softmaxRows(ctx, ctx.inputs[1]);
+}
+
 // ---- LayerNorm over the last dimension: x [rows..., C] with per-row statistics [rows...].
 
 struct LayerNormDims {

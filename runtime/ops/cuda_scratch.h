@@ -34,7 +34,8 @@ struct Dims {
 #ifdef __CUDACC__
 __host__ __device__
 #endif
-inline int64_t count(const Dims& d) {
+    inline int64_t
+    count(const Dims& d) {
   int64_t n = 1;
   for (int i = 0; i < d.rank; ++i) n *= d.size[i];
   return n;

@@ -48,7 +48,7 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       if (in.size() != 2 || out.size() != 1) return 0;
       // As the contract reads them: x, w, y.
       const Kernel op = s.kernel->kernel;
-      const auto& x = op == Kernel::conv2d ? in[0].shape
+      const auto& x = op == Kernel::conv2d              ? in[0].shape
                       : op == Kernel::conv2d_grad_input ? out[0].shape
                                                         : in[1].shape;
       const auto& w = op == Kernel::conv2d_grad_weight ? out[0].shape : in[1].shape;

@@ -70,6 +70,10 @@ def cases(rng):
         "CausalSoftmax": ({"x": [B, 4, 4]}, ("CausalSoftmax", ["x"], [real("scale", 0.7)]),
                           lambda p, d: torch.softmax((0.7 * p["x"]).masked_fill(
                               torch.ones(4, 4, dtype=torch.bool).triu(1), float("-inf")), dim=-1), {}),
+        "Softmax": ({"x": [B, 5]}, ("Softmax", ["x"], [real("scale", 0.7)]),
+                    lambda p, d: torch.softmax(0.7 * p["x"], dim=-1), {}),
+        "Softmax_3d": ({"x": [B, 2, 5]}, ("Softmax", ["x"], []), lambda p, d: torch.softmax(p["x"], dim=-1), {}),
+        "Scale": ({"x": [B, 3]}, ("Scale", ["x"], [real("factor", -0.25)]), lambda p, d: -0.25 * p["x"], {}),
         "Conv": ({"x": [B, 2, 5, 5], "w": [3, 2, 3, 3], "b": [3]},
                  ("Conv", ["x", "w", "b"], [ints("stride", [2, 1]), ints("padding", [1, 1])]),
                  lambda p, d: F.conv2d(p["x"], p["w"], p["b"], stride=(2, 1), padding=1), {}),

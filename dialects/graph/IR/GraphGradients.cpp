@@ -172,6 +172,14 @@ Grads CausalSoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
       CausalSoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr())};
 }
 
+Grads SoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{SoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr())};
+}
+
+Grads ScaleOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{ScaleOp::create(b, getLoc(), dys[0], getFactorAttr())};
+}
+
 Grads CausalAttentionOp::buildGradients(OpBuilder& b, ValueRange dys) {
   // lse is a by-product for the backward pass; only out carries a gradient.
   if (!dys[0]) return SmallVector<Value>{Value(), Value(), Value()};

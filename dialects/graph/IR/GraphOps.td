@@ -92,6 +92,14 @@ def Graph_GeluGradOp : Graph_Op<"gelu_grad", [Pure, InferTypeOpInterface,
   let assemblyFormat = "$dy `,` $at attr-dict `:` type($dx)";
 }
 
+def Graph_ScaleOp : Graph_Op<"scale", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
+                                       Elementwise, Graph_Differentiable]> {
+  let summary = "factor · x, a constant factor (a product or quotient by a constant, a negation)";
+  let arguments = (ins Graph_F32Tensor:$x, F32Attr:$factor);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
 // NumPy-broadcasting binary ops. The result shape is the broadcast of the operand shapes.
 class Graph_BinaryOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor, Graph_Differentiable], traits)> {

@@ -155,6 +155,13 @@ LogicalResult CausalSoftmaxOp::verify() {
   return success();
 }
 
+LogicalResult SoftmaxOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getX());
+  if (x.empty() || x.back() == 0)
+    return emitOpError("needs [..., N] with N > 0, got ") << shapeString(x);
+  return success();
+}
+
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());

@@ -57,6 +57,23 @@ def Graph_CausalSoftmaxGradOp : Graph_Op<"causal_softmax_grad", [Pure, InferType
   let assemblyFormat = "$dy `,` $y attr-dict `:` type($dx)";
 }
 
+def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType, Graph_Differentiable]> {
+  let summary = "softmax(scale · x) over the last dimension (F.softmax(x, dim=-1))";
+  let arguments = (ins Graph_F32Tensor:$x, DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let hasVerifier = 1;
+}
+def Graph_SoftmaxGradOp : Graph_Op<"softmax_grad", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType]> {
+  let summary = "Gradient of softmax from its output y";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$y,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs Graph_F32Tensor:$dx);
+  let assemblyFormat = "$dy `,` $y attr-dict `:` type($dx)";
+}
+
 def Graph_CausalAttentionOp : Graph_Op<"causal_attention", [Pure, InferTypeOpAdaptor,
     Graph_Differentiable]> {
   let summary = "softmax(scale · q·kᵀ, causal) · v on [..., T, D], without keeping the [T, T] scores";

@@ -35,6 +35,10 @@ void reluGrad(const float* dy, const float* x, float* dx, int64_t n, ThreadPool&
   forEach(n, kGrain, pool, [=](int64_t i) { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; });
 }
 
+void scale(const float* x, float* y, int64_t n, float factor, ThreadPool& pool) {
+  forEach(n, kGrain, pool, [=](int64_t i) { y[i] = factor * x[i]; });
+}
+
 void tanhForward(const float* x, float* y, int64_t n, ThreadPool& pool) {
   forEach(n, kGrainTranscendental, pool, [=](int64_t i) { y[i] = std::tanh(x[i]); });
 }

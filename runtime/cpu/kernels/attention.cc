@@ -1,7 +1,8 @@
-// Causal softmax over attention scores [batch, T, T] and its gradient. Row i attends to keys
-// j <= i; masked entries are exactly 0 in the output and in the gradient (the matmul that
-// follows reads them, so they must be real zeros, not leftovers). Rows are independent, so
-// they are spread over the pool and each row is computed the same way whatever the pool size.
+// Softmax over rows and its gradient: plain, and causal over attention scores [batch, T, T], where
+// row i attends to keys j <= i and masked entries are exactly 0 in the output and in the gradient
+// (the matmul that follows reads them, so they must be real zeros, not leftovers). Rows are
+// independent, so they are spread over the pool and each row is computed the same way whatever
+// the pool size.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,51 +17,78 @@ constexpr int64_t kGrainScores = 8192;
 
 int64_t rowGrain(int64_t t) { return std::max<int64_t>(1, kGrainScores / std::max<int64_t>(t, 1)); }
 
-}  // namespace
-
-void causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale,
-                   ThreadPool& pool) {
-  // x and y are [batch·T, T] rows. In place is safe: each entry is read before (or as) it is
-  // written, and the masked tail is never read.
-  pool.parallelFor(batch * t, rowGrain(t), [&](int64_t begin, int64_t end) {
+// Softmax of scale·x over each row's first visible(r) entries, 0 beyond them: the causal form
+// sees keys j <= i of row r = (b, i), the plain form the whole row. In place is safe: each entry
+// is read before (or as) it is written, and the masked tail is never read.
+template <typename Visible>
+void softmaxRows(const float* x, float* y, int64_t rows, int64_t n, float scale, Visible visible,
+                 ThreadPool& pool) {
+  pool.parallelFor(rows, rowGrain(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t i = r % t;  // query position: keys 0..i are visible
-      const float* in = x + r * t;
-      float* out = y + r * t;
+      const int64_t seen = visible(r);
+      const float* in = x + r * n;
+      float* out = y + r * n;
       // Subtracting the max keeps exp() in range for large scores; the max entry gives exp(0).
       float maxv = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j <= i; ++j) maxv = std::max(maxv, scale * in[j]);
+      for (int64_t j = 0; j < seen; ++j) maxv = std::max(maxv, scale * in[j]);
       double sum = 0;  // ≥ 1; in double so long rows lose nothing to the running sum
-      for (int64_t j = 0; j <= i; ++j) {
+      for (int64_t j = 0; j < seen; ++j) {
         const float e = std::exp(scale * in[j] - maxv);
         out[j] = e;
         sum += e;
       }
       const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j <= i; ++j) out[j] *= inv;
-      std::fill(out + i + 1, out + t, 0.0f);
+      for (int64_t j = 0; j < seen; ++j) out[j] *= inv;
+      std::fill(out + seen, out + n, 0.0f);
     }
   });
 }
 
-void causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
-                       float scale, ThreadPool& pool) {
-  // Softmax Jacobian-vector product: dz_j = y_j (dy_j − Σ_k dy_k y_k), then the chain rule
-  // through z = scale·x. Masked y are 0, so summing over j <= i is the full sum. dx may alias
-  // dy or y: the row's dot product is taken before any of it is written.
-  pool.parallelFor(batch * t, rowGrain(t), [&](int64_t begin, int64_t end) {
+// Softmax Jacobian-vector product: dz_j = y_j (dy_j − Σ_k dy_k y_k), then the chain rule through
+// z = scale·x. Masked y are 0, so summing over the visible entries is the full sum. dx may alias
+// dy or y: the row's dot product is taken before any of it is written.
+template <typename Visible>
+void softmaxGradRows(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
+                     float scale, Visible visible, ThreadPool& pool) {
+  pool.parallelFor(rows, rowGrain(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t i = r % t;
-      const float* g = dy + r * t;
-      const float* p = y + r * t;
-      float* out = dx + r * t;
+      const int64_t seen = visible(r);
+      const float* g = dy + r * n;
+      const float* p = y + r * n;
+      float* out = dx + r * n;
       double dot = 0;
-      for (int64_t j = 0; j <= i; ++j) dot += static_cast<double>(g[j]) * p[j];
+      for (int64_t j = 0; j < seen; ++j) dot += static_cast<double>(g[j]) * p[j];
       const float d = static_cast<float>(dot);
-      for (int64_t j = 0; j <= i; ++j) out[j] = scale * p[j] * (g[j] - d);
-      std::fill(out + i + 1, out + t, 0.0f);
+      for (int64_t j = 0; j < seen; ++j) out[j] = scale * p[j] * (g[j] - d);
+      std::fill(out + seen, out + n, 0.0f);
     }
   });
+}
+
+}  // namespace
+
+void causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale,
+                   ThreadPool& pool) {
+  // x and y are [batch·T, T] rows; query i sees keys 0..i.
+  softmaxRows(
+      x, y, batch * t, t, scale, [t](int64_t r) { return r % t + 1; }, pool);
+}
+
+void causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
+                       float scale, ThreadPool& pool) {
+  softmaxGradRows(
+      dy, y, dx, batch * t, t, scale, [t](int64_t r) { return r % t + 1; }, pool);
+}
+
+void softmax(const float* x, float* y, int64_t rows, int64_t n, float scale, ThreadPool& pool) {
+  softmaxRows(
+      x, y, rows, n, scale, [n](int64_t) { return n; }, pool);
+}
+
+void softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n, float scale,
+                 ThreadPool& pool) {
+  softmaxGradRows(
+      dy, y, dx, rows, n, scale, [n](int64_t) { return n; }, pool);
 }
 
 }  // namespace dtc::cpu

@@ -37,6 +37,8 @@ void fill(float* out, int64_t n, float value, ThreadPool& pool);
 void relu(const float* x, float* y, int64_t n, ThreadPool& pool);
 void reluGrad(const float* dy, const float* x, float* dx, int64_t n, ThreadPool& pool);
 void tanhForward(const float* x, float* y, int64_t n, ThreadPool& pool);
+// y = factor · x.
+void scale(const float* x, float* y, int64_t n, float factor, ThreadPool& pool);
 void tanhGrad(const float* dy, const float* y, float* dx, int64_t n,
               ThreadPool& pool);  // y = tanh(x)
 // approximateTanh: PyTorch's GELU(approximate="tanh"); otherwise the exact erf form.

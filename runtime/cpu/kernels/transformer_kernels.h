@@ -32,6 +32,11 @@ void causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float sca
 // dx = scale · y ⊙ (dy − Σ_j dy⊙y) over unmasked j; 0 where masked.
 void causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
                        float scale, ThreadPool& pool);
+// The same over `rows` whole rows of n (F.softmax(scale·x, dim=-1)). y may alias x; dx may alias
+// dy or y.
+void softmax(const float* x, float* y, int64_t rows, int64_t n, float scale, ThreadPool& pool);
+void softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n, float scale,
+                 ThreadPool& pool);
 
 // Causal attention on `slices` independent [T, D] slices of q, k, v (batch × heads), flash-style:
 // out [slices, T, D] and lse [slices, T] (log-sum-exp of each query's scaled scores); the

@@ -1,5 +1,6 @@
-// Causal softmax over attention scores [batch, T, T] and its gradient (cpu/kernels/attention.cc):
-// one block per row; row i sees keys j <= i, masked entries are exactly 0. A row's reductions
+// Softmax over rows and its gradient (cpu/kernels/attention.cc), plain and causal over attention
+// scores [batch, T, T]: one block per row; in the causal form row i sees keys j <= i, masked
+// entries are exactly 0. A row's reductions
 // finish before any of it is written, so y may alias x (and dx may alias dy or y).
 #include <algorithm>
 
@@ -9,36 +10,49 @@
 namespace dtc::cuda::kernels {
 namespace {
 
-__global__ void causalSoftmaxKernel(const float* x, float* y, int64_t rows, int64_t t,
-                                    float scale) {
+// Row r sees its first visible(r) entries: keys j <= i of row (b, i) (causal), or the whole row.
+struct Causal {
+  int64_t t;
+  __device__ int64_t operator()(int64_t r) const { return r % t + 1; }
+};
+struct Whole {
+  int64_t n;
+  __device__ int64_t operator()(int64_t) const { return n; }
+};
+
+template <typename Visible>
+__global__ void softmaxKernel(const float* x, float* y, int64_t rows, int64_t n, float scale,
+                              Visible visible) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t i = r % t;  // query position: keys 0..i are visible
-    const float* in = x + r * t;
-    float* out = y + r * t;
+    const int64_t seen = visible(r);
+    const float* in = x + r * n;
+    float* out = y + r * n;
     float maxv = -INFINITY;
-    for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) maxv = MaxOp{}(maxv, scale * in[j]);
+    for (int64_t j = threadIdx.x; j < seen; j += blockDim.x) maxv = MaxOp{}(maxv, scale * in[j]);
     maxv = blockMax(maxv);
     double sum = 0;  // in double, as the CPU
-    for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) sum += expf(scale * in[j] - maxv);
+    for (int64_t j = threadIdx.x; j < seen; j += blockDim.x) sum += expf(scale * in[j] - maxv);
     sum = blockSum(sum);
     const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
-      out[j] = j <= i ? expf(scale * in[j] - maxv) * inv : 0.0f;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+      out[j] = j < seen ? expf(scale * in[j] - maxv) * inv : 0.0f;
   }
 }
 
-__global__ void causalSoftmaxGradKernel(const float* dy, const float* y, float* dx, int64_t rows,
-                                        int64_t t, float scale) {
+template <typename Visible>
+__global__ void softmaxGradKernel(const float* dy, const float* y, float* dx, int64_t rows,
+                                  int64_t n, float scale, Visible visible) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t i = r % t;
-    const float* g = dy + r * t;
-    const float* p = y + r * t;
-    float* out = dx + r * t;
+    const int64_t seen = visible(r);
+    const float* g = dy + r * n;
+    const float* p = y + r * n;
+    float* out = dx + r * n;
     double dot = 0;
-    for (int64_t j = threadIdx.x; j <= i; j += blockDim.x) dot += static_cast<double>(g[j]) * p[j];
+    for (int64_t j = threadIdx.x; j < seen; j += blockDim.x)
+      dot += static_cast<double>(g[j]) * p[j];
     const float d = static_cast<float>(blockSum(dot));
-    for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
-      out[j] = j <= i ? scale * p[j] * (g[j] - d) : 0.0f;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+      out[j] = j < seen ? scale * p[j] * (g[j] - d) : 0.0f;
   }
 }
 
@@ -49,16 +63,31 @@ unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t
 cudaError_t causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale,
                           cudaStream_t stream) {
   if (batch * t > 0)
-    causalSoftmaxKernel<<<rowBlocks(batch * t), rowThreads(t), 0, stream>>>(x, y, batch * t, t,
-                                                                            scale);
+    softmaxKernel<<<rowBlocks(batch * t), rowThreads(t), 0, stream>>>(x, y, batch * t, t, scale,
+                                                                      Causal{t});
   return cudaGetLastError();
 }
 
 cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
                               float scale, cudaStream_t stream) {
   if (batch * t > 0)
-    causalSoftmaxGradKernel<<<rowBlocks(batch * t), rowThreads(t), 0, stream>>>(
-        dy, y, dx, batch * t, t, scale);
+    softmaxGradKernel<<<rowBlocks(batch * t), rowThreads(t), 0, stream>>>(dy, y, dx, batch * t, t,
+                                                                          scale, Causal{t});
+  return cudaGetLastError();
+}
+
+cudaError_t softmax(const float* x, float* y, int64_t rows, int64_t n, float scale,
+                    cudaStream_t stream) {
+  if (rows * n > 0)
+    softmaxKernel<<<rowBlocks(rows), rowThreads(n), 0, stream>>>(x, y, rows, n, scale, Whole{n});
+  return cudaGetLastError();
+}
+
+cudaError_t softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
+                        float scale, cudaStream_t stream) {
+  if (rows * n > 0)
+    softmaxGradKernel<<<rowBlocks(rows), rowThreads(n), 0, stream>>>(dy, y, dx, rows, n, scale,
+                                                                     Whole{n});
   return cudaGetLastError();
 }
 

@@ -80,6 +80,10 @@ __global__ void fillKernel(float* out, int64_t n, float value) {
   for (int64_t i = globalIndex(); i < n; i += globalStride()) out[i] = value;
 }
 
+__global__ void scaleKernel(const float* x, float* y, int64_t n, float factor) {
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) y[i] = factor * x[i];
+}
+
 template <Activation F>
 __global__ void activationKernel(const float* x, float* y, int64_t n) {
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
@@ -160,6 +164,11 @@ cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out,
 
 cudaError_t fill(float* out, int64_t n, float value, cudaStream_t stream) {
   if (n > 0) fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(out, n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t scale(const float* x, float* y, int64_t n, float factor, cudaStream_t stream) {
+  if (n > 0) scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, n, factor);
   return cudaGetLastError();
 }
 

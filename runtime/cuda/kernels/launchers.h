@@ -35,6 +35,8 @@ enum class BinaryOp { kAdd, kSub, kMul };
 cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out,
                    const BroadcastPlan& plan, int64_t total, cudaStream_t stream);
 cudaError_t fill(float* out, int64_t n, float value, cudaStream_t stream);
+// y = factor · x; y may alias x.
+cudaError_t scale(const float* x, float* y, int64_t n, float factor, cudaStream_t stream);
 
 enum class Activation { kRelu, kTanh, kGeluErf, kGeluTanh };
 // y = f(x); y may alias x.
@@ -116,6 +118,11 @@ cudaError_t causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, fl
                           cudaStream_t stream);
 cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
                               float scale, cudaStream_t stream);
+// The same over `rows` whole rows of n.
+cudaError_t softmax(const float* x, float* y, int64_t rows, int64_t n, float scale,
+                    cudaStream_t stream);
+cudaError_t softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
+                        float scale, cudaStream_t stream);
 
 // ---- layer_norm.cu (cpu/kernels/layer_norm.cc)
 // ----------------------------------------------------------

@@ -44,23 +44,20 @@ TEST(StepScratchTest, CpuWidensSixteenBitOperandsOfFloatKernels) {
 
 TEST(StepScratchTest, CudaReductionPartials) {
   // [4, 1e6] summed over its rows: 31 chunks of at most 32768 elements per output, a double each.
-  EXPECT_EQ(cudaStepScratchBytes(step("reduce_sum", {{kF32, {4, 1000000}}}, {{kF32, {4}}}, {},
-                                      {{"axes", {1}}})),
+  EXPECT_EQ(cudaStepScratchBytes(
+                step("reduce_sum", {{kF32, {4, 1000000}}}, {{kF32, {4}}}, {}, {{"axes", {1}}})),
             1024u);  // 31 · 4 · 8 = 992, rounded to 64
   // Short sums need no partials.
-  EXPECT_EQ(
-      cudaStepScratchBytes(step("reduce_sum", {{kF32, {4, 100}}}, {{kF32, {4}}}, {}, {{"axes", {1}}})),
-      0u);
+  EXPECT_EQ(cudaStepScratchBytes(
+                step("reduce_sum", {{kF32, {4, 100}}}, {{kF32, {4}}}, {}, {{"axes", {1}}})),
+            0u);
   EXPECT_EQ(cudaStepScratchBytes(step("sum_squares", {{kF32, {10}}}, {{kF32, {1}}})),
             cuda::kernels::kSumBlocks * sizeof(double));
   // LayerNorm's weight gradients: 2 chunks of 64 rows, dw and db partials of 64 doubles each.
-  EXPECT_EQ(cudaStepScratchBytes(step("layer_norm_grad",
-                                      {{kF32, {100, 64}},
-                                       {kF32, {100, 64}},
-                                       {kF32, {64}},
-                                       {kF32, {100}},
-                                       {kF32, {100}}},
-                                      {{kF32, {100, 64}}, {kF32, {64}}, {kF32, {64}}})),
+  EXPECT_EQ(cudaStepScratchBytes(step(
+                "layer_norm_grad",
+                {{kF32, {100, 64}}, {kF32, {100, 64}}, {kF32, {64}}, {kF32, {100}}, {kF32, {100}}},
+                {{kF32, {100, 64}}, {kF32, {64}}, {kF32, {64}}})),
             2u * 2 * 64 * 8);
 }
 
@@ -82,24 +79,26 @@ TEST(StepScratchTest, CudaAttentionPlansTheGemmPathOnSixteenBitOperands) {
   };
   // f32: the flash kernels; the backward's pre-pass keeps a float per row.
   EXPECT_EQ(cudaStepScratchBytes(grad(kF32)), 384u);
-  EXPECT_EQ(cudaStepScratchBytes(step("causal_attention", std::vector<ScratchOperand>(3, {kF32, shape}),
-                                      {{kF32, shape}, {kF32, {2, 3, 16}}})),
-            0u);
+  EXPECT_EQ(
+      cudaStepScratchBytes(step("causal_attention", std::vector<ScratchOperand>(3, {kF32, shape}),
+                                {{kF32, shape}, {kF32, {2, 3, 16}}})),
+      0u);
   // bf16: S and dP (f32) and P and dS (bf16), [6, 16, 16] each, 256-aligned.
   EXPECT_EQ(cudaStepScratchBytes(grad(kBF16)), 2u * 6144 + 2 * 3072);
-  EXPECT_EQ(cudaStepScratchBytes(step("causal_attention", std::vector<ScratchOperand>(3, {kBF16, shape}),
-                                      {{kBF16, shape}, {kF32, {2, 3, 16}}})),
-            6144u + 3072);
+  EXPECT_EQ(
+      cudaStepScratchBytes(step("causal_attention", std::vector<ScratchOperand>(3, {kBF16, shape}),
+                                {{kBF16, shape}, {kF32, {2, 3, 16}}})),
+      6144u + 3072);
 }
 
 TEST(StepScratchTest, CudaCollectivesPackStridedBlocksAndWidenSixteenBits) {
   // Gathered along dim 1 of [4, 16]: rank blocks are strided, packed whole (64 floats).
-  EXPECT_EQ(cudaStepScratchBytes(
-                step("all_gather", {{kF32, {4, 8}}}, {{kF32, {4, 16}}}, {{"dim", 1}})),
-            256u);
-  EXPECT_EQ(cudaStepScratchBytes(
-                step("all_gather", {{kF32, {4, 8}}}, {{kF32, {8, 8}}}, {{"dim", 0}})),
-            0u);
+  EXPECT_EQ(
+      cudaStepScratchBytes(step("all_gather", {{kF32, {4, 8}}}, {{kF32, {4, 16}}}, {{"dim", 1}})),
+      256u);
+  EXPECT_EQ(
+      cudaStepScratchBytes(step("all_gather", {{kF32, {4, 8}}}, {{kF32, {8, 8}}}, {{"dim", 0}})),
+      0u);
   // bf16: float32 copies of all 96 values first (384 bytes, to 512), then the packing.
   const ScratchStep low = step("all_gather", {{kBF16, {4, 8}}}, {{kBF16, {4, 16}}}, {{"dim", 1}});
   EXPECT_EQ(widenedCollectiveBytes(low), 512u);

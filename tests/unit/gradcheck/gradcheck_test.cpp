@@ -218,6 +218,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"causal_softmax", arg("a", "tensor<2x4x4xf32>"),
              "%out = graph.causal_softmax %a {scale = 0.7 : f32} : tensor<2x4x4xf32>",
              "tensor<2x4x4xf32>", 3},
+        Case{"softmax", arg("a", "tensor<3x5xf32>"),
+             "%out = graph.softmax %a {scale = 0.7 : f32} : tensor<3x5xf32>", "tensor<3x5xf32>", 2},
+        Case{"scale", arg("a", "tensor<3x5xf32>"),
+             "%out = graph.scale %a {factor = -0.3 : f32} : tensor<3x5xf32>", "tensor<3x5xf32>", 2},
         Case{"layer_norm",
              arg("a", "tensor<3x6xf32>") + ", " + arg("g", "tensor<6xf32>") + ", " +
                  arg("beta", "tensor<6xf32>"),
