@@ -13,6 +13,7 @@ PACKAGES=(
   python3-torch python3-numpy
   dataset-fashion-mnist fortunes
   zlib1g-dev
+  libonnx-dev libprotobuf-dev
   clang-format-14
 )
 

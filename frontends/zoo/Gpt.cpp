@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "zoo/ModelBuilder.h"
+#include "zoo/Zoo.h"
 
 namespace dtc::zoo {
 

@@ -13,11 +13,12 @@
 #include "flatbuffers/ModelFile.h"
 #include "flatbuffers/ModelImporter.h"
 #include "flatbuffers/model_version.h"
+#include "onnx/ModelSource.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 #include "plan/summary.h"
 #include "support/args.h"
-#include "zoo/ModelBuilder.h"
+#include "zoo/Zoo.h"
 
 namespace {
 
@@ -31,29 +32,33 @@ namespace {
   "      mlp --input 784 --hidden 256,128 --classes 10; gpt --vocab 256 --ctx 64 --layers 2\n"    \
   "      --heads 4 --embd 64; convnet --classes 10 (28x28 images); --seed 0\n"
 
-#define DTC_COMPILE_USAGE                                                                      \
-  "  dtc compile MODEL.dtm -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"           \
-  "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"        \
-  "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                 \
-  "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                         \
-  "              [--clip-grad-norm F] [--log-grad-norm]\n"                                     \
-  "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"                \
-  "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"              \
-  "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                         \
-  "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                   \
-  "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                      \
-  "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"          \
-  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"         \
-  "              [--dump-ir DIR]\n"                                                            \
-  "\n"                                                                                         \
-  "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"     \
-  "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n"    \
-  "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"    \
-  "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n"  \
-  "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n" \
-  "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"    \
-  "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"      \
-  "Partitioning: --zero 0, --bucket-mb 25, --accumulate 1, --microbatches 1, --schedule\n"     \
+#define DTC_COMPILE_USAGE                                                                       \
+  "  dtc compile MODEL.dtm|MODEL.onnx -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n" \
+  "              [--loss NAME | --loss cross-entropy|mse --target INPUT]   (ONNX models)\n"     \
+  "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"         \
+  "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                  \
+  "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                          \
+  "              [--clip-grad-norm F] [--log-grad-norm]\n"                                      \
+  "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"                 \
+  "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"               \
+  "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                          \
+  "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                    \
+  "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                       \
+  "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"           \
+  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"          \
+  "              [--dump-ir DIR]\n"                                                             \
+  "\n"                                                                                          \
+  "An ONNX model (torch.onnx.export, opsets 13-17) is recognised by content and translated;\n"  \
+  "its loss is its one scalar output, --loss NAME, or for a forward-only export --loss\n"       \
+  "cross-entropy|mse against --target INPUT, a data input that --loss adds.\n"                  \
+  "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"      \
+  "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n"     \
+  "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"     \
+  "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n"   \
+  "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n"  \
+  "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"     \
+  "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"       \
+  "Partitioning: --zero 0, --bucket-mb 25, --accumulate 1, --microbatches 1, --schedule\n"      \
   "1f1b, --virtual-stages 1; --precision fp32 (fp16: --loss-scale 65536, GradScaler's).\n"
 #define DTC_INSPECT_USAGE                                                                        \
   "  dtc inspect PLAN.dtp [--json]\n"                                                            \
@@ -199,15 +204,17 @@ bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
 }
 
 int runCompile(int argc, char** argv) {
-  auto args = dtc::Args::parse(argc, argv, 2,
-                               {"output",        "batch",          "optimizer",   "lr",
-                                "momentum",      "weight-decay",   "beta1",       "beta2",
-                                "eps",           "dump-ir",        "mesh",        "zero",
-                                "bucket-mb",     "accumulate",     "shard",       "microbatches",
-                                "schedule",      "virtual-stages", "stage-cuts",  "schedule-trace",
-                                "device",        "precision",      "loss-scale",  "no-decay",
-                                "lr-schedule",   "warmup-steps",   "decay-steps", "min-lr",
-                                "clip-grad-norm"},
+  auto args = dtc::Args::parse(argc, argv, 2, {"output",       "batch",          "optimizer",
+                                               "lr",           "momentum",       "weight-decay",
+                                               "beta1",        "beta2",          "eps",
+                                               "dump-ir",      "mesh",           "zero",
+                                               "bucket-mb",    "accumulate",     "shard",
+                                               "microbatches", "schedule",       "virtual-stages",
+                                               "stage-cuts",   "schedule-trace", "device",
+                                               "precision",    "loss-scale",     "no-decay",
+                                               "lr-schedule",  "warmup-steps",   "decay-steps",
+                                               "min-lr",       "clip-grad-norm", "loss",
+                                               "target"},
                                {"log-grad-norm", "sequence-parallel", "vocab-parallel",
                                 "no-vocab-parallel", "fused-attention", "no-fused-attention",
                                 "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"},
@@ -346,7 +353,14 @@ int runCompile(int argc, char** argv) {
       if (args->has(flag))
         return fail(std::string("dtc compile: --") + flag + " needs a pipeline (--mesh pp=N)");
 
-  auto model = dtc::ModelFile::read(args->positionals()[0]);
+  // An ONNX model is translated at the batch the importer sees: one micro-batch's.
+  dtc::onnx_import::TranslateOptions onnx;
+  onnx.batch = options.microBatches > 0 && options.batchSize % options.microBatches == 0
+                   ? options.batchSize / options.microBatches
+                   : options.batchSize;
+  onnx.loss = args->str("loss");
+  onnx.target = args->str("target");
+  auto model = dtc::readModelSource(args->positionals()[0], onnx);
   if (!model) return fail(llvm::toString(model.takeError()));
 
   mlir::MLIRContext ctx;

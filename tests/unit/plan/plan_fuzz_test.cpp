@@ -8,7 +8,7 @@
 
 #include "driver/Compile.h"
 #include "exec/executor.h"
-#include "zoo/ModelBuilder.h"
+#include "zoo/Zoo.h"
 
 namespace dtc {
 namespace {

@@ -1,8 +1,8 @@
-#include "zoo/ModelBuilder.h"
+#include "flatbuffers/ModelBuilder.h"
 
 #include "flatbuffers/model_version.h"
 
-namespace dtc::zoo {
+namespace dtc {
 
 void ModelBuilder::input(const std::string& name, model::DType dtype, std::vector<int64_t> shape) {
   inputs_.push_back(model::CreateTensorInfoDirect(fbb_, name.c_str(), dtype, &shape));
@@ -38,11 +38,19 @@ void ModelBuilder::constantParameter(const std::string& name, std::vector<int64_
   parameter(name, std::move(shape), model::InitKind::uniform, value, value, 0, trainable);
 }
 
+void ModelBuilder::valuesParameter(const std::string& name, std::vector<int64_t> shape,
+                                   const std::vector<uint8_t>& raw, bool trainable) {
+  auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
+  fbb_.ForceVectorAlignment(raw.size(), 1, 16);  // the schema's force_align
+  auto data = fbb_.CreateVector(raw);
+  initializers_.push_back(model::CreateInitializer(fbb_, info, trainable, data));
+}
+
 void ModelBuilder::node(const std::string& name, const std::string& opType,
                         std::vector<std::string> inputs, std::vector<std::string> outputs,
-                        const std::vector<Attr>& attributes) {
+                        const std::vector<NodeAttr>& attributes) {
   std::vector<flatbuffers::Offset<model::Attribute>> attrs;
-  for (const Attr& a : attributes)
+  for (const NodeAttr& a : attributes)
     attrs.push_back(model::CreateAttributeDirect(fbb_, a.name.c_str(), a.kind, a.i, a.f,
                                                  a.s.empty() ? nullptr : a.s.c_str(),
                                                  a.list.empty() ? nullptr : &a.list));
@@ -66,9 +74,9 @@ std::vector<uint8_t> ModelBuilder::finish() {
                          fbb_.CreateVectorOfStrings(outputs_), fbb_.CreateVector(initializers_),
                          fbb_.CreateVector(nodes_), fbb_.CreateString(loss_),
                          fbb_.CreateString(predictions_), fbb_.CreateString(targets_));
-  auto m = model::CreateModel(fbb_, kModelVersion, fbb_.CreateString("dtc zoo"), graph);
+  auto m = model::CreateModel(fbb_, kModelVersion, fbb_.CreateString(producer_), graph);
   model::FinishModelBuffer(fbb_, m);
   return {fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize()};
 }
 
-}  // namespace dtc::zoo
+}  // namespace dtc

@@ -1,4 +1,5 @@
-// A small convenience layer over the FlatBuffers builder for writing model graphs in C++.
+// A small convenience layer over the FlatBuffers builder for writing model graphs in C++: the
+// zoo's models and the ONNX translator write model files with it.
 #pragma once
 
 #include <cstdint>
@@ -7,20 +8,20 @@
 
 #include "model_generated.h"
 
-namespace dtc::zoo {
+namespace dtc {
 
 // A node attribute: exactly one of the value kinds.
-struct Attr {
-  static Attr integer(std::string name, int64_t v) {
+struct NodeAttr {
+  static NodeAttr integer(std::string name, int64_t v) {
     return {std::move(name), model::AttrKind::int_, v, 0, "", {}};
   }
-  static Attr real(std::string name, double v) {
+  static NodeAttr real(std::string name, double v) {
     return {std::move(name), model::AttrKind::float_, 0, v, "", {}};
   }
-  static Attr text(std::string name, std::string v) {
+  static NodeAttr text(std::string name, std::string v) {
     return {std::move(name), model::AttrKind::string, 0, 0, std::move(v), {}};
   }
-  static Attr ints(std::string name, std::vector<int64_t> v) {
+  static NodeAttr ints(std::string name, std::vector<int64_t> v) {
     return {std::move(name), model::AttrKind::ints, 0, 0, "", std::move(v)};
   }
   std::string name;
@@ -33,7 +34,9 @@ struct Attr {
 
 class ModelBuilder {
  public:
-  explicit ModelBuilder(std::string name) : name_(std::move(name)) {}
+  // `producer`: what the file says wrote it.
+  explicit ModelBuilder(std::string name, std::string producer = "dtc zoo")
+      : name_(std::move(name)), producer_(std::move(producer)) {}
 
   void input(const std::string& name, model::DType dtype, std::vector<int64_t> shape);
   // A parameter filled at load time by U[low, high) with `seed` (keyed by name, see plan.fbs).
@@ -44,8 +47,12 @@ class ModelBuilder {
                        uint64_t seed, const std::vector<std::string>& aliases = {});
   void constantParameter(const std::string& name, std::vector<int64_t> shape, double value,
                          bool trainable = true);
+  // A float32 initializer with its values (`raw`: little-endian bytes, 4 per element);
+  // non-trainable ones are buffers (BatchNorm's running statistics).
+  void valuesParameter(const std::string& name, std::vector<int64_t> shape,
+                       const std::vector<uint8_t>& raw, bool trainable = true);
   void node(const std::string& name, const std::string& opType, std::vector<std::string> inputs,
-            std::vector<std::string> outputs, const std::vector<Attr>& attributes = {});
+            std::vector<std::string> outputs, const std::vector<NodeAttr>& attributes = {});
   void setOutputs(std::vector<std::string> outputs, const std::string& loss,
                   const std::string& predictions = "", const std::string& targets = "");
 
@@ -58,7 +65,7 @@ class ModelBuilder {
                  const std::vector<std::string>& aliases = {});
 
   flatbuffers::FlatBufferBuilder fbb_;
-  std::string name_;
+  std::string name_, producer_;
   std::vector<flatbuffers::Offset<model::TensorInfo>> inputs_;
   std::vector<flatbuffers::Offset<model::Initializer>> initializers_;
   std::vector<flatbuffers::Offset<model::Node>> nodes_;
@@ -66,42 +73,4 @@ class ModelBuilder {
   std::string loss_, predictions_, targets_;
 };
 
-struct MlpOptions {
-  int64_t input = 784;
-  std::vector<int64_t> hidden = {256, 128};
-  int64_t classes = 10;
-  uint64_t seed = 0;
-};
-
-// Linear -> ReLU -> ... -> Linear with cross-entropy loss; parameters named fc0.weight,
-// fc0.bias, ... in PyTorch's [out, in] layout with nn.Linear's default initialisation.
-std::vector<uint8_t> buildMlp(const MlpOptions& options);
-
-struct GptOptions {
-  int64_t vocab = 256;
-  int64_t ctx = 64;
-  int64_t layers = 2;
-  int64_t heads = 4;
-  int64_t embd = 64;
-  uint64_t seed = 0;
-};
-
-// Checks the options (heads must divide the embedding...): "" when valid, else the reason.
-std::string validateGpt(const GptOptions& options);
-
-struct ConvNetOptions {
-  int64_t classes = 10;
-  uint64_t seed = 0;
-};
-
-// The classic two-block MNIST ConvNet: [Conv2d(5, pad 2) -> BatchNorm2d -> ReLU -> MaxPool2d(2)]
-// x 2 (16 then 32 channels) -> flatten -> Linear(7·7·32, classes), named as PyTorch's
-// nn.Sequential (layer1.0.weight, layer1.1.running_mean, ..., fc.weight) with PyTorch's
-// default initialisation. Input: `input` [N, 784] (28×28 images, reshaped inside).
-std::vector<uint8_t> buildConvNet(const ConvNetOptions& options);
-
-// GPT-2 as nanoGPT's model.py (biases on, no dropout, LM head tied to the token embedding),
-// with its parameter names, layouts and initialisation; inputs idx and targets [B, T] (int64).
-std::vector<uint8_t> buildGpt(const GptOptions& options);
-
-}  // namespace dtc::zoo
+}  // namespace dtc

@@ -1,0 +1,31 @@
+// ONNX in: an exported model translated into dtc's own model format, which the one importer
+// (frontends/flatbuffers/ModelImporter) then turns into the graph dialect. See
+// docs/design.md ("ONNX in") for what becomes what.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llvm/Support/Error.h"
+
+#include "onnx/OnnxModel.h"
+
+namespace dtc::onnx_import {
+
+struct TranslateOptions {
+  // The batch every data input's dynamic first dimension takes (the import batch: dtc compile's
+  // --batch over its micro-batches); shape subgraphs are folded with it.
+  int64_t batch = 0;
+  // What the training step minimises: "" (the model's one scalar float output), the name of an
+  // output, or "cross-entropy" / "mse" on the model's one output against `target`, a data input
+  // the translation adds (int64 class labels [N], or the output's shape).
+  std::string loss;
+  std::string target;
+};
+
+// The dtc model file contents for `model`. Every unsupported node is named in one error.
+llvm::Expected<std::vector<uint8_t>> translateOnnx(const OnnxModel& model,
+                                                   const TranslateOptions& options);
+
+}  // namespace dtc::onnx_import

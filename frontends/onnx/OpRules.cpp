@@ -1,0 +1,716 @@
+// How each ONNX op that computes on data or parameters becomes dtc model ops: its outputs' types
+// and shapes (infer, during the walk) and the ops emitted for it (emit).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "onnx/Translator.h"
+
+namespace dtc::onnx_import {
+namespace {
+
+constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+constexpr int32_t kInt64 = onnx::TensorProto::INT64;
+using Error = llvm::Error;
+
+const std::string& out(Translator& t, int i, int k = 0) { return t.node(i).output(k); }
+
+// The dtc name of input `k`, which must be computed, data or a parameter.
+std::string operand(Translator& t, int i, int k) { return t.input(i, k)->name; }
+
+int64_t rankOf(const Value& v) { return static_cast<int64_t>(v.shape.size()); }
+
+bool normalise(int64_t& axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return false;
+  if (axis < 0) axis += rank;
+  return true;
+}
+
+std::vector<int64_t> intsOf(const Constant& c) {
+  std::vector<int64_t> v;
+  for (uint64_t k = 0; k < c.size(); ++k) v.push_back(c.integer(k));
+  return v;
+}
+
+// Inputs `from`.. must be known at compile time (shapes, axes, sizes).
+Error requireConstant(Translator& t, int i, int k, const std::string& what) {
+  if (t.input(i, k) && !t.constant(i, k))
+    return t.nodeError(i, what + " must be known when compiling (it depends on the data)");
+  return Error::success();
+}
+
+// Float inputs only: dtc's ops compute on float32 (int64 only as labels and ids).
+Error requireFloat(Translator& t, int i, std::initializer_list<int> inputs) {
+  for (int k : inputs)
+    if (const Value* v = t.input(i, k); v && v->type != kFloat)
+      return t.nodeError(i, "input " + std::to_string(k) + " is " + elementTypeName(v->type) +
+                                "; dtc computes this op on float32");
+  return Error::success();
+}
+
+// ---- element-wise -------------------------------------------------------------------------------
+
+OpRule unaryRule(const std::string& dtcOp) {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0})) return e;
+            t.define(out(t, i), kFloat, t.input(i, 0)->shape);
+            return Error::success();
+          },
+          [dtcOp](Translator& t, int i) -> Error {
+            t.emit(i, dtcOp, {operand(t, i, 0)}, {out(t, i)});
+            return Error::success();
+          }};
+}
+
+// Passes its input through (Identity; Dropout in evaluation or with ratio 0; a float-to-float32
+// Cast).
+OpRule passThrough() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (n.op_type() == "Dropout") {
+              const Constant* ratio = t.constant(i, 1);
+              const Constant* training = t.constant(i, 2);
+              if ((t.input(i, 1) && !ratio) || (t.input(i, 2) && !training))
+                return t.nodeError(i, "ratio and training_mode must be known when compiling");
+              const bool trains = training && training->integer(0) != 0;
+              const double p = ratio ? ratio->real(0) : 0.5;
+              if (trains && p != 0)
+                return t.nodeError(i, "dropout with ratio " + std::to_string(p) +
+                                          " in training mode is not supported yet (export with "
+                                          "p=0 or in eval mode)");
+              if (n.output_size() > 1 && !n.output(1).empty() && !t.users(n.output(1)).empty())
+                return t.nodeError(i, "its mask output is read; dtc has none");
+            }
+            if (n.op_type() == "Cast") {
+              const int64_t to = intAttribute(n, "to", 0);
+              if (to != kFloat || t.input(i, 0)->type != kFloat)
+                return t.nodeError(i, "a Cast computed on data from " +
+                                          elementTypeName(t.input(i, 0)->type) + " to " +
+                                          elementTypeName(static_cast<int32_t>(to)));
+            }
+            t.alias(out(t, i), n.input(0));
+            return Error::success();
+          },
+          [](Translator&, int) { return Error::success(); }};
+}
+
+// Add, Sub, Mul with NumPy broadcasting; a constant operand is a product by a scalar (Scale) or a
+// non-trainable initializer.
+OpRule binaryRule(const std::string& dtcOp) {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0, 1})) return e;
+            std::optional<Shape> shape = broadcastShapes(t.input(i, 0)->shape, t.input(i, 1)->shape);
+            if (!shape)
+              return t.nodeError(i, "shapes " + shapeText(t.input(i, 0)->shape) + " and " +
+                                        shapeText(t.input(i, 1)->shape) + " do not broadcast");
+            t.define(out(t, i), kFloat, *shape);
+            return Error::success();
+          },
+          [dtcOp](Translator& t, int i) -> Error {
+            const Constant* c[2] = {t.constant(i, 0), t.constant(i, 1)};
+            const Shape& shape = t.value(out(t, i))->shape;
+            for (int k = 0; k < 2; ++k)
+              if (c[k] && dtcOp == "Mul" && c[k]->size() == 1 &&
+                  t.input(i, 1 - k)->shape == shape) {
+                t.emit(i, "Scale", {operand(t, i, 1 - k)}, {out(t, i)},
+                       {NodeAttr::real("factor", c[k]->real(0))});
+                return Error::success();
+              }
+            std::string a = c[0] ? t.frozenConstant(i, *c[0]) : operand(t, i, 0);
+            std::string b = c[1] ? t.frozenConstant(i, *c[1]) : operand(t, i, 1);
+            t.emit(i, dtcOp, {a, b}, {out(t, i)});
+            return Error::success();
+          }};
+}
+
+// The broadcast of the inputs' shapes (inputs `from`..), for ops whose output has it.
+Error defineBroadcast(Translator& t, int i, int from, int32_t type) {
+  Shape shape;
+  for (int k = from; k < t.node(i).input_size(); ++k) {
+    const Value* v = t.input(i, k);
+    if (!v) continue;
+    std::optional<Shape> s = broadcastShapes(shape, v->shape);
+    if (!s) return t.nodeError(i, "its inputs' shapes do not broadcast");
+    shape = *s;
+  }
+  t.define(out(t, i), type, shape);
+  return Error::success();
+}
+
+// x / c and −x: products by a constant. A divisor the step computes is left to the patterns
+// (LayerNorm's); anywhere else it is not supported yet.
+OpRule scaleRule(bool negate) {
+  return {[](Translator& t, int i) -> Error { return defineBroadcast(t, i, 0, kFloat); },
+          [negate](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0, 1})) return e;
+            const Constant* c = t.constant(i, 1);
+            if (!negate && (!c || c->size() != 1 || t.constant(i, 0) ||
+                            t.input(i, 0)->shape != t.value(out(t, i))->shape))
+              return t.unsupported(i, "a divisor computed by the step (a constant one is supported)");
+            const double factor = negate ? -1.0 : 1.0 / c->real(0);
+            t.emit(i, "Scale", {operand(t, i, 0)}, {out(t, i)}, {NodeAttr::real("factor", factor)});
+            return Error::success();
+          }};
+}
+
+// Ops dtc runs only inside the patterns it fuses (Patterns.cpp): their shapes for the walk, and
+// an unsupported node where no pattern took them.
+OpRule patternOnly(int32_t outputType, bool scalarOutput, const std::string& why) {
+  return {[outputType, scalarOutput](Translator& t, int i) -> Error {
+            if (scalarOutput) {
+              t.define(out(t, i), outputType, {});
+              return Error::success();
+            }
+            const int from = t.node(i).op_type() == "Where" ? 1 : 0;
+            if (Error e = defineBroadcast(t, i, from, outputType)) return e;
+            if (from == 1 && t.input(i, 0)) {  // the condition broadcasts too
+              std::optional<Shape> s =
+                  broadcastShapes(t.input(i, 0)->shape, t.value(out(t, i))->shape);
+              if (!s) return t.nodeError(i, "its condition does not broadcast");
+              t.define(out(t, i), outputType, *s);
+            }
+            return Error::success();
+          },
+          [why](Translator& t, int i) -> Error { return t.unsupported(i, why); }};
+}
+
+// ---- contractions -------------------------------------------------------------------------------
+
+// NumPy matmul of [..., M, K] and [..., K, N]: equal batch dimensions, or a 2-D right side (the
+// left side's leading dimensions then fold into its rows).
+OpRule matmulRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0, 1})) return e;
+            const Value &a = *t.input(i, 0), &b = *t.input(i, 1);
+            if (rankOf(a) < 2 || rankOf(b) < 2)
+              return t.nodeError(i, "vector operands of MatMul are not supported yet");
+            if (a.shape.back() != b.shape[b.shape.size() - 2])
+              return t.nodeError(i, "inner dimensions differ: " + shapeText(a.shape) + " · " +
+                                        shapeText(b.shape));
+            if (rankOf(b) != 2 && !std::equal(a.shape.begin(), a.shape.end() - 2,
+                                               b.shape.begin(), b.shape.end() - 2))
+              return t.nodeError(i, "batch dimensions " + shapeText(a.shape) + " and " +
+                                        shapeText(b.shape) + " must be equal (or B 2-D)");
+            Shape shape(a.shape.begin(), a.shape.end() - 1);
+            shape.push_back(b.shape.back());
+            t.define(out(t, i), kFloat, shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value &a = *t.input(i, 0), &b = *t.input(i, 1);
+            if (t.constant(i, 0) || t.constant(i, 1))
+              return t.nodeError(i, "a product with a constant matrix is not supported yet");
+            if (rankOf(b) == 2 && rankOf(a) > 2) {
+              const int64_t k = a.shape.back();
+              const std::string rows = t.fresh(out(t, i) + "::rows");
+              const std::string product = t.fresh(out(t, i) + "::product");
+              t.emit(i, "Reshape", {a.name}, {rows},
+                     {NodeAttr::ints("shape", {static_cast<int64_t>(elementsOf(a.shape)) / k, k})});
+              t.emit(i, "MatMul", {rows, b.name}, {product});
+              t.emit(i, "Reshape", {product}, {out(t, i)},
+                     {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
+              return Error::success();
+            }
+            t.emit(i, "MatMul", {a.name, b.name}, {out(t, i)});
+            return Error::success();
+          }};
+}
+
+// Gemm: α·op(A)·op(B) + β·C. nn.Linear's export (B a parameter [out, in], transB = 1, α = β = 1)
+// is dtc's Linear; the rest a MatMul with the factors as Scales and C added.
+OpRule gemmRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
+            const onnx::NodeProto& n = t.node(i);
+            const Value &a = *t.input(i, 0), &b = *t.input(i, 1);
+            if (rankOf(a) != 2 || rankOf(b) != 2) return t.nodeError(i, "Gemm takes 2-D A and B");
+            const bool ta = intAttribute(n, "transA", 0), tb = intAttribute(n, "transB", 0);
+            const int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
+            const int64_t kb = tb ? b.shape[1] : b.shape[0], nn = tb ? b.shape[0] : b.shape[1];
+            if (k != kb) return t.nodeError(i, "inner dimensions differ");
+            if (const Value* c = t.input(i, 2); c && !broadcastShapes(c->shape, {m, nn}))
+              return t.nodeError(i, "C " + shapeText(c->shape) + " does not broadcast to the product");
+            if (t.constant(i, 0) || t.constant(i, 1))
+              return t.nodeError(i, "a product with a constant matrix is not supported yet");
+            t.define(out(t, i), kFloat, {m, nn});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            const bool ta = intAttribute(n, "transA", 0), tb = intAttribute(n, "transB", 0);
+            const double alpha = floatAttribute(n, "alpha", 1.0), beta = floatAttribute(n, "beta", 1.0);
+            const Value* c = t.input(i, 2);
+            const Shape& shape = t.value(out(t, i))->shape;
+            const bool vectorBias = c && c->kind == ValueKind::kParam && c->shape == Shape{shape[1]};
+            if (!ta && tb && alpha == 1.0 && (!c || (beta == 1.0 && vectorBias))) {
+              std::vector<std::string> in = {operand(t, i, 0), operand(t, i, 1)};
+              if (c) in.push_back(c->name);
+              t.emit(i, "Linear", in, {out(t, i)});
+              return Error::success();
+            }
+            const std::string product = c || alpha != 1.0 ? t.fresh(out(t, i) + "::product") : out(t, i);
+            t.emit(i, "MatMul", {operand(t, i, 0), operand(t, i, 1)}, {product},
+                   {NodeAttr::integer("transpose_a", ta), NodeAttr::integer("transpose_b", tb)});
+            std::string scaled = product;
+            if (alpha != 1.0) {
+              scaled = c ? t.fresh(out(t, i) + "::scaled") : out(t, i);
+              t.emit(i, "Scale", {product}, {scaled}, {NodeAttr::real("factor", alpha)});
+            }
+            if (!c) return Error::success();
+            std::string bias = c->kind == ValueKind::kConst ? t.frozenConstant(i, *c->constant) : c->name;
+            if (beta != 1.0) {
+              const std::string b2 = t.fresh(out(t, i) + "::bias");
+              t.emit(i, "Scale", {bias}, {b2}, {NodeAttr::real("factor", beta)});
+              bias = b2;
+            }
+            t.emit(i, "Add", {scaled, bias}, {out(t, i)});
+            return Error::success();
+          }};
+}
+
+// ---- layout -------------------------------------------------------------------------------------
+
+// Reshape, Flatten, Unsqueeze and Squeeze on computed values: a dtc Reshape to the shape the
+// walk worked out.
+OpRule reshapeRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            const Value& x = *t.input(i, 0);
+            const std::string& op = n.op_type();
+            Shape shape;
+            if (op == "Flatten") {
+              int64_t axis = intAttribute(n, "axis", 1);
+              if (!normalise(axis, rankOf(x) + 1) )
+                return t.nodeError(i, "Flatten's axis is out of range");
+              int64_t outer = 1;
+              for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
+              shape = {outer, static_cast<int64_t>(elementsOf(x.shape)) / std::max<int64_t>(outer, 1)};
+            } else {
+              if (Error e = requireConstant(t, i, 1, "the shape or axes")) return e;
+              // The constant evaluation of the same node on a stand-in of x's shape.
+              Constant standIn = Constant::ofInts(kInt64, x.shape, std::vector<int64_t>(elementsOf(x.shape), 0));
+              std::vector<const Constant*> in = {&standIn};
+              for (int k = 1; k < n.input_size(); ++k) in.push_back(t.constant(i, k));
+              std::string problem;
+              std::optional<std::vector<Constant>> r = evaluate(n, in, problem);
+              if (!r) return t.nodeError(i, problem.empty() ? "cannot work out its shape" : problem);
+              shape = (*r)[0].shape;
+            }
+            t.define(out(t, i), x.type, shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            t.emit(i, "Reshape", {operand(t, i, 0)}, {out(t, i)},
+                   {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
+            return Error::success();
+          }};
+}
+
+OpRule transposeRule() {
+  return {[](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            std::vector<int64_t> perm = intsAttribute(t.node(i), "perm");
+            if (perm.empty())
+              for (int64_t d = rankOf(x); d-- > 0;) perm.push_back(d);
+            if (static_cast<int64_t>(perm.size()) != rankOf(x))
+              return t.nodeError(i, "perm does not match the rank of " + shapeText(x.shape));
+            Shape shape;
+            for (int64_t p : perm) {
+              if (p < 0 || p >= rankOf(x)) return t.nodeError(i, "perm is out of range");
+              shape.push_back(x.shape[p]);
+            }
+            t.define(out(t, i), x.type, shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            std::vector<int64_t> perm = intsAttribute(t.node(i), "perm");
+            if (perm.empty())
+              for (int64_t d = rankOf(*t.input(i, 0)); d-- > 0;) perm.push_back(d);
+            t.emit(i, "Transpose", {operand(t, i, 0)}, {out(t, i)}, {NodeAttr::ints("perm", perm)});
+            return Error::success();
+          }};
+}
+
+// Split into equal pieces (dtc's Split): the sizes given by the `split` input or attribute must
+// all be equal.
+OpRule splitRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (Error e = requireFloat(t, i, {0})) return e;
+            if (Error e = requireConstant(t, i, 1, "the split sizes")) return e;
+            const Value& x = *t.input(i, 0);
+            int64_t axis = intAttribute(n, "axis", 0);
+            if (!normalise(axis, rankOf(x))) return t.nodeError(i, "axis is out of range");
+            const int64_t parts = n.output_size();
+            std::vector<int64_t> sizes = t.constant(i, 1) ? intsOf(*t.constant(i, 1))
+                                                          : intsAttribute(n, "split");
+            if (sizes.empty()) {
+              if (x.shape[axis] % parts != 0)
+                return t.nodeError(i, "dimension " + std::to_string(x.shape[axis]) +
+                                          " does not split into " + std::to_string(parts));
+              sizes.assign(parts, x.shape[axis] / parts);
+            }
+            if (static_cast<int64_t>(sizes.size()) != parts ||
+                std::any_of(sizes.begin(), sizes.end(), [&](int64_t s) { return s != sizes[0]; }) ||
+                sizes[0] * parts != x.shape[axis])
+              return t.nodeError(i, "pieces of unequal sizes are not supported yet");
+            for (int k = 0; k < parts; ++k) {
+              Shape shape = x.shape;
+              shape[axis] = sizes[0];
+              t.define(out(t, i, k), kFloat, shape);
+            }
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            int64_t axis = intAttribute(t.node(i), "axis", 0);
+            normalise(axis, rankOf(*t.input(i, 0)));
+            std::vector<std::string> outs(t.node(i).output().begin(), t.node(i).output().end());
+            t.emit(i, "Split", {operand(t, i, 0)}, outs, {NodeAttr::integer("axis", axis)});
+            return Error::success();
+          }};
+}
+
+// Softmax over any axis: dtc's runs over the last, so another axis is transposed there and back.
+OpRule softmaxRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0})) return e;
+            const Value& x = *t.input(i, 0);
+            int64_t axis = intAttribute(t.node(i), "axis", -1);
+            if (!normalise(axis, rankOf(x))) return t.nodeError(i, "axis is out of range");
+            t.define(out(t, i), kFloat, x.shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            int64_t axis = intAttribute(t.node(i), "axis", -1);
+            normalise(axis, rankOf(x));
+            if (axis == rankOf(x) - 1) {
+              t.emit(i, "Softmax", {x.name}, {out(t, i)});
+              return Error::success();
+            }
+            std::vector<int64_t> perm;
+            for (int64_t d = 0; d < rankOf(x); ++d) perm.push_back(d);
+            std::swap(perm[axis], perm.back());
+            const std::string moved = t.fresh(out(t, i) + "::moved"), soft = t.fresh(out(t, i) + "::softmax");
+            t.emit(i, "Transpose", {x.name}, {moved}, {NodeAttr::ints("perm", perm)});
+            t.emit(i, "Softmax", {moved}, {soft});
+            t.emit(i, "Transpose", {soft}, {out(t, i)}, {NodeAttr::ints("perm", perm)});
+            return Error::success();
+          }};
+}
+
+// ---- embeddings, normalisation, losses ----------------------------------------------------------
+
+// Gather rows of a parameter: by token ids (an embedding), or by the constant positions 0..k−1
+// (a position table read in full, or its first k rows as the first of equal pieces).
+OpRule gatherRule() {
+  return {[](Translator& t, int i) -> Error {
+            const Value& table = *t.input(i, 0);
+            const Value& ids = *t.input(i, 1);
+            if (intAttribute(t.node(i), "axis", 0) != 0 || table.kind != ValueKind::kParam ||
+                rankOf(table) != 2)
+              return t.nodeError(i, "only rows of a 2-D parameter (an embedding) are gathered");
+            if (ids.type != kInt64) return t.nodeError(i, "indices must be int64");
+            if (const Constant* c = t.constant(i, 1)) {
+              const uint64_t k = c->size();
+              for (uint64_t r = 0; r < k; ++r)
+                if (c->integer(r) != static_cast<int64_t>(r) || rankOf(ids) != 1)
+                  return t.nodeError(i, "constant indices other than 0, 1, ... are not supported");
+              if (k == 0 || table.shape[0] % static_cast<int64_t>(k) != 0)
+                return t.nodeError(i, "the first " + std::to_string(k) + " rows of " +
+                                          shapeText(table.shape) + " are not an equal piece of it");
+            }
+            Shape shape = ids.shape;
+            shape.push_back(table.shape[1]);
+            t.define(out(t, i), kFloat, shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& table = *t.input(i, 0);
+            const Constant* c = t.constant(i, 1);
+            if (!c) {
+              t.emit(i, "Embedding", {operand(t, i, 1), table.name}, {out(t, i)});
+              return Error::success();
+            }
+            const int64_t parts = table.shape[0] / static_cast<int64_t>(c->size());
+            if (parts == 1) {
+              t.emit(i, "Reshape", {table.name}, {out(t, i)},
+                     {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
+              return Error::success();
+            }
+            std::vector<std::string> pieces = {out(t, i)};
+            for (int64_t p = 1; p < parts; ++p) pieces.push_back(t.fresh(out(t, i) + "::rest"));
+            t.emit(i, "Split", {table.name}, pieces, {NodeAttr::integer("axis", 0)});
+            return Error::success();
+          }};
+}
+
+OpRule layerNormRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
+            const Value& x = *t.input(i, 0);
+            int64_t axis = intAttribute(t.node(i), "axis", -1);
+            if (!normalise(axis, rankOf(x)) || axis != rankOf(x) - 1)
+              return t.nodeError(i, "only the last dimension is normalised");
+            for (int k : {1, 2})
+              if (!t.input(i, k) || t.input(i, k)->kind != ValueKind::kParam)
+                return t.nodeError(i, "scale and bias must be parameters");
+            for (int k = 1; k < t.node(i).output_size(); ++k)
+              if (!t.node(i).output(k).empty() && !t.users(t.node(i).output(k)).empty())
+                return t.nodeError(i, "its mean and inverse deviation are read; dtc keeps them inside");
+            t.define(out(t, i), kFloat, x.shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            t.emit(i, "LayerNorm", {operand(t, i, 0), operand(t, i, 1), operand(t, i, 2)}, {out(t, i)},
+                   {NodeAttr::real("eps", floatAttribute(t.node(i), "epsilon", 1e-5))});
+            return Error::success();
+          }};
+}
+
+OpRule crossEntropyRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (Error e = requireFloat(t, i, {0})) return e;
+            const Value &scores = *t.input(i, 0), &labels = *t.input(i, 1);
+            if (t.input(i, 2)) return t.nodeError(i, "class weights are not supported yet");
+            if (stringAttribute(n, "reduction", "mean") != "mean")
+              return t.nodeError(i, "only reduction 'mean' is supported");
+            if (rankOf(scores) != 2 || rankOf(labels) != 1 || labels.type != kInt64 ||
+                labels.shape[0] != scores.shape[0])
+              return t.nodeError(i, "needs scores [N, C] and int64 labels [N], got " +
+                                        shapeText(scores.shape) + " and " + shapeText(labels.shape));
+            if (n.output_size() > 1 && !n.output(1).empty() && !t.users(n.output(1)).empty())
+              return t.nodeError(i, "its log-probabilities are read; dtc keeps them inside");
+            t.define(out(t, i), kFloat, {});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            t.emit(i, "SoftmaxCrossEntropy", {operand(t, i, 0), operand(t, i, 1)}, {out(t, i)});
+            return Error::success();
+          }};
+}
+
+// ---- convolutional networks ---------------------------------------------------------------------
+
+std::vector<int64_t> pairOf(const onnx::NodeProto& n, const std::string& name, int64_t fallback) {
+  std::vector<int64_t> v = intsAttribute(n, name);
+  return v.empty() ? std::vector<int64_t>{fallback, fallback} : v;
+}
+
+OpRule convRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
+            const Value &x = *t.input(i, 0), &w = *t.input(i, 1);
+            if (rankOf(x) != 4 || rankOf(w) != 4) return t.nodeError(i, "only 2-D convolutions are supported");
+            if (intAttribute(n, "group", 1) != 1) return t.nodeError(i, "grouped convolutions are not supported yet");
+            if (stringAttribute(n, "auto_pad", "NOTSET") != "NOTSET")
+              return t.nodeError(i, "auto_pad is not supported; export explicit pads");
+            const std::vector<int64_t> dil = pairOf(n, "dilations", 1), strides = pairOf(n, "strides", 1);
+            std::vector<int64_t> pads = intsAttribute(n, "pads");
+            if (pads.empty()) pads.assign(4, 0);
+            if (dil != std::vector<int64_t>{1, 1}) return t.nodeError(i, "dilated convolutions are not supported yet");
+            if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
+              return t.nodeError(i, "only symmetric padding is supported");
+            if (x.shape[1] != w.shape[1]) return t.nodeError(i, "channels differ between input and weight");
+            const int64_t oh = (x.shape[2] + 2 * pads[0] - w.shape[2]) / strides[0] + 1;
+            const int64_t ow = (x.shape[3] + 2 * pads[1] - w.shape[3]) / strides[1] + 1;
+            t.define(out(t, i), kFloat, {x.shape[0], w.shape[0], oh, ow});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            std::vector<int64_t> pads = intsAttribute(n, "pads");
+            if (pads.empty()) pads.assign(4, 0);
+            std::vector<std::string> in = {operand(t, i, 0), operand(t, i, 1)};
+            if (t.input(i, 2)) in.push_back(operand(t, i, 2));
+            t.emit(i, "Conv", in, {out(t, i)},
+                   {NodeAttr::ints("stride", pairOf(n, "strides", 1)),
+                    NodeAttr::ints("padding", {pads[0], pads[1]})});
+            return Error::success();
+          }};
+}
+
+// BatchNormalization trains on batch statistics and updates the running ones in place (the
+// buffers), as nn.BatchNorm2d in training mode; ONNX's momentum weighs the old running value.
+OpRule batchNormRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (Error e = requireFloat(t, i, {0})) return e;
+            for (int k = 1; k <= 4; ++k)
+              if (!t.input(i, k) || t.input(i, k)->kind != ValueKind::kParam)
+                return t.nodeError(i, "scale, bias and running statistics must be initializers");
+            for (int k = 1; k < n.output_size(); ++k)
+              if (!n.output(k).empty() && !t.users(n.output(k)).empty())
+                return t.nodeError(i, "its running statistics outputs are read; dtc updates them in place");
+            t.define(out(t, i), kFloat, t.input(i, 0)->shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            t.emit(i, "BatchNormalization",
+                   {operand(t, i, 0), operand(t, i, 1), operand(t, i, 2), operand(t, i, 3), operand(t, i, 4)},
+                   {out(t, i)},
+                   {NodeAttr::real("eps", floatAttribute(n, "epsilon", 1e-5)),
+                    NodeAttr::real("momentum", 1.0 - floatAttribute(n, "momentum", 0.9))});
+            return Error::success();
+          }};
+}
+
+OpRule maxPoolRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            const Value& x = *t.input(i, 0);
+            if (rankOf(x) != 4) return t.nodeError(i, "only 2-D pooling is supported");
+            const std::vector<int64_t> k = intsAttribute(n, "kernel_shape"), s = pairOf(n, "strides", 1);
+            std::vector<int64_t> pads = intsAttribute(n, "pads");
+            if (k.size() != 2) return t.nodeError(i, "kernel_shape must have two values");
+            if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }) ||
+                intAttribute(n, "ceil_mode", 0) != 0 || pairOf(n, "dilations", 1) != std::vector<int64_t>{1, 1})
+              return t.nodeError(i, "padding, ceil_mode and dilations are not supported yet");
+            if (n.output_size() > 1 && !n.output(1).empty()) return t.nodeError(i, "its indices output is not supported");
+            t.define(out(t, i), kFloat,
+                     {x.shape[0], x.shape[1], (x.shape[2] - k[0]) / s[0] + 1, (x.shape[3] - k[1]) / s[1] + 1});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            t.emit(i, "MaxPool", {operand(t, i, 0)}, {out(t, i)},
+                   {NodeAttr::ints("kernel", intsAttribute(n, "kernel_shape")),
+                    NodeAttr::ints("stride", pairOf(n, "strides", 1))});
+            return Error::success();
+          }};
+}
+
+// The mean over H·W: a sum over the spatial dimensions, scaled.
+OpRule globalAveragePoolRule() {
+  return {[](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            if (rankOf(x) != 4) return t.nodeError(i, "needs [N, C, H, W]");
+            t.define(out(t, i), kFloat, {x.shape[0], x.shape[1], 1, 1});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            const std::string sum = t.fresh(out(t, i) + "::sum");
+            t.emit(i, "ReduceSum", {x.name}, {sum},
+                   {NodeAttr::ints("axes", {2, 3}), NodeAttr::integer("keepdims", 1)});
+            t.emit(i, "Scale", {sum}, {out(t, i)},
+                   {NodeAttr::real("factor", 1.0 / static_cast<double>(x.shape[2] * x.shape[3]))});
+            return Error::success();
+          }};
+}
+
+// ReduceSum and ReduceMean over constant axes.
+OpRule reduceRule(bool mean) {
+  auto axesOf = [](Translator& t, int i, std::vector<int64_t>& axes) -> Error {
+    if (Error e = requireConstant(t, i, 1, "the axes")) return e;
+    const Value& x = *t.input(i, 0);
+    axes = t.constant(i, 1) ? intsOf(*t.constant(i, 1)) : intsAttribute(t.node(i), "axes");
+    if (axes.empty())
+      for (int64_t d = 0; d < rankOf(x); ++d) axes.push_back(d);
+    for (int64_t& a : axes)
+      if (!normalise(a, rankOf(x))) return t.nodeError(i, "axes are out of range");
+    std::sort(axes.begin(), axes.end());
+    return Error::success();
+  };
+  return {[axesOf](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0})) return e;
+            std::vector<int64_t> axes;
+            if (Error e = axesOf(t, i, axes)) return e;
+            const Value& x = *t.input(i, 0);
+            const bool keep = intAttribute(t.node(i), "keepdims", 1) != 0;
+            Shape shape;
+            for (int64_t d = 0; d < rankOf(x); ++d) {
+              const bool reduced = std::binary_search(axes.begin(), axes.end(), d);
+              if (!reduced || keep) shape.push_back(reduced ? 1 : x.shape[d]);
+            }
+            t.define(out(t, i), kFloat, shape);
+            return Error::success();
+          },
+          [axesOf, mean](Translator& t, int i) -> Error {
+            std::vector<int64_t> axes;
+            if (Error e = axesOf(t, i, axes)) return e;
+            const Value& x = *t.input(i, 0);
+            const int64_t keep = intAttribute(t.node(i), "keepdims", 1) != 0;
+            const std::string sum = mean ? t.fresh(out(t, i) + "::sum") : out(t, i);
+            t.emit(i, "ReduceSum", {x.name}, {sum},
+                   {NodeAttr::ints("axes", axes), NodeAttr::integer("keepdims", keep)});
+            if (mean) {
+              int64_t count = 1;
+              for (int64_t a : axes) count *= x.shape[a];
+              t.emit(i, "Scale", {sum}, {out(t, i)},
+                     {NodeAttr::real("factor", 1.0 / static_cast<double>(count))});
+            }
+            return Error::success();
+          }};
+}
+
+const std::map<std::string, OpRule>& rules() {
+  static const std::map<std::string, OpRule> table = {
+      {"Relu", unaryRule("Relu")},
+      {"Tanh", unaryRule("Tanh")},
+      {"Sigmoid", unaryRule("Sigmoid")},
+      {"Identity", passThrough()},
+      {"Dropout", passThrough()},
+      {"Cast", passThrough()},
+      {"Add", binaryRule("Add")},
+      {"Sub", binaryRule("Sub")},
+      {"Mul", binaryRule("Mul")},
+      {"Div", scaleRule(false)},
+      {"Neg", scaleRule(true)},
+      {"MatMul", matmulRule()},
+      {"Gemm", gemmRule()},
+      {"Reshape", reshapeRule()},
+      {"Flatten", reshapeRule()},
+      {"Unsqueeze", reshapeRule()},
+      {"Squeeze", reshapeRule()},
+      {"Transpose", transposeRule()},
+      {"Split", splitRule()},
+      {"Softmax", softmaxRule()},
+      {"Gather", gatherRule()},
+      {"LayerNormalization", layerNormRule()},
+      {"SoftmaxCrossEntropyLoss", crossEntropyRule()},
+      {"Conv", convRule()},
+      {"BatchNormalization", batchNormRule()},
+      {"MaxPool", maxPoolRule()},
+      {"GlobalAveragePool", globalAveragePoolRule()},
+      {"ReduceSum", reduceRule(false)},
+      {"ReduceMean", reduceRule(true)},
+      {"Sqrt", patternOnly(kFloat, false, "only inside a LayerNorm")},
+      {"Pow", patternOnly(kFloat, false, "only inside a LayerNorm or a tanh GELU")},
+      {"Erf", patternOnly(kFloat, false, "only inside an erf GELU")},
+      {"Where", patternOnly(kFloat, false, "only as attention's causal mask")},
+      {"LogSoftmax", patternOnly(kFloat, false, "only before NegativeLogLikelihoodLoss")},
+      {"NegativeLogLikelihoodLoss", patternOnly(kFloat, true, "only after LogSoftmax")},
+  };
+  return table;
+}
+
+}  // namespace
+
+const OpRule* findOpRule(const std::string& opType) {
+  auto it = rules().find(opType);
+  return it == rules().end() ? nullptr : &it->second;
+}
+
+bool differentiableInput(const std::string& op, int index) {
+  static const std::set<std::string> none = {
+      "Shape", "Size", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And",
+      "Or", "Xor", "Range", "ConstantOfShape", "ArgMax", "ArgMin", "NonZero", "Sign", "Floor",
+      "Ceil", "Round"};
+  if (none.count(op)) return false;
+  static const std::map<std::string, std::set<int>> notThese = {
+      {"BatchNormalization", {3, 4}}, {"Pow", {1}},     {"Where", {0}},
+      {"Dropout", {1, 2}},            {"Clip", {1, 2}}, {"Reshape", {1}},
+      {"Expand", {1}},                {"Slice", {1, 2, 3, 4}}, {"Tile", {1}},
+      {"Gather", {1}},                {"Split", {1}},   {"Unsqueeze", {1}},
+      {"Squeeze", {1}},               {"ReduceSum", {1}}, {"ReduceMean", {1}},
+      {"SoftmaxCrossEntropyLoss", {1, 2}}, {"NegativeLogLikelihoodLoss", {1, 2}},
+      {"Trilu", {1}},                 {"TopK", {1}},    {"Pad", {1, 2, 3}}};
+  auto it = notThese.find(op);
+  return it == notThese.end() || !it->second.count(index);
+}
+
+}  // namespace dtc::onnx_import

@@ -1,0 +1,371 @@
+// The decomposed forms exporters write for ops dtc has whole, fused back so that dtc's kernels,
+// gradient rules and sharding rules (Megatron's splits, sequence parallelism) apply:
+//   LayerNorm   ReduceMean → Sub → Pow 2 → ReduceMean → Add ε → Sqrt → Div → Mul w → Add b
+//   GELU        0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  and  0.5·x·(1 + erf(x/√2))
+//   attention   Softmax(Where(causal mask, −∞, c·scores))  →  CausalSoftmax(scores, c)
+//   Linear      MatMul(x, Transpose(W)) [+ b]  →  Linear(x, W[, b])
+//   loss        NegativeLogLikelihoodLoss(LogSoftmax(x))  →  SoftmaxCrossEntropy
+// Each match is checked whole (constants' values, every interior value read only inside the
+// match) before it is recorded; roots are tried from the last node back, so an outer match
+// (Linear with its bias) claims its nodes before an inner one (Linear without).
+#include <cmath>
+#include <set>
+
+#include "onnx/Translator.h"
+
+namespace dtc::onnx_import {
+namespace {
+
+using Error = llvm::Error;
+
+// Matching state: the nodes a candidate covers.
+struct Match {
+  Translator* tr;
+  std::set<int> members;
+
+  // The dynamic, unclaimed node producing `name` with op `op`, added to the match; -1 otherwise.
+  int take(const std::string& name, const std::string& op) {
+    const int p = tr->producer(name);
+    if (p < 0 || !tr->dynamic(p) || tr->groupOf(p) >= 0 || tr->node(p).op_type() != op) return -1;
+    members.insert(p);
+    return p;
+  }
+  // A scalar constant's value.
+  std::optional<double> scalar(const std::string& name) const {
+    const Value* v = tr->value(name);
+    if (!v || v->kind != ValueKind::kConst || v->constant->size() != 1) return std::nullopt;
+    return v->constant->real(0);
+  }
+  // Of a binary node, the operand that is not the scalar constant `value` (within `tolerance`).
+  std::optional<std::string> otherThan(int node, double value, double tolerance = 1e-6) const {
+    const onnx::NodeProto& n = tr->node(node);
+    for (int k = 0; k < 2; ++k)
+      if (std::optional<double> c = scalar(n.input(k));
+          c && std::fabs(*c - value) <= tolerance * std::max(1.0, std::fabs(value)))
+        return n.input(1 - k);
+    return std::nullopt;
+  }
+  // Every value a member produces, other than the root's, is read only by members.
+  bool closed(int root) const {
+    for (int m : members) {
+      if (m == root) continue;
+      for (const std::string& out : tr->node(m).output()) {
+        if (tr->isGraphOutput(out)) return false;
+        for (int user : tr->users(out))
+          if (!members.count(user)) return false;
+      }
+    }
+    return true;
+  }
+  bool isParam(const std::string& name) const {
+    const Value* v = tr->value(name);
+    return v && v->kind == ValueKind::kParam;
+  }
+  void record(int root, std::function<Error()> emit) {
+    Group g;
+    g.root = root;
+    g.members.assign(members.begin(), members.end());
+    g.emit = std::move(emit);
+    tr->addGroup(std::move(g));
+  }
+};
+
+// The leaves of a product: `name` itself, or the factors of the single-use Muls computing it.
+void factors(Match& m, const std::string& name, std::vector<std::string>& out, int depth = 0) {
+  const int p = depth < 8 ? m.tr->producer(name) : -1;
+  if (p >= 0 && m.tr->dynamic(p) && m.tr->groupOf(p) < 0 && m.tr->node(p).op_type() == "Mul" &&
+      m.tr->users(name).size() == 1) {
+    m.members.insert(p);
+    factors(m, m.tr->node(p).input(0), out, depth + 1);
+    factors(m, m.tr->node(p).input(1), out, depth + 1);
+    return;
+  }
+  out.push_back(name);
+}
+
+bool sameMultiset(std::vector<std::string> a, std::vector<std::string> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+const std::string& outName(Translator& t, int node) { return t.node(node).output(0); }
+
+// Linear: [Add(b,] MatMul(x, Transpose(W, [1, 0]))[)].
+bool matchLinear(Translator& t, int root) {
+  Match m{&t, {root}};
+  const onnx::NodeProto& r = t.node(root);
+  std::string bias;
+  int matmul = root;
+  if (r.op_type() == "Add") {
+    for (int k = 0; k < 2 && matmul == root; ++k) {
+      Match trial = m;
+      if (int p = trial.take(r.input(k), "MatMul"); p >= 0 && m.isParam(r.input(1 - k))) {
+        m = trial;
+        matmul = p;
+        bias = r.input(1 - k);
+      }
+    }
+    if (matmul == root) return false;
+  } else if (r.op_type() != "MatMul") {
+    return false;
+  }
+  const int transpose = m.take(t.node(matmul).input(1), "Transpose");
+  if (transpose < 0) return false;
+  const std::string& weight = t.node(transpose).input(0);
+  const Value* w = t.value(weight);
+  if (!m.isParam(weight) || w->shape.size() != 2 ||
+      intsAttribute(t.node(transpose), "perm") != std::vector<int64_t>{1, 0})
+    return false;
+  const Value* x = t.value(t.node(matmul).input(0));
+  if (!x || x->shape.size() < 2 || x->type != onnx::TensorProto::FLOAT) return false;
+  if (!bias.empty() && t.value(bias)->shape != Shape{w->shape[0]}) return false;
+  if (!m.closed(root)) return false;
+  const std::string input = x->name, out = outName(t, root);
+  m.record(root, [&t, root, input, weight, bias, out] {
+    std::vector<std::string> in = {input, weight};
+    if (!bias.empty()) in.push_back(bias);
+    t.emit(root, "Linear", in, {out});
+    return Error::success();
+  });
+  return true;
+}
+
+// LayerNorm over the last dimension, decomposed.
+bool matchLayerNorm(Translator& t, int root) {
+  Match m{&t, {root}};
+  const onnx::NodeProto& r = t.node(root);
+  if (r.op_type() != "Add") return false;
+  for (int kb = 0; kb < 2; ++kb) {
+    Match trial = m;
+    const std::string& bias = r.input(1 - kb);
+    const int mul = trial.take(r.input(kb), "Mul");
+    if (mul < 0 || !trial.isParam(bias)) continue;
+    for (int kw = 0; kw < 2; ++kw) {
+      Match inner = trial;
+      const std::string& weight = t.node(mul).input(1 - kw);
+      const int div = inner.take(t.node(mul).input(kw), "Div");
+      if (div < 0 || !inner.isParam(weight)) continue;
+      const int sub = inner.take(t.node(div).input(0), "Sub");
+      const int sqrt = inner.take(t.node(div).input(1), "Sqrt");
+      if (sub < 0 || sqrt < 0) continue;
+      const std::string& x = t.node(sub).input(0);
+      const int mean = inner.take(t.node(sub).input(1), "ReduceMean");
+      const int add = inner.take(t.node(sqrt).input(0), "Add");
+      if (mean < 0 || add < 0 || t.node(mean).input(0) != x) continue;
+      double eps = 0;
+      int variance = -1;
+      for (int k = 0; k < 2 && variance < 0; ++k)
+        if (std::optional<double> c = inner.scalar(t.node(add).input(1 - k))) {
+          eps = *c;
+          variance = inner.take(t.node(add).input(k), "ReduceMean");
+        }
+      if (variance < 0) continue;
+      const int pow = inner.take(t.node(variance).input(0), "Pow");
+      if (pow < 0 || t.node(pow).input(0) != outName(t, sub) || inner.scalar(t.node(pow).input(1)) != 2.0)
+        continue;
+      const Value* xv = t.value(x);
+      const int64_t last = static_cast<int64_t>(xv->shape.size()) - 1;
+      auto lastAxisOnly = [&](int node) {
+        std::vector<int64_t> axes = intsAttribute(t.node(node), "axes");
+        return axes.size() == 1 && (axes[0] == -1 || axes[0] == last) &&
+               intAttribute(t.node(node), "keepdims", 1) == 1;
+      };
+      const Shape width = {xv->shape.back()};
+      if (!lastAxisOnly(mean) || !lastAxisOnly(variance) || t.value(weight)->shape != width ||
+          t.value(bias)->shape != width || !inner.closed(root))
+        continue;
+      const std::string xName = xv->name, out = outName(t, root);
+      inner.record(root, [&t, root, xName, weight, bias, out, eps] {
+        t.emit(root, "LayerNorm", {xName, weight, bias}, {out}, {NodeAttr::real("eps", eps)});
+        return Error::success();
+      });
+      return true;
+    }
+  }
+  return false;
+}
+
+// GELU: 0.5·x·(1 + tanh(√(2/π)(x + 0.044715·x³))) or 0.5·x·(1 + erf(x/√2)), in any association
+// of the products.
+bool matchGelu(Translator& t, int root) {
+  if (t.node(root).op_type() != "Mul") return false;
+  Match m{&t, {root}};
+  std::vector<std::string> leaves;
+  factors(m, t.node(root).input(0), leaves);
+  factors(m, t.node(root).input(1), leaves);
+  if (leaves.size() != 3) return false;
+  // One leaf is 0.5, one is x, one is 1 + f(...).
+  for (int half = 0; half < 3; ++half) {
+    if (m.scalar(leaves[half]) != 0.5) continue;
+    for (int xi = 0; xi < 3; ++xi) {
+      if (xi == half) continue;
+      Match trial = m;
+      const std::string& x = leaves[xi];
+      const int onePlus = trial.take(leaves[3 - half - xi], "Add");
+      if (onePlus < 0) continue;
+      std::optional<std::string> inner = trial.otherThan(onePlus, 1.0);
+      if (!inner) continue;
+      bool tanhForm = false;
+      if (int th = trial.take(*inner, "Tanh"); th >= 0) {
+        // √(2/π)·(x + 0.044715·x³)
+        std::vector<std::string> outer;
+        factors(trial, t.node(th).input(0), outer);
+        if (outer.size() != 2) continue;
+        std::string sum;
+        for (int k = 0; k < 2; ++k)
+          if (std::optional<double> c = trial.scalar(outer[k]); c && std::fabs(*c - 0.7978845608028654) < 1e-6)
+            sum = outer[1 - k];
+        const int add = sum.empty() ? -1 : trial.take(sum, "Add");
+        if (add < 0) continue;
+        std::string cubic;
+        for (int k = 0; k < 2; ++k)
+          if (t.node(add).input(k) == x) cubic = t.node(add).input(1 - k);
+        if (cubic.empty()) continue;
+        std::vector<std::string> terms;
+        factors(trial, cubic, terms);
+        // 0.044715·x·x·x, or 0.044715·Pow(x, 3)
+        std::vector<std::string> rest;
+        bool coefficient = false;
+        for (const std::string& term : terms) {
+          std::optional<double> c = trial.scalar(term);
+          if (c && std::fabs(*c - 0.044715) < 1e-7 && !coefficient) {
+            coefficient = true;
+          } else if (int p = trial.take(term, "Pow"); p >= 0) {
+            if (t.node(p).input(0) != x || trial.scalar(t.node(p).input(1)) != 3.0) break;
+            rest.insert(rest.end(), {x, x, x});
+          } else {
+            rest.push_back(term);
+          }
+        }
+        if (!coefficient || !sameMultiset(rest, {x, x, x})) continue;
+        tanhForm = true;
+      } else if (int erf = trial.take(*inner, "Erf"); erf >= 0) {
+        // erf(x/√2), or erf(x·(1/√2))
+        const std::string& arg = t.node(erf).input(0);
+        if (int div = trial.take(arg, "Div"); div >= 0) {
+          if (t.node(div).input(0) != x) continue;
+          std::optional<double> c = trial.scalar(t.node(div).input(1));
+          if (!c || std::fabs(*c - 1.4142135623730951) > 1e-6) continue;
+        } else if (int mul = trial.take(arg, "Mul"); mul >= 0) {
+          std::optional<std::string> other = trial.otherThan(mul, 0.7071067811865476, 1e-6);
+          if (!other || *other != x) continue;
+        } else {
+          continue;
+        }
+      } else {
+        continue;
+      }
+      if (!trial.closed(root)) continue;
+      const Value* xv = t.value(x);
+      if (!xv || xv->type != onnx::TensorProto::FLOAT) continue;
+      const std::string xName = xv->name, out = outName(t, root);
+      trial.record(root, [&t, root, xName, out, tanhForm] {
+        t.emit(root, "Gelu", {xName}, {out},
+               {NodeAttr::text("approximate", tanhForm ? "tanh" : "none")});
+        return Error::success();
+      });
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether constant `c` (broadcast to [..., T, T]) is true exactly where key j > query i
+// (`masked`: the entries hidden), or exactly where j <= i (`!masked`).
+bool isCausal(const Constant& c, int64_t tSize, bool masked) {
+  if (c.shape.size() < 2 || c.shape.back() != tSize || c.shape[c.shape.size() - 2] != tSize)
+    return false;
+  for (uint64_t k = 0; k < c.size(); ++k) {
+    const int64_t j = static_cast<int64_t>(k % tSize), i = static_cast<int64_t>(k / tSize % tSize);
+    if ((c.integer(k) != 0) != (masked ? j > i : j <= i)) return false;
+  }
+  return true;
+}
+
+// Softmax(Where(mask, −∞, c·S)) over the last axis of square scores: CausalSoftmax(S, c).
+bool matchCausalSoftmax(Translator& t, int root) {
+  const onnx::NodeProto& r = t.node(root);
+  if (r.op_type() != "Softmax") return false;
+  Match m{&t, {root}};
+  const int where = m.take(r.input(0), "Where");
+  if (where < 0) return false;
+  const Value* out = t.value(outName(t, root));
+  const int64_t rank = static_cast<int64_t>(out->shape.size());
+  int64_t axis = intAttribute(r, "axis", -1);
+  if (rank < 2 || (axis != -1 && axis != rank - 1) || out->shape[rank - 1] != out->shape[rank - 2])
+    return false;
+  const onnx::NodeProto& w = t.node(where);
+  const Constant* cond = t.constant(where, 0);
+  std::string scaled;
+  for (int k : {1, 2}) {
+    std::optional<double> fill = m.scalar(w.input(k));
+    if (!cond || !fill || !(*fill == -INFINITY || *fill <= -1e9)) continue;
+    // Where(mask, −∞, S): the mask marks hidden keys; Where(keep, S, −∞): visible ones.
+    if (isCausal(*cond, out->shape.back(), k == 1)) scaled = w.input(k == 1 ? 2 : 1);
+  }
+  if (scaled.empty() || t.value(scaled)->shape != out->shape) return false;
+  double scale = 1.0;
+  std::string scores = scaled;
+  Match trial = m;
+  if (int mul = trial.take(scaled, "Mul"); mul >= 0) {
+    for (int k = 0; k < 2; ++k)
+      if (std::optional<double> c = trial.scalar(t.node(mul).input(k));
+          c && t.value(t.node(mul).input(1 - k))->shape == out->shape) {
+        scale = *c;
+        scores = t.node(mul).input(1 - k);
+        m = trial;
+        break;
+      }
+  } else if (int div = trial.take(scaled, "Div"); div >= 0) {
+    if (std::optional<double> c = trial.scalar(t.node(div).input(1)); c && *c != 0) {
+      scale = 1.0 / *c;
+      scores = t.node(div).input(0);
+      m = trial;
+    }
+  }
+  const Value* s = t.value(scores);
+  if (!s || s->kind == ValueKind::kConst || !m.closed(root)) return false;
+  const std::string sName = s->name, outN = outName(t, root);
+  m.record(root, [&t, root, sName, outN, scale] {
+    t.emit(root, "CausalSoftmax", {sName}, {outN}, {NodeAttr::real("scale", scale)});
+    return Error::success();
+  });
+  return true;
+}
+
+// NegativeLogLikelihoodLoss(LogSoftmax(x, classes), labels), mean, no weights.
+bool matchCrossEntropy(Translator& t, int root) {
+  const onnx::NodeProto& r = t.node(root);
+  if (r.op_type() != "NegativeLogLikelihoodLoss") return false;
+  Match m{&t, {root}};
+  const int logSoftmax = m.take(r.input(0), "LogSoftmax");
+  if (logSoftmax < 0 || r.input_size() > 2) return false;
+  if (stringAttribute(r, "reduction", "mean") != "mean") return false;
+  const Value* x = t.value(t.node(logSoftmax).input(0));
+  const Value* labels = t.value(r.input(1));
+  const int64_t axis = intAttribute(t.node(logSoftmax), "axis", -1);
+  if (!x || x->shape.size() != 2 || (axis != 1 && axis != -1) || !labels ||
+      labels->type != onnx::TensorProto::INT64 || labels->shape != Shape{x->shape[0]} ||
+      !m.closed(root))
+    return false;
+  const std::string xName = x->name, labelName = labels->name, out = outName(t, root);
+  m.record(root, [&t, root, xName, labelName, out] {
+    t.emit(root, "SoftmaxCrossEntropy", {xName, labelName}, {out});
+    return Error::success();
+  });
+  return true;
+}
+
+}  // namespace
+
+void findPatterns(Translator& t) {
+  for (int root = t.nodeCount(); root-- > 0;) {
+    if (!t.dynamic(root) || t.groupOf(root) >= 0) continue;
+    if (matchLayerNorm(t, root) || matchGelu(t, root) || matchCausalSoftmax(t, root) ||
+        matchCrossEntropy(t, root) || matchLinear(t, root))
+      continue;
+  }
+}
+
+}  // namespace dtc::onnx_import

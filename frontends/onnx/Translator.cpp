@@ -1,0 +1,431 @@
+// The translation's driver: data inputs with the batch fixed, the loss, which initializers are
+// parameters, the walk that folds constants and infers shapes, then emission in node order.
+#include "onnx/Translator.h"
+
+#include <algorithm>
+#include <set>
+
+namespace dtc::onnx_import {
+namespace {
+
+llvm::Error error(const std::string& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+bool isFloatType(int32_t type) {
+  return type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE ||
+         type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::BFLOAT16;
+}
+
+const std::vector<int> kNoUsers;
+
+}  // namespace
+
+Translator::Translator(const OnnxModel& model, const TranslateOptions& options)
+    : model_(model), options_(options), builder_(model.graph().name(), "dtc import (ONNX)") {
+  const onnx::GraphProto& g = model.graph();
+  for (const onnx::NodeProto& n : g.node()) nodes_.push_back(&n);
+  dynamic_.assign(nodes_.size(), false);
+  groupOf_.assign(nodes_.size(), -1);
+  for (int i = 0; i < nodeCount(); ++i) {
+    for (const std::string& out : nodes_[i]->output())
+      if (!out.empty()) producers_[out] = i;
+    for (const std::string& in : nodes_[i]->input())
+      if (!in.empty()) users_[in].push_back(i);
+  }
+  for (const onnx::TensorProto& t : g.initializer()) initializers_[t.name()] = &t;
+  for (const onnx::ValueInfoProto& o : g.output()) {
+    outputs_[o.name()] = true;
+    outputOrder_.push_back(o.name());
+  }
+}
+
+std::string Translator::nodeName(int i) const {
+  const std::string& name = nodes_[i]->name();
+  return name.empty() ? nodes_[i]->op_type() + "_" + std::to_string(i) : name;
+}
+
+const Value* Translator::value(const std::string& name) const {
+  if (name.empty()) return nullptr;
+  auto it = values_.find(name);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+const Value* Translator::input(int node, int index) const {
+  const auto& in = nodes_[node]->input();
+  return index < in.size() ? value(in[index]) : nullptr;
+}
+
+const Constant* Translator::constant(int node, int index) const {
+  const Value* v = input(node, index);
+  return v && v->kind == ValueKind::kConst ? &*v->constant : nullptr;
+}
+
+int Translator::producer(const std::string& name) const {
+  auto it = producers_.find(name);
+  return it == producers_.end() ? -1 : it->second;
+}
+
+const std::vector<int>& Translator::users(const std::string& name) const {
+  auto it = users_.find(name);
+  return it == users_.end() ? kNoUsers : it->second;
+}
+
+void Translator::define(const std::string& name, int32_t type, Shape shape) {
+  Value v;
+  v.kind = ValueKind::kComputed;
+  v.type = type;
+  v.shape = std::move(shape);
+  v.name = name;
+  values_[name] = std::move(v);
+}
+
+void Translator::alias(const std::string& name, const std::string& of) {
+  const Value* source = value(of);
+  if (!source) return;
+  Value v = *source;
+  values_[name] = std::move(v);
+}
+
+void Translator::emit(int node, const std::string& opType, std::vector<std::string> inputs,
+                      std::vector<std::string> outputs, const std::vector<NodeAttr>& attributes) {
+  builder_.node(nodeName(node), opType, std::move(inputs), std::move(outputs), attributes);
+}
+
+std::string Translator::fresh(const std::string& base) {
+  return base + "::dtc" + std::to_string(freshCount_++);
+}
+
+std::string Translator::frozenConstant(int node, const Constant& c) {
+  const std::string name = fresh(nodeName(node) + "::constant");
+  builder_.valuesParameter(name, c.shape, c.float32Bytes(), /*trainable=*/false);
+  return name;
+}
+
+void Translator::addGroup(Group group) {
+  const int index = static_cast<int>(groups_.size());
+  for (int m : group.members) groupOf_[m] = index;
+  groups_.push_back(std::move(group));
+}
+
+llvm::Error Translator::nodeError(int i, const std::string& message) const {
+  return error(model_.name() + ": node '" + nodeName(i) + "' (" + nodes_[i]->op_type() +
+               "): " + message);
+}
+
+llvm::Error Translator::unsupported(int i, const std::string& why) {
+  unsupported_ += std::string(unsupportedCount_ ? ", " : "") + "'" + nodeName(i) + "' (" +
+                  nodes_[i]->op_type() + ", opset " + std::to_string(model_.opset()) +
+                  (why.empty() ? "" : ": " + why) + ")";
+  ++unsupportedCount_;
+  return llvm::Error::success();
+}
+
+llvm::Error Translator::readInputs() {
+  if (options_.batch <= 0) return error(model_.name() + ": translating ONNX needs the batch");
+  for (const onnx::ValueInfoProto& in : model_.graph().input()) {
+    if (initializers_.count(in.name())) continue;  // older exports list initializers as inputs
+    const std::string where = model_.name() + ": input '" + in.name() + "'";
+    if (!in.type().has_tensor_type()) return error(where + " is not a tensor");
+    const auto& tensor = in.type().tensor_type();
+    const int32_t type = tensor.elem_type();
+    if (type != onnx::TensorProto::FLOAT && type != onnx::TensorProto::INT64)
+      return error(where + " is " + elementTypeName(type) +
+                   "; data inputs are float32, or int64 class labels and token ids");
+    const auto& dims = tensor.shape().dim();
+    if (dims.empty()) return error(where + " is a scalar; data inputs have a batch dimension");
+    Shape shape;
+    for (int d = 0; d < dims.size(); ++d) {
+      const bool known = dims[d].has_dim_value();
+      if (d == 0) {
+        if (known && dims[d].dim_value() != options_.batch)
+          return error(where + " has a fixed batch of " + std::to_string(dims[d].dim_value()) +
+                       " (exported without dynamic_axes), not " + std::to_string(options_.batch) +
+                       ": compile with that batch, or export with dynamic_axes={'" + in.name() +
+                       "': {0: 'batch'}}");
+        shape.push_back(options_.batch);
+      } else if (!known) {
+        return error(where + " has a dynamic dimension " + std::to_string(d) +
+                     (dims[d].dim_param().empty() ? "" : " ('" + dims[d].dim_param() + "')") +
+                     " that the batch cannot fix; export it with a fixed size");
+      } else {
+        shape.push_back(dims[d].dim_value());
+      }
+    }
+    Value v;
+    v.kind = ValueKind::kData;
+    v.type = type;
+    v.shape = shape;
+    v.name = in.name();
+    values_[in.name()] = v;
+    shape[0] = -1;
+    builder_.input(in.name(), type == onnx::TensorProto::FLOAT ? model::DType::f32 : model::DType::i64,
+                   shape);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Translator::chooseLoss() {
+  const std::string& loss = options_.loss;
+  if (loss == "cross-entropy" || loss == "mse") {
+    if (options_.target.empty())
+      return error("--loss " + loss + " needs --target NAME, the data input it adds");
+    if (outputOrder_.size() != 1)
+      return error(model_.name() + ": --loss " + loss + " scores the model's output, and it has " +
+                   std::to_string(outputOrder_.size()));
+    if (producers_.count(options_.target) || initializers_.count(options_.target) ||
+        values_.count(options_.target))
+      return error("--target '" + options_.target + "' is already a name in the model");
+    lossValue_ = outputOrder_[0];
+    return llvm::Error::success();
+  }
+  if (!options_.target.empty())
+    return error("--target goes with --loss cross-entropy or --loss mse");
+  if (!loss.empty()) {
+    if (!producers_.count(loss))
+      return error(model_.name() + ": --loss '" + loss + "' is not a value the model computes");
+    lossValue_ = loss;
+    return llvm::Error::success();
+  }
+  std::vector<std::string> scalars;
+  for (const onnx::ValueInfoProto& o : model_.graph().output()) {
+    const auto& t = o.type().tensor_type();
+    if (t.elem_type() == onnx::TensorProto::FLOAT && t.has_shape() && t.shape().dim_size() == 0)
+      scalars.push_back(o.name());
+  }
+  if (scalars.size() == 1) {
+    lossValue_ = scalars[0];
+    return llvm::Error::success();
+  }
+  if (scalars.empty())
+    return error(model_.name() + ": no scalar float output to minimise: give --loss NAME, or "
+                                 "--loss cross-entropy|mse --target INPUT for a forward-only "
+                                 "export");
+  std::string names;
+  for (const std::string& s : scalars) names += (names.empty() ? "" : ", ") + s;
+  return error(model_.name() + ": several scalar outputs (" + names + "); name one with --loss");
+}
+
+void Translator::markDifferentiable() {
+  differentiable_[lossValue_] = true;
+  for (int i = nodeCount(); i-- > 0;) {
+    const onnx::NodeProto& n = *nodes_[i];
+    bool reached = false;
+    for (const std::string& out : n.output()) reached = reached || differentiable_.count(out);
+    if (!reached) continue;
+    for (int k = 0; k < n.input_size(); ++k)
+      if (!n.input(k).empty() && differentiableInput(n.op_type(), k))
+        differentiable_[n.input(k)] = true;
+  }
+  for (const onnx::NodeProto* n : nodes_)
+    if (n->op_type() == "BatchNormalization")
+      for (int k : {3, 4})
+        if (k < n->input_size()) buffers_[n->input(k)] = true;
+}
+
+llvm::Error Translator::readInitializers() {
+  for (const onnx::TensorProto& t : model_.graph().initializer()) {
+    llvm::Expected<TensorData> data = model_.values(t);
+    if (!data) return error(model_.name() + ": " + llvm::toString(data.takeError()));
+    const bool trainable = differentiable_.count(t.name()) && !buffers_.count(t.name());
+    if (isFloatType(t.data_type()) && (trainable || buffers_.count(t.name()))) {
+      Value v;
+      v.kind = ValueKind::kParam;
+      v.type = onnx::TensorProto::FLOAT;
+      v.shape = data->dims;
+      v.name = t.name();
+      values_[t.name()] = v;
+      // Parameters are float32 (master weights); other float types are widened.
+      std::vector<uint8_t> bytes = t.data_type() == onnx::TensorProto::FLOAT
+                                       ? std::move(data->bytes)
+                                       : Constant::fromData(*data).float32Bytes();
+      builder_.valuesParameter(t.name(), data->dims, bytes, trainable);
+      continue;
+    }
+    Value v;
+    v.kind = ValueKind::kConst;
+    v.type = t.data_type();
+    v.shape = data->dims;
+    v.constant = Constant::fromData(*data);
+    values_[t.name()] = std::move(v);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Translator::constantNode(int i) {
+  const onnx::NodeProto& n = *nodes_[i];
+  if (n.output_size() != 1) return nodeError(i, "a Constant has one output");
+  std::optional<Constant> c;
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    if (a.name() == "value") {
+      llvm::Expected<TensorData> data = model_.values(a.t());
+      if (!data) return nodeError(i, llvm::toString(data.takeError()));
+      c = Constant::fromData(*data);
+    } else if (a.name() == "value_float") {
+      c = Constant::ofReals(onnx::TensorProto::FLOAT, {}, {a.f()});
+    } else if (a.name() == "value_floats") {
+      c = Constant::ofReals(onnx::TensorProto::FLOAT, {a.floats_size()},
+                            std::vector<double>(a.floats().begin(), a.floats().end()));
+    } else if (a.name() == "value_int") {
+      c = Constant::ofInts(onnx::TensorProto::INT64, {}, {a.i()});
+    } else if (a.name() == "value_ints") {
+      c = Constant::ofInts(onnx::TensorProto::INT64, {a.ints_size()},
+                           std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    }
+  }
+  if (!c) return nodeError(i, "a Constant without a value dtc reads (value, value_float(s), value_int(s))");
+  Value v;
+  v.kind = ValueKind::kConst;
+  v.type = c->type;
+  v.shape = c->shape;
+  v.constant = std::move(c);
+  values_[n.output(0)] = std::move(v);
+  return llvm::Error::success();
+}
+
+llvm::Error Translator::walk() {
+  for (int i = 0; i < nodeCount(); ++i) {
+    const onnx::NodeProto& n = *nodes_[i];
+    const std::string& op = n.op_type();
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      return nodeError(i, "its domain '" + n.domain() + "' is not one dtc reads");
+    if (unsupportedCount_ > 0) {  // only listing what else is unsupported, not translating
+      if (op != "Constant" && op != "Shape" && op != "Size" && !findOpRule(op) && !foldable(op))
+        (void)unsupported(i, "");
+      continue;
+    }
+    if (op == "Constant") {
+      if (llvm::Error e = constantNode(i)) return e;
+      continue;
+    }
+    std::vector<const Value*> in;
+    for (const std::string& name : n.input()) {
+      if (name.empty()) {
+        in.push_back(nullptr);
+        continue;
+      }
+      const Value* v = value(name);
+      if (!v) return nodeError(i, "reads '" + name + "', which nothing before it defines");
+      in.push_back(v);
+    }
+    if ((op == "Shape" || op == "Size") && !in.empty() && in[0]) {
+      const Shape& shape = in[0]->shape;
+      const int64_t rank = static_cast<int64_t>(shape.size());
+      int64_t start = intAttribute(n, "start", 0), end = intAttribute(n, "end", rank);
+      start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+      end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+      Constant c = op == "Size" ? Constant::ofInts(onnx::TensorProto::INT64, {},
+                                                   {static_cast<int64_t>(elementsOf(shape))})
+                                : Constant::ofInts(onnx::TensorProto::INT64,
+                                                   {std::max<int64_t>(0, end - start)},
+                                                   Shape(shape.begin() + start,
+                                                         shape.begin() + std::max(start, end)));
+      Value v;
+      v.kind = ValueKind::kConst;
+      v.type = c.type;
+      v.shape = c.shape;
+      v.constant = std::move(c);
+      values_[n.output(0)] = std::move(v);
+      continue;
+    }
+    const bool allKnown = std::all_of(in.begin(), in.end(), [](const Value* v) {
+      return !v || v->kind == ValueKind::kConst;
+    });
+    if (allKnown) {
+      std::vector<const Constant*> constants;
+      for (const Value* v : in) constants.push_back(v ? &*v->constant : nullptr);
+      std::string problem;
+      std::optional<std::vector<Constant>> out = evaluate(n, constants, problem);
+      if (!problem.empty()) return nodeError(i, problem);
+      if (out) {
+        for (size_t k = 0; k < out->size() && k < static_cast<size_t>(n.output_size()); ++k) {
+          Value v;
+          v.kind = ValueKind::kConst;
+          v.type = (*out)[k].type;
+          v.shape = (*out)[k].shape;
+          v.constant = std::move((*out)[k]);
+          values_[n.output(static_cast<int>(k))] = std::move(v);
+        }
+        continue;
+      }
+    }
+    const OpRule* rule = findOpRule(op);
+    if (!rule) {
+      (void)unsupported(i, "");
+      continue;
+    }
+    dynamic_[i] = true;
+    if (llvm::Error e = rule->infer(*this, i)) return e;
+  }
+  return unsupportedError();
+}
+
+llvm::Error Translator::unsupportedError() const {
+  if (unsupportedCount_ == 0) return llvm::Error::success();
+  return error(model_.name() + ": " + std::to_string(unsupportedCount_) +
+               " node(s) dtc cannot train: " + unsupported_);
+}
+
+llvm::Error Translator::emitAll() {
+  for (int i = 0; i < nodeCount(); ++i) {
+    if (!dynamic_[i]) continue;
+    if (const int g = groupOf_[i]; g >= 0) {
+      if (groups_[g].root == i)
+        if (llvm::Error e = groups_[g].emit()) return e;
+      continue;
+    }
+    if (llvm::Error e = findOpRule(nodes_[i]->op_type())->emit(*this, i)) return e;
+  }
+  return unsupportedError();
+}
+
+llvm::Error Translator::finishLoss(std::vector<std::string>& outputs, std::string& loss) {
+  const Value* v = value(lossValue_);
+  if (!v || v->kind != ValueKind::kComputed)
+    return error(model_.name() + ": '" + lossValue_ +
+                 "' does not depend on the data or the parameters; nothing to train");
+  for (const std::string& o : outputOrder_)
+    if (const Value* out = value(o); out && out->kind == ValueKind::kComputed)
+      outputs.push_back(out->name);
+  if (options_.loss == "mse" || options_.loss == "cross-entropy") {
+    const bool mse = options_.loss == "mse";
+    if (!mse && v->shape.size() < 2)
+      return error(model_.name() + ": --loss cross-entropy scores [N, classes] logits; '" +
+                   lossValue_ + "' is " + shapeText(v->shape));
+    Shape target = mse ? v->shape : Shape(v->shape.begin(), v->shape.end() - 1);
+    target[0] = -1;
+    builder_.input(options_.target, mse ? model::DType::f32 : model::DType::i64, target);
+    loss = fresh(options_.loss);
+    builder_.node(options_.loss, mse ? "MSELoss" : "SoftmaxCrossEntropy",
+                  {v->name, options_.target}, {loss});
+    return llvm::Error::success();
+  }
+  if (!v->shape.empty() || v->type != onnx::TensorProto::FLOAT)
+    return error(model_.name() + ": the loss '" + lossValue_ + "' must be a float32 scalar, not " +
+                 elementTypeName(v->type) + " " + shapeText(v->shape));
+  loss = v->name;
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<uint8_t>> Translator::run() {
+  if (llvm::Error e = readInputs()) return e;
+  if (llvm::Error e = chooseLoss()) return e;
+  markDifferentiable();
+  if (llvm::Error e = readInitializers()) return e;
+  if (llvm::Error e = walk()) return e;
+  findPatterns(*this);
+  if (llvm::Error e = emitAll()) return e;
+  std::vector<std::string> outputs;
+  std::string loss;
+  if (llvm::Error e = finishLoss(outputs, loss)) return e;
+  builder_.setOutputs(outputs, loss);
+  return builder_.finish();
+}
+
+llvm::Expected<std::vector<uint8_t>> translateOnnx(const OnnxModel& model,
+                                                   const TranslateOptions& options) {
+  Translator t(model, options);
+  return t.run();
+}
+
+}  // namespace dtc::onnx_import

@@ -1,0 +1,135 @@
+// The translation's state, shared by its three parts: the walk that folds what is known at
+// compile time and infers every other value's type and shape (Translator.cpp), the patterns that
+// fuse decomposed ops back into dtc's (Patterns.cpp), and the rules that emit each remaining ONNX
+// op as dtc model ops (OpRules.cpp).
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flatbuffers/ModelBuilder.h"
+#include "onnx/Constants.h"
+#include "onnx/OnnxTranslator.h"
+
+namespace dtc::onnx_import {
+
+enum class ValueKind {
+  kData,      // a graph input fed per step
+  kParam,     // a float initializer the loss depends on (trainable), or a buffer
+  kConst,     // known at compile time
+  kComputed,  // computed by the step
+};
+
+struct Value {
+  ValueKind kind = ValueKind::kComputed;
+  int32_t type = onnx::TensorProto::FLOAT;
+  Shape shape;
+  std::optional<Constant> constant;  // kConst
+  std::string name;                  // its name in the dtc graph (not kConst)
+};
+
+// Nodes fused into one dtc op: emitted when the walk reaches `root`, the last of `members`.
+struct Group {
+  int root = -1;
+  std::vector<int> members;
+  std::function<llvm::Error()> emit;
+};
+
+class Translator {
+ public:
+  Translator(const OnnxModel& model, const TranslateOptions& options);
+  llvm::Expected<std::vector<uint8_t>> run();
+
+  // ---- for the op rules and patterns ----
+  int nodeCount() const { return static_cast<int>(nodes_.size()); }
+  const onnx::NodeProto& node(int i) const { return *nodes_[i]; }
+  // The node's name for dtc (its ONNX name, else its op type and index).
+  std::string nodeName(int i) const;
+  // The value named `name`, or null (an optional input left out, or unknown).
+  const Value* value(const std::string& name) const;
+  const Value* input(int node, int index) const;
+  const Constant* constant(int node, int index) const;
+  // The node producing `name` (-1: an input, initializer or unknown) and the nodes reading it.
+  int producer(const std::string& name) const;
+  const std::vector<int>& users(const std::string& name) const;
+  bool isGraphOutput(const std::string& name) const { return outputs_.count(name) > 0; }
+  bool dynamic(int node) const { return dynamic_[node]; }
+
+  // Records the type and shape of a node's output (the walk) and emits dtc nodes.
+  void define(const std::string& name, int32_t type, Shape shape);
+  // Makes the dtc graph name `alias` stand for an existing value (Identity, Dropout).
+  void alias(const std::string& name, const std::string& of);
+  void emit(int node, const std::string& opType, std::vector<std::string> inputs,
+            std::vector<std::string> outputs, const std::vector<NodeAttr>& attributes = {});
+  // A name no ONNX value has, derived from `base`.
+  std::string fresh(const std::string& base);
+  // A constant used as an operand of an emitted op: a non-trainable initializer holding its
+  // values (the fallback where no pattern or attribute absorbs it).
+  std::string frozenConstant(int node, const Constant& c);
+  void addGroup(Group group);
+
+  // An error about node `i`, naming it.
+  llvm::Error nodeError(int i, const std::string& message) const;
+  // Records node `i` as one dtc cannot run (all such nodes are listed in one error at the end).
+  llvm::Error unsupported(int i, const std::string& why);
+  // The node of group membership (-1: none).
+  int groupOf(int node) const { return groupOf_[node]; }
+
+ private:
+  llvm::Error readInputs();
+  llvm::Error chooseLoss();
+  void markDifferentiable();
+  llvm::Error readInitializers();
+  llvm::Error walk();
+  llvm::Error emitAll();
+  llvm::Error finishLoss(std::vector<std::string>& outputs, std::string& loss);
+  llvm::Error constantNode(int i);
+  llvm::Error unsupportedError() const;
+
+  const OnnxModel& model_;
+  TranslateOptions options_;
+  ModelBuilder builder_;
+  std::vector<const onnx::NodeProto*> nodes_;
+  std::vector<bool> dynamic_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, int> producers_;
+  std::map<std::string, std::vector<int>> users_;
+  std::map<std::string, const onnx::TensorProto*> initializers_;
+  std::map<std::string, bool> outputs_;  // graph outputs
+  std::vector<std::string> outputOrder_;
+  std::map<std::string, bool> differentiable_;  // values the loss depends on differentiably
+  std::map<std::string, bool> buffers_;         // BatchNorm running statistics
+  std::vector<Group> groups_;
+  std::vector<int> groupOf_;
+  std::string lossValue_;     // the ONNX value minimised, or the prediction (cross-entropy, mse)
+  std::string unsupported_;   // every unsupported node, listed
+  int unsupportedCount_ = 0;
+  int freshCount_ = 0;
+};
+
+// ---- OpRules.cpp ----
+struct OpRule {
+  // Types and shapes of the node's outputs, from its inputs' (the walk).
+  std::function<llvm::Error(Translator&, int)> infer;
+  // The dtc ops computing them.
+  std::function<llvm::Error(Translator&, int)> emit;
+};
+// The rule for a dynamic node of `opType`, or null when dtc cannot run it.
+const OpRule* findOpRule(const std::string& opType);
+// Whether gradients flow into input `index` of an `opType` node (float inputs do, except the
+// ones listed there: BatchNorm's running statistics, exponents, conditions).
+bool differentiableInput(const std::string& opType, int index);
+
+// ---- Patterns.cpp ----
+// Finds the decomposed ops an exporter writes for LayerNorm, GELU, causal attention's masked
+// softmax, linear layers (MatMul with a transposed weight, plus bias) and log-softmax + NLL, and
+// records each as a Group.
+void findPatterns(Translator& t);
+
+}  // namespace dtc::onnx_import
