@@ -307,8 +307,8 @@ Result unsqueeze(const onnx::NodeProto& node, const Inputs& in, std::string& err
         return std::nullopt;
       }
     for (int64_t d = 0; d < rank; ++d) {
-      const bool dropped = axes.empty() ? x.shape[d] == 1
-                                        : std::find(axes.begin(), axes.end(), d) != axes.end();
+      const bool dropped =
+          axes.empty() ? x.shape[d] == 1 : std::find(axes.begin(), axes.end(), d) != axes.end();
       if (!dropped) shape.push_back(x.shape[d]);
     }
   } else {
@@ -320,8 +320,7 @@ Result unsqueeze(const onnx::NodeProto& node, const Inputs& in, std::string& err
       }
     size_t next = 0;
     for (int64_t d = 0; d < rank; ++d)
-      shape.push_back(std::find(axes.begin(), axes.end(), d) != axes.end() ? 1
-                                                                            : x.shape[next++]);
+      shape.push_back(std::find(axes.begin(), axes.end(), d) != axes.end() ? 1 : x.shape[next++]);
     if (next != x.shape.size()) {
       error = "Unsqueeze has repeated axes";
       return std::nullopt;
@@ -771,13 +770,51 @@ std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b) {
 }
 
 bool foldable(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "Identity", "Cast",  "Reshape", "Transpose", "Concat",     "Gather",         "Unsqueeze",
-      "Squeeze",  "Slice", "Expand",  "Where",     "Range",      "ConstantOfShape", "Trilu",
-      "ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean", "Max", "Min",
-      "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater", "LessOrEqual",
-      "GreaterOrEqual", "And", "Or", "Xor", "Neg", "Abs", "Sqrt", "Exp", "Log", "Reciprocal",
-      "Floor", "Ceil", "Not", "Sign"};
+  static const std::set<std::string> ops = {"Identity",
+                                            "Cast",
+                                            "Reshape",
+                                            "Transpose",
+                                            "Concat",
+                                            "Gather",
+                                            "Unsqueeze",
+                                            "Squeeze",
+                                            "Slice",
+                                            "Expand",
+                                            "Where",
+                                            "Range",
+                                            "ConstantOfShape",
+                                            "Trilu",
+                                            "ReduceSum",
+                                            "ReduceProd",
+                                            "ReduceMax",
+                                            "ReduceMin",
+                                            "ReduceMean",
+                                            "Max",
+                                            "Min",
+                                            "Add",
+                                            "Sub",
+                                            "Mul",
+                                            "Div",
+                                            "Pow",
+                                            "Mod",
+                                            "Equal",
+                                            "Less",
+                                            "Greater",
+                                            "LessOrEqual",
+                                            "GreaterOrEqual",
+                                            "And",
+                                            "Or",
+                                            "Xor",
+                                            "Neg",
+                                            "Abs",
+                                            "Sqrt",
+                                            "Exp",
+                                            "Log",
+                                            "Reciprocal",
+                                            "Floor",
+                                            "Ceil",
+                                            "Not",
+                                            "Sign"};
   return ops.count(op) > 0;
 }
 
@@ -804,17 +841,21 @@ std::optional<std::vector<Constant>> evaluate(const onnx::NodeProto& node,
     return reduce(node, in, error, op);
   if (op == "Max" || op == "Min") return variadic(in, error, op == "Max");
   static const std::map<std::string, std::pair<RealFn, IntFn>> arithmetic = {
-      {"Add", {[](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; }}},
-      {"Sub", {[](double a, double b) { return a - b; }, [](int64_t a, int64_t b) { return a - b; }}},
-      {"Mul", {[](double a, double b) { return a * b; }, [](int64_t a, int64_t b) { return a * b; }}},
+      {"Add",
+       {[](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; }}},
+      {"Sub",
+       {[](double a, double b) { return a - b; }, [](int64_t a, int64_t b) { return a - b; }}},
+      {"Mul",
+       {[](double a, double b) { return a * b; }, [](int64_t a, int64_t b) { return a * b; }}},
       {"Div",
        {[](double a, double b) { return a / b; },
         [](int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }}},
       {"Pow",
        {[](double a, double b) { return std::pow(a, b); },
         [](int64_t a, int64_t b) { return static_cast<int64_t>(std::pow(a, b)); }}},
-      {"Mod", {[](double a, double b) { return std::fmod(a, b); },
-               [](int64_t a, int64_t b) { return b == 0 ? 0 : a - floorDiv(a, b) * b; }}},
+      {"Mod",
+       {[](double a, double b) { return std::fmod(a, b); },
+        [](int64_t a, int64_t b) { return b == 0 ? 0 : a - floorDiv(a, b) * b; }}},
   };
   if (auto it = arithmetic.find(op); it != arithmetic.end())
     return binary(in, error, it->second.first, it->second.second, false);

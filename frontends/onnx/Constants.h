@@ -32,9 +32,7 @@ struct Constant {
   bool isFloat() const;
   uint64_t size() const;
   double real(uint64_t i) const { return isFloat() ? reals[i] : static_cast<double>(ints[i]); }
-  int64_t integer(uint64_t i) const {
-    return isFloat() ? static_cast<int64_t>(reals[i]) : ints[i];
-  }
+  int64_t integer(uint64_t i) const { return isFloat() ? static_cast<int64_t>(reals[i]) : ints[i]; }
   // The values as float32 bytes, little-endian (a parameter's initial values).
   std::vector<uint8_t> float32Bytes() const;
 };

@@ -7,7 +7,8 @@
 namespace dtc {
 
 bool isOnnxFile(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer) return false;
   const auto* bytes = reinterpret_cast<const uint8_t*>((*buffer)->getBufferStart());
   return !onnx_import::isDtcModel(bytes, (*buffer)->getBufferSize());
@@ -18,8 +19,9 @@ llvm::Expected<ModelFile> readModelSource(const std::string& path,
   if (!isOnnxFile(path)) {
     if (!onnx.loss.empty() || !onnx.target.empty())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path + ": --loss and --target apply to ONNX models; a dtc "
-                                            "model names its loss itself");
+                                     path +
+                                         ": --loss and --target apply to ONNX models; a dtc "
+                                         "model names its loss itself");
     return ModelFile::read(path);
   }
   llvm::Expected<onnx_import::OnnxModel> model = onnx_import::OnnxModel::read(path);

@@ -60,8 +60,8 @@ llvm::Error packTyped(const onnx::TensorProto& t, std::vector<uint8_t>& out) {
       for (int32_t v : t.int32_data()) append(out, static_cast<uint8_t>(v));
       return llvm::Error::success();
     default:
-      return error("tensor '" + t.name() + "' has element type " +
-                   elementTypeName(t.data_type()) + ", which dtc does not read");
+      return error("tensor '" + t.name() + "' has element type " + elementTypeName(t.data_type()) +
+                   ", which dtc does not read");
   }
 }
 
@@ -126,7 +126,8 @@ bool isDtcModel(const uint8_t* bytes, size_t size) {
 }
 
 llvm::Expected<OnnxModel> OnnxModel::read(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer) return error(path + ": cannot read: " + buffer.getError().message());
   llvm::SmallString<256> directory(path);
   llvm::sys::path::remove_filename(directory);
@@ -139,15 +140,18 @@ llvm::Expected<OnnxModel> OnnxModel::fromBytes(const uint8_t* bytes, size_t size
                                                const std::string& name,
                                                const std::string& directory) {
   if (size > static_cast<size_t>(INT_MAX))
-    return error(name + ": an ONNX file over 2 GiB (protobuf's limit); export the weights to "
-                        "external data (torch.onnx.export does so for large models)");
+    return error(name +
+                 ": an ONNX file over 2 GiB (protobuf's limit); export the weights to "
+                 "external data (torch.onnx.export does so for large models)");
   auto proto = std::make_shared<onnx::ModelProto>();
   if (!proto->ParseFromArray(bytes, static_cast<int>(size)))
-    return error(name + " is not a dtc model file (identifier 'DTCM' missing) nor an ONNX model "
-                        "(it does not parse as an ONNX ModelProto)");
+    return error(name +
+                 " is not a dtc model file (identifier 'DTCM' missing) nor an ONNX model "
+                 "(it does not parse as an ONNX ModelProto)");
   if (!proto->has_graph())
-    return error(name + " is not a dtc model file (identifier 'DTCM' missing) nor an ONNX model "
-                        "(no graph)");
+    return error(name +
+                 " is not a dtc model file (identifier 'DTCM' missing) nor an ONNX model "
+                 "(no graph)");
   OnnxModel model;
   model.name_ = name;
   model.directory_ = directory;

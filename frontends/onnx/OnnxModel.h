@@ -45,8 +45,7 @@ class OnnxModel {
   // `bytes` as an ONNX model named `name` (messages), its external data files in `directory`
   // ("": a model that refers to any is an error).
   static llvm::Expected<OnnxModel> fromBytes(const uint8_t* bytes, size_t size,
-                                             const std::string& name,
-                                             const std::string& directory);
+                                             const std::string& name, const std::string& directory);
 
   const onnx::GraphProto& graph() const;
   const std::string& name() const { return name_; }

@@ -97,30 +97,30 @@ OpRule passThrough() {
 // Add, Sub, Mul with NumPy broadcasting; a constant operand is a product by a scalar (Scale) or a
 // non-trainable initializer.
 OpRule binaryRule(const std::string& dtcOp) {
-  return {[](Translator& t, int i) -> Error {
-            if (Error e = requireFloat(t, i, {0, 1})) return e;
-            std::optional<Shape> shape = broadcastShapes(t.input(i, 0)->shape, t.input(i, 1)->shape);
-            if (!shape)
-              return t.nodeError(i, "shapes " + shapeText(t.input(i, 0)->shape) + " and " +
-                                        shapeText(t.input(i, 1)->shape) + " do not broadcast");
-            t.define(out(t, i), kFloat, *shape);
+  return {
+      [](Translator& t, int i) -> Error {
+        if (Error e = requireFloat(t, i, {0, 1})) return e;
+        std::optional<Shape> shape = broadcastShapes(t.input(i, 0)->shape, t.input(i, 1)->shape);
+        if (!shape)
+          return t.nodeError(i, "shapes " + shapeText(t.input(i, 0)->shape) + " and " +
+                                    shapeText(t.input(i, 1)->shape) + " do not broadcast");
+        t.define(out(t, i), kFloat, *shape);
+        return Error::success();
+      },
+      [dtcOp](Translator& t, int i) -> Error {
+        const Constant* c[2] = {t.constant(i, 0), t.constant(i, 1)};
+        const Shape& shape = t.value(out(t, i))->shape;
+        for (int k = 0; k < 2; ++k)
+          if (c[k] && dtcOp == "Mul" && c[k]->size() == 1 && t.input(i, 1 - k)->shape == shape) {
+            t.emit(i, "Scale", {operand(t, i, 1 - k)}, {out(t, i)},
+                   {NodeAttr::real("factor", c[k]->real(0))});
             return Error::success();
-          },
-          [dtcOp](Translator& t, int i) -> Error {
-            const Constant* c[2] = {t.constant(i, 0), t.constant(i, 1)};
-            const Shape& shape = t.value(out(t, i))->shape;
-            for (int k = 0; k < 2; ++k)
-              if (c[k] && dtcOp == "Mul" && c[k]->size() == 1 &&
-                  t.input(i, 1 - k)->shape == shape) {
-                t.emit(i, "Scale", {operand(t, i, 1 - k)}, {out(t, i)},
-                       {NodeAttr::real("factor", c[k]->real(0))});
-                return Error::success();
-              }
-            std::string a = c[0] ? t.frozenConstant(i, *c[0]) : operand(t, i, 0);
-            std::string b = c[1] ? t.frozenConstant(i, *c[1]) : operand(t, i, 1);
-            t.emit(i, dtcOp, {a, b}, {out(t, i)});
-            return Error::success();
-          }};
+          }
+        std::string a = c[0] ? t.frozenConstant(i, *c[0]) : operand(t, i, 0);
+        std::string b = c[1] ? t.frozenConstant(i, *c[1]) : operand(t, i, 1);
+        t.emit(i, dtcOp, {a, b}, {out(t, i)});
+        return Error::success();
+      }};
 }
 
 // The broadcast of the inputs' shapes (inputs `from`..), for ops whose output has it.
@@ -146,7 +146,8 @@ OpRule scaleRule(bool negate) {
             const Constant* c = t.constant(i, 1);
             if (!negate && (!c || c->size() != 1 || t.constant(i, 0) ||
                             t.input(i, 0)->shape != t.value(out(t, i))->shape))
-              return t.unsupported(i, "a divisor computed by the step (a constant one is supported)");
+              return t.unsupported(i,
+                                   "a divisor computed by the step (a constant one is supported)");
             const double factor = negate ? -1.0 : 1.0 / c->real(0);
             t.emit(i, "Scale", {operand(t, i, 0)}, {out(t, i)}, {NodeAttr::real("factor", factor)});
             return Error::success();
@@ -185,10 +186,10 @@ OpRule matmulRule() {
             if (rankOf(a) < 2 || rankOf(b) < 2)
               return t.nodeError(i, "vector operands of MatMul are not supported yet");
             if (a.shape.back() != b.shape[b.shape.size() - 2])
-              return t.nodeError(i, "inner dimensions differ: " + shapeText(a.shape) + " · " +
-                                        shapeText(b.shape));
-            if (rankOf(b) != 2 && !std::equal(a.shape.begin(), a.shape.end() - 2,
-                                               b.shape.begin(), b.shape.end() - 2))
+              return t.nodeError(
+                  i, "inner dimensions differ: " + shapeText(a.shape) + " · " + shapeText(b.shape));
+            if (rankOf(b) != 2 &&
+                !std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin(), b.shape.end() - 2))
               return t.nodeError(i, "batch dimensions " + shapeText(a.shape) + " and " +
                                         shapeText(b.shape) + " must be equal (or B 2-D)");
             Shape shape(a.shape.begin(), a.shape.end() - 1);
@@ -219,53 +220,56 @@ OpRule matmulRule() {
 // Gemm: α·op(A)·op(B) + β·C. nn.Linear's export (B a parameter [out, in], transB = 1, α = β = 1)
 // is dtc's Linear; the rest a MatMul with the factors as Scales and C added.
 OpRule gemmRule() {
-  return {[](Translator& t, int i) -> Error {
-            if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
-            const onnx::NodeProto& n = t.node(i);
-            const Value &a = *t.input(i, 0), &b = *t.input(i, 1);
-            if (rankOf(a) != 2 || rankOf(b) != 2) return t.nodeError(i, "Gemm takes 2-D A and B");
-            const bool ta = intAttribute(n, "transA", 0), tb = intAttribute(n, "transB", 0);
-            const int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
-            const int64_t kb = tb ? b.shape[1] : b.shape[0], nn = tb ? b.shape[0] : b.shape[1];
-            if (k != kb) return t.nodeError(i, "inner dimensions differ");
-            if (const Value* c = t.input(i, 2); c && !broadcastShapes(c->shape, {m, nn}))
-              return t.nodeError(i, "C " + shapeText(c->shape) + " does not broadcast to the product");
-            if (t.constant(i, 0) || t.constant(i, 1))
-              return t.nodeError(i, "a product with a constant matrix is not supported yet");
-            t.define(out(t, i), kFloat, {m, nn});
-            return Error::success();
-          },
-          [](Translator& t, int i) -> Error {
-            const onnx::NodeProto& n = t.node(i);
-            const bool ta = intAttribute(n, "transA", 0), tb = intAttribute(n, "transB", 0);
-            const double alpha = floatAttribute(n, "alpha", 1.0), beta = floatAttribute(n, "beta", 1.0);
-            const Value* c = t.input(i, 2);
-            const Shape& shape = t.value(out(t, i))->shape;
-            const bool vectorBias = c && c->kind == ValueKind::kParam && c->shape == Shape{shape[1]};
-            if (!ta && tb && alpha == 1.0 && (!c || (beta == 1.0 && vectorBias))) {
-              std::vector<std::string> in = {operand(t, i, 0), operand(t, i, 1)};
-              if (c) in.push_back(c->name);
-              t.emit(i, "Linear", in, {out(t, i)});
-              return Error::success();
-            }
-            const std::string product = c || alpha != 1.0 ? t.fresh(out(t, i) + "::product") : out(t, i);
-            t.emit(i, "MatMul", {operand(t, i, 0), operand(t, i, 1)}, {product},
-                   {NodeAttr::integer("transpose_a", ta), NodeAttr::integer("transpose_b", tb)});
-            std::string scaled = product;
-            if (alpha != 1.0) {
-              scaled = c ? t.fresh(out(t, i) + "::scaled") : out(t, i);
-              t.emit(i, "Scale", {product}, {scaled}, {NodeAttr::real("factor", alpha)});
-            }
-            if (!c) return Error::success();
-            std::string bias = c->kind == ValueKind::kConst ? t.frozenConstant(i, *c->constant) : c->name;
-            if (beta != 1.0) {
-              const std::string b2 = t.fresh(out(t, i) + "::bias");
-              t.emit(i, "Scale", {bias}, {b2}, {NodeAttr::real("factor", beta)});
-              bias = b2;
-            }
-            t.emit(i, "Add", {scaled, bias}, {out(t, i)});
-            return Error::success();
-          }};
+  return {
+      [](Translator& t, int i) -> Error {
+        if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
+        const onnx::NodeProto& n = t.node(i);
+        const Value &a = *t.input(i, 0), &b = *t.input(i, 1);
+        if (rankOf(a) != 2 || rankOf(b) != 2) return t.nodeError(i, "Gemm takes 2-D A and B");
+        const bool ta = intAttribute(n, "transA", 0), tb = intAttribute(n, "transB", 0);
+        const int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
+        const int64_t kb = tb ? b.shape[1] : b.shape[0], nn = tb ? b.shape[0] : b.shape[1];
+        if (k != kb) return t.nodeError(i, "inner dimensions differ");
+        if (const Value* c = t.input(i, 2); c && !broadcastShapes(c->shape, {m, nn}))
+          return t.nodeError(i, "C " + shapeText(c->shape) + " does not broadcast to the product");
+        if (t.constant(i, 0) || t.constant(i, 1))
+          return t.nodeError(i, "a product with a constant matrix is not supported yet");
+        t.define(out(t, i), kFloat, {m, nn});
+        return Error::success();
+      },
+      [](Translator& t, int i) -> Error {
+        const onnx::NodeProto& n = t.node(i);
+        const bool ta = intAttribute(n, "transA", 0), tb = intAttribute(n, "transB", 0);
+        const double alpha = floatAttribute(n, "alpha", 1.0), beta = floatAttribute(n, "beta", 1.0);
+        const Value* c = t.input(i, 2);
+        const Shape& shape = t.value(out(t, i))->shape;
+        const bool vectorBias = c && c->kind == ValueKind::kParam && c->shape == Shape{shape[1]};
+        if (!ta && tb && alpha == 1.0 && (!c || (beta == 1.0 && vectorBias))) {
+          std::vector<std::string> in = {operand(t, i, 0), operand(t, i, 1)};
+          if (c) in.push_back(c->name);
+          t.emit(i, "Linear", in, {out(t, i)});
+          return Error::success();
+        }
+        const std::string product =
+            c || alpha != 1.0 ? t.fresh(out(t, i) + "::product") : out(t, i);
+        t.emit(i, "MatMul", {operand(t, i, 0), operand(t, i, 1)}, {product},
+               {NodeAttr::integer("transpose_a", ta), NodeAttr::integer("transpose_b", tb)});
+        std::string scaled = product;
+        if (alpha != 1.0) {
+          scaled = c ? t.fresh(out(t, i) + "::scaled") : out(t, i);
+          t.emit(i, "Scale", {product}, {scaled}, {NodeAttr::real("factor", alpha)});
+        }
+        if (!c) return Error::success();
+        std::string bias =
+            c->kind == ValueKind::kConst ? t.frozenConstant(i, *c->constant) : c->name;
+        if (beta != 1.0) {
+          const std::string b2 = t.fresh(out(t, i) + "::bias");
+          t.emit(i, "Scale", {bias}, {b2}, {NodeAttr::real("factor", beta)});
+          bias = b2;
+        }
+        t.emit(i, "Add", {scaled, bias}, {out(t, i)});
+        return Error::success();
+      }};
 }
 
 // ---- layout -------------------------------------------------------------------------------------
@@ -273,37 +277,39 @@ OpRule gemmRule() {
 // Reshape, Flatten, Unsqueeze and Squeeze on computed values: a dtc Reshape to the shape the
 // walk worked out.
 OpRule reshapeRule() {
-  return {[](Translator& t, int i) -> Error {
-            const onnx::NodeProto& n = t.node(i);
-            const Value& x = *t.input(i, 0);
-            const std::string& op = n.op_type();
-            Shape shape;
-            if (op == "Flatten") {
-              int64_t axis = intAttribute(n, "axis", 1);
-              if (!normalise(axis, rankOf(x) + 1) )
-                return t.nodeError(i, "Flatten's axis is out of range");
-              int64_t outer = 1;
-              for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
-              shape = {outer, static_cast<int64_t>(elementsOf(x.shape)) / std::max<int64_t>(outer, 1)};
-            } else {
-              if (Error e = requireConstant(t, i, 1, "the shape or axes")) return e;
-              // The constant evaluation of the same node on a stand-in of x's shape.
-              Constant standIn = Constant::ofInts(kInt64, x.shape, std::vector<int64_t>(elementsOf(x.shape), 0));
-              std::vector<const Constant*> in = {&standIn};
-              for (int k = 1; k < n.input_size(); ++k) in.push_back(t.constant(i, k));
-              std::string problem;
-              std::optional<std::vector<Constant>> r = evaluate(n, in, problem);
-              if (!r) return t.nodeError(i, problem.empty() ? "cannot work out its shape" : problem);
-              shape = (*r)[0].shape;
-            }
-            t.define(out(t, i), x.type, shape);
-            return Error::success();
-          },
-          [](Translator& t, int i) -> Error {
-            t.emit(i, "Reshape", {operand(t, i, 0)}, {out(t, i)},
-                   {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
-            return Error::success();
-          }};
+  return {
+      [](Translator& t, int i) -> Error {
+        const onnx::NodeProto& n = t.node(i);
+        const Value& x = *t.input(i, 0);
+        const std::string& op = n.op_type();
+        Shape shape;
+        if (op == "Flatten") {
+          int64_t axis = intAttribute(n, "axis", 1);
+          if (!normalise(axis, rankOf(x) + 1))
+            return t.nodeError(i, "Flatten's axis is out of range");
+          int64_t outer = 1;
+          for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
+          shape = {outer, static_cast<int64_t>(elementsOf(x.shape)) / std::max<int64_t>(outer, 1)};
+        } else {
+          if (Error e = requireConstant(t, i, 1, "the shape or axes")) return e;
+          // The constant evaluation of the same node on a stand-in of x's shape.
+          Constant standIn =
+              Constant::ofInts(kInt64, x.shape, std::vector<int64_t>(elementsOf(x.shape), 0));
+          std::vector<const Constant*> in = {&standIn};
+          for (int k = 1; k < n.input_size(); ++k) in.push_back(t.constant(i, k));
+          std::string problem;
+          std::optional<std::vector<Constant>> r = evaluate(n, in, problem);
+          if (!r) return t.nodeError(i, problem.empty() ? "cannot work out its shape" : problem);
+          shape = (*r)[0].shape;
+        }
+        t.define(out(t, i), x.type, shape);
+        return Error::success();
+      },
+      [](Translator& t, int i) -> Error {
+        t.emit(i, "Reshape", {operand(t, i, 0)}, {out(t, i)},
+               {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
+        return Error::success();
+      }};
 }
 
 OpRule transposeRule() {
@@ -342,8 +348,8 @@ OpRule splitRule() {
             int64_t axis = intAttribute(n, "axis", 0);
             if (!normalise(axis, rankOf(x))) return t.nodeError(i, "axis is out of range");
             const int64_t parts = n.output_size();
-            std::vector<int64_t> sizes = t.constant(i, 1) ? intsOf(*t.constant(i, 1))
-                                                          : intsAttribute(n, "split");
+            std::vector<int64_t> sizes =
+                t.constant(i, 1) ? intsOf(*t.constant(i, 1)) : intsAttribute(n, "split");
             if (sizes.empty()) {
               if (x.shape[axis] % parts != 0)
                 return t.nodeError(i, "dimension " + std::to_string(x.shape[axis]) +
@@ -391,7 +397,8 @@ OpRule softmaxRule() {
             std::vector<int64_t> perm;
             for (int64_t d = 0; d < rankOf(x); ++d) perm.push_back(d);
             std::swap(perm[axis], perm.back());
-            const std::string moved = t.fresh(out(t, i) + "::moved"), soft = t.fresh(out(t, i) + "::softmax");
+            const std::string moved = t.fresh(out(t, i) + "::moved"),
+                              soft = t.fresh(out(t, i) + "::softmax");
             t.emit(i, "Transpose", {x.name}, {moved}, {NodeAttr::ints("perm", perm)});
             t.emit(i, "Softmax", {moved}, {soft});
             t.emit(i, "Transpose", {soft}, {out(t, i)}, {NodeAttr::ints("perm", perm)});
@@ -446,26 +453,27 @@ OpRule gatherRule() {
 }
 
 OpRule layerNormRule() {
-  return {[](Translator& t, int i) -> Error {
-            if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
-            const Value& x = *t.input(i, 0);
-            int64_t axis = intAttribute(t.node(i), "axis", -1);
-            if (!normalise(axis, rankOf(x)) || axis != rankOf(x) - 1)
-              return t.nodeError(i, "only the last dimension is normalised");
-            for (int k : {1, 2})
-              if (!t.input(i, k) || t.input(i, k)->kind != ValueKind::kParam)
-                return t.nodeError(i, "scale and bias must be parameters");
-            for (int k = 1; k < t.node(i).output_size(); ++k)
-              if (!t.node(i).output(k).empty() && !t.users(t.node(i).output(k)).empty())
-                return t.nodeError(i, "its mean and inverse deviation are read; dtc keeps them inside");
-            t.define(out(t, i), kFloat, x.shape);
-            return Error::success();
-          },
-          [](Translator& t, int i) -> Error {
-            t.emit(i, "LayerNorm", {operand(t, i, 0), operand(t, i, 1), operand(t, i, 2)}, {out(t, i)},
-                   {NodeAttr::real("eps", floatAttribute(t.node(i), "epsilon", 1e-5))});
-            return Error::success();
-          }};
+  return {
+      [](Translator& t, int i) -> Error {
+        if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
+        const Value& x = *t.input(i, 0);
+        int64_t axis = intAttribute(t.node(i), "axis", -1);
+        if (!normalise(axis, rankOf(x)) || axis != rankOf(x) - 1)
+          return t.nodeError(i, "only the last dimension is normalised");
+        for (int k : {1, 2})
+          if (!t.input(i, k) || t.input(i, k)->kind != ValueKind::kParam)
+            return t.nodeError(i, "scale and bias must be parameters");
+        for (int k = 1; k < t.node(i).output_size(); ++k)
+          if (!t.node(i).output(k).empty() && !t.users(t.node(i).output(k)).empty())
+            return t.nodeError(i, "its mean and inverse deviation are read; dtc keeps them inside");
+        t.define(out(t, i), kFloat, x.shape);
+        return Error::success();
+      },
+      [](Translator& t, int i) -> Error {
+        t.emit(i, "LayerNorm", {operand(t, i, 0), operand(t, i, 1), operand(t, i, 2)}, {out(t, i)},
+               {NodeAttr::real("eps", floatAttribute(t.node(i), "epsilon", 1e-5))});
+        return Error::success();
+      }};
 }
 
 OpRule crossEntropyRule() {
@@ -479,7 +487,8 @@ OpRule crossEntropyRule() {
             if (rankOf(scores) != 2 || rankOf(labels) != 1 || labels.type != kInt64 ||
                 labels.shape[0] != scores.shape[0])
               return t.nodeError(i, "needs scores [N, C] and int64 labels [N], got " +
-                                        shapeText(scores.shape) + " and " + shapeText(labels.shape));
+                                        shapeText(scores.shape) + " and " +
+                                        shapeText(labels.shape));
             if (n.output_size() > 1 && !n.output(1).empty() && !t.users(n.output(1)).empty())
               return t.nodeError(i, "its log-probabilities are read; dtc keeps them inside");
             t.define(out(t, i), kFloat, {});
@@ -503,17 +512,22 @@ OpRule convRule() {
             const onnx::NodeProto& n = t.node(i);
             if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
             const Value &x = *t.input(i, 0), &w = *t.input(i, 1);
-            if (rankOf(x) != 4 || rankOf(w) != 4) return t.nodeError(i, "only 2-D convolutions are supported");
-            if (intAttribute(n, "group", 1) != 1) return t.nodeError(i, "grouped convolutions are not supported yet");
+            if (rankOf(x) != 4 || rankOf(w) != 4)
+              return t.nodeError(i, "only 2-D convolutions are supported");
+            if (intAttribute(n, "group", 1) != 1)
+              return t.nodeError(i, "grouped convolutions are not supported yet");
             if (stringAttribute(n, "auto_pad", "NOTSET") != "NOTSET")
               return t.nodeError(i, "auto_pad is not supported; export explicit pads");
-            const std::vector<int64_t> dil = pairOf(n, "dilations", 1), strides = pairOf(n, "strides", 1);
+            const std::vector<int64_t> dil = pairOf(n, "dilations", 1),
+                                       strides = pairOf(n, "strides", 1);
             std::vector<int64_t> pads = intsAttribute(n, "pads");
             if (pads.empty()) pads.assign(4, 0);
-            if (dil != std::vector<int64_t>{1, 1}) return t.nodeError(i, "dilated convolutions are not supported yet");
+            if (dil != std::vector<int64_t>{1, 1})
+              return t.nodeError(i, "dilated convolutions are not supported yet");
             if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
               return t.nodeError(i, "only symmetric padding is supported");
-            if (x.shape[1] != w.shape[1]) return t.nodeError(i, "channels differ between input and weight");
+            if (x.shape[1] != w.shape[1])
+              return t.nodeError(i, "channels differ between input and weight");
             const int64_t oh = (x.shape[2] + 2 * pads[0] - w.shape[2]) / strides[0] + 1;
             const int64_t ow = (x.shape[3] + 2 * pads[1] - w.shape[3]) / strides[1] + 1;
             t.define(out(t, i), kFloat, {x.shape[0], w.shape[0], oh, ow});
@@ -543,14 +557,16 @@ OpRule batchNormRule() {
                 return t.nodeError(i, "scale, bias and running statistics must be initializers");
             for (int k = 1; k < n.output_size(); ++k)
               if (!n.output(k).empty() && !t.users(n.output(k)).empty())
-                return t.nodeError(i, "its running statistics outputs are read; dtc updates them in place");
+                return t.nodeError(
+                    i, "its running statistics outputs are read; dtc updates them in place");
             t.define(out(t, i), kFloat, t.input(i, 0)->shape);
             return Error::success();
           },
           [](Translator& t, int i) -> Error {
             const onnx::NodeProto& n = t.node(i);
             t.emit(i, "BatchNormalization",
-                   {operand(t, i, 0), operand(t, i, 1), operand(t, i, 2), operand(t, i, 3), operand(t, i, 4)},
+                   {operand(t, i, 0), operand(t, i, 1), operand(t, i, 2), operand(t, i, 3),
+                    operand(t, i, 4)},
                    {out(t, i)},
                    {NodeAttr::real("eps", floatAttribute(n, "epsilon", 1e-5)),
                     NodeAttr::real("momentum", 1.0 - floatAttribute(n, "momentum", 0.9))});
@@ -563,15 +579,19 @@ OpRule maxPoolRule() {
             const onnx::NodeProto& n = t.node(i);
             const Value& x = *t.input(i, 0);
             if (rankOf(x) != 4) return t.nodeError(i, "only 2-D pooling is supported");
-            const std::vector<int64_t> k = intsAttribute(n, "kernel_shape"), s = pairOf(n, "strides", 1);
+            const std::vector<int64_t> k = intsAttribute(n, "kernel_shape"),
+                                       s = pairOf(n, "strides", 1);
             std::vector<int64_t> pads = intsAttribute(n, "pads");
             if (k.size() != 2) return t.nodeError(i, "kernel_shape must have two values");
             if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }) ||
-                intAttribute(n, "ceil_mode", 0) != 0 || pairOf(n, "dilations", 1) != std::vector<int64_t>{1, 1})
+                intAttribute(n, "ceil_mode", 0) != 0 ||
+                pairOf(n, "dilations", 1) != std::vector<int64_t>{1, 1})
               return t.nodeError(i, "padding, ceil_mode and dilations are not supported yet");
-            if (n.output_size() > 1 && !n.output(1).empty()) return t.nodeError(i, "its indices output is not supported");
+            if (n.output_size() > 1 && !n.output(1).empty())
+              return t.nodeError(i, "its indices output is not supported");
             t.define(out(t, i), kFloat,
-                     {x.shape[0], x.shape[1], (x.shape[2] - k[0]) / s[0] + 1, (x.shape[3] - k[1]) / s[1] + 1});
+                     {x.shape[0], x.shape[1], (x.shape[2] - k[0]) / s[0] + 1,
+                      (x.shape[3] - k[1]) / s[1] + 1});
             return Error::success();
           },
           [](Translator& t, int i) -> Error {
@@ -696,19 +716,48 @@ const OpRule* findOpRule(const std::string& opType) {
 }
 
 bool differentiableInput(const std::string& op, int index) {
-  static const std::set<std::string> none = {
-      "Shape", "Size", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And",
-      "Or", "Xor", "Range", "ConstantOfShape", "ArgMax", "ArgMin", "NonZero", "Sign", "Floor",
-      "Ceil", "Round"};
+  static const std::set<std::string> none = {"Shape",
+                                             "Size",
+                                             "Equal",
+                                             "Less",
+                                             "Greater",
+                                             "LessOrEqual",
+                                             "GreaterOrEqual",
+                                             "Not",
+                                             "And",
+                                             "Or",
+                                             "Xor",
+                                             "Range",
+                                             "ConstantOfShape",
+                                             "ArgMax",
+                                             "ArgMin",
+                                             "NonZero",
+                                             "Sign",
+                                             "Floor",
+                                             "Ceil",
+                                             "Round"};
   if (none.count(op)) return false;
   static const std::map<std::string, std::set<int>> notThese = {
-      {"BatchNormalization", {3, 4}}, {"Pow", {1}},     {"Where", {0}},
-      {"Dropout", {1, 2}},            {"Clip", {1, 2}}, {"Reshape", {1}},
-      {"Expand", {1}},                {"Slice", {1, 2, 3, 4}}, {"Tile", {1}},
-      {"Gather", {1}},                {"Split", {1}},   {"Unsqueeze", {1}},
-      {"Squeeze", {1}},               {"ReduceSum", {1}}, {"ReduceMean", {1}},
-      {"SoftmaxCrossEntropyLoss", {1, 2}}, {"NegativeLogLikelihoodLoss", {1, 2}},
-      {"Trilu", {1}},                 {"TopK", {1}},    {"Pad", {1, 2, 3}}};
+      {"BatchNormalization", {3, 4}},
+      {"Pow", {1}},
+      {"Where", {0}},
+      {"Dropout", {1, 2}},
+      {"Clip", {1, 2}},
+      {"Reshape", {1}},
+      {"Expand", {1}},
+      {"Slice", {1, 2, 3, 4}},
+      {"Tile", {1}},
+      {"Gather", {1}},
+      {"Split", {1}},
+      {"Unsqueeze", {1}},
+      {"Squeeze", {1}},
+      {"ReduceSum", {1}},
+      {"ReduceMean", {1}},
+      {"SoftmaxCrossEntropyLoss", {1, 2}},
+      {"NegativeLogLikelihoodLoss", {1, 2}},
+      {"Trilu", {1}},
+      {"TopK", {1}},
+      {"Pad", {1, 2, 3}}};
   auto it = notThese.find(op);
   return it == notThese.end() || !it->second.count(index);
 }

@@ -162,7 +162,8 @@ bool matchLayerNorm(Translator& t, int root) {
         }
       if (variance < 0) continue;
       const int pow = inner.take(t.node(variance).input(0), "Pow");
-      if (pow < 0 || t.node(pow).input(0) != outName(t, sub) || inner.scalar(t.node(pow).input(1)) != 2.0)
+      if (pow < 0 || t.node(pow).input(0) != outName(t, sub) ||
+          inner.scalar(t.node(pow).input(1)) != 2.0)
         continue;
       const Value* xv = t.value(x);
       const int64_t last = static_cast<int64_t>(xv->shape.size()) - 1;
@@ -214,7 +215,8 @@ bool matchGelu(Translator& t, int root) {
         if (outer.size() != 2) continue;
         std::string sum;
         for (int k = 0; k < 2; ++k)
-          if (std::optional<double> c = trial.scalar(outer[k]); c && std::fabs(*c - 0.7978845608028654) < 1e-6)
+          if (std::optional<double> c = trial.scalar(outer[k]);
+              c && std::fabs(*c - 0.7978845608028654) < 1e-6)
             sum = outer[1 - k];
         const int add = sum.empty() ? -1 : trial.take(sum, "Add");
         if (add < 0) continue;

@@ -159,8 +159,8 @@ llvm::Error Translator::readInputs() {
     v.name = in.name();
     values_[in.name()] = v;
     shape[0] = -1;
-    builder_.input(in.name(), type == onnx::TensorProto::FLOAT ? model::DType::f32 : model::DType::i64,
-                   shape);
+    builder_.input(in.name(),
+                   type == onnx::TensorProto::FLOAT ? model::DType::f32 : model::DType::i64, shape);
   }
   return llvm::Error::success();
 }
@@ -198,9 +198,10 @@ llvm::Error Translator::chooseLoss() {
     return llvm::Error::success();
   }
   if (scalars.empty())
-    return error(model_.name() + ": no scalar float output to minimise: give --loss NAME, or "
-                                 "--loss cross-entropy|mse --target INPUT for a forward-only "
-                                 "export");
+    return error(model_.name() +
+                 ": no scalar float output to minimise: give --loss NAME, or "
+                 "--loss cross-entropy|mse --target INPUT for a forward-only "
+                 "export");
   std::string names;
   for (const std::string& s : scalars) names += (names.empty() ? "" : ", ") + s;
   return error(model_.name() + ": several scalar outputs (" + names + "); name one with --loss");
@@ -273,7 +274,9 @@ llvm::Error Translator::constantNode(int i) {
                            std::vector<int64_t>(a.ints().begin(), a.ints().end()));
     }
   }
-  if (!c) return nodeError(i, "a Constant without a value dtc reads (value, value_float(s), value_int(s))");
+  if (!c)
+    return nodeError(i,
+                     "a Constant without a value dtc reads (value, value_float(s), value_int(s))");
   Value v;
   v.kind = ValueKind::kConst;
   v.type = c->type;
@@ -314,12 +317,12 @@ llvm::Error Translator::walk() {
       int64_t start = intAttribute(n, "start", 0), end = intAttribute(n, "end", rank);
       start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
       end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
-      Constant c = op == "Size" ? Constant::ofInts(onnx::TensorProto::INT64, {},
-                                                   {static_cast<int64_t>(elementsOf(shape))})
-                                : Constant::ofInts(onnx::TensorProto::INT64,
-                                                   {std::max<int64_t>(0, end - start)},
-                                                   Shape(shape.begin() + start,
-                                                         shape.begin() + std::max(start, end)));
+      Constant c = op == "Size"
+                       ? Constant::ofInts(onnx::TensorProto::INT64, {},
+                                          {static_cast<int64_t>(elementsOf(shape))})
+                       : Constant::ofInts(
+                             onnx::TensorProto::INT64, {std::max<int64_t>(0, end - start)},
+                             Shape(shape.begin() + start, shape.begin() + std::max(start, end)));
       Value v;
       v.kind = ValueKind::kConst;
       v.type = c.type;
@@ -328,9 +331,8 @@ llvm::Error Translator::walk() {
       values_[n.output(0)] = std::move(v);
       continue;
     }
-    const bool allKnown = std::all_of(in.begin(), in.end(), [](const Value* v) {
-      return !v || v->kind == ValueKind::kConst;
-    });
+    const bool allKnown = std::all_of(
+        in.begin(), in.end(), [](const Value* v) { return !v || v->kind == ValueKind::kConst; });
     if (allKnown) {
       std::vector<const Constant*> constants;
       for (const Value* v : in) constants.push_back(v ? &*v->constant : nullptr);

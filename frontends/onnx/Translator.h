@@ -107,8 +107,8 @@ class Translator {
   std::map<std::string, bool> buffers_;         // BatchNorm running statistics
   std::vector<Group> groups_;
   std::vector<int> groupOf_;
-  std::string lossValue_;     // the ONNX value minimised, or the prediction (cross-entropy, mse)
-  std::string unsupported_;   // every unsupported node, listed
+  std::string lossValue_;    // the ONNX value minimised, or the prediction (cross-entropy, mse)
+  std::string unsupported_;  // every unsupported node, listed
   int unsupportedCount_ = 0;
   int freshCount_ = 0;
 };
