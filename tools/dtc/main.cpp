@@ -14,6 +14,7 @@
 #include "flatbuffers/ModelImporter.h"
 #include "flatbuffers/model_version.h"
 #include "onnx/ModelSource.h"
+#include "onnx/OnnxImport.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 #include "plan/summary.h"
@@ -60,6 +61,11 @@ namespace {
   "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"       \
   "Partitioning: --zero 0, --bucket-mb 25, --accumulate 1, --microbatches 1, --schedule\n"      \
   "1f1b, --virtual-stages 1; --precision fp32 (fp16: --loss-scale 65536, GradScaler's).\n"
+#define DTC_IMPORT_USAGE                                                                       \
+  "  dtc import MODEL.onnx -o MODEL.dtm [--batch N] [--loss NAME | --loss cross-entropy|mse\n" \
+  "             --target INPUT]\n"                                                             \
+  "      an ONNX export as a dtc model file that compiles at any batch (shapes folded at\n"    \
+  "      --batch, default 2, and one more to find the batch's dimensions)\n"
 #define DTC_INSPECT_USAGE                                                                        \
   "  dtc inspect PLAN.dtp [--json]\n"                                                            \
   "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
@@ -69,14 +75,16 @@ namespace {
   "  dtc ops\n"       \
   "      the model op types dtc imports, one per line, with the attributes each takes\n"
 
-constexpr const char kUsage[] = "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE
-                                "\n" DTC_INSPECT_USAGE DTC_OPS_USAGE "  dtc --version\n";
+constexpr const char kUsage[] =
+    "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE "\n" DTC_IMPORT_USAGE DTC_INSPECT_USAGE DTC_OPS_USAGE
+    "  dtc --version\n";
 
 // `dtc SUBCOMMAND ... --help`: that subcommand's usage.
 const char* subcommandUsage(const std::string& command) {
   if (command == "zoo") return "usage:\n" DTC_ZOO_USAGE;
   if (command == "compile") return "usage:\n" DTC_COMPILE_USAGE;
   if (command == "inspect") return "usage:\n" DTC_INSPECT_USAGE;
+  if (command == "import") return "usage:\n" DTC_IMPORT_USAGE;
   if (command == "ops") return "usage:\n" DTC_OPS_USAGE;
   return nullptr;
 }
@@ -380,6 +388,28 @@ int runCompile(int argc, char** argv) {
   return 0;
 }
 
+int runImport(int argc, char** argv) {
+  auto args = dtc::Args::parse(argc, argv, 2, {"output", "batch", "loss", "target"}, {});
+  if (!args.ok()) return fail(args.status());
+  if (args->positionals().size() != 1) return fail("dtc import: expected one ONNX file");
+  if (!args->has("output")) return fail("dtc import: missing -o MODEL.dtm");
+  const std::string& path = args->positionals()[0];
+  if (!dtc::isOnnxFile(path))
+    return fail(path + " is not an ONNX file (it is a dtc model already, or unreadable)");
+  auto batch = args->integer("batch", 0);
+  if (!batch.ok()) return fail(batch.status());
+  if (*batch < 0) return fail("dtc import: --batch must be positive");
+  dtc::onnx_import::TranslateOptions options;
+  options.batch = *batch;
+  options.loss = args->str("loss");
+  options.target = args->str("target");
+  auto model = dtc::onnx_import::OnnxModel::read(path);
+  if (!model) return fail(llvm::toString(model.takeError()));
+  auto bytes = dtc::onnx_import::importOnnx(*model, options);
+  if (!bytes) return fail(llvm::toString(bytes.takeError()));
+  return writeModel(*args, *bytes);
+}
+
 int runInspect(int argc, char** argv) {
   auto args = dtc::Args::parse(argc, argv, 2, {}, {"json"});
   if (!args.ok()) return fail(args.status());
@@ -426,6 +456,7 @@ int main(int argc, char** argv) {
   if (command == "zoo") return runZoo(argc, argv);
   if (command == "compile") return runCompile(argc, argv);
   if (command == "inspect") return runInspect(argc, argv);
+  if (command == "import") return runImport(argc, argv);
   if (command == "ops") return runOps(argc, argv);
   return fail("unknown command '" + command + "'\n" + kUsage);
 }
