@@ -6,6 +6,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include "FunctionAttrs.h"
+#include "MegatronPreset.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
@@ -72,12 +73,13 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     std::string preset;
     if (!StringRef(megatron).empty()) {
       if (failed(checkHeads(module, mesh, megatron))) return failure();
-      std::string t = megatron;
-      for (const std::string& item :
-           {"*.attn.c_attn.weight=3x" + t + ",-", "*.attn.c_attn.bias=3x" + t,
-            "*.attn.c_proj.weight=-," + t, "*.mlp.c_fc.weight=" + t + ",-", "*.mlp.c_fc.bias=" + t,
-            "*.mlp.c_proj.weight=-," + t})
-        preset += (preset.empty() ? "" : ";") + item;
+      const std::vector<std::string> specs = megatronSpecs(module, megatron);
+      if (specs.empty())
+        return module.emitError(
+            "Megatron's tensor-parallel splits need a GPT-2-shaped model: no parameter is named "
+            "like GPT-2's (*.attn.c_attn.weight) and no block has its shape (split the model with "
+            "--shard PATTERN=SPEC)");
+      for (const std::string& item : specs) preset += (preset.empty() ? "" : ";") + item;
       SmallVector<StringRef> more;
       StringRef(preset).split(more, ';');
       items.append(more.begin(), more.end());

@@ -18,7 +18,8 @@ std::vector<int64_t> ints(const flatbuffers::Vector<int64_t>* v) {
   return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>();
 }
 
-std::vector<std::string> strings(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
+std::vector<std::string> strings(
+    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
   std::vector<std::string> out;
   if (v)
     for (const auto* s : *v) out.push_back(s->str());
@@ -45,7 +46,8 @@ llvm::Expected<std::vector<int64_t>> batchFreeShape(const std::vector<int64_t>& 
   for (size_t d = 0; d < at1.size(); ++d) {
     if (at1[d] == at2[d]) continue;
     if (at1[d] % b1 != 0 || at2[d] % b2 != 0 || at1[d] / b1 != at2[d] / b2 || ++scaled > 1)
-      return error("node '" + node + "' reshapes to a shape that depends on the batch in a way "
+      return error("node '" + node +
+                   "' reshapes to a shape that depends on the batch in a way "
                    "-1 cannot express; compile the ONNX file itself with --batch");
     shape[d] = -1;
   }

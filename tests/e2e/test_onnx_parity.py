@@ -191,6 +191,10 @@ def gpt_case(work):
     _, final3, losses3 = dtc_run(path, work, "gpt-pp2", flags + ["--mesh", "pp=2", "--microbatches", "2"],
                                  data, devices=2)
     compare("gpt pp=2 against one device", losses3, losses, final3, final, 1e-5)
+    # Megatron's splits found by the block's shape (the names are not nanoGPT's), vocabulary
+    # parallel cross-entropy included.
+    _, final4, losses4 = dtc_run(path, work, "gpt-tp2", flags + ["--mesh", "tp=2"], data, devices=2)
+    compare("gpt tp=2 against one device", losses4, losses, final4, final, 1e-5)
 
 
 # ---- a ResNet-style CNN: BatchNorm with running statistics, a skip connection ----------------
