@@ -73,8 +73,8 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t) {
     func.walk([&](graph::LinearOp linear) {
       const Layer l = layerOf(linear);
       if (l.weight.empty()) return;
-      if (auto split = l.out.hasOneUse() ? dyn_cast<graph::SplitOp>(*l.out.getUsers().begin())
-                                         : nullptr;
+      if (auto split =
+              l.out.hasOneUse() ? dyn_cast<graph::SplitOp>(*l.out.getUsers().begin()) : nullptr;
           split && split.getParts() == 3 &&
           static_cast<int64_t>(split.getAxis()) ==
               cast<RankedTensorType>(l.out.getType()).getRank() - 1) {
@@ -105,12 +105,14 @@ std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t) {
   bool named = false;
   auto glob = llvm::GlobPattern::create("*.attn.c_attn.weight");
   for (auto func : module.getOps<func::FuncOp>())
-    for (BlockArgument arg : func.getArguments())
-      named = named || glob->match(paramName(arg));
+    for (BlockArgument arg : func.getArguments()) named = named || glob->match(paramName(arg));
   if (named)
-    return {"*.attn.c_attn.weight=3x" + t + ",-", "*.attn.c_attn.bias=3x" + t,
-            "*.attn.c_proj.weight=-," + t,          "*.mlp.c_fc.weight=" + t + ",-",
-            "*.mlp.c_fc.bias=" + t,                 "*.mlp.c_proj.weight=-," + t};
+    return {"*.attn.c_attn.weight=3x" + t + ",-",
+            "*.attn.c_attn.bias=3x" + t,
+            "*.attn.c_proj.weight=-," + t,
+            "*.mlp.c_fc.weight=" + t + ",-",
+            "*.mlp.c_fc.bias=" + t,
+            "*.mlp.c_proj.weight=-," + t};
   return byStructure(module, t);
 }
 

@@ -61,11 +61,14 @@ struct Match {
     const Value* v = tr->value(name);
     return v && v->kind == ValueKind::kParam;
   }
-  void record(int root, std::function<Error()> emit) {
+  // The fused op is emitted when the walk reaches `root` and named after the first member (a
+  // cut before it, --stage-cuts, is a cut before the whole match).
+  void record(int root, const std::function<Error(int named)>& emit) {
     Group g;
     g.root = root;
     g.members.assign(members.begin(), members.end());
-    g.emit = std::move(emit);
+    const int first = *members.begin();
+    g.emit = [emit, first] { return emit(first); };
     tr->addGroup(std::move(g));
   }
 };
@@ -122,10 +125,10 @@ bool matchLinear(Translator& t, int root) {
   if (!bias.empty() && t.value(bias)->shape != Shape{w->shape[0]}) return false;
   if (!m.closed(root)) return false;
   const std::string input = x->name, out = outName(t, root);
-  m.record(root, [&t, root, input, weight, bias, out] {
+  m.record(root, [&t, input, weight, bias, out](int named) {
     std::vector<std::string> in = {input, weight};
     if (!bias.empty()) in.push_back(bias);
-    t.emit(root, "Linear", in, {out});
+    t.emit(named, "Linear", in, {out});
     return Error::success();
   });
   return true;
@@ -177,8 +180,8 @@ bool matchLayerNorm(Translator& t, int root) {
           t.value(bias)->shape != width || !inner.closed(root))
         continue;
       const std::string xName = xv->name, out = outName(t, root);
-      inner.record(root, [&t, root, xName, weight, bias, out, eps] {
-        t.emit(root, "LayerNorm", {xName, weight, bias}, {out}, {NodeAttr::real("eps", eps)});
+      inner.record(root, [&t, xName, weight, bias, out, eps](int named) {
+        t.emit(named, "LayerNorm", {xName, weight, bias}, {out}, {NodeAttr::real("eps", eps)});
         return Error::success();
       });
       return true;
@@ -262,8 +265,8 @@ bool matchGelu(Translator& t, int root) {
       const Value* xv = t.value(x);
       if (!xv || xv->type != onnx::TensorProto::FLOAT) continue;
       const std::string xName = xv->name, out = outName(t, root);
-      trial.record(root, [&t, root, xName, out, tanhForm] {
-        t.emit(root, "Gelu", {xName}, {out},
+      trial.record(root, [&t, xName, out, tanhForm](int named) {
+        t.emit(named, "Gelu", {xName}, {out},
                {NodeAttr::text("approximate", tanhForm ? "tanh" : "none")});
         return Error::success();
       });
@@ -329,8 +332,8 @@ bool matchCausalSoftmax(Translator& t, int root) {
   const Value* s = t.value(scores);
   if (!s || s->kind == ValueKind::kConst || !m.closed(root)) return false;
   const std::string sName = s->name, outN = outName(t, root);
-  m.record(root, [&t, root, sName, outN, scale] {
-    t.emit(root, "CausalSoftmax", {sName}, {outN}, {NodeAttr::real("scale", scale)});
+  m.record(root, [&t, sName, outN, scale](int named) {
+    t.emit(named, "CausalSoftmax", {sName}, {outN}, {NodeAttr::real("scale", scale)});
     return Error::success();
   });
   return true;
@@ -352,8 +355,8 @@ bool matchCrossEntropy(Translator& t, int root) {
       !m.closed(root))
     return false;
   const std::string xName = x->name, labelName = labels->name, out = outName(t, root);
-  m.record(root, [&t, root, xName, labelName, out] {
-    t.emit(root, "SoftmaxCrossEntropy", {xName, labelName}, {out});
+  m.record(root, [&t, xName, labelName, out](int named) {
+    t.emit(named, "SoftmaxCrossEntropy", {xName, labelName}, {out});
     return Error::success();
   });
   return true;
