@@ -185,6 +185,13 @@ def gpt_case(work):
         ref_losses.append(loss.item())
     ref_final = {k: v.detach().numpy() for k, v in module.state_dict().items()}
     compare("gpt", losses, ref_losses, final, ref_final, 1e-4)
+    # Back into the module (the README's way): only the tied head's second name and the folded
+    # mask buffers are not in the file.
+    fresh = Gpt()
+    result = fresh.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in final.items()}, strict=False)
+    assert not result.unexpected_keys, result.unexpected_keys
+    assert set(result.missing_keys) == {"lm_head.weight", "h.0.bias", "h.1.bias"}, result.missing_keys
+    assert torch.equal(fresh.lm_head.weight, torch.from_numpy(final["wte.weight"]))
 
     _, final2, losses2 = dtc_run(path, work, "gpt-dp2", flags + ["--mesh", "dp=2"], data, devices=2)
     compare("gpt dp=2 against one device", losses2, losses, final2, final, 1e-5)
