@@ -13,7 +13,7 @@ PACKAGES=(
   python3-torch python3-numpy
   dataset-fashion-mnist fortunes
   zlib1g-dev
-  libonnx-dev libprotobuf-dev python3-onnx
+  libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata
   clang-format-14
 )
 

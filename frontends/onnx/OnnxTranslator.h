@@ -24,6 +24,9 @@ struct TranslateOptions {
   std::string target;
 };
 
+// The ONNX op types translated on their own (others fold, or run only inside fused patterns).
+std::vector<std::string> translatedOps();
+
 // The dtc model file contents for `model`. Every unsupported node is named in one error.
 llvm::Expected<std::vector<uint8_t>> translateOnnx(const OnnxModel& model,
                                                    const TranslateOptions& options);

@@ -157,22 +157,24 @@ OpRule scaleRule(bool negate) {
 // Ops dtc runs only inside the patterns it fuses (Patterns.cpp): their shapes for the walk, and
 // an unsupported node where no pattern took them.
 OpRule patternOnly(int32_t outputType, bool scalarOutput, const std::string& why) {
-  return {[outputType, scalarOutput](Translator& t, int i) -> Error {
-            if (scalarOutput) {
-              t.define(out(t, i), outputType, {});
-              return Error::success();
-            }
-            const int from = t.node(i).op_type() == "Where" ? 1 : 0;
-            if (Error e = defineBroadcast(t, i, from, outputType)) return e;
-            if (from == 1 && t.input(i, 0)) {  // the condition broadcasts too
-              std::optional<Shape> s =
-                  broadcastShapes(t.input(i, 0)->shape, t.value(out(t, i))->shape);
-              if (!s) return t.nodeError(i, "its condition does not broadcast");
-              t.define(out(t, i), outputType, *s);
-            }
-            return Error::success();
-          },
-          [why](Translator& t, int i) -> Error { return t.unsupported(i, why); }};
+  OpRule rule{[outputType, scalarOutput](Translator& t, int i) -> Error {
+                if (scalarOutput) {
+                  t.define(out(t, i), outputType, {});
+                  return Error::success();
+                }
+                const int from = t.node(i).op_type() == "Where" ? 1 : 0;
+                if (Error e = defineBroadcast(t, i, from, outputType)) return e;
+                if (from == 1 && t.input(i, 0)) {  // the condition broadcasts too
+                  std::optional<Shape> s =
+                      broadcastShapes(t.input(i, 0)->shape, t.value(out(t, i))->shape);
+                  if (!s) return t.nodeError(i, "its condition does not broadcast");
+                  t.define(out(t, i), outputType, *s);
+                }
+                return Error::success();
+              },
+              [why](Translator& t, int i) -> Error { return t.unsupported(i, why); }};
+  rule.insidePatternsOnly = true;
+  return rule;
 }
 
 // ---- contractions -------------------------------------------------------------------------------
@@ -284,9 +286,9 @@ OpRule reshapeRule() {
         const std::string& op = n.op_type();
         Shape shape;
         if (op == "Flatten") {
-          int64_t axis = intAttribute(n, "axis", 1);
-          if (!normalise(axis, rankOf(x) + 1))
-            return t.nodeError(i, "Flatten's axis is out of range");
+          int64_t axis = intAttribute(n, "axis", 1);  // in [-rank, rank]
+          if (axis < 0) axis += rankOf(x);
+          if (axis < 0 || axis > rankOf(x)) return t.nodeError(i, "Flatten's axis is out of range");
           int64_t outer = 1;
           for (int64_t d = 0; d < axis; ++d) outer *= x.shape[d];
           shape = {outer, static_cast<int64_t>(elementsOf(x.shape)) / std::max<int64_t>(outer, 1)};
@@ -452,52 +454,116 @@ OpRule gatherRule() {
           }};
 }
 
+// LayerNormalization over the dimensions from `axis` on: dtc's LayerNorm runs over the last,
+// so several are flattened into one around it (the scale and bias with them). No bias is a
+// bias of zeros.
 OpRule layerNormRule() {
   return {
       [](Translator& t, int i) -> Error {
         if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
         const Value& x = *t.input(i, 0);
         int64_t axis = intAttribute(t.node(i), "axis", -1);
-        if (!normalise(axis, rankOf(x)) || axis != rankOf(x) - 1)
-          return t.nodeError(i, "only the last dimension is normalised");
-        for (int k : {1, 2})
-          if (!t.input(i, k) || t.input(i, k)->kind != ValueKind::kParam)
+        if (!normalise(axis, rankOf(x))) return t.nodeError(i, "axis is out of range");
+        const Shape normalised(x.shape.begin() + axis, x.shape.end());
+        for (int k : {1, 2}) {
+          const Value* v = t.input(i, k);
+          if (!v && k == 2) continue;
+          if (!v || v->kind != ValueKind::kParam)
             return t.nodeError(i, "scale and bias must be parameters");
+          if (v->shape != normalised)
+            return t.nodeError(i, "scale and bias must be " + shapeText(normalised));
+        }
         for (int k = 1; k < t.node(i).output_size(); ++k)
-          if (!t.node(i).output(k).empty() && !t.users(t.node(i).output(k)).empty())
+          if (!t.node(i).output(k).empty() &&
+              (!t.users(t.node(i).output(k)).empty() || t.isGraphOutput(t.node(i).output(k))))
             return t.nodeError(i, "its mean and inverse deviation are read; dtc keeps them inside");
         t.define(out(t, i), kFloat, x.shape);
         return Error::success();
       },
       [](Translator& t, int i) -> Error {
-        t.emit(i, "LayerNorm", {operand(t, i, 0), operand(t, i, 1), operand(t, i, 2)}, {out(t, i)},
-               {NodeAttr::real("eps", floatAttribute(t.node(i), "epsilon", 1e-5))});
+        const Value& x = *t.input(i, 0);
+        int64_t axis = intAttribute(t.node(i), "axis", -1);
+        normalise(axis, rankOf(x));
+        const int64_t width =
+            static_cast<int64_t>(elementsOf(Shape(x.shape.begin() + axis, x.shape.end())));
+        std::string scale = operand(t, i, 1);
+        std::string bias =
+            t.input(i, 2) ? operand(t, i, 2)
+                          : t.frozenConstant(i, Constant::ofReals(kFloat, {width},
+                                                                  std::vector<double>(width, 0.0)));
+        const NodeAttr eps = NodeAttr::real("eps", floatAttribute(t.node(i), "epsilon", 1e-5));
+        if (axis == rankOf(x) - 1) {
+          t.emit(i, "LayerNorm", {x.name, scale, bias}, {out(t, i)}, {eps});
+          return Error::success();
+        }
+        Shape flat(x.shape.begin(), x.shape.begin() + axis);
+        flat.push_back(width);
+        auto reshaped = [&](const std::string& name, const Shape& shape, const char* what) {
+          const std::string r = t.fresh(out(t, i) + what);
+          t.emit(i, "Reshape", {name}, {r}, {NodeAttr::ints("shape", shape)});
+          return r;
+        };
+        const std::string normed = t.fresh(out(t, i) + "::normalised");
+        t.emit(i, "LayerNorm",
+               {reshaped(x.name, flat, "::rows"), reshaped(scale, {width}, "::scale"),
+                reshaped(bias, {width}, "::bias")},
+               {normed}, {eps});
+        t.emit(i, "Reshape", {normed}, {out(t, i)}, {NodeAttr::ints("shape", x.shape)});
         return Error::success();
       }};
 }
 
+// Softmax cross-entropy over classes on dimension 1 (scores [N, C, d...], labels [N, d...]), mean
+// or summed over every position: the classes moved last for dtc's op, which reads [..., C].
+// An ignore_index that is a class would change which positions count: refused (one outside the
+// classes is what PyTorch exports, -100; a label equal to it is an error when it runs).
+Error checkIgnoreIndex(Translator& t, int i, int64_t classes) {
+  if (const onnx::AttributeProto* a = findAttribute(t.node(i), "ignore_index");
+      a && a->i() >= 0 && a->i() < classes)
+    return t.nodeError(i, "ignore_index " + std::to_string(a->i()) + " is one of the " +
+                              std::to_string(classes) +
+                              " classes; positions with that label "
+                              "would have to be left out, which dtc does not do yet");
+  return Error::success();
+}
+
 OpRule crossEntropyRule() {
-  return {[](Translator& t, int i) -> Error {
-            const onnx::NodeProto& n = t.node(i);
-            if (Error e = requireFloat(t, i, {0})) return e;
-            const Value &scores = *t.input(i, 0), &labels = *t.input(i, 1);
-            if (t.input(i, 2)) return t.nodeError(i, "class weights are not supported yet");
-            if (stringAttribute(n, "reduction", "mean") != "mean")
-              return t.nodeError(i, "only reduction 'mean' is supported");
-            if (rankOf(scores) != 2 || rankOf(labels) != 1 || labels.type != kInt64 ||
-                labels.shape[0] != scores.shape[0])
-              return t.nodeError(i, "needs scores [N, C] and int64 labels [N], got " +
-                                        shapeText(scores.shape) + " and " +
-                                        shapeText(labels.shape));
-            if (n.output_size() > 1 && !n.output(1).empty() && !t.users(n.output(1)).empty())
-              return t.nodeError(i, "its log-probabilities are read; dtc keeps them inside");
-            t.define(out(t, i), kFloat, {});
-            return Error::success();
-          },
-          [](Translator& t, int i) -> Error {
-            t.emit(i, "SoftmaxCrossEntropy", {operand(t, i, 0), operand(t, i, 1)}, {out(t, i)});
-            return Error::success();
-          }};
+  return {
+      [](Translator& t, int i) -> Error {
+        const onnx::NodeProto& n = t.node(i);
+        if (Error e = requireFloat(t, i, {0})) return e;
+        const Value &scores = *t.input(i, 0), &labels = *t.input(i, 1);
+        if (t.input(i, 2)) return t.nodeError(i, "class weights are not supported yet");
+        const std::string reduction = stringAttribute(n, "reduction", "mean");
+        if (reduction != "mean" && reduction != "sum")
+          return t.nodeError(i, "reduction '" + reduction + "' is not supported yet");
+        Shape positions = scores.shape;
+        if (rankOf(scores) >= 2) positions.erase(positions.begin() + 1);
+        if (rankOf(scores) < 2 || labels.type != kInt64 || labels.shape != positions)
+          return t.nodeError(i, "needs scores [N, C, ...] and int64 labels [N, ...], got " +
+                                    shapeText(scores.shape) + " and " + shapeText(labels.shape));
+        if (Error e = checkIgnoreIndex(t, i, scores.shape[1])) return e;
+        t.define(out(t, i), kFloat, {});
+        return Error::success();
+      },
+      [](Translator& t, int i) -> Error {
+        const Value& scores = *t.input(i, 0);
+        std::string logits = scores.name;
+        if (rankOf(scores) > 2) {
+          std::vector<int64_t> perm = {0};
+          for (int64_t d = 2; d < rankOf(scores); ++d) perm.push_back(d);
+          perm.push_back(1);
+          logits = t.fresh(out(t, i) + "::classes_last");
+          t.emit(i, "Transpose", {scores.name}, {logits}, {NodeAttr::ints("perm", perm)});
+        }
+        const bool sum = stringAttribute(t.node(i), "reduction", "mean") == "sum";
+        const std::string mean = sum ? t.fresh(out(t, i) + "::mean") : out(t, i);
+        t.emit(i, "SoftmaxCrossEntropy", {logits, operand(t, i, 1)}, {mean});
+        if (sum)
+          t.emit(i, "Scale", {mean}, {out(t, i)},
+                 {NodeAttr::real("factor", static_cast<double>(elementsOf(t.input(i, 1)->shape)))});
+        return Error::success();
+      }};
 }
 
 // ---- convolutional networks ---------------------------------------------------------------------
@@ -628,7 +694,8 @@ OpRule reduceRule(bool mean) {
     if (Error e = requireConstant(t, i, 1, "the axes")) return e;
     const Value& x = *t.input(i, 0);
     axes = t.constant(i, 1) ? intsOf(*t.constant(i, 1)) : intsAttribute(t.node(i), "axes");
-    if (axes.empty())
+    // No axes: all of them, or none (noop_with_empty_axes: a copy).
+    if (axes.empty() && intAttribute(t.node(i), "noop_with_empty_axes", 0) == 0)
       for (int64_t d = 0; d < rankOf(x); ++d) axes.push_back(d);
     for (int64_t& a : axes)
       if (!normalise(a, rankOf(x))) return t.nodeError(i, "axes are out of range");
@@ -654,6 +721,10 @@ OpRule reduceRule(bool mean) {
             if (Error e = axesOf(t, i, axes)) return e;
             const Value& x = *t.input(i, 0);
             const int64_t keep = intAttribute(t.node(i), "keepdims", 1) != 0;
+            if (axes.empty()) {  // noop_with_empty_axes
+              t.emit(i, "Reshape", {x.name}, {out(t, i)}, {NodeAttr::ints("shape", x.shape)});
+              return Error::success();
+            }
             const std::string sum = mean ? t.fresh(out(t, i) + "::sum") : out(t, i);
             t.emit(i, "ReduceSum", {x.name}, {sum},
                    {NodeAttr::ints("axes", axes), NodeAttr::integer("keepdims", keep)});
@@ -709,6 +780,13 @@ const std::map<std::string, OpRule>& rules() {
 }
 
 }  // namespace
+
+std::vector<std::string> translatedOps() {
+  std::vector<std::string> ops;
+  for (const auto& [op, rule] : rules())
+    if (!rule.insidePatternsOnly) ops.push_back(op);
+  return ops;
+}
 
 const OpRule* findOpRule(const std::string& opType) {
   auto it = rules().find(opType);

@@ -347,6 +347,8 @@ bool matchCrossEntropy(Translator& t, int root) {
   const int logSoftmax = m.take(r.input(0), "LogSoftmax");
   if (logSoftmax < 0 || r.input_size() > 2) return false;
   if (stringAttribute(r, "reduction", "mean") != "mean") return false;
+  if (const onnx::AttributeProto* a = findAttribute(r, "ignore_index"); a && a->i() >= 0)
+    return false;  // a class index: those positions would be left out
   const Value* x = t.value(t.node(logSoftmax).input(0));
   const Value* labels = t.value(r.input(1));
   const int64_t axis = intAttribute(t.node(logSoftmax), "axis", -1);

@@ -383,12 +383,20 @@ llvm::Error Translator::emitAll() {
 
 llvm::Error Translator::finishLoss(std::vector<std::string>& outputs, std::string& loss) {
   const Value* v = value(lossValue_);
-  if (!v || v->kind != ValueKind::kComputed)
+  if (!v)
+    return error(model_.name() + ": '" + lossValue_ +
+                 "' is an output dtc does not compute (an optional output of its node)");
+  if (v->kind == ValueKind::kConst)
     return error(model_.name() + ": '" + lossValue_ +
                  "' does not depend on the data or the parameters; nothing to train");
-  for (const std::string& o : outputOrder_)
-    if (const Value* out = value(o); out && out->kind == ValueKind::kComputed)
-      outputs.push_back(out->name);
+  for (const std::string& o : outputOrder_) {
+    const Value* out = value(o);
+    if (!out || out->kind == ValueKind::kConst) continue;
+    // An output that passes a value through (Identity, Dropout) keeps its own name: a copy.
+    if (out->name != o)
+      builder_.node(o, "Reshape", {out->name}, {o}, {NodeAttr::ints("shape", out->shape)});
+    outputs.push_back(o);
+  }
   if (options_.loss == "mse" || options_.loss == "cross-entropy") {
     const bool mse = options_.loss == "mse";
     if (!mse && v->shape.size() < 2)
@@ -405,7 +413,7 @@ llvm::Error Translator::finishLoss(std::vector<std::string>& outputs, std::strin
   if (!v->shape.empty() || v->type != onnx::TensorProto::FLOAT)
     return error(model_.name() + ": the loss '" + lossValue_ + "' must be a float32 scalar, not " +
                  elementTypeName(v->type) + " " + shapeText(v->shape));
-  loss = v->name;
+  loss = isGraphOutput(lossValue_) ? lossValue_ : v->name;
   return llvm::Error::success();
 }
 

@@ -119,6 +119,8 @@ struct OpRule {
   std::function<llvm::Error(Translator&, int)> infer;
   // The dtc ops computing them.
   std::function<llvm::Error(Translator&, int)> emit;
+  // Run only inside the patterns that fuse it (an unmatched node is unsupported).
+  bool insidePatternsOnly = false;
 };
 // The rule for a dynamic node of `opType`, or null when dtc cannot run it.
 const OpRule* findOpRule(const std::string& opType);

@@ -25,6 +25,7 @@
 #include "train/generate.h"
 #include "train/lr_schedule.h"
 #include "train/numerics.h"
+#include "train/predict.h"
 #include "train/progress.h"
 #include "train/run_agreement.h"
 #include "train/save_parameters.h"
@@ -48,6 +49,8 @@ Status prepareOutputs(const TrainOptions& o, int rank) {
   if (!o.logPath.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.logPath, "--log"));
   if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.tracePath, "--trace"));
   if (!o.saveDir.empty()) DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.saveDir, "--save"));
+  if (!o.predictDir.empty())
+    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.predictDir, "--predict"));
   if (!o.checkpointDir.empty()) {
     DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.checkpointDir, "--checkpoint"));
     DTC_RETURN_IF_ERROR(checkpoint::removeLeftovers(o.checkpointDir));
@@ -83,7 +86,7 @@ Status checkDataPosition(const io::Json& saved, const io::Json& ours, const std:
 
 struct RunState {
   std::unique_ptr<Executor> ex;
-  std::unique_ptr<BatchSource> train, eval;
+  std::unique_ptr<BatchSource> train, eval, predict;  // predict: --eval's data, else --data's
   checkpoint::CheckpointLayout layout;
   int64_t done = 0;          // steps completed before this run (a resumed checkpoint's)
   std::string resumedFrom;   // the step directory
@@ -106,6 +109,10 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   auto checkArguments = [&]() -> Status {
     if (o.sampleTokens > 0 && mesh->numDevices() > 1)
       return Status::InvalidInput("--sample needs a single-device plan (compile without --mesh)");
+    if (!o.predictDir.empty() && mesh->numDevices() > 1)
+      return Status::InvalidInput("--predict needs a single-device plan (compile without --mesh)");
+    if (!o.predictDir.empty() && o.dataDir.empty() && o.evalDir.empty())
+      return Status::InvalidInput("--predict needs the data to run on: --eval DIR or --data DIR");
     if (!o.resumePath.empty() && !o.initPath.empty())
       return Status::InvalidInput("--resume continues a run, --init starts one: give one of them");
     if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keep > 0))
@@ -172,6 +179,10 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
     }
     if (!o.evalDir.empty()) {
       DTC_ASSIGN_OR_RETURN(run.eval, openBatchSource(ex, "eval", o.evalDir, 0));
+    }
+    if (!o.predictDir.empty()) {
+      DTC_ASSIGN_OR_RETURN(
+          run.predict, openBatchSource(ex, "eval", o.evalDir.empty() ? o.dataDir : o.evalDir, 0));
     }
     if (!o.checkpointDir.empty()) {
       DTC_ASSIGN_OR_RETURN(run.layout, checkpoint::planCheckpointLayout(plan));
@@ -425,6 +436,10 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
                          generate(ex, o.prompt, o.sampleTokens,
                                   SamplingOptions{o.temperature, o.topK, o.sampleSeed}));
     std::printf("sample: %s%s\n", o.prompt.c_str(), text.c_str());
+  }
+  if (run.predict) {
+    comm::setPhase("predicting");
+    DTC_RETURN_IF_ERROR(predict(ex, *run.predict, o.predictDir));
   }
   if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.tracePath));
   if (!o.saveDir.empty()) {

@@ -19,6 +19,7 @@ struct TrainOptions {
   int64_t evalBatches = 0;   // > 0: evaluate on the first K batches only (nanoGPT's eval_iters)
   std::string logPath;       // optional JSON lines, one object per step
   std::string saveDir;       // optional: DIR/model.safetensors with the final parameters
+  std::string predictDir;    // optional: DIR/<output>.npy, the eval function over the data
   int64_t steps = 0;         // the run's total: a resumed run continues up to it
   uint64_t seed = 0;         // sample order: epoch e is permuted from (seed, e)
   bool seedGiven = false;    // --seed was given (a resumed run otherwise takes the checkpoint's)

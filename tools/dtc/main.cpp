@@ -71,9 +71,10 @@ namespace {
   "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
   "      tensors; --json for programs\n"
 
-#define DTC_OPS_USAGE \
-  "  dtc ops\n"       \
-  "      the model op types dtc imports, one per line, with the attributes each takes\n"
+#define DTC_OPS_USAGE                                                                     \
+  "  dtc ops [--onnx]\n"                                                                  \
+  "      the model op types dtc imports, one per line, with the attributes each takes;\n" \
+  "      --onnx: the ONNX op types it translates on their own\n"
 
 constexpr const char kUsage[] =
     "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE "\n" DTC_IMPORT_USAGE DTC_INSPECT_USAGE DTC_OPS_USAGE
@@ -423,9 +424,13 @@ int runInspect(int argc, char** argv) {
 }
 
 int runOps(int argc, char** argv) {
-  auto args = dtc::Args::parse(argc, argv, 2, {}, {});
+  auto args = dtc::Args::parse(argc, argv, 2, {}, {"onnx"});
   if (!args.ok()) return fail(args.status());
-  if (!args->positionals().empty()) return fail("dtc ops: takes no arguments");
+  if (!args->positionals().empty()) return fail("dtc ops: takes no arguments but --onnx");
+  if (args->has("onnx")) {
+    for (const std::string& op : dtc::onnx_import::translatedOps()) std::puts(op.c_str());
+    return 0;
+  }
   for (const dtc::ImportableOp& op : dtc::importableOps()) {
     std::string line = op.type;
     for (const std::string& attribute : op.attributes) line += " " + attribute;

@@ -22,6 +22,8 @@ constexpr const char kUsage[] =
     "DIR/latest\n"
     "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
     "             [--init FILE.safetensors]     start from these parameters (PyTorch names)\n"
+    "             [--predict DIR]  after training, the model in evaluation mode over --eval's\n"
+    "                 data (else --data's), in order: DIR/<output>.npy for each output\n"
     "             [--sample N [--prompt TEXT] [--temperature T] [--top-k K]]\n"
     "                 text from a byte-level language model, drawn as nanoGPT's sample.py does\n"
     "                 (temperature 0.8, top-k 200, seed --seed or 1337; --temperature 0: greedy)\n"
@@ -74,7 +76,8 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
                                 "temperature",
                                 "top-k",
                                 "collective-timeout",
-                                "max-skipped-steps"},
+                                "max-skipped-steps",
+                                "predict"},
                                {"check-numerics"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
@@ -84,6 +87,7 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   options.evalDir = args->str("eval");
   options.logPath = args->str("log");
   options.saveDir = args->str("save");
+  options.predictDir = args->str("predict");
   options.tracePath = args->str("trace");
   options.device = args->str("device");
   options.checkpointDir = args->str("checkpoint");
@@ -107,7 +111,8 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   options.evalBatches = *evalBatches;
   if (*keep < 0 || *keep > 1000000)
     return dtc::Status::InvalidInput("--keep must be between 0 and 1000000");
-  for (const char* flag : {"checkpoint", "resume", "init", "save", "log", "trace", "eval", "data"})
+  for (const char* flag :
+       {"checkpoint", "resume", "init", "save", "log", "trace", "eval", "data", "predict"})
     if (args->has(flag) && args->str(flag).empty())
       return dtc::Status::InvalidInput(std::string("--") + flag + " needs a path");
   options.checkpointEvery = *every;
