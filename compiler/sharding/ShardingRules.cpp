@@ -260,7 +260,7 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
       llvm::TypeSwitch<Operation*, std::optional<OpShardingRule>>(op)
           .Case<GeluOp, GeluGradOp, SgdUpdateOp, AdamwUpdateOp, CastOp, dist::ReshardOp>(
               [](Operation* o) { return elementwise(o); })
-          .Case<AddOp, SubOp, MulOp, BroadcastOp, SelectOp>(
+          .Case<AddOp, SubOp, MulOp, DivOp, BroadcastOp, SelectOp>(
               [](Operation* o) { return broadcasting(o); })
           .Case<NonfiniteCountOp>([](NonfiniteCountOp o) {
             // A count over shards is the sum of the shards' counts.

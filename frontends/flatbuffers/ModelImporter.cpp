@@ -74,6 +74,7 @@ class ModelImporter {
   LogicalResult importCausalSoftmax(const model::Node& node, Location loc);
   LogicalResult importSoftmax(const model::Node& node, Location loc);
   LogicalResult importScale(const model::Node& node, Location loc);
+  LogicalResult importPow(const model::Node& node, Location loc);
   LogicalResult importConv(const model::Node& node, Location loc);
   LogicalResult importBatchNorm(const model::Node& node, Location loc);
   LogicalResult importMaxPool(const model::Node& node, Location loc);
@@ -119,10 +120,18 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Add", {&ModelImporter::importBinary<graph::AddOp>, {}}},
       {"Sub", {&ModelImporter::importBinary<graph::SubOp>, {}}},
       {"Mul", {&ModelImporter::importBinary<graph::MulOp>, {}}},
+      {"Div", {&ModelImporter::importBinary<graph::DivOp>, {}}},
       {"Relu", {&ModelImporter::importUnary<graph::ReluOp>, {}}},
       {"Tanh", {&ModelImporter::importUnary<graph::TanhOp>, {}}},
       {"Sigmoid", {&ModelImporter::importUnary<graph::SigmoidOp>, {}}},
       {"Silu", {&ModelImporter::importUnary<graph::SiluOp>, {}}},
+      {"Exp", {&ModelImporter::importUnary<graph::ExpOp>, {}}},
+      {"Log", {&ModelImporter::importUnary<graph::LogOp>, {}}},
+      {"Sqrt", {&ModelImporter::importUnary<graph::SqrtOp>, {}}},
+      {"Reciprocal", {&ModelImporter::importUnary<graph::ReciprocalOp>, {}}},
+      {"Erf", {&ModelImporter::importUnary<graph::ErfOp>, {}}},
+      {"Abs", {&ModelImporter::importUnary<graph::AbsOp>, {}}},
+      {"Pow", {&ModelImporter::importPow, {"exponent"}}},
       {"Gelu", {&ModelImporter::importGelu, {"approximate"}}},
       {"ReduceSum", {&ModelImporter::importReduceSum, {"axes", "keepdims"}}},
       {"Reshape", {&ModelImporter::importReshape, {"shape"}}},
@@ -476,6 +485,13 @@ LogicalResult ModelImporter::importScale(const model::Node& node, Location loc) 
   if (failed(in)) return failure();
   auto factor = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "factor", 1.0)));
   return define(node, loc, {graph::ScaleOp::create(builder_, loc, (*in)[0], factor)});
+}
+
+LogicalResult ModelImporter::importPow(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  auto exponent = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "exponent", 1.0)));
+  return define(node, loc, {graph::PowOp::create(builder_, loc, (*in)[0], exponent)});
 }
 
 // An ints attribute of two values ("kernel": [2, 2]); one value or none stands for both.

@@ -137,19 +137,54 @@ Error defineBroadcast(Translator& t, int i, int from, int32_t type) {
   return Error::success();
 }
 
-// x / c and −x: products by a constant. A divisor the step computes is left to the patterns
-// (LayerNorm's); anywhere else it is not supported yet.
-OpRule scaleRule(bool negate) {
-  return {[](Translator& t, int i) -> Error { return defineBroadcast(t, i, 0, kFloat); },
-          [negate](Translator& t, int i) -> Error {
+// −x: a product by −1.
+OpRule negRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0})) return e;
+            t.define(out(t, i), kFloat, t.input(i, 0)->shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            t.emit(i, "Scale", {operand(t, i, 0)}, {out(t, i)}, {NodeAttr::real("factor", -1.0)});
+            return Error::success();
+          }};
+}
+
+// x / y with NumPy broadcasting; a constant scalar divisor is a product by its reciprocal.
+OpRule divRule() {
+  return {[](Translator& t, int i) -> Error {
             if (Error e = requireFloat(t, i, {0, 1})) return e;
+            return defineBroadcast(t, i, 0, kFloat);
+          },
+          [](Translator& t, int i) -> Error {
             const Constant* c = t.constant(i, 1);
-            if (!negate && (!c || c->size() != 1 || t.constant(i, 0) ||
-                            t.input(i, 0)->shape != t.value(out(t, i))->shape))
-              return t.unsupported(i,
-                                   "a divisor computed by the step (a constant one is supported)");
-            const double factor = negate ? -1.0 : 1.0 / c->real(0);
-            t.emit(i, "Scale", {operand(t, i, 0)}, {out(t, i)}, {NodeAttr::real("factor", factor)});
+            if (c && c->size() == 1 && !t.constant(i, 0) &&
+                t.input(i, 0)->shape == t.value(out(t, i))->shape) {
+              t.emit(i, "Scale", {operand(t, i, 0)}, {out(t, i)},
+                     {NodeAttr::real("factor", 1.0 / c->real(0))});
+              return Error::success();
+            }
+            const Constant* a = t.constant(i, 0);
+            t.emit(i, "Div",
+                   {a ? t.frozenConstant(i, *a) : operand(t, i, 0),
+                    c ? t.frozenConstant(i, *c) : operand(t, i, 1)},
+                   {out(t, i)});
+            return Error::success();
+          }};
+}
+
+// x ^ p for a constant scalar p.
+OpRule powRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0})) return e;
+            return defineBroadcast(t, i, 0, kFloat);
+          },
+          [](Translator& t, int i) -> Error {
+            const Constant* p = t.constant(i, 1);
+            if (!p || p->size() != 1 || t.input(i, 0)->shape != t.value(out(t, i))->shape)
+              return t.unsupported(i, "an exponent that is not one constant number");
+            t.emit(i, "Pow", {operand(t, i, 0)}, {out(t, i)},
+                   {NodeAttr::real("exponent", p->real(0))});
             return Error::success();
           }};
 }
@@ -454,63 +489,103 @@ OpRule gatherRule() {
           }};
 }
 
+// LayerNormalization's optional outputs, Mean and InvStdDev = 1/√(variance + ε) over the
+// normalised dimensions (kept as 1s), where the graph reads them.
+Error layerNormStatistics(Translator& t, int i, int64_t axis, int64_t width, double epsilon) {
+  const onnx::NodeProto& n = t.node(i);
+  auto wanted = [&](int k) {
+    return k < n.output_size() && !n.output(k).empty() &&
+           (!t.users(n.output(k)).empty() || t.isGraphOutput(n.output(k)));
+  };
+  if (!wanted(1) && !wanted(2)) return Error::success();
+  const Value& x = *t.input(i, 0);
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rankOf(x); ++d) axes.push_back(d);
+  auto mean = [&](const std::string& of, const std::string& into) {
+    const std::string sum = t.fresh(into + "::sum");
+    t.emit(i, "ReduceSum", {of}, {sum},
+           {NodeAttr::ints("axes", axes), NodeAttr::integer("keepdims", 1)});
+    t.emit(i, "Scale", {sum}, {into}, {NodeAttr::real("factor", 1.0 / static_cast<double>(width))});
+  };
+  const std::string m = wanted(1) ? n.output(1) : t.fresh(out(t, i) + "::mean");
+  mean(x.name, m);
+  if (!wanted(2)) return Error::success();
+  const std::string centred = t.fresh(out(t, i) + "::centred"),
+                    squares = t.fresh(out(t, i) + "::squares");
+  const std::string variance = t.fresh(out(t, i) + "::variance"),
+                    shifted = t.fresh(out(t, i) + "::shifted");
+  const std::string deviation = t.fresh(out(t, i) + "::deviation");
+  t.emit(i, "Sub", {x.name, m}, {centred});
+  t.emit(i, "Mul", {centred, centred}, {squares});
+  mean(squares, variance);
+  t.emit(i, "Add", {variance, t.frozenConstant(i, Constant::ofReals(kFloat, {1}, {epsilon}))},
+         {shifted});
+  t.emit(i, "Sqrt", {shifted}, {deviation});
+  t.emit(i, "Reciprocal", {deviation}, {n.output(2)});
+  return Error::success();
+}
+
 // LayerNormalization over the dimensions from `axis` on: dtc's LayerNorm runs over the last,
 // so several are flattened into one around it (the scale and bias with them). No bias is a
 // bias of zeros.
 OpRule layerNormRule() {
-  return {
-      [](Translator& t, int i) -> Error {
-        if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
-        const Value& x = *t.input(i, 0);
-        int64_t axis = intAttribute(t.node(i), "axis", -1);
-        if (!normalise(axis, rankOf(x))) return t.nodeError(i, "axis is out of range");
-        const Shape normalised(x.shape.begin() + axis, x.shape.end());
-        for (int k : {1, 2}) {
-          const Value* v = t.input(i, k);
-          if (!v && k == 2) continue;
-          if (!v || v->kind != ValueKind::kParam)
-            return t.nodeError(i, "scale and bias must be parameters");
-          if (v->shape != normalised)
-            return t.nodeError(i, "scale and bias must be " + shapeText(normalised));
-        }
-        for (int k = 1; k < t.node(i).output_size(); ++k)
-          if (!t.node(i).output(k).empty() &&
-              (!t.users(t.node(i).output(k)).empty() || t.isGraphOutput(t.node(i).output(k))))
-            return t.nodeError(i, "its mean and inverse deviation are read; dtc keeps them inside");
-        t.define(out(t, i), kFloat, x.shape);
-        return Error::success();
-      },
-      [](Translator& t, int i) -> Error {
-        const Value& x = *t.input(i, 0);
-        int64_t axis = intAttribute(t.node(i), "axis", -1);
-        normalise(axis, rankOf(x));
-        const int64_t width =
-            static_cast<int64_t>(elementsOf(Shape(x.shape.begin() + axis, x.shape.end())));
-        std::string scale = operand(t, i, 1);
-        std::string bias =
-            t.input(i, 2) ? operand(t, i, 2)
-                          : t.frozenConstant(i, Constant::ofReals(kFloat, {width},
-                                                                  std::vector<double>(width, 0.0)));
-        const NodeAttr eps = NodeAttr::real("eps", floatAttribute(t.node(i), "epsilon", 1e-5));
-        if (axis == rankOf(x) - 1) {
-          t.emit(i, "LayerNorm", {x.name, scale, bias}, {out(t, i)}, {eps});
-          return Error::success();
-        }
-        Shape flat(x.shape.begin(), x.shape.begin() + axis);
-        flat.push_back(width);
-        auto reshaped = [&](const std::string& name, const Shape& shape, const char* what) {
-          const std::string r = t.fresh(out(t, i) + what);
-          t.emit(i, "Reshape", {name}, {r}, {NodeAttr::ints("shape", shape)});
-          return r;
-        };
-        const std::string normed = t.fresh(out(t, i) + "::normalised");
-        t.emit(i, "LayerNorm",
-               {reshaped(x.name, flat, "::rows"), reshaped(scale, {width}, "::scale"),
-                reshaped(bias, {width}, "::bias")},
-               {normed}, {eps});
-        t.emit(i, "Reshape", {normed}, {out(t, i)}, {NodeAttr::ints("shape", x.shape)});
-        return Error::success();
-      }};
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
+            const Value& x = *t.input(i, 0);
+            int64_t axis = intAttribute(t.node(i), "axis", -1);
+            if (!normalise(axis, rankOf(x))) return t.nodeError(i, "axis is out of range");
+            const Shape normalised(x.shape.begin() + axis, x.shape.end());
+            for (int k : {1, 2}) {
+              const Value* v = t.input(i, k);
+              if (!v && k == 2) continue;
+              if (!v || v->kind != ValueKind::kParam)
+                return t.nodeError(i, "scale and bias must be parameters");
+              if (v->shape != normalised)
+                return t.nodeError(i, "scale and bias must be " + shapeText(normalised));
+            }
+            t.define(out(t, i), kFloat, x.shape);
+            // Mean and InvStdDev: [..., 1, ..., 1] over the normalised dimensions.
+            Shape stats(x.shape.begin(), x.shape.begin() + axis);
+            stats.resize(x.shape.size(), 1);
+            for (int k = 1; k < std::min(3, t.node(i).output_size()); ++k)
+              if (!t.node(i).output(k).empty()) t.define(out(t, i, k), kFloat, stats);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            int64_t axis = intAttribute(t.node(i), "axis", -1);
+            normalise(axis, rankOf(x));
+            const int64_t width =
+                static_cast<int64_t>(elementsOf(Shape(x.shape.begin() + axis, x.shape.end())));
+            std::string scale = operand(t, i, 1);
+            std::string bias =
+                t.input(i, 2)
+                    ? operand(t, i, 2)
+                    : t.frozenConstant(
+                          i, Constant::ofReals(kFloat, {width}, std::vector<double>(width, 0.0)));
+            const double epsilon = floatAttribute(t.node(i), "epsilon", 1e-5);
+            const NodeAttr eps = NodeAttr::real("eps", epsilon);
+            // The statistics, where the graph reads them: computed apart, with their gradients.
+            if (Error e = layerNormStatistics(t, i, axis, width, epsilon)) return e;
+            if (axis == rankOf(x) - 1) {
+              t.emit(i, "LayerNorm", {x.name, scale, bias}, {out(t, i)}, {eps});
+              return Error::success();
+            }
+            Shape flat(x.shape.begin(), x.shape.begin() + axis);
+            flat.push_back(width);
+            auto reshaped = [&](const std::string& name, const Shape& shape, const char* what) {
+              const std::string r = t.fresh(out(t, i) + what);
+              t.emit(i, "Reshape", {name}, {r}, {NodeAttr::ints("shape", shape)});
+              return r;
+            };
+            const std::string normed = t.fresh(out(t, i) + "::normalised");
+            t.emit(i, "LayerNorm",
+                   {reshaped(x.name, flat, "::rows"), reshaped(scale, {width}, "::scale"),
+                    reshaped(bias, {width}, "::bias")},
+                   {normed}, {eps});
+            t.emit(i, "Reshape", {normed}, {out(t, i)}, {NodeAttr::ints("shape", x.shape)});
+            return Error::success();
+          }};
 }
 
 // Softmax cross-entropy over classes on dimension 1 (scores [N, C, d...], labels [N, d...]), mean
@@ -749,8 +824,15 @@ const std::map<std::string, OpRule>& rules() {
       {"Add", binaryRule("Add")},
       {"Sub", binaryRule("Sub")},
       {"Mul", binaryRule("Mul")},
-      {"Div", scaleRule(false)},
-      {"Neg", scaleRule(true)},
+      {"Div", divRule()},
+      {"Neg", negRule()},
+      {"Pow", powRule()},
+      {"Exp", unaryRule("Exp")},
+      {"Log", unaryRule("Log")},
+      {"Sqrt", unaryRule("Sqrt")},
+      {"Reciprocal", unaryRule("Reciprocal")},
+      {"Erf", unaryRule("Erf")},
+      {"Abs", unaryRule("Abs")},
       {"MatMul", matmulRule()},
       {"Gemm", gemmRule()},
       {"Reshape", reshapeRule()},
@@ -769,9 +851,6 @@ const std::map<std::string, OpRule>& rules() {
       {"GlobalAveragePool", globalAveragePoolRule()},
       {"ReduceSum", reduceRule(false)},
       {"ReduceMean", reduceRule(true)},
-      {"Sqrt", patternOnly(kFloat, false, "only inside a LayerNorm")},
-      {"Pow", patternOnly(kFloat, false, "only inside a LayerNorm or a tanh GELU")},
-      {"Erf", patternOnly(kFloat, false, "only inside an erf GELU")},
       {"Where", patternOnly(kFloat, false, "only as attention's causal mask")},
       {"LogSoftmax", patternOnly(kFloat, false, "only before NegativeLogLikelihoodLoss")},
       {"NegativeLogLikelihoodLoss", patternOnly(kFloat, true, "only after LogSoftmax")},
@@ -782,7 +861,8 @@ const std::map<std::string, OpRule>& rules() {
 }  // namespace
 
 std::vector<std::string> translatedOps() {
-  std::vector<std::string> ops;
+  // Constant, Shape and Size are always known when compiling.
+  std::vector<std::string> ops = {"Constant", "Shape", "Size"};
   for (const auto& [op, rule] : rules())
     if (!rule.insidePatternsOnly) ops.push_back(op);
   return ops;

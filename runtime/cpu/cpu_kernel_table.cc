@@ -111,6 +111,17 @@ StatusOr<BoundStep> bindScale(const StepContext& ctx) {
   });
 }
 
+StatusOr<BoundStep> bindPow(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkUnary(ctx));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  const float exponent = static_cast<float>(ctx.floatAttr("exponent"));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::power(x.f32(), y.f32(), x.numElements(), exponent, *pool);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindGeluGrad(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
   TensorView dy = ctx.inputs[0], x = ctx.inputs[1], dx = ctx.outputs[0];
@@ -203,6 +214,7 @@ DTC_CPU_BINDER(linear_grad_weight, bindLinear<LinearKind::kGradWeight>)
 DTC_CPU_BINDER(add, bindBinary<cpu::BinaryOp::kAdd>)
 DTC_CPU_BINDER(sub, bindBinary<cpu::BinaryOp::kSub>)
 DTC_CPU_BINDER(mul, bindBinary<cpu::BinaryOp::kMul>)
+DTC_CPU_BINDER(div, bindBinary<cpu::BinaryOp::kDiv>)
 DTC_CPU_BINDER(reduce_sum, bindReduceSum)
 DTC_CPU_BINDER(broadcast, bindBroadcast)
 DTC_CPU_BINDER(reshape, bindReshape)
@@ -214,6 +226,7 @@ DTC_CPU_BINDER(tanh_grad, bindActivationGrad<cpu::tanhGrad>)
 DTC_CPU_BINDER(gelu, bindGelu)
 DTC_CPU_BINDER(gelu_grad, bindGeluGrad)
 DTC_CPU_BINDER(scale, bindScale)
+DTC_CPU_BINDER(pow, bindPow)
 DTC_CPU_BINDER(softmax_cross_entropy, bindCrossEntropy)
 DTC_CPU_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
 DTC_CPU_BINDER(mse, bindMse)

@@ -134,6 +134,14 @@ StatusOr<BoundStep> bindScale(const StepContext& ctx, Device& dev) {
                          });
 }
 
+StatusOr<BoundStep> bindPow(const StepContext& ctx, Device& dev) {
+  const float exponent = static_cast<float>(ctx.floatAttr("exponent"));
+  return bindUnaryLaunch(ctx, dev,
+                         [exponent](const float* x, float* y, int64_t n, cudaStream_t stream) {
+                           return kernels::power(x, y, n, exponent, stream);
+                         });
+}
+
 StatusOr<BoundStep> bindActivation(const StepContext& ctx, Device& dev, Activation f) {
   return bindUnaryLaunch(ctx, dev, [f](const float* x, float* y, int64_t n, cudaStream_t stream) {
     return kernels::activation(f, x, y, n, stream);
@@ -177,6 +185,7 @@ DTC_CUDA_BINDER(linear_grad_weight, bindLinear<LinearKind::kGradWeight>)
 DTC_CUDA_BINDER(add, bindBinary<BinaryOp::kAdd>)
 DTC_CUDA_BINDER(sub, bindBinary<BinaryOp::kSub>)
 DTC_CUDA_BINDER(mul, bindBinary<BinaryOp::kMul>)
+DTC_CUDA_BINDER(div, bindBinary<BinaryOp::kDiv>)
 DTC_CUDA_BINDER(reduce_sum, bindReduceSum)
 DTC_CUDA_BINDER(broadcast, bindBroadcast)
 DTC_CUDA_BINDER(reshape, bindReshape)
@@ -188,5 +197,6 @@ DTC_CUDA_BINDER(tanh_grad, bindUnaryGrad<Activation::kTanh>)
 DTC_CUDA_BINDER(gelu, bindGelu)
 DTC_CUDA_BINDER(gelu_grad, bindGeluGrad)
 DTC_CUDA_BINDER(scale, bindScale)
+DTC_CUDA_BINDER(pow, bindPow)
 
 }  // namespace dtc::cuda

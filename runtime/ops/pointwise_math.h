@@ -33,4 +33,44 @@ struct Silu {
   }
 };
 
+// torch.exp; the gradient takes the output: y.
+struct Exp {
+  static DTC_POINTWISE_FN float forward(float x) { return expf(x); }
+  static DTC_POINTWISE_FN float gradient(float dy, float y) { return dy * y; }
+};
+
+// torch.log; the gradient takes the input: 1 / x.
+struct Log {
+  static DTC_POINTWISE_FN float forward(float x) { return logf(x); }
+  static DTC_POINTWISE_FN float gradient(float dy, float x) { return dy / x; }
+};
+
+// torch.sqrt; the gradient takes the output: 1 / (2 y), as PyTorch's grad / (2 · result).
+struct Sqrt {
+  static DTC_POINTWISE_FN float forward(float x) { return sqrtf(x); }
+  static DTC_POINTWISE_FN float gradient(float dy, float y) { return dy / (2.0f * y); }
+};
+
+// torch.reciprocal; the gradient takes the output: −y², as PyTorch's −grad · (result · result).
+struct Reciprocal {
+  static DTC_POINTWISE_FN float forward(float x) { return 1.0f / x; }
+  static DTC_POINTWISE_FN float gradient(float dy, float y) { return -dy * (y * y); }
+};
+
+// torch.erf; the gradient takes the input: 2/√π · exp(−x²).
+struct Erf {
+  static DTC_POINTWISE_FN float forward(float x) { return erff(x); }
+  static DTC_POINTWISE_FN float gradient(float dy, float x) {
+    return 1.1283791670955126f * expf(-x * x) * dy;
+  }
+};
+
+// torch.abs; the gradient takes the input: sign(x), 0 at 0.
+struct Abs {
+  static DTC_POINTWISE_FN float forward(float x) { return fabsf(x); }
+  static DTC_POINTWISE_FN float gradient(float dy, float x) {
+    return x > 0.0f ? dy : x < 0.0f ? -dy : 0.0f;
+  }
+};
+
 }  // namespace dtc::pointwise

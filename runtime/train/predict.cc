@@ -51,8 +51,8 @@ Status predict(Executor& ex, BatchSource& data, const std::string& dir) {
       shape[0] *= batches;
     else
       shape.insert(shape.begin(), batches);
-    DTC_RETURN_IF_ERROR(io::writeNpy(dir + "/" + fileNameOf(o.name) + ".npy", o.view.dtype, shape,
-                                     o.bytes.data()));
+    DTC_RETURN_IF_ERROR(
+        io::writeNpy(dir + "/" + fileNameOf(o.name) + ".npy", o.view.dtype, shape, o.bytes.data()));
   }
   return Status::Ok();
 }

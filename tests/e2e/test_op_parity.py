@@ -74,6 +74,14 @@ def cases(rng):
                     lambda p, d: torch.softmax(0.7 * p["x"], dim=-1), {}),
         "Softmax_3d": ({"x": [B, 2, 5]}, ("Softmax", ["x"], []), lambda p, d: torch.softmax(p["x"], dim=-1), {}),
         "Scale": ({"x": [B, 3]}, ("Scale", ["x"], [real("factor", -0.25)]), lambda p, d: -0.25 * p["x"], {}),
+        "Exp": ({"x": [B, 3]}, ("Exp", ["x"], []), lambda p, d: torch.exp(p["x"]), {}),
+        "Log": ({"x": [B, 3]}, ("Log", ["x"], []), lambda p, d: torch.log(p["x"]), {}),
+        "Sqrt": ({"x": [B, 3]}, ("Sqrt", ["x"], []), lambda p, d: torch.sqrt(p["x"]), {}),
+        "Reciprocal": ({"x": [B, 3]}, ("Reciprocal", ["x"], []), lambda p, d: torch.reciprocal(p["x"]), {}),
+        "Erf": ({"x": [B, 3]}, ("Erf", ["x"], []), lambda p, d: torch.erf(p["x"]), {}),
+        "Abs": ({"x": [B, 3]}, ("Abs", ["x"], []), lambda p, d: torch.abs(p["x"]), {}),
+        "Pow": ({"x": [B, 3]}, ("Pow", ["x"], [real("exponent", 3.0)]), lambda p, d: p["x"] ** 3, {}),
+        "Div_broadcast": ({"a": [B, 3, 4], "c": [4]}, ("Div", ["a", "c"], []), lambda p, d: p["a"] / p["c"], {}),
         "Conv": ({"x": [B, 2, 5, 5], "w": [3, 2, 3, 3], "b": [3]},
                  ("Conv", ["x", "w", "b"], [ints("stride", [2, 1]), ints("padding", [1, 1])]),
                  lambda p, d: F.conv2d(p["x"], p["w"], p["b"], stride=(2, 1), padding=1), {}),
@@ -91,6 +99,9 @@ def cases(rng):
                                 lambda p, d: F.cross_entropy(p["logits"], d["labels"]), {"labels": ("i64", labels)}),
     }
 
+
+# Inputs that must be positive: logarithms, roots, divisors.
+POSITIVE = {"Log": ["x"], "Sqrt": ["x"], "Reciprocal": ["x"], "Div_broadcast": ["c"]}
 
 # Running statistics are buffers: not trainable, updated by the forward pass.
 BUFFERS = {"rm", "rv"}
@@ -116,6 +127,8 @@ def model_json(name, params, values, node, data, out_shape):
 def check(name, case, rng, work):
     params, node, forward, data = case
     values = {k: rng.uniform(-1, 1, shape).astype(np.float32) for k, shape in params.items()}
+    for k in POSITIVE.get(name, ()):  # the op's domain, away from its singular point
+        values[k] = np.abs(values[k]) + 0.5
     if "rv" in values:
         values["rv"] = np.abs(values["rv"]) + 0.5  # a variance
     tp = {k: torch.tensor(v.copy(), requires_grad=k not in BUFFERS) for k, v in values.items()}

@@ -57,6 +57,38 @@ Grads SiluOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{SiluGradOp::create(b, getLoc(), dys[0], getX())};
 }
 
+Grads ExpOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{ExpGradOp::create(b, getLoc(), dys[0], getY())};
+}
+
+Grads LogOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{LogGradOp::create(b, getLoc(), dys[0], getX())};
+}
+
+Grads SqrtOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{SqrtGradOp::create(b, getLoc(), dys[0], getY())};
+}
+
+Grads ReciprocalOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{ReciprocalGradOp::create(b, getLoc(), dys[0], getY())};
+}
+
+Grads ErfOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{ErfGradOp::create(b, getLoc(), dys[0], getX())};
+}
+
+Grads AbsOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{AbsGradOp::create(b, getLoc(), dys[0], getX())};
+}
+
+// d/dx x^p = p · x^(p−1).
+Grads PowOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  const float p = getExponent().convertToFloat();
+  Value lower = PowOp::create(b, getLoc(), getX(), b.getF32FloatAttr(p - 1.0f));
+  Value slope = ScaleOp::create(b, getLoc(), lower, b.getF32FloatAttr(p));
+  return SmallVector<Value>{MulOp::create(b, getLoc(), dys[0], slope)};
+}
+
 Grads GeluOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{
       GeluGradOp::create(b, getLoc(), dys[0], getX(), getApproximateTanhAttr())};
@@ -76,6 +108,16 @@ Grads SubOp::buildGradients(OpBuilder& b, ValueRange dys) {
 Grads MulOp::buildGradients(OpBuilder& b, ValueRange dys) {
   Value dLhs = MulOp::create(b, getLoc(), dys[0], getRhs());
   Value dRhs = MulOp::create(b, getLoc(), dys[0], getLhs());
+  return SmallVector<Value>{sumToShape(b, getLoc(), dLhs, tensorType(getLhs())),
+                            sumToShape(b, getLoc(), dRhs, tensorType(getRhs()))};
+}
+
+// d(a/b) = da/b − db·(a/b)/b.
+Grads DivOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  Value dLhs = DivOp::create(b, getLoc(), dys[0], getRhs());
+  Value dRhs =
+      negate(b, getLoc(),
+             DivOp::create(b, getLoc(), MulOp::create(b, getLoc(), dys[0], getResult()), getRhs()));
   return SmallVector<Value>{sumToShape(b, getLoc(), dLhs, tensorType(getLhs())),
                             sumToShape(b, getLoc(), dRhs, tensorType(getRhs()))};
 }

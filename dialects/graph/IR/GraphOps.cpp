@@ -81,6 +81,10 @@ LogicalResult MulOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> 
                                       Adaptor adaptor, SmallVectorImpl<Type>& types) {
   return inferBroadcast(ctx, loc, adaptor.getLhs(), adaptor.getRhs(), types);
 }
+LogicalResult DivOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  return inferBroadcast(ctx, loc, adaptor.getLhs(), adaptor.getRhs(), types);
+}
 
 LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type>& types) {

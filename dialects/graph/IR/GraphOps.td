@@ -76,6 +76,41 @@ def Graph_SiluGradOp : Graph_ActivationGradOp<"silu_grad"> {
   let summary = "dy · σ(at) · (1 + at · (1 − σ(at))), where `at` is the forward input x";
 }
 
+def Graph_ExpOp : Graph_UnaryOp<"exp", [Graph_Differentiable]> { let summary = "exp(x)"; }
+def Graph_ExpGradOp : Graph_ActivationGradOp<"exp_grad"> {
+  let summary = "dy · at, where `at` is the forward output exp(x)";
+}
+def Graph_LogOp : Graph_UnaryOp<"log", [Graph_Differentiable]> { let summary = "ln(x)"; }
+def Graph_LogGradOp : Graph_ActivationGradOp<"log_grad"> {
+  let summary = "dy / at, where `at` is the forward input x";
+}
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", [Graph_Differentiable]> { let summary = "√x"; }
+def Graph_SqrtGradOp : Graph_ActivationGradOp<"sqrt_grad"> {
+  let summary = "dy / (2 · at), where `at` is the forward output √x";
+}
+def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", [Graph_Differentiable]> {
+  let summary = "1 / x";
+}
+def Graph_ReciprocalGradOp : Graph_ActivationGradOp<"reciprocal_grad"> {
+  let summary = "−dy · at², where `at` is the forward output 1/x";
+}
+def Graph_ErfOp : Graph_UnaryOp<"erf", [Graph_Differentiable]> { let summary = "erf(x)"; }
+def Graph_ErfGradOp : Graph_ActivationGradOp<"erf_grad"> {
+  let summary = "dy · 2/√π · exp(−at²), where `at` is the forward input x";
+}
+def Graph_AbsOp : Graph_UnaryOp<"abs", [Graph_Differentiable]> { let summary = "|x|"; }
+def Graph_AbsGradOp : Graph_ActivationGradOp<"abs_grad"> {
+  let summary = "dy · sign(at), where `at` is the forward input x";
+}
+
+def Graph_PowOp : Graph_Op<"pow", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
+                                   Elementwise, Graph_Differentiable]> {
+  let summary = "x ^ exponent, a constant exponent";
+  let arguments = (ins Graph_F32Tensor:$x, F32Attr:$exponent);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
 def Graph_GeluOp : Graph_Op<"gelu", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
                                      Graph_Differentiable]> {
   let summary = "GELU, exact (erf) or PyTorch's tanh approximation";
@@ -110,6 +145,7 @@ class Graph_BinaryOp<string mnemonic, list<Trait> traits = []>
 def Graph_AddOp : Graph_BinaryOp<"add", [Commutative]> { let summary = "lhs + rhs, broadcasting"; }
 def Graph_SubOp : Graph_BinaryOp<"sub"> { let summary = "lhs − rhs, broadcasting"; }
 def Graph_MulOp : Graph_BinaryOp<"mul", [Commutative]> { let summary = "lhs · rhs, broadcasting"; }
+def Graph_DivOp : Graph_BinaryOp<"div"> { let summary = "lhs / rhs, broadcasting"; }
 
 //===----------------------------------------------------------------------===//
 // Shape

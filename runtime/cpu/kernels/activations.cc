@@ -39,6 +39,10 @@ void scale(const float* x, float* y, int64_t n, float factor, ThreadPool& pool) 
   forEach(n, kGrain, pool, [=](int64_t i) { y[i] = factor * x[i]; });
 }
 
+void power(const float* x, float* y, int64_t n, float exponent, ThreadPool& pool) {
+  forEach(n, kGrainTranscendental, pool, [=](int64_t i) { y[i] = std::pow(x[i], exponent); });
+}
+
 void tanhForward(const float* x, float* y, int64_t n, ThreadPool& pool) {
   forEach(n, kGrainTranscendental, pool, [=](int64_t i) { y[i] = std::tanh(x[i]); });
 }

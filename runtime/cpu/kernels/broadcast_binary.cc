@@ -15,6 +15,7 @@ inline float apply(float x, float y) {
   if constexpr (Op == BinaryOp::kAdd) return x + y;
   if constexpr (Op == BinaryOp::kSub) return x - y;
   if constexpr (Op == BinaryOp::kMul) return x * y;
+  if constexpr (Op == BinaryOp::kDiv) return x / y;
 }
 
 // Iteration space after broadcasting: the output is contiguous over `dims`; a and b are read
@@ -162,6 +163,7 @@ void binary(BinaryOp op, const float* a, const Shape& aShape, const float* b, co
     case BinaryOp::kAdd: return runPlan<BinaryOp::kAdd>(plan, a, b, out, total, pool);
     case BinaryOp::kSub: return runPlan<BinaryOp::kSub>(plan, a, b, out, total, pool);
     case BinaryOp::kMul: return runPlan<BinaryOp::kMul>(plan, a, b, out, total, pool);
+    case BinaryOp::kDiv: return runPlan<BinaryOp::kDiv>(plan, a, b, out, total, pool);
   }
 }
 

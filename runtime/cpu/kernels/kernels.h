@@ -21,7 +21,7 @@ void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int6
 
 // Element-wise binary ops with NumPy broadcasting: out has shape `outShape`; a and b are
 // broadcast to it (shapes right-aligned, size-1 or missing dimensions repeat).
-enum class BinaryOp { kAdd, kSub, kMul };
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
 void binary(BinaryOp op, const float* a, const Shape& aShape, const float* b, const Shape& bShape,
             float* out, const Shape& outShape, ThreadPool& pool);
 
@@ -39,6 +39,8 @@ void reluGrad(const float* dy, const float* x, float* dx, int64_t n, ThreadPool&
 void tanhForward(const float* x, float* y, int64_t n, ThreadPool& pool);
 // y = factor · x.
 void scale(const float* x, float* y, int64_t n, float factor, ThreadPool& pool);
+// y = x ^ exponent, in float (as torch.pow on float32 tensors).
+void power(const float* x, float* y, int64_t n, float exponent, ThreadPool& pool);
 void tanhGrad(const float* dy, const float* y, float* dx, int64_t n,
               ThreadPool& pool);  // y = tanh(x)
 // approximateTanh: PyTorch's GELU(approximate="tanh"); otherwise the exact erf form.

@@ -17,6 +17,7 @@ template <BinaryOp Op>
 __device__ float apply(float x, float y) {
   if constexpr (Op == BinaryOp::kAdd) return x + y;
   if constexpr (Op == BinaryOp::kSub) return x - y;
+  if constexpr (Op == BinaryOp::kDiv) return x / y;
   return x * y;
 }
 
@@ -82,6 +83,10 @@ __global__ void fillKernel(float* out, int64_t n, float value) {
 
 __global__ void scaleKernel(const float* x, float* y, int64_t n, float factor) {
   for (int64_t i = globalIndex(); i < n; i += globalStride()) y[i] = factor * x[i];
+}
+
+__global__ void powKernel(const float* x, float* y, int64_t n, float exponent) {
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) y[i] = powf(x[i], exponent);
 }
 
 template <Activation F>
@@ -158,6 +163,7 @@ cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out,
     case BinaryOp::kAdd: launchBinary<BinaryOp::kAdd>(a, b, out, plan, total, stream); break;
     case BinaryOp::kSub: launchBinary<BinaryOp::kSub>(a, b, out, plan, total, stream); break;
     case BinaryOp::kMul: launchBinary<BinaryOp::kMul>(a, b, out, plan, total, stream); break;
+    case BinaryOp::kDiv: launchBinary<BinaryOp::kDiv>(a, b, out, plan, total, stream); break;
   }
   return cudaGetLastError();
 }
@@ -169,6 +175,11 @@ cudaError_t fill(float* out, int64_t n, float value, cudaStream_t stream) {
 
 cudaError_t scale(const float* x, float* y, int64_t n, float factor, cudaStream_t stream) {
   if (n > 0) scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, n, factor);
+  return cudaGetLastError();
+}
+
+cudaError_t power(const float* x, float* y, int64_t n, float exponent, cudaStream_t stream) {
+  if (n > 0) powKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, n, exponent);
   return cudaGetLastError();
 }
 

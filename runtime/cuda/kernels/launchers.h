@@ -30,13 +30,15 @@ struct BroadcastPlan {
 // False when the merged iteration space has more than kMaxDims dimensions.
 bool makeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out, BroadcastPlan& plan);
 
-enum class BinaryOp { kAdd, kSub, kMul };
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
 // out = a op b over `plan`; `b` null reads 0 (broadcast: x + 0, as the CPU computes it).
 cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out,
                    const BroadcastPlan& plan, int64_t total, cudaStream_t stream);
 cudaError_t fill(float* out, int64_t n, float value, cudaStream_t stream);
 // y = factor · x; y may alias x.
 cudaError_t scale(const float* x, float* y, int64_t n, float factor, cudaStream_t stream);
+// y = x ^ exponent (powf); y may alias x.
+cudaError_t power(const float* x, float* y, int64_t n, float exponent, cudaStream_t stream);
 
 enum class Activation { kRelu, kTanh, kGeluErf, kGeluTanh };
 // y = f(x); y may alias x.
