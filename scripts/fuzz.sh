@@ -8,7 +8,8 @@
 #   scripts/fuzz.sh --make-seeds      # rewrites fuzz/corpus/ with $DTC (default build/tools/dtc/dtc)
 #
 # Targets: plan (Plan::fromBytes and what reads a loaded plan), model (ModelFile::fromBytes and
-# the MLIR importer). Default: both, 10,000,000 executions each. Each target's corpus grows in
+# the MLIR importer), onnx (the ONNX reader and translator, then the importer). Default: all
+# three, 10,000,000 executions each. Each target's corpus grows in
 # build-fuzz/corpus/<target>/ across runs; fuzz/corpus/<target>/ holds the checked-in seeds
 # (valid files, which a format change makes stale: then --make-seeds) and fuzz/regressions/
 # the inputs that once broke a loader.
@@ -26,12 +27,12 @@ while [ $# -gt 0 ]; do
     --runs=*) RUNS="${1#--runs=}"; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
     --make-seeds) MAKE_SEEDS=1; shift ;;
-    plan|model) TARGETS+=("$1"); shift ;;
+    plan|model|onnx) TARGETS+=("$1"); shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(plan model)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(plan model onnx)
 
 # Small models of every zoo family and op type, and plans of every kind of partitioning; plan
 # seeds are the FlatBuffer that Plan::fromBytes takes, without the file's checksum footer.
@@ -79,6 +80,22 @@ make_seeds() {
   plan gpt-tiny-tp2 gpt-tiny.dtm --batch 2 --mesh tp=2 --optimizer adamw
   plan gpt-tiny-pp2 gpt-tiny.dtm --batch 2 --mesh pp=2 --microbatches 2
   plan misc-ops-mse misc-ops.dtm --batch 4
+  # ONNX: small exports of the parity test's modules and hand-written graphs.
+  local onnx="$ROOT/fuzz/corpus/onnx"
+  mkdir -p "$onnx"
+  rm -f "$onnx"/*
+  /usr/bin/python3 "$ROOT/tests/lit/Inputs/make_onnx.py" linear "$onnx/linear.onnx"
+  /usr/bin/python3 - "$onnx" "$ROOT/tests/e2e" <<'PY' 2> /dev/null
+import sys, torch
+sys.path.insert(0, sys.argv[2])
+import test_onnx_parity as t
+out = sys.argv[1]
+torch.manual_seed(0)
+t.export(t.SoftmaxMlp(), (torch.randn(2, 12),), f"{out}/mlp.onnx", ["x"], ["probs"], ["x"])
+t.export(t.Gpt(vocab=8, t=4, c=8, heads=2, layers=1), (torch.randint(0, 8, (2, 4)), torch.randint(0, 8, (2, 4))),
+         f"{out}/gpt.onnx", ["idx", "targets"], ["loss"], ["idx", "targets"])
+t.export(t.ResNet(), (torch.randn(2, 1, 8, 8),), f"{out}/cnn.onnx", ["x"], ["logits"], ["x"])
+PY
   du -sh "$ROOT/fuzz/corpus"
 }
 if [ "$MAKE_SEEDS" = 1 ]; then
@@ -111,7 +128,7 @@ nice -n 19 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]/%/_loader
 
 # Sizes: above the largest seed, so mutations can grow inputs; the rss limit (and the malloc
 # limit, the same by default) stops a loader that allocates in proportion to a size field.
-declare -A MAX_LEN=([plan]=131072 [model]=32768)
+declare -A MAX_LEN=([plan]=131072 [model]=32768 [onnx]=65536)
 # allow_user_poisoning=0: see model_loader_fuzzer.cpp (libMLIR and LLVM's inlined allocator).
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:allow_user_poisoning=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"

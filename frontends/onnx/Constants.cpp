@@ -45,6 +45,36 @@ float halfToFloat(uint16_t h) {
   return f;
 }
 
+// The most elements a folded constant may have (a causal mask for a context of 8192): a shape
+// subgraph's values are small, and a malformed model's ConstantOfShape or Expand must not
+// exhaust memory.
+constexpr uint64_t kMaxFoldedElements = uint64_t{1} << 26;
+
+bool exceedsFoldLimit(const Shape& shape, std::string& error) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      error = "a negative dimension";
+      return true;
+    }
+    if (d > 0 && n > kMaxFoldedElements / static_cast<uint64_t>(d)) {
+      error =
+          "a constant of shape " + shapeText(shape) + " is larger than dtc folds (2^26 elements)";
+      return true;
+    }
+    n *= static_cast<uint64_t>(d);
+  }
+  if (n > kMaxFoldedElements) {
+    error = "a constant of shape " + shapeText(shape) + " is larger than dtc folds (2^26 elements)";
+    return true;
+  }
+  return false;
+}
+
+// The most elements of any tensor (the compiler's limit): shapes past it are errors before their
+// products overflow.
+constexpr int64_t kMaxShapeElements = int64_t{1} << 40;
+
 // float32 results are computed in double and rounded once, as the exporter's own folding does.
 double roundedTo(int32_t type, double v) {
   return type == onnx::TensorProto::FLOAT ? static_cast<double>(static_cast<float>(v)) : v;
@@ -75,6 +105,7 @@ std::vector<uint64_t> stridesOf(const Shape& shape) {
 
 // A copy of `c` with the values at `indices` (into c's flat values), shaped `shape`.
 Constant gathered(const Constant& c, Shape shape, const std::vector<uint64_t>& indices) {
+  // (callers bound the indices by their inputs' sizes and kMaxFoldedElements)
   Constant out;
   out.type = c.type;
   out.shape = std::move(shape);
@@ -113,6 +144,7 @@ Result binary(const Inputs& in, std::string& error, const RealFn& real, const In
     error = "shapes " + shapeText(a.shape) + " and " + shapeText(b.shape) + " do not broadcast";
     return std::nullopt;
   }
+  if (exceedsFoldLimit(*shape, error)) return std::nullopt;
   Constant out;
   out.shape = *shape;
   const uint64_t n = elementsOf(*shape);
@@ -167,11 +199,12 @@ Result reshape(const onnx::NodeProto& node, const Inputs& in, std::string& error
     } else if (shape[d] < 0) {
       error = "Reshape to a negative dimension";
       return std::nullopt;
-    } else {
-      known *= shape[d];
+    } else if (__builtin_mul_overflow(known, shape[d], &known) || known > kMaxShapeElements) {
+      error = "Reshape to " + shapeText(shape) + ", more than 2^40 elements";
+      return std::nullopt;
     }
   }
-  const int64_t total = static_cast<int64_t>(x.size());
+  const int64_t total = static_cast<int64_t>(elementsOf(x.shape));  // x may be a shape alone
   if (infer >= 0) {
     if (known == 0 || total % known != 0) {
       error = "cannot reshape " + shapeText(x.shape) + " to " + shapeText(shape);
@@ -179,7 +212,7 @@ Result reshape(const onnx::NodeProto& node, const Inputs& in, std::string& error
     }
     shape[infer] = total / known;
   }
-  if (elementsOf(shape) != x.size()) {
+  if (elementsOf(shape) != elementsOf(x.shape)) {
     error = "cannot reshape " + shapeText(x.shape) + " to " + shapeText(shape);
     return std::nullopt;
   }
@@ -200,11 +233,13 @@ Result transpose(const onnx::NodeProto& node, const Inputs& in, std::string& err
     return std::nullopt;
   }
   Shape shape;
+  std::vector<bool> seen(perm.size(), false);
   for (int64_t p : perm) {
-    if (p < 0 || p >= rank) {
-      error = "Transpose's perm is out of range";
+    if (p < 0 || p >= rank || seen[p]) {
+      error = "Transpose's perm is not a permutation of the dimensions";
       return std::nullopt;
     }
+    seen[p] = true;
     shape.push_back(x.shape[p]);
   }
   const std::vector<uint64_t> inStrides = stridesOf(x.shape);
@@ -275,6 +310,7 @@ Result gather(const onnx::NodeProto& node, const Inputs& in, std::string& error)
   Shape shape(data.shape.begin(), data.shape.begin() + axis);
   shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
   shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  if (exceedsFoldLimit(shape, error)) return std::nullopt;
   uint64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= static_cast<uint64_t>(data.shape[d]);
   for (int64_t d = axis + 1; d < rank; ++d) inner *= static_cast<uint64_t>(data.shape[d]);
@@ -390,6 +426,7 @@ Result expand(const Inputs& in, std::string& error) {
             " does not broadcast";
     return std::nullopt;
   }
+  if (exceedsFoldLimit(*shape, error)) return std::nullopt;
   std::vector<uint64_t> picks;
   for (uint64_t i = 0; i < elementsOf(*shape); ++i)
     picks.push_back(broadcastIndex(i, *shape, x.shape));
@@ -405,6 +442,7 @@ Result whereOp(const Inputs& in, std::string& error) {
     error = "Where's operands do not broadcast";
     return std::nullopt;
   }
+  if (exceedsFoldLimit(*shape, error)) return std::nullopt;
   Constant out;
   out.type = a.type;
   out.shape = *shape;
@@ -452,7 +490,14 @@ Result range(const Inputs& in, std::string& error) {
     error = "Range with a zero delta";
     return std::nullopt;
   }
-  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  const double count = std::ceil((limit - start) / delta);
+  if (!(count < static_cast<double>(kMaxFoldedElements))) {
+    if (count > 0) {
+      error = "a Range of more elements than dtc folds (2^26)";
+      return std::nullopt;
+    }
+  }
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   Constant out;
   out.type = in[0]->type;
   out.shape = {n};
@@ -468,11 +513,7 @@ Result range(const Inputs& in, std::string& error) {
 Result constantOfShape(const onnx::NodeProto& node, const Inputs& in, std::string& error) {
   if (in.size() != 1 || !in[0]) return std::nullopt;
   const Shape shape = intsOf(*in[0]);
-  for (int64_t d : shape)
-    if (d < 0) {
-      error = "ConstantOfShape with a negative dimension";
-      return std::nullopt;
-    }
+  if (exceedsFoldLimit(shape, error)) return std::nullopt;
   Constant value = Constant::ofReals(onnx::TensorProto::FLOAT, {}, {0.0});
   if (const onnx::AttributeProto* a = findAttribute(node, "value"); a && a->has_t()) {
     TensorData data;
@@ -594,7 +635,7 @@ Result reduce(const onnx::NodeProto& node, const Inputs& in, std::string& error,
 }
 
 Result variadic(const Inputs& in, std::string& error, bool takeMax) {
-  if (in.empty()) return std::nullopt;
+  if (in.empty() || !in[0]) return std::nullopt;
   Result acc = std::vector<Constant>{*in[0]};
   for (size_t i = 1; i < in.size() && acc; ++i) {
     const Constant* pair[2] = {&(*acc)[0], in[i]};
@@ -768,6 +809,8 @@ std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b) {
   }
   return out;
 }
+
+bool tooLarge(const Shape& shape, std::string& error) { return exceedsFoldLimit(shape, error); }
 
 bool foldable(const std::string& op) {
   static const std::set<std::string> ops = {"Identity",

@@ -51,6 +51,9 @@ std::string stringAttribute(const onnx::NodeProto& node, const std::string& name
 // NumPy's broadcast of two shapes, or nullopt when they do not broadcast.
 std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b);
 
+// Whether `shape`'s elements are more than a folded constant may have (`error` says so).
+bool tooLarge(const Shape& shape, std::string& error);
+
 // Whether `evaluate` covers ops of this type (with known inputs).
 bool foldable(const std::string& opType);
 

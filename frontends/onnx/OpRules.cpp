@@ -330,8 +330,8 @@ OpRule reshapeRule() {
         } else {
           if (Error e = requireConstant(t, i, 1, "the shape or axes")) return e;
           // The constant evaluation of the same node on a stand-in of x's shape.
-          Constant standIn =
-              Constant::ofInts(kInt64, x.shape, std::vector<int64_t>(elementsOf(x.shape), 0));
+          // (its shape alone: the rules of these ops read no values of x)
+          Constant standIn = Constant::ofInts(kInt64, x.shape, {});
           std::vector<const Constant*> in = {&standIn};
           for (int k = 1; k < n.input_size(); ++k) in.push_back(t.constant(i, k));
           std::string problem;
@@ -358,8 +358,11 @@ OpRule transposeRule() {
             if (static_cast<int64_t>(perm.size()) != rankOf(x))
               return t.nodeError(i, "perm does not match the rank of " + shapeText(x.shape));
             Shape shape;
+            std::vector<bool> seen(perm.size(), false);
             for (int64_t p : perm) {
-              if (p < 0 || p >= rankOf(x)) return t.nodeError(i, "perm is out of range");
+              if (p < 0 || p >= rankOf(x) || seen[p])
+                return t.nodeError(i, "perm is not a permutation of the dimensions");
+              seen[p] = true;
               shape.push_back(x.shape[p]);
             }
             t.define(out(t, i), x.type, shape);
@@ -385,6 +388,8 @@ OpRule splitRule() {
             int64_t axis = intAttribute(n, "axis", 0);
             if (!normalise(axis, rankOf(x))) return t.nodeError(i, "axis is out of range");
             const int64_t parts = n.output_size();
+            for (const std::string& piece : n.output())
+              if (piece.empty()) return t.nodeError(i, "an output of Split has no name");
             std::vector<int64_t> sizes =
                 t.constant(i, 1) ? intsOf(*t.constant(i, 1)) : intsAttribute(n, "split");
             if (sizes.empty()) {
@@ -393,6 +398,8 @@ OpRule splitRule() {
                                           " does not split into " + std::to_string(parts));
               sizes.assign(parts, x.shape[axis] / parts);
             }
+            if (parts == 0 || sizes.empty() || sizes[0] < 1)
+              return t.nodeError(i, "pieces must have positive sizes");
             if (static_cast<int64_t>(sizes.size()) != parts ||
                 std::any_of(sizes.begin(), sizes.end(), [&](int64_t s) { return s != sizes[0]; }) ||
                 sizes[0] * parts != x.shape[axis])
@@ -669,8 +676,13 @@ OpRule convRule() {
               return t.nodeError(i, "only symmetric padding is supported");
             if (x.shape[1] != w.shape[1])
               return t.nodeError(i, "channels differ between input and weight");
+            if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1 || pads[0] < 0 ||
+                pads[1] < 0 || pads[0] > w.shape[2] || pads[1] > w.shape[3])
+              return t.nodeError(i, "strides must be positive and pads within the kernel");
             const int64_t oh = (x.shape[2] + 2 * pads[0] - w.shape[2]) / strides[0] + 1;
             const int64_t ow = (x.shape[3] + 2 * pads[1] - w.shape[3]) / strides[1] + 1;
+            if (x.shape[2] + 2 * pads[0] < w.shape[2] || x.shape[3] + 2 * pads[1] < w.shape[3])
+              return t.nodeError(i, "the kernel is larger than the padded input");
             t.define(out(t, i), kFloat, {x.shape[0], w.shape[0], oh, ow});
             return Error::success();
           },
@@ -723,7 +735,11 @@ OpRule maxPoolRule() {
             const std::vector<int64_t> k = intsAttribute(n, "kernel_shape"),
                                        s = pairOf(n, "strides", 1);
             std::vector<int64_t> pads = intsAttribute(n, "pads");
-            if (k.size() != 2) return t.nodeError(i, "kernel_shape must have two values");
+            if (k.size() != 2 || s.size() != 2 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 ||
+                k[0] > x.shape[2] || k[1] > x.shape[3])
+              return t.nodeError(i,
+                                 "kernel_shape and strides must be two positive sizes, the "
+                                 "kernel within the input");
             if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }) ||
                 intAttribute(n, "ceil_mode", 0) != 0 ||
                 pairOf(n, "dilations", 1) != std::vector<int64_t>{1, 1})
@@ -775,6 +791,8 @@ OpRule reduceRule(bool mean) {
     for (int64_t& a : axes)
       if (!normalise(a, rankOf(x))) return t.nodeError(i, "axes are out of range");
     std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+      return t.nodeError(i, "an axis is repeated");
     return Error::success();
   };
   return {[axesOf](Translator& t, int i) -> Error {
@@ -813,47 +831,55 @@ OpRule reduceRule(bool mean) {
           }};
 }
 
+// `rule` taking `min` to `max` inputs.
+OpRule takes(OpRule rule, int min, int max) {
+  rule.minInputs = min;
+  rule.maxInputs = max;
+  return rule;
+}
+
 const std::map<std::string, OpRule>& rules() {
   static const std::map<std::string, OpRule> table = {
       {"Relu", unaryRule("Relu")},
       {"Tanh", unaryRule("Tanh")},
       {"Sigmoid", unaryRule("Sigmoid")},
-      {"Identity", passThrough()},
-      {"Dropout", passThrough()},
-      {"Cast", passThrough()},
-      {"Add", binaryRule("Add")},
-      {"Sub", binaryRule("Sub")},
-      {"Mul", binaryRule("Mul")},
-      {"Div", divRule()},
-      {"Neg", negRule()},
-      {"Pow", powRule()},
       {"Exp", unaryRule("Exp")},
       {"Log", unaryRule("Log")},
       {"Sqrt", unaryRule("Sqrt")},
       {"Reciprocal", unaryRule("Reciprocal")},
       {"Erf", unaryRule("Erf")},
       {"Abs", unaryRule("Abs")},
-      {"MatMul", matmulRule()},
-      {"Gemm", gemmRule()},
-      {"Reshape", reshapeRule()},
+      {"Neg", negRule()},
+      {"Identity", passThrough()},
+      {"Dropout", takes(passThrough(), 1, 3)},
+      {"Cast", passThrough()},
+      {"Add", takes(binaryRule("Add"), 2, 2)},
+      {"Sub", takes(binaryRule("Sub"), 2, 2)},
+      {"Mul", takes(binaryRule("Mul"), 2, 2)},
+      {"Div", takes(divRule(), 2, 2)},
+      {"Pow", takes(powRule(), 2, 2)},
+      {"MatMul", takes(matmulRule(), 2, 2)},
+      {"Gemm", takes(gemmRule(), 2, 3)},
+      {"Reshape", takes(reshapeRule(), 2, 2)},
       {"Flatten", reshapeRule()},
-      {"Unsqueeze", reshapeRule()},
-      {"Squeeze", reshapeRule()},
+      {"Unsqueeze", takes(reshapeRule(), 1, 2)},
+      {"Squeeze", takes(reshapeRule(), 1, 2)},
       {"Transpose", transposeRule()},
-      {"Split", splitRule()},
+      {"Split", takes(splitRule(), 1, 2)},
       {"Softmax", softmaxRule()},
-      {"Gather", gatherRule()},
-      {"LayerNormalization", layerNormRule()},
-      {"SoftmaxCrossEntropyLoss", crossEntropyRule()},
-      {"Conv", convRule()},
-      {"BatchNormalization", batchNormRule()},
+      {"Gather", takes(gatherRule(), 2, 2)},
+      {"LayerNormalization", takes(layerNormRule(), 2, 3)},
+      {"SoftmaxCrossEntropyLoss", takes(crossEntropyRule(), 2, 3)},
+      {"Conv", takes(convRule(), 2, 3)},
+      {"BatchNormalization", takes(batchNormRule(), 5, 5)},
       {"MaxPool", maxPoolRule()},
       {"GlobalAveragePool", globalAveragePoolRule()},
-      {"ReduceSum", reduceRule(false)},
-      {"ReduceMean", reduceRule(true)},
-      {"Where", patternOnly(kFloat, false, "only as attention's causal mask")},
+      {"ReduceSum", takes(reduceRule(false), 1, 2)},
+      {"ReduceMean", takes(reduceRule(true), 1, 2)},
+      {"Where", takes(patternOnly(kFloat, false, "only as attention's causal mask"), 3, 3)},
       {"LogSoftmax", patternOnly(kFloat, false, "only before NegativeLogLikelihoodLoss")},
-      {"NegativeLogLikelihoodLoss", patternOnly(kFloat, true, "only after LogSoftmax")},
+      {"NegativeLogLikelihoodLoss",
+       takes(patternOnly(kFloat, true, "only after LogSoftmax"), 2, 3)},
   };
   return table;
 }

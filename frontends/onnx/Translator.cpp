@@ -149,9 +149,16 @@ llvm::Error Translator::readInputs() {
                      (dims[d].dim_param().empty() ? "" : " ('" + dims[d].dim_param() + "')") +
                      " that the batch cannot fix; export it with a fixed size");
       } else {
+        if (dims[d].dim_value() < 1)
+          return error(where + " has dimension " + std::to_string(d) + " of size " +
+                       std::to_string(dims[d].dim_value()) + "; dtc's tensors have positive sizes");
         shape.push_back(dims[d].dim_value());
       }
     }
+    int64_t elements = 1;
+    for (int64_t d : shape)
+      if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 40))
+        return error(where + " has more than 2^40 elements");
     Value v;
     v.kind = ValueKind::kData;
     v.type = type;
@@ -230,6 +237,10 @@ llvm::Error Translator::readInitializers() {
     if (!data) return error(model_.name() + ": " + llvm::toString(data.takeError()));
     const bool trainable = differentiable_.count(t.name()) && !buffers_.count(t.name());
     if (isFloatType(t.data_type()) && (trainable || buffers_.count(t.name()))) {
+      for (int64_t d : data->dims)
+        if (d < 1)
+          return error(model_.name() + ": parameter '" + t.name() + "' has shape " +
+                       shapeText(data->dims) + "; dtc's tensors have positive sizes");
       Value v;
       v.kind = ValueKind::kParam;
       v.type = onnx::TensorProto::FLOAT;
@@ -243,6 +254,9 @@ llvm::Error Translator::readInitializers() {
       builder_.valuesParameter(t.name(), data->dims, bytes, trainable);
       continue;
     }
+    std::string problem;
+    if (tooLarge(data->dims, problem))
+      return error(model_.name() + ": initializer '" + t.name() + "', a constant: " + problem);
     Value v;
     v.kind = ValueKind::kConst;
     v.type = t.data_type();
@@ -356,8 +370,27 @@ llvm::Error Translator::walk() {
       (void)unsupported(i, "");
       continue;
     }
+    if (n.input_size() < rule->minInputs || n.input_size() > rule->maxInputs)
+      return nodeError(
+          i, "takes " + std::to_string(rule->minInputs) +
+                 (rule->maxInputs > rule->minInputs ? " to " + std::to_string(rule->maxInputs)
+                                                    : std::string()) +
+                 " inputs, has " + std::to_string(n.input_size()));
+    for (int k = 0; k < rule->minInputs; ++k)
+      if (n.input(k).empty()) return nodeError(i, "input " + std::to_string(k) + " is missing");
+    if (n.output_size() == 0 || n.output(0).empty()) return nodeError(i, "has no output");
     dynamic_[i] = true;
     if (llvm::Error e = rule->infer(*this, i)) return e;
+    for (const std::string& out : n.output())
+      if (const Value* v = value(out); v && producer(out) == i) {
+        int64_t elements = 1;
+        for (int64_t d : v->shape)
+          if (d < 1 || __builtin_mul_overflow(elements, d, &elements) ||
+              elements > (int64_t{1} << 40))
+            return nodeError(i,
+                             "its output '" + out + "' would have shape " + shapeText(v->shape) +
+                                 "; dtc's tensors have positive sizes and at most 2^40 elements");
+      }
   }
   return unsupportedError();
 }

@@ -121,6 +121,8 @@ struct OpRule {
   std::function<llvm::Error(Translator&, int)> emit;
   // Run only inside the patterns that fuse it (an unmatched node is unsupported).
   bool insidePatternsOnly = false;
+  // The inputs it takes (the first minInputs present) — checked before infer sees the node.
+  int minInputs = 1, maxInputs = 1;
 };
 // The rule for a dynamic node of `opType`, or null when dtc cannot run it.
 const OpRule* findOpRule(const std::string& opType);
