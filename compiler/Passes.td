@@ -66,8 +66,8 @@ def EvalFunction : Pass<"dtc-eval-function", "mlir::ModuleOp"> {
   let summary = "Turn @forward into @eval: inference-mode ops, no buffer updates";
   let description = [{
     Run after dtc-autodiff has cloned @forward. Renames it @eval, replaces training-mode ops by
-    their inference form (batch_norm_train -> batch_norm_eval on the running statistics) and
-    drops the buffer updates from its results, as `model.eval()` in PyTorch.
+    their inference form (batch_norm_train -> batch_norm_eval on the running statistics,
+    dropout -> the identity) and drops the buffer updates from its results, as `model.eval()` in PyTorch.
   }];
 }
 
@@ -90,6 +90,10 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
     bias add, a tanh GELU after it, and a tanh GELU gradient after an input-gradient GEMM join
     the linear layer's GEMM as one `linear_bias`, `linear_bias_gelu` or
     `linear_grad_input_gelu` call, as cuBLASLt's epilogues run them (the CUDA default).
+
+    A function with dropout gets one more argument, `rng` (tensor<2xi64> {graph.hyper =
+    "rng"}): the run's seed and the step, which the runtime writes before each step and every
+    dropout call reads as its last operand.
   }];
   let options = [
     Option<"epilogues", "epilogues", "bool", "false",
@@ -122,7 +126,8 @@ def Accumulate : Pass<"dtc-accumulate", "mlir::ModuleOp"> {
     gradients are the sums over micro-batches, with every mean dividing by all K·B rows
     (`count`), so the step equals one step on the K-times-larger batch. Buffers updated by the
     forward pass (BatchNorm running statistics) thread from one micro-batch to the next, as K
-    forward calls in PyTorch. Run after dtc-autodiff, before dtc-optimizer. With partitioning,
+    forward calls in PyTorch. Dropout in micro-batch k draws its mask for rows k·B onwards, as
+    on the K-times-larger batch. Run after dtc-autodiff, before dtc-optimizer. With partitioning,
     the sums of partial gradients stay partial: one reduction per step, not per micro-batch.
   }];
   let options = [

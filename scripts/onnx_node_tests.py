@@ -42,10 +42,31 @@ def shape_inputs(model):
     return names
 
 
-def training_mode(model):
+def training_mode(case, model):
     """Nodes whose expected outputs are a training-mode forward, which --predict (the model in
-    evaluation mode) does not compute."""
-    return any(a.name == "training_mode" and a.i == 1 for n in model.graph.node for a in n.attribute)
+    evaluation mode) does not compute: BatchNormalization's training_mode, and Dropout dropping
+    in training (its expected output is a mask NumPy's generator drew)."""
+    if any(a.name == "training_mode" and a.i == 1 for n in model.graph.node for a in n.attribute):
+        return True
+    inputs = [i.name for i in model.graph.input]
+
+    def value(name):
+        if name not in inputs:
+            return None
+        path = os.path.join(case, "test_data_set_0", f"input_{inputs.index(name)}.pb")
+        tensor = onnx.TensorProto()
+        with open(path, "rb") as f:
+            tensor.ParseFromString(f.read())
+        return numpy_helper.to_array(tensor)
+
+    for node in model.graph.node:
+        if node.op_type != "Dropout" or len(node.input) < 3 or not node.input[2]:
+            continue
+        training = value(node.input[2])
+        ratio = value(node.input[1]) if len(node.input) > 1 and node.input[1] else 0.5
+        if training is not None and bool(training) and (ratio is None or float(ratio) != 0):
+            return True
+    return False
 
 
 def tensor(path):
@@ -176,7 +197,7 @@ def main():
         if not 13 <= opset(model) <= 17:
             out_of_range += 1
             continue
-        if training_mode(model):
+        if training_mode(case, model):
             training += 1
             continue
         with tempfile.TemporaryDirectory(dir=args.keep) as work:

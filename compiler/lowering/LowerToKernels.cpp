@@ -4,6 +4,8 @@
 #include "mlir/IR/Builders.h"
 
 #include "Passes.h"
+#include "graph/IR/GraphDialect.h"
+#include "graph/IR/GraphOps.h"
 #include "lowering/EpilogueFusion.h"
 #include "ops/kernel_registry.h"
 #include "plan/IR/PlanOps.h"
@@ -21,13 +23,31 @@ namespace {
 // A compiler mark is namespaced by its dialect ("dist.stage"); a kernel parameter is not.
 bool isMark(NamedAttribute attr) { return attr.getName().getValue().contains('.'); }
 
-LogicalResult lower(Operation* op, OpBuilder& b) {
+// The function's `rng` setting, int64 [2] = (seed, step), which the runtime writes before each
+// step: added as its last argument the first time a step draws random numbers.
+Value rngArgument(func::FuncOp func, Value& rng) {
+  if (rng) return rng;
+  Builder b(func.getContext());
+  const unsigned index = func.getNumArguments();
+  auto type = RankedTensorType::get({2}, b.getI64Type());
+  auto attrs = b.getDictionaryAttr(b.getNamedAttr(attr::kHyper, b.getStringAttr("rng")));
+  if (failed(func.insertArgument(index, type, attrs, func.getLoc()))) return {};
+  return rng = func.getArgument(index);
+}
+
+LogicalResult lower(Operation* op, OpBuilder& b, Value& rng) {
   const KernelInfo* kernel = findKernel(op->getName().stripDialect().str());
   if (!kernel) return op->emitOpError("has no runtime kernel (runtime/ops/kernels.def) to run it");
   SmallVector<NamedAttribute> params, marks;
   for (NamedAttribute attr : op->getAttrs()) (isMark(attr) ? marks : params).push_back(attr);
+  SmallVector<Value> operands(op->getOperands());
+  if (isa<graph::DropoutOp>(op)) {
+    Value setting = rngArgument(op->getParentOfType<func::FuncOp>(), rng);
+    if (!setting) return op->emitOpError("cannot add the function's rng argument");
+    operands.push_back(setting);
+  }
   b.setInsertionPoint(op);
-  auto call = plan::KernelOp::create(b, op->getLoc(), op->getResultTypes(), op->getOperands(),
+  auto call = plan::KernelOp::create(b, op->getLoc(), op->getResultTypes(), operands,
                                      b.getStringAttr(kernel->name), b.getDictionaryAttr(params));
   for (NamedAttribute mark : marks) call->setAttr(mark.getName(), mark.getValue());
   op->replaceAllUsesWith(call->getResults());
@@ -45,8 +65,9 @@ struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
       SmallVector<Operation*> ops;
       for (Operation& op : func.getBody().front().without_terminator())
         if (!isa<plan::KernelOp>(op)) ops.push_back(&op);
+      Value rng;
       for (Operation* op : ops)
-        if (failed(lower(op, b))) return signalPassFailure();
+        if (failed(lower(op, b, rng))) return signalPassFailure();
     }
   }
 };

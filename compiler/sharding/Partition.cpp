@@ -138,7 +138,30 @@ class Partitioner {
       if (auto grad = dyn_cast<graph::EmbeddingGradOp>(op))  // its rows: this device's block
         grad.setVocab(cast<RankedTensorType>(grad.getResult().getType()).getDimSize(0));
     }
+    if (auto dropout = dyn_cast<graph::DropoutOp>(op))
+      if (failed(placeDropout(dropout, cast<dist::ShardingAttr>(shardings.front()))))
+        return failure();
     op->setAttr(dist::kShardingsAttr, b_.getArrayAttr(shardings));
+    return success();
+  }
+
+  // Where this device's block of a dropout's tensor sits in the whole, so that it draws the
+  // mask one device draws for those elements.
+  LogicalResult placeDropout(graph::DropoutOp op, dist::ShardingAttr s) {
+    SmallVector<int64_t> counts;
+    SmallVector<Attribute> axes;
+    for (auto [d, dim] : llvm::enumerate(s.getDims())) {
+      auto list = cast<ArrayAttr>(dim);
+      counts.push_back(static_cast<int64_t>(list.size()));
+      axes.append(list.begin(), list.end());
+      if (!list.empty() && s.dimBlocks(static_cast<int64_t>(d)) != 1)
+        return op.emitOpError("cannot draw a dropout mask on a tensor split in chunks (dimension ")
+               << d << ")";
+    }
+    op.setGlobalShape(global_[op.getY()].getShape());
+    if (axes.empty()) return success();
+    op.setSplitCountsAttr(b_.getDenseI64ArrayAttr(counts));
+    op.setSplitAxesAttr(b_.getArrayAttr(axes));
     return success();
   }
 

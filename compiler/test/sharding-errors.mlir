@@ -20,3 +20,16 @@ module attributes {dist.mesh = #dist.mesh<dp = 4>} {
     return %r : tensor<6xf32>
   }
 }
+
+// -----
+
+// A dropout on a tensor split in chunks: a block of chunks has no one place in the whole to draw
+// the mask for.
+// CHECK: error: {{.*}}cannot draw a dropout mask on a tensor split in chunks (dimension 1)
+module attributes {dist.mesh = #dist.mesh<tp = 2>} {
+  func.func @chunks(%x: tensor<4x8xf32> {dist.sharding = #dist.sharding<[{}, 2 x {tp}]>})
+      -> (tensor<4x8xf32> {dist.sharding = #dist.sharding<[{}, 2 x {tp}]>}) {
+    %a = graph.dropout %x {ratio = 0.5 : f32, key = 1 : i64} : tensor<4x8xf32>
+    return %a : tensor<4x8xf32>
+  }
+}

@@ -131,6 +131,8 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
         Operation* clone = b.clone(op, map);
         scaleCount(clone, k);
         if (pipelined) clone->setAttr(dist::kMicroBatchAttr, builder.getI64IntegerAttr(m));
+        // Micro-batch m's rows follow the earlier ones' in the step's batch: so do its draws.
+        if (auto dropout = dyn_cast<graph::DropoutOp>(clone)) dropout.setMicroBatch(m);
       }
       for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
         Value v = map.lookup(ret.getOperand(r));

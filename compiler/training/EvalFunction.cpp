@@ -59,6 +59,14 @@ struct EvalFunctionPass : impl::EvalFunctionBase<EvalFunctionPass> {
       }
       op.erase();
     }
+
+    // Dropout is the identity in evaluation.
+    SmallVector<graph::DropoutOp> dropouts;
+    forward.walk([&](graph::DropoutOp op) { dropouts.push_back(op); });
+    for (graph::DropoutOp op : dropouts) {
+      op.getY().replaceAllUsesWith(op.getX());
+      op.erase();
+    }
   }
 };
 

@@ -75,6 +75,7 @@ class ModelImporter {
   LogicalResult importSoftmax(const model::Node& node, Location loc);
   LogicalResult importScale(const model::Node& node, Location loc);
   LogicalResult importPow(const model::Node& node, Location loc);
+  LogicalResult importDropout(const model::Node& node, Location loc);
   LogicalResult importConv(const model::Node& node, Location loc);
   LogicalResult importBatchNorm(const model::Node& node, Location loc);
   LogicalResult importMaxPool(const model::Node& node, Location loc);
@@ -132,6 +133,7 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Erf", {&ModelImporter::importUnary<graph::ErfOp>, {}}},
       {"Abs", {&ModelImporter::importUnary<graph::AbsOp>, {}}},
       {"Pow", {&ModelImporter::importPow, {"exponent"}}},
+      {"Dropout", {&ModelImporter::importDropout, {"ratio"}}},
       {"Gelu", {&ModelImporter::importGelu, {"approximate"}}},
       {"ReduceSum", {&ModelImporter::importReduceSum, {"axes", "keepdims"}}},
       {"Reshape", {&ModelImporter::importReshape, {"shape"}}},
@@ -492,6 +494,27 @@ LogicalResult ModelImporter::importPow(const model::Node& node, Location loc) {
   if (failed(in)) return failure();
   auto exponent = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "exponent", 1.0)));
   return define(node, loc, {graph::PowOp::create(builder_, loc, (*in)[0], exponent)});
+}
+
+// Each dropout draws its own mask: its key is a hash (64-bit FNV-1a, kept non-negative) of its
+// output's name, which is unique in the model and stable across compilations.
+LogicalResult ModelImporter::importDropout(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1);
+  if (failed(in)) return failure();
+  const double ratio = floatAttr(node, "ratio", 0.5);
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return emitError(loc) << "Dropout ratio must lie in [0, 1), got " << ratio;
+  if (!node.outputs() || node.outputs()->size() != 1)
+    return emitError(loc) << "Dropout has one output";
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : node.outputs()->Get(0)->str())
+    hash = (hash ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  auto key = builder_.getI64IntegerAttr(static_cast<int64_t>(hash >> 1));
+  if (ratio == 0.0) return define(node, loc, {(*in)[0]});
+  return define(
+      node, loc,
+      {graph::DropoutOp::create(builder_, loc, (*in)[0],
+                                builder_.getF32FloatAttr(static_cast<float>(ratio)), key)});
 }
 
 // An ints attribute of two values ("kernel": [2, 2]); one value or none stands for both.

@@ -62,25 +62,10 @@ OpRule unaryRule(const std::string& dtcOp) {
           }};
 }
 
-// Passes its input through (Identity; Dropout in evaluation or with ratio 0; a float-to-float32
-// Cast).
+// Passes its input through (Identity; a float-to-float32 Cast).
 OpRule passThrough() {
   return {[](Translator& t, int i) -> Error {
             const onnx::NodeProto& n = t.node(i);
-            if (n.op_type() == "Dropout") {
-              const Constant* ratio = t.constant(i, 1);
-              const Constant* training = t.constant(i, 2);
-              if ((t.input(i, 1) && !ratio) || (t.input(i, 2) && !training))
-                return t.nodeError(i, "ratio and training_mode must be known when compiling");
-              const bool trains = training && training->integer(0) != 0;
-              const double p = ratio ? ratio->real(0) : 0.5;
-              if (trains && p != 0)
-                return t.nodeError(i, "dropout with ratio " + std::to_string(p) +
-                                          " in training mode is not supported yet (export with "
-                                          "p=0 or in eval mode)");
-              if (n.output_size() > 1 && !n.output(1).empty() && !t.users(n.output(1)).empty())
-                return t.nodeError(i, "its mask output is read; dtc has none");
-            }
             if (n.op_type() == "Cast") {
               const int64_t to = intAttribute(n, "to", 0);
               if (to != kFloat || t.input(i, 0)->type != kFloat)
@@ -92,6 +77,46 @@ OpRule passThrough() {
             return Error::success();
           },
           [](Translator&, int) { return Error::success(); }};
+}
+
+// Dropout's ratio when it drops in training (training_mode true, ratio > 0); 0 when it is the
+// identity (evaluation, as the default export writes it, or ratio 0).
+llvm::Expected<double> dropoutRatio(Translator& t, int i) {
+  const onnx::NodeProto& n = t.node(i);
+  const Constant* ratio = t.constant(i, 1);
+  const Constant* training = t.constant(i, 2);
+  if ((t.input(i, 1) && !ratio) || (t.input(i, 2) && !training))
+    return t.nodeError(i, "ratio and training_mode must be known when compiling");
+  if ((ratio && ratio->size() != 1) || (training && training->size() != 1))
+    return t.nodeError(i, "ratio and training_mode must be scalars");
+  const double p = ratio ? ratio->real(0) : 0.5;
+  if (!(p >= 0.0 && p < 1.0))
+    return t.nodeError(i, "ratio must lie in [0, 1), got " + std::to_string(p));
+  if (n.output_size() > 1 && !n.output(1).empty() && !t.users(n.output(1)).empty())
+    return t.nodeError(i, "its mask output is read; dtc draws masks without storing them");
+  return training && training->integer(0) != 0 ? p : 0.0;
+}
+
+// Dropout: torch's training-mode dropout (dtc's counter-based mask), or the identity.
+OpRule dropoutRule() {
+  return {[](Translator& t, int i) -> Error {
+            llvm::Expected<double> p = dropoutRatio(t, i);
+            if (!p) return p.takeError();
+            if (*p == 0.0) {
+              t.alias(out(t, i), t.node(i).input(0));
+              return Error::success();
+            }
+            if (Error e = requireFloat(t, i, {0})) return e;
+            t.define(out(t, i), kFloat, t.input(i, 0)->shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            llvm::Expected<double> p = dropoutRatio(t, i);
+            if (!p) return p.takeError();
+            if (*p != 0.0)
+              t.emit(i, "Dropout", {operand(t, i, 0)}, {out(t, i)}, {NodeAttr::real("ratio", *p)});
+            return Error::success();
+          }};
 }
 
 // Add, Sub, Mul with NumPy broadcasting; a constant operand is a product by a scalar (Scale) or a
@@ -851,7 +876,7 @@ const std::map<std::string, OpRule>& rules() {
       {"Abs", unaryRule("Abs")},
       {"Neg", negRule()},
       {"Identity", passThrough()},
-      {"Dropout", takes(passThrough(), 1, 3)},
+      {"Dropout", takes(dropoutRule(), 1, 3)},
       {"Cast", passThrough()},
       {"Add", takes(binaryRule("Add"), 2, 2)},
       {"Sub", takes(binaryRule("Sub"), 2, 2)},

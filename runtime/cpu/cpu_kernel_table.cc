@@ -9,6 +9,7 @@
 #include "cpu/kernels/half.h"
 #include "cpu/kernels/kernels.h"
 #include "exec/core_contracts.h"
+#include "exec/dropout_contract.h"
 #include "exec/loss_contracts.h"
 #include "exec/precision_contracts.h"
 #include "ops/step_scratch.h"
@@ -122,6 +123,19 @@ StatusOr<BoundStep> bindPow(const StepContext& ctx) {
   });
 }
 
+StatusOr<BoundStep> bindDropout(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(DropoutStep d, checkDropout(ctx));
+  const float* x = ctx.inputs[0].f32();
+  const int64_t* rng = ctx.inputs[1].i64();
+  float* y = ctx.outputs[0].f32();
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::dropoutApply(x, y, d.elements, static_cast<uint64_t>(rng[0]),
+                      static_cast<uint64_t>(rng[1]), d.placement, d.key, d.ratio, *pool);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindGeluGrad(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkActivationGrad(ctx));
   TensorView dy = ctx.inputs[0], x = ctx.inputs[1], dx = ctx.outputs[0];
@@ -227,6 +241,7 @@ DTC_CPU_BINDER(gelu, bindGelu)
 DTC_CPU_BINDER(gelu_grad, bindGeluGrad)
 DTC_CPU_BINDER(scale, bindScale)
 DTC_CPU_BINDER(pow, bindPow)
+DTC_CPU_BINDER(dropout, bindDropout)
 DTC_CPU_BINDER(softmax_cross_entropy, bindCrossEntropy)
 DTC_CPU_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
 DTC_CPU_BINDER(mse, bindMse)

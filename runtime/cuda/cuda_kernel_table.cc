@@ -5,6 +5,7 @@
 
 #include "cuda_bind.h"
 #include "exec/core_contracts.h"
+#include "exec/dropout_contract.h"
 #include "gemm.h"
 
 namespace dtc::cuda {
@@ -142,6 +143,19 @@ StatusOr<BoundStep> bindPow(const StepContext& ctx, Device& dev) {
                          });
 }
 
+StatusOr<BoundStep> bindDropout(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(DropoutStep d, checkDropout(ctx));
+  const float* x = ctx.inputs[0].f32();
+  const int64_t* rng = ctx.inputs[1].i64();
+  float* y = ctx.outputs[0].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(
+        kernels::dropoutApply(x, y, d.elements, rng, d.placement, d.key, d.ratio, stream), where);
+  });
+}
+
 StatusOr<BoundStep> bindActivation(const StepContext& ctx, Device& dev, Activation f) {
   return bindUnaryLaunch(ctx, dev, [f](const float* x, float* y, int64_t n, cudaStream_t stream) {
     return kernels::activation(f, x, y, n, stream);
@@ -198,5 +212,6 @@ DTC_CUDA_BINDER(gelu, bindGelu)
 DTC_CUDA_BINDER(gelu_grad, bindGeluGrad)
 DTC_CUDA_BINDER(scale, bindScale)
 DTC_CUDA_BINDER(pow, bindPow)
+DTC_CUDA_BINDER(dropout, bindDropout)
 
 }  // namespace dtc::cuda

@@ -3,6 +3,7 @@
 #include "exec/collective_contract.h"
 #include "exec/conv_contracts.h"
 #include "exec/core_contracts.h"
+#include "exec/dropout_contract.h"
 #include "exec/linear_epilogue_contract.h"
 #include "exec/loss_contracts.h"
 #include "exec/precision_contracts.h"

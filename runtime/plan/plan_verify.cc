@@ -308,12 +308,16 @@ class PlanVerifier {
             !sameSharding(b->sharding(), stateSharding(b->name()->str(), f.stage())))
           return bad(fn + ": '" + b->name()->str() +
                      "' is sharded unlike the state tensor it binds");
-        if (b->role() == plan::Role::hyper) {
+        const bool rng = b->role() == plan::Role::hyper && b->name()->str() == "rng";
+        if (b->role() == plan::Role::hyper && !rng) {
           if (b->name()->str() != "lr")
             return bad(fn + " takes an unknown setting '" + b->name()->str() + "'");
           takesLearningRate_ = true;
         }
-        if ((b->role() == plan::Role::hyper || b->role() == plan::Role::metric) &&
+        if (rng && (v.dtype() != plan::DType::i64 || numElements(v.shape()) != 2 ||
+                    v.region() != plan::Region::arena))
+          return bad(fn + ": 'rng' must be an int64 [2] of the arena");
+        if (((b->role() == plan::Role::hyper && !rng) || b->role() == plan::Role::metric) &&
             (v.dtype() != plan::DType::f32 || numElements(v.shape()) != 1 ||
              v.region() != plan::Region::arena))
           return bad(fn + ": '" + b->name()->str() + "' must be a float32 scalar of the arena");

@@ -197,14 +197,16 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
 // without one has a fixed rate in its kernels) and the gradient norm it reads (if reported).
 struct StepScalars {
   uint32_t lr = UINT32_MAX, gradNorm = UINT32_MAX;
+  uint32_t rng = UINT32_MAX;  // dropout's (seed, step), where the step draws masks
   LrSchedule schedule;
 };
 
-// (Plan::verify checked the bindings: "lr" is the only hyper-parameter, and has a schedule.)
+// (Plan::verify checked the bindings: "lr" and "rng" are the only settings, and "lr" has a
+// schedule.)
 StepScalars stepScalars(const Plan& plan, const plan::Function& f) {
   StepScalars out;
   for (const plan::Binding* b : *f.arguments())
-    if (b->role() == plan::Role::hyper) out.lr = b->value();
+    if (b->role() == plan::Role::hyper) (b->name()->str() == "rng" ? out.rng : out.lr) = b->value();
   out.schedule = lrScheduleOf(plan);
   out.gradNorm = resultIndex(f, plan::Role::metric, "grad_norm");
   return out;
@@ -377,6 +379,13 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
       numbers.lr = scalars.lr != UINT32_MAX ? learningRate(scalars.schedule, step - 1) : 0.0;
       if (scalars.lr != UINT32_MAX)
         *ex.view("train_step", scalars.lr).f32() = static_cast<float>(numbers.lr);
+      if (scalars.rng != UINT32_MAX) {
+        // Step s (from 0) draws its masks from (seed, s) on every layout: a resumed run draws
+        // what the uninterrupted one would have.
+        int64_t* rng = ex.view("train_step", scalars.rng).i64();
+        rng[0] = static_cast<int64_t>(run.seed);
+        rng[1] = step - 1;
+      }
       if (Status ran = ex.run("train_step"); !ran.ok())
         return ran.code() == StatusCode::kNonFinite
                    ? ran.withContext("step " + std::to_string(step))

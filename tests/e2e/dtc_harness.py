@@ -52,6 +52,34 @@ def epoch_permutation(n, seed, epoch):
     return perm
 
 
+def _mix_array(z):
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def dropout_key(output_name):
+    """A Dropout node's key: 64-bit FNV-1a of its output's name, shifted right once."""
+    h = 0xCBF29CE484222325
+    for c in output_name.encode():
+        h = ((h ^ c) * 0x100000001B3) & MASK
+    return h >> 1
+
+
+def dropout_scale(seed, step, key, shape, ratio, first_index=0):
+    """runtime/ops/dropout_math.h keepScale for the elements of a tensor of `shape` (float32:
+    1/(1-ratio) where kept, 0 where dropped), elements numbered from `first_index`."""
+    with np.errstate(over="ignore"):
+        s = _mix_array(np.uint64((seed + 0x9E3779B97F4A7C15) & MASK))
+        s = _mix_array(s ^ np.uint64((step * 0xD1B54A32D192ED03) & MASK))
+        s = _mix_array(s ^ np.uint64((key * 0x8CB92BA72F3D8DD7) & MASK))
+        index = np.arange(first_index, first_index + int(np.prod(shape)), dtype=np.uint64)
+        u = (_mix_array(s ^ index) >> np.uint64(40)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+    ratio = np.float32(ratio)
+    keep = np.float32(1.0) / (np.float32(1.0) - ratio)
+    return np.where(u >= ratio, keep, np.float32(0.0)).astype(np.float32).reshape(shape)
+
+
 def batches(n, batch, seed, steps):
     """The index batches of the first `steps` steps (drop_last=True, reshuffled per epoch)."""
     per_epoch = n // batch

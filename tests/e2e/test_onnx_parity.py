@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import batches, load_safetensors, read_log, run, tool, weight_error  # noqa: E402
+from dtc_harness import (batches, dropout_key, dropout_scale, load_safetensors, read_log, run,  # noqa: E402
+                         tool, weight_error)
 
 STEPS, SEED, BATCH = 10, 5, 8
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
@@ -104,7 +105,40 @@ def mlp_case(work):
     compare("mlp dp=2 against one device", losses2, losses, final2, final, 1e-5)
 
 
-# ---- a GPT: pre-LN blocks, causal attention, tanh GELU, tied head, the loss inside the export ---
+# ---- a GPT: pre-LN blocks, causal attention, tanh GELU, dropout, tied head, the loss inside the
+# export -------------------------------------------------------------------------------------------
+
+class Drop(torch.nn.Module):
+    """nn.Dropout for the export; for the reference run, dtrun's masks (runtime/ops/dropout_math.h),
+    which PyTorch's generator cannot draw: each call takes the next Dropout node's key, in the
+    order the export wrote them, and the step's (seed, step) pair."""
+    masks = None  # DtrunMasks while the reference trains
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if Drop.masks is None:
+            return F.dropout(x, self.p, self.training)
+        return x * torch.from_numpy(Drop.masks.next(tuple(x.shape), self.p))
+
+
+class DtrunMasks:
+    def __init__(self, onnx_path, seed):
+        import onnx
+        graph = onnx.load(onnx_path).graph
+        self.keys = [dropout_key(n.output[0]) for n in graph.node if n.op_type == "Dropout"]
+        self.seed, self.step, self.calls = seed, 0, 0
+
+    def start(self, step):
+        self.step, self.calls = step, 0
+
+    def next(self, shape, p):
+        key = self.keys[self.calls]
+        self.calls += 1
+        return dropout_scale(self.seed, self.step, key, shape, p)
+
 
 class Block(torch.nn.Module):
     def __init__(self, c, heads, t):
@@ -117,6 +151,7 @@ class Block(torch.nn.Module):
         self.mlp_proj = torch.nn.Linear(4 * c, c)
         self.heads = heads
         self.register_buffer("bias", torch.tril(torch.ones(t, t)).view(1, 1, t, t))
+        self.attn_drop, self.resid_drop, self.mlp_drop = Drop(0.1), Drop(0.1), Drop(0.1)
 
     def forward(self, x):
         b, t, c = x.size()
@@ -124,9 +159,9 @@ class Block(torch.nn.Module):
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
         att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, c)
-        x = x + self.c_proj(y)
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+        y = (self.attn_drop(F.softmax(att, dim=-1)) @ v).transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.resid_drop(self.c_proj(y))
+        return x + self.mlp_drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")))
 
 
 class Gpt(torch.nn.Module):
@@ -134,6 +169,7 @@ class Gpt(torch.nn.Module):
         super().__init__()
         self.wte = torch.nn.Embedding(vocab, c)
         self.wpe = torch.nn.Embedding(t, c)
+        self.drop = Drop(0.1)
         self.h = torch.nn.ModuleList(Block(c, heads, t) for _ in range(layers))
         self.ln_f = torch.nn.LayerNorm(c)
         self.lm_head = torch.nn.Linear(c, vocab, bias=False)
@@ -146,7 +182,7 @@ class Gpt(torch.nn.Module):
 
     def forward(self, idx, targets):
         t = idx.size(1)
-        x = self.wte(idx) + self.wpe(torch.arange(0, t, dtype=torch.long))
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(0, t, dtype=torch.long)))
         for block in self.h:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))
@@ -172,17 +208,21 @@ def gpt_case(work):
     init, final, losses = dtc_run(path, work, "gpt", flags, data)
     same_initial_weights("gpt", module, init)
     plan_ops = run(tool("dtc"), "inspect", os.path.join(work, "gpt.dtp")).stdout
-    for fused in ("layer_norm", "gelu", "causal_softmax", "linear", "embedding"):
+    for fused in ("layer_norm", "gelu", "causal_softmax", "linear", "embedding", "dropout"):
         assert fused + "=" in plan_ops, f"gpt: the export's {fused} was not fused"
 
     opt = torch.optim.AdamW(module.parameters(), lr=0.003, eps=1e-4)
     ref_losses = []
-    for rows in batches(n, BATCH, SEED, STEPS):
+    Drop.masks = DtrunMasks(path, SEED)
+    assert len(Drop.masks.keys) == 7, f"gpt: the export holds {len(Drop.masks.keys)} Dropout nodes"
+    for step, rows in enumerate(batches(n, BATCH, SEED, STEPS)):
+        Drop.masks.start(step)
         opt.zero_grad()
         loss = module(torch.from_numpy(idx[rows]), torch.from_numpy(targets[rows]))
         loss.backward()
         opt.step()
         ref_losses.append(loss.item())
+    Drop.masks = None
     ref_final = {k: v.detach().numpy() for k, v in module.state_dict().items()}
     compare("gpt", losses, ref_losses, final, ref_final, 1e-4)
     # Back into the module (the README's way): only the tied head's second name and the folded
@@ -202,6 +242,25 @@ def gpt_case(work):
     # parallel cross-entropy included.
     _, final4, losses4 = dtc_run(path, work, "gpt-tp2", flags + ["--mesh", "tp=2"], data, devices=2)
     compare("gpt tp=2 against one device", losses4, losses, final4, final, 1e-5)
+    resumed_on_another_layout(path, work, flags, data, losses, final)
+
+
+def resumed_on_another_layout(path, work, flags, data, losses, final):
+    """Steps 1..5 on dp=2 with a checkpoint, 6..10 resumed on tp=2: dropout draws the masks of
+    the uninterrupted one-device run."""
+    plans = {}
+    for name, mesh in (("dp2", "dp=2"), ("tp2", "tp=2")):
+        plans[name] = os.path.join(work, f"gpt-resume-{name}.dtp")
+        run(tool("dtc"), "compile", path, "-o", plans[name], "--batch", BATCH, *flags, "--mesh", mesh)
+    ckpt, log, save = (os.path.join(work, f"gpt-resume-{s}") for s in ("ckpt", "log.jsonl", "final"))
+    run(*MPIRUN, 2, tool("dtrun"), plans["dp2"], "--data", data, "--steps", STEPS // 2, "--seed", SEED,
+        "--checkpoint", ckpt, "--threads", 1)
+    run(*MPIRUN, 2, tool("dtrun"), plans["tp2"], "--data", data, "--steps", STEPS, "--resume", ckpt,
+        "--log", log, "--save", save, "--threads", 1)
+    resumed = [e["loss"] for e in read_log(log)]
+    assert len(resumed) == STEPS - STEPS // 2, f"gpt resume: {len(resumed)} steps logged"
+    compare("gpt dp=2, resumed on tp=2, against one device", resumed, losses[STEPS // 2:],
+            load_safetensors(os.path.join(save, "model.safetensors")), final, 1e-5)
 
 
 # ---- a ResNet-style CNN: BatchNorm with running statistics, a skip connection ----------------

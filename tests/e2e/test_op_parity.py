@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import epoch_permutation, load_safetensors, read_log, run, tool  # noqa: E402
+from dtc_harness import (dropout_key, dropout_scale, epoch_permutation, load_safetensors,  # noqa: E402
+                         read_log, run, tool)
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 SCHEMA = os.path.join(ROOT, "frontends", "flatbuffers", "model.fbs")
@@ -81,6 +82,10 @@ def cases(rng):
         "Erf": ({"x": [B, 3]}, ("Erf", ["x"], []), lambda p, d: torch.erf(p["x"]), {}),
         "Abs": ({"x": [B, 3]}, ("Abs", ["x"], []), lambda p, d: torch.abs(p["x"]), {}),
         "Pow": ({"x": [B, 3]}, ("Pow", ["x"], [real("exponent", 3.0)]), lambda p, d: p["x"] ** 3, {}),
+        # The mask dtrun draws at step 0 (seed SEED), computed here from its definition.
+        "Dropout": ({"x": [B, 64]}, ("Dropout", ["x"], [real("ratio", 0.3)]),
+                    lambda p, d: p["x"] * torch.from_numpy(dropout_scale(SEED, 0, dropout_key("out"), (B, 64), 0.3)),
+                    {}),
         "Div_broadcast": ({"a": [B, 3, 4], "c": [4]}, ("Div", ["a", "c"], []), lambda p, d: p["a"] / p["c"], {}),
         "Conv": ({"x": [B, 2, 5, 5], "w": [3, 2, 3, 3], "b": [3]},
                  ("Conv", ["x", "w", "b"], [ints("stride", [2, 1]), ints("padding", [1, 1])]),

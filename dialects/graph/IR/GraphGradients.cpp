@@ -218,6 +218,12 @@ Grads SoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{SoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr())};
 }
 
+// The same mask, redrawn: dropout of the output gradient under the forward op's key (autodiff
+// runs before the passes that place micro-batches and blocks, which then mark both alike).
+Grads DropoutOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{DropoutOp::create(b, getLoc(), dys[0], getRatioAttr(), getKeyAttr())};
+}
+
 Grads ScaleOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{ScaleOp::create(b, getLoc(), dys[0], getFactorAttr())};
 }

@@ -107,6 +107,30 @@ LogicalResult ReduceSumOp::verify() {
   return success();
 }
 
+LogicalResult DropoutOp::verify() {
+  const float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return emitOpError("ratio must lie in [0, 1), got ") << ratio;
+  if (getMicroBatchAttr().getInt() < 0) return emitOpError("micro_batch must be >= 0");
+  const int64_t rank = cast<RankedTensorType>(getX().getType()).getRank();
+  std::optional<ArrayRef<int64_t>> global = getGlobalShape(), counts = getSplitCounts();
+  if (global && static_cast<int64_t>(global->size()) != rank)
+    return emitOpError("global_shape must have one entry per dimension");
+  if (counts.has_value() != getSplitAxes().has_value() ||
+      (counts && (!global || static_cast<int64_t>(counts->size()) != rank)))
+    return emitOpError("split_axes and split_counts go together, one count per dimension");
+  if (counts) {
+    int64_t total = 0;
+    for (int64_t n : *counts) {
+      if (n < 0) return emitOpError("split_counts must be >= 0");
+      total += n;
+    }
+    if (total != static_cast<int64_t>(getSplitAxes()->size()))
+      return emitOpError("split_counts must add up to the number of split_axes");
+  }
+  return success();
+}
+
 LogicalResult BroadcastOp::verify() {
   SmallVector<int64_t> shape;
   ArrayRef<int64_t> out = shapeOf(getResult());

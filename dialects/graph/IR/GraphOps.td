@@ -135,6 +135,36 @@ def Graph_ScaleOp : Graph_Op<"scale", [Pure, InferTypeOpInterface, SameOperandsA
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
+def Graph_DropoutOp : Graph_Op<"dropout", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
+                                         Elementwise, Graph_Differentiable]> {
+  let summary = "x · mask / (1 − ratio): torch.nn.functional.dropout in training";
+  let description = [{
+    The mask is a counter-based draw (runtime/ops/dropout_math.h) from the run's seed, the step,
+    `key` (one per model node) and each element's index in the step's whole tensor: element e
+    is kept when its draw lands at or above `ratio`. Nothing is stored between forward and
+    backward: the gradient is dropout of the output gradient with the same key, which redraws
+    the same mask, and so does a recomputed forward. `micro_batch` (dtc-accumulate) places a
+    micro-batch's tensor after the earlier ones'; after dtc-partition, `global_shape`,
+    `split_axes` and `split_counts` (the mesh axes splitting each dimension) place a device's
+    block, so every partitioning drops the elements one device drops. The runtime supplies the
+    (seed, step) pair as the function's `rng` setting (dtc-lower-to-kernels adds it).
+  }];
+  let arguments = (ins Graph_F32Tensor:$x, F32Attr:$ratio, I64Attr:$key,
+                       DefaultValuedAttr<I64Attr, "0">:$micro_batch,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       OptionalAttr<StrArrayAttr>:$split_axes,
+                       OptionalAttr<DenseI64ArrayAttr>:$split_counts);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$x, "::mlir::FloatAttr":$ratio, "::mlir::IntegerAttr":$key), [{
+      build($_builder, $_state, x, ratio, key, ::mlir::IntegerAttr(),
+            ::mlir::DenseI64ArrayAttr(), ::mlir::ArrayAttr(), ::mlir::DenseI64ArrayAttr());
+    }]>,
+  ];
+}
+
 // NumPy-broadcasting binary ops. The result shape is the broadcast of the operand shapes.
 class Graph_BinaryOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor, Graph_Differentiable], traits)> {

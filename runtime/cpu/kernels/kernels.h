@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/dropout_math.h"
 #include "support/thread_pool.h"
 
 namespace dtc::cpu {
@@ -39,6 +40,10 @@ void reluGrad(const float* dy, const float* x, float* dx, int64_t n, ThreadPool&
 void tanhForward(const float* x, float* y, int64_t n, ThreadPool& pool);
 // y = factor · x.
 void scale(const float* x, float* y, int64_t n, float factor, ThreadPool& pool);
+// Dropout's mask applied, forward or backward: y = x · mask / (1 − ratio), the mask drawn for
+// this block of the tensor (ops/dropout_math.h) at (seed, step). `y` may alias `x`.
+void dropoutApply(const float* x, float* y, int64_t n, uint64_t seed, uint64_t step,
+                  const dropout::Placement& placement, uint64_t key, float ratio, ThreadPool& pool);
 // y = x ^ exponent, in float (as torch.pow on float32 tensors).
 void power(const float* x, float* y, int64_t n, float exponent, ThreadPool& pool);
 void tanhGrad(const float* dy, const float* y, float* dx, int64_t n,

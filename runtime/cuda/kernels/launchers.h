@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/cuda_scratch.h"  // kMaxDims, kSumBlocks, ReducePlan and the scratch sizes
+#include "ops/dropout_math.h"
 
 namespace dtc::cuda::kernels {
 
@@ -37,6 +38,11 @@ cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out,
 cudaError_t fill(float* out, int64_t n, float value, cudaStream_t stream);
 // y = factor · x; y may alias x.
 cudaError_t scale(const float* x, float* y, int64_t n, float factor, cudaStream_t stream);
+// ---- dropout.cu (cpu/kernels/dropout.cc): y = x · mask / (1 − ratio), `rng` = (seed, step) on
+// the device.
+cudaError_t dropoutApply(const float* x, float* y, int64_t n, const int64_t* rng,
+                         const dropout::Placement& placement, uint64_t key, float ratio,
+                         cudaStream_t stream);
 // y = x ^ exponent (powf); y may alias x.
 cudaError_t power(const float* x, float* y, int64_t n, float exponent, cudaStream_t stream);
 
