@@ -2,7 +2,8 @@
 mode, compiled by dtc and trained by dtrun, against PyTorch training the same module from the same
 weights on the same batches. The initial parameters dtrun saves must be the module's, under its
 state_dict names; 10 steps' losses must agree to 1e-5 relative and the final weights to the
-project's bounds; partitioned runs (dp=2) must equal one device."""
+project's bounds; partitioned runs (dp=2; the GPT also accumulated, pp=2, tp=2 and resumed on
+another layout) must equal one device. The GPT trains with dropout: PyTorch is given dtc's masks."""
 import math
 import os
 import sys
@@ -27,11 +28,11 @@ def export(module, args, path, input_names, output_names, dynamic):
                       dynamic_axes={name: {0: "batch"} for name in dynamic}, opset_version=14)
 
 
-def dtc_run(onnx_path, work, name, compile_flags, data, devices=1):
-    """Compiles the export, saves the initial parameters, trains STEPS steps; returns (initial,
-    final parameters, losses)."""
+def dtc_run(onnx_path, work, name, compile_flags, data, devices=1, batch=BATCH):
+    """Compiles the export (`batch` samples per micro-batch), saves the initial parameters, trains
+    STEPS steps; returns (initial, final parameters, losses)."""
     plan = os.path.join(work, f"{name}.dtp")
-    run(tool("dtc"), "compile", onnx_path, "-o", plan, "--batch", BATCH, *compile_flags)
+    run(tool("dtc"), "compile", onnx_path, "-o", plan, "--batch", batch, *compile_flags)
     launch = lambda cmd: run(*(MPIRUN + [devices] + cmd if devices > 1 else cmd))  # noqa: E731
     launch([tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, f"{name}-init")])
     log = os.path.join(work, f"{name}.jsonl")
@@ -235,6 +236,11 @@ def gpt_case(work):
 
     _, final2, losses2 = dtc_run(path, work, "gpt-dp2", flags + ["--mesh", "dp=2"], data, devices=2)
     compare("gpt dp=2 against one device", losses2, losses, final2, final, 1e-5)
+    # The step's 8 rows as 2 accumulated micro-batches of 4, each split over 2 ranks: dropout
+    # places every block by its rows in the step.
+    _, final5, losses5 = dtc_run(path, work, "gpt-dp2-acc2", flags + ["--mesh", "dp=2", "--accumulate", "2"],
+                                 data, devices=2, batch=BATCH // 2)
+    compare("gpt dp=2 with 2 accumulated micro-batches against one device", losses5, losses, final5, final, 1e-5)
     _, final3, losses3 = dtc_run(path, work, "gpt-pp2", flags + ["--mesh", "pp=2", "--microbatches", "2"],
                                  data, devices=2)
     compare("gpt pp=2 against one device", losses3, losses, final3, final, 1e-5)
