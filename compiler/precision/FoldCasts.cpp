@@ -56,7 +56,7 @@ Operation* rebuildLayout(PatternRewriter& rewriter, Operation* op, ValueRange in
                                        withElement(reshape.getType(), element), inputs[0]);
   else if (auto split = dyn_cast<graph::SplitOp>(op))
     rebuilt = graph::SplitOp::create(rewriter, op->getLoc(), inputs[0], split.getAxisAttr(),
-                                     split.getPartsAttr());
+                                     split.getPartsAttr(), split.getSizesAttr());
   else if (auto concat = dyn_cast<graph::ConcatOp>(op))
     rebuilt = graph::ConcatOp::create(rewriter, op->getLoc(), inputs, concat.getAxisAttr());
   inheritMarks(op, rebuilt);

@@ -208,6 +208,20 @@ OpShardingRule splitOrConcat(Operation* op, int64_t axis, int64_t parts, bool is
   return b.take();
 }
 
+// Split or concat of pieces of different lengths: the other dimensions are shared, the axis
+// stays whole (a block of it would hold parts of different pieces on different devices).
+OpShardingRule unevenPieces(Operation* op, int64_t axis) {
+  RuleBuilder b(op);
+  const int64_t rank = rankOf(op->getResult(0));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis) continue;
+    const int f = b.factor();
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operand(i, d, f);
+    for (unsigned i = 0; i < op->getNumResults(); ++i) b.result(i, d, f);
+  }
+  return b.take();
+}
+
 // Ops that need the last `whole` dimensions of their main operands whole (row statistics):
 // leading dimensions are shared by every operand and result of at least that rank.
 OpShardingRule leading(Operation* op, int64_t rank, int64_t whole) {
@@ -319,9 +333,13 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           .Case<MseGradOp>([](Operation* o) { return loss(o, 1, false, true); })
           .Case<TransposeOp>([](TransposeOp o) { return transpose(o); })
           .Case<SplitOp>([](SplitOp o) {
+            if (o.getSizes()) return unevenPieces(o, o.getAxis());
             return splitOrConcat(o, o.getAxis(), o.getParts(), /*isSplit=*/true);
           })
           .Case<ConcatOp>([](ConcatOp o) {
+            for (Value piece : o.getPieces())
+              if (piece.getType() != o.getPieces().front().getType())
+                return unevenPieces(o, o.getAxis());
             return splitOrConcat(o, o.getAxis(), o.getPieces().size(), /*isSplit=*/false);
           })
           .Case<CausalSoftmaxOp, CausalSoftmaxGradOp>(

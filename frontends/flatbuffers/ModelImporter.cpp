@@ -1,6 +1,7 @@
 #include "flatbuffers/ModelImporter.h"
 
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "llvm/ADT/StringExtras.h"
@@ -71,6 +72,7 @@ class ModelImporter {
   LogicalResult importLayerNorm(const model::Node& node, Location loc);
   LogicalResult importTranspose(const model::Node& node, Location loc);
   LogicalResult importSplit(const model::Node& node, Location loc);
+  LogicalResult importConcat(const model::Node& node, Location loc);
   LogicalResult importCausalSoftmax(const model::Node& node, Location loc);
   LogicalResult importSoftmax(const model::Node& node, Location loc);
   LogicalResult importScale(const model::Node& node, Location loc);
@@ -142,7 +144,8 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Embedding", {&ModelImporter::importEmbedding, {}}},
       {"LayerNorm", {&ModelImporter::importLayerNorm, {"eps"}}},
       {"Transpose", {&ModelImporter::importTranspose, {"perm"}}},
-      {"Split", {&ModelImporter::importSplit, {"axis"}}},
+      {"Split", {&ModelImporter::importSplit, {"axis", "sizes"}}},
+      {"Concat", {&ModelImporter::importConcat, {"axis"}}},
       {"CausalSoftmax", {&ModelImporter::importCausalSoftmax, {"scale"}}},
       {"Softmax", {&ModelImporter::importSoftmax, {"scale"}}},
       {"Scale", {&ModelImporter::importScale, {"factor"}}},
@@ -448,17 +451,46 @@ LogicalResult ModelImporter::importTranspose(const model::Node& node, Location l
   return define(node, loc, {graph::TransposeOp::create(builder_, loc, (*in)[0], perm)});
 }
 
-// Equal pieces, one per output name.
+// One piece per output name: equal ones, or `sizes` long.
 LogicalResult ModelImporter::importSplit(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 1, 1);
   if (failed(in)) return failure();
   int64_t parts = node.outputs() ? node.outputs()->size() : 0;
   int64_t axis = intAttr(node, "axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(shapeOf((*in)[0]).size());
-  if (auto error = graph::checkSplit(shapeOf((*in)[0]), axis, parts))
+  SmallVector<int64_t> sizes;
+  if (const model::Attribute* a = attribute(node, "sizes"); a && a->ints())
+    sizes.assign(a->ints()->begin(), a->ints()->end());
+  if (auto error = graph::checkSplit(shapeOf((*in)[0]), axis, parts, sizes))
     return emitError(loc) << *error;
-  auto op = graph::SplitOp::create(builder_, loc, (*in)[0], axis, parts);
+  // Equal sizes are the plain split, which shards along the axis too.
+  if (llvm::all_equal(sizes)) sizes.clear();
+  auto op = graph::SplitOp::create(
+      builder_, loc, (*in)[0], axis, parts,
+      sizes.empty() ? DenseI64ArrayAttr() : builder_.getDenseI64ArrayAttr(sizes));
   return define(node, loc, SmallVector<Value>(op.getPieces()));
+}
+
+// Pieces equal in every dimension but `axis`, joined along it.
+LogicalResult ModelImporter::importConcat(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, std::numeric_limits<size_t>::max());
+  if (failed(in)) return failure();
+  ArrayRef<int64_t> first = shapeOf((*in)[0]);
+  const int64_t rank = static_cast<int64_t>(first.size());
+  int64_t axis = intAttr(node, "axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank)
+    return emitError(loc) << "Concat axis " << intAttr(node, "axis", 0) << " is out of range for "
+                          << graph::shapeString(first);
+  for (Value piece : *in) {
+    ArrayRef<int64_t> shape = shapeOf(piece);
+    bool fits = shape.size() == first.size();
+    for (int64_t d = 0; fits && d < rank; ++d) fits = d == axis || shape[d] == first[d];
+    if (!fits)
+      return emitError(loc) << "Concat pieces " << graph::shapeString(first) << " and "
+                            << graph::shapeString(shape) << " differ beyond axis " << axis;
+  }
+  return define(node, loc, {graph::ConcatOp::create(builder_, loc, *in, axis)});
 }
 
 LogicalResult ModelImporter::importCausalSoftmax(const model::Node& node, Location loc) {

@@ -37,6 +37,8 @@ struct Constant {
   std::vector<uint8_t> float32Bytes() const;
 };
 
+// Whether an ONNX element type is a floating-point one (float, double, float16, bfloat16).
+bool isFloatType(int32_t type);
 uint64_t elementsOf(const Shape& shape);
 std::string shapeText(const Shape& shape);
 
@@ -51,8 +53,15 @@ std::string stringAttribute(const onnx::NodeProto& node, const std::string& name
 // NumPy's broadcast of two shapes, or nullopt when they do not broadcast.
 std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b);
 
+// The most elements a folded constant may have (a causal mask for a context of 8192): a shape
+// subgraph's values are small, and a malformed model's ConstantOfShape or Expand must not
+// exhaust memory.
+constexpr uint64_t kMaxFoldedElements = uint64_t{1} << 26;
+
 // Whether `shape`'s elements are more than a folded constant may have (`error` says so).
 bool tooLarge(const Shape& shape, std::string& error);
+
+// ---- Fold.cpp
 
 // Whether `evaluate` covers ops of this type (with known inputs).
 bool foldable(const std::string& opType);

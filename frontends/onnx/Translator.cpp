@@ -12,11 +12,6 @@ llvm::Error error(const std::string& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-bool isFloatType(int32_t type) {
-  return type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE ||
-         type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::BFLOAT16;
-}
-
 const std::vector<int> kNoUsers;
 
 }  // namespace

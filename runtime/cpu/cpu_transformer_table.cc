@@ -31,25 +31,25 @@ StatusOr<BoundStep> bindTranspose(const StepContext& ctx) {
 }
 
 StatusOr<BoundStep> bindSplit(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(int64_t axis, checkSplit(ctx));
+  DTC_ASSIGN_OR_RETURN(PiecesLayout l, checkSplit(ctx));
   TensorView x = ctx.inputs[0];
   std::vector<float*> outs;
   for (const TensorView& out : ctx.outputs) outs.push_back(out.f32());
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::split(x.f32(), x.shape, axis, outs, *pool);
+    cpu::split(x.f32(), x.shape, l.axis, l.sizes, outs, *pool);
     return Status::Ok();
   });
 }
 
 StatusOr<BoundStep> bindConcat(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(int64_t axis, checkConcat(ctx));
+  DTC_ASSIGN_OR_RETURN(PiecesLayout l, checkConcat(ctx));
   TensorView out = ctx.outputs[0];
   std::vector<const float*> parts;
   for (const TensorView& in : ctx.inputs) parts.push_back(in.f32());
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::concat(parts, out.shape, axis, out.f32(), *pool);
+    cpu::concat(parts, l.sizes, out.shape, l.axis, out.f32(), *pool);
     return Status::Ok();
   });
 }

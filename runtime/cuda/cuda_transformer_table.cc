@@ -67,25 +67,32 @@ StatusOr<BoundStep> bindTranspose(const StepContext& ctx, Device& dev) {
   });
 }
 
-// The whole seen as [outer, parts, piece] elements around `axis`: part p is [outer, piece].
+// The whole seen as [outer, row] bytes around `axis`; part p is [outer, width[p]], starting at
+// byte offset[p] of each row.
 struct Pieces {
-  int64_t outer = 1, piece = 1, parts = 1, elementBytes = 4;
-  Pieces(const Shape& whole, int64_t axis, int64_t n, int bytes) : parts(n), elementBytes(bytes) {
-    for (int64_t d = 0; d < axis; ++d) outer *= whole[d];
-    for (size_t d = axis; d < whole.size(); ++d) piece *= whole[d];
-    piece /= n;
+  int64_t outer = 1, row = 0;
+  std::vector<int64_t> width, offset;
+  Pieces(const Shape& whole, const PiecesLayout& l, int bytes) {
+    int64_t inner = bytes;
+    for (int64_t d = 0; d < l.axis; ++d) outer *= whole[d];
+    for (size_t d = l.axis + 1; d < whole.size(); ++d) inner *= whole[d];
+    for (int64_t size : l.sizes) {
+      offset.push_back(row);
+      width.push_back(size * inner);
+      row += size * inner;
+    }
   }
 };
 
 // Copies part p between the whole and its piece: one strided 2-D copy per part.
-Status copyPart(uint8_t* whole, uint8_t* part, const Pieces& s, int64_t p, bool toWhole,
+Status copyPart(uint8_t* whole, uint8_t* part, const Pieces& s, size_t p, bool toWhole,
                 cudaStream_t stream, const std::string& where) {
-  if (s.outer * s.piece == 0) return Status::Ok();
-  const size_t width = s.piece * s.elementBytes, pitch = s.parts * width;
-  cudaError_t e = toWhole ? cudaMemcpy2DAsync(whole + p * width, pitch, part, width, width, s.outer,
-                                              cudaMemcpyDeviceToDevice, stream)
-                          : cudaMemcpy2DAsync(part, width, whole + p * width, pitch, width, s.outer,
-                                              cudaMemcpyDeviceToDevice, stream);
+  const size_t width = s.width[p], pitch = s.row;
+  if (s.outer * width == 0) return Status::Ok();
+  cudaError_t e = toWhole ? cudaMemcpy2DAsync(whole + s.offset[p], pitch, part, width, width,
+                                              s.outer, cudaMemcpyDeviceToDevice, stream)
+                          : cudaMemcpy2DAsync(part, width, whole + s.offset[p], pitch, width,
+                                              s.outer, cudaMemcpyDeviceToDevice, stream);
   return cudaStatus(e, where + "a strided copy");
 }
 
@@ -94,18 +101,17 @@ template <bool Concat>
 StatusOr<BoundStep> bindPieces(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(const int bytes, Concat ? layoutElementBytes(ctx, ctx.inputs.size(), 1)
                                                : layoutElementBytes(ctx, 1, ctx.outputs.size()));
-  DTC_ASSIGN_OR_RETURN(const int64_t axis, Concat ? concatAxis(ctx) : splitAxis(ctx));
+  DTC_ASSIGN_OR_RETURN(const PiecesLayout layout, Concat ? concatLayout(ctx) : splitLayout(ctx));
   const TensorView& all = Concat ? ctx.outputs[0] : ctx.inputs[0];
   uint8_t* whole = all.data;
   std::vector<uint8_t*> parts;
   for (const TensorView& t : Concat ? ctx.inputs : ctx.outputs) parts.push_back(t.data);
-  const Pieces s(all.shape, axis, static_cast<int64_t>(parts.size()), bytes);
+  const Pieces s(all.shape, layout, bytes);
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
     for (size_t p = 0; p < parts.size(); ++p)
-      DTC_RETURN_IF_ERROR(
-          copyPart(whole, parts[p], s, static_cast<int64_t>(p), Concat, stream, where));
+      DTC_RETURN_IF_ERROR(copyPart(whole, parts[p], s, p, Concat, stream, where));
     return Status::Ok();
   });
 }

@@ -56,42 +56,57 @@ inline StatusOr<std::vector<int64_t>> checkTranspose(const StepContext& ctx) {
   return transposePerm(ctx);
 }
 
-// The shape of one piece when `whole` is cut into `parts` along `axis`, or empty if impossible.
-inline Shape pieceShape(const Shape& whole, int64_t axis, int64_t parts) {
-  if (axis < 0 || axis >= (int64_t)whole.size() || parts <= 0 || whole[axis] % parts) return {};
-  Shape piece = whole;
-  piece[axis] /= parts;
-  return piece;
-}
+// A whole cut into pieces along `axis`: each piece's extent along it (the rest of their shapes
+// is the whole's).
+struct PiecesLayout {
+  int64_t axis = 0;
+  std::vector<int64_t> sizes;
+};
 
-// `whole` cut into equal `pieces` along the step's `axis`: returns the axis.
-inline StatusOr<int64_t> piecesAxis(const StepContext& ctx, const Shape& whole,
-                                    const std::vector<TensorView>& pieces, const char* refusal) {
-  int64_t axis = ctx.intAttr("axis");
-  Shape piece = pieceShape(whole, axis, static_cast<int64_t>(pieces.size()));
-  for (const TensorView& t : pieces)
-    if (piece.empty() || t.shape != piece) return invalid(ctx, refusal);
-  return axis;
+// `whole` cut into `pieces` along the step's `axis` (split's `sizes`, when it has them, name the
+// pieces' extents), or the error `refusal`.
+inline StatusOr<PiecesLayout> piecesLayout(const StepContext& ctx, const Shape& whole,
+                                           const std::vector<TensorView>& pieces,
+                                           const char* refusal) {
+  PiecesLayout l;
+  l.axis = ctx.intAttr("axis");
+  if (l.axis < 0 || l.axis >= static_cast<int64_t>(whole.size()) || pieces.empty())
+    return invalid(ctx, refusal);
+  int64_t total = 0;
+  for (const TensorView& t : pieces) {
+    if (t.shape.size() != whole.size()) return invalid(ctx, refusal);
+    for (size_t d = 0; d < whole.size(); ++d)
+      if (static_cast<int64_t>(d) != l.axis && t.shape[d] != whole[d]) return invalid(ctx, refusal);
+    if (t.shape[l.axis] <= 0 || t.shape[l.axis] > whole[l.axis] - total)
+      return invalid(ctx, refusal);
+    total += t.shape[l.axis];
+    l.sizes.push_back(t.shape[l.axis]);
+  }
+  if (total != whole[l.axis]) return invalid(ctx, refusal);
+  const std::vector<int64_t> declared = ctx.intsAttr("sizes");
+  if (!declared.empty() && declared != l.sizes)
+    return invalid(ctx, "its sizes do not match its pieces");
+  return l;
 }
 
 // split: the input cut into the outputs.
-inline StatusOr<int64_t> splitAxis(const StepContext& ctx) {
-  return piecesAxis(ctx, ctx.inputs[0].shape, ctx.outputs, "pieces do not match the input");
+inline StatusOr<PiecesLayout> splitLayout(const StepContext& ctx) {
+  return piecesLayout(ctx, ctx.inputs[0].shape, ctx.outputs, "pieces do not match the input");
 }
 
-inline StatusOr<int64_t> checkSplit(const StepContext& ctx) {
+inline StatusOr<PiecesLayout> checkSplit(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 1, ctx.outputs.size()));
-  return splitAxis(ctx);
+  return splitLayout(ctx);
 }
 
 // concat: the inputs joined into the output.
-inline StatusOr<int64_t> concatAxis(const StepContext& ctx) {
-  return piecesAxis(ctx, ctx.outputs[0].shape, ctx.inputs, "pieces do not match the output");
+inline StatusOr<PiecesLayout> concatLayout(const StepContext& ctx) {
+  return piecesLayout(ctx, ctx.outputs[0].shape, ctx.inputs, "pieces do not match the output");
 }
 
-inline StatusOr<int64_t> checkConcat(const StepContext& ctx) {
+inline StatusOr<PiecesLayout> checkConcat(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, ctx.inputs.size(), 1));
-  return concatAxis(ctx);
+  return concatLayout(ctx);
 }
 
 // ---- Causal softmax over [..., T, T] scores: `batch` square blocks of T.

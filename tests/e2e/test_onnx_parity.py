@@ -62,16 +62,19 @@ def compare(name, losses, ref_losses, final, ref_final, weight_tol):
     assert weight_err <= weight_tol, f"{name}: weights differ from PyTorch by {weight_err:.2e}"
 
 
-# ---- an MLP with Sigmoid and a softmax head, trained with MSE (a forward-only export) ----------
+# ---- an MLP with Sigmoid and a softmax head, trained with MSE (a forward-only export); slices
+# and a concatenation of activations on the way ---------------------------------------------------
 
 class SoftmaxMlp(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.fc1 = torch.nn.Linear(12, 32)
-        self.fc2 = torch.nn.Linear(32, 5)
+        self.fc2 = torch.nn.Linear(28, 5)
 
     def forward(self, x):
-        return torch.softmax(self.fc2(torch.sigmoid(self.fc1(x))), dim=-1)
+        h = torch.sigmoid(self.fc1(x))
+        h = torch.cat([h[:, 20:], h[:, 2:18]], dim=1)  # Slice and Concat on data: [N, 28]
+        return torch.softmax(self.fc2(h), dim=-1)
 
 
 def mlp_case(work):

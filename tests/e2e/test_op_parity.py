@@ -95,6 +95,11 @@ def cases(rng):
         "Split": ({"x": [B, 9]}, [("Split", ["x"], [integer("axis", 1)], ["p0", "p1", "p2"]),
                                   ("Mul", ["p0", "p2"], [], ["out"])],
                   lambda p, d: p["x"][:, 0:3] * p["x"][:, 6:9], {}),
+        # Pieces of different lengths, one unused (its gradient is zero), joined in another order.
+        "Split_sizes_Concat": ({"x": [B, 9]},
+                               [("Split", ["x"], [integer("axis", 1), ints("sizes", [2, 3, 4])], ["p0", "p1", "p2"]),
+                                ("Concat", ["p2", "p0"], [integer("axis", -1)], ["out"])],
+                               lambda p, d: torch.cat([p["x"][:, 5:9], p["x"][:, 0:2]], dim=-1), {}),
         "BatchNormalization": ({"x": [B, 3, 2, 2], "w": [3], "b": [3], "rm": [3], "rv": [3]},
                                ("BatchNormalization", ["x", "w", "b", "rm", "rv"],
                                 [real("eps", 1e-5), real("momentum", 0.1)]),

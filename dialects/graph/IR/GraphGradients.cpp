@@ -204,8 +204,13 @@ Grads SplitOp::buildGradients(OpBuilder& b, ValueRange dys) {
 }
 
 Grads ConcatOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  auto split =
-      SplitOp::create(b, getLoc(), dys[0], getAxis(), static_cast<int64_t>(getPieces().size()));
+  const int64_t axis = getAxis(), parts = static_cast<int64_t>(getPieces().size());
+  SmallVector<int64_t> sizes;
+  for (Value piece : getPieces())
+    sizes.push_back(cast<RankedTensorType>(piece.getType()).getDimSize(axis));
+  const bool equal = llvm::all_equal(sizes);
+  auto split = SplitOp::create(b, getLoc(), dys[0], axis, parts,
+                               equal ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(sizes));
   return SmallVector<Value>(split.getPieces());
 }
 

@@ -31,7 +31,10 @@ std::optional<std::string> checkBatchMatmul(llvm::ArrayRef<int64_t> lhs,
                                             bool transposeRhs);
 std::optional<std::string> checkPermutation(llvm::ArrayRef<int64_t> shape,
                                             llvm::ArrayRef<int64_t> perm);
-std::optional<std::string> checkSplit(llvm::ArrayRef<int64_t> shape, int64_t axis, int64_t parts);
+// `parts` equal pieces, or pieces of `sizes` (non-empty: one per part, positive, adding up to the
+// dimension).
+std::optional<std::string> checkSplit(llvm::ArrayRef<int64_t> shape, int64_t axis, int64_t parts,
+                                      llvm::ArrayRef<int64_t> sizes = {});
 std::optional<std::string> checkLayerNorm(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,
                                           llvm::ArrayRef<int64_t> bias);
 std::optional<std::string> checkEmbedding(llvm::ArrayRef<int64_t> table);

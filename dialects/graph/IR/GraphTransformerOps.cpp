@@ -35,9 +35,24 @@ std::optional<std::string> checkPermutation(ArrayRef<int64_t> shape, ArrayRef<in
   return std::nullopt;
 }
 
-std::optional<std::string> checkSplit(ArrayRef<int64_t> shape, int64_t axis, int64_t parts) {
+std::optional<std::string> checkSplit(ArrayRef<int64_t> shape, int64_t axis, int64_t parts,
+                                      ArrayRef<int64_t> sizes) {
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
     return "split axis " + std::to_string(axis) + " out of range for shape " + shapeString(shape);
+  if (!sizes.empty()) {
+    int64_t total = 0;
+    for (int64_t s : sizes) {
+      if (s <= 0 || s > shape[axis] - total) {
+        total = -1;
+        break;
+      }
+      total += s;
+    }
+    if (static_cast<int64_t>(sizes.size()) != parts || total != shape[axis])
+      return "cannot split dimension " + std::to_string(axis) + " of " + shapeString(shape) +
+             " into " + std::to_string(parts) + " pieces of sizes " + shapeString(sizes);
+    return std::nullopt;
+  }
   if (parts <= 0 || shape[axis] % parts != 0)
     return "cannot split dimension " + std::to_string(axis) + " of " + shapeString(shape) +
            " into " + std::to_string(parts) + " equal parts";
@@ -123,10 +138,14 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext*, std::optional<Location> lo
                                         SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());
   int64_t axis = adaptor.getAxis(), parts = adaptor.getParts();
-  if (auto error = checkSplit(x, axis, parts)) return emitOptionalError(loc, *error);
+  ArrayRef<int64_t> sizes;
+  if (adaptor.getSizes()) sizes = *adaptor.getSizes();
+  if (auto error = checkSplit(x, axis, parts, sizes)) return emitOptionalError(loc, *error);
   SmallVector<int64_t> shape(x);
-  shape[axis] /= parts;
-  types.append(parts, RankedTensorType::get(shape, elementOf(adaptor.getX())));
+  for (int64_t p = 0; p < parts; ++p) {
+    shape[axis] = sizes.empty() ? x[axis] / parts : sizes[p];
+    types.push_back(RankedTensorType::get(shape, elementOf(adaptor.getX())));
+  }
   return success();
 }
 
@@ -138,12 +157,20 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext*, std::optional<Location> l
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= static_cast<int64_t>(first.size()))
     return emitOptionalError(loc, "concat axis out of range for ", shapeString(first));
-  for (Value v : pieces)
-    if (shapeOf(v) != first) return emitOptionalError(loc, "concat pieces must have one shape");
+  SmallVector<int64_t> shape(first);
+  shape[axis] = 0;
+  for (Value v : pieces) {
+    ArrayRef<int64_t> piece = shapeOf(v);
+    if (piece.size() != first.size())
+      return emitOptionalError(loc, "concat pieces must have one rank");
+    for (size_t d = 0; d < first.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && piece[d] != first[d])
+        return emitOptionalError(loc, "concat pieces differ beyond the axis: ", shapeString(first),
+                                 " and ", shapeString(piece));
+    shape[axis] += piece[axis];
+  }
   mlir::Type element = commonElement(pieces);
   if (!element) return emitOptionalError(loc, "concat pieces of different element types");
-  SmallVector<int64_t> shape(first);
-  shape[axis] *= static_cast<int64_t>(pieces.size());
   types.push_back(RankedTensorType::get(shape, element));
   return success();
 }

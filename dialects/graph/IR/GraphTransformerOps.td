@@ -24,14 +24,25 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor, Graph_D
 }
 
 def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
-  let summary = "Split into `parts` equal pieces along `axis`";
-  let arguments = (ins Graph_FloatTensor:$x, I64Attr:$axis, I64Attr:$parts);
+  let summary = "Split into `parts` pieces along `axis`: equal ones, or `sizes` long";
+  let description = [{
+    Equal pieces shard like the whole (a dimension cut into tp blocks of each piece: Megatron's
+    QKV split). Pieces of `sizes` (a slice and the rest, grouped-query attention's q, k, v) need
+    the split dimension whole.
+  }];
+  let arguments = (ins Graph_FloatTensor:$x, I64Attr:$axis, I64Attr:$parts,
+                       OptionalAttr<DenseI64ArrayAttr>:$sizes);
   let results = (outs Variadic<Graph_FloatTensor>:$pieces);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($pieces)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$x, "int64_t":$axis, "int64_t":$parts), [{
+      build($_builder, $_state, x, axis, parts, ::mlir::DenseI64ArrayAttr());
+    }]>,
+  ];
 }
 
 def Graph_ConcatOp : Graph_Op<"concat", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
-  let summary = "Concatenate equally shaped pieces along `axis`";
+  let summary = "Concatenate pieces along `axis` (their other dimensions equal)";
   let arguments = (ins Variadic<Graph_FloatTensor>:$pieces, I64Attr:$axis);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = "$pieces attr-dict `:` type($pieces) `->` type($result)";

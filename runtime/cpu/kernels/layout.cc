@@ -104,39 +104,41 @@ void transpose(const float* x, const Shape& xShape, const std::vector<int64_t>& 
   });
 }
 
-void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<float*>& outs,
-           ThreadPool& pool) {
-  const int64_t parts = static_cast<int64_t>(outs.size());
-  if (parts == 0 || numElements(xShape) == 0) return;
+void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<int64_t>& sizes,
+           const std::vector<float*>& outs, ThreadPool& pool) {
+  if (outs.empty() || numElements(xShape) == 0) return;
   int64_t outer, inner;
   around(xShape, axis, outer, inner);
-  assert(xShape[axis] % parts == 0);
-  // x is [outer, parts, piece] in floats; part p is [outer, piece]. With axis the last
-  // dimension (QKV split), inner is 1 and a piece is one head-block of a row.
-  const int64_t piece = xShape[axis] / parts * inner;
-  pool.parallelFor(outer, rowsPerTask(piece * parts), [&](int64_t begin, int64_t end) {
+  // x is [outer, xShape[axis] · inner] in floats; part p is [outer, sizes[p] · inner], starting
+  // at the sum of the sizes before it. With axis the last dimension (QKV split), inner is 1 and
+  // a piece is one block of a row.
+  const int64_t row = xShape[axis] * inner;
+  pool.parallelFor(outer, rowsPerTask(row), [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
-      const float* src = x + o * parts * piece;
-      for (int64_t p = 0; p < parts; ++p)
-        std::memcpy(outs[p] + o * piece, src + p * piece, piece * sizeof(float));
+      const float* src = x + o * row;
+      for (size_t p = 0; p < outs.size(); ++p) {
+        const int64_t width = sizes[p] * inner;
+        std::memcpy(outs[p] + o * width, src, width * sizeof(float));
+        src += width;
+      }
     }
   });
 }
 
-void concat(const std::vector<const float*>& parts, const Shape& outShape, int64_t axis, float* out,
-            ThreadPool& pool) {
-  const int64_t n = static_cast<int64_t>(parts.size());
-  if (n == 0 || numElements(outShape) == 0) return;
+void concat(const std::vector<const float*>& parts, const std::vector<int64_t>& sizes,
+            const Shape& outShape, int64_t axis, float* out, ThreadPool& pool) {
+  if (parts.empty() || numElements(outShape) == 0) return;
   int64_t outer, inner;
   around(outShape, axis, outer, inner);
-  assert(outShape[axis] % n == 0);
-  // out is [outer, n, piece] in floats; part p is [outer, piece].
-  const int64_t piece = outShape[axis] / n * inner;
-  pool.parallelFor(outer, rowsPerTask(piece * n), [&](int64_t begin, int64_t end) {
+  const int64_t row = outShape[axis] * inner;
+  pool.parallelFor(outer, rowsPerTask(row), [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
-      float* dst = out + o * n * piece;
-      for (int64_t p = 0; p < n; ++p)
-        std::memcpy(dst + p * piece, parts[p] + o * piece, piece * sizeof(float));
+      float* dst = out + o * row;
+      for (size_t p = 0; p < parts.size(); ++p) {
+        const int64_t width = sizes[p] * inner;
+        std::memcpy(dst, parts[p] + o * width, width * sizeof(float));
+        dst += width;
+      }
     }
   });
 }

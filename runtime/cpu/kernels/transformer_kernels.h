@@ -18,12 +18,13 @@ void batchMatmul(const float* a, const float* b, float* c, int64_t batch, int64_
 void transpose(const float* x, const Shape& xShape, const std::vector<int64_t>& perm, float* out,
                ThreadPool& pool);
 
-// Splits x along `axis` into outs.size() equal parts (xShape[axis] divisible by it).
-void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<float*>& outs,
-           ThreadPool& pool);
-// The inverse: out (shape xShape) = concatenation of parts along `axis`.
-void concat(const std::vector<const float*>& parts, const Shape& outShape, int64_t axis, float* out,
-            ThreadPool& pool);
+// Splits x along `axis` into outs.size() parts, part p `sizes[p]` long along it (the sizes add
+// up to xShape[axis]).
+void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<int64_t>& sizes,
+           const std::vector<float*>& outs, ThreadPool& pool);
+// The inverse: out (shape outShape) = concatenation of parts along `axis`.
+void concat(const std::vector<const float*>& parts, const std::vector<int64_t>& sizes,
+            const Shape& outShape, int64_t axis, float* out, ThreadPool& pool);
 
 // x is [batch, T, T] attention scores; y[b,i,j] = softmax_j(scale·x[b,i,j]) over j <= i, and 0
 // for j > i (causal mask). Rows are independent. y may alias x.

@@ -93,43 +93,54 @@ TEST_P(LayoutTest, TransposeOfScalarAndEmptyTensors) {
 TEST_P(LayoutTest, SplitMatchesSlicesAndConcatInvertsIt) {
   struct Case {
     Shape shape;
-    int64_t axis, parts;
+    int64_t axis;
+    std::vector<int64_t> sizes;
   };
   const Case cases[] = {
-      {{6, 9, 12}, 0, 3},    {{6, 9, 12}, 1, 3},     {{6, 9, 12}, 2, 3},
-      {{6, 9, 12}, 2, 4},    {{5, 7, 3 * 33}, 2, 3},  // QKV split on the last axis
-      {{300, 3 * 70}, 1, 3},                          // large enough to be split over the pool
-      {{7, 5}, 1, 5},        {{7, 5}, 0, 7},         {{11}, 0, 1},
-      {{2, 3, 4, 5}, 1, 1},  {{2, 6, 1, 5}, 1, 2},
+      {{6, 9, 12}, 0, {2, 2, 2}},
+      {{6, 9, 12}, 1, {3, 3, 3}},
+      {{6, 9, 12}, 2, {4, 4, 4}},
+      {{6, 9, 12}, 2, {3, 3, 3, 3}},
+      {{5, 7, 3 * 33}, 2, {33, 33, 33}},  // QKV split on the last axis
+      {{300, 3 * 70}, 1, {70, 70, 70}},   // large enough to be split over the pool
+      {{7, 5}, 1, {1, 1, 1, 1, 1}},
+      {{7, 5}, 0, {1, 1, 1, 1, 1, 1, 1}},
+      {{11}, 0, {11}},
+      {{2, 3, 4, 5}, 1, {3}},
+      {{2, 6, 1, 5}, 1, {3, 3}},
+      {{6, 9, 12}, 2, {2, 7, 3}},    // unequal pieces
+      {{5, 10}, 1, {1, 8, 1}},       // a slice's middle and the rest
+      {{300, 90}, 1, {64, 13, 13}},  // grouped-query attention's q, k, v
+      {{7, 5}, 0, {3, 4}},
   };
   uint32_t seed = 200;
   for (const auto& c : cases) {
-    const std::string what = shapeName(c.shape) + " axis " + std::to_string(c.axis) + " parts " +
-                             std::to_string(c.parts);
+    std::string what = shapeName(c.shape) + " axis " + std::to_string(c.axis) + " sizes";
+    for (int64_t s : c.sizes) what += " " + std::to_string(s);
     const auto x = randomFloats(numElements(c.shape), seed++);
-    Shape pieceShape = c.shape;
-    pieceShape[c.axis] /= c.parts;
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < c.axis; ++d) outer *= c.shape[d];
     for (size_t d = c.axis + 1; d < c.shape.size(); ++d) inner *= c.shape[d];
-    const int64_t len = pieceShape[c.axis];
-    std::vector<std::vector<float>> parts(c.parts,
-                                          std::vector<float>(numElements(pieceShape), -7.0f));
+    std::vector<std::vector<float>> parts;
+    for (int64_t len : c.sizes) parts.emplace_back(outer * len * inner, -7.0f);
     std::vector<float*> outs;
     for (auto& p : parts) outs.push_back(p.data());
-    split(x.data(), c.shape, c.axis, outs, pool_);
-    // Part p holds indices [p·len, (p+1)·len) along the axis.
-    for (int64_t p = 0; p < c.parts; ++p) {
+    split(x.data(), c.shape, c.axis, c.sizes, outs, pool_);
+    // Part p holds indices [start, start + sizes[p]) along the axis.
+    int64_t start = 0;
+    for (size_t p = 0; p < c.sizes.size(); ++p) {
+      const int64_t len = c.sizes[p];
       std::vector<float> want(parts[p].size());
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t a = 0; a < len; ++a)
           for (int64_t i = 0; i < inner; ++i)
-            want[(o * len + a) * inner + i] = x[(o * c.shape[c.axis] + p * len + a) * inner + i];
+            want[(o * len + a) * inner + i] = x[(o * c.shape[c.axis] + start + a) * inner + i];
       EXPECT_EQ(parts[p], want) << what << " part " << p;
+      start += len;
     }
     std::vector<const float*> ins(outs.begin(), outs.end());
     std::vector<float> back(x.size(), -7.0f);
-    concat(ins, c.shape, c.axis, back.data(), pool_);
+    concat(ins, c.sizes, c.shape, c.axis, back.data(), pool_);
     EXPECT_EQ(back, x) << what;
   }
 }

@@ -1,0 +1,394 @@
+// The ONNX op rules for embeddings, normalisation, losses and convolutional networks (see
+// RuleKit.h).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "onnx/RuleKit.h"
+
+namespace dtc::onnx_import::rules {
+
+// ---- embeddings, normalisation, losses ----------------------------------------------------------
+
+// Gather rows of a parameter: by token ids (an embedding), or by the constant positions 0..k−1
+// (a position table read in full, or its first k rows as the first of equal pieces).
+OpRule gatherRule() {
+  return {[](Translator& t, int i) -> Error {
+            const Value& table = *t.input(i, 0);
+            const Value& ids = *t.input(i, 1);
+            if (intAttribute(t.node(i), "axis", 0) != 0 || table.kind != ValueKind::kParam ||
+                rankOf(table) != 2)
+              return t.nodeError(i, "only rows of a 2-D parameter (an embedding) are gathered");
+            if (ids.type != kInt64) return t.nodeError(i, "indices must be int64");
+            if (const Constant* c = t.constant(i, 1)) {
+              const uint64_t k = c->size();
+              for (uint64_t r = 0; r < k; ++r)
+                if (c->integer(r) != static_cast<int64_t>(r) || rankOf(ids) != 1)
+                  return t.nodeError(i, "constant indices other than 0, 1, ... are not supported");
+              if (k == 0 || table.shape[0] % static_cast<int64_t>(k) != 0)
+                return t.nodeError(i, "the first " + std::to_string(k) + " rows of " +
+                                          shapeText(table.shape) + " are not an equal piece of it");
+            }
+            Shape shape = ids.shape;
+            shape.push_back(table.shape[1]);
+            t.define(out(t, i), kFloat, shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& table = *t.input(i, 0);
+            const Constant* c = t.constant(i, 1);
+            if (!c) {
+              t.emit(i, "Embedding", {operand(t, i, 1), table.name}, {out(t, i)});
+              return Error::success();
+            }
+            const int64_t parts = table.shape[0] / static_cast<int64_t>(c->size());
+            if (parts == 1) {
+              t.emit(i, "Reshape", {table.name}, {out(t, i)},
+                     {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
+              return Error::success();
+            }
+            std::vector<std::string> pieces = {out(t, i)};
+            for (int64_t p = 1; p < parts; ++p) pieces.push_back(t.fresh(out(t, i) + "::rest"));
+            t.emit(i, "Split", {table.name}, pieces, {NodeAttr::integer("axis", 0)});
+            return Error::success();
+          }};
+}
+
+// LayerNormalization's optional outputs, Mean and InvStdDev = 1/√(variance + ε) over the
+// normalised dimensions (kept as 1s), where the graph reads them.
+static Error layerNormStatistics(Translator& t, int i, int64_t axis, int64_t width, double epsilon) {
+  const onnx::NodeProto& n = t.node(i);
+  auto wanted = [&](int k) {
+    return k < n.output_size() && !n.output(k).empty() &&
+           (!t.users(n.output(k)).empty() || t.isGraphOutput(n.output(k)));
+  };
+  if (!wanted(1) && !wanted(2)) return Error::success();
+  const Value& x = *t.input(i, 0);
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rankOf(x); ++d) axes.push_back(d);
+  auto mean = [&](const std::string& of, const std::string& into) {
+    const std::string sum = t.fresh(into + "::sum");
+    t.emit(i, "ReduceSum", {of}, {sum},
+           {NodeAttr::ints("axes", axes), NodeAttr::integer("keepdims", 1)});
+    t.emit(i, "Scale", {sum}, {into}, {NodeAttr::real("factor", 1.0 / static_cast<double>(width))});
+  };
+  const std::string m = wanted(1) ? n.output(1) : t.fresh(out(t, i) + "::mean");
+  mean(x.name, m);
+  if (!wanted(2)) return Error::success();
+  const std::string centred = t.fresh(out(t, i) + "::centred"),
+                    squares = t.fresh(out(t, i) + "::squares");
+  const std::string variance = t.fresh(out(t, i) + "::variance"),
+                    shifted = t.fresh(out(t, i) + "::shifted");
+  const std::string deviation = t.fresh(out(t, i) + "::deviation");
+  t.emit(i, "Sub", {x.name, m}, {centred});
+  t.emit(i, "Mul", {centred, centred}, {squares});
+  mean(squares, variance);
+  t.emit(i, "Add", {variance, t.frozenConstant(i, Constant::ofReals(kFloat, {1}, {epsilon}))},
+         {shifted});
+  t.emit(i, "Sqrt", {shifted}, {deviation});
+  t.emit(i, "Reciprocal", {deviation}, {n.output(2)});
+  return Error::success();
+}
+
+// LayerNormalization over the dimensions from `axis` on: dtc's LayerNorm runs over the last,
+// so several are flattened into one around it (the scale and bias with them). No bias is a
+// bias of zeros.
+OpRule layerNormRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
+            const Value& x = *t.input(i, 0);
+            int64_t axis = intAttribute(t.node(i), "axis", -1);
+            if (!normalise(axis, rankOf(x))) return t.nodeError(i, "axis is out of range");
+            const Shape normalised(x.shape.begin() + axis, x.shape.end());
+            for (int k : {1, 2}) {
+              const Value* v = t.input(i, k);
+              if (!v && k == 2) continue;
+              if (!v || v->kind != ValueKind::kParam)
+                return t.nodeError(i, "scale and bias must be parameters");
+              if (v->shape != normalised)
+                return t.nodeError(i, "scale and bias must be " + shapeText(normalised));
+            }
+            t.define(out(t, i), kFloat, x.shape);
+            // Mean and InvStdDev: [..., 1, ..., 1] over the normalised dimensions.
+            Shape stats(x.shape.begin(), x.shape.begin() + axis);
+            stats.resize(x.shape.size(), 1);
+            for (int k = 1; k < std::min(3, t.node(i).output_size()); ++k)
+              if (!t.node(i).output(k).empty()) t.define(out(t, i, k), kFloat, stats);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            int64_t axis = intAttribute(t.node(i), "axis", -1);
+            normalise(axis, rankOf(x));
+            const int64_t width =
+                static_cast<int64_t>(elementsOf(Shape(x.shape.begin() + axis, x.shape.end())));
+            std::string scale = operand(t, i, 1);
+            std::string bias =
+                t.input(i, 2)
+                    ? operand(t, i, 2)
+                    : t.frozenConstant(
+                          i, Constant::ofReals(kFloat, {width}, std::vector<double>(width, 0.0)));
+            const double epsilon = floatAttribute(t.node(i), "epsilon", 1e-5);
+            const NodeAttr eps = NodeAttr::real("eps", epsilon);
+            // The statistics, where the graph reads them: computed apart, with their gradients.
+            if (Error e = layerNormStatistics(t, i, axis, width, epsilon)) return e;
+            if (axis == rankOf(x) - 1) {
+              t.emit(i, "LayerNorm", {x.name, scale, bias}, {out(t, i)}, {eps});
+              return Error::success();
+            }
+            Shape flat(x.shape.begin(), x.shape.begin() + axis);
+            flat.push_back(width);
+            auto reshaped = [&](const std::string& name, const Shape& shape, const char* what) {
+              const std::string r = t.fresh(out(t, i) + what);
+              t.emit(i, "Reshape", {name}, {r}, {NodeAttr::ints("shape", shape)});
+              return r;
+            };
+            const std::string normed = t.fresh(out(t, i) + "::normalised");
+            t.emit(i, "LayerNorm",
+                   {reshaped(x.name, flat, "::rows"), reshaped(scale, {width}, "::scale"),
+                    reshaped(bias, {width}, "::bias")},
+                   {normed}, {eps});
+            t.emit(i, "Reshape", {normed}, {out(t, i)}, {NodeAttr::ints("shape", x.shape)});
+            return Error::success();
+          }};
+}
+
+// Softmax cross-entropy over classes on dimension 1 (scores [N, C, d...], labels [N, d...]), mean
+// or summed over every position: the classes moved last for dtc's op, which reads [..., C].
+// An ignore_index that is a class would change which positions count: refused (one outside the
+// classes is what PyTorch exports, -100; a label equal to it is an error when it runs).
+static Error checkIgnoreIndex(Translator& t, int i, int64_t classes) {
+  if (const onnx::AttributeProto* a = findAttribute(t.node(i), "ignore_index");
+      a && a->i() >= 0 && a->i() < classes)
+    return t.nodeError(i, "ignore_index " + std::to_string(a->i()) + " is one of the " +
+                              std::to_string(classes) +
+                              " classes; positions with that label "
+                              "would have to be left out, which dtc does not do yet");
+  return Error::success();
+}
+
+OpRule crossEntropyRule() {
+  return {
+      [](Translator& t, int i) -> Error {
+        const onnx::NodeProto& n = t.node(i);
+        if (Error e = requireFloat(t, i, {0})) return e;
+        const Value &scores = *t.input(i, 0), &labels = *t.input(i, 1);
+        if (t.input(i, 2)) return t.nodeError(i, "class weights are not supported yet");
+        const std::string reduction = stringAttribute(n, "reduction", "mean");
+        if (reduction != "mean" && reduction != "sum")
+          return t.nodeError(i, "reduction '" + reduction + "' is not supported yet");
+        Shape positions = scores.shape;
+        if (rankOf(scores) >= 2) positions.erase(positions.begin() + 1);
+        if (rankOf(scores) < 2 || labels.type != kInt64 || labels.shape != positions)
+          return t.nodeError(i, "needs scores [N, C, ...] and int64 labels [N, ...], got " +
+                                    shapeText(scores.shape) + " and " + shapeText(labels.shape));
+        if (Error e = checkIgnoreIndex(t, i, scores.shape[1])) return e;
+        t.define(out(t, i), kFloat, {});
+        return Error::success();
+      },
+      [](Translator& t, int i) -> Error {
+        const Value& scores = *t.input(i, 0);
+        std::string logits = scores.name;
+        if (rankOf(scores) > 2) {
+          std::vector<int64_t> perm = {0};
+          for (int64_t d = 2; d < rankOf(scores); ++d) perm.push_back(d);
+          perm.push_back(1);
+          logits = t.fresh(out(t, i) + "::classes_last");
+          t.emit(i, "Transpose", {scores.name}, {logits}, {NodeAttr::ints("perm", perm)});
+        }
+        const bool sum = stringAttribute(t.node(i), "reduction", "mean") == "sum";
+        const std::string mean = sum ? t.fresh(out(t, i) + "::mean") : out(t, i);
+        t.emit(i, "SoftmaxCrossEntropy", {logits, operand(t, i, 1)}, {mean});
+        if (sum)
+          t.emit(i, "Scale", {mean}, {out(t, i)},
+                 {NodeAttr::real("factor", static_cast<double>(elementsOf(t.input(i, 1)->shape)))});
+        return Error::success();
+      }};
+}
+
+// ---- convolutional networks ---------------------------------------------------------------------
+
+static std::vector<int64_t> pairOf(const onnx::NodeProto& n, const std::string& name, int64_t fallback) {
+  std::vector<int64_t> v = intsAttribute(n, name);
+  return v.empty() ? std::vector<int64_t>{fallback, fallback} : v;
+}
+
+OpRule convRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (Error e = requireFloat(t, i, {0, 1, 2})) return e;
+            const Value &x = *t.input(i, 0), &w = *t.input(i, 1);
+            if (rankOf(x) != 4 || rankOf(w) != 4)
+              return t.nodeError(i, "only 2-D convolutions are supported");
+            if (intAttribute(n, "group", 1) != 1)
+              return t.nodeError(i, "grouped convolutions are not supported yet");
+            if (stringAttribute(n, "auto_pad", "NOTSET") != "NOTSET")
+              return t.nodeError(i, "auto_pad is not supported; export explicit pads");
+            const std::vector<int64_t> dil = pairOf(n, "dilations", 1),
+                                       strides = pairOf(n, "strides", 1);
+            std::vector<int64_t> pads = intsAttribute(n, "pads");
+            if (pads.empty()) pads.assign(4, 0);
+            if (dil != std::vector<int64_t>{1, 1})
+              return t.nodeError(i, "dilated convolutions are not supported yet");
+            if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
+              return t.nodeError(i, "only symmetric padding is supported");
+            if (x.shape[1] != w.shape[1])
+              return t.nodeError(i, "channels differ between input and weight");
+            if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1 || pads[0] < 0 ||
+                pads[1] < 0 || pads[0] > w.shape[2] || pads[1] > w.shape[3])
+              return t.nodeError(i, "strides must be positive and pads within the kernel");
+            const int64_t oh = (x.shape[2] + 2 * pads[0] - w.shape[2]) / strides[0] + 1;
+            const int64_t ow = (x.shape[3] + 2 * pads[1] - w.shape[3]) / strides[1] + 1;
+            if (x.shape[2] + 2 * pads[0] < w.shape[2] || x.shape[3] + 2 * pads[1] < w.shape[3])
+              return t.nodeError(i, "the kernel is larger than the padded input");
+            t.define(out(t, i), kFloat, {x.shape[0], w.shape[0], oh, ow});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            std::vector<int64_t> pads = intsAttribute(n, "pads");
+            if (pads.empty()) pads.assign(4, 0);
+            std::vector<std::string> in = {operand(t, i, 0), operand(t, i, 1)};
+            if (t.input(i, 2)) in.push_back(operand(t, i, 2));
+            t.emit(i, "Conv", in, {out(t, i)},
+                   {NodeAttr::ints("stride", pairOf(n, "strides", 1)),
+                    NodeAttr::ints("padding", {pads[0], pads[1]})});
+            return Error::success();
+          }};
+}
+
+// BatchNormalization trains on batch statistics and updates the running ones in place (the
+// buffers), as nn.BatchNorm2d in training mode; ONNX's momentum weighs the old running value.
+OpRule batchNormRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (Error e = requireFloat(t, i, {0})) return e;
+            for (int k = 1; k <= 4; ++k)
+              if (!t.input(i, k) || t.input(i, k)->kind != ValueKind::kParam)
+                return t.nodeError(i, "scale, bias and running statistics must be initializers");
+            for (int k = 1; k < n.output_size(); ++k)
+              if (!n.output(k).empty() && !t.users(n.output(k)).empty())
+                return t.nodeError(
+                    i, "its running statistics outputs are read; dtc updates them in place");
+            t.define(out(t, i), kFloat, t.input(i, 0)->shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            t.emit(i, "BatchNormalization",
+                   {operand(t, i, 0), operand(t, i, 1), operand(t, i, 2), operand(t, i, 3),
+                    operand(t, i, 4)},
+                   {out(t, i)},
+                   {NodeAttr::real("eps", floatAttribute(n, "epsilon", 1e-5)),
+                    NodeAttr::real("momentum", 1.0 - floatAttribute(n, "momentum", 0.9))});
+            return Error::success();
+          }};
+}
+
+OpRule maxPoolRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            const Value& x = *t.input(i, 0);
+            if (rankOf(x) != 4) return t.nodeError(i, "only 2-D pooling is supported");
+            const std::vector<int64_t> k = intsAttribute(n, "kernel_shape"),
+                                       s = pairOf(n, "strides", 1);
+            std::vector<int64_t> pads = intsAttribute(n, "pads");
+            if (k.size() != 2 || s.size() != 2 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 ||
+                k[0] > x.shape[2] || k[1] > x.shape[3])
+              return t.nodeError(i,
+                                 "kernel_shape and strides must be two positive sizes, the "
+                                 "kernel within the input");
+            if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }) ||
+                intAttribute(n, "ceil_mode", 0) != 0 ||
+                pairOf(n, "dilations", 1) != std::vector<int64_t>{1, 1})
+              return t.nodeError(i, "padding, ceil_mode and dilations are not supported yet");
+            if (n.output_size() > 1 && !n.output(1).empty())
+              return t.nodeError(i, "its indices output is not supported");
+            t.define(out(t, i), kFloat,
+                     {x.shape[0], x.shape[1], (x.shape[2] - k[0]) / s[0] + 1,
+                      (x.shape[3] - k[1]) / s[1] + 1});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            t.emit(i, "MaxPool", {operand(t, i, 0)}, {out(t, i)},
+                   {NodeAttr::ints("kernel", intsAttribute(n, "kernel_shape")),
+                    NodeAttr::ints("stride", pairOf(n, "strides", 1))});
+            return Error::success();
+          }};
+}
+
+// The mean over H·W: a sum over the spatial dimensions, scaled.
+OpRule globalAveragePoolRule() {
+  return {[](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            if (rankOf(x) != 4) return t.nodeError(i, "needs [N, C, H, W]");
+            t.define(out(t, i), kFloat, {x.shape[0], x.shape[1], 1, 1});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            const std::string sum = t.fresh(out(t, i) + "::sum");
+            t.emit(i, "ReduceSum", {x.name}, {sum},
+                   {NodeAttr::ints("axes", {2, 3}), NodeAttr::integer("keepdims", 1)});
+            t.emit(i, "Scale", {sum}, {out(t, i)},
+                   {NodeAttr::real("factor", 1.0 / static_cast<double>(x.shape[2] * x.shape[3]))});
+            return Error::success();
+          }};
+}
+
+// ReduceSum and ReduceMean over constant axes.
+OpRule reduceRule(bool mean) {
+  auto axesOf = [](Translator& t, int i, std::vector<int64_t>& axes) -> Error {
+    if (Error e = requireConstant(t, i, 1, "the axes")) return e;
+    const Value& x = *t.input(i, 0);
+    axes = t.constant(i, 1) ? intsOf(*t.constant(i, 1)) : intsAttribute(t.node(i), "axes");
+    // No axes: all of them, or none (noop_with_empty_axes: a copy).
+    if (axes.empty() && intAttribute(t.node(i), "noop_with_empty_axes", 0) == 0)
+      for (int64_t d = 0; d < rankOf(x); ++d) axes.push_back(d);
+    for (int64_t& a : axes)
+      if (!normalise(a, rankOf(x))) return t.nodeError(i, "axes are out of range");
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+      return t.nodeError(i, "an axis is repeated");
+    return Error::success();
+  };
+  return {[axesOf](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0})) return e;
+            std::vector<int64_t> axes;
+            if (Error e = axesOf(t, i, axes)) return e;
+            const Value& x = *t.input(i, 0);
+            const bool keep = intAttribute(t.node(i), "keepdims", 1) != 0;
+            Shape shape;
+            for (int64_t d = 0; d < rankOf(x); ++d) {
+              const bool reduced = std::binary_search(axes.begin(), axes.end(), d);
+              if (!reduced || keep) shape.push_back(reduced ? 1 : x.shape[d]);
+            }
+            t.define(out(t, i), kFloat, shape);
+            return Error::success();
+          },
+          [axesOf, mean](Translator& t, int i) -> Error {
+            std::vector<int64_t> axes;
+            if (Error e = axesOf(t, i, axes)) return e;
+            const Value& x = *t.input(i, 0);
+            const int64_t keep = intAttribute(t.node(i), "keepdims", 1) != 0;
+            if (axes.empty()) {  // noop_with_empty_axes
+              t.emit(i, "Reshape", {x.name}, {out(t, i)}, {NodeAttr::ints("shape", x.shape)});
+              return Error::success();
+            }
+            const std::string sum = mean ? t.fresh(out(t, i) + "::sum") : out(t, i);
+            t.emit(i, "ReduceSum", {x.name}, {sum},
+                   {NodeAttr::ints("axes", axes), NodeAttr::integer("keepdims", keep)});
+            if (mean) {
+              int64_t count = 1;
+              for (int64_t a : axes) count *= x.shape[a];
+              t.emit(i, "Scale", {sum}, {out(t, i)},
+                     {NodeAttr::real("factor", 1.0 / static_cast<double>(count))});
+            }
+            return Error::success();
+          }};
+}
+
+// `rule` taking `min` to `max` inputs.
+
+}  // namespace dtc::onnx_import::rules

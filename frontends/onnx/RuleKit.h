@@ -1,0 +1,87 @@
+// The pieces the ONNX op rules share: the rules of each group of ops (ElementwiseRules.cpp,
+// LayoutRules.cpp, NetworkRules.cpp) and the helpers they read nodes with. OpRules.cpp puts the
+// rules into the table the translator looks ops up in.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "onnx/Translator.h"
+
+namespace dtc::onnx_import::rules {
+
+constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+constexpr int32_t kInt64 = onnx::TensorProto::INT64;
+using Error = llvm::Error;
+template <typename T>
+using Expected = llvm::Expected<T>;
+
+inline const std::string& out(Translator& t, int i, int k = 0) { return t.node(i).output(k); }
+
+// The dtc name of input `k`, which must be computed, data or a parameter.
+inline std::string operand(Translator& t, int i, int k) { return t.input(i, k)->name; }
+
+inline int64_t rankOf(const Value& v) { return static_cast<int64_t>(v.shape.size()); }
+
+inline bool normalise(int64_t& axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return false;
+  if (axis < 0) axis += rank;
+  return true;
+}
+
+inline std::vector<int64_t> intsOf(const Constant& c) {
+  std::vector<int64_t> v;
+  for (uint64_t k = 0; k < c.size(); ++k) v.push_back(c.integer(k));
+  return v;
+}
+
+// Inputs `from`.. must be known at compile time (shapes, axes, sizes).
+inline Error requireConstant(Translator& t, int i, int k, const std::string& what) {
+  if (t.input(i, k) && !t.constant(i, k))
+    return t.nodeError(i, what + " must be known when compiling (it depends on the data)");
+  return Error::success();
+}
+
+// Float inputs only: dtc's ops compute on float32 (int64 only as labels and ids).
+inline Error requireFloat(Translator& t, int i, std::initializer_list<int> inputs) {
+  for (int k : inputs)
+    if (const Value* v = t.input(i, k); v && v->type != kFloat)
+      return t.nodeError(i, "input " + std::to_string(k) + " is " + elementTypeName(v->type) +
+                                "; dtc computes this op on float32");
+  return Error::success();
+}
+
+// The broadcast of the inputs' shapes (inputs `from`..), for ops whose output has it.
+Error defineBroadcast(Translator& t, int i, int from, int32_t type);
+
+// ---- element-wise and contractions (ElementwiseRules.cpp)
+OpRule unaryRule(const std::string& dtcOp);
+OpRule passThrough();
+OpRule dropoutRule();
+OpRule binaryRule(const std::string& dtcOp);
+OpRule negRule();
+OpRule divRule();
+OpRule powRule();
+OpRule patternOnly(int32_t outputType, bool scalarOutput, const std::string& why);
+OpRule matmulRule();
+OpRule gemmRule();
+
+// ---- layout (LayoutRules.cpp)
+OpRule reshapeRule();
+OpRule transposeRule();
+OpRule splitRule();
+OpRule concatRule();
+OpRule sliceRule();
+OpRule softmaxRule();
+
+// ---- embeddings, normalisation, losses, convolutional networks (NetworkRules.cpp)
+OpRule gatherRule();
+OpRule layerNormRule();
+OpRule crossEntropyRule();
+OpRule convRule();
+OpRule batchNormRule();
+OpRule maxPoolRule();
+OpRule globalAveragePoolRule();
+OpRule reduceRule(bool mean);
+
+}  // namespace dtc::onnx_import::rules
