@@ -12,25 +12,7 @@
 
 #include "flatbuffers/ModelFile.h"
 #include "flatbuffers/ModelImporter.h"
-
-namespace {
-
-// A violated property of the importer: abort, so the fuzzer records the input.
-void require(bool property) {
-  if (!property) __builtin_trap();
-}
-
-}  // namespace
-
-// LLVM's allocator headers poison bump-allocator slabs when inlined into instrumented code, and
-// libMLIR (not instrumented) hands out memory from the same slabs without unpoisoning it: reads
-// of MLIR attributes would be reported as use-after-poison.
-extern "C" const char* __asan_default_options() { return "allow_user_poisoning=0"; }
-
-// Inputs that imported (replay_main.cc checks that every seed does).
-extern "C" {
-size_t dtcFuzzAccepted = 0;
-}
+#include "importer_fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   llvm::Expected<dtc::ModelFile> file =

@@ -14,20 +14,7 @@
 #include "onnx/OnnxModel.h"
 #include "onnx/OnnxTranslator.h"
 
-namespace {
-
-void require(bool property) {
-  if (!property) __builtin_trap();
-}
-
-}  // namespace
-
-// See model_loader_fuzzer.cpp: libMLIR's allocations and the inlined LLVM allocator's poisoning.
-extern "C" const char* __asan_default_options() { return "allow_user_poisoning=0"; }
-
-extern "C" {
-size_t dtcFuzzAccepted = 0;
-}
+#include "importer_fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // No directory: a model that refers to external data is an error.

@@ -12,6 +12,14 @@
 namespace dtc::onnx_import {
 namespace {
 
+// The little-endian value of type T at p (unaligned).
+template <typename T>
+T loadAs(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 float halfToFloat(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
   uint32_t bits;
@@ -89,64 +97,20 @@ Constant Constant::fromData(const TensorData& data) {
   const uint8_t* p = data.bytes.data();
   for (size_t i = 0; i < n; ++i, p += width) {
     switch (data.type) {
-      case onnx::TensorProto::FLOAT: {
-        float v;
-        std::memcpy(&v, p, 4);
-        c.reals.push_back(v);
-        break;
-      }
-      case onnx::TensorProto::DOUBLE: {
-        double v;
-        std::memcpy(&v, p, 8);
-        c.reals.push_back(v);
-        break;
-      }
-      case onnx::TensorProto::FLOAT16: {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        c.reals.push_back(halfToFloat(h));
-        break;
-      }
+      case onnx::TensorProto::FLOAT: c.reals.push_back(loadAs<float>(p)); break;
+      case onnx::TensorProto::DOUBLE: c.reals.push_back(loadAs<double>(p)); break;
+      case onnx::TensorProto::FLOAT16: c.reals.push_back(halfToFloat(loadAs<uint16_t>(p))); break;
       case onnx::TensorProto::BFLOAT16: {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        const uint32_t bits = static_cast<uint32_t>(h) << 16;
-        float v;
-        std::memcpy(&v, &bits, 4);
-        c.reals.push_back(v);
+        const uint32_t bits = static_cast<uint32_t>(loadAs<uint16_t>(p)) << 16;
+        c.reals.push_back(loadAs<float>(reinterpret_cast<const uint8_t*>(&bits)));
         break;
       }
       case onnx::TensorProto::INT64:
-      case onnx::TensorProto::UINT64: {
-        int64_t v;
-        std::memcpy(&v, p, 8);
-        c.ints.push_back(v);
-        break;
-      }
-      case onnx::TensorProto::INT32: {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        c.ints.push_back(v);
-        break;
-      }
-      case onnx::TensorProto::UINT32: {
-        uint32_t v;
-        std::memcpy(&v, p, 4);
-        c.ints.push_back(v);
-        break;
-      }
-      case onnx::TensorProto::INT16: {
-        int16_t v;
-        std::memcpy(&v, p, 2);
-        c.ints.push_back(v);
-        break;
-      }
-      case onnx::TensorProto::UINT16: {
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        c.ints.push_back(v);
-        break;
-      }
+      case onnx::TensorProto::UINT64: c.ints.push_back(loadAs<int64_t>(p)); break;
+      case onnx::TensorProto::INT32: c.ints.push_back(loadAs<int32_t>(p)); break;
+      case onnx::TensorProto::UINT32: c.ints.push_back(loadAs<uint32_t>(p)); break;
+      case onnx::TensorProto::INT16: c.ints.push_back(loadAs<int16_t>(p)); break;
+      case onnx::TensorProto::UINT16: c.ints.push_back(loadAs<uint16_t>(p)); break;
       case onnx::TensorProto::INT8: c.ints.push_back(static_cast<int8_t>(*p)); break;
       default: c.ints.push_back(*p); break;  // uint8, bool
     }

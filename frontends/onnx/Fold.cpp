@@ -16,7 +16,6 @@ namespace {
 using Inputs = std::vector<const Constant*>;
 using Result = std::optional<std::vector<Constant>>;
 
-
 // The most elements of any tensor (the compiler's limit): shapes past it are errors before their
 // products overflow.
 constexpr int64_t kMaxShapeElements = int64_t{1} << 40;
@@ -600,7 +599,6 @@ int64_t floorDiv(int64_t a, int64_t b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-
 
 }  // namespace
 

@@ -56,7 +56,8 @@ OpRule gatherRule() {
 
 // LayerNormalization's optional outputs, Mean and InvStdDev = 1/√(variance + ε) over the
 // normalised dimensions (kept as 1s), where the graph reads them.
-static Error layerNormStatistics(Translator& t, int i, int64_t axis, int64_t width, double epsilon) {
+static Error layerNormStatistics(Translator& t, int i, int64_t axis, int64_t width,
+                                 double epsilon) {
   const onnx::NodeProto& n = t.node(i);
   auto wanted = [&](int k) {
     return k < n.output_size() && !n.output(k).empty() &&
@@ -208,7 +209,8 @@ OpRule crossEntropyRule() {
 
 // ---- convolutional networks ---------------------------------------------------------------------
 
-static std::vector<int64_t> pairOf(const onnx::NodeProto& n, const std::string& name, int64_t fallback) {
+static std::vector<int64_t> pairOf(const onnx::NodeProto& n, const std::string& name,
+                                   int64_t fallback) {
   std::vector<int64_t> v = intsAttribute(n, name);
   return v.empty() ? std::vector<int64_t>{fallback, fallback} : v;
 }

@@ -128,19 +128,33 @@ inline StatusOr<CausalSoftmaxDims> squareScores(const StepContext& ctx, const Te
   return d;
 }
 
-// causal_softmax: x -> y.
-inline StatusOr<CausalSoftmaxDims> checkCausalSoftmax(const StepContext& ctx) {
+// A softmax's forward x -> y, its dimensions read from x by `dims`.
+template <typename Dims>
+inline StatusOr<Dims> checkSoftmaxForward(const StepContext& ctx,
+                                          StatusOr<Dims> (*dims)(const StepContext&,
+                                                                 const TensorView&)) {
   DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
-  return squareScores(ctx, ctx.inputs[0]);
+  return dims(ctx, ctx.inputs[0]);
 }
 
-// causal_softmax_grad: (dy, y) -> dx.
-inline StatusOr<CausalSoftmaxDims> checkCausalSoftmaxGrad(const StepContext& ctx) {
+// A softmax's gradient (dy, y) -> dx, its dimensions read from y by `dims`.
+template <typename Dims>
+inline StatusOr<Dims> checkSoftmaxBackward(const StepContext& ctx,
+                                           StatusOr<Dims> (*dims)(const StepContext&,
+                                                                  const TensorView&)) {
   DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
-  return squareScores(ctx, ctx.inputs[1]);
+  return dims(ctx, ctx.inputs[1]);
+}
+
+// causal_softmax: x -> y; causal_softmax_grad: (dy, y) -> dx.
+inline StatusOr<CausalSoftmaxDims> checkCausalSoftmax(const StepContext& ctx) {
+  return checkSoftmaxForward(ctx, squareScores);
+}
+inline StatusOr<CausalSoftmaxDims> checkCausalSoftmaxGrad(const StepContext& ctx) {
+  return checkSoftmaxBackward(ctx, squareScores);
 }
 
 // ---- Softmax over the last dimension of x [rows..., N]: `rows` rows of N.
@@ -160,19 +174,12 @@ inline StatusOr<SoftmaxDims> softmaxRows(const StepContext& ctx, const TensorVie
   return d;
 }
 
-// softmax: x -> y.
+// softmax: x -> y; softmax_grad: (dy, y) -> dx.
 inline StatusOr<SoftmaxDims> checkSoftmax(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
-  return softmaxRows(ctx, ctx.inputs[0]);
+  return checkSoftmaxForward(ctx, softmaxRows);
 }
-
-// softmax_grad: (dy, y) -> dx.
 inline StatusOr<SoftmaxDims> checkSoftmaxGrad(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.inputs[1]));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[0], ctx.outputs[0]));
-  return softmaxRows(ctx, ctx.inputs[1]);
+  return checkSoftmaxBackward(ctx, softmaxRows);
 }
 
 // ---- LayerNorm over the last dimension: x [rows..., C] with per-row statistics [rows...].

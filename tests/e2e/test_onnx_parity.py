@@ -51,6 +51,20 @@ def same_initial_weights(name, module, init):
         assert np.array_equal(value, state[key]), f"{name}: '{key}' is not the module's initial value"
 
 
+def torch_reference(module, opt, n, loss_of, before_step=lambda step: None):
+    """PyTorch training `module` STEPS steps on dtrun's batches; `loss_of(rows)` is one batch's
+    loss. Returns (losses, final state)."""
+    losses = []
+    for step, rows in enumerate(batches(n, BATCH, SEED, STEPS)):
+        before_step(step)
+        opt.zero_grad()
+        loss = loss_of(rows)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().numpy() for k, v in module.state_dict().items()}
+
+
 def compare(name, losses, ref_losses, final, ref_final, weight_tol):
     loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
     # The tensors dtrun saves: an export keeps one name of a tied weight, and folds constant
@@ -95,14 +109,8 @@ def mlp_case(work):
     same_initial_weights("mlp", module, init)
 
     opt = torch.optim.AdamW(module.parameters(), lr=0.002, eps=1e-6)
-    ref_losses = []
-    for idx in batches(n, BATCH, SEED, STEPS):
-        opt.zero_grad()
-        loss = F.mse_loss(module(torch.from_numpy(x[idx])), torch.from_numpy(target[idx]))
-        loss.backward()
-        opt.step()
-        ref_losses.append(loss.item())
-    ref_final = {k: v.detach().numpy() for k, v in module.state_dict().items()}
+    ref_losses, ref_final = torch_reference(
+        module, opt, n, lambda rows: F.mse_loss(module(torch.from_numpy(x[rows])), torch.from_numpy(target[rows])))
     compare("mlp", losses, ref_losses, final, ref_final, 1e-4)
 
     _, final2, losses2 = dtc_run(path, work, "mlp-dp2", flags + ["--mesh", "dp=2"], data, devices=2)
@@ -216,18 +224,12 @@ def gpt_case(work):
         assert fused + "=" in plan_ops, f"gpt: the export's {fused} was not fused"
 
     opt = torch.optim.AdamW(module.parameters(), lr=0.003, eps=1e-4)
-    ref_losses = []
     Drop.masks = DtrunMasks(path, SEED)
     assert len(Drop.masks.keys) == 7, f"gpt: the export holds {len(Drop.masks.keys)} Dropout nodes"
-    for step, rows in enumerate(batches(n, BATCH, SEED, STEPS)):
-        Drop.masks.start(step)
-        opt.zero_grad()
-        loss = module(torch.from_numpy(idx[rows]), torch.from_numpy(targets[rows]))
-        loss.backward()
-        opt.step()
-        ref_losses.append(loss.item())
+    ref_losses, ref_final = torch_reference(
+        module, opt, n, lambda rows: module(torch.from_numpy(idx[rows]), torch.from_numpy(targets[rows])),
+        before_step=Drop.masks.start)
     Drop.masks = None
-    ref_final = {k: v.detach().numpy() for k, v in module.state_dict().items()}
     compare("gpt", losses, ref_losses, final, ref_final, 1e-4)
     # Back into the module (the README's way): only the tied head's second name and the folded
     # mask buffers are not in the file.
@@ -311,14 +313,8 @@ def cnn_case(work):
     assert "bn1.running_mean" in init, "cnn: the running statistics are not saved as buffers"
 
     opt = torch.optim.SGD(module.parameters(), lr=0.05, momentum=0.9)
-    ref_losses = []
-    for rows in batches(n, BATCH, SEED, STEPS):
-        opt.zero_grad()
-        loss = F.cross_entropy(module(torch.from_numpy(x[rows])), torch.from_numpy(y[rows]))
-        loss.backward()
-        opt.step()
-        ref_losses.append(loss.item())
-    ref_final = {k: v.detach().numpy() for k, v in module.state_dict().items()}
+    ref_losses, ref_final = torch_reference(
+        module, opt, n, lambda rows: F.cross_entropy(module(torch.from_numpy(x[rows])), torch.from_numpy(y[rows])))
     compare("cnn", losses, ref_losses, final, ref_final, 1e-4)
 
     _, final2, losses2 = dtc_run(path, work, "cnn-dp2", flags + ["--mesh", "dp=2"], data, devices=2)
