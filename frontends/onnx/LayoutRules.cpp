@@ -264,6 +264,21 @@ OpRule sliceRule() {
           }};
 }
 
+// Pad by zero everywhere (what PyTorch writes before an AveragePool without padding): the
+// identity. Other padding of data is not translated yet.
+OpRule padRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireConstant(t, i, 1, "the pads")) return e;
+            const Constant* pads = t.constant(i, 1);
+            std::vector<int64_t> amounts = pads ? intsOf(*pads) : intsAttribute(t.node(i), "pads");
+            if (std::any_of(amounts.begin(), amounts.end(), [](int64_t p) { return p != 0; }))
+              return t.nodeError(i, "padding data is not supported yet (only zero pads)");
+            t.alias(out(t, i), t.node(i).input(0));
+            return Error::success();
+          },
+          [](Translator&, int) { return Error::success(); }};
+}
+
 // Softmax over any axis: dtc's runs over the last, so another axis is transposed there and back.
 OpRule softmaxRule() {
   return {[](Translator& t, int i) -> Error {

@@ -339,6 +339,64 @@ OpRule globalAveragePoolRule() {
           }};
 }
 
+// AveragePool whose windows tile the input (strides equal to the kernel, no padding, each
+// spatial size a multiple of the kernel: nn.AvgPool2d(k) and its 1-D and 3-D kin): each spatial
+// dimension d viewed as [d/k, k], the k's summed away, scaled by 1/(product of the kernel).
+static Expected<std::vector<int64_t>> tilingKernel(Translator& t, int i) {
+  const onnx::NodeProto& n = t.node(i);
+  const Value& x = *t.input(i, 0);
+  const int64_t spatial = rankOf(x) - 2;
+  const std::vector<int64_t> k = intsAttribute(n, "kernel_shape");
+  std::vector<int64_t> s = intsAttribute(n, "strides"), pads = intsAttribute(n, "pads"),
+                       dilations = intsAttribute(n, "dilations");
+  if (spatial < 1 || static_cast<int64_t>(k.size()) != spatial)
+    return t.nodeError(i, "needs [N, C, spatial...] and one kernel size per spatial dimension");
+  if (s.empty()) s.assign(k.size(), 1);
+  const std::string autoPad = stringAttribute(n, "auto_pad", "NOTSET");
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }) ||
+      intAttribute(n, "ceil_mode", 0) != 0 || (autoPad != "NOTSET" && autoPad != "VALID") ||
+      std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d != 1; }))
+    return t.nodeError(i, "padding, ceil_mode and dilations are not supported yet");
+  for (int64_t d = 0; d < spatial; ++d)
+    if (k[d] < 1 || s.size() != k.size() || s[d] != k[d] || x.shape[2 + d] % k[d] != 0)
+      return t.nodeError(i,
+                         "only windows that tile the input are supported yet (strides equal "
+                         "to the kernel, each spatial size a multiple of it)");
+  return k;
+}
+
+OpRule averagePoolRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0})) return e;
+            Expected<std::vector<int64_t>> k = tilingKernel(t, i);
+            if (!k) return k.takeError();
+            Shape shape = t.input(i, 0)->shape;
+            for (size_t d = 0; d < k->size(); ++d) shape[2 + d] /= (*k)[d];
+            t.define(out(t, i), kFloat, shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            Expected<std::vector<int64_t>> k = tilingKernel(t, i);
+            if (!k) return k.takeError();
+            const Shape& x = t.input(i, 0)->shape;
+            std::vector<int64_t> windows = {x[0], x[1]}, axes;
+            double size = 1;
+            for (size_t d = 0; d < k->size(); ++d) {
+              windows.push_back(x[2 + d] / (*k)[d]);
+              windows.push_back((*k)[d]);
+              axes.push_back(static_cast<int64_t>(3 + 2 * d));
+              size *= static_cast<double>((*k)[d]);
+            }
+            const std::string view = t.fresh(out(t, i) + "::windows"),
+                              sum = t.fresh(out(t, i) + "::sum");
+            t.emit(i, "Reshape", {operand(t, i, 0)}, {view}, {NodeAttr::ints("shape", windows)});
+            t.emit(i, "ReduceSum", {view}, {sum},
+                   {NodeAttr::ints("axes", axes), NodeAttr::integer("keepdims", 0)});
+            t.emit(i, "Scale", {sum}, {out(t, i)}, {NodeAttr::real("factor", 1.0 / size)});
+            return Error::success();
+          }};
+}
+
 // ReduceSum and ReduceMean over constant axes.
 OpRule reduceRule(bool mean) {
   auto axesOf = [](Translator& t, int i, std::vector<int64_t>& axes) -> Error {

@@ -54,6 +54,8 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"Conv", takes(convRule(), 2, 3)},
       {"BatchNormalization", takes(batchNormRule(), 5, 5)},
       {"MaxPool", maxPoolRule()},
+      {"AveragePool", averagePoolRule()},
+      {"Pad", takes(padRule(), 1, 4)},
       {"GlobalAveragePool", globalAveragePoolRule()},
       {"ReduceSum", takes(reduceRule(false), 1, 2)},
       {"ReduceMean", takes(reduceRule(true), 1, 2)},

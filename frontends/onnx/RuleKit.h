@@ -72,6 +72,7 @@ OpRule transposeRule();
 OpRule splitRule();
 OpRule concatRule();
 OpRule sliceRule();
+OpRule padRule();
 OpRule softmaxRule();
 
 // ---- embeddings, normalisation, losses, convolutional networks (NetworkRules.cpp)
@@ -81,6 +82,7 @@ OpRule crossEntropyRule();
 OpRule convRule();
 OpRule batchNormRule();
 OpRule maxPoolRule();
+OpRule averagePoolRule();
 OpRule globalAveragePoolRule();
 OpRule reduceRule(bool mean);
 

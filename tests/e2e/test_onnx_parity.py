@@ -289,7 +289,7 @@ class ResNet(torch.nn.Module):
     def forward(self, x):
         y = F.relu(self.bn1(self.conv1(x)))
         y = F.relu(y + self.bn2(self.conv2(y)))
-        y = F.adaptive_avg_pool2d(self.pool(y), 1).flatten(1)
+        y = F.adaptive_avg_pool2d(F.avg_pool2d(self.pool(y), 2), 1).flatten(1)
         return self.fc(y)
 
 
