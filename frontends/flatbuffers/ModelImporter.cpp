@@ -148,6 +148,7 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Concat", {&ModelImporter::importConcat, {"axis"}}},
       {"CausalSoftmax", {&ModelImporter::importCausalSoftmax, {"scale"}}},
       {"Softmax", {&ModelImporter::importSoftmax, {"scale"}}},
+      {"LogSoftmax", {&ModelImporter::importSoftmax, {"scale"}}},
       {"Scale", {&ModelImporter::importScale, {"factor"}}},
       {"Conv", {&ModelImporter::importConv, {"stride", "padding"}}},
       {"BatchNormalization", {&ModelImporter::importBatchNorm, {"eps", "momentum"}}},
@@ -508,10 +509,12 @@ LogicalResult ModelImporter::importSoftmax(const model::Node& node, Location loc
   auto in = inputs(node, loc, 1, 1);
   if (failed(in)) return failure();
   ArrayRef<int64_t> x = shapeOf((*in)[0]);
+  const std::string op = node.op_type()->str();
   if (x.empty() || x.back() == 0)
-    return emitError(loc) << "Softmax needs [..., N] with N > 0, got " << graph::shapeString(x);
+    return emitError(loc) << op << " needs [..., N] with N > 0, got " << graph::shapeString(x);
   auto scale = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "scale", 1.0)));
-  return define(node, loc, {graph::SoftmaxOp::create(builder_, loc, (*in)[0], scale)});
+  auto log = builder_.getBoolAttr(op == "LogSoftmax");
+  return define(node, loc, {graph::SoftmaxOp::create(builder_, loc, (*in)[0], scale, log)});
 }
 
 LogicalResult ModelImporter::importScale(const model::Node& node, Location loc) {

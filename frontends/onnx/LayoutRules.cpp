@@ -280,7 +280,7 @@ OpRule padRule() {
 }
 
 // Softmax over any axis: dtc's runs over the last, so another axis is transposed there and back.
-OpRule softmaxRule() {
+OpRule softmaxRule(const std::string& dtcOp) {
   return {[](Translator& t, int i) -> Error {
             if (Error e = requireFloat(t, i, {0})) return e;
             const Value& x = *t.input(i, 0);
@@ -289,12 +289,12 @@ OpRule softmaxRule() {
             t.define(out(t, i), kFloat, x.shape);
             return Error::success();
           },
-          [](Translator& t, int i) -> Error {
+          [dtcOp](Translator& t, int i) -> Error {
             const Value& x = *t.input(i, 0);
             int64_t axis = intAttribute(t.node(i), "axis", -1);
             normalise(axis, rankOf(x));
             if (axis == rankOf(x) - 1) {
-              t.emit(i, "Softmax", {x.name}, {out(t, i)});
+              t.emit(i, dtcOp, {x.name}, {out(t, i)});
               return Error::success();
             }
             std::vector<int64_t> perm;
@@ -303,7 +303,7 @@ OpRule softmaxRule() {
             const std::string moved = t.fresh(out(t, i) + "::moved"),
                               soft = t.fresh(out(t, i) + "::softmax");
             t.emit(i, "Transpose", {x.name}, {moved}, {NodeAttr::ints("perm", perm)});
-            t.emit(i, "Softmax", {moved}, {soft});
+            t.emit(i, dtcOp, {moved}, {soft});
             t.emit(i, "Transpose", {soft}, {out(t, i)}, {NodeAttr::ints("perm", perm)});
             return Error::success();
           }};

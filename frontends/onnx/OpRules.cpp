@@ -47,7 +47,8 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"Split", takes(splitRule(), 1, 2)},
       {"Concat", takes(concatRule(), 1, 1 << 20)},
       {"Slice", takes(sliceRule(), 3, 5)},
-      {"Softmax", softmaxRule()},
+      {"Softmax", softmaxRule("Softmax")},
+      {"LogSoftmax", softmaxRule("LogSoftmax")},
       {"Gather", takes(gatherRule(), 2, 2)},
       {"LayerNormalization", takes(layerNormRule(), 2, 3)},
       {"SoftmaxCrossEntropyLoss", takes(crossEntropyRule(), 2, 3)},
@@ -60,7 +61,6 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"ReduceSum", takes(reduceRule(false), 1, 2)},
       {"ReduceMean", takes(reduceRule(true), 1, 2)},
       {"Where", takes(patternOnly(kFloat, false, "only as attention's causal mask"), 3, 3)},
-      {"LogSoftmax", patternOnly(kFloat, false, "only before NegativeLogLikelihoodLoss")},
       {"NegativeLogLikelihoodLoss",
        takes(patternOnly(kFloat, true, "only after LogSoftmax"), 2, 3)},
   };

@@ -73,7 +73,8 @@ OpRule splitRule();
 OpRule concatRule();
 OpRule sliceRule();
 OpRule padRule();
-OpRule softmaxRule();
+// Softmax or LogSoftmax (`dtcOp`) over any axis.
+OpRule softmaxRule(const std::string& dtcOp);
 
 // ---- embeddings, normalisation, losses, convolutional networks (NetworkRules.cpp)
 OpRule gatherRule();

@@ -69,7 +69,7 @@ StatusOr<BoundStep> bindSoftmax(const StepContext& ctx) {
   TensorView x = ctx.inputs[0], y = ctx.outputs[0];
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::softmax(x.f32(), y.f32(), d.rows, d.n, d.scale, *pool);
+    (d.log ? cpu::logSoftmax : cpu::softmax)(x.f32(), y.f32(), d.rows, d.n, d.scale, *pool);
     return Status::Ok();
   });
 }
@@ -79,7 +79,8 @@ StatusOr<BoundStep> bindSoftmaxGrad(const StepContext& ctx) {
   TensorView dy = ctx.inputs[0], y = ctx.inputs[1], dx = ctx.outputs[0];
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::softmaxGrad(dy.f32(), y.f32(), dx.f32(), d.rows, d.n, d.scale, *pool);
+    (d.log ? cpu::logSoftmaxGrad : cpu::softmaxGrad)(dy.f32(), y.f32(), dx.f32(), d.rows, d.n,
+                                                     d.scale, *pool);
     return Status::Ok();
   });
 }

@@ -144,7 +144,7 @@ StatusOr<BoundStep> bindSoftmax(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep(
-      [=] { return launched(kernels::softmax(x, y, d.rows, d.n, d.scale, stream), where); });
+      [=] { return launched(kernels::softmax(x, y, d.rows, d.n, d.scale, d.log, stream), where); });
 }
 
 StatusOr<BoundStep> bindSoftmaxGrad(const StepContext& ctx, Device& dev) {
@@ -154,7 +154,7 @@ StatusOr<BoundStep> bindSoftmaxGrad(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::softmaxGrad(dy, y, dx, d.rows, d.n, d.scale, stream), where);
+    return launched(kernels::softmaxGrad(dy, y, dx, d.rows, d.n, d.scale, d.log, stream), where);
   });
 }
 

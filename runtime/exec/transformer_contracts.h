@@ -162,6 +162,7 @@ inline StatusOr<CausalSoftmaxDims> checkCausalSoftmaxGrad(const StepContext& ctx
 struct SoftmaxDims {
   int64_t rows = 0, n = 0;
   float scale = 0;
+  bool log = false;  // log_softmax
 };
 
 inline StatusOr<SoftmaxDims> softmaxRows(const StepContext& ctx, const TensorView& x) {
@@ -171,6 +172,7 @@ inline StatusOr<SoftmaxDims> softmaxRows(const StepContext& ctx, const TensorVie
   d.n = x.shape.back();
   d.rows = x.numElements() / d.n;
   d.scale = static_cast<float>(ctx.floatAttr("scale"));
+  d.log = ctx.intAttr("log") != 0;
   return d;
 }
 

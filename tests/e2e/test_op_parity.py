@@ -74,6 +74,8 @@ def cases(rng):
         "Softmax": ({"x": [B, 5]}, ("Softmax", ["x"], [real("scale", 0.7)]),
                     lambda p, d: torch.softmax(0.7 * p["x"], dim=-1), {}),
         "Softmax_3d": ({"x": [B, 2, 5]}, ("Softmax", ["x"], []), lambda p, d: torch.softmax(p["x"], dim=-1), {}),
+        "LogSoftmax": ({"x": [B, 2, 5]}, ("LogSoftmax", ["x"], [real("scale", 0.7)]),
+                       lambda p, d: F.log_softmax(0.7 * p["x"], dim=-1), {}),
         "Scale": ({"x": [B, 3]}, ("Scale", ["x"], [real("factor", -0.25)]), lambda p, d: -0.25 * p["x"], {}),
         "Exp": ({"x": [B, 3]}, ("Exp", ["x"], []), lambda p, d: torch.exp(p["x"]), {}),
         "Log": ({"x": [B, 3]}, ("Log", ["x"], []), lambda p, d: torch.log(p["x"]), {}),

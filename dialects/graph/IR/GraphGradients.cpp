@@ -220,7 +220,8 @@ Grads CausalSoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
 }
 
 Grads SoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{SoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr())};
+  return SmallVector<Value>{
+      SoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr(), getLogAttr())};
 }
 
 // The same mask, redrawn: dropout of the output gradient under the forward op's key (autodiff

@@ -70,17 +70,23 @@ def Graph_CausalSoftmaxGradOp : Graph_Op<"causal_softmax_grad", [Pure, InferType
 
 def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure, InferTypeOpInterface,
     SameOperandsAndResultType, Graph_Differentiable]> {
-  let summary = "softmax(scale · x) over the last dimension (F.softmax(x, dim=-1))";
-  let arguments = (ins Graph_F32Tensor:$x, DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let summary = "softmax(scale · x) over the last dimension (F.softmax(x, dim=-1)), or its log";
+  let description = [{
+    With `log`, y = log_softmax(scale · x) (F.log_softmax), computed from the row's maximum
+    and log-sum-exp rather than as the log of a probability that may underflow.
+  }];
+  let arguments = (ins Graph_F32Tensor:$x, DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$log);
   let results = (outs Graph_F32Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x)";
   let hasVerifier = 1;
 }
 def Graph_SoftmaxGradOp : Graph_Op<"softmax_grad", [Pure, InferTypeOpInterface,
     SameOperandsAndResultType]> {
-  let summary = "Gradient of softmax from its output y";
+  let summary = "Gradient of softmax (or log-softmax, with `log`) from its output y";
   let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$y,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$log);
   let results = (outs Graph_F32Tensor:$dx);
   let assemblyFormat = "$dy `,` $y attr-dict `:` type($dx)";
 }

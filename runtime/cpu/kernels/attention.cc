@@ -67,6 +67,37 @@ void softmaxGradRows(const float* dy, const float* y, float* dx, int64_t rows, i
 
 }  // namespace
 
+void logSoftmax(const float* x, float* y, int64_t rows, int64_t n, float scale, ThreadPool& pool) {
+  pool.parallelFor(rows, rowGrain(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* in = x + r * n;
+      float* out = y + r * n;
+      float maxv = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < n; ++j) maxv = std::max(maxv, scale * in[j]);
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(scale * in[j] - maxv);
+      // As PyTorch: (z − max) − log Σ exp(z − max).
+      const float logSum = static_cast<float>(std::log(sum));
+      for (int64_t j = 0; j < n; ++j) out[j] = (scale * in[j] - maxv) - logSum;
+    }
+  });
+}
+
+void logSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
+                    float scale, ThreadPool& pool) {
+  pool.parallelFor(rows, rowGrain(n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* g = dy + r * n;
+      const float* p = y + r * n;
+      float* out = dx + r * n;
+      double total = 0;
+      for (int64_t j = 0; j < n; ++j) total += g[j];
+      const float t = static_cast<float>(total);
+      for (int64_t j = 0; j < n; ++j) out[j] = scale * (g[j] - std::exp(p[j]) * t);
+    }
+  });
+}
+
 void causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, float scale,
                    ThreadPool& pool) {
   // x and y are [batch·T, T] rows; query i sees keys 0..i.

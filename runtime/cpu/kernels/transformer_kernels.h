@@ -38,6 +38,11 @@ void causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch
 void softmax(const float* x, float* y, int64_t rows, int64_t n, float scale, ThreadPool& pool);
 void softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n, float scale,
                  ThreadPool& pool);
+// log_softmax(scale·x) over whole rows (F.log_softmax), and its gradient from the output:
+// dx = scale · (dy − exp(y) · Σ_j dy). Aliasing as softmax.
+void logSoftmax(const float* x, float* y, int64_t rows, int64_t n, float scale, ThreadPool& pool);
+void logSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
+                    float scale, ThreadPool& pool);
 
 // Causal attention on `slices` independent [T, D] slices of q, k, v (batch × heads), flash-style:
 // out [slices, T, D] and lse [slices, T] (log-sum-exp of each query's scaled scores); the

@@ -56,6 +56,33 @@ __global__ void softmaxGradKernel(const float* dy, const float* y, float* dx, in
   }
 }
 
+__global__ void logSoftmaxKernel(const float* x, float* y, int64_t rows, int64_t n, float scale) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* in = x + r * n;
+    float* out = y + r * n;
+    float maxv = -INFINITY;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) maxv = MaxOp{}(maxv, scale * in[j]);
+    maxv = blockMax(maxv);
+    double sum = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) sum += expf(scale * in[j] - maxv);
+    const float logSum = static_cast<float>(log(blockSum(sum)));
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) out[j] = (scale * in[j] - maxv) - logSum;
+  }
+}
+
+__global__ void logSoftmaxGradKernel(const float* dy, const float* y, float* dx, int64_t rows,
+                                     int64_t n, float scale) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* g = dy + r * n;
+    const float* p = y + r * n;
+    float* out = dx + r * n;
+    double total = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) total += g[j];
+    const float t = static_cast<float>(blockSum(total));
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) out[j] = scale * (g[j] - expf(p[j]) * t);
+  }
+}
+
 unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65535)); }
 
 }  // namespace
@@ -76,16 +103,20 @@ cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_
   return cudaGetLastError();
 }
 
-cudaError_t softmax(const float* x, float* y, int64_t rows, int64_t n, float scale,
+cudaError_t softmax(const float* x, float* y, int64_t rows, int64_t n, float scale, bool log,
                     cudaStream_t stream) {
-  if (rows * n > 0)
+  if (rows * n > 0 && log)
+    logSoftmaxKernel<<<rowBlocks(rows), rowThreads(n), 0, stream>>>(x, y, rows, n, scale);
+  else if (rows * n > 0)
     softmaxKernel<<<rowBlocks(rows), rowThreads(n), 0, stream>>>(x, y, rows, n, scale, Whole{n});
   return cudaGetLastError();
 }
 
 cudaError_t softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
-                        float scale, cudaStream_t stream) {
-  if (rows * n > 0)
+                        float scale, bool log, cudaStream_t stream) {
+  if (rows * n > 0 && log)
+    logSoftmaxGradKernel<<<rowBlocks(rows), rowThreads(n), 0, stream>>>(dy, y, dx, rows, n, scale);
+  else if (rows * n > 0)
     softmaxGradKernel<<<rowBlocks(rows), rowThreads(n), 0, stream>>>(dy, y, dx, rows, n, scale,
                                                                      Whole{n});
   return cudaGetLastError();

@@ -126,11 +126,12 @@ cudaError_t causalSoftmax(const float* x, float* y, int64_t batch, int64_t t, fl
                           cudaStream_t stream);
 cudaError_t causalSoftmaxGrad(const float* dy, const float* y, float* dx, int64_t batch, int64_t t,
                               float scale, cudaStream_t stream);
-// The same over `rows` whole rows of n.
-cudaError_t softmax(const float* x, float* y, int64_t rows, int64_t n, float scale,
+// The same over `rows` whole rows of n; with `log`, log_softmax and its gradient
+// (cpu::logSoftmax).
+cudaError_t softmax(const float* x, float* y, int64_t rows, int64_t n, float scale, bool log,
                     cudaStream_t stream);
 cudaError_t softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
-                        float scale, cudaStream_t stream);
+                        float scale, bool log, cudaStream_t stream);
 
 // ---- layer_norm.cu (cpu/kernels/layer_norm.cc)
 // ----------------------------------------------------------
