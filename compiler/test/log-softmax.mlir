@@ -2,7 +2,7 @@
 
 // A log-softmax's gradient is the log-softmax gradient (dx = dy − exp(y)·Σdy), not softmax's:
 // autodiff carries `log` to the gradient op and the lowering writes it on both kernels.
-// CHECK-LABEL: func.func @step
+// CHECK-LABEL: func.func @grad
 // CHECK: plan.kernel "softmax"(%{{.*}}) {log = true, scale = 5.000000e-01 : f32}
 // CHECK: plan.kernel "softmax_grad"(%{{.*}}, %{{.*}}) {log = true, scale = 5.000000e-01 : f32}
 func.func @forward(%w: tensor<2x5xf32> {graph.param = "w", graph.trainable},
