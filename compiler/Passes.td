@@ -122,9 +122,10 @@ def Accumulate : Pass<"dtc-accumulate", "mlir::ModuleOp"> {
   let summary = "Gradient accumulation: @grad over `micro-batches` micro-batches, summed";
   let description = [{
     Rewrites @grad to take each data input once per micro-batch (argument attribute
-    `graph.micro_batch` = k) and to run forward and backward on each in turn: the loss and the
-    gradients are the sums over micro-batches, with every mean dividing by all K·B rows
-    (`count`), so the step equals one step on the K-times-larger batch. Buffers updated by the
+    `graph.micro_batch` = k) and to run forward and backward on each in turn. Autodiff's seed
+    becomes 1/K: the gradients are the sums over micro-batches of 1/K of each one's, and the loss
+    is the mean of theirs, so a loss that is a mean over its batch's rows (dtc's fused losses, or
+    one an import spells out) gives one step on the K-times-larger batch. Buffers updated by the
     forward pass (BatchNorm running statistics) thread from one micro-batch to the next, as K
     forward calls in PyTorch. Dropout in micro-batch k draws its mask for rows k·B onwards, as
     on the K-times-larger batch. Run after dtc-autodiff, before dtc-optimizer. With partitioning,

@@ -51,7 +51,16 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
       if (op->hasAttr(attr::kLossSeed)) seeds.push_back(op);
     });
     for (Operation* seed : seeds) {
-      seed->getResult(0).replaceAllUsesWith(scale);
+      Value scaled = scale;
+      // Accumulation's seed is 1/K: each micro-batch starts from that share of the scale.
+      if (float share = cast<graph::FillOp>(seed).getValue().convertToFloat(); share != 1.0f) {
+        b.setInsertionPoint(seed);
+        auto op = graph::ScaleOp::create(b, seed->getLoc(), scale, b.getF32FloatAttr(share));
+        for (NamedAttribute a : seed->getDiscardableAttrs())
+          if (a.getName() != attr::kLossSeed) op->setAttr(a.getName(), a.getValue());
+        scaled = op;
+      }
+      seed->getResult(0).replaceAllUsesWith(scaled);
       seed->erase();
     }
 

@@ -24,10 +24,15 @@ using namespace mlir;
 namespace dtc {
 namespace {
 
-// A mean's divisor on K micro-batches: K times its own (or already pinned) count.
-void scaleCount(Operation* op, int64_t k) {
-  if (std::optional<int64_t> count = graph::meanCount(op))
-    op->setAttr("count", Builder(op->getContext()).getI64IntegerAttr(*count * k));
+// Each micro-batch's loss counts 1/K of the step's, whatever computes it (dtc's fused losses or
+// a mean an import spelled out): autodiff's seed, d(loss)/d(loss), becomes 1/K, and the step's
+// loss is the micro-batches' sum scaled by 1/K. A mean over each micro-batch's rows then equals
+// the mean over the K-times-larger batch, as PyTorch's `(loss / K).backward()` recipe.
+void scaleSeed(Operation* op, int64_t k) {
+  if (auto fill = dyn_cast<graph::FillOp>(op); fill && op->hasAttr(attr::kLossSeed))
+    fill.setValueAttr(
+        Builder(op->getContext())
+            .getF32FloatAttr(fill.getValue().convertToFloat() / static_cast<float>(k)));
 }
 
 int64_t stageOf(Value v) { return pipeline::stageOf(v.getDefiningOp()); }
@@ -129,7 +134,7 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
       }
       for (Operation& op : grad.getBody().front().without_terminator()) {
         Operation* clone = b.clone(op, map);
-        scaleCount(clone, k);
+        scaleSeed(clone, k);
         if (pipelined) clone->setAttr(dist::kMicroBatchAttr, builder.getI64IntegerAttr(m));
         // Micro-batch m's rows follow the earlier ones' in the step's batch: so do its draws.
         if (auto dropout = dyn_cast<graph::DropoutOp>(clone)) dropout.setMicroBatch(m);
@@ -152,6 +157,13 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
         if (auto it = updatesArg.find(r); it != updatesArg.end()) carried[it->second] = v;
       }
     }
+    Operation* lossSum = results[0].getDefiningOp();
+    auto loss = graph::ScaleOp::create(b, ret.getLoc(), results[0],
+                                       b.getF32FloatAttr(1.0f / static_cast<float>(k)));
+    if (pipelined && lossSum)  // where and when the sum is: on the last stage, after the last
+      for (StringRef name : {dist::kStageAttr, dist::kMicroBatchAttr, dist::kBackwardAttr})
+        if (Attribute a = lossSum->getAttr(name)) loss->setAttr(name, a);
+    results[0] = loss;
     for (auto& [r, sums] : stageSums) {
       // On the stage holding the parameter, in its last backward unit.
       auto param = grad.getResultAttrOfType<StringAttr>(r, attr::kGradOf);

@@ -91,6 +91,13 @@ class SoftmaxMlp(torch.nn.Module):
         return torch.softmax(self.fc2(h), dim=-1)
 
 
+class SoftmaxMlpWithLoss(SoftmaxMlp):
+    """The same MLP with its MSE spelled out inside the export (Sub, Pow, ReduceMean)."""
+
+    def forward(self, x, target):
+        return ((super().forward(x) - target) ** 2).mean()
+
+
 def mlp_case(work):
     torch.manual_seed(0)
     module = SoftmaxMlp()
@@ -115,6 +122,17 @@ def mlp_case(work):
 
     _, final2, losses2 = dtc_run(path, work, "mlp-dp2", flags + ["--mesh", "dp=2"], data, devices=2)
     compare("mlp dp=2 against one device", losses2, losses, final2, final, 1e-5)
+
+    # The loss inside the export, the step's 8 rows as 2 accumulated micro-batches of 4: each
+    # micro-batch's mean counts half, as on the whole batch.
+    torch.manual_seed(0)
+    with_loss = os.path.join(work, "mlp-loss.onnx")
+    export(SoftmaxMlpWithLoss(), (torch.randn(3, 12), torch.rand(3, 5)), with_loss, ["x", "target"], ["loss"],
+           ["x", "target"])
+    _, final3, losses3 = dtc_run(with_loss, work, "mlp-loss-acc2", flags[4:] + ["--accumulate", "2"], data,
+                                 batch=BATCH // 2)
+    compare("mlp with its loss exported, 2 accumulated micro-batches, against one device", losses3, losses,
+            final3, final, 1e-5)
 
 
 # ---- a GPT: pre-LN blocks, causal attention, tanh GELU, dropout, tied head, the loss inside the

@@ -235,8 +235,7 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Differe
 //
 // `count`, when present, is what the mean divides by instead of the op's own rows (elements):
 // a partitioned loss sees a slice of the batch and divides by the global count, so the local
-// losses are summands of the global mean (and gradient accumulation divides by all micro-
-// batches' rows).
+// losses are summands of the global mean.
 //===----------------------------------------------------------------------===//
 
 def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy",
