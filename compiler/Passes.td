@@ -202,13 +202,16 @@ def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   let description = [{
     Sets the module's mesh to `#dist.mesh<dp = N>` (or adds a `dp` axis to an existing mesh)
     and annotates every function: data inputs are split over `dp` along their batch dimension,
-    parameters are replicated, and so is optimizer state unless `zero` is 1 (ZeRO stage 1:
-    each state tensor is split over `dp` along its first dimension that divides). Propagation
+    parameters are replicated, and so is optimizer state unless `zero` is 1 or more (ZeRO:
+    each state tensor is split over `dp` along its first dimension that divides). On a mesh
+    with other axes, ZeRO-1 shards the state of annotated parameters only; from stage 2 on,
+    parameters nobody annotated are replicated over the other axes so that theirs shards too. Propagation
     and partitioning then make gradients partial and insert their reductions.
   }];
   let options = [
     Option<"dp", "dp", "int64_t", "1", "data-parallel devices">,
-    Option<"zero", "zero", "int64_t", "0", "ZeRO stage: 0 or 1 (shard optimizer state)">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage 0-3 (1 and up shard optimizer state; dtc-zero does the rest of 2 and 3)">,
   ];
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
@@ -235,6 +238,26 @@ def Partition : Pass<"dtc-partition", "mlir::ModuleOp"> {
     local_slice). Losses divide by the global count (`count`). A reshard the planner cannot do
     is an error naming the tensor.
   }];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
+def Zero : Pass<"dtc-zero", "mlir::ModuleOp"> {
+  let summary = "ZeRO stages 2 and 3 on the partitioned programs";
+  let description = [{
+    Runs after dtc-partition on a plan whose optimizer state dtc-data-parallel sharded over dp
+    (ZeRO-1), where each update already reads a dp-shard of its parameter and gradient.
+    Stage 2: a gradient summed over accumulated micro-batches (`graph.micro_batch_sum`) is
+    reduce-scattered term by term, right after each micro-batch's backward produces it, so only
+    its shard is carried between micro-batches. Stage 3 (FSDP): each trainable parameter so
+    sharded is kept at rest as that shard (argument and updated result); every phase that reads
+    it (the forward and the backward of each micro-batch, evaluation) gathers it again right
+    before, and each gather is issued at the previous one's first use in the same pipeline
+    unit, so that the gathered copy lives in one phase only and the next is fetched while the
+    current one computes. Parameters with no dimension that divides over dp stay replicated.
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", "3", "ZeRO stage: 2 or 3">,
+  ];
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 

@@ -80,6 +80,7 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
       pm.addPass(createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
     pm.addPass(createShardingPropagation());
     pm.addPass(createPartition());
+    if (options.zeroStage >= 2) pm.addPass(createZero(ZeroOptions{options.zeroStage}));
     if (options.pipelineStages > 0) pm.addPass(createPipelineSchedule());
     pm.addPass(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb.value}));
   }

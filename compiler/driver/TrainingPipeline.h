@@ -94,7 +94,7 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
   Option<bool> vocabParallel{*this, "vocab-parallel",
                              llvm::cl::desc("split embeddings, LM head and loss over tp"),
                              llvm::cl::init(false)};
-  Option<int64_t> zeroStage{*this, "zero", llvm::cl::desc("ZeRO stage (0 or 1)"),
+  Option<int64_t> zeroStage{*this, "zero", llvm::cl::desc("ZeRO stage (0 to 3)"),
                             llvm::cl::init(0)};
   Option<Real> bucketMb{*this, "bucket-mb", llvm::cl::desc("all-reduce bucket size in MiB"),
                         llvm::cl::init(Real{25.0})};

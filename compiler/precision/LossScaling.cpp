@@ -50,17 +50,15 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
     step.walk([&](graph::FillOp op) {
       if (op->hasAttr(attr::kLossSeed)) seeds.push_back(op);
     });
+    // Accumulation's seed is 1/K: each micro-batch starts from that share of the scale. The
+    // new seed keeps the mark (and the seed's place in a pipeline): backward starts there.
     for (Operation* seed : seeds) {
-      Value scaled = scale;
-      // Accumulation's seed is 1/K: each micro-batch starts from that share of the scale.
-      if (float share = cast<graph::FillOp>(seed).getValue().convertToFloat(); share != 1.0f) {
-        b.setInsertionPoint(seed);
-        auto op = graph::ScaleOp::create(b, seed->getLoc(), scale, b.getF32FloatAttr(share));
-        for (NamedAttribute a : seed->getDiscardableAttrs())
-          if (a.getName() != attr::kLossSeed) op->setAttr(a.getName(), a.getValue());
-        scaled = op;
-      }
-      seed->getResult(0).replaceAllUsesWith(scaled);
+      const float share = cast<graph::FillOp>(seed).getValue().convertToFloat();
+      b.setInsertionPoint(seed);
+      auto scaled = graph::ScaleOp::create(b, seed->getLoc(), scale, b.getF32FloatAttr(share));
+      for (NamedAttribute a : seed->getDiscardableAttrs())
+        scaled->setAttr(a.getName(), a.getValue());
+      seed->getResult(0).replaceAllUsesWith(scaled.getResult());
       seed->erase();
     }
 

@@ -7,6 +7,7 @@
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
+#include "graph/IR/GraphOps.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_DATAPARALLEL
@@ -30,8 +31,8 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       module.emitError("data parallelism needs dp >= 1, got ") << static_cast<int64_t>(dp);
       return signalPassFailure();
     }
-    if (zero != 0 && zero != 1) {
-      module.emitError("ZeRO stage ") << static_cast<int64_t>(zero) << " is not supported (0 or 1)";
+    if (zero < 0 || zero > 3) {
+      module.emitError("ZeRO stage ") << static_cast<int64_t>(zero) << " is not supported (0 to 3)";
       return signalPassFailure();
     }
     auto mesh = module->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
@@ -87,6 +88,7 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
   LogicalResult annotate(func::FuncOp func, Builder& b, bool onlyDp) {
     auto mesh = func->getParentOfType<ModuleOp>()->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
     llvm::StringMap<dist::ShardingAttr> byName;
+    DenseMap<Value, dist::ShardingAttr> paramSharding;  // ZeRO-2/3: each parameter's layout
     FunctionAttrEdits edits(func);
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
@@ -94,8 +96,9 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       auto user = func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr);
       if (user) {
         // The user's choice stands; ZeRO adds dp to optimizer state.
-        if (zero == 1 && func.getArgAttr(i, attr::kState))
+        if (zero >= 1 && func.getArgAttr(i, attr::kState))
           edits.setArgAttr(i, dist::kShardingAttr, addDp(b, mesh, type, user));
+        if (func.getArgAttr(i, attr::kParam)) paramSharding[arg] = user;
         continue;
       }
       dist::ShardingAttr s = dist::ShardingAttr::replicated(b.getContext(), type.getRank());
@@ -112,13 +115,15 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       } else if (auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState)) {
         // With other axes, the state of a parameter nobody annotated stays to propagation:
         // splitting it over dp here would pull its parameter's layout (and its readers, e.g.
-        // an embedding's ids) onto dp. ZeRO-1 covers the annotated parameters there.
-        if (!onlyDp) continue;
-        if (zero == 1) s = addDp(b, mesh, type, s);
+        // an embedding's ids) onto dp. ZeRO-1 covers the annotated parameters there; ZeRO-2
+        // and 3 replicate the others over the other axes, as Megatron keeps its layer norms.
+        if (!onlyDp && zero < 2) continue;
+        if (zero >= 1) s = addDp(b, mesh, type, s);
         byName[state.getValue()] = s;
       } else if (auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam)) {
-        if (!onlyDp) continue;
+        if (!onlyDp && zero < 2) continue;
         byName[param.getValue()] = s;
+        paramSharding[arg] = s;
       }
       edits.setArgAttr(i, dist::kShardingAttr, s);
     }
@@ -138,7 +143,24 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
         edits.setResultAttr(i, dist::kShardingAttr, splitDim(b, type.getRank(), 0));
     }
     edits.apply();
+    if (zero >= 2) shardUpdates(func, b, mesh, paramSharding);
     return success();
+  }
+
+  // ZeRO-2/3: every update works on its dp-shard of the parameter (with or without optimizer
+  // state to pull it there), so its gradient is reduce-scattered, never all-reduced.
+  void shardUpdates(func::FuncOp func, Builder& b, dist::MeshAttr mesh,
+                    const DenseMap<Value, dist::ShardingAttr>& paramSharding) {
+    func.walk([&](Operation* op) {
+      if (!isa<graph::SgdUpdateOp, graph::AdamwUpdateOp>(op)) return;
+      auto it = paramSharding.find(op->getOperand(0));
+      if (it == paramSharding.end()) return;
+      auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+      dist::ShardingAttr shard = addDp(b, mesh, type, it->second);
+      if (shard == it->second) return;  // no dimension divides: the update stays whole
+      op->setAttr(dist::kShardingsAttr,
+                  b.getArrayAttr(SmallVector<Attribute>(op->getNumResults(), shard)));
+    });
   }
 };
 

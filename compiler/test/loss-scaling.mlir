@@ -1,12 +1,13 @@
 // RUN: dtc-opt %s --dtc-autodiff --dtc-optimizer="optimizer=sgd lr=0.1 momentum=0.9" --dtc-loss-scaling="init-scale=1024" | FileCheck %s
 
-// Backward starts from the loss scale (a state tensor starting at 1024); the gradient is checked
+// Backward starts from the loss scale (a state tensor starting at 1024; the seed keeps its mark); the gradient is checked
 // for inf/NaN and unscaled before the update; a skipped step keeps the parameter and the
 // momentum buffer; the scale and the run of good steps are returned as updated state.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[SCALE:[a-z0-9]+]]: tensor<f32> {graph.initial = 1.024000e+03 : f32, graph.state = "loss_scale"}
 // CHECK-SAME: %[[GOOD:[a-z0-9]+]]: tensor<f32> {graph.initial = 0.000000e+00 : f32, graph.state = "loss_scale.good_steps"}
-// CHECK: graph.softmax_cross_entropy_grad %[[SCALE]]
+// CHECK: %[[SEED:.*]] = graph.scale %[[SCALE]] {factor = 1.000000e+00 : f32, graph.loss_seed}
+// CHECK: graph.softmax_cross_entropy_grad %[[SEED]]
 // CHECK: %[[G:.*]] = graph.matmul {{.*}}transpose_lhs = true
 // CHECK: %[[BAD:.*]] = graph.nonfinite_count %[[G]]
 // CHECK: %keep, %inv_scale, %new_scale, %new_good_steps = graph.loss_scale_step %[[SCALE]], %[[GOOD]], %[[BAD]] {backoff_factor = 5.000000e-01 : f32, growth_factor = 2.000000e+00 : f32, growth_interval = 2000 : i64}

@@ -146,13 +146,22 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
           // contributions over the micro-batches, and the stages' sums meet once per step.
           for (auto& [stage, leaf] : contributionsByStage(v)) {
             Value& sum = stageSums[r][stage];
-            sum = sum ? graph::AddOp::create(b, leaf.getLoc(), sum, leaf).getResult() : leaf;
+            if (sum) {
+              auto add = graph::AddOp::create(b, leaf.getLoc(), sum, leaf);
+              add->setAttr(attr::kMicroBatchSum, builder.getUnitAttr());
+              sum = add;
+            } else {
+              sum = leaf;
+            }
           }
           continue;
         }
-        if (summed[r] && results[r])
-          results[r] = graph::AddOp::create(b, v.getLoc(), results[r], v);
-        else
+        if (summed[r] && results[r]) {
+          auto add = graph::AddOp::create(b, v.getLoc(), results[r], v);
+          // ZeRO-2 reduces each micro-batch's term on its own rather than this sum.
+          if (r > 0) add->setAttr(attr::kMicroBatchSum, builder.getUnitAttr());
+          results[r] = add;
+        } else
           results[r] = v;  // sums start here; everything else is the last micro-batch's
         if (auto it = updatesArg.find(r); it != updatesArg.end()) carried[it->second] = v;
       }

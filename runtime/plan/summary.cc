@@ -83,10 +83,35 @@ uint64_t bytesOf(const Plan& plan, plan::Role role, bool trainable, int stage = 
   return n;
 }
 
+// One rank's training step: the gradient bytes its optimizer updates read (a dp-shard of each
+// under ZeRO; the whole partial gradients are arena values, freed once reduced) and the largest
+// all-gather result (under ZeRO-3, a parameter gathered for one phase).
+struct StepMemory {
+  uint64_t grads = 0, largestGather = 0;
+};
+
+StepMemory stepMemory(const plan::Function& f) {
+  StepMemory m;
+  if (!f.steps() || !f.values()) return m;
+  auto bytesAt = [&](const flatbuffers::Vector<uint32_t>* ids, uint32_t k) -> uint64_t {
+    return ids && k < ids->size() && ids->Get(k) < f.values()->size()
+               ? valueBytes(*f.values()->Get(ids->Get(k)))
+               : 0;
+  };
+  for (const plan::Step* step : *f.steps()) {
+    const std::string kernel = kernelName(step->kernel());
+    if (kernel == "sgd_update" || kernel == "adamw_update") m.grads += bytesAt(step->inputs(), 1);
+    if (kernel == "all_gather")
+      m.largestGather = std::max(m.largestGather, bytesAt(step->outputs(), 0));
+  }
+  return m;
+}
+
 // What one rank of pipeline stage `stage` holds.
 struct StageMemory {
   uint64_t state = 0;  // its state region: the end of its last tensor
   uint64_t params = 0, grads = 0, optimizer = 0;
+  uint64_t largestGather = 0;
   uint64_t arena = 0;  // the largest arena among its functions
 };
 
@@ -96,7 +121,13 @@ StageMemory stageMemory(const Plan& plan, int stage) {
     if (Plan::onStage(s->stage(), stage))
       m.state = std::max<uint64_t>(m.state, s->offset() + bytesOf(*s));
   m.params = bytesOf(plan, plan::Role::param, false, stage);
-  m.grads = bytesOf(plan, plan::Role::param, true, stage);
+  const plan::Function* step =
+      stage < 0 ? plan.function("train_step") : plan.function("train_step", stage);
+  if (step) {
+    const StepMemory sm = stepMemory(*step);
+    m.grads = sm.grads;
+    m.largestGather = sm.largestGather;
+  }
   m.optimizer = bytesOf(plan, plan::Role::optim_state, false, stage);
   m.arena = plan.maxArenaBytes(stage);
   return m;
@@ -271,7 +302,8 @@ std::string summarizePlanText(const Plan& plan) {
     for (int stage = 0; stage < stages; ++stage) {
       StageMemory m = stageMemory(plan, stage);
       os << "stage " << stage << ", per rank: parameters " << m.params << " bytes, gradients "
-         << m.grads << " bytes, optimizer state " << m.optimizer << " bytes, state region "
+         << m.grads << " bytes, optimizer state " << m.optimizer
+         << " bytes, largest all-gather result " << m.largestGather << " bytes, state region "
          << m.state << " bytes, arena peak (largest function) " << m.arena << " bytes; total "
          << m.state + m.arena << " bytes\n";
       if (const plan::PipelineStage* predicted = predictedStage(plan, stage))
@@ -288,12 +320,14 @@ std::string summarizePlanText(const Plan& plan) {
        << " bytes; arena peak (largest function): " << plan.maxArenaBytes() << " bytes; total "
        << p.state_bytes() + plan.maxArenaBytes() << " bytes\n";
     if (const plan::Function* step = plan.function("train_step")) {
-      // What one rank holds while training: gradients are as large as the trainable parameters
-      // (they live in the arena, with the activations and temporaries).
-      uint64_t gradBytes = bytesOf(plan, plan::Role::param, true);
-      os << "per rank, training: parameters " << paramBytes << " bytes, gradients " << gradBytes
-         << " bytes, optimizer state " << stateBytes << " bytes, arena (activations, gradients, "
-         << "temporaries) peak " << step->arena_bytes() << " bytes\n";
+      // What one rank holds while training. Gradients live in the arena, with the activations
+      // and temporaries: the figure is what reaches the optimizer.
+      const StepMemory m = stepMemory(*step);
+      os << "per rank, training: parameters " << paramBytes << " bytes, gradients " << m.grads
+         << " bytes (as the optimizer reads them), optimizer state " << stateBytes
+         << " bytes, largest all-gather result " << m.largestGather
+         << " bytes, arena (activations, gradients, temporaries) peak " << step->arena_bytes()
+         << " bytes\n";
       printTransfers(os, plan, *step, "");
     }
   }
@@ -364,6 +398,14 @@ std::string summarizePlanJson(const Plan& plan) {
     os << "]}";
   }
   os << "],\"context_length\":" << contextLength(plan, inputs);
+  // What one rank holds (a pipeline's largest, or each stage's below).
+  {
+    const StageMemory m = stageMemory(plan, -1);
+    os << ",\"memory\":{\"param_bytes\":" << m.params << ",\"grad_bytes\":" << m.grads
+       << ",\"optimizer_state_bytes\":" << m.optimizer
+       << ",\"largest_gather_bytes\":" << m.largestGather << ",\"state_bytes\":" << p.state_bytes()
+       << ",\"arena_bytes\":" << plan.maxArenaBytes() << "}";
+  }
   // Pipeline plans: what a rank of each stage holds, and each tensor's and function's stage.
   const int64_t stages = plan.stages();
   if (stages > 0) {
@@ -374,7 +416,8 @@ std::string summarizePlanJson(const Plan& plan) {
       StageMemory m = stageMemory(plan, stage);
       os << (stage ? "," : "") << "{\"stage\":" << stage << ",\"state_bytes\":" << m.state
          << ",\"arena_bytes\":" << m.arena << ",\"param_bytes\":" << m.params
-         << ",\"grad_bytes\":" << m.grads << ",\"optimizer_state_bytes\":" << m.optimizer;
+         << ",\"grad_bytes\":" << m.grads << ",\"optimizer_state_bytes\":" << m.optimizer
+         << ",\"largest_gather_bytes\":" << m.largestGather;
       if (const plan::PipelineStage* predicted = predictedStage(plan, stage))
         os << ",\"in_flight\":" << predicted->in_flight()
            << ",\"activation_bytes\":" << predicted->activation_bytes()

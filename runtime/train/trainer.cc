@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -279,6 +281,27 @@ Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health,
       " (a learning rate too high, or inf/NaN in the data? --check-numerics names the first op)");
 }
 
+// What the run held, at its end: the bytes allocated for the plan (state, arena, anything
+// beyond it) and the process's peak resident set, rank 0's and the largest over the ranks.
+Status reportMemory(const Executor& ex, comm::Communicator& world, bool lead) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const Executor::Memory memory = ex.memory();
+  const float mib = 1024.f * 1024.f;
+  const float mine[2] = {static_cast<float>(memory.total()) / mib,
+                         static_cast<float>(usage.ru_maxrss) * 1024.f / mib};  // KiB on Linux
+  float most[2] = {mine[0], mine[1]};
+  if (world.size() > 1) DTC_RETURN_IF_ERROR(world.allReduceMax(most, 2));
+  if (lead)
+    std::printf(
+        "memory: %llu bytes allocated (state %llu + arena %llu + beyond the plan %llu), peak "
+        "resident %.1f MiB; the largest rank: allocated %.1f MiB, peak resident %.1f MiB\n",
+        (unsigned long long)memory.total(), (unsigned long long)memory.state,
+        (unsigned long long)memory.arena, (unsigned long long)memory.unplanned, mine[1], most[0],
+        most[1]);
+  return Status::Ok();
+}
+
 Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh,
                    AgreedFailure& agreed) {
   cpu::setBlasThreads(1);               // our pool parallelises the GEMMs (cpu/kernels/matmul.cc)
@@ -456,7 +479,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.saveDir, agreed));
     DTC_RETURN_IF_ERROR(saveParameters(ex, o.saveDir, lead));
   }
-  return Status::Ok();
+  return reportMemory(ex, mesh->world(), lead);
 }
 
 StatusOr<std::unique_ptr<comm::DeviceMesh>> meshFor(const Plan& plan,

@@ -131,7 +131,9 @@ def main():
                  ("dp2-zero1-to-tp2-sp", ["--mesh", "dp=2", "--zero", 1], ["--mesh", "tp=2", "--sequence-parallel"]),
                  ("tp2-to-pp2-1f1b", ["--mesh", "tp=2"], ["--mesh", "pp=2", "--microbatches", 4]),
                  ("pp2-gpipe-to-dp2-tp2-zero1", ["--mesh", "pp=2", "--microbatches", 2, "--schedule", "gpipe"],
-                  ["--mesh", "dp=2,tp=2", "--zero", 1])]
+                  ["--mesh", "dp=2,tp=2", "--zero", 1]),
+                 ("dp2-zero3-to-tp2", ["--mesh", "dp=2", "--zero", 3], ["--mesh", "tp=2"]),
+                 ("one-to-dp2-tp2-zero3", [], ["--mesh", "dp=2,tp=2", "--zero", 3])]
         for name, a_flags, b_flags in pairs:
             reshard(work, gpt, tokens, seed, 8, adamw, name, a_flags, b_flags, ref)
         bf16 = adamw + ["--precision", "bf16"]

@@ -1,4 +1,4 @@
-"""Data-parallel parity: a plan compiled with `--mesh dp=N` (and ZeRO-1, and gradient
+"""Data-parallel parity: a plan compiled with `--mesh dp=N` (and ZeRO stages 1 to 3, and gradient
 accumulation) and run on N MPI processes must train exactly as the single-device plan on the
 same global batches: losses and final weights within 1e-5 (relative; max |diff| / max |w| per
 tensor). What differs is only the order of floating-point sums (each device sums its slice,
@@ -66,14 +66,18 @@ def compare(model_name, model, work, batch, optim, data, steps, seed, configs, e
 
 DP = [("dp1", ["--mesh", "dp=1"], 1), ("dp2", ["--mesh", "dp=2"], 2), ("dp4", ["--mesh", "dp=4"], 4),
       ("dp2-zero1", ["--mesh", "dp=2", "--zero", 1], 2), ("dp4-zero1", ["--mesh", "dp=4", "--zero", 1], 4),
-      ("dp2-bucket0", ["--mesh", "dp=2", "--bucket-mb", 0], 2)]
+      ("dp2-bucket0", ["--mesh", "dp=2", "--bucket-mb", 0], 2),
+      ("dp4-zero2", ["--mesh", "dp=4", "--zero", 2], 4), ("dp2-zero3", ["--mesh", "dp=2", "--zero", 3], 2),
+      ("dp4-zero3", ["--mesh", "dp=4", "--zero", 3], 4)]
 
 
 def accumulation(batch):
-    """Gradient accumulation, alone and with data parallelism and ZeRO-1."""
+    """Gradient accumulation, alone and with data parallelism and ZeRO."""
     return [("acc4", ["--accumulate", 4], 1, batch // 4),
             ("dp2-acc2", ["--mesh", "dp=2", "--accumulate", 2], 2, batch // 2),
-            ("dp2-zero1-acc4", ["--mesh", "dp=2", "--zero", 1, "--accumulate", 4], 2, batch // 4)]
+            ("dp2-zero1-acc4", ["--mesh", "dp=2", "--zero", 1, "--accumulate", 4], 2, batch // 4),
+            ("dp2-zero2-acc4", ["--mesh", "dp=2", "--zero", 2, "--accumulate", 4], 2, batch // 4),
+            ("dp2-zero3-acc2", ["--mesh", "dp=2", "--zero", 3, "--accumulate", 2], 2, batch // 2)]
 
 
 def check_failing_rank(work):
@@ -153,10 +157,13 @@ def main():
                 ("--eval", data))
         compare("mlp-adamw", m["mlp"], work, 32, ["--optimizer", "adamw", "--lr", 2e-3, "--eps", 1e-4],
                 data, 8, 3, DP[1:4])
+        # Plain SGD has no state to shard: ZeRO-2/3 place the update on the shard themselves.
+        compare("mlp-plain-sgd", m["mlp"], work, 32, ["--optimizer", "sgd", "--lr", 0.05], data, 4, 3,
+                [DP[6], DP[7]], ("--eval", data))
         compare("gpt", m["gpt"], work, 8, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4],
-                m["tokens"], 6, 5, DP[:4] + accumulation(8))
+                m["tokens"], 6, 5, DP[:4] + DP[6:] + accumulation(8))
         compare("convnet", m["convnet"], work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
-                cdata, 8, 7, DP[1:4], ("--eval", cdata))
+                cdata, 8, 7, DP[1:4] + DP[7:8], ("--eval", cdata))
         check_trace(work, data)
         check_failing_rank(work)
     print("data parallel parity: ok")

@@ -141,6 +141,8 @@ def check_partitioned(work, rng):
     configs = (("single", "bf16", [], 1), ("dp2-tp2", "bf16", ["--mesh", "dp=2,tp=2"], 4),
                ("pp2", "bf16", ["--mesh", "pp=2", "--microbatches", 2], 2),
                ("single", "fp16", [], 1), ("pp2", "fp16", ["--mesh", "pp=2", "--microbatches", 2], 2),
+               ("dp2-zero3", "fp16", ["--mesh", "dp=2", "--zero", 3], 2),
+               ("dp2-zero3", "bf16", ["--mesh", "dp=2", "--zero", 3], 2),
                ("single-fused", "bf16", fused, 1), ("dp2-tp2-fused", "bf16", ["--mesh", "dp=2,tp=2", *fused], 4))
     for name, precision, mesh, procs in configs:
         plan = os.path.join(work, f"gpt-{name}-{precision}.dtp")

@@ -27,7 +27,9 @@ def configs(shard):
     return [("tp2", ["--mesh", "tp=2"] + shard, 2),
             ("tp4", ["--mesh", "tp=4"] + shard, 4),
             ("dp2-tp2", ["--mesh", "dp=2,tp=2"] + shard, 4),
-            ("tp2-dp2-zero1", ["--mesh", "tp=2,dp=2", "--zero", 1] + shard, 4)]
+            ("tp2-dp2-zero1", ["--mesh", "tp=2,dp=2", "--zero", 1] + shard, 4),
+            ("dp2-tp2-zero2", ["--mesh", "dp=2,tp=2", "--zero", 2] + shard, 4),
+            ("dp2-tp2-zero3", ["--mesh", "dp=2,tp=2", "--zero", 3] + shard, 4)]
 
 
 def main():
@@ -49,7 +51,8 @@ def main():
                                          ("tp4-vocab-sp", ["--mesh", "tp=4", "--vocab-parallel",
                                                            "--sequence-parallel"], 4),
                                          ("dp2-tp2-vocab-zero1", ["--mesh", "dp=2,tp=2",
-                                                                  "--vocab-parallel", "--zero", 1], 4)])
+                                                                  "--vocab-parallel", "--zero", 1], 4),
+                                         ("dp2-tp2-preset-zero3", ["--mesh", "dp=2,tp=2", "--zero", 3], 4)])
 
         # ConvNet: layer 1 split by output channels (its BatchNorm follows: per-channel
         # statistics need no communication), layer 2 by input channels (row-parallel): one

@@ -40,7 +40,7 @@ namespace {
   "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                  \
   "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                          \
   "              [--clip-grad-norm F] [--log-grad-norm]\n"                                      \
-  "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1]\n"                 \
+  "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1|2|3]\n"             \
   "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"               \
   "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                          \
   "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                    \
@@ -337,7 +337,7 @@ int runCompile(int argc, char** argv) {
     return fail("dtc compile: --vocab-parallel needs a tp axis (--mesh tp=N)");
   auto zero = args->integer("zero", 0);
   if (!zero.ok()) return fail(zero.status());
-  if (*zero != 0 && *zero != 1) return fail("dtc compile: --zero must be 0 or 1");
+  if (*zero < 0 || *zero > 3) return fail("dtc compile: --zero must be 0, 1, 2 or 3");
   options.zeroStage = *zero;
   auto bucket = args->number("bucket-mb", options.bucketMb);
   if (!bucket.ok()) return fail(bucket.status());
