@@ -118,6 +118,27 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::plan::PlanDialect"];
 }
 
+def Recompute : Pass<"dtc-recompute", "mlir::ModuleOp"> {
+  let summary = "Activation recomputation: backward computes parts of the forward again";
+  let description = [{
+    In @grad, backward's reads of values a group of forward ops computes are served by a copy
+    of the group (`graph.recomputed`; on a pipeline, in its stage's backward unit), placed
+    right before the first of them, so the forward's values die in the forward. Values the
+    forward reads outside the group (a layer's output: the next layer's input) are kept.
+    `full`: the groups are layers — the ops whose node names share a prefix up to a numeric
+    component (`transformer.h.3.…`): each layer keeps only its input. `selective` (Megatron's):
+    the groups are attention's cores — the q·kᵀ batch matmul, what lies between it and the
+    softmax, the softmax and a dropout of it — so the [.., T, T] scores and probabilities are
+    not kept (fused attention keeps none: nothing to do). The copies compute the same bits.
+    A pipeline may take one setting per stage (`full,none`: stage 0 full, stage 1 none).
+    Run after dtc-autodiff, before dtc-accumulate.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"none\"",
+           "none, full or selective; or one per pipeline stage, comma-separated">,
+  ];
+}
+
 def Accumulate : Pass<"dtc-accumulate", "mlir::ModuleOp"> {
   let summary = "Gradient accumulation: @grad over `micro-batches` micro-batches, summed";
   let description = [{

@@ -138,6 +138,7 @@ void toPipelineOptions(const CompileOptions& options, TrainingPipelineOptions& p
   pipeline.sequenceParallel = options.sequenceParallel;
   pipeline.vocabParallel = options.vocabParallel;
   pipeline.zeroStage = options.zeroStage;
+  pipeline.recompute = options.recompute;
   pipeline.bucketMb = Real{options.bucketMb};
   pipeline.accumulate = options.accumulate;
   pipeline.pipelineStages = options.pipelineStages;
@@ -176,7 +177,8 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   }
   if (failed(pm.run(*module))) return failure();
   if (!dumpError.empty()) return emit(dumpError);
-  if (options.pipelineStages > 0 && failed(reportSchedule(*module, options))) return failure();
+  if (options.pipelineStages > 0 && !options.trial && failed(reportSchedule(*module, options)))
+    return failure();
   return writePlan(*module, &model, plan);
 }
 

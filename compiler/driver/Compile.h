@@ -41,9 +41,11 @@ struct CompileOptions {
   std::string megatron;           // a mesh axis: apply Megatron's GPT-2 splits over it
   bool sequenceParallel = false;  // split LayerNorm/residual regions along the sequence over tp
   bool vocabParallel = false;     // split embeddings, LM head and cross-entropy by vocabulary
-  int64_t zeroStage = 0;          // 1: optimizer state sharded over dp
-  double bucketMb = 25.0;         // all-reduce bucket size
-  int64_t accumulate = 1;         // micro-batches per step (gradient accumulation)
+  int64_t zeroStage = 0;          // 1: optimizer state sharded over dp; 2: + gradients; 3: + params
+  std::string recompute = "none";  // activation recomputation: none, full or selective
+  bool trial = false;              // a compile to measure (--recompute auto): no report, no trace
+  double bucketMb = 25.0;          // all-reduce bucket size
+  int64_t accumulate = 1;          // micro-batches per step (gradient accumulation)
   // Pipeline parallelism: stages along the mesh's pp axis (0: none), the micro-batches the
   // batch is cut into (also without a pipeline: accumulation over batch/M samples), the schedule,
   // model chunks per device, user cut points, and where to write the predicted timeline.

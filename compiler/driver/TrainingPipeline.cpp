@@ -53,6 +53,7 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
         PipelineStagesOptions{options.pipelineStages, options.virtualStages, options.microBatches,
                               options.schedule, options.stageCuts}));
   pm.addPass(createAutodiff());
+  if (options.recompute != "none") pm.addPass(createRecompute(RecomputeOptions{options.recompute}));
   if (accumulate != 1) pm.addPass(createAccumulate(AccumulateOptions{accumulate}));
   OptimizerOptions optim;
   optim.optimizer = options.optimizer;

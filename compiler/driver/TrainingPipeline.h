@@ -96,6 +96,9 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
                              llvm::cl::init(false)};
   Option<int64_t> zeroStage{*this, "zero", llvm::cl::desc("ZeRO stage (0 to 3)"),
                             llvm::cl::init(0)};
+  Option<std::string> recompute{*this, "recompute",
+                                llvm::cl::desc("activation recomputation: none, full or selective"),
+                                llvm::cl::init("none")};
   Option<Real> bucketMb{*this, "bucket-mb", llvm::cl::desc("all-reduce bucket size in MiB"),
                         llvm::cl::init(Real{25.0})};
   // Micro-batching and pipeline parallelism.

@@ -69,8 +69,8 @@ struct Phase {
   }
 };
 
-// Backward: everything downstream of a loss seed. Micro-batch: the latest one among the data
-// an op reads. Stage: the pipeline's mark, where there is one.
+// Backward: everything downstream of a loss seed, and what recomputation copied there. Micro-batch:
+// the latest one among the data an op reads. Stage: the pipeline's mark, where there is one.
 DenseMap<Operation*, Phase> phasesOf(func::FuncOp func) {
   DenseMap<Value, Phase> ofValue;
   for (BlockArgument arg : func.getArguments())
@@ -79,7 +79,7 @@ DenseMap<Operation*, Phase> phasesOf(func::FuncOp func) {
   DenseMap<Operation*, Phase> ofOp;
   for (Operation& op : func.getBody().front()) {
     Phase p;
-    p.backward = op.hasAttr(attr::kLossSeed);
+    p.backward = op.hasAttr(attr::kLossSeed) || op.hasAttr(attr::kRecomputed);
     for (Value operand : op.getOperands()) {
       auto it = ofValue.find(operand);
       if (it == ofValue.end()) continue;
@@ -173,7 +173,8 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
     Value lhs = add.getLhs(), rhs = add.getRhs();
     add.erase();
     for (Value v : {lhs, rhs})
-      if (auto inner = v.getDefiningOp<graph::AddOp>(); inner && inner->hasAttr(attr::kMicroBatchSum))
+      if (auto inner = v.getDefiningOp<graph::AddOp>();
+          inner && inner->hasAttr(attr::kMicroBatchSum))
         eraseSumTree(inner);
   }
 
@@ -205,7 +206,8 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
       FunctionAttrEdits edits(func);
       for (BlockArgument arg : func.getArguments()) {
         auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam);
-        if (!name || !atRest.count(name.getValue()) || arg.getType() == atRest[name.getValue()].shardType)
+        if (!name || !atRest.count(name.getValue()) ||
+            arg.getType() == atRest[name.getValue()].shardType)
           continue;
         const AtRest& rest = atRest[name.getValue()];
         gatherForUses(func, arg, rest);
@@ -331,7 +333,7 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
     Operation* firstUse;
     SmallVector<Operation*> steps;
   };
-  std::vector<Gather> gathers_;      // of the function being rewritten
+  std::vector<Gather> gathers_;     // of the function being rewritten
   SmallVector<Operation*> unused_;  // the update's gathers, erased once every copy is made
 };
 

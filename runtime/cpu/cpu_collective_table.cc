@@ -1,15 +1,36 @@
 // The collectives of partitioned plans on the CPU backend, with the contracts of
 // exec/collective_contract.h: each step runs over the communicator of its mesh-axis group.
-// Tensors are row-major; a block along dimension d is strided, so steps pack blocks into
-// contiguous staging buffers around the communicator call.
+// Tensors are row-major; a block along dimension d is strided unless nothing precedes d, so
+// such steps pack blocks, and buckets their tensors, into the step's planned scratch
+// (ops/step_scratch.h) around the communicator call. The others work on their operands.
 #include <cstring>
 #include <memory>
 
 #include "cpu/cpu_binders.h"
 #include "exec/collective_contract.h"
+#include "ops/step_scratch.h"
 
 namespace dtc {
 namespace {
+
+// `floats` of packing room: the step's planned scratch, or (a plan compiled for another device
+// has none) a buffer the step owns, counted as memory beyond the plan.
+struct Packing {
+  float* data = nullptr;
+  std::shared_ptr<std::vector<float>> owned;
+};
+
+Packing packing(const StepContext& ctx, uint64_t floats) {
+  Packing p;
+  if (ctx.scratch && ctx.scratchBytes >= floats * sizeof(float)) {
+    p.data = reinterpret_cast<float*>(ctx.scratch);
+    return p;
+  }
+  p.owned = std::make_shared<std::vector<float>>(floats);
+  p.data = p.owned->data();
+  if (ctx.unplannedBytes) *ctx.unplannedBytes += floats * sizeof(float);
+  return p;
+}
 
 // out = block `index` of `parts` along the middle dimension of x ([outer, mid, inner]).
 void extractBlock(const float* x, Around a, int64_t parts, int64_t index, float* out) {
@@ -40,15 +61,15 @@ StatusOr<BoundStep> bindAllReduce(const StepContext& ctx) {
     });
   }
   // A bucket (summed: checkAllReduce refuses a max): one call on the tensors packed end to end.
-  auto staging = std::make_shared<std::vector<float>>(total);
+  const Packing staging = packing(ctx, static_cast<uint64_t>(total));
   return BoundStep([=] {
-    float* at = staging->data();
+    float* at = staging.data;
     for (const TensorView& t : ins) {
       std::memcpy(at, t.data, t.numElements() * sizeof(float));
       at += t.numElements();
     }
-    DTC_RETURN_IF_ERROR(g.comm->allReduceSum(staging->data(), total));
-    at = staging->data();
+    DTC_RETURN_IF_ERROR(g.comm->allReduceSum(staging.data, total));
+    at = staging.data;
     for (const TensorView& t : outs) {
       std::memcpy(t.data, at, t.numElements() * sizeof(float));
       at += t.numElements();
@@ -63,11 +84,12 @@ StatusOr<BoundStep> bindAllGather(const StepContext& ctx) {
   TensorView in = b.in, out = b.out;
   Around a(out.shape, b.dim);
   int64_t n = in.numElements();
-  auto staging = std::make_shared<std::vector<float>>(n * g.size);
+  if (a.outer == 1)  // rank r's block is the r-th run of the output
+    return BoundStep([=] { return g.comm->allGather(in.f32(), n, out.f32()); });
+  const Packing staging = packing(ctx, static_cast<uint64_t>(n * g.size));
   return BoundStep([=] {
-    DTC_RETURN_IF_ERROR(g.comm->allGather(in.f32(), n, staging->data()));
-    for (int64_t r = 0; r < g.size; ++r)
-      insertBlock(out.f32(), a, g.size, r, staging->data() + r * n);
+    DTC_RETURN_IF_ERROR(g.comm->allGather(in.f32(), n, staging.data));
+    for (int64_t r = 0; r < g.size; ++r) insertBlock(out.f32(), a, g.size, r, staging.data + r * n);
     return Status::Ok();
   });
 }
@@ -78,11 +100,12 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx) {
   TensorView in = b.in, out = b.out;
   Around a(in.shape, b.dim);
   int64_t n = out.numElements();
-  auto staging = std::make_shared<std::vector<float>>(n * g.size);
+  if (a.outer == 1)  // the input is already rank 0's block, then rank 1's, ...
+    return BoundStep([=] { return g.comm->reduceScatterSum(in.f32(), n, out.f32()); });
+  const Packing staging = packing(ctx, static_cast<uint64_t>(n * g.size));
   return BoundStep([=] {
-    for (int64_t r = 0; r < g.size; ++r)
-      extractBlock(in.f32(), a, g.size, r, staging->data() + r * n);
-    return g.comm->reduceScatterSum(staging->data(), n, out.f32());
+    for (int64_t r = 0; r < g.size; ++r) extractBlock(in.f32(), a, g.size, r, staging.data + r * n);
+    return g.comm->reduceScatterSum(staging.data, n, out.f32());
   });
 }
 
@@ -103,14 +126,16 @@ StatusOr<BoundStep> bindAllToAll(const StepContext& ctx) {
   TensorView in = s.in, out = s.out;
   int64_t n = in.numElements() / g.size;
   Around from(in.shape, s.split), to(out.shape, s.concat);
-  auto send = std::make_shared<std::vector<float>>(n * g.size);
-  auto recv = std::make_shared<std::vector<float>>(n * g.size);
+  if (from.outer == 1 && to.outer == 1)
+    return BoundStep([=] { return g.comm->allToAll(in.f32(), n, out.f32()); });
+  // The blocks sent, then the blocks received.
+  const Packing staging = packing(ctx, static_cast<uint64_t>(2 * n * g.size));
   return BoundStep([=] {
-    for (int64_t r = 0; r < g.size; ++r)
-      extractBlock(in.f32(), from, g.size, r, send->data() + r * n);
-    DTC_RETURN_IF_ERROR(g.comm->allToAll(send->data(), n, recv->data()));
-    for (int64_t r = 0; r < g.size; ++r)
-      insertBlock(out.f32(), to, g.size, r, recv->data() + r * n);
+    float* send = staging.data;
+    float* recv = staging.data + n * g.size;
+    for (int64_t r = 0; r < g.size; ++r) extractBlock(in.f32(), from, g.size, r, send + r * n);
+    DTC_RETURN_IF_ERROR(g.comm->allToAll(send, n, recv));
+    for (int64_t r = 0; r < g.size; ++r) insertBlock(out.f32(), to, g.size, r, recv + r * n);
     return Status::Ok();
   });
 }

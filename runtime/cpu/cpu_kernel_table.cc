@@ -327,8 +327,9 @@ StatusOr<BoundStep> bindWidened(const StepContext& ctx, Binder wide) {
       next += widenedCopyBytes(t.numElements());
       t.dtype = DType::kF32;
     }
-  f32.scratch = nullptr;  // the copies hold it
-  f32.scratchBytes = 0;
+  // The copies hold the scratch's start; a collective packs after them.
+  f32.scratch = owned || ctx.scratchBytes <= need ? nullptr : ctx.scratch + need;
+  f32.scratchBytes = f32.scratch ? ctx.scratchBytes - need : 0;
   DTC_ASSIGN_OR_RETURN(BoundStep inner, wide(f32));
   std::vector<TensorView> lowIn = ctx.inputs, lowOut = ctx.outputs;
   std::vector<TensorView> wideIn = f32.inputs, wideOut = f32.outputs;

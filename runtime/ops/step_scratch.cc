@@ -106,7 +106,19 @@ uint64_t cpuStepScratchBytes(const ScratchStep& s) {
   for (const auto* list : {&s.inputs, &s.outputs})
     for (const ScratchOperand& t : *list)
       if (lowPrecision(t.dtype)) bytes += widenedCopyBytes(t.elements());
-  return cpuWidens(*s.kernel, anyLowPrecision(s)) ? bytes : 0;
+  if (!cpuWidens(*s.kernel, anyLowPrecision(s))) bytes = 0;
+  const uint64_t packed = cpuCollectiveFloats(s);
+  return bytes + (packed ? widenedCopyBytes(packed) : 0);
+}
+
+uint64_t cpuCollectiveFloats(const ScratchStep& s) {
+  if (!s.kernel) return 0;
+  if (s.kernel->kernel == Kernel::all_reduce && s.inputs.size() > 1) {
+    uint64_t floats = 0;  // a bucket, packed end to end for one call
+    for (const ScratchOperand& t : s.inputs) floats += t.elements();
+    return floats;
+  }
+  return collectivePackingFloats(s);
 }
 
 uint64_t widenedCollectiveBytes(const ScratchStep& s) {

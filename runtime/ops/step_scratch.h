@@ -3,7 +3,8 @@
 // device allocates. What a step needs depends on the device the plan is compiled for:
 // - CPU: widened copies. A kernel declared for float types (KernelTypes::kFloat) runs on
 //   bf16/f16 operands through float32 copies of them, one per 16-bit input and then per 16-bit
-//   output, in operand order, each starting on a kScratchAlign boundary.
+//   output, in operand order, each starting on a kScratchAlign boundary. Collectives then pack
+//   what MPI needs contiguous: a bucket's tensors, or blocks strided along their dimension.
 // - CUDA: what its kernels keep beside the operands (partial sums, sort buffers, im2col columns,
 //   attention's score buffers, collectives' packed blocks and widened copies), sized by the
 //   functions of ops/cuda_scratch.h that the CUDA binders lay their pieces out with.
@@ -47,7 +48,11 @@ struct ScratchStep {
 };
 
 // The scratch bytes a step needs on the CPU and on CUDA; multiples of kScratchAlign, 0 for none.
+// On the CPU: the widened copies, then (after them) what a collective packs (below).
 uint64_t cpuStepScratchBytes(const ScratchStep& step);
+// The floats a collective packs on the CPU: a bucket's tensors end to end, or strided blocks
+// (collectivePackingFloats); 0 where it works on its operands in place.
+uint64_t cpuCollectiveFloats(const ScratchStep& step);
 uint64_t cudaStepScratchBytes(const ScratchStep& step);
 
 // On CUDA, a collective on 16-bit operands runs its float32 form on widened copies of them all

@@ -227,6 +227,12 @@ std::string dimsText(const std::vector<int64_t>& sample) {
 
 }  // namespace
 
+uint64_t rankMemoryBytes(const Plan& plan, int stage) {
+  if (stage < 0) return plan.root().state_bytes() + plan.maxArenaBytes();
+  const StageMemory m = stageMemory(plan, stage);
+  return m.state + m.arena;
+}
+
 std::string summarizePlanText(const Plan& plan) {
   const plan::Plan& p = plan.root();
   std::ostringstream os;

@@ -1,6 +1,7 @@
 // dtc: the compiler driver. Subcommands: zoo (write a built-in model), compile (model -> plan),
 // inspect (summarise a plan). Errors: one line on stderr, exit 2 for bad input.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "flatbuffers/ModelFile.h"
 #include "flatbuffers/ModelImporter.h"
 #include "flatbuffers/model_version.h"
+#include "memory_fit.h"
 #include "onnx/ModelSource.h"
 #include "onnx/OnnxImport.h"
 #include "plan/plan.h"
@@ -42,6 +44,7 @@ namespace {
   "              [--clip-grad-norm F] [--log-grad-norm]\n"                                      \
   "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1|2|3]\n"             \
   "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"               \
+  "              [--recompute none|full|selective|auto] [--memory GiB]\n"                       \
   "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                          \
   "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                    \
   "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                       \
@@ -223,7 +226,7 @@ int runCompile(int argc, char** argv) {
                                                "precision",    "loss-scale",     "no-decay",
                                                "lr-schedule",  "warmup-steps",   "decay-steps",
                                                "min-lr",       "clip-grad-norm", "loss",
-                                               "target"},
+                                               "target",       "recompute",      "memory"},
                                {"log-grad-norm", "sequence-parallel", "vocab-parallel",
                                 "no-vocab-parallel", "fused-attention", "no-fused-attention",
                                 "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"},
@@ -339,6 +342,23 @@ int runCompile(int argc, char** argv) {
   if (!zero.ok()) return fail(zero.status());
   if (*zero < 0 || *zero > 3) return fail("dtc compile: --zero must be 0, 1, 2 or 3");
   options.zeroStage = *zero;
+  options.recompute = args->str("recompute", "none");
+  if (options.recompute != "none" && options.recompute != "full" &&
+      options.recompute != "selective" && options.recompute != "auto")
+    return fail("dtc compile: --recompute must be none, full, selective or auto, got '" +
+                options.recompute + "'");
+  uint64_t memoryBudget = 0;  // bytes per rank; 0: no budget
+  if (args->has("memory")) {
+    const std::string text = args->str("memory");
+    char* end = nullptr;
+    const double gib = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(gib > 0) || gib > 1e9)
+      return fail("dtc compile: --memory wants a positive number of GiB per rank, got '" + text +
+                  "'");
+    memoryBudget = static_cast<uint64_t>(gib * static_cast<double>(1ull << 30));
+  }
+  if (options.recompute == "auto" && !memoryBudget)
+    return fail("dtc compile: --recompute auto needs --memory GiB (the budget per rank)");
   auto bucket = args->number("bucket-mb", options.bucketMb);
   if (!bucket.ok()) return fail(bucket.status());
   if (*bucket < 0) return fail("dtc compile: --bucket-mb must be >= 0");
@@ -381,10 +401,31 @@ int runCompile(int argc, char** argv) {
     }
     return mlir::success();
   });
-  std::vector<uint8_t> plan;
-  if (mlir::failed(dtc::compileModel(ctx, *model, options, plan)))
-    return fail(firstError.empty() ? "compilation failed" : firstError);
-  if (llvm::Error e = dtc::writeFileAtomically(args->str("output"), plan.data(), plan.size()))
+  auto compileWith = [&](const std::string& recompute) -> dtc::StatusOr<std::vector<uint8_t>> {
+    options.recompute = recompute;
+    std::vector<uint8_t> bytes;
+    if (mlir::failed(dtc::compileModel(ctx, *model, options, bytes)))
+      return dtc::Status::InvalidInput(firstError.empty() ? "compilation failed" : firstError);
+    return bytes;
+  };
+  if (options.recompute == "auto") {
+    std::string report;
+    options.trial = true;
+    auto chosen = dtc::chooseRecompute(compileWith, memoryBudget, report);
+    if (!chosen.ok()) return fail(chosen.status());
+    llvm::outs() << report << "\n";
+    options.recompute = *chosen;
+    options.trial = false;
+  }
+  auto plan = compileWith(options.recompute);
+  if (!plan.ok()) return fail(plan.status());
+  if (memoryBudget) {
+    auto loaded = dtc::planFromFileBytes(*plan);
+    if (!loaded.ok()) return fail(loaded.status());
+    if (dtc::Status fits = dtc::checkFits(*loaded, memoryBudget); !fits.ok())
+      return fail("dtc compile: " + fits.message());
+  }
+  if (llvm::Error e = dtc::writeFileAtomically(args->str("output"), plan->data(), plan->size()))
     return fail(llvm::toString(std::move(e)));
   return 0;
 }

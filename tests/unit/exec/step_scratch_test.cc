@@ -109,6 +109,28 @@ TEST(StepScratchTest, CudaCollectivesPackStridedBlocksAndWidenSixteenBits) {
             2u * 32 * 4);
 }
 
+TEST(StepScratchTest, CpuCollectivesPackBucketsAndStridedBlocks) {
+  // A bucket of [3] and [5]: 8 floats packed end to end (32 bytes, to 64); one tensor: none.
+  EXPECT_EQ(cpuStepScratchBytes(
+                step("all_reduce", {{kF32, {3}}, {kF32, {5}}}, {{kF32, {3}}, {kF32, {5}}}, {})),
+            64u);
+  EXPECT_EQ(cpuStepScratchBytes(step("all_reduce", {{kF32, {40}}}, {{kF32, {40}}}, {})), 0u);
+  // Gathered along dim 1: strided blocks, packed (64 floats); along dim 0 MPI writes in place.
+  EXPECT_EQ(
+      cpuStepScratchBytes(step("all_gather", {{kF32, {4, 8}}}, {{kF32, {4, 16}}}, {{"dim", 1}})),
+      256u);
+  EXPECT_EQ(
+      cpuStepScratchBytes(step("all_gather", {{kF32, {4, 8}}}, {{kF32, {8, 8}}}, {{"dim", 0}})),
+      0u);
+  EXPECT_EQ(
+      cpuStepScratchBytes(step("reduce_scatter", {{kF32, {8, 8}}}, {{kF32, {8, 4}}}, {{"dim", 1}})),
+      256u);
+  // bf16: a float32 copy of each operand (32 and 64 values: 128 and 256 bytes), then the
+  // packing.
+  const ScratchStep low = step("all_gather", {{kBF16, {4, 8}}}, {{kBF16, {4, 16}}}, {{"dim", 1}});
+  EXPECT_EQ(cpuStepScratchBytes(low), 128u + 256u + 256u);
+}
+
 TEST(StepScratchTest, GemmWorkspaceUsers) {
   EXPECT_TRUE(usesBlasWorkspace(*findKernel("matmul")));
   EXPECT_TRUE(usesBlasWorkspace(*findKernel("conv2d_grad_weight")));

@@ -1,0 +1,178 @@
+// dtc-recompute: activation recomputation in @grad (see Passes.td).
+#include <map>
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "Locations.h"
+#include "Passes.h"
+#include "dist/IR/DistOps.h"
+#include "graph/IR/GraphDialect.h"
+#include "graph/IR/GraphOps.h"
+#include "pipeline_parallel/Pipeline.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_RECOMPUTE
+#include "Passes.h.inc"
+}  // namespace dtc
+
+using namespace mlir;
+
+namespace dtc {
+namespace {
+
+using Group = SmallVector<Operation*>;
+
+// The layer a node belongs to: its name up to the first all-digit component, the layer index
+// ("transformer.h.3.attn.c_attn" -> "transformer.h.3", "/layers.2/mlp/MatMul" -> "/layers.2").
+// Names without one (embeddings, the final norm, the head, the loss) belong to no layer.
+std::string layerOf(const std::string& name) {
+  size_t start = 0;
+  while (start < name.size()) {
+    size_t end = name.find_first_of("./", start);
+    if (end == std::string::npos) end = name.size();
+    if (end > start && std::all_of(name.begin() + start, name.begin() + end,
+                                   [](char c) { return c >= '0' && c <= '9'; }))
+      return name.substr(0, end);
+    start = end + 1;
+  }
+  return "";
+}
+
+// full: each layer's forward ops, in program order.
+std::vector<Group> layers(ArrayRef<Operation*> forward) {
+  llvm::MapVector<std::string, Group, std::map<std::string, unsigned>> byLayer;
+  for (Operation* op : forward)
+    if (std::string layer = layerOf(locationName(op->getLoc())); !layer.empty())
+      byLayer[layer].push_back(op);
+  std::vector<Group> groups;
+  for (auto& [layer, ops] : byLayer) groups.push_back(std::move(ops));
+  return groups;
+}
+
+// selective: attention's core, Megatron's choice — the [.., T, T] scores and probabilities
+// (the q·kᵀ product, what lies between it and the softmax, the softmax and a dropout of it),
+// which cost the most memory per flop to keep.
+std::vector<Group> attentionCores(ArrayRef<Operation*> forward) {
+  std::vector<Group> groups;
+  for (Operation* op : forward) {
+    if (!isa<graph::CausalSoftmaxOp, graph::SoftmaxOp>(op)) continue;
+    Group core;
+    for (Operation* p = op->getOperand(0).getDefiningOp(); p && core.size() < 4;
+         p = p->getNumOperands() ? p->getOperand(0).getDefiningOp() : nullptr) {
+      if (!isa<graph::BatchMatmulOp, graph::ScaleOp, graph::AddOp>(p) || !p->hasOneUse()) break;
+      core.push_back(p);
+      if (isa<graph::BatchMatmulOp>(p)) break;
+    }
+    if (core.empty() || !isa<graph::BatchMatmulOp>(core.back())) continue;
+    std::reverse(core.begin(), core.end());
+    core.push_back(op);
+    for (Operation* user : op->getUsers())
+      if (isa<graph::DropoutOp>(user) && op->hasOneUse()) core.push_back(user);
+    groups.push_back(std::move(core));
+  }
+  return groups;
+}
+
+struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
+  using RecomputeBase::RecomputeBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // One setting, or one per pipeline device (stage s's chunks all take entry s).
+    SmallVector<std::string> modes;
+    for (StringRef m : llvm::split(StringRef(mode), ',')) modes.push_back(m.str());
+    for (const std::string& m : modes)
+      if (m != "none" && m != "full" && m != "selective") {
+        module.emitError("--recompute must be none, full or selective, got '") << m << "'";
+        return signalPassFailure();
+      }
+    std::optional<pipeline::PipelineConfig> pipe = pipeline::getPipeline(module);
+    if (modes.size() > 1 && (!pipe || static_cast<int64_t>(modes.size()) != pipe->stages)) {
+      module.emitError("--recompute with ")
+          << modes.size() << " settings needs as many pipeline stages, the plan has "
+          << (pipe ? pipe->stages : 1);
+      return signalPassFailure();
+    }
+    if (llvm::all_of(modes, [](const std::string& m) { return m == "none"; })) return;
+    auto grad = module.lookupSymbol<func::FuncOp>("grad");
+    if (!grad) {
+      module.emitError("dtc-recompute: the module has no @grad function (run dtc-autodiff first)");
+      return signalPassFailure();
+    }
+    Block& body = grad.getBody().front();
+    // Backward: the loss seed and everything downstream of it.
+    DenseSet<Operation*> backward;
+    SmallVector<Operation*> forward;
+    for (Operation& op : body.without_terminator()) {
+      bool fromSeed = op.hasAttr(attr::kLossSeed) || llvm::any_of(op.getOperands(), [&](Value v) {
+                        return v.getDefiningOp() && backward.count(v.getDefiningOp());
+                      });
+      if (fromSeed)
+        backward.insert(&op);
+      else
+        forward.push_back(&op);
+    }
+    const bool pipelined = module->hasAttr(dist::kPipelineAttr);
+    // Each group under its device's setting: layers where that is full, attention cores where
+    // selective.
+    auto modeOf = [&](Operation* op) -> const std::string& {
+      auto stage = op->getAttrOfType<IntegerAttr>(dist::kStageAttr);
+      return modes.size() == 1 || !stage ? modes.front() : modes[pipe->deviceOf(stage.getInt())];
+    };
+    std::vector<Group> groups;
+    for (Group& g : layers(forward))
+      if (modeOf(g.front()) == "full") groups.push_back(std::move(g));
+    for (Group& g : attentionCores(forward))
+      if (modeOf(g.front()) == "selective") groups.push_back(std::move(g));
+    DenseMap<Operation*, size_t> groupOf;
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (Operation* op : groups[g]) groupOf[op] = g;
+    for (size_t g = 0; g < groups.size(); ++g) recompute(groups[g], g, groupOf, backward, pipelined);
+  }
+
+  // Backward reads of what `group` computes are served by a copy of the group, computed again
+  // right before the first of them; the forward's own values then die in the forward. Values
+  // kept anyway stay as they are: another group's input (a layer's output is the next layer's
+  // input, which that layer's copy reads) and the step's results.
+  void recompute(const Group& group, size_t index, const DenseMap<Operation*, size_t>& groupOf,
+                 const DenseSet<Operation*>& backward, bool pipelined) {
+    SmallVector<OpOperand*> reads;
+    for (Operation* op : group)
+      for (Value r : op->getResults()) {
+        bool kept = llvm::any_of(r.getUsers(), [&](Operation* user) {
+          if (isa<func::ReturnOp>(user)) return true;
+          auto it = groupOf.find(user);
+          return it != groupOf.end() && it->second != index;
+        });
+        if (kept) continue;
+        for (OpOperand& use : r.getUses())
+          if (backward.count(use.getOwner())) reads.push_back(&use);
+      }
+    if (reads.empty()) return;
+    Operation* first = reads.front()->getOwner();
+    for (OpOperand* use : reads)
+      if (use->getOwner()->isBeforeInBlock(first)) first = use->getOwner();
+    OpBuilder b(first);
+    IRMapping map;
+    SmallVector<Operation*> copies;
+    for (Operation* op : group) {
+      Operation* copy = b.clone(*op, map);
+      copy->setAttr(attr::kRecomputed, b.getUnitAttr());
+      // A pipeline runs it in the backward unit of its stage (the stage mark is cloned).
+      if (pipelined) copy->setAttr(dist::kBackwardAttr, b.getUnitAttr());
+      copies.push_back(copy);
+    }
+    for (OpOperand* use : reads) use->set(map.lookup(use->get()));
+    for (Operation* copy : llvm::reverse(copies))
+      if (copy->use_empty()) copy->erase();
+  }
+};
+
+}  // namespace
+}  // namespace dtc
