@@ -226,13 +226,18 @@ def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
     parameters are replicated, and so is optimizer state unless `zero` is 1 or more (ZeRO:
     each state tensor is split over `dp` along its first dimension that divides). On a mesh
     with other axes, ZeRO-1 shards the state of annotated parameters only; from stage 2 on,
-    parameters nobody annotated are replicated over the other axes so that theirs shards too. Propagation
+    parameters nobody annotated are replicated over the other axes so that theirs shards too.
+    With `replicate` R, a `dp_replicate` axis of R devices joins the mesh outside `dp`: the
+    batch splits over both, ZeRO shards over `dp` alone (FSDP's HYBRID_SHARD: shard within a
+    group, replicate across groups), and gradients reduce over both. Propagation
     and partitioning then make gradients partial and insert their reductions.
   }];
   let options = [
     Option<"dp", "dp", "int64_t", "1", "data-parallel devices">,
     Option<"zero", "zero", "int64_t", "0",
            "ZeRO stage 0-3 (1 and up shard optimizer state; dtc-zero does the rest of 2 and 3)">,
+    Option<"replicate", "replicate", "int64_t", "0",
+           "size of a dp_replicate axis: the batch splits over it too, ZeRO shards over dp only">,
   ];
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }

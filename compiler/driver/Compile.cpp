@@ -133,6 +133,7 @@ void toPipelineOptions(const CompileOptions& options, TrainingPipelineOptions& p
   pipeline.foldCasts = options.foldCasts;
   pipeline.mesh = options.mesh;
   pipeline.dataParallel = options.dataParallel;
+  pipeline.dataReplicate = options.dataReplicate;
   pipeline.shard = options.shard;
   pipeline.megatron = options.megatron;
   pipeline.sequenceParallel = options.sequenceParallel;

@@ -37,6 +37,7 @@ struct CompileOptions {
   // (0: none), and user shardings ("PATTERN=SPEC;…").
   std::string mesh;
   int64_t dataParallel = 0;
+  int64_t dataReplicate = 0;  // the dp_replicate axis: replicas the batch splits over, ZeRO not
   std::string shard;
   std::string megatron;           // a mesh axis: apply Megatron's GPT-2 splits over it
   bool sequenceParallel = false;  // split LayerNorm/residual regions along the sequence over tp

@@ -38,6 +38,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
                                     llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
   if (options.zeroStage != 0 && options.dataParallel == 0)
     return error("ZeRO needs a data-parallel mesh (--mesh dp=N)");
+  if (options.dataReplicate > 0 && options.dataParallel == 0)
+    return error("a dp_replicate axis needs a dp axis to shard over (--mesh dp_replicate=R,dp=N)");
   if (options.microBatches != 1 && options.accumulate != 1)
     return error("--microbatches and --accumulate both split the step; give one");
   if ((options.dataParallel > 0 || options.pipelineStages > 0) && options.mesh.empty())
@@ -78,7 +80,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
     if (options.vocabParallel) pm.addPass(createVocabParallel(VocabParallelOptions{"tp"}));
     pm.addPass(createSyncBatchNorm());
     if (options.dataParallel > 0)
-      pm.addPass(createDataParallel(DataParallelOptions{options.dataParallel, options.zeroStage}));
+      pm.addPass(createDataParallel(
+          DataParallelOptions{options.dataParallel, options.zeroStage, options.dataReplicate}));
     pm.addPass(createShardingPropagation());
     pm.addPass(createPartition());
     if (options.zeroStage >= 2) pm.addPass(createZero(ZeroOptions{options.zeroStage}));

@@ -83,6 +83,11 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
   Option<int64_t> dataParallel{*this, "data-parallel",
                                llvm::cl::desc("size of the mesh's dp axis (0: none)"),
                                llvm::cl::init(0)};
+  Option<int64_t> dataReplicate{
+      *this, "data-replicate",
+      llvm::cl::desc("size of the mesh's dp_replicate axis (0: none): data parallel replicas "
+                     "that ZeRO does not shard over (hybrid sharding)"),
+      llvm::cl::init(0)};
   Option<std::string> shard{*this, "shard", llvm::cl::desc("user shardings PATTERN=SPEC[;…]"),
                             llvm::cl::init("")};
   Option<std::string> megatron{*this, "megatron",

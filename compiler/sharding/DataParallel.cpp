@@ -20,6 +20,7 @@ namespace dtc {
 namespace {
 
 constexpr const char kAxis[] = "dp";
+constexpr const char kReplicaAxis[] = "dp_replicate";  // hybrid sharding: ZeRO does not use it
 
 struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
   using DataParallelBase::DataParallelBase;
@@ -41,6 +42,12 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
           << mesh.axisSize(kAxis) << " devices, not " << static_cast<int64_t>(dp);
       return signalPassFailure();
     }
+    if (replicate > 0 &&
+        (!mesh || mesh.axisIndex(kReplicaAxis) < 0 || mesh.axisSize(kReplicaAxis) != replicate)) {
+      module.emitError("hybrid sharding needs the mesh's dp_replicate axis of ")
+          << static_cast<int64_t>(replicate) << " devices (--mesh dp_replicate=R,dp=N)";
+      return signalPassFailure();
+    }
     if (!mesh || mesh.axisIndex(kAxis) < 0) {
       // dp is the outermost axis: data-parallel replicas are the farthest apart.
       SmallVector<Attribute> names{b.getStringAttr(kAxis)};
@@ -55,14 +62,18 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
     }
     // On a mesh with other axes, parameters the user did not annotate are left to propagation
     // (they may follow a tensor-parallel split); on a dp-only mesh they are replicated.
-    bool onlyDp = mesh.rank() == 1;
+    bool onlyDp = mesh.rank() == (replicate > 0 ? 2 : 1);
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(annotate(func, b, onlyDp))) return signalPassFailure();
   }
 
+  // The batch: split over dp, and over the replicas outside it (hybrid sharding).
   dist::ShardingAttr splitDim(Builder& b, int64_t rank, int64_t dim) {
     SmallVector<Attribute> dims(rank, b.getArrayAttr({}));
-    dims[dim] = b.getArrayAttr({b.getStringAttr(kAxis)});
+    SmallVector<Attribute> axes;
+    if (replicate > 0) axes.push_back(b.getStringAttr(kReplicaAxis));
+    axes.push_back(b.getStringAttr(kAxis));
+    dims[dim] = b.getArrayAttr(axes);
     return dist::ShardingAttr::get(b.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
   }
 
@@ -106,11 +117,11 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
         int64_t dim = 0;
         if (auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim)) dim = bd.getInt();
         if (type.getRank() == 0) continue;
-        if (type.getDimSize(dim) % dp != 0)
+        const int64_t replicas = dp * std::max<int64_t>(1, replicate);
+        if (type.getDimSize(dim) % replicas != 0)
           return func.emitError("the batch of ")
                  << type.getDimSize(dim) << " samples (input '" << data.getValue()
-                 << "') does not divide over " << static_cast<int64_t>(dp)
-                 << " data-parallel devices";
+                 << "') does not divide over " << replicas << " data-parallel devices";
         s = splitDim(b, type.getRank(), dim);
       } else if (auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState)) {
         // With other axes, the state of a parameter nobody annotated stays to propagation:
@@ -137,7 +148,8 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       else if (type.getRank() == 0)  // losses and metrics: every device gets the value
         edits.setResultAttr(i, dist::kShardingAttr,
                             dist::ShardingAttr::replicated(b.getContext(), 0));
-      else if (func.getResultAttr(i, attr::kOutput) && type.getDimSize(0) % dp == 0)
+      else if (func.getResultAttr(i, attr::kOutput) &&
+               type.getDimSize(0) % (dp * std::max<int64_t>(1, replicate)) == 0)
         // Per-sample outputs (logits) come out as the inputs go in: each rank its own samples,
         // whole otherwise (dtrun scores them against its slice of the targets).
         edits.setResultAttr(i, dist::kShardingAttr, splitDim(b, type.getRank(), 0));

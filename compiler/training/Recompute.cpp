@@ -133,7 +133,8 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     DenseMap<Operation*, size_t> groupOf;
     for (size_t g = 0; g < groups.size(); ++g)
       for (Operation* op : groups[g]) groupOf[op] = g;
-    for (size_t g = 0; g < groups.size(); ++g) recompute(groups[g], g, groupOf, backward, pipelined);
+    for (size_t g = 0; g < groups.size(); ++g)
+      recompute(groups[g], g, groupOf, backward, pipelined);
   }
 
   // Backward reads of what `group` computes are served by a copy of the group, computed again

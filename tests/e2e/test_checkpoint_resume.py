@@ -133,7 +133,9 @@ def main():
                  ("pp2-gpipe-to-dp2-tp2-zero1", ["--mesh", "pp=2", "--microbatches", 2, "--schedule", "gpipe"],
                   ["--mesh", "dp=2,tp=2", "--zero", 1]),
                  ("dp2-zero3-to-tp2", ["--mesh", "dp=2", "--zero", 3], ["--mesh", "tp=2"]),
-                 ("one-to-dp2-tp2-zero3", [], ["--mesh", "dp=2,tp=2", "--zero", 3])]
+                 ("one-to-dp2-tp2-zero3", [], ["--mesh", "dp=2,tp=2", "--zero", 3]),
+                 ("hybrid-zero3-to-dp4-zero1", ["--mesh", "dp_replicate=2,dp=2", "--zero", 3],
+                  ["--mesh", "dp=4", "--zero", 1])]
         for name, a_flags, b_flags in pairs:
             reshard(work, gpt, tokens, seed, 8, adamw, name, a_flags, b_flags, ref)
         bf16 = adamw + ["--precision", "bf16"]

@@ -68,7 +68,9 @@ DP = [("dp1", ["--mesh", "dp=1"], 1), ("dp2", ["--mesh", "dp=2"], 2), ("dp4", ["
       ("dp2-zero1", ["--mesh", "dp=2", "--zero", 1], 2), ("dp4-zero1", ["--mesh", "dp=4", "--zero", 1], 4),
       ("dp2-bucket0", ["--mesh", "dp=2", "--bucket-mb", 0], 2),
       ("dp4-zero2", ["--mesh", "dp=4", "--zero", 2], 4), ("dp2-zero3", ["--mesh", "dp=2", "--zero", 3], 2),
-      ("dp4-zero3", ["--mesh", "dp=4", "--zero", 3], 4)]
+      ("dp4-zero3", ["--mesh", "dp=4", "--zero", 3], 4),
+      # Hybrid sharding (FSDP's HYBRID_SHARD): shards over dp, replicas over dp_replicate.
+      ("hybrid-2x2-zero3", ["--mesh", "dp_replicate=2,dp=2", "--zero", 3], 4)]
 
 
 def accumulation(batch):
@@ -161,7 +163,8 @@ def main():
         compare("mlp-plain-sgd", m["mlp"], work, 32, ["--optimizer", "sgd", "--lr", 0.05], data, 4, 3,
                 [DP[6], DP[7]], ("--eval", data))
         compare("gpt", m["gpt"], work, 8, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4],
-                m["tokens"], 6, 5, DP[:4] + DP[6:] + accumulation(8))
+                m["tokens"], 6, 5, DP[:4] + DP[6:] + accumulation(8) +
+                [("hybrid-2x2-zero2-acc2", ["--mesh", "dp_replicate=2,dp=2", "--zero", 2, "--accumulate", 2], 4, 4)])
         compare("convnet", m["convnet"], work, 16, ["--optimizer", "sgd", "--lr", 0.02, "--momentum", 0.9],
                 cdata, 8, 7, DP[1:4] + DP[7:8], ("--eval", cdata))
         check_trace(work, data)

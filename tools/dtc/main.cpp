@@ -301,7 +301,8 @@ int runCompile(int argc, char** argv) {
     options.shard += (options.shard.empty() ? "" : ";") + spec;
   }
   if (args->has("mesh")) {
-    // name=size[,name=size…]: dp is data parallelism; other axes split what --shard says.
+    // name=size[,name=size…]: dp is data parallelism (dp_replicate: replicas of it that ZeRO
+    // does not shard over); other axes split what --shard says.
     options.mesh = args->str("mesh");
     llvm::SmallVector<llvm::StringRef> axes;
     llvm::StringRef(options.mesh).split(axes, ',');
@@ -312,6 +313,8 @@ int runCompile(int argc, char** argv) {
         return fail("dtc compile: --mesh wants name=size[,name=size], got '" + options.mesh + "'");
       if (name == "dp") {
         options.dataParallel = n;
+      } else if (name == "dp_replicate") {
+        options.dataReplicate = n;
       } else if (name == "pp") {
         if (namesAxis(options.shard, name))
           return fail(

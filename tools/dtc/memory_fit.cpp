@@ -60,7 +60,7 @@ StatusOr<std::string> chooseRecompute(
     const std::function<StatusOr<std::vector<uint8_t>>(const std::string& mode)>& compile,
     uint64_t budget, std::string& report) {
   const char* settings[] = {"none", "selective", "full"};  // by the compute they add
-  std::vector<std::vector<uint64_t>> needs;               // [setting][stage]
+  std::vector<std::vector<uint64_t>> needs;                // [setting][stage]
   for (const char* setting : settings) {
     DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, compile(setting));
     DTC_ASSIGN_OR_RETURN(Plan plan, planFromFileBytes(std::move(bytes)));
