@@ -330,6 +330,7 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           .Case<SoftmaxCrossEntropyOp>([](Operation* o) { return loss(o, 0, true, false); })
           .Case<SoftmaxCrossEntropyGradOp>([](Operation* o) { return loss(o, 1, true, true); })
           .Case<MseOp>([](Operation* o) { return loss(o, 0, false, false); })
+          .Case<LabelFractionOp>([](Operation* o) { return loss(o, 0, false, false); })
           .Case<MseGradOp>([](Operation* o) { return loss(o, 1, false, true); })
           .Case<TransposeOp>([](TransposeOp o) { return transpose(o); })
           .Case<SplitOp>([](SplitOp o) {
@@ -401,6 +402,7 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
             RuleBuilder b(o);
             int r = b.factor();
             b.operandDims(0, {r}).operandDims(1, {r}).operandDims(2, {r});
+            if (o.getLabels()) b.operandDims(3, {r});
             return b.take();
           })
           .Case<CrossEntropyPartsGradOp>([](CrossEntropyPartsGradOp o) {

@@ -71,11 +71,13 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
       if (isa<graph::SoftmaxCrossEntropyOp, graph::SoftmaxCrossEntropyGradOp>(op))
         ops.push_back(op);
     });
-    auto statsFor = [&](OpBuilder& b, Location loc, Value logits, Value labels) {
+    auto statsFor = [&](OpBuilder& b, Location loc, Value logits, Value labels,
+                        IntegerAttr ignore) {
       auto key = std::make_pair(logits, labels);
       if (auto it = stats.find(key); it != stats.end()) return it->second;
       Value rowMax = graph::CrossEntropyRowMaxOp::create(b, loc, logits);
-      auto parts = graph::CrossEntropyPartsOp::create(b, loc, logits, labels, rowMax, ArrayAttr());
+      auto parts =
+          graph::CrossEntropyPartsOp::create(b, loc, logits, labels, rowMax, ArrayAttr(), ignore);
       stats[key] = {rowMax, parts.getSumExp()};
       targets[key] = parts.getTarget();
       return stats[key];
@@ -83,19 +85,21 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
     for (Operation* op : ops) {
       OpBuilder b(op);
       Location loc = op->getLoc();
+      // Rows labelled ignore_index (when there is one) add nothing: combine reads the labels.
+      auto ignore = op->getAttrOfType<IntegerAttr>("ignore_index");
       if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyOp>(op)) {
-        auto [rowMax, sumExp] = statsFor(b, loc, ce.getLogits(), ce.getLabels());
+        auto [rowMax, sumExp] = statsFor(b, loc, ce.getLogits(), ce.getLabels(), ignore);
         Value target = targets[{ce.getLogits(), ce.getLabels()}];
-        Value loss =
-            graph::CrossEntropyCombineOp::create(b, loc, rowMax, sumExp, target, countOf(op));
+        Value loss = graph::CrossEntropyCombineOp::create(
+            b, loc, rowMax, sumExp, target, ignore ? ce.getLabels() : Value(), countOf(op), ignore);
         ce.getLoss().replaceAllUsesWith(loss);
       } else {
         auto grad = cast<graph::SoftmaxCrossEntropyGradOp>(op);
         // The forward pass's statistics when it ran on the same logits (it comes first).
-        auto [rowMax, sumExp] = statsFor(b, loc, grad.getLogits(), grad.getLabels());
+        auto [rowMax, sumExp] = statsFor(b, loc, grad.getLogits(), grad.getLabels(), ignore);
         Value dlogits = graph::CrossEntropyPartsGradOp::create(
             b, loc, grad.getDloss(), grad.getLogits(), grad.getLabels(), rowMax, sumExp,
-            countOf(op), ArrayAttr());
+            countOf(op), ArrayAttr(), ignore);
         grad.getDlogits().replaceAllUsesWith(dlogits);
       }
       op->erase();

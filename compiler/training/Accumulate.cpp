@@ -62,6 +62,60 @@ std::map<int64_t, Value> contributionsByStage(Value v) {
   return byStage;
 }
 
+// A label fraction (a loss's divisor of kept rows) counts the whole step's labels: each
+// micro-batch's copy becomes the mean of all of theirs, computed from the labels before the first
+// micro-batch (on its pipeline stage, in micro-batch 0's forward unit).
+// A copy of what `v` is computed from the arguments (labels, reshaped), at `b`'s point.
+Value cloneFromArguments(OpBuilder& b, Value v, IRMapping& map,
+                         llvm::function_ref<void(Operation*)> place) {
+  if (isa<BlockArgument>(v) || map.contains(v)) return map.lookupOrDefault(v);
+  Operation* def = v.getDefiningOp();
+  for (Value operand : def->getOperands())
+    map.map(operand, cloneFromArguments(b, operand, map, place));
+  Operation* copy = b.clone(*def, map);
+  place(copy);
+  return copy->getResult(cast<OpResult>(v).getResultNumber());
+}
+
+void averageLabelFractions(func::FuncOp func, int64_t k) {
+  // The K copies of one fraction: one location, one ignored label.
+  std::map<std::pair<const void*, int64_t>, SmallVector<graph::LabelFractionOp>> copies;
+  func.walk([&](graph::LabelFractionOp op) {
+    copies[{op.getLoc().getAsOpaquePointer(), op.getIgnoreIndex()}].push_back(op);
+  });
+  OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+  for (auto& [key, ops] : copies) {
+    if (static_cast<int64_t>(ops.size()) != k) continue;
+    Attribute stage = ops.front()->getAttr(dist::kStageAttr);
+    auto place = [&](Operation* op) {
+      if (!stage) return;
+      op->setAttr(dist::kStageAttr, stage);
+      op->setAttr(dist::kMicroBatchAttr, b.getI64IntegerAttr(0));
+    };
+    Value sum;
+    for (graph::LabelFractionOp op : ops) {
+      IRMapping map;
+      cloneFromArguments(b, op.getLabels(), map, place);
+      Operation* early = b.clone(*op, map);
+      place(early);
+      if (!sum) {
+        sum = early->getResult(0);
+        continue;
+      }
+      auto add = graph::AddOp::create(b, op.getLoc(), sum, early->getResult(0));
+      place(add);
+      sum = add.getResult();
+    }
+    auto mean = graph::ScaleOp::create(b, ops.front().getLoc(), sum,
+                                       b.getF32FloatAttr(1.0f / static_cast<float>(k)));
+    place(mean);
+    for (graph::LabelFractionOp op : ops) {
+      op.getFraction().replaceAllUsesWith(mean.getResult());
+      op.erase();
+    }
+  }
+}
+
 struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
   using AccumulateBase::AccumulateBase;
 
@@ -192,6 +246,7 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
         results[r] = add;
       }
     }
+    averageLabelFractions(func, k);
     func::ReturnOp::create(b, ret.getLoc(), results);
     grad.erase();
     module->setAttr(attr::kMicroBatches, builder.getI64IntegerAttr(k));

@@ -67,6 +67,8 @@ class ModelImporter {
   LogicalResult importReduceSum(const model::Node& node, Location loc);
   LogicalResult importReshape(const model::Node& node, Location loc);
   LogicalResult importCrossEntropy(const model::Node& node, Location loc);
+  LogicalResult importLabelFraction(const model::Node& node, Location loc);
+  IntegerAttr ignoreIndex(const model::Node& node);
   LogicalResult importMse(const model::Node& node, Location loc);
   LogicalResult importEmbedding(const model::Node& node, Location loc);
   LogicalResult importLayerNorm(const model::Node& node, Location loc);
@@ -139,7 +141,8 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Gelu", {&ModelImporter::importGelu, {"approximate"}}},
       {"ReduceSum", {&ModelImporter::importReduceSum, {"axes", "keepdims"}}},
       {"Reshape", {&ModelImporter::importReshape, {"shape"}}},
-      {"SoftmaxCrossEntropy", {&ModelImporter::importCrossEntropy, {}}},
+      {"SoftmaxCrossEntropy", {&ModelImporter::importCrossEntropy, {"ignore_index"}}},
+      {"LabelFraction", {&ModelImporter::importLabelFraction, {"ignore_index"}}},
       {"MSELoss", {&ModelImporter::importMse, {}}},
       {"Embedding", {&ModelImporter::importEmbedding, {}}},
       {"LayerNorm", {&ModelImporter::importLayerNorm, {"eps"}}},
@@ -385,6 +388,24 @@ LogicalResult ModelImporter::importReshape(const model::Node& node, Location loc
   return define(node, loc, {graph::ReshapeOp::create(builder_, loc, type, (*in)[0])});
 }
 
+IntegerAttr ModelImporter::ignoreIndex(const model::Node& node) {
+  const model::Attribute* a = attribute(node, "ignore_index");
+  return a ? builder_.getI64IntegerAttr(a->i()) : IntegerAttr();
+}
+
+LogicalResult ModelImporter::importLabelFraction(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1, Operands::AnyElementType);
+  if (failed(in)) return failure();
+  Value labels = (*in)[0];
+  if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
+    return emitError(loc) << "LabelFraction labels must be int64 class indices";
+  if (!attribute(node, "ignore_index"))
+    return emitError(loc) << "LabelFraction needs the ignore_index its labels leave out";
+  return define(
+      node, loc,
+      {graph::LabelFractionOp::create(builder_, loc, labels, ignoreIndex(node), IntegerAttr())});
+}
+
 LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 2, 2, Operands::AnyElementType);
   if (failed(in)) return failure();
@@ -402,9 +423,9 @@ LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Locatio
     return emitError(loc) << *error;
   if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
     return emitError(loc) << "SoftmaxCrossEntropy labels must be int64 class indices";
-  return define(
-      node, loc,
-      {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels, IntegerAttr())});
+  return define(node, loc,
+                {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels, IntegerAttr(),
+                                                      ignoreIndex(node))});
 }
 
 LogicalResult ModelImporter::importMse(const model::Node& node, Location loc) {

@@ -156,55 +156,61 @@ OpRule layerNormRule() {
 
 // Softmax cross-entropy over classes on dimension 1 (scores [N, C, d...], labels [N, d...]), mean
 // or summed over every position: the classes moved last for dtc's op, which reads [..., C].
-// An ignore_index that is a class would change which positions count: refused (one outside the
-// classes is what PyTorch exports, -100; a label equal to it is an error when it runs).
-static Error checkIgnoreIndex(Translator& t, int i, int64_t classes) {
-  if (const onnx::AttributeProto* a = findAttribute(t.node(i), "ignore_index");
-      a && a->i() >= 0 && a->i() < classes)
-    return t.nodeError(i, "ignore_index " + std::to_string(a->i()) + " is one of the " +
-                              std::to_string(classes) +
-                              " classes; positions with that label "
-                              "would have to be left out, which dtc does not do yet");
-  return Error::success();
+// With an ignore_index, positions with that label add nothing, and a mean divides by the
+// positions that count: the step's fraction of them (LabelFraction), over the all-position mean.
+void emitCrossEntropy(Translator& t, int i, const std::string& logits, const std::string& labels,
+                      const std::string& output, bool sum, std::optional<int64_t> ignore,
+                      int64_t positions) {
+  std::vector<NodeAttr> attrs;
+  if (ignore) attrs.push_back(NodeAttr::integer("ignore_index", *ignore));
+  const bool divides = ignore && !sum;
+  const std::string mean = sum || divides ? t.fresh(output + "::mean") : output;
+  t.emit(i, "SoftmaxCrossEntropy", {logits, labels}, {mean}, attrs);
+  if (sum)
+    t.emit(i, "Scale", {mean}, {output},
+           {NodeAttr::real("factor", static_cast<double>(positions))});
+  if (divides) {
+    const std::string kept = t.fresh(output + "::kept");
+    t.emit(i, "LabelFraction", {labels}, {kept}, attrs);
+    t.emit(i, "Div", {mean, kept}, {output});
+  }
 }
 
 OpRule crossEntropyRule() {
-  return {
-      [](Translator& t, int i) -> Error {
-        const onnx::NodeProto& n = t.node(i);
-        if (Error e = requireFloat(t, i, {0})) return e;
-        const Value &scores = *t.input(i, 0), &labels = *t.input(i, 1);
-        if (t.input(i, 2)) return t.nodeError(i, "class weights are not supported yet");
-        const std::string reduction = stringAttribute(n, "reduction", "mean");
-        if (reduction != "mean" && reduction != "sum")
-          return t.nodeError(i, "reduction '" + reduction + "' is not supported yet");
-        Shape positions = scores.shape;
-        if (rankOf(scores) >= 2) positions.erase(positions.begin() + 1);
-        if (rankOf(scores) < 2 || labels.type != kInt64 || labels.shape != positions)
-          return t.nodeError(i, "needs scores [N, C, ...] and int64 labels [N, ...], got " +
-                                    shapeText(scores.shape) + " and " + shapeText(labels.shape));
-        if (Error e = checkIgnoreIndex(t, i, scores.shape[1])) return e;
-        t.define(out(t, i), kFloat, {});
-        return Error::success();
-      },
-      [](Translator& t, int i) -> Error {
-        const Value& scores = *t.input(i, 0);
-        std::string logits = scores.name;
-        if (rankOf(scores) > 2) {
-          std::vector<int64_t> perm = {0};
-          for (int64_t d = 2; d < rankOf(scores); ++d) perm.push_back(d);
-          perm.push_back(1);
-          logits = t.fresh(out(t, i) + "::classes_last");
-          t.emit(i, "Transpose", {scores.name}, {logits}, {NodeAttr::ints("perm", perm)});
-        }
-        const bool sum = stringAttribute(t.node(i), "reduction", "mean") == "sum";
-        const std::string mean = sum ? t.fresh(out(t, i) + "::mean") : out(t, i);
-        t.emit(i, "SoftmaxCrossEntropy", {logits, operand(t, i, 1)}, {mean});
-        if (sum)
-          t.emit(i, "Scale", {mean}, {out(t, i)},
-                 {NodeAttr::real("factor", static_cast<double>(elementsOf(t.input(i, 1)->shape)))});
-        return Error::success();
-      }};
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (Error e = requireFloat(t, i, {0})) return e;
+            const Value &scores = *t.input(i, 0), &labels = *t.input(i, 1);
+            if (t.input(i, 2)) return t.nodeError(i, "class weights are not supported yet");
+            const std::string reduction = stringAttribute(n, "reduction", "mean");
+            if (reduction != "mean" && reduction != "sum")
+              return t.nodeError(i, "reduction '" + reduction + "' is not supported yet");
+            Shape positions = scores.shape;
+            if (rankOf(scores) >= 2) positions.erase(positions.begin() + 1);
+            if (rankOf(scores) < 2 || labels.type != kInt64 || labels.shape != positions)
+              return t.nodeError(i, "needs scores [N, C, ...] and int64 labels [N, ...], got " +
+                                        shapeText(scores.shape) + " and " +
+                                        shapeText(labels.shape));
+            t.define(out(t, i), kFloat, {});
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& scores = *t.input(i, 0);
+            std::string logits = scores.name;
+            if (rankOf(scores) > 2) {
+              std::vector<int64_t> perm = {0};
+              for (int64_t d = 2; d < rankOf(scores); ++d) perm.push_back(d);
+              perm.push_back(1);
+              logits = t.fresh(out(t, i) + "::classes_last");
+              t.emit(i, "Transpose", {scores.name}, {logits}, {NodeAttr::ints("perm", perm)});
+            }
+            const bool sum = stringAttribute(t.node(i), "reduction", "mean") == "sum";
+            const onnx::AttributeProto* ignore = findAttribute(t.node(i), "ignore_index");
+            emitCrossEntropy(t, i, logits, operand(t, i, 1), out(t, i), sum,
+                             ignore ? std::optional<int64_t>(ignore->i()) : std::nullopt,
+                             elementsOf(t.input(i, 1)->shape));
+            return Error::success();
+          }};
 }
 
 // ---- convolutional networks ---------------------------------------------------------------------

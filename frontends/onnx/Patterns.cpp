@@ -9,8 +9,10 @@
 // match) before it is recorded; roots are tried from the last node back, so an outer match
 // (Linear with its bias) claims its nodes before an inner one (Linear without).
 #include <cmath>
+#include <optional>
 #include <set>
 
+#include "onnx/RuleKit.h"
 #include "onnx/Translator.h"
 
 namespace dtc::onnx_import {
@@ -339,16 +341,19 @@ bool matchCausalSoftmax(Translator& t, int root) {
   return true;
 }
 
-// NegativeLogLikelihoodLoss(LogSoftmax(x, classes), labels), mean, no weights.
+// NegativeLogLikelihoodLoss(LogSoftmax(x, classes), labels), mean or sum, no weights, any
+// ignore_index.
 bool matchCrossEntropy(Translator& t, int root) {
   const onnx::NodeProto& r = t.node(root);
   if (r.op_type() != "NegativeLogLikelihoodLoss") return false;
   Match m{&t, {root}};
   const int logSoftmax = m.take(r.input(0), "LogSoftmax");
   if (logSoftmax < 0 || r.input_size() > 2) return false;
-  if (stringAttribute(r, "reduction", "mean") != "mean") return false;
-  if (const onnx::AttributeProto* a = findAttribute(r, "ignore_index"); a && a->i() >= 0)
-    return false;  // a class index: those positions would be left out
+  const std::string reduction = stringAttribute(r, "reduction", "mean");
+  if (reduction != "mean" && reduction != "sum") return false;
+  const onnx::AttributeProto* ignoreAttr = findAttribute(r, "ignore_index");
+  const std::optional<int64_t> ignore =
+      ignoreAttr ? std::optional<int64_t>(ignoreAttr->i()) : std::nullopt;
   const Value* x = t.value(t.node(logSoftmax).input(0));
   const Value* labels = t.value(r.input(1));
   const int64_t axis = intAttribute(t.node(logSoftmax), "axis", -1);
@@ -357,8 +362,10 @@ bool matchCrossEntropy(Translator& t, int root) {
       !m.closed(root))
     return false;
   const std::string xName = x->name, labelName = labels->name, out = outName(t, root);
-  m.record(root, [&t, xName, labelName, out](int named) {
-    t.emit(named, "SoftmaxCrossEntropy", {xName, labelName}, {out});
+  const bool sum = reduction == "sum";
+  const int64_t positions = labels->shape[0];
+  m.record(root, [&t, xName, labelName, out, sum, ignore, positions](int named) {
+    rules::emitCrossEntropy(t, named, xName, labelName, out, sum, ignore, positions);
     return Error::success();
   });
   return true;

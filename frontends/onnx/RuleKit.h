@@ -3,6 +3,8 @@
 // rules into the table the translator looks ops up in.
 #pragma once
 
+#include <optional>
+
 #include <string>
 #include <vector>
 
@@ -78,6 +80,11 @@ OpRule softmaxRule(const std::string& dtcOp);
 
 // ---- embeddings, normalisation, losses, convolutional networks (NetworkRules.cpp)
 OpRule gatherRule();
+// dtc's softmax cross-entropy of `logits` [.., C] and `labels` into `output`: mean, or summed
+// over the `positions`; with `ignore`, positions labelled it left out (a mean over the others).
+void emitCrossEntropy(Translator& t, int i, const std::string& logits, const std::string& labels,
+                      const std::string& output, bool sum, std::optional<int64_t> ignore,
+                      int64_t positions);
 OpRule layerNormRule();
 OpRule crossEntropyRule();
 OpRule convRule();

@@ -154,7 +154,7 @@ StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx) {
   std::string where = ctx.where();
   return BoundStep([=] {
     if (!cpu::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes, loss.f32(), *pool,
-                                  d.divisor))
+                                  d.divisor, d.ignored))
       return Status::InvalidInput(where + labelOutsideMessage(d.classes));
     return Status::Ok();
   });
@@ -167,7 +167,16 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx) {
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
     cpu::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), d.rows, d.classes,
-                                 dlogits.f32(), *pool, d.divisor);
+                                 dlogits.f32(), *pool, d.divisor, d.ignored);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
+  TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
+  return BoundStep([=] {
+    *out.f32() = cpu::labelFraction(labels.i64(), d.labels, d.ignore, d.divisor);
     return Status::Ok();
   });
 }
@@ -244,6 +253,7 @@ DTC_CPU_BINDER(pow, bindPow)
 DTC_CPU_BINDER(dropout, bindDropout)
 DTC_CPU_BINDER(softmax_cross_entropy, bindCrossEntropy)
 DTC_CPU_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
+DTC_CPU_BINDER(label_fraction, bindLabelFraction)
 DTC_CPU_BINDER(mse, bindMse)
 DTC_CPU_BINDER(mse_grad, bindMseGrad)
 DTC_CPU_BINDER(sgd_update, bindSgd)

@@ -7,10 +7,12 @@
 namespace dtc {
 namespace {
 
-Status checkLabels(const std::string& where, const TensorView& labels, int64_t total) {
+Status checkLabels(const std::string& where, const TensorView& labels, int64_t total,
+                   IgnoredLabel ignored) {
   const int64_t* p = labels.i64();
   for (int64_t i = 0, n = labels.numElements(); i < n; ++i)
-    if (p[i] < 0 || p[i] >= total) return Status::InvalidInput(where + labelOutsideMessage(total));
+    if ((p[i] < 0 || p[i] >= total) && !ignored.ignores(p[i]))
+      return Status::InvalidInput(where + labelOutsideMessage(total));
   return Status::Ok();
 }
 
@@ -31,7 +33,7 @@ StatusOr<BoundStep> bindParts(const StepContext& ctx) {
   ThreadPool* pool = &ctx.pool;
   std::string where = ctx.where();
   return BoundStep([=] {
-    DTC_RETURN_IF_ERROR(checkLabels(where, labels, d.total));
+    DTC_RETURN_IF_ERROR(checkLabels(where, labels, d.total, d.ignored));
     cpu::crossEntropyParts(logits.f32(), labels.i64(), rowMax.f32(), d.rows, d.classes, d.offset,
                            sumExp.f32(), target.f32(), *pool);
     return Status::Ok();
@@ -41,8 +43,10 @@ StatusOr<BoundStep> bindParts(const StepContext& ctx) {
 StatusOr<BoundStep> bindCombine(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(VocabCrossEntropyDims d, checkCrossEntropyCombine(ctx));
   TensorView m = ctx.inputs[0], s = ctx.inputs[1], t = ctx.inputs[2], loss = ctx.outputs[0];
+  const int64_t* labels = ctx.inputs.size() > 3 ? ctx.inputs[3].i64() : nullptr;
   return BoundStep([=] {
-    *loss.f32() = cpu::crossEntropyCombine(m.f32(), s.f32(), t.f32(), d.rows, d.count);
+    *loss.f32() =
+        cpu::crossEntropyCombine(m.f32(), s.f32(), t.f32(), d.rows, d.count, labels, d.ignored);
     return Status::Ok();
   });
 }
@@ -54,9 +58,10 @@ StatusOr<BoundStep> bindPartsGrad(const StepContext& ctx) {
   ThreadPool* pool = &ctx.pool;
   std::string where = ctx.where();
   return BoundStep([=] {
-    DTC_RETURN_IF_ERROR(checkLabels(where, labels, d.total));
+    DTC_RETURN_IF_ERROR(checkLabels(where, labels, d.total, d.ignored));
     cpu::crossEntropyPartsGrad(*dloss.f32(), logits.f32(), labels.i64(), rowMax.f32(), sumExp.f32(),
-                               d.rows, d.classes, d.offset, d.count, dlogits.f32(), *pool);
+                               d.rows, d.classes, d.offset, d.count, dlogits.f32(), *pool,
+                               d.ignored);
     return Status::Ok();
   });
 }

@@ -17,10 +17,10 @@ StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(
-        kernels::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes, d.divisor,
-                                     loss.f32(), static_cast<double*>(rowLoss), bad, stream),
-        where);
+    return launched(kernels::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes,
+                                                 d.divisor, d.ignored, loss.f32(),
+                                                 static_cast<double*>(rowLoss), bad, stream),
+                    where);
   });
 }
 
@@ -33,7 +33,19 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
   return BoundStep([=] {
     return launched(
         kernels::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), d.rows, d.classes,
-                                         d.divisor, dlogits.f32(), stream),
+                                         d.divisor, d.ignored, dlogits.f32(), stream),
+        where);
+  });
+}
+
+StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
+  TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(
+        kernels::labelFraction(labels.i64(), d.labels, d.ignore, d.divisor, out.f32(), stream),
         where);
   });
 }
@@ -96,6 +108,7 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx, Device& dev) {
 
 DTC_CUDA_BINDER(softmax_cross_entropy, bindCrossEntropy)
 DTC_CUDA_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
+DTC_CUDA_BINDER(label_fraction, bindLabelFraction)
 DTC_CUDA_BINDER(mse, bindMse)
 DTC_CUDA_BINDER(mse_grad, bindMseGrad)
 DTC_CUDA_BINDER(sgd_update, bindSgd)

@@ -31,21 +31,22 @@ StatusOr<BoundStep> bindParts(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(
-        kernels::crossEntropyParts(logits.f32(), labels.i64(), rowMax.f32(), d.rows, d.classes,
-                                   d.offset, d.total, sumExp.f32(), target.f32(), bad, stream),
-        where);
+    return launched(kernels::crossEntropyParts(logits.f32(), labels.i64(), rowMax.f32(), d.rows,
+                                               d.classes, d.offset, d.total, d.ignored,
+                                               sumExp.f32(), target.f32(), bad, stream),
+                    where);
   });
 }
 
 StatusOr<BoundStep> bindCombine(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(VocabCrossEntropyDims d, checkCrossEntropyCombine(ctx));
   TensorView m = ctx.inputs[0], s = ctx.inputs[1], t = ctx.inputs[2], loss = ctx.outputs[0];
+  const int64_t* labels = ctx.inputs.size() > 3 ? ctx.inputs[3].i64() : nullptr;
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::crossEntropyCombine(m.f32(), s.f32(), t.f32(), d.rows, d.count,
-                                                 loss.f32(), stream),
+    return launched(kernels::crossEntropyCombine(m.f32(), s.f32(), t.f32(), labels, d.ignored,
+                                                 d.rows, d.count, loss.f32(), stream),
                     where);
   });
 }
@@ -58,10 +59,11 @@ StatusOr<BoundStep> bindPartsGrad(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::crossEntropyPartsGrad(
-                        dloss.f32(), logits.f32(), labels.i64(), rowMax.f32(), sumExp.f32(), d.rows,
-                        d.classes, d.offset, d.total, d.count, dlogits.f32(), bad, stream),
-                    where);
+    return launched(
+        kernels::crossEntropyPartsGrad(dloss.f32(), logits.f32(), labels.i64(), rowMax.f32(),
+                                       sumExp.f32(), d.rows, d.classes, d.offset, d.total, d.count,
+                                       d.ignored, dlogits.f32(), bad, stream),
+        where);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "exec/bind_util.h"
+#include "ops/ignored_label.h"
 
 namespace dtc {
 
@@ -24,7 +25,12 @@ inline StatusOr<int64_t> lossDivisor(const StepContext& ctx, int64_t local) {
 // Softmax cross-entropy over logits [rows, classes] and int64 labels [rows].
 struct CrossEntropyDims {
   int64_t rows = 0, classes = 0, divisor = 0;
+  IgnoredLabel ignored;
 };
+
+inline IgnoredLabel ignoredLabel(const StepContext& ctx) {
+  return {ctx.hasAttr("ignore_index"), ctx.intAttr("ignore_index")};
+}
 
 inline Status crossEntropyShapes(const StepContext& ctx, const TensorView& logits,
                                  const TensorView& labels) {
@@ -41,7 +47,7 @@ inline StatusOr<CrossEntropyDims> checkCrossEntropy(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(crossEntropyShapes(ctx, logits, labels));
   if (loss.numElements() != 1) return invalid(ctx, "loss must be a scalar");
   DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, logits.shape[0]));
-  return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor};
+  return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor, ignoredLabel(ctx)};
 }
 
 // softmax_cross_entropy_grad: (dloss, logits, labels) -> dlogits.
@@ -52,7 +58,22 @@ inline StatusOr<CrossEntropyDims> checkCrossEntropyGrad(const StepContext& ctx) 
   DTC_RETURN_IF_ERROR(sameShape(ctx, logits, ctx.outputs[0]));
   if (dloss.numElements() != 1) return invalid(ctx, "dloss must be a scalar");
   DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, logits.shape[0]));
-  return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor};
+  return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor, ignoredLabel(ctx)};
+}
+
+// label_fraction: int64 labels (any shape) -> the fraction of them not ignore_index, of
+// `count` (0: their own number).
+struct LabelFractionDims {
+  int64_t labels = 0, divisor = 0, ignore = 0;
+};
+
+inline StatusOr<LabelFractionDims> checkLabelFraction(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1, {0}));
+  if (ctx.outputs[0].numElements() != 1) return invalid(ctx, "the fraction must be a scalar");
+  if (!ctx.hasAttr("ignore_index")) return invalid(ctx, "needs the ignore_index it counts out");
+  const int64_t n = ctx.inputs[0].numElements();
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, n));
+  return LabelFractionDims{n, divisor, ctx.intAttr("ignore_index")};
 }
 
 // Mean squared error over `elements` values.
@@ -88,6 +109,7 @@ struct VocabCrossEntropyDims {
   int64_t rows = 0, classes = 0;
   int64_t offset = 0, total = 0;  // first class held here; classes over all devices
   int64_t count = 0;              // the rows averaged over (combine, parts_grad)
+  IgnoredLabel ignored;           // rows that add nothing (combine reads the labels for it)
 };
 
 inline Status vocabRows(const StepContext& ctx, const TensorView& logits,
@@ -118,21 +140,26 @@ inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyParts(const StepContext&
   d.rows = logits.shape[0], d.classes = logits.shape[1];
   DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, d.classes));
   d.offset = block.first, d.total = block.second;
+  d.ignored = ignoredLabel(ctx);
   return d;
 }
 
 // cross_entropy_combine: (row max, sum of exponentials, target logit) -> the mean loss over
 // `count` rows.
+// With ignore_index, a fourth input: the rows' labels.
 inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyCombine(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
+  const bool ignores = ctx.hasAttr("ignore_index");
+  DTC_RETURN_IF_ERROR(ignores ? expect(ctx, 4, 1, {3}) : expect(ctx, 3, 1));
   const TensorView &m = ctx.inputs[0], &s = ctx.inputs[1], &t = ctx.inputs[2],
                    &loss = ctx.outputs[0];
   if (m.shape.size() != 1 || s.shape != m.shape || t.shape != m.shape || loss.numElements() != 1)
     return invalid(ctx, "needs three [rows] vectors and a scalar loss");
+  if (ignores && ctx.inputs[3].shape != m.shape) return invalid(ctx, "labels must be [rows]");
   int64_t count = ctx.intAttr("count");
   if (count < m.shape[0]) return invalid(ctx, "count is below the rows it averages");
   VocabCrossEntropyDims d;
   d.rows = m.shape[0], d.count = count;
+  d.ignored = ignoredLabel(ctx);
   return d;
 }
 
@@ -150,6 +177,7 @@ inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyPartsGrad(const StepCont
   d.rows = logits.shape[0], d.classes = logits.shape[1], d.count = count;
   DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, d.classes));
   d.offset = block.first, d.total = block.second;
+  d.ignored = ignoredLabel(ctx);
   return d;
 }
 

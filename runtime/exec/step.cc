@@ -19,6 +19,8 @@ const plan::Attr* findStepAttr(const plan::Step& step, const char* name) {
   return nullptr;
 }
 
+bool StepContext::hasAttr(const char* name) const { return findStepAttr(step, name) != nullptr; }
+
 int64_t StepContext::intAttr(const char* name) const {
   const plan::Attr* a = findStepAttr(step, name);
   return a ? a->i() : 0;

@@ -46,6 +46,7 @@ struct StepContext {
 
   // Attribute accessors (attributes are optional in the format; absent means 0).
   int64_t intAttr(const char* name) const;
+  bool hasAttr(const char* name) const;
   double floatAttr(const char* name) const;
   std::vector<int64_t> intsAttr(const char* name) const;
   std::string stringAttr(const char* name) const;

@@ -162,7 +162,7 @@ Grads LinearOp::buildGradients(OpBuilder& b, ValueRange dys) {
 
 Grads SoftmaxCrossEntropyOp::buildGradients(OpBuilder& b, ValueRange dys) {
   Value dLogits = SoftmaxCrossEntropyGradOp::create(b, getLoc(), dys[0], getLogits(), getLabels(),
-                                                    getCountAttr());
+                                                    getCountAttr(), getIgnoreIndexAttr());
   return SmallVector<Value>{dLogits, Value()};
 }
 

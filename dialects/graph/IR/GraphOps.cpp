@@ -188,6 +188,12 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(MLIRContext*, std::opt
   return success();
 }
 
+LogicalResult LabelFractionOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>, Adaptor,
+                                                SmallVectorImpl<Type>& types) {
+  types.push_back(scalarF32(ctx));
+  return success();
+}
+
 LogicalResult MseOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>, Adaptor,
                                       SmallVectorImpl<Type>& types) {
   types.push_back(scalarF32(ctx));
@@ -243,6 +249,8 @@ std::optional<int64_t> dtc::graph::meanCount(Operation* op) {
     own = rows(ce.getLogits());
   else if (auto mse = dyn_cast<MseOp>(op))
     own = numel(mse.getPred());
+  else if (auto fraction = dyn_cast<LabelFractionOp>(op))
+    own = numel(fraction.getLabels());
   else if (auto mse = dyn_cast<MseGradOp>(op))
     own = numel(mse.getPred());
   if (!own) return std::nullopt;

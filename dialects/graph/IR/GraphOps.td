@@ -241,8 +241,12 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Differe
 def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy",
     [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Mean over rows of −log softmax(logits)[label] (F.cross_entropy)";
+  let description = [{
+    With `ignore_index`, rows whose label is it add nothing (and get no gradient); the mean
+    still divides by all rows (`count`), and label_fraction rescales it to the rows that count.
+  }];
   let arguments = (ins Graph_F32Tensor:$logits, Graph_LabelTensor:$labels,
-                       OptionalAttr<I64Attr>:$count);
+                       OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Graph_F32Scalar:$loss);
   let assemblyFormat = "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
 }
@@ -250,9 +254,23 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
     [Pure, InferTypeOpAdaptor]> {
   let summary = "dloss · (softmax(logits) − onehot(labels)) / rows";
   let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$logits, Graph_LabelTensor:$labels,
-                       OptionalAttr<I64Attr>:$count);
+                       OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Graph_F32Tensor:$dlogits);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_LabelFractionOp : Graph_Op<"label_fraction", [Pure, InferTypeOpAdaptor]> {
+  let summary = "The fraction of labels that are not `ignore_index` (of `count`, as a loss's mean)";
+  let description = [{
+    A loss whose ignored rows add nothing, divided by this, is the mean over the rows that
+    count (F.cross_entropy with ignore_index): a mean-count op, so a partitioned batch's
+    fractions are summands of the global one, and gradient accumulation averages it over the
+    step's micro-batches before the first uses it.
+  }];
+  let arguments = (ins Graph_LabelTensor:$labels, I64Attr:$ignore_index,
+                       OptionalAttr<I64Attr>:$count);
+  let results = (outs Graph_F32Scalar:$fraction);
+  let assemblyFormat = "$labels attr-dict `:` type($labels)";
 }
 
 def Graph_MseOp : Graph_Op<"mse", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {

@@ -13,14 +13,19 @@ def Graph_CrossEntropyRowMaxOp : Graph_Op<"cross_entropy_row_max", [Pure, InferT
 def Graph_CrossEntropyPartsOp : Graph_Op<"cross_entropy_parts", [Pure, InferTypeOpAdaptor]> {
   let summary = "Per row, Σ exp(logit − row_max) and the label's logit (0 off this block)";
   let arguments = (ins Graph_F32Tensor:$logits, Graph_LabelTensor:$labels,
-                       Graph_F32Tensor:$row_max, OptionalAttr<StrArrayAttr>:$vocab_axes);
+                       Graph_F32Tensor:$row_max, OptionalAttr<StrArrayAttr>:$vocab_axes,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Graph_F32Tensor:$sum_exp, Graph_F32Tensor:$target);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 def Graph_CrossEntropyCombineOp : Graph_Op<"cross_entropy_combine", [Pure, InferTypeOpAdaptor]> {
   let summary = "Σ over rows of log(sum_exp) + row_max − target, divided by `count`";
+  let description = [{
+    With `ignore_index`, the rows whose label (the optional `labels` operand) is it add nothing.
+  }];
   let arguments = (ins Graph_F32Tensor:$row_max, Graph_F32Tensor:$sum_exp,
-                       Graph_F32Tensor:$target, I64Attr:$count);
+                       Graph_F32Tensor:$target, Optional<Graph_LabelTensor>:$labels,
+                       I64Attr:$count, OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Graph_F32Scalar:$loss);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -30,7 +35,7 @@ def Graph_CrossEntropyPartsGradOp : Graph_Op<"cross_entropy_parts_grad",
   let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$logits,
                        Graph_LabelTensor:$labels, Graph_F32Tensor:$row_max,
                        Graph_F32Tensor:$sum_exp, I64Attr:$count,
-                       OptionalAttr<StrArrayAttr>:$vocab_axes);
+                       OptionalAttr<StrArrayAttr>:$vocab_axes, OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Graph_F32Tensor:$dlogits);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/dropout_math.h"
+#include "ops/ignored_label.h"
 #include "support/thread_pool.h"
 
 namespace dtc::cpu {
@@ -58,12 +59,16 @@ void geluGrad(const float* dy, const float* x, float* dx, int64_t n, bool approx
 // false (and leaves *loss unspecified) — the caller turns that into an error.
 // `divisor` (0: rows) is what the sum divides by: a device holding a slice of a batch divides
 // by the whole batch's rows, so the devices' losses sum to the batch's mean.
+// Rows labelled `ignored` add nothing (the divisor stays all rows).
 bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
-                         float* loss, ThreadPool& pool, int64_t divisor = 0);
-// dlogits = dloss · (softmax(logits) − onehot(labels)) / divisor (0: rows).
+                         float* loss, ThreadPool& pool, int64_t divisor = 0,
+                         IgnoredLabel ignored = {});
+// dlogits = dloss · (softmax(logits) − onehot(labels)) / divisor (0: rows); 0 on ignored rows.
 void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                              int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool,
-                             int64_t divisor = 0);
+                             int64_t divisor = 0, IgnoredLabel ignored = {});
+// The labels not `ignore`, counted and divided by `divisor` (0: n).
+float labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor = 0);
 
 // Mean squared error over n elements, as F.mse_loss with reduction="mean"; divides by
 // `divisor` (0: n) as softmaxCrossEntropy.
@@ -81,13 +86,17 @@ void crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, floa
 void crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
                        int64_t rows, int64_t classes, int64_t offset, float* sumExp, float* target,
                        ThreadPool& pool);
-// Σ over rows of rowMax + log(sumExp) − target, divided by count.
+// Σ over rows of rowMax + log(sumExp) − target, divided by count; rows whose label (`labels`,
+// read only then) is `ignored` add nothing.
 float crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
-                          int64_t rows, int64_t count);
-// dlogits = dloss · (exp(x − rowMax)/sumExp − onehot(label)) / count, on this block.
+                          int64_t rows, int64_t count, const int64_t* labels = nullptr,
+                          IgnoredLabel ignored = {});
+// dlogits = dloss · (exp(x − rowMax)/sumExp − onehot(label)) / count, on this block; 0 on
+// ignored rows.
 void crossEntropyPartsGrad(float dloss, const float* logits, const int64_t* labels,
                            const float* rowMax, const float* sumExp, int64_t rows, int64_t classes,
-                           int64_t offset, int64_t count, float* dlogits, ThreadPool& pool);
+                           int64_t offset, int64_t count, float* dlogits, ThreadPool& pool,
+                           IgnoredLabel ignored = {});
 
 // torch.optim.SGD (dampening 0, not nesterov) for one tensor:
 //   g = grad + weightDecay·param;  buf = momentum·buf + g  (buf starts at 0);  param -= lr·buf

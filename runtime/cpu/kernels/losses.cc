@@ -54,11 +54,12 @@ RowStats rowStats(const float* row, int64_t classes) {
 }  // namespace
 
 bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows, int64_t classes,
-                         float* loss, ThreadPool& pool, int64_t divisor) {
+                         float* loss, ThreadPool& pool, int64_t divisor, IgnoredLabel ignored) {
   for (int64_t r = 0; r < rows; ++r)
-    if (labels[r] < 0 || labels[r] >= classes) return false;
+    if ((labels[r] < 0 || labels[r] >= classes) && !ignored.ignores(labels[r])) return false;
   // Per row: log Σ exp(x) − x[label] = max + log Σ exp(x − max) − x[label].
   const double total = blockedSum(rows, rowGrain(classes), pool, [&](int64_t r) {
+    if (ignored.ignores(labels[r])) return 0.0;
     const float* row = logits + r * classes;
     const RowStats st = rowStats(row, classes);
     return static_cast<double>(st.max) + std::log(st.sumExp) - static_cast<double>(row[labels[r]]);
@@ -70,13 +71,17 @@ bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t row
 
 void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                              int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool,
-                             int64_t divisor) {
+                             int64_t divisor, IgnoredLabel ignored) {
   const float scale = *dloss / static_cast<float>(divisor ? divisor : rows);
   // A row's stats are taken before any of it is written, so dlogits may alias logits.
   pool.parallelFor(rows, rowGrain(classes), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* row = logits + r * classes;
       float* drow = dlogits + r * classes;
+      if (ignored.ignores(labels[r])) {
+        std::fill(drow, drow + classes, 0.0f);
+        continue;
+      }
       const RowStats st = rowStats(row, classes);
       const float invSum = static_cast<float>(1.0 / st.sumExp);
       const int64_t label = labels[r];
@@ -86,6 +91,12 @@ void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int6
       }
     }
   });
+}
+
+float labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) kept += labels[i] != ignore;
+  return static_cast<float>(static_cast<double>(kept) / static_cast<double>(divisor ? divisor : n));
 }
 
 void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadPool& pool,

@@ -1,6 +1,7 @@
 // Cross-entropy over a vocabulary split between devices (cross_entropy_* ops): each device
 // holds a block of every row of logits, starting at class `offset`; per-row maxima and sums are
 // combined across devices between the steps. Accumulates in double, as losses.cc.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,22 +36,29 @@ void crossEntropyParts(const float* logits, const int64_t* labels, const float* 
 }
 
 float crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
-                          int64_t rows, int64_t count) {
+                          int64_t rows, int64_t count, const int64_t* labels,
+                          IgnoredLabel ignored) {
   double total = 0;
   for (int64_t r = 0; r < rows; ++r)
-    total += static_cast<double>(rowMax[r]) + std::log(static_cast<double>(sumExp[r])) -
-             static_cast<double>(target[r]);
+    if (!labels || !ignored.ignores(labels[r]))
+      total += static_cast<double>(rowMax[r]) + std::log(static_cast<double>(sumExp[r])) -
+               static_cast<double>(target[r]);
   return static_cast<float>(total / static_cast<double>(count));
 }
 
 void crossEntropyPartsGrad(float dloss, const float* logits, const int64_t* labels,
                            const float* rowMax, const float* sumExp, int64_t rows, int64_t classes,
-                           int64_t offset, int64_t count, float* dlogits, ThreadPool& pool) {
+                           int64_t offset, int64_t count, float* dlogits, ThreadPool& pool,
+                           IgnoredLabel ignored) {
   const float scale = dloss / static_cast<float>(count);
   pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* row = logits + r * classes;
       float* drow = dlogits + r * classes;
+      if (ignored.ignores(labels[r])) {
+        std::fill(drow, drow + classes, 0.0f);
+        continue;
+      }
       const float invSum = static_cast<float>(1.0 / sumExp[r]);
       const int64_t local = labels[r] - offset;
       for (int64_t c = 0; c < classes; ++c) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include "ops/ignored_label.h"
 
 #include <cstdint>
 #include <vector>
@@ -75,13 +76,17 @@ cudaError_t reduceSum(const float* x, float* out, const ReducePlan& plan, void* 
 
 // Σ over rows of (log Σ exp(x) − x[label]) / divisor (0: rows), into *loss. `rowLoss` holds
 // `rows` doubles; a label outside [0, classes) sets *badLabel.
+// Rows labelled `ignored` add nothing.
 cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows,
-                                int64_t classes, int64_t divisor, float* loss, double* rowLoss,
-                                int* badLabel, cudaStream_t stream);
-// dlogits = *dloss · (softmax − onehot) / divisor; may alias logits.
+                                int64_t classes, int64_t divisor, IgnoredLabel ignored, float* loss,
+                                double* rowLoss, int* badLabel, cudaStream_t stream);
+// dlogits = *dloss · (softmax − onehot) / divisor, 0 on ignored rows; may alias logits.
 cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
-                                    int64_t rows, int64_t classes, int64_t divisor, float* dlogits,
-                                    cudaStream_t stream);
+                                    int64_t rows, int64_t classes, int64_t divisor,
+                                    IgnoredLabel ignored, float* dlogits, cudaStream_t stream);
+// *out = the labels not `ignore`, counted, / divisor (0: n).
+cudaError_t labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor,
+                          float* out, cudaStream_t stream);
 cudaError_t mse(const float* pred, const float* target, int64_t n, int64_t divisor, float* loss,
                 double* partial, cudaStream_t stream);
 cudaError_t mseGrad(const float* dloss, const float* pred, const float* target, int64_t n,
@@ -89,15 +94,19 @@ cudaError_t mseGrad(const float* dloss, const float* pred, const float* target, 
 // Cross-entropy with the classes split over devices: this one holds [offset, offset + classes).
 cudaError_t crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, float* rowMax,
                                cudaStream_t stream);
+// Rows labelled `ignored` add nothing (combine reads `labels`, null without ignored rows).
 cudaError_t crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
                               int64_t rows, int64_t classes, int64_t offset, int64_t total,
-                              float* sumExp, float* target, int* badLabel, cudaStream_t stream);
+                              IgnoredLabel ignored, float* sumExp, float* target, int* badLabel,
+                              cudaStream_t stream);
 cudaError_t crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
-                                int64_t rows, int64_t count, float* loss, cudaStream_t stream);
+                                const int64_t* labels, IgnoredLabel ignored, int64_t rows,
+                                int64_t count, float* loss, cudaStream_t stream);
 cudaError_t crossEntropyPartsGrad(const float* dloss, const float* logits, const int64_t* labels,
                                   const float* rowMax, const float* sumExp, int64_t rows,
                                   int64_t classes, int64_t offset, int64_t total, int64_t count,
-                                  float* dlogits, int* badLabel, cudaStream_t stream);
+                                  IgnoredLabel ignored, float* dlogits, int* badLabel,
+                                  cudaStream_t stream);
 
 // ---- optimizers.cu (cpu/kernels/optimizers.cc)
 // ----------------------------------------------------------

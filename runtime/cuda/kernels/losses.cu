@@ -28,7 +28,8 @@ __device__ void rowStats(const float* row, int64_t classes, float& m, double& s)
 }
 
 __global__ void crossEntropyRows(const float* logits, const int64_t* labels, int64_t rows,
-                                 int64_t classes, double* rowLoss, int* badLabel) {
+                                 int64_t classes, IgnoredLabel ignored, double* rowLoss,
+                                 int* badLabel) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* row = logits + r * classes;
     float m;
@@ -36,7 +37,9 @@ __global__ void crossEntropyRows(const float* logits, const int64_t* labels, int
     rowStats(row, classes, m, s);
     if (threadIdx.x == 0) {
       const int64_t label = labels[r];
-      if (label < 0 || label >= classes) {
+      if (ignored.any && label == ignored.label) {
+        rowLoss[r] = 0;
+      } else if (label < 0 || label >= classes) {
         *badLabel = 1;
         rowLoss[r] = 0;
       } else {
@@ -44,6 +47,15 @@ __global__ void crossEntropyRows(const float* logits, const int64_t* labels, int
       }
     }
   }
+}
+
+// *out = the labels that are not `ignore`, counted (exactly, in integers) / divisor; one block.
+__global__ void labelFractionKernel(const int64_t* labels, int64_t n, int64_t ignore,
+                                    double divisor, float* out) {
+  double kept = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) kept += labels[i] != ignore ? 1.0 : 0.0;
+  kept = blockSum(kept);
+  if (threadIdx.x == 0) *out = static_cast<float>(kept / divisor);
 }
 
 // *out = Σ values[0, n) / divisor, one block (a fixed tree: deterministic). n == 0 with
@@ -56,11 +68,16 @@ __global__ void sumToScalar(const double* values, int64_t n, double divisor, flo
 }
 
 __global__ void crossEntropyGradRows(const float* dloss, const float* logits, const int64_t* labels,
-                                     int64_t rows, int64_t classes, float divisor, float* dlogits) {
+                                     int64_t rows, int64_t classes, float divisor,
+                                     IgnoredLabel ignored, float* dlogits) {
   const float scale = *dloss / divisor;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* row = logits + r * classes;
     float* drow = dlogits + r * classes;
+    if (ignored.any && labels[r] == ignored.label) {
+      for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) drow[c] = 0.0f;
+      continue;
+    }
     float m;
     double s;
     rowStats(row, classes, m, s);  // the whole row is read before any of it is written
@@ -109,7 +126,7 @@ __device__ bool labelOk(int64_t label, int64_t total, int* badLabel) {
 
 __global__ void partsKernel(const float* logits, const int64_t* labels, const float* rowMax,
                             int64_t rows, int64_t classes, int64_t offset, int64_t total,
-                            float* sumExp, float* target, int* badLabel) {
+                            IgnoredLabel ignored, float* sumExp, float* target, int* badLabel) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* row = logits + r * classes;
     const float m = rowMax[r];
@@ -118,7 +135,7 @@ __global__ void partsKernel(const float* logits, const int64_t* labels, const fl
       s += static_cast<double>(expf(row[c] - m));
     s = blockSum(s);
     if (threadIdx.x == 0) {
-      labelOk(labels[r], total, badLabel);
+      if (!(ignored.any && labels[r] == ignored.label)) labelOk(labels[r], total, badLabel);
       sumExp[r] = static_cast<float>(s);
       const int64_t local = labels[r] - offset;
       target[r] = local >= 0 && local < classes ? row[local] : 0.0f;
@@ -127,11 +144,13 @@ __global__ void partsKernel(const float* logits, const int64_t* labels, const fl
 }
 
 __global__ void combineKernel(const float* rowMax, const float* sumExp, const float* target,
-                              int64_t rows, double count, float* loss) {
+                              const int64_t* labels, IgnoredLabel ignored, int64_t rows,
+                              double count, float* loss) {
   double s = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
-    s += static_cast<double>(rowMax[r]) + log(static_cast<double>(sumExp[r])) -
-         static_cast<double>(target[r]);
+    if (!labels || !(ignored.any && labels[r] == ignored.label))
+      s += static_cast<double>(rowMax[r]) + log(static_cast<double>(sumExp[r])) -
+           static_cast<double>(target[r]);
   s = blockSum(s);
   if (threadIdx.x == 0) *loss = static_cast<float>(s / count);
 }
@@ -139,10 +158,14 @@ __global__ void combineKernel(const float* rowMax, const float* sumExp, const fl
 __global__ void partsGradKernel(const float* dloss, const float* logits, const int64_t* labels,
                                 const float* rowMax, const float* sumExp, int64_t rows,
                                 int64_t classes, int64_t offset, int64_t total, float count,
-                                float* dlogits, int* badLabel) {
+                                IgnoredLabel ignored, float* dlogits, int* badLabel) {
   const float scale = *dloss / count;
   for (int64_t i = globalIndex(); i < rows * classes; i += globalStride()) {
     const int64_t r = i / classes, c = i % classes;
+    if (ignored.any && labels[r] == ignored.label) {
+      dlogits[i] = 0.0f;
+      continue;
+    }
     if (c == 0) labelOk(labels[r], total, badLabel);
     const float invSum = static_cast<float>(1.0 / sumExp[r]);
     const float p = expf(logits[i] - rowMax[r]) * invSum;
@@ -153,23 +176,30 @@ __global__ void partsGradKernel(const float* dloss, const float* logits, const i
 }  // namespace
 
 cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows,
-                                int64_t classes, int64_t divisor, float* loss, double* rowLoss,
-                                int* badLabel, cudaStream_t stream) {
+                                int64_t classes, int64_t divisor, IgnoredLabel ignored, float* loss,
+                                double* rowLoss, int* badLabel, cudaStream_t stream) {
   if (rows > 0)
     crossEntropyRows<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
-        logits, labels, rows, classes, rowLoss, badLabel);
+        logits, labels, rows, classes, ignored, rowLoss, badLabel);
   sumToScalar<<<1, kThreads, 0, stream>>>(rowLoss, rows,
                                           static_cast<double>(divisor ? divisor : rows), loss);
   return cudaGetLastError();
 }
 
 cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
-                                    int64_t rows, int64_t classes, int64_t divisor, float* dlogits,
-                                    cudaStream_t stream) {
+                                    int64_t rows, int64_t classes, int64_t divisor,
+                                    IgnoredLabel ignored, float* dlogits, cudaStream_t stream) {
   if (rows > 0)
     crossEntropyGradRows<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
-        dloss, logits, labels, rows, classes, static_cast<float>(divisor ? divisor : rows),
+        dloss, logits, labels, rows, classes, static_cast<float>(divisor ? divisor : rows), ignored,
         dlogits);
+  return cudaGetLastError();
+}
+
+cudaError_t labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor,
+                          float* out, cudaStream_t stream) {
+  labelFractionKernel<<<1, kThreads, 0, stream>>>(labels, n, ignore,
+                                                  static_cast<double>(divisor ? divisor : n), out);
   return cudaGetLastError();
 }
 
@@ -200,16 +230,18 @@ cudaError_t crossEntropyRowMax(const float* logits, int64_t rows, int64_t classe
 
 cudaError_t crossEntropyParts(const float* logits, const int64_t* labels, const float* rowMax,
                               int64_t rows, int64_t classes, int64_t offset, int64_t total,
-                              float* sumExp, float* target, int* badLabel, cudaStream_t stream) {
+                              IgnoredLabel ignored, float* sumExp, float* target, int* badLabel,
+                              cudaStream_t stream) {
   if (rows > 0)
     partsKernel<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
-        logits, labels, rowMax, rows, classes, offset, total, sumExp, target, badLabel);
+        logits, labels, rowMax, rows, classes, offset, total, ignored, sumExp, target, badLabel);
   return cudaGetLastError();
 }
 
 cudaError_t crossEntropyCombine(const float* rowMax, const float* sumExp, const float* target,
-                                int64_t rows, int64_t count, float* loss, cudaStream_t stream) {
-  combineKernel<<<1, kThreads, 0, stream>>>(rowMax, sumExp, target, rows,
+                                const int64_t* labels, IgnoredLabel ignored, int64_t rows,
+                                int64_t count, float* loss, cudaStream_t stream) {
+  combineKernel<<<1, kThreads, 0, stream>>>(rowMax, sumExp, target, labels, ignored, rows,
                                             static_cast<double>(count), loss);
   return cudaGetLastError();
 }
@@ -217,11 +249,12 @@ cudaError_t crossEntropyCombine(const float* rowMax, const float* sumExp, const 
 cudaError_t crossEntropyPartsGrad(const float* dloss, const float* logits, const int64_t* labels,
                                   const float* rowMax, const float* sumExp, int64_t rows,
                                   int64_t classes, int64_t offset, int64_t total, int64_t count,
-                                  float* dlogits, int* badLabel, cudaStream_t stream) {
+                                  IgnoredLabel ignored, float* dlogits, int* badLabel,
+                                  cudaStream_t stream) {
   if (rows * classes > 0)
     partsGradKernel<<<blocksFor(rows * classes), kThreads, 0, stream>>>(
         dloss, logits, labels, rowMax, sumExp, rows, classes, offset, total,
-        static_cast<float>(count), dlogits, badLabel);
+        static_cast<float>(count), ignored, dlogits, badLabel);
   return cudaGetLastError();
 }
 
