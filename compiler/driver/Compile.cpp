@@ -180,6 +180,22 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   if (!dumpError.empty()) return emit(dumpError);
   if (options.pipelineStages > 0 && !options.trial && failed(reportSchedule(*module, options)))
     return failure();
+  if (auto whole = (*module)->getAttrOfType<ArrayAttr>(dist::kZeroWholeAttr);
+      whole && !options.trial) {
+    // ZeRO-3 shards what divides; say what does not, rather than hold it silently.
+    llvm::outs() << "ZeRO-3: " << whole.size()
+                 << " trainable parameter(s) stay whole on every rank (no dimension divides "
+                    "over dp):";
+    for (auto [i, name] : llvm::enumerate(whole.getAsRange<StringAttr>())) {
+      if (i == 5) {
+        llvm::outs() << " …";
+        break;
+      }
+      llvm::outs() << (i ? ", " : " ") << name.getValue();
+    }
+    llvm::outs() << "\n";
+    (*module)->removeAttr(dist::kZeroWholeAttr);
+  }
   return writePlan(*module, &model, plan);
 }
 

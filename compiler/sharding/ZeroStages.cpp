@@ -196,11 +196,19 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
 
   void shardParameters(ModuleOp module) {
     llvm::StringMap<AtRest> atRest;
+    SmallVector<Attribute> whole;  // trainable parameters that stay whole, for the report
     for (auto func : module.getOps<func::FuncOp>()) {
       bool updates = false;
       func.walk([&](Operation* op) { updates |= isUpdate(op); });
-      if (updates) shardUpdated(func, atRest);
+      if (!updates) continue;
+      shardUpdated(func, atRest);
+      for (BlockArgument arg : func.getArguments())
+        if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam);
+            name && func.getArgAttr(arg.getArgNumber(), attr::kTrainable) &&
+            !atRest.count(name.getValue()))
+          whole.push_back(name);
     }
+    if (!whole.empty()) module->setAttr(dist::kZeroWholeAttr, ArrayAttr::get(&getContext(), whole));
     // Other functions (evaluation) read the parameters where the step leaves them.
     for (auto func : module.getOps<func::FuncOp>()) {
       FunctionAttrEdits edits(func);
