@@ -44,6 +44,8 @@ gpt-fused|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --fused-att
 gpt-cuda|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda|1e-4
 gpt-cuda-bf16|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16|1e-2
 gpt-cuda-bf16-tp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh tp=2|1e-2
+gpt-cuda-dp2-zero3|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh dp=2 --zero 3 --recompute full|1e-4
+gpt-cuda-dp2-zero2-acc2|gpt.dtm|tokens.bin|2|--batch 4 --accumulate 2 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh dp=2 --zero 2|1e-2
 gpt-recipe|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 3e-3 --no-decay *.bias --no-decay *ln_* --lr-schedule cosine --warmup-steps 4 --decay-steps 16 --min-lr 3e-4 --clip-grad-norm 0.3|1e-4
 gpt-recipe-tp2-pp2|gpt.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 3e-3 --no-decay *.bias --lr-schedule cosine --warmup-steps 4 --decay-steps 16 --clip-grad-norm 0.3 --mesh tp=2,pp=2 --microbatches 2 --sequence-parallel|1e-4
 mlp-recipe-linear|mlp.dtm|mlp-data|1|--batch 64 --optimizer sgd --lr 0.05 --momentum 0.9 --lr-schedule linear --warmup-steps 5 --decay-steps 25 --log-grad-norm|1e-4
