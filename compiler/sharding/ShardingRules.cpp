@@ -327,7 +327,9 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           .Case<BatchMatmulOp>([](BatchMatmulOp o) {
             return matmul(o, o.getTransposeLhs(), o.getTransposeRhs(), rankOf(o.getLhs()) - 2);
           })
-          .Case<SoftmaxCrossEntropyOp>([](Operation* o) { return loss(o, 0, true, false); })
+          .Case<SoftmaxCrossEntropyOp, NllLossOp>(
+              [](Operation* o) { return loss(o, 0, true, false); })
+          .Case<NllLossGradOp>([](Operation* o) { return loss(o, 1, true, true); })
           .Case<SoftmaxCrossEntropyGradOp>([](Operation* o) { return loss(o, 1, true, true); })
           .Case<MseOp>([](Operation* o) { return loss(o, 0, false, false); })
           .Case<LabelFractionOp>([](Operation* o) { return loss(o, 0, false, false); })

@@ -142,6 +142,7 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"ReduceSum", {&ModelImporter::importReduceSum, {"axes", "keepdims"}}},
       {"Reshape", {&ModelImporter::importReshape, {"shape"}}},
       {"SoftmaxCrossEntropy", {&ModelImporter::importCrossEntropy, {"ignore_index"}}},
+      {"NLLLoss", {&ModelImporter::importCrossEntropy, {"ignore_index"}}},
       {"LabelFraction", {&ModelImporter::importLabelFraction, {"ignore_index"}}},
       {"MSELoss", {&ModelImporter::importMse, {}}},
       {"Embedding", {&ModelImporter::importEmbedding, {}}},
@@ -406,12 +407,14 @@ LogicalResult ModelImporter::importLabelFraction(const model::Node& node, Locati
       {graph::LabelFractionOp::create(builder_, loc, labels, ignoreIndex(node), IntegerAttr())});
 }
 
+// SoftmaxCrossEntropy, or NLLLoss (its input already log-probabilities).
 LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 2, 2, Operands::AnyElementType);
   if (failed(in)) return failure();
   Value logits = (*in)[0], labels = (*in)[1];
+  const std::string op = node.op_type()->str();
   if (!cast<RankedTensorType>(logits.getType()).getElementType().isF32())
-    return emitError(loc) << "SoftmaxCrossEntropy logits must be float32";
+    return emitError(loc) << op << " scores must be float32";
   // Sequence models: logits [B, T, V] and labels [B, T] are scored as B·T rows.
   if (shapeOf(logits).size() > 2 && shapeOf(labels) == shapeOf(logits).drop_back()) {
     int64_t rows = 1;
@@ -422,7 +425,11 @@ LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Locatio
   if (auto error = graph::checkCrossEntropy(shapeOf(logits), shapeOf(labels)))
     return emitError(loc) << *error;
   if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
-    return emitError(loc) << "SoftmaxCrossEntropy labels must be int64 class indices";
+    return emitError(loc) << op << " labels must be int64 class indices";
+  if (op == "NLLLoss")
+    return define(node, loc,
+                  {graph::NllLossOp::create(builder_, loc, logits, labels, IntegerAttr(),
+                                            ignoreIndex(node))});
   return define(node, loc,
                 {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels, IntegerAttr(),
                                                       ignoreIndex(node))});

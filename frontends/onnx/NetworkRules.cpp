@@ -160,12 +160,12 @@ OpRule layerNormRule() {
 // positions that count: the step's fraction of them (LabelFraction), over the all-position mean.
 void emitCrossEntropy(Translator& t, int i, const std::string& logits, const std::string& labels,
                       const std::string& output, bool sum, std::optional<int64_t> ignore,
-                      int64_t positions) {
+                      int64_t positions, const std::string& dtcOp) {
   std::vector<NodeAttr> attrs;
   if (ignore) attrs.push_back(NodeAttr::integer("ignore_index", *ignore));
   const bool divides = ignore && !sum;
   const std::string mean = sum || divides ? t.fresh(output + "::mean") : output;
-  t.emit(i, "SoftmaxCrossEntropy", {logits, labels}, {mean}, attrs);
+  t.emit(i, dtcOp, {logits, labels}, {mean}, attrs);
   if (sum)
     t.emit(i, "Scale", {mean}, {output},
            {NodeAttr::real("factor", static_cast<double>(positions))});
@@ -176,7 +176,9 @@ void emitCrossEntropy(Translator& t, int i, const std::string& logits, const std
   }
 }
 
-OpRule crossEntropyRule() {
+// SoftmaxCrossEntropyLoss, or NegativeLogLikelihoodLoss on its own (`dtcOp` NLLLoss; after a
+// LogSoftmax the patterns make it the fused cross-entropy).
+OpRule crossEntropyRule(const std::string& dtcOp) {
   return {[](Translator& t, int i) -> Error {
             const onnx::NodeProto& n = t.node(i);
             if (Error e = requireFloat(t, i, {0})) return e;
@@ -194,7 +196,7 @@ OpRule crossEntropyRule() {
             t.define(out(t, i), kFloat, {});
             return Error::success();
           },
-          [](Translator& t, int i) -> Error {
+          [dtcOp](Translator& t, int i) -> Error {
             const Value& scores = *t.input(i, 0);
             std::string logits = scores.name;
             if (rankOf(scores) > 2) {
@@ -208,7 +210,7 @@ OpRule crossEntropyRule() {
             const onnx::AttributeProto* ignore = findAttribute(t.node(i), "ignore_index");
             emitCrossEntropy(t, i, logits, operand(t, i, 1), out(t, i), sum,
                              ignore ? std::optional<int64_t>(ignore->i()) : std::nullopt,
-                             elementsOf(t.input(i, 1)->shape));
+                             elementsOf(t.input(i, 1)->shape), dtcOp);
             return Error::success();
           }};
 }

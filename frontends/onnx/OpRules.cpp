@@ -51,7 +51,8 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"LogSoftmax", softmaxRule("LogSoftmax")},
       {"Gather", takes(gatherRule(), 2, 2)},
       {"LayerNormalization", takes(layerNormRule(), 2, 3)},
-      {"SoftmaxCrossEntropyLoss", takes(crossEntropyRule(), 2, 3)},
+      {"SoftmaxCrossEntropyLoss", takes(crossEntropyRule("SoftmaxCrossEntropy"), 2, 3)},
+      {"NegativeLogLikelihoodLoss", takes(crossEntropyRule("NLLLoss"), 2, 3)},
       {"Conv", takes(convRule(), 2, 3)},
       {"BatchNormalization", takes(batchNormRule(), 5, 5)},
       {"MaxPool", maxPoolRule()},
@@ -61,8 +62,6 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"ReduceSum", takes(reduceRule(false), 1, 2)},
       {"ReduceMean", takes(reduceRule(true), 1, 2)},
       {"Where", takes(patternOnly(kFloat, false, "only as attention's causal mask"), 3, 3)},
-      {"NegativeLogLikelihoodLoss",
-       takes(patternOnly(kFloat, true, "only after LogSoftmax"), 2, 3)},
   };
   return table;
 }

@@ -84,9 +84,9 @@ OpRule gatherRule();
 // over the `positions`; with `ignore`, positions labelled it left out (a mean over the others).
 void emitCrossEntropy(Translator& t, int i, const std::string& logits, const std::string& labels,
                       const std::string& output, bool sum, std::optional<int64_t> ignore,
-                      int64_t positions);
+                      int64_t positions, const std::string& dtcOp = "SoftmaxCrossEntropy");
 OpRule layerNormRule();
-OpRule crossEntropyRule();
+OpRule crossEntropyRule(const std::string& dtcOp);
 OpRule convRule();
 OpRule batchNormRule();
 OpRule maxPoolRule();

@@ -172,6 +172,26 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx) {
   });
 }
 
+StatusOr<BoundStep> bindNllLoss(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropy(ctx));
+  TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
+  std::string where = ctx.where();
+  return BoundStep([=] {
+    if (!cpu::nllLoss(x.f32(), labels.i64(), d.rows, d.classes, loss.f32(), d.divisor, d.ignored))
+      return Status::InvalidInput(where + labelOutsideMessage(d.classes));
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropyGrad(ctx));
+  TensorView dloss = ctx.inputs[0], labels = ctx.inputs[2], dx = ctx.outputs[0];
+  return BoundStep([=] {
+    cpu::nllLossGrad(dloss.f32(), labels.i64(), d.rows, d.classes, dx.f32(), d.divisor, d.ignored);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
   TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
@@ -254,6 +274,8 @@ DTC_CPU_BINDER(dropout, bindDropout)
 DTC_CPU_BINDER(softmax_cross_entropy, bindCrossEntropy)
 DTC_CPU_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
 DTC_CPU_BINDER(label_fraction, bindLabelFraction)
+DTC_CPU_BINDER(nll_loss, bindNllLoss)
+DTC_CPU_BINDER(nll_loss_grad, bindNllLossGrad)
 DTC_CPU_BINDER(mse, bindMse)
 DTC_CPU_BINDER(mse_grad, bindMseGrad)
 DTC_CPU_BINDER(sgd_update, bindSgd)

@@ -38,6 +38,32 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
   });
 }
 
+StatusOr<BoundStep> bindNllLoss(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropy(ctx));
+  TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(void* rowLoss, stepScratch(ctx, dev, d.rows * sizeof(double)));
+  DTC_ASSIGN_OR_RETURN(int* bad, dataErrorFlag(dev, ctx, labelOutsideMessage(d.classes)));
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::nllLoss(x.f32(), labels.i64(), d.rows, d.classes, d.divisor, d.ignored,
+                                     loss.f32(), static_cast<double*>(rowLoss), bad, stream),
+                    where);
+  });
+}
+
+StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropyGrad(ctx));
+  TensorView dloss = ctx.inputs[0], labels = ctx.inputs[2], dx = ctx.outputs[0];
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::nllLossGrad(dloss.f32(), labels.i64(), d.rows, d.classes, d.divisor,
+                                         d.ignored, dx.f32(), stream),
+                    where);
+  });
+}
+
 StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
   TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
@@ -109,6 +135,8 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx, Device& dev) {
 DTC_CUDA_BINDER(softmax_cross_entropy, bindCrossEntropy)
 DTC_CUDA_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
 DTC_CUDA_BINDER(label_fraction, bindLabelFraction)
+DTC_CUDA_BINDER(nll_loss, bindNllLoss)
+DTC_CUDA_BINDER(nll_loss_grad, bindNllLossGrad)
 DTC_CUDA_BINDER(mse, bindMse)
 DTC_CUDA_BINDER(mse_grad, bindMseGrad)
 DTC_CUDA_BINDER(sgd_update, bindSgd)

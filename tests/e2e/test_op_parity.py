@@ -109,6 +109,17 @@ def cases(rng):
                                                          training=True, momentum=0.1, eps=1e-5), {}),
         "SoftmaxCrossEntropy": ({"logits": [B, 5]}, ("SoftmaxCrossEntropy", ["logits", "labels"], []),
                                 lambda p, d: F.cross_entropy(p["logits"], d["labels"]), {"labels": ("i64", labels)}),
+        # Rows labelled 2 add nothing; the op still divides by all rows (LabelFraction rescales).
+        "SoftmaxCrossEntropy_ignore": ({"logits": [B, 5]},
+                                       ("SoftmaxCrossEntropy", ["logits", "labels"], [integer("ignore_index", 2)]),
+                                       lambda p, d: F.cross_entropy(p["logits"], d["labels"], ignore_index=2,
+                                                                    reduction="sum") / B,
+                                       {"labels": ("i64", labels)}),
+        "NLLLoss": ({"x": [B, 5]}, ("NLLLoss", ["x", "labels"], []),
+                    lambda p, d: F.nll_loss(p["x"], d["labels"]), {"labels": ("i64", labels)}),
+        "NLLLoss_ignore": ({"x": [B, 5]}, ("NLLLoss", ["x", "labels"], [integer("ignore_index", 2)]),
+                           lambda p, d: F.nll_loss(p["x"], d["labels"], ignore_index=2, reduction="sum") / B,
+                           {"labels": ("i64", labels)}),
     }
 
 
@@ -122,7 +133,7 @@ BUFFERS = {"rm", "rv"}
 def model_json(name, params, values, node, data, out_shape):
     if isinstance(node, tuple):
         op, inputs, attrs = node
-        node = [(op, inputs, attrs, ["loss" if op == "SoftmaxCrossEntropy" else "out"])]
+        node = [(op, inputs, attrs, ["loss" if op in ("SoftmaxCrossEntropy", "NLLLoss") else "out"])]
     is_loss = node[-1][3] == ["loss"]
     graph_inputs = [{"name": k, "dtype": "i64", "shape": [-1] + list(v.shape[1:])} for k, (_, v) in data.items()]
     nodes = [{"name": f"{name}{i}", "op_type": op, "inputs": inputs, "outputs": outputs, "attributes": attrs}

@@ -166,6 +166,12 @@ Grads SoftmaxCrossEntropyOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{dLogits, Value()};
 }
 
+Grads NllLossOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  Value dx = NllLossGradOp::create(b, getLoc(), dys[0], getX(), getLabels(), getCountAttr(),
+                                   getIgnoreIndexAttr());
+  return SmallVector<Value>{dx, Value()};
+}
+
 Grads MseOp::buildGradients(OpBuilder& b, ValueRange dys) {
   Value dPred = MseGradOp::create(b, getLoc(), dys[0], getPred(), getTarget(), getCountAttr());
   return SmallVector<Value>{dPred, negate(b, getLoc(), dPred)};

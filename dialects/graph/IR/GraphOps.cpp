@@ -188,6 +188,20 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(MLIRContext*, std::opt
   return success();
 }
 
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  if (auto error = checkCrossEntropy(shapeOf(adaptor.getX()), shapeOf(adaptor.getLabels())))
+    return emitOptionalError(loc, *error);
+  types.push_back(scalarF32(ctx));
+  return success();
+}
+
+LogicalResult NllLossGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
+                                              Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  types.push_back(adaptor.getX().getType());
+  return success();
+}
+
 LogicalResult LabelFractionOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>, Adaptor,
                                                 SmallVectorImpl<Type>& types) {
   types.push_back(scalarF32(ctx));
@@ -249,6 +263,10 @@ std::optional<int64_t> dtc::graph::meanCount(Operation* op) {
     own = rows(ce.getLogits());
   else if (auto mse = dyn_cast<MseOp>(op))
     own = numel(mse.getPred());
+  else if (auto nll = dyn_cast<NllLossOp>(op))
+    own = rows(nll.getX());
+  else if (auto nll = dyn_cast<NllLossGradOp>(op))
+    own = rows(nll.getX());
   else if (auto fraction = dyn_cast<LabelFractionOp>(op))
     own = numel(fraction.getLabels());
   else if (auto mse = dyn_cast<MseGradOp>(op))

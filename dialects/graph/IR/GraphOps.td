@@ -259,6 +259,24 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Graph_NllLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Mean over rows of −x[label] (F.nll_loss on log-probabilities x [rows, classes])";
+  let description = [{
+    With `ignore_index`, rows whose label is it add nothing, as softmax_cross_entropy's.
+  }];
+  let arguments = (ins Graph_F32Tensor:$x, Graph_LabelTensor:$labels,
+                       OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Graph_F32Scalar:$loss);
+  let assemblyFormat = "$x `,` $labels attr-dict `:` type($x) `,` type($labels)";
+}
+def Graph_NllLossGradOp : Graph_Op<"nll_loss_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "−dloss / rows at each row's label, 0 elsewhere (x gives the shape)";
+  let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$x, Graph_LabelTensor:$labels,
+                       OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Graph_F32Tensor:$dx);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Graph_LabelFractionOp : Graph_Op<"label_fraction", [Pure, InferTypeOpAdaptor]> {
   let summary = "The fraction of labels that are not `ignore_index` (of `count`, as a loss's mean)";
   let description = [{

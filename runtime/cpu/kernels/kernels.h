@@ -67,6 +67,13 @@ bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t row
 void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                              int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool,
                              int64_t divisor = 0, IgnoredLabel ignored = {});
+// Mean over rows of −x[label] (F.nll_loss on log-probabilities), divided and with ignored rows
+// as softmaxCrossEntropy; false for a label outside [0, classes) that is not ignored.
+bool nllLoss(const float* x, const int64_t* labels, int64_t rows, int64_t classes, float* loss,
+             int64_t divisor = 0, IgnoredLabel ignored = {});
+// dx = −dloss / divisor (0: rows) at each row's label, 0 elsewhere and on ignored rows.
+void nllLossGrad(const float* dloss, const int64_t* labels, int64_t rows, int64_t classes,
+                 float* dx, int64_t divisor = 0, IgnoredLabel ignored = {});
 // The labels not `ignore`, counted and divided by `divisor` (0: n).
 float labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor = 0);
 

@@ -93,6 +93,27 @@ void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int6
   });
 }
 
+bool nllLoss(const float* x, const int64_t* labels, int64_t rows, int64_t classes, float* loss,
+             int64_t divisor, IgnoredLabel ignored) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (ignored.ignores(labels[r])) continue;
+    if (labels[r] < 0 || labels[r] >= classes) return false;
+    total -= static_cast<double>(x[r * classes + labels[r]]);
+  }
+  *loss = static_cast<float>(total / static_cast<double>(divisor ? divisor : rows));
+  return true;
+}
+
+void nllLossGrad(const float* dloss, const int64_t* labels, int64_t rows, int64_t classes,
+                 float* dx, int64_t divisor, IgnoredLabel ignored) {
+  const float value = -*dloss / static_cast<float>(divisor ? divisor : rows);
+  std::fill(dx, dx + rows * classes, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    if (!ignored.ignores(labels[r]) && labels[r] >= 0 && labels[r] < classes)
+      dx[r * classes + labels[r]] = value;
+}
+
 float labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor) {
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) kept += labels[i] != ignore;

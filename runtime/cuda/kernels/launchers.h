@@ -84,6 +84,14 @@ cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int6
 cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                                     int64_t rows, int64_t classes, int64_t divisor,
                                     IgnoredLabel ignored, float* dlogits, cudaStream_t stream);
+// Σ over rows of −x[label] / divisor (0: rows), ignored rows left out; `rowLoss` holds `rows`
+// doubles; a label outside [0, classes) sets *badLabel.
+cudaError_t nllLoss(const float* x, const int64_t* labels, int64_t rows, int64_t classes,
+                    int64_t divisor, IgnoredLabel ignored, float* loss, double* rowLoss,
+                    int* badLabel, cudaStream_t stream);
+// dx = −*dloss / divisor at each row's label, 0 elsewhere and on ignored rows.
+cudaError_t nllLossGrad(const float* dloss, const int64_t* labels, int64_t rows, int64_t classes,
+                        int64_t divisor, IgnoredLabel ignored, float* dx, cudaStream_t stream);
 // *out = the labels not `ignore`, counted, / divisor (0: n).
 cudaError_t labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor,
                           float* out, cudaStream_t stream);

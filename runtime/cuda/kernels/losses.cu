@@ -49,6 +49,31 @@ __global__ void crossEntropyRows(const float* logits, const int64_t* labels, int
   }
 }
 
+// rowLoss[r] = −x[r, label] (0 on ignored rows); a label outside the classes sets *badLabel.
+__global__ void nllRows(const float* x, const int64_t* labels, int64_t rows, int64_t classes,
+                        IgnoredLabel ignored, double* rowLoss, int* badLabel) {
+  for (int64_t r = globalIndex(); r < rows; r += globalStride()) {
+    const int64_t label = labels[r];
+    if (ignored.any && label == ignored.label) {
+      rowLoss[r] = 0;
+    } else if (label < 0 || label >= classes) {
+      *badLabel = 1;
+      rowLoss[r] = 0;
+    } else {
+      rowLoss[r] = -static_cast<double>(x[r * classes + label]);
+    }
+  }
+}
+
+__global__ void nllGradKernel(const float* dloss, const int64_t* labels, int64_t rows,
+                              int64_t classes, float divisor, IgnoredLabel ignored, float* dx) {
+  const float value = -*dloss / divisor;
+  for (int64_t i = globalIndex(); i < rows * classes; i += globalStride()) {
+    const int64_t r = i / classes, c = i % classes, label = labels[r];
+    dx[i] = c == label && !(ignored.any && label == ignored.label) ? value : 0.0f;
+  }
+}
+
 // *out = the labels that are not `ignore`, counted (exactly, in integers) / divisor; one block.
 __global__ void labelFractionKernel(const int64_t* labels, int64_t n, int64_t ignore,
                                     double divisor, float* out) {
@@ -193,6 +218,25 @@ cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, con
     crossEntropyGradRows<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
         dloss, logits, labels, rows, classes, static_cast<float>(divisor ? divisor : rows), ignored,
         dlogits);
+  return cudaGetLastError();
+}
+
+cudaError_t nllLoss(const float* x, const int64_t* labels, int64_t rows, int64_t classes,
+                    int64_t divisor, IgnoredLabel ignored, float* loss, double* rowLoss,
+                    int* badLabel, cudaStream_t stream) {
+  if (rows > 0)
+    nllRows<<<blocksFor(rows), kThreads, 0, stream>>>(x, labels, rows, classes, ignored, rowLoss,
+                                                      badLabel);
+  sumToScalar<<<1, kThreads, 0, stream>>>(rowLoss, rows,
+                                          static_cast<double>(divisor ? divisor : rows), loss);
+  return cudaGetLastError();
+}
+
+cudaError_t nllLossGrad(const float* dloss, const int64_t* labels, int64_t rows, int64_t classes,
+                        int64_t divisor, IgnoredLabel ignored, float* dx, cudaStream_t stream) {
+  if (rows * classes > 0)
+    nllGradKernel<<<blocksFor(rows * classes), kThreads, 0, stream>>>(
+        dloss, labels, rows, classes, static_cast<float>(divisor ? divisor : rows), ignored, dx);
   return cudaGetLastError();
 }
 
