@@ -9,19 +9,25 @@
 namespace dtc::cuda {
 namespace {
 
-StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx, Device& dev) {
+// A loss summed from one double per row (its step scratch) with a flag for labels that are no
+// class: cross-entropy (`launch` = kernels::softmaxCrossEntropy) or NLL (kernels::nllLoss).
+template <typename Launch>
+StatusOr<BoundStep> bindRowLoss(const StepContext& ctx, Device& dev, Launch launch) {
   DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropy(ctx));
-  TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
+  TensorView scores = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
   DTC_ASSIGN_OR_RETURN(void* rowLoss, stepScratch(ctx, dev, d.rows * sizeof(double)));
   DTC_ASSIGN_OR_RETURN(int* bad, dataErrorFlag(dev, ctx, labelOutsideMessage(d.classes)));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes,
-                                                 d.divisor, d.ignored, loss.f32(),
-                                                 static_cast<double*>(rowLoss), bad, stream),
+    return launched(launch(scores.f32(), labels.i64(), d.rows, d.classes, d.divisor, d.ignored,
+                           loss.f32(), static_cast<double*>(rowLoss), bad, stream),
                     where);
   });
+}
+
+StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx, Device& dev) {
+  return bindRowLoss(ctx, dev, kernels::softmaxCrossEntropy);
 }
 
 StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
@@ -39,17 +45,7 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
 }
 
 StatusOr<BoundStep> bindNllLoss(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropy(ctx));
-  TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
-  DTC_ASSIGN_OR_RETURN(void* rowLoss, stepScratch(ctx, dev, d.rows * sizeof(double)));
-  DTC_ASSIGN_OR_RETURN(int* bad, dataErrorFlag(dev, ctx, labelOutsideMessage(d.classes)));
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(kernels::nllLoss(x.f32(), labels.i64(), d.rows, d.classes, d.divisor, d.ignored,
-                                     loss.f32(), static_cast<double*>(rowLoss), bad, stream),
-                    where);
-  });
+  return bindRowLoss(ctx, dev, kernels::nllLoss);
 }
 
 StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx, Device& dev) {

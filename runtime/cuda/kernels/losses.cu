@@ -27,6 +27,18 @@ __device__ void rowStats(const float* row, int64_t classes, float& m, double& s)
   s = blockSum(s);
 }
 
+// The class a row's loss reads: its label, or -1 when the row adds nothing (ignored, or its
+// label is no class, which sets *badLabel).
+__device__ int64_t scoredClass(int64_t label, int64_t classes, IgnoredLabel ignored,
+                               int* badLabel) {
+  if (ignored.any && label == ignored.label) return -1;
+  if (label < 0 || label >= classes) {
+    *badLabel = 1;
+    return -1;
+  }
+  return label;
+}
+
 __global__ void crossEntropyRows(const float* logits, const int64_t* labels, int64_t rows,
                                  int64_t classes, IgnoredLabel ignored, double* rowLoss,
                                  int* badLabel) {
@@ -36,15 +48,9 @@ __global__ void crossEntropyRows(const float* logits, const int64_t* labels, int
     double s;
     rowStats(row, classes, m, s);
     if (threadIdx.x == 0) {
-      const int64_t label = labels[r];
-      if (ignored.any && label == ignored.label) {
-        rowLoss[r] = 0;
-      } else if (label < 0 || label >= classes) {
-        *badLabel = 1;
-        rowLoss[r] = 0;
-      } else {
-        rowLoss[r] = static_cast<double>(m) + log(s) - static_cast<double>(row[label]);
-      }
+      const int64_t label = scoredClass(labels[r], classes, ignored, badLabel);
+      rowLoss[r] =
+          label < 0 ? 0 : static_cast<double>(m) + log(s) - static_cast<double>(row[label]);
     }
   }
 }
@@ -53,15 +59,8 @@ __global__ void crossEntropyRows(const float* logits, const int64_t* labels, int
 __global__ void nllRows(const float* x, const int64_t* labels, int64_t rows, int64_t classes,
                         IgnoredLabel ignored, double* rowLoss, int* badLabel) {
   for (int64_t r = globalIndex(); r < rows; r += globalStride()) {
-    const int64_t label = labels[r];
-    if (ignored.any && label == ignored.label) {
-      rowLoss[r] = 0;
-    } else if (label < 0 || label >= classes) {
-      *badLabel = 1;
-      rowLoss[r] = 0;
-    } else {
-      rowLoss[r] = -static_cast<double>(x[r * classes + label]);
-    }
+    const int64_t label = scoredClass(labels[r], classes, ignored, badLabel);
+    rowLoss[r] = label < 0 ? 0 : -static_cast<double>(x[r * classes + label]);
   }
 }
 
