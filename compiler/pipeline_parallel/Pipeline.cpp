@@ -56,6 +56,11 @@ int64_t microBatchOf(Operation* op) {
   return micro ? micro.getInt() : 0;
 }
 
+void copyPlacement(Operation* from, Operation* to) {
+  for (StringRef name : {dist::kStageAttr, dist::kMicroBatchAttr, dist::kBackwardAttr})
+    if (Attribute a = from->getAttr(name)) to->setAttr(name, a);
+}
+
 namespace {
 
 // Megatron's interleaved order: the k-th forward (backward) of a device visits chunks in groups

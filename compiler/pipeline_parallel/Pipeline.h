@@ -29,6 +29,9 @@ void setPipeline(mlir::ModuleOp module, const PipelineConfig& config);
 // An op's pipeline stage (dist.stage), or -1; its micro-batch (dist.micro_batch), or 0.
 int64_t stageOf(mlir::Operation* op);
 int64_t microBatchOf(mlir::Operation* op);
+// Gives `to` the schedule's marks of `from` (stage, micro-batch, backward), those it has: where
+// and when a pipeline runs it.
+void copyPlacement(mlir::Operation* from, mlir::Operation* to);
 
 // One unit of a device's schedule: the forward or backward pass of one micro-batch through one
 // model chunk.

@@ -255,8 +255,7 @@ class Splitter {
 
     void copyUnit(Value v, Operation* transfer) {
       if (Operation* def = v.getDefiningOp()) {
-        for (const char* name : {dist::kStageAttr, dist::kMicroBatchAttr, dist::kBackwardAttr})
-          if (Attribute a = def->getAttr(name)) transfer->setAttr(name, a);
+        pipeline::copyPlacement(def, transfer);
       } else if (int64_t h = s_.home_.lookup(v); h >= 0) {
         transfer->setAttr(dist::kStageAttr, b_.getI64IntegerAttr(h));
       }

@@ -16,6 +16,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "pipeline_parallel/Pipeline.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_ZERO
@@ -47,15 +48,6 @@ std::optional<SmallVector<Operation*>> layoutChain(Value from, Value to) {
   }
   std::reverse(chain.begin(), chain.end());
   return chain;
-}
-
-void eraseDeadLayoutSteps(Value root) {
-  SmallVector<Operation*> users(root.getUsers().begin(), root.getUsers().end());
-  for (Operation* user : users) {
-    if (!isLayoutStep(user)) continue;
-    eraseDeadLayoutSteps(user->getResult(0));
-    if (user->use_empty()) user->erase();
-  }
 }
 
 // Where an op runs in a step: forward or backward, which micro-batch, which pipeline stage.
@@ -127,9 +119,9 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
       SmallVector<Value> terms;
       collectTerms(sum.getResult(), terms);
       // In program order: the running sum of shards grows as the micro-batches go.
-      auto position = [](Value v) { return v.getDefiningOp(); };
-      llvm::stable_sort(terms, [&](Value a, Value b) {
-        return position(a) && (!position(b) ? false : position(a)->isBeforeInBlock(position(b)));
+      llvm::stable_sort(terms, [](Value a, Value b) {
+        Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+        return x && y && x->isBeforeInBlock(y);
       });
       Value total;
       for (Value term : terms) {
@@ -145,7 +137,7 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
         Operation* part = at.clone(*scatter, map);
         if (total) {
           auto add = graph::AddOp::create(at, scatter.getLoc(), total, part->getResult(0));
-          copyPlacement(part, add);
+          pipeline::copyPlacement(part, add);
           total = add;
         } else {
           total = part->getResult(0);
@@ -178,12 +170,6 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
         eraseSumTree(inner);
   }
 
-  // A pipeline schedules ops by their stage, micro-batch and direction marks.
-  static void copyPlacement(Operation* from, Operation* to) {
-    for (StringRef name : {dist::kStageAttr, dist::kMicroBatchAttr, dist::kBackwardAttr})
-      if (Attribute a = from->getAttr(name)) to->setAttr(name, a);
-  }
-
   // ---- stage 3 ----------------------------------------------------------------------------
 
   // How one parameter is kept: its update's shard at rest, and the steps that rebuild the
@@ -212,13 +198,15 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
     // Other functions (evaluation) read the parameters where the step leaves them.
     for (auto func : module.getOps<func::FuncOp>()) {
       FunctionAttrEdits edits(func);
+      std::optional<DenseMap<Operation*, Phase>> phases;
       for (BlockArgument arg : func.getArguments()) {
         auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam);
         if (!name || !atRest.count(name.getValue()) ||
             arg.getType() == atRest[name.getValue()].shardType)
           continue;
         const AtRest& rest = atRest[name.getValue()];
-        gatherForUses(func, arg, rest);
+        if (!phases) phases = phasesOf(func);
+        gatherForUses(arg, rest, *phases);
         arg.setType(rest.shardType);
         edits.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, rest.sharding);
       }
@@ -233,6 +221,8 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
   void shardUpdated(func::FuncOp func, llvm::StringMap<AtRest>& atRest) {
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     FunctionAttrEdits edits(func);
+    // The gathers this adds read only arguments: the phases of the other ops stay as they are.
+    const DenseMap<Operation*, Phase> phases = phasesOf(func);
     for (BlockArgument arg : func.getArguments()) {
       const unsigned i = arg.getArgNumber();
       auto name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
@@ -270,7 +260,7 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
       // Every phase but the optimizer's gathers the whole parameter; the optimizer reads the
       // shard at rest and returns its new value as it is. The gathering steps stay (unused)
       // until every function has copied them.
-      gatherForUses(func, arg, rest, slicing->front());
+      gatherForUses(arg, rest, phases, slicing->front());
       arg.setType(rest.shardType);
       slice.replaceAllUsesWith(arg);
       ret.setOperand(*result, newShard);
@@ -289,9 +279,8 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
   // Each phase reading `arg` (but `slicing`, the optimizer's way to the shard) gets a gather,
   // issued at the previous gather's first use in the same pipeline unit: one parameter ahead,
   // so that on a GPU the comm stream fetches it while compute uses the one before.
-  void gatherForUses(func::FuncOp func, BlockArgument arg, const AtRest& rest,
-                     Operation* slicing = nullptr) {
-    DenseMap<Operation*, Phase> phases = phasesOf(func);
+  void gatherForUses(BlockArgument arg, const AtRest& rest,
+                     const DenseMap<Operation*, Phase>& phases, Operation* slicing = nullptr) {
     llvm::MapVector<Phase, SmallVector<OpOperand*>, std::map<Phase, unsigned>> byPhase;
     for (OpOperand& use : arg.getUses())
       if (use.getOwner() != slicing) byPhase[phases.lookup(use.getOwner())].push_back(&use);
@@ -305,7 +294,7 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
       Gather g{first, {}};
       for (Operation* step : rest.gather) {
         g.steps.push_back(b.clone(*step, map));
-        copyPlacement(first, g.steps.back());
+        pipeline::copyPlacement(first, g.steps.back());
       }
       for (OpOperand* use : uses) use->set(g.steps.back()->getResult(0));
       gathers_.push_back(std::move(g));

@@ -62,9 +62,6 @@ std::map<int64_t, Value> contributionsByStage(Value v) {
   return byStage;
 }
 
-// A label fraction (a loss's divisor of kept rows) counts the whole step's labels: each
-// micro-batch's copy becomes the mean of all of theirs, computed from the labels before the first
-// micro-batch (on its pipeline stage, in micro-batch 0's forward unit).
 // A copy of what `v` is computed from the arguments (labels, reshaped), at `b`'s point.
 Value cloneFromArguments(OpBuilder& b, Value v, IRMapping& map,
                          llvm::function_ref<void(Operation*)> place) {
@@ -77,6 +74,9 @@ Value cloneFromArguments(OpBuilder& b, Value v, IRMapping& map,
   return copy->getResult(cast<OpResult>(v).getResultNumber());
 }
 
+// A label fraction (a loss's divisor of kept rows) counts the whole step's labels: each
+// micro-batch's copy becomes the mean of all of theirs, computed from the labels before the first
+// micro-batch (on its pipeline stage, in micro-batch 0's forward unit).
 void averageLabelFractions(func::FuncOp func, int64_t k) {
   // The K copies of one fraction: one location, one ignored label.
   std::map<std::pair<const void*, int64_t>, SmallVector<graph::LabelFractionOp>> copies;
@@ -220,13 +220,10 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
         if (auto it = updatesArg.find(r); it != updatesArg.end()) carried[it->second] = v;
       }
     }
-    Operation* lossSum = results[0].getDefiningOp();
-    auto loss = graph::ScaleOp::create(b, ret.getLoc(), results[0],
-                                       b.getF32FloatAttr(1.0f / static_cast<float>(k)));
-    if (pipelined && lossSum)  // where and when the sum is: on the last stage, after the last
-      for (StringRef name : {dist::kStageAttr, dist::kMicroBatchAttr, dist::kBackwardAttr})
-        if (Attribute a = lossSum->getAttr(name)) loss->setAttr(name, a);
-    results[0] = loss;
+    // The step's loss, the mean of the micro-batches' (unmarked, as their sum: a pipeline places
+    // it by its operands).
+    results[0] = graph::ScaleOp::create(b, ret.getLoc(), results[0],
+                                        b.getF32FloatAttr(1.0f / static_cast<float>(k)));
     for (auto& [r, sums] : stageSums) {
       // On the stage holding the parameter, in its last backward unit.
       auto param = grad.getResultAttrOfType<StringAttr>(r, attr::kGradOf);

@@ -3,6 +3,9 @@
 // code. A kernel without a CPU binder is a link error naming bindCpu_<kernel>.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "exec/core_contracts.h"
 
 namespace dtc {
@@ -44,5 +47,14 @@ StatusOr<BoundStep> bindActivationGrad(const StepContext& ctx) {
 // A step on bf16/f16 operands run by its float32 binder `wide` on widened copies, the results
 // rounded back (cpu_kernel_table.cc).
 StatusOr<BoundStep> bindWidened(const StepContext& ctx, Binder wide);
+
+// `bytes` of working memory for a step: its planned scratch (ops/step_scratch.h) when the plan
+// holds that much; else (a plan compiled for another device plans none) a buffer the step owns,
+// aligned as planned scratch and counted as memory beyond the plan.
+struct StepBuffer {
+  uint8_t* data = nullptr;
+  std::shared_ptr<std::vector<uint8_t>> owned;  // null when the plan holds it
+};
+StepBuffer stepBuffer(const StepContext& ctx, uint64_t bytes);
 
 }  // namespace dtc

@@ -8,28 +8,20 @@
 
 #include "cpu/cpu_binders.h"
 #include "exec/collective_contract.h"
-#include "ops/step_scratch.h"
 
 namespace dtc {
 namespace {
 
-// `floats` of packing room: the step's planned scratch, or (a plan compiled for another device
-// has none) a buffer the step owns, counted as memory beyond the plan.
+// Room to pack `floats` floats (stepBuffer), kept alive by the step that captures it.
 struct Packing {
-  float* data = nullptr;
-  std::shared_ptr<std::vector<float>> owned;
+  StepBuffer buffer;
+  float* data;
 };
 
 Packing packing(const StepContext& ctx, uint64_t floats) {
-  Packing p;
-  if (ctx.scratch && ctx.scratchBytes >= floats * sizeof(float)) {
-    p.data = reinterpret_cast<float*>(ctx.scratch);
-    return p;
-  }
-  p.owned = std::make_shared<std::vector<float>>(floats);
-  p.data = p.owned->data();
-  if (ctx.unplannedBytes) *ctx.unplannedBytes += floats * sizeof(float);
-  return p;
+  StepBuffer buffer = stepBuffer(ctx, floats * sizeof(float));
+  float* data = reinterpret_cast<float*>(buffer.data);
+  return {std::move(buffer), data};
 }
 
 // out = block `index` of `parts` along the middle dimension of x ([outer, mid, inner]).

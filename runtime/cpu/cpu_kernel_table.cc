@@ -335,22 +335,30 @@ DTC_CPU_BINDER(cast, bindCast)
 // The copies live in the step's planned scratch (ops/step_scratch.h lays them out as the
 // compiler sized them); a plan compiled for another device has none, and the step then owns its
 // copies, counted as memory beyond the plan.
+StepBuffer stepBuffer(const StepContext& ctx, uint64_t bytes) {
+  StepBuffer b;
+  if (ctx.scratch && ctx.scratchBytes >= bytes) {
+    b.data = ctx.scratch;
+    return b;
+  }
+  // Over-allocated by one alignment so that it starts on a boundary as planned scratch does.
+  b.owned = std::make_shared<std::vector<uint8_t>>(bytes + kScratchAlign);
+  b.data = b.owned->data() +
+           (kScratchAlign - reinterpret_cast<uintptr_t>(b.owned->data()) % kScratchAlign) %
+               kScratchAlign;
+  if (ctx.unplannedBytes) *ctx.unplannedBytes += b.owned->size();
+  return b;
+}
+
 StatusOr<BoundStep> bindWidened(const StepContext& ctx, Binder wide) {
   DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
   uint64_t need = 0;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& t : *list)
       if (lowPrecision(t.dtype)) need += widenedCopyBytes(t.numElements());
-  std::shared_ptr<std::vector<uint8_t>> owned;
-  uint8_t* next = ctx.scratch;
-  if (ctx.scratchBytes < need) {
-    // Over-allocated by one alignment so the copies start on a boundary as planned ones do.
-    owned = std::make_shared<std::vector<uint8_t>>(need + kScratchAlign);
-    next = owned->data() +
-           (kScratchAlign - reinterpret_cast<uintptr_t>(owned->data()) % kScratchAlign) %
-               kScratchAlign;
-    if (ctx.unplannedBytes) *ctx.unplannedBytes += owned->size();
-  }
+  const StepBuffer copies = stepBuffer(ctx, need);
+  const std::shared_ptr<std::vector<uint8_t>> owned = copies.owned;
+  uint8_t* next = copies.data;
   StepContext f32 = ctx;
   for (auto* list : {&f32.inputs, &f32.outputs})
     for (TensorView& t : *list) {

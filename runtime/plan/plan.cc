@@ -35,9 +35,13 @@ StatusOr<Plan> Plan::load(const std::string& path) {
   if (!in) return Status::InvalidInput("cannot open plan file " + path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
-  DTC_RETURN_IF_ERROR(checkFooter(bytes, path));
+  return fromFileBytes(std::move(bytes), path);
+}
+
+StatusOr<Plan> Plan::fromFileBytes(std::vector<uint8_t> bytes, const std::string& name) {
+  DTC_RETURN_IF_ERROR(checkFooter(bytes, name));
   bytes.resize(bytes.size() - kPlanFooterBytes);
-  return fromBytes(std::move(bytes), path);
+  return fromBytes(std::move(bytes), name);
 }
 
 Status Plan::checkFooter(const std::vector<uint8_t>& bytes, const std::string& name) {

@@ -19,6 +19,8 @@ class Plan {
   static StatusOr<Plan> load(const std::string& path);
   // A FlatBuffer without the footer.
   static StatusOr<Plan> fromBytes(std::vector<uint8_t> bytes, const std::string& name);
+  // A whole plan file's bytes (FlatBuffer and footer), as load reads them.
+  static StatusOr<Plan> fromFileBytes(std::vector<uint8_t> bytes, const std::string& name);
   // `bytes` (a whole plan file) ends with a footer whose length and checksum match.
   static Status checkFooter(const std::vector<uint8_t>& bytes, const std::string& name);
 

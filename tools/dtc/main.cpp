@@ -423,7 +423,7 @@ int runCompile(int argc, char** argv) {
   auto plan = compileWith(options.recompute);
   if (!plan.ok()) return fail(plan.status());
   if (memoryBudget) {
-    auto loaded = dtc::planFromFileBytes(*plan);
+    auto loaded = dtc::Plan::fromFileBytes(*plan, "the compiled plan");
     if (!loaded.ok()) return fail(loaded.status());
     if (dtc::Status fits = dtc::checkFits(*loaded, memoryBudget); !fits.ok())
       return fail("dtc compile: " + fits.message());

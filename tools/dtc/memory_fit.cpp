@@ -3,14 +3,13 @@
 #include <cstdio>
 
 #include "plan/plan.h"
-#include "plan/plan_format.h"
 #include "plan/summary.h"
 
 namespace dtc {
 namespace {
 
 // Bytes as people read them: GiB, MiB or KiB to three significant places, or bytes.
-std::string gib(uint64_t bytes) {
+std::string bytesText(uint64_t bytes) {
   char text[48];
   const double b = static_cast<double>(bytes);
   if (bytes >= (1ull << 30))
@@ -38,19 +37,13 @@ std::vector<uint64_t> rankBytesByStage(const Plan& plan) {
   return bytes;
 }
 
-StatusOr<Plan> planFromFileBytes(std::vector<uint8_t> bytes) {
-  DTC_RETURN_IF_ERROR(Plan::checkFooter(bytes, "the compiled plan"));
-  bytes.resize(bytes.size() - kPlanFooterBytes);
-  return Plan::fromBytes(std::move(bytes), "the compiled plan");
-}
-
 Status checkFits(const Plan& plan, uint64_t budget) {
   const std::vector<uint64_t> byStage = rankBytesByStage(plan);
   for (size_t s = 0; s < byStage.size(); ++s)
     if (byStage[s] > budget)
       return Status::InvalidInput(
-          "the plan needs " + gib(byStage[s]) + " on " + stageName(byStage, s) +
-          ", over --memory " + gib(budget) +
+          "the plan needs " + bytesText(byStage[s]) + " on " + stageName(byStage, s) +
+          ", over --memory " + bytesText(budget) +
           " (--recompute auto, --zero 3, more tensor or pipeline parallelism or a smaller batch "
           "need less)");
   return Status::Ok();
@@ -63,23 +56,24 @@ StatusOr<std::string> chooseRecompute(
   std::vector<std::vector<uint64_t>> needs;                // [setting][stage]
   for (const char* setting : settings) {
     DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, compile(setting));
-    DTC_ASSIGN_OR_RETURN(Plan plan, planFromFileBytes(std::move(bytes)));
+    DTC_ASSIGN_OR_RETURN(Plan plan, Plan::fromFileBytes(std::move(bytes), "the compiled plan"));
     needs.push_back(rankBytesByStage(plan));
   }
   std::vector<std::string> chosen;
-  report = "--recompute auto (--memory " + gib(budget) + "):";
+  report = "--recompute auto (--memory " + bytesText(budget) + "):";
   for (size_t s = 0; s < needs[0].size(); ++s) {
     size_t pick = 0;
     while (pick < needs.size() && needs[pick][s] > budget) ++pick;
     if (pick == needs.size())
-      return Status::InvalidInput(stageName(needs[0], s) + " needs " + gib(needs.back()[s]) +
-                                  " even with --recompute full, over --memory " + gib(budget) +
+      return Status::InvalidInput(stageName(needs[0], s) + " needs " + bytesText(needs.back()[s]) +
+                                  " even with --recompute full, over --memory " +
+                                  bytesText(budget) +
                                   " (--zero 3, more tensor or pipeline parallelism or a smaller "
                                   "batch need less)");
     chosen.push_back(settings[pick]);
     report += (s ? ";" : "") + std::string(" ") + stageName(needs[0], s) + " " + settings[pick] +
-              " (" + gib(needs[pick][s]) + "; none " + gib(needs[0][s]) + ", selective " +
-              gib(needs[1][s]) + ", full " + gib(needs[2][s]) + ")";
+              " (" + bytesText(needs[pick][s]) + "; none " + bytesText(needs[0][s]) +
+              ", selective " + bytesText(needs[1][s]) + ", full " + bytesText(needs[2][s]) + ")";
   }
   std::string modes = chosen[0];
   bool same = true;

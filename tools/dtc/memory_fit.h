@@ -16,9 +16,6 @@ class Plan;
 // The bytes one rank holds, per pipeline stage (one entry, for every rank, without a pipeline).
 std::vector<uint64_t> rankBytesByStage(const Plan& plan);
 
-// A plan file's bytes (FlatBuffer and footer) as a verified Plan.
-StatusOr<Plan> planFromFileBytes(std::vector<uint8_t> bytes);
-
 // The error for a plan over `budget` bytes per rank, or OK.
 Status checkFits(const Plan& plan, uint64_t budget);
 
