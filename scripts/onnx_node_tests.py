@@ -176,11 +176,13 @@ def main():
     parser.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     parser.add_argument("--ci", action="store_true")
     parser.add_argument("--keep")
+    parser.add_argument("--cases", default="test_*",
+                        help="a glob of case names; each one's outcome is printed")
     args = parser.parse_args()
     build = os.environ.get("DTC_BUILD_DIR", args.build)
     supported = set(subprocess.run([os.path.join(build, "tools", "dtc", "dtc"), "ops", "--onnx"],
                                    capture_output=True, text=True, check=True).stdout.split())
-    cases = sorted(glob.glob(os.path.join(DATA, "test_*")))
+    cases = sorted(glob.glob(os.path.join(DATA, args.cases)))
     if not cases:
         sys.exit(f"no node tests in {DATA} (apt-get install libonnx-testdata)")
     blockers = collections.Counter()
@@ -202,6 +204,9 @@ def main():
             continue
         with tempfile.TemporaryDirectory(dir=args.keep) as work:
             results[os.path.basename(case)] = run_case(case, model, build, work)
+    if args.cases != "test_*":
+        for case, (status, detail) in sorted(results.items()):
+            print(f"{case}: {status}{' (' + detail + ')' if detail else ''}")
     passed = [c for c, (status, _) in results.items() if status == PASS]
     refused = {c: d for c, (status, d) in results.items() if status == REFUSED}
     wrong = {c: d for c, (status, d) in results.items() if status == WRONG}

@@ -162,9 +162,11 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
     bool trainable = trainStep.getArgAttr(arg.getArgNumber(), attr::kTrainable) != nullptr;
     auto decay = trainStep.getArgAttrOfType<FloatAttr>(arg.getArgNumber(), attr::kWeightDecay);
     std::vector<std::string> aliases;
+    bool constant = false;
     if (param && model_) {
       const model::Initializer* init = inits.lookup(name);
       if (!init) return module_.emitError("plan writer: no initializer named '") << name << "'";
+      constant = init->constant();
       if (init->aliases())
         for (const flatbuffers::String* alias : *init->aliases()) {
           if (inits.count(alias->string_view()) || !aliasNames.insert(alias->string_view()).second)
@@ -219,7 +221,7 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
         fbb_.CreateVector(shape), offset, param ? plan::Role::param : plan::Role::optim_state,
         trainable, kind, a, bParam, seed, dataOffset, dataBytes, fbb_.CreateVector(globalShape),
         shardingVector, stage, aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases),
-        decay ? decay.getValueAsDouble() : 0.0));
+        decay ? decay.getValueAsDouble() : 0.0, constant));
   }
   return success();
 }

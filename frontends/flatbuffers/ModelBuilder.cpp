@@ -39,11 +39,12 @@ void ModelBuilder::constantParameter(const std::string& name, std::vector<int64_
 }
 
 void ModelBuilder::valuesParameter(const std::string& name, std::vector<int64_t> shape,
-                                   const std::vector<uint8_t>& raw, bool trainable) {
+                                   const std::vector<uint8_t>& raw, bool trainable, bool constant) {
   auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
   fbb_.ForceVectorAlignment(raw.size(), 1, 16);  // the schema's force_align
   auto data = fbb_.CreateVector(raw);
-  initializers_.push_back(model::CreateInitializer(fbb_, info, trainable, data));
+  initializers_.push_back(
+      model::CreateInitializer(fbb_, info, trainable, data, 0, 0, 0, constant && !trainable));
 }
 
 void ModelBuilder::node(const std::string& name, const std::string& opType,

@@ -48,9 +48,11 @@ class ModelBuilder {
   void constantParameter(const std::string& name, std::vector<int64_t> shape, double value,
                          bool trainable = true);
   // A float32 initializer with its values (`raw`: little-endian bytes, 4 per element);
-  // non-trainable ones are buffers (BatchNorm's running statistics).
+  // non-trainable ones are buffers (BatchNorm's running statistics), or `constant`s the model
+  // fixes (a folded mask: not one of the module's tensors).
   void valuesParameter(const std::string& name, std::vector<int64_t> shape,
-                       const std::vector<uint8_t>& raw, bool trainable = true);
+                       const std::vector<uint8_t>& raw, bool trainable = true,
+                       bool constant = false);
   void node(const std::string& name, const std::string& opType, std::vector<std::string> inputs,
             std::vector<std::string> outputs, const std::vector<NodeAttr>& attributes = {});
   void setOutputs(std::vector<std::string> outputs, const std::string& loss,

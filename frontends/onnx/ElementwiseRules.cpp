@@ -172,29 +172,6 @@ OpRule powRule() {
           }};
 }
 
-// Ops dtc runs only inside the patterns it fuses (Patterns.cpp): their shapes for the walk, and
-// an unsupported node where no pattern took them.
-OpRule patternOnly(int32_t outputType, bool scalarOutput, const std::string& why) {
-  OpRule rule{[outputType, scalarOutput](Translator& t, int i) -> Error {
-                if (scalarOutput) {
-                  t.define(out(t, i), outputType, {});
-                  return Error::success();
-                }
-                const int from = t.node(i).op_type() == "Where" ? 1 : 0;
-                if (Error e = defineBroadcast(t, i, from, outputType)) return e;
-                if (from == 1 && t.input(i, 0)) {  // the condition broadcasts too
-                  std::optional<Shape> s =
-                      broadcastShapes(t.input(i, 0)->shape, t.value(out(t, i))->shape);
-                  if (!s) return t.nodeError(i, "its condition does not broadcast");
-                  t.define(out(t, i), outputType, *s);
-                }
-                return Error::success();
-              },
-              [why](Translator& t, int i) -> Error { return t.unsupported(i, why); }};
-  rule.insidePatternsOnly = true;
-  return rule;
-}
-
 // ---- contractions -------------------------------------------------------------------------------
 
 // NumPy matmul of [..., M, K] and [..., K, N]: equal batch dimensions, or a 2-D right side (the

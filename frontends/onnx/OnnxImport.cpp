@@ -92,7 +92,7 @@ llvm::Expected<std::vector<uint8_t>> importOnnx(const OnnxModel& model, Translat
       std::vector<uint8_t> raw;
       if (init->raw_data()) raw.assign(init->raw_data()->begin(), init->raw_data()->end());
       b.valuesParameter(init->info()->name()->str(), ints(init->info()->shape()), raw,
-                        init->trainable());
+                        init->trainable(), init->constant());
     }
   for (uint32_t i = 0; i < nodes1->size(); ++i) {
     const model::Node &n1 = *nodes1->Get(i), &n2 = *nodes2->Get(i);

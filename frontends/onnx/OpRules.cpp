@@ -61,7 +61,9 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"GlobalAveragePool", globalAveragePoolRule()},
       {"ReduceSum", takes(reduceRule(false), 1, 2)},
       {"ReduceMean", takes(reduceRule(true), 1, 2)},
-      {"Where", takes(patternOnly(kFloat, false, "only as attention's causal mask"), 3, 3)},
+      {"Where", takes(whereRule(), 3, 3)},
+      {"Expand", takes(expandRule(), 2, 2)},
+      {"Trilu", takes(triluRule(), 1, 2)},
   };
   return table;
 }
@@ -71,8 +73,7 @@ const std::map<std::string, OpRule>& ruleTable() {
 std::vector<std::string> translatedOps() {
   // Constant, Shape and Size are always known when compiling.
   std::vector<std::string> ops = {"Constant", "Shape", "Size"};
-  for (const auto& [op, rule] : ruleTable())
-    if (!rule.insidePatternsOnly) ops.push_back(op);
+  for (const auto& [op, rule] : ruleTable()) ops.push_back(op);
   return ops;
 }
 

@@ -64,7 +64,6 @@ OpRule binaryRule(const std::string& dtcOp);
 OpRule negRule();
 OpRule divRule();
 OpRule powRule();
-OpRule patternOnly(int32_t outputType, bool scalarOutput, const std::string& why);
 OpRule matmulRule();
 OpRule gemmRule();
 
@@ -93,5 +92,10 @@ OpRule maxPoolRule();
 OpRule averagePoolRule();
 OpRule globalAveragePoolRule();
 OpRule reduceRule(bool mean);
+
+// ---- broadcasts and masks (MaskRules.cpp)
+OpRule expandRule();
+OpRule whereRule();
+OpRule triluRule();
 
 }  // namespace dtc::onnx_import::rules

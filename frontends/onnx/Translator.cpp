@@ -93,7 +93,7 @@ std::string Translator::fresh(const std::string& base) {
 
 std::string Translator::frozenConstant(int node, const Constant& c) {
   const std::string name = fresh(nodeName(node) + "::constant");
-  builder_.valuesParameter(name, c.shape, c.float32Bytes(), /*trainable=*/false);
+  builder_.valuesParameter(name, c.shape, c.float32Bytes(), /*trainable=*/false, /*constant=*/true);
   return name;
 }
 

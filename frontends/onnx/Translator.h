@@ -119,8 +119,6 @@ struct OpRule {
   std::function<llvm::Error(Translator&, int)> infer;
   // The dtc ops computing them.
   std::function<llvm::Error(Translator&, int)> emit;
-  // Run only inside the patterns that fuse it (an unmatched node is unsupported).
-  bool insidePatternsOnly = false;
   // The inputs it takes (the first minInputs present) — checked before infer sees the node.
   int minInputs = 1, maxInputs = 1;
 };

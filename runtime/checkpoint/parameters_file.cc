@@ -25,7 +25,7 @@ bool widensToF32(DType t) { return t == DType::kF32 || t == DType::kF16 || t == 
 std::map<std::string, const plan::StateTensor*> parametersOf(const Plan& plan) {
   std::map<std::string, const plan::StateTensor*> params;
   for (const plan::StateTensor* s : *plan.root().state())
-    if (s->role() == plan::Role::param) params.emplace(s->name()->str(), s);
+    if (s->role() == plan::Role::param && !s->constant()) params.emplace(s->name()->str(), s);
   return params;
 }
 
@@ -107,7 +107,8 @@ Status loadParametersFile(Executor& ex, const std::string& path) {
   DTC_ASSIGN_OR_RETURN(auto found, matchFile(ex.plan(), file.header(), path));
   std::vector<uint8_t> buffer, other;
   for (const plan::StateTensor* s : *ex.plan().root().state()) {
-    if (s->role() != plan::Role::param || !Plan::onStage(s->stage(), ex.stage())) continue;
+    if (s->role() != plan::Role::param || s->constant() || !Plan::onStage(s->stage(), ex.stage()))
+      continue;
     const std::string name = s->name()->str();
     const std::vector<const io::TensorEntry*>& entries = found.at(name);
     const io::TensorEntry& entry = *entries.front();

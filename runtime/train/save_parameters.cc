@@ -36,7 +36,7 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write) {
   gathered.reserve(plan.root().state()->size());
   received.reserve(plan.root().state()->size());
   for (const plan::StateTensor* s : *plan.root().state()) {
-    if (s->role() != plan::Role::param) continue;
+    if (s->role() != plan::Role::param || s->constant()) continue;
     if (!Plan::onStage(s->stage(), ex.stage())) {
       if (!write) continue;  // another stage's, and not ours to write
       // Whole, from the first device of the stage holding it.

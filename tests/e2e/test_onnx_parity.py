@@ -76,18 +76,25 @@ def compare(name, losses, ref_losses, final, ref_final, weight_tol):
     assert weight_err <= weight_tol, f"{name}: weights differ from PyTorch by {weight_err:.2e}"
 
 
-# ---- an MLP with Sigmoid and a softmax head, trained with MSE (a forward-only export); slices
-# and a concatenation of activations on the way ---------------------------------------------------
+# ---- an MLP with Sigmoid and a softmax head, trained with MSE (a forward-only export); slices,
+# a concatenation, a triangle and masks on its activations, a parameter expanded ------------------
 
 class SoftmaxMlp(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.fc1 = torch.nn.Linear(12, 32)
         self.fc2 = torch.nn.Linear(28, 5)
+        self.shift = torch.nn.Parameter(0.1 * torch.randn(1, 7))
+        self.register_buffer("flip", torch.arange(28) % 3 == 0)
+        self.register_buffer("fill", torch.arange(28) % 5 == 1)
 
     def forward(self, x):
         h = torch.sigmoid(self.fc1(x))
         h = torch.cat([h[:, 20:], h[:, 2:18]], dim=1)  # Slice and Concat on data: [N, 28]
+        # Trilu on data, Expand of a parameter; Where with constant masks, both branches computed
+        # and a constant fill
+        h = torch.triu(h.view(-1, 4, 7), diagonal=1).reshape(-1, 28) + self.shift.expand(4, 7).reshape(28)
+        h = torch.where(self.flip, -h, h).masked_fill(self.fill, 0.25)
         return torch.softmax(self.fc2(h), dim=-1)
 
 
