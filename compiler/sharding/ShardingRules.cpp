@@ -128,14 +128,18 @@ OpShardingRule broadcasting(Operation* op) {
 
 // Losses: every operand dimension is summed into the scalar, except the class dimension of
 // cross-entropy (the softmax needs whole rows).
-OpShardingRule loss(Operation* op, unsigned first, bool classDim, bool isGrad) {
+// Class weights (`weight`, [C]) stay whole; a per-row loss's result has the rows' factors.
+OpShardingRule loss(Operation* op, unsigned first, bool classDim, bool isGrad,
+                    Value weight = Value(), bool perRow = false) {
   RuleBuilder b(op);
   int64_t rank = rankOf(op->getOperand(first));
   SmallVector<int> fs = b.factors(rank);
   if (classDim) fs.back() = -1;
   for (unsigned i = first; i < op->getNumOperands(); ++i)
-    b.operandDims(i, ArrayRef<int>(fs).take_front(rankOf(op->getOperand(i))));
+    if (op->getOperand(i) != weight)
+      b.operandDims(i, ArrayRef<int>(fs).take_front(rankOf(op->getOperand(i))));
   if (isGrad) b.resultDims(0, fs);
+  if (perRow && !isGrad) b.resultDims(0, ArrayRef<int>(fs).take_front(rank - 1));
   return b.take();
 }
 
@@ -327,12 +331,24 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           .Case<BatchMatmulOp>([](BatchMatmulOp o) {
             return matmul(o, o.getTransposeLhs(), o.getTransposeRhs(), rankOf(o.getLhs()) - 2);
           })
-          .Case<SoftmaxCrossEntropyOp, NllLossOp>(
-              [](Operation* o) { return loss(o, 0, true, false); })
-          .Case<NllLossGradOp>([](Operation* o) { return loss(o, 1, true, true); })
+          .Case<SoftmaxCrossEntropyOp>([](Operation* o) { return loss(o, 0, true, false); })
+          .Case<NllLossOp>(
+              [](NllLossOp o) { return loss(o, 0, true, false, o.getWeight(), o.getPerRow()); })
+          .Case<NllLossGradOp>([](NllLossGradOp o) {
+            // A per-row gradient's dloss has the rows' factor.
+            RuleBuilder b(o);
+            SmallVector<int> fs = b.factors(2);
+            fs.back() = -1;
+            b.operandDims(0, o.getPerRow() ? ArrayRef<int>(fs).take_front(1) : ArrayRef<int>{})
+                .operandDims(1, fs)
+                .operandDims(2, ArrayRef<int>(fs).take_front(1))
+                .resultDims(0, fs);
+            return b.take();
+          })
           .Case<SoftmaxCrossEntropyGradOp>([](Operation* o) { return loss(o, 1, true, true); })
           .Case<MseOp>([](Operation* o) { return loss(o, 0, false, false); })
-          .Case<LabelFractionOp>([](Operation* o) { return loss(o, 0, false, false); })
+          .Case<LabelFractionOp>(
+              [](LabelFractionOp o) { return loss(o, 0, false, false, o.getWeight()); })
           .Case<MseGradOp>([](Operation* o) { return loss(o, 1, false, true); })
           .Case<TransposeOp>([](TransposeOp o) { return transpose(o); })
           .Case<SplitOp>([](SplitOp o) {

@@ -79,9 +79,10 @@ Value cloneFromArguments(OpBuilder& b, Value v, IRMapping& map,
 // micro-batch (on its pipeline stage, in micro-batch 0's forward unit).
 void averageLabelFractions(func::FuncOp func, int64_t k) {
   // The K copies of one fraction: one location, one ignored label.
-  std::map<std::pair<const void*, int64_t>, SmallVector<graph::LabelFractionOp>> copies;
+  std::map<std::pair<const void*, const void*>, SmallVector<graph::LabelFractionOp>> copies;
   func.walk([&](graph::LabelFractionOp op) {
-    copies[{op.getLoc().getAsOpaquePointer(), op.getIgnoreIndex()}].push_back(op);
+    copies[{op.getLoc().getAsOpaquePointer(), op.getIgnoreIndexAttr().getAsOpaquePointer()}]
+        .push_back(op);
   });
   OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
   for (auto& [key, ops] : copies) {
@@ -96,6 +97,7 @@ void averageLabelFractions(func::FuncOp func, int64_t k) {
     for (graph::LabelFractionOp op : ops) {
       IRMapping map;
       cloneFromArguments(b, op.getLabels(), map, place);
+      if (op.getWeight()) cloneFromArguments(b, op.getWeight(), map, place);
       Operation* early = b.clone(*op, map);
       place(early);
       if (!sum) {

@@ -70,6 +70,8 @@ class ModelImporter {
   LogicalResult importCrossEntropy(const model::Node& node, Location loc);
   LogicalResult importLabelFraction(const model::Node& node, Location loc);
   IntegerAttr ignoreIndex(const model::Node& node);
+  FailureOr<Value> classWeights(const model::Node& node, ArrayRef<Value> in, size_t index,
+                                Location loc);
   LogicalResult importMse(const model::Node& node, Location loc);
   LogicalResult importEmbedding(const model::Node& node, Location loc);
   LogicalResult importLayerNorm(const model::Node& node, Location loc);

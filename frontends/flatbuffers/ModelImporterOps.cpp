@@ -37,7 +37,7 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Reshape", {&ModelImporter::importReshape, {"shape"}}},
       {"Expand", {&ModelImporter::importExpand, {"shape"}}},
       {"SoftmaxCrossEntropy", {&ModelImporter::importCrossEntropy, {"ignore_index"}}},
-      {"NLLLoss", {&ModelImporter::importCrossEntropy, {"ignore_index"}}},
+      {"NLLLoss", {&ModelImporter::importCrossEntropy, {"ignore_index", "reduction"}}},
       {"LabelFraction", {&ModelImporter::importLabelFraction, {"ignore_index"}}},
       {"MSELoss", {&ModelImporter::importMse, {}}},
       {"Embedding", {&ModelImporter::importEmbedding, {}}},
@@ -173,8 +173,7 @@ LogicalResult ModelImporter::importExpand(const model::Node& node, Location loc)
   SmallVector<int64_t> target(a->ints()->begin(), a->ints()->end()), shape;
   if (!elementCount(target))
     return emitError(loc) << "Expand: invalid shape " << graph::shapeString(target);
-  if (!OpTrait::util::getBroadcastedShape(shapeOf((*in)[0]), target, shape) ||
-      !elementCount(shape))
+  if (!OpTrait::util::getBroadcastedShape(shapeOf((*in)[0]), target, shape) || !elementCount(shape))
     return emitError(loc) << "Expand: " << graph::shapeString(shapeOf((*in)[0]))
                           << " does not broadcast with " << graph::shapeString(target);
   if (ArrayRef<int64_t>(shape) == shapeOf((*in)[0])) return define(node, loc, {(*in)[0]});
@@ -187,25 +186,42 @@ IntegerAttr ModelImporter::ignoreIndex(const model::Node& node) {
   return a ? builder_.getI64IntegerAttr(a->i()) : IntegerAttr();
 }
 
+// Class weights [C] (an optional input `index`) of an NLL loss or label fraction: float32.
+FailureOr<Value> ModelImporter::classWeights(const model::Node& node, ArrayRef<Value> in,
+                                             size_t index, Location loc) {
+  if (in.size() <= index) return Value();
+  Value w = in[index];
+  auto type = cast<RankedTensorType>(w.getType());
+  if (!type.getElementType().isF32() || type.getRank() != 1)
+    return emitError(loc) << node.op_type()->str() << " class weights must be float32 [C], got "
+                          << graph::shapeString(type.getShape());
+  return w;
+}
+
 LogicalResult ModelImporter::importLabelFraction(const model::Node& node, Location loc) {
-  auto in = inputs(node, loc, 1, 1, Operands::AnyElementType);
+  auto in = inputs(node, loc, 1, 2, Operands::AnyElementType);
   if (failed(in)) return failure();
   Value labels = (*in)[0];
   if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
     return emitError(loc) << "LabelFraction labels must be int64 class indices";
-  if (!attribute(node, "ignore_index"))
-    return emitError(loc) << "LabelFraction needs the ignore_index its labels leave out";
-  return define(
-      node, loc,
-      {graph::LabelFractionOp::create(builder_, loc, labels, ignoreIndex(node), IntegerAttr())});
+  FailureOr<Value> weight = classWeights(node, *in, 1, loc);
+  if (failed(weight)) return failure();
+  if (!attribute(node, "ignore_index") && !*weight)
+    return emitError(loc) << "LabelFraction needs the ignore_index its labels leave out, or "
+                             "class weights";
+  return define(node, loc,
+                {graph::LabelFractionOp::create(builder_, loc, labels, *weight, ignoreIndex(node),
+                                                IntegerAttr())});
 }
 
-// SoftmaxCrossEntropy, or NLLLoss (its input already log-probabilities).
+// SoftmaxCrossEntropy, or NLLLoss (its input already log-probabilities; class weights as a third
+// input, and reduction "none" for one loss per position).
 LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Location loc) {
-  auto in = inputs(node, loc, 2, 2, Operands::AnyElementType);
+  const std::string op = node.op_type()->str();
+  auto in = inputs(node, loc, 2, op == "NLLLoss" ? 3 : 2, Operands::AnyElementType);
   if (failed(in)) return failure();
   Value logits = (*in)[0], labels = (*in)[1];
-  const std::string op = node.op_type()->str();
+  SmallVector<int64_t> positions(shapeOf(labels));
   if (!cast<RankedTensorType>(logits.getType()).getElementType().isF32())
     return emitError(loc) << op << " scores must be float32";
   // Sequence models: logits [B, T, V] and labels [B, T] are scored as B·T rows.
@@ -219,10 +235,20 @@ LogicalResult ModelImporter::importCrossEntropy(const model::Node& node, Locatio
     return emitError(loc) << *error;
   if (!cast<RankedTensorType>(labels.getType()).getElementType().isInteger(64))
     return emitError(loc) << op << " labels must be int64 class indices";
-  if (op == "NLLLoss")
-    return define(node, loc,
-                  {graph::NllLossOp::create(builder_, loc, logits, labels, IntegerAttr(),
-                                            ignoreIndex(node))});
+  if (op == "NLLLoss") {
+    FailureOr<Value> weight = classWeights(node, *in, 2, loc);
+    if (failed(weight)) return failure();
+    const model::Attribute* r = attribute(node, "reduction");
+    const std::string reduction = r && r->s() ? r->s()->str() : "mean";
+    if (reduction != "mean" && reduction != "none")
+      return emitError(loc) << "NLLLoss reduction must be mean or none, got '" << reduction << "'";
+    if (*weight && shapeOf(*weight) != ArrayRef<int64_t>{shapeOf(logits)[1]})
+      return emitError(loc) << "NLLLoss class weights " << graph::shapeString(shapeOf(*weight))
+                            << " do not match " << shapeOf(logits)[1] << " classes";
+    Value loss = graph::NllLossOp::create(builder_, loc, logits, labels, *weight, IntegerAttr(),
+                                          ignoreIndex(node), reduction == "none");
+    return define(node, loc, {reduction == "none" ? reshape(loss, positions, loc) : loss});
+  }
   return define(node, loc,
                 {graph::SoftmaxCrossEntropyOp::create(builder_, loc, logits, labels, IntegerAttr(),
                                                       ignoreIndex(node))});

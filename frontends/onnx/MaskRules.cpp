@@ -101,7 +101,8 @@ OpRule whereRule() {
             for (size_t k = 1; k < terms.size(); ++k) {
               const std::string next = t.fresh(out(t, i) + "::sum");
               t.emit(i, "Add", {sum, terms[k]}, {next});
-              t.define(next, kFloat, *broadcastShapes(t.value(sum)->shape, t.value(terms[k])->shape));
+              t.define(next, kFloat,
+                       *broadcastShapes(t.value(sum)->shape, t.value(terms[k])->shape));
               sum = next;
             }
             finish(t, i, sum);
@@ -115,8 +116,8 @@ OpRule triluRule() {
             if (Error e = requireFloat(t, i, {0})) return e;
             if (Error e = requireConstant(t, i, 1, "the diagonal offset k")) return e;
             if (rankOf(*t.input(i, 0)) < 2)
-              return t.nodeError(i, "needs at least 2 dimensions, got " +
-                                        shapeText(t.input(i, 0)->shape));
+              return t.nodeError(
+                  i, "needs at least 2 dimensions, got " + shapeText(t.input(i, 0)->shape));
             t.define(out(t, i), kFloat, t.input(i, 0)->shape);
             return Error::success();
           },

@@ -154,63 +154,106 @@ OpRule layerNormRule() {
           }};
 }
 
-// Softmax cross-entropy over classes on dimension 1 (scores [N, C, d...], labels [N, d...]), mean
-// or summed over every position: the classes moved last for dtc's op, which reads [..., C].
-// With an ignore_index, positions with that label add nothing, and a mean divides by the
-// positions that count: the step's fraction of them (LabelFraction), over the all-position mean.
-void emitCrossEntropy(Translator& t, int i, const std::string& logits, const std::string& labels,
-                      const std::string& output, bool sum, std::optional<int64_t> ignore,
-                      int64_t positions, const std::string& dtcOp) {
+// Softmax cross-entropy over classes on dimension 1 (scores [N, C, d...], labels [N, d...]): the
+// classes moved last for dtc's ops, which read [..., C]. A weighted mean divides by the weights
+// of the step's positions (ignored ones 0), a mean over ignored labels by the positions that
+// count: the label fraction of either, over the all-position mean.
+void emitCrossEntropy(Translator& t, int i, const LossInputs& in, const std::string& output,
+                      const std::string& dtcOp) {
   std::vector<NodeAttr> attrs;
-  if (ignore) attrs.push_back(NodeAttr::integer("ignore_index", *ignore));
-  const bool divides = ignore && !sum;
+  if (in.ignore) attrs.push_back(NodeAttr::integer("ignore_index", *in.ignore));
+  std::vector<std::string> operands = {in.logits, in.labels};
+  if (!in.weights.empty()) operands.push_back(in.weights);
+  if (in.reduction == Reduction::kNone) {
+    attrs.push_back(NodeAttr::text("reduction", "none"));
+    t.emit(i, dtcOp, operands, {output}, attrs);
+    return;
+  }
+  const bool sum = in.reduction == Reduction::kSum;
+  const bool divides = !sum && (in.ignore || !in.weights.empty());
   const std::string mean = sum || divides ? t.fresh(output + "::mean") : output;
-  t.emit(i, dtcOp, {logits, labels}, {mean}, attrs);
+  t.emit(i, dtcOp, operands, {mean}, attrs);
   if (sum)
     t.emit(i, "Scale", {mean}, {output},
-           {NodeAttr::real("factor", static_cast<double>(positions))});
+           {NodeAttr::real("factor", static_cast<double>(in.positions))});
   if (divides) {
     const std::string kept = t.fresh(output + "::kept");
-    t.emit(i, "LabelFraction", {labels}, {kept}, attrs);
+    operands.erase(operands.begin());
+    t.emit(i, "LabelFraction", operands, {kept}, attrs);
     t.emit(i, "Div", {mean, kept}, {output});
   }
 }
 
-// SoftmaxCrossEntropyLoss, or NegativeLogLikelihoodLoss on its own (`dtcOp` NLLLoss; after a
-// LogSoftmax the patterns make it the fused cross-entropy).
+// SoftmaxCrossEntropyLoss (`dtcOp` SoftmaxCrossEntropy), or NegativeLogLikelihoodLoss on its own
+// (NLLLoss; after a LogSoftmax the patterns make it the fused cross-entropy). Class weights, one
+// loss per position, or the log-probabilities as an output make a cross-entropy a LogSoftmax
+// and NLL.
 OpRule crossEntropyRule(const std::string& dtcOp) {
   return {[](Translator& t, int i) -> Error {
             const onnx::NodeProto& n = t.node(i);
-            if (Error e = requireFloat(t, i, {0})) return e;
+            if (Error e = requireFloat(t, i, {0, 2})) return e;
             const Value &scores = *t.input(i, 0), &labels = *t.input(i, 1);
-            if (t.input(i, 2)) return t.nodeError(i, "class weights are not supported yet");
             const std::string reduction = stringAttribute(n, "reduction", "mean");
-            if (reduction != "mean" && reduction != "sum")
-              return t.nodeError(i, "reduction '" + reduction + "' is not supported yet");
+            if (reduction != "mean" && reduction != "sum" && reduction != "none")
+              return t.nodeError(i, "reduction '" + reduction + "' is not mean, sum or none");
             Shape positions = scores.shape;
             if (rankOf(scores) >= 2) positions.erase(positions.begin() + 1);
             if (rankOf(scores) < 2 || labels.type != kInt64 || labels.shape != positions)
               return t.nodeError(i, "needs scores [N, C, ...] and int64 labels [N, ...], got " +
                                         shapeText(scores.shape) + " and " +
                                         shapeText(labels.shape));
-            t.define(out(t, i), kFloat, {});
+            if (const Value* w = t.input(i, 2); w && w->shape != Shape{scores.shape[1]})
+              return t.nodeError(i, "class weights " + shapeText(w->shape) + " do not match " +
+                                        std::to_string(scores.shape[1]) + " classes");
+            t.define(out(t, i), kFloat, reduction == "none" ? positions : Shape{});
+            if (n.output_size() > 1 && !n.output(1).empty())
+              t.define(n.output(1), kFloat, scores.shape);  // SoftmaxCrossEntropyLoss's log_prob
             return Error::success();
           },
           [dtcOp](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
             const Value& scores = *t.input(i, 0);
+            const int64_t rank = rankOf(scores);
             std::string logits = scores.name;
-            if (rankOf(scores) > 2) {
-              std::vector<int64_t> perm = {0};
-              for (int64_t d = 2; d < rankOf(scores); ++d) perm.push_back(d);
-              perm.push_back(1);
+            std::vector<int64_t> perm = {0};
+            for (int64_t d = 2; d < rank; ++d) perm.push_back(d);
+            perm.push_back(1);
+            if (rank > 2) {
               logits = t.fresh(out(t, i) + "::classes_last");
               t.emit(i, "Transpose", {scores.name}, {logits}, {NodeAttr::ints("perm", perm)});
             }
-            const bool sum = stringAttribute(t.node(i), "reduction", "mean") == "sum";
-            const onnx::AttributeProto* ignore = findAttribute(t.node(i), "ignore_index");
-            emitCrossEntropy(t, i, logits, operand(t, i, 1), out(t, i), sum,
-                             ignore ? std::optional<int64_t>(ignore->i()) : std::nullopt,
-                             elementsOf(t.input(i, 1)->shape), dtcOp);
+            const std::string reduction = stringAttribute(n, "reduction", "mean");
+            const onnx::AttributeProto* ignore = findAttribute(n, "ignore_index");
+            // Class weights are constants (initializers no gradient reaches) or data.
+            std::string weights;
+            if (const Constant* w = t.constant(i, 2))
+              weights = t.frozenConstant(i, *w);
+            else if (t.input(i, 2))
+              weights = operand(t, i, 2);
+            LossInputs in{logits,
+                          operand(t, i, 1),
+                          weights,
+                          reduction == "sum"    ? Reduction::kSum
+                          : reduction == "none" ? Reduction::kNone
+                                                : Reduction::kMean,
+                          ignore ? std::optional<int64_t>(ignore->i()) : std::nullopt,
+                          static_cast<int64_t>(elementsOf(t.input(i, 1)->shape))};
+            const bool logProbs = n.output_size() > 1 && !n.output(1).empty();
+            std::string op = dtcOp;
+            if (op == "SoftmaxCrossEntropy" &&
+                (logProbs || !in.weights.empty() || in.reduction == Reduction::kNone)) {
+              const std::string lp =
+                  logProbs && rank == 2 ? n.output(1) : t.fresh(out(t, i) + "::log_probs");
+              t.emit(i, "LogSoftmax", {logits}, {lp});
+              if (logProbs && rank > 2) {  // back to [N, C, d...]
+                std::vector<int64_t> inverse(rank);
+                for (int64_t d = 0; d < rank; ++d) inverse[perm[d]] = d;
+                t.emit(i, "Transpose", {lp}, {n.output(1)}, {NodeAttr::ints("perm", inverse)});
+              }
+              in.logits = lp;
+              op = "NLLLoss";
+            }
+            emitCrossEntropy(t, i, in, out(t, i), op);
             return Error::success();
           }};
 }

@@ -365,7 +365,11 @@ bool matchCrossEntropy(Translator& t, int root) {
   const bool sum = reduction == "sum";
   const int64_t positions = labels->shape[0];
   m.record(root, [&t, xName, labelName, out, sum, ignore, positions](int named) {
-    rules::emitCrossEntropy(t, named, xName, labelName, out, sum, ignore, positions);
+    rules::emitCrossEntropy(
+        t, named,
+        {xName, labelName, "", sum ? rules::Reduction::kSum : rules::Reduction::kMean, ignore,
+         positions},
+        out);
     return Error::success();
   });
   return true;

@@ -79,11 +79,20 @@ OpRule softmaxRule(const std::string& dtcOp);
 
 // ---- embeddings, normalisation, losses, convolutional networks (NetworkRules.cpp)
 OpRule gatherRule();
-// dtc's softmax cross-entropy of `logits` [.., C] and `labels` into `output`: mean, or summed
-// over the `positions`; with `ignore`, positions labelled it left out (a mean over the others).
-void emitCrossEntropy(Translator& t, int i, const std::string& logits, const std::string& labels,
-                      const std::string& output, bool sum, std::optional<int64_t> ignore,
-                      int64_t positions, const std::string& dtcOp = "SoftmaxCrossEntropy");
+// How a loss over positions is reduced (ONNX's `reduction`).
+enum class Reduction { kMean, kSum, kNone };
+// A per-position loss of `logits` [.., C] and `labels` [..]: dtc's softmax cross-entropy, or
+// NLL of log-probabilities (`dtcOp` NLLLoss), with optional class `weights` [C] (NLL only).
+struct LossInputs {
+  std::string logits, labels, weights;
+  Reduction reduction = Reduction::kMean;
+  std::optional<int64_t> ignore;  // positions labelled it count for nothing
+  int64_t positions = 0;
+};
+// Emits the loss into `output`: each position's loss (kNone), their sum, or their mean, weighted
+// by the weights of the positions' classes (ignored positions left out).
+void emitCrossEntropy(Translator& t, int i, const LossInputs& in, const std::string& output,
+                      const std::string& dtcOp = "SoftmaxCrossEntropy");
 OpRule layerNormRule();
 OpRule crossEntropyRule(const std::string& dtcOp);
 OpRule convRule();

@@ -173,21 +173,25 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx) {
 }
 
 StatusOr<BoundStep> bindNllLoss(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropy(ctx));
+  DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLoss(ctx));
   TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
+  const float* weight = d.weighted ? ctx.inputs[2].f32() : nullptr;
+  const cpu::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
   std::string where = ctx.where();
   return BoundStep([=] {
-    if (!cpu::nllLoss(x.f32(), labels.i64(), d.rows, d.classes, loss.f32(), d.divisor, d.ignored))
+    if (!cpu::nllLoss(x.f32(), labels.i64(), weight, shape, loss.f32(), d.ignored))
       return Status::InvalidInput(where + labelOutsideMessage(d.classes));
     return Status::Ok();
   });
 }
 
 StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropyGrad(ctx));
+  DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLossGrad(ctx));
   TensorView dloss = ctx.inputs[0], labels = ctx.inputs[2], dx = ctx.outputs[0];
+  const float* weight = d.weighted ? ctx.inputs[3].f32() : nullptr;
+  const cpu::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
   return BoundStep([=] {
-    cpu::nllLossGrad(dloss.f32(), labels.i64(), d.rows, d.classes, dx.f32(), d.divisor, d.ignored);
+    cpu::nllLossGrad(dloss.f32(), labels.i64(), weight, shape, dx.f32(), d.ignored);
     return Status::Ok();
   });
 }
@@ -195,8 +199,10 @@ StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx) {
 StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
   TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
+  const float* weight = d.classes ? ctx.inputs[1].f32() : nullptr;
   return BoundStep([=] {
-    *out.f32() = cpu::labelFraction(labels.i64(), d.labels, d.ignore, d.divisor);
+    *out.f32() =
+        cpu::labelFraction(labels.i64(), d.labels, weight, d.classes, d.ignored, d.divisor);
     return Status::Ok();
   });
 }

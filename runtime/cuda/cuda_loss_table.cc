@@ -9,25 +9,21 @@
 namespace dtc::cuda {
 namespace {
 
-// A loss summed from one double per row (its step scratch) with a flag for labels that are no
-// class: cross-entropy (`launch` = kernels::softmaxCrossEntropy) or NLL (kernels::nllLoss).
-template <typename Launch>
-StatusOr<BoundStep> bindRowLoss(const StepContext& ctx, Device& dev, Launch launch) {
+// The mean loss is summed from one double per row (its step scratch); a flag reports labels that
+// are no class.
+StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropy(ctx));
-  TensorView scores = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
+  TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
   DTC_ASSIGN_OR_RETURN(void* rowLoss, stepScratch(ctx, dev, d.rows * sizeof(double)));
   DTC_ASSIGN_OR_RETURN(int* bad, dataErrorFlag(dev, ctx, labelOutsideMessage(d.classes)));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(launch(scores.f32(), labels.i64(), d.rows, d.classes, d.divisor, d.ignored,
-                           loss.f32(), static_cast<double*>(rowLoss), bad, stream),
+    return launched(kernels::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes,
+                                                 d.divisor, d.ignored, loss.f32(),
+                                                 static_cast<double*>(rowLoss), bad, stream),
                     where);
   });
-}
-
-StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx, Device& dev) {
-  return bindRowLoss(ctx, dev, kernels::softmaxCrossEntropy);
 }
 
 StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
@@ -45,30 +41,48 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
 }
 
 StatusOr<BoundStep> bindNllLoss(const StepContext& ctx, Device& dev) {
-  return bindRowLoss(ctx, dev, kernels::nllLoss);
-}
-
-StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropyGrad(ctx));
-  TensorView dloss = ctx.inputs[0], labels = ctx.inputs[2], dx = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLoss(ctx));
+  TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
+  const float* weight = d.weighted ? ctx.inputs[2].f32() : nullptr;
+  void* rowLoss = nullptr;
+  if (!d.perRow) {
+    DTC_ASSIGN_OR_RETURN(rowLoss, stepScratch(ctx, dev, d.rows * sizeof(double)));
+  }
+  DTC_ASSIGN_OR_RETURN(int* bad, dataErrorFlag(dev, ctx, labelOutsideMessage(d.classes)));
+  const kernels::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::nllLossGrad(dloss.f32(), labels.i64(), d.rows, d.classes, d.divisor,
-                                         d.ignored, dx.f32(), stream),
+    return launched(kernels::nllLoss(x.f32(), labels.i64(), weight, shape, d.ignored, loss.f32(),
+                                     static_cast<double*>(rowLoss), bad, stream),
                     where);
+  });
+}
+
+StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLossGrad(ctx));
+  TensorView dloss = ctx.inputs[0], labels = ctx.inputs[2], dx = ctx.outputs[0];
+  const float* weight = d.weighted ? ctx.inputs[3].f32() : nullptr;
+  const kernels::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(
+        kernels::nllLossGrad(dloss.f32(), labels.i64(), weight, shape, d.ignored, dx.f32(), stream),
+        where);
   });
 }
 
 StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
   TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
+  const float* weight = d.classes ? ctx.inputs[1].f32() : nullptr;
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(
-        kernels::labelFraction(labels.i64(), d.labels, d.ignore, d.divisor, out.f32(), stream),
-        where);
+    return launched(kernels::labelFraction(labels.i64(), d.labels, weight, d.classes, d.ignored,
+                                           d.divisor, out.f32(), stream),
+                    where);
   });
 }
 

@@ -61,19 +61,69 @@ inline StatusOr<CrossEntropyDims> checkCrossEntropyGrad(const StepContext& ctx) 
   return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor, ignoredLabel(ctx)};
 }
 
-// label_fraction: int64 labels (any shape) -> the fraction of them not ignore_index, of
-// `count` (0: their own number).
+// nll_loss: (log-probabilities x [rows, C], labels [rows], class weights [C]?) -> the mean (a
+// scalar), or with `per_row` each row's loss [rows]. nll_loss_grad: (dloss, x, labels,
+// weights?) -> dx, dloss a scalar or (per_row) [rows].
+struct NllDims {
+  int64_t rows = 0, classes = 0, divisor = 0;
+  IgnoredLabel ignored;
+  bool weighted = false, perRow = false;
+};
+
+inline StatusOr<NllDims> nllDims(const StepContext& ctx, size_t first) {
+  const size_t n = ctx.inputs.size();
+  if (n != first + 2 && n != first + 3)
+    return invalid(ctx, "expects " + std::to_string(first + 2) + " inputs, or " +
+                            std::to_string(first + 3) + " with class weights");
+  DTC_RETURN_IF_ERROR(expect(ctx, n, 1, {first + 1}));
+  const TensorView &x = ctx.inputs[first], &labels = ctx.inputs[first + 1];
+  DTC_RETURN_IF_ERROR(crossEntropyShapes(ctx, x, labels));
+  NllDims d{x.shape[0],        x.shape[1],     0,
+            ignoredLabel(ctx), n == first + 3, ctx.intAttr("per_row") != 0};
+  if (d.weighted && ctx.inputs[first + 2].shape != Shape{d.classes})
+    return invalid(ctx, "class weights " + str(ctx.inputs[first + 2].shape) + " do not match " +
+                            std::to_string(d.classes) + " classes");
+  if (!d.perRow) {
+    DTC_ASSIGN_OR_RETURN(d.divisor, lossDivisor(ctx, d.rows));
+  }
+  return d;
+}
+
+inline StatusOr<NllDims> checkNllLoss(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(NllDims d, nllDims(ctx, 0));
+  if (d.perRow ? ctx.outputs[0].shape != Shape{d.rows} : ctx.outputs[0].numElements() != 1)
+    return invalid(ctx, d.perRow ? "a per-row loss must be [rows]" : "loss must be a scalar");
+  return d;
+}
+
+inline StatusOr<NllDims> checkNllLossGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(NllDims d, nllDims(ctx, 1));
+  if (d.perRow ? ctx.inputs[0].shape != Shape{d.rows} : ctx.inputs[0].numElements() != 1)
+    return invalid(ctx, d.perRow ? "a per-row dloss must be [rows]" : "dloss must be a scalar");
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
+  return d;
+}
+
+// label_fraction: (int64 labels (any shape), class weights [C]?) -> the labels that are not
+// ignore_index, each counted 1 or its class's weight (0 when it is no class), over `count`
+// (0: their own number).
 struct LabelFractionDims {
-  int64_t labels = 0, divisor = 0, ignore = 0;
+  int64_t labels = 0, divisor = 0, classes = 0;
+  IgnoredLabel ignored;
 };
 
 inline StatusOr<LabelFractionDims> checkLabelFraction(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, 1, {0}));
+  const size_t n = ctx.inputs.size();
+  if (n != 1 && n != 2) return invalid(ctx, "expects labels, and optionally class weights");
+  DTC_RETURN_IF_ERROR(expect(ctx, n, 1, {0}));
   if (ctx.outputs[0].numElements() != 1) return invalid(ctx, "the fraction must be a scalar");
-  if (!ctx.hasAttr("ignore_index")) return invalid(ctx, "needs the ignore_index it counts out");
-  const int64_t n = ctx.inputs[0].numElements();
-  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, n));
-  return LabelFractionDims{n, divisor, ctx.intAttr("ignore_index")};
+  if (n == 2 && ctx.inputs[1].shape.size() != 1)
+    return invalid(ctx, "class weights must be [C], got " + str(ctx.inputs[1].shape));
+  if (n == 1 && !ctx.hasAttr("ignore_index"))
+    return invalid(ctx, "needs the ignore_index it counts out, or class weights");
+  const int64_t labels = ctx.inputs[0].numElements();
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, labels));
+  return LabelFractionDims{labels, divisor, n == 2 ? ctx.inputs[1].shape[0] : 0, ignoredLabel(ctx)};
 }
 
 // Mean squared error over `elements` values.

@@ -399,9 +399,58 @@ def padded_lm_case(work):
         compare(f"padded lm {name} against one device", losses2, losses, final2, final, 1e-5)
 
 
+# ---- the same language model with class weights (a buffer) and a per-token loss weighted by the
+# data (reduction="none"), padding included -------------------------------------------------------
+
+class WeightedLm(TinyLm):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("class_weight", torch.linspace(0.25, 2.0, 16))
+
+    def forward(self, idx, targets, token_weight):
+        logits = self.head(torch.tanh(self.fc(self.wte(idx)))).view(-1, 16)
+        weighted = F.cross_entropy(logits, targets.view(-1), weight=self.class_weight, ignore_index=-100)
+        per_token = F.cross_entropy(logits, targets.view(-1), ignore_index=-100, reduction="none")
+        return weighted + (per_token.view_as(token_weight) * token_weight).mean()
+
+
+def weighted_lm_case(work):
+    torch.manual_seed(0)
+    module = WeightedLm()
+    path = os.path.join(work, "weighted-lm.onnx")
+    zeros = torch.zeros(2, 6, dtype=torch.long)
+    export(module, (zeros, zeros, torch.ones(2, 6)), path, ["idx", "targets", "token_weight"], ["loss"],
+           ["idx", "targets", "token_weight"])
+    rng = np.random.default_rng(5)
+    n, t = 32, 6
+    data = os.path.join(work, "weighted-lm-data")
+    os.makedirs(data)
+    idx = rng.integers(0, 16, (n, t))
+    targets = rng.integers(0, 16, (n, t))
+    for row in range(n):
+        targets[row, t - row % t:] = -100
+    token_weight = rng.uniform(0, 2, (n, t)).astype(np.float32)
+    for name, value in (("idx", idx), ("targets", targets), ("token_weight", token_weight)):
+        np.save(os.path.join(data, f"{name}.npy"), value)
+    flags = ["--optimizer", "adamw", "--lr", "0.01", "--eps", "1e-6"]
+    init, final, losses = dtc_run(path, work, "wlm", flags, data)
+    same_initial_weights("weighted lm", module, init)
+    opt = torch.optim.AdamW(module.parameters(), lr=0.01, eps=1e-6)
+    ref_losses, ref_final = torch_reference(
+        module, opt, n, lambda rows: module(*(torch.from_numpy(a[rows]) for a in (idx, targets, token_weight))))
+    compare("lm with class weights and a per-token loss", losses, ref_losses, final, ref_final, 1e-4)
+    # The weighted mean divides by the step's weights, whichever rank or micro-batch holds them.
+    for name, extra, devices, batch in (("dp2", ["--mesh", "dp=2"], 2, BATCH),
+                                        ("dp2-acc2", ["--mesh", "dp=2", "--accumulate", "2"], 2, BATCH // 2),
+                                        ("pp2", ["--mesh", "pp=2", "--microbatches", "2"], 2, BATCH)):
+        _, final2, losses2 = dtc_run(path, work, f"wlm-{name}", flags + extra, data, devices=devices, batch=batch)
+        compare(f"weighted lm {name} against one device", losses2, losses, final2, final, 1e-5)
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         padded_lm_case(work)
+        weighted_lm_case(work)
         mlp_case(work)
         gpt_case(work)
         cnn_case(work)

@@ -120,14 +120,32 @@ def cases(rng):
         "NLLLoss_ignore": ({"x": [B, 5]}, ("NLLLoss", ["x", "labels"], [integer("ignore_index", 2)]),
                            lambda p, d: F.nll_loss(p["x"], d["labels"], ignore_index=2, reduction="sum") / B,
                            {"labels": ("i64", labels)}),
+        # Class weights scale each row's term; the op still divides by all rows (LabelFraction
+        # with the same weights is the weighted mean's divisor).
+        "NLLLoss_weighted": ({"x": [B, 5], "cw": [5]}, ("NLLLoss", ["x", "labels", "cw"], [integer("ignore_index", 2)]),
+                             lambda p, d: F.nll_loss(p["x"], d["labels"], weight=p["cw"], ignore_index=2,
+                                                     reduction="sum") / B,
+                             {"labels": ("i64", labels)}),
+        "NLLLoss_per_row": ({"x": [B, 5], "cw": [5]},
+                            [("NLLLoss", ["x", "labels", "cw"], [text("reduction", "none"), integer("ignore_index", 2)],
+                              ["out"])],
+                            lambda p, d: F.nll_loss(p["x"], d["labels"], weight=p["cw"], ignore_index=2,
+                                                    reduction="none"),
+                            {"labels": ("i64", labels)}),
+        "NLLLoss_per_position": ({"x": [B, 3, 5]},
+                                 [("NLLLoss", ["x", "ids"], [text("reduction", "none")], ["out"])],
+                                 lambda p, d: F.nll_loss(p["x"].transpose(1, 2), d["ids"] % 5, reduction="none"),
+                                 {"ids": ("i64", ids % 5)}),
     }
 
 
 # Inputs that must be positive: logarithms, roots, divisors.
-POSITIVE = {"Log": ["x"], "Sqrt": ["x"], "Reciprocal": ["x"], "Div_broadcast": ["c"]}
+POSITIVE = {"Log": ["x"], "Sqrt": ["x"], "Reciprocal": ["x"], "Div_broadcast": ["c"], "NLLLoss_weighted": ["cw"],
+            "NLLLoss_per_row": ["cw"]}
 
-# Running statistics are buffers: not trainable, updated by the forward pass.
-BUFFERS = {"rm", "rv"}
+# Buffers: not trainable. BatchNorm's running statistics are updated by the forward pass; class
+# weights stay.
+BUFFERS = {"rm", "rv", "cw"}
 
 
 def model_json(name, params, values, node, data, out_shape):

@@ -167,9 +167,11 @@ Grads SoftmaxCrossEntropyOp::buildGradients(OpBuilder& b, ValueRange dys) {
 }
 
 Grads NllLossOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  Value dx = NllLossGradOp::create(b, getLoc(), dys[0], getX(), getLabels(), getCountAttr(),
-                                   getIgnoreIndexAttr());
-  return SmallVector<Value>{dx, Value()};
+  Value dx = NllLossGradOp::create(b, getLoc(), dys[0], getX(), getLabels(), getWeight(),
+                                   getCountAttr(), getIgnoreIndexAttr(), getPerRowAttr());
+  SmallVector<Value> grads(getNumOperands(), Value());  // none for labels and weights
+  grads[0] = dx;
+  return grads;
 }
 
 Grads MseOp::buildGradients(OpBuilder& b, ValueRange dys) {

@@ -192,7 +192,17 @@ LogicalResult NllLossOp::inferReturnTypes(MLIRContext* ctx, std::optional<Locati
                                           Adaptor adaptor, SmallVectorImpl<Type>& types) {
   if (auto error = checkCrossEntropy(shapeOf(adaptor.getX()), shapeOf(adaptor.getLabels())))
     return emitOptionalError(loc, *error);
-  types.push_back(scalarF32(ctx));
+  types.push_back(adaptor.getPerRow() ? Type(RankedTensorType::get(shapeOf(adaptor.getLabels()),
+                                                                   Float32Type::get(ctx)))
+                                      : Type(scalarF32(ctx)));
+  return success();
+}
+
+LogicalResult NllLossOp::verify() {
+  if (getWeight() && shapeOf(getWeight()) != ArrayRef<int64_t>{shapeOf(getX())[1]})
+    return emitOpError("class weights ") << shapeString(shapeOf(getWeight())) << " do not match "
+                                         << shapeOf(getX())[1] << " classes";
+  if (getPerRow() && getCount()) return emitOpError("a per-row loss has no mean count");
   return success();
 }
 
@@ -263,9 +273,9 @@ std::optional<int64_t> dtc::graph::meanCount(Operation* op) {
     own = rows(ce.getLogits());
   else if (auto mse = dyn_cast<MseOp>(op))
     own = numel(mse.getPred());
-  else if (auto nll = dyn_cast<NllLossOp>(op))
+  else if (auto nll = dyn_cast<NllLossOp>(op); nll && !nll.getPerRow())
     own = rows(nll.getX());
-  else if (auto nll = dyn_cast<NllLossGradOp>(op))
+  else if (auto nll = dyn_cast<NllLossGradOp>(op); nll && !nll.getPerRow())
     own = rows(nll.getX());
   else if (auto fraction = dyn_cast<LabelFractionOp>(op))
     own = numel(fraction.getLabels());

@@ -260,19 +260,32 @@ def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
 }
 
 def Graph_NllLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
-  let summary = "Mean over rows of −x[label] (F.nll_loss on log-probabilities x [rows, classes])";
+  let summary = "Mean over rows of −w[label]·x[label] (F.nll_loss on log-probabilities x [rows, C])";
   let description = [{
-    With `ignore_index`, rows whose label is it add nothing, as softmax_cross_entropy's.
+    With `ignore_index`, rows whose label is it add nothing, as softmax_cross_entropy's. The
+    class weights `weight` [C] (1 when absent) scale each row's term; the mean still divides
+    by the rows (`count`), and label_fraction with the same weights is the weighted mean's
+    divisor. With `per_row`, the result is each row's −w[label]·x[label] ([rows], 0 on ignored
+    rows): F.nll_loss's reduction='none'.
   }];
   let arguments = (ins Graph_F32Tensor:$x, Graph_LabelTensor:$labels,
-                       OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index);
-  let results = (outs Graph_F32Scalar:$loss);
-  let assemblyFormat = "$x `,` $labels attr-dict `:` type($x) `,` type($labels)";
+                       Optional<Graph_F32Tensor>:$weight,
+                       OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedAttr<BoolAttr, "false">:$per_row);
+  let results = (outs Graph_F32Tensor:$loss);
+  let assemblyFormat = [{
+    $x `,` $labels (`,` $weight^)? attr-dict `:` type($x) `,` type($labels) (`,` type($weight)^)?
+    `->` type($loss)
+  }];
+  let hasVerifier = 1;
 }
 def Graph_NllLossGradOp : Graph_Op<"nll_loss_grad", [Pure, InferTypeOpAdaptor]> {
-  let summary = "−dloss / rows at each row's label, 0 elsewhere (x gives the shape)";
-  let arguments = (ins Graph_F32Scalar:$dloss, Graph_F32Tensor:$x, Graph_LabelTensor:$labels,
-                       OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index);
+  let summary = "−dloss·w[label] / rows at each row's label, 0 elsewhere (x gives the shape)";
+  let description = [{ With `per_row`, dloss holds one value per row, and nothing divides. }];
+  let arguments = (ins Graph_F32Tensor:$dloss, Graph_F32Tensor:$x, Graph_LabelTensor:$labels,
+                       Optional<Graph_F32Tensor>:$weight,
+                       OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index,
+                       DefaultValuedAttr<BoolAttr, "false">:$per_row);
   let results = (outs Graph_F32Tensor:$dx);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -283,12 +296,16 @@ def Graph_LabelFractionOp : Graph_Op<"label_fraction", [Pure, InferTypeOpAdaptor
     A loss whose ignored rows add nothing, divided by this, is the mean over the rows that
     count (F.cross_entropy with ignore_index): a mean-count op, so a partitioned batch's
     fractions are summands of the global one, and gradient accumulation averages it over the
-    step's micro-batches before the first uses it.
+    step's micro-batches before the first uses it. With class weights `weight` [C], each label
+    counts as its class's weight (a label that is no class counts 0): the divisor of
+    F.nll_loss's weighted mean.
   }];
-  let arguments = (ins Graph_LabelTensor:$labels, I64Attr:$ignore_index,
-                       OptionalAttr<I64Attr>:$count);
+  let arguments = (ins Graph_LabelTensor:$labels, Optional<Graph_F32Tensor>:$weight,
+                       OptionalAttr<I64Attr>:$ignore_index, OptionalAttr<I64Attr>:$count);
   let results = (outs Graph_F32Scalar:$fraction);
-  let assemblyFormat = "$labels attr-dict `:` type($labels)";
+  let assemblyFormat = [{
+    $labels (`,` $weight^)? attr-dict `:` type($labels) (`,` type($weight)^)?
+  }];
 }
 
 def Graph_MseOp : Graph_Op<"mse", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {

@@ -67,15 +67,23 @@ bool softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t row
 void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                              int64_t rows, int64_t classes, float* dlogits, ThreadPool& pool,
                              int64_t divisor = 0, IgnoredLabel ignored = {});
-// Mean over rows of −x[label] (F.nll_loss on log-probabilities), divided and with ignored rows
-// as softmaxCrossEntropy; false for a label outside [0, classes) that is not ignored.
-bool nllLoss(const float* x, const int64_t* labels, int64_t rows, int64_t classes, float* loss,
-             int64_t divisor = 0, IgnoredLabel ignored = {});
-// dx = −dloss / divisor (0: rows) at each row's label, 0 elsewhere and on ignored rows.
-void nllLossGrad(const float* dloss, const int64_t* labels, int64_t rows, int64_t classes,
-                 float* dx, int64_t divisor = 0, IgnoredLabel ignored = {});
-// The labels not `ignore`, counted and divided by `divisor` (0: n).
-float labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor = 0);
+// F.nll_loss on log-probabilities x [rows, classes]: each row's −w[label]·x[label] (w: the class
+// weights, null for 1s; 0 on ignored rows), into loss[r] when `perRow`, else their sum divided by
+// `divisor` (0: rows) into *loss. False for a label outside [0, classes) that is not ignored.
+struct NllShape {
+  int64_t rows = 0, classes = 0, divisor = 0;
+  bool perRow = false;
+};
+bool nllLoss(const float* x, const int64_t* labels, const float* weight, NllShape s, float* loss,
+             IgnoredLabel ignored = {});
+// dx = −w[label]·dloss[r] (per row) or −w[label]·dloss / divisor at each row's label, 0
+// elsewhere and on ignored rows.
+void nllLossGrad(const float* dloss, const int64_t* labels, const float* weight, NllShape s,
+                 float* dx, IgnoredLabel ignored = {});
+// The labels not ignored, each counted 1 or (with class weights over `classes`) its class's
+// weight, 0 when it is no class; divided by `divisor` (0: n).
+float labelFraction(const int64_t* labels, int64_t n, const float* weight, int64_t classes,
+                    IgnoredLabel ignored, int64_t divisor = 0);
 
 // Mean squared error over n elements, as F.mse_loss with reduction="mean"; divides by
 // `divisor` (0: n) as softmaxCrossEntropy.

@@ -93,31 +93,50 @@ void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int6
   });
 }
 
-bool nllLoss(const float* x, const int64_t* labels, int64_t rows, int64_t classes, float* loss,
-             int64_t divisor, IgnoredLabel ignored) {
+bool nllLoss(const float* x, const int64_t* labels, const float* weight, NllShape s, float* loss,
+             IgnoredLabel ignored) {
   double total = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (ignored.ignores(labels[r])) continue;
-    if (labels[r] < 0 || labels[r] >= classes) return false;
-    total -= static_cast<double>(x[r * classes + labels[r]]);
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const int64_t label = labels[r];
+    double term = 0;
+    if (!ignored.ignores(label)) {
+      if (label < 0 || label >= s.classes) return false;
+      term = -static_cast<double>(x[r * s.classes + label]) * (weight ? weight[label] : 1.0);
+    }
+    if (s.perRow)
+      loss[r] = static_cast<float>(term);
+    else
+      total += term;
   }
-  *loss = static_cast<float>(total / static_cast<double>(divisor ? divisor : rows));
+  if (!s.perRow)
+    *loss = static_cast<float>(total / static_cast<double>(s.divisor ? s.divisor : s.rows));
   return true;
 }
 
-void nllLossGrad(const float* dloss, const int64_t* labels, int64_t rows, int64_t classes,
-                 float* dx, int64_t divisor, IgnoredLabel ignored) {
-  const float value = -*dloss / static_cast<float>(divisor ? divisor : rows);
-  std::fill(dx, dx + rows * classes, 0.0f);
-  for (int64_t r = 0; r < rows; ++r)
-    if (!ignored.ignores(labels[r]) && labels[r] >= 0 && labels[r] < classes)
-      dx[r * classes + labels[r]] = value;
+void nllLossGrad(const float* dloss, const int64_t* labels, const float* weight, NllShape s,
+                 float* dx, IgnoredLabel ignored) {
+  const float mean = s.perRow ? 0.0f : -*dloss / static_cast<float>(s.divisor ? s.divisor : s.rows);
+  std::fill(dx, dx + s.rows * s.classes, 0.0f);
+  for (int64_t r = 0; r < s.rows; ++r) {
+    const int64_t label = labels[r];
+    if (ignored.ignores(label) || label < 0 || label >= s.classes) continue;
+    const float value = s.perRow ? -dloss[r] : mean;
+    dx[r * s.classes + label] = weight ? value * weight[label] : value;
+  }
 }
 
-float labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor) {
-  int64_t kept = 0;
-  for (int64_t i = 0; i < n; ++i) kept += labels[i] != ignore;
-  return static_cast<float>(static_cast<double>(kept) / static_cast<double>(divisor ? divisor : n));
+float labelFraction(const int64_t* labels, int64_t n, const float* weight, int64_t classes,
+                    IgnoredLabel ignored, int64_t divisor) {
+  double kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t label = labels[i];
+    if (ignored.ignores(label)) continue;
+    if (!weight)
+      kept += 1;
+    else if (label >= 0 && label < classes)
+      kept += weight[label];
+  }
+  return static_cast<float>(kept / static_cast<double>(divisor ? divisor : n));
 }
 
 void mse(const float* pred, const float* target, int64_t n, float* loss, ThreadPool& pool,

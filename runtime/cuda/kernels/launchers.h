@@ -84,17 +84,24 @@ cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int6
 cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                                     int64_t rows, int64_t classes, int64_t divisor,
                                     IgnoredLabel ignored, float* dlogits, cudaStream_t stream);
-// Σ over rows of −x[label] / divisor (0: rows), ignored rows left out; `rowLoss` holds `rows`
-// doubles; a label outside [0, classes) sets *badLabel.
-cudaError_t nllLoss(const float* x, const int64_t* labels, int64_t rows, int64_t classes,
-                    int64_t divisor, IgnoredLabel ignored, float* loss, double* rowLoss,
-                    int* badLabel, cudaStream_t stream);
-// dx = −*dloss / divisor at each row's label, 0 elsewhere and on ignored rows.
-cudaError_t nllLossGrad(const float* dloss, const int64_t* labels, int64_t rows, int64_t classes,
-                        int64_t divisor, IgnoredLabel ignored, float* dx, cudaStream_t stream);
-// *out = the labels not `ignore`, counted, / divisor (0: n).
-cudaError_t labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor,
-                          float* out, cudaStream_t stream);
+// F.nll_loss: each row's −w[label]·x[label] (`weight` null: 1s; 0 on ignored rows), into
+// loss[r] when `perRow`, else Σ / divisor (0: rows) into *loss (`rowLoss`: `rows` doubles).
+// A label outside [0, classes) sets *badLabel.
+struct NllShape {
+  int64_t rows = 0, classes = 0, divisor = 0;
+  bool perRow = false;
+};
+cudaError_t nllLoss(const float* x, const int64_t* labels, const float* weight, NllShape s,
+                    IgnoredLabel ignored, float* loss, double* rowLoss, int* badLabel,
+                    cudaStream_t stream);
+// dx = −w[label]·dloss[r] (per row) or −w[label]·*dloss / divisor at each row's label, 0
+// elsewhere and on ignored rows.
+cudaError_t nllLossGrad(const float* dloss, const int64_t* labels, const float* weight, NllShape s,
+                        IgnoredLabel ignored, float* dx, cudaStream_t stream);
+// *out = the labels not ignored, each counted 1 or its class's weight (`weight` over `classes`;
+// 0 when it is no class), / divisor (0: n).
+cudaError_t labelFraction(const int64_t* labels, int64_t n, const float* weight, int64_t classes,
+                          IgnoredLabel ignored, int64_t divisor, float* out, cudaStream_t stream);
 cudaError_t mse(const float* pred, const float* target, int64_t n, int64_t divisor, float* loss,
                 double* partial, cudaStream_t stream);
 cudaError_t mseGrad(const float* dloss, const float* pred, const float* target, int64_t n,

@@ -55,29 +55,52 @@ __global__ void crossEntropyRows(const float* logits, const int64_t* labels, int
   }
 }
 
-// rowLoss[r] = −x[r, label] (0 on ignored rows); a label outside the classes sets *badLabel.
-__global__ void nllRows(const float* x, const int64_t* labels, int64_t rows, int64_t classes,
-                        IgnoredLabel ignored, double* rowLoss, int* badLabel) {
+// Row r's −w[label]·x[r, label] (0 on ignored rows), into rowLoss[r] (a double, for the mean) or
+// rowOut[r]; a label outside the classes sets *badLabel.
+__global__ void nllRows(const float* x, const int64_t* labels, const float* weight, int64_t rows,
+                        int64_t classes, IgnoredLabel ignored, double* rowLoss, float* rowOut,
+                        int* badLabel) {
   for (int64_t r = globalIndex(); r < rows; r += globalStride()) {
     const int64_t label = scoredClass(labels[r], classes, ignored, badLabel);
-    rowLoss[r] = label < 0 ? 0 : -static_cast<double>(x[r * classes + label]);
+    const double term = label < 0 ? 0
+                                  : -static_cast<double>(x[r * classes + label]) *
+                                        (weight ? static_cast<double>(weight[label]) : 1.0);
+    if (rowOut)
+      rowOut[r] = static_cast<float>(term);
+    else
+      rowLoss[r] = term;
   }
 }
 
-__global__ void nllGradKernel(const float* dloss, const int64_t* labels, int64_t rows,
-                              int64_t classes, float divisor, IgnoredLabel ignored, float* dx) {
-  const float value = -*dloss / divisor;
+// `perRow`: dloss holds one value per row; else one, divided by `divisor`.
+__global__ void nllGradKernel(const float* dloss, const int64_t* labels, const float* weight,
+                              int64_t rows, int64_t classes, float divisor, bool perRow,
+                              IgnoredLabel ignored, float* dx) {
   for (int64_t i = globalIndex(); i < rows * classes; i += globalStride()) {
     const int64_t r = i / classes, c = i % classes, label = labels[r];
-    dx[i] = c == label && !(ignored.any && label == ignored.label) ? value : 0.0f;
+    float value = 0.0f;
+    if (c == label && !(ignored.any && label == ignored.label)) {
+      value = perRow ? -dloss[r] : -*dloss / divisor;
+      if (weight) value *= weight[label];
+    }
+    dx[i] = value;
   }
 }
 
-// *out = the labels that are not `ignore`, counted (exactly, in integers) / divisor; one block.
-__global__ void labelFractionKernel(const int64_t* labels, int64_t n, int64_t ignore,
-                                    double divisor, float* out) {
+// *out = the labels that are not ignored, each counted 1 or its class's weight, / divisor; one
+// block (a fixed tree: deterministic).
+__global__ void labelFractionKernel(const int64_t* labels, int64_t n, const float* weight,
+                                    int64_t classes, IgnoredLabel ignored, double divisor,
+                                    float* out) {
   double kept = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) kept += labels[i] != ignore ? 1.0 : 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const int64_t label = labels[i];
+    if (ignored.any && label == ignored.label) continue;
+    if (!weight)
+      kept += 1.0;
+    else if (label >= 0 && label < classes)
+      kept += static_cast<double>(weight[label]);
+  }
   kept = blockSum(kept);
   if (threadIdx.x == 0) *out = static_cast<float>(kept / divisor);
 }
@@ -220,28 +243,31 @@ cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, con
   return cudaGetLastError();
 }
 
-cudaError_t nllLoss(const float* x, const int64_t* labels, int64_t rows, int64_t classes,
-                    int64_t divisor, IgnoredLabel ignored, float* loss, double* rowLoss,
-                    int* badLabel, cudaStream_t stream) {
-  if (rows > 0)
-    nllRows<<<blocksFor(rows), kThreads, 0, stream>>>(x, labels, rows, classes, ignored, rowLoss,
-                                                      badLabel);
-  sumToScalar<<<1, kThreads, 0, stream>>>(rowLoss, rows,
-                                          static_cast<double>(divisor ? divisor : rows), loss);
+cudaError_t nllLoss(const float* x, const int64_t* labels, const float* weight, NllShape s,
+                    IgnoredLabel ignored, float* loss, double* rowLoss, int* badLabel,
+                    cudaStream_t stream) {
+  if (s.rows > 0)
+    nllRows<<<blocksFor(s.rows), kThreads, 0, stream>>>(x, labels, weight, s.rows, s.classes,
+                                                        ignored, rowLoss, s.perRow ? loss : nullptr,
+                                                        badLabel);
+  if (!s.perRow)
+    sumToScalar<<<1, kThreads, 0, stream>>>(
+        rowLoss, s.rows, static_cast<double>(s.divisor ? s.divisor : s.rows), loss);
   return cudaGetLastError();
 }
 
-cudaError_t nllLossGrad(const float* dloss, const int64_t* labels, int64_t rows, int64_t classes,
-                        int64_t divisor, IgnoredLabel ignored, float* dx, cudaStream_t stream) {
-  if (rows * classes > 0)
-    nllGradKernel<<<blocksFor(rows * classes), kThreads, 0, stream>>>(
-        dloss, labels, rows, classes, static_cast<float>(divisor ? divisor : rows), ignored, dx);
+cudaError_t nllLossGrad(const float* dloss, const int64_t* labels, const float* weight, NllShape s,
+                        IgnoredLabel ignored, float* dx, cudaStream_t stream) {
+  if (s.rows * s.classes > 0)
+    nllGradKernel<<<blocksFor(s.rows * s.classes), kThreads, 0, stream>>>(
+        dloss, labels, weight, s.rows, s.classes,
+        static_cast<float>(s.divisor ? s.divisor : s.rows), s.perRow, ignored, dx);
   return cudaGetLastError();
 }
 
-cudaError_t labelFraction(const int64_t* labels, int64_t n, int64_t ignore, int64_t divisor,
-                          float* out, cudaStream_t stream) {
-  labelFractionKernel<<<1, kThreads, 0, stream>>>(labels, n, ignore,
+cudaError_t labelFraction(const int64_t* labels, int64_t n, const float* weight, int64_t classes,
+                          IgnoredLabel ignored, int64_t divisor, float* out, cudaStream_t stream) {
+  labelFractionKernel<<<1, kThreads, 0, stream>>>(labels, n, weight, classes, ignored,
                                                   static_cast<double>(divisor ? divisor : n), out);
   return cudaGetLastError();
 }
