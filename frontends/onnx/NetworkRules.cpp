@@ -10,47 +10,146 @@ namespace dtc::onnx_import::rules {
 
 // ---- embeddings, normalisation, losses ----------------------------------------------------------
 
-// Gather rows of a parameter: by token ids (an embedding), or by the constant positions 0..k−1
-// (a position table read in full, or its first k rows as the first of equal pieces).
+// Gather along `axis` of a float tensor: by ids the data holds, an Embedding over the tensor with
+// the axis moved first and the rest flattened; by indices known when compiling, the slices they
+// pick (runs of consecutive indices one slice each), concatenated. A position table read in full,
+// or its first k rows as the first of equal pieces, keeps its parameter whole or in pieces.
+static bool leadingPositions(Translator& t, int i) {
+  const Value& table = *t.input(i, 0);
+  const Constant* c = t.constant(i, 1);
+  if (!c || intAttribute(t.node(i), "axis", 0) != 0 || table.kind != ValueKind::kParam ||
+      rankOf(table) != 2 || rankOf(*t.input(i, 1)) != 1 || c->size() == 0 ||
+      table.shape[0] % static_cast<int64_t>(c->size()) != 0)
+    return false;
+  for (uint64_t r = 0; r < c->size(); ++r)
+    if (c->integer(r) != static_cast<int64_t>(r)) return false;
+  return true;
+}
+
+static Error gatherConstantIndices(Translator& t, int i, const std::string& x, int64_t axis,
+                                   const Constant& c) {
+  const int64_t n = t.input(i, 0)->shape[axis];
+  std::vector<std::pair<int64_t, int64_t>> runs;  // [start, end) of consecutive indices
+  for (uint64_t k = 0; k < c.size(); ++k) {
+    const int64_t v = c.integer(k) < 0 ? c.integer(k) + n : c.integer(k);
+    if (!runs.empty() && runs.back().second == v)
+      ++runs.back().second;
+    else
+      runs.push_back({v, v + 1});
+  }
+  std::vector<std::string> pieces;
+  for (auto [start, end] : runs) {
+    if (start == 0 && end == n) {
+      pieces.push_back(x);
+      continue;
+    }
+    std::vector<int64_t> sizes;
+    std::vector<std::string> outputs;
+    const std::string picked = t.fresh(out(t, i) + "::picked");
+    if (start > 0) {
+      sizes.push_back(start);
+      outputs.push_back(t.fresh(out(t, i) + "::before"));
+    }
+    sizes.push_back(end - start);
+    outputs.push_back(picked);
+    if (end < n) {
+      sizes.push_back(n - end);
+      outputs.push_back(t.fresh(out(t, i) + "::after"));
+    }
+    t.emit(i, "Split", {x}, outputs,
+           {NodeAttr::integer("axis", axis), NodeAttr::ints("sizes", sizes)});
+    pieces.push_back(picked);
+  }
+  std::string joined = pieces.front();
+  if (pieces.size() > 1) {
+    joined = t.fresh(out(t, i) + "::joined");
+    t.emit(i, "Concat", pieces, {joined}, {NodeAttr::integer("axis", axis)});
+  }
+  t.emit(i, "Reshape", {joined}, {out(t, i)}, {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
+  return Error::success();
+}
+
+static Error gatherByIds(Translator& t, int i, const std::string& x, int64_t axis) {
+  const Shape &in = t.input(i, 0)->shape, &ids = t.input(i, 1)->shape;
+  const int64_t rank = static_cast<int64_t>(in.size()), q = static_cast<int64_t>(ids.size());
+  std::vector<int64_t> toFront = {axis};
+  Shape rest;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) {
+      toFront.push_back(d);
+      rest.push_back(in[d]);
+    }
+  if (rank == 2 && axis == 0) {  // an embedding
+    t.emit(i, "Embedding", {operand(t, i, 1), x}, {out(t, i)});
+    return Error::success();
+  }
+  std::string front = x;
+  if (axis != 0) {
+    front = t.fresh(out(t, i) + "::axis_first");
+    t.emit(i, "Transpose", {x}, {front}, {NodeAttr::ints("perm", toFront)});
+  }
+  const int64_t width = static_cast<int64_t>(elementsOf(rest));
+  const std::string table = t.fresh(out(t, i) + "::table"), rows = t.fresh(out(t, i) + "::rows");
+  t.emit(i, "Reshape", {front}, {table}, {NodeAttr::ints("shape", {in[axis], width})});
+  t.emit(i, "Embedding", {operand(t, i, 1), table}, {rows});
+  Shape gathered = ids;
+  gathered.insert(gathered.end(), rest.begin(), rest.end());
+  if (axis == 0) {
+    t.emit(i, "Reshape", {rows}, {out(t, i)}, {NodeAttr::ints("shape", gathered)});
+    return Error::success();
+  }
+  // [ids..., before..., after...] -> [before..., ids..., after...]
+  const std::string unflat = t.fresh(out(t, i) + "::gathered");
+  t.emit(i, "Reshape", {rows}, {unflat}, {NodeAttr::ints("shape", gathered)});
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < axis; ++d) perm.push_back(q + d);
+  for (int64_t d = 0; d < q; ++d) perm.push_back(d);
+  for (int64_t d = q + axis; d < q + rank - 1; ++d) perm.push_back(d);
+  t.emit(i, "Transpose", {unflat}, {out(t, i)}, {NodeAttr::ints("perm", perm)});
+  return Error::success();
+}
+
 OpRule gatherRule() {
   return {[](Translator& t, int i) -> Error {
-            const Value& table = *t.input(i, 0);
-            const Value& ids = *t.input(i, 1);
-            if (intAttribute(t.node(i), "axis", 0) != 0 || table.kind != ValueKind::kParam ||
-                rankOf(table) != 2)
-              return t.nodeError(i, "only rows of a 2-D parameter (an embedding) are gathered");
+            if (Error e = requireFloat(t, i, {0})) return e;
+            const Value &table = *t.input(i, 0), &ids = *t.input(i, 1);
+            int64_t axis = intAttribute(t.node(i), "axis", 0);
+            if (rankOf(table) < 1 || !normalise(axis, rankOf(table)))
+              return t.nodeError(i, "axis is out of range for " + shapeText(table.shape));
             if (ids.type != kInt64) return t.nodeError(i, "indices must be int64");
-            if (const Constant* c = t.constant(i, 1)) {
-              const uint64_t k = c->size();
-              for (uint64_t r = 0; r < k; ++r)
-                if (c->integer(r) != static_cast<int64_t>(r) || rankOf(ids) != 1)
-                  return t.nodeError(i, "constant indices other than 0, 1, ... are not supported");
-              if (k == 0 || table.shape[0] % static_cast<int64_t>(k) != 0)
-                return t.nodeError(i, "the first " + std::to_string(k) + " rows of " +
-                                          shapeText(table.shape) + " are not an equal piece of it");
-            }
-            Shape shape = ids.shape;
-            shape.push_back(table.shape[1]);
+            if (elementsOf(ids.shape) == 0) return t.nodeError(i, "there are no indices");
+            if (const Constant* c = t.constant(i, 1))
+              for (uint64_t k = 0; k < c->size(); ++k)
+                if (int64_t v = c->integer(k); v < -table.shape[axis] || v >= table.shape[axis])
+                  return t.nodeError(i, "index " + std::to_string(v) + " is outside " +
+                                            std::to_string(table.shape[axis]) + " entries");
+            Shape shape(table.shape.begin(), table.shape.begin() + axis);
+            shape.insert(shape.end(), ids.shape.begin(), ids.shape.end());
+            shape.insert(shape.end(), table.shape.begin() + axis + 1, table.shape.end());
             t.define(out(t, i), kFloat, shape);
             return Error::success();
           },
           [](Translator& t, int i) -> Error {
             const Value& table = *t.input(i, 0);
+            const std::string tableName =
+                t.constant(i, 0) ? t.frozenConstant(i, *t.constant(i, 0)) : table.name;
+            int64_t axis = intAttribute(t.node(i), "axis", 0);
+            normalise(axis, rankOf(table));
+            const Shape& shape = t.value(out(t, i))->shape;
             const Constant* c = t.constant(i, 1);
-            if (!c) {
-              t.emit(i, "Embedding", {operand(t, i, 1), table.name}, {out(t, i)});
+            if (c && leadingPositions(t, i)) {
+              const int64_t parts = table.shape[0] / static_cast<int64_t>(c->size());
+              if (parts == 1) {
+                t.emit(i, "Reshape", {tableName}, {out(t, i)}, {NodeAttr::ints("shape", shape)});
+                return Error::success();
+              }
+              std::vector<std::string> pieces = {out(t, i)};
+              for (int64_t p = 1; p < parts; ++p) pieces.push_back(t.fresh(out(t, i) + "::rest"));
+              t.emit(i, "Split", {tableName}, pieces, {NodeAttr::integer("axis", 0)});
               return Error::success();
             }
-            const int64_t parts = table.shape[0] / static_cast<int64_t>(c->size());
-            if (parts == 1) {
-              t.emit(i, "Reshape", {table.name}, {out(t, i)},
-                     {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
-              return Error::success();
-            }
-            std::vector<std::string> pieces = {out(t, i)};
-            for (int64_t p = 1; p < parts; ++p) pieces.push_back(t.fresh(out(t, i) + "::rest"));
-            t.emit(i, "Split", {table.name}, pieces, {NodeAttr::integer("axis", 0)});
-            return Error::success();
+            if (c) return gatherConstantIndices(t, i, tableName, axis, *c);
+            return gatherByIds(t, i, tableName, axis);
           }};
 }
 

@@ -77,13 +77,13 @@ def compare(name, losses, ref_losses, final, ref_final, weight_tol):
 
 
 # ---- an MLP with Sigmoid and a softmax head, trained with MSE (a forward-only export); slices,
-# a concatenation, a triangle and masks on its activations, a parameter expanded ------------------
+# gathers, concatenations, a triangle and masks on its activations, a parameter expanded ----------
 
 class SoftmaxMlp(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.fc1 = torch.nn.Linear(12, 32)
-        self.fc2 = torch.nn.Linear(28, 5)
+        self.fc2 = torch.nn.Linear(38, 5)
         self.shift = torch.nn.Parameter(0.1 * torch.randn(1, 7))
         self.register_buffer("flip", torch.arange(28) % 3 == 0)
         self.register_buffer("fill", torch.arange(28) % 5 == 1)
@@ -95,6 +95,8 @@ class SoftmaxMlp(torch.nn.Module):
         # and a constant fill
         h = torch.triu(h.view(-1, 4, 7), diagonal=1).reshape(-1, 28) + self.shift.expand(4, 7).reshape(28)
         h = torch.where(self.flip, -h, h).masked_fill(self.fill, 0.25)
+        # Gathers with constant indices: the last of 4 groups, and columns 0, 2, 3
+        h = torch.cat([h, h.view(-1, 4, 7)[:, -1], h[:, [0, 2, 3]]], dim=1)
         return torch.softmax(self.fc2(h), dim=-1)
 
 
