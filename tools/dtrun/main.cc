@@ -5,6 +5,8 @@
 #include "comm/watchdog.h"
 #include "comm/world.h"
 #include "cpu/kernels/blas.h"
+#include "io/files.h"
+#include "perf/calibrate.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 #include "support/args.h"
@@ -33,6 +35,9 @@ constexpr const char kUsage[] =
     "             [--max-skipped-steps N]  fp16 steps skipped in a row before that is an error "
     "(20)\n"
     "             [--check-numerics]  name the first op whose output is inf or NaN (slow)\n"
+    "       dtrun --calibrate -o PROFILE.json [--threads N] [--name NAME]\n"
+    "                 measures this machine (GEMMs, memory, a kernel's cost; under a launcher\n"
+    "                 the links between processes) as a device profile for dtc inspect/explore\n"
     "       dtrun --version\n"
     "exit codes: 0 done, 1 internal error, 2 bad input, 3 a rank stopped answering (timeout, a\n"
     "rank died), 4 non-finite loss, gradients or weights, 128+N stopped by signal N\n";
@@ -147,6 +152,37 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   return dtc::Status::Ok();
 }
 
+// dtrun --calibrate: every process measures; rank 0 writes the profile.
+int runCalibrate(int argc, char** argv, const dtc::comm::World& world) {
+  auto args = dtc::Args::parse(argc, argv, 1, {"output", "threads", "name"}, {"calibrate"});
+  if (!args.ok()) return fail(args.status());
+  const std::string path = args->str("output");
+  if (path.empty()) return fail(dtc::Status::InvalidInput("--calibrate needs -o PROFILE.json"));
+  if (dtc::Status s = dtc::io::checkOutputFile(path, "-o"); !s.ok()) return fail(s);
+  auto threads = args->integer("threads", 1);
+  if (!threads.ok()) return fail(threads.status());
+  if (*threads < 1 || *threads > 1024)
+    return fail(dtc::Status::InvalidInput("--threads must be in [1, 1024]"));
+  dtc::cpu::setBlasThreads(1);
+  std::unique_ptr<dtc::comm::Communicator> comm;
+  if (world.size == 1) {
+    comm = dtc::comm::createSingleProcess();
+  } else {
+    auto mpi = dtc::comm::createMpiWorld();
+    if (!mpi.ok()) return fail(mpi.status());
+    comm = std::move(mpi).value();
+  }
+  auto profile =
+      dtc::perf::calibrate(*comm, {static_cast<int>(*threads), args->str("name", "calibrated")});
+  if (!profile.ok()) return fail(profile.status());
+  if (comm->rank() != 0) return 0;
+  const std::string text = profile->toJson().dump() + "\n";
+  if (dtc::Status s = dtc::io::writeFileAtomically(path, text.data(), text.size()); !s.ok())
+    return fail(s);
+  std::printf("dtrun: wrote %s\n", path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,6 +199,8 @@ int main(int argc, char** argv) {
   }
   auto world = dtc::comm::detectWorld();
   if (!world.ok()) return fail(world.status());
+  for (int k = 1; k < argc; ++k)
+    if (!std::strcmp(argv[k], "--calibrate")) return runCalibrate(argc, argv, *world);
   // Whether this rank can run: its flags, its plan, the job's size. Every rank learns whether
   // all can, and whether all run the same thing, before anything else is collective.
   dtc::TrainOptions options;

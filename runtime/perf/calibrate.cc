@@ -1,0 +1,232 @@
+#include "perf/calibrate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/transformer_kernels.h"
+#include "support/thread_pool.h"
+
+namespace dtc::perf {
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Seconds of one call of `fn`: the best of 3 rounds, each the mean of as many calls as fill
+// `budget` seconds (at least 2).
+double timeCall(const std::function<void()>& fn, double budget) {
+  fn();  // warm caches and threads
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    int calls = 0;
+    const double start = now();
+    double elapsed = 0;
+    do {
+      fn();
+      ++calls;
+      elapsed = now() - start;
+    } while (calls < 2 || elapsed < budget);
+    best = std::min(best, elapsed / calls);
+  }
+  return best;
+}
+
+// Every rank waits for the others (a tiny all-reduce).
+Status barrier(comm::Communicator& comm) {
+  float one = 1;
+  return comm.allReduceSum(&one, 1);
+}
+
+// A hash of this host's name that a float holds exactly (24 bits).
+float hostKey() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  uint32_t h = 2166136261u;
+  for (const char* c = name; *c; ++c) h = (h ^ static_cast<uint8_t>(*c)) * 16777619u;
+  return static_cast<float>(h & 0xFFFFFF);
+}
+
+// Rank 0 and `peer` bounce messages: latency from 8 bytes, bandwidth from 16 MiB; the others
+// wait. Returns rank 0's measurement (zeros elsewhere).
+StatusOr<Link> measureLink(comm::Communicator& comm, int peer) {
+  Link link;
+  const int me = comm.rank();
+  constexpr int kTag = 7;
+  std::vector<uint8_t> buffer(16 << 20);
+  auto bounce = [&](int64_t bytes, int rounds) -> StatusOr<double> {
+    const double start = now();
+    for (int r = 0; r < rounds; ++r) {
+      if (me == 0) {
+        DTC_RETURN_IF_ERROR(comm.send(buffer.data(), bytes, peer, kTag));
+        DTC_RETURN_IF_ERROR(comm.completeSends());
+        DTC_RETURN_IF_ERROR(comm.recv(buffer.data(), bytes, peer, kTag));
+      } else if (me == peer) {
+        DTC_RETURN_IF_ERROR(comm.recv(buffer.data(), bytes, 0, kTag));
+        DTC_RETURN_IF_ERROR(comm.send(buffer.data(), bytes, 0, kTag));
+        DTC_RETURN_IF_ERROR(comm.completeSends());
+      }
+    }
+    return (now() - start) / (2.0 * rounds);  // one way
+  };
+  DTC_RETURN_IF_ERROR(barrier(comm));
+  if (me == 0 || me == peer) {
+    DTC_ASSIGN_OR_RETURN(double small, bounce(8, 200));
+    DTC_ASSIGN_OR_RETURN(double large, bounce(static_cast<int64_t>(buffer.size()), 8));
+    link.latencySeconds = small;
+    link.bytesPerSecond = static_cast<double>(buffer.size()) / std::max(large - small, 1e-9);
+  }
+  DTC_RETURN_IF_ERROR(barrier(comm));
+  return link;
+}
+
+// Seconds per element of the kernels whose arithmetic can outweigh their bytes on a CPU, on
+// operands of 2^20 elements (rows of 256; attention scores of 64 × 64 per slice).
+std::vector<std::pair<std::string, double>> elementCosts(ThreadPool& pool) {
+  const int64_t n = int64_t{1} << 20, classes = 256, rows = n / classes, t = 64;
+  std::vector<float> x(n), dy(n, 0.01f), y(n), dx(n), w(classes, 1.0f), b(classes, 0.0f);
+  std::vector<float> stats(2 * rows), dw(classes), db(classes), m(n), v(n);
+  // Values spread as activations are (the cost of erf and exp depends on them).
+  for (int64_t i = 0; i < n; ++i) x[i] = 6.0f * static_cast<float>(i % 997) / 997.0f - 3.0f;
+  std::vector<int64_t> labels(rows);
+  for (int64_t r = 0; r < rows; ++r) labels[r] = r % classes;
+  float loss = 0, one = 1;
+  const double budget = 0.05, per = 1.0 / static_cast<double>(n);
+  std::vector<std::pair<std::string, std::function<void()>>> kernels = {
+      {"gelu", [&] { cpu::gelu(x.data(), y.data(), n, false, pool); }},
+      {"gelu_grad", [&] { cpu::geluGrad(dy.data(), x.data(), dx.data(), n, false, pool); }},
+      {"gelu_tanh", [&] { cpu::gelu(x.data(), y.data(), n, true, pool); }},
+      {"gelu_grad_tanh", [&] { cpu::geluGrad(dy.data(), x.data(), dx.data(), n, true, pool); }},
+      {"add",
+       [&] {
+         cpu::binary(cpu::BinaryOp::kAdd, x.data(), {n}, dy.data(), {n}, y.data(), {n}, pool);
+       }},
+      {"mul",
+       [&] {
+         cpu::binary(cpu::BinaryOp::kMul, x.data(), {n}, dy.data(), {n}, y.data(), {n}, pool);
+       }},
+      {"tanh", [&] { cpu::tanhForward(x.data(), y.data(), n, pool); }},
+      {"softmax",
+       [&] { cpu::softmax(x.data(), y.data(), rows, classes, 1.0f, pool); }},
+      {"softmax_grad",
+       [&] { cpu::softmaxGrad(dy.data(), y.data(), dx.data(), rows, classes, 1.0f, pool); }},
+      {"causal_softmax",
+       [&] { cpu::causalSoftmax(x.data(), y.data(), n / (t * t), t, 1.0f, pool); }},
+      {"causal_softmax_grad",
+       [&] { cpu::causalSoftmaxGrad(dy.data(), y.data(), dx.data(), n / (t * t), t, 1.0f, pool); }},
+      {"softmax_cross_entropy",
+       [&] {
+         cpu::softmaxCrossEntropy(x.data(), labels.data(), rows, classes, &loss, pool);
+       }},
+      {"softmax_cross_entropy_grad",
+       [&] {
+         cpu::softmaxCrossEntropyGrad(&one, x.data(), labels.data(), rows, classes, dx.data(),
+                                      pool);
+       }},
+      {"layer_norm",
+       [&] {
+         cpu::layerNorm(x.data(), w.data(), b.data(), y.data(), stats.data(),
+                        stats.data() + rows, rows, classes, 1e-5f, pool);
+       }},
+      {"layer_norm_grad",
+       [&] {
+         cpu::layerNormGrad(dy.data(), x.data(), w.data(), stats.data(), stats.data() + rows,
+                            dx.data(), dw.data(), db.data(), rows, classes, pool);
+       }},
+      {"adamw_update",
+       [&] {
+         cpu::adamw(y.data(), dy.data(), m.data(), v.data(), y.data(), m.data(), v.data(), n, 1.0f,
+                    1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, pool);
+       }},
+  };
+  std::vector<std::pair<std::string, double>> costs;
+  for (auto& [name, fn] : kernels) costs.push_back({name, timeCall(fn, budget) * per});
+  return costs;
+}
+
+}  // namespace
+
+StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptions& options) {
+  ThreadPool pool(options.threads);
+  DeviceProfile p;
+  p.name = options.name.empty() ? "calibrated" : options.name;
+  p.device = "cpu";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  p.source = "measured by dtrun --calibrate on " + std::string(host) + ": " +
+             std::to_string(comm.size()) + " process(es) computing at once, " +
+             std::to_string(options.threads) + " thread(s) each, the CPU backend's kernels";
+
+  // GEMMs shaped as a linear layer's in a training step: 16n rows (tokens) of width n times an
+  // [n, n] weight stored [out, in] (transposed), n from 32 to 512 (32·n³ FLOPs each).
+  std::vector<std::pair<double, double>> curve;
+  for (int64_t n : {32, 64, 128, 256, 512}) {
+    const int64_t rows = 16 * n;
+    std::vector<float> a(rows * n, 0.5f), b(n * n, 0.25f), c(rows * n);
+    DTC_RETURN_IF_ERROR(barrier(comm));
+    const double s = timeCall(
+        [&] { cpu::matmul(a.data(), b.data(), c.data(), rows, n, n, false, true, pool); }, 0.1);
+    const double flops = 2.0 * static_cast<double>(rows * n * n);
+    curve.push_back({flops, flops / s});
+  }
+  // Throughput never falls with size in the model: a later point below an earlier one is noise.
+  for (size_t k = 1; k < curve.size(); ++k)
+    curve[k].second = std::max(curve[k].second, curve[k - 1].second);
+  p.gemm.push_back({DType::kF32, curve});
+
+  // Memory: a scale over 32 MiB in and out, far beyond the caches.
+  {
+    const int64_t n = int64_t{8} << 20;
+    std::vector<float> x(n, 1.0f), y(n);
+    DTC_RETURN_IF_ERROR(barrier(comm));
+    const double s = timeCall([&] { cpu::scale(x.data(), y.data(), n, 0.5f, pool); }, 0.2);
+    p.memoryBytesPerSecond = 2.0 * 4.0 * static_cast<double>(n) / s;
+  }
+  // A kernel call's fixed cost: the same on 16 values.
+  {
+    std::vector<float> x(16, 1.0f), y(16);
+    p.kernelSeconds = timeCall([&] { cpu::scale(x.data(), y.data(), 16, 0.5f, pool); }, 0.05);
+  }
+
+  DTC_RETURN_IF_ERROR(barrier(comm));
+  p.elementSeconds = elementCosts(pool);
+
+  // Links: rank 0 with the first rank on its node and the first on another.
+  const int size = comm.size();
+  std::vector<float> hosts(size);
+  const float mine = hostKey();
+  DTC_RETURN_IF_ERROR(comm.allGather(&mine, 1, hosts.data()));
+  int intraPeer = -1, interPeer = -1, perNode = 0;
+  for (int r = 0; r < size; ++r) {
+    if (hosts[r] == hosts[0]) ++perNode;
+    if (r == 0) continue;
+    if (hosts[r] == hosts[0] && intraPeer < 0) intraPeer = r;
+    if (hosts[r] != hosts[0] && interPeer < 0) interPeer = r;
+  }
+  p.devicesPerNode = std::max(perNode, 1);
+  if (intraPeer >= 0) {
+    DTC_ASSIGN_OR_RETURN(p.intraNode, measureLink(comm, intraPeer));
+  }
+  if (interPeer >= 0) {
+    DTC_ASSIGN_OR_RETURN(p.interNode, measureLink(comm, interPeer));
+  }
+  // A link there was no peer to measure keeps the other's numbers, or a memory copy's.
+  if (intraPeer < 0 && interPeer < 0) {
+    p.intraNode = {p.kernelSeconds, p.memoryBytesPerSecond / 2};
+    p.source += "; no other process: links are modelled as memory copies";
+  }
+  if (intraPeer < 0 && interPeer >= 0) p.intraNode = p.interNode;
+  if (interPeer < 0) {
+    p.interNode = p.intraNode;
+    p.source += "; one node: the link between nodes is the one inside it";
+  }
+  return p;
+}
+
+}  // namespace dtc::perf

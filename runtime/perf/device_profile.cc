@@ -1,0 +1,212 @@
+#include "perf/device_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "perf/shipped_profiles.h"
+
+namespace dtc::perf {
+namespace {
+
+constexpr const char* kFormat = "dtc-device-profile";
+constexpr int64_t kVersion = 1;
+constexpr size_t kMaxProfileBytes = 1 << 20;
+
+const char* typeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+  }
+  return "?";
+}
+
+bool parseType(const std::string& s, DType& t) {
+  for (DType c : {DType::kF32, DType::kF16, DType::kBF16})
+    if (s == typeName(c)) {
+      t = c;
+      return true;
+    }
+  return false;
+}
+
+Status bad(const std::string& origin, const std::string& what) {
+  return Status::InvalidInput("device profile " + origin + ": " + what);
+}
+
+StatusOr<double> positive(const io::Json& j, const char* key, const std::string& origin,
+                          bool zeroAllowed = false) {
+  const io::Json* v = j.find(key);
+  if (!v || !v->isNumber() || !std::isfinite(v->asDouble()) || v->asDouble() < 0 ||
+      (!zeroAllowed && v->asDouble() == 0))
+    return bad(origin, std::string("'") + key + "' must be a " +
+                           (zeroAllowed ? "non-negative" : "positive") + " number");
+  return v->asDouble();
+}
+
+StatusOr<Link> linkFrom(const io::Json& j, const char* key, const std::string& origin) {
+  const io::Json* l = j.find(key);
+  if (!l || !l->isObject()) return bad(origin, std::string("'") + key + "' must be an object");
+  Link link;
+  DTC_ASSIGN_OR_RETURN(link.latencySeconds, positive(*l, "latency_s", origin + " " + key, true));
+  DTC_ASSIGN_OR_RETURN(link.bytesPerSecond, positive(*l, "bytes_per_s", origin + " " + key));
+  return link;
+}
+
+io::Json linkJson(const Link& l) {
+  io::Json j = io::Json::object();
+  j.set("latency_s", l.latencySeconds);
+  j.set("bytes_per_s", l.bytesPerSecond);
+  return j;
+}
+
+}  // namespace
+
+double DeviceProfile::gemmFlopsPerSecond(DType dtype, double flops) const {
+  const std::vector<std::pair<double, double>>* curve = nullptr;
+  for (const auto& [t, points] : gemm)
+    if (t == dtype) curve = &points;
+  if (!curve)  // 16-bit types not measured run as f32 (the CPU widens them); f32 as the first
+    for (const auto& [t, points] : gemm)
+      if (t == DType::kF32 || !curve) curve = &points;
+  if (!curve || curve->empty()) return 0;
+  const auto& c = *curve;
+  if (flops <= c.front().first) return c.front().second;
+  if (flops >= c.back().first) return c.back().second;
+  for (size_t k = 1; k < c.size(); ++k)
+    if (flops <= c[k].first) {
+      const double x0 = std::log(c[k - 1].first), x1 = std::log(c[k].first);
+      const double w = (std::log(flops) - x0) / (x1 - x0);
+      return c[k - 1].second + w * (c[k].second - c[k - 1].second);
+    }
+  return c.back().second;
+}
+
+double DeviceProfile::peakFlopsPerSecond(DType dtype) const {
+  double peak = 0;
+  for (const auto& [t, points] : gemm)
+    if (t == dtype)
+      for (const auto& p : points) peak = std::max(peak, p.second);
+  return peak > 0 ? peak : gemmFlopsPerSecond(dtype, 1e30);
+}
+
+double DeviceProfile::secondsPerElement(const std::string& kernel) const {
+  for (const auto& [name, s] : elementSeconds)
+    if (name == kernel) return s;
+  return 0;
+}
+
+io::Json DeviceProfile::toJson() const {
+  io::Json j = io::Json::object();
+  j.set("format", kFormat);
+  j.set("version", kVersion);
+  j.set("name", name);
+  j.set("source", source);
+  j.set("device", device);
+  io::Json g = io::Json::object();
+  for (const auto& [t, points] : gemm) {
+    io::Json list;
+    for (const auto& [f, rate] : points) list.push(io::Json(io::Json::Array{f, rate}));
+    g.set(typeName(t), list);
+  }
+  j.set("gemm_flops_per_s", g);
+  j.set("memory_bytes_per_s", memoryBytesPerSecond);
+  j.set("kernel_s", kernelSeconds);
+  if (!elementSeconds.empty()) {
+    io::Json e = io::Json::object();
+    for (const auto& [name, s] : elementSeconds) e.set(name, s);
+    j.set("element_s", e);
+  }
+  j.set("intra_node", linkJson(intraNode));
+  j.set("inter_node", linkJson(interNode));
+  j.set("devices_per_node", devicesPerNode);
+  return j;
+}
+
+StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::string& origin) {
+  if (!j.isObject()) return bad(origin, "not a JSON object");
+  const io::Json* format = j.find("format");
+  if (!format || format->asString() != kFormat)
+    return bad(origin, std::string("not a device profile (\"format\" is not \"") + kFormat + "\")");
+  const io::Json* version = j.find("version");
+  if (!version || !version->isInteger() || version->asInt() != kVersion)
+    return bad(origin, "version must be " + std::to_string(kVersion));
+  DeviceProfile p;
+  if (const io::Json* v = j.find("name")) p.name = v->asString();
+  if (const io::Json* v = j.find("source")) p.source = v->asString();
+  const io::Json* device = j.find("device");
+  p.device = device ? device->asString() : "";
+  if (p.device != "cpu" && p.device != "cuda") return bad(origin, "'device' must be cpu or cuda");
+  const io::Json* g = j.find("gemm_flops_per_s");
+  if (!g || !g->isObject() || g->size() == 0)
+    return bad(origin, "'gemm_flops_per_s' must map element types to [flops, flop/s] points");
+  for (const auto& [key, list] : g->members()) {
+    DType t;
+    if (!parseType(key, t)) return bad(origin, "unknown element type '" + key + "' (f32, bf16, f16)");
+    if (!list.isArray() || list.size() == 0)
+      return bad(origin, "'" + key + "' must list [flops, flop/s] points");
+    std::vector<std::pair<double, double>> points;
+    for (const io::Json& point : list.asArray()) {
+      if (!point.isArray() || point.size() != 2 || !point.asArray()[0].isNumber() ||
+          !point.asArray()[1].isNumber() || !(point.asArray()[0].asDouble() > 0) ||
+          !(point.asArray()[1].asDouble() > 0) || !std::isfinite(point.asArray()[0].asDouble()) ||
+          !std::isfinite(point.asArray()[1].asDouble()))
+        return bad(origin, "'" + key + "' points must be [flops > 0, flop/s > 0]");
+      if (!points.empty() && point.asArray()[0].asDouble() <= points.back().first)
+        return bad(origin, "'" + key + "' points must be in increasing flops");
+      points.push_back({point.asArray()[0].asDouble(), point.asArray()[1].asDouble()});
+    }
+    p.gemm.push_back({t, std::move(points)});
+  }
+  DTC_ASSIGN_OR_RETURN(p.memoryBytesPerSecond, positive(j, "memory_bytes_per_s", origin));
+  DTC_ASSIGN_OR_RETURN(p.kernelSeconds, positive(j, "kernel_s", origin, true));
+  if (const io::Json* e = j.find("element_s")) {
+    if (!e->isObject()) return bad(origin, "'element_s' must map kernel names to seconds");
+    for (const auto& [name, v] : e->members()) {
+      if (!v.isNumber() || !(v.asDouble() >= 0) || !std::isfinite(v.asDouble()))
+        return bad(origin, "element_s '" + name + "' must be a non-negative number");
+      p.elementSeconds.push_back({name, v.asDouble()});
+    }
+  }
+  DTC_ASSIGN_OR_RETURN(p.intraNode, linkFrom(j, "intra_node", origin));
+  DTC_ASSIGN_OR_RETURN(p.interNode, linkFrom(j, "inter_node", origin));
+  const io::Json* perNode = j.find("devices_per_node");
+  if (!perNode || !perNode->isInteger() || perNode->asInt() < 1 || perNode->asInt() > (1 << 20))
+    return bad(origin, "'devices_per_node' must be a positive integer");
+  p.devicesPerNode = static_cast<int>(perNode->asInt());
+  return p;
+}
+
+std::vector<std::string> shippedProfiles() {
+  std::vector<std::string> names;
+  for (const ShippedProfile& s : shippedProfileTexts()) names.push_back(s.name);
+  return names;
+}
+
+StatusOr<DeviceProfile> loadProfile(const std::string& nameOrPath) {
+  for (const ShippedProfile& s : shippedProfileTexts())
+    if (nameOrPath == s.name) {
+      DTC_ASSIGN_OR_RETURN(io::Json j, io::parseJson(s.text));
+      return DeviceProfile::fromJson(j, s.name);
+    }
+  std::ifstream in(nameOrPath, std::ios::binary);
+  if (!in) {
+    std::string names;
+    for (const std::string& n : shippedProfiles()) names += (names.empty() ? "" : ", ") + n;
+    return Status::InvalidInput("--profile " + nameOrPath + ": no such file, nor a shipped profile (" +
+                                names + ")");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().size() > kMaxProfileBytes)
+    return bad(nameOrPath, "larger than a profile can be (1 MiB)");
+  StatusOr<io::Json> j = io::parseJson(text.str());
+  if (!j.ok()) return bad(nameOrPath, j.status().message());
+  return DeviceProfile::fromJson(*j, nameOrPath);
+}
+
+}  // namespace dtc::perf

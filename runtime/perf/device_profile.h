@@ -1,0 +1,57 @@
+// What a device and its links can do, for predicting a plan's step time: GEMM throughput by
+// element type and problem size, memory bandwidth, the fixed cost of one kernel, and the
+// latency and bandwidth of the links inside a node and between nodes. Profiles are JSON files
+// (format "dtc-device-profile", version 1): shipped ones built from published specifications
+// (profiles/*.json, compiled in by name) or one `dtrun --calibrate` measured.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/json.h"
+#include "support/dtype.h"
+#include "support/status.h"
+
+namespace dtc::perf {
+
+// A link's alpha-beta model: a message of b bytes takes latency + b / bytesPerSecond.
+struct Link {
+  double latencySeconds = 0;
+  double bytesPerSecond = 0;
+};
+
+struct DeviceProfile {
+  std::string name;
+  std::string source;  // where the numbers come from (datasheets, a measurement)
+  std::string device;  // the backend it describes: "cpu" or "cuda"
+  // Sustained GEMM FLOP/s by element type at increasing FLOPs per call, as (flops, flop/s)
+  // points: throughput between them is interpolated in log(flops), and held beyond the ends.
+  std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> gemm;
+  double memoryBytesPerSecond = 0;  // sustained, for element-wise and other memory-bound kernels
+  double kernelSeconds = 0;         // the fixed cost of one kernel call (launch, dispatch)
+  // Kernels whose arithmetic, not their bytes, can bound them (a CPU's erf, exp, softmax rows):
+  // seconds per element of their largest operand, by kernel name. A kernel takes the longer
+  // of that and its bytes over the memory bandwidth.
+  std::vector<std::pair<std::string, double>> elementSeconds;
+  Link intraNode, interNode;
+  int devicesPerNode = 1;
+
+  // FLOP/s of a GEMM of `flops` in `dtype` (the closest type measured when it is absent).
+  double gemmFlopsPerSecond(DType dtype, double flops) const;
+  // The peak: the highest throughput listed for `dtype`.
+  double peakFlopsPerSecond(DType dtype) const;
+  // Seconds per element of the kernel named `kernel` (0: not listed).
+  double secondsPerElement(const std::string& kernel) const;
+
+  io::Json toJson() const;
+  static StatusOr<DeviceProfile> fromJson(const io::Json& json, const std::string& origin);
+};
+
+// A shipped profile by name ("a100-80g", "h100-80g", "cpu"), or a JSON file's path.
+StatusOr<DeviceProfile> loadProfile(const std::string& nameOrPath);
+// The names of the shipped profiles.
+std::vector<std::string> shippedProfiles();
+
+}  // namespace dtc::perf

@@ -1,0 +1,446 @@
+#include "perf/step_time.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "ops/kernel_registry.h"
+#include "plan/communication.h"
+
+namespace dtc::perf {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+Shape shapeOf(const plan::Value& v) {
+  return v.shape() ? Shape(v.shape()->begin(), v.shape()->end()) : Shape{};
+}
+
+double elements(const Shape& s) {
+  double n = 1;
+  for (int64_t d : s) n *= static_cast<double>(d);
+  return n;
+}
+
+int64_t intAttr(const plan::Step& step, const char* name, int64_t fallback = 0) {
+  if (step.attrs())
+    for (const plan::Attr* a : *step.attrs())
+      if (a->name()->str() == name) return a->i();
+  return fallback;
+}
+
+std::vector<int64_t> axesAttr(const plan::Step& step) {
+  if (step.attrs())
+    for (const plan::Attr* a : *step.attrs())
+      if (a->name()->str() == "axes" && a->ints()) return {a->ints()->begin(), a->ints()->end()};
+  return {};
+}
+
+// FLOPs of the kernels that multiply matrices (GEMMs, attention, convolutions); 0 otherwise.
+double stepFlops(const plan::Function& f, const plan::Step& step) {
+  auto in = [&](uint32_t k) { return shapeOf(*f.values()->Get(step.inputs()->Get(k))); };
+  auto out = [&](uint32_t k) { return shapeOf(*f.values()->Get(step.outputs()->Get(k))); };
+  const uint32_t ins = step.inputs() ? step.inputs()->size() : 0;
+  const uint32_t outs = step.outputs() ? step.outputs()->size() : 0;
+  if (outs == 0 || ins < 2) return 0;
+  switch (step.kernel()) {
+    case Kernel::matmul: {
+      const Shape a = in(0);
+      if (a.size() != 2) return 0;
+      return 2 * elements(out(0)) * static_cast<double>(a[intAttr(step, "transpose_lhs") ? 0 : 1]);
+    }
+    case Kernel::batch_matmul: {
+      const Shape a = in(0);
+      if (a.size() < 2) return 0;
+      return 2 * elements(out(0)) *
+             static_cast<double>(a[a.size() - (intAttr(step, "transpose_lhs") ? 2 : 1)]);
+    }
+    case Kernel::linear:
+    case Kernel::linear_bias:
+    case Kernel::linear_bias_gelu: return 2 * elements(out(0)) * static_cast<double>(in(0).back());
+    case Kernel::linear_grad_input:
+    case Kernel::linear_grad_input_gelu:
+      return 2 * elements(out(0)) * static_cast<double>(in(0).back());
+    case Kernel::linear_grad_weight: return 2 * elements(out(0)) * elements(in(0)) / in(0).back();
+    case Kernel::causal_attention:
+    case Kernel::causal_attention_grad: {
+      const Shape q = in(step.kernel() == Kernel::causal_attention ? 0 : 1);
+      if (q.size() < 2) return 0;
+      const double t = static_cast<double>(q[q.size() - 2]);
+      // Q·Kᵀ and P·V over the causal half; the gradient's five products (P recomputed).
+      const double forward = 2 * elements(q) * t;
+      return step.kernel() == Kernel::causal_attention ? forward : 2.5 * forward;
+    }
+    case Kernel::conv2d:
+    case Kernel::conv2d_grad_input:
+    case Kernel::conv2d_grad_weight: {
+      // Every pixel of the output gradient or output meets a C·kh·kw window of the weight.
+      const Shape w = step.kernel() == Kernel::conv2d_grad_weight ? out(0) : in(1);
+      const Shape y = step.kernel() == Kernel::conv2d ? out(0) : in(0);
+      if (w.size() != 4) return 0;
+      return 2 * elements(y) * static_cast<double>(w[1] * w[2] * w[3]);
+    }
+    default: return 0;
+  }
+}
+
+double stepBytes(const plan::Function& f, const plan::Step& step) {
+  double bytes = 0;
+  for (const auto* list : {step.inputs(), step.outputs()})
+    if (list)
+      for (uint32_t id : *list) bytes += static_cast<double>(valueBytes(*f.values()->Get(id)));
+  return bytes;
+}
+
+// Elements of the step's largest operand.
+double largestOperand(const plan::Function& f, const plan::Step& step) {
+  double most = 0;
+  for (const auto* list : {step.inputs(), step.outputs()})
+    if (list)
+      for (uint32_t id : *list) most = std::max(most, elements(shapeOf(*f.values()->Get(id))));
+  return most;
+}
+
+// The name a profile lists a kernel's cost per element under: its own, with "_tanh" for GELU's
+// tanh approximation.
+std::string elementKey(const plan::Step& step) {
+  std::string key = kernelName(step.kernel());
+  if (intAttr(step, "approximate_tanh")) key += "_tanh";
+  return key;
+}
+
+enum class Kind { kCompute, kCollective, kSend, kRecv };
+
+Kind kindOf(Kernel k) {
+  switch (k) {
+    case Kernel::all_reduce:
+    case Kernel::all_gather:
+    case Kernel::reduce_scatter:
+    case Kernel::all_to_all:
+    case Kernel::collective_broadcast: return Kind::kCollective;
+    case Kernel::send: return Kind::kSend;
+    case Kernel::recv: return Kind::kRecv;
+    default: return Kind::kCompute;
+  }
+}
+
+// The mesh seen by collectives: which link a group over some axes crosses.
+struct Mesh {
+  std::vector<int64_t> sizes;
+  int devicesPerNode = 1;
+
+  int64_t group(const std::vector<int64_t>& axes) const {
+    int64_t n = 1;
+    for (int64_t a : axes)
+      if (a >= 0 && a < static_cast<int64_t>(sizes.size())) n *= sizes[a];
+    return n;
+  }
+  // Whether rank 0's group over `axes` spans more than one node (ranks are row-major).
+  bool crossesNodes(const std::vector<int64_t>& axes) const {
+    int64_t farthest = 0;
+    for (int64_t a : axes) {
+      if (a < 0 || a >= static_cast<int64_t>(sizes.size())) continue;
+      int64_t stride = 1;
+      for (size_t b = a + 1; b < sizes.size(); ++b) stride *= sizes[b];
+      farthest += (sizes[a] - 1) * stride;
+    }
+    return farthest / std::max(devicesPerNode, 1) > 0;
+  }
+};
+
+// Seconds of one collective or transfer: the ring algorithm's steps and bytes on its link.
+double communicationSeconds(const plan::Function& f, const plan::Step& step, const Mesh& mesh,
+                            const DeviceProfile& p) {
+  const std::vector<int64_t> axes = axesAttr(step);
+  const double n = static_cast<double>(mesh.group(axes));
+  const Link& link = mesh.crossesNodes(axes) ? p.interNode : p.intraNode;
+  const auto* values = step.kernel() == Kernel::recv ? step.outputs() : step.inputs();
+  double bytes = 0;
+  if (values)
+    for (uint32_t id : *values) bytes += static_cast<double>(valueBytes(*f.values()->Get(id)));
+  const double a = link.latencySeconds, bw = link.bytesPerSecond;
+  switch (step.kernel()) {
+    case Kernel::all_reduce: return 2 * (n - 1) * a + 2 * (n - 1) / n * bytes / bw;
+    case Kernel::reduce_scatter:
+    case Kernel::all_to_all: return (n - 1) * a + (n - 1) / n * bytes / bw;
+    case Kernel::all_gather: return (n - 1) * a + (n - 1) * bytes / bw;
+    case Kernel::collective_broadcast: return std::ceil(std::log2(std::max(n, 1.0))) * a + bytes / bw;
+    case Kernel::send:
+    case Kernel::recv: return a + bytes / bw;
+    default: return 0;
+  }
+}
+
+// One rank's program as the simulation walks it.
+struct Program {
+  int stage = -1;
+  const plan::Function* function = nullptr;
+  size_t next = 0;
+  double compute = 0, comm = 0;  // when each stream is next free
+  std::vector<double> ready;     // when each value is available
+  std::vector<Kind> producedBy;  // which kind of step produced it
+  StagePrediction result;
+  std::map<int, double> flopsByType;  // GEMM FLOPs by element type
+  std::map<std::string, double> byKernel;
+};
+
+struct Simulation {
+  const Plan& plan;
+  const DeviceProfile& profile;
+  Mesh mesh;
+  bool overlap = false;  // collectives on their own stream (CUDA)
+  int stages = 0, pipelineAxis = -1;
+  // Messages in flight: (from stage, to stage, tag) -> arrival times, in order.
+  std::map<std::tuple<int, int, int64_t>, std::deque<double>> messages;
+
+  int peerStage(int stage, const plan::Step& step, bool send) const {
+    const int64_t shift = intAttr(step, "shift");
+    const int64_t at = send ? stage + shift : stage - shift;
+    return static_cast<int>(((at % stages) + stages) % stages);
+  }
+  bool alongPipeline(const plan::Step& step) const {
+    const std::vector<int64_t> axes = axesAttr(step);
+    return stages > 0 && axes.size() == 1 && axes[0] == pipelineAxis;
+  }
+
+  // Runs `p` until it ends or waits for a message not yet sent; whether it moved.
+  bool advance(Program& p) {
+    const plan::Function& f = *p.function;
+    bool moved = false;
+    for (; f.steps() && p.next < f.steps()->size(); ++p.next) {
+      const plan::Step& step = *f.steps()->Get(p.next);
+      const Kind kind = kindOf(step.kernel());
+      double inputsReady = 0;
+      Kind latest = Kind::kCompute;
+      if (step.inputs())
+        for (uint32_t id : *step.inputs())
+          if (p.ready[id] > inputsReady) {
+            inputsReady = p.ready[id];
+            latest = p.producedBy[id];
+          }
+      double end = 0;
+      if (kind == Kind::kCompute) {
+        const double flops = stepFlops(f, step);
+        const DType type = step.inputs() && step.inputs()->size()
+                               ? toDType(f.values()->Get(step.inputs()->Get(0))->dtype())
+                               : DType::kF32;
+        // A reshape is a view of its operand: nothing moves.
+        double seconds = step.kernel() == Kernel::reshape
+                             ? 0
+                             : stepBytes(f, step) / profile.memoryBytesPerSecond;
+        if (const double perElement = profile.secondsPerElement(elementKey(step)))
+          seconds = std::max(seconds, perElement * largestOperand(f, step));
+        if (flops > 0) {
+          seconds = std::max(seconds, flops / profile.gemmFlopsPerSecond(type, flops));
+          p.flopsByType[static_cast<int>(type)] += flops;
+        }
+        seconds += profile.kernelSeconds;
+        p.byKernel[kernelName(step.kernel())] += seconds;
+        const double start = std::max(p.compute, inputsReady);
+        wait(p, start - p.compute, latest);
+        end = start + seconds;
+        p.compute = end;
+        p.result.computeSeconds += seconds;
+        p.result.flops += flops;
+      } else if (kind == Kind::kRecv && alongPipeline(step)) {
+        auto& queue = messages[{peerStage(p.stage, step, false), p.stage, intAttr(step, "tag")}];
+        if (queue.empty()) break;  // its sender has not got there yet
+        const double arrival = queue.front();
+        queue.pop_front();
+        double& clock = overlap ? p.comm : p.compute;
+        if (!overlap) wait(p, std::max(0.0, arrival - clock), Kind::kRecv);
+        end = std::max(clock, arrival);
+        clock = end;
+      } else {
+        const double seconds = communicationSeconds(f, step, mesh, profile);
+        double& clock = overlap ? p.comm : p.compute;
+        const double start = std::max(clock, inputsReady);
+        if (!overlap) wait(p, start - clock, latest);
+        end = start + seconds;
+        p.result.communicationSeconds += seconds;
+        if (kind == Kind::kSend && alongPipeline(step)) {
+          messages[{p.stage, peerStage(p.stage, step, true), intAttr(step, "tag")}].push_back(end);
+          // The sender's copy out is its only cost; the wire time is the receiver's wait.
+          end = start + profile.intraNode.latencySeconds;
+        } else if (!overlap) {
+          p.result.exposedCommunicationSeconds += seconds;
+        }
+        clock = end;
+      }
+      if (step.outputs())
+        for (uint32_t id : *step.outputs()) {
+          p.ready[id] = end;
+          p.producedBy[id] = kind == Kind::kCompute ? Kind::kCompute : kind;
+        }
+      moved = true;
+    }
+    return moved;
+  }
+
+  // Time the compute stream stood idle for an input that `cause` produced.
+  static void wait(Program& p, double idle, Kind cause) {
+    if (idle <= 0) return;
+    if (cause == Kind::kRecv)
+      p.result.bubbleSeconds += idle;
+    else if (cause != Kind::kCompute)
+      p.result.exposedCommunicationSeconds += idle;
+  }
+};
+
+// Tokens per sample: the non-batch dimensions of the first int64 data input (token ids), whole.
+int64_t tokensPerSample(const Plan& plan, const plan::Function& f) {
+  if (!f.arguments()) return 1;
+  const auto* mesh = plan.root().mesh();
+  for (const plan::Binding* b : *f.arguments()) {
+    if (b->role() != plan::Role::data) continue;
+    const plan::Value& v = *f.values()->Get(b->value());
+    if (toDType(v.dtype()) != DType::kI64 || !v.shape() || v.shape()->size() < 2) continue;
+    int64_t tokens = 1;
+    for (uint32_t d = 0; d < v.shape()->size(); ++d) {
+      if (static_cast<int>(d) == b->batch_dim()) continue;
+      int64_t size = v.shape()->Get(d);
+      if (b->sharding() && d < b->sharding()->size() && mesh)
+        if (const auto* axes = b->sharding()->Get(d)->axes())
+          for (int a : *axes)
+            if (a >= 0 && static_cast<uint32_t>(a) < mesh->size()) size *= mesh->Get(a)->size();
+      tokens *= size;
+    }
+    return tokens;
+  }
+  return 1;
+}
+
+std::string seconds(double s) {
+  std::ostringstream os;
+  os.precision(4);
+  if (s >= 1)
+    os << s << " s";
+  else
+    os << s * 1e3 << " ms";
+  return os.str();
+}
+
+}  // namespace
+
+StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& profile) {
+  Simulation sim{plan, profile, {meshSizes(plan), profile.devicesPerNode}, false, 0, -1, {}};
+  const std::string device = plan.root().device() ? plan.root().device()->str() : "cpu";
+  sim.overlap = device == "cuda";
+  sim.stages = static_cast<int>(plan.stages());
+  sim.pipelineAxis = plan.root().pipeline_axis();
+  std::vector<Program> programs;
+  for (int stage = sim.stages > 0 ? 0 : -1; stage < std::max(sim.stages, 0); ++stage) {
+    const plan::Function* f = plan.function("train_step", stage);
+    if (!f) f = plan.function("train_step");
+    if (!f)
+      return Status::InvalidInput(plan.name() + ": no train_step to predict" +
+                                  (stage >= 0 ? " for stage " + std::to_string(stage) : ""));
+    Program p;
+    p.stage = stage;
+    p.function = f;
+    const size_t values = f->values() ? f->values()->size() : 0;
+    p.ready.assign(values, 0.0);
+    p.producedBy.assign(values, Kind::kCompute);
+    p.result.stage = stage;
+    programs.push_back(std::move(p));
+    if (stage < 0) break;
+  }
+  for (;;) {
+    bool moved = false, done = true;
+    for (Program& p : programs) {
+      moved |= sim.advance(p);
+      done &= !p.function->steps() || p.next == p.function->steps()->size();
+    }
+    if (done) break;
+    if (!moved)
+      return Status::InvalidInput(plan.name() +
+                                  ": the stages' transfers do not pair up (a receive waits forever)");
+  }
+  StepPrediction out;
+  out.devices = std::max<int64_t>(meshDevices(plan), 1);
+  const int64_t ranksPerStage = sim.stages > 0 ? out.devices / sim.stages : out.devices;
+  std::map<int, double> flopsByType;
+  for (Program& p : programs) {
+    p.result.stepSeconds = std::max(p.compute, p.comm);
+    p.result.kernels.assign(p.byKernel.begin(), p.byKernel.end());
+    std::sort(p.result.kernels.begin(), p.result.kernels.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second; });
+    out.stages.push_back(p.result);
+    out.flopsPerStep += p.result.flops * static_cast<double>(ranksPerStage);
+    for (const auto& [type, flops] : p.flopsByType) flopsByType[type] += flops;
+    if (p.result.stepSeconds >= out.stepSeconds) {
+      out.stepSeconds = p.result.stepSeconds;
+      // The bubble is what the stage waited for other stages; the rest of the step beyond its
+      // compute waited for collectives (on CUDA also a last collective after the compute).
+      out.computeSeconds = p.result.computeSeconds;
+      out.bubbleSeconds = std::min(p.result.bubbleSeconds,
+                                   std::max(0.0, p.result.stepSeconds - p.result.computeSeconds));
+      const double rest = p.result.stepSeconds - p.result.computeSeconds - out.bubbleSeconds;
+      out.exposedCommunicationSeconds = rest > 1e-9 * p.result.stepSeconds ? rest : 0.0;
+      if (out.exposedCommunicationSeconds == 0) out.computeSeconds += std::max(rest, 0.0);
+    }
+  }
+  out.samplesPerStep = plan.root().batch_size() * std::max(plan.root().micro_batches(), 1);
+  out.tokensPerStep = out.samplesPerStep * tokensPerSample(plan, *programs.front().function);
+  DType gemmType = DType::kF32;
+  double most = 0;
+  for (const auto& [type, flops] : flopsByType)
+    if (flops > most) {
+      most = flops;
+      gemmType = static_cast<DType>(type);
+    }
+  const double peak = profile.peakFlopsPerSecond(gemmType);
+  if (out.stepSeconds > 0 && peak > 0)
+    out.utilisation = out.flopsPerStep / (out.stepSeconds * static_cast<double>(out.devices) * peak);
+  return out;
+}
+
+std::string predictionText(const StepPrediction& p, const DeviceProfile& profile) {
+  std::ostringstream os;
+  os << "predicted step on " << profile.name << ": " << seconds(p.stepSeconds) << " = compute "
+     << seconds(p.computeSeconds) << " + exposed communication "
+     << seconds(p.exposedCommunicationSeconds) << " + bubble " << seconds(p.bubbleSeconds) << "\n";
+  os.precision(4);
+  os << "predicted throughput: " << p.tokensPerSecond() << " tokens/s ("
+     << p.tokensPerStep << " per step), " << 100 * p.utilisation << "% of the devices' peak FLOP/s\n";
+  for (const StagePrediction& s : p.stages)
+    if (s.stage >= 0)
+      os << "  stage " << s.stage << ": ends " << seconds(s.stepSeconds) << ", compute "
+         << seconds(s.computeSeconds) << ", communication " << seconds(s.communicationSeconds)
+         << " (" << seconds(s.exposedCommunicationSeconds) << " exposed)\n";
+  return os.str();
+}
+
+std::string predictionJson(const StepPrediction& p, const DeviceProfile& profile) {
+  io::Json j = io::Json::object();
+  j.set("profile", profile.name);
+  j.set("step_s", p.stepSeconds);
+  j.set("compute_s", p.computeSeconds);
+  j.set("exposed_communication_s", p.exposedCommunicationSeconds);
+  j.set("bubble_s", p.bubbleSeconds);
+  j.set("tokens_per_step", p.tokensPerStep);
+  j.set("tokens_per_s", p.tokensPerSecond());
+  j.set("flops_per_step", p.flopsPerStep);
+  j.set("utilisation", p.utilisation);
+  io::Json stages;
+  for (const StagePrediction& s : p.stages) {
+    io::Json e = io::Json::object();
+    e.set("stage", s.stage);
+    e.set("step_s", s.stepSeconds);
+    e.set("compute_s", s.computeSeconds);
+    e.set("communication_s", s.communicationSeconds);
+    e.set("exposed_communication_s", s.exposedCommunicationSeconds);
+    e.set("bubble_s", s.bubbleSeconds);
+    io::Json kernels = io::Json::object();
+    for (const auto& [name, t] : s.kernels) kernels.set(name, t);
+    e.set("kernels_s", kernels);
+    stages.push(e);
+  }
+  j.set("stages", stages);
+  return j.dump();
+}
+
+}  // namespace dtc::perf

@@ -1,0 +1,35 @@
+// `dtc compile`'s flags as compile options, and the compilation they ask for; `dtc explore`
+// builds every candidate through the same two, so a candidate's flags compile its plan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "driver/Compile.h"
+#include "mlir/IR/Location.h"
+#include "onnx/OnnxTranslator.h"
+#include "support/status.h"
+
+namespace dtc {
+
+struct CompileRequest {
+  std::string model;   // the model file (dtc's format or ONNX)
+  std::string output;  // -o, where the plan goes ("" when not given)
+  CompileOptions options;
+  onnx_import::TranslateOptions onnx;
+  uint64_t memoryBudget = 0;  // --memory, bytes per rank; 0: none
+};
+
+// `dtc compile MODEL [flags]` from argv (argv[1] is the subcommand, the model comes after).
+StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv);
+
+// Reads the model and compiles it (for --recompute auto, choosing the recomputation and saying
+// what each stage got on stdout); a plan over --memory is an error. Returns the plan file's
+// bytes.
+StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request);
+
+// "model.dtm: node 'fc0'" for importer locations, the file alone for file locations.
+std::string describe(mlir::Location loc);
+
+}  // namespace dtc
