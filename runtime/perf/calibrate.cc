@@ -15,8 +15,7 @@ namespace dtc::perf {
 namespace {
 
 double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Seconds of one call of `fn`: the best of 3 rounds, each the mean of as many calls as fill
@@ -112,8 +111,7 @@ std::vector<std::pair<std::string, double>> elementCosts(ThreadPool& pool) {
          cpu::binary(cpu::BinaryOp::kMul, x.data(), {n}, dy.data(), {n}, y.data(), {n}, pool);
        }},
       {"tanh", [&] { cpu::tanhForward(x.data(), y.data(), n, pool); }},
-      {"softmax",
-       [&] { cpu::softmax(x.data(), y.data(), rows, classes, 1.0f, pool); }},
+      {"softmax", [&] { cpu::softmax(x.data(), y.data(), rows, classes, 1.0f, pool); }},
       {"softmax_grad",
        [&] { cpu::softmaxGrad(dy.data(), y.data(), dx.data(), rows, classes, 1.0f, pool); }},
       {"causal_softmax",
@@ -121,9 +119,7 @@ std::vector<std::pair<std::string, double>> elementCosts(ThreadPool& pool) {
       {"causal_softmax_grad",
        [&] { cpu::causalSoftmaxGrad(dy.data(), y.data(), dx.data(), n / (t * t), t, 1.0f, pool); }},
       {"softmax_cross_entropy",
-       [&] {
-         cpu::softmaxCrossEntropy(x.data(), labels.data(), rows, classes, &loss, pool);
-       }},
+       [&] { cpu::softmaxCrossEntropy(x.data(), labels.data(), rows, classes, &loss, pool); }},
       {"softmax_cross_entropy_grad",
        [&] {
          cpu::softmaxCrossEntropyGrad(&one, x.data(), labels.data(), rows, classes, dx.data(),
@@ -131,8 +127,8 @@ std::vector<std::pair<std::string, double>> elementCosts(ThreadPool& pool) {
        }},
       {"layer_norm",
        [&] {
-         cpu::layerNorm(x.data(), w.data(), b.data(), y.data(), stats.data(),
-                        stats.data() + rows, rows, classes, 1e-5f, pool);
+         cpu::layerNorm(x.data(), w.data(), b.data(), y.data(), stats.data(), stats.data() + rows,
+                        rows, classes, 1e-5f, pool);
        }},
       {"layer_norm_grad",
        [&] {
@@ -210,6 +206,11 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
     if (hosts[r] != hosts[0] && interPeer < 0) interPeer = r;
   }
   p.devicesPerNode = std::max(perNode, 1);
+  // Each process's share of this node's memory.
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && pageSize > 0)
+    p.deviceMemoryBytes =
+        static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) / p.devicesPerNode;
   if (intraPeer >= 0) {
     DTC_ASSIGN_OR_RETURN(p.intraNode, measureLink(comm, intraPeer));
   }

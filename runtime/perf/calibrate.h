@@ -13,8 +13,8 @@
 namespace dtc::perf {
 
 struct CalibrateOptions {
-  int threads = 1;     // the CPU backend's threads per process, as dtrun --threads
-  std::string name;    // the profile's name
+  int threads = 1;   // the CPU backend's threads per process, as dtrun --threads
+  std::string name;  // the profile's name
 };
 
 // Rank 0's profile (every rank must call it: the link measurements are collective).

@@ -124,6 +124,7 @@ io::Json DeviceProfile::toJson() const {
   j.set("intra_node", linkJson(intraNode));
   j.set("inter_node", linkJson(interNode));
   j.set("devices_per_node", devicesPerNode);
+  if (deviceMemoryBytes) j.set("device_memory_bytes", deviceMemoryBytes);
   return j;
 }
 
@@ -146,7 +147,8 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
     return bad(origin, "'gemm_flops_per_s' must map element types to [flops, flop/s] points");
   for (const auto& [key, list] : g->members()) {
     DType t;
-    if (!parseType(key, t)) return bad(origin, "unknown element type '" + key + "' (f32, bf16, f16)");
+    if (!parseType(key, t))
+      return bad(origin, "unknown element type '" + key + "' (f32, bf16, f16)");
     if (!list.isArray() || list.size() == 0)
       return bad(origin, "'" + key + "' must list [flops, flop/s] points");
     std::vector<std::pair<double, double>> points;
@@ -178,6 +180,11 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   if (!perNode || !perNode->isInteger() || perNode->asInt() < 1 || perNode->asInt() > (1 << 20))
     return bad(origin, "'devices_per_node' must be a positive integer");
   p.devicesPerNode = static_cast<int>(perNode->asInt());
+  if (const io::Json* m = j.find("device_memory_bytes")) {
+    if (!m->isInteger() || m->asInt() < 0)
+      return bad(origin, "'device_memory_bytes' must be a non-negative integer");
+    p.deviceMemoryBytes = static_cast<uint64_t>(m->asInt());
+  }
   return p;
 }
 
@@ -197,8 +204,8 @@ StatusOr<DeviceProfile> loadProfile(const std::string& nameOrPath) {
   if (!in) {
     std::string names;
     for (const std::string& n : shippedProfiles()) names += (names.empty() ? "" : ", ") + n;
-    return Status::InvalidInput("--profile " + nameOrPath + ": no such file, nor a shipped profile (" +
-                                names + ")");
+    return Status::InvalidInput("--profile " + nameOrPath +
+                                ": no such file, nor a shipped profile (" + names + ")");
   }
   std::ostringstream text;
   text << in.rdbuf();

@@ -37,6 +37,7 @@ struct DeviceProfile {
   std::vector<std::pair<std::string, double>> elementSeconds;
   Link intraNode, interNode;
   int devicesPerNode = 1;
+  uint64_t deviceMemoryBytes = 0;  // what one device holds (0: not stated)
 
   // FLOP/s of a GEMM of `flops` in `dtype` (the closest type measured when it is absent).
   double gemmFlopsPerSecond(DType dtype, double flops) const;

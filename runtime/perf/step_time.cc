@@ -167,7 +167,8 @@ double communicationSeconds(const plan::Function& f, const plan::Step& step, con
     case Kernel::reduce_scatter:
     case Kernel::all_to_all: return (n - 1) * a + (n - 1) / n * bytes / bw;
     case Kernel::all_gather: return (n - 1) * a + (n - 1) * bytes / bw;
-    case Kernel::collective_broadcast: return std::ceil(std::log2(std::max(n, 1.0))) * a + bytes / bw;
+    case Kernel::collective_broadcast:
+      return std::ceil(std::log2(std::max(n, 1.0))) * a + bytes / bw;
     case Kernel::send:
     case Kernel::recv: return a + bytes / bw;
     default: return 0;
@@ -356,8 +357,8 @@ StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& prof
     }
     if (done) break;
     if (!moved)
-      return Status::InvalidInput(plan.name() +
-                                  ": the stages' transfers do not pair up (a receive waits forever)");
+      return Status::InvalidInput(
+          plan.name() + ": the stages' transfers do not pair up (a receive waits forever)");
   }
   StepPrediction out;
   out.devices = std::max<int64_t>(meshDevices(plan), 1);
@@ -394,7 +395,8 @@ StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& prof
     }
   const double peak = profile.peakFlopsPerSecond(gemmType);
   if (out.stepSeconds > 0 && peak > 0)
-    out.utilisation = out.flopsPerStep / (out.stepSeconds * static_cast<double>(out.devices) * peak);
+    out.utilisation =
+        out.flopsPerStep / (out.stepSeconds * static_cast<double>(out.devices) * peak);
   return out;
 }
 
@@ -404,8 +406,8 @@ std::string predictionText(const StepPrediction& p, const DeviceProfile& profile
      << seconds(p.computeSeconds) << " + exposed communication "
      << seconds(p.exposedCommunicationSeconds) << " + bubble " << seconds(p.bubbleSeconds) << "\n";
   os.precision(4);
-  os << "predicted throughput: " << p.tokensPerSecond() << " tokens/s ("
-     << p.tokensPerStep << " per step), " << 100 * p.utilisation << "% of the devices' peak FLOP/s\n";
+  os << "predicted throughput: " << p.tokensPerSecond() << " tokens/s (" << p.tokensPerStep
+     << " per step), " << 100 * p.utilisation << "% of the devices' peak FLOP/s\n";
   for (const StagePrediction& s : p.stages)
     if (s.stage >= 0)
       os << "  stage " << s.stage << ": ends " << seconds(s.stepSeconds) << ", compute "

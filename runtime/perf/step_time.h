@@ -16,13 +16,13 @@
 namespace dtc::perf {
 
 struct StagePrediction {
-  int stage = -1;                  // -1: a plan without a pipeline (every rank alike)
-  double stepSeconds = 0;          // when the stage's step ends
-  double computeSeconds = 0;       // its kernels' time
-  double communicationSeconds = 0;  // its collectives' time, overlapped or not
+  int stage = -1;                          // -1: a plan without a pipeline (every rank alike)
+  double stepSeconds = 0;                  // when the stage's step ends
+  double computeSeconds = 0;               // its kernels' time
+  double communicationSeconds = 0;         // its collectives' time, overlapped or not
   double exposedCommunicationSeconds = 0;  // time compute waited for collectives
-  double bubbleSeconds = 0;        // time waiting for another stage (pipeline receives)
-  double flops = 0;                // FLOPs its kernels compute (recomputation included)
+  double bubbleSeconds = 0;                // time waiting for another stage (pipeline receives)
+  double flops = 0;                        // FLOPs its kernels compute (recomputation included)
   // Its compute time by kernel, most first.
   std::vector<std::pair<std::string, double>> kernels;
 };
@@ -33,7 +33,7 @@ struct StepPrediction {
   double computeSeconds = 0, exposedCommunicationSeconds = 0, bubbleSeconds = 0;
   std::vector<StagePrediction> stages;
   int64_t devices = 1;
-  double flopsPerStep = 0;   // over every rank
+  double flopsPerStep = 0;     // over every rank
   int64_t samplesPerStep = 0;  // batch × micro-batches (the global batch)
   int64_t tokensPerStep = 0;   // samples × the length of a sequence input (samples otherwise)
   double tokensPerSecond() const { return stepSeconds > 0 ? tokensPerStep / stepSeconds : 0; }

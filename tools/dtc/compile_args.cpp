@@ -64,20 +64,20 @@ static bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
 
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   auto args = Args::parse(argc, argv, 2, {"output",       "batch",          "optimizer",
-                                               "lr",           "momentum",       "weight-decay",
-                                               "beta1",        "beta2",          "eps",
-                                               "dump-ir",      "mesh",           "zero",
-                                               "bucket-mb",    "accumulate",     "shard",
-                                               "microbatches", "schedule",       "virtual-stages",
-                                               "stage-cuts",   "schedule-trace", "device",
-                                               "precision",    "loss-scale",     "no-decay",
-                                               "lr-schedule",  "warmup-steps",   "decay-steps",
-                                               "min-lr",       "clip-grad-norm", "loss",
-                                               "target",       "recompute",      "memory"},
-                               {"log-grad-norm", "sequence-parallel", "vocab-parallel",
-                                "no-vocab-parallel", "fused-attention", "no-fused-attention",
-                                "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"},
-                               {"no-decay", "shard"});
+                                          "lr",           "momentum",       "weight-decay",
+                                          "beta1",        "beta2",          "eps",
+                                          "dump-ir",      "mesh",           "zero",
+                                          "bucket-mb",    "accumulate",     "shard",
+                                          "microbatches", "schedule",       "virtual-stages",
+                                          "stage-cuts",   "schedule-trace", "device",
+                                          "precision",    "loss-scale",     "no-decay",
+                                          "lr-schedule",  "warmup-steps",   "decay-steps",
+                                          "min-lr",       "clip-grad-norm", "loss",
+                                          "target",       "recompute",      "memory"},
+                          {"log-grad-norm", "sequence-parallel", "vocab-parallel",
+                           "no-vocab-parallel", "fused-attention", "no-fused-attention",
+                           "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"},
+                          {"no-decay", "shard"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1) return invalid("dtc compile: expected one model file");
   CompileRequest request;
@@ -110,10 +110,10 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   if (options.lrSchedule != "constant" && options.lrSchedule != "cosine" &&
       options.lrSchedule != "linear")
     return invalid("dtc compile: --lr-schedule must be constant, cosine or linear, got '" +
-                options.lrSchedule + "'");
+                   options.lrSchedule + "'");
   if (options.lrSchedule != "constant" && !args->has("decay-steps"))
     return invalid("dtc compile: --lr-schedule " + options.lrSchedule +
-                " needs --decay-steps D (the update where the decay ends)");
+                   " needs --decay-steps D (the update where the decay ends)");
   if (!(options.clipGradNorm >= 0)) return invalid("dtc compile: --clip-grad-norm must be >= 0");
   options.reportGradNorm = args->has("log-grad-norm");
   options.noDecay = args->all("no-decay");
@@ -126,15 +126,15 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   for (const char* feature : {"fused-attention", "fuse-epilogues"})
     if (args->has(feature) && args->has(std::string("no-") + feature))
       return invalid(std::string("dtc compile: --") + feature + " and --no-" + feature +
-                  " contradict each other");
+                     " contradict each other");
   const bool gpu = options.device == "cuda";
   options.fusedAttention =
       args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
   options.fuseEpilogues = args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
   options.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
   if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
-    return invalid("dtc compile: --precision must be fp32, bf16 or fp16, got '" + options.precision +
-                "'");
+    return invalid("dtc compile: --precision must be fp32, bf16 or fp16, got '" +
+                   options.precision + "'");
   auto lossScale = args->number("loss-scale", options.lossScale);
   if (!lossScale.ok()) return lossScale.status();
   if (!(*lossScale > 0)) return invalid("dtc compile: --loss-scale must be > 0");
@@ -158,7 +158,8 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
       auto [name, size] = axis.split('=');
       int64_t n = 0;
       if (name.empty() || size.getAsInteger(10, n) || n < 1)
-        return invalid("dtc compile: --mesh wants name=size[,name=size], got '" + options.mesh + "'");
+        return invalid("dtc compile: --mesh wants name=size[,name=size], got '" + options.mesh +
+                       "'");
       if (name == "dp") {
         options.dataParallel = n;
       } else if (name == "dp_replicate") {
@@ -172,7 +173,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
         options.megatron = "tp";  // Megatron's GPT-2 splits, unless the user gives their own
       } else if (!namesAxis(options.shard, name)) {
         return invalid("dtc compile: mesh axis '" + name.str() +
-                    "' splits nothing: give --shard PATTERN=SPEC naming it");
+                       "' splits nothing: give --shard PATTERN=SPEC naming it");
       }
     }
   } else if (!options.shard.empty()) {
@@ -197,7 +198,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   if (options.recompute != "none" && options.recompute != "full" &&
       options.recompute != "selective" && options.recompute != "auto")
     return invalid("dtc compile: --recompute must be none, full, selective or auto, got '" +
-                options.recompute + "'");
+                   options.recompute + "'");
   uint64_t& memoryBudget = request.memoryBudget;
   if (args->has("memory")) {
     const std::string text = args->str("memory");
@@ -205,7 +206,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     const double gib = std::strtod(text.c_str(), &end);
     if (text.empty() || *end != '\0' || !(gib > 0) || gib > 1e9)
       return invalid("dtc compile: --memory wants a positive number of GiB per rank, got '" + text +
-                  "'");
+                     "'");
     memoryBudget = static_cast<uint64_t>(gib * static_cast<double>(1ull << 30));
   }
   if (options.recompute == "auto" && !memoryBudget)
@@ -247,7 +248,8 @@ StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
   CompileOptions options = request.options;
   auto model = readModelSource(request.model, request.onnx);
   if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
-  mlir::MLIRContext ctx;
+  mlir::MLIRContext ctx(request.threaded ? mlir::MLIRContext::Threading::ENABLED
+                                         : mlir::MLIRContext::Threading::DISABLED);
   std::string firstError;
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic& diag) {
     if (diag.getSeverity() == mlir::DiagnosticSeverity::Error && firstError.empty()) {

@@ -19,6 +19,7 @@ struct CompileRequest {
   CompileOptions options;
   onnx_import::TranslateOptions onnx;
   uint64_t memoryBudget = 0;  // --memory, bytes per rank; 0: none
+  bool threaded = true;       // MLIR's own threads (off when compiles already run side by side)
 };
 
 // `dtc compile MODEL [flags]` from argv (argv[1] is the subcommand, the model comes after).

@@ -13,6 +13,7 @@
 
 #include "compile_args.h"
 #include "driver/Compile.h"
+#include "explore.h"
 #include "flatbuffers/ModelFile.h"
 #include "flatbuffers/ModelImporter.h"
 #include "flatbuffers/model_version.h"
@@ -44,7 +45,8 @@ namespace {
   "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                  \
   "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                          \
   "              [--clip-grad-norm F] [--log-grad-norm]\n"                                      \
-  "              [--mesh dp=N[,tp=M]] [--shard PATTERN=SPEC]... [--zero 0|1|2|3]\n"             \
+  "              [--mesh dp=N[,tp=M] | --mesh auto --devices N [--profile P]]\n"                \
+  "              [--shard PATTERN=SPEC]... [--zero 0|1|2|3]\n"                                  \
   "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"               \
   "              [--recompute none|full|selective|auto] [--memory GiB]\n"                       \
   "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                          \
@@ -71,6 +73,14 @@ namespace {
   "             --target INPUT]\n"                                                             \
   "      an ONNX export as a dtc model file that compiles at any batch (shapes folded at\n"    \
   "      --batch, default 2, and one more to find the batch's dimensions)\n"
+#define DTC_EXPLORE_USAGE                                                                          \
+  "  dtc explore MODEL --devices N --batch B [--memory GiB] [--profile cpu|a100-80g|h100-80g|\n"   \
+  "              FILE.json] [--gpus-per-node K] [--top K] [--json] [--plot FILE.svg]\n"            \
+  "              [--exhaustive] [other dtc compile flags: optimizer, precision, ...]\n"            \
+  "      every dp x tp x pp layout of N devices with ZeRO, sequence parallelism, micro-batches,\n" \
+  "      schedules and recomputation, built by the compiler, ranked by predicted step time on\n"   \
+  "      the profile, with memory per rank (budget: --memory or the profile's device) and why\n"   \
+  "      the others cannot run; dtc compile ... --mesh auto --devices N compiles the pick\n"
 #define DTC_INSPECT_USAGE                                                                        \
   "  dtc inspect PLAN.dtp [--json] [--profile cpu|a100-80g|h100-80g|FILE.json]\n"                \
   "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
@@ -83,14 +93,15 @@ namespace {
   "      --onnx: the ONNX op types it translates on their own\n"
 
 constexpr const char kUsage[] =
-    "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE "\n" DTC_IMPORT_USAGE DTC_INSPECT_USAGE DTC_OPS_USAGE
-    "  dtc --version\n";
+    "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE
+    "\n" DTC_IMPORT_USAGE DTC_EXPLORE_USAGE DTC_INSPECT_USAGE DTC_OPS_USAGE "  dtc --version\n";
 
 // `dtc SUBCOMMAND ... --help`: that subcommand's usage.
 const char* subcommandUsage(const std::string& command) {
   if (command == "zoo") return "usage:\n" DTC_ZOO_USAGE;
   if (command == "compile") return "usage:\n" DTC_COMPILE_USAGE;
   if (command == "inspect") return "usage:\n" DTC_INSPECT_USAGE;
+  if (command == "explore") return "usage:\n" DTC_EXPLORE_USAGE;
   if (command == "import") return "usage:\n" DTC_IMPORT_USAGE;
   if (command == "ops") return "usage:\n" DTC_OPS_USAGE;
   return nullptr;
@@ -175,7 +186,64 @@ int runZoo(int argc, char** argv) {
   return fail("dtc zoo: unknown model '" + model + "' (available: mlp, gpt, convnet)");
 }
 
+// `dtc compile ... --mesh auto --devices N [--profile P]`: the flags of explore's pick in place
+// of those three (and `argv` pointing into `storage`).
+dtc::Status resolveAutoMesh(int& argc, char**& argv, std::vector<std::string>& storage,
+                            std::vector<char*>& pointers) {
+  bool automatic = false;
+  std::string devices, profile = "cpu", memory;
+  std::vector<std::string> kept, shared;  // all but the three; those minus -o and --memory
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const std::string& flag) -> std::optional<std::string> {
+      if (arg == flag && i + 1 < argc) return std::string(argv[++i]);
+      if (arg.rfind(flag + "=", 0) == 0) return arg.substr(flag.size() + 1);
+      return std::nullopt;
+    };
+    if (auto v = value("--mesh"); v && *v == "auto") {
+      automatic = true;
+    } else if (auto d = value("--devices")) {
+      devices = *d;
+    } else if (auto p = value("--profile")) {
+      profile = *p;
+    } else if (v) {
+      kept.insert(kept.end(), {"--mesh", *v});
+      shared.insert(shared.end(), {"--mesh", *v});
+    } else {
+      const bool output = arg == "-o" || arg == "--output" || arg == "--memory";
+      const bool joined = arg.rfind("--output=", 0) == 0 || arg.rfind("--memory=", 0) == 0;
+      kept.push_back(arg);
+      if (arg == "--memory" && i + 1 < argc) memory = argv[i + 1];
+      if (arg.rfind("--memory=", 0) == 0) memory = arg.substr(9);
+      if (output && i + 1 < argc) kept.push_back(argv[++i]);
+      if (!output && !joined) shared.push_back(arg);
+    }
+  }
+  if (!automatic) {
+    if (!devices.empty())
+      return dtc::Status::InvalidInput("dtc compile: --devices goes with --mesh auto");
+    return dtc::Status::Ok();
+  }
+  char* end = nullptr;
+  const long n = std::strtol(devices.c_str(), &end, 10);
+  if (devices.empty() || *end || n < 1)
+    return dtc::Status::InvalidInput("dtc compile: --mesh auto needs --devices N (N > 0)");
+  const double gib = memory.empty() ? 0 : std::strtod(memory.c_str(), nullptr);
+  DTC_ASSIGN_OR_RETURN(std::vector<std::string> chosen, dtc::chooseLayout(shared, n, profile, gib));
+  storage = {argv[0], argv[1]};
+  storage.insert(storage.end(), kept.begin(), kept.end());
+  storage.insert(storage.end(), chosen.begin(), chosen.end());
+  pointers.clear();
+  for (std::string& s : storage) pointers.push_back(s.data());
+  argc = static_cast<int>(pointers.size());
+  argv = pointers.data();
+  return dtc::Status::Ok();
+}
+
 int runCompile(int argc, char** argv) {
+  std::vector<std::string> storage;
+  std::vector<char*> pointers;
+  if (dtc::Status s = resolveAutoMesh(argc, argv, storage, pointers); !s.ok()) return fail(s);
   auto request = dtc::parseCompileArgs(argc, argv);
   if (!request.ok()) return fail(request.status());
   if (request->output.empty()) return fail("dtc compile: missing -o PLAN.dtp");
@@ -277,6 +345,7 @@ int main(int argc, char** argv) {
   if (command == "zoo") return runZoo(argc, argv);
   if (command == "compile") return runCompile(argc, argv);
   if (command == "inspect") return runInspect(argc, argv);
+  if (command == "explore") return dtc::runExplore(argc, argv);
   if (command == "import") return runImport(argc, argv);
   if (command == "ops") return runOps(argc, argv);
   return fail("unknown command '" + command + "'\n" + kUsage);

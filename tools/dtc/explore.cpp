@@ -1,0 +1,348 @@
+#include "explore.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "llvm/Support/raw_ostream.h"
+
+#include "compile_args.h"
+#include "explore_report.h"
+#include "io/files.h"
+#include "memory_fit.h"
+#include "plan/plan.h"
+
+namespace dtc {
+namespace {
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t k = 1; k <= n; ++k)
+    if (n % k == 0) d.push_back(k);
+  return d;
+}
+
+// The flags explore chooses for each candidate: given by the user, they would fix the layout.
+const std::set<std::string>& chosenFlags() {
+  static const std::set<std::string> flags = {
+      "--mesh",         "--zero",      "--microbatches",      "--schedule",
+      "--virtual-stages", "--recompute", "--sequence-parallel", "--accumulate",
+      "--stage-cuts",   "--vocab-parallel", "--no-vocab-parallel", "--output",
+      "-o",             "--memory",    "--schedule-trace",    "--dump-ir"};
+  return flags;
+}
+
+StatusOr<CompileRequest> parseFlags(const std::vector<std::string>& args) {
+  std::vector<std::string> owned = {"dtc", "compile"};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : owned) argv.push_back(s.data());
+  return parseCompileArgs(static_cast<int>(argv.size()), argv.data());
+}
+
+// Compiles `c` and predicts it; a compile error is the reason it is infeasible.
+void build(const std::vector<std::string>& base, ExploreCandidate& c,
+           const perf::DeviceProfile& profile, uint64_t budget) {
+  c.built = true;
+  for (bool retried = false;; retried = true) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    StatusOr<CompileRequest> request = parseFlags(args);
+    if (!request.ok()) {
+      c.reason = request.status().message();
+      return;
+    }
+    request->options.trial = true;  // quiet: no schedule report, no trace
+    request->threaded = false;      // candidates compile side by side instead
+    StatusOr<std::vector<uint8_t>> bytes = compilePlan(*request);
+    if (!bytes.ok()) {
+      // Megatron's vocabulary split needs a vocabulary that divides over tp; without it the
+      // table and the logits stay whole.
+      if (!retried && c.tp > 1 && bytes.status().message().find("vocabulary") != std::string::npos) {
+        c.flags.push_back("--no-vocab-parallel");
+        continue;
+      }
+      c.reason = bytes.status().message();
+      return;
+    }
+    StatusOr<Plan> plan = Plan::fromFileBytes(std::move(*bytes), "candidate");
+    if (!plan.ok()) {
+      c.reason = plan.status().message();
+      return;
+    }
+    for (uint64_t b : rankBytesByStage(*plan)) c.memoryPerRank = std::max(c.memoryPerRank, b);
+    StatusOr<perf::StepPrediction> predicted = perf::predictStep(*plan, profile);
+    if (!predicted.ok()) {
+      c.reason = predicted.status().message();
+      return;
+    }
+    c.prediction = *predicted;
+    c.feasible = !budget || c.memoryPerRank <= budget;
+    if (!c.feasible)
+      c.reason = "needs " + explore_report::gib(c.memoryPerRank) + " per rank, over the " +
+                 explore_report::gib(budget) + " budget";
+    return;
+  }
+}
+
+// Builds `jobs` on as many threads as the machine has cores (each compile has its own context).
+void buildAll(const std::vector<std::string>& base, std::vector<ExploreCandidate*> jobs,
+              const perf::DeviceProfile& profile, uint64_t budget) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next++) < jobs.size();) build(base, *jobs[k], profile, budget);
+  };
+  const size_t threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), jobs.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+bool overBudget(const ExploreCandidate& c) {
+  return c.built && !c.feasible && c.reason.rfind("needs ", 0) == 0;
+}
+
+}  // namespace
+
+std::string ExploreCandidate::mesh() const {
+  return "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp);
+}
+
+StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int64_t devices,
+                                const perf::DeviceProfile& profile, double memoryGiB,
+                                bool exhaustive) {
+  for (const std::string& a : compileArgs) {
+    const std::string flag = a.substr(0, a.find('='));
+    if (chosenFlags().count(flag))
+      return Status::InvalidInput("dtc explore chooses " + flag +
+                                  " for each candidate; leave it out");
+  }
+  if (devices < 1 || devices > (1 << 20))
+    return Status::InvalidInput("--devices must be in [1, 2^20]");
+  std::vector<std::string> base = compileArgs;
+  DTC_ASSIGN_OR_RETURN(CompileRequest shared, parseFlags(base));
+  if (shared.options.device != profile.device) {
+    bool given = false;
+    for (const std::string& a : base) given |= a == "--device" || a.rfind("--device=", 0) == 0;
+    if (given)
+      return Status::InvalidInput("profile " + profile.name + " describes " + profile.device +
+                                  " devices, but --device is " + shared.options.device);
+    base.push_back("--device");
+    base.push_back(profile.device);
+  }
+  ExploreResult r;
+  r.profile = profile;
+  r.devices = devices;
+  r.budget = memoryGiB > 0 ? static_cast<uint64_t>(memoryGiB * double(uint64_t{1} << 30))
+                           : profile.deviceMemoryBytes;
+  const int64_t batch = shared.options.batchSize;
+  // The layouts, and for each the settings that change its speed.
+  std::vector<ExploreCandidate> layouts;
+  for (int64_t pp : divisors(devices))
+    for (int64_t tp : divisors(devices / pp)) {
+      ExploreCandidate c;
+      c.pp = pp;
+      c.tp = tp;
+      c.dp = devices / (pp * tp);
+      std::string mesh;
+      for (auto [name, size] : {std::pair{"dp", c.dp}, {"tp", tp}, {"pp", pp}})
+        if (size > 1) mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
+      if (!mesh.empty()) c.flags = {"--mesh", mesh};
+      std::vector<int64_t> micro = {1};
+      if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
+      for (int64_t m : micro) {
+        if (batch % m != 0 || (batch / m) % c.dp != 0) {
+          ExploreCandidate bad = c;
+          if (m > 1) bad.flags.insert(bad.flags.end(), {"--microbatches", std::to_string(m)});
+          bad.reason = "a batch of " + std::to_string(batch) +
+                       (m > 1 ? " in " + std::to_string(m) + " micro-batches" : "") +
+                       " does not divide over dp=" + std::to_string(c.dp);
+          layouts.push_back(bad);
+          continue;
+        }
+        std::vector<std::vector<std::string>> schedules = {{}};
+        if (pp > 1) schedules = {{"--microbatches", std::to_string(m)},
+                                 {"--microbatches", std::to_string(m), "--schedule",
+                                  "interleaved", "--virtual-stages", "2"}};
+        for (const auto& schedule : schedules)
+          for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
+            for (bool sequence : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+              ExploreCandidate v = c;
+              v.flags.insert(v.flags.end(), schedule.begin(), schedule.end());
+              if (zero) v.flags.insert(v.flags.end(), {"--zero", std::to_string(zero)});
+              if (sequence) v.flags.push_back("--sequence-parallel");
+              layouts.push_back(v);
+            }
+      }
+    }
+  // Build every layout; the memory-saving settings (ZeRO-3, recomputation) only add work, so
+  // they are built where the layout does not fit without them (or when asked for all).
+  std::vector<ExploreCandidate*> jobs;
+  for (ExploreCandidate& c : layouts)
+    if (c.reason.empty()) jobs.push_back(&c);
+  buildAll(base, jobs, profile, r.budget);
+  std::vector<size_t> later;  // variants to build once their layouts are known
+  for (ExploreCandidate& c : layouts) {
+    r.candidates.push_back(c);
+    if (!c.built) continue;
+    std::vector<std::vector<std::string>> savings = {{"--recompute", "selective"},
+                                                     {"--recompute", "full"}};
+    if (c.dp > 1) {
+      savings.push_back({"--zero", "3"});
+      savings.push_back({"--zero", "3", "--recompute", "full"});
+    }
+    const bool zeroGiven = std::find(c.flags.begin(), c.flags.end(), "--zero") != c.flags.end();
+    for (const auto& saving : savings) {
+      if (zeroGiven && saving.front() == "--zero") continue;  // ZeRO-3 from ZeRO-0's layout only
+      ExploreCandidate v = c;
+      v.built = v.feasible = false;
+      v.reason.clear();
+      v.memoryPerRank = 0;
+      v.prediction = {};
+      v.flags.insert(v.flags.end(), saving.begin(), saving.end());
+      if (exhaustive || overBudget(c))
+        later.push_back(r.candidates.size());
+      else
+        v.reason = c.feasible ? "not built: the layout fits without it, which only adds work"
+                              : "not built: the layout fails without it (" + c.reason + ")";
+      r.candidates.push_back(v);
+    }
+  }
+  jobs.clear();
+  for (size_t k : later) jobs.push_back(&r.candidates[k]);
+  buildAll(base, jobs, profile, r.budget);
+  std::stable_sort(r.candidates.begin(), r.candidates.end(),
+                   [](const ExploreCandidate& a, const ExploreCandidate& b) {
+                     if (a.feasible != b.feasible) return a.feasible;
+                     if (a.feasible) return a.prediction.stepSeconds < b.prediction.stepSeconds;
+                     return a.built > b.built;
+                   });
+  if (!r.candidates.empty() && r.candidates.front().feasible) r.best = 0;
+  return r;
+}
+
+std::string whyItWon(const ExploreResult& r) {
+  if (r.best < 0) return "no candidate fits";
+  const ExploreCandidate& w = r.candidates[r.best];
+  std::ostringstream os;
+  os << w.mesh() << " is predicted fastest: " << explore_report::ms(w.prediction.stepSeconds)
+     << " a step (compute " << explore_report::ms(w.prediction.computeSeconds)
+     << ", exposed communication " << explore_report::ms(w.prediction.exposedCommunicationSeconds)
+     << ", bubble " << explore_report::ms(w.prediction.bubbleSeconds) << "), "
+     << explore_report::gib(w.memoryPerRank) << " per rank";
+  for (const ExploreCandidate& c : r.candidates)
+    if (&c != &w && c.feasible) {
+      os.precision(3);
+      os << "; the next, " << c.mesh() << " " << explore_report::join(c.flags) << ", takes "
+         << c.prediction.stepSeconds / w.prediction.stepSeconds << "x as long (compute "
+         << explore_report::ms(c.prediction.computeSeconds) << ", exposed communication "
+         << explore_report::ms(c.prediction.exposedCommunicationSeconds) << ", bubble "
+         << explore_report::ms(c.prediction.bubbleSeconds) << ")";
+      break;
+    }
+  return os.str();
+}
+
+StatusOr<std::vector<std::string>> chooseLayout(const std::vector<std::string>& compileArgs,
+                                                int64_t devices, const std::string& profileName,
+                                                double memoryGiB) {
+  DTC_ASSIGN_OR_RETURN(perf::DeviceProfile profile, perf::loadProfile(profileName));
+  DTC_ASSIGN_OR_RETURN(ExploreResult r,
+                       explore(compileArgs, devices, profile, memoryGiB, /*exhaustive=*/false));
+  if (r.best < 0)
+    return Status::InvalidInput("--mesh auto: no layout of " + std::to_string(devices) +
+                                " devices fits (dtc explore lists why)");
+  llvm::outs() << "--mesh auto on " << profile.name << ": "
+               << explore_report::join(r.candidates[r.best].flags) << "\n  " << whyItWon(r)
+               << "\n";
+  std::vector<std::string> flags = r.candidates[r.best].flags;
+  if (std::find(compileArgs.begin(), compileArgs.end(), "--device") == compileArgs.end() &&
+      profile.device != "cpu")
+    flags.insert(flags.end(), {"--device", profile.device});
+  return flags;
+}
+
+}  // namespace dtc
+
+namespace dtc {
+namespace {
+
+int failed(const Status& s) {
+  std::fprintf(stderr, "dtc: error: %s\n", s.message().c_str());
+  return s.exitCode();
+}
+
+}  // namespace
+
+int runExplore(int argc, char** argv) {
+  // Explore's own flags; everything else is `dtc compile`'s, shared by every candidate.
+  static const std::set<std::string> valued = {"--devices", "--profile", "--gpus-per-node",
+                                               "--top",     "--plot",    "--memory"};
+  static const std::set<std::string> switches = {"--json", "--exhaustive"};
+  std::map<std::string, std::string> own;
+  std::vector<std::string> compileArgs;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    const size_t eq = arg.find('=');
+    const std::string flag = arg.substr(0, eq);
+    if (switches.count(arg)) {
+      own[arg] = "";
+    } else if (valued.count(flag)) {
+      if (eq != std::string::npos)
+        value = arg.substr(eq + 1);
+      else if (i + 1 < argc)
+        value = argv[++i];
+      else
+        return failed(Status::InvalidInput("dtc explore: " + flag + " needs a value"));
+      own[flag] = value;
+    } else {
+      compileArgs.push_back(arg);
+    }
+  }
+  auto number = [&](const std::string& flag, double fallback) -> StatusOr<double> {
+    auto it = own.find(flag);
+    if (it == own.end()) return fallback;
+    char* end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    if (it->second.empty() || *end || !(v > 0) || !std::isfinite(v))
+      return Status::InvalidInput("dtc explore: " + flag + " wants a positive number, got '" +
+                                  it->second + "'");
+    return v;
+  };
+  if (!own.count("--devices")) return failed(Status::InvalidInput("dtc explore: --devices N is required"));
+  StatusOr<double> devices = number("--devices", 0), memory = number("--memory", 0),
+                   top = number("--top", 0), perNode = number("--gpus-per-node", 0);
+  for (const auto* s : {&devices, &memory, &top, &perNode})
+    if (!s->ok()) return failed(s->status());
+  if (*devices != std::floor(*devices) || *perNode != std::floor(*perNode) ||
+      *top != std::floor(*top))
+    return failed(Status::InvalidInput("dtc explore: --devices, --top and --gpus-per-node are whole numbers"));
+  StatusOr<perf::DeviceProfile> profile = perf::loadProfile(own.count("--profile") ? own["--profile"] : "cpu");
+  if (!profile.ok()) return failed(profile.status());
+  if (*perNode > 0) profile->devicesPerNode = static_cast<int>(*perNode);
+  const std::string plot = own.count("--plot") ? own["--plot"] : "";
+  if (!plot.empty())
+    if (Status s = io::checkOutputFile(plot, "--plot"); !s.ok()) return failed(s);
+  StatusOr<ExploreResult> r = explore(compileArgs, static_cast<int64_t>(*devices), *profile,
+                                      *memory, own.count("--exhaustive") > 0);
+  if (!r.ok()) return failed(r.status());
+  const std::string out = own.count("--json") ? explore_report::json(*r)
+                                               : explore_report::table(*r, static_cast<int>(*top));
+  std::fputs(out.c_str(), stdout);
+  if (!plot.empty()) {
+    const std::string picture = explore_report::svg(*r);
+    if (Status s = io::writeFileAtomically(plot, picture.data(), picture.size()); !s.ok())
+      return failed(s);
+  }
+  return 0;
+}
+
+}  // namespace dtc

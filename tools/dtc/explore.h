@@ -1,0 +1,55 @@
+// `dtc explore`: every way to lay a model over N devices — dp × tp × pp, ZeRO, sequence
+// parallelism, micro-batches and schedule, recomputation — each built by the real compiler from
+// the `dtc compile` flags it lists, its memory per rank read from its memory plan and its step
+// predicted on a device profile (perf/step_time.h); ranked, with the reasons the others cannot
+// run. `dtc compile --mesh auto --devices N` compiles the winner.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "perf/device_profile.h"
+#include "perf/step_time.h"
+#include "support/status.h"
+
+namespace dtc {
+
+struct ExploreCandidate {
+  int64_t dp = 1, tp = 1, pp = 1;
+  std::vector<std::string> flags;  // the `dtc compile` flags that build it
+  bool built = false;              // compiled (else skipped, for `reason`)
+  bool feasible = false;
+  std::string reason;              // why it is not feasible or was not built
+  uint64_t memoryPerRank = 0;      // the largest rank's bytes
+  perf::StepPrediction prediction;
+  std::string mesh() const;        // "dp=2,tp=2,pp=1"
+};
+
+struct ExploreResult {
+  std::vector<ExploreCandidate> candidates;  // feasible first, fastest first
+  int best = -1;                             // index of the pick, -1: none is feasible
+  uint64_t budget = 0;                       // bytes per rank candidates must fit
+  perf::DeviceProfile profile;
+  int64_t devices = 0;
+};
+
+// Explores `dtc compile` with `compileArgs` (the model and the flags every candidate shares:
+// batch, optimizer, precision, ...) over `devices` devices. `memoryGiB` 0: the profile's device
+// memory is the budget. `exhaustive`: also build the memory-saving variants (ZeRO-3,
+// recomputation) of layouts that fit without them.
+StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int64_t devices,
+                                const perf::DeviceProfile& profile, double memoryGiB,
+                                bool exhaustive);
+
+// Why the pick won: its breakdown against the runner-up.
+std::string whyItWon(const ExploreResult& r);
+
+// `dtc explore ...`; `dtc compile ... --mesh auto --devices N` (returns the flags to compile with,
+// having said what it chose).
+int runExplore(int argc, char** argv);
+StatusOr<std::vector<std::string>> chooseLayout(const std::vector<std::string>& compileArgs,
+                                                int64_t devices, const std::string& profileName,
+                                                double memoryGiB);
+
+}  // namespace dtc

@@ -1,0 +1,167 @@
+#include "explore_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "io/json.h"
+
+namespace dtc::explore_report {
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  const double b = static_cast<double>(bytes);
+  if (b >= double(1ull << 30))
+    std::snprintf(text, sizeof text, "%.2f GiB", b / double(1ull << 30));
+  else
+    std::snprintf(text, sizeof text, "%.1f MiB", b / double(1ull << 20));
+  return text;
+}
+
+std::string ms(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, seconds >= 10 ? "%.1f s" : "%.4g ms",
+                seconds >= 10 ? seconds : seconds * 1e3);
+  return text;
+}
+
+std::string join(const std::vector<std::string>& flags) {
+  std::string s;
+  for (const std::string& f : flags) s += (s.empty() ? "" : " ") + f;
+  return s.empty() ? "(one device)" : s;
+}
+
+std::string table(const ExploreResult& r, int top) {
+  std::ostringstream os;
+  int feasible = 0, built = 0;
+  for (const ExploreCandidate& c : r.candidates) {
+    feasible += c.feasible;
+    built += c.built;
+  }
+  os << "dtc explore: " << r.devices << " device(s) on " << r.profile.name << " ("
+     << r.profile.devicesPerNode << " per node), budget " << gib(r.budget) << " per rank: "
+     << r.candidates.size() << " candidates, " << built << " built, " << feasible
+     << " feasible\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%4s  %-16s %11s %11s %12s %7s  %s\n", "rank", "mesh", "step",
+                "memory", "tokens/s", "MFU", "flags");
+  os << line;
+  int shown = 0;
+  for (const ExploreCandidate& c : r.candidates) {
+    if (!c.feasible || (top > 0 && shown >= top)) continue;
+    ++shown;
+    std::snprintf(line, sizeof line, "%4d  %-16s %11s %11s %12.4g %6.1f%%  %s\n", shown,
+                  c.mesh().c_str(), ms(c.prediction.stepSeconds).c_str(),
+                  gib(c.memoryPerRank).c_str(), c.prediction.tokensPerSecond(),
+                  100 * c.prediction.utilisation, join(c.flags).c_str());
+    os << line;
+  }
+  if (r.best >= 0) os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
+  int infeasible = 0;
+  for (const ExploreCandidate& c : r.candidates)
+    if (!c.feasible && c.reason.rfind("not built", 0) != 0) ++infeasible;
+  if (infeasible) {
+    os << "infeasible (" << infeasible << "):\n";
+    for (const ExploreCandidate& c : r.candidates)
+      if (!c.feasible && c.reason.rfind("not built", 0) != 0)
+        os << "  " << c.mesh() << " " << join(c.flags) << ": " << c.reason << "\n";
+  }
+  return os.str();
+}
+
+std::string json(const ExploreResult& r) {
+  io::Json j = io::Json::object();
+  j.set("devices", r.devices);
+  j.set("profile", r.profile.name);
+  j.set("budget_bytes", r.budget);
+  io::Json list;
+  for (const ExploreCandidate& c : r.candidates) {
+    io::Json e = io::Json::object();
+    e.set("mesh", c.mesh());
+    io::Json flags;
+    for (const std::string& f : c.flags) flags.push(f);
+    if (c.flags.empty()) flags = io::Json(io::Json::Array{});
+    e.set("flags", flags);
+    e.set("built", c.built);
+    e.set("feasible", c.feasible);
+    e.set("reason", c.reason);
+    const bool predicted = c.built && c.prediction.stepSeconds > 0;
+    e.set("predicted_step_s", predicted ? io::Json(c.prediction.stepSeconds) : io::Json());
+    e.set("memory_per_rank_bytes", c.built ? io::Json(c.memoryPerRank) : io::Json());
+    e.set("tokens_per_s", predicted ? io::Json(c.prediction.tokensPerSecond()) : io::Json());
+    e.set("mfu", predicted ? io::Json(c.prediction.utilisation) : io::Json());
+    if (predicted) {
+      e.set("compute_s", c.prediction.computeSeconds);
+      e.set("exposed_communication_s", c.prediction.exposedCommunicationSeconds);
+      e.set("bubble_s", c.prediction.bubbleSeconds);
+    }
+    list.push(e);
+  }
+  j.set("candidates", list);
+  j.set("best", r.best >= 0 ? io::Json(r.best) : io::Json());
+  return j.dump() + "\n";
+}
+
+// Step time (up) against memory per rank (across) for every candidate that was built: feasible
+// ones filled, the others hollow; the budget a dashed line, the pick circled and named.
+std::string svg(const ExploreResult& r) {
+  const double width = 720, height = 480, left = 80, right = 20, top = 30, bottom = 60;
+  double maxMemory = static_cast<double>(r.budget), maxStep = 0;
+  for (const ExploreCandidate& c : r.candidates)
+    if (c.built && c.prediction.stepSeconds > 0) {
+      maxMemory = std::max(maxMemory, static_cast<double>(c.memoryPerRank));
+      maxStep = std::max(maxStep, c.prediction.stepSeconds);
+    }
+  maxMemory = maxMemory > 0 ? maxMemory * 1.05 : 1;
+  maxStep = maxStep > 0 ? maxStep * 1.05 : 1;
+  auto x = [&](double bytes) { return left + (width - left - right) * bytes / maxMemory; };
+  auto y = [&](double s) { return height - bottom - (height - top - bottom) * s / maxStep; };
+  std::ostringstream os;
+  os.precision(5);
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+     << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+     << "<text x=\"" << left << "\" y=\"18\">dtc explore: " << r.devices << " device(s) on "
+     << r.profile.name << "</text>\n"
+     << "<line x1=\"" << left << "\" y1=\"" << height - bottom << "\" x2=\"" << width - right
+     << "\" y2=\"" << height - bottom << "\" stroke=\"black\"/>\n"
+     << "<line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\""
+     << height - bottom << "\" stroke=\"black\"/>\n"
+     << "<text x=\"" << (width + left) / 2 << "\" y=\"" << height - 15
+     << "\" text-anchor=\"middle\">memory per rank (GiB)</text>\n"
+     << "<text x=\"20\" y=\"" << (height - bottom + top) / 2 << "\" transform=\"rotate(-90 20 "
+     << (height - bottom + top) / 2
+     << ")\" text-anchor=\"middle\">predicted step (ms)</text>\n";
+  for (int k = 0; k <= 4; ++k) {
+    const double bytes = maxMemory * k / 4, s = maxStep * k / 4;
+    os << "<text x=\"" << x(bytes) << "\" y=\"" << height - bottom + 16
+       << "\" text-anchor=\"middle\">" << bytes / double(1ull << 30) << "</text>\n"
+       << "<text x=\"" << left - 6 << "\" y=\"" << y(s) + 4 << "\" text-anchor=\"end\">"
+       << s * 1e3 << "</text>\n";
+  }
+  if (r.budget)
+    os << "<line x1=\"" << x(double(r.budget)) << "\" y1=\"" << top << "\" x2=\""
+       << x(double(r.budget)) << "\" y2=\"" << height - bottom
+       << "\" stroke=\"red\" stroke-dasharray=\"6,4\"/>\n<text x=\"" << x(double(r.budget)) - 4
+       << "\" y=\"" << top + 12 << "\" text-anchor=\"end\" fill=\"red\">budget</text>\n";
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const ExploreCandidate& c = r.candidates[i];
+    if (!c.built || c.prediction.stepSeconds <= 0) continue;
+    os << "<circle cx=\"" << x(double(c.memoryPerRank)) << "\" cy=\"" << y(c.prediction.stepSeconds)
+       << "\" r=\"4\" fill=\"" << (c.feasible ? "steelblue" : "none")
+       << "\" stroke=\"steelblue\"><title>" << c.mesh() << " " << join(c.flags)
+       << "</title></circle>\n";
+  }
+  if (r.best >= 0) {
+    const ExploreCandidate& w = r.candidates[r.best];
+    const double cx = x(double(w.memoryPerRank)), cy = y(w.prediction.stepSeconds);
+    os << "<circle cx=\"" << cx << "\" cy=\"" << cy
+       << "\" r=\"9\" fill=\"none\" stroke=\"red\" stroke-width=\"2\"/>\n<text x=\"" << cx + 12
+       << "\" y=\"" << cy - 8 << "\" fill=\"red\">pick: " << join(w.flags) << "</text>\n";
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+}  // namespace dtc::explore_report
