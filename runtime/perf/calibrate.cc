@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <random>
 #include <vector>
 
 #include "cpu/kernels/kernels.h"
@@ -18,12 +19,12 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Seconds of one call of `fn`: the best of 3 rounds, each the mean of as many calls as fill
+// Seconds of one call of `fn`: the best of 5 rounds, each the mean of as many calls as fill
 // `budget` seconds (at least 2).
 double timeCall(const std::function<void()>& fn, double budget) {
   fn();  // warm caches and threads
   double best = 1e30;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 5; ++round) {
     int calls = 0;
     const double start = now();
     double elapsed = 0;
@@ -87,12 +88,17 @@ StatusOr<Link> measureLink(comm::Communicator& comm, int peer) {
 
 // Seconds per element of the kernels whose arithmetic can outweigh their bytes on a CPU, on
 // operands of 2^20 elements (rows of 256; attention scores of 64 × 64 per slice).
-std::vector<std::pair<std::string, double>> elementCosts(ThreadPool& pool) {
+// Every process measures the same kernel at the same time (a barrier before each), so each
+// number carries the contention a job has.
+StatusOr<std::vector<std::pair<std::string, double>>> elementCosts(comm::Communicator& comm,
+                                                                   ThreadPool& pool) {
   const int64_t n = int64_t{1} << 20, classes = 256, rows = n / classes, t = 64;
   std::vector<float> x(n), dy(n, 0.01f), y(n), dx(n), w(classes, 1.0f), b(classes, 0.0f);
   std::vector<float> stats(2 * rows), dw(classes), db(classes), m(n), v(n);
-  // Values spread as activations are (the cost of erf and exp depends on them).
-  for (int64_t i = 0; i < n; ++i) x[i] = 6.0f * static_cast<float>(i % 997) / 997.0f - 3.0f;
+  // Values spread as activations are, standard normal (the cost of erf and exp depends on them).
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < n; ++i) x[i] = normal(rng);
   std::vector<int64_t> labels(rows);
   for (int64_t r = 0; r < rows; ++r) labels[r] = r % classes;
   float loss = 0, one = 1;
@@ -111,6 +117,8 @@ std::vector<std::pair<std::string, double>> elementCosts(ThreadPool& pool) {
          cpu::binary(cpu::BinaryOp::kMul, x.data(), {n}, dy.data(), {n}, y.data(), {n}, pool);
        }},
       {"tanh", [&] { cpu::tanhForward(x.data(), y.data(), n, pool); }},
+      {"relu", [&] { cpu::relu(x.data(), y.data(), n, pool); }},
+      {"relu_grad", [&] { cpu::reluGrad(dy.data(), x.data(), dx.data(), n, pool); }},
       {"softmax", [&] { cpu::softmax(x.data(), y.data(), rows, classes, 1.0f, pool); }},
       {"softmax_grad",
        [&] { cpu::softmaxGrad(dy.data(), y.data(), dx.data(), rows, classes, 1.0f, pool); }},
@@ -142,8 +150,40 @@ std::vector<std::pair<std::string, double>> elementCosts(ThreadPool& pool) {
        }},
   };
   std::vector<std::pair<std::string, double>> costs;
-  for (auto& [name, fn] : kernels) costs.push_back({name, timeCall(fn, budget) * per});
+  for (auto& [name, fn] : kernels) {
+    DTC_RETURN_IF_ERROR(barrier(comm));
+    costs.push_back({name, timeCall(fn, budget) * per});
+  }
   return costs;
+}
+
+// Every process on one node: the link as the ring all-reduce the model charges sees it — its
+// latency term from a tiny all-reduce (2(n−1) steps), its bandwidth from one of 16 MiB
+// (2(n−1)/n of the bytes cross each link). This includes what the library spends per call.
+StatusOr<Link> measureAllReduceLink(comm::Communicator& comm) {
+  const double n = comm.size(), steps = 2 * (n - 1);
+  std::vector<float> small(8, 1.0f), large(4 << 20, 1.0f);
+  Status status = Status::Ok();
+  auto keep = [&](Status s) {
+    if (status.ok()) status = std::move(s);
+  };
+  // A fixed number of calls on every process (a collective's calls must pair up).
+  auto timeCollective = [&](const std::function<void()>& fn, int calls) {
+    double best = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      keep(barrier(comm));
+      const double start = now();
+      for (int k = 0; k < calls; ++k) fn();
+      best = std::min(best, (now() - start) / calls);
+    }
+    return best;
+  };
+  const double tiny = timeCollective([&] { keep(comm.allReduceSum(small.data(), 8)); }, 200);
+  const double big = timeCollective(
+      [&] { keep(comm.allReduceSum(large.data(), static_cast<int64_t>(large.size()))); }, 5);
+  DTC_RETURN_IF_ERROR(status);
+  const double bytes = 4.0 * static_cast<double>(large.size());
+  return Link{tiny / steps, steps / n * bytes / std::max(big - tiny, 1e-9)};
 }
 
 }  // namespace
@@ -190,8 +230,7 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
     p.kernelSeconds = timeCall([&] { cpu::scale(x.data(), y.data(), 16, 0.5f, pool); }, 0.05);
   }
 
-  DTC_RETURN_IF_ERROR(barrier(comm));
-  p.elementSeconds = elementCosts(pool);
+  DTC_ASSIGN_OR_RETURN(p.elementSeconds, elementCosts(comm, pool));
 
   // Links: rank 0 with the first rank on its node and the first on another.
   const int size = comm.size();
@@ -211,7 +250,9 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
   if (pages > 0 && pageSize > 0)
     p.deviceMemoryBytes =
         static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) / p.devicesPerNode;
-  if (intraPeer >= 0) {
+  if (intraPeer >= 0 && interPeer < 0) {
+    DTC_ASSIGN_OR_RETURN(p.intraNode, measureAllReduceLink(comm));
+  } else if (intraPeer >= 0) {
     DTC_ASSIGN_OR_RETURN(p.intraNode, measureLink(comm, intraPeer));
   }
   if (interPeer >= 0) {

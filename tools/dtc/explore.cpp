@@ -30,11 +30,22 @@ std::vector<int64_t> divisors(int64_t n) {
 
 // The flags explore chooses for each candidate: given by the user, they would fix the layout.
 const std::set<std::string>& chosenFlags() {
-  static const std::set<std::string> flags = {
-      "--mesh",         "--zero",      "--microbatches",      "--schedule",
-      "--virtual-stages", "--recompute", "--sequence-parallel", "--accumulate",
-      "--stage-cuts",   "--vocab-parallel", "--no-vocab-parallel", "--output",
-      "-o",             "--memory",    "--schedule-trace",    "--dump-ir"};
+  static const std::set<std::string> flags = {"--mesh",
+                                              "--zero",
+                                              "--microbatches",
+                                              "--schedule",
+                                              "--virtual-stages",
+                                              "--recompute",
+                                              "--sequence-parallel",
+                                              "--accumulate",
+                                              "--stage-cuts",
+                                              "--vocab-parallel",
+                                              "--no-vocab-parallel",
+                                              "--output",
+                                              "-o",
+                                              "--memory",
+                                              "--schedule-trace",
+                                              "--dump-ir"};
   return flags;
 }
 
@@ -64,7 +75,8 @@ void build(const std::vector<std::string>& base, ExploreCandidate& c,
     if (!bytes.ok()) {
       // Megatron's vocabulary split needs a vocabulary that divides over tp; without it the
       // table and the logits stay whole.
-      if (!retried && c.tp > 1 && bytes.status().message().find("vocabulary") != std::string::npos) {
+      if (!retried && c.tp > 1 &&
+          bytes.status().message().find("vocabulary") != std::string::npos) {
         c.flags.push_back("--no-vocab-parallel");
         continue;
       }
@@ -154,7 +166,8 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
       c.dp = devices / (pp * tp);
       std::string mesh;
       for (auto [name, size] : {std::pair{"dp", c.dp}, {"tp", tp}, {"pp", pp}})
-        if (size > 1) mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
+        if (size > 1)
+          mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
       if (!mesh.empty()) c.flags = {"--mesh", mesh};
       std::vector<int64_t> micro = {1};
       if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
@@ -169,12 +182,14 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
           continue;
         }
         std::vector<std::vector<std::string>> schedules = {{}};
-        if (pp > 1) schedules = {{"--microbatches", std::to_string(m)},
-                                 {"--microbatches", std::to_string(m), "--schedule",
-                                  "interleaved", "--virtual-stages", "2"}};
+        if (pp > 1)
+          schedules = {{"--microbatches", std::to_string(m)},
+                       {"--microbatches", std::to_string(m), "--schedule", "interleaved",
+                        "--virtual-stages", "2"}};
         for (const auto& schedule : schedules)
           for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
-            for (bool sequence : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+            for (bool sequence :
+                 tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
               ExploreCandidate v = c;
               v.flags.insert(v.flags.end(), schedule.begin(), schedule.end());
               if (zero) v.flags.insert(v.flags.end(), {"--zero", std::to_string(zero)});
@@ -261,8 +276,7 @@ StatusOr<std::vector<std::string>> chooseLayout(const std::vector<std::string>& 
     return Status::InvalidInput("--mesh auto: no layout of " + std::to_string(devices) +
                                 " devices fits (dtc explore lists why)");
   llvm::outs() << "--mesh auto on " << profile.name << ": "
-               << explore_report::join(r.candidates[r.best].flags) << "\n  " << whyItWon(r)
-               << "\n";
+               << explore_report::join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
   std::vector<std::string> flags = r.candidates[r.best].flags;
   if (std::find(compileArgs.begin(), compileArgs.end(), "--device") == compileArgs.end() &&
       profile.device != "cpu")
@@ -317,15 +331,18 @@ int runExplore(int argc, char** argv) {
                                   it->second + "'");
     return v;
   };
-  if (!own.count("--devices")) return failed(Status::InvalidInput("dtc explore: --devices N is required"));
+  if (!own.count("--devices"))
+    return failed(Status::InvalidInput("dtc explore: --devices N is required"));
   StatusOr<double> devices = number("--devices", 0), memory = number("--memory", 0),
                    top = number("--top", 0), perNode = number("--gpus-per-node", 0);
   for (const auto* s : {&devices, &memory, &top, &perNode})
     if (!s->ok()) return failed(s->status());
   if (*devices != std::floor(*devices) || *perNode != std::floor(*perNode) ||
       *top != std::floor(*top))
-    return failed(Status::InvalidInput("dtc explore: --devices, --top and --gpus-per-node are whole numbers"));
-  StatusOr<perf::DeviceProfile> profile = perf::loadProfile(own.count("--profile") ? own["--profile"] : "cpu");
+    return failed(Status::InvalidInput(
+        "dtc explore: --devices, --top and --gpus-per-node are whole numbers"));
+  StatusOr<perf::DeviceProfile> profile =
+      perf::loadProfile(own.count("--profile") ? own["--profile"] : "cpu");
   if (!profile.ok()) return failed(profile.status());
   if (*perNode > 0) profile->devicesPerNode = static_cast<int>(*perNode);
   const std::string plot = own.count("--plot") ? own["--plot"] : "";
@@ -335,7 +352,7 @@ int runExplore(int argc, char** argv) {
                                       *memory, own.count("--exhaustive") > 0);
   if (!r.ok()) return failed(r.status());
   const std::string out = own.count("--json") ? explore_report::json(*r)
-                                               : explore_report::table(*r, static_cast<int>(*top));
+                                              : explore_report::table(*r, static_cast<int>(*top));
   std::fputs(out.c_str(), stdout);
   if (!plot.empty()) {
     const std::string picture = explore_report::svg(*r);

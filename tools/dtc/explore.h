@@ -20,10 +20,10 @@ struct ExploreCandidate {
   std::vector<std::string> flags;  // the `dtc compile` flags that build it
   bool built = false;              // compiled (else skipped, for `reason`)
   bool feasible = false;
-  std::string reason;              // why it is not feasible or was not built
-  uint64_t memoryPerRank = 0;      // the largest rank's bytes
+  std::string reason;          // why it is not feasible or was not built
+  uint64_t memoryPerRank = 0;  // the largest rank's bytes
   perf::StepPrediction prediction;
-  std::string mesh() const;        // "dp=2,tp=2,pp=1"
+  std::string mesh() const;  // "dp=2,tp=2,pp=1"
 };
 
 struct ExploreResult {

@@ -40,8 +40,8 @@ std::string table(const ExploreResult& r, int top) {
     built += c.built;
   }
   os << "dtc explore: " << r.devices << " device(s) on " << r.profile.name << " ("
-     << r.profile.devicesPerNode << " per node), budget " << gib(r.budget) << " per rank: "
-     << r.candidates.size() << " candidates, " << built << " built, " << feasible
+     << r.profile.devicesPerNode << " per node), budget " << gib(r.budget)
+     << " per rank: " << r.candidates.size() << " candidates, " << built << " built, " << feasible
      << " feasible\n";
   char line[512];
   std::snprintf(line, sizeof line, "%4s  %-16s %11s %11s %12s %7s  %s\n", "rank", "mesh", "step",
@@ -57,7 +57,8 @@ std::string table(const ExploreResult& r, int top) {
                   100 * c.prediction.utilisation, join(c.flags).c_str());
     os << line;
   }
-  if (r.best >= 0) os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
+  if (r.best >= 0)
+    os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
   int infeasible = 0;
   for (const ExploreCandidate& c : r.candidates)
     if (!c.feasible && c.reason.rfind("not built", 0) != 0) ++infeasible;
@@ -131,14 +132,13 @@ std::string svg(const ExploreResult& r) {
      << "<text x=\"" << (width + left) / 2 << "\" y=\"" << height - 15
      << "\" text-anchor=\"middle\">memory per rank (GiB)</text>\n"
      << "<text x=\"20\" y=\"" << (height - bottom + top) / 2 << "\" transform=\"rotate(-90 20 "
-     << (height - bottom + top) / 2
-     << ")\" text-anchor=\"middle\">predicted step (ms)</text>\n";
+     << (height - bottom + top) / 2 << ")\" text-anchor=\"middle\">predicted step (ms)</text>\n";
   for (int k = 0; k <= 4; ++k) {
     const double bytes = maxMemory * k / 4, s = maxStep * k / 4;
     os << "<text x=\"" << x(bytes) << "\" y=\"" << height - bottom + 16
        << "\" text-anchor=\"middle\">" << bytes / double(1ull << 30) << "</text>\n"
-       << "<text x=\"" << left - 6 << "\" y=\"" << y(s) + 4 << "\" text-anchor=\"end\">"
-       << s * 1e3 << "</text>\n";
+       << "<text x=\"" << left - 6 << "\" y=\"" << y(s) + 4 << "\" text-anchor=\"end\">" << s * 1e3
+       << "</text>\n";
   }
   if (r.budget)
     os << "<line x1=\"" << x(double(r.budget)) << "\" y1=\"" << top << "\" x2=\""
