@@ -363,22 +363,26 @@ class TinyLm(torch.nn.Module):
         return F.cross_entropy(logits.view(-1, 16), targets.view(-1), ignore_index=-100)
 
 
+def padded_tokens(rng, n, t):
+    """Token ids and targets [n, t] with padding (-100) of every length from none to all but one
+    position, so that ranks and micro-batches hold different numbers of positions that count."""
+    idx = rng.integers(0, 16, (n, t))
+    targets = rng.integers(0, 16, (n, t))
+    for row in range(n):
+        targets[row, t - row % t:] = -100
+    return idx, targets
+
+
 def padded_lm_case(work):
     torch.manual_seed(0)
     module = TinyLm()
     path = os.path.join(work, "lm.onnx")
     export(module, (torch.zeros(2, 6, dtype=torch.long), torch.zeros(2, 6, dtype=torch.long)), path,
            ["idx", "targets"], ["loss"], ["idx", "targets"])
-    rng = np.random.default_rng(4)
     n, t = 32, 6
     data = os.path.join(work, "lm-data")
     os.makedirs(data)
-    idx = rng.integers(0, 16, (n, t))
-    targets = rng.integers(0, 16, (n, t))
-    # Padding of every length from none to all but one position, so that ranks and micro-batches
-    # hold different numbers of positions that count.
-    for row in range(n):
-        targets[row, t - row % t:] = -100
+    idx, targets = padded_tokens(np.random.default_rng(4), n, t)
     np.save(os.path.join(data, "idx.npy"), idx)
     np.save(os.path.join(data, "targets.npy"), targets)
     flags = ["--optimizer", "adamw", "--lr", "0.01", "--eps", "1e-6"]
@@ -427,10 +431,7 @@ def weighted_lm_case(work):
     n, t = 32, 6
     data = os.path.join(work, "weighted-lm-data")
     os.makedirs(data)
-    idx = rng.integers(0, 16, (n, t))
-    targets = rng.integers(0, 16, (n, t))
-    for row in range(n):
-        targets[row, t - row % t:] = -100
+    idx, targets = padded_tokens(rng, n, t)
     token_weight = rng.uniform(0, 2, (n, t)).astype(np.float32)
     for name, value in (("idx", idx), ("targets", targets), ("token_weight", token_weight)):
         np.save(os.path.join(data, f"{name}.npy"), value)
