@@ -12,6 +12,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include <numeric>
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallSet.h"
 
 #include "FunctionAttrs.h"
@@ -177,7 +178,31 @@ class Propagator {
     return true;
   }
 
+  // Whether some dimension of the op's values that carries a factor has no layout yet (only
+  // those can change: a known layout stays).
+  bool hasOpenDims(Operation* op) {
+    const OpShardingRule& rule = rules_[op];
+    auto open = [&](Value v, ArrayRef<int> dims) {
+      SmallVector<DimState>& st = state(v);
+      for (auto [d, f] : llvm::enumerate(dims))
+        if (f >= 0 && !st[d].axes) return true;
+      return false;
+    };
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (open(v, rule.operands[i])) return true;
+    for (auto [i, v] : llvm::enumerate(op->getResults()))
+      if (open(v, rule.results[i])) return true;
+    return false;
+  }
+
   bool apply(Operation* op) {
+    // An op whose every factor-carrying dimension is laid out is settled for good; the sweeps
+    // that look for the fixed point skip it instead of choosing its factors again.
+    if (settled_.contains(op)) return false;
+    if (!hasOpenDims(op)) {
+      settled_.insert(op);
+      return false;
+    }
     SmallVector<bool> known;
     FactorShardings factors = chooseFactors(op, known);
     const OpShardingRule& rule = rules_[op];
@@ -250,6 +275,7 @@ class Propagator {
   OpBuilder b_;
   DenseMap<Value, SmallVector<DimState>> states_;
   DenseMap<Operation*, OpShardingRule> rules_;
+  llvm::DenseSet<Operation*> settled_;  // ops apply() can no longer change
 };
 
 struct ShardingPropagationPass : public impl::ShardingPropagationBase<ShardingPropagationPass> {
