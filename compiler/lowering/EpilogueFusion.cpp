@@ -67,7 +67,9 @@ void fuseBias(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
     graph::GeluOp gelu;
     for (Operation* user : add->getUsers())
       if (auto g = dyn_cast<graph::GeluOp>(user); g && g.getApproximateTanh()) gelu = g;
-    b.setInsertionPoint(gelu ? gelu.getOperation() : add.getOperation());
+    // At the add: whatever reads the add's result (the GELU, and under sequence parallelism a
+    // collective placed before the GELU) comes after it.
+    b.setInsertionPoint(add);
     Value operands[] = {linear.getX(), linear.getWeight(), bias};
     plan::KernelOp fused;
     if (gelu) {

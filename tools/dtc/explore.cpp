@@ -164,8 +164,11 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
       c.pp = pp;
       c.tp = tp;
       c.dp = devices / (pp * tp);
+      // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
+      // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
+      // transfers between nodes — Megatron's order.
       std::string mesh;
-      for (auto [name, size] : {std::pair{"dp", c.dp}, {"tp", tp}, {"pp", pp}})
+      for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"tp", tp}})
         if (size > 1)
           mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
       if (!mesh.empty()) c.flags = {"--mesh", mesh};
