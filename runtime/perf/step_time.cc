@@ -9,6 +9,7 @@
 
 #include "ops/kernel_registry.h"
 #include "plan/communication.h"
+#include "plan/flops.h"
 
 namespace dtc::perf {
 namespace {
@@ -39,52 +40,13 @@ std::vector<int64_t> axesAttr(const plan::Step& step) {
   return {};
 }
 
-// FLOPs of the kernels that multiply matrices (GEMMs, attention, convolutions); 0 otherwise.
+// FLOPs a step computes: its contraction FLOPs, of which a causal attention kernel skips the
+// masked half.
 double stepFlops(const plan::Function& f, const plan::Step& step) {
-  auto in = [&](uint32_t k) { return shapeOf(*f.values()->Get(step.inputs()->Get(k))); };
-  auto out = [&](uint32_t k) { return shapeOf(*f.values()->Get(step.outputs()->Get(k))); };
-  const uint32_t ins = step.inputs() ? step.inputs()->size() : 0;
-  const uint32_t outs = step.outputs() ? step.outputs()->size() : 0;
-  if (outs == 0 || ins < 2) return 0;
-  switch (step.kernel()) {
-    case Kernel::matmul: {
-      const Shape a = in(0);
-      if (a.size() != 2) return 0;
-      return 2 * elements(out(0)) * static_cast<double>(a[intAttr(step, "transpose_lhs") ? 0 : 1]);
-    }
-    case Kernel::batch_matmul: {
-      const Shape a = in(0);
-      if (a.size() < 2) return 0;
-      return 2 * elements(out(0)) *
-             static_cast<double>(a[a.size() - (intAttr(step, "transpose_lhs") ? 2 : 1)]);
-    }
-    case Kernel::linear:
-    case Kernel::linear_bias:
-    case Kernel::linear_bias_gelu: return 2 * elements(out(0)) * static_cast<double>(in(0).back());
-    case Kernel::linear_grad_input:
-    case Kernel::linear_grad_input_gelu:
-      return 2 * elements(out(0)) * static_cast<double>(in(0).back());
-    case Kernel::linear_grad_weight: return 2 * elements(out(0)) * elements(in(0)) / in(0).back();
-    case Kernel::causal_attention:
-    case Kernel::causal_attention_grad: {
-      const Shape q = in(step.kernel() == Kernel::causal_attention ? 0 : 1);
-      if (q.size() < 2) return 0;
-      const double t = static_cast<double>(q[q.size() - 2]);
-      // Q·Kᵀ and P·V over the causal half; the gradient's five products (P recomputed).
-      const double forward = 2 * elements(q) * t;
-      return step.kernel() == Kernel::causal_attention ? forward : 2.5 * forward;
-    }
-    case Kernel::conv2d:
-    case Kernel::conv2d_grad_input:
-    case Kernel::conv2d_grad_weight: {
-      // Every pixel of the output gradient or output meets a C·kh·kw window of the weight.
-      const Shape w = step.kernel() == Kernel::conv2d_grad_weight ? out(0) : in(1);
-      const Shape y = step.kernel() == Kernel::conv2d ? out(0) : in(0);
-      if (w.size() != 4) return 0;
-      return 2 * elements(y) * static_cast<double>(w[1] * w[2] * w[3]);
-    }
-    default: return 0;
-  }
+  const double flops = contractionFlops(f, step);
+  const bool causal =
+      step.kernel() == Kernel::causal_attention || step.kernel() == Kernel::causal_attention_grad;
+  return causal ? flops / 2 : flops;
 }
 
 double stepBytes(const plan::Function& f, const plan::Step& step) {
@@ -224,7 +186,7 @@ struct Simulation {
           }
       double end = 0;
       if (kind == Kind::kCompute) {
-        const double flops = stepFlops(f, step);
+        const double flops = stepFlops(f, step), counted = contractionFlops(f, step);
         const DType type = step.inputs() && step.inputs()->size()
                                ? toDType(f.values()->Get(step.inputs()->Get(0))->dtype())
                                : DType::kF32;
@@ -236,7 +198,7 @@ struct Simulation {
           seconds = std::max(seconds, perElement * largestOperand(f, step));
         if (flops > 0) {
           seconds = std::max(seconds, flops / profile.gemmFlopsPerSecond(type, flops));
-          p.flopsByType[static_cast<int>(type)] += flops;
+          p.flopsByType[static_cast<int>(type)] += counted;
         }
         seconds += profile.kernelSeconds;
         p.byKernel[kernelName(step.kernel())] += seconds;
@@ -245,7 +207,7 @@ struct Simulation {
         end = start + seconds;
         p.compute = end;
         p.result.computeSeconds += seconds;
-        p.result.flops += flops;
+        p.result.flops += counted;
       } else if (kind == Kind::kRecv && alongPipeline(step)) {
         auto& queue = messages[{peerStage(p.stage, step, false), p.stage, intAttr(step, "tag")}];
         if (queue.empty()) break;  // its sender has not got there yet

@@ -13,18 +13,6 @@
 namespace dtc {
 namespace {
 
-int64_t elements(const plan::Value& v) { return numElements(v.shape()); }
-
-int64_t dim(const plan::Value& v, int fromEnd) {
-  if (!v.shape() || static_cast<int>(v.shape()->size()) < fromEnd) return 0;
-  return v.shape()->Get(v.shape()->size() - fromEnd);
-}
-
-bool transposedLhs(const plan::Step& s) {
-  const plan::Attr* a = findStepAttr(s, "transpose_lhs");
-  return a && a->i() != 0;
-}
-
 std::string duration(double seconds) {
   char text[32];
   const long long s = static_cast<long long>(seconds + 0.5);
@@ -38,54 +26,6 @@ std::string duration(double seconds) {
 }
 
 }  // namespace
-
-double contractionFlops(const plan::Function& f) {
-  double flops = 0;
-  const auto& values = *f.values();
-  for (const plan::Step* s : *f.steps()) {
-    if (!s->inputs() || !s->outputs() || s->inputs()->size() < 2 || s->outputs()->size() < 1)
-      continue;
-    const plan::Value& in0 = *values.Get(s->inputs()->Get(0));
-    const plan::Value& in1 = *values.Get(s->inputs()->Get(1));
-    const plan::Value& out = *values.Get(s->outputs()->Get(0));
-    const Kernel op = s->kernel();
-    double k = 0, n = static_cast<double>(elements(out));
-    switch (op) {
-      case Kernel::linear:
-      case Kernel::linear_bias:
-      case Kernel::linear_bias_gelu:
-      case Kernel::linear_grad_input:
-      case Kernel::linear_grad_input_gelu:
-        k = dim(in0, 1);  // the input's features, or the output gradient's
-        break;
-      case Kernel::linear_grad_weight:
-        k = static_cast<double>(elements(in0)) / std::max<int64_t>(1, dim(in0, 1));
-        break;
-      case Kernel::matmul:
-      case Kernel::batch_matmul: k = transposedLhs(*s) ? dim(in0, 2) : dim(in0, 1); break;
-      case Kernel::conv2d:
-      case Kernel::conv2d_grad_input:
-        k = static_cast<double>(elements(in1)) / std::max<int64_t>(1, in1.shape()->Get(0));
-        break;
-      case Kernel::conv2d_grad_weight:
-        n = static_cast<double>(elements(in0));
-        k = static_cast<double>(elements(out)) / std::max<int64_t>(1, out.shape()->Get(0));
-        break;
-      case Kernel::causal_attention:
-      case Kernel::causal_attention_grad: {
-        // q·kᵀ and p·v over [B, H, T, D] (the full T² as the decomposed form counts it); the
-        // backward pass does twice the work.
-        const double t = dim(in0, 2), d = dim(in0, 1);
-        flops += (op == Kernel::causal_attention ? 4.0 : 8.0) *
-                 (static_cast<double>(elements(in0)) / std::max(d, 1.0)) * t * d;
-        continue;
-      }
-      default: break;
-    }
-    flops += 2.0 * n * k;
-  }
-  return flops;
-}
 
 double measureCpuGemmPeak(ThreadPool& pool) {
   const int64_t n = 512;

@@ -10,10 +10,6 @@
 
 namespace dtc {
 
-// The multiply-add FLOPs (2 per multiply-add) of the contractions of `f` as this rank runs it:
-// linear layers, matmuls, convolutions and attention, forward and backward.
-double contractionFlops(const plan::Function& f);
-
 // The CPU's float32 GEMM rate (FLOP/s) through the runtime's own GEMM on `pool`: the best of a
 // few 512³ products, measured once at start-up.
 double measureCpuGemmPeak(ThreadPool& pool);

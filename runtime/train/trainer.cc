@@ -20,6 +20,7 @@
 #include "io/files.h"
 #include "io/mapped_file.h"
 #include "plan/communication.h"
+#include "plan/flops.h"
 #include "support/fault_points.h"
 #include "support/stop_signals.h"
 #include "train/batch_source.h"
