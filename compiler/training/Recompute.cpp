@@ -43,12 +43,17 @@ std::string layerOf(const std::string& name) {
   return "";
 }
 
-// full: each layer's forward ops, in program order.
+// full: each layer's forward ops, in program order. A layer that a pipeline cuts between two
+// stages (or chunks) is two groups: each stage recomputes only its own part (a copy of the other
+// part would wait for a transfer that never comes).
 std::vector<Group> layers(ArrayRef<Operation*> forward) {
   llvm::MapVector<std::string, Group, std::map<std::string, unsigned>> byLayer;
   for (Operation* op : forward)
-    if (std::string layer = layerOf(locationName(op->getLoc())); !layer.empty())
+    if (std::string layer = layerOf(locationName(op->getLoc())); !layer.empty()) {
+      if (auto stage = op->getAttrOfType<IntegerAttr>(dist::kStageAttr))
+        layer += "@" + std::to_string(stage.getInt());
       byLayer[layer].push_back(op);
+    }
   std::vector<Group> groups;
   for (auto& [layer, ops] : byLayer) groups.push_back(std::move(ops));
   return groups;

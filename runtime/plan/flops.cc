@@ -76,5 +76,4 @@ double contractionFlops(const plan::Function& f) {
   return flops;
 }
 
-
 }  // namespace dtc

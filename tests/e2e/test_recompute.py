@@ -1,7 +1,8 @@
 """Activation recomputation: `--recompute full|selective` must train bit-identically to
 `--recompute none` on the same mesh (the copies in backward compute the same bits from the same
 inputs): every logged loss equal and the saved parameters byte for byte. Partitioned runs (tp=2,
-pp=2 with micro-batches, dp=2 under ZeRO-3) with recomputation must equal one device within the
+pp=2 with micro-batches, interleaved pp=2 with layers cut between chunks, dp=2 under ZeRO-3) with
+recomputation must equal one device within the
 project's bound. And it must pay: each setting's arena (dtc inspect) must shrink against none's."""
 import json
 import os
@@ -40,15 +41,21 @@ def main():
         run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4, "--embd", 32,
             "--seed", 11, "-o", model)
         write_tokens(tokens, ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64))
-        meshes = [("one", [], 1), ("tp2", ["--mesh", "tp=2"], 2),
-                  ("pp2", ["--mesh", "pp=2", "--microbatches", 2], 2),
-                  ("dp2-zero3", ["--mesh", "dp=2", "--zero", 3], 2)]
+        both = ("full", "selective")
+        meshes = [("one", [], 1, both), ("tp2", ["--mesh", "tp=2"], 2, both),
+                  ("pp2", ["--mesh", "pp=2", "--microbatches", 2], 2, both),
+                  # layers cut between chunks: each stage recomputes its own part of a layer (the
+                  # attention cores sit where they set no peak, so only full recomputation pays)
+                  ("pp2-interleaved-split-layers",
+                   ["--mesh", "pp=2", "--microbatches", 2, "--schedule", "interleaved", "--virtual-stages", 2,
+                    "--stage-cuts", "transformer.h.0.ln_2,transformer.h.1.ln_1,transformer.h.1.ln_2"], 2, ("full",)),
+                  ("dp2-zero3", ["--mesh", "dp=2", "--zero", 3], 2, both)]
         single = None
-        for mesh, flags, devices in meshes:
+        for mesh, flags, devices, modes in meshes:
             base_losses, base_weights, base_arena = train(work, f"{mesh}-none", model, tokens, flags, devices)
             if single is None:
                 single = base_losses
-            for mode in ("full", "selective"):
+            for mode in modes:
                 losses, weights, arena = train(work, f"{mesh}-{mode}", model, tokens,
                                                flags + ["--recompute", mode], devices)
                 err = max(abs(a - b) / abs(b) for a, b in zip(losses, single))
