@@ -100,6 +100,14 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
     auto mesh = func->getParentOfType<ModuleOp>()->getAttrOfType<dist::MeshAttr>(dist::kMeshAttr);
     llvm::StringMap<dist::ShardingAttr> byName;
     DenseMap<Value, dist::ShardingAttr> paramSharding;  // ZeRO-2/3: each parameter's layout
+    // Parameters already laid out (by the user, Megatron's preset, the vocabulary split): their
+    // optimizer state ("<param>.<slot>") takes the same layout.
+    llvm::StringMap<dist::ShardingAttr> annotatedParams;
+    for (BlockArgument arg : func.getArguments())
+      if (auto param = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam))
+        if (auto s =
+                func.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr))
+          annotatedParams[param.getValue()] = s;
     FunctionAttrEdits edits(func);
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
@@ -129,6 +137,10 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
         // an embedding's ids) onto dp. ZeRO-1 covers the annotated parameters there; ZeRO-2
         // and 3 replicate the others over the other axes, as Megatron keeps its layer norms.
         if (!onlyDp && zero < 2) continue;
+        StringRef owner = state.getValue().rsplit('.').first;
+        if (auto it = annotatedParams.find(owner);
+            it != annotatedParams.end() && it->second.getDims().size() == s.getDims().size())
+          s = it->second;
         if (zero >= 1) s = addDp(b, mesh, type, s);
         byName[state.getValue()] = s;
       } else if (auto param = func.getArgAttrOfType<StringAttr>(i, attr::kParam)) {

@@ -106,6 +106,8 @@ def main():
                  ("pp4-gpipe", pp(4, 4, "gpipe"), 4), ("pp4-1f1b", pp(4, 8, "1f1b"), 4),
                  ("pp4-interleaved", pp(4, 4, "interleaved", 2), 4),
                  ("dp2-tp2-pp2", ["--mesh", "dp=2,tp=2,pp=2", "--microbatches", 2], 8),
+                 # the tied embedding split by vocabulary over tp, its optimizer state with it
+                 ("dp2-tp2-pp2-zero3", ["--mesh", "dp=2,tp=2,pp=2", "--microbatches", 2, "--zero", 3], 8),
                  ("dp2-pp2-zero1", ["--mesh", "dp=2,pp=2", "--microbatches", 2, "--zero", 1], 4),
                  ("dp2-pp2-zero3", ["--mesh", "dp=2,pp=2", "--microbatches", 2, "--zero", 3], 4),
                  ("dp2-pp2-zero3-interleaved", ["--mesh", "dp=2,pp=2", "--microbatches", 4, "--schedule",
