@@ -378,13 +378,18 @@ std::string predictionText(const StepPrediction& p, const DeviceProfile& profile
   return os.str();
 }
 
+// A step's breakdown as JSON members.
+static void setBreakdown(io::Json& j, double step, double compute, double exposed, double bubble) {
+  j.set("step_s", step);
+  j.set("compute_s", compute);
+  j.set("exposed_communication_s", exposed);
+  j.set("bubble_s", bubble);
+}
+
 std::string predictionJson(const StepPrediction& p, const DeviceProfile& profile) {
   io::Json j = io::Json::object();
   j.set("profile", profile.name);
-  j.set("step_s", p.stepSeconds);
-  j.set("compute_s", p.computeSeconds);
-  j.set("exposed_communication_s", p.exposedCommunicationSeconds);
-  j.set("bubble_s", p.bubbleSeconds);
+  setBreakdown(j, p.stepSeconds, p.computeSeconds, p.exposedCommunicationSeconds, p.bubbleSeconds);
   j.set("tokens_per_step", p.tokensPerStep);
   j.set("tokens_per_s", p.tokensPerSecond());
   j.set("flops_per_step", p.flopsPerStep);
@@ -393,11 +398,9 @@ std::string predictionJson(const StepPrediction& p, const DeviceProfile& profile
   for (const StagePrediction& s : p.stages) {
     io::Json e = io::Json::object();
     e.set("stage", s.stage);
-    e.set("step_s", s.stepSeconds);
-    e.set("compute_s", s.computeSeconds);
+    setBreakdown(e, s.stepSeconds, s.computeSeconds, s.exposedCommunicationSeconds,
+                 s.bubbleSeconds);
     e.set("communication_s", s.communicationSeconds);
-    e.set("exposed_communication_s", s.exposedCommunicationSeconds);
-    e.set("bubble_s", s.bubbleSeconds);
     io::Json kernels = io::Json::object();
     for (const auto& [name, t] : s.kernels) kernels.set(name, t);
     e.set("kernels_s", kernels);
