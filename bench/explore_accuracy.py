@@ -50,14 +50,13 @@ def explore_case(name, dtc, dtrun, model, data, batch, devices, profile, work):
         if not c["feasible"]:
             continue
         plan = os.path.join(work, f"{name}-{k}.dtp")
-        subprocess.run([dtc, "compile", model, "-o", plan, "--batch", str(batch), "--optimizer", "adamw",
-                        *c["flags"]], check=True, capture_output=True)
+        subprocess.run([dtc, "compile", *c["flags"], "-o", plan], check=True, capture_output=True)
         ms = measured_ms(dtrun, plan, data, devices, batch, work)
         rows.append((c, 1000.0 * c["predicted_step_s"], ms, k == report["best"]))
     print(f"\n{name} on {devices} process(es), batch {batch}, profile {os.path.basename(profile)}:")
     print(f"  {'flags':58s} {'predicted':>10s} {'measured':>10s} {'error':>7s}")
     for c, p, m, best in rows:
-        flags = " ".join(c["flags"]) or "(one device)"
+        flags = " ".join(c["layout_flags"]) or "(one device)"
         print(f"{'*' if best else ' '} {flags:58s} {p:8.2f}ms {m:8.2f}ms {100 * (p - m) / m:+6.1f}%")
     errors = [abs(p - m) / m for _, p, m, _ in rows]
     pick = next(m for _, _, m, best in rows if best)

@@ -152,6 +152,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   }
   ExploreResult r;
   r.profile = profile;
+  r.shared = base;
   r.devices = devices;
   r.budget = memoryGiB > 0 ? static_cast<uint64_t>(memoryGiB * double(uint64_t{1} << 30))
                            : profile.deviceMemoryBytes;

@@ -32,6 +32,7 @@ struct ExploreResult {
   uint64_t budget = 0;                       // bytes per rank candidates must fit
   perf::DeviceProfile profile;
   int64_t devices = 0;
+  std::vector<std::string> shared;  // the `dtc compile` arguments every candidate starts from
 };
 
 // Explores `dtc compile` with `compileArgs` (the model and the flags every candidate shares:

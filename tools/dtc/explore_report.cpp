@@ -80,10 +80,16 @@ std::string json(const ExploreResult& r) {
   for (const ExploreCandidate& c : r.candidates) {
     io::Json e = io::Json::object();
     e.set("mesh", c.mesh());
-    io::Json flags;
-    for (const std::string& f : c.flags) flags.push(f);
-    if (c.flags.empty()) flags = io::Json(io::Json::Array{});
+    // `flags`: the whole `dtc compile` command line but -o; `layout_flags`: what this candidate
+    // adds to the shared arguments.
+    io::Json flags = io::Json(io::Json::Array{}), layout = io::Json(io::Json::Array{});
+    for (const std::string& f : r.shared) flags.push(f);
+    for (const std::string& f : c.flags) {
+      flags.push(f);
+      layout.push(f);
+    }
     e.set("flags", flags);
+    e.set("layout_flags", layout);
     e.set("built", c.built);
     e.set("feasible", c.feasible);
     e.set("reason", c.reason);

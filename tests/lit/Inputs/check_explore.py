@@ -10,15 +10,15 @@ dtc, model, report, work = sys.argv[1:5]
 r = json.load(open(report))
 cands = r["candidates"]
 print("candidates:", " ".join(sorted({c["mesh"] for c in cands})))
-for key in ("mesh", "flags", "feasible", "reason", "predicted_step_s", "memory_per_rank_bytes",
+for key in ("mesh", "flags", "layout_flags", "feasible", "reason", "predicted_step_s", "memory_per_rank_bytes",
             "tokens_per_s", "mfu"):
     assert all(key in c for c in cands), key
 
 
 def compiled(flags, name):
+    """`flags` is the whole command line explore reports (model included), -o added here."""
     plan = os.path.join(work, name + ".dtp")
-    subprocess.run([dtc, "compile", model, "-o", plan, "--batch", "8", "--optimizer", "adamw", *flags],
-                   check=True, capture_output=True)
+    subprocess.run([dtc, "compile", *flags, "-o", plan], check=True, capture_output=True)
     out = json.loads(subprocess.run([dtc, "inspect", plan, "--json"], check=True, capture_output=True,
                                     text=True).stdout)
     return out["prediction"]["step_s"]
@@ -36,7 +36,7 @@ assert best["feasible"] and best["predicted_step_s"] == min(c["predicted_step_s"
 print("the best is the fastest feasible candidate")
 out = subprocess.run([dtc, "compile", model, "-o", os.path.join(work, "auto.dtp"), "--batch", "8", "--optimizer",
                       "adamw", "--mesh", "auto", "--devices", "2"], check=True, capture_output=True, text=True).stdout
-assert " ".join(best["flags"]) in out.splitlines()[0], (out, best["flags"])
+assert " ".join(best["layout_flags"]) in out.splitlines()[0], (out, best["layout_flags"])
 auto = json.loads(subprocess.run([dtc, "inspect", os.path.join(work, "auto.dtp"), "--json"], check=True,
                                  capture_output=True, text=True).stdout)
 assert auto["prediction"]["step_s"] == best["predicted_step_s"]
