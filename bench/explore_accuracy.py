@@ -1,6 +1,6 @@
 """How far to trust `dtc explore` on this machine: calibrate, explore the GPT-mini and the MLP on
-N processes, run every feasible candidate it built, and print predicted beside measured step
-time; then the median absolute error, whether the pick's measured time is within 5% of the best
+N processes, run every feasible candidate it built (in rounds over all of them, the best median
+of each), and print predicted beside measured step time; then the median absolute error, whether the pick's measured time is within 5% of the best
 measured, and the Spearman rank correlation between predicted and measured."""
 import argparse
 import json
@@ -20,17 +20,14 @@ WARMUP, STEPS, ROUNDS = 5, 30, 3
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
 
 
-def measured_ms(dtrun, plan, data, devices, batch, work):
-    """Best of ROUNDS medians of the per-step time dtrun logs."""
-    best = float("inf")
-    for _ in range(ROUNDS):
-        log = os.path.join(work, "run.jsonl")
-        cmd = [dtrun, plan, "--data", data, "--steps", str(WARMUP + STEPS), "--threads", "1", "--log", log]
-        subprocess.run((MPIRUN + [str(devices)] + cmd) if devices > 1 else cmd, check=True,
-                       stdout=subprocess.DEVNULL)
-        rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
-        best = min(best, 1000.0 * batch / float(np.median(rates)))
-    return best
+def median_ms(dtrun, plan, data, devices, batch, work):
+    """The median per-step time dtrun logs over STEPS steps (after WARMUP)."""
+    log = os.path.join(work, "run.jsonl")
+    cmd = [dtrun, plan, "--data", data, "--steps", str(WARMUP + STEPS), "--threads", "1", "--log", log]
+    subprocess.run((MPIRUN + [str(devices)] + cmd) if devices > 1 else cmd, check=True,
+                   stdout=subprocess.DEVNULL)
+    rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
+    return 1000.0 * batch / float(np.median(rates))
 
 
 def spearman(a, b):
@@ -45,14 +42,20 @@ def explore_case(name, dtc, dtrun, model, data, batch, devices, profile, work):
                           "--optimizer", "adamw", "--profile", profile, "--json"],
                          check=True, capture_output=True, text=True).stdout
     report = json.loads(out)
-    rows = []
+    plans = []
     for k, c in enumerate(report["candidates"]):
         if not c["feasible"]:
             continue
         plan = os.path.join(work, f"{name}-{k}.dtp")
         subprocess.run([dtc, "compile", *c["flags"], "-o", plan], check=True, capture_output=True)
-        ms = measured_ms(dtrun, plan, data, devices, batch, work)
-        rows.append((c, 1000.0 * c["predicted_step_s"], ms, k == report["best"]))
+        plans.append((k, c, plan))
+    # Rounds over all candidates, best median each: a slow spell of the machine hits every
+    # candidate once rather than one candidate's every measurement.
+    best = {k: float("inf") for k, _, _ in plans}
+    for _ in range(ROUNDS):
+        for k, _, plan in plans:
+            best[k] = min(best[k], median_ms(dtrun, plan, data, devices, batch, work))
+    rows = [(c, 1000.0 * c["predicted_step_s"], best[k], k == report["best"]) for k, c, _ in plans]
     print(f"\n{name} on {devices} process(es), batch {batch}, profile {os.path.basename(profile)}:")
     print(f"  {'flags':58s} {'predicted':>10s} {'measured':>10s} {'error':>7s}")
     for c, p, m, best in rows:
