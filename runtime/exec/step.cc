@@ -12,13 +12,6 @@ int64_t TensorView::numElements() const {
   return n;
 }
 
-const plan::Attr* findStepAttr(const plan::Step& step, const char* name) {
-  if (step.attrs())
-    for (const plan::Attr* a : *step.attrs())
-      if (a->name()->str() == name) return a;
-  return nullptr;
-}
-
 bool StepContext::hasAttr(const char* name) const { return findStepAttr(step, name) != nullptr; }
 
 int64_t StepContext::intAttr(const char* name) const {

@@ -25,9 +25,6 @@ struct TensorView {
   int64_t numElements() const;
 };
 
-// The attribute `name` of `step`, or null.
-const plan::Attr* findStepAttr(const plan::Step& step, const char* name);
-
 // One plan step bound to its buffers, ready to run.
 using BoundStep = std::function<Status()>;
 

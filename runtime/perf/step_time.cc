@@ -26,18 +26,15 @@ double elements(const Shape& s) {
   return n;
 }
 
-int64_t intAttr(const plan::Step& step, const char* name, int64_t fallback = 0) {
-  if (step.attrs())
-    for (const plan::Attr* a : *step.attrs())
-      if (a->name()->str() == name) return a->i();
-  return fallback;
+int64_t intAttr(const plan::Step& step, const char* name) {
+  const plan::Attr* a = findStepAttr(step, name);
+  return a ? a->i() : 0;
 }
 
 std::vector<int64_t> axesAttr(const plan::Step& step) {
-  if (step.attrs())
-    for (const plan::Attr* a : *step.attrs())
-      if (a->name()->str() == "axes" && a->ints()) return {a->ints()->begin(), a->ints()->end()};
-  return {};
+  const plan::Attr* a = findStepAttr(step, "axes");
+  return a && a->ints() ? std::vector<int64_t>(a->ints()->begin(), a->ints()->end())
+                        : std::vector<int64_t>{};
 }
 
 // FLOPs a step computes: its contraction FLOPs, of which a causal attention kernel skips the
@@ -94,12 +91,6 @@ struct Mesh {
   std::vector<int64_t> sizes;
   int devicesPerNode = 1;
 
-  int64_t group(const std::vector<int64_t>& axes) const {
-    int64_t n = 1;
-    for (int64_t a : axes)
-      if (a >= 0 && a < static_cast<int64_t>(sizes.size())) n *= sizes[a];
-    return n;
-  }
   // Whether rank 0's group over `axes` spans more than one node (ranks are row-major).
   bool crossesNodes(const std::vector<int64_t>& axes) const {
     int64_t farthest = 0;
@@ -113,27 +104,24 @@ struct Mesh {
   }
 };
 
-// Seconds of one collective or transfer: the ring algorithm's steps and bytes on its link.
-double communicationSeconds(const plan::Function& f, const plan::Step& step, const Mesh& mesh,
-                            const DeviceProfile& p) {
-  const std::vector<int64_t> axes = axesAttr(step);
-  const double n = static_cast<double>(mesh.group(axes));
-  const Link& link = mesh.crossesNodes(axes) ? p.interNode : p.intraNode;
-  const auto* values = step.kernel() == Kernel::recv ? step.outputs() : step.inputs();
-  double bytes = 0;
-  if (values)
-    for (uint32_t id : *values) bytes += static_cast<double>(valueBytes(*f.values()->Get(id)));
+// Seconds of one collective or transfer: the ring algorithm's steps, and the bytes each device
+// sends (plan/communication.h; a receive waits for what its peer sends), on its group's link.
+double communicationSeconds(const Plan& plan, const plan::Function& f, const plan::Step& step,
+                            const Mesh& mesh, const DeviceProfile& p) {
+  std::optional<CollectiveCost> c = collectiveCost(plan, f, step);
+  if (!c) return 0;
+  const double n = static_cast<double>(c->group);
+  const Link& link = mesh.crossesNodes(c->axisIndices) ? p.interNode : p.intraNode;
   const double a = link.latencySeconds, bw = link.bytesPerSecond;
+  const double wire =
+      (step.kernel() == Kernel::recv ? static_cast<double>(c->bytes) : c->sentBytes) / bw;
   switch (step.kernel()) {
-    case Kernel::all_reduce: return 2 * (n - 1) * a + 2 * (n - 1) / n * bytes / bw;
+    case Kernel::all_reduce: return 2 * (n - 1) * a + wire;
     case Kernel::reduce_scatter:
-    case Kernel::all_to_all: return (n - 1) * a + (n - 1) / n * bytes / bw;
-    case Kernel::all_gather: return (n - 1) * a + (n - 1) * bytes / bw;
-    case Kernel::collective_broadcast:
-      return std::ceil(std::log2(std::max(n, 1.0))) * a + bytes / bw;
-    case Kernel::send:
-    case Kernel::recv: return a + bytes / bw;
-    default: return 0;
+    case Kernel::all_to_all:
+    case Kernel::all_gather: return (n - 1) * a + wire;
+    case Kernel::collective_broadcast: return std::ceil(std::log2(std::max(n, 1.0))) * a + wire;
+    default: return a + wire;  // send, recv
   }
 }
 
@@ -218,7 +206,7 @@ struct Simulation {
         end = std::max(clock, arrival);
         clock = end;
       } else {
-        const double seconds = communicationSeconds(f, step, mesh, profile);
+        const double seconds = communicationSeconds(plan, f, step, mesh, profile);
         double& clock = overlap ? p.comm : p.compute;
         const double start = std::max(clock, inputsReady);
         if (!overlap) wait(p, start - clock, latest);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,11 +12,12 @@
 namespace dtc {
 
 struct CollectiveCost {
-  std::string op;        // all_reduce, all_gather, …
-  std::string axes;      // mesh axis names, "dp" or "dp,tp"
-  int64_t group = 1;     // devices taking part
-  int tensors = 1;       // tensors moved in one call (a bucket holds several)
-  uint64_t bytes = 0;    // local input bytes on one device
+  std::string op;                    // all_reduce, all_gather, …
+  std::string axes;                  // mesh axis names, "dp" or "dp,tp"
+  std::vector<int64_t> axisIndices;  // the same axes, as indices into the plan's mesh
+  int64_t group = 1;                 // devices taking part
+  int tensors = 1;                   // tensors moved in one call (a bucket holds several)
+  uint64_t bytes = 0;                // local input bytes on one device
   double sentBytes = 0;  // bytes one device sends: all_reduce 2(n-1)/n·bytes, reduce_scatter
                          // and all_to_all (n-1)/n·bytes, all_gather (n-1)·bytes, send bytes
   std::string loc;
@@ -23,6 +25,9 @@ struct CollectiveCost {
 
 // The collectives of `f` in program order (empty for a single-device plan).
 std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function& f);
+// One step's, or nullopt when it is no collective (or the plan has no mesh).
+std::optional<CollectiveCost> collectiveCost(const Plan& plan, const plan::Function& f,
+                                             const plan::Step& step);
 
 // "dp=2,tp=4", or "" for a single-device plan.
 std::string meshText(const Plan& plan);

@@ -15,10 +15,8 @@ int64_t dim(const plan::Value& v, int fromEnd) {
 }
 
 bool transposedLhs(const plan::Step& s) {
-  if (s.attrs())
-    for (const plan::Attr* a : *s.attrs())
-      if (a->name()->str() == "transpose_lhs") return a->i() != 0;
-  return false;
+  const plan::Attr* a = findStepAttr(s, "transpose_lhs");
+  return a && a->i() != 0;
 }
 
 }  // namespace

@@ -30,6 +30,13 @@ uint64_t valueBytes(const plan::Value& v) {
   return static_cast<uint64_t>(numElements(v.shape())) * dtypeSize(toDType(v.dtype()));
 }
 
+const plan::Attr* findStepAttr(const plan::Step& step, const char* name) {
+  if (step.attrs())
+    for (const plan::Attr* a : *step.attrs())
+      if (a->name()->str() == name) return a;
+  return nullptr;
+}
+
 StatusOr<Plan> Plan::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::InvalidInput("cannot open plan file " + path);

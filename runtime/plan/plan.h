@@ -57,5 +57,7 @@ int64_t numElements(const flatbuffers::Vector<int64_t>* shape);
 std::string shapeString(const flatbuffers::Vector<int64_t>* shape);
 // Bytes a value occupies (elements × element size).
 uint64_t valueBytes(const plan::Value& v);
+// The attribute `name` of `step`, or null.
+const plan::Attr* findStepAttr(const plan::Step& step, const char* name);
 
 }  // namespace dtc
