@@ -175,7 +175,7 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx) {
 StatusOr<BoundStep> bindNllLoss(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLoss(ctx));
   TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
-  const float* weight = d.weighted ? ctx.inputs[2].f32() : nullptr;
+  const float* weight = classWeights(ctx, d.weightInput);
   const cpu::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
   std::string where = ctx.where();
   return BoundStep([=] {
@@ -188,7 +188,7 @@ StatusOr<BoundStep> bindNllLoss(const StepContext& ctx) {
 StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLossGrad(ctx));
   TensorView dloss = ctx.inputs[0], labels = ctx.inputs[2], dx = ctx.outputs[0];
-  const float* weight = d.weighted ? ctx.inputs[3].f32() : nullptr;
+  const float* weight = classWeights(ctx, d.weightInput);
   const cpu::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
   return BoundStep([=] {
     cpu::nllLossGrad(dloss.f32(), labels.i64(), weight, shape, dx.f32(), d.ignored);
@@ -199,7 +199,7 @@ StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx) {
 StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
   TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
-  const float* weight = d.classes ? ctx.inputs[1].f32() : nullptr;
+  const float* weight = classWeights(ctx, d.weightInput);
   return BoundStep([=] {
     *out.f32() =
         cpu::labelFraction(labels.i64(), d.labels, weight, d.classes, d.ignored, d.divisor);

@@ -43,7 +43,7 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindNllLoss(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLoss(ctx));
   TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
-  const float* weight = d.weighted ? ctx.inputs[2].f32() : nullptr;
+  const float* weight = classWeights(ctx, d.weightInput);
   void* rowLoss = nullptr;
   if (!d.perRow) {
     DTC_ASSIGN_OR_RETURN(rowLoss, stepScratch(ctx, dev, d.rows * sizeof(double)));
@@ -62,7 +62,7 @@ StatusOr<BoundStep> bindNllLoss(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLossGrad(ctx));
   TensorView dloss = ctx.inputs[0], labels = ctx.inputs[2], dx = ctx.outputs[0];
-  const float* weight = d.weighted ? ctx.inputs[3].f32() : nullptr;
+  const float* weight = classWeights(ctx, d.weightInput);
   const kernels::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
@@ -76,7 +76,7 @@ StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx, Device& dev) {
 StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
   TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
-  const float* weight = d.classes ? ctx.inputs[1].f32() : nullptr;
+  const float* weight = classWeights(ctx, d.weightInput);
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {

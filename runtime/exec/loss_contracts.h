@@ -67,8 +67,14 @@ inline StatusOr<CrossEntropyDims> checkCrossEntropyGrad(const StepContext& ctx) 
 struct NllDims {
   int64_t rows = 0, classes = 0, divisor = 0;
   IgnoredLabel ignored;
-  bool weighted = false, perRow = false;
+  int weightInput = -1;  // the class weights' input, -1: none
+  bool perRow = false;
 };
+
+// The class weights a loss step reads (`input` from its contract's dims), or null.
+inline const float* classWeights(const StepContext& ctx, int input) {
+  return input >= 0 ? ctx.inputs[input].f32() : nullptr;
+}
 
 inline StatusOr<NllDims> nllDims(const StepContext& ctx, size_t first) {
   const size_t n = ctx.inputs.size();
@@ -78,10 +84,14 @@ inline StatusOr<NllDims> nllDims(const StepContext& ctx, size_t first) {
   DTC_RETURN_IF_ERROR(expect(ctx, n, 1, {first + 1}));
   const TensorView &x = ctx.inputs[first], &labels = ctx.inputs[first + 1];
   DTC_RETURN_IF_ERROR(crossEntropyShapes(ctx, x, labels));
-  NllDims d{x.shape[0],        x.shape[1],     0,
-            ignoredLabel(ctx), n == first + 3, ctx.intAttr("per_row") != 0};
-  if (d.weighted && ctx.inputs[first + 2].shape != Shape{d.classes})
-    return invalid(ctx, "class weights " + str(ctx.inputs[first + 2].shape) + " do not match " +
+  NllDims d{x.shape[0],
+            x.shape[1],
+            0,
+            ignoredLabel(ctx),
+            n == first + 3 ? static_cast<int>(first + 2) : -1,
+            ctx.intAttr("per_row") != 0};
+  if (d.weightInput >= 0 && ctx.inputs[d.weightInput].shape != Shape{d.classes})
+    return invalid(ctx, "class weights " + str(ctx.inputs[d.weightInput].shape) + " do not match " +
                             std::to_string(d.classes) + " classes");
   if (!d.perRow) {
     DTC_ASSIGN_OR_RETURN(d.divisor, lossDivisor(ctx, d.rows));
@@ -108,8 +118,9 @@ inline StatusOr<NllDims> checkNllLossGrad(const StepContext& ctx) {
 // ignore_index, each counted 1 or its class's weight (0 when it is no class), over `count`
 // (0: their own number).
 struct LabelFractionDims {
-  int64_t labels = 0, divisor = 0, classes = 0;
+  int64_t labels = 0, divisor = 0, classes = 0;  // classes: the weights' (0: none)
   IgnoredLabel ignored;
+  int weightInput = -1;  // the class weights' input, -1: none
 };
 
 inline StatusOr<LabelFractionDims> checkLabelFraction(const StepContext& ctx) {
@@ -123,7 +134,8 @@ inline StatusOr<LabelFractionDims> checkLabelFraction(const StepContext& ctx) {
     return invalid(ctx, "needs the ignore_index it counts out, or class weights");
   const int64_t labels = ctx.inputs[0].numElements();
   DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, labels));
-  return LabelFractionDims{labels, divisor, n == 2 ? ctx.inputs[1].shape[0] : 0, ignoredLabel(ctx)};
+  return LabelFractionDims{labels, divisor, n == 2 ? ctx.inputs[1].shape[0] : 0, ignoredLabel(ctx),
+                           n == 2 ? 1 : -1};
 }
 
 // Mean squared error over `elements` values.
