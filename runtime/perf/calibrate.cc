@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cpu/kernels/kernels.h"
@@ -44,12 +45,16 @@ Status barrier(comm::Communicator& comm) {
   return comm.allReduceSum(&one, 1);
 }
 
-// A hash of this host's name that a float holds exactly (24 bits).
-float hostKey() {
+std::string hostName() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// A hash of a host's name that a float holds exactly (24 bits).
+float hostKey(const std::string& name) {
   uint32_t h = 2166136261u;
-  for (const char* c = name; *c; ++c) h = (h ^ static_cast<uint8_t>(*c)) * 16777619u;
+  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
   return static_cast<float>(h & 0xFFFFFF);
 }
 
@@ -193,11 +198,10 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
   DeviceProfile p;
   p.name = options.name.empty() ? "calibrated" : options.name;
   p.device = "cpu";
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  p.source = "measured by dtrun --calibrate on " + std::string(host) + ": " +
-             std::to_string(comm.size()) + " process(es) computing at once, " +
-             std::to_string(options.threads) + " thread(s) each, the CPU backend's kernels";
+  const std::string host = hostName();
+  p.source = "measured by dtrun --calibrate on " + host + ": " + std::to_string(comm.size()) +
+             " process(es) computing at once, " + std::to_string(options.threads) +
+             " thread(s) each, the CPU backend's kernels";
 
   // GEMMs shaped as a linear layer's in a training step: 16n rows (tokens) of width n times an
   // [n, n] weight stored [out, in] (transposed), n from 32 to 512 (32·n³ FLOPs each).
@@ -235,7 +239,7 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
   // Links: rank 0 with the first rank on its node and the first on another.
   const int size = comm.size();
   std::vector<float> hosts(size);
-  const float mine = hostKey();
+  const float mine = hostKey(host);
   DTC_RETURN_IF_ERROR(comm.allGather(&mine, 1, hosts.data()));
   int intraPeer = -1, interPeer = -1, perNode = 0;
   for (int r = 0; r < size; ++r) {

@@ -118,8 +118,9 @@ void buildAll(const std::vector<std::string>& base, std::vector<ExploreCandidate
   for (std::thread& t : pool) t.join();
 }
 
-bool overBudget(const ExploreCandidate& c) {
-  return c.built && !c.feasible && c.reason.rfind("needs ", 0) == 0;
+// Compiled, and over the budget (a failed compile has no memory plan).
+bool overBudget(const ExploreCandidate& c, uint64_t budget) {
+  return c.built && budget && c.memoryPerRank > budget;
 }
 
 }  // namespace
@@ -227,7 +228,8 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
       v.memoryPerRank = 0;
       v.prediction = {};
       v.flags.insert(v.flags.end(), saving.begin(), saving.end());
-      if (exhaustive || overBudget(c))
+      v.skipped = !exhaustive && !overBudget(c, r.budget);
+      if (!v.skipped)
         later.push_back(r.candidates.size());
       else
         v.reason = c.feasible ? "not built: the layout fits without it, which only adds work"

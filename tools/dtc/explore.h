@@ -18,7 +18,8 @@ namespace dtc {
 struct ExploreCandidate {
   int64_t dp = 1, tp = 1, pp = 1;
   std::vector<std::string> flags;  // the `dtc compile` flags that build it
-  bool built = false;              // compiled (else skipped, for `reason`)
+  bool built = false;              // compiled (else not, for `reason`)
+  bool skipped = false;            // a memory-saving variant left unbuilt (it only adds work)
   bool feasible = false;
   std::string reason;          // why it is not feasible or was not built
   uint64_t memoryPerRank = 0;  // the largest rank's bytes

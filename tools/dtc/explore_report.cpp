@@ -61,11 +61,11 @@ std::string table(const ExploreResult& r, int top) {
     os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
   int infeasible = 0;
   for (const ExploreCandidate& c : r.candidates)
-    if (!c.feasible && c.reason.rfind("not built", 0) != 0) ++infeasible;
+    if (!c.feasible && !c.skipped) ++infeasible;
   if (infeasible) {
     os << "infeasible (" << infeasible << "):\n";
     for (const ExploreCandidate& c : r.candidates)
-      if (!c.feasible && c.reason.rfind("not built", 0) != 0)
+      if (!c.feasible && !c.skipped)
         os << "  " << c.mesh() << " " << join(c.flags) << ": " << c.reason << "\n";
   }
   return os.str();
