@@ -17,6 +17,7 @@
 #include "flatbuffers/ModelFile.h"
 #include "flatbuffers/ModelImporter.h"
 #include "flatbuffers/model_version.h"
+#include "io/files.h"
 #include "onnx/ModelSource.h"
 #include "onnx/OnnxImport.h"
 #include "perf/step_time.h"
@@ -191,7 +192,7 @@ int runZoo(int argc, char** argv) {
 dtc::Status resolveAutoMesh(int& argc, char**& argv, std::vector<std::string>& storage,
                             std::vector<char*>& pointers) {
   bool automatic = false;
-  std::string devices, profile = "cpu", memory;
+  std::string devices, profile = "cpu", memory, output;
   std::vector<std::string> kept, shared;  // all but the three; those minus -o and --memory
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
@@ -210,13 +211,16 @@ dtc::Status resolveAutoMesh(int& argc, char**& argv, std::vector<std::string>& s
       kept.insert(kept.end(), {"--mesh", *v});
       shared.insert(shared.end(), {"--mesh", *v});
     } else {
-      const bool output = arg == "-o" || arg == "--output" || arg == "--memory";
+      // -o and --memory are not explore's: they stay for the compile of the pick.
+      const bool compileOnly = arg == "-o" || arg == "--output" || arg == "--memory";
       const bool joined = arg.rfind("--output=", 0) == 0 || arg.rfind("--memory=", 0) == 0;
       kept.push_back(arg);
       if (arg == "--memory" && i + 1 < argc) memory = argv[i + 1];
       if (arg.rfind("--memory=", 0) == 0) memory = arg.substr(9);
-      if (output && i + 1 < argc) kept.push_back(argv[++i]);
-      if (!output && !joined) shared.push_back(arg);
+      if ((arg == "-o" || arg == "--output") && i + 1 < argc) output = argv[i + 1];
+      if (arg.rfind("--output=", 0) == 0) output = arg.substr(9);
+      if (compileOnly && i + 1 < argc) kept.push_back(argv[++i]);
+      if (!compileOnly && !joined) shared.push_back(arg);
     }
   }
   if (!automatic) {
@@ -228,6 +232,8 @@ dtc::Status resolveAutoMesh(int& argc, char**& argv, std::vector<std::string>& s
   const long n = std::strtol(devices.c_str(), &end, 10);
   if (devices.empty() || *end || n < 1)
     return dtc::Status::InvalidInput("dtc compile: --mesh auto needs --devices N (N > 0)");
+  // Exploring takes a while: a plan that could not be written is said first.
+  if (!output.empty()) DTC_RETURN_IF_ERROR(dtc::io::checkOutputFile(output, "-o"));
   const double gib = memory.empty() ? 0 : std::strtod(memory.c_str(), nullptr);
   DTC_ASSIGN_OR_RETURN(std::vector<std::string> chosen, dtc::chooseLayout(shared, n, profile, gib));
   storage = {argv[0], argv[1]};
@@ -247,6 +253,7 @@ int runCompile(int argc, char** argv) {
   auto request = dtc::parseCompileArgs(argc, argv);
   if (!request.ok()) return fail(request.status());
   if (request->output.empty()) return fail("dtc compile: missing -o PLAN.dtp");
+  if (dtc::Status s = dtc::io::checkOutputFile(request->output, "-o"); !s.ok()) return fail(s);
   auto plan = dtc::compilePlan(*request);
   if (!plan.ok()) return fail(plan.status());
   if (llvm::Error e = dtc::writeFileAtomically(request->output, plan->data(), plan->size()))
