@@ -80,6 +80,32 @@ def torch_tokens_per_s(mode):
     return B * T * STEPS / (time.perf_counter() - t0)
 
 
+def torch_profile(rows):
+    """PyTorch eager bf16's step by CUDA kernel, to set beside dtrun --profile-summary."""
+    torch.manual_seed(0)
+    model = Gpt().cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, fused=True)
+    idx = torch.randint(0, V, (B, T), device="cuda")
+    tgt = torch.randint(0, V, (B, T), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(idx, tgt)
+        loss.backward()
+        opt.step()
+
+    for _ in range(WARMUP):
+        step()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+    print("PyTorch eager bf16, 3 steps, by CUDA kernel:")
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=60))
+
+
 def dtrun_tokens_per_s(build, plan, work, env=None):
     tokens = os.path.join(work, "tokens.bin")
     header = np.zeros(256, dtype=np.int32)
@@ -88,9 +114,12 @@ def dtrun_tokens_per_s(build, plan, work, env=None):
         f.write(header.tobytes())
         f.write(np.random.default_rng(0).integers(0, 50257, 200000).astype(np.uint16).tobytes())
     log = os.path.join(work, "log.jsonl")
-    subprocess.run([os.path.join(build, "tools", "dtrun", "dtrun"), plan, "--data", tokens, "--device", "cuda",
-                    "--steps", str(WARMUP + STEPS), "--log", log], check=True, stdout=subprocess.DEVNULL,
-                   env={**os.environ, **(env or {})})
+    run = subprocess.run([os.path.join(build, "tools", "dtrun", "dtrun"), plan, "--data", tokens, "--device", "cuda",
+                          "--steps", str(WARMUP + STEPS), "--log", log], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    if run.returncode != 0:  # one plan's failure still leaves the other rows' numbers
+        print(f"  dtrun {os.path.basename(plan)} {env or ''} failed (exit {run.returncode}): {run.stderr[-2000:]}")
+        return float("nan")
     rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
     return float(np.median(rates)) * T
 
@@ -111,7 +140,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
     parser.add_argument("--plans", required=True, help="the folder with gpt2-bf16.dtp and gpt2-fp32.dtp")
+    parser.add_argument("--torch-profile", type=int, default=0, metavar="ROWS",
+                        help="only print PyTorch eager bf16's step by CUDA kernel (ROWS rows)")
     a = parser.parse_args()
+    if a.torch_profile:
+        torch_profile(a.torch_profile)
+        return
     torch.backends.cuda.matmul.allow_tf32 = False  # dtrun's fp32 GEMMs are exact fp32
     params = 12 * L * C * C + V * C + T * C
     flops_per_token = 6 * params + 12 * L * T * C  # PaLM's count: weights and attention
@@ -123,6 +157,7 @@ def main():
         for precision in ("bf16", "fp32"):
             plan = os.path.join(a.plans, f"gpt2-{precision}.dtp")
             rows.append((f"dtrun {precision}", dtrun_tokens_per_s(a.build, plan, work), precision))
+            print(f"  measured {rows[-1][0]}: {rows[-1][1]:.0f} tokens/s", flush=True)
         # Variants of the bf16 step, to see what each choice buys on this GPU (shown, not the
         # ratios' reference): attention unfused; the flash kernels instead of the GEMM path for
         # fused attention; no CUDA graphs; no cuBLASLt epilogues.
@@ -132,10 +167,12 @@ def main():
                     ("dtrun bf16, no cuBLASLt epilogues", "gpt2-bf16.dtp", {"DTC_CUDA_LT_EPILOGUES": "0"}))
         for name, plan, env in variants:
             rows.append((name, dtrun_tokens_per_s(a.build, os.path.join(a.plans, plan), work, env), "bf16 variant"))
+            print(f"  measured {name}: {rows[-1][1]:.0f} tokens/s", flush=True)
     for name, mode, precision in (("pytorch eager bf16 autocast+SDPA", "bf16", "bf16"),
                                   ("torch.compile bf16", "compile", "bf16"),
                                   ("pytorch eager fp32", "fp32", "fp32")):
         rows.append((name, torch_tokens_per_s(mode), precision))
+        print(f"  measured {name}: {rows[-1][1]:.0f} tokens/s", flush=True)
     ours = {precision: rate for name, rate, precision in rows if name in ("dtrun bf16", "dtrun fp32")}
     for name, rate, precision in rows:
         peak = peaks["bf16" if precision == "bf16 variant" else precision]

@@ -11,6 +11,7 @@
 #include "exec/precision_contracts.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
+#include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
@@ -182,9 +183,14 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
 
 }  // namespace dtc::cuda
 
+// The switches of the plugin's copy of support/runtime_options, parsed again (exec/backend.h).
+extern "C" __attribute__((visibility("default"))) void dtcReloadRuntimeOptions() {
+  dtc::reloadRuntimeOptions();
+}
+
 // The plugin's entry point (exec/backend.h): nullptr and a one-line reason when the ABI differs,
-// there is no GPU, or the GPU cannot be set up. C linkage and default visibility: the only
-// symbol the library exports.
+// there is no GPU, or the GPU cannot be set up. C linkage and default visibility, as the
+// switches' reload above: the only symbols the library exports.
 extern "C" __attribute__((visibility("default"))) dtc::Backend* dtcCreateBackend(int abiVersion,
                                                                                  int localRank,
                                                                                  char* error,

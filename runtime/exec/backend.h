@@ -63,5 +63,9 @@ StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int 
 constexpr int kBackendAbiVersion = 4;
 using CreateBackendFn = Backend* (*)(int abiVersion, int localRank, char* error, size_t errorSize);
 constexpr const char kCreateBackendSymbol[] = "dtcCreateBackend";
+// The plugin's own copy of the runtime switches, parsed again (reloadRuntimeOptions; for the
+// GPU kernel tests, which bind under several settings in one process).
+using ReloadOptionsFn = void (*)();
+constexpr const char kReloadOptionsSymbol[] = "dtcReloadRuntimeOptions";
 
 }  // namespace dtc

@@ -18,6 +18,13 @@ namespace dtc {
 
 namespace {
 
+// Microseconds of the system-wide monotonic clock (comparable between processes on one machine).
+double nowUs() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // Creating a group's communicator is collective over the whole job (MPI_Comm_split), but the
 // ranks of different pipeline stages bind different steps. So every rank creates, up front and
 // in plan order, each group any stage will use: the collectives' axes, and the axes that cut
@@ -358,6 +365,8 @@ Status Executor::run(const std::string& function) {
   if (it == functions_.end())
     return Status::InvalidInput(plan_.name() + " has no function '" + function + "'");
   PreparedFunction& prepared = it->second;
+  const double runStartUs = timing_ ? nowUs() : 0;
+  const uint32_t call = timing_ ? calls_[prepared.index]++ : 0;
   if (mesh_ && mesh_->numDevices() > 1) {
     comm::setFunction(function);
     comm::setNode(nullptr);
@@ -378,15 +387,12 @@ Status Executor::run(const std::string& function) {
       DTC_RETURN_IF_ERROR(checkOutputs(function, prepared, k));
     }
   } else if (timing_) {
-    auto now = [] {
-      return std::chrono::duration<double, std::micro>(
-                 std::chrono::steady_clock::now().time_since_epoch())
-          .count();
-    };
+    const bool device = !backend_->hostMemory();
     for (size_t k = 0; k < prepared.steps.size(); ++k) {
-      double start = now();
+      double start = nowUs();
       DTC_RETURN_IF_ERROR(prepared.steps[k]());
-      timings_.push_back({prepared.index, static_cast<uint32_t>(k), start, now()});
+      if (device) DTC_RETURN_IF_ERROR(backend_->synchronize());
+      timings_.push_back({prepared.index, static_cast<uint32_t>(k), call, start, nowUs()});
     }
   } else {
     for (const BoundStep& step : prepared.run) DTC_RETURN_IF_ERROR(step());
@@ -409,6 +415,7 @@ Status Executor::run(const std::string& function) {
   for (uint32_t index : prepared.downloads)
     DTC_RETURN_IF_ERROR(backend_->download(prepared.hostCopies.at(index).get(),
                                            deviceView(function, index).data, bytesOf(index)));
+  if (timing_) functionTimings_.push_back({prepared.index, call, runStartUs, nowUs()});
   return Status::Ok();
 }
 

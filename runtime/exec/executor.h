@@ -24,6 +24,14 @@ namespace dtc {
 struct StepTiming {
   uint32_t function = 0;  // index into Plan.functions
   uint32_t step = 0;
+  uint32_t call = 0;  // which run of the function (0: the first)
+  double startUs = 0, endUs = 0;
+};
+
+// One whole run of a function as it ran (its steps, waits, copies and uploads).
+struct FunctionTiming {
+  uint32_t function = 0;  // index into Plan.functions
+  uint32_t call = 0;
   double startUs = 0, endUs = 0;
 };
 
@@ -45,9 +53,11 @@ class Executor {
   Status run(const std::string& function);
   // Recording of every step's timing (off by default: it costs two clock reads per step). Timed
   // runs take the plan's steps one by one, never a backend's replacement for the sequence (a
-  // CUDA graph), so each timing is one real step's.
+  // CUDA graph), so each timing is one real step's; on a device backend each step is waited
+  // for, so its time is the device's (plus one synchronisation).
   void setTiming(bool on) { timing_ = on; }
   const std::vector<StepTiming>& timings() const { return timings_; }
+  const std::vector<FunctionTiming>& functionTimings() const { return functionTimings_; }
 
   const Plan& plan() const { return plan_; }
   // The memory this rank holds for the plan: the state region and arena the plan sizes, and what
@@ -136,6 +146,8 @@ class Executor {
   std::map<std::string, PreparedFunction> functions_;
   bool timing_ = false;
   std::vector<StepTiming> timings_;
+  std::vector<FunctionTiming> functionTimings_;
+  std::map<uint32_t, uint32_t> calls_;  // runs so far, by function index (timed runs)
 };
 
 }  // namespace dtc

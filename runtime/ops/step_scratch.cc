@@ -135,14 +135,16 @@ uint64_t widenedCollectiveBytes(const ScratchStep& s) {
 uint64_t collectivePackingFloats(const ScratchStep& s) {
   if (!s.kernel || s.inputs.size() != 1 || s.outputs.size() != 1) return 0;
   const ScratchOperand &in = s.inputs[0], &out = s.outputs[0];
+  // The collectives that only move data move int64 as two float32 words each.
+  const uint64_t words = in.dtype == DType::kI64 ? 2 : 1;
   switch (s.kernel->kernel) {
     case Kernel::all_gather:  // rank r's block of out is contiguous only when nothing precedes dim
-      return outerOf(out.shape, s.intAttr("dim")) > 1 ? out.elements() : 0;
+      return outerOf(out.shape, s.intAttr("dim")) > 1 ? words * out.elements() : 0;
     case Kernel::reduce_scatter: return outerOf(in.shape, s.intAttr("dim")) > 1 ? in.elements() : 0;
     case Kernel::all_to_all:  // the blocks sent, then the blocks received
       return outerOf(in.shape, s.intAttr("split_dim")) > 1 ||
                      outerOf(out.shape, s.intAttr("concat_dim")) > 1
-                 ? 2 * in.elements()
+                 ? 2 * words * in.elements()
                  : 0;
     default: return 0;
   }

@@ -105,11 +105,22 @@ StatusOr<RuntimeOptions> parseRuntimeOptions(
   return o;
 }
 
-const StatusOr<RuntimeOptions>& runtimeOptionsStatus() {
-  static const StatusOr<RuntimeOptions> options =
-      parseRuntimeOptions([](const char* name) { return std::getenv(name); });
+namespace {
+
+StatusOr<RuntimeOptions> fromEnvironment() {
+  return parseRuntimeOptions([](const char* name) { return std::getenv(name); });
+}
+
+StatusOr<RuntimeOptions>& parsedOptions() {
+  static StatusOr<RuntimeOptions> options = fromEnvironment();
   return options;
 }
+
+}  // namespace
+
+const StatusOr<RuntimeOptions>& runtimeOptionsStatus() { return parsedOptions(); }
+
+void reloadRuntimeOptions() { parsedOptions() = fromEnvironment(); }
 
 const RuntimeOptions& runtimeOptions() {
   static const RuntimeOptions defaults;

@@ -45,6 +45,9 @@ StatusOr<RuntimeOptions> parseRuntimeOptions(const std::function<const char*(con
 // this is its error; the defaults apply until dtrun reports it.
 const StatusOr<RuntimeOptions>& runtimeOptionsStatus();
 const RuntimeOptions& runtimeOptions();
+// Parses the environment again, for tests that change a switch between binds (what was bound
+// keeps what it read). Not thread-safe: nothing may read the switches meanwhile.
+void reloadRuntimeOptions();
 
 // One line per switch: the variable, the values it takes and what it does.
 std::string runtimeOptionsHelp();

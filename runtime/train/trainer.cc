@@ -29,6 +29,7 @@
 #include "train/lr_schedule.h"
 #include "train/numerics.h"
 #include "train/predict.h"
+#include "train/profile_summary.h"
 #include "train/progress.h"
 #include "train/run_agreement.h"
 #include "train/save_parameters.h"
@@ -311,7 +312,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   RunState run;
   DTC_RETURN_IF_ERROR(start(plan, o, mesh, run, agreed));
   Executor& ex = *run.ex;
-  ex.setTiming(!o.tracePath.empty());
+  ex.setTiming(!o.tracePath.empty() || o.profileSummary);
   ex.setCheckNumerics(o.checkNumerics);
   const plan::Plan& root = plan.root();
   // Memory is rank 0's (a pipeline's stages differ).
@@ -475,6 +476,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     DTC_RETURN_IF_ERROR(predict(ex, *run.predict, o.predictDir));
   }
   if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.tracePath));
+  if (o.profileSummary && lead) std::printf("%s", profileSummary(ex).c_str());
   if (!o.saveDir.empty()) {
     comm::setPhase("saving the parameters");
     DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.saveDir, agreed));

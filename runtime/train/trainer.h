@@ -29,8 +29,9 @@ struct TrainOptions {
   double temperature = 0.8;  // sampling as nanoGPT's sample.py (0: greedy)
   int64_t topK = 200;
   uint64_t sampleSeed = 1337;
-  std::string tracePath;       // optional: Chrome trace JSON of every kernel call, all ranks
-  std::string device = "cpu";  // the backend: cpu, cuda (one GPU per process), cpu-staged
+  std::string tracePath;        // optional: Chrome trace JSON of every kernel call, all ranks
+  bool profileSummary = false;  // print where rank 0's step time went (train/profile_summary.h)
+  std::string device = "cpu";   // the backend: cpu, cuda (one GPU per process), cpu-staged
   // Checkpoints: DIR/step-<N>/ every `checkpointEvery` steps (0: only at the end and when
   // stopped by a signal), the newest `keep` kept (0: all).
   std::string checkpointDir;

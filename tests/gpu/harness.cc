@@ -446,11 +446,24 @@ ScopedEnv::ScopedEnv(const char* name) : name_(name) {
   if (had_) was_ = was;
 }
 
+namespace {
+std::function<void()>& optionsReload() {
+  static std::function<void()> reload;
+  return reload;
+}
+void reloadOptions() {
+  if (optionsReload()) optionsReload()();
+}
+}  // namespace
+
+void setRuntimeOptionsReload(std::function<void()> reload) { optionsReload() = std::move(reload); }
+
 ScopedEnv::~ScopedEnv() {
   if (had_)
     ::setenv(name_, was_.c_str(), 1);
   else
     ::unsetenv(name_);
+  reloadOptions();
 }
 
 void ScopedEnv::set(const char* value) {
@@ -458,6 +471,7 @@ void ScopedEnv::set(const char* value) {
     ::setenv(name_, value, 1);
   else
     ::unsetenv(name_);
+  reloadOptions();
 }
 
 }  // namespace dtc::gputest

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,10 @@ struct Case {
 
 // The bytes of a Step table holding `c`'s op, attributes (sorted by name) and location.
 std::vector<uint8_t> buildStep(const Case& c);
+
+// The runtime switches are parsed once per copy of support/runtime_options (the test's and the
+// plugin's): main sets how to parse both again, which ScopedEnv does after each change.
+void setRuntimeOptionsReload(std::function<void()> reload);
 
 // An environment variable a backend reads at bind time, set for the cases that follow (null:
 // unset, the backend's default) and put back as the environment had it when this goes.

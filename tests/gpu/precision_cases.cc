@@ -13,6 +13,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "harness.h"
 
@@ -382,13 +384,6 @@ std::vector<Case> precisionMalformedCases() {
       {"bad cast dtype", "cast", {}, {ids({4}, 10)}, {out({4})}},
       {"bad cast shape", "cast", {}, {f32({4})}, {outAs(kBF16, {5})}},
       {"bad cast arity", "cast", {}, {f32({4}), f32({4})}, {out({4})}},
-      {"mixed matmul", "matmul", {}, {lowp(kBF16, {4, 8}), f32({8, 2})}, {outAs(kBF16, {4, 2})}},
-      {"mixed linear output",
-       "linear",
-       {},
-       {lowp(kF16, {4, 8}), lowp(kF16, {2, 8})},
-       {out({4, 2})}},
-      {"mixed all_reduce", "all_reduce", {intsAttr("axes", {0})}, {lowp(kBF16, {4})}, {out({4})}},
       {"bad loss_scale_step factors",
        "loss_scale_step",
        badFactors,
@@ -402,6 +397,25 @@ std::vector<Case> precisionMalformedCases() {
       {"bad select predicate", "select", {}, {f32({2}), f32({2}), f32({2})}, {out({2})}},
       {"bad select shapes", "select", {}, {f32({}), f32({2}), f32({3})}, {out({2})}},
       {"bad nonfinite_count output", "nonfinite_count", {}, {f32({5})}, {out({2})}},
+  };
+}
+
+// Steps that mix 16-bit and float32 operands where the compiler never does: the CPU widens every
+// 16-bit operand and computes them in f32, the CUDA kernels take one element type and refuse
+// them at bind time, by name.
+std::vector<std::pair<Case, std::string>> precisionDeviceRefusals() {
+  return {
+      {{"mixed matmul", "matmul", {}, {lowp(kBF16, {4, 8}), f32({8, 2})}, {outAs(kBF16, {4, 2})}},
+       "matmul at mixed matmul: operands must share one element type, got float32 and bfloat16"},
+      {{"mixed linear output",
+        "linear",
+        {},
+        {lowp(kF16, {4, 8}), lowp(kF16, {2, 8})},
+        {out({4, 2})}},
+       "linear at mixed linear output: input 0 has dtype float16"},
+      {{"mixed all_reduce", "all_reduce", {intsAttr("axes", {0})}, {lowp(kBF16, {4})}, {out({4})}},
+       "all_reduce at mixed all_reduce: operands must share one element type, got bfloat16 and "
+       "float32"},
   };
 }
 

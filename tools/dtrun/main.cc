@@ -35,6 +35,8 @@ constexpr const char kUsage[] =
     "             [--max-skipped-steps N]  fp16 steps skipped in a row before that is an error "
     "(20)\n"
     "             [--check-numerics]  name the first op whose output is inf or NaN (slow)\n"
+    "             [--profile-summary]  after training, where rank 0's step time went: by op\n"
+    "                 type, by model node (layers folded), and outside the kernels\n"
     "       dtrun --calibrate -o PROFILE.json [--threads N] [--name NAME]\n"
     "                 measures this machine (GEMMs, memory, a kernel's cost; under a launcher\n"
     "                 the links between processes) as a device profile for dtc inspect/explore\n"
@@ -83,7 +85,7 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
                                 "collective-timeout",
                                 "max-skipped-steps",
                                 "predict"},
-                               {"check-numerics"});
+                               {"check-numerics", "profile-summary"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
     return dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage));
@@ -94,6 +96,7 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   options.saveDir = args->str("save");
   options.predictDir = args->str("predict");
   options.tracePath = args->str("trace");
+  options.profileSummary = args->has("profile-summary");
   options.device = args->str("device");
   options.checkpointDir = args->str("checkpoint");
   options.resumePath = args->str("resume");
