@@ -48,6 +48,9 @@ class Backend {
   virtual Status useWorkspace(uint8_t* /*memory*/, uint64_t /*bytes*/) { return Status::Ok(); }
 };
 
+// Whether `b` is the CUDA plugin's backend (its name is "cuda" and the GPU it runs on).
+inline bool isCudaBackend(const Backend& b) { return b.name().rfind("cuda", 0) == 0; }
+
 // The built-in backend: host memory, the CPU kernels.
 std::unique_ptr<Backend> createCpuBackend();
 // The CPU kernels behind the device interface: separate memory reached only through

@@ -11,6 +11,7 @@
 
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/transformer_kernels.h"
+#include "perf/calibrate_device.h"
 #include "support/thread_pool.h"
 
 namespace dtc::perf {
@@ -191,6 +192,44 @@ StatusOr<Link> measureAllReduceLink(comm::Communicator& comm) {
   return Link{tiny / steps, steps / n * bytes / std::max(big - tiny, 1e-9)};
 }
 
+// The profile `p` with its links measured: rank 0 with the first rank on its node and the first
+// on another (devicesPerNode counted on the way). On a device backend, the links are those its
+// collectives take when they go through MPI (host-staged).
+StatusOr<DeviceProfile> withLinks(comm::Communicator& comm, const std::string& host,
+                                  DeviceProfile p) {
+  const int size = comm.size();
+  std::vector<float> hosts(size);
+  const float mine = hostKey(host);
+  DTC_RETURN_IF_ERROR(comm.allGather(&mine, 1, hosts.data()));
+  int intraPeer = -1, interPeer = -1, perNode = 0;
+  for (int r = 0; r < size; ++r) {
+    if (hosts[r] == hosts[0]) ++perNode;
+    if (r == 0) continue;
+    if (hosts[r] == hosts[0] && intraPeer < 0) intraPeer = r;
+    if (hosts[r] != hosts[0] && interPeer < 0) interPeer = r;
+  }
+  p.devicesPerNode = std::max(perNode, 1);
+  if (intraPeer >= 0 && interPeer < 0) {
+    DTC_ASSIGN_OR_RETURN(p.intraNode, measureAllReduceLink(comm));
+  } else if (intraPeer >= 0) {
+    DTC_ASSIGN_OR_RETURN(p.intraNode, measureLink(comm, intraPeer));
+  }
+  if (interPeer >= 0) {
+    DTC_ASSIGN_OR_RETURN(p.interNode, measureLink(comm, interPeer));
+  }
+  // A link there was no peer to measure keeps the other's numbers, or a memory copy's.
+  if (intraPeer < 0 && interPeer < 0) {
+    p.intraNode = {p.kernelSeconds, p.memoryBytesPerSecond / 2};
+    p.source += "; no other process: links are modelled as memory copies";
+  }
+  if (intraPeer < 0 && interPeer >= 0) p.intraNode = p.interNode;
+  if (interPeer < 0) {
+    p.interNode = p.intraNode;
+    p.source += "; one node: the link between nodes is the one inside it";
+  }
+  return p;
+}
+
 }  // namespace
 
 StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptions& options) {
@@ -202,6 +241,16 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
   p.source = "measured by dtrun --calibrate on " + host + ": " + std::to_string(comm.size()) +
              " process(es) computing at once, " + std::to_string(options.threads) +
              " thread(s) each, the CPU backend's kernels";
+  if (options.device) {
+    std::vector<std::string> skipped;
+    DTC_RETURN_IF_ERROR(measureDevice(*options.device, pool, p, skipped));
+    p.source = "measured by dtrun --calibrate on " + options.device->name() + " (" + host +
+               "): " + std::to_string(comm.size()) +
+               " process(es) computing at once, each on its device, dtrun's own kernels";
+    for (const std::string& s : skipped) p.source += "; not measured: " + s;
+    p.deviceMemoryBytes = options.device->availableBytes();
+    return withLinks(comm, host, p);
+  }
 
   // GEMMs shaped as a linear layer's in a training step: 16n rows (tokens) of width n times an
   // [n, n] weight stored [out, in] (transposed), n from 32 to 512 (32·n³ FLOPs each).
@@ -236,42 +285,12 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
 
   DTC_ASSIGN_OR_RETURN(p.elementSeconds, elementCosts(comm, pool));
 
-  // Links: rank 0 with the first rank on its node and the first on another.
-  const int size = comm.size();
-  std::vector<float> hosts(size);
-  const float mine = hostKey(host);
-  DTC_RETURN_IF_ERROR(comm.allGather(&mine, 1, hosts.data()));
-  int intraPeer = -1, interPeer = -1, perNode = 0;
-  for (int r = 0; r < size; ++r) {
-    if (hosts[r] == hosts[0]) ++perNode;
-    if (r == 0) continue;
-    if (hosts[r] == hosts[0] && intraPeer < 0) intraPeer = r;
-    if (hosts[r] != hosts[0] && interPeer < 0) interPeer = r;
-  }
-  p.devicesPerNode = std::max(perNode, 1);
   // Each process's share of this node's memory.
   const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && pageSize > 0)
-    p.deviceMemoryBytes =
-        static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) / p.devicesPerNode;
-  if (intraPeer >= 0 && interPeer < 0) {
-    DTC_ASSIGN_OR_RETURN(p.intraNode, measureAllReduceLink(comm));
-  } else if (intraPeer >= 0) {
-    DTC_ASSIGN_OR_RETURN(p.intraNode, measureLink(comm, intraPeer));
-  }
-  if (interPeer >= 0) {
-    DTC_ASSIGN_OR_RETURN(p.interNode, measureLink(comm, interPeer));
-  }
-  // A link there was no peer to measure keeps the other's numbers, or a memory copy's.
-  if (intraPeer < 0 && interPeer < 0) {
-    p.intraNode = {p.kernelSeconds, p.memoryBytesPerSecond / 2};
-    p.source += "; no other process: links are modelled as memory copies";
-  }
-  if (intraPeer < 0 && interPeer >= 0) p.intraNode = p.interNode;
-  if (interPeer < 0) {
-    p.interNode = p.intraNode;
-    p.source += "; one node: the link between nodes is the one inside it";
-  }
+    p.deviceMemoryBytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+  DTC_ASSIGN_OR_RETURN(p, withLinks(comm, host, p));
+  p.deviceMemoryBytes /= static_cast<uint64_t>(p.devicesPerNode);
   return p;
 }
 

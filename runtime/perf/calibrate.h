@@ -8,6 +8,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "exec/backend.h"
 #include "perf/device_profile.h"
 
 namespace dtc::perf {
@@ -15,6 +16,9 @@ namespace dtc::perf {
 struct CalibrateOptions {
   int threads = 1;   // the CPU backend's threads per process, as dtrun --threads
   std::string name;  // the profile's name
+  // A device backend to measure through its own kernels (perf/calibrate_device.h); null: the
+  // CPU backend's kernels, called directly.
+  Backend* device = nullptr;
 };
 
 // Rank 0's profile (every rank must call it: the link measurements are collective).

@@ -64,17 +64,11 @@ io::Json linkJson(const Link& l) {
   return j;
 }
 
-}  // namespace
+using Curve = std::vector<std::pair<double, double>>;
 
-double DeviceProfile::gemmFlopsPerSecond(DType dtype, double flops) const {
-  const std::vector<std::pair<double, double>>* curve = nullptr;
-  for (const auto& [t, points] : gemm)
-    if (t == dtype) curve = &points;
-  if (!curve)  // 16-bit types not measured run as f32 (the CPU widens them); f32 as the first
-    for (const auto& [t, points] : gemm)
-      if (t == DType::kF32 || !curve) curve = &points;
-  if (!curve || curve->empty()) return 0;
-  const auto& c = *curve;
+// A curve's rate at `flops`: interpolated in log(flops) between points, held beyond the ends.
+double rateOn(const Curve& c, double flops) {
+  if (c.empty()) return 0;
   if (flops <= c.front().first) return c.front().second;
   if (flops >= c.back().first) return c.back().second;
   for (size_t k = 1; k < c.size(); ++k)
@@ -84,6 +78,61 @@ double DeviceProfile::gemmFlopsPerSecond(DType dtype, double flops) const {
       return c[k - 1].second + w * (c[k].second - c[k - 1].second);
     }
   return c.back().second;
+}
+
+StatusOr<std::vector<std::pair<DType, Curve>>> curvesFrom(const io::Json& g, const std::string& name,
+                                                         const std::string& origin) {
+  if (!g.isObject() || g.size() == 0)
+    return bad(origin, "'" + name + "' must map element types to [flops, flop/s] points");
+  std::vector<std::pair<DType, Curve>> curves;
+  for (const auto& [key, list] : g.members()) {
+    DType t;
+    if (!parseType(key, t))
+      return bad(origin, "unknown element type '" + key + "' (f32, bf16, f16)");
+    if (!list.isArray() || list.size() == 0)
+      return bad(origin, "'" + key + "' must list [flops, flop/s] points");
+    Curve points;
+    for (const io::Json& point : list.asArray()) {
+      if (!point.isArray() || point.size() != 2 || !point.asArray()[0].isNumber() ||
+          !point.asArray()[1].isNumber() || !(point.asArray()[0].asDouble() > 0) ||
+          !(point.asArray()[1].asDouble() > 0) || !std::isfinite(point.asArray()[0].asDouble()) ||
+          !std::isfinite(point.asArray()[1].asDouble()))
+        return bad(origin, "'" + key + "' points must be [flops > 0, flop/s > 0]");
+      if (!points.empty() && point.asArray()[0].asDouble() <= points.back().first)
+        return bad(origin, "'" + key + "' points must be in increasing flops");
+      points.push_back({point.asArray()[0].asDouble(), point.asArray()[1].asDouble()});
+    }
+    curves.push_back({t, std::move(points)});
+  }
+  return curves;
+}
+
+io::Json curvesJson(const std::vector<std::pair<DType, Curve>>& curves) {
+  io::Json g = io::Json::object();
+  for (const auto& [t, points] : curves) {
+    io::Json list;
+    for (const auto& [f, rate] : points) list.push(io::Json(io::Json::Array{f, rate}));
+    g.set(typeName(t), list);
+  }
+  return g;
+}
+
+}  // namespace
+
+double DeviceProfile::gemmFlopsPerSecond(DType dtype, double flops) const {
+  const Curve* curve = nullptr;
+  for (const auto& [t, points] : gemm)
+    if (t == dtype) curve = &points;
+  if (!curve)  // 16-bit types not measured run as f32 (the CPU widens them); f32 as the first
+    for (const auto& [t, points] : gemm)
+      if (t == DType::kF32 || !curve) curve = &points;
+  return curve ? rateOn(*curve, flops) : 0;
+}
+
+double DeviceProfile::attentionFlopsPerSecond(bool grad, DType dtype, double flops) const {
+  for (const auto& [t, points] : grad ? attentionGrad : attention)
+    if (t == dtype) return rateOn(points, flops);
+  return 0;
 }
 
 double DeviceProfile::peakFlopsPerSecond(DType dtype) const {
@@ -100,6 +149,12 @@ double DeviceProfile::secondsPerElement(const std::string& kernel) const {
   return 0;
 }
 
+double DeviceProfile::secondsPerElement(const std::string& kernel, DType dtype) const {
+  if (dtype == DType::kBF16 || dtype == DType::kF16)
+    if (const double s = secondsPerElement(kernel + "@" + typeName(dtype))) return s;
+  return secondsPerElement(kernel);
+}
+
 io::Json DeviceProfile::toJson() const {
   io::Json j = io::Json::object();
   j.set("format", kFormat);
@@ -107,13 +162,9 @@ io::Json DeviceProfile::toJson() const {
   j.set("name", name);
   j.set("source", source);
   j.set("device", device);
-  io::Json g = io::Json::object();
-  for (const auto& [t, points] : gemm) {
-    io::Json list;
-    for (const auto& [f, rate] : points) list.push(io::Json(io::Json::Array{f, rate}));
-    g.set(typeName(t), list);
-  }
-  j.set("gemm_flops_per_s", g);
+  j.set("gemm_flops_per_s", curvesJson(gemm));
+  if (!attention.empty()) j.set("attention_flops_per_s", curvesJson(attention));
+  if (!attentionGrad.empty()) j.set("attention_grad_flops_per_s", curvesJson(attentionGrad));
   j.set("memory_bytes_per_s", memoryBytesPerSecond);
   j.set("kernel_s", kernelSeconds);
   if (!elementSeconds.empty()) {
@@ -143,26 +194,13 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   p.device = device ? device->asString() : "";
   if (p.device != "cpu" && p.device != "cuda") return bad(origin, "'device' must be cpu or cuda");
   const io::Json* g = j.find("gemm_flops_per_s");
-  if (!g || !g->isObject() || g->size() == 0)
-    return bad(origin, "'gemm_flops_per_s' must map element types to [flops, flop/s] points");
-  for (const auto& [key, list] : g->members()) {
-    DType t;
-    if (!parseType(key, t))
-      return bad(origin, "unknown element type '" + key + "' (f32, bf16, f16)");
-    if (!list.isArray() || list.size() == 0)
-      return bad(origin, "'" + key + "' must list [flops, flop/s] points");
-    std::vector<std::pair<double, double>> points;
-    for (const io::Json& point : list.asArray()) {
-      if (!point.isArray() || point.size() != 2 || !point.asArray()[0].isNumber() ||
-          !point.asArray()[1].isNumber() || !(point.asArray()[0].asDouble() > 0) ||
-          !(point.asArray()[1].asDouble() > 0) || !std::isfinite(point.asArray()[0].asDouble()) ||
-          !std::isfinite(point.asArray()[1].asDouble()))
-        return bad(origin, "'" + key + "' points must be [flops > 0, flop/s > 0]");
-      if (!points.empty() && point.asArray()[0].asDouble() <= points.back().first)
-        return bad(origin, "'" + key + "' points must be in increasing flops");
-      points.push_back({point.asArray()[0].asDouble(), point.asArray()[1].asDouble()});
-    }
-    p.gemm.push_back({t, std::move(points)});
+  if (!g) return bad(origin, "'gemm_flops_per_s' must map element types to [flops, flop/s] points");
+  DTC_ASSIGN_OR_RETURN(p.gemm, curvesFrom(*g, "gemm_flops_per_s", origin));
+  if (const io::Json* a = j.find("attention_flops_per_s")) {
+    DTC_ASSIGN_OR_RETURN(p.attention, curvesFrom(*a, "attention_flops_per_s", origin));
+  }
+  if (const io::Json* a = j.find("attention_grad_flops_per_s")) {
+    DTC_ASSIGN_OR_RETURN(p.attentionGrad, curvesFrom(*a, "attention_grad_flops_per_s", origin));
   }
   DTC_ASSIGN_OR_RETURN(p.memoryBytesPerSecond, positive(j, "memory_bytes_per_s", origin));
   DTC_ASSIGN_OR_RETURN(p.kernelSeconds, positive(j, "kernel_s", origin, true));

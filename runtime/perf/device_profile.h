@@ -29,6 +29,9 @@ struct DeviceProfile {
   // Sustained GEMM FLOP/s by element type at increasing FLOPs per call, as (flops, flop/s)
   // points: throughput between them is interpolated in log(flops), and held beyond the ends.
   std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> gemm;
+  // Causal attention's FLOP/s forward and backward by element type, as GEMM's (FLOPs as the
+  // prediction counts them); empty where not measured: attention then runs at the GEMM rate.
+  std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> attention, attentionGrad;
   double memoryBytesPerSecond = 0;  // sustained, for element-wise and other memory-bound kernels
   double kernelSeconds = 0;         // the fixed cost of one kernel call (launch, dispatch)
   // Kernels whose arithmetic, not their bytes, can bound them (a CPU's erf, exp, softmax rows):
@@ -43,8 +46,13 @@ struct DeviceProfile {
   double gemmFlopsPerSecond(DType dtype, double flops) const;
   // The peak: the highest throughput listed for `dtype`.
   double peakFlopsPerSecond(DType dtype) const;
+  // FLOP/s of causal attention (its backward when `grad`) of `flops` in `dtype`; 0 when the
+  // profile has no attention curve for that type.
+  double attentionFlopsPerSecond(bool grad, DType dtype, double flops) const;
   // Seconds per element of the kernel named `kernel` (0: not listed).
   double secondsPerElement(const std::string& kernel) const;
+  // The same for operands of `dtype`: the entry "kernel@bf16" (16-bit types), else "kernel".
+  double secondsPerElement(const std::string& kernel, DType dtype) const;
 
   io::Json toJson() const;
   static StatusOr<DeviceProfile> fromJson(const io::Json& json, const std::string& origin);

@@ -182,10 +182,17 @@ struct Simulation {
         double seconds = step.kernel() == Kernel::reshape
                              ? 0
                              : stepBytes(f, step) / profile.memoryBytesPerSecond;
-        if (const double perElement = profile.secondsPerElement(elementKey(step)))
+        if (const double perElement = profile.secondsPerElement(elementKey(step), type))
           seconds = std::max(seconds, perElement * largestOperand(f, step));
         if (flops > 0) {
-          seconds = std::max(seconds, flops / profile.gemmFlopsPerSecond(type, flops));
+          // Attention at its own measured rate where the profile has one, else as a GEMM.
+          const bool attention = step.kernel() == Kernel::causal_attention ||
+                                 step.kernel() == Kernel::causal_attention_grad;
+          double rate = attention ? profile.attentionFlopsPerSecond(
+                                        step.kernel() == Kernel::causal_attention_grad, type, flops)
+                                  : 0;
+          if (rate <= 0) rate = profile.gemmFlopsPerSecond(type, flops);
+          seconds = std::max(seconds, flops / rate);
           p.flopsByType[static_cast<int>(type)] += counted;
         }
         seconds += profile.kernelSeconds;

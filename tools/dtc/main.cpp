@@ -76,14 +76,14 @@ namespace {
   "      --batch, default 2, and one more to find the batch's dimensions)\n"
 #define DTC_EXPLORE_USAGE                                                                          \
   "  dtc explore MODEL --devices N --batch B [--memory GiB] [--profile cpu|a100-80g|h100-80g|\n"   \
-  "              FILE.json] [--gpus-per-node K] [--top K] [--json] [--plot FILE.svg]\n"            \
+  "              h200|FILE.json] [--gpus-per-node K] [--top K] [--json] [--plot FILE.svg]\n"            \
   "              [--exhaustive] [other dtc compile flags: optimizer, precision, ...]\n"            \
   "      every dp x tp x pp layout of N devices with ZeRO, sequence parallelism, micro-batches,\n" \
   "      schedules and recomputation, built by the compiler, ranked by predicted step time on\n"   \
   "      the profile, with memory per rank (budget: --memory or the profile's device) and why\n"   \
   "      the others cannot run; dtc compile ... --mesh auto --devices N compiles the pick\n"
 #define DTC_INSPECT_USAGE                                                                        \
-  "  dtc inspect PLAN.dtp [--json] [--profile cpu|a100-80g|h100-80g|FILE.json]\n"                \
+  "  dtc inspect PLAN.dtp [--json] [--profile cpu|a100-80g|h100-80g|h200|FILE.json]\n"           \
   "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
   "      tensors, and its predicted step time on a device profile (default: cpu for CPU\n"       \
   "      plans, h100-80g for CUDA ones; FILE from dtrun --calibrate); --json for programs\n"

@@ -6,6 +6,7 @@
 #include "comm/world.h"
 #include "cpu/kernels/blas.h"
 #include "io/files.h"
+#include "exec/backend.h"
 #include "perf/calibrate.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
@@ -37,9 +38,10 @@ constexpr const char kUsage[] =
     "             [--check-numerics]  name the first op whose output is inf or NaN (slow)\n"
     "             [--profile-summary]  after training, where rank 0's step time went: by op\n"
     "                 type, by model node (layers folded), and outside the kernels\n"
-    "       dtrun --calibrate -o PROFILE.json [--threads N] [--name NAME]\n"
+    "       dtrun --calibrate -o PROFILE.json [--threads N] [--name NAME] [--device cpu|cuda]\n"
     "                 measures this machine (GEMMs, memory, a kernel's cost; under a launcher\n"
-    "                 the links between processes) as a device profile for dtc inspect/explore\n"
+    "                 the links between processes) as a device profile for dtc inspect/explore;\n"
+    "                 --device cuda measures each process's GPU with dtrun's own kernels\n"
     "       dtrun --version\n"
     "exit codes: 0 done, 1 internal error, 2 bad input, 3 a rank stopped answering (timeout, a\n"
     "rank died), 4 non-finite loss, gradients or weights, 128+N stopped by signal N\n";
@@ -157,7 +159,8 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
 
 // dtrun --calibrate: every process measures; rank 0 writes the profile.
 int runCalibrate(int argc, char** argv, const dtc::comm::World& world) {
-  auto args = dtc::Args::parse(argc, argv, 1, {"output", "threads", "name"}, {"calibrate"});
+  auto args =
+      dtc::Args::parse(argc, argv, 1, {"output", "threads", "name", "device"}, {"calibrate"});
   if (!args.ok()) return fail(args.status());
   const std::string path = args->str("output");
   if (path.empty()) return fail(dtc::Status::InvalidInput("--calibrate needs -o PROFILE.json"));
@@ -175,8 +178,16 @@ int runCalibrate(int argc, char** argv, const dtc::comm::World& world) {
     if (!mpi.ok()) return fail(mpi.status());
     comm = std::move(mpi).value();
   }
-  auto profile =
-      dtc::perf::calibrate(*comm, {static_cast<int>(*threads), args->str("name", "calibrated")});
+  // A device is measured through its backend (one per process, as a job places them).
+  std::unique_ptr<dtc::Backend> device;
+  const std::string deviceName = args->str("device", "cpu");
+  if (deviceName != "cpu") {
+    auto backend = dtc::createBackend(deviceName, world.localRank);
+    if (!backend.ok()) return fail(backend.status());
+    device = std::move(backend).value();
+  }
+  auto profile = dtc::perf::calibrate(
+      *comm, {static_cast<int>(*threads), args->str("name", "calibrated"), device.get()});
   if (!profile.ok()) return fail(profile.status());
   if (comm->rank() != 0) return 0;
   const std::string text = profile->toJson().dump() + "\n";

@@ -1,0 +1,39 @@
+"""A measured profile's attention curves and per-type element costs reach the prediction: the
+same bf16 plan predicted with the profile, and with copies that drop the attention curves (then
+attention runs at the GEMM rate) or the casts' costs (then casts cost their bytes), must price
+causal_attention and cast differently, and nothing else."""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+dtc, profile_path, plan, work = sys.argv[1:5]
+profile = json.load(open(profile_path))
+
+
+def kernels(p, name):
+    path = os.path.join(work, name + ".json")
+    json.dump(p, open(path, "w"))
+    out = subprocess.run([dtc, "inspect", plan, "--profile", path, "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)["prediction"]["stages"][0]["kernels_s"]
+
+
+whole = kernels(profile, "whole")
+no_attention = copy.deepcopy(profile)
+del no_attention["attention_flops_per_s"], no_attention["attention_grad_flops_per_s"]
+gemm_rate = kernels(no_attention, "no-attention")
+no_cast = copy.deepcopy(profile)
+for key in ("cast", "cast@bf16"):
+    no_cast["element_s"].pop(key)
+bytes_only = kernels(no_cast, "no-cast")
+
+
+def only_differs(a, b, names):
+    return all((a[k] != b[k]) == (k in names) for k in a)
+
+
+print("causal_attention priced at the attention curve:",
+      only_differs(whole, gemm_rate, {"causal_attention", "causal_attention_grad"}))
+print("cast priced at its measured cost:", only_differs(whole, bytes_only, {"cast"}))
