@@ -176,6 +176,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
     if (failed(startIrDump(*module, options.dumpIrDir, pipeline))) return failure();
     pm.enableIRPrinting(std::make_unique<NumberedFileIRPrinter>(options.dumpIrDir, &dumpError));
   }
+  if (options.passTiming) pm.enableTiming();
   if (failed(pm.run(*module))) return failure();
   if (!dumpError.empty()) return emit(dumpError);
   if (options.pipelineStages > 0 && !options.trial && failed(reportSchedule(*module, options)))

@@ -45,6 +45,7 @@ struct CompileOptions {
   int64_t zeroStage = 0;          // 1: optimizer state sharded over dp; 2: + gradients; 3: + params
   std::string recompute = "none";  // activation recomputation: none, full or selective
   bool trial = false;              // a compile to measure (--recompute auto): no report, no trace
+  bool passTiming = false;         // MLIR's report of each pass's time, on stderr
   double bucketMb = 25.0;          // all-reduce bucket size
   int64_t accumulate = 1;          // micro-batches per step (gradient accumulation)
   // Pipeline parallelism: stages along the mesh's pp axis (0: none), the micro-batches the

@@ -42,8 +42,8 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
 
   // GEMMs shaped as a linear layer's: 8n rows (tokens) of width n times an [n, n] weight, n from
   // 128 to 4096 on a GPU (16·n³ FLOPs each).
-  const std::vector<int64_t> widths =
-      gpu ? std::vector<int64_t>{128, 256, 512, 1024, 2048, 4096} : std::vector<int64_t>{32, 64, 128, 256};
+  const std::vector<int64_t> widths = gpu ? std::vector<int64_t>{128, 256, 512, 1024, 2048, 4096}
+                                          : std::vector<int64_t>{32, 64, 128, 256};
   for (DType t : {f32, bf16}) {
     std::vector<std::pair<double, double>> curve;
     for (int64_t n : widths) {
@@ -66,12 +66,15 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
     for (int64_t len : lengths) {
       const Shape qkv = {4, 12, len, 64}, rows = {4, 12, len};
       const BenchAttr scale = floatAttr("scale", 0.125);
-      const BenchStep fwd{
-          "causal_attention", {scale}, {of(t, qkv), of(t, qkv), of(t, qkv)}, {of(t, qkv), of(f32, rows)}};
-      const BenchStep bwd{"causal_attention_grad",
+      const BenchStep fwd{"causal_attention",
                           {scale},
-                          {of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(f32, rows)},
-                          {of(t, qkv), of(t, qkv), of(t, qkv)}};
+                          {of(t, qkv), of(t, qkv), of(t, qkv)},
+                          {of(t, qkv), of(f32, rows)}};
+      const BenchStep bwd{
+          "causal_attention_grad",
+          {scale},
+          {of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(f32, rows)},
+          {of(t, qkv), of(t, qkv), of(t, qkv)}};
       const double flops = 2.0 * 4 * 12 * static_cast<double>(len * len) * 64;
       StatusOr<double> f = bench.secondsPerCall(fwd, 0.05);
       StatusOr<double> b = f.ok() ? bench.secondsPerCall(bwd, 0.05) : f;
@@ -120,36 +123,53 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
       {"gelu_grad", {"gelu_grad", {}, {of(f32, flat), of(f32, flat)}, {of(f32, flat)}}},
       {"gelu_tanh", {"gelu", {intAttr("approximate_tanh", 1)}, {of(f32, flat)}, {of(f32, flat)}}},
       {"gelu_grad_tanh",
-       {"gelu_grad", {intAttr("approximate_tanh", 1)}, {of(f32, flat), of(f32, flat)}, {of(f32, flat)}}},
+       {"gelu_grad",
+        {intAttr("approximate_tanh", 1)},
+        {of(f32, flat), of(f32, flat)},
+        {of(f32, flat)}}},
       {"add", {"add", {}, {of(f32, flat), of(f32, flat)}, {of(f32, flat)}}},
       {"mul", {"mul", {}, {of(f32, flat), of(f32, flat)}, {of(f32, flat)}}},
       {"cast", {"cast", {}, {of(f32, flat)}, {of(bf16, flat)}}},
       {"cast@bf16", {"cast", {}, {of(bf16, flat)}, {of(f32, flat)}}},
-      {"transpose", {"transpose", {intsAttr("perm", {0, 2, 1, 3})}, {of(f32, heads)}, {of(f32, headsT)}}},
+      {"transpose",
+       {"transpose", {intsAttr("perm", {0, 2, 1, 3})}, {of(f32, heads)}, {of(f32, headsT)}}},
       {"transpose@bf16",
        {"transpose", {intsAttr("perm", {0, 2, 1, 3})}, {of(bf16, heads)}, {of(bf16, headsT)}}},
       {"split",
-       {"split", {intAttr("axis", 1)}, {of(f32, {rows / 2, 3 * 768})},
+       {"split",
+        {intAttr("axis", 1)},
+        {of(f32, {rows / 2, 3 * 768})},
         {of(f32, {rows / 2, 768}), of(f32, {rows / 2, 768}), of(f32, {rows / 2, 768})}}},
       {"concat",
-       {"concat", {intAttr("axis", 1)}, {of(f32, {rows, width / 2}), of(f32, {rows, width / 2})},
+       {"concat",
+        {intAttr("axis", 1)},
+        {of(f32, {rows, width / 2}), of(f32, {rows, width / 2})},
         {of(f32, matrix)}}},
-      {"reduce_sum", {"reduce_sum", {intsAttr("axes", {0})}, {of(f32, matrix)}, {of(f32, {width})}}},
+      {"reduce_sum",
+       {"reduce_sum", {intsAttr("axes", {0})}, {of(f32, matrix)}, {of(f32, {width})}}},
       {"layer_norm",
-       {"layer_norm", {floatAttr("eps", 1e-5)}, {of(f32, matrix), of(f32, {width}), of(f32, {width})},
+       {"layer_norm",
+        {floatAttr("eps", 1e-5)},
+        {of(f32, matrix), of(f32, {width}), of(f32, {width})},
         {of(f32, matrix), of(f32, {rows}), of(f32, {rows})}}},
       {"layer_norm_grad",
-       {"layer_norm_grad", {},
+       {"layer_norm_grad",
+        {},
         {of(f32, matrix), of(f32, matrix), of(f32, {width}), of(f32, {rows}), of(f32, {rows})},
         {of(f32, matrix), of(f32, {width}), of(f32, {width})}}},
       {"softmax_cross_entropy",
        {"softmax_cross_entropy", {}, {of(f32, matrix), ids({rows}, width)}, {of(f32, {})}}},
       {"softmax_cross_entropy_grad",
-       {"softmax_cross_entropy_grad", {}, {of(f32, {}), of(f32, matrix), ids({rows}, width)},
+       {"softmax_cross_entropy_grad",
+        {},
+        {of(f32, {}), of(f32, matrix), ids({rows}, width)},
         {of(f32, matrix)}}},
-      {"causal_softmax", {"causal_softmax", {floatAttr("scale", 1.0)}, {of(f32, probs)}, {of(f32, probs)}}},
+      {"causal_softmax",
+       {"causal_softmax", {floatAttr("scale", 1.0)}, {of(f32, probs)}, {of(f32, probs)}}},
       {"causal_softmax_grad",
-       {"causal_softmax_grad", {floatAttr("scale", 1.0)}, {of(f32, probs), of(f32, probs)},
+       {"causal_softmax_grad",
+        {floatAttr("scale", 1.0)},
+        {of(f32, probs), of(f32, probs)},
         {of(f32, probs)}}},
       {"adamw_update",
        {"adamw_update",

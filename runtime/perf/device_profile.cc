@@ -80,8 +80,9 @@ double rateOn(const Curve& c, double flops) {
   return c.back().second;
 }
 
-StatusOr<std::vector<std::pair<DType, Curve>>> curvesFrom(const io::Json& g, const std::string& name,
-                                                         const std::string& origin) {
+StatusOr<std::vector<std::pair<DType, Curve>>> curvesFrom(const io::Json& g,
+                                                          const std::string& name,
+                                                          const std::string& origin) {
   if (!g.isObject() || g.size() == 0)
     return bad(origin, "'" + name + "' must map element types to [flops, flop/s] points");
   std::vector<std::pair<DType, Curve>> curves;

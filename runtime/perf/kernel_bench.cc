@@ -54,8 +54,8 @@ std::vector<uint8_t> randomBytes(const BenchOperand& o, std::mt19937_64& rng) {
   for (uint64_t i = 0; i < n; ++i) {
     switch (o.dtype) {
       case DType::kI64: {
-        const int64_t id = static_cast<int64_t>(rng() % static_cast<uint64_t>(
-                                                            std::max<int64_t>(o.idRange, 1)));
+        const int64_t id =
+            static_cast<int64_t>(rng() % static_cast<uint64_t>(std::max<int64_t>(o.idRange, 1)));
         std::memcpy(bytes.data() + 8 * i, &id, 8);
         break;
       }

@@ -64,21 +64,23 @@ std::string summarize(const Executor& ex, uint32_t function, int rows) {
   const double perRun = functionUs / runs, n = static_cast<double>(runs);
   auto share = [&](double us) { return perRun > 0 ? 100.0 * us / n / perRun : 0.0; };
 
-  std::string out = line("profile of %s: %lld run(s) timed%s, %.3f ms each", f->name()->c_str(),
-                         (long long)runs, firstCounted ? " (the first left out: warm-up)" : "",
-                         perRun / 1e3);
-  out += line("  in kernels %.3f ms (%.1f%%), outside them %.3f ms (%.1f%%: dispatch, threading, "
-              "copies, uploads)",
-              kernelUs / n / 1e3, share(kernelUs), (functionUs - kernelUs) / n / 1e3,
-              share(functionUs - kernelUs));
+  std::string out =
+      line("profile of %s: %lld run(s) timed%s, %.3f ms each", f->name()->c_str(), (long long)runs,
+           firstCounted ? " (the first left out: warm-up)" : "", perRun / 1e3);
+  out += line(
+      "  in kernels %.3f ms (%.1f%%), outside them %.3f ms (%.1f%%: dispatch, threading, "
+      "copies, uploads)",
+      kernelUs / n / 1e3, share(kernelUs), (functionUs - kernelUs) / n / 1e3,
+      share(functionUs - kernelUs));
   if (!ex.backend().hostMemory())
-    out += "  (each kernel waited for on the device: its time is the device's plus one\n"
-           "  synchronisation; untimed runs replay the steps without those waits)\n";
-  out += line("  %-40s %10s %10s %10s %7s", "by op type", "calls/run", "ms/run", "us/call",
-              "share");
+    out +=
+        "  (each kernel waited for on the device: its time is the device's plus one\n"
+        "  synchronisation; untimed runs replay the steps without those waits)\n";
+  out +=
+      line("  %-40s %10s %10s %10s %7s", "by op type", "calls/run", "ms/run", "us/call", "share");
   for (const auto& [name, t] : byTime(byOp))
-    out += line("  %-40s %10.0f %10.3f %10.1f %6.1f%%", name.c_str(), t.calls / n,
-                t.us / n / 1e3, t.us / static_cast<double>(t.calls), share(t.us));
+    out += line("  %-40s %10.0f %10.3f %10.1f %6.1f%%", name.c_str(), t.calls / n, t.us / n / 1e3,
+                t.us / static_cast<double>(t.calls), share(t.us));
   const auto nodes = byTime(byNode);
   out += line("  %-40s %10s %10s %10s %7s", "by model node (layers folded)", "calls/run", "ms/run",
               "us/call", "share");
@@ -90,14 +92,14 @@ std::string summarize(const Executor& ex, uint32_t function, int rows) {
       continue;
     }
     std::string shown = name.size() > 40 ? "..." + name.substr(name.size() - 37) : name;
-    out += line("  %-40s %10.0f %10.3f %10.1f %6.1f%%", shown.c_str(), t.calls / n,
-                t.us / n / 1e3, t.us / static_cast<double>(t.calls), share(t.us));
+    out += line("  %-40s %10.0f %10.3f %10.1f %6.1f%%", shown.c_str(), t.calls / n, t.us / n / 1e3,
+                t.us / static_cast<double>(t.calls), share(t.us));
   }
   if (rest.calls)
-    out += line("  %-40s %10.0f %10.3f %10.1f %6.1f%%",
-                ("(" + std::to_string(nodes.size() - rows) + " more nodes)").c_str(),
-                rest.calls / n, rest.us / n / 1e3, rest.us / static_cast<double>(rest.calls),
-                share(rest.us));
+    out +=
+        line("  %-40s %10.0f %10.3f %10.1f %6.1f%%",
+             ("(" + std::to_string(nodes.size() - rows) + " more nodes)").c_str(), rest.calls / n,
+             rest.us / n / 1e3, rest.us / static_cast<double>(rest.calls), share(rest.us));
   return out;
 }
 

@@ -76,7 +76,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
                                           "target",       "recompute",      "memory"},
                           {"log-grad-norm", "sequence-parallel", "vocab-parallel",
                            "no-vocab-parallel", "fused-attention", "no-fused-attention",
-                           "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts"},
+                           "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts", "pass-timing"},
                           {"no-decay", "shard"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1) return invalid("dtc compile: expected one model file");
@@ -118,6 +118,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   options.reportGradNorm = args->has("log-grad-norm");
   options.noDecay = args->all("no-decay");
   options.dumpIrDir = args->str("dump-ir");
+  options.passTiming = args->has("pass-timing");
   options.device = args->str("device", "cpu");
   options.precision = args->str("precision", "fp32");
   // Flash-style attention (no [T, T] scores kept) and GEMM epilogues (bias, GELU) are on by

@@ -55,7 +55,7 @@ namespace {
   "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                       \
   "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"           \
   "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"          \
-  "              [--dump-ir DIR]\n"                                                             \
+  "              [--dump-ir DIR] [--pass-timing]\n"                                             \
   "\n"                                                                                          \
   "An ONNX model (torch.onnx.export, opsets 13-17) is recognised by content and translated;\n"  \
   "its loss is its one scalar output, --loss NAME, or for a forward-only export --loss\n"       \
@@ -76,7 +76,7 @@ namespace {
   "      --batch, default 2, and one more to find the batch's dimensions)\n"
 #define DTC_EXPLORE_USAGE                                                                          \
   "  dtc explore MODEL --devices N --batch B [--memory GiB] [--profile cpu|a100-80g|h100-80g|\n"   \
-  "              h200|FILE.json] [--gpus-per-node K] [--top K] [--json] [--plot FILE.svg]\n"            \
+  "              h200|FILE.json] [--gpus-per-node K] [--top K] [--json] [--plot FILE.svg]\n"       \
   "              [--exhaustive] [other dtc compile flags: optimizer, precision, ...]\n"            \
   "      every dp x tp x pp layout of N devices with ZeRO, sequence parallelism, micro-batches,\n" \
   "      schedules and recomputation, built by the compiler, ranked by predicted step time on\n"   \
