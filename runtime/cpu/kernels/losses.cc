@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/kernels/fast_math.h"
 #include "cpu/kernels/kernels.h"
 
 namespace dtc::cpu {
@@ -46,9 +47,7 @@ struct RowStats {
 RowStats rowStats(const float* row, int64_t classes) {
   float m = -std::numeric_limits<float>::infinity();
   for (int64_t c = 0; c < classes; ++c) m = std::max(m, row[c]);
-  double s = 0;
-  for (int64_t c = 0; c < classes; ++c) s += std::exp(row[c] - m);
-  return {m, s};
+  return {m, sumExpShifted(row, classes, m)};
 }
 
 }  // namespace
@@ -85,10 +84,12 @@ void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int6
       const RowStats st = rowStats(row, classes);
       const float invSum = static_cast<float>(1.0 / st.sumExp);
       const int64_t label = labels[r];
-      for (int64_t c = 0; c < classes; ++c) {
-        const float p = std::exp(row[c] - st.max) * invSum;
-        drow[c] = scale * (c == label ? p - 1.0f : p);
-      }
+      const bool inRange = label >= 0 && label < classes;
+      // The label's probability before drow (which may be row) is written.
+      const float atLabel = inRange ? fastExp(row[label] - st.max) * invSum : 0.0f;
+      expShifted(row, st.max, drow, classes);
+      for (int64_t c = 0; c < classes; ++c) drow[c] = scale * (drow[c] * invSum);
+      if (inRange) drow[label] = scale * (atLabel - 1.0f);
     }
   });
 }
