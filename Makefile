@@ -24,6 +24,7 @@ bench: build
 	@bash bench/mlp_step.sh $(BUILD)
 	@bash bench/gpt_step.sh $(BUILD)
 	@bash bench/convnet_step.sh $(BUILD)
+	@bash bench/gpt_gemm_bound.sh $(BUILD)
 	@bash bench/dp_step.sh $(BUILD)
 	@bash bench/pipeline_bubble.sh $(BUILD)
 

@@ -10,7 +10,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e"))
 from test_convnet_parity import ConvNet  # noqa: E402
 
-from common import ROUNDS, STEPS, classifier_bench, report  # noqa: E402
+from common import ROUNDS, STEPS, classifier_bench, report_peers  # noqa: E402
 
 
 def main():
@@ -23,9 +23,9 @@ def main():
     rng = np.random.default_rng(0)
     x = rng.random((4096, 784), dtype=np.float32)
     y = rng.integers(0, 10, 4096).astype(np.int64)
-    ours, theirs = classifier_bench(a.build, ["convnet"], a.threads, a.batch, x, y, ConvNet())
-    report(f"ConvNet (Fashion-MNIST shape), AdamW, batch {a.batch}, {a.threads} threads, best of {ROUNDS} "
-           f"medians of {STEPS} steps", ours, theirs, torch.__version__)
+    results = classifier_bench(a.build, ["convnet"], a.threads, a.batch, x, y, ConvNet())
+    report_peers(f"ConvNet (Fashion-MNIST shape), AdamW, batch {a.batch}, {a.threads} threads, best of {ROUNDS} "
+                 f"medians of {STEPS} steps (no JAX peer yet)", results)
 
 
 if __name__ == "__main__":

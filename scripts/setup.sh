@@ -10,7 +10,7 @@ PACKAGES=(
   libopenblas-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev
-  python3-torch python3-numpy
+  python3-torch python3-numpy python3-venv
   dataset-fashion-mnist fortunes
   zlib1g-dev
   libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata
