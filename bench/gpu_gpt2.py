@@ -52,7 +52,9 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.view(-1, V).float(), targets.view(-1))
 
 
-def torch_tokens_per_s(mode):
+def torch_step(mode):
+    """One training step of the PyTorch model, as a function: eager fp32 or bf16 autocast, or
+    torch.compile'd bf16."""
     torch.manual_seed(0)
     model = Gpt().cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, fused=True)
@@ -69,7 +71,11 @@ def torch_tokens_per_s(mode):
                 loss = step_model(idx, tgt)
         loss.backward()
         opt.step()
+    return step
 
+
+def torch_tokens_per_s(mode):
+    step = torch_step(mode)
     for _ in range(WARMUP):
         step()
     torch.cuda.synchronize()
@@ -82,19 +88,7 @@ def torch_tokens_per_s(mode):
 
 def torch_profile(rows):
     """PyTorch eager bf16's step by CUDA kernel, to set beside dtrun --profile-summary."""
-    torch.manual_seed(0)
-    model = Gpt().cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, fused=True)
-    idx = torch.randint(0, V, (B, T), device="cuda")
-    tgt = torch.randint(0, V, (B, T), device="cuda")
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(idx, tgt)
-        loss.backward()
-        opt.step()
-
+    step = torch_step("bf16")
     for _ in range(WARMUP):
         step()
     torch.cuda.synchronize()

@@ -9,19 +9,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build-gpu}
 # shellcheck disable=SC1091
 if [ -f "$BUILD/env.sh" ]; then source "$BUILD/env.sh"; fi
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-python3 - "$WORK/tokens.bin" <<'PY'
-import sys, numpy as np
-header = np.zeros(256, dtype=np.int32)
-header[:3] = [20240520, 1, 200000]
-with open(sys.argv[1], "wb") as f:
-    f.write(header.tobytes())
-    f.write(np.random.default_rng(0).integers(0, 50257, 200000).astype(np.uint16).tobytes())
-PY
+TOKENS="$ROOT/gpu-carry/gpt2-tokens.bin"  # tests/gpu/prepare.sh
 for precision in bf16 fp32; do
   echo "==== dtrun GPT-2 124M $precision, batch 8 x 1024"
-  "$BUILD/tools/dtrun/dtrun" "$ROOT/gpu-carry/gpt2-$precision.dtp" --data "$WORK/tokens.bin" --device cuda \
+  "$BUILD/tools/dtrun/dtrun" "$ROOT/gpu-carry/gpt2-$precision.dtp" --data "$TOKENS" --device cuda \
     --steps 4 --profile-summary | sed -n '/^profile of/,$p'
 done
 echo "==== PyTorch"

@@ -13,19 +13,12 @@ mkdir -p "$OUT"
 if [ -f "$BUILD/env.sh" ]; then source "$BUILD/env.sh"; fi
 DTRUN="$BUILD/tools/dtrun/dtrun"
 "$DTRUN" --calibrate --device cuda -o "$OUT/profile.json" --name "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-')"
+TOKENS="$ROOT/gpu-carry/gpt2-tokens.bin"  # tests/gpu/prepare.sh
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-python3 - "$WORK/tokens.bin" <<'PY'
-import sys, numpy as np
-header = np.zeros(256, dtype=np.int32)
-header[:3] = [20240520, 1, 200000]
-with open(sys.argv[1], "wb") as f:
-    f.write(header.tobytes())
-    f.write(np.random.default_rng(0).integers(0, 50257, 200000).astype(np.uint16).tobytes())
-PY
 : > "$OUT/measured.txt"
 for plan in gpt2-bf16 gpt2-fp32 gpt2-bf16-unfused-attention; do
-  "$DTRUN" "$ROOT/gpu-carry/$plan.dtp" --data "$WORK/tokens.bin" --device cuda --steps 15 \
+  "$DTRUN" "$ROOT/gpu-carry/$plan.dtp" --data "$TOKENS" --device cuda --steps 15 \
     --log "$WORK/$plan.jsonl" > /dev/null
   python3 - "$WORK/$plan.jsonl" "$plan" >> "$OUT/measured.txt" <<'PY'
 import json, statistics, sys

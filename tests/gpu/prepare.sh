@@ -16,6 +16,12 @@ np.save(f"{out}/mlp-data/input.npy", rng.standard_normal((512, 784)).astype(np.f
 np.save(f"{out}/mlp-data/target.npy", rng.integers(0, 10, 512).astype(np.int64))
 np.save(f"{out}/conv-data/input.npy", rng.random((256, 784), dtype=np.float32))
 np.save(f"{out}/conv-data/target.npy", rng.integers(0, 10, 256).astype(np.int64))
+# GPT-2's data for bench/gpu_profile.sh and tests/gpu/calibrate.sh: 200,000 random tokens.
+gpt2 = np.zeros(256, dtype=np.int32)
+gpt2[:3] = [20240520, 1, 200000]
+with open(f"{out}/gpt2-tokens.bin", "wb") as f:
+    f.write(gpt2.tobytes())
+    f.write(np.random.default_rng(0).integers(0, 50257, 200000).astype(np.uint16).tobytes())
 tokens = ((np.arange(20000) * 7 + rng.integers(0, 3, 20000)) % 64).astype(np.int64)
 header = np.zeros(256, dtype=np.int32)
 header[0], header[1], header[2] = 20240520, 1, len(tokens)  # llm.c token file, version 1 (uint16)
