@@ -23,9 +23,9 @@ def main():
     rng = np.random.default_rng(0)
     x = rng.random((4096, 784), dtype=np.float32)
     y = rng.integers(0, 10, 4096).astype(np.int64)
-    results = classifier_bench(a.build, ["convnet"], a.threads, a.batch, x, y, ConvNet())
+    results = classifier_bench(a.build, ["convnet"], a.threads, a.batch, x, y, ConvNet(), jax_model="convnet")
     report_peers(f"ConvNet (Fashion-MNIST shape), AdamW, batch {a.batch}, {a.threads} threads, best of {ROUNDS} "
-                 f"medians of {STEPS} steps (no JAX peer yet)", results)
+                 f"medians of {STEPS} steps", results)
 
 
 if __name__ == "__main__":

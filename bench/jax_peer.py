@@ -4,10 +4,10 @@ defines it) as dtrun and PyTorch, the whole step one jitted function. Runs under
 environment bench/jax_env.sh makes; the caller pins its threads (taskset). Prints one JSON
 object: the first step's loss and the median milliseconds of the timed steps.
 
-  jax_peer.py --model mlp|gpt --weights F.safetensors --batches F.npz --warmup W --steps S
-              [--gpt L,H,C,T,V]
-The npz holds, for mlp, x [N, 784], y [N] and idx [W+S, B] (the rows of each step); for gpt,
-tokens [N] and offsets [W+S, B] (each sequence's first token)."""
+  jax_peer.py --model mlp|convnet|gpt --weights F.safetensors --batches F.npz --warmup W
+              --steps S [--gpt L,H,C,T,V]
+The npz holds, for mlp and convnet, x [N, 784], y [N] and idx [W+S, B] (the rows of each step);
+for gpt, tokens [N] and offsets [W+S, B] (each sequence's first token)."""
 import argparse
 import json
 import os
@@ -38,6 +38,25 @@ def mlp_loss(p, x, y):
     h = jax.nn.relu(linear(p, "fc0", x))
     h = jax.nn.relu(linear(p, "fc1", h))
     return cross_entropy(linear(p, "fc2", h), y)
+
+
+def conv_block(p, name, x):
+    """Conv2d(5×5, padding 2) → BatchNorm2d (training: the batch's statistics, eps 1e-5) → ReLU →
+    MaxPool2d(2), on NCHW with PyTorch's OIHW weights."""
+    x = jax.lax.conv_general_dilated(x, p[name + ".0.weight"], (1, 1), ((2, 2), (2, 2)),
+                                     dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    x = x + p[name + ".0.bias"][None, :, None, None]
+    mean = x.mean((0, 2, 3), keepdims=True)
+    var = ((x - mean) ** 2).mean((0, 2, 3), keepdims=True)
+    x = (x - mean) / jnp.sqrt(var + 1e-5) * p[name + ".1.weight"][None, :, None, None] + \
+        p[name + ".1.bias"][None, :, None, None]
+    x = jax.nn.relu(x)
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+
+def convnet_loss(p, x, y):
+    h = conv_block(p, "layer2", conv_block(p, "layer1", x.reshape(-1, 1, 28, 28)))
+    return cross_entropy(linear(p, "fc", h.reshape(h.shape[0], -1)), y)
 
 
 def layer_norm(p, name, x):
@@ -79,7 +98,7 @@ def adamw(params, grads, m, v, step):
 
 def main():
     a = argparse.ArgumentParser()
-    a.add_argument("--model", choices=("mlp", "gpt"), required=True)
+    a.add_argument("--model", choices=("mlp", "convnet", "gpt"), required=True)
     a.add_argument("--weights", required=True)
     a.add_argument("--batches", required=True)
     a.add_argument("--warmup", type=int, required=True)
@@ -88,9 +107,10 @@ def main():
     a = a.parse_args()
     weights = safetensors_np.load(a.weights)
     data = np.load(a.batches)
-    if a.model == "mlp":
-        params = {k: jnp.asarray(v) for k, v in weights.items()}
-        loss_fn = mlp_loss
+    if a.model in ("mlp", "convnet"):
+        # BatchNorm's running statistics are buffers, not trained (the loss uses the batch's).
+        params = {k: jnp.asarray(v) for k, v in weights.items() if "running_" not in k}
+        loss_fn = mlp_loss if a.model == "mlp" else convnet_loss
         x, y = data["x"], data["y"]
         batch = [(jnp.asarray(x[i]), jnp.asarray(y[i])) for i in data["idx"]]
     else:
