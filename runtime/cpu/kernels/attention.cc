@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/kernels/fast_math.h"
 #include "cpu/kernels/transformer_kernels.h"
 
 namespace dtc::cpu {
@@ -31,12 +32,9 @@ void softmaxRows(const float* x, float* y, int64_t rows, int64_t n, float scale,
       // Subtracting the max keeps exp() in range for large scores; the max entry gives exp(0).
       float maxv = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < seen; ++j) maxv = std::max(maxv, scale * in[j]);
+      expShifted(in, scale, maxv, out, seen);  // vectorised (fast_math.h)
       double sum = 0;  // ≥ 1; in double so long rows lose nothing to the running sum
-      for (int64_t j = 0; j < seen; ++j) {
-        const float e = std::exp(scale * in[j] - maxv);
-        out[j] = e;
-        sum += e;
-      }
+      for (int64_t j = 0; j < seen; ++j) sum += out[j];
       const float inv = static_cast<float>(1.0 / sum);
       for (int64_t j = 0; j < seen; ++j) out[j] *= inv;
       std::fill(out + seen, out + n, 0.0f);

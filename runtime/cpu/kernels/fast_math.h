@@ -68,8 +68,8 @@ inline float fastExp(float x) {
   return er * a * b;
 }
 
-// out[i] = exp(x[i] − shift), vectorised; out may be x.
-void expShifted(const float* x, float shift, float* out, int64_t n);
+// out[i] = exp(scale·x[i] − shift), vectorised; out may be x.
+void expShifted(const float* x, float scale, float shift, float* out, int64_t n);
 // Σ exp(x[i] − shift) in double, summed in order (the exps vectorised a chunk at a time).
 double sumExpShifted(const float* x, int64_t n, float shift);
 

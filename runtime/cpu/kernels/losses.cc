@@ -87,7 +87,7 @@ void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int6
       const bool inRange = label >= 0 && label < classes;
       // The label's probability before drow (which may be row) is written.
       const float atLabel = inRange ? fastExp(row[label] - st.max) * invSum : 0.0f;
-      expShifted(row, st.max, drow, classes);
+      expShifted(row, 1.0f, st.max, drow, classes);
       for (int64_t c = 0; c < classes; ++c) drow[c] = scale * (drow[c] * invSum);
       if (inRange) drow[label] = scale * (atLabel - 1.0f);
     }
