@@ -23,38 +23,12 @@ def tools(build):
     return os.path.join(build, "tools", "dtc", "dtc"), os.path.join(build, "tools", "dtrun", "dtrun")
 
 
-def dtrun_ms(dtrun, plan, data, threads, batch, work):
-    """Median milliseconds per step (data gather + step), from dtrun's JSON log."""
+def dtrun_run(dtrun, plan, data, threads, batch, work, launcher=()):
+    """(median ms per step, first step's loss) of dtrun on `data` with seed 0, started by
+    `launcher` (mpirun and its arguments) where given."""
     log = os.path.join(work, "bench.jsonl")
-    subprocess.run([dtrun, plan, "--data", data, "--steps", str(WARMUP + STEPS), "--threads", str(threads),
-                    "--log", log], check=True, stdout=subprocess.DEVNULL)
-    rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
-    return 1000.0 * batch / float(np.median(rates))
-
-
-def torch_ms(step):
-    """Median milliseconds of `step()` calls after warm-up."""
-    times = []
-    for i in range(WARMUP + STEPS):
-        t0 = time.perf_counter()
-        step(i)
-        times.append(time.perf_counter() - t0)
-    return 1000.0 * float(np.median(times[WARMUP:]))
-
-
-def best_of(rounds, ours, theirs):
-    a, b = [], []
-    for _ in range(rounds):
-        a.append(ours())
-        b.append(theirs())
-    return min(a), min(b)
-
-
-def dtrun_run(dtrun, plan, data, threads, batch, work):
-    """(median ms per step, first step's loss) of dtrun on `data` with seed 0."""
-    log = os.path.join(work, "bench.jsonl")
-    subprocess.run([dtrun, plan, "--data", data, "--steps", str(WARMUP + STEPS), "--threads", str(threads),
-                    "--seed", "0", "--log", log], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([*launcher, dtrun, plan, "--data", data, "--steps", str(WARMUP + STEPS), "--threads",
+                    str(threads), "--seed", "0", "--log", log], check=True, stdout=subprocess.DEVNULL)
     entries = [json.loads(line) for line in open(log)]
     rates = [e["samples_per_s"] for e in entries][WARMUP:]
     return 1000.0 * batch / float(np.median(rates)), entries[0]["loss"]

@@ -3,7 +3,6 @@ mpirun, MPI all-reduce) against PyTorch DistributedDataParallel (gloo all-reduce
 one thread per process, the zoo MLP and AdamW, the same global batch split over the processes.
 Milliseconds per step of rank 0, best of ROUNDS medians."""
 import argparse
-import json
 import os
 import subprocess
 import tempfile
@@ -15,17 +14,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from common import ROUNDS, STEPS, WARMUP, report, tools
+from common import ROUNDS, STEPS, WARMUP, dtrun_run, report, tools
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
-
-
-def dtrun_ms(dtrun, plan, data, procs, batch, work):
-    log = os.path.join(work, "bench.jsonl")
-    subprocess.run(MPIRUN + [str(procs), dtrun, plan, "--data", data, "--steps", str(WARMUP + STEPS),
-                    "--threads", "1", "--log", log], check=True, stdout=subprocess.DEVNULL)
-    rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
-    return 1000.0 * batch / float(np.median(rates))
 
 
 def ddp_worker(rank, procs, store, batch, out):
@@ -79,7 +70,7 @@ def main():
                         "--optimizer", "adamw", "--lr", "1e-3", "--mesh", f"dp={a.procs}"], check=True)
         ours, theirs = [], []
         for _ in range(ROUNDS):
-            ours.append(dtrun_ms(dtrun, f"{work}/mlp.dtp", work, a.procs, a.batch, work))
+            ours.append(dtrun_run(dtrun, f"{work}/mlp.dtp", work, 1, a.batch, work, MPIRUN + [str(a.procs)])[0])
             theirs.append(ddp_ms(a.procs, a.batch, work))
     report(f"MLP 784-256-128-10, AdamW, global batch {a.batch} over {a.procs} processes x 1 thread "
            f"(dtrun: MPI; PyTorch: DDP over gloo), best of {ROUNDS} medians of {STEPS} steps",

@@ -1,10 +1,8 @@
 // Backends by name; the CUDA one from its plugin, so dtrun needs no GPU library to start.
 #include <dlfcn.h>
-#include <unistd.h>
-
-#include <climits>
 
 #include "exec/backend.h"
+#include "io/files.h"
 #include "support/runtime_options.h"
 
 namespace dtc {
@@ -13,11 +11,7 @@ namespace {
 // libdtc_cuda.so beside the running executable (the build puts it next to dtrun).
 std::string pluginPath() {
   if (!runtimeOptions().cudaBackend.empty()) return runtimeOptions().cudaBackend;
-  char exe[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return "libdtc_cuda.so";
-  std::string dir(exe, static_cast<size_t>(n));
-  return dir.substr(0, dir.rfind('/') + 1) + "libdtc_cuda.so";
+  return io::besideExecutable("libdtc_cuda.so");
 }
 
 StatusOr<std::unique_ptr<Backend>> loadCuda(int localRank) {

@@ -146,6 +146,11 @@ std::string parentDirectory(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+std::string besideExecutable(const std::string& relative) {
+  StatusOr<std::string> exe = readSymlink("/proc/self/exe");
+  return exe.ok() ? parentDirectory(*exe) + "/" + relative : relative;
+}
+
 Status replaceSymlink(const std::string& target, const std::string& link) {
   std::string tmp = link + ".tmp." + std::to_string(::getpid());
   ::unlink(tmp.c_str());

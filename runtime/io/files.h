@@ -38,6 +38,10 @@ bool isRegularFile(const std::string& path);
 StatusOr<uint64_t> fileSize(const std::string& path);
 // The parent directory of `path` ("." for a bare name).
 std::string parentDirectory(const std::string& path);
+// `relative` resolved against the folder of the running executable (the build and the bundles
+// keep dtrun, its plugin and the tests in fixed places relative to each other); `relative` as
+// it is where the executable's path cannot be read.
+std::string besideExecutable(const std::string& relative);
 
 // Makes `link` a symbolic link to `target` atomically (a new link renamed over the old one),
 // then syncs the directory holding it.

@@ -236,21 +236,20 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
   ThreadPool pool(options.threads);
   DeviceProfile p;
   p.name = options.name.empty() ? "calibrated" : options.name;
-  p.device = "cpu";
   const std::string host = hostName();
-  p.source = "measured by dtrun --calibrate on " + host + ": " + std::to_string(comm.size()) +
-             " process(es) computing at once, " + std::to_string(options.threads) +
-             " thread(s) each, the CPU backend's kernels";
+  const std::string processes = std::to_string(comm.size()) + " process(es) computing at once, ";
   if (options.device) {
     std::vector<std::string> skipped;
     DTC_RETURN_IF_ERROR(measureDevice(*options.device, pool, p, skipped));
     p.source = "measured by dtrun --calibrate on " + options.device->name() + " (" + host +
-               "): " + std::to_string(comm.size()) +
-               " process(es) computing at once, each on its device, dtrun's own kernels";
+               "): " + processes + "each on its device, dtrun's own kernels";
     for (const std::string& s : skipped) p.source += "; not measured: " + s;
     p.deviceMemoryBytes = options.device->availableBytes();
     return withLinks(comm, host, p);
   }
+  p.device = "cpu";
+  p.source = "measured by dtrun --calibrate on " + host + ": " + processes +
+             std::to_string(options.threads) + " thread(s) each, the CPU backend's kernels";
 
   // GEMMs shaped as a linear layer's in a training step: 16n rows (tokens) of width n times an
   // [n, n] weight stored [out, in] (transposed), n from 32 to 512 (32·n³ FLOPs each).
@@ -264,9 +263,7 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
     const double flops = 2.0 * static_cast<double>(rows * n * n);
     curve.push_back({flops, flops / s});
   }
-  // Throughput never falls with size in the model: a later point below an earlier one is noise.
-  for (size_t k = 1; k < curve.size(); ++k)
-    curve[k].second = std::max(curve[k].second, curve[k - 1].second);
+  keepNonDecreasing(curve);
   p.gemm.push_back({DType::kF32, curve});
 
   // Memory: a scale over 32 MiB in and out, far beyond the caches.
@@ -285,12 +282,12 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
 
   DTC_ASSIGN_OR_RETURN(p.elementSeconds, elementCosts(comm, pool));
 
+  DTC_ASSIGN_OR_RETURN(p, withLinks(comm, host, p));
   // Each process's share of this node's memory.
   const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && pageSize > 0)
-    p.deviceMemoryBytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
-  DTC_ASSIGN_OR_RETURN(p, withLinks(comm, host, p));
-  p.deviceMemoryBytes /= static_cast<uint64_t>(p.devicesPerNode);
+    p.deviceMemoryBytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) /
+                          static_cast<uint64_t>(p.devicesPerNode);
   return p;
 }
 

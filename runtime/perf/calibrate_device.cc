@@ -23,12 +23,6 @@ const char* typeSuffix(DType t) {
   return t == DType::kBF16 ? "@bf16" : t == DType::kF16 ? "@f16" : "";
 }
 
-// Throughput never falls with size in the model: a later point below an earlier one is noise.
-void monotone(std::vector<std::pair<double, double>>& curve) {
-  for (size_t k = 1; k < curve.size(); ++k)
-    curve[k].second = std::max(curve[k].second, curve[k - 1].second);
-}
-
 }  // namespace
 
 Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
@@ -52,7 +46,7 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
       const double flops = 2.0 * static_cast<double>(8 * n) * static_cast<double>(n * n);
       curve.push_back({flops, flops / s});
     }
-    monotone(curve);
+    keepNonDecreasing(curve);
     p.gemm.push_back({t, curve});
   }
 
@@ -88,8 +82,8 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
       backward.push_back({2 * flops, 2 * flops / *b});
     }
     if (refused) continue;
-    monotone(forward);
-    monotone(backward);
+    keepNonDecreasing(forward);
+    keepNonDecreasing(backward);
     p.attention.push_back({t, forward});
     p.attentionGrad.push_back({t, backward});
   }
@@ -184,14 +178,11 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
       skipped.push_back(e.key + " (" + s.status().message() + ")");
       continue;
     }
-    double largest = 0;
+    uint64_t largest = 0;
     for (const auto* list : {&e.step.inputs, &e.step.outputs})
-      for (const BenchOperand& o : *list) {
-        double count = 1;
-        for (int64_t d : o.shape) count *= static_cast<double>(d);
-        largest = std::max(largest, count);
-      }
-    p.elementSeconds.push_back({e.key, std::max(*s - p.kernelSeconds, 0.0) / largest});
+      for (const BenchOperand& o : *list) largest = std::max(largest, o.elements());
+    p.elementSeconds.push_back(
+        {e.key, std::max(*s - p.kernelSeconds, 0.0) / static_cast<double>(largest)});
   }
   return Status::Ok();
 }

@@ -227,6 +227,11 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   return p;
 }
 
+void keepNonDecreasing(std::vector<std::pair<double, double>>& curve) {
+  for (size_t k = 1; k < curve.size(); ++k)
+    curve[k].second = std::max(curve[k].second, curve[k - 1].second);
+}
+
 std::vector<std::string> shippedProfiles() {
   std::vector<std::string> names;
   for (const ShippedProfile& s : shippedProfileTexts()) names.push_back(s.name);

@@ -58,6 +58,10 @@ struct DeviceProfile {
   static StatusOr<DeviceProfile> fromJson(const io::Json& json, const std::string& origin);
 };
 
+// A measured throughput curve as the model takes it: throughput never falls with size, so a
+// point below an earlier one (noise) is raised to it.
+void keepNonDecreasing(std::vector<std::pair<double, double>>& curve);
+
 // A shipped profile by name ("a100-80g", "h100-80g", "cpu"), or a JSON file's path.
 StatusOr<DeviceProfile> loadProfile(const std::string& nameOrPath);
 // The names of the shipped profiles.

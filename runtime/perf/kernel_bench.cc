@@ -19,12 +19,6 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-uint64_t elementsOf(const std::vector<int64_t>& shape) {
-  uint64_t n = 1;
-  for (int64_t d : shape) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
-  return n;
-}
-
 // The step's bytes: operands numbered inputs first, attributes sorted by name (the format's
 // order), located at the op's name.
 StatusOr<std::vector<uint8_t>> stepBytes(const BenchStep& s) {
@@ -48,7 +42,7 @@ StatusOr<std::vector<uint8_t>> stepBytes(const BenchStep& s) {
 
 // Host bytes of an operand: standard normal values in its type, or ids.
 std::vector<uint8_t> randomBytes(const BenchOperand& o, std::mt19937_64& rng) {
-  const uint64_t n = elementsOf(o.shape);
+  const uint64_t n = o.elements();
   std::vector<uint8_t> bytes(n * dtypeSize(o.dtype));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (uint64_t i = 0; i < n; ++i) {
@@ -98,6 +92,12 @@ class Held {
 
 }  // namespace
 
+uint64_t BenchOperand::elements() const {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+  return n;
+}
+
 KernelBench::KernelBench(Backend& backend, ThreadPool& pool) : backend_(backend), pool_(pool) {}
 
 KernelBench::~KernelBench() {
@@ -130,7 +130,7 @@ StatusOr<double> KernelBench::secondsPerCall(const BenchStep& s, double budget, 
     if (o.alias >= 0 && o.alias < static_cast<int>(inputs.size())) {
       p = inputs[o.alias].data;
     } else {
-      DTC_ASSIGN_OR_RETURN(p, held.take(elementsOf(o.shape) * dtypeSize(o.dtype)));
+      DTC_ASSIGN_OR_RETURN(p, held.take(o.elements() * dtypeSize(o.dtype)));
     }
     outputs.push_back({p, o.dtype, o.shape});
   }

@@ -21,6 +21,8 @@ struct BenchOperand {
   std::vector<int64_t> shape;
   int64_t idRange = 0;  // int64 operands: values drawn from [0, idRange)
   int alias = -1;       // outputs: the input they are written over (in place), or -1
+
+  uint64_t elements() const;
 };
 
 struct BenchAttr {

@@ -39,11 +39,13 @@ std::vector<int64_t> axesAttr(const plan::Step& step) {
 
 // FLOPs a step computes: its contraction FLOPs, of which a causal attention kernel skips the
 // masked half.
+bool causalAttention(Kernel k) {
+  return k == Kernel::causal_attention || k == Kernel::causal_attention_grad;
+}
+
 double stepFlops(const plan::Function& f, const plan::Step& step) {
   const double flops = contractionFlops(f, step);
-  const bool causal =
-      step.kernel() == Kernel::causal_attention || step.kernel() == Kernel::causal_attention_grad;
-  return causal ? flops / 2 : flops;
+  return causalAttention(step.kernel()) ? flops / 2 : flops;
 }
 
 double stepBytes(const plan::Function& f, const plan::Step& step) {
@@ -186,11 +188,10 @@ struct Simulation {
           seconds = std::max(seconds, perElement * largestOperand(f, step));
         if (flops > 0) {
           // Attention at its own measured rate where the profile has one, else as a GEMM.
-          const bool attention = step.kernel() == Kernel::causal_attention ||
-                                 step.kernel() == Kernel::causal_attention_grad;
-          double rate = attention ? profile.attentionFlopsPerSecond(
-                                        step.kernel() == Kernel::causal_attention_grad, type, flops)
-                                  : 0;
+          double rate = causalAttention(step.kernel())
+                            ? profile.attentionFlopsPerSecond(
+                                  step.kernel() == Kernel::causal_attention_grad, type, flops)
+                            : 0;
           if (rate <= 0) rate = profile.gemmFlopsPerSecond(type, flops);
           seconds = std::max(seconds, flops / rate);
           p.flopsByType[static_cast<int>(type)] += counted;

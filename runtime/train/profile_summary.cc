@@ -76,30 +76,27 @@ std::string summarize(const Executor& ex, uint32_t function, int rows) {
     out +=
         "  (each kernel waited for on the device: its time is the device's plus one\n"
         "  synchronisation; untimed runs replay the steps without those waits)\n";
-  out +=
-      line("  %-40s %10s %10s %10s %7s", "by op type", "calls/run", "ms/run", "us/call", "share");
-  for (const auto& [name, t] : byTime(byOp))
-    out += line("  %-40s %10.0f %10.3f %10.1f %6.1f%%", name.c_str(), t.calls / n, t.us / n / 1e3,
-                t.us / static_cast<double>(t.calls), share(t.us));
-  const auto nodes = byTime(byNode);
-  out += line("  %-40s %10s %10s %10s %7s", "by model node (layers folded)", "calls/run", "ms/run",
-              "us/call", "share");
-  Total rest;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    const auto& [name, t] = nodes[k];
-    if (static_cast<int>(k) >= rows) {
-      rest.us += t.us, rest.calls += t.calls;
-      continue;
-    }
-    std::string shown = name.size() > 40 ? "..." + name.substr(name.size() - 37) : name;
+  auto header = [&](const char* title) {
+    out += line("  %-40s %10s %10s %10s %7s", title, "calls/run", "ms/run", "us/call", "share");
+  };
+  auto row = [&](const std::string& name, const Total& t) {
+    const std::string shown = name.size() > 40 ? "..." + name.substr(name.size() - 37) : name;
     out += line("  %-40s %10.0f %10.3f %10.1f %6.1f%%", shown.c_str(), t.calls / n, t.us / n / 1e3,
                 t.us / static_cast<double>(t.calls), share(t.us));
+  };
+  header("by op type");
+  for (const auto& [name, t] : byTime(byOp)) row(name, t);
+  const auto nodes = byTime(byNode);
+  header("by model node (layers folded)");
+  Total rest;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (static_cast<int>(k) < rows) {
+      row(nodes[k].first, nodes[k].second);
+    } else {
+      rest.us += nodes[k].second.us, rest.calls += nodes[k].second.calls;
+    }
   }
-  if (rest.calls)
-    out +=
-        line("  %-40s %10.0f %10.3f %10.1f %6.1f%%",
-             ("(" + std::to_string(nodes.size() - rows) + " more nodes)").c_str(), rest.calls / n,
-             rest.us / n / 1e3, rest.us / static_cast<double>(rest.calls), share(rest.us));
+  if (rest.calls) row("(" + std::to_string(nodes.size() - rows) + " more nodes)", rest);
   return out;
 }
 

@@ -11,9 +11,7 @@
 // Exit status: 0 all passed, 1 a failure, 77 no CUDA device, or too few for --nccl (ctest
 // reports "skipped").
 #include <dlfcn.h>
-#include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +19,7 @@
 
 #include "comm/world.h"
 #include "harness.h"
+#include "io/files.h"
 #include "support/runtime_options.h"
 
 #ifndef DTC_CUDA_PLUGIN_FROM_TEST
@@ -53,19 +52,10 @@ struct Plugin {
   std::string path, error;
 };
 
-// The plugin's path relative to this executable's folder.
-std::string pluginBesideTest() {
-  char exe[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return DTC_CUDA_PLUGIN_FROM_TEST;
-  std::string path(exe, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/') + 1) + DTC_CUDA_PLUGIN_FROM_TEST;
-}
-
 Plugin loadPlugin() {
   Plugin p;
   const char* env = std::getenv("DTC_CUDA_BACKEND");
-  p.path = env && *env ? env : pluginBesideTest();
+  p.path = env && *env ? env : io::besideExecutable(DTC_CUDA_PLUGIN_FROM_TEST);
   void* handle = ::dlopen(p.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = ::dlerror();

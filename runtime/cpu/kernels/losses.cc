@@ -44,9 +44,14 @@ struct RowStats {
   double sumExp;  // Σ exp(x − max), ≥ 1
 };
 
-RowStats rowStats(const float* row, int64_t classes) {
+float rowMax(const float* row, int64_t classes) {
   float m = -std::numeric_limits<float>::infinity();
   for (int64_t c = 0; c < classes; ++c) m = std::max(m, row[c]);
+  return m;
+}
+
+RowStats rowStats(const float* row, int64_t classes) {
+  const float m = rowMax(row, classes);
   return {m, sumExpShifted(row, classes, m)};
 }
 
@@ -81,13 +86,15 @@ void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int6
         std::fill(drow, drow + classes, 0.0f);
         continue;
       }
-      const RowStats st = rowStats(row, classes);
-      const float invSum = static_cast<float>(1.0 / st.sumExp);
+      // The exps once, into drow (which may be row: each is read before it is written), summed
+      // in order in double as rowStats sums them.
+      expShifted(row, 1.0f, rowMax(row, classes), drow, classes);
+      double sumExp = 0;
+      for (int64_t c = 0; c < classes; ++c) sumExp += drow[c];
+      const float invSum = static_cast<float>(1.0 / sumExp);
       const int64_t label = labels[r];
       const bool inRange = label >= 0 && label < classes;
-      // The label's probability before drow (which may be row) is written.
-      const float atLabel = inRange ? fastExp(row[label] - st.max) * invSum : 0.0f;
-      expShifted(row, 1.0f, st.max, drow, classes);
+      const float atLabel = inRange ? drow[label] * invSum : 0.0f;
       for (int64_t c = 0; c < classes; ++c) drow[c] = scale * (drow[c] * invSum);
       if (inRange) drow[label] = scale * (atLabel - 1.0f);
     }
