@@ -1,4 +1,6 @@
-// conv2d as im2col + GEMM, one sample per task (each task's GEMMs single-threaded).
+// conv2d as im2col + GEMM. The input is zero-padded once per sample, so unrolling a kernel tap
+// is a plain strided copy with no bounds logic; a task lays several samples' columns side by
+// side, so each GEMM is wide (and the weight packed once for all of them).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -9,109 +11,190 @@
 namespace dtc::cpu {
 namespace {
 
-// Output columns xo whose input column xo·sw − pw + j lies inside [0, w): [lo, hi).
-void validColumns(const ConvGeometry& g, int64_t j, int64_t ow, int64_t& lo, int64_t& hi) {
-  // xo·sw ≥ pw − j  and  xo·sw ≤ w − 1 + pw − j
-  const int64_t first = g.pw - j, last = g.w - 1 + g.pw - j;
-  lo = first <= 0 ? 0 : (first + g.sw - 1) / g.sw;
-  hi = last < 0 ? 0 : std::min(ow, last / g.sw + 1);
-  if (hi < lo) hi = lo;
+// Output pixels a task puts in one GEMM: enough to amortise packing the weight and fill the
+// GEMM's column blocks, few enough that the unrolled columns stay a few MiB.
+constexpr int64_t kColumnsPerGemm = 2048;
+
+int64_t samplesPerGemm(const ConvGeometry& g) {
+  return std::max<int64_t>(1, kColumnsPerGemm / (g.oh() * g.ow()));
 }
 
-// col [C·kh·kw, oh·ow]: column p holds the receptive field of output pixel p (zeros for
-// padding). Rows are filled a segment at a time: zeros, a (strided) copy, zeros.
-void im2col(const float* x, float* col, const ConvGeometry& g) {
+// A buffer each thread keeps between calls: the unrolled columns are megabytes, and taking
+// fresh pages for them every step costs more than the copies.
+float* scratch(std::vector<float>& buffer, int64_t size) {
+  if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(size);
+  return buffer.data();
+}
+
+struct Padded {
+  int64_t h, w;
+  explicit Padded(const ConvGeometry& g) : h(g.h + 2 * g.ph), w(g.w + 2 * g.pw) {}
+  int64_t size(const ConvGeometry& g) const { return g.c * h * w; }
+};
+
+// xp [C, H + 2ph, W + 2pw] = x [C, H, W] inside a zero border.
+void pad(const float* x, float* xp, const ConvGeometry& g, const Padded& p) {
+  std::fill(xp, xp + p.size(g), 0.0f);
+  for (int64_t c = 0; c < g.c; ++c)
+    for (int64_t y = 0; y < g.h; ++y)
+      std::copy(x + (c * g.h + y) * g.w, x + (c * g.h + y + 1) * g.w,
+                xp + (c * p.h + y + g.ph) * p.w + g.pw);
+}
+
+// dx [C, H, W] = the inside of the padded gradient.
+void unpad(const float* dxp, float* dx, const ConvGeometry& g, const Padded& p) {
+  for (int64_t c = 0; c < g.c; ++c)
+    for (int64_t y = 0; y < g.h; ++y) {
+      const float* row = dxp + (c * p.h + y + g.ph) * p.w + g.pw;
+      std::copy(row, row + g.w, dx + (c * g.h + y) * g.w);
+    }
+}
+
+// GCC turns the short row loops below into memcpy/memset calls (a call per 14-float row) unless
+// told not to; the loops themselves vectorise.
+#if defined(__GNUC__) && !defined(__clang__)
+#define DTC_NO_LIBC_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define DTC_NO_LIBC_LOOPS
+#endif
+
+// col [C·kh·kw, ld]: row (c, i, j) holds, in its first oh·ow columns, tap (i, j) of channel c
+// for every output pixel.
+DTC_NO_LIBC_LOOPS void im2col(const float* xp, float* col, int64_t ld, const ConvGeometry& g,
+                              const Padded& p) {
   const int64_t oh = g.oh(), ow = g.ow();
   for (int64_t c = 0; c < g.c; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
-        float* row = col + ((c * g.kh + i) * g.kw + j) * oh * ow;
-        int64_t lo, hi;
-        validColumns(g, j, ow, lo, hi);
+        float* row = col + ((c * g.kh + i) * g.kw + j) * ld;
         for (int64_t y = 0; y < oh; ++y) {
+          const float* in = xp + (c * p.h + y * g.sh + i) * p.w + j;
           float* out = row + y * ow;
-          const int64_t iy = y * g.sh - g.ph + i;
-          if (iy < 0 || iy >= g.h) {
-            std::fill(out, out + ow, 0.0f);
-            continue;
-          }
-          const float* in = x + (c * g.h + iy) * g.w + lo * g.sw - g.pw + j;
-          std::fill(out, out + lo, 0.0f);
           if (g.sw == 1)
-            std::copy(in, in + (hi - lo), out + lo);
+            for (int64_t x = 0; x < ow; ++x) out[x] = in[x];
           else
-            for (int64_t xo = lo; xo < hi; ++xo) out[xo] = in[(xo - lo) * g.sw];
-          std::fill(out + hi, out + ow, 0.0f);
+            for (int64_t x = 0; x < ow; ++x) out[x] = in[x * g.sw];
         }
       }
 }
 
-// The adjoint of im2col: dx[c, iy, ix] += col[...] over every field the pixel belongs to.
-void col2im(const float* col, float* dx, const ConvGeometry& g) {
+// The adjoint of im2col into the padded gradient: dxp += every tap's column, in (c, i, j, y)
+// order.
+DTC_NO_LIBC_LOOPS void col2im(const float* col, int64_t ld, float* dxp, const ConvGeometry& g,
+                              const Padded& p) {
   const int64_t oh = g.oh(), ow = g.ow();
-  std::memset(dx, 0, sizeof(float) * g.c * g.h * g.w);
+  std::fill(dxp, dxp + p.size(g), 0.0f);
   for (int64_t c = 0; c < g.c; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
-        const float* row = col + ((c * g.kh + i) * g.kw + j) * oh * ow;
-        int64_t lo, hi;
-        validColumns(g, j, ow, lo, hi);
+        const float* row = col + ((c * g.kh + i) * g.kw + j) * ld;
         for (int64_t y = 0; y < oh; ++y) {
-          const int64_t iy = y * g.sh - g.ph + i;
-          if (iy < 0 || iy >= g.h) continue;
-          float* out = dx + (c * g.h + iy) * g.w + lo * g.sw - g.pw + j;
+          float* out = dxp + (c * p.h + y * g.sh + i) * p.w + j;
           const float* in = row + y * ow;
-          for (int64_t xo = lo; xo < hi; ++xo) out[(xo - lo) * g.sw] += in[xo];
+          if (g.sw == 1)
+            for (int64_t x = 0; x < ow; ++x) out[x] += in[x];
+          else
+            for (int64_t x = 0; x < ow; ++x) out[x * g.sw] += in[x];
         }
       }
+}
+
+// Samples [begin, end) in GEMM-sized runs: fn(first, count).
+template <typename Fn>
+void inRuns(int64_t begin, int64_t end, int64_t run, Fn&& fn) {
+  for (int64_t s = begin; s < end; s += run) fn(s, std::min(run, end - s));
+}
+
+// Runs of `run` samples from sample 0 on, spread over the pool: which samples share a GEMM
+// does not depend on the thread count, nor then do the results.
+template <typename Fn>
+void forEachRun(int64_t n, int64_t run, ThreadPool& pool, Fn&& fn) {
+  pool.parallelFor((n + run - 1) / run, 1, [&](int64_t begin, int64_t end) {
+    inRuns(begin * run, std::min(n, end * run), run, fn);
+  });
 }
 
 }  // namespace
 
 void conv2d(const float* x, const float* weight, float* y, const ConvGeometry& g,
             ThreadPool& pool) {
-  const int64_t k = g.c * g.kh * g.kw, p = g.oh() * g.ow();
-  pool.parallelFor(g.n, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> col(k * p);
-    for (int64_t s = begin; s < end; ++s) {
-      im2col(x + s * g.c * g.h * g.w, col.data(), g);
-      // y[s] [O, p] = weight [O, k] · col [k, p]
-      sgemm(weight, col.data(), y + s * g.o * p, g.o, p, k, false, false, k, p, p);
+  const int64_t k = g.c * g.kh * g.kw, pixels = g.oh() * g.ow(), run = samplesPerGemm(g);
+  const Padded p(g);
+  const int64_t ld = run * pixels;
+  forEachRun(g.n, run, pool, [&](int64_t first, int64_t count) {
+    thread_local std::vector<float> buffer;
+    float* col = scratch(buffer, k * ld + g.o * ld + p.size(g));
+    float* out = col + k * ld;
+    float* xp = out + g.o * ld;
+    for (int64_t s = 0; s < count; ++s) {
+      pad(x + (first + s) * g.c * g.h * g.w, xp, g, p);
+      im2col(xp, col + s * pixels, ld, g, p);
     }
+    // out [O, count·pixels] = weight [O, k] · col [k, count·pixels]
+    sgemm(weight, col, out, g.o, count * pixels, k, false, false, k, ld, ld);
+    for (int64_t s = 0; s < count; ++s)
+      for (int64_t o = 0; o < g.o; ++o)
+        std::copy(out + o * ld + s * pixels, out + o * ld + (s + 1) * pixels,
+                  y + ((first + s) * g.o + o) * pixels);
   });
 }
 
 void conv2dGradInput(const float* dy, const float* weight, float* dx, const ConvGeometry& g,
                      ThreadPool& pool) {
-  const int64_t k = g.c * g.kh * g.kw, p = g.oh() * g.ow();
-  pool.parallelFor(g.n, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> col(k * p);
-    for (int64_t s = begin; s < end; ++s) {
-      // col [k, p] = weightᵀ [k, O] · dy[s] [O, p]
-      sgemm(weight, dy + s * g.o * p, col.data(), k, p, g.o, true, false, k, p, p);
-      col2im(col.data(), dx + s * g.c * g.h * g.w, g);
+  const int64_t k = g.c * g.kh * g.kw, pixels = g.oh() * g.ow(), run = samplesPerGemm(g);
+  const Padded p(g);
+  const int64_t ld = run * pixels;
+  forEachRun(g.n, run, pool, [&](int64_t first, int64_t count) {
+    thread_local std::vector<float> buffer;
+    float* col = scratch(buffer, k * ld + g.o * ld + p.size(g));
+    float* grads = col + k * ld;
+    float* dxp = grads + g.o * ld;
+    for (int64_t s = 0; s < count; ++s)
+      for (int64_t o = 0; o < g.o; ++o)
+        std::copy(dy + ((first + s) * g.o + o) * pixels, dy + ((first + s) * g.o + o + 1) * pixels,
+                  grads + o * ld + s * pixels);
+    // col [k, count·pixels] = weightᵀ [k, O] · grads [O, count·pixels]
+    sgemm(weight, grads, col, k, count * pixels, g.o, true, false, k, ld, ld);
+    for (int64_t s = 0; s < count; ++s) {
+      col2im(col + s * pixels, ld, dxp, g, p);
+      unpad(dxp, dx + (first + s) * g.c * g.h * g.w, g, p);
     }
   });
 }
 
 void conv2dGradWeight(const float* dy, const float* x, float* dweight, const ConvGeometry& g,
                       ThreadPool& pool) {
-  const int64_t k = g.c * g.kh * g.kw, p = g.oh() * g.ow();
+  const int64_t k = g.c * g.kh * g.kw, pixels = g.oh() * g.ow();
   // Fixed groups of samples each produce a partial dweight; partials are added in group
   // order, so the sum does not depend on the thread count.
   const int64_t groups = std::min<int64_t>(g.n, 16);
   const int64_t perGroup = (g.n + groups - 1) / groups;
+  const int64_t run = std::min(perGroup, samplesPerGemm(g));
+  const Padded p(g);
   std::vector<float> partial(groups * g.o * k, 0.0f);
   pool.parallelFor(groups, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> col(k * p), one(g.o * k);
+    thread_local std::vector<float> buffer;
+    const int64_t ld = run * pixels;
+    float* col = scratch(buffer, k * ld + g.o * ld + g.o * k + p.size(g));
+    float* grads = col + k * ld;
+    float* one = grads + g.o * ld;
+    float* xp = one + g.o * k;
     for (int64_t gi = begin; gi < end; ++gi) {
       float* acc = partial.data() + gi * g.o * k;
-      for (int64_t s = gi * perGroup; s < std::min(g.n, (gi + 1) * perGroup); ++s) {
-        im2col(x + s * g.c * g.h * g.w, col.data(), g);
-        // [O, k] = dy[s] [O, p] · colᵀ [p, k]
-        sgemm(dy + s * g.o * p, col.data(), one.data(), g.o, k, p, false, true, p, p, k);
-        for (int64_t i = 0; i < g.o * k; ++i) acc[i] += one[i];
-      }
+      inRuns(gi * perGroup, std::min(g.n, (gi + 1) * perGroup), run,
+             [&](int64_t first, int64_t count) {
+               for (int64_t s = 0; s < count; ++s) {
+                 pad(x + (first + s) * g.c * g.h * g.w, xp, g, p);
+                 im2col(xp, col + s * pixels, ld, g, p);
+                 for (int64_t o = 0; o < g.o; ++o)
+                   std::copy(dy + ((first + s) * g.o + o) * pixels,
+                             dy + ((first + s) * g.o + o + 1) * pixels,
+                             grads + o * ld + s * pixels);
+               }
+               // [O, k] = grads [O, count·pixels] · colᵀ [count·pixels, k]
+               sgemm(grads, col, one, g.o, k, count * pixels, false, true, ld, ld, k);
+               for (int64_t i = 0; i < g.o * k; ++i) acc[i] += one[i];
+             });
     }
   });
   std::fill(dweight, dweight + g.o * k, 0.0f);
