@@ -1,6 +1,13 @@
 // A fixed pool of worker threads for data-parallel loops inside one kernel.
+//
+// A step runs kernels back to back, each a parallelFor of tens to hundreds of microseconds.
+// Waking a sleeping thread costs about that much (a futex and an idle core's wake-up, far more
+// under a hypervisor), so a worker that blocked between kernels would join each loop late or
+// not at all. Workers, and a caller waiting for them, spin for a short while first (as OpenMP
+// runtimes do) and only then block; the spin yields, so processes sharing cores still progress.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -36,9 +43,11 @@ class ThreadPool {
   int64_t chunk_ = 0;
   int64_t nextChunk_ = 0;
   int64_t numChunks_ = 0;
-  int64_t finishedChunks_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  // Read without the lock while spinning; written under it.
+  std::atomic<int64_t> finishedChunks_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  int sleepers_ = 0;  // workers blocked on wake_
 };
 
 }  // namespace dtc

@@ -4,6 +4,7 @@
 // written, so outputs may alias inputs.
 #include <cmath>
 
+#include "cpu/kernels/fast_math.h"
 #include "cpu/kernels/kernels.h"
 
 // Outputs may alias inputs only index-for-index, which creates no loop-carried dependence; this
@@ -21,6 +22,29 @@ namespace dtc::cpu {
 namespace {
 
 constexpr int64_t kGrain = 16384;
+
+struct AdamWScalars {
+  float decayFactor, beta1, oneMinusBeta1, beta2, oneMinusBeta2, biasCorrection2Sqrt, eps, stepSize;
+};
+
+// Elements [begin, end), compiled per vector width: sqrt and division are most of the work, and
+// AVX halves their cost per element. The file is built without FMA contraction, so every width
+// gives the same bits.
+DTC_VECTOR_CLONES void adamwChunk(const float* param, const float* grad, const float* m,
+                                  const float* v, float* paramOut, float* mOut, float* vOut,
+                                  int64_t begin, int64_t end, const AdamWScalars& s) {
+  DTC_INDEPENDENT_ITERATIONS
+  for (int64_t i = begin; i < end; ++i) {
+    const float g = grad[i];
+    const float p = param[i] * s.decayFactor;                   // param.mul_(1 − lr·wd)
+    const float mi = s.beta1 * m[i] + s.oneMinusBeta1 * g;      // β1·m + (1−β1)·g
+    const float vi = s.beta2 * v[i] + s.oneMinusBeta2 * g * g;  // v.mul_(β2).addcmul_(g, g, 1−β2)
+    const float denom = std::sqrt(vi) / s.biasCorrection2Sqrt + s.eps;
+    mOut[i] = mi;
+    vOut[i] = vi;
+    paramOut[i] = p - s.stepSize * mi / denom;  // param.addcdiv_(m, denom, −step_size)
+  }
+}
 
 }  // namespace
 
@@ -57,18 +81,10 @@ void adamw(const float* param, const float* grad, const float* m, const float* v
       1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
   const float stepSize = static_cast<float>(lrD / biasCorrection1);
   const float biasCorrection2Sqrt = static_cast<float>(std::sqrt(biasCorrection2));
+  const AdamWScalars s{decayFactor,         beta1, oneMinusBeta1, beta2, oneMinusBeta2,
+                       biasCorrection2Sqrt, eps,   stepSize};
   pool.parallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
-    DTC_INDEPENDENT_ITERATIONS
-    for (int64_t i = begin; i < end; ++i) {
-      const float g = grad[i];
-      const float p = param[i] * decayFactor;                 // param.mul_(1 − lr·wd)
-      const float mi = beta1 * m[i] + oneMinusBeta1 * g;      // β1·m + (1−β1)·g
-      const float vi = beta2 * v[i] + oneMinusBeta2 * g * g;  // v.mul_(β2).addcmul_(g, g, 1−β2)
-      const float denom = std::sqrt(vi) / biasCorrection2Sqrt + eps;
-      mOut[i] = mi;
-      vOut[i] = vi;
-      paramOut[i] = p - stepSize * mi / denom;  // param.addcdiv_(m, denom, −step_size)
-    }
+    adamwChunk(param, grad, m, v, paramOut, mOut, vOut, begin, end, s);
   });
 }
 

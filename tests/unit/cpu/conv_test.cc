@@ -85,12 +85,9 @@ struct PoolCase {
 };
 
 const PoolCase kPoolCases[] = {
-    {"2x2", {2, 3, 8, 6, 2, 2, 2, 2}},
-    {"2x2_ragged", {2, 2, 7, 9, 2, 2, 2, 2}},
-    {"3x3_tiled", {1, 2, 9, 6, 3, 3, 3, 3}},
-    {"overlapping", {2, 2, 7, 7, 3, 3, 2, 2}},
-    {"gapped", {1, 2, 9, 9, 2, 2, 3, 3}},
-    {"rect", {2, 1, 6, 8, 1, 2, 1, 2}},
+    {"2x2", {2, 3, 8, 6, 2, 2, 2, 2}},       {"2x2_ragged", {2, 2, 7, 9, 2, 2, 2, 2}},
+    {"3x3_tiled", {1, 2, 9, 6, 3, 3, 3, 3}}, {"overlapping", {2, 2, 7, 7, 3, 3, 2, 2}},
+    {"gapped", {1, 2, 9, 9, 2, 2, 3, 3}},    {"rect", {2, 1, 6, 8, 1, 2, 1, 2}},
 };
 
 // The offset in a plane of the first maximum of output (oy, ox)'s window.
