@@ -7,6 +7,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "Passes.h"
@@ -177,7 +178,12 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
     pm.enableIRPrinting(std::make_unique<NumberedFileIRPrinter>(options.dumpIrDir, &dumpError));
   }
   if (options.passTiming) pm.enableTiming();
+  // A trial (one of dtc explore's candidates) verifies the result once instead of after every
+  // pass: a real compile runs the same passes and verifies each, and a candidate is predicted
+  // from its finished program only.
+  if (options.trial) pm.enableVerifier(false);
   if (failed(pm.run(*module))) return failure();
+  if (options.trial && failed(verify(*module))) return failure();
   if (!dumpError.empty()) return emit(dumpError);
   if (options.pipelineStages > 0 && !options.trial && failed(reportSchedule(*module, options)))
     return failure();

@@ -44,17 +44,23 @@ class Propagator {
 
   LogicalResult run() {
     if (failed(seed())) return failure();
+    // Rules and states are looked up many times per op and sweep: kept in vectors by op index,
+    // and the value map sized once.
     SmallVector<Operation*> ops;
+    size_t values = func_.getNumArguments();
     for (Operation& op : func_.getBody().front().without_terminator()) {
       FailureOr<OpShardingRule> rule = getShardingRule(&op);
       if (failed(rule)) return failure();
-      rules_[&op] = std::move(*rule);
+      rules_.push_back(std::move(*rule));
       ops.push_back(&op);
+      values += op.getNumResults();
     }
+    states_.reserve(values);
+    settled_.assign(ops.size(), false);
     for (bool changed = true; changed;) {
       changed = false;
-      for (Operation* op : ops) changed |= apply(op);
-      for (Operation* op : llvm::reverse(ops)) changed |= apply(op);
+      for (size_t i = 0; i < ops.size(); ++i) changed |= apply(ops[i], i);
+      for (size_t i = ops.size(); i-- > 0;) changed |= apply(ops[i], i);
     }
     finalize(ops);
     return success();
@@ -97,8 +103,8 @@ class Propagator {
   }
 
   // The op's factor shardings (`known[f]`: some dimension of factor f is known).
-  FactorShardings chooseFactors(Operation* op, SmallVectorImpl<bool>& known) {
-    const OpShardingRule& rule = rules_[op];
+  FactorShardings chooseFactors(Operation* op, const OpShardingRule& rule,
+                                SmallVectorImpl<bool>& known) {
     SmallVector<DimState> best(rule.numFactors);
     auto visit = [&](Value v, ArrayRef<int> dims, ArrayRef<int64_t> mult) {
       SmallVector<DimState>& st = state(v);
@@ -152,7 +158,7 @@ class Propagator {
       if (best[f].axes)
         for (Attribute a : best[f].axes)
           if (!used.contains(cast<StringAttr>(a).getValue())) axes.push_back(a);
-      while (!axes.empty() && !divides(op, f, b_.getArrayAttr(axes), best[f].blocks))
+      while (!axes.empty() && !divides(op, rule, f, b_.getArrayAttr(axes), best[f].blocks))
         axes.pop_back();
       for (Attribute a : axes) used.insert(cast<StringAttr>(a).getValue());
       factors[f] = b_.getArrayAttr(axes);
@@ -162,9 +168,8 @@ class Propagator {
     return out;
   }
 
-  bool divides(Operation* op, int f, ArrayAttr axes, int64_t blocks) {
+  bool divides(Operation* op, const OpShardingRule& rule, int f, ArrayAttr axes, int64_t blocks) {
     int64_t parts = mesh_.groupSize(axes) * blocks;
-    const OpShardingRule& rule = rules_[op];
     auto check = [&](Value v, ArrayRef<int> dims, ArrayRef<int64_t> mult) {
       auto shape = cast<RankedTensorType>(v.getType()).getShape();
       for (auto [d, g] : llvm::enumerate(dims))
@@ -180,8 +185,7 @@ class Propagator {
 
   // Whether some dimension of the op's values that carries a factor has no layout yet (only
   // those can change: a known layout stays).
-  bool hasOpenDims(Operation* op) {
-    const OpShardingRule& rule = rules_[op];
+  bool hasOpenDims(Operation* op, const OpShardingRule& rule) {
     auto open = [&](Value v, ArrayRef<int> dims) {
       SmallVector<DimState>& st = state(v);
       for (auto [d, f] : llvm::enumerate(dims))
@@ -195,17 +199,18 @@ class Propagator {
     return false;
   }
 
-  bool apply(Operation* op) {
+  // Op number `index` (in body order).
+  bool apply(Operation* op, size_t index) {
     // An op whose every factor-carrying dimension is laid out is settled for good; the sweeps
     // that look for the fixed point skip it instead of choosing its factors again.
-    if (settled_.contains(op)) return false;
-    if (!hasOpenDims(op)) {
-      settled_.insert(op);
+    if (settled_[index]) return false;
+    const OpShardingRule& rule = rules_[index];
+    if (!hasOpenDims(op, rule)) {
+      settled_[index] = true;
       return false;
     }
     SmallVector<bool> known;
-    FactorShardings factors = chooseFactors(op, known);
-    const OpShardingRule& rule = rules_[op];
+    FactorShardings factors = chooseFactors(op, rule, known);
     bool changed = false;
     auto fill = [&](Value v, ArrayRef<int> dims, ArrayRef<int64_t> mult) {
       SmallVector<DimState>& st = state(v);
@@ -239,10 +244,10 @@ class Propagator {
     FunctionAttrEdits edits(func_);
     for (BlockArgument arg : func_.getArguments())
       edits.setArgAttr(arg.getArgNumber(), dist::kShardingAttr, finalSharding(arg));
-    for (Operation* op : ops) {
+    for (auto [index, op] : llvm::enumerate(ops)) {
+      const OpShardingRule& rule = rules_[index];
       SmallVector<bool> known;
-      FactorShardings factors = chooseFactors(op, known);
-      const OpShardingRule& rule = rules_[op];
+      FactorShardings factors = chooseFactors(op, rule, known);
       writeFactors(op, factors);
       SmallVector<Attribute> results;
       for (auto [j, dims] : llvm::enumerate(rule.results))
@@ -274,8 +279,8 @@ class Propagator {
   dist::MeshAttr mesh_;
   OpBuilder b_;
   DenseMap<Value, SmallVector<DimState>> states_;
-  DenseMap<Operation*, OpShardingRule> rules_;
-  llvm::DenseSet<Operation*> settled_;  // ops apply() can no longer change
+  std::vector<OpShardingRule> rules_;  // by op index
+  std::vector<bool> settled_;          // ops apply() can no longer change
 };
 
 struct ShardingPropagationPass : public impl::ShardingPropagationBase<ShardingPropagationPass> {
