@@ -12,14 +12,17 @@ struct Launcher {
   const char* rank;
   const char* size;
   const char* localRank;  // optional: 0 when unset
+  const char* localSize;  // optional: processes on this node, unknown (0) when unset
 };
 
 constexpr Launcher kLaunchers[] = {
-    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
     // MPICH's (and Intel MPI's) Hydra launcher: mpiexec sets the PMI ranks.
-    {"MPICH", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    {"MPICH", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    // Slurm sets a plain count per node only when the job asked for one (--ntasks-per-node).
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
 };
 
 StatusOr<int> parse(const char* name, const char* text) {
@@ -54,9 +57,17 @@ StatusOr<World> detectWorld(const EnvLookup& env) {
                                   "=" + size);
     if (w.localRank > w.rank)
       return Status::InvalidInput(std::string(l.localRank) + " exceeds " + l.rank);
+    if (const char* local = env(l.localSize)) {
+      DTC_ASSIGN_OR_RETURN(w.localSize, parse(l.localSize, local));
+      if (w.localSize < 1 || w.localSize > w.size || w.localRank >= w.localSize)
+        return Status::InvalidInput(std::string(l.localSize) + "=" + local +
+                                    " does not fit the job (" + l.size + "=" + size + ", " +
+                                    l.localRank + "=" + std::to_string(w.localRank) + ")");
+    }
     return w;
   }
   World single;
+  single.localSize = 1;
   single.source = "single process";
   return single;
 }

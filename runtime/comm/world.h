@@ -14,6 +14,7 @@ struct World {
   int rank = 0;        // this process, in [0, size)
   int size = 1;        // processes in the job
   int localRank = 0;   // this process among those on its node (picks the GPU)
+  int localSize = 0;   // processes on this node; 0 when the launcher does not say
   std::string source;  // which launcher's variables were used ("single process" if none)
 };
 
@@ -21,10 +22,11 @@ struct World {
 // process environment.
 using EnvLookup = std::function<const char*(const char*)>;
 
-// Reads, in order of precedence, Open MPI (OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK), Slurm
-// (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID) and torchrun (RANK/WORLD_SIZE/LOCAL_RANK); none
-// means one process. A launcher whose variables are partial, malformed or out of range is an
-// InvalidInput error naming the variable.
+// Reads, in order of precedence, Open MPI (OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE),
+// MPICH (PMI_RANK/PMI_SIZE/MPI_LOCALRANKID/MPI_LOCALNRANKS), Slurm
+// (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID/SLURM_NTASKS_PER_NODE) and torchrun
+// (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE); none means one process. A launcher whose variables
+// are partial, malformed or out of range is an InvalidInput error naming the variable.
 StatusOr<World> detectWorld(const EnvLookup& env);
 StatusOr<World> detectWorld();  // from the process environment
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "checkpoint/directory.h"
 #include "checkpoint/layout.h"
@@ -44,6 +45,18 @@ namespace {
 int localRank() {
   StatusOr<comm::World> world = comm::detectWorld();
   return world.ok() ? world->localRank : 0;
+}
+
+// Threads when --threads is not given: the node's cores shared by the job's processes on it (as
+// torchrun sets OMP_NUM_THREADS when it starts several per node), every core when the launcher
+// does not say how many share the node. Oversubscribed cores would make each kernel's threads
+// wait for one another.
+int threadsFor(const TrainOptions& o) {
+  if (o.threads > 0) return o.threads;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  StatusOr<comm::World> world = comm::detectWorld();
+  const int sharing = world.ok() && world->localSize > 0 ? world->localSize : 1;
+  return std::max(1, cores / sharing);
 }
 
 // The outputs rank 0 writes, and the checkpoint directory, checked before anything runs;
@@ -140,8 +153,9 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   StatusOr<std::unique_ptr<Backend>> backend = createBackend(o.device, localRank());
   DTC_RETURN_IF_ERROR(agree(world, backend.status(), agreed));
   // Creating a pipeline's groups is collective: a failure there ends the job (train()).
-  DTC_ASSIGN_OR_RETURN(run.ex, Executor::create(plan, o.threads, mesh, std::move(backend).value(),
-                                                {"train_step", "eval"}));
+  DTC_ASSIGN_OR_RETURN(run.ex,
+                       Executor::create(plan, threadsFor(o), mesh, std::move(backend).value(),
+                                        {"train_step", "eval"}));
   Executor& ex = *run.ex;
   run.samplesPerStep = plan.root().batch_size() * std::max(1, plan.root().micro_batches());
   run.seed = o.seed;

@@ -50,6 +50,32 @@ TEST(World, ReadsEachLauncher) {
   EXPECT_EQ(torchrun->source, "torchrun");
 }
 
+TEST(World, ReadsHowManyShareTheNode) {
+  EXPECT_EQ(detectWorld(fakeEnv({}))->localSize, 1);
+  auto mpi = detectWorld(fakeEnv({{"OMPI_COMM_WORLD_RANK", "3"},
+                                  {"OMPI_COMM_WORLD_SIZE", "8"},
+                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}));
+  ASSERT_TRUE(mpi.ok());
+  EXPECT_EQ(mpi->localSize, 4);
+  auto mpich =
+      detectWorld(fakeEnv({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"MPI_LOCALNRANKS", "2"}}));
+  ASSERT_TRUE(mpich.ok());
+  EXPECT_EQ(mpich->localSize, 2);
+  auto slurm = detectWorld(
+      fakeEnv({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_NTASKS_PER_NODE", "3"}}));
+  ASSERT_TRUE(slurm.ok());
+  EXPECT_EQ(slurm->localSize, 3);
+  auto torchrun = detectWorld(fakeEnv(
+      {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}}));
+  ASSERT_TRUE(torchrun.ok());
+  EXPECT_EQ(torchrun->localSize, 2);
+  // Unsaid: unknown, not guessed.
+  auto unsaid = detectWorld(fakeEnv({{"RANK", "1"}, {"WORLD_SIZE", "2"}}));
+  ASSERT_TRUE(unsaid.ok());
+  EXPECT_EQ(unsaid->localSize, 0);
+}
+
 TEST(World, OpenMpiWinsOverSlurm) {
   // mpirun inside a Slurm allocation: Slurm's variables describe the allocation, not the job.
   auto w = detectWorld(fakeEnv({{"OMPI_COMM_WORLD_RANK", "1"},
@@ -75,6 +101,12 @@ TEST(World, RejectsInconsistentVariables) {
       {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}},
        "SLURM_PROCID=0 is not below SLURM_NTASKS=0"},
       {{{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}}, "LOCAL_RANK exceeds RANK"},
+      {{{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}},
+       "LOCAL_WORLD_SIZE=2 does not fit the job (WORLD_SIZE=4, LOCAL_RANK=2)"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "3"}},
+       "LOCAL_WORLD_SIZE=3 does not fit the job (WORLD_SIZE=2, LOCAL_RANK=0)"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "0"}},
+       "LOCAL_WORLD_SIZE=0 does not fit the job (WORLD_SIZE=2, LOCAL_RANK=0)"},
   };
   for (const Case& c : cases) {
     auto w = detectWorld(fakeEnv(c.vars));
