@@ -66,6 +66,10 @@ DTC_VECTOR_CLONES void geluTanhGradChunk(const float* dy, const float* x, float*
   }
 }
 
+DTC_VECTOR_CLONES void tanhChunk(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fastTanh(x[i]);
+}
+
 }  // namespace
 
 void relu(const float* x, float* y, int64_t n, ThreadPool& pool) {
@@ -91,7 +95,9 @@ void power(const float* x, float* y, int64_t n, float exponent, ThreadPool& pool
 }
 
 void tanhForward(const float* x, float* y, int64_t n, ThreadPool& pool) {
-  forEach(n, kGrainTranscendental, pool, [=](int64_t i) { y[i] = std::tanh(x[i]); });
+  pool.parallelFor(n, kGrainTranscendental, [&](int64_t begin, int64_t end) {
+    tanhChunk(x + begin, y + begin, end - begin);
+  });
 }
 
 void tanhGrad(const float* dy, const float* y, float* dx, int64_t n, ThreadPool& pool) {

@@ -6,6 +6,8 @@
 //   fastExp: exp(x) = 2^n · e^r with n = round(x / ln 2) and |r| ≤ ln2/2, e^r by a degree-7
 //            polynomial (Cephes' expf); within 1 ulp over [-87.3, 88.7] and saturating beyond
 //            (about 1.2e-38 below, 3.4e38 above: callers that need 0 or inf do not use it).
+//   fastTanh: Cephes' tanhf: an odd polynomial below |x| = 0.625, 1 − 2/(e^{2|x|} + 1) above
+//            (no cancellation there); within 2 ulp, ±1 beyond |x| ≈ 9, NaN stays NaN.
 // Clamps are written as selects without other control flow, which GCC if-converts for every
 // vector width.
 #pragma once
@@ -66,6 +68,20 @@ inline float fastExp(float x) {
   std::memcpy(&a, &bitsA, 4);
   std::memcpy(&b, &bitsB, 4);
   return er * a * b;
+}
+
+inline float fastTanh(float x) {
+  const float a = x < 0.0f ? -x : x;
+  float large = 1.0f - 2.0f / (fastExp(2.0f * a) + 1.0f);
+  large = x < 0.0f ? -large : large;
+  const float z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float small = x == 0.0f ? x : p * z * x + x;  // keeps −0's sign
+  return a >= 0.625f ? large : small;
 }
 
 // out[i] = exp(scale·x[i] − shift), vectorised; out may be x.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "test_util.h"
 
@@ -67,6 +68,27 @@ TEST_P(ActivationTest, ForwardMatchesReference) {
     gelu(x.data(), y.data(), n, true, pool_);
     expectClose(y, mapRef(x, refGeluTanh), 1e-5, 1e-6, "gelu tanh" + sz);
   }
+}
+
+TEST_P(ActivationTest, TanhAcrossItsRange) {
+  // Both sides of the switch between the polynomial and the exp form, tiny and saturated
+  // values, signed zeros, infinities and NaN.
+  std::vector<float> x = {0.0f, -0.0f, 1e-30f, -1e-7f, 1e-3f, 0.3f,   0.6249f, 0.625f, -0.6251f,
+                          1.0f, 3.0f,  -8.9f,  9.1f,   20.0f, -50.0f, 88.0f,   1e30f};
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  for (float v = -10.0f; v <= 10.0f; v += 0.01f) x.push_back(v);
+  std::vector<float> y(x.size());
+  tanhForward(x.data(), y.data(), static_cast<int64_t>(x.size()), pool_);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = std::tanh(static_cast<double>(x[i]));
+    EXPECT_LE(std::abs(y[i] - want), 2.5e-7 * std::abs(want) + 1e-45) << "tanh(" << x[i] << ")";
+    EXPECT_EQ(std::signbit(y[i]), std::signbit(x[i])) << "tanh(" << x[i] << ")";
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float out = 0.0f;
+  tanhForward(&nan, &out, 1, pool_);
+  EXPECT_TRUE(std::isnan(out));
 }
 
 TEST_P(ActivationTest, GradientsMatchFiniteDifferences) {
