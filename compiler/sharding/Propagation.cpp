@@ -48,6 +48,7 @@ class Propagator {
     // and the value map sized once.
     SmallVector<Operation*> ops;
     size_t values = func_.getNumArguments();
+    rules_.reserve(func_.getBody().front().getOperations().size());
     for (Operation& op : func_.getBody().front().without_terminator()) {
       FailureOr<OpShardingRule> rule = getShardingRule(&op);
       if (failed(rule)) return failure();
