@@ -114,28 +114,56 @@ void forEachRun(int64_t n, int64_t run, ThreadPool& pool, Fn&& fn) {
   });
 }
 
+// This thread's scratch for a run of `run` samples: the unrolled columns [k, run·pixels], a
+// matrix [O, run·pixels] of the run's outputs or output gradients side by side, `extra` floats,
+// and one padded sample.
+struct RunScratch {
+  int64_t ld;  // run·pixels: the row length of the columns and of the wide matrix
+  float* columns;
+  float* wide;
+  float* extra;
+  float* padded;
+};
+
+RunScratch runScratch(const ConvGeometry& g, const Padded& p, int64_t run, int64_t extra = 0) {
+  thread_local std::vector<float> buffer;
+  const int64_t k = g.c * g.kh * g.kw, ld = run * g.oh() * g.ow();
+  float* base = scratch(buffer, k * ld + g.o * ld + extra + p.size(g));
+  return {ld, base, base + k * ld, base + k * ld + g.o * ld, base + k * ld + g.o * ld + extra};
+}
+
+// wide [O, ld] columns s·pixels.. ← planes [count, O, pixels], and back.
+void toWide(const float* planes, float* wide, const ConvGeometry& g, int64_t count, int64_t ld) {
+  const int64_t pixels = g.oh() * g.ow();
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t o = 0; o < g.o; ++o)
+      std::copy(planes + (s * g.o + o) * pixels, planes + (s * g.o + o + 1) * pixels,
+                wide + o * ld + s * pixels);
+}
+
+void fromWide(const float* wide, float* planes, const ConvGeometry& g, int64_t count, int64_t ld) {
+  const int64_t pixels = g.oh() * g.ow();
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t o = 0; o < g.o; ++o)
+      std::copy(wide + o * ld + s * pixels, wide + o * ld + (s + 1) * pixels,
+                planes + (s * g.o + o) * pixels);
+}
+
 }  // namespace
 
 void conv2d(const float* x, const float* weight, float* y, const ConvGeometry& g,
             ThreadPool& pool) {
   const int64_t k = g.c * g.kh * g.kw, pixels = g.oh() * g.ow(), run = samplesPerGemm(g);
   const Padded p(g);
-  const int64_t ld = run * pixels;
   forEachRun(g.n, run, pool, [&](int64_t first, int64_t count) {
-    thread_local std::vector<float> buffer;
-    float* col = scratch(buffer, k * ld + g.o * ld + p.size(g));
-    float* out = col + k * ld;
-    float* xp = out + g.o * ld;
+    const RunScratch t = runScratch(g, p, run);
     for (int64_t s = 0; s < count; ++s) {
-      pad(x + (first + s) * g.c * g.h * g.w, xp, g, p);
-      im2col(xp, col + s * pixels, ld, g, p);
+      pad(x + (first + s) * g.c * g.h * g.w, t.padded, g, p);
+      im2col(t.padded, t.columns + s * pixels, t.ld, g, p);
     }
-    // out [O, count·pixels] = weight [O, k] · col [k, count·pixels]
-    sgemm(weight, col, out, g.o, count * pixels, k, false, false, k, ld, ld);
-    for (int64_t s = 0; s < count; ++s)
-      for (int64_t o = 0; o < g.o; ++o)
-        std::copy(out + o * ld + s * pixels, out + o * ld + (s + 1) * pixels,
-                  y + ((first + s) * g.o + o) * pixels);
+    // wide [O, count·pixels] = weight [O, k] · columns [k, count·pixels]
+    sgemm(weight, t.columns, t.wide, g.o, count * pixels, k, false, false, k, t.ld, t.ld);
+    fromWide(t.wide, y + first * g.o * pixels, g, count, t.ld);
   });
 }
 
@@ -143,21 +171,14 @@ void conv2dGradInput(const float* dy, const float* weight, float* dx, const Conv
                      ThreadPool& pool) {
   const int64_t k = g.c * g.kh * g.kw, pixels = g.oh() * g.ow(), run = samplesPerGemm(g);
   const Padded p(g);
-  const int64_t ld = run * pixels;
   forEachRun(g.n, run, pool, [&](int64_t first, int64_t count) {
-    thread_local std::vector<float> buffer;
-    float* col = scratch(buffer, k * ld + g.o * ld + p.size(g));
-    float* grads = col + k * ld;
-    float* dxp = grads + g.o * ld;
-    for (int64_t s = 0; s < count; ++s)
-      for (int64_t o = 0; o < g.o; ++o)
-        std::copy(dy + ((first + s) * g.o + o) * pixels, dy + ((first + s) * g.o + o + 1) * pixels,
-                  grads + o * ld + s * pixels);
-    // col [k, count·pixels] = weightᵀ [k, O] · grads [O, count·pixels]
-    sgemm(weight, grads, col, k, count * pixels, g.o, true, false, k, ld, ld);
+    const RunScratch t = runScratch(g, p, run);
+    toWide(dy + first * g.o * pixels, t.wide, g, count, t.ld);
+    // columns [k, count·pixels] = weightᵀ [k, O] · wide [O, count·pixels]
+    sgemm(weight, t.wide, t.columns, k, count * pixels, g.o, true, false, k, t.ld, t.ld);
     for (int64_t s = 0; s < count; ++s) {
-      col2im(col + s * pixels, ld, dxp, g, p);
-      unpad(dxp, dx + (first + s) * g.c * g.h * g.w, g, p);
+      col2im(t.columns + s * pixels, t.ld, t.padded, g, p);
+      unpad(t.padded, dx + (first + s) * g.c * g.h * g.w, g, p);
     }
   });
 }
@@ -173,27 +194,20 @@ void conv2dGradWeight(const float* dy, const float* x, float* dweight, const Con
   const Padded p(g);
   std::vector<float> partial(groups * g.o * k, 0.0f);
   pool.parallelFor(groups, 1, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> buffer;
-    const int64_t ld = run * pixels;
-    float* col = scratch(buffer, k * ld + g.o * ld + g.o * k + p.size(g));
-    float* grads = col + k * ld;
-    float* one = grads + g.o * ld;
-    float* xp = one + g.o * k;
+    const RunScratch t = runScratch(g, p, run, g.o * k);
     for (int64_t gi = begin; gi < end; ++gi) {
       float* acc = partial.data() + gi * g.o * k;
       inRuns(gi * perGroup, std::min(g.n, (gi + 1) * perGroup), run,
              [&](int64_t first, int64_t count) {
                for (int64_t s = 0; s < count; ++s) {
-                 pad(x + (first + s) * g.c * g.h * g.w, xp, g, p);
-                 im2col(xp, col + s * pixels, ld, g, p);
-                 for (int64_t o = 0; o < g.o; ++o)
-                   std::copy(dy + ((first + s) * g.o + o) * pixels,
-                             dy + ((first + s) * g.o + o + 1) * pixels,
-                             grads + o * ld + s * pixels);
+                 pad(x + (first + s) * g.c * g.h * g.w, t.padded, g, p);
+                 im2col(t.padded, t.columns + s * pixels, t.ld, g, p);
                }
-               // [O, k] = grads [O, count·pixels] · colᵀ [count·pixels, k]
-               sgemm(grads, col, one, g.o, k, count * pixels, false, true, ld, ld, k);
-               for (int64_t i = 0; i < g.o * k; ++i) acc[i] += one[i];
+               toWide(dy + first * g.o * pixels, t.wide, g, count, t.ld);
+               // [O, k] = wide [O, count·pixels] · columnsᵀ [count·pixels, k]
+               sgemm(t.wide, t.columns, t.extra, g.o, k, count * pixels, false, true, t.ld, t.ld,
+                     k);
+               for (int64_t i = 0; i < g.o * k; ++i) acc[i] += t.extra[i];
              });
     }
   });

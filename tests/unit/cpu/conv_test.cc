@@ -3,6 +3,7 @@
 // input, ties and every pool size.
 #include <algorithm>
 
+#include "batch_norm_case.h"
 #include "cpu/kernels/conv_kernels.h"
 #include "test_util.h"
 
@@ -132,16 +133,10 @@ TEST_P(ConvTest, MaxPoolPicksTheFirstMaximum) {
 }
 
 TEST_P(ConvTest, BatchNormMatchesTheDefinition) {
-  const int64_t n = 5, c = 3, s = 37, count = n * s;
-  const auto x = randomFloats(n * c * s, 8, -2.0f, 3.0f), dy = randomFloats(n * c * s, 9);
-  const auto w = randomFloats(c, 10, 0.5f, 1.5f), b = randomFloats(c, 11);
-  const auto rm = randomFloats(c, 12), rv = randomFloats(c, 13, 0.5f, 2.0f);
-  const float eps = 1e-5f, momentum = 0.1f;
-  std::vector<float> y(n * c * s), mean(c), rstd(c), nrm(c), nrv(c), dx(n * c * s), dw(c), db(c);
-  batchNormTrain(x.data(), w.data(), b.data(), rm.data(), rv.data(), y.data(), mean.data(),
-                 rstd.data(), nrm.data(), nrv.data(), n, c, s, eps, momentum, pool_);
-  batchNormTrainGrad(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(), dw.data(),
-                     db.data(), n, c, s, pool_);
+  const BatchNormCase bn(5, 3, 37, 8, pool_);
+  const int64_t n = bn.n, c = bn.c, s = bn.s, count = n * s;
+  const std::vector<float>& x = bn.x;
+  const std::vector<float>& dy = bn.dy;
   for (int64_t ch = 0; ch < c; ++ch) {
     auto at = [&](int64_t i, int64_t k) { return (i * c + ch) * s + k; };
     double mu = 0, sq = 0, g = 0, gx = 0;
@@ -150,30 +145,33 @@ TEST_P(ConvTest, BatchNormMatchesTheDefinition) {
     mu /= count;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t k = 0; k < s; ++k) sq += (x[at(i, k)] - mu) * (x[at(i, k)] - mu);
-    const double r = 1.0 / std::sqrt(sq / count + eps);
+    const double r = 1.0 / std::sqrt(sq / count + bn.eps);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t k = 0; k < s; ++k) {
         g += dy[at(i, k)];
         gx += dy[at(i, k)] * (x[at(i, k)] - mu) * r;
       }
+    const double w = bn.weight[ch], b = bn.bias[ch];
     const std::string name = "channel " + std::to_string(ch);
-    expectClose(mean[ch], mu, 1e-6, 1e-6, name + " mean");
-    expectClose(rstd[ch], r, 1e-6, 1e-6, name + " rstd");
-    expectClose(nrm[ch], 0.9 * rm[ch] + 0.1 * mu, 1e-6, 1e-6, name + " running mean");
-    expectClose(nrv[ch], 0.9 * rv[ch] + 0.1 * sq / (count - 1), 1e-6, 1e-6, name + " running var");
-    expectClose(db[ch], g, 1e-5, 1e-5, name + " dbias");
-    expectClose(dw[ch], gx, 1e-5, 1e-5, name + " dweight");
+    expectClose(bn.mean[ch], mu, 1e-6, 1e-6, name + " mean");
+    expectClose(bn.rstd[ch], r, 1e-6, 1e-6, name + " rstd");
+    expectClose(bn.newRunningMean[ch], 0.9 * bn.runningMean[ch] + 0.1 * mu, 1e-6, 1e-6,
+                name + " running mean");
+    expectClose(bn.newRunningVar[ch], 0.9 * bn.runningVar[ch] + 0.1 * sq / (count - 1), 1e-6, 1e-6,
+                name + " running var");
+    expectClose(bn.dbias[ch], g, 1e-5, 1e-5, name + " dbias");
+    expectClose(bn.dweight[ch], gx, 1e-5, 1e-5, name + " dweight");
     for (int64_t i = 0; i < n; ++i)
       for (int64_t k = 0; k < s; ++k) {
         const double xhat = (x[at(i, k)] - mu) * r;
-        expectClose(y[at(i, k)], xhat * w[ch] + b[ch], 1e-5, 1e-5, name + " y");
-        expectClose(dx[at(i, k)], w[ch] * r * (dy[at(i, k)] - g / count - xhat * gx / count), 1e-4,
+        expectClose(bn.y[at(i, k)], xhat * w + b, 1e-5, 1e-5, name + " y");
+        expectClose(bn.dx[at(i, k)], w * r * (dy[at(i, k)] - g / count - xhat * gx / count), 1e-4,
                     1e-5, name + " dx");
       }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Pools, ConvTest, ::testing::Values(1, 2, 3), threadsName);
+DTC_INSTANTIATE_POOL_TEST(ConvTest);
 
 }  // namespace
 }  // namespace dtc::cpu::testing

@@ -1,6 +1,7 @@
 // Synchronised BatchNorm pieces against the fused kernels: a batch cut into device slices,
 // whose per-channel sums are added between the steps (what the all-reduces do), must give the
 // fused kernels' results on the whole batch.
+#include "batch_norm_case.h"
 #include "cpu/kernels/conv_kernels.h"
 #include "test_util.h"
 
@@ -10,17 +11,13 @@ namespace {
 class SyncBatchNormTest : public PoolTest {};
 
 TEST_P(SyncBatchNormTest, SlicesWithSummedStatisticsMatchTheWholeBatch) {
-  const int64_t n = 6, c = 3, s = 5, parts = 3, slice = n / parts, count = n * s;
-  const auto x = randomFloats(n * c * s, 1, -2.0f, 3.0f), dy = randomFloats(n * c * s, 2);
-  const auto w = randomFloats(c, 3, 0.5f, 1.5f), b = randomFloats(c, 4);
-  const auto rm = randomFloats(c, 5), rv = randomFloats(c, 6, 0.5f, 2.0f);
-  const float eps = 1e-5f, momentum = 0.1f;
-
-  std::vector<float> y(n * c * s), mean(c), rstd(c), nrm(c), nrv(c), dx(n * c * s), dw(c), db(c);
-  batchNormTrain(x.data(), w.data(), b.data(), rm.data(), rv.data(), y.data(), mean.data(),
-                 rstd.data(), nrm.data(), nrv.data(), n, c, s, eps, momentum, pool_);
-  batchNormTrainGrad(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(), dw.data(),
-                     db.data(), n, c, s, pool_);
+  const BatchNormCase bn(6, 3, 5, 1, pool_);
+  const int64_t n = bn.n, c = bn.c, s = bn.s, parts = 3, slice = n / parts, count = n * s;
+  const float eps = bn.eps, momentum = bn.momentum;
+  const auto &x = bn.x, &dy = bn.dy, &w = bn.weight, &b = bn.bias, &rm = bn.runningMean,
+             &rv = bn.runningVar;
+  const auto &y = bn.y, &mean = bn.mean, &rstd = bn.rstd, &nrm = bn.newRunningMean,
+             &nrv = bn.newRunningVar, &dx = bn.dx, &dw = bn.dweight, &db = bn.dbias;
 
   auto part = [&](const std::vector<float>& v, int64_t p) { return v.data() + p * slice * c * s; };
   auto allReduce = [&](auto&& local) {  // Σ over the slices of a per-channel result
