@@ -19,6 +19,16 @@ for batch in 8 16 64; do
   printf "  %-6s %10s %s\n" "$batch" "$(cat "$WORK/time")" \
     "$(grep -o '[0-9]* candidates, [0-9]* built' "$WORK/out")"
 done
+"$DTC" explore "$WORK/gpt2.dtm" --devices 8 --batch 64 --profile h100-80g --json > "$WORK/out.json"
+/usr/bin/python3 - "$WORK/out.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+built = sorted((c for c in r["candidates"] if c["built"]), key=lambda c: -c["build_s"])
+total = sum(c["build_s"] for c in built)
+print(f"  batch 64: {total:.1f} s of compiling over {r['threads']} threads; the slowest:")
+for c in built[:3]:
+    print(f"    {c['build_s']:5.2f} s  {' '.join(c['layout_flags'])}")
+PY
 "$DTC" zoo gpt --vocab 51200 --ctx 2048 --layers 96 --heads 96 --embd 12288 --seed 0 \
   -o "$WORK/gpt3.dtm"
 /usr/bin/time -f "%e" -o "$WORK/time" "$DTC" compile "$WORK/gpt3.dtm" -o "$WORK/gpt3.dtp" \

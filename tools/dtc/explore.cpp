@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -58,8 +59,8 @@ StatusOr<CompileRequest> parseFlags(const std::vector<std::string>& args) {
 }
 
 // Compiles `c` and predicts it; a compile error is the reason it is infeasible.
-void build(const std::vector<std::string>& base, ExploreCandidate& c,
-           const perf::DeviceProfile& profile, uint64_t budget) {
+void buildOnce(const std::vector<std::string>& base, ExploreCandidate& c,
+               const perf::DeviceProfile& profile, uint64_t budget) {
   c.built = true;
   for (bool retried = false;; retried = true) {
     std::vector<std::string> args = base;
@@ -103,9 +104,17 @@ void build(const std::vector<std::string>& base, ExploreCandidate& c,
   }
 }
 
-// Builds `jobs` on as many threads as the machine has cores (each compile has its own context).
-void buildAll(const std::vector<std::string>& base, std::vector<ExploreCandidate*> jobs,
-              const perf::DeviceProfile& profile, uint64_t budget) {
+void build(const std::vector<std::string>& base, ExploreCandidate& c,
+           const perf::DeviceProfile& profile, uint64_t budget) {
+  const auto start = std::chrono::steady_clock::now();
+  buildOnce(base, c, profile, budget);
+  c.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Builds `jobs` on as many threads as the machine has cores (each compile has its own context);
+// returns how many ran.
+size_t buildAll(const std::vector<std::string>& base, std::vector<ExploreCandidate*> jobs,
+                const perf::DeviceProfile& profile, uint64_t budget) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t k; (k = next++) < jobs.size();) build(base, *jobs[k], profile, budget);
@@ -116,6 +125,7 @@ void buildAll(const std::vector<std::string>& base, std::vector<ExploreCandidate
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
+  return threads;
 }
 
 // Compiled, and over the budget (a failed compile has no memory plan).
@@ -151,6 +161,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     base.push_back("--device");
     base.push_back(profile.device);
   }
+  const auto start = std::chrono::steady_clock::now();
   ExploreResult r;
   r.profile = profile;
   r.shared = base;
@@ -208,7 +219,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   std::vector<ExploreCandidate*> jobs;
   for (ExploreCandidate& c : layouts)
     if (c.reason.empty()) jobs.push_back(&c);
-  buildAll(base, jobs, profile, r.budget);
+  r.threads = static_cast<int>(buildAll(base, jobs, profile, r.budget));
   std::vector<size_t> later;  // variants to build once their layouts are known
   for (ExploreCandidate& c : layouts) {
     r.candidates.push_back(c);
@@ -239,7 +250,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   }
   jobs.clear();
   for (size_t k : later) jobs.push_back(&r.candidates[k]);
-  buildAll(base, jobs, profile, r.budget);
+  r.threads = std::max(r.threads, static_cast<int>(buildAll(base, jobs, profile, r.budget)));
   std::stable_sort(r.candidates.begin(), r.candidates.end(),
                    [](const ExploreCandidate& a, const ExploreCandidate& b) {
                      if (a.feasible != b.feasible) return a.feasible;
@@ -247,6 +258,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                      return a.built > b.built;
                    });
   if (!r.candidates.empty() && r.candidates.front().feasible) r.best = 0;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 

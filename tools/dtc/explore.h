@@ -23,6 +23,7 @@ struct ExploreCandidate {
   bool feasible = false;
   std::string reason;          // why it is not feasible or was not built
   uint64_t memoryPerRank = 0;  // the largest rank's bytes
+  double buildSeconds = 0;     // compiling and predicting it, on one thread
   perf::StepPrediction prediction;
   std::string mesh() const;  // "dp=2,tp=2,pp=1"
 };
@@ -34,6 +35,8 @@ struct ExploreResult {
   perf::DeviceProfile profile;
   int64_t devices = 0;
   std::vector<std::string> shared;  // the `dtc compile` arguments every candidate starts from
+  double seconds = 0;               // the whole exploration, wall clock
+  int threads = 1;                  // candidates compiled side by side
 };
 
 // Explores `dtc compile` with `compileArgs` (the model and the flags every candidate shares:

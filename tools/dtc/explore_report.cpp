@@ -26,6 +26,12 @@ std::string ms(double seconds) {
   return text;
 }
 
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f s", s);
+  return text;
+}
+
 std::string join(const std::vector<std::string>& flags) {
   std::string s;
   for (const std::string& f : flags) s += (s.empty() ? "" : " ") + f;
@@ -42,7 +48,8 @@ std::string table(const ExploreResult& r, int top) {
   os << "dtc explore: " << r.devices << " device(s) on " << r.profile.name << " ("
      << r.profile.devicesPerNode << " per node), budget " << gib(r.budget)
      << " per rank: " << r.candidates.size() << " candidates, " << built << " built, " << feasible
-     << " feasible\n";
+     << " feasible (explored in " << seconds(r.seconds) << " on " << r.threads << " thread"
+     << (r.threads == 1 ? "" : "s") << ")\n";
   char line[512];
   std::snprintf(line, sizeof line, "%4s  %-16s %11s %11s %12s %7s  %s\n", "rank", "mesh", "step",
                 "memory", "tokens/s", "MFU", "flags");
@@ -92,6 +99,7 @@ std::string json(const ExploreResult& r) {
     e.set("layout_flags", layout);
     e.set("built", c.built);
     e.set("feasible", c.feasible);
+    e.set("build_s", c.buildSeconds);
     e.set("reason", c.reason);
     const bool predicted = c.built && c.prediction.stepSeconds > 0;
     e.set("predicted_step_s", predicted ? io::Json(c.prediction.stepSeconds) : io::Json());
@@ -107,6 +115,8 @@ std::string json(const ExploreResult& r) {
   }
   j.set("candidates", list);
   j.set("best", r.best >= 0 ? io::Json(r.best) : io::Json());
+  j.set("explore_s", r.seconds);
+  j.set("threads", r.threads);
   return j.dump() + "\n";
 }
 
