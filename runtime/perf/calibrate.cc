@@ -101,6 +101,7 @@ StatusOr<std::vector<std::pair<std::string, double>>> elementCosts(comm::Communi
   const int64_t n = int64_t{1} << 20, classes = 256, rows = n / classes, t = 64;
   std::vector<float> x(n), dy(n, 0.01f), y(n), dx(n), w(classes, 1.0f), b(classes, 0.0f);
   std::vector<float> stats(2 * rows), dw(classes), db(classes), m(n), v(n);
+  std::vector<float> rowMax(rows), sumExp(rows), target(rows);
   // Values spread as activations are, standard normal (the cost of erf and exp depends on them).
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -108,6 +109,8 @@ StatusOr<std::vector<std::pair<std::string, double>>> elementCosts(comm::Communi
   std::vector<int64_t> labels(rows);
   for (int64_t r = 0; r < rows; ++r) labels[r] = r % classes;
   float loss = 0, one = 1;
+  cpu::crossEntropyRowMax(x.data(), rows, classes, rowMax.data(), pool);
+  for (int64_t r = 0; r < rows; ++r) sumExp[r] = 1.0f;
   const double budget = 0.05, per = 1.0 / static_cast<double>(n);
   std::vector<std::pair<std::string, std::function<void()>>> kernels = {
       {"gelu", [&] { cpu::gelu(x.data(), y.data(), n, false, pool); }},
@@ -138,6 +141,17 @@ StatusOr<std::vector<std::pair<std::string, double>>> elementCosts(comm::Communi
        [&] {
          cpu::softmaxCrossEntropyGrad(&one, x.data(), labels.data(), rows, classes, dx.data(),
                                       pool);
+       }},
+      // The vocabulary-split loss's per-device pieces (row maxima given).
+      {"cross_entropy_parts",
+       [&] {
+         cpu::crossEntropyParts(x.data(), labels.data(), rowMax.data(), rows, classes, 0,
+                                sumExp.data(), target.data(), pool);
+       }},
+      {"cross_entropy_parts_grad",
+       [&] {
+         cpu::crossEntropyPartsGrad(1.0f, x.data(), labels.data(), rowMax.data(), sumExp.data(),
+                                    rows, classes, 0, rows, dx.data(), pool);
        }},
       {"layer_norm",
        [&] {

@@ -1,10 +1,12 @@
 // Cross-entropy over a vocabulary split between devices (cross_entropy_* ops): each device
 // holds a block of every row of logits, starting at class `offset`; per-row maxima and sums are
-// combined across devices between the steps. Accumulates in double, as losses.cc.
+// combined across devices between the steps. Accumulates in double and takes the vectorised
+// exp, as losses.cc.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "cpu/kernels/fast_math.h"
 #include "cpu/kernels/kernels.h"
 
 namespace dtc::cpu {
@@ -26,9 +28,7 @@ void crossEntropyParts(const float* logits, const int64_t* labels, const float* 
   pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* row = logits + r * classes;
-      double s = 0;
-      for (int64_t c = 0; c < classes; ++c) s += std::exp(row[c] - rowMax[r]);
-      sumExp[r] = static_cast<float>(s);
+      sumExp[r] = static_cast<float>(sumExpShifted(row, classes, rowMax[r]));
       const int64_t local = labels[r] - offset;
       target[r] = local >= 0 && local < classes ? row[local] : 0.0f;
     }
@@ -61,10 +61,12 @@ void crossEntropyPartsGrad(float dloss, const float* logits, const int64_t* labe
       }
       const float invSum = static_cast<float>(1.0 / sumExp[r]);
       const int64_t local = labels[r] - offset;
-      for (int64_t c = 0; c < classes; ++c) {
-        const float p = std::exp(row[c] - rowMax[r]) * invSum;
-        drow[c] = scale * (c == local ? p - 1.0f : p);
-      }
+      const bool here = local >= 0 && local < classes;
+      // The exps into drow (which may be row: each is read before it is written).
+      expShifted(row, 1.0f, rowMax[r], drow, classes);
+      const float atLabel = here ? drow[local] * invSum : 0.0f;
+      for (int64_t c = 0; c < classes; ++c) drow[c] = scale * (drow[c] * invSum);
+      if (here) drow[local] = scale * (atLabel - 1.0f);
     }
   });
 }

@@ -172,6 +172,57 @@ TEST_P(LossTest, SoftmaxCrossEntropyGradLargeAndInPlace) {
   EXPECT_EQ(inPlace, got);
 }
 
+// The vocabulary-split pieces (each device a block of every row's classes, the row maxima and
+// sums combined between the steps, as the all-reduces do) give the whole loss and its gradient,
+// with an ignored label, and the gradient in place.
+TEST_P(LossTest, VocabularySplitPiecesMatchTheWholeLoss) {
+  const int64_t rows = 9, classes = 11, cut = 4;
+  const IgnoredLabel ignored{true, -100};
+  const auto logits = randomFloats(rows * classes, 13, -5.0f, 5.0f);
+  auto labels = randomLabels(rows, classes, 14);
+  labels[2] = -100;
+  float whole = 0;
+  ASSERT_TRUE(softmaxCrossEntropy(logits.data(), labels.data(), rows, classes, &whole, pool_,
+                                  rows - 1, ignored));
+  const float dloss = 0.7f;
+  std::vector<float> wholeGrad(rows * classes);
+  softmaxCrossEntropyGrad(&dloss, logits.data(), labels.data(), rows, classes, wholeGrad.data(),
+                          pool_, rows - 1, ignored);
+
+  const int64_t offsets[2] = {0, cut}, widths[2] = {cut, classes - cut};
+  std::vector<std::vector<float>> blocks(2);
+  for (int b = 0; b < 2; ++b)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < widths[b]; ++c)
+        blocks[b].push_back(logits[r * classes + offsets[b] + c]);
+  std::vector<float> rowMax(rows, -INFINITY), sumExp(rows, 0.0f), target(rows, 0.0f), part(rows);
+  for (int b = 0; b < 2; ++b) {
+    crossEntropyRowMax(blocks[b].data(), rows, widths[b], part.data(), pool_);
+    for (int64_t r = 0; r < rows; ++r) rowMax[r] = std::max(rowMax[r], part[r]);
+  }
+  for (int b = 0; b < 2; ++b) {
+    std::vector<float> s(rows), t(rows);
+    crossEntropyParts(blocks[b].data(), labels.data(), rowMax.data(), rows, widths[b], offsets[b],
+                      s.data(), t.data(), pool_);
+    for (int64_t r = 0; r < rows; ++r) sumExp[r] += s[r], target[r] += t[r];
+  }
+  const float split = crossEntropyCombine(rowMax.data(), sumExp.data(), target.data(), rows,
+                                          rows - 1, labels.data(), ignored);
+  EXPECT_NEAR(split, whole, 1e-6 * std::abs(whole));
+  for (int b = 0; b < 2; ++b) {
+    std::vector<float> grad(rows * widths[b]), inPlace = blocks[b];
+    crossEntropyPartsGrad(dloss, blocks[b].data(), labels.data(), rowMax.data(), sumExp.data(),
+                          rows, widths[b], offsets[b], rows - 1, grad.data(), pool_, ignored);
+    crossEntropyPartsGrad(dloss, inPlace.data(), labels.data(), rowMax.data(), sumExp.data(), rows,
+                          widths[b], offsets[b], rows - 1, inPlace.data(), pool_, ignored);
+    EXPECT_EQ(inPlace, grad);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < widths[b]; ++c)
+        EXPECT_NEAR(grad[r * widths[b] + c], wholeGrad[r * classes + offsets[b] + c], 1e-7)
+            << "row " << r << " class " << offsets[b] + c;
+  }
+}
+
 TEST_P(LossTest, MseMatchesReferenceAndFiniteDifferences) {
   for (int64_t n : {int64_t{1}, int64_t{9}, int64_t{16384}, int64_t{100003}}) {
     const auto pred = randomFloats(n, 20 + n, -3.0f, 3.0f);
