@@ -266,9 +266,10 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
              std::to_string(options.threads) + " thread(s) each, the CPU backend's kernels";
 
   // GEMMs shaped as a linear layer's in a training step: 16n rows (tokens) of width n times an
-  // [n, n] weight stored [out, in] (transposed), n from 32 to 512 (32·n³ FLOPs each).
+  // [n, n] weight stored [out, in] (transposed), n from 16 to 512 (32·n³ FLOPs each); the
+  // smallest are an attention head's products, which a CPU runs one slice at a time.
   std::vector<std::pair<double, double>> curve;
-  for (int64_t n : {32, 64, 128, 256, 512}) {
+  for (int64_t n : {16, 32, 64, 128, 256, 512}) {
     const int64_t rows = 16 * n;
     std::vector<float> a(rows * n, 0.5f), b(n * n, 0.25f), c(rows * n);
     DTC_RETURN_IF_ERROR(barrier(comm));

@@ -56,6 +56,22 @@ double stepBytes(const plan::Function& f, const plan::Step& step) {
   return bytes;
 }
 
+// The FLOPs of one GEMM call of the step, which set its efficiency on the profile's curve. The
+// CPU backend runs a batched GEMM as one sgemm per slice, each at the efficiency of its own size
+// (attention's per-head products are small); a GPU's batched kernels fill the device with all
+// slices at once.
+double gemmCallFlops(const plan::Function& f, const plan::Step& step, double flops,
+                     const DeviceProfile& profile) {
+  if (step.kernel() != Kernel::batch_matmul || profile.device != "cpu" || !step.outputs() ||
+      step.outputs()->size() < 1)
+    return flops;
+  const Shape out = shapeOf(*f.values()->Get(step.outputs()->Get(0)));
+  if (out.size() < 3) return flops;
+  const double slices = elements(out) / (static_cast<double>(out[out.size() - 1]) *
+                                         static_cast<double>(out[out.size() - 2]));
+  return slices > 1 ? flops / slices : flops;
+}
+
 // Elements of the step's largest operand.
 double largestOperand(const plan::Function& f, const plan::Step& step) {
   double most = 0;
@@ -192,7 +208,8 @@ struct Simulation {
                             ? profile.attentionFlopsPerSecond(
                                   step.kernel() == Kernel::causal_attention_grad, type, flops)
                             : 0;
-          if (rate <= 0) rate = profile.gemmFlopsPerSecond(type, flops);
+          if (rate <= 0)
+            rate = profile.gemmFlopsPerSecond(type, gemmCallFlops(f, step, flops, profile));
           seconds = std::max(seconds, flops / rate);
           p.flopsByType[static_cast<int>(type)] += counted;
         }
