@@ -21,11 +21,13 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Seconds of one call of `fn`: the best of 5 rounds, each the mean of as many calls as fill
-// `budget` seconds (at least 2).
+// Seconds of one call of `fn`: the median of 5 rounds, each the mean of as many calls as fill
+// `budget` seconds (at least 2). The median, not the best: a profile predicts the typical step,
+// as runs report their median step, and on a shared machine the best round is a lucky one
+// (predictions from best rounds came out low on every candidate).
 double timeCall(const std::function<void()>& fn, double budget) {
   fn();  // warm caches and threads
-  double best = 1e30;
+  std::vector<double> rounds;
   for (int round = 0; round < 5; ++round) {
     int calls = 0;
     const double start = now();
@@ -35,9 +37,10 @@ double timeCall(const std::function<void()>& fn, double budget) {
       ++calls;
       elapsed = now() - start;
     } while (calls < 2 || elapsed < budget);
-    best = std::min(best, elapsed / calls);
+    rounds.push_back(elapsed / calls);
   }
-  return best;
+  std::nth_element(rounds.begin(), rounds.begin() + 2, rounds.end());
+  return rounds[2];
 }
 
 // Every rank waits for the others (a tiny all-reduce).
