@@ -40,23 +40,22 @@
 namespace dtc {
 namespace {
 
-// This process's index among the job's processes on its node (which GPU it takes), from the
-// launcher's environment (comm/world.h).
-int localRank() {
+// This process's place on its node, from the launcher's environment (comm/world.h): its local
+// rank picks the GPU, its local size shares the cores. A launcher dtrun cannot read was
+// reported before training starts; here it counts as one process.
+comm::World launcherWorld() {
   StatusOr<comm::World> world = comm::detectWorld();
-  return world.ok() ? world->localRank : 0;
+  return world.ok() ? *world : comm::World{};
 }
 
 // Threads when --threads is not given: the node's cores shared by the job's processes on it (as
 // torchrun sets OMP_NUM_THREADS when it starts several per node), every core when the launcher
 // does not say how many share the node. Oversubscribed cores would make each kernel's threads
 // wait for one another.
-int threadsFor(const TrainOptions& o) {
+int threadsFor(const TrainOptions& o, const comm::World& world) {
   if (o.threads > 0) return o.threads;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  StatusOr<comm::World> world = comm::detectWorld();
-  const int sharing = world.ok() && world->localSize > 0 ? world->localSize : 1;
-  return std::max(1, cores / sharing);
+  return std::max(1, cores / std::max(1, world.localSize));
 }
 
 // The outputs rank 0 writes, and the checkpoint directory, checked before anything runs;
@@ -150,12 +149,13 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   DTC_RETURN_IF_ERROR(agree(world, checkArguments(), agreed));
   DTC_RETURN_IF_ERROR(agree(world, checkCheckpointDirectory(o, rank), agreed));
 
-  StatusOr<std::unique_ptr<Backend>> backend = createBackend(o.device, localRank());
+  const comm::World launched = launcherWorld();
+  StatusOr<std::unique_ptr<Backend>> backend = createBackend(o.device, launched.localRank);
   DTC_RETURN_IF_ERROR(agree(world, backend.status(), agreed));
   // Creating a pipeline's groups is collective: a failure there ends the job (train()).
-  DTC_ASSIGN_OR_RETURN(run.ex,
-                       Executor::create(plan, threadsFor(o), mesh, std::move(backend).value(),
-                                        {"train_step", "eval"}));
+  DTC_ASSIGN_OR_RETURN(
+      run.ex, Executor::create(plan, threadsFor(o, launched), mesh, std::move(backend).value(),
+                               {"train_step", "eval"}));
   Executor& ex = *run.ex;
   run.samplesPerStep = plan.root().batch_size() * std::max(1, plan.root().micro_batches());
   run.seed = o.seed;

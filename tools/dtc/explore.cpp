@@ -59,8 +59,8 @@ StatusOr<CompileRequest> parseFlags(const std::vector<std::string>& args) {
 }
 
 // Compiles `c` and predicts it; a compile error is the reason it is infeasible.
-void buildOnce(const std::vector<std::string>& base, ExploreCandidate& c,
-               const perf::DeviceProfile& profile, uint64_t budget) {
+void compileAndPredict(const std::vector<std::string>& base, ExploreCandidate& c,
+                       const perf::DeviceProfile& profile, uint64_t budget) {
   c.built = true;
   for (bool retried = false;; retried = true) {
     std::vector<std::string> args = base;
@@ -107,7 +107,7 @@ void buildOnce(const std::vector<std::string>& base, ExploreCandidate& c,
 void build(const std::vector<std::string>& base, ExploreCandidate& c,
            const perf::DeviceProfile& profile, uint64_t budget) {
   const auto start = std::chrono::steady_clock::now();
-  buildOnce(base, c, profile, budget);
+  compileAndPredict(base, c, profile, budget);
   c.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -2,7 +2,6 @@
 // is a plain strided copy with no bounds logic; a task lays several samples' columns side by
 // side, so each GEMM is wide (and the weight packed once for all of them).
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "cpu/kernels/conv_kernels.h"

@@ -2,8 +2,8 @@
 // over fixed-size blocks (shape-determined, so the result does not depend on the pool size).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
+#include "cpu/kernels/cross_entropy_row.h"
 #include "cpu/kernels/fast_math.h"
 #include "cpu/kernels/kernels.h"
 
@@ -43,12 +43,6 @@ struct RowStats {
   float max;
   double sumExp;  // Σ exp(x − max), ≥ 1
 };
-
-float rowMax(const float* row, int64_t classes) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t c = 0; c < classes; ++c) m = std::max(m, row[c]);
-  return m;
-}
 
 RowStats rowStats(const float* row, int64_t classes) {
   const float m = rowMax(row, classes);
@@ -92,11 +86,7 @@ void softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int6
       double sumExp = 0;
       for (int64_t c = 0; c < classes; ++c) sumExp += drow[c];
       const float invSum = static_cast<float>(1.0 / sumExp);
-      const int64_t label = labels[r];
-      const bool inRange = label >= 0 && label < classes;
-      const float atLabel = inRange ? drow[label] * invSum : 0.0f;
-      for (int64_t c = 0; c < classes; ++c) drow[c] = scale * (drow[c] * invSum);
-      if (inRange) drow[label] = scale * (atLabel - 1.0f);
+      gradientFromExps(drow, classes, invSum, scale, labels[r]);
     }
   });
 }

@@ -4,8 +4,8 @@
 // exp, as losses.cc.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
+#include "cpu/kernels/cross_entropy_row.h"
 #include "cpu/kernels/fast_math.h"
 #include "cpu/kernels/kernels.h"
 
@@ -14,11 +14,7 @@ namespace dtc::cpu {
 void crossEntropyRowMax(const float* logits, int64_t rows, int64_t classes, float* rowMax,
                         ThreadPool& pool) {
   pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t c = 0; c < classes; ++c) m = std::max(m, logits[r * classes + c]);
-      rowMax[r] = m;
-    }
+    for (int64_t r = begin; r < end; ++r) rowMax[r] = cpu::rowMax(logits + r * classes, classes);
   });
 }
 
@@ -60,13 +56,9 @@ void crossEntropyPartsGrad(float dloss, const float* logits, const int64_t* labe
         continue;
       }
       const float invSum = static_cast<float>(1.0 / sumExp[r]);
-      const int64_t local = labels[r] - offset;
-      const bool here = local >= 0 && local < classes;
       // The exps into drow (which may be row: each is read before it is written).
       expShifted(row, 1.0f, rowMax[r], drow, classes);
-      const float atLabel = here ? drow[local] * invSum : 0.0f;
-      for (int64_t c = 0; c < classes; ++c) drow[c] = scale * (drow[c] * invSum);
-      if (here) drow[local] = scale * (atLabel - 1.0f);
+      gradientFromExps(drow, classes, invSum, scale, labels[r] - offset);
     }
   });
 }
