@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # How long dtc explore takes: GPT-2 124M over 8 devices (h100-80g) at several batch sizes, with
-# the candidates it built, against the 5-second goal; and one GPT-3 175B layout (bf16,
-# pp=8 x dp=16 x tp=8, 8 micro-batches) through dtc compile, the unit a 1024-device exploration
-# repeats (explore's own candidates skip the per-pass verification, about a third faster).
+# the candidates it built, against the 5-second goal; one GPT-3 175B layout (bf16,
+# pp=8 x dp=16 x tp=8, 8 micro-batches) through dtc compile; and GPT-3 175B over 1024 devices
+# and a 1T-parameter GPT (Megatron-LM's 128 layers, width 25600) over 3072, estimated from
+# shallow copies (goals: 60 s and 120 s).
 # Usage: bench/explore_speed.sh [BUILD]
 set -euo pipefail
 BUILD=${1:-build}
@@ -34,3 +35,13 @@ PY
 /usr/bin/time -f "%e" -o "$WORK/time" "$DTC" compile "$WORK/gpt3.dtm" -o "$WORK/gpt3.dtp" \
   --batch 1536 --device cuda --precision bf16 --mesh pp=8,dp=16,tp=8 --microbatches 8 > /dev/null
 echo "one GPT-3 175B candidate (pp=8, dp=16, tp=8, 8 micro-batches, bf16): $(cat "$WORK/time") s"
+for model in "gpt3 96 96 12288 51200 1024 1536 60" "gpt1t 128 160 25600 51200 3072 3072 120"; do
+  read -r name layers heads embd vocab devices batch goal <<< "$model"
+  [ -f "$WORK/$name.dtm" ] || "$DTC" zoo gpt --vocab "$vocab" --ctx 2048 --layers "$layers" \
+    --heads "$heads" --embd "$embd" --seed 0 -o "$WORK/$name.dtm"
+  /usr/bin/time -f "%e" -o "$WORK/time" "$DTC" explore "$WORK/$name.dtm" --devices "$devices" \
+    --batch "$batch" --profile a100-80g --precision bf16 --top 1 > "$WORK/out"
+  echo "$name over $devices devices: $(cat "$WORK/time") s (goal: under $goal s)," \
+    "$(grep -o '[0-9]* candidates, [0-9]* built, [0-9]* feasible' "$WORK/out")"
+  grep -A1 '^rank' "$WORK/out" | tail -1 | cut -c1-120
+done

@@ -11,6 +11,7 @@
 #include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
+#include "flatbuffers/LayerStack.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"
@@ -26,22 +27,6 @@ namespace dtc {
 namespace {
 
 using Group = SmallVector<Operation*>;
-
-// The layer a node belongs to: its name up to the first all-digit component, the layer index
-// ("transformer.h.3.attn.c_attn" -> "transformer.h.3", "/layers.2/mlp/MatMul" -> "/layers.2").
-// Names without one (embeddings, the final norm, the head, the loss) belong to no layer.
-std::string layerOf(const std::string& name) {
-  size_t start = 0;
-  while (start < name.size()) {
-    size_t end = name.find_first_of("./", start);
-    if (end == std::string::npos) end = name.size();
-    if (end > start && std::all_of(name.begin() + start, name.begin() + end,
-                                   [](char c) { return c >= '0' && c <= '9'; }))
-      return name.substr(0, end);
-    start = end + 1;
-  }
-  return "";
-}
 
 // full: each layer's forward ops, in program order. A layer that a pipeline cuts between two
 // stages (or chunks) is two groups: each stage recomputes only its own part (a copy of the other

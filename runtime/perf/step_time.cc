@@ -164,6 +164,7 @@ struct Simulation {
   int stages = 0, pipelineAxis = -1;
   // Messages in flight: (from stage, to stage, tag) -> arrival times, in order.
   std::map<std::tuple<int, int, int64_t>, std::deque<double>> messages;
+  StepClock* timeline = nullptr;  // plans without a pipeline: the clock after each step
 
   int peerStage(int stage, const plan::Step& step, bool send) const {
     const int64_t shift = intAttr(step, "shift");
@@ -221,6 +222,7 @@ struct Simulation {
         p.compute = end;
         p.result.computeSeconds += seconds;
         p.result.flops += counted;
+        if (timeline) timeline->kernel.push_back(seconds);
       } else if (kind == Kind::kRecv && alongPipeline(step)) {
         auto& queue = messages[{peerStage(p.stage, step, false), p.stage, intAttr(step, "tag")}];
         if (queue.empty()) break;  // its sender has not got there yet
@@ -251,6 +253,10 @@ struct Simulation {
           p.ready[id] = end;
           p.producedBy[id] = kind == Kind::kCompute ? Kind::kCompute : kind;
         }
+      if (timeline) {
+        if (kind != Kind::kCompute) timeline->kernel.push_back(0);
+        timeline->ends.push_back(p.compute);
+      }
       moved = true;
     }
     return moved;
@@ -301,8 +307,10 @@ std::string seconds(double s) {
 
 }  // namespace
 
-StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& profile) {
+StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& profile,
+                                     StepClock* clock) {
   Simulation sim{plan, profile, {meshSizes(plan), profile.devicesPerNode}, false, 0, -1, {}};
+  sim.timeline = plan.stages() > 0 ? nullptr : clock;
   const std::string device = plan.root().device() ? plan.root().device()->str() : "cpu";
   sim.overlap = device == "cuda";
   sim.stages = static_cast<int>(plan.stages());

@@ -42,7 +42,14 @@ struct StepPrediction {
   double utilisation = 0;
 };
 
-StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& profile);
+// `clock` (plans without a pipeline): after each step of the train step, when its compute stream
+// is free (`clock->ends`), and the kernel time of each compute step (`clock->kernel`), to price
+// parts of a program.
+struct StepClock {
+  std::vector<double> ends, kernel;
+};
+StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& profile,
+                                     StepClock* clock = nullptr);
 
 // Text lines and a JSON object (the `prediction` of `dtc inspect --json`).
 std::string predictionText(const StepPrediction& p, const DeviceProfile& profile);

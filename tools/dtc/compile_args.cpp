@@ -245,9 +245,18 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   return request;
 }
 
+StatusOr<CompileRequest> parseCompileArgs(const std::vector<std::string>& args) {
+  std::vector<std::string> owned = {"dtc", "compile"};
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : owned) argv.push_back(s.data());
+  return parseCompileArgs(static_cast<int>(argv.size()), argv.data());
+}
+
 StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
   CompileOptions options = request.options;
-  auto model = readModelSource(request.model, request.onnx);
+  llvm::Expected<ModelFile> model = request.loaded ? llvm::Expected<ModelFile>(*request.loaded)
+                                                   : readModelSource(request.model, request.onnx);
   if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
   mlir::MLIRContext ctx(request.threaded ? mlir::MLIRContext::Threading::ENABLED
                                          : mlir::MLIRContext::Threading::DISABLED);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,15 @@ struct CompileRequest {
   onnx_import::TranslateOptions onnx;
   uint64_t memoryBudget = 0;  // --memory, bytes per rank; 0: none
   bool threaded = true;       // MLIR's own threads (off when compiles already run side by side)
+  // Set: compile this model, already read (explore's shallow copies), instead of `model`'s file.
+  std::shared_ptr<const ModelFile> loaded;
 };
 
 // `dtc compile MODEL [flags]` from argv (argv[1] is the subcommand, the model comes after).
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv);
+
+// The same from a list of flags, the model first (what follows `dtc compile`).
+StatusOr<CompileRequest> parseCompileArgs(const std::vector<std::string>& args);
 
 // Reads the model and compiles it (for --recompute auto, choosing the recomputation and saying
 // what each stage got on stdout); a plan over --memory is an error. Returns the plan file's

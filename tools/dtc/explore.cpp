@@ -14,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "compile_args.h"
+#include "explore_estimate.h"
 #include "explore_report.h"
 #include "io/files.h"
 #include "memory_fit.h"
@@ -21,6 +22,10 @@
 
 namespace dtc {
 namespace {
+
+// The most layer micro-batches (layers x micro-batches) explore's automatic mode compiles whole
+// in one candidate; beyond it, candidates are estimated from shallow copies.
+constexpr int64_t kLargestWholeCompile = 2048;
 
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> d;
@@ -50,14 +55,6 @@ const std::set<std::string>& chosenFlags() {
   return flags;
 }
 
-StatusOr<CompileRequest> parseFlags(const std::vector<std::string>& args) {
-  std::vector<std::string> owned = {"dtc", "compile"};
-  owned.insert(owned.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : owned) argv.push_back(s.data());
-  return parseCompileArgs(static_cast<int>(argv.size()), argv.data());
-}
-
 // Compiles `c` and predicts it; a compile error is the reason it is infeasible.
 void compileAndPredict(const std::vector<std::string>& base, ExploreCandidate& c,
                        const perf::DeviceProfile& profile, uint64_t budget) {
@@ -65,7 +62,7 @@ void compileAndPredict(const std::vector<std::string>& base, ExploreCandidate& c
   for (bool retried = false;; retried = true) {
     std::vector<std::string> args = base;
     args.insert(args.end(), c.flags.begin(), c.flags.end());
-    StatusOr<CompileRequest> request = parseFlags(args);
+    StatusOr<CompileRequest> request = parseCompileArgs(args);
     if (!request.ok()) {
       c.reason = request.status().message();
       return;
@@ -105,19 +102,22 @@ void compileAndPredict(const std::vector<std::string>& base, ExploreCandidate& c
 }
 
 void build(const std::vector<std::string>& base, ExploreCandidate& c,
-           const perf::DeviceProfile& profile, uint64_t budget) {
+           const perf::DeviceProfile& profile, uint64_t budget, LayerEstimator* estimator) {
   const auto start = std::chrono::steady_clock::now();
-  compileAndPredict(base, c, profile, budget);
+  if (estimator)
+    estimator->estimate(c, budget);
+  else
+    compileAndPredict(base, c, profile, budget);
   c.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // Builds `jobs` on as many threads as the machine has cores (each compile has its own context);
 // returns how many ran.
 size_t buildAll(const std::vector<std::string>& base, std::vector<ExploreCandidate*> jobs,
-                const perf::DeviceProfile& profile, uint64_t budget) {
+                const perf::DeviceProfile& profile, uint64_t budget, LayerEstimator* estimator) {
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t k; (k = next++) < jobs.size();) build(base, *jobs[k], profile, budget);
+    for (size_t k; (k = next++) < jobs.size();) build(base, *jobs[k], profile, budget, estimator);
   };
   const size_t threads =
       std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), jobs.size());
@@ -141,7 +141,7 @@ std::string ExploreCandidate::mesh() const {
 
 StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int64_t devices,
                                 const perf::DeviceProfile& profile, double memoryGiB,
-                                bool exhaustive) {
+                                bool exhaustive, ExploreMode mode) {
   for (const std::string& a : compileArgs) {
     const std::string flag = a.substr(0, a.find('='));
     if (chosenFlags().count(flag))
@@ -151,7 +151,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   if (devices < 1 || devices > (1 << 20))
     return Status::InvalidInput("--devices must be in [1, 2^20]");
   std::vector<std::string> base = compileArgs;
-  DTC_ASSIGN_OR_RETURN(CompileRequest shared, parseFlags(base));
+  DTC_ASSIGN_OR_RETURN(CompileRequest shared, parseCompileArgs(base));
   if (shared.options.device != profile.device) {
     bool given = false;
     for (const std::string& a : base) given |= a == "--device" || a.rfind("--device=", 0) == 0;
@@ -214,12 +214,40 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
             }
       }
     }
+  // A deep model over many devices: whole compiles would unroll every layer for every
+  // micro-batch, so each candidate is priced from shallow copies instead.
+  std::unique_ptr<LayerEstimator> estimator;
+  if (mode != ExploreMode::kExact) {
+    std::string why;
+    estimator = LayerEstimator::create(base, profile, &why);
+    int64_t unrolled = 0;
+    for (const ExploreCandidate& c : layouts)
+      if (c.reason.empty()) {
+        const auto m = std::find(c.flags.begin(), c.flags.end(), "--microbatches");
+        unrolled = std::max<int64_t>(unrolled,
+                                     (estimator ? estimator->layers() : 1) *
+                                         (m != c.flags.end() ? std::stoll(*(m + 1)) : int64_t{1}));
+      }
+    if (!estimator && mode == ExploreMode::kEstimate)
+      return Status::InvalidInput("dtc explore --estimate: " + why);
+    if (estimator && mode == ExploreMode::kAuto && unrolled <= kLargestWholeCompile) {
+      estimator.reset();
+      r.estimateNote = "compiled whole: a candidate unrolls at most " + std::to_string(unrolled) +
+                       " layer micro-batches";
+    } else if (estimator) {
+      r.estimated = true;
+      r.estimateNote = "estimated from two- and three-layer copies of the " +
+                       std::to_string(estimator->layers()) + "-layer stack";
+    } else {
+      r.estimateNote = "compiled whole (" + why + ")";
+    }
+  }
   // Build every layout; the memory-saving settings (ZeRO-3, recomputation) only add work, so
   // they are built where the layout does not fit without them (or when asked for all).
   std::vector<ExploreCandidate*> jobs;
   for (ExploreCandidate& c : layouts)
     if (c.reason.empty()) jobs.push_back(&c);
-  r.threads = static_cast<int>(buildAll(base, jobs, profile, r.budget));
+  r.threads = static_cast<int>(buildAll(base, jobs, profile, r.budget, estimator.get()));
   std::vector<size_t> later;  // variants to build once their layouts are known
   for (ExploreCandidate& c : layouts) {
     r.candidates.push_back(c);
@@ -234,7 +262,11 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     for (const auto& saving : savings) {
       if (zeroGiven && saving.front() == "--zero") continue;  // ZeRO-3 from ZeRO-0's layout only
       ExploreCandidate v = c;
-      v.built = v.feasible = false;
+      v.built = v.feasible = v.estimated = false;
+      // The variant gets its own cuts from its own prices.
+      if (auto cuts = std::find(v.flags.begin(), v.flags.end(), "--stage-cuts");
+          cuts != v.flags.end())
+        v.flags.erase(cuts, cuts + 2);
       v.reason.clear();
       v.memoryPerRank = 0;
       v.prediction = {};
@@ -250,7 +282,8 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   }
   jobs.clear();
   for (size_t k : later) jobs.push_back(&r.candidates[k]);
-  r.threads = std::max(r.threads, static_cast<int>(buildAll(base, jobs, profile, r.budget)));
+  r.threads = std::max(r.threads,
+                       static_cast<int>(buildAll(base, jobs, profile, r.budget, estimator.get())));
   std::stable_sort(r.candidates.begin(), r.candidates.end(),
                    [](const ExploreCandidate& a, const ExploreCandidate& b) {
                      if (a.feasible != b.feasible) return a.feasible;
@@ -318,7 +351,7 @@ int runExplore(int argc, char** argv) {
   // Explore's own flags; everything else is `dtc compile`'s, shared by every candidate.
   static const std::set<std::string> valued = {"--devices", "--profile", "--gpus-per-node",
                                                "--top",     "--plot",    "--memory"};
-  static const std::set<std::string> switches = {"--json", "--exhaustive"};
+  static const std::set<std::string> switches = {"--json", "--exhaustive", "--exact", "--estimate"};
   std::map<std::string, std::string> own;
   std::vector<std::string> compileArgs;
   for (int i = 2; i < argc; ++i) {
@@ -366,8 +399,13 @@ int runExplore(int argc, char** argv) {
   const std::string plot = own.count("--plot") ? own["--plot"] : "";
   if (!plot.empty())
     if (Status s = io::checkOutputFile(plot, "--plot"); !s.ok()) return failed(s);
+  if (own.count("--exact") && own.count("--estimate"))
+    return failed(Status::InvalidInput("dtc explore: --exact and --estimate exclude each other"));
+  const ExploreMode mode = own.count("--exact")      ? ExploreMode::kExact
+                           : own.count("--estimate") ? ExploreMode::kEstimate
+                                                     : ExploreMode::kAuto;
   StatusOr<ExploreResult> r = explore(compileArgs, static_cast<int64_t>(*devices), *profile,
-                                      *memory, own.count("--exhaustive") > 0);
+                                      *memory, own.count("--exhaustive") > 0, mode);
   if (!r.ok()) return failed(r.status());
   const std::string out = own.count("--json") ? explore_report::json(*r)
                                               : explore_report::table(*r, static_cast<int>(*top));

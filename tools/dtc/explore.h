@@ -21,6 +21,7 @@ struct ExploreCandidate {
   bool built = false;              // compiled (else not, for `reason`)
   bool skipped = false;            // a memory-saving variant left unbuilt (it only adds work)
   bool feasible = false;
+  bool estimated = false;      // priced from shallow copies of the model (explore_estimate.h)
   std::string reason;          // why it is not feasible or was not built
   uint64_t memoryPerRank = 0;  // the largest rank's bytes
   double buildSeconds = 0;     // compiling and predicting it, on one thread
@@ -37,7 +38,15 @@ struct ExploreResult {
   std::vector<std::string> shared;  // the `dtc compile` arguments every candidate starts from
   double seconds = 0;               // the whole exploration, wall clock
   int threads = 1;                  // candidates compiled side by side
+  // Candidates priced from shallow copies (explore_estimate.h) rather than compiled whole, and
+  // why (or why not).
+  bool estimated = false;
+  std::string estimateNote;
 };
+
+// Whether explore compiles every candidate whole (kExact), prices deep models from shallow
+// copies (kEstimate), or chooses by the work a whole compile would unroll (kAuto).
+enum class ExploreMode { kAuto, kExact, kEstimate };
 
 // Explores `dtc compile` with `compileArgs` (the model and the flags every candidate shares:
 // batch, optimizer, precision, ...) over `devices` devices. `memoryGiB` 0: the profile's device
@@ -45,7 +54,7 @@ struct ExploreResult {
 // recomputation) of layouts that fit without them.
 StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int64_t devices,
                                 const perf::DeviceProfile& profile, double memoryGiB,
-                                bool exhaustive);
+                                bool exhaustive, ExploreMode mode = ExploreMode::kAuto);
 
 // Why the pick won: its breakdown against the runner-up.
 std::string whyItWon(const ExploreResult& r);

@@ -50,6 +50,7 @@ std::string table(const ExploreResult& r, int top) {
      << " per rank: " << r.candidates.size() << " candidates, " << built << " built, " << feasible
      << " feasible (explored in " << seconds(r.seconds) << " on " << r.threads << " thread"
      << (r.threads == 1 ? "" : "s") << ")\n";
+  if (r.estimated) os << "candidates " << r.estimateNote << "\n";
   char line[512];
   std::snprintf(line, sizeof line, "%4s  %-16s %11s %11s %12s %7s  %s\n", "rank", "mesh", "step",
                 "memory", "tokens/s", "MFU", "flags");
@@ -100,6 +101,7 @@ std::string json(const ExploreResult& r) {
     e.set("built", c.built);
     e.set("feasible", c.feasible);
     e.set("build_s", c.buildSeconds);
+    e.set("estimated", c.estimated);
     e.set("reason", c.reason);
     const bool predicted = c.built && c.prediction.stepSeconds > 0;
     e.set("predicted_step_s", predicted ? io::Json(c.prediction.stepSeconds) : io::Json());
@@ -117,6 +119,8 @@ std::string json(const ExploreResult& r) {
   j.set("best", r.best >= 0 ? io::Json(r.best) : io::Json());
   j.set("explore_s", r.seconds);
   j.set("threads", r.threads);
+  j.set("estimated", r.estimated);
+  j.set("how", r.estimateNote);
   return j.dump() + "\n";
 }
 

@@ -1,0 +1,527 @@
+#include "explore_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "compile_args.h"
+#include "explore_report.h"
+#include "onnx/ModelSource.h"
+#include "ops/kernel_registry.h"
+#include "pipeline_parallel/Pipeline.h"
+#include "plan/plan.h"
+
+namespace dtc {
+
+// One setting's shallow compiles, priced: seconds on the compute stream (`total`: with the waits
+// for collectives) and bytes per rank.
+struct LayerUnit {
+  struct Cost {
+    double total = 0, kernels = 0;
+    Cost& operator+=(const Cost& o) {
+      total += o.total;
+      kernels += o.kernels;
+      return *this;
+    }
+    Cost scaled(double k) const { return {total * k, kernels * k}; }
+  };
+  Cost embedForward, embedBackward;  // before the stack (the first chunk)
+  Cost layerForward, layerBackward;  // one layer
+  Cost headForward, headBackward;    // after the stack: final norm, head, loss (the last chunk)
+  Cost layerUpdate, firstUpdate, lastUpdate;  // after the backward: gradient reduction, update
+  double communication = 0;                   // collectives' seconds per layer (for the report)
+  double transferBytes = 0;                   // what a chunk passes on, per micro-batch
+  // State per rank: one layer's, what the first and the last stage hold outside the stack, and
+  // all of that outside the stack (what a rank without a pipeline holds).
+  uint64_t stateLayer = 0, stateFirst = 0, stateLast = 0, stateOutside = 0;
+  // Adding one micro-batch's gradients to the step's (a pipeline accumulates after the last
+  // micro-batch): for one layer's parameters, and for those outside the stack.
+  Cost accumulateLayer, accumulateOutside;
+  // The arena: the three-layer copy's (one micro-batch), and what a layer keeps for its backward.
+  uint64_t arenaShallow = 0, stashLayer = 0;
+  double flopsLayer = 0, flopsRest = 0;    // over the setting's ranks, per micro-batch
+  double peakFlops = 0;                    // the devices' peak for the plan's GEMM type
+  int64_t tokens = 0;                      // per micro-batch
+};
+
+namespace {
+
+using Cost = LayerUnit::Cost;
+
+// The shallow copies' depths. The arena grows by the same bytes with every layer only from two
+// layers on (with one, the head's workspace sets the peak), so the two copies hold two and three.
+constexpr int kShallow[2] = {2, 3};
+
+std::vector<std::string> valueOf(const std::vector<std::string>& flags, const std::string& flag) {
+  for (size_t i = 0; i + 1 < flags.size(); ++i)
+    if (flags[i] == flag) return {flags[i + 1]};
+  return {};
+}
+
+int64_t intFlag(const std::vector<std::string>& flags, const std::string& flag, int64_t fallback) {
+  std::vector<std::string> v = valueOf(flags, flag);
+  return v.empty() ? fallback : std::stoll(v[0]);
+}
+
+// The candidate's flags without its pipeline: the mesh without pp, no micro-batches or schedule.
+std::vector<std::string> withoutPipeline(const std::vector<std::string>& flags) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const std::string& f = flags[i];
+    if (f == "--microbatches" || f == "--schedule" || f == "--virtual-stages" ||
+        f == "--stage-cuts") {
+      ++i;
+      continue;
+    }
+    if (f == "--mesh" && i + 1 < flags.size()) {
+      std::string mesh, rest = flags[++i];
+      for (size_t start = 0; start <= rest.size();) {
+        size_t end = rest.find(',', start);
+        if (end == std::string::npos) end = rest.size();
+        std::string axis = rest.substr(start, end - start);
+        if (axis.rfind("pp=", 0) != 0) mesh += (mesh.empty() ? "" : ",") + axis;
+        start = end + 1;
+      }
+      if (!mesh.empty()) out.insert(out.end(), {"--mesh", mesh});
+      continue;
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+uint64_t tensorBytes(const plan::StateTensor& s) {
+  return numElements(s.shape()) * dtypeSize(toDType(s.dtype()));
+}
+
+struct Compiled {
+  Plan plan;
+  perf::StepPrediction prediction;
+  perf::StepClock clock;
+};
+
+// Which part of the stack each step of a two-layer program belongs to, and the program's
+// parts priced.
+Status priceParts(const Compiled& two, const LayerStack& stack, const perf::DeviceProfile& profile,
+                  LayerUnit& u) {
+  const plan::Function* f = two.plan.function("train_step");
+  const size_t n = f && f->steps() ? f->steps()->size() : 0;
+  if (n == 0 || two.clock.ends.size() != n || two.clock.kernel.size() != n)
+    return Status::Internal("the shallow plan's steps were not all simulated");
+  std::vector<int> layer(n);  // the stack's layer, -1: outside it
+  int layers = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const plan::Step& s = *f->steps()->Get(i);
+    const std::string of = layerOf(s.loc() ? s.loc()->str() : "");
+    layer[i] = -1;
+    for (int l = 0; l < kShallow[1]; ++l)
+      if (of == stack.layers[l]) layer[i] = l;
+    layers = std::max(layers, layer[i] + 1);
+  }
+  if (layers != kShallow[1]) return Status::Internal("the shallow plan lost a layer");
+  const double share = 1.0 / layers;
+  auto cost = [&](size_t i) {
+    return Cost{two.clock.ends[i] - (i ? two.clock.ends[i - 1] : 0.0), two.clock.kernel[i]};
+  };
+  auto find = [&](size_t from, auto pred) {
+    while (from < n && !pred(layer[from])) ++from;
+    return from;
+  };
+  // embedding | layers' forward | head forward, loss, head backward | layers' backward | rest
+  const size_t forward = find(0, [](int l) { return l >= 0; });
+  const size_t head = find(forward, [](int l) { return l < 0; });
+  const size_t backward = find(head, [](int l) { return l >= 0; });
+  // The backward ends with the first layer's; a recomputing plan may run a layer's forward again
+  // before the head's last gradient, which stays the head's.
+  size_t rest = find(backward, [](int l) { return l == 0; });
+  rest = find(rest, [](int l) { return l != 0; });
+  if (forward == n || backward == n || layer[forward] != 0 || layer[backward] != layers - 1)
+    return Status::Internal("the shallow plan's steps do not run the layers forward, then back");
+  std::set<std::string> embedNames, headNames;
+  auto kernelOf = [&](size_t i) { return std::string(kernelName(f->steps()->Get(i)->kernel())); };
+  auto locOf = [&](size_t i) {
+    const plan::Step& s = *f->steps()->Get(i);
+    return s.loc() ? s.loc()->str() : std::string();
+  };
+  auto isBackward = [&](size_t i) {
+    const std::string k = kernelOf(i);
+    return k.find("grad") != std::string::npos || k == "reduce_sum";
+  };
+  for (size_t i = 0; i < forward; ++i) {
+    u.embedForward += cost(i);
+    embedNames.insert(locOf(i));
+  }
+  for (size_t i = forward; i < head; ++i) u.layerForward += cost(i).scaled(share);
+  for (size_t i = head; i < backward; ++i) {
+    (isBackward(i) ? u.headBackward : u.headForward) += cost(i);
+    headNames.insert(locOf(i));
+  }
+  for (size_t i = backward; i < rest; ++i)
+    if (layer[i] >= 0)
+      u.layerBackward += cost(i).scaled(share);
+    else
+      u.headBackward += cost(i);
+  auto startsWithOneOf = [](const std::string& name, const std::set<std::string>& prefixes) {
+    for (const std::string& p : prefixes)
+      if (!p.empty() && name.rfind(p, 0) == 0) return true;
+    return false;
+  };
+  bool embeddingBackward = true;  // the embedding's gradient comes first, then the updates
+  for (size_t i = rest; i < n; ++i) {
+    if (layer[i] >= 0) {
+      u.layerUpdate += cost(i).scaled(share);
+      embeddingBackward = false;
+      continue;
+    }
+    const std::string loc = locOf(i);
+    const bool first = startsWithOneOf(loc, embedNames);
+    if (first && embeddingBackward && isBackward(i))
+      u.embedBackward += cost(i);
+    else if (first || !startsWithOneOf(loc, headNames))
+      u.firstUpdate += cost(i);
+    else
+      u.lastUpdate += cost(i);
+    if (!first || !isBackward(i)) embeddingBackward = false;
+  }
+  // What the step waits for after its last kernel (a collective still running).
+  u.firstUpdate.total += std::max(0.0, two.prediction.stepSeconds - two.clock.ends.back());
+  // What a layer keeps for its backward: the tensors its forward writes that the backward reads
+  // (a reshape is a view of its operand).
+  std::vector<int64_t> root(f->values() ? f->values()->size() : 0, -1);
+  auto rootOf = [&](uint32_t id) {
+    int64_t r = id;
+    while (root[r] >= 0) r = root[r];
+    return static_cast<uint32_t>(r);
+  };
+  std::vector<int> writtenBy(root.size(), -2);  // layer of the forward step that wrote it
+  for (size_t i = 0; i < n; ++i) {
+    const plan::Step& s = *f->steps()->Get(i);
+    if (!s.outputs()) continue;
+    if (s.kernel() == Kernel::reshape && s.inputs() && s.inputs()->size() == 1 &&
+        s.outputs()->size() == 1) {
+      root[s.outputs()->Get(0)] = rootOf(s.inputs()->Get(0));
+      continue;
+    }
+    if (i < head)
+      for (uint32_t id : *s.outputs()) writtenBy[id] = layer[i];
+  }
+  std::set<uint32_t> kept;
+  for (size_t i = backward; i < n; ++i)
+    if (const auto* ins = f->steps()->Get(i)->inputs())
+      for (uint32_t id : *ins)
+        if (writtenBy[rootOf(id)] == 1) kept.insert(rootOf(id));
+  for (uint32_t id : kept) u.stashLayer += valueBytes(*f->values()->Get(id));
+  // The tensor the first layer passes on: its forward's last output.
+  const plan::Step& last = *f->steps()->Get(head - 1);
+  if (last.outputs() && last.outputs()->size())
+    u.transferBytes = static_cast<double>(valueBytes(*f->values()->Get(last.outputs()->Get(0))));
+  // State by the part of the model that holds it; a tensor outside the stack belongs to the
+  // first stage when the embedding reads it, to the last when the head reads it.
+  std::set<uint32_t> readByEmbed, readByHead;
+  for (size_t i = 0; i < n; ++i) {
+    const plan::Step& s = *f->steps()->Get(i);
+    if (!s.inputs() || (i >= forward && i < head) || (i >= backward)) continue;
+    for (uint32_t id : *s.inputs()) (i < forward ? readByEmbed : readByHead).insert(id);
+  }
+  std::vector<std::pair<std::string, int>> owners;  // parameter name -> 1 first, 2 last, 3 both
+  if (f->arguments())
+    for (const plan::Binding* b : *f->arguments())
+      if (b->role() == plan::Role::param && b->name())
+        owners.push_back({b->name()->str(), (readByEmbed.count(b->value()) ? 1 : 0) |
+                                                (readByHead.count(b->value()) ? 2 : 0)});
+  std::set<std::string> seen;
+  for (const plan::StateTensor* s : *two.plan.root().state()) {
+    const std::string name = s->name()->str();
+    if (!seen.insert(name).second) continue;
+    const std::string of = layerOf(name);
+    // One add of gradients: both operands read, the sum written.
+    const double add =
+        3 * double(tensorBytes(*s)) / profile.memoryBytesPerSecond + profile.kernelSeconds;
+    const bool gradient = s->role() == plan::Role::param && s->trainable();
+    if (of == stack.layers[1]) {
+      u.stateLayer += tensorBytes(*s);
+      if (gradient) u.accumulateLayer += Cost{add, add};
+    } else if (of.empty() && gradient) {
+      u.accumulateOutside += Cost{add, add};
+    }
+    if (!of.empty()) continue;
+    u.stateOutside += tensorBytes(*s);
+    int owner = 0;
+    size_t longest = 0;
+    for (const auto& [param, who] : owners)
+      if (name.rfind(param, 0) == 0 && param.size() > longest) {
+        longest = param.size();
+        owner = who;
+      }
+    if (owner & 1 || owner == 0) u.stateFirst += tensorBytes(*s);
+    if (owner & 2) u.stateLast += tensorBytes(*s);
+  }
+  return Status::Ok();
+}
+
+// Layers per chunk: each chunk at least one, the slowest chunk as fast as it can be.
+std::vector<int64_t> cutLayers(const LayerUnit& u, int64_t layers, int64_t chunks) {
+  const double layer = u.layerForward.total + u.layerBackward.total;
+  auto extra = [&](int64_t c) {
+    return (c == 0 ? u.embedForward.total + u.embedBackward.total : 0.0) +
+           (c == chunks - 1 ? u.headForward.total + u.headBackward.total : 0.0);
+  };
+  // best[c][l]: the slowest of chunks 0..c holding layers 0..l-1.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(chunks, std::vector<double>(layers + 1, inf));
+  std::vector<std::vector<int64_t>> from(chunks, std::vector<int64_t>(layers + 1, -1));
+  for (int64_t l = 1; l <= layers; ++l) best[0][l] = extra(0) + l * layer;
+  for (int64_t c = 1; c < chunks; ++c)
+    for (int64_t l = c + 1; l <= layers; ++l)
+      for (int64_t k = 1; k <= l - c; ++k) {
+        const double slowest = std::max(best[c - 1][l - k], extra(c) + k * layer);
+        if (slowest < best[c][l] - 1e-15) {
+          best[c][l] = slowest;
+          from[c][l] = l - k;
+        }
+      }
+  std::vector<int64_t> count(chunks);
+  for (int64_t c = chunks - 1, l = layers; c >= 0; --c) {
+    const int64_t start = c ? from[c][l] : 0;
+    count[c] = l - start;
+    l = start;
+  }
+  return count;
+}
+
+}  // namespace
+
+LayerEstimator::LayerEstimator(std::vector<std::string> base, const perf::DeviceProfile& profile,
+                               LayerStack stack)
+    : base_(std::move(base)), profile_(profile), stack_(std::move(stack)) {}
+
+LayerEstimator::~LayerEstimator() = default;
+
+std::unique_ptr<LayerEstimator> LayerEstimator::create(const std::vector<std::string>& base,
+                                                       const perf::DeviceProfile& profile,
+                                                       std::string* why) {
+  StatusOr<CompileRequest> request = parseCompileArgs(base);
+  if (!request.ok()) {
+    *why = request.status().message();
+    return nullptr;
+  }
+  llvm::Expected<ModelFile> model = readModelSource(request->model, request->onnx);
+  if (!model) {
+    *why = llvm::toString(model.takeError());
+    return nullptr;
+  }
+  std::optional<LayerStack> stack = findLayerStack(model->model(), why);
+  if (!stack) return nullptr;
+  std::unique_ptr<LayerEstimator> e(new LayerEstimator(base, profile, *stack));
+  if (stack->size() < kShallow[1]) {
+    *why = "the model's stack has " + std::to_string(stack->size()) + " layers; estimates start at " +
+           std::to_string(kShallow[1] + 1);
+    return nullptr;
+  }
+  for (int k = 0; k < 2; ++k) {
+    llvm::Expected<ModelFile> shallow = keepLayers(*model, *stack, kShallow[k]);
+    if (!shallow) {
+      *why = llvm::toString(shallow.takeError());
+      return nullptr;
+    }
+    e->shallow_[k] = std::make_shared<const ModelFile>(std::move(*shallow));
+  }
+  e->batch_ = request->options.batchSize;
+  return e;
+}
+
+StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
+    const std::vector<std::string>& flags, int64_t microBatch) {
+  const std::string key = explore_report::join(flags) + " @" + std::to_string(microBatch);
+  std::shared_ptr<std::promise<StatusOr<std::shared_ptr<const LayerUnit>>>> mine;
+  std::shared_future<StatusOr<std::shared_ptr<const LayerUnit>>> result;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = units_.find(key);
+    if (it != units_.end()) {
+      result = it->second;
+    } else {
+      mine = std::make_shared<std::promise<StatusOr<std::shared_ptr<const LayerUnit>>>>();
+      result = units_[key] = mine->get_future().share();
+    }
+  }
+  if (!mine) return result.get();
+  auto build = [&]() -> StatusOr<std::shared_ptr<const LayerUnit>> {
+    std::vector<std::string> args = base_;
+    args.insert(args.end(), flags.begin(), flags.end());
+    Compiled compiled[2];
+    for (int k = 0; k < 2; ++k) {
+      DTC_ASSIGN_OR_RETURN(CompileRequest request, parseCompileArgs(args));
+      request.options.batchSize = microBatch;
+      request.options.trial = true;
+      request.threaded = false;
+      request.loaded = shallow_[k];
+      DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, compilePlan(request));
+      DTC_ASSIGN_OR_RETURN(compiled[k].plan, Plan::fromFileBytes(std::move(bytes), "estimate"));
+      DTC_ASSIGN_OR_RETURN(compiled[k].prediction,
+                           perf::predictStep(compiled[k].plan, profile_,
+                                             k == 1 ? &compiled[k].clock : nullptr));
+    }
+    auto u = std::make_shared<LayerUnit>();
+    DTC_RETURN_IF_ERROR(priceParts(compiled[1], stack_, profile_, *u));
+    u->arenaShallow = compiled[1].plan.maxArenaBytes();
+    const perf::StepPrediction& one = compiled[0].prediction;
+    const perf::StepPrediction& two = compiled[1].prediction;
+    u->flopsLayer = two.flopsPerStep - one.flopsPerStep;
+    u->flopsRest = one.flopsPerStep - kShallow[0] * u->flopsLayer;
+    u->communication = two.stages.empty() ? 0
+                                          : (two.stages[0].communicationSeconds -
+                                             one.stages[0].communicationSeconds);
+    if (two.utilisation > 0)
+      u->peakFlops = two.flopsPerStep / (two.stepSeconds * double(two.devices) * two.utilisation);
+    u->tokens = two.tokensPerStep;
+    return std::shared_ptr<const LayerUnit>(u);
+  };
+  StatusOr<std::shared_ptr<const LayerUnit>> built = build();
+  mine->set_value(built);
+  return built;
+}
+
+void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
+  c.built = true;
+  c.estimated = true;
+  const int64_t pp = c.pp, v = intFlag(c.flags, "--virtual-stages", 1),
+                m = intFlag(c.flags, "--microbatches", 1), layers = stack_.size();
+  const int64_t chunks = pp * v;
+  if (chunks > layers) {
+    c.reason = "more pipeline chunks (" + std::to_string(chunks) + ") than layers (" +
+               std::to_string(layers) + ")";
+    return;
+  }
+  StatusOr<std::shared_ptr<const LayerUnit>> got = unit(withoutPipeline(c.flags), batch_ / m);
+  if (!got.ok()) {
+    c.reason = got.status().message();
+    return;
+  }
+  const LayerUnit& u = **got;
+  const std::vector<int64_t> count =
+      pp > 1 ? cutLayers(u, layers, chunks) : std::vector<int64_t>{layers};
+  if (pp > 1) {
+    std::string cuts;
+    for (int64_t ch = 1, first = count[0]; ch < chunks; first += count[ch++])
+      cuts += (cuts.empty() ? "" : ",") + stack_.firstNodes[first];
+    c.flags.insert(c.flags.end(), {"--stage-cuts", cuts});
+  }
+  // Each chunk's forward and backward of one micro-batch.
+  std::vector<Cost> forward(chunks), backward(chunks);
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    forward[ch] = u.layerForward.scaled(double(count[ch]));
+    backward[ch] = u.layerBackward.scaled(double(count[ch]));
+    if (ch == 0) {
+      forward[ch] += u.embedForward;
+      backward[ch] += u.embedBackward;
+    }
+    if (ch == chunks - 1) {
+      forward[ch] += u.headForward;
+      backward[ch] += u.headBackward;
+    }
+  }
+  // A transfer between stages: pp is the mesh's outermost axis, so neighbours are dp*tp ranks
+  // apart.
+  const int64_t stride = c.dp * c.tp;
+  const perf::Link& link =
+      stride >= profile_.devicesPerNode ? profile_.interNode : profile_.intraNode;
+  const double transfer = pp > 1 ? link.latencySeconds + u.transferBytes / link.bytesPerSecond : 0;
+  pipeline::PipelineConfig config;
+  config.stages = pp;
+  config.virtualStages = v;
+  config.microBatches = m;
+  config.schedule = pp > 1 ? valueOf(c.flags, "--schedule").empty()
+                                 ? std::string("1f1b")
+                                 : valueOf(c.flags, "--schedule")[0]
+                           : "gpipe";
+  // Every stage's units in its schedule's order, each waiting for its input's arrival.
+  std::vector<std::vector<pipeline::Unit>> order(pp);
+  std::vector<size_t> next(pp, 0);
+  std::vector<double> clock(pp, 0), idle(pp, 0), busy(pp, 0), kernels(pp, 0);
+  std::vector<uint64_t> stash(pp, 0), stashPeak(pp, 0);
+  const double unknown = -1;
+  std::vector<std::vector<double>> forwardEnd(chunks, std::vector<double>(m, unknown)),
+      backwardEnd(chunks, std::vector<double>(m, unknown));
+  for (int64_t s = 0; s < pp; ++s) order[s] = pipeline::trainSchedule(config, s);
+  for (size_t left = chunks * m * 2;;) {
+    bool moved = false;
+    for (int64_t s = 0; s < pp; ++s)
+      for (; next[s] < order[s].size(); ++next[s], --left, moved = true) {
+        const pipeline::Unit& w = order[s][next[s]];
+        double ready = 0;
+        if (!w.backward && w.chunk > 0) {
+          if (forwardEnd[w.chunk - 1][w.microBatch] < 0) break;
+          ready = forwardEnd[w.chunk - 1][w.microBatch] + transfer;
+        } else if (w.backward && w.chunk + 1 < chunks) {
+          if (backwardEnd[w.chunk + 1][w.microBatch] < 0) break;
+          ready = backwardEnd[w.chunk + 1][w.microBatch] + transfer;
+        }
+        const Cost& cost = w.backward ? backward[w.chunk] : forward[w.chunk];
+        idle[s] += std::max(0.0, ready - clock[s]);
+        clock[s] = std::max(clock[s], ready) + cost.total;
+        busy[s] += cost.total;
+        kernels[s] += cost.kernels;
+        (w.backward ? backwardEnd : forwardEnd)[w.chunk][w.microBatch] = clock[s];
+        const uint64_t kept = u.stashLayer * count[w.chunk];
+        stash[s] = w.backward ? stash[s] - kept : stash[s] + kept;
+        stashPeak[s] = std::max(stashPeak[s], stash[s]);
+      }
+    if (left == 0) break;
+    if (!moved) {
+      c.reason = "the schedule's units wait for each other (estimate)";
+      return;
+    }
+  }
+  perf::StepPrediction& p = c.prediction;
+  p = {};
+  p.devices = pp * c.dp * c.tp;
+  for (int64_t s = 0; s < pp; ++s) {
+    int64_t held = 0;
+    for (int64_t ch = s; ch < chunks; ch += pp) held += count[ch];
+    Cost update = u.layerUpdate.scaled(double(held));
+    if (s == 0) update += u.firstUpdate;
+    if (s == pp - 1) update += u.lastUpdate;
+    if (m > 1) {
+      update += u.accumulateLayer.scaled(double(held * (m - 1)));
+      if (s == 0 || s == pp - 1) update += u.accumulateOutside.scaled(double(m - 1));
+    }
+    perf::StagePrediction stage;
+    stage.stage = pp > 1 ? static_cast<int>(s) : -1;
+    stage.stepSeconds = clock[s] + update.total;
+    stage.computeSeconds = kernels[s] + update.kernels;
+    stage.bubbleSeconds = idle[s];
+    stage.exposedCommunicationSeconds =
+        std::max(0.0, stage.stepSeconds - stage.computeSeconds - stage.bubbleSeconds);
+    stage.communicationSeconds = u.communication * double(held) * double(m);
+    p.stages.push_back(stage);
+    if (stage.stepSeconds >= p.stepSeconds) {
+      p.stepSeconds = stage.stepSeconds;
+      p.computeSeconds = stage.computeSeconds;
+      p.bubbleSeconds = stage.bubbleSeconds;
+      p.exposedCommunicationSeconds = stage.exposedCommunicationSeconds;
+    }
+    const uint64_t state =
+        u.stateLayer * held + (pp == 1   ? u.stateOutside
+                               : s == 0 ? u.stateFirst
+                               : s == pp - 1 ? u.stateLast
+                                             : 0);
+    // The shallow copy's arena with its layers' activations swapped for the stage's.
+    const uint64_t shallowStash = kShallow[1] * u.stashLayer;
+    const uint64_t arena = u.arenaShallow - std::min(u.arenaShallow, shallowStash) +
+                           std::max(stashPeak[s], shallowStash);
+    c.memoryPerRank = std::max(c.memoryPerRank, state + arena);
+  }
+  p.flopsPerStep = double(m) * (u.flopsRest + double(layers) * u.flopsLayer);
+  p.samplesPerStep = batch_;
+  p.tokensPerStep = u.tokens * m;
+  if (p.stepSeconds > 0 && u.peakFlops > 0)
+    p.utilisation = p.flopsPerStep / (p.stepSeconds * double(p.devices) * u.peakFlops);
+  c.feasible = !budget || c.memoryPerRank <= budget;
+  if (!c.feasible)
+    c.reason = "needs " + explore_report::gib(c.memoryPerRank) + " per rank, over the " +
+               explore_report::gib(budget) + " budget";
+}
+
+}  // namespace dtc

@@ -1,0 +1,54 @@
+// Explore's estimate for deep models: a candidate priced from shallow copies of the model instead
+// of compiled whole. Each distinct setting of the layout's dp and tp ranks (mesh without pp,
+// micro-batch size, ZeRO, sequence parallelism, recomputation) is compiled by the real passes on
+// the model cut to two and to three layers of its stack, without a pipeline; the simulated programs
+// give one layer's forward, backward and update, the embedding's and the head's, and the
+// activations a layer keeps for its backward. The pipeline is then simulated unit by unit in the
+// schedule's own order (pipeline::trainSchedule), with the layers cut into chunks by explore
+// (`--stage-cuts` in the candidate's flags) and each chunk's transfer on the link its stages
+// span. tests/explore/estimate_check.py holds the estimate against whole compiles.
+#pragma once
+
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "explore.h"
+#include "flatbuffers/LayerStack.h"
+
+namespace dtc {
+
+struct LayerUnit;  // one setting's shallow compiles, priced
+
+class LayerEstimator {
+ public:
+  // nullptr (with `why`) when the model has no layer stack to extrapolate over.
+  static std::unique_ptr<LayerEstimator> create(const std::vector<std::string>& base,
+                                                const perf::DeviceProfile& profile,
+                                                std::string* why);
+  ~LayerEstimator();
+
+  int64_t layers() const { return stack_.size(); }
+  // Prices `c` (a layout's flags, as explore enumerates them): its prediction, its memory per
+  // rank, and `--stage-cuts` added to its flags for a pipeline. Thread-safe.
+  void estimate(ExploreCandidate& c, uint64_t budget);
+
+ private:
+  LayerEstimator(std::vector<std::string> base, const perf::DeviceProfile& profile,
+                 LayerStack stack);
+  StatusOr<std::shared_ptr<const LayerUnit>> unit(const std::vector<std::string>& flags,
+                                                  int64_t microBatch);
+
+  std::vector<std::string> base_;
+  perf::DeviceProfile profile_;
+  LayerStack stack_;
+  std::shared_ptr<const ModelFile> shallow_[2];  // two layers, three layers
+  int64_t batch_ = 0;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_future<StatusOr<std::shared_ptr<const LayerUnit>>>> units_;
+};
+
+}  // namespace dtc
