@@ -171,6 +171,14 @@ struct Simulation {
     const int64_t at = send ? stage + shift : stage - shift;
     return static_cast<int>(((at % stages) + stages) % stages);
   }
+  // A gradient reduction over the axis the caller defers (StepClock::deferAxis).
+  bool deferred(const plan::Step& step) const {
+    if (!timeline || timeline->deferAxis < 0) return false;
+    if (step.kernel() != Kernel::all_reduce && step.kernel() != Kernel::reduce_scatter)
+      return false;
+    const std::vector<int64_t> axes = axesAttr(step);
+    return std::find(axes.begin(), axes.end(), timeline->deferAxis) != axes.end();
+  }
   bool alongPipeline(const plan::Step& step) const {
     const std::vector<int64_t> axes = axesAttr(step);
     return stages > 0 && axes.size() == 1 && axes[0] == pipelineAxis;
@@ -182,6 +190,7 @@ struct Simulation {
     bool moved = false;
     for (; f.steps() && p.next < f.steps()->size(); ++p.next) {
       const plan::Step& step = *f.steps()->Get(p.next);
+      if (timeline) timeline->deferred.push_back(0);
       const Kind kind = kindOf(step.kernel());
       double inputsReady = 0;
       Kind latest = Kind::kCompute;
@@ -234,6 +243,17 @@ struct Simulation {
         clock = end;
       } else {
         const double seconds = communicationSeconds(plan, f, step, mesh, profile);
+        if (deferred(step)) {
+          // Priced by the caller where the reduction really runs; the step's data is ready.
+          timeline->deferred.back() = seconds;
+          end = inputsReady;
+          if (step.outputs())
+            for (uint32_t id : *step.outputs()) p.ready[id] = end;
+          timeline->kernel.push_back(0);
+          timeline->ends.push_back(p.compute);
+          moved = true;
+          continue;
+        }
         double& clock = overlap ? p.comm : p.compute;
         const double start = std::max(clock, inputsReady);
         if (!overlap) wait(p, start - clock, latest);

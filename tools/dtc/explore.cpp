@@ -307,7 +307,7 @@ std::string whyItWon(const ExploreResult& r) {
   for (const ExploreCandidate& c : r.candidates)
     if (&c != &w && c.feasible) {
       os.precision(3);
-      os << "; the next, " << c.mesh() << " " << explore_report::join(c.flags) << ", takes "
+      os << "; the next, " << c.mesh() << " " << explore_report::brief(c.flags) << ", takes "
          << c.prediction.stepSeconds / w.prediction.stepSeconds << "x as long (compute "
          << explore_report::ms(c.prediction.computeSeconds) << ", exposed communication "
          << explore_report::ms(c.prediction.exposedCommunicationSeconds) << ", bubble "

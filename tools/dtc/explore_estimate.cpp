@@ -38,6 +38,9 @@ struct LayerUnit {
   // Adding one micro-batch's gradients to the step's (a pipeline accumulates after the last
   // micro-batch): for one layer's parameters, and for those outside the stack.
   Cost accumulateLayer, accumulateOutside;
+  // The gradients a step accumulates micro-batches into (held from the first backward to the
+  // update): one layer's, and those outside the stack on the first and the last stage.
+  uint64_t gradientLayer = 0, gradientFirst = 0, gradientLast = 0;
   // The arena: the three-layer copy's (one micro-batch), and what a layer keeps for its backward.
   uint64_t arenaShallow = 0, stashLayer = 0;
   double flopsLayer = 0, flopsRest = 0;    // over the setting's ranks, per micro-batch
@@ -117,6 +120,9 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
     layer[i] = -1;
     for (int l = 0; l < kShallow[1]; ++l)
       if (of == stack.layers[l]) layer[i] = l;
+    // ZeRO-3's gathers run ahead of the layer that needs them (prefetch): they belong to the
+    // part of the program they stand in.
+    if (s.kernel() == Kernel::all_gather) layer[i] = i ? layer[i - 1] : -1;
     layers = std::max(layers, layer[i] + 1);
   }
   if (layers != kShallow[1]) return Status::Internal("the shallow plan lost a layer");
@@ -184,6 +190,11 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
       u.lastUpdate += cost(i);
     if (!first || !isBackward(i)) embeddingBackward = false;
   }
+  // Gradient reductions deferred to after the last micro-batch, as a pipeline runs them.
+  for (size_t i = 0; i < n && i < two.clock.deferred.size(); ++i)
+    if (const double seconds = two.clock.deferred[i]; seconds > 0)
+      (layer[i] >= 0 ? u.layerUpdate : u.firstUpdate) +=
+          Cost{layer[i] >= 0 ? seconds * share : seconds, 0};
   // What the step waits for after its last kernel (a collective still running).
   u.firstUpdate.total += std::max(0.0, two.prediction.stepSeconds - two.clock.ends.back());
   // What a layer keeps for its backward: the tensors its forward writes that the backward reads
@@ -241,7 +252,10 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
     const bool gradient = s->role() == plan::Role::param && s->trainable();
     if (of == stack.layers[1]) {
       u.stateLayer += tensorBytes(*s);
-      if (gradient) u.accumulateLayer += Cost{add, add};
+      if (gradient) {
+        u.accumulateLayer += Cost{add, add};
+        u.gradientLayer += tensorBytes(*s);
+      }
     } else if (of.empty() && gradient) {
       u.accumulateOutside += Cost{add, add};
     }
@@ -254,8 +268,14 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
         longest = param.size();
         owner = who;
       }
-    if (owner & 1 || owner == 0) u.stateFirst += tensorBytes(*s);
-    if (owner & 2) u.stateLast += tensorBytes(*s);
+    if (owner & 1 || owner == 0) {
+      u.stateFirst += tensorBytes(*s);
+      if (gradient) u.gradientFirst += tensorBytes(*s);
+    }
+    if (owner & 2) {
+      u.stateLast += tensorBytes(*s);
+      if (gradient) u.gradientLast += tensorBytes(*s);
+    }
   }
   return Status::Ok();
 }
@@ -332,8 +352,9 @@ std::unique_ptr<LayerEstimator> LayerEstimator::create(const std::vector<std::st
 }
 
 StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
-    const std::vector<std::string>& flags, int64_t microBatch) {
-  const std::string key = explore_report::join(flags) + " @" + std::to_string(microBatch);
+    const std::vector<std::string>& flags, int64_t microBatch, int64_t microBatches) {
+  const std::string key = explore_report::join(flags) + " @" + std::to_string(microBatch) +
+                          (microBatches > 1 ? " accumulated" : "");
   std::shared_ptr<std::promise<StatusOr<std::shared_ptr<const LayerUnit>>>> mine;
   std::shared_future<StatusOr<std::shared_ptr<const LayerUnit>>> result;
   {
@@ -359,6 +380,12 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
       request.loaded = shallow_[k];
       DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, compilePlan(request));
       DTC_ASSIGN_OR_RETURN(compiled[k].plan, Plan::fromFileBytes(std::move(bytes), "estimate"));
+      // Accumulated micro-batches reduce their gradients over dp once, after the last.
+      // (ZeRO-2 and 3 reduce-scatter each micro-batch's as it comes.)
+      if (const auto* mesh = compiled[k].plan.root().mesh();
+          mesh && microBatches > 1 && request.options.zeroStage < 2)
+        for (uint32_t a = 0; a < mesh->size(); ++a)
+          if (mesh->Get(a)->name()->str() == "dp") compiled[k].clock.deferAxis = static_cast<int>(a);
       DTC_ASSIGN_OR_RETURN(compiled[k].prediction,
                            perf::predictStep(compiled[k].plan, profile_,
                                              k == 1 ? &compiled[k].clock : nullptr));
@@ -394,7 +421,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
                std::to_string(layers) + ")";
     return;
   }
-  StatusOr<std::shared_ptr<const LayerUnit>> got = unit(withoutPipeline(c.flags), batch_ / m);
+  StatusOr<std::shared_ptr<const LayerUnit>> got = unit(withoutPipeline(c.flags), batch_ / m, m);
   if (!got.ok()) {
     c.reason = got.status().message();
     return;
@@ -511,7 +538,11 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     const uint64_t shallowStash = kShallow[1] * u.stashLayer;
     const uint64_t arena = u.arenaShallow - std::min(u.arenaShallow, shallowStash) +
                            std::max(stashPeak[s], shallowStash);
-    c.memoryPerRank = std::max(c.memoryPerRank, state + arena);
+    // Accumulated micro-batches keep their gradients' running sums for the whole step.
+    const uint64_t sums = m > 1 ? u.gradientLayer * held + (s == 0 ? u.gradientFirst : 0) +
+                                      (s == pp - 1 ? u.gradientLast : 0)
+                                : 0;
+    c.memoryPerRank = std::max(c.memoryPerRank, state + arena + sums);
   }
   p.flopsPerStep = double(m) * (u.flopsRest + double(layers) * u.flopsLayer);
   p.samplesPerStep = batch_;

@@ -39,8 +39,10 @@ class LayerEstimator {
  private:
   LayerEstimator(std::vector<std::string> base, const perf::DeviceProfile& profile,
                  LayerStack stack);
+  // `microBatches` > 1: the step accumulates them, so its gradient reductions over dp run once,
+  // after the last.
   StatusOr<std::shared_ptr<const LayerUnit>> unit(const std::vector<std::string>& flags,
-                                                  int64_t microBatch);
+                                                  int64_t microBatch, int64_t microBatches);
 
   std::vector<std::string> base_;
   perf::DeviceProfile profile_;

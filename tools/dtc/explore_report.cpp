@@ -38,6 +38,19 @@ std::string join(const std::vector<std::string>& flags) {
   return s.empty() ? "(one device)" : s;
 }
 
+std::string brief(const std::vector<std::string>& flags) {
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    shown.push_back(flags[i]);
+    if (flags[i] == "--stage-cuts" && i + 1 < flags.size()) {
+      const std::string& cuts = flags[++i];
+      shown.push_back("<" + std::to_string(std::count(cuts.begin(), cuts.end(), ',') + 1) +
+                      " cuts>");
+    }
+  }
+  return join(shown);
+}
+
 std::string table(const ExploreResult& r, int top) {
   std::ostringstream os;
   int feasible = 0, built = 0;
@@ -59,11 +72,11 @@ std::string table(const ExploreResult& r, int top) {
   for (const ExploreCandidate& c : r.candidates) {
     if (!c.feasible || (top > 0 && shown >= top)) continue;
     ++shown;
-    std::snprintf(line, sizeof line, "%4d  %-16s %11s %11s %12.4g %6.1f%%  %s\n", shown,
+    std::snprintf(line, sizeof line, "%4d  %-16s %11s %11s %12.4g %6.1f%%  ", shown,
                   c.mesh().c_str(), ms(c.prediction.stepSeconds).c_str(),
                   gib(c.memoryPerRank).c_str(), c.prediction.tokensPerSecond(),
-                  100 * c.prediction.utilisation, join(c.flags).c_str());
-    os << line;
+                  100 * c.prediction.utilisation);
+    os << line << brief(c.flags) << "\n";
   }
   if (r.best >= 0)
     os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
@@ -74,7 +87,7 @@ std::string table(const ExploreResult& r, int top) {
     os << "infeasible (" << infeasible << "):\n";
     for (const ExploreCandidate& c : r.candidates)
       if (!c.feasible && !c.skipped)
-        os << "  " << c.mesh() << " " << join(c.flags) << ": " << c.reason << "\n";
+        os << "  " << c.mesh() << " " << brief(c.flags) << ": " << c.reason << "\n";
   }
   return os.str();
 }
