@@ -179,8 +179,7 @@ std::optional<LayerStack> findLayerStack(const model::Model& model, std::string*
   return a.stack;
 }
 
-llvm::Expected<ModelFile> keepLayers(const ModelFile& file, const LayerStack& stack,
-                                     int64_t keep) {
+llvm::Expected<ModelFile> keepLayers(const ModelFile& file, const LayerStack& stack, int64_t keep) {
   const model::Model& m = file.model();
   Analysis a;
   std::string why;
@@ -225,9 +224,8 @@ llvm::Expected<ModelFile> keepLayers(const ModelFile& file, const LayerStack& st
     for (const model::Initializer* init : *g.initializers()) {
       if (!read.count(init->info()->name()->str())) continue;  // only dropped layers read it
       auto info = copyInfo(b, *init->info());
-      auto raw = init->raw_data()
-                     ? b.CreateVector(init->raw_data()->data(), init->raw_data()->size())
-                     : 0;
+      auto raw =
+          init->raw_data() ? b.CreateVector(init->raw_data()->data(), init->raw_data()->size()) : 0;
       auto floats = init->float_data()
                         ? b.CreateVector(init->float_data()->data(), init->float_data()->size())
                         : 0;
@@ -253,9 +251,8 @@ llvm::Expected<ModelFile> keepLayers(const ModelFile& file, const LayerStack& st
                                  m.producer() ? b.CreateString(m.producer()->str()) : 0, graph);
   b.Finish(root, model::ModelIdentifier());
   std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
-  return ModelFile::fromBytes(std::move(bytes), file.name() + " (" + std::to_string(keep) +
-                                                    " of " + std::to_string(stack.size()) +
-                                                    " layers)");
+  return ModelFile::fromBytes(std::move(bytes), file.name() + " (" + std::to_string(keep) + " of " +
+                                                    std::to_string(stack.size()) + " layers)");
 }
 
 }  // namespace dtc

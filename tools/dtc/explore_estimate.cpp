@@ -43,9 +43,9 @@ struct LayerUnit {
   uint64_t gradientLayer = 0, gradientFirst = 0, gradientLast = 0;
   // The arena: the three-layer copy's (one micro-batch), and what a layer keeps for its backward.
   uint64_t arenaShallow = 0, stashLayer = 0;
-  double flopsLayer = 0, flopsRest = 0;    // over the setting's ranks, per micro-batch
-  double peakFlops = 0;                    // the devices' peak for the plan's GEMM type
-  int64_t tokens = 0;                      // per micro-batch
+  double flopsLayer = 0, flopsRest = 0;  // over the setting's ranks, per micro-batch
+  double peakFlops = 0;                  // the devices' peak for the plan's GEMM type
+  int64_t tokens = 0;                    // per micro-batch
 };
 
 namespace {
@@ -335,20 +335,45 @@ std::unique_ptr<LayerEstimator> LayerEstimator::create(const std::vector<std::st
   if (!stack) return nullptr;
   std::unique_ptr<LayerEstimator> e(new LayerEstimator(base, profile, *stack));
   if (stack->size() < kShallow[1]) {
-    *why = "the model's stack has " + std::to_string(stack->size()) + " layers; estimates start at " +
-           std::to_string(kShallow[1] + 1);
+    *why = "the model's stack has " + std::to_string(stack->size()) +
+           " layers; estimates start at " + std::to_string(kShallow[1] + 1);
     return nullptr;
   }
-  for (int k = 0; k < 2; ++k) {
-    llvm::Expected<ModelFile> shallow = keepLayers(*model, *stack, kShallow[k]);
-    if (!shallow) {
-      *why = llvm::toString(shallow.takeError());
-      return nullptr;
-    }
-    e->shallow_[k] = std::make_shared<const ModelFile>(std::move(*shallow));
-  }
+  e->onnx_ = isOnnxFile(request->model);
+  e->path_ = request->model;
+  e->translate_ = request->onnx;
   e->batch_ = request->options.batchSize;
+  // A dtc model's copies serve every micro-batch size; an ONNX export is translated at each.
+  StatusOr<Shallow> shallow = e->copies(*model, 0);
+  if (!shallow.ok()) {
+    *why = shallow.status().message();
+    return nullptr;
+  }
   return e;
+}
+
+StatusOr<LayerEstimator::Shallow> LayerEstimator::copies(const ModelFile& model,
+                                                         int64_t microBatch) {
+  Shallow out;
+  for (int k = 0; k < 2; ++k) {
+    llvm::Expected<ModelFile> shallow = keepLayers(model, stack_, kShallow[k]);
+    if (!shallow) return Status::InvalidInput(llvm::toString(shallow.takeError()));
+    out[k] = std::make_shared<const ModelFile>(std::move(*shallow));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shallow_[onnx_ ? microBatch : 0] = out;
+}
+
+StatusOr<LayerEstimator::Shallow> LayerEstimator::copiesFor(int64_t microBatch) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = shallow_.find(onnx_ ? microBatch : 0); it != shallow_.end()) return it->second;
+  }
+  onnx_import::TranslateOptions options = translate_;
+  options.batch = microBatch;
+  llvm::Expected<ModelFile> model = readModelSource(path_, options);
+  if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
+  return copies(*model, microBatch);
 }
 
 StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
@@ -369,6 +394,7 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
   }
   if (!mine) return result.get();
   auto build = [&]() -> StatusOr<std::shared_ptr<const LayerUnit>> {
+    DTC_ASSIGN_OR_RETURN(Shallow shallow, copiesFor(microBatch));
     std::vector<std::string> args = base_;
     args.insert(args.end(), flags.begin(), flags.end());
     Compiled compiled[2];
@@ -377,7 +403,7 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
       request.options.batchSize = microBatch;
       request.options.trial = true;
       request.threaded = false;
-      request.loaded = shallow_[k];
+      request.loaded = shallow[k];
       DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, compilePlan(request));
       DTC_ASSIGN_OR_RETURN(compiled[k].plan, Plan::fromFileBytes(std::move(bytes), "estimate"));
       // Accumulated micro-batches reduce their gradients over dp once, after the last.
@@ -385,10 +411,11 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
       if (const auto* mesh = compiled[k].plan.root().mesh();
           mesh && microBatches > 1 && request.options.zeroStage < 2)
         for (uint32_t a = 0; a < mesh->size(); ++a)
-          if (mesh->Get(a)->name()->str() == "dp") compiled[k].clock.deferAxis = static_cast<int>(a);
-      DTC_ASSIGN_OR_RETURN(compiled[k].prediction,
-                           perf::predictStep(compiled[k].plan, profile_,
-                                             k == 1 ? &compiled[k].clock : nullptr));
+          if (mesh->Get(a)->name()->str() == "dp")
+            compiled[k].clock.deferAxis = static_cast<int>(a);
+      DTC_ASSIGN_OR_RETURN(
+          compiled[k].prediction,
+          perf::predictStep(compiled[k].plan, profile_, k == 1 ? &compiled[k].clock : nullptr));
     }
     auto u = std::make_shared<LayerUnit>();
     DTC_RETURN_IF_ERROR(priceParts(compiled[1], stack_, profile_, *u));
@@ -397,9 +424,10 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
     const perf::StepPrediction& two = compiled[1].prediction;
     u->flopsLayer = two.flopsPerStep - one.flopsPerStep;
     u->flopsRest = one.flopsPerStep - kShallow[0] * u->flopsLayer;
-    u->communication = two.stages.empty() ? 0
-                                          : (two.stages[0].communicationSeconds -
-                                             one.stages[0].communicationSeconds);
+    u->communication =
+        two.stages.empty()
+            ? 0
+            : (two.stages[0].communicationSeconds - one.stages[0].communicationSeconds);
     if (two.utilisation > 0)
       u->peakFlops = two.flopsPerStep / (two.stepSeconds * double(two.devices) * two.utilisation);
     u->tokens = two.tokensPerStep;
@@ -529,11 +557,10 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
       p.bubbleSeconds = stage.bubbleSeconds;
       p.exposedCommunicationSeconds = stage.exposedCommunicationSeconds;
     }
-    const uint64_t state =
-        u.stateLayer * held + (pp == 1   ? u.stateOutside
-                               : s == 0 ? u.stateFirst
-                               : s == pp - 1 ? u.stateLast
-                                             : 0);
+    const uint64_t state = u.stateLayer * held + (pp == 1       ? u.stateOutside
+                                                  : s == 0      ? u.stateFirst
+                                                  : s == pp - 1 ? u.stateLast
+                                                                : 0);
     // The shallow copy's arena with its layers' activations swapped for the stage's.
     const uint64_t shallowStash = kShallow[1] * u.stashLayer;
     const uint64_t arena = u.arenaShallow - std::min(u.arenaShallow, shallowStash) +

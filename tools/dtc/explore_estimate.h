@@ -9,6 +9,7 @@
 // span. tests/explore/estimate_check.py holds the estimate against whole compiles.
 #pragma once
 
+#include <array>
 #include <future>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 
 #include "explore.h"
 #include "flatbuffers/LayerStack.h"
+#include "onnx/OnnxTranslator.h"
 
 namespace dtc {
 
@@ -47,7 +49,15 @@ class LayerEstimator {
   std::vector<std::string> base_;
   perf::DeviceProfile profile_;
   LayerStack stack_;
-  std::shared_ptr<const ModelFile> shallow_[2];  // two layers, three layers
+  using Shallow = std::array<std::shared_ptr<const ModelFile>, 2>;  // two layers, three layers
+  StatusOr<Shallow> copies(const ModelFile& model, int64_t microBatch);
+  StatusOr<Shallow> copiesFor(int64_t microBatch);
+  // The model's copies, by micro-batch size for an ONNX export (translated at a batch; 0 for a
+  // dtc model, whose copies serve every size).
+  std::map<int64_t, Shallow> shallow_;
+  bool onnx_ = false;
+  std::string path_;
+  onnx_import::TranslateOptions translate_;
   int64_t batch_ = 0;
   std::mutex mutex_;
   std::map<std::string, std::shared_future<StatusOr<std::shared_ptr<const LayerUnit>>>> units_;
