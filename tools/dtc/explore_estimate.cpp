@@ -94,6 +94,12 @@ std::vector<std::string> withoutPipeline(const std::vector<std::string>& flags) 
   return out;
 }
 
+// A layer's name with '/' read as '.' and no leading separator.
+std::string sameSpelling(std::string layer) {
+  std::replace(layer.begin(), layer.end(), '/', '.');
+  return layer.empty() || layer[0] != '.' ? layer : layer.substr(1);
+}
+
 uint64_t tensorBytes(const plan::StateTensor& s) {
   return numElements(s.shape()) * dtypeSize(toDType(s.dtype()));
 }
@@ -245,12 +251,14 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
   for (const plan::StateTensor* s : *two.plan.root().state()) {
     const std::string name = s->name()->str();
     if (!seen.insert(name).second) continue;
-    const std::string of = layerOf(name);
+    // Parameters carry PyTorch's names ("h.1.ln_1.weight") where an export's nodes carry paths
+    // ("/h.1/ln_1/..."): layers compare with '/' read as '.'.
+    const std::string of = sameSpelling(layerOf(name));
     // One add of gradients: both operands read, the sum written.
     const double add =
         3 * double(tensorBytes(*s)) / profile.memoryBytesPerSecond + profile.kernelSeconds;
     const bool gradient = s->role() == plan::Role::param && s->trainable();
-    if (of == stack.layers[1]) {
+    if (of == sameSpelling(stack.layers[1])) {
       u.stateLayer += tensorBytes(*s);
       if (gradient) {
         u.accumulateLayer += Cost{add, add};
