@@ -122,10 +122,10 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
   int layers = 0;
   for (size_t i = 0; i < n; ++i) {
     const plan::Step& s = *f->steps()->Get(i);
-    const std::string of = layerOf(s.loc() ? s.loc()->str() : "");
+    const std::string of = sameSpelling(layerOf(s.loc() ? s.loc()->str() : ""));
     layer[i] = -1;
     for (int l = 0; l < kShallow[1]; ++l)
-      if (of == stack.layers[l]) layer[i] = l;
+      if (of == sameSpelling(stack.layers[l])) layer[i] = l;
     // ZeRO-3's gathers run ahead of the layer that needs them (prefetch): they belong to the
     // part of the program they stand in.
     if (s.kernel() == Kernel::all_gather) layer[i] = i ? layer[i - 1] : -1;
