@@ -190,7 +190,10 @@ struct Simulation {
     bool moved = false;
     for (; f.steps() && p.next < f.steps()->size(); ++p.next) {
       const plan::Step& step = *f.steps()->Get(p.next);
-      if (timeline) timeline->deferred.push_back(0);
+      if (timeline)
+        for (auto* v :
+             {&timeline->kernel, &timeline->deferred, &timeline->flops, &timeline->communication})
+          v->push_back(0);
       const Kind kind = kindOf(step.kernel());
       double inputsReady = 0;
       Kind latest = Kind::kCompute;
@@ -231,7 +234,10 @@ struct Simulation {
         p.compute = end;
         p.result.computeSeconds += seconds;
         p.result.flops += counted;
-        if (timeline) timeline->kernel.push_back(seconds);
+        if (timeline) {
+          timeline->kernel.back() = seconds;
+          timeline->flops.back() = counted;
+        }
       } else if (kind == Kind::kRecv && alongPipeline(step)) {
         auto& queue = messages[{peerStage(p.stage, step, false), p.stage, intAttr(step, "tag")}];
         if (queue.empty()) break;  // its sender has not got there yet
@@ -249,7 +255,6 @@ struct Simulation {
           end = inputsReady;
           if (step.outputs())
             for (uint32_t id : *step.outputs()) p.ready[id] = end;
-          timeline->kernel.push_back(0);
           timeline->ends.push_back(p.compute);
           moved = true;
           continue;
@@ -259,6 +264,7 @@ struct Simulation {
         if (!overlap) wait(p, start - clock, latest);
         end = start + seconds;
         p.result.communicationSeconds += seconds;
+        if (timeline) timeline->communication.back() = seconds;
         if (kind == Kind::kSend && alongPipeline(step)) {
           messages[{p.stage, peerStage(p.stage, step, true), intAttr(step, "tag")}].push_back(end);
           // The sender's copy out is its only cost; the wire time is the receiver's wait.
@@ -273,10 +279,7 @@ struct Simulation {
           p.ready[id] = end;
           p.producedBy[id] = kind == Kind::kCompute ? Kind::kCompute : kind;
         }
-      if (timeline) {
-        if (kind != Kind::kCompute) timeline->kernel.push_back(0);
-        timeline->ends.push_back(p.compute);
-      }
+      if (timeline) timeline->ends.push_back(p.compute);
       moved = true;
     }
     return moved;

@@ -43,14 +43,14 @@ struct StepPrediction {
 };
 
 // `clock` (plans without a pipeline): after each step of the train step, when its compute stream
-// is free (`clock->ends`), and the kernel time of each compute step (`clock->kernel`), to price
-// parts of a program.
+// is free (`ends`); each step's kernel time, contraction FLOPs and collective seconds (0 where
+// they do not apply), to price parts of a program.
 // `deferAxis` >= 0: gradient reductions (all-reduce, reduce-scatter) over that mesh axis take no
 // time where they stand; `deferred` holds each one's seconds (0 for other steps), for a caller
 // that prices them where a pipeline runs them, after its last micro-batch.
 struct StepClock {
   int deferAxis = -1;
-  std::vector<double> ends, kernel, deferred;
+  std::vector<double> ends, kernel, deferred, flops, communication;
 };
 StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& profile,
                                      StepClock* clock = nullptr);

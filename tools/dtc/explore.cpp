@@ -128,6 +128,61 @@ size_t buildAll(const std::vector<std::string>& base, std::vector<ExploreCandida
   return threads;
 }
 
+// The layouts of `devices` devices, and for each the settings that change its speed.
+// `manyMicroBatches`: beyond P, 2P and 4P micro-batches, every doubling that divides the batch.
+std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
+                                               bool manyMicroBatches) {
+  std::vector<ExploreCandidate> layouts;
+  for (int64_t pp : divisors(devices))
+    for (int64_t tp : divisors(devices / pp)) {
+      ExploreCandidate c;
+      c.pp = pp;
+      c.tp = tp;
+      c.dp = devices / (pp * tp);
+      // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
+      // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
+      // transfers between nodes — Megatron's order.
+      std::string mesh;
+      for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"tp", tp}})
+        if (size > 1)
+          mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
+      if (!mesh.empty()) c.flags = {"--mesh", mesh};
+      std::vector<int64_t> micro = {1};
+      if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
+      // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
+      // largest runs), those that divide.
+      for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp <= batch; m *= 2)
+        if (batch % m == 0 && (batch / m) % c.dp == 0) micro.push_back(m);
+      for (int64_t m : micro) {
+        if (batch % m != 0 || (batch / m) % c.dp != 0) {
+          ExploreCandidate bad = c;
+          if (m > 1) bad.flags.insert(bad.flags.end(), {"--microbatches", std::to_string(m)});
+          bad.reason = "a batch of " + std::to_string(batch) +
+                       (m > 1 ? " in " + std::to_string(m) + " micro-batches" : "") +
+                       " does not divide over dp=" + std::to_string(c.dp);
+          layouts.push_back(bad);
+          continue;
+        }
+        std::vector<std::vector<std::string>> schedules = {{}};
+        if (pp > 1)
+          schedules = {{"--microbatches", std::to_string(m)},
+                       {"--microbatches", std::to_string(m), "--schedule", "interleaved",
+                        "--virtual-stages", "2"}};
+        for (const auto& schedule : schedules)
+          for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
+            for (bool sequence :
+                 tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+              ExploreCandidate v = c;
+              v.flags.insert(v.flags.end(), schedule.begin(), schedule.end());
+              if (zero) v.flags.insert(v.flags.end(), {"--zero", std::to_string(zero)});
+              if (sequence) v.flags.push_back("--sequence-parallel");
+              layouts.push_back(v);
+            }
+      }
+    }
+  return layouts;
+}
+
 // Compiled, and over the budget (a failed compile has no memory plan).
 bool overBudget(const ExploreCandidate& c, uint64_t budget) {
   return c.built && budget && c.memoryPerRank > budget;
@@ -169,51 +224,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   r.budget = memoryGiB > 0 ? static_cast<uint64_t>(memoryGiB * double(uint64_t{1} << 30))
                            : profile.deviceMemoryBytes;
   const int64_t batch = shared.options.batchSize;
-  // The layouts, and for each the settings that change its speed.
-  std::vector<ExploreCandidate> layouts;
-  for (int64_t pp : divisors(devices))
-    for (int64_t tp : divisors(devices / pp)) {
-      ExploreCandidate c;
-      c.pp = pp;
-      c.tp = tp;
-      c.dp = devices / (pp * tp);
-      // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
-      // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
-      // transfers between nodes — Megatron's order.
-      std::string mesh;
-      for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"tp", tp}})
-        if (size > 1)
-          mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
-      if (!mesh.empty()) c.flags = {"--mesh", mesh};
-      std::vector<int64_t> micro = {1};
-      if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
-      for (int64_t m : micro) {
-        if (batch % m != 0 || (batch / m) % c.dp != 0) {
-          ExploreCandidate bad = c;
-          if (m > 1) bad.flags.insert(bad.flags.end(), {"--microbatches", std::to_string(m)});
-          bad.reason = "a batch of " + std::to_string(batch) +
-                       (m > 1 ? " in " + std::to_string(m) + " micro-batches" : "") +
-                       " does not divide over dp=" + std::to_string(c.dp);
-          layouts.push_back(bad);
-          continue;
-        }
-        std::vector<std::vector<std::string>> schedules = {{}};
-        if (pp > 1)
-          schedules = {{"--microbatches", std::to_string(m)},
-                       {"--microbatches", std::to_string(m), "--schedule", "interleaved",
-                        "--virtual-stages", "2"}};
-        for (const auto& schedule : schedules)
-          for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
-            for (bool sequence :
-                 tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-              ExploreCandidate v = c;
-              v.flags.insert(v.flags.end(), schedule.begin(), schedule.end());
-              if (zero) v.flags.insert(v.flags.end(), {"--zero", std::to_string(zero)});
-              if (sequence) v.flags.push_back("--sequence-parallel");
-              layouts.push_back(v);
-            }
-      }
-    }
+  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false);
   // A deep model over many devices: whole compiles would unroll every layer for every
   // micro-batch, so each candidate is priced from shallow copies instead.
   std::unique_ptr<LayerEstimator> estimator;
@@ -236,7 +247,8 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                        " layer micro-batches";
     } else if (estimator) {
       r.estimated = true;
-      r.estimateNote = "estimated from two- and three-layer copies of the " +
+      layouts = enumerateLayouts(devices, batch, true);
+      r.estimateNote = "estimated from three-layer copies of the " +
                        std::to_string(estimator->layers()) + "-layer stack";
     } else {
       r.estimateNote = "compiled whole (" + why + ")";

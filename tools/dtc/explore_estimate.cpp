@@ -44,6 +44,7 @@ struct LayerUnit {
   // The arena: the three-layer copy's (one micro-batch), and what a layer keeps for its backward.
   uint64_t arenaShallow = 0, stashLayer = 0;
   double flopsLayer = 0, flopsRest = 0;  // over the setting's ranks, per micro-batch
+  double flopsShare = 0;                 // one layer's share of the shallow copy's FLOPs
   double peakFlops = 0;                  // the devices' peak for the plan's GEMM type
   int64_t tokens = 0;                    // per micro-batch
 };
@@ -52,9 +53,9 @@ namespace {
 
 using Cost = LayerUnit::Cost;
 
-// The shallow copies' depths. The arena grows by the same bytes with every layer only from two
-// layers on (with one, the head's workspace sets the peak), so the two copies hold two and three.
-constexpr int kShallow[2] = {2, 3};
+// The shallow copy's depth: three layers, so that one sits between two (the first follows the
+// embedding, the last precedes the head).
+constexpr int kShallow = 3;
 
 std::vector<std::string> valueOf(const std::vector<std::string>& flags, const std::string& flag) {
   for (size_t i = 0; i + 1 < flags.size(); ++i)
@@ -124,14 +125,14 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
     const plan::Step& s = *f->steps()->Get(i);
     const std::string of = sameSpelling(layerOf(s.loc() ? s.loc()->str() : ""));
     layer[i] = -1;
-    for (int l = 0; l < kShallow[1]; ++l)
+    for (int l = 0; l < kShallow; ++l)
       if (of == sameSpelling(stack.layers[l])) layer[i] = l;
     // ZeRO-3's gathers run ahead of the layer that needs them (prefetch): they belong to the
     // part of the program they stand in.
     if (s.kernel() == Kernel::all_gather) layer[i] = i ? layer[i - 1] : -1;
     layers = std::max(layers, layer[i] + 1);
   }
-  if (layers != kShallow[1]) return Status::Internal("the shallow plan lost a layer");
+  if (layers != kShallow) return Status::Internal("the shallow plan lost a layer");
   const double share = 1.0 / layers;
   auto cost = [&](size_t i) {
     return Cost{two.clock.ends[i] - (i ? two.clock.ends[i - 1] : 0.0), two.clock.kernel[i]};
@@ -196,6 +197,15 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
       u.lastUpdate += cost(i);
     if (!first || !isBackward(i)) embeddingBackward = false;
   }
+  double layerFlops = 0, allFlops = 0;
+  for (size_t i = 0; i < n; ++i) {
+    allFlops += two.clock.flops[i];
+    if (layer[i] >= 0) {
+      layerFlops += two.clock.flops[i] * share;
+      u.communication += two.clock.communication[i] * share;
+    }
+  }
+  u.flopsShare = allFlops > 0 ? layerFlops / allFlops : 0;
   // Gradient reductions deferred to after the last micro-batch, as a pipeline runs them.
   for (size_t i = 0; i < n && i < two.clock.deferred.size(); ++i)
     if (const double seconds = two.clock.deferred[i]; seconds > 0)
@@ -342,9 +352,9 @@ std::unique_ptr<LayerEstimator> LayerEstimator::create(const std::vector<std::st
   std::optional<LayerStack> stack = findLayerStack(model->model(), why);
   if (!stack) return nullptr;
   std::unique_ptr<LayerEstimator> e(new LayerEstimator(base, profile, *stack));
-  if (stack->size() < kShallow[1]) {
-    *why = "the model's stack has " + std::to_string(stack->size()) +
-           " layers; estimates start at " + std::to_string(kShallow[1] + 1);
+  if (stack->size() < kShallow) {
+    *why = "the model's stack has " + std::to_string(stack->size()) + " layers; estimates need " +
+           std::to_string(kShallow);
     return nullptr;
   }
   e->onnx_ = isOnnxFile(request->model);
@@ -362,12 +372,9 @@ std::unique_ptr<LayerEstimator> LayerEstimator::create(const std::vector<std::st
 
 StatusOr<LayerEstimator::Shallow> LayerEstimator::copies(const ModelFile& model,
                                                          int64_t microBatch) {
-  Shallow out;
-  for (int k = 0; k < 2; ++k) {
-    llvm::Expected<ModelFile> shallow = keepLayers(model, stack_, kShallow[k]);
-    if (!shallow) return Status::InvalidInput(llvm::toString(shallow.takeError()));
-    out[k] = std::make_shared<const ModelFile>(std::move(*shallow));
-  }
+  llvm::Expected<ModelFile> shallow = keepLayers(model, stack_, kShallow);
+  if (!shallow) return Status::InvalidInput(llvm::toString(shallow.takeError()));
+  Shallow out = std::make_shared<const ModelFile>(std::move(*shallow));
   std::lock_guard<std::mutex> lock(mutex_);
   return shallow_[onnx_ ? microBatch : 0] = out;
 }
@@ -405,37 +412,29 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
     DTC_ASSIGN_OR_RETURN(Shallow shallow, copiesFor(microBatch));
     std::vector<std::string> args = base_;
     args.insert(args.end(), flags.begin(), flags.end());
-    Compiled compiled[2];
-    for (int k = 0; k < 2; ++k) {
-      DTC_ASSIGN_OR_RETURN(CompileRequest request, parseCompileArgs(args));
-      request.options.batchSize = microBatch;
-      request.options.trial = true;
-      request.threaded = false;
-      request.loaded = shallow[k];
-      DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, compilePlan(request));
-      DTC_ASSIGN_OR_RETURN(compiled[k].plan, Plan::fromFileBytes(std::move(bytes), "estimate"));
-      // Accumulated micro-batches reduce their gradients over dp once, after the last.
-      // (ZeRO-2 and 3 reduce-scatter each micro-batch's as it comes.)
-      if (const auto* mesh = compiled[k].plan.root().mesh();
-          mesh && microBatches > 1 && request.options.zeroStage < 2)
-        for (uint32_t a = 0; a < mesh->size(); ++a)
-          if (mesh->Get(a)->name()->str() == "dp")
-            compiled[k].clock.deferAxis = static_cast<int>(a);
-      DTC_ASSIGN_OR_RETURN(
-          compiled[k].prediction,
-          perf::predictStep(compiled[k].plan, profile_, k == 1 ? &compiled[k].clock : nullptr));
-    }
+    DTC_ASSIGN_OR_RETURN(CompileRequest request, parseCompileArgs(args));
+    request.options.batchSize = microBatch;
+    request.options.trial = true;
+    request.threaded = false;
+    request.loaded = shallow;
+    DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, compilePlan(request));
+    Compiled compiled;
+    DTC_ASSIGN_OR_RETURN(compiled.plan, Plan::fromFileBytes(std::move(bytes), "estimate"));
+    // Accumulated micro-batches reduce their gradients over dp once, after the last.
+    // (ZeRO-2 and 3 reduce-scatter each micro-batch's as it comes.)
+    if (const auto* mesh = compiled.plan.root().mesh();
+        mesh && microBatches > 1 && request.options.zeroStage < 2)
+      for (uint32_t a = 0; a < mesh->size(); ++a)
+        if (mesh->Get(a)->name()->str() == "dp") compiled.clock.deferAxis = static_cast<int>(a);
+    DTC_ASSIGN_OR_RETURN(compiled.prediction,
+                         perf::predictStep(compiled.plan, profile_, &compiled.clock));
     auto u = std::make_shared<LayerUnit>();
-    DTC_RETURN_IF_ERROR(priceParts(compiled[1], stack_, profile_, *u));
-    u->arenaShallow = compiled[1].plan.maxArenaBytes();
-    const perf::StepPrediction& one = compiled[0].prediction;
-    const perf::StepPrediction& two = compiled[1].prediction;
-    u->flopsLayer = two.flopsPerStep - one.flopsPerStep;
-    u->flopsRest = one.flopsPerStep - kShallow[0] * u->flopsLayer;
-    u->communication =
-        two.stages.empty()
-            ? 0
-            : (two.stages[0].communicationSeconds - one.stages[0].communicationSeconds);
+    DTC_RETURN_IF_ERROR(priceParts(compiled, stack_, profile_, *u));
+    u->arenaShallow = compiled.plan.maxArenaBytes();
+    const perf::StepPrediction& two = compiled.prediction;
+    // FLOPs over the setting's ranks: the plan's, in the shares its steps hold.
+    u->flopsLayer = u->flopsShare * two.flopsPerStep;
+    u->flopsRest = two.flopsPerStep - kShallow * u->flopsLayer;
     if (two.utilisation > 0)
       u->peakFlops = two.flopsPerStep / (two.stepSeconds * double(two.devices) * two.utilisation);
     u->tokens = two.tokensPerStep;
@@ -570,7 +569,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
                                                   : s == pp - 1 ? u.stateLast
                                                                 : 0);
     // The shallow copy's arena with its layers' activations swapped for the stage's.
-    const uint64_t shallowStash = kShallow[1] * u.stashLayer;
+    const uint64_t shallowStash = kShallow * u.stashLayer;
     const uint64_t arena = u.arenaShallow - std::min(u.arenaShallow, shallowStash) +
                            std::max(stashPeak[s], shallowStash);
     // Accumulated micro-batches keep their gradients' running sums for the whole step.

@@ -1,15 +1,14 @@
 // Explore's estimate for deep models: a candidate priced from shallow copies of the model instead
 // of compiled whole. Each distinct setting of the layout's dp and tp ranks (mesh without pp,
 // micro-batch size, ZeRO, sequence parallelism, recomputation) is compiled by the real passes on
-// the model cut to two and to three layers of its stack, without a pipeline; the simulated programs
-// give one layer's forward, backward and update, the embedding's and the head's, and the
+// the model cut to three layers of its stack, without a pipeline; its simulated program gives
+// one layer's forward, backward and update, the embedding's and the head's, and the
 // activations a layer keeps for its backward. The pipeline is then simulated unit by unit in the
 // schedule's own order (pipeline::trainSchedule), with the layers cut into chunks by explore
 // (`--stage-cuts` in the candidate's flags) and each chunk's transfer on the link its stages
-// span. tests/explore/estimate_check.py holds the estimate against whole compiles.
+// span. tests/lit/explore_estimate.test holds the estimate against whole compiles.
 #pragma once
 
-#include <array>
 #include <future>
 #include <map>
 #include <memory>
@@ -49,7 +48,7 @@ class LayerEstimator {
   std::vector<std::string> base_;
   perf::DeviceProfile profile_;
   LayerStack stack_;
-  using Shallow = std::array<std::shared_ptr<const ModelFile>, 2>;  // two layers, three layers
+  using Shallow = std::shared_ptr<const ModelFile>;  // the model cut to three layers
   StatusOr<Shallow> copies(const ModelFile& model, int64_t microBatch);
   StatusOr<Shallow> copiesFor(int64_t microBatch);
   // The model's copies, by micro-batch size for an ONNX export (translated at a batch; 0 for a
