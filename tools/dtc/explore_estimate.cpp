@@ -133,7 +133,9 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
     layers = std::max(layers, layer[i] + 1);
   }
   if (layers != kShallow) return Status::Internal("the shallow plan lost a layer");
-  const double share = 1.0 / layers;
+  // One layer's part: the middle layer's steps (the first follows the embedding, the last precedes
+  // the head, and either may hold a step of theirs).
+  auto middle = [&](size_t i) { return layer[i] == 1 ? 1.0 : 0.0; };
   auto cost = [&](size_t i) {
     return Cost{two.clock.ends[i] - (i ? two.clock.ends[i - 1] : 0.0), two.clock.kernel[i]};
   };
@@ -165,14 +167,14 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
     u.embedForward += cost(i);
     embedNames.insert(locOf(i));
   }
-  for (size_t i = forward; i < head; ++i) u.layerForward += cost(i).scaled(share);
+  for (size_t i = forward; i < head; ++i) u.layerForward += cost(i).scaled(middle(i));
   for (size_t i = head; i < backward; ++i) {
     (isBackward(i) ? u.headBackward : u.headForward) += cost(i);
     headNames.insert(locOf(i));
   }
   for (size_t i = backward; i < rest; ++i)
     if (layer[i] >= 0)
-      u.layerBackward += cost(i).scaled(share);
+      u.layerBackward += cost(i).scaled(middle(i));
     else
       u.headBackward += cost(i);
   auto startsWithOneOf = [](const std::string& name, const std::set<std::string>& prefixes) {
@@ -183,7 +185,7 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
   bool embeddingBackward = true;  // the embedding's gradient comes first, then the updates
   for (size_t i = rest; i < n; ++i) {
     if (layer[i] >= 0) {
-      u.layerUpdate += cost(i).scaled(share);
+      u.layerUpdate += cost(i).scaled(middle(i));
       embeddingBackward = false;
       continue;
     }
@@ -200,17 +202,15 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
   double layerFlops = 0, allFlops = 0;
   for (size_t i = 0; i < n; ++i) {
     allFlops += two.clock.flops[i];
-    if (layer[i] >= 0) {
-      layerFlops += two.clock.flops[i] * share;
-      u.communication += two.clock.communication[i] * share;
-    }
+    layerFlops += two.clock.flops[i] * middle(i);
+    u.communication += two.clock.communication[i] * middle(i);
   }
   u.flopsShare = allFlops > 0 ? layerFlops / allFlops : 0;
   // Gradient reductions deferred to after the last micro-batch, as a pipeline runs them.
   for (size_t i = 0; i < n && i < two.clock.deferred.size(); ++i)
     if (const double seconds = two.clock.deferred[i]; seconds > 0)
       (layer[i] >= 0 ? u.layerUpdate : u.firstUpdate) +=
-          Cost{layer[i] >= 0 ? seconds * share : seconds, 0};
+          Cost{layer[i] >= 0 ? seconds * middle(i) : seconds, 0};
   // What the step waits for after its last kernel (a collective still running).
   u.firstUpdate.total += std::max(0.0, two.prediction.stepSeconds - two.clock.ends.back());
   // What a layer keeps for its backward: the tensors its forward writes that the backward reads
