@@ -296,6 +296,8 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   for (size_t k : later) jobs.push_back(&r.candidates[k]);
   r.threads = std::max(r.threads,
                        static_cast<int>(buildAll(base, jobs, profile, r.budget, estimator.get())));
+  if (estimator)
+    r.estimateNote += " (" + std::to_string(estimator->settings()) + " settings compiled)";
   std::stable_sort(r.candidates.begin(), r.candidates.end(),
                    [](const ExploreCandidate& a, const ExploreCandidate& b) {
                      if (a.feasible != b.feasible) return a.feasible;

@@ -298,32 +298,45 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
   return Status::Ok();
 }
 
-// Layers per chunk: each chunk at least one, the slowest chunk as fast as it can be.
+// Layers per chunk: each chunk at least one, the slowest chunk as fast as it can be. Layers cost
+// the same, so the slowest chunk's time is one of extra + k layers; the least that lets the
+// chunks hold every layer is found by bisection, and chunks left with room give back layers,
+// the slowest first.
 std::vector<int64_t> cutLayers(const LayerUnit& u, int64_t layers, int64_t chunks) {
-  const double layer = u.layerForward.total + u.layerBackward.total;
+  const double layer = std::max(u.layerForward.total + u.layerBackward.total, 1e-30);
   auto extra = [&](int64_t c) {
     return (c == 0 ? u.embedForward.total + u.embedBackward.total : 0.0) +
            (c == chunks - 1 ? u.headForward.total + u.headBackward.total : 0.0);
   };
-  // best[c][l]: the slowest of chunks 0..c holding layers 0..l-1.
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(chunks, std::vector<double>(layers + 1, inf));
-  std::vector<std::vector<int64_t>> from(chunks, std::vector<int64_t>(layers + 1, -1));
-  for (int64_t l = 1; l <= layers; ++l) best[0][l] = extra(0) + l * layer;
-  for (int64_t c = 1; c < chunks; ++c)
-    for (int64_t l = c + 1; l <= layers; ++l)
-      for (int64_t k = 1; k <= l - c; ++k) {
-        const double slowest = std::max(best[c - 1][l - k], extra(c) + k * layer);
-        if (slowest < best[c][l] - 1e-15) {
-          best[c][l] = slowest;
-          from[c][l] = l - k;
-        }
-      }
+  auto capacity = [&](int64_t c, double slowest) {
+    return std::min<int64_t>(layers,
+                             static_cast<int64_t>(std::floor((slowest - extra(c)) / layer + 1e-9)));
+  };
+  auto fits = [&](double slowest) {
+    int64_t held = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t k = capacity(c, slowest);
+      if (k < 1) return false;
+      held += k;
+    }
+    return held >= layers;
+  };
+  std::vector<double> options;
+  for (int64_t c : {int64_t{0}, chunks - 1, std::min<int64_t>(1, chunks - 1)})
+    for (int64_t k = 1; k <= layers; ++k) options.push_back(extra(c) + double(k) * layer);
+  std::sort(options.begin(), options.end());
+  const double slowest =
+      *std::partition_point(options.begin(), options.end(), [&](double t) { return !fits(t); });
   std::vector<int64_t> count(chunks);
-  for (int64_t c = chunks - 1, l = layers; c >= 0; --c) {
-    const int64_t start = c ? from[c][l] : 0;
-    count[c] = l - start;
-    l = start;
+  int64_t excess = -layers;
+  for (int64_t c = 0; c < chunks; ++c) excess += count[c] = capacity(c, slowest);
+  for (; excess > 0; --excess) {
+    int64_t pick = -1;
+    for (int64_t c = 0; c < chunks; ++c)
+      if (count[c] > 1 && (pick < 0 || extra(c) + double(count[c]) * layer >=
+                                           extra(pick) + double(count[pick]) * layer))
+        pick = c;
+    --count[pick];
   }
   return count;
 }

@@ -33,6 +33,11 @@ class LayerEstimator {
   ~LayerEstimator();
 
   int64_t layers() const { return stack_.size(); }
+  // Settings compiled so far (each a three-layer copy).
+  size_t settings() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return units_.size();
+  }
   // Prices `c` (a layout's flags, as explore enumerates them): its prediction, its memory per
   // rank, and `--stage-cuts` added to its flags for a pipeline. Thread-safe.
   void estimate(ExploreCandidate& c, uint64_t budget);
