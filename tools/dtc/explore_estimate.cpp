@@ -298,6 +298,58 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
   return Status::Ok();
 }
 
+// Where each stage's units end when they run in the schedule's order, each waiting for its
+// input's arrival (`transfer` after the unit before it ends on its neighbour): the stages' ends,
+// idle time and kernel time, and the peak of the activations kept for backward units to come.
+struct ScheduleRun {
+  std::vector<double> end, idle, kernels;
+  std::vector<uint64_t> stashPeak;
+};
+
+StatusOr<ScheduleRun> runSchedule(const pipeline::PipelineConfig& config,
+                                  const std::vector<Cost>& forward,
+                                  const std::vector<Cost>& backward,
+                                  const std::vector<uint64_t>& kept, double transfer) {
+  const int64_t stages = config.stages, chunks = config.chunks(), m = config.microBatches;
+  ScheduleRun run;
+  run.end.assign(stages, 0);
+  run.idle.assign(stages, 0);
+  run.kernels.assign(stages, 0);
+  run.stashPeak.assign(stages, 0);
+  std::vector<uint64_t> stash(stages, 0);
+  std::vector<std::vector<pipeline::Unit>> order(stages);
+  std::vector<size_t> next(stages, 0);
+  for (int64_t s = 0; s < stages; ++s) order[s] = pipeline::trainSchedule(config, s);
+  const double unknown = -1;
+  std::vector<std::vector<double>> forwardEnd(chunks, std::vector<double>(m, unknown)),
+      backwardEnd(chunks, std::vector<double>(m, unknown));
+  for (size_t left = chunks * m * 2; left > 0;) {
+    bool moved = false;
+    for (int64_t s = 0; s < stages; ++s)
+      for (; next[s] < order[s].size(); ++next[s], --left, moved = true) {
+        const pipeline::Unit& w = order[s][next[s]];
+        double ready = 0;
+        if (!w.backward && w.chunk > 0) {
+          if (forwardEnd[w.chunk - 1][w.microBatch] < 0) break;
+          ready = forwardEnd[w.chunk - 1][w.microBatch] + transfer;
+        } else if (w.backward && w.chunk + 1 < chunks) {
+          if (backwardEnd[w.chunk + 1][w.microBatch] < 0) break;
+          ready = backwardEnd[w.chunk + 1][w.microBatch] + transfer;
+        }
+        const Cost& cost = w.backward ? backward[w.chunk] : forward[w.chunk];
+        run.idle[s] += std::max(0.0, ready - run.end[s]);
+        run.end[s] = std::max(run.end[s], ready) + cost.total;
+        run.kernels[s] += cost.kernels;
+        (w.backward ? backwardEnd : forwardEnd)[w.chunk][w.microBatch] = run.end[s];
+        stash[s] = w.backward ? stash[s] - kept[w.chunk] : stash[s] + kept[w.chunk];
+        run.stashPeak[s] = std::max(run.stashPeak[s], stash[s]);
+      }
+    if (!moved && left > 0)
+      return Status::Internal("the schedule's units wait for each other (estimate)");
+  }
+  return run;
+}
+
 // Layers per chunk: each chunk at least one, the slowest chunk as fast as it can be. Layers cost
 // the same, so the slowest chunk's time is one of extra + k layers; the least that lets the
 // chunks hold every layer is found by bisection, and chunks left with room give back layers,
@@ -511,43 +563,12 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
                                  ? std::string("1f1b")
                                  : valueOf(c.flags, "--schedule")[0]
                            : "gpipe";
-  // Every stage's units in its schedule's order, each waiting for its input's arrival.
-  std::vector<std::vector<pipeline::Unit>> order(pp);
-  std::vector<size_t> next(pp, 0);
-  std::vector<double> clock(pp, 0), idle(pp, 0), busy(pp, 0), kernels(pp, 0);
-  std::vector<uint64_t> stash(pp, 0), stashPeak(pp, 0);
-  const double unknown = -1;
-  std::vector<std::vector<double>> forwardEnd(chunks, std::vector<double>(m, unknown)),
-      backwardEnd(chunks, std::vector<double>(m, unknown));
-  for (int64_t s = 0; s < pp; ++s) order[s] = pipeline::trainSchedule(config, s);
-  for (size_t left = chunks * m * 2;;) {
-    bool moved = false;
-    for (int64_t s = 0; s < pp; ++s)
-      for (; next[s] < order[s].size(); ++next[s], --left, moved = true) {
-        const pipeline::Unit& w = order[s][next[s]];
-        double ready = 0;
-        if (!w.backward && w.chunk > 0) {
-          if (forwardEnd[w.chunk - 1][w.microBatch] < 0) break;
-          ready = forwardEnd[w.chunk - 1][w.microBatch] + transfer;
-        } else if (w.backward && w.chunk + 1 < chunks) {
-          if (backwardEnd[w.chunk + 1][w.microBatch] < 0) break;
-          ready = backwardEnd[w.chunk + 1][w.microBatch] + transfer;
-        }
-        const Cost& cost = w.backward ? backward[w.chunk] : forward[w.chunk];
-        idle[s] += std::max(0.0, ready - clock[s]);
-        clock[s] = std::max(clock[s], ready) + cost.total;
-        busy[s] += cost.total;
-        kernels[s] += cost.kernels;
-        (w.backward ? backwardEnd : forwardEnd)[w.chunk][w.microBatch] = clock[s];
-        const uint64_t kept = u.stashLayer * count[w.chunk];
-        stash[s] = w.backward ? stash[s] - kept : stash[s] + kept;
-        stashPeak[s] = std::max(stashPeak[s], stash[s]);
-      }
-    if (left == 0) break;
-    if (!moved) {
-      c.reason = "the schedule's units wait for each other (estimate)";
-      return;
-    }
+  std::vector<uint64_t> kept(chunks);
+  for (int64_t ch = 0; ch < chunks; ++ch) kept[ch] = u.stashLayer * count[ch];
+  StatusOr<ScheduleRun> run = runSchedule(config, forward, backward, kept, transfer);
+  if (!run.ok()) {
+    c.reason = run.status().message();
+    return;
   }
   perf::StepPrediction& p = c.prediction;
   p = {};
@@ -564,9 +585,9 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     }
     perf::StagePrediction stage;
     stage.stage = pp > 1 ? static_cast<int>(s) : -1;
-    stage.stepSeconds = clock[s] + update.total;
-    stage.computeSeconds = kernels[s] + update.kernels;
-    stage.bubbleSeconds = idle[s];
+    stage.stepSeconds = run->end[s] + update.total;
+    stage.computeSeconds = run->kernels[s] + update.kernels;
+    stage.bubbleSeconds = run->idle[s];
     stage.exposedCommunicationSeconds =
         std::max(0.0, stage.stepSeconds - stage.computeSeconds - stage.bubbleSeconds);
     stage.communicationSeconds = u.communication * double(held) * double(m);
@@ -584,7 +605,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     // The shallow copy's arena with its layers' activations swapped for the stage's.
     const uint64_t shallowStash = kShallow * u.stashLayer;
     const uint64_t arena = u.arenaShallow - std::min(u.arenaShallow, shallowStash) +
-                           std::max(stashPeak[s], shallowStash);
+                           std::max(run->stashPeak[s], shallowStash);
     // Accumulated micro-batches keep their gradients' running sums for the whole step.
     const uint64_t sums = m > 1 ? u.gradientLayer * held + (s == 0 ? u.gradientFirst : 0) +
                                       (s == pp - 1 ? u.gradientLast : 0)
