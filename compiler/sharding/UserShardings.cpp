@@ -187,11 +187,19 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     func.walk([&](graph::LinearOp op) { linears.push_back(op); });
     for (graph::LinearOp op : linears) {
       auto type = cast<RankedTensorType>(op.getY().getType());
-      auto weight = dyn_cast<BlockArgument>(op.getWeight());
+      // Mixed precision reads the weight through a cast to the 16-bit type.
+      Value w = op.getWeight();
+      auto weightCast = w.getDefiningOp<graph::CastOp>();
+      if (weightCast) w = weightCast.getX();
+      auto weight = dyn_cast<BlockArgument>(w);
       if (type.getRank() != 3 || !weight) continue;
       auto ws =
           func.getArgAttrOfType<dist::ShardingAttr>(weight.getArgNumber(), dist::kShardingAttr);
       if (!ws) continue;
+      // The cast keeps the weight's split: left to propagation, the backward's input gradient
+      // would gather the weight rather than the sequence-split gradient.
+      if (weightCast && !weightCast->hasAttr(dist::kShardingsAttr))
+        weightCast->setAttr(dist::kShardingsAttr, b.getArrayAttr({ws}));
       auto isAxis = [&](int64_t d) {
         return ws.dimAxes(d).size() == 1 && cast<StringAttr>(ws.dimAxes(d)[0]).getValue() == axis;
       };

@@ -139,6 +139,7 @@ def check_partitioned(work, rng):
     results = {}
     fused = ["--fused-attention", "--fuse-epilogues"]  # the CUDA defaults, fused after partitioning
     configs = (("single", "bf16", [], 1), ("dp2-tp2", "bf16", ["--mesh", "dp=2,tp=2"], 4),
+               ("dp2-tp2-sp", "bf16", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4),
                ("pp2", "bf16", ["--mesh", "pp=2", "--microbatches", 2], 2),
                ("single", "fp16", [], 1), ("pp2", "fp16", ["--mesh", "pp=2", "--microbatches", 2], 2),
                ("dp2-zero3", "fp16", ["--mesh", "dp=2", "--zero", 3], 2),
