@@ -57,15 +57,16 @@ using Cost = LayerUnit::Cost;
 // embedding, the last precedes the head).
 constexpr int kShallow = 3;
 
-std::vector<std::string> valueOf(const std::vector<std::string>& flags, const std::string& flag) {
+// The value a candidate's flags give `flag`, or `fallback`.
+std::string valueOf(const std::vector<std::string>& flags, const std::string& flag,
+                    const std::string& fallback) {
   for (size_t i = 0; i + 1 < flags.size(); ++i)
-    if (flags[i] == flag) return {flags[i + 1]};
-  return {};
+    if (flags[i] == flag) return flags[i + 1];
+  return fallback;
 }
 
 int64_t intFlag(const std::vector<std::string>& flags, const std::string& flag, int64_t fallback) {
-  std::vector<std::string> v = valueOf(flags, flag);
-  return v.empty() ? fallback : std::stoll(v[0]);
+  return std::stoll(valueOf(flags, flag, std::to_string(fallback)));
 }
 
 // The candidate's flags without its pipeline: the mesh without pp, no micro-batches or schedule.
@@ -111,7 +112,7 @@ struct Compiled {
   perf::StepClock clock;
 };
 
-// Which part of the stack each step of a two-layer program belongs to, and the program's
+// Which part of the stack each step of the three-layer program belongs to, and the program's
 // parts priced.
 Status priceParts(const Compiled& two, const LayerStack& stack, const perf::DeviceProfile& profile,
                   LayerUnit& u) {
@@ -559,10 +560,8 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   config.stages = pp;
   config.virtualStages = v;
   config.microBatches = m;
-  config.schedule = pp > 1 ? valueOf(c.flags, "--schedule").empty()
-                                 ? std::string("1f1b")
-                                 : valueOf(c.flags, "--schedule")[0]
-                           : "gpipe";
+  // Without a pipeline the one stage runs its forward, then its backward.
+  config.schedule = pp > 1 ? valueOf(c.flags, "--schedule", "1f1b") : "gpipe";
   std::vector<uint64_t> kept(chunks);
   for (int64_t ch = 0; ch < chunks; ++ch) kept[ch] = u.stashLayer * count[ch];
   StatusOr<ScheduleRun> run = runSchedule(config, forward, backward, kept, transfer);
