@@ -5,6 +5,7 @@
 
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
+#include "graph/IR/GraphOps.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_BUCKETALLREDUCE
@@ -32,6 +33,7 @@ struct BucketAllReducePass : public impl::BucketAllReduceBase<BucketAllReducePas
     }
     const int64_t limit = static_cast<int64_t>(bucketMb * 1024 * 1024);
     for (auto func : getOperation().getOps<func::FuncOp>()) {
+      foldOverflowCounts(func);
       SmallVector<dist::AllReduceOp> bucket;
       int64_t bytes = 0;
       auto flush = [&] {
@@ -52,6 +54,66 @@ struct BucketAllReducePass : public impl::BucketAllReduceBase<BucketAllReducePas
         bytes += size;
       }
       flush();
+    }
+  }
+
+  // Loss scaling sums every gradient's count of non-finite values, and a sharded gradient's
+  // count is reduced over its group on its own (one tiny collective per tensor). The counts are
+  // whole numbers, so summing the local counts first and reducing once is exact:
+  // sum(reduce(c_i)) + sum(r_j) = reduce(sum(c_i)) + sum(r_j).
+  static void foldOverflowCounts(func::FuncOp func) {
+    SmallVector<graph::LossScaleStepOp> steps;
+    func.walk([&](graph::LossScaleStepOp op) { steps.push_back(op); });
+    for (graph::LossScaleStepOp step : steps) {
+      SmallVector<graph::AddOp> adds;  // the sum's chain, last first
+      SmallVector<Value> leaves;
+      Value v = step.getNonfinite();
+      while (auto add = v.getDefiningOp<graph::AddOp>()) {
+        if (!add->hasOneUse()) break;
+        adds.push_back(add);
+        leaves.push_back(add.getRhs());
+        v = add.getLhs();
+      }
+      leaves.push_back(v);
+      SmallVector<dist::AllReduceOp> reduced;
+      SmallVector<Value> local;
+      for (Value leaf : llvm::reverse(leaves)) {
+        auto ar = leaf.getDefiningOp<dist::AllReduceOp>();
+        if (ar && ar->hasOneUse() && ar.getInputs().size() == 1 && ar.getReduction() == "sum" &&
+            ar.getInputs()[0].getDefiningOp<graph::NonfiniteCountOp>() &&
+            (reduced.empty() || reduced.front().getAxes() == ar.getAxes()))
+          reduced.push_back(ar);
+        else
+          local.push_back(leaf);
+      }
+      if (reduced.size() < 2) continue;
+      OpBuilder b(step);
+      auto like = [](Operation* from, Operation* to) {
+        for (NamedAttribute a : from->getDiscardableAttrs()) to->setAttr(a.getName(), a.getValue());
+      };
+      Value sum;
+      for (dist::AllReduceOp ar : reduced) {
+        Value count = ar.getInputs()[0];
+        if (!sum) {
+          sum = count;
+          continue;
+        }
+        auto add = graph::AddOp::create(b, ar.getLoc(), sum, count);
+        like(adds.front(), add);
+        sum = add.getResult();
+      }
+      auto once = dist::AllReduceOp::create(b, reduced.front().getLoc(), TypeRange{sum.getType()},
+                                            ValueRange{sum}, reduced.front().getAxes(), "sum");
+      like(reduced.front(), once);
+      Value total = once.getResults()[0];
+      for (Value leaf : local) {
+        auto add = graph::AddOp::create(b, step.getLoc(), total, leaf);
+        like(adds.front(), add);
+        total = add.getResult();
+      }
+      step.getNonfiniteMutable().assign(total);
+      for (graph::AddOp add : adds) add.erase();
+      for (dist::AllReduceOp ar : reduced) ar.erase();
     }
   }
 

@@ -129,7 +129,8 @@ def check_loss_scale_skips(work, model, data, init, x, y, sgd):
 def check_partitioned(work, rng):
     """Low precision composes with the partitioners: GPT-mini in bf16 on dp2 x tp2 (Megatron +
     vocabulary parallel; a row-parallel bf16 product's partial sums are reduced in f32) and on
-    a 2-stage pipeline, and in fp16 with loss scaling on a 2-stage pipeline (the overflow
+    a 2-stage pipeline, in fp16 on dp2 x tp2 (also from a scale that overflows: every rank skips
+    the same steps), and in fp16 with loss scaling on a 2-stage pipeline (the overflow
     counts of both stages meet, the decision goes back), train as the single-device plan of the
     same precision does, to that precision."""
     model, tokens = os.path.join(work, "gpt.dtm"), os.path.join(work, "train.bin")
@@ -142,6 +143,10 @@ def check_partitioned(work, rng):
                ("dp2-tp2-sp", "bf16", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4),
                ("pp2", "bf16", ["--mesh", "pp=2", "--microbatches", 2], 2),
                ("single", "fp16", [], 1), ("pp2", "fp16", ["--mesh", "pp=2", "--microbatches", 2], 2),
+               ("dp2-tp2", "fp16", ["--mesh", "dp=2,tp=2"], 4),
+               # From 2^24 the first steps overflow: every rank must skip them together.
+               ("single-big", "fp16", ["--loss-scale", 2.0**24], 1),
+               ("dp2-tp2-big", "fp16", ["--mesh", "dp=2,tp=2", "--loss-scale", 2.0**24], 4),
                ("dp2-zero3", "fp16", ["--mesh", "dp=2", "--zero", 3], 2),
                ("dp2-zero3", "bf16", ["--mesh", "dp=2", "--zero", 3], 2),
                ("single-fused", "bf16", fused, 1), ("dp2-tp2-fused", "bf16", ["--mesh", "dp=2,tp=2", *fused], 4))
@@ -157,7 +162,8 @@ def check_partitioned(work, rng):
     for name, precision, _, _ in configs:
         if name.startswith("single"):
             continue
-        reference = "single-fused" if name.endswith("-fused") else "single"
+        reference = ("single-fused" if name.endswith("-fused")
+                     else "single-big" if name.endswith("-big") else "single")
         ours, single = results[name, precision], results[reference, precision]
         err = max(abs(a - b) / abs(b) for a, b in zip(ours, single))
         print(f"gpt {precision} {name}: losses {ours[0]:.5f} -> {ours[-1]:.5f}, "
