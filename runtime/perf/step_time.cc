@@ -247,18 +247,12 @@ struct Simulation {
         if (!overlap) wait(p, std::max(0.0, arrival - clock), Kind::kRecv);
         end = std::max(clock, arrival);
         clock = end;
+      } else if (deferred(step)) {
+        // Priced by the caller where the reduction really runs; its result is ready at once.
+        timeline->deferred.back() = communicationSeconds(plan, f, step, mesh, profile);
+        end = inputsReady;
       } else {
         const double seconds = communicationSeconds(plan, f, step, mesh, profile);
-        if (deferred(step)) {
-          // Priced by the caller where the reduction really runs; the step's data is ready.
-          timeline->deferred.back() = seconds;
-          end = inputsReady;
-          if (step.outputs())
-            for (uint32_t id : *step.outputs()) p.ready[id] = end;
-          timeline->ends.push_back(p.compute);
-          moved = true;
-          continue;
-        }
         double& clock = overlap ? p.comm : p.compute;
         const double start = std::max(clock, inputsReady);
         if (!overlap) wait(p, start - clock, latest);

@@ -30,6 +30,10 @@ uint64_t valueBytes(const plan::Value& v) {
   return static_cast<uint64_t>(numElements(v.shape())) * dtypeSize(toDType(v.dtype()));
 }
 
+uint64_t stateTensorBytes(const plan::StateTensor& s) {
+  return static_cast<uint64_t>(numElements(s.shape())) * dtypeSize(toDType(s.dtype()));
+}
+
 const plan::Attr* findStepAttr(const plan::Step& step, const char* name) {
   if (step.attrs())
     for (const plan::Attr* a : *step.attrs())

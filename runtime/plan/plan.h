@@ -57,6 +57,8 @@ int64_t numElements(const flatbuffers::Vector<int64_t>* shape);
 std::string shapeString(const flatbuffers::Vector<int64_t>* shape);
 // Bytes a value occupies (elements × element size).
 uint64_t valueBytes(const plan::Value& v);
+// Bytes a state tensor occupies on one rank (its local shape).
+uint64_t stateTensorBytes(const plan::StateTensor& s);
 // The attribute `name` of `step`, or null.
 const plan::Attr* findStepAttr(const plan::Step& step, const char* name);
 

@@ -209,7 +209,7 @@ class PlanVerifier {
         return bad(what + " has a bad dtype or shape");
       if (s->init() > plan::InitKind::MAX || s->role() > plan::Role::MAX)
         return bad(what + " has an unknown init kind or role");
-      uint64_t bytes = numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
+      uint64_t bytes = stateTensorBytes(*s);
       if (s->offset() > p_.state_bytes() || bytes > p_.state_bytes() - s->offset())
         return bad(what + " lies outside the state region");
       // Regions start page-aligned; kernels read elements in place.

@@ -67,10 +67,6 @@ FunctionStats stats(const plan::Function& f) {
   return s;
 }
 
-uint64_t bytesOf(const plan::StateTensor& s) {
-  return numElements(s.shape()) * dtypeSize(toDType(s.dtype()));
-}
-
 // Bytes of the state tensors in `role` (trainable ones only if `trainable`) that ranks of
 // `stage` hold (-1: all of the plan's, a tensor every pipeline stage keeps counted once).
 uint64_t bytesOf(const Plan& plan, plan::Role role, bool trainable, int stage = -1) {
@@ -79,7 +75,7 @@ uint64_t bytesOf(const Plan& plan, plan::Role role, bool trainable, int stage = 
   for (const plan::StateTensor* s : *plan.root().state())
     if (s->role() == role && (!trainable || s->trainable()) && Plan::onStage(s->stage(), stage) &&
         seen.insert(s->name()->str()).second)
-      n += bytesOf(*s);
+      n += stateTensorBytes(*s);
   return n;
 }
 
@@ -119,7 +115,7 @@ StageMemory stageMemory(const Plan& plan, int stage) {
   StageMemory m;
   for (const plan::StateTensor* s : *plan.root().state())
     if (Plan::onStage(s->stage(), stage))
-      m.state = std::max<uint64_t>(m.state, s->offset() + bytesOf(*s));
+      m.state = std::max<uint64_t>(m.state, s->offset() + stateTensorBytes(*s));
   m.params = bytesOf(plan, plan::Role::param, false, stage);
   const plan::Function* step =
       stage < 0 ? plan.function("train_step") : plan.function("train_step", stage);
@@ -253,7 +249,7 @@ std::string summarizePlanText(const Plan& plan) {
   std::set<std::string> seen;  // a tensor every pipeline stage keeps counts once
   for (const plan::StateTensor* s : *p.state()) {
     if (!seen.insert(s->name()->str()).second) continue;
-    uint64_t bytes = numElements(s->shape()) * dtypeSize(toDType(s->dtype()));
+    uint64_t bytes = stateTensorBytes(*s);
     if (s->role() == plan::Role::param) {
       ++params;
       trainable += s->trainable();

@@ -102,78 +102,86 @@ std::string sameSpelling(std::string layer) {
   return layer.empty() || layer[0] != '.' ? layer : layer.substr(1);
 }
 
-uint64_t tensorBytes(const plan::StateTensor& s) {
-  return numElements(s.shape()) * dtypeSize(toDType(s.dtype()));
-}
-
 struct Compiled {
   Plan plan;
   perf::StepPrediction prediction;
   perf::StepClock clock;
 };
 
-// Which part of the stack each step of the three-layer program belongs to, and the program's
-// parts priced.
-Status priceParts(const Compiled& two, const LayerStack& stack, const perf::DeviceProfile& profile,
-                  LayerUnit& u) {
-  const plan::Function* f = two.plan.function("train_step");
-  const size_t n = f && f->steps() ? f->steps()->size() : 0;
-  if (n == 0 || two.clock.ends.size() != n || two.clock.kernel.size() != n)
-    return Status::Internal("the shallow plan's steps were not all simulated");
-  std::vector<int> layer(n);  // the stack's layer, -1: outside it
+// Each step's layer of the stack (-1: outside it) in the three-layer program. ZeRO-3's gathers
+// run ahead of the layer that needs them (prefetch): they belong to the part they stand in.
+StatusOr<std::vector<int>> layerOfSteps(const plan::Function& f, const LayerStack& stack) {
+  std::vector<std::string> spelled;
+  for (int l = 0; l < kShallow; ++l) spelled.push_back(sameSpelling(stack.layers[l]));
+  std::vector<int> layer(f.steps()->size(), -1);
   int layers = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const plan::Step& s = *f->steps()->Get(i);
+  for (size_t i = 0; i < layer.size(); ++i) {
+    const plan::Step& s = *f.steps()->Get(i);
     const std::string of = sameSpelling(layerOf(s.loc() ? s.loc()->str() : ""));
-    layer[i] = -1;
     for (int l = 0; l < kShallow; ++l)
-      if (of == sameSpelling(stack.layers[l])) layer[i] = l;
-    // ZeRO-3's gathers run ahead of the layer that needs them (prefetch): they belong to the
-    // part of the program they stand in.
+      if (of == spelled[l]) layer[i] = l;
     if (s.kernel() == Kernel::all_gather) layer[i] = i ? layer[i - 1] : -1;
     layers = std::max(layers, layer[i] + 1);
   }
   if (layers != kShallow) return Status::Internal("the shallow plan lost a layer");
-  // One layer's part: the middle layer's steps (the first follows the embedding, the last precedes
-  // the head, and either may hold a step of theirs).
-  auto middle = [&](size_t i) { return layer[i] == 1 ? 1.0 : 0.0; };
-  auto cost = [&](size_t i) {
-    return Cost{two.clock.ends[i] - (i ? two.clock.ends[i - 1] : 0.0), two.clock.kernel[i]};
-  };
+  return layer;
+}
+
+// Where the three-layer program's parts start: embedding | layers' forward | head forward, loss,
+// head backward | layers' backward | the rest (embedding gradient, reductions, updates).
+struct Parts {
+  size_t forward = 0, head = 0, backward = 0, rest = 0;
+};
+
+StatusOr<Parts> partsOf(const std::vector<int>& layer) {
+  const size_t n = layer.size();
   auto find = [&](size_t from, auto pred) {
     while (from < n && !pred(layer[from])) ++from;
     return from;
   };
-  // embedding | layers' forward | head forward, loss, head backward | layers' backward | rest
-  const size_t forward = find(0, [](int l) { return l >= 0; });
-  const size_t head = find(forward, [](int l) { return l < 0; });
-  const size_t backward = find(head, [](int l) { return l >= 0; });
+  Parts p;
+  p.forward = find(0, [](int l) { return l >= 0; });
+  p.head = find(p.forward, [](int l) { return l < 0; });
+  p.backward = find(p.head, [](int l) { return l >= 0; });
   // The backward ends with the first layer's; a recomputing plan may run a layer's forward again
   // before the head's last gradient, which stays the head's.
-  size_t rest = find(backward, [](int l) { return l == 0; });
-  rest = find(rest, [](int l) { return l != 0; });
-  if (forward == n || backward == n || layer[forward] != 0 || layer[backward] != layers - 1)
+  p.rest = find(find(p.backward, [](int l) { return l == 0; }), [](int l) { return l != 0; });
+  if (p.forward == n || p.backward == n || layer[p.forward] != 0 ||
+      layer[p.backward] != kShallow - 1)
     return Status::Internal("the shallow plan's steps do not run the layers forward, then back");
-  std::set<std::string> embedNames, headNames;
-  auto kernelOf = [&](size_t i) { return std::string(kernelName(f->steps()->Get(i)->kernel())); };
+  return p;
+}
+
+// The parts' times from the simulated clock. One layer's part is the middle layer's steps (the
+// first follows the embedding, the last precedes the head, and either may hold a step of theirs).
+void priceTime(const Compiled& shallow, const std::vector<int>& layer, const Parts& at,
+               LayerUnit& u) {
+  const plan::Function& f = *shallow.plan.function("train_step");
+  const perf::StepClock& clock = shallow.clock;
+  const size_t n = layer.size();
+  auto middle = [&](size_t i) { return layer[i] == 1 ? 1.0 : 0.0; };
+  auto cost = [&](size_t i) {
+    return Cost{clock.ends[i] - (i ? clock.ends[i - 1] : 0.0), clock.kernel[i]};
+  };
   auto locOf = [&](size_t i) {
-    const plan::Step& s = *f->steps()->Get(i);
+    const plan::Step& s = *f.steps()->Get(i);
     return s.loc() ? s.loc()->str() : std::string();
   };
   auto isBackward = [&](size_t i) {
-    const std::string k = kernelOf(i);
+    const std::string k = kernelName(f.steps()->Get(i)->kernel());
     return k.find("grad") != std::string::npos || k == "reduce_sum";
   };
-  for (size_t i = 0; i < forward; ++i) {
+  std::set<std::string> embedNames, headNames;
+  for (size_t i = 0; i < at.forward; ++i) {
     u.embedForward += cost(i);
     embedNames.insert(locOf(i));
   }
-  for (size_t i = forward; i < head; ++i) u.layerForward += cost(i).scaled(middle(i));
-  for (size_t i = head; i < backward; ++i) {
+  for (size_t i = at.forward; i < at.head; ++i) u.layerForward += cost(i).scaled(middle(i));
+  for (size_t i = at.head; i < at.backward; ++i) {
     (isBackward(i) ? u.headBackward : u.headForward) += cost(i);
     headNames.insert(locOf(i));
   }
-  for (size_t i = backward; i < rest; ++i)
+  for (size_t i = at.backward; i < at.rest; ++i)
     if (layer[i] >= 0)
       u.layerBackward += cost(i).scaled(middle(i));
     else
@@ -184,7 +192,7 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
     return false;
   };
   bool embeddingBackward = true;  // the embedding's gradient comes first, then the updates
-  for (size_t i = rest; i < n; ++i) {
+  for (size_t i = at.rest; i < n; ++i) {
     if (layer[i] >= 0) {
       u.layerUpdate += cost(i).scaled(middle(i));
       embeddingBackward = false;
@@ -202,21 +210,27 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
   }
   double layerFlops = 0, allFlops = 0;
   for (size_t i = 0; i < n; ++i) {
-    allFlops += two.clock.flops[i];
-    layerFlops += two.clock.flops[i] * middle(i);
-    u.communication += two.clock.communication[i] * middle(i);
+    allFlops += clock.flops[i];
+    layerFlops += clock.flops[i] * middle(i);
+    u.communication += clock.communication[i] * middle(i);
   }
   u.flopsShare = allFlops > 0 ? layerFlops / allFlops : 0;
   // Gradient reductions deferred to after the last micro-batch, as a pipeline runs them.
-  for (size_t i = 0; i < n && i < two.clock.deferred.size(); ++i)
-    if (const double seconds = two.clock.deferred[i]; seconds > 0)
+  for (size_t i = 0; i < n; ++i)
+    if (const double seconds = clock.deferred[i]; seconds > 0)
       (layer[i] >= 0 ? u.layerUpdate : u.firstUpdate) +=
           Cost{layer[i] >= 0 ? seconds * middle(i) : seconds, 0};
   // What the step waits for after its last kernel (a collective still running).
-  u.firstUpdate.total += std::max(0.0, two.prediction.stepSeconds - two.clock.ends.back());
-  // What a layer keeps for its backward: the tensors its forward writes that the backward reads
-  // (a reshape is a view of its operand).
-  std::vector<int64_t> root(f->values() ? f->values()->size() : 0, -1);
+  u.firstUpdate.total += std::max(0.0, shallow.prediction.stepSeconds - clock.ends.back());
+}
+
+// What the middle layer keeps for its backward: the tensors its forward writes that the backward
+// reads (a reshape is a view of its operand); and what the first layer passes on, its forward's
+// last output.
+void priceActivations(const plan::Function& f, const std::vector<int>& layer, const Parts& at,
+                      LayerUnit& u) {
+  const size_t n = layer.size();
+  std::vector<int64_t> root(f.values() ? f.values()->size() : 0, -1);
   auto rootOf = [&](uint32_t id) {
     int64_t r = id;
     while (root[r] >= 0) r = root[r];
@@ -224,62 +238,67 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
   };
   std::vector<int> writtenBy(root.size(), -2);  // layer of the forward step that wrote it
   for (size_t i = 0; i < n; ++i) {
-    const plan::Step& s = *f->steps()->Get(i);
+    const plan::Step& s = *f.steps()->Get(i);
     if (!s.outputs()) continue;
     if (s.kernel() == Kernel::reshape && s.inputs() && s.inputs()->size() == 1 &&
         s.outputs()->size() == 1) {
       root[s.outputs()->Get(0)] = rootOf(s.inputs()->Get(0));
       continue;
     }
-    if (i < head)
+    if (i < at.head)
       for (uint32_t id : *s.outputs()) writtenBy[id] = layer[i];
   }
   std::set<uint32_t> kept;
-  for (size_t i = backward; i < n; ++i)
-    if (const auto* ins = f->steps()->Get(i)->inputs())
+  for (size_t i = at.backward; i < n; ++i)
+    if (const auto* ins = f.steps()->Get(i)->inputs())
       for (uint32_t id : *ins)
         if (writtenBy[rootOf(id)] == 1) kept.insert(rootOf(id));
-  for (uint32_t id : kept) u.stashLayer += valueBytes(*f->values()->Get(id));
-  // The tensor the first layer passes on: its forward's last output.
-  const plan::Step& last = *f->steps()->Get(head - 1);
+  for (uint32_t id : kept) u.stashLayer += valueBytes(*f.values()->Get(id));
+  const plan::Step& last = *f.steps()->Get(at.head - 1);
   if (last.outputs() && last.outputs()->size())
-    u.transferBytes = static_cast<double>(valueBytes(*f->values()->Get(last.outputs()->Get(0))));
-  // State by the part of the model that holds it; a tensor outside the stack belongs to the
-  // first stage when the embedding reads it, to the last when the head reads it.
+    u.transferBytes = static_cast<double>(valueBytes(*f.values()->Get(last.outputs()->Get(0))));
+}
+
+// State by the part of the model that holds it: the middle layer's; outside the stack, the first
+// stage's when the embedding reads it, the last's when the head reads it. Also what adding one
+// micro-batch's gradients costs, and the gradients' bytes.
+void priceState(const Plan& plan, const LayerStack& stack, const perf::DeviceProfile& profile,
+                const std::vector<int>& layer, const Parts& at, LayerUnit& u) {
+  const plan::Function& f = *plan.function("train_step");
   std::set<uint32_t> readByEmbed, readByHead;
-  for (size_t i = 0; i < n; ++i) {
-    const plan::Step& s = *f->steps()->Get(i);
-    if (!s.inputs() || (i >= forward && i < head) || (i >= backward)) continue;
-    for (uint32_t id : *s.inputs()) (i < forward ? readByEmbed : readByHead).insert(id);
+  for (size_t i = 0; i < layer.size(); ++i) {
+    const plan::Step& s = *f.steps()->Get(i);
+    if (!s.inputs() || (i >= at.forward && i < at.head) || i >= at.backward) continue;
+    for (uint32_t id : *s.inputs()) (i < at.forward ? readByEmbed : readByHead).insert(id);
   }
   std::vector<std::pair<std::string, int>> owners;  // parameter name -> 1 first, 2 last, 3 both
-  if (f->arguments())
-    for (const plan::Binding* b : *f->arguments())
+  if (f.arguments())
+    for (const plan::Binding* b : *f.arguments())
       if (b->role() == plan::Role::param && b->name())
         owners.push_back({b->name()->str(), (readByEmbed.count(b->value()) ? 1 : 0) |
                                                 (readByHead.count(b->value()) ? 2 : 0)});
+  // Parameters carry PyTorch's names ("h.1.ln_1.weight") where an export's nodes carry paths
+  // ("/h.1/ln_1/..."): layers compare with '/' read as '.'.
+  const std::string middle = sameSpelling(stack.layers[1]);
   std::set<std::string> seen;
-  for (const plan::StateTensor* s : *two.plan.root().state()) {
+  for (const plan::StateTensor* s : *plan.root().state()) {
     const std::string name = s->name()->str();
     if (!seen.insert(name).second) continue;
-    // Parameters carry PyTorch's names ("h.1.ln_1.weight") where an export's nodes carry paths
-    // ("/h.1/ln_1/..."): layers compare with '/' read as '.'.
     const std::string of = sameSpelling(layerOf(name));
+    const uint64_t bytes = stateTensorBytes(*s);
     // One add of gradients: both operands read, the sum written.
-    const double add =
-        3 * double(tensorBytes(*s)) / profile.memoryBytesPerSecond + profile.kernelSeconds;
+    const double add = 3 * double(bytes) / profile.memoryBytesPerSecond + profile.kernelSeconds;
     const bool gradient = s->role() == plan::Role::param && s->trainable();
-    if (of == sameSpelling(stack.layers[1])) {
-      u.stateLayer += tensorBytes(*s);
+    if (of == middle) {
+      u.stateLayer += bytes;
       if (gradient) {
         u.accumulateLayer += Cost{add, add};
-        u.gradientLayer += tensorBytes(*s);
+        u.gradientLayer += bytes;
       }
-    } else if (of.empty() && gradient) {
-      u.accumulateOutside += Cost{add, add};
     }
     if (!of.empty()) continue;
-    u.stateOutside += tensorBytes(*s);
+    if (gradient) u.accumulateOutside += Cost{add, add};
+    u.stateOutside += bytes;
     int owner = 0;
     size_t longest = 0;
     for (const auto& [param, who] : owners)
@@ -288,14 +307,28 @@ Status priceParts(const Compiled& two, const LayerStack& stack, const perf::Devi
         owner = who;
       }
     if (owner & 1 || owner == 0) {
-      u.stateFirst += tensorBytes(*s);
-      if (gradient) u.gradientFirst += tensorBytes(*s);
+      u.stateFirst += bytes;
+      if (gradient) u.gradientFirst += bytes;
     }
     if (owner & 2) {
-      u.stateLast += tensorBytes(*s);
-      if (gradient) u.gradientLast += tensorBytes(*s);
+      u.stateLast += bytes;
+      if (gradient) u.gradientLast += bytes;
     }
   }
+}
+
+// The three-layer program priced by its parts.
+Status priceParts(const Compiled& shallow, const LayerStack& stack,
+                  const perf::DeviceProfile& profile, LayerUnit& u) {
+  const plan::Function* f = shallow.plan.function("train_step");
+  const size_t n = f && f->steps() ? f->steps()->size() : 0;
+  if (n == 0 || shallow.clock.ends.size() != n || shallow.clock.kernel.size() != n)
+    return Status::Internal("the shallow plan's steps were not all simulated");
+  DTC_ASSIGN_OR_RETURN(std::vector<int> layer, layerOfSteps(*f, stack));
+  DTC_ASSIGN_OR_RETURN(Parts at, partsOf(layer));
+  priceTime(shallow, layer, at, u);
+  priceActivations(*f, layer, at, u);
+  priceState(shallow.plan, stack, profile, layer, at, u);
   return Status::Ok();
 }
 
