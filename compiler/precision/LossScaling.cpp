@@ -1,4 +1,5 @@
 // dtc-loss-scaling: GradScaler's dynamic loss scale in @train_step (see Passes.td).
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -96,16 +97,25 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
       if (auto name = step.getArgAttrOfType<StringAttr>(i, attr::kState))
         stateArg[name.getValue()] = arg;
     }
-    b.setInsertionPoint(ret);
     SmallVector<Value> results(ret.getOperands());
+    llvm::DenseMap<Operation*, Operation*> lastChoice;
     for (auto [i, v] : llvm::enumerate(results)) {
       auto name = step.getResultAttrOfType<StringAttr>(i, attr::kUpdates);
       if (!name || !stateArg.count(name.getValue()) || v == stateArg.lookup(name.getValue()))
         continue;
+      // Each choice right after its update: the update's results are temporaries until the
+      // choice, so choosing at the end would hold every parameter's and moment's new value at
+      // once (three times the fp32 parameters at the peak, for AdamW).
+      Operation* def = v.getDefiningOp();
+      if (!def || def->getBlock() != &body || !decision->isBeforeInBlock(def)) def = decision;
+      Operation*& last = lastChoice[def];  // an update's choices in the order of its results
+      b.setInsertionPointAfter(last ? last : def);
       v = graph::SelectOp::create(b, v.getLoc(), decision.getKeep(), v,
                                   stateArg.lookup(name.getValue()));
+      last = v.getDefiningOp();
     }
     ret->setOperands(results);
+    b.setInsertionPoint(ret);
     // The scale and the run of good steps, updated.
     for (auto [value, name] : {std::pair{decision.getNewScale(), "loss_scale"},
                                std::pair{decision.getNewGoodSteps(), "loss_scale.good_steps"}}) {
