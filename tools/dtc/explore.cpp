@@ -183,6 +183,86 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
   return layouts;
 }
 
+// A layout the user gives with --try: the `dtc compile` flags that lay it out (explore's own
+// choices, nothing else), checked so that a mistake is an error rather than a candidate.
+StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices, int64_t batch) {
+  static const std::set<std::string> valued = {"--mesh",          "--zero",      "--microbatches",
+                                               "--schedule",      "--recompute", "--stage-cuts",
+                                               "--virtual-stages"};
+  static const std::set<std::string> switches = {"--sequence-parallel", "--vocab-parallel",
+                                                 "--no-vocab-parallel"};
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidInput("dtc explore --try '" + text + "': " + why);
+  };
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) {
+    const size_t eq = w.find('=');
+    if (w.rfind("--", 0) == 0 && eq != std::string::npos && valued.count(w.substr(0, eq))) {
+      words.push_back(w.substr(0, eq));
+      words.push_back(w.substr(eq + 1));
+    } else {
+      words.push_back(w);
+    }
+  }
+  ExploreCandidate c;
+  c.given = true;
+  std::map<std::string, std::string> value;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& f = words[i];
+    if (switches.count(f)) {
+      c.flags.push_back(f);
+      continue;
+    }
+    if (!valued.count(f))
+      return bad("'" + f + "' is not a layout flag (--mesh, --zero, --microbatches, --schedule, " +
+                 "--virtual-stages, --recompute, --stage-cuts, --sequence-parallel, " +
+                 "--[no-]vocab-parallel)");
+    if (i + 1 == words.size()) return bad(f + " needs a value");
+    if (value.count(f)) return bad(f + " is given twice");
+    value[f] = words[++i];
+    c.flags.insert(c.flags.end(), {f, words[i]});
+  }
+  for (const char* f : {"--zero", "--microbatches", "--virtual-stages"})
+    if (value.count(f)) {
+      const std::string& v = value[f];
+      if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos ||
+          (std::stoll(v) < 1 && std::string(f) != "--zero"))
+        return bad(std::string(f) + " wants a whole number, got '" + v + "'");
+    }
+  // The mesh's axes, outermost first, in the order explore numbers ranks (pp, dp, tp).
+  std::map<std::string, int64_t> axis = {{"pp", 1}, {"dp", 1}, {"tp", 1}};
+  std::string previous;
+  for (std::istringstream mesh(value.count("--mesh") ? value["--mesh"] : ""); mesh.good();) {
+    std::string part;
+    std::getline(mesh, part, ',');
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    const std::string name = part.substr(0, eq);
+    const std::string size = eq == std::string::npos ? "" : part.substr(eq + 1);
+    if (!axis.count(name)) return bad("mesh axis '" + name + "': explore lays out pp, dp and tp");
+    if (size.empty() || size.size() > 9 ||
+        size.find_first_not_of("0123456789") != std::string::npos || std::stoll(size) < 1)
+      return bad("mesh axis " + name + " wants a positive size, got '" + size + "'");
+    if (!previous.empty() &&
+        (previous == name || (previous == "tp") || (previous == "dp" && name == "pp")))
+      return bad("the mesh's axes go pp, dp, tp from outermost, as explore numbers ranks");
+    previous = name;
+    axis[name] = std::stoll(size);
+  }
+  c.pp = axis["pp"];
+  c.dp = axis["dp"];
+  c.tp = axis["tp"];
+  if (c.pp * c.dp * c.tp != devices)
+    return bad("the mesh has " + std::to_string(c.pp * c.dp * c.tp) + " devices, not " +
+               std::to_string(devices));
+  const int64_t m = value.count("--microbatches") ? std::stoll(value["--microbatches"]) : 1;
+  if (batch % m != 0 || (batch / m) % c.dp != 0)
+    return bad("a batch of " + std::to_string(batch) + " in " + std::to_string(m) +
+               " micro-batches does not divide over dp=" + std::to_string(c.dp));
+  return c;
+}
+
 // Compiled, and over the budget (a failed compile has no memory plan).
 bool overBudget(const ExploreCandidate& c, uint64_t budget) {
   return c.built && budget && c.memoryPerRank > budget;
@@ -196,7 +276,8 @@ std::string ExploreCandidate::mesh() const {
 
 StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int64_t devices,
                                 const perf::DeviceProfile& profile, double memoryGiB,
-                                bool exhaustive, ExploreMode mode) {
+                                bool exhaustive, ExploreMode mode,
+                                const std::vector<std::string>& tries) {
   for (const std::string& a : compileArgs) {
     const std::string flag = a.substr(0, a.find('='));
     if (chosenFlags().count(flag))
@@ -224,7 +305,13 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   r.budget = memoryGiB > 0 ? static_cast<uint64_t>(memoryGiB * double(uint64_t{1} << 30))
                            : profile.deviceMemoryBytes;
   const int64_t batch = shared.options.batchSize;
+  std::vector<ExploreCandidate> given;
+  for (const std::string& t : tries) {
+    DTC_ASSIGN_OR_RETURN(ExploreCandidate c, givenLayout(t, devices, batch));
+    given.push_back(std::move(c));
+  }
   std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false);
+  layouts.insert(layouts.end(), given.begin(), given.end());
   // A deep model over many devices: whole compiles would unroll every layer for every
   // micro-batch, so each candidate is priced from shallow copies instead.
   std::unique_ptr<LayerEstimator> estimator;
@@ -248,6 +335,12 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     } else if (estimator) {
       r.estimated = true;
       layouts = enumerateLayouts(devices, batch, true);
+      for (const ExploreCandidate& c : given)
+        if (std::find(c.flags.begin(), c.flags.end(), "--stage-cuts") != c.flags.end())
+          return Status::InvalidInput(
+              "dtc explore --try: an estimate cuts the layers into stages itself; --stage-cuts "
+              "needs --exact");
+      layouts.insert(layouts.end(), given.begin(), given.end());
       r.estimateNote = "estimated from three-layer copies of the " +
                        std::to_string(estimator->layers()) + "-layer stack";
     } else {
@@ -263,7 +356,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   std::vector<size_t> later;  // variants to build once their layouts are known
   for (ExploreCandidate& c : layouts) {
     r.candidates.push_back(c);
-    if (!c.built) continue;
+    if (!c.built || c.given) continue;  // a given layout is priced as given
     std::vector<std::vector<std::string>> savings = {{"--recompute", "selective"},
                                                      {"--recompute", "full"}};
     if (c.dp > 1) {
@@ -367,13 +460,20 @@ int runExplore(int argc, char** argv) {
                                                "--top",     "--plot",    "--memory"};
   static const std::set<std::string> switches = {"--json", "--exhaustive", "--exact", "--estimate"};
   std::map<std::string, std::string> own;
-  std::vector<std::string> compileArgs;
+  std::vector<std::string> compileArgs, tries;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i], value;
     const size_t eq = arg.find('=');
     const std::string flag = arg.substr(0, eq);
     if (switches.count(arg)) {
       own[arg] = "";
+    } else if (flag == "--try") {  // repeatable: each a layout to price beside the rest
+      if (eq != std::string::npos)
+        tries.push_back(arg.substr(eq + 1));
+      else if (i + 1 < argc)
+        tries.push_back(argv[++i]);
+      else
+        return failed(Status::InvalidInput("dtc explore: --try needs a value"));
     } else if (valued.count(flag)) {
       if (eq != std::string::npos)
         value = arg.substr(eq + 1);
@@ -419,7 +519,7 @@ int runExplore(int argc, char** argv) {
                            : own.count("--estimate") ? ExploreMode::kEstimate
                                                      : ExploreMode::kAuto;
   StatusOr<ExploreResult> r = explore(compileArgs, static_cast<int64_t>(*devices), *profile,
-                                      *memory, own.count("--exhaustive") > 0, mode);
+                                      *memory, own.count("--exhaustive") > 0, mode, tries);
   if (!r.ok()) return failed(r.status());
   const std::string out = own.count("--json") ? explore_report::json(*r)
                                               : explore_report::table(*r, static_cast<int>(*top));

@@ -22,6 +22,7 @@ struct ExploreCandidate {
   bool skipped = false;            // a memory-saving variant left unbuilt (it only adds work)
   bool feasible = false;
   bool estimated = false;      // priced from shallow copies of the model (explore_estimate.h)
+  bool given = false;          // a layout the user asked for (--try), priced beside the rest
   std::string reason;          // why it is not feasible or was not built
   uint64_t memoryPerRank = 0;  // the largest rank's bytes
   double buildSeconds = 0;     // compiling and predicting it, on one thread
@@ -51,10 +52,12 @@ enum class ExploreMode { kAuto, kExact, kEstimate };
 // Explores `dtc compile` with `compileArgs` (the model and the flags every candidate shares:
 // batch, optimizer, precision, ...) over `devices` devices. `memoryGiB` 0: the profile's device
 // memory is the budget. `exhaustive`: also build the memory-saving variants (ZeRO-3,
-// recomputation) of layouts that fit without them.
+// recomputation) of layouts that fit without them. `tries`: layouts the user gives (each the
+// layout's `dtc compile` flags, as `--try` spells them), priced and ranked with the rest.
 StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int64_t devices,
                                 const perf::DeviceProfile& profile, double memoryGiB,
-                                bool exhaustive, ExploreMode mode = ExploreMode::kAuto);
+                                bool exhaustive, ExploreMode mode = ExploreMode::kAuto,
+                                const std::vector<std::string>& tries = {});
 
 // Why the pick won: its breakdown against the runner-up.
 std::string whyItWon(const ExploreResult& r);

@@ -593,8 +593,9 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   config.stages = pp;
   config.virtualStages = v;
   config.microBatches = m;
-  // Without a pipeline the one stage runs its forward, then its backward.
-  config.schedule = pp > 1 ? valueOf(c.flags, "--schedule", "1f1b") : "gpipe";
+  // Without a pipeline the one stage runs each micro-batch's forward, then its backward (as
+  // accumulation unrolls them): one micro-batch's activations at a time.
+  config.schedule = pp > 1 ? valueOf(c.flags, "--schedule", "1f1b") : "1f1b";
   std::vector<uint64_t> kept(chunks);
   for (int64_t ch = 0; ch < chunks; ++ch) kept[ch] = u.stashLayer * count[ch];
   StatusOr<ScheduleRun> run = runSchedule(config, forward, backward, kept, transfer);

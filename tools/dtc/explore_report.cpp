@@ -76,10 +76,31 @@ std::string table(const ExploreResult& r, int top) {
                   c.mesh().c_str(), ms(c.prediction.stepSeconds).c_str(),
                   gib(c.memoryPerRank).c_str(), c.prediction.tokensPerSecond(),
                   100 * c.prediction.utilisation);
-    os << line << brief(c.flags) << "\n";
+    os << line << brief(c.flags) << (c.given ? "  (given)" : "") << "\n";
   }
   if (r.best >= 0)
     os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
+  // The layouts the user asked for, wherever they rank.
+  int rank = 0;
+  for (const ExploreCandidate& c : r.candidates) {
+    rank += c.feasible;
+    if (!c.given) continue;
+    os << "given: " << c.mesh() << " " << brief(c.flags) << ": ";
+    if (c.built && c.prediction.stepSeconds > 0) {
+      std::snprintf(line, sizeof line, "%s a step, %s per rank, %.4g tokens/s, MFU %.1f%%",
+                    ms(c.prediction.stepSeconds).c_str(), gib(c.memoryPerRank).c_str(),
+                    c.prediction.tokensPerSecond(), 100 * c.prediction.utilisation);
+      os << line;
+      if (c.feasible) os << "; rank " << rank << " of " << feasible;
+      if (r.best >= 0 && &c != &r.candidates[r.best]) {
+        std::snprintf(line, sizeof line, "; %.3gx the pick's step",
+                      c.prediction.stepSeconds / r.candidates[r.best].prediction.stepSeconds);
+        os << line;
+      }
+    }
+    os << (c.feasible ? "" : (c.built && c.prediction.stepSeconds > 0 ? "; " : "") + c.reason)
+       << "\n";
+  }
   int infeasible = 0;
   for (const ExploreCandidate& c : r.candidates)
     if (!c.feasible && !c.skipped) ++infeasible;
@@ -115,6 +136,7 @@ std::string json(const ExploreResult& r) {
     e.set("feasible", c.feasible);
     e.set("build_s", c.buildSeconds);
     e.set("estimated", c.estimated);
+    e.set("given", c.given);
     e.set("reason", c.reason);
     const bool predicted = c.built && c.prediction.stepSeconds > 0;
     e.set("predicted_step_s", predicted ? io::Json(c.prediction.stepSeconds) : io::Json());
