@@ -165,7 +165,8 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   // 16-bit operands (mixed precision), by the registry's element types: a kernel of any type binds
   // as usual; one that takes 16-bit operands runs them natively (cuBLAS and the 16-bit kernels
   // accumulate in f32), except collectives, which run their f32 form on widened copies (exact
-  // for moves, sums in f32); a float32 kernel refuses them here, by name.
+  // for moves, sums in f32) but for sums NCCL runs in the 16-bit type itself; a float32 kernel
+  // refuses them here, by name.
   const TensorView* low = firstLowPrecision(ctx);
   if (!low || kernel->types == KernelTypes::kAny) return bind(ctx, device);
   if (kernel->types == KernelTypes::kF32)
@@ -178,7 +179,11 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
       if (t.dtype != first)
         return invalid(ctx, "operands must share one element type, got " + dtypeName(first) +
                                 " and " + dtypeName(t.dtype));
-  return bindWidened(ctx, device, bind);
+  DTC_ASSIGN_OR_RETURN(BoundStep widened, bindWidened(ctx, device, bind));
+  const std::string name = kernel->name;
+  if (name == "all_reduce") return bindHalfAllReduce(ctx, device, std::move(widened));
+  if (name == "reduce_scatter") return bindHalfReduceScatter(ctx, device, std::move(widened));
+  return widened;
 }
 
 }  // namespace dtc::cuda

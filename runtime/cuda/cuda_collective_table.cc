@@ -144,6 +144,74 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
   });
 }
 
+}  // namespace
+
+// Sums of 16-bit tensors on NCCL in their own type: half the bytes of the f32 form, as
+// Megatron-LM and PyTorch reduce activations. Where the group has no NCCL communicator, or a
+// reduce-scatter's blocks are strided, `widened` runs instead (the f32 form on widened copies,
+// packed and host-staged as the f32 collectives are). Views with f32 element types check the
+// operands against the f32 contracts: the shapes are the same.
+namespace {
+
+StepContext asFloat32(const StepContext& ctx) {
+  StepContext f32{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
+  for (auto* list : {&f32.inputs, &f32.outputs})
+    for (TensorView& t : *list) t.dtype = DType::kF32;
+  return f32;
+}
+
+ncclDataType_t ncclTypeOf(DType t) { return t == DType::kBF16 ? ncclBfloat16 : ncclFloat16; }
+
+}  // namespace
+
+StatusOr<BoundStep> bindHalfAllReduce(const StepContext& ctx, Device& dev, BoundStep widened) {
+  DTC_ASSIGN_OR_RETURN(AllReduceStep r, checkAllReduce(asFloat32(ctx)));
+  if (r.max) return widened;
+  const Group g = groupOn(r.group, dev);
+  const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
+  const std::vector<TensorView> ins = ctx.inputs, outs = ctx.outputs;
+  const std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (!comm) return widened();
+    return route.run([&](cudaStream_t stream) {
+      const Nccl nc{&g.paths->api(), comm, stream, where};
+      return ncclGrouped(*nc.api, where, [&] {
+        for (size_t i = 0; i < ins.size(); ++i)
+          DTC_RETURN_IF_ERROR(
+              nc.check(nc.api->allReduce(ins[i].data, outs[i].data, ins[i].numElements(), type,
+                                         ncclSum, comm, stream),
+                       "ncclAllReduce"));
+        return Status::Ok();
+      });
+    });
+  });
+}
+
+StatusOr<BoundStep> bindHalfReduceScatter(const StepContext& ctx, Device& dev, BoundStep widened) {
+  DTC_ASSIGN_OR_RETURN(BlockStep b, checkReduceScatter(asFloat32(ctx)));
+  if (Around(b.in.shape, b.dim).outer > 1) return widened;
+  const Group g = groupOn(b.group, dev);
+  const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
+  const void* in = ctx.inputs[0].data;
+  void* out = ctx.outputs[0].data;
+  const size_t n = static_cast<size_t>(ctx.outputs[0].numElements());
+  const std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (!comm) return widened();
+    return route.run([&](cudaStream_t stream) {
+      const Nccl nc{&g.paths->api(), comm, stream, where};
+      return nc.check(nc.api->reduceScatter(in, out, n, type, ncclSum, comm, stream),
+                      "ncclReduceScatter");
+    });
+  });
+}
+
+namespace {
+
 // No communication: this device's block, copied on the GPU.
 StatusOr<BoundStep> bindLocalSlice(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(BlockStep b, checkLocalSlice(ctx));

@@ -302,8 +302,9 @@ std::vector<Case> precisionCases() {
   return cases;
 }
 
-// 16-bit collectives over the one-axis mesh of `n` processes (widened to f32 as on the CPU:
-// moves exact, sums in f32), and f32 ones whose blocks NCCL must pack or unpack.
+// 16-bit collectives over the one-axis mesh of `n` processes (moves widened to f32 as on the CPU,
+// exact; sums on NCCL in the 16-bit type, host-staged or strided ones widened and summed in f32),
+// and f32 ones whose blocks NCCL must pack or unpack.
 std::vector<Case> precisionCollectiveCases(int64_t n) {
   const Attr axes = intsAttr("axes", {0});
   const auto dim = [](int64_t d) { return intAttr("dim", d); };
@@ -334,6 +335,12 @@ std::vector<Case> precisionCollectiveCases(int64_t n) {
                {axes, dim(1)},
                {lowp(kBF16, {4, 6, 2})},
                {outAs(kBF16, {4, 6 * n, 2})}}),
+      sum({"reduce_scatter bf16 dim 0",
+           "reduce_scatter",
+           {axes, dim(0)},
+           {lowp(kBF16, {6 * n, 5})},
+           {outAs(kBF16, {6, 5})}},
+          kBF16),
       sum({"reduce_scatter f16 dim 1",
            "reduce_scatter",
            {axes, dim(1)},
