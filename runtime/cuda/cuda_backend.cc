@@ -165,8 +165,8 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   // 16-bit operands (mixed precision), by the registry's element types: a kernel of any type binds
   // as usual; one that takes 16-bit operands runs them natively (cuBLAS and the 16-bit kernels
   // accumulate in f32), except collectives, which run their f32 form on widened copies (exact
-  // for moves, sums in f32) but for sums NCCL runs in the 16-bit type itself; a float32 kernel
-  // refuses them here, by name.
+  // for moves, sums in f32) but for the sums and gathers NCCL runs in the 16-bit type itself; a
+  // float32 kernel refuses them here, by name.
   const TensorView* low = firstLowPrecision(ctx);
   if (!low || kernel->types == KernelTypes::kAny) return bind(ctx, device);
   if (kernel->types == KernelTypes::kF32)
@@ -183,6 +183,7 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
   const std::string name = kernel->name;
   if (name == "all_reduce") return bindHalfAllReduce(ctx, device, std::move(widened));
   if (name == "reduce_scatter") return bindHalfReduceScatter(ctx, device, std::move(widened));
+  if (name == "all_gather") return bindHalfAllGather(ctx, device, std::move(widened));
   return widened;
 }
 

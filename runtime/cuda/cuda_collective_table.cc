@@ -146,9 +146,10 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
 
 }  // namespace
 
-// Sums of 16-bit tensors on NCCL in their own type: half the bytes of the f32 form, as
-// Megatron-LM and PyTorch reduce activations. Where the group has no NCCL communicator, or a
-// reduce-scatter's blocks are strided, `widened` runs instead (the f32 form on widened copies,
+// Sums and gathers of 16-bit tensors on NCCL in their own type: half the bytes of the f32 form,
+// as Megatron-LM and PyTorch reduce and gather activations (a gather moves the bits unchanged).
+// Where the group has no NCCL communicator, or a reduce-scatter's or gather's blocks are strided,
+// `widened` runs instead (the f32 form on widened copies,
 // packed and host-staged as the f32 collectives are). Views with f32 element types check the
 // operands against the f32 contracts: the shapes are the same.
 namespace {
@@ -206,6 +207,26 @@ StatusOr<BoundStep> bindHalfReduceScatter(const StepContext& ctx, Device& dev, B
       const Nccl nc{&g.paths->api(), comm, stream, where};
       return nc.check(nc.api->reduceScatter(in, out, n, type, ncclSum, comm, stream),
                       "ncclReduceScatter");
+    });
+  });
+}
+
+StatusOr<BoundStep> bindHalfAllGather(const StepContext& ctx, Device& dev, BoundStep widened) {
+  DTC_ASSIGN_OR_RETURN(BlockStep b, checkAllGather(asFloat32(ctx)));
+  if (Around(b.out.shape, b.dim).outer > 1) return widened;
+  const Group g = groupOn(b.group, dev);
+  const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
+  const void* in = ctx.inputs[0].data;
+  void* out = ctx.outputs[0].data;
+  const size_t n = static_cast<size_t>(ctx.inputs[0].numElements());
+  const std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (!comm) return widened();
+    return route.run([&](cudaStream_t stream) {
+      const Nccl nc{&g.paths->api(), comm, stream, where};
+      return nc.check(nc.api->allGather(in, out, n, type, comm, stream), "ncclAllGather");
     });
   });
 }

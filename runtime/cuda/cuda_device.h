@@ -162,10 +162,12 @@ using CudaBinder = StatusOr<BoundStep> (*)(const StepContext&, Device&);
 // results rounded back, as the CPU's bindLowPrecision (cuda_precision_table.cc). Collectives use
 // it: exact for moves, sums in f32.
 StatusOr<BoundStep> bindWidened(const StepContext& ctx, Device& device, CudaBinder wide);
-// all_reduce and reduce_scatter sums of 16-bit tensors on NCCL in their own type; `widened` (the
-// f32 form on widened copies) where NCCL does not run them (cuda_collective_table.cc).
+// all_reduce and reduce_scatter sums and all_gather of 16-bit tensors on NCCL in their own type;
+// `widened` (the f32 form on widened copies) where NCCL does not run them
+// (cuda_collective_table.cc).
 StatusOr<BoundStep> bindHalfAllReduce(const StepContext& ctx, Device& dev, BoundStep widened);
 StatusOr<BoundStep> bindHalfReduceScatter(const StepContext& ctx, Device& dev, BoundStep widened);
+StatusOr<BoundStep> bindHalfAllGather(const StepContext& ctx, Device& dev, BoundStep widened);
 
 // Validates a step against its kernel's contract (the CPU backend's, the same checks) and binds
 // it to CUDA kernels on `device`'s stream. An op the CPU runs but CUDA does not yet is an error

@@ -122,16 +122,46 @@ struct Mesh {
   }
 };
 
+// How many times its plan bytes a 16-bit collective puts on the wire: the runtimes send the f32
+// form of widened copies, except where NCCL runs it in its own type (CUDA: all-reduce sums, and
+// reduce-scatters and all-gathers whose blocks are contiguous). Sends and receives move bytes.
+double wireScale(const plan::Function& f, const plan::Step& step, bool cuda) {
+  const Kernel k = step.kernel();
+  if (k == Kernel::send || k == Kernel::recv || !step.inputs() || step.inputs()->size() == 0 ||
+      !step.outputs() || step.outputs()->size() == 0 || !f.values())
+    return 1;
+  const plan::Value& in = *f.values()->Get(step.inputs()->Get(0));
+  if (in.dtype() != plan::DType::f16 && in.dtype() != plan::DType::bf16) return 1;
+  if (!cuda) return 2;
+  // Whether the dimensions before `dim` of `v` are all 1: each rank's block is contiguous.
+  auto contiguous = [&](const plan::Value& v) {
+    const int64_t dim = intAttr(step, "dim");
+    for (int64_t d = 0; v.shape() && d < dim && d < static_cast<int64_t>(v.shape()->size()); ++d)
+      if (v.shape()->Get(d) != 1) return false;
+    return true;
+  };
+  switch (k) {
+    case Kernel::all_reduce: {
+      const plan::Attr* r = findStepAttr(step, "reduction");
+      return r && r->s() && r->s()->str() == "max" ? 2 : 1;
+    }
+    case Kernel::reduce_scatter: return contiguous(in) ? 1 : 2;
+    case Kernel::all_gather: return contiguous(*f.values()->Get(step.outputs()->Get(0))) ? 1 : 2;
+    default: return 2;
+  }
+}
+
 // Seconds of one collective or transfer: the ring algorithm's steps, and the bytes each device
 // sends (plan/communication.h; a receive waits for what its peer sends), on its group's link.
 double communicationSeconds(const Plan& plan, const plan::Function& f, const plan::Step& step,
-                            const Mesh& mesh, const DeviceProfile& p) {
+                            const Mesh& mesh, const DeviceProfile& p, bool cuda) {
   std::optional<CollectiveCost> c = collectiveCost(plan, f, step);
   if (!c) return 0;
   const double n = static_cast<double>(c->group);
   const Link& link = mesh.crossesNodes(c->axisIndices) ? p.interNode : p.intraNode;
   const double a = link.latencySeconds, bw = link.bytesPerSecond;
   const double wire =
+      wireScale(f, step, cuda) *
       (step.kernel() == Kernel::recv ? static_cast<double>(c->bytes) : c->sentBytes) / bw;
   switch (step.kernel()) {
     case Kernel::all_reduce: return 2 * (n - 1) * a + wire;
@@ -249,10 +279,10 @@ struct Simulation {
         clock = end;
       } else if (deferred(step)) {
         // Priced by the caller where the reduction really runs; its result is ready at once.
-        timeline->deferred.back() = communicationSeconds(plan, f, step, mesh, profile);
+        timeline->deferred.back() = communicationSeconds(plan, f, step, mesh, profile, overlap);
         end = inputsReady;
       } else {
-        const double seconds = communicationSeconds(plan, f, step, mesh, profile);
+        const double seconds = communicationSeconds(plan, f, step, mesh, profile, overlap);
         double& clock = overlap ? p.comm : p.compute;
         const double start = std::max(clock, inputsReady);
         if (!overlap) wait(p, start - clock, latest);

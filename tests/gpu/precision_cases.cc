@@ -302,9 +302,9 @@ std::vector<Case> precisionCases() {
   return cases;
 }
 
-// 16-bit collectives over the one-axis mesh of `n` processes (moves widened to f32 as on the CPU,
-// exact; sums on NCCL in the 16-bit type, host-staged or strided ones widened and summed in f32),
-// and f32 ones whose blocks NCCL must pack or unpack.
+// 16-bit collectives over the one-axis mesh of `n` processes (sums and gathers on NCCL in the
+// 16-bit type; host-staged, strided and the other moves widened to f32 as on the CPU: moves
+// exact, sums in f32), and f32 ones whose blocks NCCL must pack or unpack.
 std::vector<Case> precisionCollectiveCases(int64_t n) {
   const Attr axes = intsAttr("axes", {0});
   const auto dim = [](int64_t d) { return intAttr("dim", d); };
@@ -330,6 +330,11 @@ std::vector<Case> precisionCollectiveCases(int64_t n) {
                {axes, stringAttr("reduction", "max")},
                {lowp(kBF16, {50})},
                {outAs(kBF16, {50})}}),
+      bitwise({"all_gather f16 dim 0",
+               "all_gather",
+               {axes, dim(0)},
+               {lowp(kF16, {3, 7})},
+               {outAs(kF16, {3 * n, 7})}}),
       bitwise({"all_gather bf16 dim 1",
                "all_gather",
                {axes, dim(1)},
