@@ -149,9 +149,9 @@ StatusOr<BoundStep> bindReduceScatter(const StepContext& ctx, Device& dev) {
 // Sums and gathers of 16-bit tensors on NCCL in their own type: half the bytes of the f32 form,
 // as Megatron-LM and PyTorch reduce and gather activations (a gather moves the bits unchanged).
 // Where the group has no NCCL communicator, or a reduce-scatter's or gather's blocks are strided,
-// `widened` runs instead (the f32 form on widened copies,
-// packed and host-staged as the f32 collectives are). Views with f32 element types check the
-// operands against the f32 contracts: the shapes are the same.
+// `widened` runs instead (the f32 form on widened copies, packed and host-staged as the f32
+// collectives are). Views with f32 element types check the operands against the f32 contracts:
+// the shapes are the same.
 namespace {
 
 StepContext asFloat32(const StepContext& ctx) {
@@ -163,72 +163,67 @@ StepContext asFloat32(const StepContext& ctx) {
 
 ncclDataType_t ncclTypeOf(DType t) { return t == DType::kBF16 ? ncclBfloat16 : ncclFloat16; }
 
+// `call` on NCCL where the group has a communicator, else `widened`.
+template <typename Call>
+StatusOr<BoundStep> onNcclElse(const StepContext& ctx, Device& dev, const CollectiveGroup& group,
+                               BoundStep widened, Call call) {
+  const Group g = groupOn(group, dev);
+  const std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (!comm) return widened();
+    return route.run([&](cudaStream_t stream) {
+      return call(Nccl{&g.paths->api(), comm, stream, where});
+    });
+  });
+}
+
 }  // namespace
 
 StatusOr<BoundStep> bindHalfAllReduce(const StepContext& ctx, Device& dev, BoundStep widened) {
   DTC_ASSIGN_OR_RETURN(AllReduceStep r, checkAllReduce(asFloat32(ctx)));
   if (r.max) return widened;
-  const Group g = groupOn(r.group, dev);
   const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
   const std::vector<TensorView> ins = ctx.inputs, outs = ctx.outputs;
-  const std::string where = ctx.where();
-  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
-  return BoundStep([=]() -> Status {
-    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
-    if (!comm) return widened();
-    return route.run([&](cudaStream_t stream) {
-      const Nccl nc{&g.paths->api(), comm, stream, where};
-      return ncclGrouped(*nc.api, where, [&] {
-        for (size_t i = 0; i < ins.size(); ++i)
-          DTC_RETURN_IF_ERROR(
-              nc.check(nc.api->allReduce(ins[i].data, outs[i].data, ins[i].numElements(), type,
-                                         ncclSum, comm, stream),
-                       "ncclAllReduce"));
-        return Status::Ok();
-      });
+  return onNcclElse(ctx, dev, r.group, std::move(widened), [=](const Nccl& nc) {
+    return ncclGrouped(*nc.api, nc.where, [&] {
+      for (size_t i = 0; i < ins.size(); ++i)
+        DTC_RETURN_IF_ERROR(
+            nc.check(nc.api->allReduce(ins[i].data, outs[i].data, ins[i].numElements(), type,
+                                       ncclSum, nc.comm, nc.stream),
+                     "ncclAllReduce"));
+      return Status::Ok();
     });
+  });
+}
+
+// A reduce-scatter (gather false) or all-gather (true) whose blocks are contiguous: nothing
+// precedes `dim` in the whole tensor.
+StatusOr<BoundStep> bindHalfBlocks(const StepContext& ctx, Device& dev, BoundStep widened,
+                                   bool gather) {
+  const StepContext f32 = asFloat32(ctx);
+  DTC_ASSIGN_OR_RETURN(BlockStep b, gather ? checkAllGather(f32) : checkReduceScatter(f32));
+  if (Around(gather ? b.out.shape : b.in.shape, b.dim).outer > 1) return widened;
+  const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
+  const void* in = ctx.inputs[0].data;
+  void* out = ctx.outputs[0].data;
+  const size_t block = static_cast<size_t>((gather ? ctx.inputs : ctx.outputs)[0].numElements());
+  return onNcclElse(ctx, dev, b.group, std::move(widened), [=](const Nccl& nc) {
+    return gather
+               ? nc.check(nc.api->allGather(in, out, block, type, nc.comm, nc.stream),
+                          "ncclAllGather")
+               : nc.check(nc.api->reduceScatter(in, out, block, type, ncclSum, nc.comm, nc.stream),
+                          "ncclReduceScatter");
   });
 }
 
 StatusOr<BoundStep> bindHalfReduceScatter(const StepContext& ctx, Device& dev, BoundStep widened) {
-  DTC_ASSIGN_OR_RETURN(BlockStep b, checkReduceScatter(asFloat32(ctx)));
-  if (Around(b.in.shape, b.dim).outer > 1) return widened;
-  const Group g = groupOn(b.group, dev);
-  const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
-  const void* in = ctx.inputs[0].data;
-  void* out = ctx.outputs[0].data;
-  const size_t n = static_cast<size_t>(ctx.outputs[0].numElements());
-  const std::string where = ctx.where();
-  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
-  return BoundStep([=]() -> Status {
-    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
-    if (!comm) return widened();
-    return route.run([&](cudaStream_t stream) {
-      const Nccl nc{&g.paths->api(), comm, stream, where};
-      return nc.check(nc.api->reduceScatter(in, out, n, type, ncclSum, comm, stream),
-                      "ncclReduceScatter");
-    });
-  });
+  return bindHalfBlocks(ctx, dev, std::move(widened), false);
 }
 
 StatusOr<BoundStep> bindHalfAllGather(const StepContext& ctx, Device& dev, BoundStep widened) {
-  DTC_ASSIGN_OR_RETURN(BlockStep b, checkAllGather(asFloat32(ctx)));
-  if (Around(b.out.shape, b.dim).outer > 1) return widened;
-  const Group g = groupOn(b.group, dev);
-  const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
-  const void* in = ctx.inputs[0].data;
-  void* out = ctx.outputs[0].data;
-  const size_t n = static_cast<size_t>(ctx.inputs[0].numElements());
-  const std::string where = ctx.where();
-  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
-  return BoundStep([=]() -> Status {
-    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
-    if (!comm) return widened();
-    return route.run([&](cudaStream_t stream) {
-      const Nccl nc{&g.paths->api(), comm, stream, where};
-      return nc.check(nc.api->allGather(in, out, n, type, comm, stream), "ncclAllGather");
-    });
-  });
+  return bindHalfBlocks(ctx, dev, std::move(widened), true);
 }
 
 namespace {
