@@ -204,9 +204,22 @@ StatusOr<Link> measureAllReduceLink(comm::Communicator& comm) {
   const double tiny = timeCollective([&] { keep(comm.allReduceSum(small.data(), 8)); }, 200);
   const double big = timeCollective(
       [&] { keep(comm.allReduceSum(large.data(), static_cast<int64_t>(large.size()))); }, 5);
+  // A reduce-scatter and an all-gather of 1 MiB, each charged its ring's (n−1) steps of latency:
+  // the library may run them slower per byte than the all-reduce (MPI's reduce-scatter on shared
+  // memory does).
+  const int64_t block = static_cast<int64_t>(large.size()) / 16 / comm.size();
+  std::vector<float> part(block, 1.0f), whole(block * comm.size(), 0.0f);
+  const double scatter =
+      timeCollective([&] { keep(comm.reduceScatterSum(large.data(), block, part.data())); }, 5);
+  const double gather =
+      timeCollective([&] { keep(comm.allGather(part.data(), block, whole.data())); }, 5);
   DTC_RETURN_IF_ERROR(status);
   const double bytes = 4.0 * static_cast<double>(large.size());
-  return Link{tiny / steps, steps / n * bytes / std::max(big - tiny, 1e-9)};
+  Link link{tiny / steps, steps / n * bytes / std::max(big - tiny, 1e-9)};
+  const double ringSteps = (n - 1) * link.latencySeconds, sent = (n - 1) / n * bytes / 16;
+  link.reduceScatterBytesPerSecond = sent / std::max(scatter - ringSteps, 1e-9);
+  link.allGatherBytesPerSecond = sent / std::max(gather - ringSteps, 1e-9);
+  return link;
 }
 
 // The profile `p` with its links measured: rank 0 with the first rank on its node and the first

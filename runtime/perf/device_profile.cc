@@ -54,6 +54,12 @@ StatusOr<Link> linkFrom(const io::Json& j, const char* key, const std::string& o
   Link link;
   DTC_ASSIGN_OR_RETURN(link.latencySeconds, positive(*l, "latency_s", origin + " " + key, true));
   DTC_ASSIGN_OR_RETURN(link.bytesPerSecond, positive(*l, "bytes_per_s", origin + " " + key));
+  for (auto [field, value] :
+       {std::pair{"reduce_scatter_bytes_per_s", &link.reduceScatterBytesPerSecond},
+        std::pair{"all_gather_bytes_per_s", &link.allGatherBytesPerSecond}})
+    if (l->find(field)) {
+      DTC_ASSIGN_OR_RETURN(*value, positive(*l, field, origin + " " + key));
+    }
   return link;
 }
 
@@ -61,6 +67,9 @@ io::Json linkJson(const Link& l) {
   io::Json j = io::Json::object();
   j.set("latency_s", l.latencySeconds);
   j.set("bytes_per_s", l.bytesPerSecond);
+  if (l.reduceScatterBytesPerSecond > 0)
+    j.set("reduce_scatter_bytes_per_s", l.reduceScatterBytesPerSecond);
+  if (l.allGatherBytesPerSecond > 0) j.set("all_gather_bytes_per_s", l.allGatherBytesPerSecond);
   return j;
 }
 

@@ -19,7 +19,10 @@ namespace dtc::perf {
 // A link's alpha-beta model: a message of b bytes takes latency + b / bytesPerSecond.
 struct Link {
   double latencySeconds = 0;
-  double bytesPerSecond = 0;
+  double bytesPerSecond = 0;  // what an all-reduce's ring achieves per byte sent
+  // Measured apart where a library runs them slower than the all-reduce's ring (MPI's
+  // reduce-scatter on shared memory); 0: as bytesPerSecond.
+  double reduceScatterBytesPerSecond = 0, allGatherBytesPerSecond = 0;
 };
 
 struct DeviceProfile {

@@ -159,7 +159,12 @@ double communicationSeconds(const Plan& plan, const plan::Function& f, const pla
   if (!c) return 0;
   const double n = static_cast<double>(c->group);
   const Link& link = mesh.crossesNodes(c->axisIndices) ? p.interNode : p.intraNode;
-  const double a = link.latencySeconds, bw = link.bytesPerSecond;
+  const double a = link.latencySeconds;
+  double bw = link.bytesPerSecond;
+  if (step.kernel() == Kernel::reduce_scatter && link.reduceScatterBytesPerSecond > 0)
+    bw = link.reduceScatterBytesPerSecond;
+  if (step.kernel() == Kernel::all_gather && link.allGatherBytesPerSecond > 0)
+    bw = link.allGatherBytesPerSecond;
   const double wire =
       wireScale(f, step, cuda) *
       (step.kernel() == Kernel::recv ? static_cast<double>(c->bytes) : c->sentBytes) / bw;
