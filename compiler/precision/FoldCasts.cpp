@@ -152,11 +152,40 @@ struct FoldCastsPass : impl::FoldCastsBase<FoldCastsPass> {
     RewritePatternSet set(&getContext());
     set.add<CancelRoundTrip, SinkWidening, HoistNarrowing, AbsorbNarrowing>(&getContext());
     FrozenRewritePatternSet patterns(std::move(set));
-    for (auto function : getOperation().getOps<func::FuncOp>())
+    for (auto function : getOperation().getOps<func::FuncOp>()) {
       if (failed(applyPatternsGreedily(function, patterns))) {
         function.emitError("dtc-fold-casts did not converge");
         return signalPassFailure();
       }
+      shareArgumentCasts(function);
+    }
+  }
+
+  // A function argument (a parameter: it does not change within the step) cast to one type is
+  // cast once, by the first such cast, and every micro-batch's forward and backward read that
+  // copy. Accumulation and pipelines repeat the casts per micro-batch, and each copy lived from
+  // its micro-batch's forward to its backward: a pipeline stage held one 16-bit copy of its
+  // weights per micro-batch in flight where Megatron-LM holds one.
+  static void shareArgumentCasts(func::FuncOp function) {
+    if (function.getBody().empty()) return;
+    for (BlockArgument arg : function.getArguments()) {
+      DenseMap<Type, graph::CastOp> first;
+      SmallVector<graph::CastOp> casts;
+      for (Operation* user : arg.getUsers())
+        if (auto cast = dyn_cast<graph::CastOp>(user);
+            cast && cast->getBlock() == &function.getBody().front())
+          casts.push_back(cast);
+      for (graph::CastOp cast : casts) {
+        graph::CastOp& kept = first[cast.getType()];
+        if (!kept || cast->isBeforeInBlock(kept)) kept = cast;
+      }
+      for (graph::CastOp cast : casts) {
+        graph::CastOp kept = first[cast.getType()];
+        if (cast == kept) continue;
+        cast.getResult().replaceAllUsesWith(kept.getResult());
+        cast->erase();
+      }
+    }
   }
 };
 

@@ -75,3 +75,18 @@ func.func @producers(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) 
   %yl = graph.cast %y : tensor<4x8xf32> -> tensor<4x8xbf16>
   return %yl : tensor<4x8xbf16>
 }
+
+// A parameter (a function argument: it does not change within the step) cast to bf16 twice,
+// as two micro-batches do, is cast once: both products read the first copy.
+// CHECK-LABEL: func.func @shared_weight
+// CHECK: %[[W:.*]] = graph.cast %arg0 : tensor<4x4xf32> -> tensor<4x4xbf16>
+// CHECK: graph.linear %arg1, %[[W]]
+// CHECK-NOT: graph.cast %arg0
+// CHECK: graph.linear %arg2, %[[W]]
+func.func @shared_weight(%w: tensor<4x4xf32>, %a: tensor<2x4xbf16>, %b: tensor<2x4xbf16>) -> (tensor<2x4xbf16>, tensor<2x4xbf16>) {
+  %w0 = graph.cast %w : tensor<4x4xf32> -> tensor<4x4xbf16>
+  %y0 = graph.linear %a, %w0 : tensor<2x4xbf16>, tensor<4x4xbf16> -> tensor<2x4xbf16>
+  %w1 = graph.cast %w : tensor<4x4xf32> -> tensor<4x4xbf16>
+  %y1 = graph.linear %b, %w1 : tensor<2x4xbf16>, tensor<4x4xbf16> -> tensor<2x4xbf16>
+  return %y0, %y1 : tensor<2x4xbf16>, tensor<2x4xbf16>
+}
