@@ -46,23 +46,37 @@ std::vector<Group> layers(ArrayRef<Operation*> forward) {
 
 // selective: attention's core, Megatron's choice — the [.., T, T] scores and probabilities
 // (the q·kᵀ product, what lies between it and the softmax, the softmax and a dropout of it),
-// which cost the most memory per flop to keep.
-std::vector<Group> attentionCores(ArrayRef<Operation*> forward) {
+// which cost the most memory per flop to keep. In mixed precision the product is widened to f32
+// for the softmax and the probabilities narrowed again for the product with v: those casts are
+// part of the core too, or their [.., T, T] results would be kept.
+std::vector<Group> attentionCores(ArrayRef<Operation*> forward,
+                                  const DenseSet<Operation*>& backward) {
   std::vector<Group> groups;
   for (Operation* op : forward) {
     if (!isa<graph::CausalSoftmaxOp, graph::SoftmaxOp>(op)) continue;
     Group core;
-    for (Operation* p = op->getOperand(0).getDefiningOp(); p && core.size() < 4;
+    for (Operation* p = op->getOperand(0).getDefiningOp(); p && core.size() < 5;
          p = p->getNumOperands() ? p->getOperand(0).getDefiningOp() : nullptr) {
-      if (!isa<graph::BatchMatmulOp, graph::ScaleOp, graph::AddOp>(p) || !p->hasOneUse()) break;
+      if (!isa<graph::BatchMatmulOp, graph::ScaleOp, graph::AddOp, graph::CastOp>(p) ||
+          !p->hasOneUse())
+        break;
       core.push_back(p);
       if (isa<graph::BatchMatmulOp>(p)) break;
     }
     if (core.empty() || !isa<graph::BatchMatmulOp>(core.back())) continue;
     std::reverse(core.begin(), core.end());
     core.push_back(op);
-    for (Operation* user : op->getUsers())
-      if (isa<graph::DropoutOp>(user) && op->hasOneUse()) core.push_back(user);
+    // What the forward alone does with the probabilities next: a dropout of them, a cast of
+    // them, or both (the backward reads them too; those reads are what recomputation serves).
+    for (Operation* last = op; core.size() < 8;) {
+      Operation* next = nullptr;
+      int users = 0;
+      for (Operation* user : last->getUsers())
+        if (!backward.count(user)) next = user, ++users;
+      if (users != 1 || !isa<graph::DropoutOp, graph::CastOp>(next)) break;
+      core.push_back(next);
+      last = next;
+    }
     groups.push_back(std::move(core));
   }
   return groups;
@@ -117,7 +131,7 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     std::vector<Group> groups;
     for (Group& g : layers(forward))
       if (modeOf(g.front()) == "full") groups.push_back(std::move(g));
-    for (Group& g : attentionCores(forward))
+    for (Group& g : attentionCores(forward, backward))
       if (modeOf(g.front()) == "selective") groups.push_back(std::move(g));
     DenseMap<Operation*, size_t> groupOf;
     for (size_t g = 0; g < groups.size(); ++g)
