@@ -43,6 +43,9 @@ struct LayerUnit {
   uint64_t gradientLayer = 0, gradientFirst = 0, gradientLast = 0;
   // The arena: the three-layer copy's (one micro-batch), and what a layer keeps for its backward.
   uint64_t arenaShallow = 0, stashLayer = 0;
+  // The middle layer's 16-bit copies of its weights: cast once per step and shared by every
+  // micro-batch (dtc-fold-casts), so held per layer, not per micro-batch in flight.
+  uint64_t weightCopiesLayer = 0;
   double flopsLayer = 0, flopsRest = 0;  // over the setting's ranks, per micro-batch
   double flopsShare = 0;                 // one layer's share of the shallow copy's FLOPs
   double peakFlops = 0;                  // the devices' peak for the plan's GEMM type
@@ -236,10 +239,14 @@ void priceActivations(const plan::Function& f, const std::vector<int>& layer, co
     while (root[r] >= 0) r = root[r];
     return static_cast<uint32_t>(r);
   };
-  std::vector<int> writtenBy(root.size(), -2);  // layer of the forward step that wrote it
+  std::vector<int> writtenBy(root.size(), -2);       // layer of the forward step that wrote it
+  std::vector<bool> weightCopy(root.size(), false);  // a cast of a parameter (state region)
   for (size_t i = 0; i < n; ++i) {
     const plan::Step& s = *f.steps()->Get(i);
     if (!s.outputs()) continue;
+    if (s.kernel() == Kernel::cast && s.inputs() && s.inputs()->size() == 1 &&
+        f.values()->Get(s.inputs()->Get(0))->region() == plan::Region::state)
+      for (uint32_t id : *s.outputs()) weightCopy[id] = true;
     if (s.kernel() == Kernel::reshape && s.inputs() && s.inputs()->size() == 1 &&
         s.outputs()->size() == 1) {
       root[s.outputs()->Get(0)] = rootOf(s.inputs()->Get(0));
@@ -253,7 +260,8 @@ void priceActivations(const plan::Function& f, const std::vector<int>& layer, co
     if (const auto* ins = f.steps()->Get(i)->inputs())
       for (uint32_t id : *ins)
         if (writtenBy[rootOf(id)] == 1) kept.insert(rootOf(id));
-  for (uint32_t id : kept) u.stashLayer += valueBytes(*f.values()->Get(id));
+  for (uint32_t id : kept)
+    (weightCopy[id] ? u.weightCopiesLayer : u.stashLayer) += valueBytes(*f.values()->Get(id));
   const plan::Step& last = *f.steps()->Get(at.head - 1);
   if (last.outputs() && last.outputs()->size())
     u.transferBytes = static_cast<double>(valueBytes(*f.values()->Get(last.outputs()->Get(0))));
@@ -637,8 +645,11 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
                                                                 : 0);
     // The shallow copy's arena with its layers' activations swapped for the stage's.
     const uint64_t shallowStash = kShallow * u.stashLayer;
-    const uint64_t arena = u.arenaShallow - std::min(u.arenaShallow, shallowStash) +
-                           std::max(run->stashPeak[s], shallowStash);
+    // ... and its layers' weight copies for the stage's.
+    const uint64_t shallowCopies = kShallow * u.weightCopiesLayer;
+    const uint64_t arena = u.arenaShallow - std::min(u.arenaShallow, shallowStash + shallowCopies) +
+                           std::max(run->stashPeak[s], shallowStash) +
+                           u.weightCopiesLayer * uint64_t(held);
     // Accumulated micro-batches keep their gradients' running sums for the whole step.
     const uint64_t sums = m > 1 ? u.gradientLayer * held + (s == 0 ? u.gradientFirst : 0) +
                                       (s == pp - 1 ? u.gradientLast : 0)
