@@ -17,20 +17,22 @@ namespace dtc {
 // One setting's shallow compiles, priced: seconds on the compute stream (`total`: with the waits
 // for collectives) and bytes per rank.
 struct LayerUnit {
+  // Seconds a part adds to the step, of its kernels, and of its collectives (the comm stream's
+  // busy time, which the step cannot undercut however well it overlaps).
   struct Cost {
-    double total = 0, kernels = 0;
+    double total = 0, kernels = 0, comm = 0;
     Cost& operator+=(const Cost& o) {
       total += o.total;
       kernels += o.kernels;
+      comm += o.comm;
       return *this;
     }
-    Cost scaled(double k) const { return {total * k, kernels * k}; }
+    Cost scaled(double k) const { return {total * k, kernels * k, comm * k}; }
   };
   Cost embedForward, embedBackward;  // before the stack (the first chunk)
   Cost layerForward, layerBackward;  // one layer
   Cost headForward, headBackward;    // after the stack: final norm, head, loss (the last chunk)
   Cost layerUpdate, firstUpdate, lastUpdate;  // after the backward: gradient reduction, update
-  double communication = 0;                   // collectives' seconds per layer (for the report)
   double transferBytes = 0;                   // what a chunk passes on, per micro-batch
   // State per rank: one layer's, what the first and the last stage hold outside the stack, and
   // all of that outside the stack (what a rank without a pipeline holds).
@@ -164,7 +166,8 @@ void priceTime(const Compiled& shallow, const std::vector<int>& layer, const Par
   const size_t n = layer.size();
   auto middle = [&](size_t i) { return layer[i] == 1 ? 1.0 : 0.0; };
   auto cost = [&](size_t i) {
-    return Cost{clock.ends[i] - (i ? clock.ends[i - 1] : 0.0), clock.kernel[i]};
+    return Cost{clock.ends[i] - (i ? clock.ends[i - 1] : 0.0), clock.kernel[i],
+                clock.communication[i]};
   };
   auto locOf = [&](size_t i) {
     const plan::Step& s = *f.steps()->Get(i);
@@ -215,14 +218,14 @@ void priceTime(const Compiled& shallow, const std::vector<int>& layer, const Par
   for (size_t i = 0; i < n; ++i) {
     allFlops += clock.flops[i];
     layerFlops += clock.flops[i] * middle(i);
-    u.communication += clock.communication[i] * middle(i);
   }
   u.flopsShare = allFlops > 0 ? layerFlops / allFlops : 0;
   // Gradient reductions deferred to after the last micro-batch, as a pipeline runs them.
   for (size_t i = 0; i < n; ++i)
     if (const double seconds = clock.deferred[i]; seconds > 0)
       (layer[i] >= 0 ? u.layerUpdate : u.firstUpdate) +=
-          Cost{layer[i] >= 0 ? seconds * middle(i) : seconds, 0};
+          Cost{layer[i] >= 0 ? seconds * middle(i) : seconds, 0,
+               layer[i] >= 0 ? seconds * middle(i) : seconds};
   // What the step waits for after its last kernel (a collective still running).
   u.firstUpdate.total += std::max(0.0, shallow.prediction.stepSeconds - clock.ends.back());
 }
@@ -624,14 +627,21 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
       update += u.accumulateLayer.scaled(double(held * (m - 1)));
       if (s == 0 || s == pp - 1) update += u.accumulateOutside.scaled(double(m - 1));
     }
+    // The stage's collectives, all of them on its comm stream: the step takes at least their
+    // seconds. The schedule's times are each part's marginal seconds in the shallow copy, where
+    // the comm stream has room to spare; many layers' per-tensor collectives (ZeRO-1's
+    // reduce-scatters and gathers) fill it.
+    double comm = update.comm;
+    for (int64_t ch = s; ch < chunks; ch += pp)
+      comm += (forward[ch].comm + backward[ch].comm) * double(m);
     perf::StagePrediction stage;
     stage.stage = pp > 1 ? static_cast<int>(s) : -1;
-    stage.stepSeconds = run->end[s] + update.total;
+    stage.stepSeconds = std::max(run->end[s] + update.total, comm);
     stage.computeSeconds = run->kernels[s] + update.kernels;
     stage.bubbleSeconds = run->idle[s];
     stage.exposedCommunicationSeconds =
         std::max(0.0, stage.stepSeconds - stage.computeSeconds - stage.bubbleSeconds);
-    stage.communicationSeconds = u.communication * double(held) * double(m);
+    stage.communicationSeconds = comm;
     p.stages.push_back(stage);
     if (stage.stepSeconds >= p.stepSeconds) {
       p.stepSeconds = stage.stepSeconds;
