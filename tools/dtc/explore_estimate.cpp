@@ -40,6 +40,9 @@ struct LayerUnit {
   // Adding one micro-batch's gradients to the step's (a pipeline accumulates after the last
   // micro-batch): for one layer's parameters, and for those outside the stack.
   Cost accumulateLayer, accumulateOutside;
+  // Of the updates' seconds, the gradient reductions deferred to after the last micro-batch
+  // (one layer's, and the first stage's outside the stack).
+  double deferredLayer = 0, deferredFirst = 0;
   // The gradients a step accumulates micro-batches into (held from the first backward to the
   // update): one layer's, and those outside the stack on the first and the last stage.
   uint64_t gradientLayer = 0, gradientFirst = 0, gradientLast = 0;
@@ -222,10 +225,11 @@ void priceTime(const Compiled& shallow, const std::vector<int>& layer, const Par
   u.flopsShare = allFlops > 0 ? layerFlops / allFlops : 0;
   // Gradient reductions deferred to after the last micro-batch, as a pipeline runs them.
   for (size_t i = 0; i < n; ++i)
-    if (const double seconds = clock.deferred[i]; seconds > 0)
-      (layer[i] >= 0 ? u.layerUpdate : u.firstUpdate) +=
-          Cost{layer[i] >= 0 ? seconds * middle(i) : seconds, 0,
-               layer[i] >= 0 ? seconds * middle(i) : seconds};
+    if (const double seconds = clock.deferred[i]; seconds > 0) {
+      const double share = layer[i] >= 0 ? seconds * middle(i) : seconds;
+      (layer[i] >= 0 ? u.layerUpdate : u.firstUpdate) += Cost{share, 0, share};
+      (layer[i] >= 0 ? u.deferredLayer : u.deferredFirst) += share;
+    }
   // What the step waits for after its last kernel (a collective still running).
   u.firstUpdate.total += std::max(0.0, shallow.prediction.stepSeconds - clock.ends.back());
 }
@@ -626,6 +630,15 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     if (m > 1) {
       update += u.accumulateLayer.scaled(double(held * (m - 1)));
       if (s == 0 || s == pp - 1) update += u.accumulateOutside.scaled(double(m - 1));
+    }
+    // The deferred reductions start as the last micro-batch's backward finishes each layer's
+    // gradients, on the comm stream beside the backward of the layers before it: all but the
+    // last-finished layer's share hides behind that backward's kernels.
+    if (const double deferred = u.deferredLayer * double(held) + (s == 0 ? u.deferredFirst : 0);
+        deferred > 0 && held > 0) {
+      double lastBackward = 0;
+      for (int64_t ch = s; ch < chunks; ch += pp) lastBackward += backward[ch].kernels;
+      update.total -= std::min(deferred - u.deferredLayer, lastBackward);
     }
     // The stage's collectives, all of them on its comm stream: the step takes at least their
     // seconds. The schedule's times are each part's marginal seconds in the shallow copy, where
