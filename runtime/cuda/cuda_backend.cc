@@ -180,11 +180,12 @@ StatusOr<BoundStep> bindCudaStep(const StepContext& ctx, Device& device) {
         return invalid(ctx, "operands must share one element type, got " + dtypeName(first) +
                                 " and " + dtypeName(t.dtype));
   DTC_ASSIGN_OR_RETURN(BoundStep widened, bindWidened(ctx, device, bind));
-  const std::string name = kernel->name;
-  if (name == "all_reduce") return bindHalfAllReduce(ctx, device, std::move(widened));
-  if (name == "reduce_scatter") return bindHalfReduceScatter(ctx, device, std::move(widened));
-  if (name == "all_gather") return bindHalfAllGather(ctx, device, std::move(widened));
-  return widened;
+  switch (kernel->kernel) {
+    case Kernel::all_reduce: return bindHalfAllReduce(ctx, device, std::move(widened));
+    case Kernel::reduce_scatter: return bindHalfReduceScatter(ctx, device, std::move(widened));
+    case Kernel::all_gather: return bindHalfAllGather(ctx, device, std::move(widened));
+    default: return widened;
+  }
 }
 
 }  // namespace dtc::cuda

@@ -13,14 +13,6 @@ uint64_t alignScratch(uint64_t bytes) {
   return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
 }
 
-// The product of the dimensions before `dim` (1 for the first; 0 where `dim` is outside).
-int64_t outerOf(const std::vector<int64_t>& shape, int64_t dim) {
-  if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) return 0;
-  int64_t outer = 1;
-  for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
-  return outer;
-}
-
 bool anyLowPrecision(const ScratchStep& s) {
   for (const auto* list : {&s.inputs, &s.outputs})
     for (const ScratchOperand& t : *list)
@@ -94,6 +86,13 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
 }
 
 }  // namespace
+
+int64_t outerOf(const std::vector<int64_t>& shape, int64_t dim) {
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) return 0;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= shape[d];
+  return outer;
+}
 
 uint64_t ScratchOperand::elements() const {
   uint64_t n = 1;

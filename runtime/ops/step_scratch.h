@@ -57,8 +57,13 @@ uint64_t cudaStepScratchBytes(const ScratchStep& step);
 
 // On CUDA, a collective on 16-bit operands runs its float32 form on widened copies of them all
 // (inputs then outputs, contiguous, from the scratch's start), its own scratch after them at
-// this offset.
+// this offset. Sums and gathers that NCCL runs in the 16-bit type itself still plan them: they
+// fall back to the widened form where the group has no NCCL communicator.
 uint64_t widenedCollectiveBytes(const ScratchStep& step);
+
+// The product of the dimensions before `dim` (1 for the first; 0 where `dim` is outside): a
+// collective's per-rank blocks along `dim` are contiguous where it is at most 1.
+int64_t outerOf(const std::vector<int64_t>& shape, int64_t dim);
 
 // What a collective packs into contiguous blocks for NCCL where its blocks are strided (floats;
 // 0 where they are contiguous): the float32 form's shapes.

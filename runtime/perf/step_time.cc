@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "ops/kernel_registry.h"
+#include "ops/step_scratch.h"
 #include "plan/communication.h"
 #include "plan/flops.h"
 
@@ -133,12 +134,12 @@ double wireScale(const plan::Function& f, const plan::Step& step, bool cuda) {
   const plan::Value& in = *f.values()->Get(step.inputs()->Get(0));
   if (in.dtype() != plan::DType::f16 && in.dtype() != plan::DType::bf16) return 1;
   if (!cuda) return 2;
-  // Whether the dimensions before `dim` of `v` are all 1: each rank's block is contiguous.
+  // Whether each rank's block of `v` along `dim` is contiguous.
   auto contiguous = [&](const plan::Value& v) {
-    const int64_t dim = intAttr(step, "dim");
-    for (int64_t d = 0; v.shape() && d < dim && d < static_cast<int64_t>(v.shape()->size()); ++d)
-      if (v.shape()->Get(d) != 1) return false;
-    return true;
+    const std::vector<int64_t> shape =
+        v.shape() ? std::vector<int64_t>(v.shape()->begin(), v.shape()->end())
+                  : std::vector<int64_t>{};
+    return outerOf(shape, intAttr(step, "dim")) <= 1;
   };
   switch (k) {
     case Kernel::all_reduce: {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -128,6 +129,15 @@ size_t buildAll(const std::vector<std::string>& base, std::vector<ExploreCandida
   return threads;
 }
 
+// Why a batch of `batch` samples in `m` micro-batches does not split evenly over `dp` ranks;
+// empty where it does.
+std::string unevenSplit(int64_t batch, int64_t m, int64_t dp) {
+  if (batch % m == 0 && (batch / m) % dp == 0) return "";
+  return "a batch of " + std::to_string(batch) +
+         (m > 1 ? " in " + std::to_string(m) + " micro-batches" : "") +
+         " does not divide over dp=" + std::to_string(dp);
+}
+
 // The layouts of `devices` devices, and for each the settings that change its speed.
 // `manyMicroBatches`: beyond P, 2P and 4P micro-batches, every doubling that divides the batch.
 std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
@@ -152,14 +162,12 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
       // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
       // largest runs), those that divide.
       for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp <= batch; m *= 2)
-        if (batch % m == 0 && (batch / m) % c.dp == 0) micro.push_back(m);
+        if (unevenSplit(batch, m, c.dp).empty()) micro.push_back(m);
       for (int64_t m : micro) {
-        if (batch % m != 0 || (batch / m) % c.dp != 0) {
+        if (std::string why = unevenSplit(batch, m, c.dp); !why.empty()) {
           ExploreCandidate bad = c;
           if (m > 1) bad.flags.insert(bad.flags.end(), {"--microbatches", std::to_string(m)});
-          bad.reason = "a batch of " + std::to_string(batch) +
-                       (m > 1 ? " in " + std::to_string(m) + " micro-batches" : "") +
-                       " does not divide over dp=" + std::to_string(c.dp);
+          bad.reason = why;
           layouts.push_back(bad);
           continue;
         }
@@ -181,6 +189,13 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
       }
     }
   return layouts;
+}
+
+// A whole number of at most nine digits, no sign; nullopt for anything else.
+std::optional<int64_t> wholeNumber(const std::string& text) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(text);
 }
 
 // A layout the user gives with --try: the `dtc compile` flags that lay it out (explore's own
@@ -223,16 +238,14 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
     value[f] = words[++i];
     c.flags.insert(c.flags.end(), {f, words[i]});
   }
-  for (const char* f : {"--zero", "--microbatches", "--virtual-stages"})
-    if (value.count(f)) {
-      const std::string& v = value[f];
-      if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos ||
-          (std::stoll(v) < 1 && std::string(f) != "--zero"))
-        return bad(std::string(f) + " wants a whole number, got '" + v + "'");
-    }
-  // The mesh's axes, outermost first, in the order explore numbers ranks (pp, dp, tp).
+  for (const std::string f : {"--zero", "--microbatches", "--virtual-stages"})
+    if (value.count(f))
+      if (std::optional<int64_t> n = wholeNumber(value[f]); !n || (*n < 1 && f != "--zero"))
+        return bad(f + " wants a whole number, got '" + value[f] + "'");
+  // The mesh's axes, each at most once, outermost first in the order explore numbers ranks.
+  static const std::map<std::string, int> outermostFirst = {{"pp", 0}, {"dp", 1}, {"tp", 2}};
   std::map<std::string, int64_t> axis = {{"pp", 1}, {"dp", 1}, {"tp", 1}};
-  std::string previous;
+  int previous = -1;
   for (std::istringstream mesh(value.count("--mesh") ? value["--mesh"] : ""); mesh.good();) {
     std::string part;
     std::getline(mesh, part, ',');
@@ -241,14 +254,13 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
     const std::string name = part.substr(0, eq);
     const std::string size = eq == std::string::npos ? "" : part.substr(eq + 1);
     if (!axis.count(name)) return bad("mesh axis '" + name + "': explore lays out pp, dp and tp");
-    if (size.empty() || size.size() > 9 ||
-        size.find_first_not_of("0123456789") != std::string::npos || std::stoll(size) < 1)
+    const std::optional<int64_t> n = wholeNumber(size);
+    if (!n || *n < 1)
       return bad("mesh axis " + name + " wants a positive size, got '" + size + "'");
-    if (!previous.empty() &&
-        (previous == name || (previous == "tp") || (previous == "dp" && name == "pp")))
+    if (outermostFirst.at(name) <= previous)
       return bad("the mesh's axes go pp, dp, tp from outermost, as explore numbers ranks");
-    previous = name;
-    axis[name] = std::stoll(size);
+    previous = outermostFirst.at(name);
+    axis[name] = *n;
   }
   c.pp = axis["pp"];
   c.dp = axis["dp"];
@@ -257,9 +269,7 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
     return bad("the mesh has " + std::to_string(c.pp * c.dp * c.tp) + " devices, not " +
                std::to_string(devices));
   const int64_t m = value.count("--microbatches") ? std::stoll(value["--microbatches"]) : 1;
-  if (batch % m != 0 || (batch / m) % c.dp != 0)
-    return bad("a batch of " + std::to_string(batch) + " in " + std::to_string(m) +
-               " micro-batches does not divide over dp=" + std::to_string(c.dp));
+  if (std::string why = unevenSplit(batch, m, c.dp); !why.empty()) return bad(why);
   return c;
 }
 
