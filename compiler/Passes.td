@@ -267,6 +267,27 @@ def Partition : Pass<"dtc-partition", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def RecomputeGathers : Pass<"dtc-recompute-gathers", "mlir::ModuleOp"> {
+  let summary = "The backward gathers an activation again instead of keeping the gathered copy";
+  let description = [{
+    Runs after dtc-partition where recomputation is on. An all-gather in the forward of a
+    function with a backward, of an activation (not of a function argument: dtc-zero places
+    parameters' gathers), whose result the backward reads too — under sequence parallelism, a
+    projection's input, which its weight gradient reads — is issued again for the backward
+    (`graph.recomputed`, on the reader's pipeline unit), so the forward keeps the shard instead
+    of the gathered copy (1/t of the bytes), as Megatron's sequence parallelism does. The copy
+    is placed where the backward first reads the first reader's other operands (the incoming
+    gradient), so it can overlap the input gradient's contraction. The gather is exact: the
+    step's results keep every bit.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"selective\"",
+           "the --recompute setting, or one per pipeline stage, comma-separated: stages under "
+           "full or selective gather again">,
+  ];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
 def Zero : Pass<"dtc-zero", "mlir::ModuleOp"> {
   let summary = "ZeRO stages 2 and 3 on the partitioned programs";
   let description = [{

@@ -84,6 +84,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
           DataParallelOptions{options.dataParallel, options.zeroStage, options.dataReplicate}));
     pm.addPass(createShardingPropagation());
     pm.addPass(createPartition());
+    if (options.recompute != "none")
+      pm.addPass(createRecomputeGathers(RecomputeGathersOptions{options.recompute}));
     if (options.zeroStage >= 2) pm.addPass(createZero(ZeroOptions{options.zeroStage}));
     if (options.pipelineStages > 0) pm.addPass(createPipelineSchedule());
     pm.addPass(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb.value}));

@@ -1,6 +1,7 @@
 """Activation recomputation: `--recompute full|selective` must train bit-identically to
 `--recompute none` on the same mesh (the copies in backward compute the same bits from the same
 inputs): every logged loss equal and the saved parameters byte for byte. Partitioned runs (tp=2,
+tp=2 with sequence parallelism, whose backward gathers its inputs again, alone and under pp=2,
 pp=2 with micro-batches, interleaved pp=2 with layers cut between chunks, dp=2 under ZeRO-3) with
 recomputation must equal one device within the
 project's bound. And it must pay: each setting's arena (dtc inspect) must shrink against none's."""
@@ -43,6 +44,10 @@ def main():
         write_tokens(tokens, ((np.arange(3000) * 7 + rng.integers(0, 3, 3000)) % 64).astype(np.int64))
         both = ("full", "selective")
         meshes = [("one", [], 1, both), ("tp2", ["--mesh", "tp=2"], 2, both),
+                  # the backward gathers the sequence-sharded projection inputs again
+                  ("tp2-sp", ["--mesh", "tp=2", "--sequence-parallel"], 2, both),
+                  ("pp2-tp2-sp", ["--mesh", "pp=2,tp=2", "--microbatches", 2, "--sequence-parallel"], 4,
+                   ("selective",)),
                   ("pp2", ["--mesh", "pp=2", "--microbatches", 2], 2, both),
                   # layers cut between chunks: each stage recomputes its own part of a layer (the
                   # attention cores sit where they set no peak, so only full recomputation pays)
