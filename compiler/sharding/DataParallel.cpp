@@ -8,6 +8,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "pipeline_parallel/Pipeline.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_DATAPARALLEL
@@ -61,8 +62,11 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       module->setAttr(dist::kMeshAttr, mesh);
     }
     // On a mesh with other axes, parameters the user did not annotate are left to propagation
-    // (they may follow a tensor-parallel split); on a dp-only mesh they are replicated.
-    bool onlyDp = mesh.rank() == (replicate > 0 ? 2 : 1);
+    // (they may follow a tensor-parallel split); on a dp-only mesh they are replicated. A
+    // pipeline's axis splits no tensor: a pp×dp mesh is dp-only for each stage's parameters.
+    std::optional<pipeline::PipelineConfig> pipe = pipeline::getPipeline(module);
+    const int64_t pipeAxes = pipe && mesh.axisIndex(pipe->axis) >= 0 ? 1 : 0;
+    bool onlyDp = mesh.rank() == (replicate > 0 ? 2 : 1) + pipeAxes;
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(annotate(func, b, onlyDp))) return signalPassFailure();
   }
