@@ -339,7 +339,8 @@ def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
     contractions, attention's head split and merge (split, reshape, transpose, concat) moved
     f32 copies: a widening cast under a layout op moves below it and a narrowing cast above a
     layout op moves above it, so the layout op moves 16-bit data, and `cast(cast(x: T → f32)
-    → T)` is x. A narrowing cast that is the only reader of a LayerNorm's output goes into the
+    → T)` is x. An all-gather is a layout op here: ZeRO-3 gathers each parameter's 16-bit
+    shard, half the bytes of its f32 one. A narrowing cast that is the only reader of a LayerNorm's output goes into the
     LayerNorm, which then writes the rounded 16-bit values itself (the lowering does the same for
     a fused linear epilogue's). Every rewrite is exact (widening is exact; rounding commutes
     with moving elements; the producer rounds as the cast did): results are bit for bit those

@@ -8,6 +8,7 @@
 
 #include "OpMarks.h"
 #include "Passes.h"
+#include "dist/IR/DistOps.h"
 #include "graph/IR/GraphOps.h"
 #include "graph/IR/TypeUtils.h"
 
@@ -59,12 +60,19 @@ Operation* rebuildLayout(PatternRewriter& rewriter, Operation* op, ValueRange in
                                      split.getPartsAttr(), split.getSizesAttr());
   else if (auto concat = dyn_cast<graph::ConcatOp>(op))
     rebuilt = graph::ConcatOp::create(rewriter, op->getLoc(), inputs, concat.getAxisAttr());
+  else if (auto gather = dyn_cast<dist::AllGatherOp>(op))
+    rebuilt =
+        dist::AllGatherOp::create(rewriter, op->getLoc(), withElement(gather.getType(), element),
+                                  inputs[0], gather.getAxesAttr(), gather.getDimAttr());
   inheritMarks(op, rebuilt);
   return rebuilt;
 }
 
+// An all-gather moves elements too: gathering 16-bit values halves its bytes (ZeRO-3 gathers a
+// parameter's shard in the compute type, as FSDP's mixed precision does).
 bool isLayout(Operation* op) {
-  return isa_and_nonnull<graph::TransposeOp, graph::ReshapeOp, graph::SplitOp, graph::ConcatOp>(op);
+  return isa_and_nonnull<graph::TransposeOp, graph::ReshapeOp, graph::SplitOp, graph::ConcatOp,
+                         dist::AllGatherOp>(op);
 }
 
 // cast(cast(x: T → f32) → T) is x.

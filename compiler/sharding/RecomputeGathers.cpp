@@ -60,7 +60,8 @@ struct RecomputeGathersPass : impl::RecomputeGathersBase<RecomputeGathersPass> {
     SmallVector<std::string> modes;
     for (StringRef m : llvm::split(StringRef(mode), ',')) modes.push_back(m.str());
     pipeline_ = pipeline::getPipeline(module);
-    if (modes.size() > 1 && (!pipeline_ || static_cast<int64_t>(modes.size()) != pipeline_->stages)) {
+    if (modes.size() > 1 &&
+        (!pipeline_ || static_cast<int64_t>(modes.size()) != pipeline_->stages)) {
       module.emitError("dtc-recompute-gathers: ")
           << modes.size() << " settings need as many pipeline stages";
       return signalPassFailure();
@@ -72,8 +73,8 @@ struct RecomputeGathersPass : impl::RecomputeGathersBase<RecomputeGathersPass> {
   }
 
   bool recomputes(Operation* op) const {
-    const std::string& m = modes_.size() == 1 ? modes_.front()
-                                              : modes_[pipeline_->deviceOf(pipeline::stageOf(op))];
+    const std::string& m =
+        modes_.size() == 1 ? modes_.front() : modes_[pipeline_->deviceOf(pipeline::stageOf(op))];
     return m == "full" || m == "selective";
   }
 

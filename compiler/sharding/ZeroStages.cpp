@@ -278,13 +278,29 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
 
   // Each phase reading `arg` (but `slicing`, the optimizer's way to the shard) gets a gather,
   // issued at the previous gather's first use in the same pipeline unit: one parameter ahead,
-  // so that on a GPU the comm stream fetches it while compute uses the one before.
+  // so that on a GPU the comm stream fetches it while compute uses the one before. A cast of
+  // the parameter (mixed precision's 16-bit weight) is looked through: its readers are what
+  // have phases, and each phase casts its own gathered copy. Taken as the reader itself, the
+  // cast reads no data, so every micro-batch's cast fell in the first forward phase: one gather
+  // served the whole step, and the backward read the forward's 16-bit copy, so the whole
+  // weights lived from the first forward to the last backward.
   void gatherForUses(BlockArgument arg, const AtRest& rest,
                      const DenseMap<Operation*, Phase>& phases, Operation* slicing = nullptr) {
-    llvm::MapVector<Phase, SmallVector<OpOperand*>, std::map<Phase, unsigned>> byPhase;
-    for (OpOperand& use : arg.getUses())
-      if (use.getOwner() != slicing) byPhase[phases.lookup(use.getOwner())].push_back(&use);
-    for (auto& [phase, uses] : byPhase) {
+    using Key = std::pair<Phase, Operation*>;  // the phase, and the cast it reads through
+    llvm::MapVector<Key, SmallVector<OpOperand*>, std::map<Key, unsigned>> byPhase;
+    SmallVector<Operation*> casts;
+    for (OpOperand& use : arg.getUses()) {
+      Operation* owner = use.getOwner();
+      if (owner == slicing) continue;
+      if (isa<graph::CastOp>(owner) && !owner->use_empty()) {
+        casts.push_back(owner);
+        for (OpOperand& read : owner->getUses())
+          byPhase[{phases.lookup(read.getOwner()), owner}].push_back(&read);
+        continue;
+      }
+      byPhase[{phases.lookup(owner), nullptr}].push_back(&use);
+    }
+    for (auto& [key, uses] : byPhase) {
       Operation* first = uses.front()->getOwner();
       for (OpOperand* use : uses)
         if (use->getOwner()->isBeforeInBlock(first)) first = use->getOwner();
@@ -296,9 +312,16 @@ struct ZeroPass : public impl::ZeroBase<ZeroPass> {
         g.steps.push_back(b.clone(*step, map));
         pipeline::copyPlacement(first, g.steps.back());
       }
+      if (Operation* cast = key.second) {
+        map.map(arg, g.steps.back()->getResult(0));
+        g.steps.push_back(b.clone(*cast, map));
+        pipeline::copyPlacement(first, g.steps.back());
+      }
       for (OpOperand* use : uses) use->set(g.steps.back()->getResult(0));
       gathers_.push_back(std::move(g));
     }
+    for (Operation* cast : casts)
+      if (cast->use_empty()) cast->erase();
   }
 
   // Moves each gather (but the first) before the first use of the one that precedes it in the

@@ -129,7 +129,7 @@ def check_loss_scale_skips(work, model, data, init, x, y, sgd):
 def check_partitioned(work, rng):
     """Low precision composes with the partitioners: GPT-mini in bf16 on dp2 x tp2 (Megatron +
     vocabulary parallel; a row-parallel bf16 product's partial sums are reduced in f32) and on
-    a 2-stage pipeline, in fp16 on dp2 x tp2 (also from a scale that overflows: every rank skips
+    a 2-stage pipeline (and under ZeRO-3 on dp2 x pp2), in fp16 on dp2 x tp2 (also from a scale that overflows: every rank skips
     the same steps), and in fp16 with loss scaling on a 2-stage pipeline (the overflow
     counts of both stages meet, the decision goes back), train as the single-device plan of the
     same precision does, to that precision."""
@@ -149,6 +149,8 @@ def check_partitioned(work, rng):
                ("dp2-tp2-big", "fp16", ["--mesh", "dp=2,tp=2", "--loss-scale", 2.0**24], 4),
                ("dp2-zero3", "fp16", ["--mesh", "dp=2", "--zero", 3], 2),
                ("dp2-zero3", "bf16", ["--mesh", "dp=2", "--zero", 3], 2),
+               # each micro-batch's forward and backward gather and cast their own 16-bit weights
+               ("dp2-pp2-zero3", "bf16", ["--mesh", "dp=2,pp=2", "--microbatches", 2, "--zero", 3], 4),
                ("single-fused", "bf16", fused, 1), ("dp2-tp2-fused", "bf16", ["--mesh", "dp=2,tp=2", *fused], 4))
     for name, precision, mesh, procs in configs:
         plan = os.path.join(work, f"gpt-{name}-{precision}.dtp")
