@@ -27,8 +27,8 @@ def Autodiff : Pass<"dtc-autodiff", "mlir::ModuleOp"> {
 def Optimizer : Pass<"dtc-optimizer", "mlir::ModuleOp"> {
   let summary = "Build @train_step: @grad followed by the optimizer update";
   let description = [{
-    Clones @grad into @train_step and appends one update op per trainable parameter, with
-    torch.optim semantics. Optimizer state becomes arguments (graph.state = "<param>.<slot>")
+    Moves @grad into @train_step (no runtime calls @grad; `keep-grad` keeps a copy) and
+    appends one update op per trainable parameter, with torch.optim semantics. Optimizer state becomes arguments (graph.state = "<param>.<slot>")
     and, updated, results (graph.updates = name of the parameter or state tensor). The learning
     rate is a scalar argument the runtime sets before every step (graph.hyper = "lr"), following
     the schedule recorded on the module (graph.lr_schedule):
@@ -44,6 +44,8 @@ def Optimizer : Pass<"dtc-optimizer", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"", "sgd or adamw">,
+    Option<"keepGrad", "keep-grad", "bool", "false",
+           "keep @grad beside @train_step (for gradient checks that run it)">,
     Option<"lr", "lr", "double", "0.001", "learning rate (the schedule's peak)">,
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
     Option<"weightDecay", "weight-decay", "double", "-1.0",

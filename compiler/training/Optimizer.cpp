@@ -280,6 +280,10 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     step.setAllResultAttrs(resultAttrs);
     module->setAttr(attr::kOptimizer, b.getStringAttr(summary(wd)));
     module->setAttr(attr::kLrSchedule, scheduleAttr(b));
+    // No runtime calls @grad once @train_step holds it. Kept, it was partitioned, lowered and
+    // memory-planned with the rest, and under ZeRO-3 its whole gradients made it the plan's
+    // largest arena (dp=8 GPT with full recomputation: 89.6 MB against the step's 46.6).
+    if (!keepGrad) grad.erase();
   }
 };
 

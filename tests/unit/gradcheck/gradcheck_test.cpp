@@ -55,7 +55,9 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
   ASSERT_TRUE(module) << text;
   mlir::PassManager pm(&ctx);
   pm.addPass(createAutodiff());
-  pm.addPass(createOptimizer());
+  OptimizerOptions keep;
+  keep.keepGrad = true;  // this test runs @grad itself
+  pm.addPass(createOptimizer(keep));
   pm.addPass(createLowerToKernels());
   pm.addPass(createPlanMemory());
   ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
