@@ -272,7 +272,8 @@ def Partition : Pass<"dtc-partition", "mlir::ModuleOp"> {
 def RecomputeGathers : Pass<"dtc-recompute-gathers", "mlir::ModuleOp"> {
   let summary = "The backward gathers an activation again instead of keeping the gathered copy";
   let description = [{
-    Runs after dtc-partition where recomputation is on. An all-gather in the forward of a
+    Runs after dtc-partition under sequence parallelism (always, as Megatron's) or where
+    recomputation is on. An all-gather in the forward of a
     function with a backward, of an activation (not of a function argument: dtc-zero places
     parameters' gathers), whose result the backward reads too — under sequence parallelism, a
     projection's input, which its weight gradient reads — is issued again for the backward

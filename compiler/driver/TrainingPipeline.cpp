@@ -84,7 +84,11 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
           DataParallelOptions{options.dataParallel, options.zeroStage, options.dataReplicate}));
     pm.addPass(createShardingPropagation());
     pm.addPass(createPartition());
-    if (options.recompute != "none")
+    // Sequence parallelism keeps the shards of what it gathers, as Megatron's does, whatever
+    // the recomputation setting.
+    if (options.sequenceParallel)
+      pm.addPass(createRecomputeGathers(RecomputeGathersOptions{"selective"}));
+    else if (options.recompute != "none")
       pm.addPass(createRecomputeGathers(RecomputeGathersOptions{options.recompute}));
     if (options.zeroStage >= 2) pm.addPass(createZero(ZeroOptions{options.zeroStage}));
     if (options.pipelineStages > 0) pm.addPass(createPipelineSchedule());
