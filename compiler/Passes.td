@@ -28,10 +28,11 @@ def Optimizer : Pass<"dtc-optimizer", "mlir::ModuleOp"> {
   let summary = "Build @train_step: @grad followed by the optimizer update";
   let description = [{
     Moves @grad into @train_step (no runtime calls @grad; `keep-grad` keeps a copy) and
-    appends one update op per trainable parameter, with torch.optim semantics. Optimizer state becomes arguments (graph.state = "<param>.<slot>")
-    and, updated, results (graph.updates = name of the parameter or state tensor). The learning
-    rate is a scalar argument the runtime sets before every step (graph.hyper = "lr"), following
-    the schedule recorded on the module (graph.lr_schedule):
+    appends one update op per trainable parameter, with torch.optim semantics. Optimizer state
+    becomes arguments (graph.state = "<param>.<slot>") and, updated, results (graph.updates =
+    name of the parameter or state tensor). The learning rate is a scalar argument the runtime
+    sets before every step (graph.hyper = "lr"), following the schedule recorded on the module
+    (graph.lr_schedule):
 
     ```mlir
     func.func @train_step(%w {graph.param = "w"}, %b {graph.state = "w.momentum_buffer"}, %x ...,
@@ -273,10 +274,10 @@ def RecomputeGathers : Pass<"dtc-recompute-gathers", "mlir::ModuleOp"> {
   let summary = "The backward gathers an activation again instead of keeping the gathered copy";
   let description = [{
     Runs after dtc-partition under sequence parallelism (always, as Megatron's) or where
-    recomputation is on. An all-gather in the forward of a
-    function with a backward, of an activation (not of a function argument: dtc-zero places
-    parameters' gathers), whose result the backward reads too — under sequence parallelism, a
-    projection's input, which its weight gradient reads — is issued again for the backward
+    recomputation is on. An all-gather in the forward of a function with a backward, of an
+    activation (not of a function argument: dtc-zero places parameters' gathers), whose result
+    the backward reads too — under sequence parallelism, a projection's input, which its weight
+    gradient reads — is issued again for the backward
     (`graph.recomputed`, on the reader's pipeline unit), so the forward keeps the shard instead
     of the gathered copy (1/t of the bytes), as Megatron's sequence parallelism does. The copy
     is placed where the backward first reads the first reader's other operands (the incoming
@@ -343,11 +344,12 @@ def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
     f32 copies: a widening cast under a layout op moves below it and a narrowing cast above a
     layout op moves above it, so the layout op moves 16-bit data, and `cast(cast(x: T → f32)
     → T)` is x. An all-gather is a layout op here: ZeRO-3 gathers each parameter's 16-bit
-    shard, half the bytes of its f32 one. A narrowing cast that is the only reader of a LayerNorm's output goes into the
-    LayerNorm, which then writes the rounded 16-bit values itself (the lowering does the same for
-    a fused linear epilogue's). Every rewrite is exact (widening is exact; rounding commutes
-    with moving elements; the producer rounds as the cast did): results are bit for bit those
-    of the unfolded plan.
+    shard, half the bytes of its f32 one. A narrowing cast that is the only reader of a
+    LayerNorm's output goes into the LayerNorm, which then writes the rounded 16-bit values
+    itself (the lowering does the same for a fused linear epilogue's). Every rewrite is exact
+    (widening is exact; rounding commutes with moving elements; the producer rounds as the cast
+    did): results are bit for bit those of the unfolded plan. A function argument (a parameter)
+    cast to one type several times, once per micro-batch, is cast once and the copy shared.
   }];
 }
 

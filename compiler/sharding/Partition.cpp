@@ -6,6 +6,7 @@
 
 #include "Passes.h"
 #include "graph/IR/GraphOps.h"
+#include "graph/IR/TypeUtils.h"
 #include "sharding/ShardingUtils.h"
 
 namespace dtc {
@@ -303,16 +304,14 @@ void sumBeforeWidening(func::FuncOp func) {
          cast<dist::AllReduceOp>(op).getReduction() == "sum"))
       collectives.push_back(op);
   });
-  auto elementOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); };
   for (Operation* op : collectives) {
     auto widen = op->getOperand(0).getDefiningOp<graph::CastOp>();
     if (!widen || !widen->hasOneUse()) continue;
     Value narrow = widen->getOperand(0);
     if (!isa_and_nonnull<graph::LinearOp, graph::LinearGradInputOp>(narrow.getDefiningOp()))
       continue;
-    Type low = elementOf(narrow), high = elementOf(widen.getResult());
-    if (!low.isF16() && !low.isBF16()) continue;
-    if (!high.isF32()) continue;
+    Type low = graph::elementOf(narrow);
+    if (!graph::is16BitFloat(low) || !graph::elementOf(widen.getResult()).isF32()) continue;
     OpBuilder b(op);
     auto result = cast<RankedTensorType>(op->getResult(0).getType());
     Operation* sum;

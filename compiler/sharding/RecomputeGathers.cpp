@@ -6,7 +6,6 @@
 // this pass each layer keeps its gathered inputs (t times the sharded bytes) from the forward
 // to the backward. Megatron keeps the shard and gathers again in the backward, overlapped with
 // the input gradient's contraction; this pass does the same on the partitioned programs.
-#include "llvm/ADT/StringExtras.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -16,6 +15,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "training/RecomputeModes.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_RECOMPUTEGATHERS
@@ -38,43 +38,21 @@ bool gathersArgument(dist::AllGatherOp gather) {
   return true;
 }
 
-// The backward: each loss seed and what follows from it, and what recomputation copied there.
-DenseSet<Operation*> backwardOps(Block& body) {
-  DenseSet<Operation*> backward;
-  for (Operation& op : body.without_terminator()) {
-    bool fromSeed = op.hasAttr(attr::kLossSeed) || op.hasAttr(attr::kRecomputed) ||
-                    llvm::any_of(op.getOperands(), [&](Value v) {
-                      Operation* def = v.getDefiningOp();
-                      return def && backward.count(def);
-                    });
-    if (fromSeed) backward.insert(&op);
-  }
-  return backward;
-}
-
 struct RecomputeGathersPass : impl::RecomputeGathersBase<RecomputeGathersPass> {
   using RecomputeGathersBase::RecomputeGathersBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<std::string> modes;
-    for (StringRef m : llvm::split(StringRef(mode), ',')) modes.push_back(m.str());
-    pipeline_ = pipeline::getPipeline(module);
-    if (modes.size() > 1 &&
-        (!pipeline_ || static_cast<int64_t>(modes.size()) != pipeline_->stages)) {
-      module.emitError("dtc-recompute-gathers: ")
-          << modes.size() << " settings need as many pipeline stages";
-      return signalPassFailure();
-    }
-    modes_ = std::move(modes);
+    FailureOr<RecomputeModes> modes = RecomputeModes::parse(module, mode);
+    if (failed(modes)) return signalPassFailure();
+    modes_ = std::move(*modes);
     module.walk([&](func::FuncOp f) {
       if (!f.getBody().empty()) runOn(f.getBody().front());
     });
   }
 
   bool recomputes(Operation* op) const {
-    const std::string& m =
-        modes_.size() == 1 ? modes_.front() : modes_[pipeline_->deviceOf(pipeline::stageOf(op))];
+    const std::string& m = modes_->of(op);
     return m == "full" || m == "selective";
   }
 
@@ -119,8 +97,7 @@ struct RecomputeGathersPass : impl::RecomputeGathersBase<RecomputeGathersPass> {
     if (gather->use_empty()) gather->erase();
   }
 
-  SmallVector<std::string> modes_;
-  std::optional<pipeline::PipelineConfig> pipeline_;
+  std::optional<RecomputeModes> modes_;
 };
 
 }  // namespace

@@ -2,7 +2,6 @@
 #include <map>
 
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/StringExtras.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -15,6 +14,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "training/RecomputeModes.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_RECOMPUTE
@@ -87,47 +87,23 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // One setting, or one per pipeline device (stage s's chunks all take entry s).
-    SmallVector<std::string> modes;
-    for (StringRef m : llvm::split(StringRef(mode), ',')) modes.push_back(m.str());
-    for (const std::string& m : modes)
-      if (m != "none" && m != "full" && m != "selective") {
-        module.emitError("--recompute must be none, full or selective, got '") << m << "'";
-        return signalPassFailure();
-      }
-    std::optional<pipeline::PipelineConfig> pipe = pipeline::getPipeline(module);
-    if (modes.size() > 1 && (!pipe || static_cast<int64_t>(modes.size()) != pipe->stages)) {
-      module.emitError("--recompute with ")
-          << modes.size() << " settings needs as many pipeline stages, the plan has "
-          << (pipe ? pipe->stages : 1);
-      return signalPassFailure();
-    }
-    if (llvm::all_of(modes, [](const std::string& m) { return m == "none"; })) return;
+    FailureOr<RecomputeModes> modes = RecomputeModes::parse(module, mode);
+    if (failed(modes)) return signalPassFailure();
+    if (modes->allNone()) return;
     auto grad = module.lookupSymbol<func::FuncOp>("grad");
     if (!grad) {
       module.emitError("dtc-recompute: the module has no @grad function (run dtc-autodiff first)");
       return signalPassFailure();
     }
     Block& body = grad.getBody().front();
-    // Backward: the loss seed and everything downstream of it.
-    DenseSet<Operation*> backward;
+    const DenseSet<Operation*> backward = backwardOps(body);
     SmallVector<Operation*> forward;
-    for (Operation& op : body.without_terminator()) {
-      bool fromSeed = op.hasAttr(attr::kLossSeed) || llvm::any_of(op.getOperands(), [&](Value v) {
-                        return v.getDefiningOp() && backward.count(v.getDefiningOp());
-                      });
-      if (fromSeed)
-        backward.insert(&op);
-      else
-        forward.push_back(&op);
-    }
+    for (Operation& op : body.without_terminator())
+      if (!backward.count(&op)) forward.push_back(&op);
     const bool pipelined = module->hasAttr(dist::kPipelineAttr);
     // Each group under its device's setting: layers where that is full, attention cores where
     // selective.
-    auto modeOf = [&](Operation* op) -> const std::string& {
-      auto stage = op->getAttrOfType<IntegerAttr>(dist::kStageAttr);
-      return modes.size() == 1 || !stage ? modes.front() : modes[pipe->deviceOf(stage.getInt())];
-    };
+    auto modeOf = [&](Operation* op) -> const std::string& { return modes->of(op); };
     std::vector<Group> groups;
     for (Group& g : layers(forward))
       if (modeOf(g.front()) == "full") groups.push_back(std::move(g));
