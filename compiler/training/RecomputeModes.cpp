@@ -26,8 +26,7 @@ FailureOr<RecomputeModes> RecomputeModes::parse(ModuleOp module, StringRef text)
 
 const std::string& RecomputeModes::of(Operation* op) const {
   const int64_t stage = pipeline::stageOf(op);
-  return modes_.size() == 1 || stage < 0 ? modes_.front()
-                                         : modes_[pipeline_->deviceOf(stage)];
+  return modes_.size() == 1 || stage < 0 ? modes_.front() : modes_[pipeline_->deviceOf(stage)];
 }
 
 bool RecomputeModes::allNone() const {
