@@ -60,6 +60,8 @@ bool analyse(const model::Model& m, Analysis& a, std::string* why) {
     const std::string layer = layerOf(str(nodes->Get(i)->name()));
     if (layer.empty()) {
       a.layerOfNode.push_back(current < 0 ? -1 : -2);  // after the first layer: fixed below
+      if (current < 0) a.stack.nodesBefore = true;
+      if (current >= 0 && a.stack.nodeAfter.empty()) a.stack.nodeAfter = str(nodes->Get(i)->name());
       continue;
     }
     auto [it, added] = index.emplace(layer, static_cast<int64_t>(a.stack.layers.size()));

@@ -20,6 +20,8 @@ std::string layerOf(const std::string& name);
 struct LayerStack {
   std::vector<std::string> layers;      // in model order: "transformer.h.0", ...
   std::vector<std::string> firstNodes;  // each layer's first node (a pipeline cut before it)
+  bool nodesBefore = false;             // the model has nodes before the stack (an embedding)
+  std::string nodeAfter;                // the first node after the stack (a head); empty if none
   int64_t size() const { return static_cast<int64_t>(layers.size()); }
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -27,6 +28,14 @@ namespace {
 // The most layer micro-batches (layers x micro-batches) explore's automatic mode compiles whole
 // in one candidate; beyond it, candidates are estimated from shallow copies.
 constexpr int64_t kLargestWholeCompile = 2048;
+// The most layer micro-batches, summed over the candidates, that the automatic mode compiles
+// whole (about ten seconds of compiling on one core of a laptop-class machine); beyond it,
+// estimates screen the candidates and the contenders are compiled whole.
+constexpr int64_t kLargestWholeExploration = 4096;
+// How much slower than the fastest an estimate may put a candidate that screening still
+// compiles whole: beyond the estimate's largest error against whole compiles (under 20% on
+// the 8-layer GPT of bench/explore_estimate_check.py and tests/lit/explore_estimate.test).
+constexpr double kContenderMargin = 0.25;
 
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> d;
@@ -112,6 +121,16 @@ void build(const std::vector<std::string>& base, ExploreCandidate& c,
   c.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+int64_t microBatchesOf(const ExploreCandidate& c) {
+  const auto m = std::find(c.flags.begin(), c.flags.end(), "--microbatches");
+  return m != c.flags.end() && m + 1 != c.flags.end() ? std::stoll(*(m + 1)) : 1;
+}
+
+void stripStageCuts(std::vector<std::string>& flags) {
+  if (auto cuts = std::find(flags.begin(), flags.end(), "--stage-cuts"); cuts != flags.end())
+    flags.erase(cuts, std::min(cuts + 2, flags.end()));
+}
+
 // Builds `jobs` on as many threads as the machine has cores (each compile has its own context);
 // returns how many ran.
 size_t buildAll(const std::vector<std::string>& base, std::vector<ExploreCandidate*> jobs,
@@ -127,6 +146,44 @@ size_t buildAll(const std::vector<std::string>& base, std::vector<ExploreCandida
   work();
   for (std::thread& t : pool) t.join();
   return threads;
+}
+
+// Screening: compiles whole the estimated candidates that could be the pick (an estimate within
+// kContenderMargin of the fastest feasible candidate's step, and of the budget), and those the
+// estimate could not price, until no more qualify (a contender that fails whole raises the
+// fastest). The rest keep their estimates. A pipeline keeps the stage cuts the estimate chose
+// from the device profile's prices: the compiler's own cuts weigh ops by a profile-free model.
+// Returns how many it compiled.
+size_t compileContenders(const std::vector<std::string>& base,
+                         std::vector<ExploreCandidate>& candidates,
+                         const perf::DeviceProfile& profile, uint64_t budget) {
+  size_t compiled = 0;
+  for (;;) {
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const ExploreCandidate& c : candidates)
+      if (c.feasible) fastest = std::min(fastest, c.prediction.stepSeconds);
+    std::vector<ExploreCandidate*> jobs;
+    std::vector<double> estimateSeconds;
+    for (ExploreCandidate& c : candidates) {
+      if (!c.estimated || !c.built) continue;
+      const bool priced = c.prediction.stepSeconds > 0;
+      const bool contender =
+          c.unpriced ||
+          (priced && c.prediction.stepSeconds <= (1 + kContenderMargin) * fastest &&
+           (!budget || double(c.memoryPerRank) <= (1 + kContenderMargin) * double(budget)));
+      if (!contender) continue;
+      c.estimated = c.unpriced = c.feasible = false;
+      c.reason.clear();
+      c.memoryPerRank = 0;
+      c.prediction = {};
+      jobs.push_back(&c);
+      estimateSeconds.push_back(c.buildSeconds);
+    }
+    if (jobs.empty()) return compiled;
+    buildAll(base, jobs, profile, budget, nullptr);
+    for (size_t k = 0; k < jobs.size(); ++k) jobs[k]->buildSeconds += estimateSeconds[k];
+    compiled += jobs.size();
+  }
 }
 
 // Why a batch of `batch` samples in `m` micro-batches does not split evenly over `dp` ranks;
@@ -323,25 +380,36 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false);
   layouts.insert(layouts.end(), given.begin(), given.end());
   // A deep model over many devices: whole compiles would unroll every layer for every
-  // micro-batch, so each candidate is priced from shallow copies instead.
+  // micro-batch, so each candidate is priced from shallow copies instead, or screened by those
+  // prices for the contenders that are then compiled whole.
   std::unique_ptr<LayerEstimator> estimator;
+  bool screen = false;
   if (mode != ExploreMode::kExact) {
     std::string why;
     estimator = LayerEstimator::create(base, profile, &why);
-    int64_t unrolled = 0;
+    int64_t unrolled = 0, summed = 0;
     for (const ExploreCandidate& c : layouts)
       if (c.reason.empty()) {
-        const auto m = std::find(c.flags.begin(), c.flags.end(), "--microbatches");
-        unrolled = std::max<int64_t>(unrolled,
-                                     (estimator ? estimator->layers() : 1) *
-                                         (m != c.flags.end() ? std::stoll(*(m + 1)) : int64_t{1}));
+        const int64_t u = (estimator ? estimator->layers() : 1) * microBatchesOf(c);
+        unrolled = std::max(unrolled, u);
+        summed += u;
       }
     if (!estimator && mode == ExploreMode::kEstimate)
       return Status::InvalidInput("dtc explore --estimate: " + why);
-    if (estimator && mode == ExploreMode::kAuto && unrolled <= kLargestWholeCompile) {
+    if (!estimator && mode == ExploreMode::kScreen)
+      return Status::InvalidInput("dtc explore --screen: " + why);
+    const bool oneTooDeep = unrolled > kLargestWholeCompile;
+    if (estimator && mode == ExploreMode::kAuto && !oneTooDeep &&
+        summed <= kLargestWholeExploration) {
       estimator.reset();
       r.estimateNote = "compiled whole: a candidate unrolls at most " + std::to_string(unrolled) +
-                       " layer micro-batches";
+                       " layer micro-batches, all of them " + std::to_string(summed);
+    } else if (estimator &&
+               (mode == ExploreMode::kScreen || (mode == ExploreMode::kAuto && !oneTooDeep))) {
+      screen = true;
+      r.estimated = true;
+      r.estimateNote = "screened by estimates from three-layer copies of the " +
+                       std::to_string(estimator->layers()) + "-layer stack";
     } else if (estimator) {
       r.estimated = true;
       layouts = enumerateLayouts(devices, batch, true);
@@ -359,10 +427,13 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   }
   // Build every layout; the memory-saving settings (ZeRO-3, recomputation) only add work, so
   // they are built where the layout does not fit without them (or when asked for all).
-  std::vector<ExploreCandidate*> jobs;
+  // Screening compiles the layouts the user gives whole from the start.
+  std::vector<ExploreCandidate*> jobs, whole;
   for (ExploreCandidate& c : layouts)
-    if (c.reason.empty()) jobs.push_back(&c);
+    if (c.reason.empty()) (screen && c.given ? whole : jobs).push_back(&c);
   r.threads = static_cast<int>(buildAll(base, jobs, profile, r.budget, estimator.get()));
+  buildAll(base, whole, profile, r.budget, nullptr);
+  size_t verified = screen ? compileContenders(base, layouts, profile, r.budget) : 0;
   std::vector<size_t> later;  // variants to build once their layouts are known
   for (ExploreCandidate& c : layouts) {
     r.candidates.push_back(c);
@@ -377,11 +448,10 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     for (const auto& saving : savings) {
       if (zeroGiven && saving.front() == "--zero") continue;  // ZeRO-3 from ZeRO-0's layout only
       ExploreCandidate v = c;
-      v.built = v.feasible = v.estimated = false;
+      v.built = v.feasible = v.estimated = v.unpriced = false;
+      v.buildSeconds = 0;
       // The variant gets its own cuts from its own prices.
-      if (auto cuts = std::find(v.flags.begin(), v.flags.end(), "--stage-cuts");
-          cuts != v.flags.end())
-        v.flags.erase(cuts, cuts + 2);
+      stripStageCuts(v.flags);
       v.reason.clear();
       v.memoryPerRank = 0;
       v.prediction = {};
@@ -399,8 +469,13 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   for (size_t k : later) jobs.push_back(&r.candidates[k]);
   r.threads = std::max(r.threads,
                        static_cast<int>(buildAll(base, jobs, profile, r.budget, estimator.get())));
+  if (screen) verified += compileContenders(base, r.candidates, profile, r.budget);
   if (estimator)
     r.estimateNote += " (" + std::to_string(estimator->settings()) + " settings compiled)";
+  if (screen)
+    r.estimateNote += "; " + std::to_string(verified) + " compiled whole: those estimated within " +
+                      std::to_string(int(100 * kContenderMargin)) +
+                      "% of the fastest and of the budget, and those it cannot price";
   std::stable_sort(r.candidates.begin(), r.candidates.end(),
                    [](const ExploreCandidate& a, const ExploreCandidate& b) {
                      if (a.feasible != b.feasible) return a.feasible;
@@ -468,7 +543,8 @@ int runExplore(int argc, char** argv) {
   // Explore's own flags; everything else is `dtc compile`'s, shared by every candidate.
   static const std::set<std::string> valued = {"--devices", "--profile", "--gpus-per-node",
                                                "--top",     "--plot",    "--memory"};
-  static const std::set<std::string> switches = {"--json", "--exhaustive", "--exact", "--estimate"};
+  static const std::set<std::string> switches = {"--json", "--exhaustive", "--exact", "--estimate",
+                                                 "--screen"};
   std::map<std::string, std::string> own;
   std::vector<std::string> compileArgs, tries;
   for (int i = 2; i < argc; ++i) {
@@ -523,10 +599,12 @@ int runExplore(int argc, char** argv) {
   const std::string plot = own.count("--plot") ? own["--plot"] : "";
   if (!plot.empty())
     if (Status s = io::checkOutputFile(plot, "--plot"); !s.ok()) return failed(s);
-  if (own.count("--exact") && own.count("--estimate"))
-    return failed(Status::InvalidInput("dtc explore: --exact and --estimate exclude each other"));
+  if (own.count("--exact") + own.count("--estimate") + own.count("--screen") > 1)
+    return failed(
+        Status::InvalidInput("dtc explore: --exact, --estimate and --screen exclude each other"));
   const ExploreMode mode = own.count("--exact")      ? ExploreMode::kExact
                            : own.count("--estimate") ? ExploreMode::kEstimate
+                           : own.count("--screen")   ? ExploreMode::kScreen
                                                      : ExploreMode::kAuto;
   StatusOr<ExploreResult> r = explore(compileArgs, static_cast<int64_t>(*devices), *profile,
                                       *memory, own.count("--exhaustive") > 0, mode, tries);

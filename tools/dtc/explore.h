@@ -22,6 +22,7 @@ struct ExploreCandidate {
   bool skipped = false;            // a memory-saving variant left unbuilt (it only adds work)
   bool feasible = false;
   bool estimated = false;      // priced from shallow copies of the model (explore_estimate.h)
+  bool unpriced = false;       // a layout the estimate cannot price (a whole compile can)
   bool given = false;          // a layout the user asked for (--try), priced beside the rest
   std::string reason;          // why it is not feasible or was not built
   uint64_t memoryPerRank = 0;  // the largest rank's bytes
@@ -46,8 +47,10 @@ struct ExploreResult {
 };
 
 // Whether explore compiles every candidate whole (kExact), prices deep models from shallow
-// copies (kEstimate), or chooses by the work a whole compile would unroll (kAuto).
-enum class ExploreMode { kAuto, kExact, kEstimate };
+// copies (kEstimate), screens the candidates by those prices and compiles the contenders whole
+// (kScreen), or chooses by the work whole compiles would unroll (kAuto): whole when it is
+// little, estimates when one candidate alone would unroll too much, screening otherwise.
+enum class ExploreMode { kAuto, kExact, kEstimate, kScreen };
 
 // Explores `dtc compile` with `compileArgs` (the model and the flags every candidate shares:
 // batch, optimizer, precision, ...) over `devices` devices. `memoryGiB` 0: the profile's device

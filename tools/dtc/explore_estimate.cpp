@@ -51,6 +51,9 @@ struct LayerUnit {
   // The middle layer's 16-bit copies of its weights: cast once per step and shared by every
   // micro-batch (dtc-fold-casts), so held per layer, not per micro-batch in flight.
   uint64_t weightCopiesLayer = 0;
+  // The most bytes live at once besides the layers' kept tensors, over the embedding's steps,
+  // the middle layer's, the head's, and the rest (gradients' reductions, updates).
+  uint64_t transientEmbed = 0, transientLayer = 0, transientHead = 0, transientRest = 0;
   double flopsLayer = 0, flopsRest = 0;  // over the setting's ranks, per micro-batch
   double flopsShare = 0;                 // one layer's share of the shallow copy's FLOPs
   double peakFlops = 0;                  // the devices' peak for the plan's GEMM type
@@ -262,13 +265,47 @@ void priceActivations(const plan::Function& f, const std::vector<int>& layer, co
     if (i < at.head)
       for (uint32_t id : *s.outputs()) writtenBy[id] = layer[i];
   }
-  std::set<uint32_t> kept;
+  std::set<uint32_t> kept, keptByAny;
   for (size_t i = at.backward; i < n; ++i)
     if (const auto* ins = f.steps()->Get(i)->inputs())
-      for (uint32_t id : *ins)
+      for (uint32_t id : *ins) {
         if (writtenBy[rootOf(id)] == 1) kept.insert(rootOf(id));
+        if (writtenBy[rootOf(id)] >= 0) keptByAny.insert(rootOf(id));
+      }
   for (uint32_t id : kept)
     (weightCopy[id] ? u.weightCopiesLayer : u.stashLayer) += valueBytes(*f.values()->Get(id));
+  // What else is live at each step (arena values from their first write to their last read,
+  // the layers' kept tensors aside), and its peak over each part's steps: a pipeline stage
+  // reaches only the peaks of the parts it holds (the head's logits, say, only the last).
+  std::vector<int64_t> start(root.size(), -1), end(root.size(), -1);
+  for (size_t i = 0; i < n; ++i) {
+    const plan::Step& s = *f.steps()->Get(i);
+    for (const auto* ids : {s.inputs(), s.outputs()})
+      if (ids)
+        for (uint32_t id : *ids) {
+          const uint32_t r = rootOf(id);
+          if (start[r] < 0) start[r] = static_cast<int64_t>(i);
+          end[r] = static_cast<int64_t>(i);
+        }
+  }
+  std::vector<int64_t> delta(n + 1, 0);
+  for (uint32_t r = 0; r < root.size(); ++r)
+    if (start[r] >= 0 && root[r] < 0 && !keptByAny.count(r) &&
+        f.values()->Get(r)->region() == plan::Region::arena) {
+      const int64_t bytes = static_cast<int64_t>(valueBytes(*f.values()->Get(r)));
+      delta[start[r]] += bytes;
+      delta[end[r] + 1] -= bytes;
+    }
+  int64_t live = 0;
+  for (size_t i = 0; i < n; ++i) {
+    live += delta[i];
+    uint64_t& peak = i < at.forward                 ? u.transientEmbed
+                     : layer[i] >= 0 && i < at.rest ? u.transientLayer
+                     : i >= at.head && i < at.rest  ? u.transientHead
+                                                    : u.transientRest;
+    if (i >= at.forward && i < at.rest && layer[i] >= 0 && layer[i] != 1) continue;
+    peak = std::max<uint64_t>(peak, static_cast<uint64_t>(std::max<int64_t>(live, 0)));
+  }
   const plan::Step& last = *f.steps()->Get(at.head - 1);
   if (last.outputs() && last.outputs()->size())
     u.transferBytes = static_cast<double>(valueBytes(*f.values()->Get(last.outputs()->Get(0))));
@@ -399,15 +436,20 @@ StatusOr<ScheduleRun> runSchedule(const pipeline::PipelineConfig& config,
   return run;
 }
 
-// Layers per chunk: each chunk at least one, the slowest chunk as fast as it can be. Layers cost
-// the same, so the slowest chunk's time is one of extra + k layers; the least that lets the
-// chunks hold every layer is found by bisection, and chunks left with room give back layers,
-// the slowest first.
-std::vector<int64_t> cutLayers(const LayerUnit& u, int64_t layers, int64_t chunks) {
+// Layers per chunk: each chunk at least one, except that the first may hold the embedding alone
+// and the last the head alone (`bareEnds`), as the compiler's own cuts may; the slowest chunk as
+// fast as it can be. Layers cost the same, so the slowest chunk's time is one of extra + k
+// layers; the least that lets the chunks hold every layer is found by bisection, and chunks left
+// with room give back layers, the slowest first.
+std::vector<int64_t> cutLayers(const LayerUnit& u, int64_t layers, int64_t chunks,
+                               std::pair<bool, bool> bareEnds) {
   const double layer = std::max(u.layerForward.total + u.layerBackward.total, 1e-30);
   auto extra = [&](int64_t c) {
     return (c == 0 ? u.embedForward.total + u.embedBackward.total : 0.0) +
            (c == chunks - 1 ? u.headForward.total + u.headBackward.total : 0.0);
+  };
+  auto least = [&](int64_t c) {
+    return (c == 0 && bareEnds.first) || (c == chunks - 1 && bareEnds.second) ? 0 : 1;
   };
   auto capacity = [&](int64_t c, double slowest) {
     return std::min<int64_t>(layers,
@@ -417,14 +459,14 @@ std::vector<int64_t> cutLayers(const LayerUnit& u, int64_t layers, int64_t chunk
     int64_t held = 0;
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t k = capacity(c, slowest);
-      if (k < 1) return false;
+      if (k < least(c)) return false;
       held += k;
     }
     return held >= layers;
   };
   std::vector<double> options;
   for (int64_t c : {int64_t{0}, chunks - 1, std::min<int64_t>(1, chunks - 1)})
-    for (int64_t k = 1; k <= layers; ++k) options.push_back(extra(c) + double(k) * layer);
+    for (int64_t k = least(c); k <= layers; ++k) options.push_back(extra(c) + double(k) * layer);
   std::sort(options.begin(), options.end());
   const double slowest =
       *std::partition_point(options.begin(), options.end(), [&](double t) { return !fits(t); });
@@ -434,8 +476,8 @@ std::vector<int64_t> cutLayers(const LayerUnit& u, int64_t layers, int64_t chunk
   for (; excess > 0; --excess) {
     int64_t pick = -1;
     for (int64_t c = 0; c < chunks; ++c)
-      if (count[c] > 1 && (pick < 0 || extra(c) + double(count[c]) * layer >=
-                                           extra(pick) + double(count[pick]) * layer))
+      if (count[c] > least(c) && (pick < 0 || extra(c) + double(count[c]) * layer >=
+                                                  extra(pick) + double(count[pick]) * layer))
         pick = c;
     --count[pick];
   }
@@ -565,23 +607,34 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   const int64_t pp = c.pp, v = intFlag(c.flags, "--virtual-stages", 1),
                 m = intFlag(c.flags, "--microbatches", 1), layers = stack_.size();
   const int64_t chunks = pp * v;
-  if (chunks > layers) {
+  // The first chunk may hold the embedding alone, the last the head alone.
+  const std::pair<bool, bool> bareEnds = {stack_.nodesBefore, !stack_.nodeAfter.empty()};
+  if (chunks > layers + bareEnds.first + bareEnds.second) {
+    c.unpriced = true;
     c.reason = "more pipeline chunks (" + std::to_string(chunks) + ") than layers (" +
-               std::to_string(layers) + ")";
+               std::to_string(layers) + ") and the nodes around them";
     return;
   }
   StatusOr<std::shared_ptr<const LayerUnit>> got = unit(withoutPipeline(c.flags), batch_ / m, m);
+  // As a whole compile does: without a vocabulary that divides over tp, the table and the
+  // logits stay whole.
+  if (!got.ok() && c.tp > 1 && got.status().message().find("vocabulary") != std::string::npos &&
+      std::find(c.flags.begin(), c.flags.end(), "--no-vocab-parallel") == c.flags.end()) {
+    c.flags.push_back("--no-vocab-parallel");
+    got = unit(withoutPipeline(c.flags), batch_ / m, m);
+  }
   if (!got.ok()) {
     c.reason = got.status().message();
     return;
   }
   const LayerUnit& u = **got;
   const std::vector<int64_t> count =
-      pp > 1 ? cutLayers(u, layers, chunks) : std::vector<int64_t>{layers};
+      pp > 1 ? cutLayers(u, layers, chunks, bareEnds) : std::vector<int64_t>{layers};
   if (pp > 1) {
     std::string cuts;
     for (int64_t ch = 1, first = count[0]; ch < chunks; first += count[ch++])
-      cuts += (cuts.empty() ? "" : ",") + stack_.firstNodes[first];
+      cuts += (cuts.empty() ? "" : ",") +
+              (first < layers ? stack_.firstNodes[first] : stack_.nodeAfter);
     c.flags.insert(c.flags.end(), {"--stage-cuts", cuts});
   }
   // Each chunk's forward and backward of one micro-batch.
@@ -670,9 +723,18 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     const uint64_t shallowStash = kShallow * u.stashLayer;
     // ... and its layers' weight copies for the stage's.
     const uint64_t shallowCopies = kShallow * u.weightCopiesLayer;
-    const uint64_t arena = u.arenaShallow - std::min(u.arenaShallow, shallowStash + shallowCopies) +
-                           std::max(run->stashPeak[s], shallowStash) +
-                           u.weightCopiesLayer * uint64_t(held);
+    // Less the share of its other bytes from peaks the stage does not reach (the head's, say,
+    // on a stage without it).
+    const uint64_t transientAll = std::max(
+        {u.transientEmbed, u.transientLayer, u.transientHead, u.transientRest, uint64_t{1}});
+    const uint64_t transientHeld =
+        std::max({s == 0 ? u.transientEmbed : 0, held > 0 ? u.transientLayer : 0,
+                  s == pp - 1 ? u.transientHead : 0, u.transientRest});
+    const uint64_t other = u.arenaShallow - std::min(u.arenaShallow, shallowStash + shallowCopies);
+    const uint64_t arena =
+        static_cast<uint64_t>(double(other) * double(transientHeld) / double(transientAll)) +
+        (pp > 1 ? run->stashPeak[s] : std::max(run->stashPeak[s], shallowStash)) +
+        u.weightCopiesLayer * uint64_t(held);
     // Accumulated micro-batches keep their gradients' running sums for the whole step.
     const uint64_t sums = m > 1 ? u.gradientLayer * held + (s == 0 ? u.gradientFirst : 0) +
                                       (s == pp - 1 ? u.gradientLast : 0)

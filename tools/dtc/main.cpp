@@ -77,16 +77,18 @@ namespace {
 #define DTC_EXPLORE_USAGE                                                                          \
   "  dtc explore MODEL --devices N --batch B [--memory GiB] [--profile cpu|a100-80g|h100-80g|\n"   \
   "              h200|FILE.json] [--gpus-per-node K] [--top K] [--json] [--plot FILE.svg]\n"       \
-  "              [--exhaustive] [--exact | --estimate] [--try 'LAYOUT FLAGS' ...]\n"               \
+  "              [--exhaustive] [--exact | --estimate | --screen] [--try 'LAYOUT FLAGS' ...]\n"    \
   "              [other dtc compile flags: optimizer, precision, ...]\n"                           \
   "      every dp x tp x pp layout of N devices with ZeRO, sequence parallelism, micro-batches,\n" \
   "      schedules and recomputation, built by the compiler, ranked by predicted step time on\n"   \
   "      the profile, with memory per rank (budget: --memory or the profile's device) and why\n"   \
   "      the others cannot run; dtc compile ... --mesh auto --devices N compiles the pick.\n"      \
-  "      A deep model's candidates are estimated from three-layer copies when compiling them\n"    \
-  "      whole would be slow (--estimate: always; --exact: never). --try prices a layout you\n"    \
-  "      give (e.g. --try '--mesh pp=8,dp=4,tp=8 --microbatches 64 --recompute full') beside\n"    \
-  "      the rest and says where it ranks\n"
+  "      A deep model's candidates are screened when compiling all of them whole would be\n"       \
+  "      slow: estimated from three-layer copies, those within 25% of the fastest compiled\n"      \
+  "      whole; beyond 2048 layer micro-batches in one candidate, only estimated (--screen,\n"     \
+  "      --estimate, --exact: always screen, estimate, compile whole). --try prices a layout\n"    \
+  "      you give (e.g. --try '--mesh pp=8,dp=4,tp=8 --microbatches 64 --recompute full')\n"       \
+  "      beside the rest and says where it ranks\n"
 #define DTC_INSPECT_USAGE                                                                        \
   "  dtc inspect PLAN.dtp [--json] [--profile cpu|a100-80g|h100-80g|h200|FILE.json]\n"           \
   "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
