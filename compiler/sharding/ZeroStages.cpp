@@ -17,6 +17,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "training/RecomputeModes.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_ZERO
@@ -61,9 +62,10 @@ struct Phase {
   }
 };
 
-// Backward: everything downstream of a loss seed, and what recomputation copied there. Micro-batch:
-// the latest one among the data an op reads. Stage: the pipeline's mark, where there is one.
+// Backward: as backwardOps finds it. Micro-batch: the latest one among the data an op reads.
+// Stage: the pipeline's mark, where there is one.
 DenseMap<Operation*, Phase> phasesOf(func::FuncOp func) {
+  const DenseSet<Operation*> backward = backwardOps(func.getBody().front());
   DenseMap<Value, Phase> ofValue;
   for (BlockArgument arg : func.getArguments())
     if (auto mb = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), attr::kMicroBatch))
@@ -71,13 +73,10 @@ DenseMap<Operation*, Phase> phasesOf(func::FuncOp func) {
   DenseMap<Operation*, Phase> ofOp;
   for (Operation& op : func.getBody().front()) {
     Phase p;
-    p.backward = op.hasAttr(attr::kLossSeed) || op.hasAttr(attr::kRecomputed);
-    for (Value operand : op.getOperands()) {
-      auto it = ofValue.find(operand);
-      if (it == ofValue.end()) continue;
-      p.backward |= it->second.backward;
-      p.microBatch = std::max(p.microBatch, it->second.microBatch);
-    }
+    p.backward = backward.contains(&op);
+    for (Value operand : op.getOperands())
+      if (auto it = ofValue.find(operand); it != ofValue.end())
+        p.microBatch = std::max(p.microBatch, it->second.microBatch);
     if (auto stage = op.getAttrOfType<IntegerAttr>(dist::kStageAttr)) p.stage = stage.getInt();
     ofOp[&op] = p;
     for (Value r : op.getResults()) ofValue[r] = p;

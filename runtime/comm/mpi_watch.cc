@@ -20,7 +20,7 @@ namespace dtc::comm {
 namespace {
 
 constexpr int kAskTag = 1, kAnswerTag = 2;
-constexpr double kSpinSeconds = 2e-4;        // most waits end within this: poll without sleeping
+constexpr double kSpinSeconds = 2e-4;      // most waits end within this: poll without sleeping
 constexpr int kMaxSleepMicroseconds = 50;  // the back-off's ceiling (latency a wait may add)
 constexpr int kWatchPeriodMicroseconds = 20000;
 constexpr double kLivenessPeriod = 0.5;  // how often the thread looks at awaited peers

@@ -11,6 +11,7 @@
 // must be computed, and an earlier step's upload from them must be done); its own uploads stay
 // in flight, ordered before the kernels that follow on the stream.
 #include "cuda_collective_util.h"
+#include "plan/communication.h"
 
 namespace dtc::cuda {
 namespace {
@@ -183,7 +184,7 @@ StatusOr<BoundStep> onNcclElse(const StepContext& ctx, Device& dev, const Collec
 
 StatusOr<BoundStep> bindHalfAllReduce(const StepContext& ctx, Device& dev, BoundStep widened) {
   DTC_ASSIGN_OR_RETURN(AllReduceStep r, checkAllReduce(asFloat32(ctx)));
-  if (r.max) return widened;
+  if (!nativeHalfCollective(plan::Kernel::all_reduce, r.max, {}, 0)) return widened;
   const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
   const std::vector<TensorView> ins = ctx.inputs, outs = ctx.outputs;
   return onNcclElse(ctx, dev, r.group, std::move(widened), [=](const Nccl& nc) {
@@ -204,7 +205,9 @@ StatusOr<BoundStep> bindHalfBlocks(const StepContext& ctx, Device& dev, BoundSte
                                    bool gather) {
   const StepContext f32 = asFloat32(ctx);
   DTC_ASSIGN_OR_RETURN(BlockStep b, gather ? checkAllGather(f32) : checkReduceScatter(f32));
-  if (Around(gather ? b.out.shape : b.in.shape, b.dim).outer > 1) return widened;
+  if (!nativeHalfCollective(gather ? plan::Kernel::all_gather : plan::Kernel::reduce_scatter, false,
+                            gather ? b.out.shape : b.in.shape, b.dim))
+    return widened;
   const ncclDataType_t type = ncclTypeOf(ctx.inputs[0].dtype);
   const void* in = ctx.inputs[0].data;
   void* out = ctx.outputs[0].data;

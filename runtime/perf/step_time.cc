@@ -134,22 +134,16 @@ double wireScale(const plan::Function& f, const plan::Step& step, bool cuda) {
   const plan::Value& in = *f.values()->Get(step.inputs()->Get(0));
   if (in.dtype() != plan::DType::f16 && in.dtype() != plan::DType::bf16) return 1;
   if (!cuda) return 2;
-  // Whether each rank's block of `v` along `dim` is contiguous.
-  auto contiguous = [&](const plan::Value& v) {
-    const std::vector<int64_t> shape =
-        v.shape() ? std::vector<int64_t>(v.shape()->begin(), v.shape()->end())
-                  : std::vector<int64_t>{};
-    return outerOf(shape, intAttr(step, "dim")) <= 1;
-  };
-  switch (k) {
-    case Kernel::all_reduce: {
-      const plan::Attr* r = findStepAttr(step, "reduction");
-      return r && r->s() && r->s()->str() == "max" ? 2 : 1;
-    }
-    case Kernel::reduce_scatter: return contiguous(in) ? 1 : 2;
-    case Kernel::all_gather: return contiguous(*f.values()->Get(step.outputs()->Get(0))) ? 1 : 2;
-    default: return 2;
-  }
+  const plan::Attr* r = findStepAttr(step, "reduction");
+  const bool max = r && r->s() && r->s()->str() == "max";
+  const plan::Value& whole =
+      k == Kernel::all_gather ? *f.values()->Get(step.outputs()->Get(0)) : in;
+  const std::vector<int64_t> shape =
+      whole.shape() ? std::vector<int64_t>(whole.shape()->begin(), whole.shape()->end())
+                    : std::vector<int64_t>{};
+  return nativeHalfCollective(k, max, shape, k == Kernel::all_reduce ? 0 : intAttr(step, "dim"))
+             ? 1
+             : 2;
 }
 
 // Seconds of one collective or transfer: the ring algorithm's steps, and the bytes each device

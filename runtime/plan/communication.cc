@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ops/kernel_registry.h"
+#include "ops/step_scratch.h"
 
 namespace dtc {
 
@@ -78,6 +79,16 @@ std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function
     for (const plan::Step* step : *f.steps())
       if (std::optional<CollectiveCost> c = collectiveCost(plan, f, *step)) out.push_back(*c);
   return out;
+}
+
+bool nativeHalfCollective(plan::Kernel kernel, bool maxReduction,
+                          const std::vector<int64_t>& wholeShape, int64_t dim) {
+  switch (kernel) {
+    case Kernel::all_reduce: return !maxReduction;
+    case Kernel::reduce_scatter:
+    case Kernel::all_gather: return outerOf(wholeShape, dim) <= 1;
+    default: return false;
+  }
 }
 
 }  // namespace dtc

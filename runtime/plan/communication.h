@@ -29,6 +29,13 @@ std::vector<CollectiveCost> collectivesOf(const Plan& plan, const plan::Function
 std::optional<CollectiveCost> collectiveCost(const Plan& plan, const plan::Function& f,
                                              const plan::Step& step);
 
+// Whether a collective on 16-bit operands runs in their own type where NCCL serves it: an
+// all-reduce that sums, and a reduce-scatter or all-gather whose ranks' blocks are contiguous
+// (nothing precedes `dim` in `wholeShape`, the scattered input or the gathered output). Elsewhere
+// the runtimes run the f32 form on widened copies, twice the bytes on the wire.
+bool nativeHalfCollective(plan::Kernel kernel, bool maxReduction,
+                          const std::vector<int64_t>& wholeShape, int64_t dim);
+
 // "dp=2,tp=4", or "" for a single-device plan.
 std::string meshText(const Plan& plan);
 int64_t meshDevices(const Plan& plan);
