@@ -53,11 +53,14 @@ std::string brief(const std::vector<std::string>& flags) {
 
 std::string table(const ExploreResult& r, int top) {
   std::ostringstream os;
-  int feasible = 0, built = 0;
+  int feasible = 0, built = 0, estimated = 0;
   for (const ExploreCandidate& c : r.candidates) {
     feasible += c.feasible;
     built += c.built;
+    estimated += c.built && c.estimated;
   }
+  // Screening compiles the contenders whole: the rows it only estimated say so.
+  const bool mixed = estimated > 0 && estimated < built;
   os << "dtc explore: " << r.devices << " device(s) on " << r.profile.name << " ("
      << r.profile.devicesPerNode << " per node), budget " << gib(r.budget)
      << " per rank: " << r.candidates.size() << " candidates, " << built << " built, " << feasible
@@ -76,7 +79,8 @@ std::string table(const ExploreResult& r, int top) {
                   c.mesh().c_str(), ms(c.prediction.stepSeconds).c_str(),
                   gib(c.memoryPerRank).c_str(), c.prediction.tokensPerSecond(),
                   100 * c.prediction.utilisation);
-    os << line << brief(c.flags) << (c.given ? "  (given)" : "") << "\n";
+    os << line << brief(c.flags) << (c.given ? "  (given)" : "")
+       << (c.estimated && mixed ? "  (estimated)" : "") << "\n";
   }
   if (r.best >= 0)
     os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
