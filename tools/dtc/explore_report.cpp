@@ -164,7 +164,8 @@ std::string json(const ExploreResult& r) {
 }
 
 // Step time (up) against memory per rank (across) for every candidate that was built: feasible
-// ones filled, the others hollow; the budget a dashed line, the pick circled and named.
+// ones filled, the others hollow, estimated ones faint; the budget a dashed line, the pick
+// circled and named.
 std::string svg(const ExploreResult& r) {
   const double width = 720, height = 480, left = 80, right = 20, top = 30, bottom = 60;
   double maxMemory = static_cast<double>(r.budget), maxStep = 0;
@@ -208,9 +209,9 @@ std::string svg(const ExploreResult& r) {
     const ExploreCandidate& c = r.candidates[i];
     if (!c.built || c.prediction.stepSeconds <= 0) continue;
     os << "<circle cx=\"" << x(double(c.memoryPerRank)) << "\" cy=\"" << y(c.prediction.stepSeconds)
-       << "\" r=\"4\" fill=\"" << (c.feasible ? "steelblue" : "none")
-       << "\" stroke=\"steelblue\"><title>" << c.mesh() << " " << join(c.flags)
-       << "</title></circle>\n";
+       << "\" r=\"4\" fill=\"" << (c.feasible ? "steelblue" : "none") << "\" stroke=\"steelblue\""
+       << (c.estimated ? " opacity=\"0.5\"" : "") << "><title>" << c.mesh() << " " << join(c.flags)
+       << (c.estimated ? " (estimated)" : "") << "</title></circle>\n";
   }
   if (r.best >= 0) {
     const ExploreCandidate& w = r.candidates[r.best];
