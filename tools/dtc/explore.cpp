@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <limits>
 #include <map>
 #include <optional>
@@ -148,12 +149,19 @@ size_t buildAll(const std::vector<std::string>& base, std::vector<ExploreCandida
   return threads;
 }
 
+// Whether `a`, compiled whole, beats `b`: it fits where `b` does not, or both fit and it is faster.
+bool beats(const ExploreCandidate& a, const ExploreCandidate& b) {
+  if (a.feasible != b.feasible) return a.feasible;
+  return a.feasible && a.prediction.stepSeconds < b.prediction.stepSeconds;
+}
+
 // Screening: compiles whole the estimated candidates that could be the pick (an estimate within
 // kContenderMargin of the fastest feasible candidate's step, and of the budget), and those the
 // estimate could not price, until no more qualify (a contender that fails whole raises the
-// fastest). The rest keep their estimates. A pipeline keeps the stage cuts the estimate chose
-// from the device profile's prices: the compiler's own cuts weigh ops by a profile-free model.
-// Returns how many it compiled.
+// fastest). The rest keep their estimates. A pipeline is compiled twice, with the stage cuts the
+// estimate chose from the device profile's prices and with the compiler's own (a profile-free
+// roofline), and keeps the faster: each was measured ahead of the other by up to 44% and 7.6%.
+// Returns how many candidates it compiled.
 size_t compileContenders(const std::vector<std::string>& base,
                          std::vector<ExploreCandidate>& candidates,
                          const perf::DeviceProfile& profile, uint64_t budget) {
@@ -164,6 +172,8 @@ size_t compileContenders(const std::vector<std::string>& base,
       if (c.feasible) fastest = std::min(fastest, c.prediction.stepSeconds);
     std::vector<ExploreCandidate*> jobs;
     std::vector<double> estimateSeconds;
+    std::deque<ExploreCandidate> ownCuts;  // twins with the compiler's cuts, by pointer in jobs
+    std::vector<std::pair<ExploreCandidate*, ExploreCandidate*>> twins;
     for (ExploreCandidate& c : candidates) {
       if (!c.estimated || !c.built) continue;
       const bool priced = c.prediction.stepSeconds > 0;
@@ -178,11 +188,25 @@ size_t compileContenders(const std::vector<std::string>& base,
       c.prediction = {};
       jobs.push_back(&c);
       estimateSeconds.push_back(c.buildSeconds);
+      if (std::find(c.flags.begin(), c.flags.end(), "--stage-cuts") != c.flags.end()) {
+        ownCuts.push_back(c);
+        stripStageCuts(ownCuts.back().flags);
+        twins.push_back({&c, &ownCuts.back()});
+      }
     }
     if (jobs.empty()) return compiled;
+    const size_t candidatesCompiled = jobs.size();
+    for (auto& [estimateCuts, own] : twins) jobs.push_back(own);
     buildAll(base, jobs, profile, budget, nullptr);
-    for (size_t k = 0; k < jobs.size(); ++k) jobs[k]->buildSeconds += estimateSeconds[k];
-    compiled += jobs.size();
+    for (size_t k = 0; k < estimateSeconds.size(); ++k) jobs[k]->buildSeconds += estimateSeconds[k];
+    for (auto& [estimateCuts, own] : twins) {
+      own->buildSeconds += estimateCuts->buildSeconds;
+      if (beats(*own, *estimateCuts))
+        *estimateCuts = std::move(*own);
+      else
+        estimateCuts->buildSeconds = own->buildSeconds;
+    }
+    compiled += candidatesCompiled;
   }
 }
 
