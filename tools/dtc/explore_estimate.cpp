@@ -299,11 +299,14 @@ void priceActivations(const plan::Function& f, const std::vector<int>& layer, co
   int64_t live = 0;
   for (size_t i = 0; i < n; ++i) {
     live += delta[i];
-    uint64_t& peak = i < at.forward                 ? u.transientEmbed
-                     : layer[i] >= 0 && i < at.rest ? u.transientLayer
-                     : i >= at.head && i < at.rest  ? u.transientHead
-                                                    : u.transientRest;
-    if (i >= at.forward && i < at.rest && layer[i] >= 0 && layer[i] != 1) continue;
+    // The middle layer's steps stand for every layer's: the outer two's may hold the
+    // embedding's or the head's.
+    const bool layerStep = i >= at.forward && i < at.rest && layer[i] >= 0;
+    if (layerStep && layer[i] != 1) continue;
+    uint64_t& peak = i < at.forward                ? u.transientEmbed
+                     : layerStep                   ? u.transientLayer
+                     : i >= at.head && i < at.rest ? u.transientHead
+                                                   : u.transientRest;
     peak = std::max<uint64_t>(peak, static_cast<uint64_t>(std::max<int64_t>(live, 0)));
   }
   const plan::Step& last = *f.steps()->Get(at.head - 1);
