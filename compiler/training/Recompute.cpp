@@ -103,12 +103,11 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     const bool pipelined = module->hasAttr(dist::kPipelineAttr);
     // Each group under its device's setting: layers where that is full, attention cores where
     // selective.
-    auto modeOf = [&](Operation* op) -> const std::string& { return modes->of(op); };
     std::vector<Group> groups;
     for (Group& g : layers(forward))
-      if (modeOf(g.front()) == "full") groups.push_back(std::move(g));
+      if (modes->of(g.front()) == "full") groups.push_back(std::move(g));
     for (Group& g : attentionCores(forward, backward))
-      if (modeOf(g.front()) == "selective") groups.push_back(std::move(g));
+      if (modes->of(g.front()) == "selective") groups.push_back(std::move(g));
     DenseMap<Operation*, size_t> groupOf;
     for (size_t g = 0; g < groups.size(); ++g)
       for (Operation* op : groups[g]) groupOf[op] = g;

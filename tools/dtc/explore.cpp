@@ -70,7 +70,7 @@ const std::set<std::string>& chosenFlags() {
 void compileAndPredict(const std::vector<std::string>& base, ExploreCandidate& c,
                        const perf::DeviceProfile& profile, uint64_t budget) {
   c.built = true;
-  for (bool retried = false;; retried = true) {
+  for (;;) {
     std::vector<std::string> args = base;
     args.insert(args.end(), c.flags.begin(), c.flags.end());
     StatusOr<CompileRequest> request = parseCompileArgs(args);
@@ -82,13 +82,7 @@ void compileAndPredict(const std::vector<std::string>& base, ExploreCandidate& c
     request->threaded = false;      // candidates compile side by side instead
     StatusOr<std::vector<uint8_t>> bytes = compilePlan(*request);
     if (!bytes.ok()) {
-      // Megatron's vocabulary split needs a vocabulary that divides over tp; without it the
-      // table and the logits stay whole.
-      if (!retried && c.tp > 1 &&
-          bytes.status().message().find("vocabulary") != std::string::npos) {
-        c.flags.push_back("--no-vocab-parallel");
-        continue;
-      }
+      if (c.keepVocabularyWhole(bytes.status())) continue;
       c.reason = bytes.status().message();
       return;
     }
@@ -120,11 +114,6 @@ void build(const std::vector<std::string>& base, ExploreCandidate& c,
   else
     compileAndPredict(base, c, profile, budget);
   c.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-int64_t microBatchesOf(const ExploreCandidate& c) {
-  const auto m = std::find(c.flags.begin(), c.flags.end(), "--microbatches");
-  return m != c.flags.end() && m + 1 != c.flags.end() ? std::stoll(*(m + 1)) : 1;
 }
 
 void stripStageCuts(std::vector<std::string>& flags) {
@@ -188,7 +177,7 @@ size_t compileContenders(const std::vector<std::string>& base,
       c.prediction = {};
       jobs.push_back(&c);
       estimateSeconds.push_back(c.buildSeconds);
-      if (std::find(c.flags.begin(), c.flags.end(), "--stage-cuts") != c.flags.end()) {
+      if (c.has("--stage-cuts")) {
         ownCuts.push_back(c);
         stripStageCuts(ownCuts.back().flags);
         twins.push_back({&c, &ownCuts.back()});
@@ -365,6 +354,28 @@ std::string ExploreCandidate::mesh() const {
   return "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp);
 }
 
+bool ExploreCandidate::has(const std::string& flag) const {
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
+
+std::string ExploreCandidate::value(const std::string& flag, const std::string& fallback) const {
+  for (size_t i = 0; i + 1 < flags.size(); ++i)
+    if (flags[i] == flag) return flags[i + 1];
+  return fallback;
+}
+
+int64_t ExploreCandidate::intValue(const std::string& flag, int64_t fallback) const {
+  return std::stoll(value(flag, std::to_string(fallback)));
+}
+
+bool ExploreCandidate::keepVocabularyWhole(const Status& failure) {
+  if (tp <= 1 || has("--no-vocab-parallel") ||
+      failure.message().find("vocabulary") == std::string::npos)
+    return false;
+  flags.push_back("--no-vocab-parallel");
+  return true;
+}
+
 StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int64_t devices,
                                 const perf::DeviceProfile& profile, double memoryGiB,
                                 bool exhaustive, ExploreMode mode,
@@ -414,7 +425,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     int64_t unrolled = 0, summed = 0;
     for (const ExploreCandidate& c : layouts)
       if (c.reason.empty()) {
-        const int64_t u = (estimator ? estimator->layers() : 1) * microBatchesOf(c);
+        const int64_t u = (estimator ? estimator->layers() : 1) * c.intValue("--microbatches", 1);
         unrolled = std::max(unrolled, u);
         summed += u;
       }
@@ -438,7 +449,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
       r.estimated = true;
       layouts = enumerateLayouts(devices, batch, true);
       for (const ExploreCandidate& c : given)
-        if (std::find(c.flags.begin(), c.flags.end(), "--stage-cuts") != c.flags.end())
+        if (c.has("--stage-cuts"))
           return Status::InvalidInput(
               "dtc explore --try: an estimate cuts the layers into stages itself; --stage-cuts "
               "needs --exact");
@@ -468,7 +479,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
       savings.push_back({"--zero", "3"});
       savings.push_back({"--zero", "3", "--recompute", "full"});
     }
-    const bool zeroGiven = std::find(c.flags.begin(), c.flags.end(), "--zero") != c.flags.end();
+    const bool zeroGiven = c.has("--zero");
     for (const auto& saving : savings) {
       if (zeroGiven && saving.front() == "--zero") continue;  // ZeRO-3 from ZeRO-0's layout only
       ExploreCandidate v = c;

@@ -29,6 +29,15 @@ struct ExploreCandidate {
   double buildSeconds = 0;     // compiling and predicting it, on one thread
   perf::StepPrediction prediction;
   std::string mesh() const;  // "dp=2,tp=2,pp=1"
+
+  bool has(const std::string& flag) const;
+  // The value its flags give `flag`, or `fallback`.
+  std::string value(const std::string& flag, const std::string& fallback) const;
+  int64_t intValue(const std::string& flag, int64_t fallback) const;
+  // Where `failure` is Megatron's vocabulary split meeting a vocabulary that does not divide
+  // over tp: adds --no-vocab-parallel (the table and the logits stay whole) and says to build
+  // again; false otherwise, and when the flag is there already.
+  bool keepVocabularyWhole(const Status& failure);
 };
 
 struct ExploreResult {

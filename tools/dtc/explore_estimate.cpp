@@ -68,18 +68,6 @@ using Cost = LayerUnit::Cost;
 // embedding, the last precedes the head).
 constexpr int kShallow = 3;
 
-// The value a candidate's flags give `flag`, or `fallback`.
-std::string valueOf(const std::vector<std::string>& flags, const std::string& flag,
-                    const std::string& fallback) {
-  for (size_t i = 0; i + 1 < flags.size(); ++i)
-    if (flags[i] == flag) return flags[i + 1];
-  return fallback;
-}
-
-int64_t intFlag(const std::vector<std::string>& flags, const std::string& flag, int64_t fallback) {
-  return std::stoll(valueOf(flags, flag, std::to_string(fallback)));
-}
-
 // The candidate's flags without its pipeline: the mesh without pp, no micro-batches or schedule.
 std::vector<std::string> withoutPipeline(const std::vector<std::string>& flags) {
   std::vector<std::string> out;
@@ -607,8 +595,8 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
 void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   c.built = true;
   c.estimated = true;
-  const int64_t pp = c.pp, v = intFlag(c.flags, "--virtual-stages", 1),
-                m = intFlag(c.flags, "--microbatches", 1), layers = stack_.size();
+  const int64_t pp = c.pp, v = c.intValue("--virtual-stages", 1),
+                m = c.intValue("--microbatches", 1), layers = stack_.size();
   const int64_t chunks = pp * v;
   // The first chunk may hold the embedding alone, the last the head alone.
   const std::pair<bool, bool> bareEnds = {stack_.nodesBefore, !stack_.nodeAfter.empty()};
@@ -619,13 +607,8 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     return;
   }
   StatusOr<std::shared_ptr<const LayerUnit>> got = unit(withoutPipeline(c.flags), batch_ / m, m);
-  // As a whole compile does: without a vocabulary that divides over tp, the table and the
-  // logits stay whole.
-  if (!got.ok() && c.tp > 1 && got.status().message().find("vocabulary") != std::string::npos &&
-      std::find(c.flags.begin(), c.flags.end(), "--no-vocab-parallel") == c.flags.end()) {
-    c.flags.push_back("--no-vocab-parallel");
+  if (!got.ok() && c.keepVocabularyWhole(got.status()))  // as a whole compile does
     got = unit(withoutPipeline(c.flags), batch_ / m, m);
-  }
   if (!got.ok()) {
     c.reason = got.status().message();
     return;
@@ -666,7 +649,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   config.microBatches = m;
   // Without a pipeline the one stage runs each micro-batch's forward, then its backward (as
   // accumulation unrolls them): one micro-batch's activations at a time.
-  config.schedule = pp > 1 ? valueOf(c.flags, "--schedule", "1f1b") : "1f1b";
+  config.schedule = pp > 1 ? c.value("--schedule", "1f1b") : "1f1b";
   std::vector<uint64_t> kept(chunks);
   for (int64_t ch = 0; ch < chunks; ++ch) kept[ch] = u.stashLayer * count[ch];
   StatusOr<ScheduleRun> run = runSchedule(config, forward, backward, kept, transfer);
