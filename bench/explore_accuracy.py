@@ -1,7 +1,8 @@
 """How far to trust `dtc explore` on this machine: in rounds, calibrate, explore the GPT-mini and
 the MLP on N processes and run every feasible candidate; print each candidate's median prediction
-over the rounds beside its median measurement; then the median absolute error, whether the pick's measured time is within 5% of the best measured, and
-the Spearman rank correlation between predicted and measured."""
+over the rounds beside its median measurement; then the median absolute error, whether the
+pick's measured time is within 5% of the best measured, and the Spearman rank correlation
+between predicted and measured."""
 import argparse
 import json
 import os
@@ -50,7 +51,7 @@ class Case:
     def __init__(self, name, dtc, model, data, batch, devices, work):
         self.name, self.dtc, self.model, self.data = name, dtc, model, data
         self.batch, self.devices, self.work = batch, devices, work
-        self.plans = None  # (layout, flags, plan path), the feasible candidates
+        self.plans = None  # (layout, plan path) of each feasible candidate
         self.predicted, self.measured, self.picks = {}, {}, []
 
     def round(self, dtrun, profile):

@@ -128,9 +128,10 @@ def check_loss_scale_skips(work, model, data, init, x, y, sgd):
 
 def check_partitioned(work, rng):
     """Low precision composes with the partitioners: GPT-mini in bf16 on dp2 x tp2 (Megatron +
-    vocabulary parallel; a row-parallel bf16 product's partial sums are reduced in f32) and on
-    a 2-stage pipeline (and under ZeRO-3 on dp2 x pp2), in fp16 on dp2 x tp2 (also from a scale that overflows: every rank skips
-    the same steps), and in fp16 with loss scaling on a 2-stage pipeline (the overflow
+    vocabulary parallel; a row-parallel bf16 product's partial sums are reduced in f32), on a
+    2-stage pipeline and under ZeRO-3 on dp2 x pp2, in fp16 on dp2 x tp2 (also from a scale that
+    overflows: every rank skips the same steps), and in fp16 with loss scaling on a 2-stage
+    pipeline (the overflow
     counts of both stages meet, the decision goes back), train as the single-device plan of the
     same precision does, to that precision."""
     model, tokens = os.path.join(work, "gpt.dtm"), os.path.join(work, "train.bin")
