@@ -131,9 +131,8 @@ def check_partitioned(work, rng):
     vocabulary parallel; a row-parallel bf16 product's partial sums are reduced in f32), on a
     2-stage pipeline and under ZeRO-3 on dp2 x pp2, in fp16 on dp2 x tp2 (also from a scale that
     overflows: every rank skips the same steps), and in fp16 with loss scaling on a 2-stage
-    pipeline (the overflow
-    counts of both stages meet, the decision goes back), train as the single-device plan of the
-    same precision does, to that precision."""
+    pipeline (the overflow counts of both stages meet, the decision goes back), train as the
+    single-device plan of the same precision does, to that precision."""
     model, tokens = os.path.join(work, "gpt.dtm"), os.path.join(work, "train.bin")
     run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4, "--embd", 32,
         "--seed", 11, "-o", model)
