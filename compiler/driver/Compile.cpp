@@ -131,6 +131,7 @@ void toPipelineOptions(const CompileOptions& options, TrainingPipelineOptions& p
   pipeline.lossScale = Real{options.lossScale};
   pipeline.fusedAttention = options.fusedAttention;
   pipeline.fuseEpilogues = options.fuseEpilogues;
+  pipeline.fusedOptimizer = options.fusedOptimizer;
   pipeline.foldCasts = options.foldCasts;
   pipeline.mesh = options.mesh;
   pipeline.dataParallel = options.dataParallel;

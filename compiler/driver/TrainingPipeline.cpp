@@ -98,7 +98,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   if (options.clipGradNorm.value > 0 || options.reportGradNorm)
     pm.addPass(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm.value}));
   if (options.precision != "fp32" && options.foldCasts) pm.addPass(createFoldCasts());
-  pm.addPass(createLowerToKernels(LowerToKernelsOptions{options.fuseEpilogues, options.foldCasts}));
+  pm.addPass(createLowerToKernels(
+      LowerToKernelsOptions{options.fuseEpilogues, options.foldCasts, options.fusedOptimizer}));
   pm.addPass(createPlanMemory());
   return success();
 }

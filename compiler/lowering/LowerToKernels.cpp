@@ -7,6 +7,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/EpilogueFusion.h"
+#include "lowering/OptimizerFusion.h"
 #include "ops/kernel_registry.h"
 #include "plan/IR/PlanOps.h"
 
@@ -68,6 +69,7 @@ struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
       Value rng;
       for (Operation* op : ops)
         if (failed(lower(op, b, rng))) return signalPassFailure();
+      if (multiTensorOptimizer) fuseOptimizerUpdates(func);
     }
   }
 };

@@ -254,6 +254,23 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx) {
   });
 }
 
+// One parameter group's tensors, one after the other: each as adamw_update computes it.
+StatusOr<BoundStep> bindMultiTensorAdamw(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(AdamwParams h, checkMultiTensorAdamw(ctx));
+  const size_t tensors = ctx.outputs.size() / 3;
+  std::vector<TensorView> in(ctx.inputs.begin(), ctx.inputs.end());
+  std::vector<TensorView> out(ctx.outputs.begin(), ctx.outputs.end());
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    const float step = *in[4 * tensors].f32(), lr = *in[4 * tensors + 1].f32();
+    for (size_t t = 0; t < tensors; ++t)
+      cpu::adamw(in[4 * t].f32(), in[4 * t + 1].f32(), in[4 * t + 2].f32(), in[4 * t + 3].f32(),
+                 out[3 * t].f32(), out[3 * t + 1].f32(), out[3 * t + 2].f32(),
+                 in[4 * t].numElements(), step, lr, h.beta1, h.beta2, h.eps, h.weightDecay, *pool);
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 DTC_CPU_BINDER(matmul, bindMatmul)
@@ -286,6 +303,7 @@ DTC_CPU_BINDER(mse, bindMse)
 DTC_CPU_BINDER(mse_grad, bindMseGrad)
 DTC_CPU_BINDER(sgd_update, bindSgd)
 DTC_CPU_BINDER(adamw_update, bindAdamw)
+DTC_CPU_BINDER(multi_tensor_adamw, bindMultiTensorAdamw)
 
 namespace {
 

@@ -140,6 +140,29 @@ StatusOr<BoundStep> bindAdamw(const StepContext& ctx, Device& dev) {
   });
 }
 
+// One parameter group in a few launches (kernels::multiTensorAdamw), each element as
+// adamw_update computes it.
+StatusOr<BoundStep> bindMultiTensorAdamw(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(AdamwParams h, checkMultiTensorAdamw(ctx));
+  const size_t count = ctx.outputs.size() / 3;
+  std::vector<kernels::AdamwTensor> tensors(count);
+  for (size_t t = 0; t < count; ++t) {
+    const TensorView* in = &ctx.inputs[4 * t];
+    const TensorView* out = &ctx.outputs[3 * t];
+    tensors[t] = {in[0].f32(),  in[1].f32(),  in[2].f32(),  in[3].f32(),
+                  out[0].f32(), out[1].f32(), out[2].f32(), in[0].numElements()};
+  }
+  const float* step = ctx.inputs[4 * count].f32();
+  const float* lr = ctx.inputs[4 * count + 1].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::multiTensorAdamw(tensors, step, lr, h.beta1, h.beta2, h.eps,
+                                              h.weightDecay, stream),
+                    where);
+  });
+}
+
 }  // namespace
 
 DTC_CUDA_BINDER(softmax_cross_entropy, bindCrossEntropy)
@@ -151,5 +174,6 @@ DTC_CUDA_BINDER(mse, bindMse)
 DTC_CUDA_BINDER(mse_grad, bindMseGrad)
 DTC_CUDA_BINDER(sgd_update, bindSgd)
 DTC_CUDA_BINDER(adamw_update, bindAdamw)
+DTC_CUDA_BINDER(multi_tensor_adamw, bindMultiTensorAdamw)
 
 }  // namespace dtc::cuda

@@ -191,4 +191,30 @@ inline StatusOr<AdamwParams> checkAdamw(const StepContext& ctx) {
   return h;
 }
 
+// multi_tensor_adamw: (p₁, g₁, m₁, v₁, …, p_N, g_N, m_N, v_N, step, lr) -> (p₁', m₁', v₁', …):
+// adamw_update on N tensors in one step, one parameter group (the same betas, eps and decay).
+// Returns the hyper-parameters; N is inputs.size() / 4.
+inline StatusOr<AdamwParams> checkMultiTensorAdamw(const StepContext& ctx) {
+  const size_t tensors = ctx.inputs.size() >= 2 ? (ctx.inputs.size() - 2) / 4 : 0;
+  if (tensors == 0 || ctx.inputs.size() != 4 * tensors + 2 || ctx.outputs.size() != 3 * tensors)
+    return invalid(ctx, "expects 4N + 2 inputs and 3N outputs for N >= 1 tensors, got " +
+                            std::to_string(ctx.inputs.size()) + " inputs and " +
+                            std::to_string(ctx.outputs.size()) + " outputs");
+  DTC_RETURN_IF_ERROR(expect(ctx, ctx.inputs.size(), ctx.outputs.size()));
+  for (size_t t = 0; t < tensors; ++t) {
+    const TensorView& p = ctx.inputs[4 * t];
+    for (const TensorView* other :
+         {&ctx.inputs[4 * t + 1], &ctx.inputs[4 * t + 2], &ctx.inputs[4 * t + 3],
+          &ctx.outputs[3 * t], &ctx.outputs[3 * t + 1], &ctx.outputs[3 * t + 2]})
+      DTC_RETURN_IF_ERROR(sameShape(ctx, p, *other));
+  }
+  if (ctx.inputs[4 * tensors].numElements() != 1) return invalid(ctx, "step must be a scalar");
+  if (ctx.inputs[4 * tensors + 1].numElements() != 1)
+    return invalid(ctx, "the learning rate must be a scalar");
+  AdamwParams h;
+  h.beta1 = ctx.floatAttr("beta1"), h.beta2 = ctx.floatAttr("beta2");
+  h.eps = ctx.floatAttr("eps"), h.weightDecay = ctx.floatAttr("weight_decay");
+  return h;
+}
+
 }  // namespace dtc

@@ -82,9 +82,25 @@ double largestOperand(const plan::Function& f, const plan::Step& step) {
   return most;
 }
 
+// A multi-tensor update's elements are every tensor's (p, g, m, v per tensor, then step, lr).
+double multiTensorElements(const plan::Function& f, const plan::Step& step) {
+  double total = 0;
+  if (step.inputs())
+    for (uint32_t k = 0; k + 4 < step.inputs()->size(); k += 4)
+      total += elements(shapeOf(*f.values()->Get(step.inputs()->Get(k))));
+  return total;
+}
+
+// The elements a step's cost per element counts.
+double pricedElements(const plan::Function& f, const plan::Step& step) {
+  return step.kernel() == Kernel::multi_tensor_adamw ? multiTensorElements(f, step)
+                                                     : largestOperand(f, step);
+}
+
 // The name a profile lists a kernel's cost per element under: its own, with "_tanh" for GELU's
-// tanh approximation.
+// tanh approximation; a multi-tensor AdamW computes each element as adamw_update does.
 std::string elementKey(const plan::Step& step) {
+  if (step.kernel() == Kernel::multi_tensor_adamw) return "adamw_update";
   std::string key = kernelName(step.kernel());
   if (intAttr(step, "approximate_tanh")) key += "_tanh";
   return key;
@@ -244,7 +260,7 @@ struct Simulation {
                              ? 0
                              : stepBytes(f, step) / profile.memoryBytesPerSecond;
         if (const double perElement = profile.secondsPerElement(elementKey(step), type))
-          seconds = std::max(seconds, perElement * largestOperand(f, step));
+          seconds = std::max(seconds, perElement * pricedElements(f, step));
         if (flops > 0) {
           // Attention at its own measured rate where the profile has one, else as a GEMM.
           double rate = causalAttention(step.kernel())

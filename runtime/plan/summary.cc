@@ -97,6 +97,9 @@ StepMemory stepMemory(const plan::Function& f) {
   for (const plan::Step* step : *f.steps()) {
     const std::string kernel = kernelName(step->kernel());
     if (kernel == "sgd_update" || kernel == "adamw_update") m.grads += bytesAt(step->inputs(), 1);
+    if (kernel == "multi_tensor_adamw" && step->inputs())  // (p, g, m, v) per tensor, step, lr
+      for (uint32_t k = 1; k + 4 < step->inputs()->size(); k += 4)
+        m.grads += bytesAt(step->inputs(), k);
     if (kernel == "all_gather")
       m.largestGather = std::max(m.largestGather, bytesAt(step->outputs(), 0));
   }

@@ -20,6 +20,7 @@
    evaluation at the end does.
 5. Sampling as nanoGPT's sample.py: a seed repeats its draw, another seed draws otherwise, and
    top-k 1 is the greedy continuation (temperature 0)."""
+import json
 import math
 import os
 import subprocess
@@ -118,6 +119,22 @@ def gpt_recipe(work, tokens, data, model):
     assert loss_err <= 1e-5, f"loss mismatch {[e['loss'] for e in steps]} vs {losses}"
     assert norm_err <= 1e-5, f"grad norm mismatch {[e['grad_norm'] for e in steps]} vs {norms}"
     assert losses[-1] < losses[0], "the loss did not fall"
+    # One multi-tensor update per parameter group (two groups here, updated after the clipping
+    # norm) computes every element as the per-tensor updates: the same bits.
+    fused_plan = compile_plan(model, work, "gpt-recipe-fused-optimizer", gpt.B, GPT_RECIPE + ["--fused-optimizer"])
+    assert inspect_ops(fused_plan).get("multi_tensor_adamw") == 2, inspect_ops(fused_plan)
+    fused_steps, fused_final, _, _ = dtrun(fused_plan, work, "gpt-recipe-fused-optimizer", data)
+    same = lambda log: [(e["loss"], e["grad_norm"]) for e in log]
+    assert same(fused_steps) == same(steps) and all(np.array_equal(fused_final[k], final[k]) for k in final), \
+        "the multi-tensor optimizer changed the results"
+    print("gpt recipe: bit-identical with --fused-optimizer (2 multi-tensor updates)")
+
+
+def inspect_ops(plan):
+    """The train_step's kernel counts, from dtc inspect --json."""
+    info = json.loads(run(tool("dtc"), "inspect", plan, "--json").stdout)
+    step = next(f for f in info["functions"] if f["name"] == "train_step")
+    return step["op_counts"]
 
 
 def mlp_linear_schedule(work):
@@ -181,6 +198,9 @@ def partitioned(work, data, model):
         ("pp2-1f1b", 2, ["--mesh", "pp=2", "--microbatches", 2], ref_steps, ref_final, (1e-5, 1e-5, 1e-5)),
         ("dp2-tp2-pp2", 8, ["--mesh", "dp=2,tp=2,pp=2", "--microbatches", 2], ref_steps, ref_final,
          (1e-5, 1e-5, 1e-5)),
+        # each stage's program updates its own parameter groups in multi-tensor calls
+        ("tp2-pp2-fused-optimizer", 4, ["--mesh", "tp=2,pp=2", "--microbatches", 2, "--fused-optimizer"],
+         ref_steps, ref_final, (1e-5, 1e-5, 1e-5)),
         ("bf16-dp2", 2, ["--mesh", "dp=2", "--precision", "bf16"], bf16_steps, bf16_final, (1e-3, 1e-2, None)),
     ]
     for name, devices, flags, want_steps, want_final, (loss_tol, norm_tol, weight_tol) in layouts:

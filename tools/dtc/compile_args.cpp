@@ -63,21 +63,22 @@ static bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
 }
 
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
-  auto args = Args::parse(argc, argv, 2, {"output",       "batch",          "optimizer",
-                                          "lr",           "momentum",       "weight-decay",
-                                          "beta1",        "beta2",          "eps",
-                                          "dump-ir",      "mesh",           "zero",
-                                          "bucket-mb",    "accumulate",     "shard",
-                                          "microbatches", "schedule",       "virtual-stages",
-                                          "stage-cuts",   "schedule-trace", "device",
-                                          "precision",    "loss-scale",     "no-decay",
-                                          "lr-schedule",  "warmup-steps",   "decay-steps",
-                                          "min-lr",       "clip-grad-norm", "loss",
-                                          "target",       "recompute",      "memory"},
-                          {"log-grad-norm", "sequence-parallel", "vocab-parallel",
-                           "no-vocab-parallel", "fused-attention", "no-fused-attention",
-                           "fuse-epilogues", "no-fuse-epilogues", "no-fold-casts", "pass-timing"},
-                          {"no-decay", "shard"});
+  auto args =
+      Args::parse(argc, argv, 2, {"output",       "batch",          "optimizer",
+                                  "lr",           "momentum",       "weight-decay",
+                                  "beta1",        "beta2",          "eps",
+                                  "dump-ir",      "mesh",           "zero",
+                                  "bucket-mb",    "accumulate",     "shard",
+                                  "microbatches", "schedule",       "virtual-stages",
+                                  "stage-cuts",   "schedule-trace", "device",
+                                  "precision",    "loss-scale",     "no-decay",
+                                  "lr-schedule",  "warmup-steps",   "decay-steps",
+                                  "min-lr",       "clip-grad-norm", "loss",
+                                  "target",       "recompute",      "memory"},
+                  {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
+                   "fused-attention", "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues",
+                   "fused-optimizer", "no-fused-optimizer", "no-fold-casts", "pass-timing"},
+                  {"no-decay", "shard"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1) return invalid("dtc compile: expected one model file");
   CompileRequest request;
@@ -124,7 +125,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   // Flash-style attention (no [T, T] scores kept) and GEMM epilogues (bias, GELU) are on by
   // default for CUDA plans, where they save memory passes; off for the CPU, whose batched GEMMs
   // beat the attention loops at long contexts and whose kernels gain nothing from epilogues.
-  for (const char* feature : {"fused-attention", "fuse-epilogues"})
+  for (const char* feature : {"fused-attention", "fuse-epilogues", "fused-optimizer"})
     if (args->has(feature) && args->has(std::string("no-") + feature))
       return invalid(std::string("dtc compile: --") + feature + " and --no-" + feature +
                      " contradict each other");
@@ -132,6 +133,8 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   options.fusedAttention =
       args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
   options.fuseEpilogues = args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
+  options.fusedOptimizer =
+      args->has("fused-optimizer") || (gpu && !args->has("no-fused-optimizer"));
   options.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
   if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
     return invalid("dtc compile: --precision must be fp32, bf16 or fp16, got '" +

@@ -54,8 +54,8 @@ namespace {
   "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                    \
   "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                       \
   "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"           \
-  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--no-fold-casts]\n"          \
-  "              [--dump-ir DIR] [--pass-timing]\n"                                             \
+  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--[no-]fused-optimizer]\n"   \
+  "              [--no-fold-casts] [--dump-ir DIR] [--pass-timing]\n"                           \
   "\n"                                                                                          \
   "An ONNX model (torch.onnx.export, opsets 13-17) is recognised by content and translated;\n"  \
   "its loss is its one scalar output, --loss NAME, or for a forward-only export --loss\n"       \

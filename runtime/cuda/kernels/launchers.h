@@ -135,6 +135,17 @@ cudaError_t adamw(const float* param, const float* grad, const float* m, const f
                   float* paramOut, float* mOut, float* vOut, int64_t n, const float* step,
                   const float* lr, float beta1, float beta2, float eps, float weightDecay,
                   cudaStream_t stream);
+// One tensor of a multi-tensor AdamW: its buffers and element count (outputs may alias inputs).
+struct AdamwTensor {
+  const float *param, *grad, *m, *v;
+  float *paramOut, *mOut, *vOut;
+  int64_t n;
+};
+// adamw on every tensor of `tensors` (one parameter group), each element computed as adamw
+// computes it, in as few launches as the tensors' descriptors fit in (kernel parameters).
+cudaError_t multiTensorAdamw(const std::vector<AdamwTensor>& tensors, const float* step,
+                             const float* lr, float beta1, float beta2, float eps,
+                             float weightDecay, cudaStream_t stream);
 
 // ---- layout.cu (cpu/kernels/layout.cc)
 // ------------------------------------------------------------------
