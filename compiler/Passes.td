@@ -94,9 +94,10 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
     the linear layer's GEMM as one `linear_bias`, `linear_bias_gelu` or
     `linear_grad_input_gelu` call, as cuBLASLt's epilogues run them (the CUDA default).
 
-    With `multi-tensor-optimizer`, the AdamW updates of one parameter group become one
-    `multi_tensor_adamw` call (lowering/OptimizerFusion.h), as PyTorch's fused AdamW: a few
-    launches for the whole model instead of one per tensor (the CUDA default).
+    With `multi-tensor`, the AdamW updates of one parameter group become one
+    `multi_tensor_adamw` call, and the casts of parameters to one type one `multi_tensor_cast`
+    (lowering/MultiTensorFusion.h), as PyTorch's fused AdamW: a few launches for the whole model
+    instead of one per tensor (the CUDA default).
 
     A function with dropout gets one more argument, `rng` (tensor<2xi64> {graph.hyper =
     "rng"}): the run's seed and the step, which the runtime writes before each step and every
@@ -108,8 +109,8 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
     Option<"absorbCasts", "absorb-casts", "bool", "true",
            "a fused y read only by a cast to its operands' 16-bit type is written in that type "
            "(as dtc-fold-casts does for LayerNorm; off with --no-fold-casts)">,
-    Option<"multiTensorOptimizer", "multi-tensor-optimizer", "bool", "false",
-           "one multi_tensor_adamw call per parameter group instead of one update per tensor">,
+    Option<"multiTensor", "multi-tensor", "bool", "false",
+           "AdamW updates and parameter casts as multi-tensor calls, not one per tensor">,
   ];
   let dependentDialects = ["::dtc::plan::PlanDialect"];
 }

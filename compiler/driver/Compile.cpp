@@ -131,7 +131,7 @@ void toPipelineOptions(const CompileOptions& options, TrainingPipelineOptions& p
   pipeline.lossScale = Real{options.lossScale};
   pipeline.fusedAttention = options.fusedAttention;
   pipeline.fuseEpilogues = options.fuseEpilogues;
-  pipeline.fusedOptimizer = options.fusedOptimizer;
+  pipeline.multiTensor = options.multiTensor;
   pipeline.foldCasts = options.foldCasts;
   pipeline.mesh = options.mesh;
   pipeline.dataParallel = options.dataParallel;

@@ -32,7 +32,7 @@ struct CompileOptions {
   double lossScale = 65536.0;      // fp16: the initial dynamic loss scale
   bool fusedAttention = false;     // causal attention as one flash-style op
   bool fuseEpilogues = false;      // bias, GELU and GELU gradient fused into linear GEMMs
-  bool fusedOptimizer = false;     // one multi-tensor update per parameter group
+  bool multiTensor = false;        // multi-tensor updates and parameter casts
   bool foldCasts = true;           // mixed precision: layout ops on 16-bit data (exact)
   // Partitioning: `mesh` ("dp=2,tp=2"; empty: a single-device plan), the size of its dp axis
   // (0: none), and user shardings ("PATTERN=SPEC;…").

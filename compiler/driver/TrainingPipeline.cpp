@@ -99,7 +99,7 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
     pm.addPass(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm.value}));
   if (options.precision != "fp32" && options.foldCasts) pm.addPass(createFoldCasts());
   pm.addPass(createLowerToKernels(
-      LowerToKernelsOptions{options.fuseEpilogues, options.foldCasts, options.fusedOptimizer}));
+      LowerToKernelsOptions{options.fuseEpilogues, options.foldCasts, options.multiTensor}));
   pm.addPass(createPlanMemory());
   return success();
 }

@@ -73,9 +73,9 @@ struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptio
   Option<bool> fuseEpilogues{*this, "fuse-epilogues",
                              llvm::cl::desc("bias and GELU fused into linear GEMMs"),
                              llvm::cl::init(false)};
-  Option<bool> fusedOptimizer{*this, "fused-optimizer",
-                              llvm::cl::desc("one multi-tensor update per parameter group"),
-                              llvm::cl::init(false)};
+  Option<bool> multiTensor{*this, "multi-tensor",
+                           llvm::cl::desc("multi-tensor updates and parameter casts"),
+                           llvm::cl::init(false)};
   Option<bool> foldCasts{*this, "fold-casts",
                          llvm::cl::desc("mixed precision: layout ops on 16-bit data"),
                          llvm::cl::init(true)};

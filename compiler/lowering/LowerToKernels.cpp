@@ -7,7 +7,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/EpilogueFusion.h"
-#include "lowering/OptimizerFusion.h"
+#include "lowering/MultiTensorFusion.h"
 #include "ops/kernel_registry.h"
 #include "plan/IR/PlanOps.h"
 
@@ -69,7 +69,10 @@ struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
       Value rng;
       for (Operation* op : ops)
         if (failed(lower(op, b, rng))) return signalPassFailure();
-      if (multiTensorOptimizer) fuseOptimizerUpdates(func);
+      if (multiTensor) {
+        fuseOptimizerUpdates(func);
+        fuseParameterCasts(func);
+      }
     }
   }
 };

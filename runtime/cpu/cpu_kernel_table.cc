@@ -330,21 +330,37 @@ void fromF32(const float* from, const TensorView& to) {
 }
 
 // y = x in y's element type (f32, bf16, f16).
+// y = x in y's element type; between two 16-bit types through f32 (exact).
+void castInto(const TensorView& x, const TensorView& y) {
+  if (x.dtype == y.dtype) {
+    std::memmove(y.data, x.data, x.numElements() * dtypeSize(x.dtype));
+  } else if (x.dtype == DType::kF32) {
+    fromF32(x.f32(), y);
+  } else if (y.dtype == DType::kF32) {
+    toF32(x, y.f32());
+  } else {
+    std::vector<float> wide(x.numElements());
+    toF32(x, wide.data());
+    fromF32(wide.data(), y);
+  }
+}
+
 StatusOr<BoundStep> bindCast(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkCast(ctx));
   TensorView x = ctx.inputs[0], y = ctx.outputs[0];
   return BoundStep([=] {
-    if (x.dtype == y.dtype) {
-      std::memmove(y.data, x.data, x.numElements() * dtypeSize(x.dtype));
-    } else if (x.dtype == DType::kF32) {
-      fromF32(x.f32(), y);
-    } else if (y.dtype == DType::kF32) {
-      toF32(x, y.f32());
-    } else {
-      std::vector<float> wide(x.numElements());
-      toF32(x, wide.data());
-      fromF32(wide.data(), y);
-    }
+    castInto(x, y);
+    return Status::Ok();
+  });
+}
+
+// Each pair as cast computes it.
+StatusOr<BoundStep> bindMultiTensorCast(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkMultiTensorCast(ctx));
+  std::vector<TensorView> xs(ctx.inputs.begin(), ctx.inputs.end());
+  std::vector<TensorView> ys(ctx.outputs.begin(), ctx.outputs.end());
+  return BoundStep([=] {
+    for (size_t i = 0; i < xs.size(); ++i) castInto(xs[i], ys[i]);
     return Status::Ok();
   });
 }
@@ -352,6 +368,7 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx) {
 }  // namespace
 
 DTC_CPU_BINDER(cast, bindCast)
+DTC_CPU_BINDER(multi_tensor_cast, bindMultiTensorCast)
 
 // Widening is exact (every bf16/f16 value is a float32): a contraction then accumulates in f32
 // and rounds once, as a GPU's tensor cores do. Operands already f32 (attention's log-sum-exp) are

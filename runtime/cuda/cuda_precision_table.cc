@@ -44,6 +44,19 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
   });
 }
 
+// Every pair as bindCast casts it, in one launch for up to 128 pairs.
+StatusOr<BoundStep> bindMultiTensorCast(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(checkMultiTensorCast(ctx));
+  std::vector<kernels::CastPair> pairs;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i)
+    pairs.push_back({ctx.inputs[i].data, ctx.outputs[i].data, ctx.inputs[i].numElements()});
+  const Float from = floatOf(ctx.inputs[0].dtype), to = floatOf(ctx.outputs[0].dtype);
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep(
+      [=] { return launched(kernels::multiTensorCast(pairs, from, to, stream), where); });
+}
+
 StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(checkNonfiniteCount(ctx));
   DTC_ASSIGN_OR_RETURN(void* partial,
@@ -166,6 +179,7 @@ StatusOr<BoundStep> bindWidened(const StepContext& ctx, Device& dev, CudaBinder 
 }
 
 DTC_CUDA_BINDER(cast, bindCast)
+DTC_CUDA_BINDER(multi_tensor_cast, bindMultiTensorCast)
 DTC_CUDA_BINDER(nonfinite_count, bindNonfiniteCount)
 DTC_CUDA_BINDER(loss_scale_step, bindLossScaleStep)
 DTC_CUDA_BINDER(select, bindSelect)

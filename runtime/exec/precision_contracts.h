@@ -47,6 +47,39 @@ inline Status checkCast(const StepContext& ctx) {
   return Status::Ok();
 }
 
+// multi_tensor_cast: (x₁, …, x_N) -> (y₁, …, y_N), y_i = x_i in y_i's element type: N casts in
+// one step, every x of one type and every y of one type. No y may overlap any x (the compiler
+// never places them so; one step's parallel copies could not order them).
+inline Status checkMultiTensorCast(const StepContext& ctx) {
+  if (ctx.inputs.empty() || ctx.inputs.size() != ctx.outputs.size())
+    return invalid(ctx, "expects N inputs and N outputs for N >= 1 tensors, got " +
+                            std::to_string(ctx.inputs.size()) + " inputs and " +
+                            std::to_string(ctx.outputs.size()) + " outputs");
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    const TensorView &x = ctx.inputs[i], &y = ctx.outputs[i];
+    for (const TensorView* t : {&x, &y})
+      if (t->dtype != DType::kF32 && !lowPrecision(t->dtype))
+        return invalid(ctx,
+                       "casts between float32, bfloat16 and float16, not " + dtypeName(t->dtype));
+    if (x.dtype != ctx.inputs[0].dtype || y.dtype != ctx.outputs[0].dtype)
+      return invalid(ctx, "casts one element type to one other, got " + dtypeName(x.dtype) +
+                              " to " + dtypeName(y.dtype) + " beside " +
+                              dtypeName(ctx.inputs[0].dtype) + " to " +
+                              dtypeName(ctx.outputs[0].dtype));
+    if (x.shape != y.shape)
+      return invalid(ctx, "shapes " + str(x.shape) + " and " + str(y.shape) + " differ");
+  }
+  for (const TensorView& y : ctx.outputs) {
+    const uint64_t yBytes = y.numElements() * dtypeSize(y.dtype);
+    for (const TensorView& x : ctx.inputs) {
+      const uint64_t xBytes = x.numElements() * dtypeSize(x.dtype);
+      if (yBytes > 0 && xBytes > 0 && x.data < y.data + yBytes && y.data < x.data + xBytes)
+        return invalid(ctx, "an output overlaps an input");
+    }
+  }
+  return Status::Ok();
+}
+
 // sum_squares: x (float32) -> the scalar sum of its squared elements.
 inline Status checkSumSquares(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 1, 1));

@@ -82,25 +82,31 @@ double largestOperand(const plan::Function& f, const plan::Step& step) {
   return most;
 }
 
-// A multi-tensor update's elements are every tensor's (p, g, m, v per tensor, then step, lr).
-double multiTensorElements(const plan::Function& f, const plan::Step& step) {
+// A multi-tensor kernel's elements are every tensor's: each input of a cast, each first of an
+// update's (p, g, m, v) (then step, lr).
+double multiTensorElements(const plan::Function& f, const plan::Step& step, uint32_t stride) {
   double total = 0;
   if (step.inputs())
-    for (uint32_t k = 0; k + 4 < step.inputs()->size(); k += 4)
-      total += elements(shapeOf(*f.values()->Get(step.inputs()->Get(k))));
+    for (uint32_t k = 0; k < step.inputs()->size(); k += stride)
+      if (stride == 1 || k + 4 < step.inputs()->size())
+        total += elements(shapeOf(*f.values()->Get(step.inputs()->Get(k))));
   return total;
 }
 
 // The elements a step's cost per element counts.
 double pricedElements(const plan::Function& f, const plan::Step& step) {
-  return step.kernel() == Kernel::multi_tensor_adamw ? multiTensorElements(f, step)
-                                                     : largestOperand(f, step);
+  switch (step.kernel()) {
+    case Kernel::multi_tensor_adamw: return multiTensorElements(f, step, 4);
+    case Kernel::multi_tensor_cast: return multiTensorElements(f, step, 1);
+    default: return largestOperand(f, step);
+  }
 }
 
 // The name a profile lists a kernel's cost per element under: its own, with "_tanh" for GELU's
-// tanh approximation; a multi-tensor AdamW computes each element as adamw_update does.
+// tanh approximation; a multi-tensor kernel computes each element as its per-tensor kernel.
 std::string elementKey(const plan::Step& step) {
   if (step.kernel() == Kernel::multi_tensor_adamw) return "adamw_update";
+  if (step.kernel() == Kernel::multi_tensor_cast) return "cast";
   std::string key = kernelName(step.kernel());
   if (intAttr(step, "approximate_tanh")) key += "_tanh";
   return key;

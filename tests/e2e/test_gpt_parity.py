@@ -207,6 +207,14 @@ def check_low_precision(name, low, tokens, work, data, model, extra):
     assert unfolded_losses == losses and all(np.array_equal(unfolded[k], final[k]) for k in final), \
         f"{name}: folding the casts changed the results"
     print(f"{name}: bit-identical with --no-fold-casts")
+    # Multi-tensor kernels (one cast for every parameter's 16-bit copy, one AdamW update for
+    # every parameter) compute each element as the per-tensor kernels: the same bits.
+    _, multi, multi_losses, _ = dtc_train(model, work, name + "-multi-tensor", B, [
+        "--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4, "--weight-decay", 0.1, *extra, "--multi-tensor"],
+        data, STEPS, DATA_SEED)
+    assert multi_losses == losses and all(np.array_equal(multi[k], final[k]) for k in final), \
+        f"{name}: the multi-tensor kernels changed the results"
+    print(f"{name}: bit-identical with --multi-tensor")
 
 
 def main():

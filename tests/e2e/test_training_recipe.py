@@ -121,13 +121,13 @@ def gpt_recipe(work, tokens, data, model):
     assert losses[-1] < losses[0], "the loss did not fall"
     # One multi-tensor update per parameter group (two groups here, updated after the clipping
     # norm) computes every element as the per-tensor updates: the same bits.
-    fused_plan = compile_plan(model, work, "gpt-recipe-fused-optimizer", gpt.B, GPT_RECIPE + ["--fused-optimizer"])
+    fused_plan = compile_plan(model, work, "gpt-recipe-multi-tensor", gpt.B, GPT_RECIPE + ["--multi-tensor"])
     assert inspect_ops(fused_plan).get("multi_tensor_adamw") == 2, inspect_ops(fused_plan)
-    fused_steps, fused_final, _, _ = dtrun(fused_plan, work, "gpt-recipe-fused-optimizer", data)
+    fused_steps, fused_final, _, _ = dtrun(fused_plan, work, "gpt-recipe-multi-tensor", data)
     same = lambda log: [(e["loss"], e["grad_norm"]) for e in log]
     assert same(fused_steps) == same(steps) and all(np.array_equal(fused_final[k], final[k]) for k in final), \
         "the multi-tensor optimizer changed the results"
-    print("gpt recipe: bit-identical with --fused-optimizer (2 multi-tensor updates)")
+    print("gpt recipe: bit-identical with --multi-tensor (2 multi-tensor updates)")
 
 
 def inspect_ops(plan):
@@ -199,7 +199,7 @@ def partitioned(work, data, model):
         ("dp2-tp2-pp2", 8, ["--mesh", "dp=2,tp=2,pp=2", "--microbatches", 2], ref_steps, ref_final,
          (1e-5, 1e-5, 1e-5)),
         # each stage's program updates its own parameter groups in multi-tensor calls
-        ("tp2-pp2-fused-optimizer", 4, ["--mesh", "tp=2,pp=2", "--microbatches", 2, "--fused-optimizer"],
+        ("tp2-pp2-multi-tensor", 4, ["--mesh", "tp=2,pp=2", "--microbatches", 2, "--multi-tensor"],
          ref_steps, ref_final, (1e-5, 1e-5, 1e-5)),
         ("bf16-dp2", 2, ["--mesh", "dp=2", "--precision", "bf16"], bf16_steps, bf16_final, (1e-3, 1e-2, None)),
     ]

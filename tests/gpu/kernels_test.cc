@@ -32,9 +32,9 @@ namespace dtc::gputest {
 std::vector<Case> kernelCases();
 std::vector<Case> collectiveCases(int64_t n);
 std::vector<Case> malformedCases();
-// optimizer_cases.cc
-std::vector<Case> optimizerCases();
-std::vector<Case> optimizerMalformedCases();
+// multi_tensor_cases.cc
+std::vector<Case> multiTensorCases();
+std::vector<Case> multiTensorMalformedCases();
 // attention_cases.cc
 void runAttentionCases(Harness& h);
 // epilogue_cases.cc
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   Harness h(**device, mesh->get(), world->rank, verbose && world->rank == 0);
   if (!nccl) {
     for (const Case& c : kernelCases()) h.run(c);
-    for (const Case& c : optimizerCases()) h.run(c);
+    for (const Case& c : multiTensorCases()) h.run(c);
     runAttentionCases(h);
     runEpilogueCases(h);
     for (const Case& c : precisionCases()) h.run(c);
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
   h.sendRecv({5, 7}, DType::kBF16);
   if (!nccl) {
     for (const Case& c : malformedCases()) h.expectSameBindError(c);
-    for (const Case& c : optimizerMalformedCases()) h.expectSameBindError(c);
+    for (const Case& c : multiTensorMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : precisionMalformedCases()) h.expectSameBindError(c);
     for (const auto& [c, text] : precisionDeviceRefusals()) h.expectBindError(c, text);
     h.expectBindError(

@@ -77,7 +77,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
                                   "target",       "recompute",      "memory"},
                   {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
                    "fused-attention", "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues",
-                   "fused-optimizer", "no-fused-optimizer", "no-fold-casts", "pass-timing"},
+                   "multi-tensor", "no-multi-tensor", "no-fold-casts", "pass-timing"},
                   {"no-decay", "shard"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1) return invalid("dtc compile: expected one model file");
@@ -125,7 +125,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   // Flash-style attention (no [T, T] scores kept) and GEMM epilogues (bias, GELU) are on by
   // default for CUDA plans, where they save memory passes; off for the CPU, whose batched GEMMs
   // beat the attention loops at long contexts and whose kernels gain nothing from epilogues.
-  for (const char* feature : {"fused-attention", "fuse-epilogues", "fused-optimizer"})
+  for (const char* feature : {"fused-attention", "fuse-epilogues", "multi-tensor"})
     if (args->has(feature) && args->has(std::string("no-") + feature))
       return invalid(std::string("dtc compile: --") + feature + " and --no-" + feature +
                      " contradict each other");
@@ -133,8 +133,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   options.fusedAttention =
       args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
   options.fuseEpilogues = args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
-  options.fusedOptimizer =
-      args->has("fused-optimizer") || (gpu && !args->has("no-fused-optimizer"));
+  options.multiTensor = args->has("multi-tensor") || (gpu && !args->has("no-multi-tensor"));
   options.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
   if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
     return invalid("dtc compile: --precision must be fp32, bf16 or fp16, got '" +

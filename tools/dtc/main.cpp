@@ -54,7 +54,7 @@ namespace {
   "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                    \
   "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                       \
   "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"           \
-  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--[no-]fused-optimizer]\n"   \
+  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--[no-]multi-tensor]\n"      \
   "              [--no-fold-casts] [--dump-ir DIR] [--pass-timing]\n"                           \
   "\n"                                                                                          \
   "An ONNX model (torch.onnx.export, opsets 13-17) is recognised by content and translated;\n"  \

@@ -257,6 +257,16 @@ cudaError_t batchNormGradInput(const float* dy, const float* x, const float* wei
 // y = x in y's type, rounded to nearest even as cpu/kernels/half.h, bit for bit (NaN payloads too).
 // Equal types copy; x and y must not overlap otherwise.
 cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream);
+// One pair of a multi-tensor cast.
+struct CastPair {
+  const void* x;
+  void* y;
+  int64_t n;
+};
+// cast() on every pair, all from `from` to `to`, in as few launches as the pairs' descriptors
+// fit in (kernel parameters); no y overlaps an x.
+cudaError_t multiTensorCast(const std::vector<CastPair>& pairs, Float from, Float to,
+                            cudaStream_t stream);
 // *count = how many of x[0, n) are inf or NaN; `partial` holds kSumBlocks long longs.
 cudaError_t nonfiniteCount(const float* x, int64_t n, float* count, long long* partial,
                            cudaStream_t stream);

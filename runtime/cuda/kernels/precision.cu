@@ -52,6 +52,62 @@ cudaError_t castFrom(const void* x, void* y, Float to, int64_t n, cudaStream_t s
   return cudaGetLastError();
 }
 
+// The pairs of one launch, by value: CUDA's 4 KiB of kernel parameters hold 128 descriptors (24
+// bytes each) with their first blocks. Pair p owns blocks [firstBlock[p], firstBlock[p + 1]).
+constexpr int kPairsPerLaunch = 128;
+struct CastLaunch {
+  CastPair pairs[kPairsPerLaunch];
+  int firstBlock[kPairsPerLaunch + 1];
+  int count;
+};
+static_assert(sizeof(CastLaunch) <= 4096, "a launch's descriptors must fit in the parameters");
+
+template <Float From, Float To>
+__global__ void multiTensorCastKernel(const CastLaunch launch) {
+  const int block = static_cast<int>(blockIdx.x);
+  int p = 0;
+  while (p + 1 < launch.count && launch.firstBlock[p + 1] <= block) ++p;
+  const CastPair& pair = launch.pairs[p];
+  const int64_t stride =
+      static_cast<int64_t>(launch.firstBlock[p + 1] - launch.firstBlock[p]) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(block - launch.firstBlock[p]) * blockDim.x + threadIdx.x;
+       i < pair.n; i += stride)
+    store<To>(pair.y, i, load<From>(pair.x, i));
+}
+
+template <Float From, Float To>
+cudaError_t multiTensorCastAs(const std::vector<CastPair>& pairs, cudaStream_t stream) {
+  // Every thread at least four elements: casts are memory-bound.
+  constexpr int kElementsPerThread = 4;
+  size_t p = 0;
+  while (p < pairs.size()) {
+    CastLaunch launch{};
+    int blocks = 0;
+    for (; p < pairs.size() && launch.count < kPairsPerLaunch; ++p) {
+      if (pairs[p].n <= 0) continue;
+      launch.pairs[launch.count] = pairs[p];
+      launch.firstBlock[launch.count] = blocks;
+      blocks += static_cast<int>(blocksFor(pairs[p].n, kThreads * kElementsPerThread));
+      ++launch.count;
+    }
+    if (launch.count == 0) continue;
+    launch.firstBlock[launch.count] = blocks;
+    multiTensorCastKernel<From, To><<<blocks, kThreads, 0, stream>>>(launch);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+template <Float From>
+cudaError_t multiTensorCastFrom(const std::vector<CastPair>& pairs, Float to, cudaStream_t stream) {
+  switch (to) {
+    case Float::kF32: return multiTensorCastAs<From, Float::kF32>(pairs, stream);
+    case Float::kBF16: return multiTensorCastAs<From, Float::kBF16>(pairs, stream);
+    case Float::kF16: return multiTensorCastAs<From, Float::kF16>(pairs, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
 // Per block: the count of its grid-stride share of x, in a fixed tree (integers: any order
 // gives the same count anyway).
 __global__ void nonfiniteCountKernel(const float* x, int64_t n, long long* partial) {
@@ -140,6 +196,25 @@ cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaSt
     case Float::kF32: return castFrom<Float::kF32>(x, y, to, n, stream);
     case Float::kBF16: return castFrom<Float::kBF16>(x, y, to, n, stream);
     case Float::kF16: return castFrom<Float::kF16>(x, y, to, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t multiTensorCast(const std::vector<CastPair>& pairs, Float from, Float to,
+                            cudaStream_t stream) {
+  if (from == to) {  // copies, as cast() makes them
+    const int64_t size = from == Float::kF32 ? 4 : 2;
+    for (const CastPair& p : pairs)
+      if (p.n > 0 && p.x != p.y)
+        if (cudaError_t e = cudaMemcpyAsync(p.y, p.x, p.n * size, cudaMemcpyDeviceToDevice, stream);
+            e != cudaSuccess)
+          return e;
+    return cudaGetLastError();
+  }
+  switch (from) {
+    case Float::kF32: return multiTensorCastFrom<Float::kF32>(pairs, to, stream);
+    case Float::kBF16: return multiTensorCastFrom<Float::kBF16>(pairs, to, stream);
+    case Float::kF16: return multiTensorCastFrom<Float::kF16>(pairs, to, stream);
   }
   return cudaErrorInvalidValue;
 }

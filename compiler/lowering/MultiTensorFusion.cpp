@@ -1,6 +1,6 @@
-// Multi-tensor optimizer updates as a pattern of the lowering onto kernels (see
-// lowering/OptimizerFusion.h).
-#include "lowering/OptimizerFusion.h"
+// Multi-tensor updates and casts as patterns of the lowering onto kernels (see
+// lowering/MultiTensorFusion.h).
+#include "lowering/MultiTensorFusion.h"
 
 #include <map>
 #include <tuple>
@@ -60,7 +60,54 @@ void emit(Batch& batch, OpBuilder& b) {
   }
 }
 
+// Casts of the same element types and marks may share one call.
+using CastKey = std::tuple<const void*, const void*, const void*>;
+
+CastKey castKeyOf(plan::KernelOp op) {
+  auto element = [](Value v) { return cast<TensorType>(v.getType()).getElementType(); };
+  return {element(op->getOperand(0)).getAsOpaquePointer(),
+          element(op->getResult(0)).getAsOpaquePointer(),
+          op->getDiscardableAttrDictionary().getAsOpaquePointer()};
+}
+
 }  // namespace
+
+void fuseParameterCasts(func::FuncOp function) {
+  if (function.getBody().empty()) return;
+  std::map<CastKey, SmallVector<plan::KernelOp>> groups;
+  SmallVector<CastKey> order;
+  for (Operation& op : function.getBody().front()) {
+    auto cast = dyn_cast<plan::KernelOp>(&op);
+    if (!cast || cast.getKernel() != "cast" || cast->getNumOperands() != 1 ||
+        !isa<BlockArgument>(cast->getOperand(0)))
+      continue;
+    auto& group = groups[castKeyOf(cast)];
+    if (group.empty()) order.push_back(castKeyOf(cast));
+    group.push_back(cast);
+  }
+  OpBuilder b(function.getContext());
+  for (const CastKey& key : order) {
+    SmallVector<plan::KernelOp>& casts = groups[key];
+    if (casts.size() < 2) continue;
+    SmallVector<Value> operands;
+    SmallVector<Type> results;
+    SmallVector<Location> locs;
+    for (plan::KernelOp cast : casts) {
+      operands.push_back(cast->getOperand(0));
+      results.push_back(cast->getResult(0).getType());
+      locs.push_back(cast.getLoc());
+    }
+    b.setInsertionPoint(casts.front());
+    auto fused =
+        plan::KernelOp::create(b, FusedLoc::get(b.getContext(), locs), results, operands,
+                               b.getStringAttr("multi_tensor_cast"), b.getDictionaryAttr({}));
+    inheritMarks(casts.front(), fused);
+    for (auto [k, cast] : llvm::enumerate(casts)) {
+      cast->getResult(0).replaceAllUsesWith(fused->getResult(k));
+      cast->erase();
+    }
+  }
+}
 
 void fuseOptimizerUpdates(func::FuncOp function) {
   if (function.getBody().empty()) return;
