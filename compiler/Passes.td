@@ -94,6 +94,11 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
     the linear layer's GEMM as one `linear_bias`, `linear_bias_gelu` or
     `linear_grad_input_gelu` call, as cuBLASLt's epilogues run them (the CUDA default).
 
+    With `packed-attention`, fused attention between the layout ops that split the fused
+    q/k/v projection into heads and merge them again becomes `causal_attention_qkv` and its
+    gradient `causal_attention_qkv_grad` on the projection itself (lowering/PackedAttention.h):
+    no split, transposes or concat are left, and cuDNN reads q, k and v in place.
+
     With `multi-tensor`, the AdamW updates of one parameter group become one
     `multi_tensor_adamw` call, and the casts of parameters to one type one `multi_tensor_cast`
     (lowering/MultiTensorFusion.h), as PyTorch's fused AdamW: a few launches for the whole model
@@ -109,6 +114,9 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
     Option<"absorbCasts", "absorb-casts", "bool", "true",
            "a fused y read only by a cast to its operands' 16-bit type is written in that type "
            "(as dtc-fold-casts does for LayerNorm; off with --no-fold-casts)">,
+    Option<"packedAttention", "packed-attention", "bool", "true",
+           "attention reads q, k, v from the fused projection and writes its heads merged "
+           "(off with --no-fold-casts, to compare)">,
     Option<"multiTensor", "multi-tensor", "bool", "false",
            "AdamW updates and parameter casts as multi-tensor calls, not one per tensor">,
   ];
@@ -353,7 +361,9 @@ def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
     → T)` is x. An all-gather is a layout op here: ZeRO-3 gathers each parameter's 16-bit
     shard, half the bytes of its f32 one. A narrowing cast that is the only reader of a
     LayerNorm's output goes into the LayerNorm, which then writes the rounded 16-bit values
-    itself (the lowering does the same for a fused linear epilogue's). Every rewrite is exact
+    itself (the lowering does the same for a fused linear epilogue's); a widening cast whose
+    only reader widens that operand as it loads it (LayerNorm's gradient, of a 16-bit input
+    gradient) goes away, the reader taking the 16-bit value. Every rewrite is exact
     (widening is exact; rounding commutes with moving elements; the producer rounds as the cast
     did): results are bit for bit those of the unfolded plan. A function argument (a parameter)
     cast to one type several times, once per micro-batch, is cast once and the copy shared.
@@ -372,6 +382,26 @@ def MixedPrecision : Pass<"dtc-mixed-precision", "mlir::ModuleOp"> {
   let options = [
     Option<"precision", "precision", "std::string", "\"bf16\"", "bf16 or fp16">,
   ];
+}
+
+def MixedPrecisionGradients : Pass<"dtc-mixed-precision-gradients", "mlir::ModuleOp"> {
+  let summary = "Mixed precision's backward: weight gradients summed into f32";
+  let description = [{
+    Run after dtc-autodiff under --precision bf16|fp16. The gradient of a 16-bit weight copy
+    is a 16-bit product (linear_grad_weight, or matmul) cast back to the f32 master weight's
+    type; found from the gradients @grad returns (through the adds that sum a tied weight's
+    uses), the weight-gradient GEMM writes f32 itself instead, summed in f32 and never rounded to 16 bits (as Megatron-LM's
+    gradient-accumulation fusion keeps main_grad; torch.autocast rounds the gradient of the
+    bf16 weight copy, then widens it). One GEMM output of half the bytes again, and one cast
+    less per weight.
+
+    ```mlir
+    %g = graph.linear_grad_weight %dy, %x : tensor<8x64xbf16>, tensor<8x16xbf16> -> tensor<64x16xbf16>
+    %w = graph.cast %g : tensor<64x16xbf16> -> tensor<64x16xf32>
+    // becomes
+    %w = graph.linear_grad_weight %dy, %x : tensor<8x64xbf16>, tensor<8x16xbf16> -> tensor<64x16xf32>
+    ```
+  }];
 }
 
 def LossScaling : Pass<"dtc-loss-scaling", "mlir::ModuleOp"> {

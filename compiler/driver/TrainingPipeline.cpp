@@ -55,6 +55,7 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
         PipelineStagesOptions{options.pipelineStages, options.virtualStages, options.microBatches,
                               options.schedule, options.stageCuts}));
   pm.addPass(createAutodiff());
+  if (options.precision != "fp32") pm.addPass(createMixedPrecisionGradients());
   if (options.recompute != "none") pm.addPass(createRecompute(RecomputeOptions{options.recompute}));
   if (accumulate != 1) pm.addPass(createAccumulate(AccumulateOptions{accumulate}));
   OptimizerOptions optim;
@@ -98,8 +99,10 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   if (options.clipGradNorm.value > 0 || options.reportGradNorm)
     pm.addPass(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm.value}));
   if (options.precision != "fp32" && options.foldCasts) pm.addPass(createFoldCasts());
-  pm.addPass(createLowerToKernels(
-      LowerToKernelsOptions{options.fuseEpilogues, options.foldCasts, options.multiTensor}));
+  // Attention on the fused projection is a layout fold like the casts': exact, and off with them
+  // only to compare.
+  pm.addPass(createLowerToKernels(LowerToKernelsOptions{options.fuseEpilogues, options.foldCasts,
+                                                        options.foldCasts, options.multiTensor}));
   pm.addPass(createPlanMemory());
   return success();
 }

@@ -8,6 +8,7 @@
 #include "graph/IR/GraphOps.h"
 #include "lowering/EpilogueFusion.h"
 #include "lowering/MultiTensorFusion.h"
+#include "lowering/PackedAttention.h"
 #include "ops/kernel_registry.h"
 #include "plan/IR/PlanOps.h"
 
@@ -62,6 +63,7 @@ struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
   void runOnOperation() override {
     OpBuilder b(&getContext());
     for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (packedAttention) packAttention(func);
       if (epilogues) fuseEpilogues(func, absorbCasts);
       SmallVector<Operation*> ops;
       for (Operation& op : func.getBody().front().without_terminator())

@@ -155,10 +155,34 @@ struct AbsorbNarrowing : OpRewritePattern<graph::CastOp> {
   }
 };
 
+// Whether `op` reads operand `index` widened when it is 16-bit: LayerNorm's gradient reads a
+// 16-bit contraction's input gradient as it is.
+bool widensOnLoad(Operation* op, unsigned index) {
+  return isa<graph::LayerNormGradOp>(op) && index == 0;
+}
+
+// op(cast(x: T → f32)), the cast read only here, where op widens that operand as it loads it:
+// op reads x (exact: widening is).
+struct AbsorbWidening : RewritePattern {
+  explicit AbsorbWidening(MLIRContext* ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation* op, PatternRewriter& rewriter) const override {
+    for (OpOperand& operand : op->getOpOperands()) {
+      graph::CastOp wide = widening(operand.get());
+      if (!wide || !operand.get().hasOneUse() || !widensOnLoad(op, operand.getOperandNumber()))
+        continue;
+      rewriter.modifyOpInPlace(op, [&] { operand.set(wide.getX()); });
+      rewriter.eraseOp(wide);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct FoldCastsPass : impl::FoldCastsBase<FoldCastsPass> {
   void runOnOperation() override {
     RewritePatternSet set(&getContext());
-    set.add<CancelRoundTrip, SinkWidening, HoistNarrowing, AbsorbNarrowing>(&getContext());
+    set.add<CancelRoundTrip, SinkWidening, HoistNarrowing, AbsorbNarrowing, AbsorbWidening>(
+        &getContext());
     FrozenRewritePatternSet patterns(std::move(set));
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       if (failed(applyPatternsGreedily(function, patterns))) {

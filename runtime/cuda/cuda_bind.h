@@ -17,21 +17,30 @@ namespace dtc::cuda {
 // The shapes bound steps see, with the kernels' name for them.
 using kernels::Shape;
 
-// The contractions' arity and element type: float32 under the CPU's contract (expect(), the same
-// messages), or bfloat16 / float16 for every operand alike (mixed precision: cuBLAS takes them
-// as they are and accumulates in f32).
-inline StatusOr<cudaDataType_t> contractionType(const StepContext& ctx) {
-  const DType t = ctx.outputs.size() == 1 ? ctx.outputs[0].dtype : DType::kF32;
+// The contractions' arity and element types: float32 under the CPU's contract (expect(), the
+// same messages), or bfloat16 / float16 for both inputs alike (mixed precision: cuBLAS takes them
+// as they are and accumulates in f32) with the output in that type (rounded once) or in f32
+// (never rounded: a weight gradient for f32 master weights).
+struct ContractionTypes {
+  cudaDataType_t type = CUDA_R_32F;  // the inputs'
+  bool f32Output = false;            // 16-bit inputs, an f32 output
+};
+
+inline StatusOr<ContractionTypes> contractionTypes(const StepContext& ctx) {
+  const DType in = ctx.inputs.empty() ? DType::kF32 : ctx.inputs[0].dtype;
+  const DType out = ctx.outputs.size() == 1 ? ctx.outputs[0].dtype : DType::kF32;
+  const DType t = out == DType::kF32 && (in == DType::kBF16 || in == DType::kF16) ? in : out;
   if (t != DType::kBF16 && t != DType::kF16) {
     DTC_RETURN_IF_ERROR(expect(ctx, 2, 1));
-    return CUDA_R_32F;
+    return ContractionTypes{};
   }
-  if (ctx.inputs.size() != 2) return invalid(ctx, "expects 2 inputs and 1 outputs");
-  for (const TensorView& in : ctx.inputs)
-    if (in.dtype != t)
-      return invalid(ctx, "operands must share one element type, got " + dtypeName(in.dtype) +
+  if (ctx.inputs.size() != 2 || ctx.outputs.size() != 1)
+    return invalid(ctx, "expects 2 inputs and 1 outputs");
+  for (const TensorView& x : ctx.inputs)
+    if (x.dtype != t)
+      return invalid(ctx, "operands must share one element type, got " + dtypeName(x.dtype) +
                               " and " + dtypeName(t));
-  return t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  return ContractionTypes{t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F, out == DType::kF32};
 }
 
 // y = f(x) under the unary contract, run by `launch(x, y, n, stream)` on the device's stream.

@@ -14,12 +14,13 @@ namespace {
 using kernels::Activation;
 using kernels::BinaryOp;
 
-// The operands' element type (contractionType) is the GEMM's.
+// The operands' element types (contractionTypes) are the GEMM's.
 StatusOr<BoundStep> bindGemm(const StepContext& ctx, Device& dev, const void* a, const void* b,
-                             void* c, GemmShape shape, cudaDataType_t type) {
+                             void* c, GemmShape shape, ContractionTypes types) {
   const std::string where = ctx.where();
   DTC_RETURN_IF_ERROR(checkGemm(shape, where));
-  shape.type = type;
+  shape.type = types.type;
+  shape.f32Output = types.f32Output;
   cublasHandle_t handle = dev.blas();
   const bool tf32 = dev.tf32();
   return BoundStep([=] { return gemm(handle, tf32, a, b, c, shape, where); });
@@ -27,23 +28,23 @@ StatusOr<BoundStep> bindGemm(const StepContext& ctx, Device& dev, const void* a,
 
 // The GEMM of matmul and the linear family, C = op(A) · op(B), on the step's operands.
 StatusOr<BoundStep> bindGemmDims(const StepContext& ctx, Device& dev, const GemmDims& g,
-                                 cudaDataType_t type) {
+                                 ContractionTypes types) {
   return bindGemm(ctx, dev, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data,
-                  {g.m, g.n, g.k, g.transA, g.transB, 1}, type);
+                  {g.m, g.n, g.k, g.transA, g.transB, 1}, types);
 }
 
 StatusOr<BoundStep> bindMatmul(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(cudaDataType_t type, contractionType(ctx));
+  DTC_ASSIGN_OR_RETURN(ContractionTypes types, contractionTypes(ctx));
   DTC_ASSIGN_OR_RETURN(GemmDims g, matmulDims(ctx));
-  return bindGemmDims(ctx, dev, g, type);
+  return bindGemmDims(ctx, dev, g, types);
 }
 
 // linear, linear_grad_input, linear_grad_weight: one GEMM on the leading dimensions flattened.
 template <LinearKind Kind>
 StatusOr<BoundStep> bindLinear(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(cudaDataType_t type, contractionType(ctx));
+  DTC_ASSIGN_OR_RETURN(ContractionTypes types, contractionTypes(ctx));
   DTC_ASSIGN_OR_RETURN(GemmDims g, linearDims(ctx, Kind));
-  return bindGemmDims(ctx, dev, g, type);
+  return bindGemmDims(ctx, dev, g, types);
 }
 
 // out = a op b, or (b null) out = a + 0 broadcast to out's shape.

@@ -12,7 +12,7 @@ namespace dtc::cuda {
 namespace {
 
 StatusOr<BoundStep> bindBatchMatmul(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(cudaDataType_t type, contractionType(ctx));
+  DTC_ASSIGN_OR_RETURN(ContractionTypes types, contractionTypes(ctx));
   DTC_ASSIGN_OR_RETURN(GemmDims g, batchMatmulDims(ctx));
   const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
   const size_t r = c.shape.size();
@@ -21,7 +21,8 @@ StatusOr<BoundStep> bindBatchMatmul(const StepContext& ctx, Device& dev) {
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < r; ++d) batch *= c.shape[d];
   GemmShape shape{g.m, g.n, g.k, g.transA, g.transB, batch};
-  shape.type = type;
+  shape.type = types.type;
+  shape.f32Output = types.f32Output;
   const std::string where = ctx.where();
   DTC_RETURN_IF_ERROR(checkGemm(shape, where));
   const void *pa = a.data, *pb = b.data;
@@ -179,8 +180,16 @@ StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx, Device& dev) {
   });
 }
 
+// dy may be bf16/f16 (a 16-bit contraction's input gradient), widened as it is read; the rest is
+// the CPU's f32 contract.
 StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkLayerNormGrad(ctx));
+  kernels::Float dyType = kernels::Float::kF32;
+  StepContext f32 = ctx;
+  if (!ctx.inputs.empty() && lowPrecision(ctx.inputs[0].dtype)) {
+    dyType = ctx.inputs[0].dtype == DType::kBF16 ? kernels::Float::kBF16 : kernels::Float::kF16;
+    f32.inputs[0].dtype = DType::kF32;
+  }
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkLayerNormGrad(f32));
   TensorView dy = ctx.inputs[0], x = ctx.inputs[1], w = ctx.inputs[2];
   TensorView mean = ctx.inputs[3], rstd = ctx.inputs[4];
   TensorView dx = ctx.outputs[0], dw = ctx.outputs[1], db = ctx.outputs[2];
@@ -190,7 +199,7 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
   const std::string where = ctx.where();
   return BoundStep([=] {
     return launched(
-        kernels::layerNormGrad(dy.f32(), x.f32(), w.f32(), mean.f32(), rstd.f32(), dx.f32(),
+        kernels::layerNormGrad(dy.data, dyType, x.f32(), w.f32(), mean.f32(), rstd.f32(), dx.f32(),
                                dw.f32(), db.f32(), d.rows, d.c, scratch, stream),
         where);
   });

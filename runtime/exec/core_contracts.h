@@ -39,7 +39,7 @@ inline StatusOr<GemmDims> trailingGemm(const StepContext& ctx) {
 }
 
 // matmul's shapes: 2-D operands with `transpose_lhs` / `transpose_rhs`. The operands' arity and
-// element types are checked first (checkMatmul on the CPU; CUDA's contractionType also takes
+// element types are checked first (checkMatmul on the CPU; CUDA's contractionTypes also takes
 // 16-bit operands).
 inline StatusOr<GemmDims> matmulDims(const StepContext& ctx) {
   const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];

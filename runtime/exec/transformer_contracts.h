@@ -10,12 +10,13 @@
 
 #include "exec/bind_util.h"
 #include "exec/core_contracts.h"
+#include "ops/packed_attention.h"
 
 namespace dtc {
 
 // batch_matmul's shapes: operands of one rank >= 3 with equal batch dimensions, each batch one
 // GEMM. The operands' arity and element types are checked first (checkBatchMatmul on the CPU;
-// CUDA's contractionType also takes 16-bit operands).
+// CUDA's contractionTypes also takes 16-bit operands).
 inline StatusOr<GemmDims> batchMatmulDims(const StepContext& ctx) {
   const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &c = ctx.outputs[0];
   size_t r = a.shape.size();
@@ -286,6 +287,40 @@ inline StatusOr<AttentionDims> checkCausalAttentionGrad(const StepContext& ctx) 
   if (a.slices == 0 || ctx.inputs[5].numElements() != a.slices * a.t)
     return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) +
                             " and " + str(ctx.inputs[5].shape));
+  return a;
+}
+
+// causal_attention_qkv (qkv) -> (out, lse) and causal_attention_qkv_grad (dout, qkv, out, lse)
+// -> dqkv: attention on the fused projection qkv [B, T, 3·H·D] (ops/packed_attention.h), `heads`
+// = H; out and dout [B, T, H·D], lse [B, H, T]. Returns (B, T, H, D).
+inline StatusOr<PackedAttentionDims> packedAttentionDims(const StepContext& ctx,
+                                                         const TensorView& qkv,
+                                                         const TensorView& out,
+                                                         const TensorView& lse) {
+  const int64_t heads = ctx.intAttr("heads");
+  if (heads <= 0) return invalid(ctx, "needs heads > 0, got " + std::to_string(heads));
+  const Shape& s = qkv.shape;
+  if (s.size() != 3 || s[0] <= 0 || s[1] <= 0 || s[2] <= 0 || s[2] % (3 * heads) != 0)
+    return invalid(ctx, "needs qkv [B, T, 3·heads·D], got " + str(s) + " with " +
+                            std::to_string(heads) + " heads");
+  const PackedAttentionDims a{s[0], s[1], heads, s[2] / (3 * heads)};
+  if (out.shape != Shape{a.batch, a.t, heads * a.d} || lse.shape != Shape{a.batch, heads, a.t})
+    return invalid(ctx, "needs out [B, T, heads·D] and lse [B, heads, T] for qkv " + str(s) +
+                            ", got " + str(out.shape) + " and " + str(lse.shape));
+  return a;
+}
+
+inline StatusOr<PackedAttentionDims> checkCausalAttentionQkv(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 1, 2));
+  return packedAttentionDims(ctx, ctx.inputs[0], ctx.outputs[0], ctx.outputs[1]);
+}
+
+inline StatusOr<PackedAttentionDims> checkCausalAttentionQkvGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 4, 1));
+  DTC_ASSIGN_OR_RETURN(PackedAttentionDims a,
+                       packedAttentionDims(ctx, ctx.inputs[1], ctx.inputs[2], ctx.inputs[3]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[2], ctx.inputs[0]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
   return a;
 }
 

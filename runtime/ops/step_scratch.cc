@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/cuda_scratch.h"
+#include "ops/packed_attention.h"
 
 namespace dtc {
 namespace {
@@ -11,6 +12,23 @@ bool lowPrecision(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 
 uint64_t alignScratch(uint64_t bytes) {
   return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+// causal_attention_qkv(_grad)'s dimensions from qkv [B, T, 3·H·D] and `heads` (zeros if they
+// do not hold).
+PackedAttentionDims packedDims(const ScratchStep& s) {
+  const bool grad = s.kernel->kernel == Kernel::causal_attention_qkv_grad;
+  const size_t at = grad ? 1 : 0;
+  const int64_t heads = s.intAttr ? s.intAttr("heads") : 0;
+  if (s.inputs.size() <= at || heads <= 0) return {};
+  const std::vector<int64_t>& q = s.inputs[at].shape;
+  if (q.size() != 3 || q[0] <= 0 || q[1] <= 0 || q[2] <= 0 || q[2] % (3 * heads) != 0) return {};
+  return {q[0], q[1], heads, q[2] / (3 * heads)};
+}
+
+bool packedAttention(const ScratchStep& s) {
+  return s.kernel->kernel == Kernel::causal_attention_qkv ||
+         s.kernel->kernel == Kernel::causal_attention_qkv_grad;
 }
 
 bool anyLowPrecision(const ScratchStep& s) {
@@ -60,6 +78,16 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       const int64_t slices = static_cast<int64_t>(in[q].elements()) / (t * d);
       return k::attentionScratchBytes(slices, t, lowPrecision(in[q].dtype), grad);
     }
+    case Kernel::causal_attention_qkv:
+    case Kernel::causal_attention_qkv_grad: {
+      // The heads unpacked in the operands' type, then the unpacked step's own scratch.
+      const PackedAttentionDims a = packedDims(s);
+      if (a.block() == 0) return 0;
+      const bool grad = s.kernel->kernel == Kernel::causal_attention_qkv_grad;
+      const bool low = lowPrecision(in[grad ? 1 : 0].dtype);
+      return packedAttentionScratch(a, low ? 2 : sizeof(float), grad).inner +
+             k::attentionScratchBytes(a.batch * a.heads, a.t, low, grad);
+    }
     case Kernel::layer_norm_grad:  // (dy, x, w, mean, rstd): rows of mean, width of w
       if (in.size() != 5) return 0;
       return k::layerNormGradScratchBytes(static_cast<int64_t>(in[3].elements()),
@@ -107,6 +135,11 @@ uint64_t cpuStepScratchBytes(const ScratchStep& s) {
     for (const ScratchOperand& t : *list)
       if (lowPrecision(t.dtype)) bytes += widenedCopyBytes(t.elements());
   if (!cpuWidens(*s.kernel, anyLowPrecision(s))) bytes = 0;
+  // Attention on the fused projection unpacks the (widened) heads after the copies.
+  if (packedAttention(s))
+    bytes += packedAttentionScratch(packedDims(s), sizeof(float),
+                                    s.kernel->kernel == Kernel::causal_attention_qkv_grad)
+                 .inner;
   const uint64_t packed = cpuCollectiveFloats(s);
   return bytes + (packed ? widenedCopyBytes(packed) : 0);
 }
@@ -157,7 +190,9 @@ uint64_t cudaStepScratchBytes(const ScratchStep& s) {
 bool usesBlasWorkspace(const KernelInfo& kernel) {
   return kernel.family == KernelFamily::kGemm || kernel.family == KernelFamily::kConv ||
          kernel.kernel == Kernel::causal_attention ||
-         kernel.kernel == Kernel::causal_attention_grad;
+         kernel.kernel == Kernel::causal_attention_grad ||
+         kernel.kernel == Kernel::causal_attention_qkv ||
+         kernel.kernel == Kernel::causal_attention_qkv_grad;
 }
 
 }  // namespace dtc

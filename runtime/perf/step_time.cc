@@ -41,7 +41,8 @@ std::vector<int64_t> axesAttr(const plan::Step& step) {
 // FLOPs a step computes: its contraction FLOPs, of which a causal attention kernel skips the
 // masked half.
 bool causalAttention(Kernel k) {
-  return k == Kernel::causal_attention || k == Kernel::causal_attention_grad;
+  return k == Kernel::causal_attention || k == Kernel::causal_attention_grad ||
+         k == Kernel::causal_attention_qkv || k == Kernel::causal_attention_qkv_grad;
 }
 
 double stepFlops(const plan::Function& f, const plan::Step& step) {
@@ -271,7 +272,9 @@ struct Simulation {
           // Attention at its own measured rate where the profile has one, else as a GEMM.
           double rate = causalAttention(step.kernel())
                             ? profile.attentionFlopsPerSecond(
-                                  step.kernel() == Kernel::causal_attention_grad, type, flops)
+                                  step.kernel() == Kernel::causal_attention_grad ||
+                                      step.kernel() == Kernel::causal_attention_qkv_grad,
+                                  type, flops)
                             : 0;
           if (rate <= 0)
             rate = profile.gemmFlopsPerSecond(type, gemmCallFlops(f, step, flops, profile));

@@ -24,6 +24,16 @@ bool transposedLhs(const plan::Step& s) {
 double contractionFlops(const plan::Function& f, const plan::Step& step) {
   const plan::Step* s = &step;
   const auto& values = *f.values();
+  if (s->kernel() == Kernel::causal_attention_qkv ||
+      s->kernel() == Kernel::causal_attention_qkv_grad) {
+    // As causal_attention(_grad) on the heads of qkv [B, T, 3C]: 4·B·T²·C forward, twice that
+    // backward (the full T², as the decomposed form counts it).
+    const size_t at = s->kernel() == Kernel::causal_attention_qkv ? 0 : 1;
+    if (!s->inputs() || s->inputs()->size() <= at) return 0;
+    const plan::Value& qkv = *values.Get(s->inputs()->Get(at));
+    const double t = static_cast<double>(dim(qkv, 2));
+    return (at == 0 ? 4.0 : 8.0) * (static_cast<double>(elements(qkv)) / 3.0) * t;
+  }
   {
     if (!s->inputs() || !s->outputs() || s->inputs()->size() < 2 || s->outputs()->size() < 1)
       return 0;

@@ -35,7 +35,8 @@ def rounded(x, low):
 
 class RoundedLinear(torch.autograd.Function):
     """x · wᵀ on operands rounded to `low`, accumulated in f32 and rounded (dtc's linear under
-    --precision); backward the same on the rounded gradient. With fused epilogues
+    --precision); backward the same on the rounded gradient, but the weight gradient is summed
+    in f32 and kept so (for the f32 master weight). With fused epilogues
     (--fuse-epilogues) the product feeding a bias add is not rounded (round_y=False), nor the
     input gradient feeding a GELU gradient (round_dx=False)."""
 
@@ -53,7 +54,7 @@ class RoundedLinear(torch.autograd.Function):
         g = rounded(dy, ctx.low)
         dw = g.reshape(-1, g.shape[-1]).t() @ xr.reshape(-1, xr.shape[-1])
         dx = g @ wr
-        return rounded(dx, ctx.low) if ctx.round_dx else dx, rounded(dw, ctx.low), None, None, None
+        return rounded(dx, ctx.low) if ctx.round_dx else dx, dw, None, None, None
 
 
 class RoundedAttention(torch.autograd.Function):
@@ -230,8 +231,16 @@ def main():
             "--embd", C, "--seed", SEED, "-o", model)
         unfused = check("adamw", 1e-4, 1e-4, tokens, work, data, model)
         check("adamw-eps1e-8", 1e-8, None, tokens, work, data, model)
-        # Flash-style attention (one op, the [T, T] probabilities recomputed in backward).
-        check("adamw-fused-attention", 1e-4, 1e-4, tokens, work, data, model, ["--fused-attention"])
+        # Flash-style attention (one op, the [T, T] probabilities recomputed in backward), on q, k
+        # and v where the fused projection wrote them: the unpacked attention's bits (the layout
+        # folds are off with --no-fold-casts).
+        packed = check("adamw-fused-attention", 1e-4, 1e-4, tokens, work, data, model, ["--fused-attention"])
+        _, unpacked, unpacked_losses, _ = dtc_train(model, work, "adamw-fused-attention-unpacked", B, [
+            "--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4, "--weight-decay", 0.1, "--fused-attention",
+            "--no-fold-casts"], data, STEPS, DATA_SEED)
+        assert unpacked_losses == packed[0] and all(np.array_equal(unpacked[k], packed[1][k]) for k in unpacked), \
+            "attention on the fused projection changed the results"
+        print("adamw-fused-attention: bit-identical to attention on unpacked heads")
         # bf16 contractions and bf16 flash attention against PyTorch doing the same roundings.
         check_low_precision("adamw-bf16-fused-attention", torch.bfloat16, tokens, work, data, model,
                             ["--fused-attention", "--precision", "bf16"])

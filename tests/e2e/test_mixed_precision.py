@@ -1,14 +1,15 @@
 """Mixed precision (`dtc compile --precision bf16|fp16`) against PyTorch on the CPU: the zoo
 MLP, the same initial weights and batches, SGD-momentum. dtc runs every matmul (forward and
-backward) on bf16/fp16 operands with f32 accumulation and a rounded result, everything else in
-f32 with f32 master weights.
+backward) on bf16/fp16 operands with f32 accumulation and a rounded result (the weight
+gradients kept in f32, unrounded), everything else in f32 with f32 master weights.
 
 1. Against PyTorch doing the same roundings (a custom autograd function; torch 1.13 has no CPU
    fp16 matmul): losses to 1e-5, weights to a tenth of the type's unit roundoff — only the
    order of f32 sums differs, with the odd rounding tie flipped.
 2. Against torch.autocast(bf16), what users run: autocast and dtc differ in where results
-are rounded (PyTorch rounds the fused bias add's output and computes the bias gradient in
-bf16, dtc rounds the product and keeps the bias add and its gradient in f32), so the two runs
+are rounded (PyTorch rounds the fused bias add's output, computes the bias gradient in bf16
+and rounds the weight gradient, dtc rounds the product and keeps the bias add, its gradient and
+the weight gradient in f32), so the two runs
 agree to the low precision's noise, not to fp32's. The checks: losses within 1e-3; final
 weights no further from PyTorch's low-precision run than 3x the distance between PyTorch's
 own low-precision and fp32 runs (the noise the precision itself brings); and dtc's run
@@ -40,7 +41,8 @@ NOISE_FACTOR = 3
 
 class RoundedMatmul(torch.autograd.Function):
     """x · wᵀ as dtc computes it under --precision: operands rounded to the low type, the
-    product accumulated in f32 and rounded; backward the same on the rounded gradient."""
+    product accumulated in f32 and rounded; backward the same on the rounded gradient, but the
+    weight gradient is summed in f32 and kept so (for the f32 master weight)."""
 
     @staticmethod
     def forward(ctx, x, w, low):
@@ -53,7 +55,7 @@ class RoundedMatmul(torch.autograd.Function):
     def backward(ctx, dy):
         xr, wr = ctx.saved_tensors
         g = dy.to(ctx.low).to(dy.dtype)
-        return (g @ wr).to(ctx.low).to(dy.dtype), (g.t() @ xr).to(ctx.low).to(dy.dtype), None
+        return (g @ wr).to(ctx.low).to(dy.dtype), g.t() @ xr, None
 
 
 def forward(model, x, mode):

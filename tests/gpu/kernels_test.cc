@@ -39,6 +39,8 @@ std::vector<Case> multiTensorMalformedCases();
 void runAttentionCases(Harness& h);
 // epilogue_cases.cc
 void runEpilogueCases(Harness& h);
+// packed_attention_cases.cc
+void runPackedAttentionCases(Harness& h);
 // precision_cases.cc
 std::vector<Case> precisionCases();
 std::vector<Case> precisionCollectiveCases(int64_t n);
@@ -218,6 +220,7 @@ int main(int argc, char** argv) {
     for (const Case& c : kernelCases()) h.run(c);
     for (const Case& c : multiTensorCases()) h.run(c);
     runAttentionCases(h);
+    runPackedAttentionCases(h);
     runEpilogueCases(h);
     for (const Case& c : precisionCases()) h.run(c);
   }

@@ -146,6 +146,16 @@ std::vector<Case> precisionCases() {
                     {16, 128, 96}, {64, 96}),
     };
     cases.insert(cases.end(), gemms.begin(), gemms.end());
+    // A weight gradient for f32 master weights: 16-bit operands, the f32 sum never rounded.
+    for (Case wide : {contraction("linear_grad_weight f32 output", "linear_grad_weight", {}, d,
+                                  {3, 7, 33}, {3, 7, 45}, {33, 45}),
+                      contraction("linear_grad_weight k=8192 f32 output", "linear_grad_weight", {},
+                                  d, {8, 1024, 64}, {8, 1024, 96}, {64, 96}, -1)}) {
+      // Both sum the same exact products in f32, in different orders (tensor cores in blocks).
+      wide.outputs[0] = out(wide.outputs[0].shape);
+      wide.tolerance = wide.inputs[0].shape[1] > 1000 ? 1e-4 : 1e-5;
+      cases.push_back(wide);
+    }
     // Layout ops on 16-bit elements (dtc-fold-casts): pure moves, bit for bit.
     const std::string tag = d == kBF16 ? " bf16" : " f16";
     Case heads{"transpose heads" + tag,
@@ -184,6 +194,14 @@ std::vector<Case> precisionCases() {
               d == kBF16 ? 1e-2 : 2e-3};
     norm.maxUlps = -1;
     cases.push_back(norm);
+    // Its gradient reading a 16-bit input gradient (a contraction's) widened: then the f32
+    // kernel's arithmetic on the same exact values.
+    cases.push_back({"layer_norm_grad" + tag + " dy",
+                     "layer_norm_grad",
+                     {},
+                     {lowp(d, {6, 17, 96}), f32({6, 17, 96}, -3, 3), f32({96}, 0.5f, 1.5f),
+                      f32({6, 17}), f32({6, 17}, 0.5f, 2)},
+                     {out({6, 17, 96}), out({96}), out({96})}});
   }
 
   const std::vector<float> sweep = castSweep();
@@ -419,12 +437,6 @@ std::vector<std::pair<Case, std::string>> precisionDeviceRefusals() {
   return {
       {{"mixed matmul", "matmul", {}, {lowp(kBF16, {4, 8}), f32({8, 2})}, {outAs(kBF16, {4, 2})}},
        "matmul at mixed matmul: operands must share one element type, got float32 and bfloat16"},
-      {{"mixed linear output",
-        "linear",
-        {},
-        {lowp(kF16, {4, 8}), lowp(kF16, {2, 8})},
-        {out({4, 2})}},
-       "linear at mixed linear output: input 0 has dtype float16"},
       {{"mixed all_reduce", "all_reduce", {intsAttr("axes", {0})}, {lowp(kBF16, {4})}, {out({4})}},
        "all_reduce at mixed all_reduce: operands must share one element type, got bfloat16 and "
        "float32"},

@@ -53,3 +53,7 @@ LogicalResult LinearGradWeightOp::inferReturnTypes(MLIRContext*, std::optional<L
   types.push_back(RankedTensorType::get(SmallVector<int64_t>{dy.back(), x.back()}, element));
   return success();
 }
+
+bool LinearGradWeightOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return widenableResult(l, r);
+}

@@ -14,8 +14,13 @@ def Graph_LinearGradInputOp : Graph_Op<"linear_grad_input", [Pure, InferTypeOpAd
   let results = (outs Graph_FloatTensor:$dx);
   let assemblyFormat = "$dy `,` $weight attr-dict `:` type($dy) `,` type($weight) `->` type($dx)";
 }
-def Graph_LinearGradWeightOp : Graph_Op<"linear_grad_weight", [Pure, InferTypeOpAdaptor]> {
+def Graph_LinearGradWeightOp
+    : Graph_Op<"linear_grad_weight", [Pure, InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "Σ over the leading dimensions of dyᵀ·x: [..., N] and [..., K] give [N, K]";
+  let description = [{
+    The result is of the operands' element type, or f32 where they are 16-bit: the f32 sum
+    unrounded, a weight gradient for f32 master weights (dtc-mixed-precision-gradients).
+  }];
   let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$x);
   let results = (outs Graph_FloatTensor:$dweight);
   let assemblyFormat = "$dy `,` $x attr-dict `:` type($dy) `,` type($x) `->` type($dweight)";

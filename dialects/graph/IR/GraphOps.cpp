@@ -172,6 +172,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext*, std::optional<Location> l
   return success();
 }
 
+bool MatmulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return widenableResult(l, r); }
+
 LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                                       Adaptor adaptor,
                                                       SmallVectorImpl<Type>& types) {

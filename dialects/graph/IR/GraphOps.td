@@ -217,11 +217,14 @@ def Graph_FillOp : Graph_Op<"fill", [Pure]> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Graph_MatmulOp : Graph_Op<"matmul", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_MatmulOp
+    : Graph_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatible, Graph_Differentiable]> {
   let summary = "op(lhs) · op(rhs) on 2-D tensors, op = identity or transpose";
   let description = [{
     `nn.Linear` is `matmul(x, weight) {transpose_rhs}` followed by a bias `add`, with the
-    weight in PyTorch's [out, in] layout.
+    weight in PyTorch's [out, in] layout. The result is of the operands' element type, or f32
+    where they are 16-bit: the f32 sum unrounded, a weight gradient for f32 master weights
+    (dtc-mixed-precision-gradients).
   }];
   let arguments = (ins Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,

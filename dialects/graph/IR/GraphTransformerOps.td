@@ -128,7 +128,11 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptorWithIsCo
 }
 def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {
   let summary = "Gradients of layer_norm with respect to x, weight and bias";
-  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$x, Graph_F32Tensor:$weight,
+  let description = [{
+    dy may be bf16/f16 (a 16-bit contraction's input gradient, dtc-fold-casts): it is read
+    widened, which is exact.
+  }];
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_F32Tensor:$x, Graph_F32Tensor:$weight,
                        Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd);
   let results = (outs Graph_F32Tensor:$dx, Graph_F32Tensor:$dweight, Graph_F32Tensor:$dbias);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";

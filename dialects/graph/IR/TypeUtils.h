@@ -42,6 +42,17 @@ inline bool narrowableFirstResult(mlir::TypeRange inferred, mlir::TypeRange actu
          is16BitFloat(got.getElementType());
 }
 
+// Whether `actual` is `inferred` with its one result widened from a 16-bit type to f32 (a
+// contraction that keeps its f32 sum unrounded: a weight gradient for f32 master weights).
+inline bool widenableResult(mlir::TypeRange inferred, mlir::TypeRange actual) {
+  if (inferred.size() != 1 || actual.size() != 1) return false;
+  if (inferred[0] == actual[0]) return true;
+  auto want = mlir::dyn_cast<mlir::RankedTensorType>(inferred[0]);
+  auto got = mlir::dyn_cast<mlir::RankedTensorType>(actual[0]);
+  return want && got && want.getShape() == got.getShape() && is16BitFloat(want.getElementType()) &&
+         got.getElementType().isF32();
+}
+
 // The element type every value of `values` shares, or null.
 inline mlir::Type commonElement(mlir::ValueRange values) {
   mlir::Type common;

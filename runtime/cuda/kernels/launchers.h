@@ -175,10 +175,11 @@ cudaError_t softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows
 cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType,
                       float* mean, float* rstd, int64_t rows, int64_t c, float eps,
                       cudaStream_t stream);
-// dx may alias dy or x (the weight gradients are taken first).
-cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,
-                          const float* rstd, float* dx, float* dw, float* db, int64_t rows,
-                          int64_t c, void* scratch, cudaStream_t stream);
+// dy is f32, or bf16/f16 (dyType) widened as it is read; dx may alias dy or x (the weight
+// gradients are taken first).
+cudaError_t layerNormGrad(const void* dy, Float dyType, const float* x, const float* w,
+                          const float* mean, const float* rstd, float* dx, float* dw, float* db,
+                          int64_t rows, int64_t c, void* scratch, cudaStream_t stream);
 
 // ---- embedding.cu (cpu/kernels/embedding.cc, the split-table paths of
 // cpu/cpu_transformer_table.cc) --

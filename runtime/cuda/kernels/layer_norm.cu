@@ -54,17 +54,29 @@ __global__ void layerNormKernel(const float* x, const float* w, const float* b,
   }
 }
 
+// dy in f32, or bf16/f16 (a 16-bit contraction's input gradient) widened as it is read.
+__device__ inline float loadDy(const float* dy, int64_t i) { return dy[i]; }
+struct Bf16Dy {
+  const uint16_t* p;
+};
+struct F16Dy {
+  const uint16_t* p;
+};
+__device__ inline float loadDy(Bf16Dy dy, int64_t i) { return bf16ToF32(dy.p[i]); }
+__device__ inline float loadDy(F16Dy dy, int64_t i) { return f16ToF32(dy.p[i]); }
+
 // partial [chunks, 2, C]: Σ dy·xhat and Σ dy over the chunk's rows, per column.
-__global__ void layerNormWeightPartials(const float* dy, const float* x, const float* mean,
-                                        const float* rstd, int64_t rows, int64_t c, int64_t chunks,
-                                        int64_t chunkRows, double* partial) {
+template <typename Dy>
+__global__ void layerNormWeightPartials(Dy dy, const float* x, const float* mean, const float* rstd,
+                                        int64_t rows, int64_t c, int64_t chunks, int64_t chunkRows,
+                                        double* partial) {
   for (int64_t i = globalIndex(); i < chunks * c; i += globalStride()) {
     const int64_t k = i / c, j = i % c;
     double pw = 0, pb = 0;
     for (int64_t r = k * chunkRows, end = min(rows, (k + 1) * chunkRows); r < end; ++r) {
       const double xhat =
           (x[r * c + j] - static_cast<double>(mean[r])) * static_cast<double>(rstd[r]);
-      const float g = dy[r * c + j];
+      const float g = loadDy(dy, r * c + j);
       pw += g * xhat;
       pb += g;
     }
@@ -87,17 +99,17 @@ __global__ void layerNormWeightSums(const double* partial, int64_t c, int64_t ch
 }
 
 // dx = rstd · (gw − mean(gw) − xhat · mean(gw · xhat)), gw = dy·w, in double.
-__global__ void layerNormInputGrad(const float* dy, const float* x, const float* w,
-                                   const float* mean, const float* rstd, float* dx, int64_t rows,
-                                   int64_t c) {
+template <typename Dy>
+__global__ void layerNormInputGrad(Dy dy, const float* x, const float* w, const float* mean,
+                                   const float* rstd, float* dx, int64_t rows, int64_t c) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* g = dy + r * c;
+    const int64_t row = r * c;
     const float* in = x + r * c;
     const double m = mean[r], s = rstd[r];
     double sumG = 0, sumGX = 0;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
       const double xhat = (in[j] - m) * s;
-      const double gw = static_cast<double>(g[j]) * w[j];
+      const double gw = static_cast<double>(loadDy(dy, row + j)) * w[j];
       sumG += gw;
       sumGX += gw * xhat;
     }
@@ -106,7 +118,7 @@ __global__ void layerNormInputGrad(const float* dy, const float* x, const float*
     float* out = dx + r * c;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
       const double xhat = (in[j] - m) * s;
-      const double gw = static_cast<double>(g[j]) * w[j];
+      const double gw = static_cast<double>(loadDy(dy, row + j)) * w[j];
       out[j] = static_cast<float>(s * (gw - meanG - xhat * meanGX));
     }
   }
@@ -136,9 +148,12 @@ cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, F
   return cudaGetLastError();
 }
 
-cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const float* mean,
-                          const float* rstd, float* dx, float* dw, float* db, int64_t rows,
-                          int64_t c, void* scratch, cudaStream_t stream) {
+namespace {
+
+template <typename Dy>
+cudaError_t layerNormGradOf(Dy dy, const float* x, const float* w, const float* mean,
+                            const float* rstd, float* dx, float* dw, float* db, int64_t rows,
+                            int64_t c, void* scratch, cudaStream_t stream) {
   if (c <= 0) return cudaGetLastError();
   const int64_t chunks = layerNormGradChunks(rows), chunkRows = (rows + chunks - 1) / chunks;
   double* partial = static_cast<double*>(scratch);
@@ -150,6 +165,24 @@ cudaError_t layerNormGrad(const float* dy, const float* x, const float* w, const
     layerNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(dy, x, w, mean, rstd, dx,
                                                                       rows, c);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t layerNormGrad(const void* dy, Float dyType, const float* x, const float* w,
+                          const float* mean, const float* rstd, float* dx, float* dw, float* db,
+                          int64_t rows, int64_t c, void* scratch, cudaStream_t stream) {
+  const auto* low = static_cast<const uint16_t*>(dy);
+  switch (dyType) {
+    case Float::kF32:
+      return layerNormGradOf(static_cast<const float*>(dy), x, w, mean, rstd, dx, dw, db, rows, c,
+                             scratch, stream);
+    case Float::kBF16:
+      return layerNormGradOf(Bf16Dy{low}, x, w, mean, rstd, dx, dw, db, rows, c, scratch, stream);
+    case Float::kF16:
+      return layerNormGradOf(F16Dy{low}, x, w, mean, rstd, dx, dw, db, rows, c, scratch, stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace dtc::cuda::kernels

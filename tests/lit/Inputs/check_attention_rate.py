@@ -42,5 +42,6 @@ def only_differs(a, b, names):
 
 
 print("causal_attention priced at the attention curve:",
-      only_differs(whole, gemm_rate, {"causal_attention", "causal_attention_grad"}))
+      only_differs(whole, gemm_rate, {"causal_attention", "causal_attention_grad",
+                                      "causal_attention_qkv", "causal_attention_qkv_grad"}))
 print("cast priced at its measured cost:", only_differs(measured, bytes_only, {"cast"}))

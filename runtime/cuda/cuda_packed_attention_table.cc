@@ -1,0 +1,143 @@
+// causal_attention_qkv and its gradient on CUDA: attention on the fused projection qkv
+// [B, T, 3·H·D] (ops/packed_attention.h). The heads are unpacked into [B, H, T, D] blocks of the
+// step's scratch with one transpose each way, the causal_attention(_grad) binder runs there (the
+// GEMM path or the flash kernels, cuda_attention_table.cc), and the result is packed back: the
+// unpacked kernels' arithmetic, bit for bit, with the operands' element type throughout.
+#include <string>
+#include <vector>
+
+#include "cuda_bind.h"
+#include "exec/precision_contracts.h"
+#include "exec/transformer_contracts.h"
+
+namespace dtc::cuda {
+namespace {
+
+// The operands' element type: all float32 (the CPU's contract, its messages), or one 16-bit type
+// for every operand but lse (float32).
+StatusOr<DType> packedType(const StepContext& ctx, size_t inputs, size_t outputs,
+                           const TensorView& lse) {
+  DTC_ASSIGN_OR_RETURN(const DType low, sharedLowPrecision(ctx));
+  if (low == DType::kF32) {
+    DTC_RETURN_IF_ERROR(expect(ctx, inputs, outputs));
+    return low;
+  }
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (&t != &lse && t.dtype != low)
+        return invalid(ctx, "operands must share one element type, got " + dtypeName(low) +
+                                " and " + dtypeName(t.dtype));
+  if (lse.dtype != DType::kF32)
+    return invalid(ctx, "lse must be float32 beside " + dtypeName(low) + " operands, got " +
+                            dtypeName(lse.dtype));
+  return low;
+}
+
+TensorView blockView(uint8_t* at, DType type, const PackedAttentionDims& a, int64_t blocks = 1) {
+  if (blocks == 1) return TensorView{at, type, {a.batch, a.heads, a.t, a.d}};
+  return TensorView{at, type, {blocks, a.batch, a.heads, a.t, a.d}};
+}
+
+// [B, T, parts, H, D] -> [parts, B, H, T, D]: the heads of packed rows, unpacked.
+cudaError_t unpack(const void* packed, int64_t parts, const PackedAttentionDims& a, void* blocks,
+                   int elementBytes, cudaStream_t stream) {
+  return kernels::transpose(packed, {a.batch, a.t, parts, a.heads, a.d}, {2, 0, 3, 1, 4}, blocks,
+                            elementBytes, stream);
+}
+
+// [parts, B, H, T, D] -> [B, T, parts, H, D]: the heads packed into rows again.
+cudaError_t pack(const void* blocks, int64_t parts, const PackedAttentionDims& a, void* packed,
+                 int elementBytes, cudaStream_t stream) {
+  return kernels::transpose(blocks, {parts, a.batch, a.heads, a.t, a.d}, {1, 3, 0, 2, 4}, packed,
+                            elementBytes, stream);
+}
+
+// The step's scratch: its planned scratch when that holds `bytes`, else memory of its own
+// (reported as beyond the plan).
+StatusOr<std::pair<uint8_t*, uint64_t>> packedScratch(const StepContext& ctx, Device& dev,
+                                                      uint64_t bytes) {
+  if (ctx.scratch && ctx.scratchBytes >= bytes) return std::make_pair(ctx.scratch, ctx.scratchBytes);
+  DTC_ASSIGN_OR_RETURN(uint8_t * own, stepScratch(ctx, dev, bytes));
+  return std::make_pair(own, bytes);
+}
+
+StatusOr<BoundStep> bindCausalAttentionQkv(const StepContext& ctx, Device& dev) {
+  if (ctx.outputs.size() != 2) return invalid(ctx, "expects 1 inputs and 2 outputs");
+  DTC_ASSIGN_OR_RETURN(const DType type, packedType(ctx, 1, 2, ctx.outputs[1]));
+  StepContext f32 = ctx;
+  f32.inputs[0].dtype = f32.outputs[0].dtype = DType::kF32;
+  DTC_ASSIGN_OR_RETURN(const PackedAttentionDims a, checkCausalAttentionQkv(f32));
+  const int size = static_cast<int>(dtypeSize(type));
+  const PackedAttentionScratch s = packedAttentionScratch(a, size, false);
+  const uint64_t innerBytes = kernels::attentionScratchBytes(a.batch * a.heads, a.t,
+                                                             type != DType::kF32, false);
+  DTC_ASSIGN_OR_RETURN(auto scratch, packedScratch(ctx, dev, s.inner + innerBytes));
+  uint8_t* base = scratch.first;
+  const uint64_t n = a.block() * size;
+  StepContext unpacked{ctx.step,
+                       {blockView(base + s.qkv, type, a), blockView(base + s.qkv + n, type, a),
+                        blockView(base + s.qkv + 2 * n, type, a)},
+                       {blockView(base + s.out, type, a), ctx.outputs[1]},
+                       ctx.pool,
+                       ctx.mesh};
+  unpacked.scratch = base + s.inner;
+  unpacked.scratchBytes = scratch.second - s.inner;
+  unpacked.unplannedBytes = ctx.unplannedBytes;
+  DTC_ASSIGN_OR_RETURN(BoundStep attention, bindCuda_causal_attention(unpacked, dev));
+  const void* qkv = ctx.inputs[0].data;
+  void* out = ctx.outputs[0].data;
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=]() -> Status {
+    DTC_RETURN_IF_ERROR(launched(unpack(qkv, 3, a, base + s.qkv, size, stream), where));
+    DTC_RETURN_IF_ERROR(attention());
+    return launched(pack(base + s.out, 1, a, out, size, stream), where);
+  });
+}
+
+StatusOr<BoundStep> bindCausalAttentionQkvGrad(const StepContext& ctx, Device& dev) {
+  if (ctx.inputs.size() != 4) return invalid(ctx, "expects 4 inputs and 1 outputs");
+  DTC_ASSIGN_OR_RETURN(const DType type, packedType(ctx, 4, 1, ctx.inputs[3]));
+  StepContext f32 = ctx;
+  for (size_t i : {0, 1, 2}) f32.inputs[i].dtype = DType::kF32;
+  if (!f32.outputs.empty()) f32.outputs[0].dtype = DType::kF32;
+  DTC_ASSIGN_OR_RETURN(const PackedAttentionDims a, checkCausalAttentionQkvGrad(f32));
+  const int size = static_cast<int>(dtypeSize(type));
+  const PackedAttentionScratch s = packedAttentionScratch(a, size, true);
+  const uint64_t innerBytes = kernels::attentionScratchBytes(a.batch * a.heads, a.t,
+                                                             type != DType::kF32, true);
+  DTC_ASSIGN_OR_RETURN(auto scratch, packedScratch(ctx, dev, s.inner + innerBytes));
+  uint8_t* base = scratch.first;
+  const uint64_t n = a.block() * size;
+  StepContext unpacked{ctx.step,
+                       {blockView(base + s.dout, type, a), blockView(base + s.qkv, type, a),
+                        blockView(base + s.qkv + n, type, a),
+                        blockView(base + s.qkv + 2 * n, type, a), blockView(base + s.out, type, a),
+                        ctx.inputs[3]},
+                       {blockView(base + s.dqkv, type, a), blockView(base + s.dqkv + n, type, a),
+                        blockView(base + s.dqkv + 2 * n, type, a)},
+                       ctx.pool,
+                       ctx.mesh};
+  unpacked.scratch = base + s.inner;
+  unpacked.scratchBytes = scratch.second - s.inner;
+  unpacked.unplannedBytes = ctx.unplannedBytes;
+  DTC_ASSIGN_OR_RETURN(BoundStep attention, bindCuda_causal_attention_grad(unpacked, dev));
+  const void *dout = ctx.inputs[0].data, *qkv = ctx.inputs[1].data, *out = ctx.inputs[2].data;
+  void* dqkv = ctx.outputs[0].data;
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=]() -> Status {
+    DTC_RETURN_IF_ERROR(launched(unpack(qkv, 3, a, base + s.qkv, size, stream), where));
+    DTC_RETURN_IF_ERROR(launched(unpack(out, 1, a, base + s.out, size, stream), where));
+    DTC_RETURN_IF_ERROR(launched(unpack(dout, 1, a, base + s.dout, size, stream), where));
+    DTC_RETURN_IF_ERROR(attention());
+    return launched(pack(base + s.dqkv, 3, a, dqkv, size, stream), where);
+  });
+}
+
+}  // namespace
+
+DTC_CUDA_BINDER(causal_attention_qkv, bindCausalAttentionQkv)
+DTC_CUDA_BINDER(causal_attention_qkv_grad, bindCausalAttentionQkvGrad)
+
+}  // namespace dtc::cuda

@@ -1,0 +1,134 @@
+// causal_attention_qkv and its gradient (attention on the fused projection qkv [B, T, 3·H·D],
+// ops/packed_attention.h) on CUDA against the CPU kernels: f32, bf16 and f16, heads of D in
+// {32, 64, 80}, one to several key tiles, on each of the CUDA paths the unpacked attention has
+// (cuda_attention_table.cc), then the contracts. Tolerances as attention_cases.cc's: the packed
+// kernels compute what the unpacked ones do on the same heads.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/kernels/half.h"
+#include "cpu/kernels/transformer_kernels.h"
+#include "harness.h"
+#include "support/thread_pool.h"
+
+namespace dtc::gputest {
+namespace {
+
+constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16, kF16 = DType::kF16;
+
+struct Dims {
+  int64_t b, t, h, d;
+  int64_t c() const { return h * d; }
+  std::string label() const {
+    return "[" + std::to_string(b) + "," + std::to_string(t) + "," + std::to_string(h) + "x" +
+           std::to_string(d) + "]";
+  }
+};
+
+std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
+double tolerance(DType t, bool grad) {
+  return t == kBF16 ? 1e-2 : t == kF16 ? 2e-3 : grad ? 1e-4 : 1e-5;
+}
+
+float roundTo(DType t, float x) {
+  if (t == kBF16) return cpu::bf16ToF32(cpu::f32ToBf16(x));
+  if (t == kF16) return cpu::f16ToF32(cpu::f32ToF16(x));
+  return x;
+}
+
+Input givenAs(DType t, const Shape& shape, std::vector<float> values) {
+  Input in = given(shape, std::move(values));
+  in.dtype = t;
+  return in;
+}
+
+Case forwardCase(const Dims& a, DType type) {
+  Case c{"packed attention" + typeLabel(type) + " " + a.label(),
+         "causal_attention_qkv",
+         {floatAttr("scale", 1.0 / std::sqrt(static_cast<double>(a.d))), intAttr("heads", a.h)},
+         {type == kF32 ? f32({a.b, a.t, 3 * a.c()}, -2, 2) : lowp(type, {a.b, a.t, 3 * a.c()}, -2, 2)},
+         {outAs(type, {a.b, a.t, a.c()}), out({a.b, a.h, a.t})}};
+  c.tolerance = tolerance(type, false);
+  c.maxUlps = type == kF32 ? 1 : -1;
+  return c;
+}
+
+// The gradient at a consistent point: out and lse are the CPU forward's on the heads of qkv.
+Case gradCase(const Dims& a, DType type, uint64_t seed) {
+  const int64_t rows = a.b * a.t, c = a.c(), block = a.b * a.h * a.t * a.d;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> wide(-2, 2), unit(-1, 1);
+  std::vector<float> qkv(rows * 3 * c), dout(rows * c), out(rows * c), lse(a.b * a.h * a.t);
+  for (float& x : qkv) x = roundTo(type, wide(rng));
+  for (float& x : dout) x = roundTo(type, unit(rng));
+  // The heads of part p (q, k, v) as [B, H, T, D].
+  std::vector<float> heads(3 * block), o(block);
+  for (int64_t p = 0; p < 3; ++p)
+    for (int64_t b = 0; b < a.b; ++b)
+      for (int64_t h = 0; h < a.h; ++h)
+        for (int64_t t = 0; t < a.t; ++t)
+          for (int64_t j = 0; j < a.d; ++j)
+            heads[p * block + ((b * a.h + h) * a.t + t) * a.d + j] =
+                qkv[(b * a.t + t) * 3 * c + p * c + h * a.d + j];
+  ThreadPool pool(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(a.d));
+  cpu::causalAttention(heads.data(), heads.data() + block, heads.data() + 2 * block, o.data(),
+                       lse.data(), a.b * a.h, a.t, a.d, static_cast<float>(scale), pool);
+  for (int64_t b = 0; b < a.b; ++b)
+    for (int64_t h = 0; h < a.h; ++h)
+      for (int64_t t = 0; t < a.t; ++t)
+        for (int64_t j = 0; j < a.d; ++j)
+          out[(b * a.t + t) * c + h * a.d + j] =
+              roundTo(type, o[((b * a.h + h) * a.t + t) * a.d + j]);
+  Case k{"packed attention grad" + typeLabel(type) + " " + a.label(),
+         "causal_attention_qkv_grad",
+         {floatAttr("scale", scale), intAttr("heads", a.h)},
+         {givenAs(type, {a.b, a.t, c}, dout), givenAs(type, {a.b, a.t, 3 * c}, qkv),
+          givenAs(type, {a.b, a.t, c}, out), given({a.b, a.h, a.t}, lse)},
+         {outAs(type, {a.b, a.t, 3 * c})}};
+  k.tolerance = tolerance(type, true);
+  k.maxUlps = -1;
+  return k;
+}
+
+}  // namespace
+
+void runPackedAttentionCases(Harness& h) {
+  const std::vector<Dims> shapes = {{2, 17, 3, 32}, {1, 64, 2, 64}, {2, 100, 2, 80}, {1, 257, 4, 64}};
+  uint64_t seed = 101;
+  ScopedEnv path("DTC_CUDA_ATTENTION");
+  for (const char* which : {static_cast<const char*>(nullptr), "gemm", "flash"}) {
+    path.set(which);
+    for (DType type : {kF32, kBF16, kF16}) {
+      if (type == kF32 && which && std::string(which) == "gemm") continue;  // 16-bit only
+      for (const Dims& a : shapes) {
+        Case f = forwardCase(a, type), g = gradCase(a, type, seed++);
+        if (which) f.label += std::string(" ") + which, g.label += std::string(" ") + which;
+        h.run(f);
+        h.run(g);
+      }
+    }
+  }
+  path.set(nullptr);
+  // Malformed steps: both backends refuse them at bind time with the same message.
+  const Attr scale = floatAttr("scale", 0.5);
+  h.expectSameBindError({"bad packed attention heads",
+                         "causal_attention_qkv",
+                         {scale, intAttr("heads", 5)},
+                         {f32({2, 4, 24})},
+                         {out({2, 4, 8}), out({2, 5, 4})}});
+  h.expectSameBindError({"bad packed attention lse",
+                         "causal_attention_qkv",
+                         {scale, intAttr("heads", 2)},
+                         {f32({2, 4, 24})},
+                         {out({2, 4, 8}), out({2, 4, 2})}});
+  h.expectSameBindError({"bad packed attention grad dqkv",
+                         "causal_attention_qkv_grad",
+                         {scale, intAttr("heads", 2)},
+                         {f32({2, 4, 8}), f32({2, 4, 24}), f32({2, 4, 8}), f32({2, 2, 4})},
+                         {out({2, 4, 8})}});
+}
+
+}  // namespace dtc::gputest
