@@ -1,7 +1,34 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency from Debian's packages. Idempotent: a machine that
-# already has them all returns at once without touching apt.
+# Installs every build and test dependency: Debian's packages, and where the CUDA toolkit is
+# present the cuDNN frontend's headers from PyPI. Idempotent: a machine that already has them
+# all returns at once without touching apt or the network.
 set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# The cuDNN frontend (header-only; the CUDA backend's attention through cuDNN, which it loads at
+# run time) from its PyPI wheel, into .deps/ (ignored by git): only the headers are kept. The
+# wheel is platform-tagged but the headers are not, so any Python with pip fetches it.
+CUDNN_FRONTEND_VERSION=1.32.0
+CUDNN_FRONTEND_DIR="$ROOT/.deps/cudnn-frontend"
+fetch_cudnn_frontend() {
+  if [ "$(cat "$CUDNN_FRONTEND_DIR/version" 2>/dev/null)" = "$CUDNN_FRONTEND_VERSION" ]; then return 0; fi
+  if ! command -v nvcc > /dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then return 0; fi
+  echo "setup: fetching the cuDNN frontend's headers ($CUDNN_FRONTEND_VERSION)"
+  local tmp
+  tmp="$(mktemp -d)"
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp \
+    --platform manylinux_2_28_x86_64 -d "$tmp" "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION"
+  rm -rf "$CUDNN_FRONTEND_DIR.partial" && mkdir -p "$CUDNN_FRONTEND_DIR.partial"
+  python3 - "$tmp"/nvidia_cudnn_frontend-*.whl "$CUDNN_FRONTEND_DIR.partial" <<'PY'
+import sys, zipfile
+wheel, out = sys.argv[1:3]
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(out, [n for n in z.namelist() if n.startswith("include/")])
+PY
+  echo "$CUDNN_FRONTEND_VERSION" > "$CUDNN_FRONTEND_DIR.partial/version"
+  rm -rf "$CUDNN_FRONTEND_DIR" "$tmp" && mv "$CUDNN_FRONTEND_DIR.partial" "$CUDNN_FRONTEND_DIR"
+}
+fetch_cudnn_frontend
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config

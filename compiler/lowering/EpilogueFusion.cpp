@@ -105,6 +105,59 @@ void fuseGeluGrad(graph::GeluGradOp geluGrad, OpBuilder& b) {
   for (Operation* op : chain) op->erase();
 }
 
+// reduce_sum(v) over every dimension but the last (a bias gradient) beside the weight gradient
+// linear_grad_weight(dy, x) of the same layer, where dy is v, or v's narrowing cast (the 16-bit
+// gradient the GEMM reads), or v is dy's widening cast: one linear_grad_weight_bias(dy, x) gives
+// both, the bias gradient summed from the dy the GEMM reads, as cuBLASLt's BGRADB epilogue sums
+// it (under mixed precision the 16-bit dy, as torch.autocast sums a bf16 bias's gradient).
+void fuseBiasGrad(graph::ReduceSumOp sum, OpBuilder& b) {
+  Value v = sum.getX();
+  auto vType = cast<RankedTensorType>(v.getType());
+  const int64_t rank = vType.getRank();
+  if (rank < 2 || sum.getKeepdims() || static_cast<int64_t>(sum.getAxes().size()) != rank - 1)
+    return;
+  for (auto [i, axis] : llvm::enumerate(sum.getAxes()))
+    if (axis != static_cast<int64_t>(i)) return;
+  // The GEMM's dy: v itself, its narrowing cast, or what v widens.
+  SmallVector<Value> candidates{v};
+  graph::CastOp widen = v.getDefiningOp<graph::CastOp>();
+  if (widen && elementOf(v).isF32() && !elementOf(widen.getX()).isF32())
+    candidates.push_back(widen.getX());
+  for (Operation* user : v.getUsers())
+    if (auto narrow = dyn_cast<graph::CastOp>(user); narrow && !elementOf(narrow.getY()).isF32())
+      candidates.push_back(narrow.getY());
+  // Where the fused call can go: at the GEMM when nothing reads the bias gradient before it,
+  // else at the reduce_sum when the GEMM's operands are ready there (a narrowing cast of v moves
+  // up to it; sequence parallelism's backward gathers x late, which rules that out).
+  const auto before = [](Value value, Operation* at) {
+    Operation* def = value.getDefiningOp();
+    return !def || def->getBlock() != at->getBlock() || def->isBeforeInBlock(at);
+  };
+  for (Value dy : candidates)
+    for (Operation* user : dy.getUsers()) {
+      auto grad = dyn_cast<graph::LinearGradWeightOp>(user);
+      if (!grad || grad.getDy() != dy || grad->getBlock() != sum->getBlock()) continue;
+      bool atGemm = true;
+      for (Operation* reader : sum.getResult().getUsers())
+        if (reader->getBlock() == grad->getBlock() && !grad->isBeforeInBlock(reader))
+          atGemm = false;
+      auto narrow = dy.getDefiningOp<graph::CastOp>();
+      const bool hoistable = narrow && dy != v;
+      if (!atGemm && (!before(grad.getX(), sum) || (!hoistable && !before(dy, sum)))) continue;
+      if (!atGemm && hoistable && !narrow->isBeforeInBlock(sum)) narrow->moveBefore(sum);
+      b.setInsertionPoint(atGemm ? grad.getOperation() : sum.getOperation());
+      auto fused = call(b, grad.getLoc(), "linear_grad_weight_bias",
+                        {grad.getType(), sum.getType()}, ValueRange{dy, grad.getX()});
+      inheritMarks(grad, fused);
+      grad.getResult().replaceAllUsesWith(fused->getResult(0));
+      sum.getResult().replaceAllUsesWith(fused->getResult(1));
+      grad.erase();
+      sum.erase();
+      if (widen && widen.getY().use_empty()) widen.erase();
+      return;
+    }
+}
+
 }  // namespace
 
 void fuseEpilogues(func::FuncOp function, bool absorbCasts) {
@@ -115,6 +168,17 @@ void fuseEpilogues(func::FuncOp function, bool absorbCasts) {
   SmallVector<graph::GeluGradOp> geluGrads;
   function.walk([&](graph::GeluGradOp op) { geluGrads.push_back(op); });
   for (graph::GeluGradOp op : geluGrads) fuseGeluGrad(op, b);
+  SmallVector<graph::ReduceSumOp> sums;
+  function.walk([&](graph::ReduceSumOp op) { sums.push_back(op); });
+  for (graph::ReduceSumOp op : sums) fuseBiasGrad(op, b);
+  // With its bias gradient summed from the 16-bit dy, a GELU gradient read only by the cast to
+  // that type writes it in the type itself.
+  if (!absorbCasts) return;
+  SmallVector<plan::KernelOp> inputGrads;
+  function.walk([&](plan::KernelOp op) {
+    if (op.getKernel() == "linear_grad_input_gelu") inputGrads.push_back(op);
+  });
+  for (plan::KernelOp op : inputGrads) absorbNarrowing(op, op->getOperand(0));
 }
 
 }  // namespace dtc

@@ -98,7 +98,9 @@ std::optional<Backward> backwardOf(graph::CausalAttentionGradOp grad,
   if (!b.dout) return std::nullopt;
   for (auto [part, d] : llvm::enumerate(grad->getResults())) {
     SmallVector<Operation*> ops;
-    Value merged = d.hasOneUse() ? mergedInto(d, [](Operation*) { return false; }, ops) : nullptr;
+    Value merged = d.hasOneUse() ? mergedInto(
+                                       d, [](Operation*) { return false; }, ops)
+                                 : nullptr;
     if (!merged || !merged.hasOneUse()) return std::nullopt;
     auto concat = dyn_cast<graph::ConcatOp>(*merged.user_begin());
     if (!concat || concat.getAxis() != 2 || concat.getPieces().size() != 3 ||
@@ -166,10 +168,9 @@ void pack(graph::CausalAttentionOp attention, OpBuilder& b) {
   merged.replaceAllUsesWith(forward->getResult(0));
   for (Backward& g : backward) {
     b.setInsertionPoint(g.concat);
-    plan::KernelOp fused = call(b, g.grad.getLoc(), "causal_attention_qkv_grad",
-                                {g.concat.getType()},
-                                {g.dout, qkv, forward->getResult(0), forward->getResult(1)}, scale,
-                                heads);
+    plan::KernelOp fused =
+        call(b, g.grad.getLoc(), "causal_attention_qkv_grad", {g.concat.getType()},
+             {g.dout, qkv, forward->getResult(0), forward->getResult(1)}, scale, heads);
     inheritMarks(g.grad, fused);
     g.concat.getResult().replaceAllUsesWith(fused->getResult(0));
     dead.append({g.concat, g.grad});

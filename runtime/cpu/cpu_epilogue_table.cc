@@ -32,8 +32,27 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx) {
   });
 }
 
+// The weight gradient as linear_grad_weight computes it, then the bias gradient as reduce_sum over
+// the leading dimensions computes it: in f32 the unfused steps' bits.
+StatusOr<BoundStep> bindLinearGradWeightBias(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkLinearGradWeightBias(ctx).status());
+  StepContext weight{
+      ctx.step, {ctx.inputs[0], ctx.inputs[1]}, {ctx.outputs[0]}, ctx.pool, ctx.mesh};
+  DTC_ASSIGN_OR_RETURN(BoundStep gemm, bindCpu_linear_grad_weight(weight));
+  const TensorView dy = ctx.inputs[0], db = ctx.outputs[1];
+  std::vector<int64_t> leading;
+  for (size_t d = 0; d + 1 < dy.shape.size(); ++d) leading.push_back(static_cast<int64_t>(d));
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    DTC_RETURN_IF_ERROR(gemm());
+    cpu::reduceSum(dy.f32(), dy.shape, leading, db.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
+DTC_CPU_BINDER(linear_grad_weight_bias, bindLinearGradWeightBias)
 DTC_CPU_BINDER(linear_bias, bindLinearEpilogue<LinearEpilogue::kBias>)
 DTC_CPU_BINDER(linear_bias_gelu, bindLinearEpilogue<LinearEpilogue::kBiasGelu>)
 DTC_CPU_BINDER(linear_grad_input_gelu, bindLinearEpilogue<LinearEpilogue::kGradInputGelu>)

@@ -65,8 +65,8 @@ StatusOr<BoundStep> bindCausalAttentionQkvGrad(const StepContext& ctx) {
              v = blockView(base + s.qkv + 2 * n, a), o = blockView(base + s.out, a),
              dout = blockView(base + s.dout, a), dq = blockView(base + s.dqkv, a),
              dk = blockView(base + s.dqkv + n, a), dv = blockView(base + s.dqkv + 2 * n, a);
-  StepContext unpacked{ctx.step, {dout, q, k, v, o, ctx.inputs[3]}, {dq, dk, dv}, ctx.pool,
-                       ctx.mesh};
+  StepContext unpacked{
+      ctx.step, {dout, q, k, v, o, ctx.inputs[3]}, {dq, dk, dv}, ctx.pool, ctx.mesh};
   DTC_ASSIGN_OR_RETURN(BoundStep attention, bindCpu_causal_attention_grad(unpacked));
   const TensorView packedDout = ctx.inputs[0], qkv = ctx.inputs[1], out = ctx.inputs[2],
                    dqkv = ctx.outputs[0];

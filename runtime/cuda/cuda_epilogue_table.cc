@@ -2,9 +2,10 @@
 // and linear_grad_input_gelu): one cuBLASLt matmul with the BIAS, GELU_AUX_BIAS or DGELU
 // epilogue where cuBLASLt offers one, else the unfused form (a cuBLAS GEMM into an f32 buffer,
 // then one element-wise pass, kernels/epilogue.cu). Which of the two is settled at bind time.
-// Under mixed precision a forward op's y may be x's 16-bit type T (the compiler folds the
-// narrowing cast after it into the op): the f32 result rounded once, as the CPU's widened path
-// rounds it; the bias and pre stay f32.
+// Under mixed precision y (dx) may be x's (dy's) 16-bit type T (the compiler folds the narrowing
+// cast after it into the op): the f32 result rounded once, as the CPU's widened path rounds it;
+// the bias and pre stay f32. linear_grad_weight_bias sums the bias gradient beside the weight
+// gradient's GEMM (cuBLASLt's BGRADB epilogue), else in a column-sum pass of its own.
 //
 // Row-major to cuBLAS's column-major: a row-major [R, C] matrix is a column-major C×R one with
 // ld C. So y [rows, N] = x [rows, K] · w [N, K]ᵀ is D (N×rows, ld N) = op(A) · B with A = w
@@ -63,7 +64,8 @@ StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
   if (forward && lowPrecision(y) && y != a.dtype)
     return invalid(ctx, "a " + dtypeName(y) + " y needs " + dtypeName(y) + " x and w, got " +
                             dtypeName(a.dtype));
-  if (!forward && y != DType::kF32) return invalid(ctx, "dx" + beside + dtypeName(y));
+  if (!forward && y != DType::kF32 && y != a.dtype)
+    return invalid(ctx, "dx" + beside + dtypeName(y));
   if (kind == LinearEpilogue::kBiasGelu && ctx.outputs[1].dtype != DType::kF32)
     return invalid(ctx, "pre" + beside + dtypeName(ctx.outputs[1].dtype));
   if (!gemmType(a.dtype, c.type))
@@ -97,7 +99,7 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   const void* a = ctx.inputs[0].data;  // x, or dy
   const void* w = ctx.inputs[1].data;
   float* third = ctx.inputs[2].f32();  // the bias, or pre
-  void* y = ctx.outputs[0].data;       // y (f32 or T), or dx (f32)
+  void* y = ctx.outputs[0].data;       // y or dx (f32 or T)
   const bool narrowY = checked.yType != CUDA_R_32F;
   const kernels::Float yType = floatOf(checked.yType);
   float* pre = Kind == LinearEpilogue::kBiasGelu ? ctx.outputs[1].f32() : nullptr;
@@ -156,11 +158,11 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   // pre for linear_bias_gelu; for linear_bias, y itself when f32 (in place), else an f32 buffer
   // in the step's scratch (the plan's; unplanned, shared slot 0, free for the step's own use as
   // the widened copies use it; reserved now, as a captured graph cannot allocate), then rounded
-  // into y; dx for the gradient.
+  // into y; for the gradient dx itself when f32, else such a buffer too.
   float* sum = nullptr;
   if (Kind == LinearEpilogue::kBiasGelu) {
     sum = pre;
-  } else if (Kind == LinearEpilogue::kBias && narrowY) {
+  } else if (narrowY) {
     DTC_ASSIGN_OR_RETURN(
         uint8_t * buffer,
         stepScratch(ctx, dev, static_cast<uint64_t>(s.rows * s.n) * sizeof(float), 0));
@@ -179,14 +181,78 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
       case LinearEpilogue::kBiasGelu:
         return launched(kernels::biasGelu(pre, third, pre, y, yType, rows, n, stream), where);
       case LinearEpilogue::kGradInputGelu:
-        return launched(kernels::geluGradInPlace(sum, third, rows * n, stream), where);
+        return launched(kernels::geluGrad(sum, third, y, yType, rows * n, stream), where);
     }
     return Status::Ok();
   });
 }
 
+// dweight [N, K] = Σ dyᵀ·x and dbias [N] = Σ dy over the rows. In cuBLAS's terms dweight is D
+// (K×N, ld K) = A · op(B) with A = x stored K×rows (ld K) and B = dy stored N×rows (ld N),
+// transposed: BGRADB sums op(B) over k, the rows, one per column of D, an output feature.
+StatusOr<BoundStep> bindLinearGradWeightBias(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
+  StepContext wide{ctx.step, ctx.inputs, ctx.outputs, ctx.pool, ctx.mesh};
+  for (auto* list : {&wide.inputs, &wide.outputs})
+    for (TensorView& t : *list)
+      if (lowPrecision(t.dtype)) t.dtype = DType::kF32;
+  DTC_ASSIGN_OR_RETURN(const LinearEpilogueShape s, checkLinearGradWeightBias(wide));
+  const TensorView &dy = ctx.inputs[0], &x = ctx.inputs[1];
+  const TensorView &dw = ctx.outputs[0], &db = ctx.outputs[1];
+  if (dy.dtype != x.dtype)
+    return invalid(ctx, "operands must share one element type, got " + dtypeName(dy.dtype) +
+                            " and " + dtypeName(x.dtype));
+  if (db.dtype != DType::kF32)
+    return invalid(ctx, "dbias must be float32, got " + dtypeName(db.dtype));
+  if (dw.dtype != DType::kF32 && dw.dtype != dy.dtype)
+    return invalid(
+        ctx, "dweight must be float32 or " + dtypeName(dy.dtype) + ", got " + dtypeName(dw.dtype));
+  cudaDataType_t type = CUDA_R_32F;
+  if (!gemmType(dy.dtype, type))
+    return invalid(ctx, "no CUDA GEMM for " + dtypeName(dy.dtype) + " operands");
+  const std::string where = ctx.where();
+  // The weight gradient as linear_grad_weight's GEMM: [N, K] = dy [rows, N]ᵀ · x [rows, K].
+  GemmShape gemmShape{s.n, s.k, s.rows, true, false, 1};
+  gemmShape.type = type;
+  gemmShape.f32Output = dw.dtype == DType::kF32;
+  DTC_RETURN_IF_ERROR(checkGemm(gemmShape, where));
+  const bool tf32 = dev.tf32();
+  if (ltEpiloguesEnabled() && s.rows > 0 && s.n > 0 && s.k > 0 && dw.dtype == DType::kF32 &&
+      aligned16(db.data)) {
+    LtGemmSpec spec;
+    spec.m = s.k, spec.n = s.n, spec.k = s.rows;
+    spec.transB = true;
+    spec.abType = type;
+    spec.dType = CUDA_R_32F;
+    spec.tf32 = tf32;
+    spec.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+    spec.biasGrad = db.f32();
+    DTC_ASSIGN_OR_RETURN(std::shared_ptr<const LtGemm> plan,
+                         planLtGemm(dev, spec, x.data, dy.data, dw.data, where));
+    if (plan) {
+      cudaStream_t stream = dev.stream();
+      return BoundStep([plan, stream, where] { return plan->run(stream, where); });
+    }
+  }
+  // Unfused: the GEMM, then the column sums of dy in a pass of their own.
+  DTC_ASSIGN_OR_RETURN(uint8_t * partial,
+                       stepScratch(ctx, dev, kernels::columnSumScratchBytes(s.rows, s.n)));
+  const kernels::Float dyType = floatOf(type);
+  cublasHandle_t handle = dev.blas();
+  cudaStream_t stream = dev.stream();
+  const void *pdy = dy.data, *px = x.data;
+  void* pdw = dw.data;
+  float* pdb = db.f32();
+  const int64_t rows = s.rows, n = s.n;
+  return BoundStep([=]() -> Status {
+    DTC_RETURN_IF_ERROR(gemm(handle, tf32, pdy, px, pdw, gemmShape, where));
+    return launched(kernels::columnSums(pdy, dyType, rows, n, partial, pdb, stream), where);
+  });
+}
+
 }  // namespace
 
+DTC_CUDA_BINDER(linear_grad_weight_bias, bindLinearGradWeightBias)
 DTC_CUDA_BINDER(linear_bias, bindLinearEpilogue<LinearEpilogue::kBias>)
 DTC_CUDA_BINDER(linear_bias_gelu, bindLinearEpilogue<LinearEpilogue::kBiasGelu>)
 DTC_CUDA_BINDER(linear_grad_input_gelu, bindLinearEpilogue<LinearEpilogue::kGradInputGelu>)

@@ -1,17 +1,67 @@
 // causal_attention_qkv and its gradient on CUDA: attention on the fused projection qkv
-// [B, T, 3·H·D] (ops/packed_attention.h). The heads are unpacked into [B, H, T, D] blocks of the
-// step's scratch with one transpose each way, the causal_attention(_grad) binder runs there (the
-// GEMM path or the flash kernels, cuda_attention_table.cc), and the result is packed back: the
-// unpacked kernels' arithmetic, bit for bit, with the operands' element type throughout.
+// [B, T, 3·H·D] (ops/packed_attention.h), on one of two paths settled at bind time:
+//
+// cuDNN's fused flash attention (cudnn_attention.h), for bf16/f16 operands where libcudnn loads
+// and has an engine for the step: q, k and v read in place, dq, dk and dv written in place, its
+// workspace in the step's scratch. Its backward is not bitwise deterministic unless
+// DTC_CUDNN_DETERMINISTIC=1.
+//
+// dtc's own kernels otherwise (f32 operands, no cuDNN, DTC_CUDA_ATTENTION=flash|gemm): the heads
+// are unpacked into [B, H, T, D] blocks of the step's scratch with one transpose each way, the
+// causal_attention(_grad) binder runs there (the GEMM path or the flash kernels,
+// cuda_attention_table.cc), and the result is packed back: the unpacked kernels' arithmetic, bit
+// for bit, with the operands' element type throughout.
+//
+// The first such step a process binds says on stderr which path runs, and why not cuDNN.
+#include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cuda_bind.h"
+#include "cudnn_attention.h"
 #include "exec/precision_contracts.h"
 #include "exec/transformer_contracts.h"
+#include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
+
+void reportPath(const std::string& line) {
+  static std::once_flag once;
+  std::call_once(once, [&] { std::fprintf(stderr, "dtrun: attention %s\n", line.c_str()); });
+}
+
+// The step on cuDNN, or null where it runs on dtc's kernels (said once, with the reason).
+StatusOr<std::shared_ptr<const CudnnSdpa>> cudnnPath(const StepContext& ctx, Device& dev,
+                                                     DType type, const PackedAttentionDims& a,
+                                                     bool grad) {
+  if (!runtimeOptionsStatus().ok()) return invalid(ctx, runtimeOptionsStatus().status().message());
+  const RuntimeOptions::Attention wanted = runtimeOptions().cudaAttention;
+  using A = RuntimeOptions::Attention;
+  if (wanted == A::kFlash || wanted == A::kGemm) {
+    reportPath("on dtc's kernels (DTC_CUDA_ATTENTION chose them)");
+    return std::shared_ptr<const CudnnSdpa>();
+  }
+  std::string refused;
+  std::shared_ptr<const CudnnSdpa> plan;
+  if (type == DType::kF32) {
+    refused = "cuDNN's fused attention takes bf16/f16 operands, not float32";
+  } else {
+    SdpaSpec spec;
+    spec.batch = a.batch, spec.t = a.t, spec.heads = a.heads, spec.d = a.d;
+    spec.bf16 = type == DType::kBF16;
+    spec.scale = static_cast<float>(ctx.floatAttr("scale"));
+    spec.grad = grad;
+    spec.deterministic = runtimeOptions().cudnnDeterministic;
+    DTC_ASSIGN_OR_RETURN(plan, planCudnnSdpa(dev, spec, ctx.where(), refused));
+  }
+  if (!plan && wanted == A::kCudnn) return invalid(ctx, "DTC_CUDA_ATTENTION=cudnn: " + refused);
+  reportPath(plan ? "on cuDNN " + cudnnVersion() + "'s fused flash attention" +
+                        (runtimeOptions().cudnnDeterministic ? " (deterministic backward)" : "")
+                  : "on dtc's kernels (cuDNN: " + refused + ")");
+  return plan;
+}
 
 // The operands' element type: all float32 (the CPU's contract, its messages), or one 16-bit type
 // for every operand but lse (float32).
@@ -56,7 +106,8 @@ cudaError_t pack(const void* blocks, int64_t parts, const PackedAttentionDims& a
 // (reported as beyond the plan).
 StatusOr<std::pair<uint8_t*, uint64_t>> packedScratch(const StepContext& ctx, Device& dev,
                                                       uint64_t bytes) {
-  if (ctx.scratch && ctx.scratchBytes >= bytes) return std::make_pair(ctx.scratch, ctx.scratchBytes);
+  if (ctx.scratch && ctx.scratchBytes >= bytes)
+    return std::make_pair(ctx.scratch, ctx.scratchBytes);
   DTC_ASSIGN_OR_RETURN(uint8_t * own, stepScratch(ctx, dev, bytes));
   return std::make_pair(own, bytes);
 }
@@ -67,10 +118,21 @@ StatusOr<BoundStep> bindCausalAttentionQkv(const StepContext& ctx, Device& dev) 
   StepContext f32 = ctx;
   f32.inputs[0].dtype = f32.outputs[0].dtype = DType::kF32;
   DTC_ASSIGN_OR_RETURN(const PackedAttentionDims a, checkCausalAttentionQkv(f32));
+  DTC_ASSIGN_OR_RETURN(std::shared_ptr<const CudnnSdpa> sdpa, cudnnPath(ctx, dev, type, a, false));
+  if (sdpa) {
+    DTC_ASSIGN_OR_RETURN(auto workspace, packedScratch(ctx, dev, sdpa->workspaceBytes()));
+    const void* qkv = ctx.inputs[0].data;
+    void* out = ctx.outputs[0].data;
+    float* lse = ctx.outputs[1].f32();
+    cudaStream_t stream = dev.stream();
+    const std::string where = ctx.where();
+    uint8_t* ws = workspace.first;
+    return BoundStep([=] { return sdpa->forward(stream, qkv, out, lse, ws, where); });
+  }
   const int size = static_cast<int>(dtypeSize(type));
   const PackedAttentionScratch s = packedAttentionScratch(a, size, false);
-  const uint64_t innerBytes = kernels::attentionScratchBytes(a.batch * a.heads, a.t,
-                                                             type != DType::kF32, false);
+  const uint64_t innerBytes =
+      kernels::attentionScratchBytes(a.batch * a.heads, a.t, type != DType::kF32, false);
   DTC_ASSIGN_OR_RETURN(auto scratch, packedScratch(ctx, dev, s.inner + innerBytes));
   uint8_t* base = scratch.first;
   const uint64_t n = a.block() * size;
@@ -102,22 +164,33 @@ StatusOr<BoundStep> bindCausalAttentionQkvGrad(const StepContext& ctx, Device& d
   for (size_t i : {0, 1, 2}) f32.inputs[i].dtype = DType::kF32;
   if (!f32.outputs.empty()) f32.outputs[0].dtype = DType::kF32;
   DTC_ASSIGN_OR_RETURN(const PackedAttentionDims a, checkCausalAttentionQkvGrad(f32));
+  DTC_ASSIGN_OR_RETURN(std::shared_ptr<const CudnnSdpa> sdpa, cudnnPath(ctx, dev, type, a, true));
+  if (sdpa) {
+    DTC_ASSIGN_OR_RETURN(auto workspace, packedScratch(ctx, dev, sdpa->workspaceBytes()));
+    const void *dout = ctx.inputs[0].data, *qkv = ctx.inputs[1].data, *out = ctx.inputs[2].data;
+    const float* lse = ctx.inputs[3].f32();
+    void* dqkv = ctx.outputs[0].data;
+    cudaStream_t stream = dev.stream();
+    const std::string where = ctx.where();
+    uint8_t* ws = workspace.first;
+    return BoundStep([=] { return sdpa->backward(stream, dout, qkv, out, lse, dqkv, ws, where); });
+  }
   const int size = static_cast<int>(dtypeSize(type));
   const PackedAttentionScratch s = packedAttentionScratch(a, size, true);
-  const uint64_t innerBytes = kernels::attentionScratchBytes(a.batch * a.heads, a.t,
-                                                             type != DType::kF32, true);
+  const uint64_t innerBytes =
+      kernels::attentionScratchBytes(a.batch * a.heads, a.t, type != DType::kF32, true);
   DTC_ASSIGN_OR_RETURN(auto scratch, packedScratch(ctx, dev, s.inner + innerBytes));
   uint8_t* base = scratch.first;
   const uint64_t n = a.block() * size;
-  StepContext unpacked{ctx.step,
-                       {blockView(base + s.dout, type, a), blockView(base + s.qkv, type, a),
-                        blockView(base + s.qkv + n, type, a),
-                        blockView(base + s.qkv + 2 * n, type, a), blockView(base + s.out, type, a),
-                        ctx.inputs[3]},
-                       {blockView(base + s.dqkv, type, a), blockView(base + s.dqkv + n, type, a),
-                        blockView(base + s.dqkv + 2 * n, type, a)},
-                       ctx.pool,
-                       ctx.mesh};
+  StepContext unpacked{
+      ctx.step,
+      {blockView(base + s.dout, type, a), blockView(base + s.qkv, type, a),
+       blockView(base + s.qkv + n, type, a), blockView(base + s.qkv + 2 * n, type, a),
+       blockView(base + s.out, type, a), ctx.inputs[3]},
+      {blockView(base + s.dqkv, type, a), blockView(base + s.dqkv + n, type, a),
+       blockView(base + s.dqkv + 2 * n, type, a)},
+      ctx.pool,
+      ctx.mesh};
   unpacked.scratch = base + s.inner;
   unpacked.scratchBytes = scratch.second - s.inner;
   unpacked.unplannedBytes = ctx.unplannedBytes;

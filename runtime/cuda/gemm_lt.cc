@@ -88,7 +88,8 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
       spec.tf32 && spec.abType == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   DTC_RETURN_IF_ERROR(
       cublasStatus(cublasLtMatmulDescCreate(&plan->desc_, compute, CUDA_R_32F), what));
-  const int32_t opA = spec.transA ? CUBLAS_OP_T : CUBLAS_OP_N, opB = CUBLAS_OP_N;
+  const int32_t opA = spec.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                opB = spec.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_TRANSA, opA, what));
   DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_TRANSB, opB, what));
   const uint32_t epilogue = spec.epilogue;
@@ -108,6 +109,12 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
     if (narrowD && !setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, f32Type, what).ok())
       return refused();
   }
+  if (spec.biasGrad) {
+    // The bias gradient is f32 (D's type: these steps' D is the f32 weight gradient).
+    if (narrowD) return refused();
+    void* biasGrad = spec.biasGrad;
+    DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, biasGrad, what));
+  }
   if (spec.aux) {
     // The binders never pair an aux with a 16-bit D (an aux type other than D's is documented
     // for fp8 only): the aux is D's type, f32.
@@ -125,7 +132,9 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
                                : cublasLtMatrixLayoutCreate(&plan->a_, spec.abType, m, k, spec.m),
                    what));
   DTC_RETURN_IF_ERROR(
-      cublasStatus(cublasLtMatrixLayoutCreate(&plan->b_, spec.abType, k, n, spec.k), what));
+      cublasStatus(spec.transB ? cublasLtMatrixLayoutCreate(&plan->b_, spec.abType, n, k, spec.n)
+                               : cublasLtMatrixLayoutCreate(&plan->b_, spec.abType, k, n, spec.k),
+                   what));
   DTC_RETURN_IF_ERROR(
       cublasStatus(cublasLtMatrixLayoutCreate(&plan->d_, spec.dType, m, n, spec.m), what));
 

@@ -15,13 +15,14 @@
 
 namespace dtc::cuda {
 
-// In cuBLAS's column-major terms: D [m×n, ld m] = op(A) · B, then the epilogue; A is stored
-// [k×m, ld k] when transposed, else [m×k, ld m]; B is [k×n, ld k]. The products are summed in
-// f32 and the bias and aux matrix are float32 whatever A, B and D are: the epilogue runs on the
-// f32 sum, and a 16-bit D is that result rounded once.
+// In cuBLAS's column-major terms: D [m×n, ld m] = op(A) · op(B), then the epilogue; A is stored
+// [k×m, ld k] when transposed, else [m×k, ld m]; B is [n×k, ld n] when transposed, else [k×n,
+// ld k]. The products are summed in f32 and the bias and aux matrix are float32 whatever A, B and
+// D are: the epilogue runs on the f32 sum, and a 16-bit D is that result rounded once. The
+// BGRADB epilogue writes Σ over k of op(B) (one per column of D) to `biasGrad` instead.
 struct LtGemmSpec {
   int64_t m = 0, n = 0, k = 0;  // all positive
-  bool transA = false;
+  bool transA = false, transB = false;
   cudaDataType_t abType = CUDA_R_32F;  // A and B: CUDA_R_32F, CUDA_R_16BF or CUDA_R_16F
   cudaDataType_t dType = CUDA_R_32F;   // D (and C): CUDA_R_32F, or abType when that is 16-bit
   bool tf32 = false;                   // only concerns float32 A and B
@@ -29,6 +30,7 @@ struct LtGemmSpec {
   const float* bias = nullptr;  // [m], for the BIAS epilogues
   float* aux =
       nullptr;  // GELU's input in D's layout (ld m): written by GELU_AUX_BIAS, read by DGELU
+  float* biasGrad = nullptr;  // [n], written by BGRADB
 };
 
 class LtGemm {

@@ -26,13 +26,13 @@ inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx,
                             " and " + dtypeName(w.dtype));
   if (third.dtype != DType::kF32)
     return invalid(ctx, "expects a float32 " + std::string(forward ? "bias" : "pre"));
-  // Results are f32, except that a forward op's y may be x's 16-bit type: under mixed precision
-  // the compiler folds the narrowing cast that followed y into the op (y = the f32 result rounded
+  // Results are f32, except that y (dx) may be x's (dy's) 16-bit type: under mixed precision
+  // the compiler folds the narrowing cast that followed it into the op (the f32 result rounded
   // once). pre stays f32, being the GELU gradient's input. The CPU sees all of this widened to
   // f32, the CUDA binder with its 16-bit types as f32 (checking them itself).
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     const DType t = ctx.outputs[i].dtype;
-    const bool narrowY = forward && i == 0 && t == a.dtype && lowPrecision(t);
+    const bool narrowY = i == 0 && t == a.dtype && lowPrecision(t);
     if (t != DType::kF32 && !narrowY) return invalid(ctx, "expects float32 results");
   }
   auto mismatch = [&] {
@@ -57,6 +57,26 @@ inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx,
   for (const TensorView& out : ctx.outputs)
     if (out.shape != want) return mismatch();
   if (!forward && third.shape != want) return mismatch();
+  return s;
+}
+
+// linear_grad_weight_bias: (dy [..., N], x [..., K]) -> (dweight [N, K], dbias [N]): the weight
+// gradient Σ dyᵀ·x over the leading dimensions and the bias gradient Σ dy, in one step (what
+// cuBLASLt's BGRAD epilogue sums beside the GEMM). dy and x share one type; both results are f32
+// (or x's type for dweight, as linear_grad_weight's). Returns (rows, N, K).
+inline StatusOr<LinearEpilogueShape> checkLinearGradWeightBias(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 2));
+  const TensorView &dy = ctx.inputs[0], &x = ctx.inputs[1];
+  const TensorView &dw = ctx.outputs[0], &db = ctx.outputs[1];
+  if (dy.shape.size() < 2 ||
+      Shape(dy.shape.begin(), dy.shape.end() - 1) != Shape(x.shape.begin(), x.shape.end() - 1) ||
+      dw.shape != Shape{dy.shape.back(), x.shape.back()} || db.shape != Shape{dy.shape.back()})
+    return invalid(ctx, "shapes " + str(dy.shape) + ", " + str(x.shape) + " -> " + str(dw.shape) +
+                            ", " + str(db.shape) + " do not match");
+  LinearEpilogueShape s;
+  s.rows = 1;
+  for (size_t d = 0; d + 1 < dy.shape.size(); ++d) s.rows *= dy.shape[d];
+  s.n = dy.shape.back(), s.k = x.shape.back();
   return s;
 }
 

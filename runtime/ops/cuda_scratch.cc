@@ -90,6 +90,11 @@ uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c) {
   return static_cast<uint64_t>(layerNormGradChunks(rows) * 2 * c) * sizeof(double);
 }
 
+uint64_t columnSumScratchBytes(int64_t rows, int64_t n) {
+  return static_cast<uint64_t>(layerNormGradChunks(rows) * std::max<int64_t>(n, 0)) *
+         sizeof(double);
+}
+
 uint64_t embeddingGradScratchBound(int64_t n) {
   const uint64_t items = static_cast<uint64_t>(std::max<int64_t>(n, 0));
   // The binder's keys (int64), positions and order (int), then CUB's storage: alternate keys

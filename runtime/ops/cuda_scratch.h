@@ -58,6 +58,9 @@ bool makeReducePlan(const std::vector<int64_t>& x, const std::vector<int64_t>& a
 // LayerNorm's weight gradients: per chunk of rows, partial column sums of dw and db (doubles).
 int64_t layerNormGradChunks(int64_t rows);
 uint64_t layerNormGradScratchBytes(int64_t rows, int64_t c);
+// A bias gradient's column sums over [rows, n] where cuBLASLt does not sum it beside the weight
+// gradient's GEMM: per chunk of rows (LayerNorm's chunks), partial sums (doubles).
+uint64_t columnSumScratchBytes(int64_t rows, int64_t n);
 
 // The embedding gradient's sort of n ids: keys, positions and order, then CUB's radix sort's own
 // temporary storage. Only CUB can say that exactly, at run time on a GPU; this bounds it from

@@ -15,8 +15,8 @@ struct PackedAttentionDims {
   int64_t batch = 0, t = 0, heads = 0, d = 0;
   // Elements of one [B, H, T, D] block.
   uint64_t block() const {
-    return static_cast<uint64_t>(batch) * static_cast<uint64_t>(heads) *
-           static_cast<uint64_t>(t) * static_cast<uint64_t>(d);
+    return static_cast<uint64_t>(batch) * static_cast<uint64_t>(heads) * static_cast<uint64_t>(t) *
+           static_cast<uint64_t>(d);
   }
 };
 

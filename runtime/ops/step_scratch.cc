@@ -103,9 +103,16 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
     case Kernel::sum_squares:
     case Kernel::nonfinite_count: return k::kSumBlocks * sizeof(double);
     case Kernel::linear_bias:
-      // Where cuBLASLt does not fuse the bias, a 16-bit y is the f32 sum rounded: that sum.
+    case Kernel::linear_grad_input_gelu:
+      // Where cuBLASLt does not fuse the epilogue, a 16-bit y (dx) is the f32 result rounded:
+      // the GEMM's f32 sum.
       if (out.empty() || !lowPrecision(out[0].dtype)) return 0;
       return out[0].elements() * sizeof(float);
+    case Kernel::linear_grad_weight_bias: {  // (dy [..., N], x): dy's column sums, unfused
+      if (in.empty() || in[0].shape.empty() || in[0].shape.back() <= 0) return 0;
+      const int64_t n = in[0].shape.back();
+      return k::columnSumScratchBytes(static_cast<int64_t>(in[0].elements()) / n, n);
+    }
     case Kernel::all_gather:
     case Kernel::reduce_scatter:
     case Kernel::all_to_all: return collectivePackingFloats(s) * sizeof(float);

@@ -51,6 +51,7 @@ double contractionFlops(const plan::Function& f, const plan::Step& step) {
         k = dim(in0, 1);  // the input's features, or the output gradient's
         break;
       case Kernel::linear_grad_weight:
+      case Kernel::linear_grad_weight_bias:
         k = static_cast<double>(elements(in0)) / std::max<int64_t>(1, dim(in0, 1));
         break;
       case Kernel::matmul:

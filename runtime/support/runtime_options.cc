@@ -18,8 +18,14 @@ constexpr Switch kSwitches[] = {
     {"DTC_NCCL_LIBRARY", "PATH", "the NCCL library (default: libnccl.so.2 on the library path)"},
     {"DTC_COLLECTIVES", "mpi|nccl",
      "CUDA collectives (default: NCCL where every rank has its own GPU)"},
-    {"DTC_CUDA_ATTENTION", "auto|flash|gemm",
-     "unfused causal attention's CUDA path (default auto)"},
+    {"DTC_CUDA_ATTENTION", "auto|cudnn|flash|gemm",
+     "causal attention's CUDA path: cuDNN's fused kernels for attention on the fused "
+     "projection where cuDNN loads, else dtc's GEMM path (16-bit) or flash kernels (default "
+     "auto)"},
+    {"DTC_CUDNN_LIBRARY", "PATH", "the cuDNN library (default: libcudnn.so.9 on the library path)"},
+    {"DTC_CUDNN_DETERMINISTIC", "0|1",
+     "cuDNN attention's deterministic backward (default 0: its faster one, whose sums' order "
+     "varies)"},
     {"DTC_CUDA_GRAPHS", "0|1", "replay each function as a CUDA graph (default 1)"},
     {"DTC_CUDA_OVERLAP", "0|1",
      "collectives on their own stream, overlapping backward (default 1)"},
@@ -89,13 +95,17 @@ StatusOr<RuntimeOptions> parseRuntimeOptions(
   };
   o.cudaBackend = text("DTC_CUDA_BACKEND");
   o.ncclLibrary = text("DTC_NCCL_LIBRARY");
+  o.cudnnLibrary = text("DTC_CUDNN_LIBRARY");
   using C = RuntimeOptions::Collectives;
   using A = RuntimeOptions::Attention;
   DTC_RETURN_IF_ERROR(parseChoice("DTC_COLLECTIVES", lookup("DTC_COLLECTIVES"),
                                   {{"mpi", C::kMpi}, {"nccl", C::kNccl}}, o.collectives));
-  DTC_RETURN_IF_ERROR(parseChoice("DTC_CUDA_ATTENTION", lookup("DTC_CUDA_ATTENTION"),
-                                  {{"auto", A::kAuto}, {"flash", A::kFlash}, {"gemm", A::kGemm}},
-                                  o.cudaAttention));
+  DTC_RETURN_IF_ERROR(parseChoice(
+      "DTC_CUDA_ATTENTION", lookup("DTC_CUDA_ATTENTION"),
+      {{"auto", A::kAuto}, {"cudnn", A::kCudnn}, {"flash", A::kFlash}, {"gemm", A::kGemm}},
+      o.cudaAttention));
+  DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDNN_DETERMINISTIC", lookup("DTC_CUDNN_DETERMINISTIC"),
+                                o.cudnnDeterministic));
   DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDA_GRAPHS", lookup("DTC_CUDA_GRAPHS"), o.cudaGraphs));
   DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDA_OVERLAP", lookup("DTC_CUDA_OVERLAP"), o.cudaOverlap));
   DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDA_TF32", lookup("DTC_CUDA_TF32"), o.cudaTf32));

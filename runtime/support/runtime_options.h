@@ -5,7 +5,9 @@
 //   DTC_CUDA_BACKEND=PATH        the CUDA plugin (default: libdtc_cuda.so beside dtrun)
 //   DTC_NCCL_LIBRARY=PATH        the NCCL library to load (default: libnccl.so.2 on the path)
 //   DTC_COLLECTIVES=mpi|nccl     CUDA collectives (default: NCCL where every rank has its GPU)
-//   DTC_CUDA_ATTENTION=auto|flash|gemm   unfused causal attention's CUDA path (default auto)
+//   DTC_CUDA_ATTENTION=auto|cudnn|flash|gemm   causal attention's CUDA path (default auto)
+//   DTC_CUDNN_LIBRARY=PATH       the cuDNN library to load (default: libcudnn.so.9 on the path)
+//   DTC_CUDNN_DETERMINISTIC=0|1  cuDNN attention's deterministic backward (default 0)
 //   DTC_CUDA_GRAPHS=0|1          replay each function as a CUDA graph (default 1)
 //   DTC_CUDA_OVERLAP=0|1         collectives on their own stream, overlapping backward (default 1)
 //   DTC_CUDA_TF32=0|1            TF32 for f32 GEMMs (default 0)
@@ -22,10 +24,12 @@ namespace dtc {
 
 struct RuntimeOptions {
   enum class Collectives { kAuto, kMpi, kNccl };
-  enum class Attention { kAuto, kFlash, kGemm };
+  enum class Attention { kAuto, kCudnn, kFlash, kGemm };
 
   std::string cudaBackend;
   std::string ncclLibrary;
+  std::string cudnnLibrary;
+  bool cudnnDeterministic = false;
   Collectives collectives = Collectives::kAuto;
   Attention cudaAttention = Attention::kAuto;
   bool cudaGraphs = true;

@@ -84,10 +84,26 @@ def causal_attention(q, k, v):
     return F.softmax(att, dim=-1) @ v
 
 
+class RoundedBiasGrad(torch.autograd.Function):
+    """y + bias whose bias gradient sums the incoming gradient rounded to `low`: with fused
+    epilogues dtc sums it beside the weight gradient's GEMM, from the 16-bit dy that GEMM reads
+    (as cuBLASLt's bias-gradient epilogue, and torch.autocast's bf16 bias)."""
+
+    @staticmethod
+    def forward(ctx, y, bias, low):
+        ctx.low = low
+        return y + bias
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy, rounded(dy, ctx.low).reshape(-1, dy.shape[-1]).sum(0), None
+
+
 def linear(layer, x, low, fused=False, before_gelu=False):
     if low is None:
         return layer(x)
-    return RoundedLinear.apply(x, layer.weight, low, not fused, not (fused and before_gelu)) + layer.bias
+    y = RoundedLinear.apply(x, layer.weight, low, not fused, not (fused and before_gelu))
+    return RoundedBiasGrad.apply(y, layer.bias, low) if fused else y + layer.bias
 
 
 class Block(nn.Module):

@@ -6,7 +6,7 @@
 # tests/gpu/kernels_test) and carries what those link that the image lacks: OpenBLAS (with
 # libgfortran and libquadmath) and MPICH from its PyPI wheel (libmpi.so.12, its fabric
 # libraries, the Hydra launcher mpiexec), which dtrun is built against here for that reason.
-# env.sh sets the library path (and finds the CUDA and NCCL libraries PyTorch brings there);
+# env.sh sets the library path (and finds the CUDA, NCCL and cuDNN libraries PyTorch brings there);
 # tests/gpu/run.sh and bench/gpu_gpt2.sh use the bundle when they find it.
 #   tests/gpu/bundle.sh [BUILD_DIR]   (default: build-bundle)
 set -euo pipefail
@@ -49,18 +49,21 @@ cp -r "$M/bin" "$M/lib" "$STAGE/mpich/"
 rm -f "$STAGE/mpich/lib/libmpi_abi.so"* "$STAGE/mpich/bin/"*_abi  # the MPI ABI variant: not used
 cat > "$STAGE/env.sh" <<'ENV'
 # Sourced by tests/gpu/run.sh and bench/gpu_gpt2.sh: the bundle's libraries and launcher, and the
-# CUDA/NCCL libraries of the machine (its toolkit, or PyTorch's nvidia-* packages).
+# CUDA, NCCL and cuDNN libraries of the machine (its toolkit, or PyTorch's nvidia-* packages).
 BUNDLE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 extra=""
 for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib; do if [ -d "$dir" ]; then extra="$extra:$dir"; fi; done
 py_nvidia="$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0] + "/x"))' 2>/dev/null || true)"
 if [ -n "$py_nvidia" ]; then
   # The layout differs between releases (nvidia/<lib>/lib, nvidia/cu13/lib): look for the files.
-  for name in libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
+  # cuDNN loads its engine libraries from its own directory by name: that directory goes on the
+  # path too.
+  for name in libcublas.so.13 libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
     found="$(find "$py_nvidia" -maxdepth 4 -name "$name" 2>/dev/null | head -1 || true)"
     if [ -n "$found" ]; then
       extra="$extra:$(dirname "$found")"
       if [ "$name" = libnccl.so.2 ] && [ -z "${DTC_NCCL_LIBRARY:-}" ]; then export DTC_NCCL_LIBRARY="$found"; fi
+      if [ "$name" = libcudnn.so.9 ] && [ -z "${DTC_CUDNN_LIBRARY:-}" ]; then export DTC_CUDNN_LIBRARY="$found"; fi
     fi
   done
 fi

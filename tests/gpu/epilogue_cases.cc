@@ -1,7 +1,8 @@
-// The fused linear epilogues (linear_bias, linear_bias_gelu, linear_grad_input_gelu) against the
-// CPU kernels, on each of the CUDA binder's two forms: the default, one cuBLASLt matmul with its
-// BIAS / GELU_AUX_BIAS / DGELU epilogue where cuBLASLt offers one, and the unfused form
-// (DTC_CUDA_LT_EPILOGUES=0: a cuBLAS GEMM, then kernels/epilogue.cu). Shapes: a 3-D x [2, 17, 64]
+// The fused linear epilogues (linear_bias, linear_bias_gelu, linear_grad_input_gelu,
+// linear_grad_weight_bias) against the CPU kernels, on each of the CUDA binder's two forms: the
+// default, one cuBLASLt matmul with its BIAS / GELU_AUX_BIAS / DGELU / BGRADB epilogue where
+// cuBLASLt offers one, and the unfused form (DTC_CUDA_LT_EPILOGUES=0: a cuBLAS GEMM, then
+// kernels/epilogue.cu). Shapes: a 3-D x [2, 17, 64]
 // with N = 96 (every fused epilogue applies); N = 30, K = 20 (pre's leading dimension is not a
 // multiple of 8, so the GELU steps run unfused on either pass); [512, 768] -> 3072; empty sums
 // and no rows. 16-bit x and w also with y of their type (mixed precision's folded narrowing
@@ -81,10 +82,18 @@ std::vector<Case> narrowCases(DType t, const Shape& lead, int64_t n, int64_t k, 
             {},
             in,
             {outAs(t, with(lead, n)), out(with(lead, n))}};
+  // The input gradient's dx in dy's type: the f32 result rounded once.
+  Case grad{"linear_grad_input_gelu " + dims,
+            "linear_grad_input_gelu",
+            {},
+            {operand(t, with(lead, n), lo), operand(t, {n, k}, lo), f32(with(lead, k), -2, 2)},
+            {outAs(t, with(lead, k))}};
   bias.tolerance = tolerance(t, false, fusedPass);
   gelu.tolerance = tolerance(t, true, fusedPass);
+  grad.tolerance = tolerance(t, true, fusedPass);
   bias.maxUlps = gelu.maxUlps = lo >= 0 ? 1 : -1;
-  return {bias, gelu};
+  grad.maxUlps = -1;  // GELU's derivative changes sign: reported only
+  return {bias, gelu, grad};
 }
 
 // The forward ops on x [lead..., k], w [n, k], b [n]; the backward one on dy [lead..., n],
@@ -110,7 +119,15 @@ std::vector<Case> epilogueCases(DType t, const Shape& lead, int64_t n, int64_t k
             {operand(t, with(lead, n)), operand(t, {n, k}), f32(with(lead, k), -2, 2)},
             {out(with(lead, k))}};
   grad.tolerance = tolerance(t, true, fusedPass);
-  return {bias, gelu, grad};
+  // The weight and bias gradients of dy [lead..., n] and x [lead..., k], both f32: sums of the
+  // same exact products (and 16-bit values) in other orders.
+  Case weightBias{"linear_grad_weight_bias " + dims,
+                  "linear_grad_weight_bias",
+                  {},
+                  {operand(t, with(lead, n)), operand(t, with(lead, k))},
+                  {out({n, k}), out({n})}};
+  weightBias.tolerance = t == kF32 ? 1e-5 : 1e-4;
+  return {bias, gelu, grad, weightBias};
 }
 
 }  // namespace
@@ -154,6 +171,11 @@ void runEpilogueCases(Harness& h) {
                          {},
                          {f32({4, 8}), f32({6, 8}), f32({5})},
                          {out({4, 6})}});
+  h.expectSameBindError({"bad linear_grad_weight_bias shapes",
+                         "linear_grad_weight_bias",
+                         {},
+                         {f32({4, 6}), f32({4, 8})},
+                         {out({6, 8}), out({8})}});
   h.expectSameBindError({"bad linear_bias bf16 bias shape",
                          "linear_bias",
                          {},
@@ -188,12 +210,12 @@ void runEpilogueCases(Harness& h) {
                      {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), lowp(kBF16, {6})},
                      {out({4, 6})}},
                     "the bias must be float32 beside bfloat16 operands, got bfloat16");
-  h.expectBindError({"linear_grad_input_gelu f16 dx",
+  h.expectBindError({"linear_grad_input_gelu f32 operands, f16 dx",
                      "linear_grad_input_gelu",
                      {},
-                     {lowp(kF16, {4, 6}), lowp(kF16, {6, 8}), f32({4, 8})},
+                     {f32({4, 6}), f32({6, 8}), f32({4, 8})},
                      {outAs(kF16, {4, 8})}},
-                    "dx must be float32 beside float16 operands, got float16");
+                    "dx must be float32 beside float32 operands, got float16");
   h.expectBindError({"linear_bias_gelu bf16 pre",
                      "linear_bias_gelu",
                      {},

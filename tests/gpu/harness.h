@@ -79,6 +79,9 @@ struct Case {
   // bfloat16/float16 outputs: at most this many units in the last place apart per element, as
   // well as within `tolerance` (-1: not checked, only reported).
   int maxUlps = 1;
+  // A second run must give the same bits (false: a kernel whose sums' order may vary by design,
+  // cuDNN's default attention backward).
+  bool repeatable = true;
 };
 
 // The bytes of a Step table holding `c`'s op, attributes (sorted by name) and location.

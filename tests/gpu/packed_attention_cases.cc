@@ -1,8 +1,10 @@
 // causal_attention_qkv and its gradient (attention on the fused projection qkv [B, T, 3·H·D],
 // ops/packed_attention.h) on CUDA against the CPU kernels: f32, bf16 and f16, heads of D in
-// {32, 64, 80}, one to several key tiles, on each of the CUDA paths the unpacked attention has
-// (cuda_attention_table.cc), then the contracts. Tolerances as attention_cases.cc's: the packed
-// kernels compute what the unpacked ones do on the same heads.
+// {32, 64, 80}, one to several key tiles, on each CUDA path (cuda_packed_attention_table.cc): the
+// default (cuDNN's fused attention for 16-bit operands where libcudnn loads; its deterministic
+// backward, then its default one, whose bits may vary between runs), then dtc's GEMM path and
+// flash kernels on unpacked heads; then the contracts. Tolerances as attention_cases.cc's GEMM
+// path's: cuDNN, like it, rounds P and dS to the 16-bit type before their products.
 #include <cmath>
 #include <random>
 #include <string>
@@ -45,11 +47,12 @@ Input givenAs(DType t, const Shape& shape, std::vector<float> values) {
 }
 
 Case forwardCase(const Dims& a, DType type) {
-  Case c{"packed attention" + typeLabel(type) + " " + a.label(),
-         "causal_attention_qkv",
-         {floatAttr("scale", 1.0 / std::sqrt(static_cast<double>(a.d))), intAttr("heads", a.h)},
-         {type == kF32 ? f32({a.b, a.t, 3 * a.c()}, -2, 2) : lowp(type, {a.b, a.t, 3 * a.c()}, -2, 2)},
-         {outAs(type, {a.b, a.t, a.c()}), out({a.b, a.h, a.t})}};
+  Case c{
+      "packed attention" + typeLabel(type) + " " + a.label(),
+      "causal_attention_qkv",
+      {floatAttr("scale", 1.0 / std::sqrt(static_cast<double>(a.d))), intAttr("heads", a.h)},
+      {type == kF32 ? f32({a.b, a.t, 3 * a.c()}, -2, 2) : lowp(type, {a.b, a.t, 3 * a.c()}, -2, 2)},
+      {outAs(type, {a.b, a.t, a.c()}), out({a.b, a.h, a.t})}};
   c.tolerance = tolerance(type, false);
   c.maxUlps = type == kF32 ? 1 : -1;
   return c;
@@ -96,21 +99,39 @@ Case gradCase(const Dims& a, DType type, uint64_t seed) {
 }  // namespace
 
 void runPackedAttentionCases(Harness& h) {
-  const std::vector<Dims> shapes = {{2, 17, 3, 32}, {1, 64, 2, 64}, {2, 100, 2, 80}, {1, 257, 4, 64}};
+  const std::vector<Dims> shapes = {
+      {2, 17, 3, 32}, {1, 64, 2, 64}, {2, 100, 2, 80}, {1, 257, 4, 64}};
   uint64_t seed = 101;
-  ScopedEnv path("DTC_CUDA_ATTENTION");
-  for (const char* which : {static_cast<const char*>(nullptr), "gemm", "flash"}) {
-    path.set(which);
+  ScopedEnv path("DTC_CUDA_ATTENTION"), deterministic("DTC_CUDNN_DETERMINISTIC");
+  struct Path {
+    const char* attention;  // DTC_CUDA_ATTENTION (null: the default)
+    bool deterministic;
+    const char* label;
+  };
+  for (const Path& p : {Path{nullptr, true, ""}, Path{nullptr, false, " nondeterministic"},
+                        Path{"gemm", true, " gemm"}, Path{"flash", true, " flash"}}) {
+    path.set(p.attention);
+    deterministic.set(p.deterministic ? "1" : nullptr);
     for (DType type : {kF32, kBF16, kF16}) {
-      if (type == kF32 && which && std::string(which) == "gemm") continue;  // 16-bit only
+      // The GEMM path and cuDNN take 16-bit operands only (f32 runs on the flash kernels).
+      if (type == kF32 && p.attention == nullptr && !p.deterministic) continue;
+      if (type == kF32 && p.attention && std::string(p.attention) == "gemm") continue;
       for (const Dims& a : shapes) {
         Case f = forwardCase(a, type), g = gradCase(a, type, seed++);
-        if (which) f.label += std::string(" ") + which, g.label += std::string(" ") + which;
+        f.label += p.label, g.label += p.label;
+        g.repeatable = p.deterministic;
         h.run(f);
         h.run(g);
       }
     }
   }
+  path.set(nullptr);
+  deterministic.set(nullptr);
+  // DTC_CUDA_ATTENTION=cudnn refuses float32 operands, by name.
+  path.set("cudnn");
+  h.expectBindError(forwardCase({1, 8, 2, 32}, kF32),
+                    "DTC_CUDA_ATTENTION=cudnn: cuDNN's fused attention takes bf16/f16 operands, "
+                    "not float32");
   path.set(nullptr);
   // Malformed steps: both backends refuse them at bind time with the same message.
   const Attr scale = floatAttr("scale", 0.5);

@@ -105,6 +105,9 @@ section "end-to-end training checks"
 # 20 steps on the CPU backend and on the GPU, and the loss curves must agree (fp32: 1e-4
 # relative, sums run in other orders; bf16/fp16: 1e-2, as plans.txt says). Meshes run as MPI
 # processes sharing the GPU (so their collectives are host-staged).
+# These checks compare bits (graphs against eager, resumed runs against whole ones): cuDNN's
+# attention runs its deterministic backward here.
+export DTC_CUDNN_DETERMINISTIC=1
 CARRY="$ROOT/gpu-carry"
 if [ ! -f "$CARRY/plans.txt" ]; then
   fail "no $CARRY/plans.txt: run tests/gpu/prepare.sh where dtc builds and carry gpu-carry/"

@@ -47,10 +47,49 @@ __global__ void geluKernel(const float* pre, void* y, int64_t count) {
   }
 }
 
-__global__ void geluGradKernel(float* dx, const float* pre, int64_t count) {
-  for (int64_t i = globalIndex(); i < count; i += globalStride()) {
-    dx[i] = dx[i] * geluTanhDerivative(pre[i]);
+// `dx` may be `sum` (f32 only): each element is read before it is written, by the same thread.
+template <Float Y>
+__global__ void geluGradKernel(const float* sum, const float* pre, void* dx, int64_t count) {
+  for (int64_t i = globalIndex(); i < count; i += globalStride())
+    store<Y>(dx, i, sum[i] * geluTanhDerivative(pre[i]));
+}
+
+template <Float X>
+__device__ inline float load(const void* x, int64_t i) {
+  if constexpr (X == Float::kF32)
+    return static_cast<const float*>(x)[i];
+  else if constexpr (X == Float::kBF16)
+    return bf16ToF32(static_cast<const uint16_t*>(x)[i]);
+  else
+    return f16ToF32(static_cast<const uint16_t*>(x)[i]);
+}
+
+// partial [chunks, n]: column sums of x [rows, n] over each chunk's rows, in row order.
+template <Float X>
+__global__ void columnPartialsKernel(const void* x, int64_t rows, int64_t n, int64_t chunks,
+                                     int64_t chunkRows, double* partial) {
+  for (int64_t i = globalIndex(); i < chunks * n; i += globalStride()) {
+    const int64_t k = i / n, j = i % n;
+    double sum = 0;
+    for (int64_t r = k * chunkRows, end = min(rows, (k + 1) * chunkRows); r < end; ++r)
+      sum += load<X>(x, r * n + j);
+    partial[i] = sum;
   }
+}
+
+__global__ void columnTotalsKernel(const double* partial, int64_t n, int64_t chunks, float* out) {
+  for (int64_t j = globalIndex(); j < n; j += globalStride()) {
+    double sum = 0;
+    for (int64_t k = 0; k < chunks; ++k) sum += partial[k * n + j];
+    out[j] = static_cast<float>(sum);
+  }
+}
+
+template <Float X>
+void launchColumnPartials(const void* x, int64_t rows, int64_t n, int64_t chunks, int64_t chunkRows,
+                          double* partial, cudaStream_t stream) {
+  columnPartialsKernel<X>
+      <<<blocksFor(chunks * n), kThreads, 0, stream>>>(x, rows, n, chunks, chunkRows, partial);
 }
 
 }  // namespace
@@ -110,8 +149,41 @@ cudaError_t biasGelu(const float* sum, const float* bias, float* pre, void* y, F
   return cudaGetLastError();
 }
 
-cudaError_t geluGradInPlace(float* dx, const float* pre, int64_t count, cudaStream_t stream) {
-  if (count > 0) geluGradKernel<<<blocksFor(count), kThreads, 0, stream>>>(dx, pre, count);
+cudaError_t geluGrad(const float* sum, const float* pre, void* dx, Float dxType, int64_t count,
+                     cudaStream_t stream) {
+  if (count <= 0) return cudaGetLastError();
+  const unsigned blocks = blocksFor(count);
+  switch (dxType) {
+    case Float::kF32:
+      geluGradKernel<Float::kF32><<<blocks, kThreads, 0, stream>>>(sum, pre, dx, count);
+      break;
+    case Float::kBF16:
+      geluGradKernel<Float::kBF16><<<blocks, kThreads, 0, stream>>>(sum, pre, dx, count);
+      break;
+    case Float::kF16:
+      geluGradKernel<Float::kF16><<<blocks, kThreads, 0, stream>>>(sum, pre, dx, count);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t columnSums(const void* x, Float xType, int64_t rows, int64_t n, void* scratch,
+                       float* out, cudaStream_t stream) {
+  if (n <= 0) return cudaGetLastError();
+  const int64_t chunks = layerNormGradChunks(rows), chunkRows = (rows + chunks - 1) / chunks;
+  double* partial = static_cast<double*>(scratch);
+  switch (xType) {
+    case Float::kF32:
+      launchColumnPartials<Float::kF32>(x, rows, n, chunks, chunkRows, partial, stream);
+      break;
+    case Float::kBF16:
+      launchColumnPartials<Float::kBF16>(x, rows, n, chunks, chunkRows, partial, stream);
+      break;
+    case Float::kF16:
+      launchColumnPartials<Float::kF16>(x, rows, n, chunks, chunkRows, partial, stream);
+      break;
+  }
+  columnTotalsKernel<<<blocksFor(n), kThreads, 0, stream>>>(partial, n, chunks, out);
   return cudaGetLastError();
 }
 

@@ -303,8 +303,13 @@ cudaError_t biasGelu(const float* sum, const float* bias, float* pre, void* y, F
                      int64_t rows, int64_t n, cudaStream_t stream);
 // y = gelu_tanh(pre) in y's type, over `count` elements (after cuBLASLt's BIAS epilogue).
 cudaError_t geluTanh(const float* pre, void* y, Float yType, int64_t count, cudaStream_t stream);
-// dx *= gelu_tanh'(pre), over `count` elements.
-cudaError_t geluGradInPlace(float* dx, const float* pre, int64_t count, cudaStream_t stream);
+// dx = sum · gelu_tanh'(pre) in dx's type, over `count` elements; dx may be `sum` (f32).
+cudaError_t geluGrad(const float* sum, const float* pre, void* dx, Float dxType, int64_t count,
+                     cudaStream_t stream);
+// out [n] = Σ over the rows of x [rows, n] (f32, or 16-bit widened as read), in a fixed order:
+// partial sums per chunk of rows in `scratch` (columnSumScratchBytes), then the chunks in order.
+cudaError_t columnSums(const void* x, Float xType, int64_t rows, int64_t n, void* scratch,
+                       float* out, cudaStream_t stream);
 
 // ---- attention_gemm.cu (cpu/kernels/flash_attention.cc: causal attention's GEMM path, 16-bit
 // operands) --
