@@ -94,6 +94,10 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
     the linear layer's GEMM as one `linear_bias`, `linear_bias_gelu` or
     `linear_grad_input_gelu` call, as cuBLASLt's epilogues run them (the CUDA default).
 
+    With `epilogues`, a cross-entropy loss and its gradient reading the same logits become one
+    `softmax_cross_entropy_with_grad` (lowering/LossFusion.h) on the logits as the LM head
+    stored them (16-bit under mixed precision), its gradient written over them.
+
     With `packed-attention`, fused attention between the layout ops that split the fused
     q/k/v projection into heads and merge them again becomes `causal_attention_qkv` and its
     gradient `causal_attention_qkv_grad` on the projection itself (lowering/PackedAttention.h):

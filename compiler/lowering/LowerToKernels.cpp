@@ -7,6 +7,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/EpilogueFusion.h"
+#include "lowering/LossFusion.h"
 #include "lowering/MultiTensorFusion.h"
 #include "lowering/PackedAttention.h"
 #include "ops/kernel_registry.h"
@@ -64,7 +65,10 @@ struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
     OpBuilder b(&getContext());
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (packedAttention) packAttention(func);
-      if (epilogues) fuseEpilogues(func, absorbCasts);
+      if (epilogues) {
+        fuseEpilogues(func, absorbCasts);
+        fuseCrossEntropy(func);
+      }
       SmallVector<Operation*> ops;
       for (Operation& op : func.getBody().front().without_terminator())
         if (!isa<plan::KernelOp>(op)) ops.push_back(&op);

@@ -15,6 +15,7 @@
 #include "lowering/KernelOps.h"
 #include "lowering/MemoryLayout.h"
 #include "ops/cuda_scratch.h"
+#include "ops/in_place.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
 #include "pipeline_parallel/Pipeline.h"
@@ -173,9 +174,10 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // A reshape of an arena value is a view: it shares its operand's storage, which then lives
     // until the last use of either. `storage` maps each value to the value owning its bytes.
     llvm::DenseMap<Value, Value> storage;
+    // (A chain: an output written over its input owns nothing, nor do views of it.)
     auto ownerOf = [&](Value v) {
-      auto it = storage.find(v);
-      return it == storage.end() ? v : it->second;
+      for (auto it = storage.find(v); it != storage.end(); it = storage.find(v)) v = it->second;
+      return v;
     };
     for (Operation& op : body)
       if (kernelNameOf(&op) == "reshape") {
@@ -214,6 +216,16 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       int64_t region, offset;
     };
     llvm::DenseMap<Value, Place> places;
+    // Whether `result` may take `input`'s arena bytes at step `here`: nothing reads them after
+    // it, they are no argument's, and they hold the result.
+    auto takesOver = [&](Value input, Value result, int64_t here) {
+      Value owner = ownerOf(input);
+      auto it = places.find(owner);
+      return !isa<BlockArgument>(owner) && it != places.end() &&
+             it->second.region == kArenaRegion && lastUseOfStorage.lookup(owner) <= here &&
+             alignedBytes(cast<RankedTensorType>(owner.getType())) >=
+                 alignedBytes(cast<RankedTensorType>(result.getType()));
+    };
     SmallVector<int64_t> argOffsets, argRegions;
     for (BlockArgument arg : func.getArguments()) {
       Place p;
@@ -242,10 +254,24 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     for (Operation& op : body.without_terminator()) {
       int64_t here = position[&op];
       SmallVector<int64_t> offsets, regions;
+      const KernelInfo* kernel = kernelOf(&op);
       for (Value result : op.getResults()) {
         Place p{kArenaRegion, -1};
+        const int overwrites =
+            kernel ? overwritableInput(kernel->kernel, cast<OpResult>(result).getResultNumber())
+                   : -1;
         if (Value owner = ownerOf(result); owner != result) {
           p = places.lookup(owner);  // a view of its operand's bytes
+        } else if (overwrites >= 0 && overwrites < static_cast<int>(op.getNumOperands()) &&
+                   takesOver(op.getOperand(overwrites), result, here)) {
+          // Written over an input nothing reads after this step (ops/in_place.h): the result
+          // holds the input's bytes from here on.
+          Value input = ownerOf(op.getOperand(overwrites));
+          p = places.lookup(input);
+          const int64_t resultLast = lastUseOfStorage.lookup(result);  // its views' uses too
+          storage[result] = input;
+          int64_t& last = lastUseOfStorage[input];
+          last = std::max(last, resultLast);
         } else if (auto name = updatesState.lookup(result)) {
           // An update may overwrite the state tensor it replaces when this op is the old
           // value's last reader: the element-wise update kernels allow out == in.

@@ -172,6 +172,24 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx) {
   });
 }
 
+// The loss as softmax_cross_entropy computes it, then its gradient as softmax_cross_entropy_grad
+// does (which takes each row's statistics before writing it, so dlogits may be the logits).
+StatusOr<BoundStep> bindCrossEntropyWithGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropyWithGrad(ctx));
+  TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], dloss = ctx.inputs[2];
+  TensorView loss = ctx.outputs[0], dlogits = ctx.outputs[1];
+  ThreadPool* pool = &ctx.pool;
+  std::string where = ctx.where();
+  return BoundStep([=] {
+    if (!cpu::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes, loss.f32(), *pool,
+                                  d.divisor, d.ignored))
+      return Status::InvalidInput(where + labelOutsideMessage(d.classes));
+    cpu::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), d.rows, d.classes,
+                                 dlogits.f32(), *pool, d.divisor, d.ignored);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindNllLoss(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLoss(ctx));
   TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
@@ -295,6 +313,7 @@ DTC_CPU_BINDER(scale, bindScale)
 DTC_CPU_BINDER(pow, bindPow)
 DTC_CPU_BINDER(dropout, bindDropout)
 DTC_CPU_BINDER(softmax_cross_entropy, bindCrossEntropy)
+DTC_CPU_BINDER(softmax_cross_entropy_with_grad, bindCrossEntropyWithGrad)
 DTC_CPU_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
 DTC_CPU_BINDER(label_fraction, bindLabelFraction)
 DTC_CPU_BINDER(nll_loss, bindNllLoss)

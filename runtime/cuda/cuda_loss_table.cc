@@ -5,6 +5,7 @@
 #include "cuda_bind.h"
 #include "exec/core_contracts.h"
 #include "exec/loss_contracts.h"
+#include "exec/precision_contracts.h"
 
 namespace dtc::cuda {
 namespace {
@@ -36,6 +37,39 @@ StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx, Device& dev) {
     return launched(
         kernels::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), d.rows, d.classes,
                                          d.divisor, d.ignored, dlogits.f32(), stream),
+        where);
+  });
+}
+
+// The loss and its gradient from one read of the logits (f32, or one 16-bit type for logits and
+// dlogits alike), which dlogits may be written over.
+StatusOr<BoundStep> bindCrossEntropyWithGrad(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const DType low, sharedLowPrecision(ctx));
+  StepContext f32 = ctx;
+  if (low != DType::kF32) {
+    if (ctx.inputs.size() != 3 || ctx.outputs.size() != 2)
+      return invalid(ctx, "expects 3 inputs and 2 outputs");
+    if (ctx.inputs[0].dtype != low || ctx.outputs[1].dtype != low)
+      return invalid(ctx,
+                     "logits and dlogits must share one element type beside float32 "
+                     "losses");
+    f32.inputs[0].dtype = f32.outputs[1].dtype = DType::kF32;
+  }
+  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropyWithGrad(f32));
+  const kernels::Float type = low == DType::kBF16  ? kernels::Float::kBF16
+                              : low == DType::kF16 ? kernels::Float::kF16
+                                                   : kernels::Float::kF32;
+  TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], dloss = ctx.inputs[2];
+  TensorView loss = ctx.outputs[0], dlogits = ctx.outputs[1];
+  DTC_ASSIGN_OR_RETURN(void* rowLoss, stepScratch(ctx, dev, d.rows * sizeof(double)));
+  DTC_ASSIGN_OR_RETURN(int* bad, dataErrorFlag(dev, ctx, labelOutsideMessage(d.classes)));
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(
+        kernels::softmaxCrossEntropyWithGrad(
+            logits.data, type, labels.i64(), dloss.f32(), d.rows, d.classes, d.divisor, d.ignored,
+            loss.f32(), static_cast<double*>(rowLoss), dlogits.data, bad, stream),
         where);
   });
 }
@@ -167,6 +201,7 @@ StatusOr<BoundStep> bindMultiTensorAdamw(const StepContext& ctx, Device& dev) {
 
 DTC_CUDA_BINDER(softmax_cross_entropy, bindCrossEntropy)
 DTC_CUDA_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
+DTC_CUDA_BINDER(softmax_cross_entropy_with_grad, bindCrossEntropyWithGrad)
 DTC_CUDA_BINDER(label_fraction, bindLabelFraction)
 DTC_CUDA_BINDER(nll_loss, bindNllLoss)
 DTC_CUDA_BINDER(nll_loss_grad, bindNllLossGrad)

@@ -229,8 +229,7 @@ std::string cudnnUnavailable() {
 std::string cudnnVersion() { return ""; }
 
 StatusOr<std::shared_ptr<const CudnnSdpa>> planCudnnSdpa(Device&, const SdpaSpec&,
-                                                         const std::string&,
-                                                         std::string& refused) {
+                                                         const std::string&, std::string& refused) {
   refused = cudnnUnavailable();
   return std::shared_ptr<const CudnnSdpa>();
 }

@@ -61,6 +61,20 @@ inline StatusOr<CrossEntropyDims> checkCrossEntropyGrad(const StepContext& ctx) 
   return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor, ignoredLabel(ctx)};
 }
 
+// softmax_cross_entropy_with_grad: (logits, labels, dloss) -> (loss, dlogits): both steps in
+// one, the loss and its gradient from one read of the logits (under mixed precision 16-bit
+// logits and dlogits, which may be written over the logits).
+inline StatusOr<CrossEntropyDims> checkCrossEntropyWithGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 2, {1}));
+  const TensorView &logits = ctx.inputs[0], &labels = ctx.inputs[1], &dloss = ctx.inputs[2];
+  DTC_RETURN_IF_ERROR(crossEntropyShapes(ctx, logits, labels));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, logits, ctx.outputs[1]));
+  if (ctx.outputs[0].numElements() != 1) return invalid(ctx, "loss must be a scalar");
+  if (dloss.numElements() != 1) return invalid(ctx, "dloss must be a scalar");
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, logits.shape[0]));
+  return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor, ignoredLabel(ctx)};
+}
+
 // nll_loss: (log-probabilities x [rows, C], labels [rows], class weights [C]?) -> the mean (a
 // scalar), or with `per_row` each row's loss [rows]. nll_loss_grad: (dloss, x, labels,
 // weights?) -> dx, dloss a scalar or (per_row) [rows].

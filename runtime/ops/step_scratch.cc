@@ -96,6 +96,7 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       if (in.size() != 2) return 0;
       return k::embeddingGradScratchBound(static_cast<int64_t>(in[1].elements()));
     case Kernel::softmax_cross_entropy:  // a double per row of logits [rows, classes]
+    case Kernel::softmax_cross_entropy_with_grad:
     case Kernel::nll_loss:
       if (in.empty() || in[0].shape.empty()) return 0;
       return static_cast<uint64_t>(std::max<int64_t>(in[0].shape[0], 0)) * sizeof(double);

@@ -266,13 +266,16 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
   ThreadPool pool(options.threads);
   DeviceProfile p;
   p.name = options.name.empty() ? "calibrated" : options.name;
+  p.basis = "measured";
   const std::string host = hostName();
   const std::string processes = std::to_string(comm.size()) + " process(es) computing at once, ";
   if (options.device) {
     std::vector<std::string> skipped;
     DTC_RETURN_IF_ERROR(measureDevice(*options.device, pool, p, skipped));
     p.source = "measured by dtrun --calibrate on " + options.device->name() + " (" + host +
-               "): " + processes + "each on its device, dtrun's own kernels";
+               "): " + processes +
+               "each on its device, dtrun's kernels (and cuDNN's, where "
+               "the backend runs attention on them)";
     for (const std::string& s : skipped) p.source += "; not measured: " + s;
     p.deviceMemoryBytes = options.device->availableBytes();
     return withLinks(comm, host, p);

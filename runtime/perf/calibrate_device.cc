@@ -88,6 +88,40 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
     p.attentionGrad.push_back({t, backward});
   }
 
+  // Attention on the fused projection (qkv [4, T, 3·12·64]), which a backend may run on other
+  // kernels than the unpacked form's (cuDNN's on CUDA, for 16-bit operands): bf16 only, the
+  // shapes and FLOPs as above.
+  {
+    std::vector<std::pair<double, double>> forward, backward;
+    for (int64_t len : lengths) {
+      const Shape qkv = {4, len, 3 * 12 * 64}, merged = {4, len, 12 * 64}, rows = {4, 12, len};
+      const std::vector<BenchAttr> attrs = {floatAttr("scale", 0.125), intAttr("heads", 12)};
+      const BenchStep fwd{
+          "causal_attention_qkv", attrs, {of(bf16, qkv)}, {of(bf16, merged), of(f32, rows)}};
+      const BenchStep bwd{"causal_attention_qkv_grad",
+                          attrs,
+                          {of(bf16, merged), of(bf16, qkv), of(bf16, merged), of(f32, rows)},
+                          {of(bf16, qkv)}};
+      const double flops = 2.0 * 4 * 12 * static_cast<double>(len * len) * 64;
+      StatusOr<double> f = bench.secondsPerCall(fwd, 0.05);
+      StatusOr<double> b = f.ok() ? bench.secondsPerCall(bwd, 0.05) : f;
+      if (!f.ok() || !b.ok()) {
+        skipped.push_back(std::string("causal_attention_qkv@bf16 (") +
+                          (f.ok() ? b : f).status().message() + ")");
+        forward.clear();
+        break;
+      }
+      forward.push_back({flops, flops / *f});
+      backward.push_back({2 * flops, 2 * flops / *b});
+    }
+    if (!forward.empty()) {
+      keepNonDecreasing(forward);
+      keepNonDecreasing(backward);
+      p.qkvAttention.push_back({bf16, forward});
+      p.qkvAttentionGrad.push_back({bf16, backward});
+    }
+  }
+
   // Memory: a scale over 256 MiB in and out on a GPU (32 MiB on a CPU), far beyond the caches.
   const int64_t big = gpu ? int64_t{64} << 20 : int64_t{8} << 20;
   {
@@ -158,6 +192,11 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
         {},
         {of(f32, {}), of(f32, matrix), ids({rows}, width)},
         {of(f32, matrix)}}},
+      {"softmax_cross_entropy_with_grad@bf16",
+       {"softmax_cross_entropy_with_grad",
+        {},
+        {of(bf16, matrix), ids({rows}, width), of(f32, {})},
+        {of(f32, {}), of(bf16, matrix)}}},
       {"causal_softmax",
        {"causal_softmax", {floatAttr("scale", 1.0)}, {of(f32, probs)}, {of(f32, probs)}}},
       {"causal_softmax_grad",

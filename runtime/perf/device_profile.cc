@@ -145,6 +145,19 @@ double DeviceProfile::attentionFlopsPerSecond(bool grad, DType dtype, double flo
   return 0;
 }
 
+std::string DeviceProfile::basisNote() const {
+  return basis == "datasheet"
+             ? " (a datasheet profile: published peaks, assumed efficiencies; dtrun --calibrate "
+               "measures a device)"
+             : "";
+}
+
+double DeviceProfile::qkvAttentionFlopsPerSecond(bool grad, DType dtype, double flops) const {
+  for (const auto& [t, points] : grad ? qkvAttentionGrad : qkvAttention)
+    if (t == dtype) return rateOn(points, flops);
+  return attentionFlopsPerSecond(grad, dtype, flops);
+}
+
 double DeviceProfile::peakFlopsPerSecond(DType dtype) const {
   double peak = 0;
   for (const auto& [t, points] : gemm)
@@ -171,10 +184,14 @@ io::Json DeviceProfile::toJson() const {
   j.set("version", kVersion);
   j.set("name", name);
   j.set("source", source);
+  if (!basis.empty()) j.set("basis", basis);
   j.set("device", device);
   j.set("gemm_flops_per_s", curvesJson(gemm));
   if (!attention.empty()) j.set("attention_flops_per_s", curvesJson(attention));
   if (!attentionGrad.empty()) j.set("attention_grad_flops_per_s", curvesJson(attentionGrad));
+  if (!qkvAttention.empty()) j.set("qkv_attention_flops_per_s", curvesJson(qkvAttention));
+  if (!qkvAttentionGrad.empty())
+    j.set("qkv_attention_grad_flops_per_s", curvesJson(qkvAttentionGrad));
   j.set("memory_bytes_per_s", memoryBytesPerSecond);
   j.set("kernel_s", kernelSeconds);
   if (!elementSeconds.empty()) {
@@ -200,6 +217,11 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   DeviceProfile p;
   if (const io::Json* v = j.find("name")) p.name = v->asString();
   if (const io::Json* v = j.find("source")) p.source = v->asString();
+  if (const io::Json* v = j.find("basis")) {
+    p.basis = v->asString();
+    if (p.basis != "datasheet" && p.basis != "measured")
+      return bad(origin, "'basis' must be datasheet or measured");
+  }
   const io::Json* device = j.find("device");
   p.device = device ? device->asString() : "";
   if (p.device != "cpu" && p.device != "cuda") return bad(origin, "'device' must be cpu or cuda");
@@ -208,6 +230,13 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   DTC_ASSIGN_OR_RETURN(p.gemm, curvesFrom(*g, "gemm_flops_per_s", origin));
   if (const io::Json* a = j.find("attention_flops_per_s")) {
     DTC_ASSIGN_OR_RETURN(p.attention, curvesFrom(*a, "attention_flops_per_s", origin));
+  }
+  if (const io::Json* a = j.find("qkv_attention_flops_per_s")) {
+    DTC_ASSIGN_OR_RETURN(p.qkvAttention, curvesFrom(*a, "qkv_attention_flops_per_s", origin));
+  }
+  if (const io::Json* a = j.find("qkv_attention_grad_flops_per_s")) {
+    DTC_ASSIGN_OR_RETURN(p.qkvAttentionGrad,
+                         curvesFrom(*a, "qkv_attention_grad_flops_per_s", origin));
   }
   if (const io::Json* a = j.find("attention_grad_flops_per_s")) {
     DTC_ASSIGN_OR_RETURN(p.attentionGrad, curvesFrom(*a, "attention_grad_flops_per_s", origin));

@@ -28,6 +28,9 @@ struct Link {
 struct DeviceProfile {
   std::string name;
   std::string source;  // where the numbers come from (datasheets, a measurement)
+  // "datasheet" (published peaks, assumed efficiencies) or "measured" (dtrun --calibrate); empty
+  // where a profile does not say.
+  std::string basis;
   std::string device;  // the backend it describes: "cpu" or "cuda"
   // Sustained GEMM FLOP/s by element type at increasing FLOPs per call, as (flops, flop/s)
   // points: throughput between them is interpolated in log(flops), and held beyond the ends.
@@ -35,6 +38,10 @@ struct DeviceProfile {
   // Causal attention's FLOP/s forward and backward by element type, as GEMM's (FLOPs as the
   // prediction counts them); empty where not measured: attention then runs at the GEMM rate.
   std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> attention, attentionGrad;
+  // The same for attention on the fused projection (causal_attention_qkv and its gradient), which
+  // a backend may run on other kernels (cuDNN's, on CUDA); empty: as `attention`.
+  std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> qkvAttention,
+      qkvAttentionGrad;
   double memoryBytesPerSecond = 0;  // sustained, for element-wise and other memory-bound kernels
   double kernelSeconds = 0;         // the fixed cost of one kernel call (launch, dispatch)
   // Kernels whose arithmetic, not their bytes, can bound them (a CPU's erf, exp, softmax rows):
@@ -52,10 +59,16 @@ struct DeviceProfile {
   // FLOP/s of causal attention (its backward when `grad`) of `flops` in `dtype`; 0 when the
   // profile has no attention curve for that type.
   double attentionFlopsPerSecond(bool grad, DType dtype, double flops) const;
+  // The same for attention on the fused projection: its own curve, else attention's.
+  double qkvAttentionFlopsPerSecond(bool grad, DType dtype, double flops) const;
   // Seconds per element of the kernel named `kernel` (0: not listed).
   double secondsPerElement(const std::string& kernel) const;
   // The same for operands of `dtype`: the entry "kernel@bf16" (16-bit types), else "kernel".
   double secondsPerElement(const std::string& kernel, DType dtype) const;
+
+  // " (datasheet: ...)" for a datasheet profile, to follow its name where a prediction is told;
+  // empty otherwise.
+  std::string basisNote() const;
 
   io::Json toJson() const;
   static StatusOr<DeviceProfile> fromJson(const io::Json& json, const std::string& origin);

@@ -270,12 +270,13 @@ struct Simulation {
           seconds = std::max(seconds, perElement * pricedElements(f, step));
         if (flops > 0) {
           // Attention at its own measured rate where the profile has one, else as a GEMM.
-          double rate = causalAttention(step.kernel())
-                            ? profile.attentionFlopsPerSecond(
-                                  step.kernel() == Kernel::causal_attention_grad ||
-                                      step.kernel() == Kernel::causal_attention_qkv_grad,
-                                  type, flops)
-                            : 0;
+          const bool grad = step.kernel() == Kernel::causal_attention_grad ||
+                            step.kernel() == Kernel::causal_attention_qkv_grad;
+          const bool qkv = step.kernel() == Kernel::causal_attention_qkv ||
+                           step.kernel() == Kernel::causal_attention_qkv_grad;
+          double rate = !causalAttention(step.kernel()) ? 0
+                        : qkv ? profile.qkvAttentionFlopsPerSecond(grad, type, flops)
+                              : profile.attentionFlopsPerSecond(grad, type, flops);
           if (rate <= 0)
             rate = profile.gemmFlopsPerSecond(type, gemmCallFlops(f, step, flops, profile));
           seconds = std::max(seconds, flops / rate);
@@ -457,9 +458,10 @@ StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& prof
 
 std::string predictionText(const StepPrediction& p, const DeviceProfile& profile) {
   std::ostringstream os;
-  os << "predicted step on " << profile.name << ": " << seconds(p.stepSeconds) << " = compute "
-     << seconds(p.computeSeconds) << " + exposed communication "
-     << seconds(p.exposedCommunicationSeconds) << " + bubble " << seconds(p.bubbleSeconds) << "\n";
+  os << "predicted step on " << profile.name << profile.basisNote() << ": "
+     << seconds(p.stepSeconds) << " = compute " << seconds(p.computeSeconds)
+     << " + exposed communication " << seconds(p.exposedCommunicationSeconds) << " + bubble "
+     << seconds(p.bubbleSeconds) << "\n";
   os.precision(4);
   os << "predicted throughput: " << p.tokensPerSecond() << " tokens/s (" << p.tokensPerStep
      << " per step), " << 100 * p.utilisation << "% of the devices' peak FLOP/s\n";
@@ -482,6 +484,7 @@ static void setBreakdown(io::Json& j, double step, double compute, double expose
 std::string predictionJson(const StepPrediction& p, const DeviceProfile& profile) {
   io::Json j = io::Json::object();
   j.set("profile", profile.name);
+  if (!profile.basis.empty()) j.set("profile_basis", profile.basis);
   setBreakdown(j, p.stepSeconds, p.computeSeconds, p.exposedCommunicationSeconds, p.bubbleSeconds);
   j.set("tokens_per_step", p.tokensPerStep);
   j.set("tokens_per_s", p.tokensPerSecond());

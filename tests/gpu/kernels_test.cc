@@ -35,6 +35,9 @@ std::vector<Case> malformedCases();
 // multi_tensor_cases.cc
 std::vector<Case> multiTensorCases();
 std::vector<Case> multiTensorMalformedCases();
+// loss_cases.cc
+std::vector<Case> lossCases();
+std::vector<Case> lossMalformedCases();
 // attention_cases.cc
 void runAttentionCases(Harness& h);
 // epilogue_cases.cc
@@ -219,6 +222,7 @@ int main(int argc, char** argv) {
   if (!nccl) {
     for (const Case& c : kernelCases()) h.run(c);
     for (const Case& c : multiTensorCases()) h.run(c);
+    for (const Case& c : lossCases()) h.run(c);
     runAttentionCases(h);
     runPackedAttentionCases(h);
     runEpilogueCases(h);
@@ -232,6 +236,7 @@ int main(int argc, char** argv) {
   if (!nccl) {
     for (const Case& c : malformedCases()) h.expectSameBindError(c);
     for (const Case& c : multiTensorMalformedCases()) h.expectSameBindError(c);
+    for (const Case& c : lossMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : precisionMalformedCases()) h.expectSameBindError(c);
     for (const auto& [c, text] : precisionDeviceRefusals()) h.expectBindError(c, text);
     h.expectBindError(

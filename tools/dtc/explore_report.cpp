@@ -61,8 +61,8 @@ std::string table(const ExploreResult& r, int top) {
   }
   // Screening compiles the contenders whole: the rows it only estimated say so.
   const bool mixed = estimated > 0 && estimated < built;
-  os << "dtc explore: " << r.devices << " device(s) on " << r.profile.name << " ("
-     << r.profile.devicesPerNode << " per node), budget " << gib(r.budget)
+  os << "dtc explore: " << r.devices << " device(s) on " << r.profile.name << r.profile.basisNote()
+     << " (" << r.profile.devicesPerNode << " per node), budget " << gib(r.budget)
      << " per rank: " << r.candidates.size() << " candidates, " << built << " built, " << feasible
      << " feasible (explored in " << seconds(r.seconds) << " on " << r.threads << " thread"
      << (r.threads == 1 ? "" : "s") << ")\n";
@@ -121,6 +121,7 @@ std::string json(const ExploreResult& r) {
   io::Json j = io::Json::object();
   j.set("devices", r.devices);
   j.set("profile", r.profile.name);
+  if (!r.profile.basis.empty()) j.set("profile_basis", r.profile.basis);
   j.set("budget_bytes", r.budget);
   io::Json list;
   for (const ExploreCandidate& c : r.candidates) {

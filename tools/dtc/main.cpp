@@ -76,7 +76,8 @@ namespace {
   "      --batch, default 2, and one more to find the batch's dimensions)\n"
 #define DTC_EXPLORE_USAGE                                                                          \
   "  dtc explore MODEL --devices N --batch B [--memory GiB] [--profile cpu|a100-80g|h100-80g|\n"   \
-  "              h200|FILE.json] [--gpus-per-node K] [--top K] [--json] [--plot FILE.svg]\n"       \
+  "              h100-measured|h200|FILE.json] [--gpus-per-node K] [--top K] [--json]\n"           \
+  "              [--plot FILE.svg]\n"                                                              \
   "              [--exhaustive] [--exact | --estimate | --screen] [--try 'LAYOUT FLAGS' ...]\n"    \
   "              [other dtc compile flags: optimizer, precision, ...]\n"                           \
   "      every dp x tp x pp layout of N devices with ZeRO, sequence parallelism, micro-batches,\n" \
@@ -90,7 +91,8 @@ namespace {
   "      you give (e.g. --try '--mesh pp=8,dp=4,tp=8 --microbatches 64 --recompute full')\n"       \
   "      beside the rest and says where it ranks\n"
 #define DTC_INSPECT_USAGE                                                                        \
-  "  dtc inspect PLAN.dtp [--json] [--profile cpu|a100-80g|h100-80g|h200|FILE.json]\n"           \
+  "  dtc inspect PLAN.dtp [--json] [--profile cpu|a100-80g|h100-80g|h100-measured|h200|\n"       \
+  "              FILE.json]\n"                                                                   \
   "      what a plan holds: mesh, optimizer, schedule, memory, functions and their ops, state\n" \
   "      tensors, and its predicted step time on a device profile (default: cpu for CPU\n"       \
   "      plans, h100-80g for CUDA ones; FILE from dtrun --calibrate); --json for programs\n"

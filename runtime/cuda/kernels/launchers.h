@@ -80,6 +80,13 @@ cudaError_t reduceSum(const float* x, float* out, const ReducePlan& plan, void* 
 cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int64_t rows,
                                 int64_t classes, int64_t divisor, IgnoredLabel ignored, float* loss,
                                 double* rowLoss, int* badLabel, cudaStream_t stream);
+// softmaxCrossEntropy and softmaxCrossEntropyGrad from one read of each row of logits of `type`
+// (16-bit: widened as read, dlogits rounded as written); dlogits may be the logits.
+cudaError_t softmaxCrossEntropyWithGrad(const void* logits, Float type, const int64_t* labels,
+                                        const float* dloss, int64_t rows, int64_t classes,
+                                        int64_t divisor, IgnoredLabel ignored, float* loss,
+                                        double* rowLoss, void* dlogits, int* badLabel,
+                                        cudaStream_t stream);
 // dlogits = *dloss · (softmax − onehot) / divisor, 0 on ignored rows; may alias logits.
 cudaError_t softmaxCrossEntropyGrad(const float* dloss, const float* logits, const int64_t* labels,
                                     int64_t rows, int64_t classes, int64_t divisor,

@@ -3,14 +3,24 @@
 // sums over rows or elements accumulate in double with a fixed reduction tree, so losses are
 // deterministic.
 #include <algorithm>
+#include <type_traits>
 
 #include "common.cuh"
+#include "half.cuh"
 #include "launchers.h"
 
 namespace dtc::cuda::kernels {
 namespace {
 
 constexpr unsigned kMaxRowBlocks = 65535;
+
+// 16-bit logits by their bits, one type per format so the loads and stores know which.
+struct Bf16Bits {
+  uint16_t bits;
+};
+struct F16Bits {
+  uint16_t bits;
+};
 
 unsigned rowBlocks(int64_t rows) {
   return static_cast<unsigned>(std::min<int64_t>(rows, kMaxRowBlocks));
@@ -137,6 +147,62 @@ __global__ void crossEntropyGradRows(const float* dloss, const float* logits, co
   }
 }
 
+// The loss's row terms and the gradient in one pass over the logits (f32, or 16-bit widened as
+// read and the gradient rounded as written), each row read whole before any of it is written, so
+// dlogits may be the logits. The arithmetic is crossEntropyRows' and crossEntropyGradRows'.
+template <typename T>
+__device__ inline float loadLogit(const T* x, int64_t i) {
+  if constexpr (sizeof(T) == 4)
+    return x[i];
+  else if constexpr (std::is_same_v<T, Bf16Bits>)
+    return bf16ToF32(x[i].bits);
+  else
+    return f16ToF32(x[i].bits);
+}
+
+template <typename T>
+__device__ inline void storeLogit(T* x, int64_t i, float v) {
+  if constexpr (sizeof(T) == 4)
+    x[i] = v;
+  else if constexpr (std::is_same_v<T, Bf16Bits>)
+    x[i].bits = f32ToBf16(v);
+  else
+    x[i].bits = f32ToF16(v);
+}
+
+template <typename T>
+__global__ void crossEntropyWithGradRows(const T* logits, const int64_t* labels, const float* dloss,
+                                         int64_t rows, int64_t classes, float divisor,
+                                         IgnoredLabel ignored, double* rowLoss, T* dlogits,
+                                         int* badLabel) {
+  __shared__ float labelLogit;
+  const float scale = *dloss / divisor;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* row = logits + r * classes;
+    T* drow = dlogits + r * classes;
+    const int64_t label = scoredClass(labels[r], classes, ignored, badLabel);
+    float m = -INFINITY;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) m = MaxOp{}(m, loadLogit(row, c));
+    m = blockMax(m);
+    double s = 0;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+      s += static_cast<double>(expf(loadLogit(row, c) - m));
+    s = blockSum(s);  // ends with a barrier: every read of the row is done
+    if (threadIdx.x == 0) {
+      labelLogit = label < 0 ? 0.0f : loadLogit(row, label);
+      rowLoss[r] = label < 0 ? 0 : static_cast<double>(m) + log(s) - labelLogit;
+    }
+    __syncthreads();  // the label's logit is read before the row is written over
+    const bool skipped = ignored.any && labels[r] == ignored.label;
+    const float invSum = static_cast<float>(1.0 / s);
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      const float p = expf(loadLogit(row, c) - m) * invSum;
+      storeLogit(drow, c, skipped ? 0.0f : scale * (c == labels[r] ? p - 1.0f : p));
+    }
+    __syncthreads();  // the next row's label logit is not written before this row is done
+  }
+}
+
 __global__ void squaredErrorPartials(const float* pred, const float* target, int64_t n,
                                      double* partial) {
   double s = 0;
@@ -228,6 +294,37 @@ cudaError_t softmaxCrossEntropy(const float* logits, const int64_t* labels, int6
   if (rows > 0)
     crossEntropyRows<<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
         logits, labels, rows, classes, ignored, rowLoss, badLabel);
+  sumToScalar<<<1, kThreads, 0, stream>>>(rowLoss, rows,
+                                          static_cast<double>(divisor ? divisor : rows), loss);
+  return cudaGetLastError();
+}
+
+cudaError_t softmaxCrossEntropyWithGrad(const void* logits, Float type, const int64_t* labels,
+                                        const float* dloss, int64_t rows, int64_t classes,
+                                        int64_t divisor, IgnoredLabel ignored, float* loss,
+                                        double* rowLoss, void* dlogits, int* badLabel,
+                                        cudaStream_t stream) {
+  const float div = static_cast<float>(divisor ? divisor : rows);
+  if (rows > 0) {
+    const unsigned blocks = rowBlocks(rows), threads = rowThreads(classes);
+    switch (type) {
+      case Float::kF32:
+        crossEntropyWithGradRows<<<blocks, threads, 0, stream>>>(
+            static_cast<const float*>(logits), labels, dloss, rows, classes, div, ignored, rowLoss,
+            static_cast<float*>(dlogits), badLabel);
+        break;
+      case Float::kBF16:
+        crossEntropyWithGradRows<<<blocks, threads, 0, stream>>>(
+            static_cast<const Bf16Bits*>(logits), labels, dloss, rows, classes, div, ignored,
+            rowLoss, static_cast<Bf16Bits*>(dlogits), badLabel);
+        break;
+      case Float::kF16:
+        crossEntropyWithGradRows<<<blocks, threads, 0, stream>>>(
+            static_cast<const F16Bits*>(logits), labels, dloss, rows, classes, div, ignored,
+            rowLoss, static_cast<F16Bits*>(dlogits), badLabel);
+        break;
+    }
+  }
   sumToScalar<<<1, kThreads, 0, stream>>>(rowLoss, rows,
                                           static_cast<double>(divisor ? divisor : rows), loss);
   return cudaGetLastError();

@@ -1,7 +1,8 @@
 """A measured profile's attention curves and per-type element costs reach the prediction: the
 same bf16 plan predicted with the profile, and with copies that drop the attention curves (then
-attention runs at the GEMM rate) or the casts' costs (then casts cost their bytes), must price
-causal_attention and cast differently, and nothing else."""
+attention runs at the GEMM rate), the fused projection's attention curves (then it runs at the
+unpacked attention's rate) or the casts' costs (then casts cost their bytes), must price
+attention and cast differently, and nothing else."""
 import copy
 import json
 import os
@@ -22,8 +23,16 @@ def kernels(p, name):
 
 whole = kernels(profile, "whole")
 no_attention = copy.deepcopy(profile)
-del no_attention["attention_flops_per_s"], no_attention["attention_grad_flops_per_s"]
+for key in ("attention_flops_per_s", "attention_grad_flops_per_s", "qkv_attention_flops_per_s",
+            "qkv_attention_grad_flops_per_s"):
+    no_attention.pop(key, None)
 gemm_rate = kernels(no_attention, "no-attention")
+# Attention on the fused projection has curves of its own (the kernels that run it may be
+# others); without them it is priced as the unpacked attention.
+no_qkv = copy.deepcopy(profile)
+for key in ("qkv_attention_flops_per_s", "qkv_attention_grad_flops_per_s"):
+    no_qkv.pop(key)
+unpacked_rate = kernels(no_qkv, "no-qkv")
 # A cast is priced at the larger of its measured per-element cost and its bytes at the memory
 # bandwidth; calibrated on a busy machine, the bandwidth can come out low enough that the bytes
 # win. Tenfold element costs keep the measured ones the price, so dropping them must show.
@@ -45,3 +54,5 @@ print("causal_attention priced at the attention curve:",
       only_differs(whole, gemm_rate, {"causal_attention", "causal_attention_grad",
                                       "causal_attention_qkv", "causal_attention_qkv_grad"}))
 print("cast priced at its measured cost:", only_differs(measured, bytes_only, {"cast"}))
+print("attention on the fused projection priced at its own curve:",
+      only_differs(whole, unpacked_rate, {"causal_attention_qkv", "causal_attention_qkv_grad"}))
