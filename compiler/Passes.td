@@ -96,7 +96,9 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
 
     With `epilogues`, a cross-entropy loss and its gradient reading the same logits become one
     `softmax_cross_entropy_with_grad` (lowering/LossFusion.h) on the logits as the LM head
-    stored them (16-bit under mixed precision), its gradient written over them.
+    stored them (16-bit under mixed precision), its gradient written over them; the residual
+    stream's adds join the LayerNorms beside them, `add_layer_norm` forward and
+    `layer_norm_grad_add` backward (lowering/ResidualNormFusion.h).
 
     With `packed-attention`, fused attention between the layout ops that split the fused
     q/k/v projection into heads and merge them again becomes `causal_attention_qkv` and its

@@ -51,10 +51,10 @@ void fuse(graph::SoftmaxCrossEntropyGradOp grad) {
   if (auto ignore = grad.getIgnoreIndexAttr())
     params.push_back(b.getNamedAttr("ignore_index", ignore));
   Type dType = narrow ? narrow.getY().getType() : dlogits.getType();
-  auto fused = plan::KernelOp::create(
-      b, grad.getLoc(), TypeRange{loss.getLoss().getType(), dType},
-      ValueRange{stored, grad.getLabels(), grad.getDloss()},
-      b.getStringAttr("softmax_cross_entropy_with_grad"), b.getDictionaryAttr(params));
+  auto fused = plan::KernelOp::create(b, grad.getLoc(), TypeRange{loss.getLoss().getType(), dType},
+                                      ValueRange{stored, grad.getLabels(), grad.getDloss()},
+                                      b.getStringAttr("softmax_cross_entropy_with_grad"),
+                                      b.getDictionaryAttr(params));
   inheritMarks(grad, fused);
   loss.getLoss().replaceAllUsesWith(fused->getResult(0));
   (narrow ? narrow.getY() : dlogits).replaceAllUsesWith(fused->getResult(1));

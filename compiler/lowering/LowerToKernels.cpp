@@ -10,6 +10,7 @@
 #include "lowering/LossFusion.h"
 #include "lowering/MultiTensorFusion.h"
 #include "lowering/PackedAttention.h"
+#include "lowering/ResidualNormFusion.h"
 #include "ops/kernel_registry.h"
 #include "plan/IR/PlanOps.h"
 
@@ -68,6 +69,7 @@ struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
       if (epilogues) {
         fuseEpilogues(func, absorbCasts);
         fuseCrossEntropy(func);
+        fuseResidualNorms(func, absorbCasts);
       }
       SmallVector<Operation*> ops;
       for (Operation& op : func.getBody().front().without_terminator())

@@ -224,6 +224,39 @@ inline StatusOr<LayerNormDims> checkLayerNormGrad(const StepContext& ctx) {
   return LayerNormDims{mean.numElements(), c, 0.0f};
 }
 
+// add_layer_norm: (x, r, weight, bias) -> (sum, y, mean, rstd): sum = x + r (the residual
+// stream), then layer_norm of it; every operand float32 (CUDA checks a 16-bit y as f32).
+inline StatusOr<LayerNormDims> checkAddLayerNorm(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 4, 4));
+  const TensorView &x = ctx.inputs[0], &r = ctx.inputs[1], &sum = ctx.outputs[0];
+  if (r.shape != x.shape || sum.shape != x.shape)
+    return invalid(ctx, "shapes do not match input " + str(x.shape));
+  StepContext norm{ctx.step,
+                   {sum, ctx.inputs[2], ctx.inputs[3]},
+                   {ctx.outputs[1], ctx.outputs[2], ctx.outputs[3]},
+                   ctx.pool,
+                   ctx.mesh};
+  return checkLayerNorm(norm);
+}
+
+// layer_norm_grad_add: (dy, x, weight, mean, rstd, dres) -> (dres + dx, dweight, dbias[, the
+// sum rounded]): layer_norm_grad with the residual stream's gradient added to dx; a fourth
+// output, of a 16-bit type, is the sum rounded to it (what the next GEMMs read).
+inline StatusOr<LayerNormDims> checkLayerNormGradAdd(const StepContext& ctx) {
+  if (ctx.outputs.size() != 3 && ctx.outputs.size() != 4)
+    return invalid(ctx, "expects 6 inputs and 3 or 4 outputs");
+  DTC_RETURN_IF_ERROR(expect(ctx, 6, ctx.outputs.size()));
+  const TensorView &x = ctx.inputs[1], &dres = ctx.inputs[5];
+  if (dres.shape != x.shape || (ctx.outputs.size() == 4 && ctx.outputs[3].shape != x.shape))
+    return invalid(ctx, "shapes do not match input " + str(x.shape));
+  StepContext grad{ctx.step,
+                   {ctx.inputs[0], x, ctx.inputs[2], ctx.inputs[3], ctx.inputs[4]},
+                   {ctx.outputs[0], ctx.outputs[1], ctx.outputs[2]},
+                   ctx.pool,
+                   ctx.mesh};
+  return checkLayerNormGrad(grad);
+}
+
 // ---- Embeddings: a table [vocab, dim] looked up by int64 ids [...]. These check the shapes;
 // the binders then place the table's block (vocabularyBlock: the step's `vocab_axes`).
 

@@ -88,8 +88,9 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       return packedAttentionScratch(a, low ? 2 : sizeof(float), grad).inner +
              k::attentionScratchBytes(a.batch * a.heads, a.t, low, grad);
     }
-    case Kernel::layer_norm_grad:  // (dy, x, w, mean, rstd): rows of mean, width of w
-      if (in.size() != 5) return 0;
+    case Kernel::layer_norm_grad:      // (dy, x, w, mean, rstd): rows of mean, width of w
+    case Kernel::layer_norm_grad_add:  // (dy, x, w, mean, rstd, dres)
+      if (in.size() < 5) return 0;
       return k::layerNormGradScratchBytes(static_cast<int64_t>(in[3].elements()),
                                           static_cast<int64_t>(in[2].elements()));
     case Kernel::embedding_grad:  // (dy, ids)

@@ -113,6 +113,23 @@ std::string elementKey(const plan::Step& step) {
   return key;
 }
 
+// Where a profile has no cost for a fused kernel, the one of the kernel whose passes it runs:
+// a fused step is never priced below the arithmetic its parts were measured at.
+const char* elementFallback(Kernel k) {
+  switch (k) {
+    case Kernel::add_layer_norm: return "layer_norm";
+    case Kernel::layer_norm_grad_add: return "layer_norm_grad";
+    case Kernel::softmax_cross_entropy_with_grad: return "softmax_cross_entropy_grad";
+    default: return nullptr;
+  }
+}
+
+double secondsPerElement(const DeviceProfile& profile, const plan::Step& step, DType type) {
+  if (const double s = profile.secondsPerElement(elementKey(step), type)) return s;
+  const char* fallback = elementFallback(step.kernel());
+  return fallback ? profile.secondsPerElement(fallback, type) : 0;
+}
+
 enum class Kind { kCompute, kCollective, kSend, kRecv };
 
 Kind kindOf(Kernel k) {
@@ -266,7 +283,7 @@ struct Simulation {
         double seconds = step.kernel() == Kernel::reshape
                              ? 0
                              : stepBytes(f, step) / profile.memoryBytesPerSecond;
-        if (const double perElement = profile.secondsPerElement(elementKey(step), type))
+        if (const double perElement = secondsPerElement(profile, step, type))
           seconds = std::max(seconds, perElement * pricedElements(f, step));
         if (flops > 0) {
           // Attention at its own measured rate where the profile has one, else as a GEMM.

@@ -38,6 +38,9 @@ std::vector<Case> multiTensorMalformedCases();
 // loss_cases.cc
 std::vector<Case> lossCases();
 std::vector<Case> lossMalformedCases();
+// norm_cases.cc
+std::vector<Case> normCases();
+std::vector<Case> normMalformedCases();
 // attention_cases.cc
 void runAttentionCases(Harness& h);
 // epilogue_cases.cc
@@ -223,6 +226,7 @@ int main(int argc, char** argv) {
     for (const Case& c : kernelCases()) h.run(c);
     for (const Case& c : multiTensorCases()) h.run(c);
     for (const Case& c : lossCases()) h.run(c);
+    for (const Case& c : normCases()) h.run(c);
     runAttentionCases(h);
     runPackedAttentionCases(h);
     runEpilogueCases(h);
@@ -237,6 +241,7 @@ int main(int argc, char** argv) {
     for (const Case& c : malformedCases()) h.expectSameBindError(c);
     for (const Case& c : multiTensorMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : lossMalformedCases()) h.expectSameBindError(c);
+    for (const Case& c : normMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : precisionMalformedCases()) h.expectSameBindError(c);
     for (const auto& [c, text] : precisionDeviceRefusals()) h.expectBindError(c, text);
     h.expectBindError(

@@ -12,7 +12,11 @@ constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16, kF16 = DType::kF16;
 
 Case withGrad(const std::string& label, DType t, int64_t rows, int64_t classes,
               std::vector<Attr> attrs, bool inPlace) {
-  Case c{label + (t == kBF16 ? " bf16" : t == kF16 ? " f16" : "") + (inPlace ? " in place" : ""),
+  Case c{label +
+             (t == kBF16  ? " bf16"
+              : t == kF16 ? " f16"
+                          : "") +
+             (inPlace ? " in place" : ""),
          "softmax_cross_entropy_with_grad",
          std::move(attrs),
          {t == kF32 ? f32({rows, classes}, -4, 4) : lowp(t, {rows, classes}, -4, 4),
@@ -32,8 +36,8 @@ std::vector<Case> lossCases() {
     cases.push_back(withGrad("softmax_cross_entropy_with_grad ignore_index", t, 37, 10,
                              {intAttr("ignore_index", 3), intAttr("count", 64)}, false));
   }
-  cases.push_back(withGrad("softmax_cross_entropy_with_grad GPT-2 vocabulary", kBF16, 16, 50304,
-                           {}, true));
+  cases.push_back(
+      withGrad("softmax_cross_entropy_with_grad GPT-2 vocabulary", kBF16, 16, 50304, {}, true));
   return cases;
 }
 

@@ -178,15 +178,24 @@ cudaError_t softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows
 // ---- layer_norm.cu (cpu/kernels/layer_norm.cc)
 // ----------------------------------------------------------
 
-// y is f32, or the f32 result rounded to bf16/f16 (yType).
+// y is f32, or the f32 result rounded to bf16/f16 (yType). With `residual`, the rows normalised
+// are x + residual, written to `sum` (add_layer_norm).
 cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType,
                       float* mean, float* rstd, int64_t rows, int64_t c, float eps,
-                      cudaStream_t stream);
+                      cudaStream_t stream, const float* residual = nullptr, float* sum = nullptr);
+// layer_norm_grad_add's additions: dx written as residual + dx, and (`rounded`) that sum in
+// `roundedType` too.
+struct LayerNormGradAdd {
+  const float* residual = nullptr;
+  void* rounded = nullptr;
+  Float roundedType = Float::kBF16;
+};
 // dy is f32, or bf16/f16 (dyType) widened as it is read; dx may alias dy or x (the weight
 // gradients are taken first).
 cudaError_t layerNormGrad(const void* dy, Float dyType, const float* x, const float* w,
                           const float* mean, const float* rstd, float* dx, float* dw, float* db,
-                          int64_t rows, int64_t c, void* scratch, cudaStream_t stream);
+                          int64_t rows, int64_t c, void* scratch, cudaStream_t stream,
+                          const LayerNormGradAdd& add = {});
 
 // ---- embedding.cu (cpu/kernels/embedding.cc, the split-table paths of
 // cpu/cpu_transformer_table.cc) --

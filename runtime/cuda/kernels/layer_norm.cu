@@ -27,12 +27,17 @@ struct StoreF16 {
   __device__ static uint16_t from(float v) { return f32ToF16(v); }
 };
 
+// With `residual`, the row normalised is x + residual (as add computes it), written to `sum`
+// first (each thread reads back what it wrote).
 template <typename Store>
 __global__ void layerNormKernel(const float* x, const float* w, const float* b,
                                 typename Store::Element* y, float* mean, float* rstd, int64_t rows,
-                                int64_t c, float eps) {
+                                int64_t c, float eps, const float* residual, float* sum) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* in = x + r * c;
+    if (residual)
+      for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+        sum[r * c + j] = x[r * c + j] + residual[r * c + j];
+    const float* in = (residual ? sum : x) + r * c;
     double sum = 0;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) sum += in[j];
     const double mu = blockSum(sum) / static_cast<double>(c);
@@ -99,9 +104,12 @@ __global__ void layerNormWeightSums(const double* partial, int64_t c, int64_t ch
 }
 
 // dx = rstd · (gw − mean(gw) − xhat · mean(gw · xhat)), gw = dy·w, in double.
+// With `residual`, dx is written as residual + dx (as add adds it), and with `rounded` also that
+// sum in `roundedType` (bf16/f16).
 template <typename Dy>
 __global__ void layerNormInputGrad(Dy dy, const float* x, const float* w, const float* mean,
-                                   const float* rstd, float* dx, int64_t rows, int64_t c) {
+                                   const float* rstd, float* dx, int64_t rows, int64_t c,
+                                   const float* residual, uint16_t* rounded, Float roundedType) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t row = r * c;
     const float* in = x + r * c;
@@ -119,7 +127,10 @@ __global__ void layerNormInputGrad(Dy dy, const float* x, const float* w, const 
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
       const double xhat = (in[j] - m) * s;
       const double gw = static_cast<double>(loadDy(dy, row + j)) * w[j];
-      out[j] = static_cast<float>(s * (gw - meanG - xhat * meanGX));
+      float v = static_cast<float>(s * (gw - meanG - xhat * meanGX));
+      if (residual) v = residual[row + j] + v;
+      out[j] = v;
+      if (rounded) rounded[row + j] = roundedType == Float::kBF16 ? f32ToBf16(v) : f32ToF16(v);
     }
   }
 }
@@ -128,21 +139,21 @@ __global__ void layerNormInputGrad(Dy dy, const float* x, const float* w, const 
 
 cudaError_t layerNorm(const float* x, const float* w, const float* b, void* y, Float yType,
                       float* mean, float* rstd, int64_t rows, int64_t c, float eps,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, const float* residual, float* sum) {
   if (rows == 0) return cudaGetLastError();
   const unsigned blocks = rowBlocks(rows), threads = rowThreads(c);
   switch (yType) {
     case Float::kF32:
-      layerNormKernel<StoreF32><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<float*>(y),
-                                                                mean, rstd, rows, c, eps);
+      layerNormKernel<StoreF32><<<blocks, threads, 0, stream>>>(
+          x, w, b, static_cast<float*>(y), mean, rstd, rows, c, eps, residual, sum);
       break;
     case Float::kBF16:
-      layerNormKernel<StoreBf16><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<uint16_t*>(y),
-                                                                 mean, rstd, rows, c, eps);
+      layerNormKernel<StoreBf16><<<blocks, threads, 0, stream>>>(
+          x, w, b, static_cast<uint16_t*>(y), mean, rstd, rows, c, eps, residual, sum);
       break;
     case Float::kF16:
-      layerNormKernel<StoreF16><<<blocks, threads, 0, stream>>>(x, w, b, static_cast<uint16_t*>(y),
-                                                                mean, rstd, rows, c, eps);
+      layerNormKernel<StoreF16><<<blocks, threads, 0, stream>>>(
+          x, w, b, static_cast<uint16_t*>(y), mean, rstd, rows, c, eps, residual, sum);
       break;
   }
   return cudaGetLastError();
@@ -153,7 +164,8 @@ namespace {
 template <typename Dy>
 cudaError_t layerNormGradOf(Dy dy, const float* x, const float* w, const float* mean,
                             const float* rstd, float* dx, float* dw, float* db, int64_t rows,
-                            int64_t c, void* scratch, cudaStream_t stream) {
+                            int64_t c, void* scratch, cudaStream_t stream,
+                            const LayerNormGradAdd& add) {
   if (c <= 0) return cudaGetLastError();
   const int64_t chunks = layerNormGradChunks(rows), chunkRows = (rows + chunks - 1) / chunks;
   double* partial = static_cast<double*>(scratch);
@@ -162,8 +174,9 @@ cudaError_t layerNormGradOf(Dy dy, const float* x, const float* w, const float* 
       dy, x, mean, rstd, rows, c, chunks, chunkRows, partial);
   layerNormWeightSums<<<blocksFor(c), kThreads, 0, stream>>>(partial, c, chunks, dw, db);
   if (rows > 0)
-    layerNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(dy, x, w, mean, rstd, dx,
-                                                                      rows, c);
+    layerNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(
+        dy, x, w, mean, rstd, dx, rows, c, add.residual, static_cast<uint16_t*>(add.rounded),
+        add.roundedType);
   return cudaGetLastError();
 }
 
@@ -171,16 +184,19 @@ cudaError_t layerNormGradOf(Dy dy, const float* x, const float* w, const float* 
 
 cudaError_t layerNormGrad(const void* dy, Float dyType, const float* x, const float* w,
                           const float* mean, const float* rstd, float* dx, float* dw, float* db,
-                          int64_t rows, int64_t c, void* scratch, cudaStream_t stream) {
+                          int64_t rows, int64_t c, void* scratch, cudaStream_t stream,
+                          const LayerNormGradAdd& add) {
   const auto* low = static_cast<const uint16_t*>(dy);
   switch (dyType) {
     case Float::kF32:
       return layerNormGradOf(static_cast<const float*>(dy), x, w, mean, rstd, dx, dw, db, rows, c,
-                             scratch, stream);
+                             scratch, stream, add);
     case Float::kBF16:
-      return layerNormGradOf(Bf16Dy{low}, x, w, mean, rstd, dx, dw, db, rows, c, scratch, stream);
+      return layerNormGradOf(Bf16Dy{low}, x, w, mean, rstd, dx, dw, db, rows, c, scratch, stream,
+                             add);
     case Float::kF16:
-      return layerNormGradOf(F16Dy{low}, x, w, mean, rstd, dx, dw, db, rows, c, scratch, stream);
+      return layerNormGradOf(F16Dy{low}, x, w, mean, rstd, dx, dw, db, rows, c, scratch, stream,
+                             add);
   }
   return cudaErrorInvalidValue;
 }

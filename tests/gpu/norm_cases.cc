@@ -1,0 +1,67 @@
+// The residual stream's adds joined to LayerNorm (add_layer_norm, layer_norm_grad_add) against the
+// CPU, which runs add and layer_norm (layer_norm_grad) one after the other: f32, a 16-bit y (the
+// next GEMM's input), a 16-bit dy (a GEMM's input gradient) and the sum's 16-bit copy (the next
+// GEMMs' dy); rows not a multiple of a block and a GPT-2 width. Tolerances as the LayerNorm
+// cases': f32 1e-5, the 16-bit outputs one rounding of values that agree to that.
+#include "harness.h"
+
+namespace dtc::gputest {
+namespace {
+
+constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16, kF16 = DType::kF16;
+
+std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
+
+Case addNorm(DType y, int64_t rows, int64_t c) {
+  Case k{"add_layer_norm [" + std::to_string(rows) + "," + std::to_string(c) + "]" +
+             typeLabel(y) + " y",
+         "add_layer_norm",
+         {floatAttr("eps", 1e-5)},
+         {f32({rows, c}, -3, 3), f32({rows, c}, -1, 1), f32({c}, 0.5f, 1.5f), f32({c})},
+         {out({rows, c}), outAs(y, {rows, c}), out({rows}), out({rows})}};
+  k.tolerance = y == kBF16 ? 1e-2 : y == kF16 ? 2e-3 : 1e-5;
+  k.maxUlps = -1;
+  return k;
+}
+
+Case normGradAdd(DType dy, DType copy, int64_t rows, int64_t c) {
+  Case k{"layer_norm_grad_add [" + std::to_string(rows) + "," + std::to_string(c) + "]" +
+             typeLabel(dy) + " dy" + (copy != kF32 ? typeLabel(copy) + " copy" : ""),
+         "layer_norm_grad_add",
+         {},
+         {dy == kF32 ? f32({rows, c}) : lowp(dy, {rows, c}), f32({rows, c}, -3, 3),
+          f32({c}, 0.5f, 1.5f), f32({rows}), f32({rows}, 0.5f, 2), f32({rows, c})},
+         {out({rows, c}), out({c}), out({c})}};
+  if (copy != kF32) k.outputs.push_back(outAs(copy, {rows, c}));
+  k.tolerance = copy == kBF16 ? 1e-2 : copy == kF16 ? 2e-3 : 1e-4;
+  k.maxUlps = -1;
+  return k;
+}
+
+}  // namespace
+
+std::vector<Case> normCases() {
+  std::vector<Case> cases;
+  for (DType y : {kF32, kBF16, kF16}) {
+    cases.push_back(addNorm(y, 37, 96));
+    cases.push_back(addNorm(y, 64, 768));
+  }
+  cases.push_back(normGradAdd(kF32, kF32, 37, 96));
+  cases.push_back(normGradAdd(kBF16, kBF16, 37, 96));
+  cases.push_back(normGradAdd(kF16, kF16, 64, 768));
+  cases.push_back(normGradAdd(kBF16, kF32, 64, 768));
+  return cases;
+}
+
+// Steps both backends must refuse at bind time, with the same message.
+std::vector<Case> normMalformedCases() {
+  Case residual = addNorm(kF32, 4, 8);
+  residual.label = "bad add_layer_norm residual";
+  residual.inputs[1] = f32({4, 7});
+  Case outputs = normGradAdd(kF32, kF32, 4, 8);
+  outputs.label = "bad layer_norm_grad_add outputs";
+  outputs.outputs.pop_back();
+  return {residual, outputs};
+}
+
+}  // namespace dtc::gputest
