@@ -1,9 +1,12 @@
-"""GPT-2 124M training step on one GPU: dtrun (--device cuda, plans compiled by
-tests/gpu/prepare.sh with the CUDA defaults — flash attention, GEMM epilogues, CUDA graphs —
-and carried here) against PyTorch eager (bf16 autocast with SDPA; fp32) and torch.compile
-(bf16), same batch (8 x 1024 tokens), AdamW (fused). Prints tokens/s for each, dtrun's ratio to
-each peer of the same precision (goal: >= 1.0x eager now, >= torch.compile next), and the model
-FLOPs utilisation against the GEMM peak measured on this GPU in the same run.
+"""GPT-2 124M and 350M training steps on one GPU: dtrun (--device cuda, plans compiled by
+tests/gpu/prepare.sh with the CUDA defaults — attention on the fused projection through cuDNN,
+GEMM epilogues, multi-tensor AdamW, CUDA graphs — and carried here) against PyTorch eager (bf16
+autocast with SDPA; fp32, TF32 off) and torch.compile (bf16), same batch (124M: 8 x 1024 tokens;
+350M: 4 x 1024), AdamW (fused). Prints tokens/s for each, dtrun's ratio to each peer of the same
+precision (goals: bf16 >= 1.1x torch.compile on 124M and >= 1.0x on 350M, fp32 >= 1.0x eager),
+the model FLOPs utilisation against the GEMM peak measured on this GPU in the same run, and each
+run's kernel launches per step (dtrun: its CUDA graph's kernel nodes; PyTorch: the profiler's
+kernels in one step).
 Usage: bench/gpu_gpt2.sh [BUILD_DIR] (on the GPU machine; see tests/gpu/run.sh)."""
 import argparse
 import json
@@ -17,8 +20,16 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-V, T, L, H, C, B = 50304, 1024, 12, 12, 768, 8
+V, T = 50304, 1024
+# (layers, heads, width, batch) of each size the bench runs; L, H, C, B hold the one running.
+SIZES = {"124M": (12, 12, 768, 8), "350M": (24, 16, 1024, 4)}
+L, H, C, B = SIZES["124M"]
 WARMUP, STEPS = 5, 20
+
+
+def use_size(size):
+    global L, H, C, B
+    L, H, C, B = SIZES[size]
 
 
 class Block(nn.Module):
@@ -75,6 +86,7 @@ def torch_step(mode):
 
 
 def torch_tokens_per_s(mode):
+    """(tokens/s, CUDA kernels launched in one step)."""
     step = torch_step(mode)
     for _ in range(WARMUP):
         step()
@@ -83,7 +95,17 @@ def torch_tokens_per_s(mode):
     for _ in range(STEPS):
         step()
     torch.cuda.synchronize()
-    return B * T * STEPS / (time.perf_counter() - t0)
+    rate = B * T * STEPS / (time.perf_counter() - t0)
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        launches = sum(e.count for e in prof.key_averages()
+                       if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
+    except Exception as e:  # the count is a side line: the rate stands without it
+        print(f"  (no kernel count for {mode}: {e})")
+        launches = None
+    return rate, launches
 
 
 def torch_profile(rows):
@@ -101,6 +123,8 @@ def torch_profile(rows):
 
 
 def dtrun_tokens_per_s(build, plan, work, env=None):
+    """(tokens/s, kernel launches of train_step's CUDA graph or None, the attention path dtrun
+    reported)."""
     tokens = os.path.join(work, "tokens.bin")
     header = np.zeros(256, dtype=np.int32)
     header[:3] = [20240520, 1, 200000]
@@ -113,9 +137,15 @@ def dtrun_tokens_per_s(build, plan, work, env=None):
                          stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
     if run.returncode != 0:  # one plan's failure still leaves the other rows' numbers
         print(f"  dtrun {os.path.basename(plan)} {env or ''} failed (exit {run.returncode}): {run.stderr[-2000:]}")
-        return float("nan")
+        return float("nan"), None, ""
     rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
-    return float(np.median(rates)) * T
+    launches, attention = None, ""
+    for line in run.stderr.splitlines():
+        if "function 'train_step' replays as a CUDA graph:" in line:
+            launches = int(line.split(":")[-1].split()[0])
+        if line.startswith("dtrun: attention "):
+            attention = line[len("dtrun: attention "):]
+    return float(np.median(rates)) * T, launches, attention
 
 
 def gemm_peak(dtype):
@@ -130,52 +160,71 @@ def gemm_peak(dtype):
     return 10 * 2 * 8192**3 / (time.perf_counter() - t0)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--plans", required=True, help="the folder with gpt2-bf16.dtp and gpt2-fp32.dtp")
-    parser.add_argument("--torch-profile", type=int, default=0, metavar="ROWS",
-                        help="only print PyTorch eager bf16's step by CUDA kernel (ROWS rows)")
-    a = parser.parse_args()
-    if a.torch_profile:
-        torch_profile(a.torch_profile)
-        return
-    torch.backends.cuda.matmul.allow_tf32 = False  # dtrun's fp32 GEMMs are exact fp32
+def run_size(size, a, peaks, precisions, variants):
+    """The rows of one model size: dtrun's plans and variants, then PyTorch's runs."""
+    use_size(size)
     params = 12 * L * C * C + V * C + T * C
     flops_per_token = 6 * params + 12 * L * T * C  # PaLM's count: weights and attention
-    peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
-    print(f"GPU: {torch.cuda.get_device_name()}; GEMM peak fp32 {peaks['fp32'] / 1e12:.1f} TFLOP/s, "
-          f"bf16 {peaks['bf16'] / 1e12:.1f} TFLOP/s (8192^3, measured now)")
+    prefix = "gpt2" if size == "124M" else "gpt2-350m"
+    print(f"GPT-2 {size}: {L} layers, {H} heads, width {C}, batch {B} x {T} tokens")
     rows = []
     with tempfile.TemporaryDirectory() as work:
-        for precision in ("bf16", "fp32"):
-            plan = os.path.join(a.plans, f"gpt2-{precision}.dtp")
-            rows.append((f"dtrun {precision}", dtrun_tokens_per_s(a.build, plan, work), precision))
-            print(f"  measured {rows[-1][0]}: {rows[-1][1]:.0f} tokens/s", flush=True)
-        # Variants of the bf16 step, to see what each choice buys on this GPU (shown, not the
-        # ratios' reference): attention unfused; the flash kernels instead of the GEMM path for
-        # fused attention; no CUDA graphs; no cuBLASLt epilogues.
-        variants = (("dtrun bf16, attention unfused", "gpt2-bf16-unfused-attention.dtp", {}),
-                    ("dtrun bf16, flash-kernel attention", "gpt2-bf16.dtp", {"DTC_CUDA_ATTENTION": "flash"}),
-                    ("dtrun bf16, no CUDA graphs", "gpt2-bf16.dtp", {"DTC_CUDA_GRAPHS": "0"}),
-                    ("dtrun bf16, no cuBLASLt epilogues", "gpt2-bf16.dtp", {"DTC_CUDA_LT_EPILOGUES": "0"}))
+        for precision in precisions:
+            rate, launches, attention = dtrun_tokens_per_s(a.build, os.path.join(a.plans, f"{prefix}-{precision}.dtp"), work)
+            rows.append((f"dtrun {precision}", rate, precision, launches))
+            print(f"  measured {rows[-1][0]}: {rate:.0f} tokens/s; attention {attention}", flush=True)
         for name, plan, env in variants:
-            rows.append((name, dtrun_tokens_per_s(a.build, os.path.join(a.plans, plan), work, env), "bf16 variant"))
-            print(f"  measured {name}: {rows[-1][1]:.0f} tokens/s", flush=True)
-    for name, mode, precision in (("pytorch eager bf16 autocast+SDPA", "bf16", "bf16"),
-                                  ("torch.compile bf16", "compile", "bf16"),
-                                  ("pytorch eager fp32", "fp32", "fp32")):
-        rows.append((name, torch_tokens_per_s(mode), precision))
-        print(f"  measured {name}: {rows[-1][1]:.0f} tokens/s", flush=True)
-    ours = {precision: rate for name, rate, precision in rows if name in ("dtrun bf16", "dtrun fp32")}
-    for name, rate, precision in rows:
+            rate, launches, _ = dtrun_tokens_per_s(a.build, os.path.join(a.plans, plan), work, env)
+            rows.append((name, rate, "bf16 variant", launches))
+            print(f"  measured {name}: {rate:.0f} tokens/s", flush=True)
+    peers = [("pytorch eager bf16 autocast+SDPA", "bf16", "bf16"), ("torch.compile bf16", "compile", "bf16")]
+    if "fp32" in precisions:
+        peers.append(("pytorch eager fp32", "fp32", "fp32"))
+    for name, mode, precision in peers:
+        rate, launches = torch_tokens_per_s(mode)
+        rows.append((name, rate, precision, launches))
+        print(f"  measured {name}: {rate:.0f} tokens/s", flush=True)
+    ours = {precision: rate for name, rate, precision, _ in rows if name in ("dtrun bf16", "dtrun fp32")}
+    for name, rate, precision, launches in rows:
         peak = peaks["bf16" if precision == "bf16 variant" else precision]
         mfu = rate * flops_per_token / peak
         if name.startswith("dtrun"):
             ratio = f"  (vs dtrun bf16: {rate / ours['bf16']:4.2f}x)" if precision == "bf16 variant" else ""
         else:
             ratio = f"  dtrun {precision} / this: {ours[precision] / rate:5.2f}x"
-        print(f"  {name:34s} {rate:10.0f} tokens/s  MFU {100 * mfu:5.1f}%{ratio}")
+        count = f"{launches:5d}" if launches is not None else "    ?"
+        print(f"  {size} {name:34s} {rate:10.0f} tokens/s  MFU {100 * mfu:5.1f}%  launches/step {count}{ratio}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--plans", required=True,
+                        help="the folder with gpt2-bf16.dtp, gpt2-fp32.dtp and gpt2-350m-bf16.dtp")
+    parser.add_argument("--torch-profile", type=int, default=0, metavar="ROWS",
+                        help="only print PyTorch eager bf16's step by CUDA kernel (ROWS rows)")
+    parser.add_argument("--sizes", default="124M,350M", help="the model sizes to run")
+    a = parser.parse_args()
+    if a.torch_profile:
+        torch_profile(a.torch_profile)
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False  # dtrun's fp32 GEMMs are exact fp32
+    peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
+    print(f"GPU: {torch.cuda.get_device_name()}; GEMM peak fp32 {peaks['fp32'] / 1e12:.1f} TFLOP/s, "
+          f"bf16 {peaks['bf16'] / 1e12:.1f} TFLOP/s (8192^3, measured now)")
+    # Variants of GPT-2 124M's bf16 step, to see what each choice buys on this GPU (shown, not the
+    # ratios' reference): attention unfused; dtc's own attention kernels instead of cuDNN's;
+    # cuDNN's deterministic backward; no CUDA graphs; no cuBLASLt epilogues.
+    variants = (("dtrun bf16, attention unfused", "gpt2-bf16-unfused-attention.dtp", {}),
+                ("dtrun bf16, dtc's attention kernels", "gpt2-bf16.dtp", {"DTC_CUDA_ATTENTION": "gemm"}),
+                ("dtrun bf16, cuDNN deterministic", "gpt2-bf16.dtp", {"DTC_CUDNN_DETERMINISTIC": "1"}),
+                ("dtrun bf16, no CUDA graphs", "gpt2-bf16.dtp", {"DTC_CUDA_GRAPHS": "0"}),
+                ("dtrun bf16, no cuBLASLt epilogues", "gpt2-bf16.dtp", {"DTC_CUDA_LT_EPILOGUES": "0"}))
+    for size in a.sizes.split(","):
+        if size == "124M":
+            run_size(size, a, peaks, ("bf16", "fp32"), variants)
+        else:
+            run_size(size, a, peaks, ("bf16",), ())
 
 
 if __name__ == "__main__":

@@ -98,10 +98,9 @@ void fuseBackward(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
   b.setInsertionPoint(at);
   SmallVector<Type> types{add.getType(), grad.getDweight().getType(), grad.getDbias().getType()};
   if (narrow) types.push_back(narrow.getType());
-  auto fused = call(b, grad.getLoc(), "layer_norm_grad_add", types,
-                    {grad.getDy(), grad.getX(), grad.getWeight(), grad.getMean(), grad.getRstd(),
-                     dres},
-                    {});
+  auto fused =
+      call(b, grad.getLoc(), "layer_norm_grad_add", types,
+           {grad.getDy(), grad.getX(), grad.getWeight(), grad.getMean(), grad.getRstd(), dres}, {});
   inheritMarks(grad, fused);
   add.getResult().replaceAllUsesWith(fused->getResult(0));
   grad.getDweight().replaceAllUsesWith(fused->getResult(1));

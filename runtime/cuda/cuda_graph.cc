@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "cuda_check.h"
 #include "support/runtime_options.h"
@@ -67,6 +68,32 @@ class Captured {
     return eager();
   }
 
+  // What a replay launches, said once per captured function: its kernels (ours, cuBLAS's,
+  // cuDNN's, NCCL's) and the other nodes (copies, memsets, events).
+  void reportNodes(cudaGraph_t graph) const {
+    size_t count = 0;
+    if (cudaGraphGetNodes(graph, nullptr, &count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    std::vector<cudaGraphNode_t> nodes(count);
+    if (count > 0 && cudaGraphGetNodes(graph, nodes.data(), &count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    size_t kernels = 0;
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type;
+      if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel)
+        ++kernels;
+    }
+    (void)cudaGetLastError();
+    std::fprintf(stderr,
+                 "dtrun: function '%s' replays as a CUDA graph: %zu kernel launches, %zu other "
+                 "nodes\n",
+                 function_.c_str(), kernels, count - kernels);
+  }
+
   Status capture() {
     cudaStream_t stream = device_.stream();
     // Outside the capture: nothing may stay forked into it from before.
@@ -97,6 +124,7 @@ class Captured {
           "cudaGraphInstantiate");
       if (!why.ok()) exec_ = nullptr;
     }
+    if (why.ok()) reportNodes(graph);
     if (graph) (void)cudaGraphDestroy(graph);  // the instantiated graph is a copy
     if (!why.ok()) {
       // The capture's errors are not sticky; they must not surface in the next launch check.

@@ -13,8 +13,8 @@ constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16, kF16 = DType::kF16;
 std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
 
 Case addNorm(DType y, int64_t rows, int64_t c) {
-  Case k{"add_layer_norm [" + std::to_string(rows) + "," + std::to_string(c) + "]" +
-             typeLabel(y) + " y",
+  Case k{"add_layer_norm [" + std::to_string(rows) + "," + std::to_string(c) + "]" + typeLabel(y) +
+             " y",
          "add_layer_norm",
          {floatAttr("eps", 1e-5)},
          {f32({rows, c}, -3, 3), f32({rows, c}, -1, 1), f32({c}, 0.5f, 1.5f), f32({c})},
