@@ -7,6 +7,7 @@
 
 #include "OpMarks.h"
 #include "graph/IR/GraphOps.h"
+#include "graph/IR/TypeUtils.h"
 #include "plan/IR/PlanOps.h"
 
 using namespace mlir;
@@ -173,6 +174,27 @@ void fuseEpilogues(func::FuncOp function, bool absorbCasts) {
   for (graph::ReduceSumOp op : sums) fuseBiasGrad(op, b);
   // With its bias gradient summed from the 16-bit dy, a GELU gradient read only by the cast to
   // that type writes it in the type itself.
+  // GELU's input is stored in the 16-bit type of the GEMM's operands, as torch.autocast keeps it,
+  // where only GELU gradients read it: the forward epilogue writes it beside y and the gradient's
+  // reads it (cuBLASLt's aux matrix is D's type, so with y and dx of that type too the epilogues
+  // fuse whole), half its bytes. A choice of what is stored, not a fold: it does not wait on
+  // absorbCasts.
+  SmallVector<plan::KernelOp> forwards;
+  function.walk([&](plan::KernelOp op) {
+    if (op.getKernel() == "linear_bias_gelu") forwards.push_back(op);
+  });
+  for (plan::KernelOp op : forwards) {
+    Value pre = op->getResult(1);
+    const Type low = elementOf(op->getOperand(0));
+    if (!graph::is16BitFloat(low) || !elementOf(pre).isF32() || pre.use_empty()) continue;
+    bool gradients = true;
+    for (Operation* user : pre.getUsers()) {
+      auto grad = dyn_cast<plan::KernelOp>(user);
+      gradients = gradients && grad && grad.getKernel() == "linear_grad_input_gelu" &&
+                  grad->getOperand(2) == pre;
+    }
+    if (gradients) pre.setType(cast<RankedTensorType>(pre.getType()).clone(low));
+  }
   if (!absorbCasts) return;
   SmallVector<plan::KernelOp> inputGrads;
   function.walk([&](plan::KernelOp op) {

@@ -34,8 +34,9 @@ bool ltEpiloguesEnabled() { return runtimeOptions().cudaLtEpilogues; }
 
 struct Checked {
   LinearEpilogueShape shape;
-  cudaDataType_t type = CUDA_R_32F;   // x's and w's (dy's and w's)
-  cudaDataType_t yType = CUDA_R_32F;  // y's: f32, or `type` when that is 16-bit; dx is f32
+  cudaDataType_t type = CUDA_R_32F;     // x's and w's (dy's and w's)
+  cudaDataType_t yType = CUDA_R_32F;    // y's (dx's): f32, or `type` when that is 16-bit
+  cudaDataType_t preType = CUDA_R_32F;  // pre's (the GELU's input): f32, or y's 16-bit type
 };
 
 // The CPU's contract and words first: its bindLowPrecision refuses two 16-bit types, then runs
@@ -56,7 +57,7 @@ StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
                             " and " + dtypeName(w.dtype));
   const bool forward = kind != LinearEpilogue::kGradInputGelu;
   const std::string beside = " must be float32 beside " + dtypeName(a.dtype) + " operands, got ";
-  if (third.dtype != DType::kF32)
+  if (third.dtype != DType::kF32 && (forward || third.dtype != a.dtype))
     return invalid(ctx, (forward ? "the bias" : "pre") + beside + dtypeName(third.dtype));
   // Another 16-bit type than x's was refused above, so a 16-bit y here either is x's type or
   // stands beside f32 operands.
@@ -66,11 +67,17 @@ StatusOr<Checked> checkEpilogue(const StepContext& ctx, LinearEpilogue kind) {
                             dtypeName(a.dtype));
   if (!forward && y != DType::kF32 && y != a.dtype)
     return invalid(ctx, "dx" + beside + dtypeName(y));
-  if (kind == LinearEpilogue::kBiasGelu && ctx.outputs[1].dtype != DType::kF32)
-    return invalid(ctx, "pre" + beside + dtypeName(ctx.outputs[1].dtype));
+  // pre may be x's 16-bit type (as torch.autocast keeps GELU's input).
+  const DType pre = kind == LinearEpilogue::kBiasGelu        ? ctx.outputs[1].dtype
+                    : kind == LinearEpilogue::kGradInputGelu ? third.dtype
+                                                             : DType::kF32;
+  if (pre != DType::kF32 && pre != a.dtype)
+    return invalid(ctx, "a " + dtypeName(pre) + " pre needs " + dtypeName(pre) + " operands, got " +
+                            dtypeName(a.dtype));
   if (!gemmType(a.dtype, c.type))
     return invalid(ctx, "no CUDA GEMM for " + dtypeName(a.dtype) + " operands");
   c.yType = y == DType::kF32 ? CUDA_R_32F : c.type;
+  c.preType = pre == DType::kF32 ? CUDA_R_32F : c.type;
   return c;
 }
 
@@ -98,14 +105,15 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
 
   const void* a = ctx.inputs[0].data;  // x, or dy
   const void* w = ctx.inputs[1].data;
-  float* third = ctx.inputs[2].f32();  // the bias, or pre
-  void* y = ctx.outputs[0].data;       // y or dx (f32 or T)
+  float* bias = kForward ? ctx.inputs[2].f32() : nullptr;
+  void* y = ctx.outputs[0].data;  // y or dx (f32 or T)
   const bool narrowY = checked.yType != CUDA_R_32F;
-  const kernels::Float yType = floatOf(checked.yType);
-  float* pre = Kind == LinearEpilogue::kBiasGelu ? ctx.outputs[1].f32() : nullptr;
-  float* aux = Kind == LinearEpilogue::kBiasGelu        ? pre
-               : Kind == LinearEpilogue::kGradInputGelu ? third
-                                                        : nullptr;
+  const kernels::Float yType = floatOf(checked.yType), preType = floatOf(checked.preType);
+  // pre: written by linear_bias_gelu, read by the gradient (f32, or T with y).
+  void* pre = Kind == LinearEpilogue::kBiasGelu        ? ctx.outputs[1].data
+              : Kind == LinearEpilogue::kGradInputGelu ? ctx.inputs[2].data
+                                                       : nullptr;
+  void* aux = pre;
   const bool tf32 = dev.tf32();
 
   // cuBLASLt, where it can: an empty sum (k = 0) has no matmul to fuse into; the aux matrix's
@@ -115,22 +123,24 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   // The tanh in cuBLASLt's GELU epilogues is the GPU's fast approximation (about 2e-4 relative):
   // within 16-bit operands' noise, not within f32's 1e-5 parity with the CPU. So f32 steps use
   // cuBLASLt for the bias alone (into pre) and run the GELU as our own pass with the CPU's math,
-  // and an f32 GELU gradient takes the unfused form. A 16-bit y beside the f32 pre would need
-  // an aux type other than D's, which cublasLt.h documents for fp8 only (and an unsupported one
-  // fails only when the matmul runs): that step too takes the bias from cuBLASLt (D = pre, f32)
-  // and our GELU pass rounds y. A 16-bit y of linear_bias is D in T beside an f32 bias.
-  const bool ltGelu = checked.type != CUDA_R_32F && !narrowY;
+  // and an f32 GELU gradient takes the unfused form. The aux matrix (pre) is D's type: a 16-bit y
+  // (dx) with a 16-bit pre fuses whole (as llm.c's), but beside an f32 pre it would need an aux
+  // type other than D's, which cublasLt.h documents for fp8 only (and an unsupported one fails
+  // only when the matmul runs): that linear_bias_gelu takes the bias from cuBLASLt (D = pre,
+  // f32) and our GELU pass rounds y, and that gradient runs unfused. A 16-bit y of linear_bias is
+  // D in T beside an f32 bias.
+  const bool ltGelu = checked.type != CUDA_R_32F && checked.preType == checked.yType;
   if (!ltGelu) aux = nullptr;
   const bool ltShape = s.k > 0 && (!aux || (s.n % 8 == 0 && aligned16(aux))) &&
-                       (!kForward || aligned16(third)) &&
+                       (!kForward || aligned16(bias)) &&
                        (ltGelu || Kind != LinearEpilogue::kGradInputGelu);
   if (ltEpiloguesEnabled() && ltShape) {
     LtGemmSpec spec;
     spec.m = s.n, spec.n = s.rows, spec.k = s.k;
     spec.transA = kForward;
     spec.abType = checked.type;
-    // f32 linear_bias_gelu, or one with a 16-bit y: the biased sum goes to pre (f32), our GELU
-    // pass makes y from it.
+    // f32 linear_bias_gelu, or one with a 16-bit y beside an f32 pre: the biased sum goes to pre
+    // (f32), our GELU pass makes y from it.
     const bool ownGelu = Kind == LinearEpilogue::kBiasGelu && !ltGelu;
     spec.dType = ownGelu ? CUDA_R_32F : checked.yType;
     spec.tf32 = tf32;
@@ -138,18 +148,19 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
                     : Kind == LinearEpilogue::kBiasGelu
                         ? (ltGelu ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS)
                         : CUBLASLT_EPILOGUE_DGELU;
-    spec.bias = kForward ? third : nullptr;
+    spec.bias = bias;
     spec.aux = aux;
     // A = w, B = x (dy): see the file's comment.
     DTC_ASSIGN_OR_RETURN(std::shared_ptr<const LtGemm> plan,
-                         planLtGemm(dev, spec, w, a, ownGelu ? static_cast<void*>(pre) : y, where));
+                         planLtGemm(dev, spec, w, a, ownGelu ? pre : y, where));
     if (plan) {
       cudaStream_t stream = dev.stream();
       const int64_t count = s.rows * s.n;
-      return BoundStep([plan, stream, where, ownGelu, pre, y, yType, count]() -> Status {
+      float* preF32 = static_cast<float*>(pre);
+      return BoundStep([plan, stream, where, ownGelu, preF32, y, yType, count]() -> Status {
         DTC_RETURN_IF_ERROR(plan->run(stream, where));
         if (!ownGelu) return Status::Ok();
-        return launched(kernels::geluTanh(pre, y, yType, count, stream), where);
+        return launched(kernels::geluTanh(preF32, y, yType, count, stream), where);
       });
     }
   }
@@ -160,9 +171,10 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
   // the widened copies use it; reserved now, as a captured graph cannot allocate), then rounded
   // into y; for the gradient dx itself when f32, else such a buffer too.
   float* sum = nullptr;
-  if (Kind == LinearEpilogue::kBiasGelu) {
-    sum = pre;
-  } else if (narrowY) {
+  const bool narrowPre = preType != kernels::Float::kF32;
+  if (Kind == LinearEpilogue::kBiasGelu && !narrowPre) {
+    sum = static_cast<float*>(pre);
+  } else if (Kind == LinearEpilogue::kBiasGelu ? narrowPre : narrowY) {
     DTC_ASSIGN_OR_RETURN(
         uint8_t * buffer,
         stepScratch(ctx, dev, static_cast<uint64_t>(s.rows * s.n) * sizeof(float), 0));
@@ -177,11 +189,12 @@ StatusOr<BoundStep> bindLinearEpilogue(const StepContext& ctx, Device& dev) {
     DTC_RETURN_IF_ERROR(gemm(handle, tf32, a, w, sum, gemmShape, where));
     switch (Kind) {
       case LinearEpilogue::kBias:
-        return launched(kernels::biasAdd(sum, third, y, yType, rows, n, stream), where);
+        return launched(kernels::biasAdd(sum, bias, y, yType, rows, n, stream), where);
       case LinearEpilogue::kBiasGelu:
-        return launched(kernels::biasGelu(pre, third, pre, y, yType, rows, n, stream), where);
+        return launched(kernels::biasGelu(sum, bias, pre, preType, y, yType, rows, n, stream),
+                        where);
       case LinearEpilogue::kGradInputGelu:
-        return launched(kernels::geluGrad(sum, third, y, yType, rows * n, stream), where);
+        return launched(kernels::geluGrad(sum, pre, preType, y, yType, rows * n, stream), where);
     }
     return Status::Ok();
   });

@@ -116,9 +116,7 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
     DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, biasGrad, what));
   }
   if (spec.aux) {
-    // The binders never pair an aux with a 16-bit D (an aux type other than D's is documented
-    // for fp8 only): the aux is D's type, f32.
-    if (narrowD) return refused();
+    // The aux matrix is D's type (the default; another type is documented for fp8 only).
     void* aux = spec.aux;
     const int64_t auxLd = spec.m;
     DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux, what));

@@ -28,8 +28,8 @@ struct LtGemmSpec {
   bool tf32 = false;                   // only concerns float32 A and B
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const float* bias = nullptr;  // [m], for the BIAS epilogues
-  float* aux =
-      nullptr;  // GELU's input in D's layout (ld m): written by GELU_AUX_BIAS, read by DGELU
+  // GELU's input in D's layout (ld m) and type: written by GELU_AUX_BIAS, read by DGELU.
+  void* aux = nullptr;
   float* biasGrad = nullptr;  // [n], written by BGRADB
 };
 

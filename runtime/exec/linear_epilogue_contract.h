@@ -24,16 +24,18 @@ inline StatusOr<LinearEpilogueShape> checkLinearEpilogue(const StepContext& ctx,
   if (a.dtype != w.dtype)
     return invalid(ctx, "operands must share one element type, got " + dtypeName(a.dtype) +
                             " and " + dtypeName(w.dtype));
-  if (third.dtype != DType::kF32)
+  // The bias is f32; pre, the GELU's input, is f32 or (as torch.autocast keeps it) x's 16-bit
+  // type.
+  if (third.dtype != DType::kF32 && (forward || third.dtype != a.dtype || !lowPrecision(a.dtype)))
     return invalid(ctx, "expects a float32 " + std::string(forward ? "bias" : "pre"));
   // Results are f32, except that y (dx) may be x's (dy's) 16-bit type: under mixed precision
   // the compiler folds the narrowing cast that followed it into the op (the f32 result rounded
-  // once). pre stays f32, being the GELU gradient's input. The CPU sees all of this widened to
-  // f32, the CUDA binder with its 16-bit types as f32 (checking them itself).
+  // once), and with it pre may be of that type too. The CPU sees all of this widened to f32, the
+  // CUDA binder with its 16-bit types as f32 (checking them itself).
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     const DType t = ctx.outputs[i].dtype;
-    const bool narrowY = i == 0 && t == a.dtype && lowPrecision(t);
-    if (t != DType::kF32 && !narrowY) return invalid(ctx, "expects float32 results");
+    const bool narrow = t == a.dtype && lowPrecision(t) && (i == 0 || t == ctx.outputs[0].dtype);
+    if (t != DType::kF32 && !narrow) return invalid(ctx, "expects float32 results");
   }
   auto mismatch = [&] {
     return invalid(ctx, "shapes " + str(a.shape) + ", " + str(w.shape) + ", " + str(third.shape) +

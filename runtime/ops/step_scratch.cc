@@ -105,9 +105,13 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
     case Kernel::sum_squares:
     case Kernel::nonfinite_count: return k::kSumBlocks * sizeof(double);
     case Kernel::linear_bias:
+    case Kernel::linear_bias_gelu:
     case Kernel::linear_grad_input_gelu:
       // Where cuBLASLt does not fuse the epilogue, a 16-bit y (dx) is the f32 result rounded:
-      // the GEMM's f32 sum.
+      // the GEMM's f32 sum (linear_bias_gelu keeps it in pre where that is f32).
+      if (s.kernel->kernel == Kernel::linear_bias_gelu)
+        return out.size() == 2 && lowPrecision(out[1].dtype) ? out[1].elements() * sizeof(float)
+                                                             : 0;
       if (out.empty() || !lowPrecision(out[0].dtype)) return 0;
       return out[0].elements() * sizeof(float);
     case Kernel::linear_grad_weight_bias: {  // (dy [..., N], x): dy's column sums, unfused

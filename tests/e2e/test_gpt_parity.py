@@ -99,6 +99,24 @@ class RoundedBiasGrad(torch.autograd.Function):
         return dy, rounded(dy, ctx.low).reshape(-1, dy.shape[-1]).sum(0), None
 
 
+class RoundedInputGelu(torch.autograd.Function):
+    """tanh GELU whose gradient is taken at its input rounded to `low`: with fused epilogues dtc
+    stores GELU's input in the 16-bit type, as torch.autocast does, and the backward reads that."""
+
+    @staticmethod
+    def forward(ctx, pre, low):
+        ctx.save_for_backward(rounded(pre, low))
+        return F.gelu(pre, approximate="tanh")
+
+    @staticmethod
+    def backward(ctx, dy):
+        (pre,) = ctx.saved_tensors
+        with torch.enable_grad():
+            at = pre.detach().requires_grad_()
+            (dx,) = torch.autograd.grad(F.gelu(at, approximate="tanh"), at, dy)
+        return dx, None
+
+
 def linear(layer, x, low, fused=False, before_gelu=False):
     if low is None:
         return layer(x)
@@ -127,7 +145,8 @@ class Block(nn.Module):
         y = causal_attention(q, k, v) if low is None else RoundedAttention.apply(q, k, v, low)
         y = y.transpose(1, 2).contiguous().view(b, t, C)
         x = x + linear(self.attn.c_proj, y, low, fused)
-        h = F.gelu(linear(self.mlp.c_fc, self.ln_2(x), low, fused), approximate="tanh")
+        pre = linear(self.mlp.c_fc, self.ln_2(x), low, fused)
+        h = RoundedInputGelu.apply(pre, low) if low is not None and fused else F.gelu(pre, approximate="tanh")
         return x + linear(self.mlp.c_proj, h, low, fused, before_gelu=True)
 
 

@@ -88,12 +88,19 @@ std::vector<Case> narrowCases(DType t, const Shape& lead, int64_t n, int64_t k, 
             {},
             {operand(t, with(lead, n), lo), operand(t, {n, k}, lo), f32(with(lead, k), -2, 2)},
             {outAs(t, with(lead, k))}};
+  // pre in that type too (as torch.autocast keeps GELU's input): cuBLASLt's whole epilogue, its
+  // aux matrix of D's type.
+  Case geluLow = gelu, gradLow = grad;
+  geluLow.label += " pre" + typeLabel(t);
+  geluLow.outputs[1] = outAs(t, with(lead, n));
+  gradLow.label += " pre" + typeLabel(t);
+  gradLow.inputs[2] = lowp(t, with(lead, k), -2, 2);
   bias.tolerance = tolerance(t, false, fusedPass);
-  gelu.tolerance = tolerance(t, true, fusedPass);
-  grad.tolerance = tolerance(t, true, fusedPass);
-  bias.maxUlps = gelu.maxUlps = lo >= 0 ? 1 : -1;
-  grad.maxUlps = -1;  // GELU's derivative changes sign: reported only
-  return {bias, gelu, grad};
+  gelu.tolerance = geluLow.tolerance = tolerance(t, true, fusedPass);
+  grad.tolerance = gradLow.tolerance = tolerance(t, true, fusedPass);
+  bias.maxUlps = gelu.maxUlps = geluLow.maxUlps = lo >= 0 ? 1 : -1;
+  grad.maxUlps = gradLow.maxUlps = -1;  // GELU's derivative changes sign: reported only
+  return {bias, gelu, grad, geluLow, gradLow};
 }
 
 // The forward ops on x [lead..., k], w [n, k], b [n]; the backward one on dy [lead..., n],
@@ -216,12 +223,12 @@ void runEpilogueCases(Harness& h) {
                      {f32({4, 6}), f32({6, 8}), f32({4, 8})},
                      {outAs(kF16, {4, 8})}},
                     "dx must be float32 beside float32 operands, got float16");
-  h.expectBindError({"linear_bias_gelu bf16 pre",
+  h.expectBindError({"linear_bias_gelu f32 operands, bf16 pre",
                      "linear_bias_gelu",
                      {},
-                     {lowp(kBF16, {4, 8}), lowp(kBF16, {6, 8}), f32({6})},
-                     {outAs(kBF16, {4, 6}), outAs(kBF16, {4, 6})}},
-                    "pre must be float32 beside bfloat16 operands, got bfloat16");
+                     {f32({4, 8}), f32({6, 8}), f32({6})},
+                     {out({4, 6}), outAs(kBF16, {4, 6})}},
+                    "a bfloat16 pre needs bfloat16 operands, got float32");
   h.expectBindError({"linear_bias f16 x and w, bf16 y",
                      "linear_bias",
                      {},

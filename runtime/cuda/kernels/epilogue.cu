@@ -30,12 +30,29 @@ __global__ void biasAddKernel(const float* sum, const float* bias, void* y, int6
     store<Y>(y, i, sum[i] + bias[i % n]);
 }
 
+// pre in its own type (f32, or y's 16-bit type), chosen per launch.
+__device__ inline void storeAs(Float t, void* p, int64_t i, float v) {
+  if (t == Float::kF32)
+    static_cast<float*>(p)[i] = v;
+  else if (t == Float::kBF16)
+    static_cast<uint16_t*>(p)[i] = f32ToBf16(v);
+  else
+    static_cast<uint16_t*>(p)[i] = f32ToF16(v);
+}
+
+__device__ inline float loadAs(Float t, const void* p, int64_t i) {
+  if (t == Float::kF32) return static_cast<const float*>(p)[i];
+  const uint16_t bits = static_cast<const uint16_t*>(p)[i];
+  return t == Float::kBF16 ? bf16ToF32(bits) : f16ToF32(bits);
+}
+
+// y from the f32 sum, pre that sum stored in its type (the backward reads it as stored).
 template <Float Y>
-__global__ void biasGeluKernel(const float* sum, const float* bias, float* pre, void* y,
-                               int64_t total, int64_t n) {
+__global__ void biasGeluKernel(const float* sum, const float* bias, void* pre, Float preType,
+                               void* y, int64_t total, int64_t n) {
   for (int64_t i = globalIndex(); i < total; i += globalStride()) {
     const float v = sum[i] + bias[i % n];
-    pre[i] = v;
+    storeAs(preType, pre, i, v);
     store<Y>(y, i, geluTanh(v));
   }
 }
@@ -49,9 +66,10 @@ __global__ void geluKernel(const float* pre, void* y, int64_t count) {
 
 // `dx` may be `sum` (f32 only): each element is read before it is written, by the same thread.
 template <Float Y>
-__global__ void geluGradKernel(const float* sum, const float* pre, void* dx, int64_t count) {
+__global__ void geluGradKernel(const float* sum, const void* pre, Float preType, void* dx,
+                               int64_t count) {
   for (int64_t i = globalIndex(); i < count; i += globalStride())
-    store<Y>(dx, i, sum[i] * geluTanhDerivative(pre[i]));
+    store<Y>(dx, i, sum[i] * geluTanhDerivative(loadAs(preType, pre, i)));
 }
 
 template <Float X>
@@ -130,38 +148,41 @@ cudaError_t geluTanh(const float* pre, void* y, Float yType, int64_t count, cuda
   return cudaGetLastError();
 }
 
-cudaError_t biasGelu(const float* sum, const float* bias, float* pre, void* y, Float yType,
-                     int64_t rows, int64_t n, cudaStream_t stream) {
+cudaError_t biasGelu(const float* sum, const float* bias, void* pre, Float preType, void* y,
+                     Float yType, int64_t rows, int64_t n, cudaStream_t stream) {
   const int64_t total = rows * n;
   if (total <= 0) return cudaGetLastError();
   const unsigned blocks = blocksFor(total);
   switch (yType) {
     case Float::kF32:
-      biasGeluKernel<Float::kF32><<<blocks, kThreads, 0, stream>>>(sum, bias, pre, y, total, n);
+      biasGeluKernel<Float::kF32>
+          <<<blocks, kThreads, 0, stream>>>(sum, bias, pre, preType, y, total, n);
       break;
     case Float::kBF16:
-      biasGeluKernel<Float::kBF16><<<blocks, kThreads, 0, stream>>>(sum, bias, pre, y, total, n);
+      biasGeluKernel<Float::kBF16>
+          <<<blocks, kThreads, 0, stream>>>(sum, bias, pre, preType, y, total, n);
       break;
     case Float::kF16:
-      biasGeluKernel<Float::kF16><<<blocks, kThreads, 0, stream>>>(sum, bias, pre, y, total, n);
+      biasGeluKernel<Float::kF16>
+          <<<blocks, kThreads, 0, stream>>>(sum, bias, pre, preType, y, total, n);
       break;
   }
   return cudaGetLastError();
 }
 
-cudaError_t geluGrad(const float* sum, const float* pre, void* dx, Float dxType, int64_t count,
-                     cudaStream_t stream) {
+cudaError_t geluGrad(const float* sum, const void* pre, Float preType, void* dx, Float dxType,
+                     int64_t count, cudaStream_t stream) {
   if (count <= 0) return cudaGetLastError();
   const unsigned blocks = blocksFor(count);
   switch (dxType) {
     case Float::kF32:
-      geluGradKernel<Float::kF32><<<blocks, kThreads, 0, stream>>>(sum, pre, dx, count);
+      geluGradKernel<Float::kF32><<<blocks, kThreads, 0, stream>>>(sum, pre, preType, dx, count);
       break;
     case Float::kBF16:
-      geluGradKernel<Float::kBF16><<<blocks, kThreads, 0, stream>>>(sum, pre, dx, count);
+      geluGradKernel<Float::kBF16><<<blocks, kThreads, 0, stream>>>(sum, pre, preType, dx, count);
       break;
     case Float::kF16:
-      geluGradKernel<Float::kF16><<<blocks, kThreads, 0, stream>>>(sum, pre, dx, count);
+      geluGradKernel<Float::kF16><<<blocks, kThreads, 0, stream>>>(sum, pre, preType, dx, count);
       break;
   }
   return cudaGetLastError();

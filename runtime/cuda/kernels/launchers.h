@@ -314,14 +314,16 @@ cudaError_t select(const float* pred, const float* onTrue, const float* onFalse,
 // y = sum + bias; y may be `sum` (f32).
 cudaError_t biasAdd(const float* sum, const float* bias, void* y, Float yType, int64_t rows,
                     int64_t n, cudaStream_t stream);
-// pre = sum + bias, y = gelu_tanh(pre); `pre` may be `sum`.
-cudaError_t biasGelu(const float* sum, const float* bias, float* pre, void* y, Float yType,
-                     int64_t rows, int64_t n, cudaStream_t stream);
+// pre = sum + bias (stored as preType: f32, or y's 16-bit type), y = gelu_tanh of the f32
+// value; `pre` may be `sum` (f32).
+cudaError_t biasGelu(const float* sum, const float* bias, void* pre, Float preType, void* y,
+                     Float yType, int64_t rows, int64_t n, cudaStream_t stream);
 // y = gelu_tanh(pre) in y's type, over `count` elements (after cuBLASLt's BIAS epilogue).
 cudaError_t geluTanh(const float* pre, void* y, Float yType, int64_t count, cudaStream_t stream);
-// dx = sum · gelu_tanh'(pre) in dx's type, over `count` elements; dx may be `sum` (f32).
-cudaError_t geluGrad(const float* sum, const float* pre, void* dx, Float dxType, int64_t count,
-                     cudaStream_t stream);
+// dx = sum · gelu_tanh'(pre) in dx's type, pre read as preType, over `count` elements; dx may be
+// `sum` (f32).
+cudaError_t geluGrad(const float* sum, const void* pre, Float preType, void* dx, Float dxType,
+                     int64_t count, cudaStream_t stream);
 // out [n] = Σ over the rows of x [rows, n] (f32, or 16-bit widened as read), in a fixed order:
 // partial sums per chunk of rows in `scratch` (columnSumScratchBytes), then the chunks in order.
 cudaError_t columnSums(const void* x, Float xType, int64_t rows, int64_t n, void* scratch,
