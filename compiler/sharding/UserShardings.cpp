@@ -156,6 +156,13 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     return success();
   }
 
+  static bool usesAxis(dist::ShardingAttr s, StringRef axis) {
+    for (Attribute dim : s.getDims())
+      for (Attribute a : cast<ArrayAttr>(dim))
+        if (cast<StringAttr>(a).getValue() == axis) return true;
+    return false;
+  }
+
   // Megatron's sequence parallelism: every LayerNorm over [B, T, C] reads its input split along
   // T (a user-priority constraint the residual stream inherits).
   static LogicalResult splitSequence(func::FuncOp func, dist::MeshAttr mesh, StringRef axis) {
@@ -165,6 +172,19 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     SmallVector<graph::LayerNormOp> norms;
     func.walk([&](graph::LayerNormOp op) { norms.push_back(op); });
     Builder b(func.getContext());
+    // The batch keeps its data-parallel split: a layout pinned without it would gather every
+    // sequence-parallel region over the data-parallel replicas.
+    auto batchAxes = [&](RankedTensorType type) {
+      SmallVector<Attribute> axes;
+      int64_t replicas = 1;
+      for (StringRef name : {"dp_replicate", "dp"})
+        if (mesh.axisIndex(name) >= 0) {
+          axes.push_back(b.getStringAttr(name));
+          replicas *= mesh.axisSize(name);
+        }
+      if (type.getDimSize(0) % replicas != 0) axes.clear();
+      return b.getArrayAttr(axes);
+    };
     for (graph::LayerNormOp op : norms) {
       auto type = cast<RankedTensorType>(op.getX().getType());
       if (type.getRank() != 3) continue;
@@ -172,7 +192,7 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         return op.emitError("the sequence of ")
                << type.getDimSize(1) << " positions does not divide over " << n << " devices ("
                << axis << ")";
-      SmallVector<Attribute> dims{b.getArrayAttr({}), b.getArrayAttr({b.getStringAttr(axis)}),
+      SmallVector<Attribute> dims{batchAxes(type), b.getArrayAttr({b.getStringAttr(axis)}),
                                   b.getArrayAttr({})};
       auto sharding =
           dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
@@ -195,7 +215,22 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       if (type.getRank() != 3 || !weight) continue;
       auto ws =
           func.getArgAttrOfType<dist::ShardingAttr>(weight.getArgNumber(), dist::kShardingAttr);
-      if (!ws) continue;
+      if (!ws || !usesAxis(ws, axis)) {
+        // A whole weight that widens (the LM head without vocabulary parallelism) reads whole
+        // sequences, as Megatron gathers before its head: gathered after it, its wide output
+        // would cost more memory and bytes than the whole layout does.
+        auto in = cast<RankedTensorType>(op.getX().getType());
+        if (type.getDimSize(2) > in.getDimSize(2)) {
+          SmallVector<Attribute> whole{batchAxes(in), b.getArrayAttr({}), b.getArrayAttr({})};
+          OpBuilder builder(op);
+          Value gathered = dist::ReshardOp::create(
+              builder, op.getLoc(), op.getX(),
+              dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(whole),
+                                      b.getArrayAttr({})));
+          op.getXMutable().assign(gathered);
+        }
+        continue;
+      }
       // The cast keeps the weight's split: left to propagation, the backward's input gradient
       // would gather the weight rather than the sequence-split gradient.
       if (weightCast && !weightCast->hasAttr(dist::kShardingsAttr))
@@ -204,6 +239,7 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         return ws.dimAxes(d).size() == 1 && cast<StringAttr>(ws.dimAxes(d)[0]).getValue() == axis;
       };
       SmallVector<Attribute> dims(3, b.getArrayAttr({}));
+      dims[0] = batchAxes(type);
       SmallVector<int64_t> blocks(3, 1);
       if (isAxis(0)) {
         dims[2] = b.getArrayAttr({b.getStringAttr(axis)});
@@ -212,6 +248,7 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         dims[1] = b.getArrayAttr({b.getStringAttr(axis)});
         // Its input: whole sequences split by features (what the weight gradient reads too).
         SmallVector<Attribute> in(3, b.getArrayAttr({}));
+        in[0] = batchAxes(cast<RankedTensorType>(op.getX().getType()));
         in[2] = b.getArrayAttr({b.getStringAttr(axis)});
         // Annotated on the value itself, so the backward pass (which reads the same value for
         // the weight gradient) sees it too.

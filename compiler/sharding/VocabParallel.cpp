@@ -47,7 +47,8 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
         auto name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
         op.emitError("the vocabulary of ")
             << type.getDimSize(0) << " rows (tensor '" << (name ? name.getValue() : "?")
-            << "') does not divide over " << n << " devices (" << axis << ")";
+            << "') does not divide over " << n << " devices (" << axis
+            << "): keep it whole with --no-vocab-parallel, or pad it to a multiple of " << n;
         return WalkResult::interrupt();
       }
       SmallVector<Attribute> dims{b.getArrayAttr({b.getStringAttr(axis)}), b.getArrayAttr({})};
