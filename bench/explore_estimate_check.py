@@ -18,7 +18,7 @@ explored = json.loads(subprocess.run(
 print(f"explore: {explored['how']}, {explored['explore_s']:.1f} s")
 feasible = [c for c in explored["candidates"] if c["feasible"]][: int(top)]
 print(f"{'candidate':60s} {'step est':>9s} {'whole':>9s} {'err':>7s} {'GiB est':>8s} "
-      f"{'whole':>8s} {'err':>7s} {'MFU est':>8s} {'whole':>6s}")
+      f"{'whole':>8s} {'err':>7s} {'HFU est':>8s} {'whole':>6s}")
 with tempfile.TemporaryDirectory() as work:
     plan = os.path.join(work, "candidate.dtp")
     for c in feasible:
@@ -37,4 +37,4 @@ with tempfile.TemporaryDirectory() as work:
         est, est_mem = c["predicted_step_s"], c["memory_per_rank_bytes"]
         print(f"{layout[:60]:60s} {est:9.3f} {step:9.3f} {100 * (est / step - 1):+6.1f}% "
               f"{est_mem / 2**30:8.2f} {memory / 2**30:8.2f} {100 * (est_mem / memory - 1):+6.1f}% "
-              f"{100 * c['mfu']:7.1f}% {100 * prediction['utilisation']:5.1f}%")
+              f"{100 * c['hfu']:7.1f}% {100 * prediction['utilisation']:5.1f}%")

@@ -57,7 +57,7 @@ if r["best"] is not None:
     cut = f.index("--stage-cuts") if "--stage-cuts" in f else len(f)
     flags = " ".join(f[:cut] + f[cut + 2:])
     print(f"  pick: {flags}: {c['predicted_step_s']:.1f} s a step, "
-          f"{c['memory_per_rank_bytes'] / 2**30:.1f} GiB per rank, {100 * c['mfu']:.1f}% of peak")
+          f"{c['memory_per_rank_bytes'] / 2**30:.1f} GiB per rank, MFU {100 * c['mfu']:.1f}%")
 PY
 done
 echo "Megatron-LM, 1T parameters on 3072 A100s (Narayanan et al., SC'21, abstract): 52% of peak"

@@ -518,8 +518,17 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                      return a.built > b.built;
                    });
   if (!r.candidates.empty() && r.candidates.front().feasible) r.best = 0;
+  for (const ExploreCandidate& c : r.candidates)
+    if (c.built && c.prediction.flopsPerStep > 0 &&
+        (r.modelFlops == 0 || c.prediction.flopsPerStep < r.modelFlops))
+      r.modelFlops = c.prediction.flopsPerStep;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+double ExploreResult::modelUtilisation(const ExploreCandidate& c) const {
+  if (c.prediction.flopsPerStep <= 0) return 0;
+  return c.prediction.utilisation * modelFlops / c.prediction.flopsPerStep;
 }
 
 std::string whyItWon(const ExploreResult& r) {
@@ -534,7 +543,7 @@ std::string whyItWon(const ExploreResult& r) {
   for (const ExploreCandidate& c : r.candidates)
     if (&c != &w && c.feasible) {
       os.precision(3);
-      os << "; the next, " << c.mesh() << " " << explore_report::brief(c.flags) << ", takes "
+      os << "; the next, " << c.mesh() << " " << explore_report::join(c.flags) << ", takes "
          << c.prediction.stepSeconds / w.prediction.stepSeconds << "x as long (compute "
          << explore_report::ms(c.prediction.computeSeconds) << ", exposed communication "
          << explore_report::ms(c.prediction.exposedCommunicationSeconds) << ", bubble "

@@ -53,6 +53,13 @@ struct ExploreResult {
   // why (or why not).
   bool estimated = false;
   std::string estimateNote;
+  // The model's FLOPs per step, as Megatron and PaLM count them for MFU (6·N per token plus
+  // attention): every contraction of the forward and backward once, none recomputed or
+  // replicated. The fewest any candidate executes; 0 when none was priced.
+  double modelFlops = 0;
+  // A candidate's FLOP/s utilisation by the model's FLOPs (MFU); its prediction's
+  // `utilisation` counts what it executes (recomputation, replicated work: HFU).
+  double modelUtilisation(const ExploreCandidate& c) const;
 };
 
 // Whether explore compiles every candidate whole (kExact), prices deep models from shallow

@@ -38,19 +38,6 @@ std::string join(const std::vector<std::string>& flags) {
   return s.empty() ? "(one device)" : s;
 }
 
-std::string brief(const std::vector<std::string>& flags) {
-  std::vector<std::string> shown;
-  for (size_t i = 0; i < flags.size(); ++i) {
-    shown.push_back(flags[i]);
-    if (flags[i] == "--stage-cuts" && i + 1 < flags.size()) {
-      const std::string& cuts = flags[++i];
-      shown.push_back("<" + std::to_string(std::count(cuts.begin(), cuts.end(), ',') + 1) +
-                      " cuts>");
-    }
-  }
-  return join(shown);
-}
-
 std::string table(const ExploreResult& r, int top) {
   std::ostringstream os;
   int feasible = 0, built = 0, estimated = 0;
@@ -68,20 +55,26 @@ std::string table(const ExploreResult& r, int top) {
      << (r.threads == 1 ? "" : "s") << ")\n";
   if (r.estimated) os << "candidates " << r.estimateNote << "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%4s  %-16s %11s %11s %12s %7s  %s\n", "rank", "mesh", "step",
-                "memory", "tokens/s", "MFU", "flags");
+  std::snprintf(line, sizeof line, "%4s  %-16s %11s %11s %12s %6s %6s  %s\n", "rank", "mesh",
+                "step", "memory", "tokens/s", "MFU", "HFU", "flags");
   os << line;
   int shown = 0;
   for (const ExploreCandidate& c : r.candidates) {
     if (!c.feasible || (top > 0 && shown >= top)) continue;
     ++shown;
-    std::snprintf(line, sizeof line, "%4d  %-16s %11s %11s %12.4g %6.1f%%  ", shown,
+    std::snprintf(line, sizeof line, "%4d  %-16s %11s %11s %12.4g %5.1f%% %5.1f%%  ", shown,
                   c.mesh().c_str(), ms(c.prediction.stepSeconds).c_str(),
                   gib(c.memoryPerRank).c_str(), c.prediction.tokensPerSecond(),
-                  100 * c.prediction.utilisation);
-    os << line << brief(c.flags) << (c.given ? "  (given)" : "")
+                  100 * r.modelUtilisation(c), 100 * c.prediction.utilisation);
+    os << line << join(c.flags) << (c.given ? "  (given)" : "")
        << (c.estimated && mixed ? "  (estimated)" : "") << "\n";
   }
+  if (feasible > shown)
+    os << "  ... and " << feasible - shown << " more feasible (--top " << top << " shows " << shown
+       << ")\n";
+  if (shown > 0)
+    os << "MFU counts the model's FLOPs (6 per parameter and token, plus attention, as Megatron "
+          "and PaLM do); HFU what the layout executes (recomputation, replicated work)\n";
   if (r.best >= 0)
     os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
   // The layouts the user asked for, wherever they rank.
@@ -89,11 +82,13 @@ std::string table(const ExploreResult& r, int top) {
   for (const ExploreCandidate& c : r.candidates) {
     rank += c.feasible;
     if (!c.given) continue;
-    os << "given: " << c.mesh() << " " << brief(c.flags) << ": ";
+    os << "given: " << c.mesh() << " " << join(c.flags) << ": ";
     if (c.built && c.prediction.stepSeconds > 0) {
-      std::snprintf(line, sizeof line, "%s a step, %s per rank, %.4g tokens/s, MFU %.1f%%",
+      std::snprintf(line, sizeof line,
+                    "%s a step, %s per rank, %.4g tokens/s, MFU %.1f%% (HFU %.1f%%)",
                     ms(c.prediction.stepSeconds).c_str(), gib(c.memoryPerRank).c_str(),
-                    c.prediction.tokensPerSecond(), 100 * c.prediction.utilisation);
+                    c.prediction.tokensPerSecond(), 100 * r.modelUtilisation(c),
+                    100 * c.prediction.utilisation);
       os << line;
       if (c.feasible) os << "; rank " << rank << " of " << feasible;
       if (r.best >= 0 && &c != &r.candidates[r.best]) {
@@ -110,9 +105,14 @@ std::string table(const ExploreResult& r, int top) {
     if (!c.feasible && !c.skipped) ++infeasible;
   if (infeasible) {
     os << "infeasible (" << infeasible << "):\n";
+    int listed = 0;
     for (const ExploreCandidate& c : r.candidates)
-      if (!c.feasible && !c.skipped)
-        os << "  " << c.mesh() << " " << brief(c.flags) << ": " << c.reason << "\n";
+      if (!c.feasible && !c.skipped && (top <= 0 || listed < top)) {
+        ++listed;
+        os << "  " << c.mesh() << " " << join(c.flags) << ": " << c.reason << "\n";
+      }
+    if (listed < infeasible)
+      os << "  ... and " << infeasible - listed << " more (--json lists every candidate)\n";
   }
   return os.str();
 }
@@ -123,6 +123,7 @@ std::string json(const ExploreResult& r) {
   j.set("profile", r.profile.name);
   if (!r.profile.basis.empty()) j.set("profile_basis", r.profile.basis);
   j.set("budget_bytes", r.budget);
+  j.set("model_flops_per_step", r.modelFlops);
   io::Json list;
   for (const ExploreCandidate& c : r.candidates) {
     io::Json e = io::Json::object();
@@ -147,7 +148,9 @@ std::string json(const ExploreResult& r) {
     e.set("predicted_step_s", predicted ? io::Json(c.prediction.stepSeconds) : io::Json());
     e.set("memory_per_rank_bytes", c.built ? io::Json(c.memoryPerRank) : io::Json());
     e.set("tokens_per_s", predicted ? io::Json(c.prediction.tokensPerSecond()) : io::Json());
-    e.set("mfu", predicted ? io::Json(c.prediction.utilisation) : io::Json());
+    e.set("mfu", predicted ? io::Json(r.modelUtilisation(c)) : io::Json());
+    e.set("hfu", predicted ? io::Json(c.prediction.utilisation) : io::Json());
+    e.set("flops_per_step", predicted ? io::Json(c.prediction.flopsPerStep) : io::Json());
     if (predicted) {
       e.set("compute_s", c.prediction.computeSeconds);
       e.set("exposed_communication_s", c.prediction.exposedCommunicationSeconds);
@@ -162,6 +165,21 @@ std::string json(const ExploreResult& r) {
   j.set("estimated", r.estimated);
   j.set("how", r.estimateNote);
   return j.dump() + "\n";
+}
+
+// A round spacing for about four ticks up to `max`: 1, 2 or 5 times a power of ten.
+double roundTick(double max) {
+  if (!(max > 0)) return 1;
+  const double raw = max / 4, power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * power) return m * power;
+  return 10 * power;
+}
+
+std::string tickText(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", std::round(v * 1e6) / 1e6);
+  return text;
 }
 
 // Step time (up) against memory per rank (across) for every candidate that was built: feasible
@@ -194,13 +212,37 @@ std::string svg(const ExploreResult& r) {
      << "\" text-anchor=\"middle\">memory per rank (GiB)</text>\n"
      << "<text x=\"20\" y=\"" << (height - bottom + top) / 2 << "\" transform=\"rotate(-90 20 "
      << (height - bottom + top) / 2 << ")\" text-anchor=\"middle\">predicted step (ms)</text>\n";
-  for (int k = 0; k <= 4; ++k) {
-    const double bytes = maxMemory * k / 4, s = maxStep * k / 4;
-    os << "<text x=\"" << x(bytes) << "\" y=\"" << height - bottom + 16
-       << "\" text-anchor=\"middle\">" << bytes / double(1ull << 30) << "</text>\n"
-       << "<text x=\"" << left - 6 << "\" y=\"" << y(s) + 4 << "\" text-anchor=\"end\">" << s * 1e3
-       << "</text>\n";
-  }
+  // Ticks at round values (1, 2 or 5 times a power of ten), in GiB across and ms up.
+  const double gibUnit = double(1ull << 30);
+  const double memoryTick = roundTick(maxMemory / gibUnit), stepTick = roundTick(maxStep * 1e3);
+  for (double g = 0; g * gibUnit <= maxMemory; g += memoryTick)
+    os << "<line x1=\"" << x(g * gibUnit) << "\" y1=\"" << height - bottom << "\" x2=\""
+       << x(g * gibUnit) << "\" y2=\"" << height - bottom + 4 << "\" stroke=\"black\"/>\n<text x=\""
+       << x(g * gibUnit) << "\" y=\"" << height - bottom + 16 << "\" text-anchor=\"middle\">"
+       << tickText(g) << "</text>\n";
+  for (double m = 0; m / 1e3 <= maxStep; m += stepTick)
+    os << "<line x1=\"" << left - 4 << "\" y1=\"" << y(m / 1e3) << "\" x2=\"" << left << "\" y2=\""
+       << y(m / 1e3) << "\" stroke=\"black\"/>\n<text x=\"" << left - 6 << "\" y=\""
+       << y(m / 1e3) + 4 << "\" text-anchor=\"end\">" << tickText(m) << "</text>\n";
+  // The legend, top right: what each mark means.
+  const double lx = width - right - 190, ly = top + 6;
+  os << "<rect x=\"" << lx - 8 << "\" y=\"" << ly - 4 << "\" width=\"196\" height=\"84\" "
+     << "fill=\"white\" stroke=\"#bbb\"/>\n"
+     << "<circle cx=\"" << lx << "\" cy=\"" << ly + 8 << "\" r=\"4\" fill=\"steelblue\" "
+     << "stroke=\"steelblue\"/><text x=\"" << lx + 10 << "\" y=\"" << ly + 12
+     << "\">fits the budget</text>\n"
+     << "<circle cx=\"" << lx << "\" cy=\"" << ly + 24 << "\" r=\"4\" fill=\"none\" "
+     << "stroke=\"steelblue\"/><text x=\"" << lx + 10 << "\" y=\"" << ly + 28
+     << "\">does not fit</text>\n"
+     << "<circle cx=\"" << lx << "\" cy=\"" << ly + 40 << "\" r=\"4\" fill=\"steelblue\" "
+     << "stroke=\"steelblue\" opacity=\"0.5\"/><text x=\"" << lx + 10 << "\" y=\"" << ly + 44
+     << "\">estimated, not compiled whole</text>\n"
+     << "<line x1=\"" << lx - 5 << "\" y1=\"" << ly + 56 << "\" x2=\"" << lx + 5 << "\" y2=\""
+     << ly + 56 << "\" stroke=\"red\" stroke-dasharray=\"3,2\"/><text x=\"" << lx + 10 << "\" y=\""
+     << ly + 60 << "\">memory budget per rank</text>\n"
+     << "<circle cx=\"" << lx << "\" cy=\"" << ly + 72 << "\" r=\"6\" fill=\"none\" "
+     << "stroke=\"red\" stroke-width=\"2\"/><text x=\"" << lx + 10 << "\" y=\"" << ly + 76
+     << "\">the pick</text>\n";
   if (r.budget)
     os << "<line x1=\"" << x(double(r.budget)) << "\" y1=\"" << top << "\" x2=\""
        << x(double(r.budget)) << "\" y2=\"" << height - bottom

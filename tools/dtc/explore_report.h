@@ -14,8 +14,6 @@ std::string gib(uint64_t bytes);  // "1.25 GiB", "12.5 MiB"
 std::string ms(double seconds);   // "12.3 ms"
 std::string seconds(double s);    // "3.95 s"
 std::string join(const std::vector<std::string>& flags);
-// The same with a long `--stage-cuts` list shown as its count ("<15 cuts>"), for tables.
-std::string brief(const std::vector<std::string>& flags);
 
 std::string table(const ExploreResult& r, int top);
 std::string json(const ExploreResult& r);

@@ -29,7 +29,7 @@ for c in estimate["candidates"]:
         continue
     steps.append(abs(c["predicted_step_s"] / e["predicted_step_s"] - 1))
     memory.append(abs(c["memory_per_rank_bytes"] / e["memory_per_rank_bytes"] - 1))
-    mfu.append(abs(c["mfu"] * c["predicted_step_s"] / (e["mfu"] * e["predicted_step_s"]) - 1))
+    mfu.append(abs(c["flops_per_step"] / e["flops_per_step"] - 1))
 print(f"compared {len(steps)} candidates")
 print(f"step: median error {100 * statistics.median(steps):.1f}%, largest {100 * max(steps):.1f}%")
 print(f"memory: median error {100 * statistics.median(memory):.1f}%, largest {100 * max(memory):.1f}%")
