@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency: Debian's packages, and where the CUDA toolkit is
-# present the cuDNN frontend's headers from PyPI. Idempotent: a machine that already has them
-# all returns at once without touching apt or the network.
+# Installs every build and test dependency: Debian's packages; from PyPI, TensorBoard's event
+# reader (for a test) and, where the CUDA toolkit is present, the cuDNN frontend's headers.
+# Idempotent: a machine that already has them all returns at once without touching apt or the
+# network.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -30,6 +31,29 @@ PY
 }
 fetch_cudnn_frontend
 
+# TensorBoard's event reader, for the test that reads dtrun --tensorboard's files back: pure
+# Python wheels unpacked into .deps/python (the test puts it on sys.path; Debian's protobuf
+# serves it). 2.15 is the newest whose generated protos run on Debian's protobuf 4.21.
+TENSORBOARD_VERSION=2.15.2
+PYDEPS_DIR="$ROOT/.deps/python"
+fetch_tensorboard() {
+  if [ "$(cat "$PYDEPS_DIR/version" 2>/dev/null)" = "tensorboard-$TENSORBOARD_VERSION" ]; then return 0; fi
+  echo "setup: fetching TensorBoard's event reader ($TENSORBOARD_VERSION)"
+  local tmp
+  tmp="$(mktemp -d)"
+  python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" \
+    "tensorboard==$TENSORBOARD_VERSION" "absl-py==2.1.0"
+  rm -rf "$PYDEPS_DIR.partial" && mkdir -p "$PYDEPS_DIR.partial"
+  python3 - "$PYDEPS_DIR.partial" "$tmp"/*.whl <<'PY'
+import sys, zipfile
+out, wheels = sys.argv[1], sys.argv[2:]
+for wheel in wheels:
+    zipfile.ZipFile(wheel).extractall(out)
+PY
+  echo "tensorboard-$TENSORBOARD_VERSION" > "$PYDEPS_DIR.partial/version"
+  rm -rf "$PYDEPS_DIR" "$tmp" && mv "$PYDEPS_DIR.partial" "$PYDEPS_DIR"
+}
+
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
@@ -37,7 +61,7 @@ PACKAGES=(
   libopenblas-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev
-  python3-torch python3-numpy python3-venv
+  python3-torch python3-numpy python3-venv python3-pip
   dataset-fashion-mnist fortunes
   zlib1g-dev
   libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata
@@ -52,6 +76,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
+  fetch_tensorboard
   exit 0
 fi
 
@@ -61,3 +86,4 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fetch_tensorboard

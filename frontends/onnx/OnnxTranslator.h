@@ -22,6 +22,9 @@ struct TranslateOptions {
   // the translation adds (int64 class labels [N], or the output's shape).
   std::string loss;
   std::string target;
+  // Train an export made in evaluation mode as it is (its folded constants as parameters)
+  // rather than refuse it.
+  bool acceptEvalExport = false;
 };
 
 // The ONNX op types translated on their own (others fold, or run only inside fused patterns).

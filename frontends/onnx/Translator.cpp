@@ -226,6 +226,37 @@ void Translator::markDifferentiable() {
         if (k < n->input_size()) buffers_[n->input(k)] = true;
 }
 
+// torch.onnx.export's default is evaluation mode: BatchNorm folded into the convolutions before
+// it (the folded tensors named "onnx::Conv_21"), or run on its running statistics, and dropout
+// gone. Training that graph would silently train another model.
+llvm::Error Translator::checkTrainingExport() {
+  const std::string howTo =
+      "export it for training: torch.onnx.export(model, args, path, "
+      "training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)";
+  for (int i = 0; i < nodeCount(); ++i) {
+    const onnx::NodeProto& n = *nodes_[i];
+    if (n.op_type() != "BatchNormalization") continue;
+    bool training = n.output_size() > 1;  // before opset 14: the running statistics' outputs
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (a.name() == "training_mode") training = a.i() != 0;
+    if (!training)
+      return error(model_.name() + ": BatchNormalization '" + nodeName(i) +
+                   "' normalises with its running statistics, as in evaluation mode: " + howTo);
+  }
+  if (options_.acceptEvalExport) return llvm::Error::success();
+  std::vector<std::string> folded;
+  for (const onnx::TensorProto& t : model_.graph().initializer())
+    if (llvm::StringRef(t.name()).starts_with("onnx::") && isFloatType(t.data_type()) &&
+        differentiable_.count(t.name()) && !buffers_.count(t.name()))
+      folded.push_back(t.name());
+  if (folded.empty()) return llvm::Error::success();
+  std::string names = "'" + folded[0] + "'";
+  if (folded.size() > 1) names += " and " + std::to_string(folded.size() - 1) + " more";
+  return error(model_.name() + ": the export was made in evaluation mode (PyTorch's default): " +
+               names + " are tensors it folded (BatchNorm into convolutions), not the " +
+               "module's parameters; " + howTo + ", or give --eval-export to train it as exported");
+}
+
 llvm::Error Translator::readInitializers() {
   for (const onnx::TensorProto& t : model_.graph().initializer()) {
     llvm::Expected<TensorData> data = model_.values(t);
@@ -409,7 +440,8 @@ llvm::Error Translator::emitAll() {
   return unsupportedError();
 }
 
-llvm::Error Translator::finishLoss(std::vector<std::string>& outputs, std::string& loss) {
+llvm::Error Translator::finishLoss(std::vector<std::string>& outputs, std::string& loss,
+                                   std::string& predictions, std::string& targets) {
   const Value* v = value(lossValue_);
   if (!v)
     return error(model_.name() + ": '" + lossValue_ +
@@ -436,12 +468,26 @@ llvm::Error Translator::finishLoss(std::vector<std::string>& outputs, std::strin
     loss = fresh(options_.loss);
     builder_.node(options_.loss, mse ? "MSELoss" : "SoftmaxCrossEntropy",
                   {v->name, options_.target}, {loss});
+    if (!mse) {  // evaluation scores the logits against the labels (accuracy)
+      predictions = lossValue_;
+      targets = options_.target;
+    }
     return llvm::Error::success();
   }
   if (!v->shape.empty() || v->type != onnx::TensorProto::FLOAT)
     return error(model_.name() + ": the loss '" + lossValue_ + "' must be a float32 scalar, not " +
                  elementTypeName(v->type) + " " + shapeText(v->shape));
   loss = isGraphOutput(lossValue_) ? lossValue_ : v->name;
+  // A cross-entropy the export computes on logits it also returns: evaluation scores them.
+  const int node = producer(lossValue_);
+  if (node >= 0 && nodes_[node]->op_type() == "SoftmaxCrossEntropyLoss" &&
+      nodes_[node]->input_size() >= 2 && isGraphOutput(nodes_[node]->input(0))) {
+    const Value* labels = value(nodes_[node]->input(1));
+    if (labels && labels->kind == ValueKind::kData) {
+      predictions = nodes_[node]->input(0);
+      targets = nodes_[node]->input(1);
+    }
+  }
   return llvm::Error::success();
 }
 
@@ -449,14 +495,15 @@ llvm::Expected<std::vector<uint8_t>> Translator::run() {
   if (llvm::Error e = readInputs()) return e;
   if (llvm::Error e = chooseLoss()) return e;
   markDifferentiable();
+  if (llvm::Error e = checkTrainingExport()) return e;
   if (llvm::Error e = readInitializers()) return e;
   if (llvm::Error e = walk()) return e;
   findPatterns(*this);
   if (llvm::Error e = emitAll()) return e;
   std::vector<std::string> outputs;
-  std::string loss;
-  if (llvm::Error e = finishLoss(outputs, loss)) return e;
-  builder_.setOutputs(outputs, loss);
+  std::string loss, predictions, targets;
+  if (llvm::Error e = finishLoss(outputs, loss, predictions, targets)) return e;
+  builder_.setOutputs(outputs, loss, predictions, targets);
   return builder_.finish();
 }
 

@@ -85,10 +85,12 @@ class Translator {
   llvm::Error readInputs();
   llvm::Error chooseLoss();
   void markDifferentiable();
+  llvm::Error checkTrainingExport();
   llvm::Error readInitializers();
   llvm::Error walk();
   llvm::Error emitAll();
-  llvm::Error finishLoss(std::vector<std::string>& outputs, std::string& loss);
+  llvm::Error finishLoss(std::vector<std::string>& outputs, std::string& loss,
+                         std::string& predictions, std::string& targets);
   llvm::Error constantNode(int i);
   llvm::Error unsupportedError() const;
 

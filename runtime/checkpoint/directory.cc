@@ -67,6 +67,16 @@ Status removeLeftovers(const std::string& dir) {
   return Status::Ok();
 }
 
+Status checkNoEarlierRun(const std::string& dir) {
+  if (!io::isDirectory(dir)) return Status::Ok();
+  DTC_ASSIGN_OR_RETURN(auto steps, completeSteps(dir));
+  if (steps.empty()) return Status::Ok();
+  return Status::InvalidInput(
+      "--checkpoint " + dir +
+      " holds an earlier run's checkpoints (the newest: " + steps.front().second +
+      "): continue it with --resume " + dir + ", or give this run a new folder");
+}
+
 Status removeOldSteps(const std::string& dir, int keep) {
   if (keep <= 0) return Status::Ok();
   DTC_ASSIGN_OR_RETURN(auto steps, completeSteps(dir));
@@ -93,6 +103,7 @@ StatusOr<CheckpointIndex> readIndex(const std::string& stepDir) {
   const std::string path = stepDir + "/" + kIndexFile;
   DTC_ASSIGN_OR_RETURN(uint64_t size, io::fileSize(path));
   if (size > kMaxIndexBytes) return Status::InvalidInput(path + " is implausibly large");
+  if (!io::isRegularFile(path)) return Status::InvalidInput(path + " is not a regular file");
   std::string text(size, '\0');
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return Status::InvalidInput("cannot open " + path);

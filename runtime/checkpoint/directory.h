@@ -24,6 +24,9 @@ bool parseStepDirectoryName(const std::string& name, int64_t& step);
 
 // Removes what interrupted writes left in `dir` (step-*.tmp, step-*.old, temporary links).
 Status removeLeftovers(const std::string& dir);
+// A fresh run's checkpoint directory must not hold checkpoints: writing its steps there would
+// replace an earlier run's. An error naming the newest and the two ways on, or Ok.
+Status checkNoEarlierRun(const std::string& dir);
 // Keeps the `keep` newest complete steps of `dir` (0: all) and the one `latest` names.
 Status removeOldSteps(const std::string& dir, int keep);
 

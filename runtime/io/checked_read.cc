@@ -38,7 +38,7 @@ Status readChecked(const std::string& path, std::vector<CheckedRead>& reads) {
   auto work = [&](int worker) {
     // A descriptor of its own per thread: each keeps its own read-ahead state, so the kernel
     // sees several sequential streams rather than one that jumps about.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block
     if (fd < 0) {
       failures[worker] = Status::InvalidInput("cannot open " + path + ": " + std::strerror(errno));
       return;

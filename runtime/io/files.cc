@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace dtc::io {
 namespace {
@@ -183,15 +185,33 @@ Status checkOutputFile(const std::string& path, const std::string& flag) {
   return Status::Ok();
 }
 
+namespace {
+std::mutex createdMutex;
+std::vector<std::string> createdDirectories;  // by prepareOutputDirectory, in creation order
+}  // namespace
+
 Status prepareOutputDirectory(const std::string& dir, const std::string& flag) {
   if (dir.empty()) return Status::InvalidInput(flag + " needs a directory name");
   if (pathExists(dir) && !isDirectory(dir))
     return Status::InvalidInput(flag + " " + dir + " exists and is not a directory");
+  {
+    std::lock_guard<std::mutex> lock(createdMutex);
+    for (size_t at = 1; at <= dir.size(); ++at)
+      if ((at == dir.size() || dir[at] == '/') && !pathExists(dir.substr(0, at)))
+        createdDirectories.push_back(dir.substr(0, at));
+  }
   Status made = makeDirectories(dir);
   if (!made.ok()) return Status::InvalidInput(flag + ": " + made.message());
   if (::access(dir.c_str(), W_OK) != 0)
     return Status::InvalidInput(flag + " " + dir + " is not writable");
   return Status::Ok();
+}
+
+void removeEmptyOutputDirectories() {
+  std::lock_guard<std::mutex> lock(createdMutex);
+  for (auto it = createdDirectories.rbegin(); it != createdDirectories.rend(); ++it)
+    ::rmdir(it->c_str());  // fails, and keeps it, where anything was written
+  createdDirectories.clear();
 }
 
 }  // namespace dtc::io

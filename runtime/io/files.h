@@ -55,5 +55,8 @@ StatusOr<std::string> readSymlink(const std::string& link);
 Status checkOutputFile(const std::string& path, const std::string& flag);
 // A directory to be filled: created if missing (with its parents), writable.
 Status prepareOutputDirectory(const std::string& dir, const std::string& flag);
+// Removes the directories prepareOutputDirectory created in this process that are still empty
+// (deepest first): a run that fails leaves no empty output folders behind.
+void removeEmptyOutputDirectories();
 
 }  // namespace dtc::io

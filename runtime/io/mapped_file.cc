@@ -116,12 +116,15 @@ Status checkMappedFiles() {
 }
 
 StatusOr<MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
+  // Without O_NONBLOCK, opening a FIFO would wait for a writer, deaf to signals.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return Status::InvalidInput("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st;
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status::InvalidInput(path + " is not a regular file");
+    return Status::InvalidInput(path + " is not a regular file" +
+                                (S_ISFIFO(st.st_mode) ? " but a FIFO" : "") +
+                                ": dtrun maps the files it reads");
   }
   MappedFile file;
   file.size_ = static_cast<size_t>(st.st_size);

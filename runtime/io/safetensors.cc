@@ -339,7 +339,7 @@ StatusOr<SafetensorsReader> SafetensorsReader::open(const std::string& path) {
   SafetensorsReader r;
   r.path_ = path;
   r.fileSize_ = size;
-  r.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  r.fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block
   if (r.fd_ < 0) return Status::InvalidInput("cannot open " + path + ": " + std::strerror(errno));
   uint8_t prefix[8] = {};
   if (size >= 8) DTC_RETURN_IF_ERROR(readAt(r.fd_, prefix, 8, 0, path));

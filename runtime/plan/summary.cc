@@ -361,12 +361,21 @@ std::string summarizePlanText(const Plan& plan) {
          << " bytes in " << c.tensors << (c.tensors == 1 ? " tensor" : " tensors") << ", sends "
          << wholeBytes(c.sentBytes) << (c.loc.empty() ? "" : " [" + c.loc + "]") << "\n";
   }
+  // Untrained parameters the step writes (BatchNorm's running statistics) are buffers, not
+  // frozen weights.
+  std::set<std::string> written;
+  for (const plan::Function* f : *p.functions())
+    if (f->name()->str() == "train_step" && f->results())
+      for (const plan::Binding* b : *f->results())
+        if (b->role() == plan::Role::param && b->name()) written.insert(b->name()->str());
   os << "parameters:\n";
   for (const plan::StateTensor* s : *p.state()) {
     if (s->role() != plan::Role::param) continue;
+    const char* kind = s->trainable()                    ? ""
+                       : written.count(s->name()->str()) ? " (buffer, updated by training)"
+                                                         : " (frozen)";
     os << "  " << s->name()->str() << " " << shapeString(s->shape()) << " "
-       << dtypeName(toDType(s->dtype())) << (s->trainable() ? "" : " (frozen)") << " init "
-       << initName(s->init());
+       << dtypeName(toDType(s->dtype())) << kind << " init " << initName(s->init());
     if (s->init() == plan::InitKind::uniform || s->init() == plan::InitKind::normal)
       os << "(" << s->init_a() << ", " << s->init_b() << ", seed " << s->init_seed() << ")";
     if (s->trainable()) os << (s->weight_decay() != 0 ? " decay " : " no decay");

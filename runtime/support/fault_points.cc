@@ -2,6 +2,9 @@
 
 #include <signal.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "support/runtime_options.h"
 
 namespace dtc {
@@ -11,7 +14,9 @@ void faultPoint(const char* point, int rank) {
   const RuntimeOptions& o = runtimeOptions();
   if (o.faultPoint.empty() || o.faultPoint != point || (o.faultRank >= 0 && o.faultRank != rank))
     return;
-  if (++arrivals == o.faultWhen) ::raise(SIGKILL);
+  if (++arrivals != o.faultWhen) return;
+  if (o.faultThrows) throw std::runtime_error(std::string("fault point ") + point);
+  ::raise(SIGKILL);
 }
 
 }  // namespace dtc

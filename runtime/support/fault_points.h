@@ -3,6 +3,8 @@
 // index, before `latest` moves). Off unless DTC_FAULT is set:
 //   DTC_FAULT=POINT[@RANK][#N]   die at the N-th time (default 1) rank RANK (default any)
 //                                reaches POINT.
+//   DTC_FAULT=POINT[@RANK][#N]:throw   throw an exception there instead (what dtrun does with
+//                                an exception nothing handles).
 // The points are listed in docs/design.md; reaching one costs a string comparison.
 #pragma once
 

@@ -31,7 +31,8 @@ constexpr Switch kSwitches[] = {
      "collectives on their own stream, overlapping backward (default 1)"},
     {"DTC_CUDA_TF32", "0|1", "allow TF32 for f32 GEMMs (default 0)"},
     {"DTC_CUDA_LT_EPILOGUES", "0|1", "fused linear epilogues through cuBLASLt (default 1)"},
-    {"DTC_FAULT", "POINT[@RANK][#N]", "tests: SIGKILL at the N-th arrival at a fault point"},
+    {"DTC_FAULT", "POINT[@RANK][#N][:throw]",
+     "tests: SIGKILL (or an exception) at the N-th arrival at a fault point"},
 };
 
 Status malformed(const char* name, const std::string& value) {
@@ -64,6 +65,12 @@ Status parseChoice(const char* name, const char* value,
 Status parseFault(const char* value, RuntimeOptions& o) {
   if (!value || !*value) return Status::Ok();
   std::string spec = value;
+  const std::string throws = ":throw";
+  if (spec.size() > throws.size() &&
+      spec.compare(spec.size() - throws.size(), throws.size(), throws) == 0) {
+    o.faultThrows = true;
+    spec.resize(spec.size() - throws.size());
+  }
   auto number = [&](size_t at, long& out) {
     char* end = nullptr;
     out = std::strtol(spec.c_str() + at + 1, &end, 10);

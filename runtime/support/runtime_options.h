@@ -12,7 +12,8 @@
 //   DTC_CUDA_OVERLAP=0|1         collectives on their own stream, overlapping backward (default 1)
 //   DTC_CUDA_TF32=0|1            TF32 for f32 GEMMs (default 0)
 //   DTC_CUDA_LT_EPILOGUES=0|1    fused linear epilogues through cuBLASLt (default 1)
-//   DTC_FAULT=POINT[@RANK][#N]   tests: SIGKILL at the N-th arrival at a fault point
+//   DTC_FAULT=POINT[@RANK][#N][:throw]   tests: SIGKILL (or an exception) at the N-th arrival
+//                                at a fault point
 #pragma once
 
 #include <functional>
@@ -40,6 +41,7 @@ struct RuntimeOptions {
   std::string faultPoint;
   int faultRank = -1;
   long faultWhen = 1;
+  bool faultThrows = false;  // ":throw": an exception rather than SIGKILL
 };
 
 // Parses the switches from `lookup` (the environment's getenv; null: unset).

@@ -55,6 +55,15 @@ double Progress::samplesPerSecond(double seconds) const {
   return samplesPerStep_ / std::max(seconds, 1e-9);
 }
 
+double Progress::throughput(double seconds) const {
+  return samplesPerSecond(seconds) * static_cast<double>(std::max<int64_t>(tokensPerSample_, 1));
+}
+
+double Progress::utilisation(double seconds) const {
+  if (!(peakFlops_ > 0 && flopsPerStep_ > 0)) return -1;
+  return flopsPerStep_ / std::max(seconds, 1e-9) / peakFlops_;
+}
+
 std::string Progress::line(int64_t step, const StepNumbers& s, int64_t skippedInARow,
                            double seconds) {
   elapsed_ += seconds;
@@ -70,9 +79,8 @@ std::string Progress::line(int64_t step, const StepNumbers& s, int64_t skippedIn
     n += std::snprintf(text + n, sizeof text - n, " | %.0f tokens/s", rate * tokensPerSample_);
   else
     n += std::snprintf(text + n, sizeof text - n, " | %.0f samples/s", rate);
-  if (peakFlops_ > 0 && flopsPerStep_ > 0)
-    n += std::snprintf(text + n, sizeof text - n, " | MFU %.1f%%",
-                       100.0 * flopsPerStep_ / std::max(seconds, 1e-9) / peakFlops_);
+  if (utilisation(seconds) >= 0)
+    n += std::snprintf(text + n, sizeof text - n, " | MFU %.1f%%", 100.0 * utilisation(seconds));
   const int64_t done = step - first_ + 1, left = total_ - step;
   std::snprintf(text + n, sizeof text - n, " | %s left",
                 duration(elapsed_ / std::max<int64_t>(done, 1) * left).c_str());

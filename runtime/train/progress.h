@@ -24,6 +24,13 @@ class Progress {
   // row up to this one.
   std::string line(int64_t step, const StepNumbers& numbers, int64_t skippedInARow, double seconds);
   double samplesPerSecond(double seconds) const;
+  // tokens/s for sequence models, samples/s otherwise (what the line reports), and its name.
+  double throughput(double seconds) const;
+  const char* throughputName() const {
+    return tokensPerSample_ > 1 ? "tokens_per_s" : "samples_per_s";
+  }
+  // The step's FLOP/s over the peak, or a negative number where the peak is unknown.
+  double utilisation(double seconds) const;
 
  private:
   int64_t total_, first_, samplesPerStep_, tokensPerSample_;

@@ -23,6 +23,7 @@
 #include "plan/communication.h"
 #include "plan/flops.h"
 #include "support/fault_points.h"
+#include "support/printable.h"
 #include "support/stop_signals.h"
 #include "train/batch_source.h"
 #include "train/evaluate.h"
@@ -34,6 +35,7 @@
 #include "train/progress.h"
 #include "train/run_agreement.h"
 #include "train/save_parameters.h"
+#include "train/tensorboard.h"
 #include "train/trace.h"
 #include "train/training_log.h"
 
@@ -62,9 +64,13 @@ int threadsFor(const TrainOptions& o, const comm::World& world) {
 // leftovers of interrupted checkpoint writes are removed.
 Status prepareOutputs(const TrainOptions& o, int rank) {
   if (rank != 0) return Status::Ok();
+  if (!o.checkpointDir.empty() && o.resumePath.empty())
+    DTC_RETURN_IF_ERROR(checkpoint::checkNoEarlierRun(o.checkpointDir));
   if (!o.logPath.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.logPath, "--log"));
   if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.tracePath, "--trace"));
   if (!o.saveDir.empty()) DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.saveDir, "--save"));
+  if (!o.tensorboardDir.empty())
+    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.tensorboardDir, "--tensorboard"));
   if (!o.predictDir.empty())
     DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.predictDir, "--predict"));
   if (!o.checkpointDir.empty()) {
@@ -112,6 +118,15 @@ struct RunState {
   int64_t samplesPerStep = 0;
 };
 
+// A stop asked for while the run starts (reading a checkpoint, opening data): the run ends at
+// the end of the phase, not after its first step.
+Status unlessStopped(Status phase) {
+  const int signal = stopSignalReceived();
+  if (!phase.ok() || signal == 0) return phase;
+  return Status::Stopped(
+      std::string("stopped by ") + stopSignalName(signal) + " before the first step", signal);
+}
+
 // Everything that can fail before step 1: outputs, inputs, the starting state. In phases, each
 // ending when every rank knows whether all succeeded, so that no rank waits in a collective
 // for one that failed.
@@ -146,12 +161,12 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
     if (!o.evalDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.evalDir));
     return Status::Ok();
   };
-  DTC_RETURN_IF_ERROR(agree(world, checkArguments(), agreed));
-  DTC_RETURN_IF_ERROR(agree(world, checkCheckpointDirectory(o, rank), agreed));
+  DTC_RETURN_IF_ERROR(agree(world, unlessStopped(checkArguments()), agreed));
+  DTC_RETURN_IF_ERROR(agree(world, unlessStopped(checkCheckpointDirectory(o, rank)), agreed));
 
   const comm::World launched = launcherWorld();
   StatusOr<std::unique_ptr<Backend>> backend = createBackend(o.device, launched.localRank);
-  DTC_RETURN_IF_ERROR(agree(world, backend.status(), agreed));
+  DTC_RETURN_IF_ERROR(agree(world, unlessStopped(backend.status()), agreed));
   // Creating a pipeline's groups is collective: a failure there ends the job (train()).
   DTC_ASSIGN_OR_RETURN(
       run.ex, Executor::create(plan, threadsFor(o, launched), mesh, std::move(backend).value(),
@@ -185,7 +200,7 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     return Status::Ok();
   };
-  DTC_RETURN_IF_ERROR(agree(world, loadState(), agreed));
+  DTC_RETURN_IF_ERROR(agree(world, unlessStopped(loadState()), agreed));
   auto openData = [&]() -> Status {
     if (o.steps > run.done) {
       if (o.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");
@@ -208,7 +223,7 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
     if (o.sampleTokens > 0) DTC_RETURN_IF_ERROR(checkCanGenerate(ex));
     return Status::Ok();
   };
-  return agree(world, openData(), agreed);
+  return agree(world, unlessStopped(openData()), agreed);
 }
 
 // The scalars the trainer exchanges with this rank's step: the learning rate it sets (a plan
@@ -272,6 +287,19 @@ StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const Trai
   return checkpoint::writeCheckpoint(*run.ex, mesh.world(), run.layout, request);
 }
 
+// A step's numbers as TensorBoard scalars, as the progress line reports them.
+Status writeScalars(TensorBoardWriter& board, int64_t step, const StepNumbers& n,
+                    const Progress& progress, double seconds) {
+  DTC_RETURN_IF_ERROR(board.scalar("train/loss", step, n.loss));
+  DTC_RETURN_IF_ERROR(board.scalar("train/lr", step, n.lr));
+  if (n.hasGradNorm) DTC_RETURN_IF_ERROR(board.scalar("train/grad_norm", step, n.gradNorm));
+  DTC_RETURN_IF_ERROR(board.scalar(std::string("train/") + progress.throughputName(), step,
+                                   progress.throughput(seconds)));
+  if (progress.utilisation(seconds) >= 0)
+    DTC_RETURN_IF_ERROR(board.scalar("train/mfu", step, progress.utilisation(seconds)));
+  return board.flush();
+}
+
 // Why the run stops at `step`, and what is kept.
 Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health,
                   const TrainOptions& o, int64_t lastCheckpoint, float scale) {
@@ -308,13 +336,15 @@ Status reportMemory(const Executor& ex, comm::Communicator& world, bool lead) {
                          static_cast<float>(usage.ru_maxrss) * 1024.f / mib};  // KiB on Linux
   float most[2] = {mine[0], mine[1]};
   if (world.size() > 1) DTC_RETURN_IF_ERROR(world.allReduceMax(most, 2));
-  if (lead)
-    std::printf(
-        "memory: %llu bytes allocated (state %llu + arena %llu + beyond the plan %llu), peak "
-        "resident %.1f MiB; the largest rank: allocated %.1f MiB, peak resident %.1f MiB\n",
-        (unsigned long long)memory.total(), (unsigned long long)memory.state,
-        (unsigned long long)memory.arena, (unsigned long long)memory.unplanned, mine[1], most[0],
-        most[1]);
+  if (!lead) return Status::Ok();
+  std::printf(
+      "memory: %llu bytes allocated (state %llu + arena %llu + beyond the plan %llu), peak "
+      "resident %.1f MiB",
+      (unsigned long long)memory.total(), (unsigned long long)memory.state,
+      (unsigned long long)memory.arena, (unsigned long long)memory.unplanned, mine[1]);
+  if (world.size() > 1)
+    std::printf("; the largest rank: allocated %.1f MiB, peak resident %.1f MiB", most[0], most[1]);
+  std::printf("\n");
   return Status::Ok();
 }
 
@@ -333,6 +363,10 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   const std::string pipeline = root.schedule() && root.schedule()->size()
                                    ? ", pipeline " + root.schedule()->str()
                                    : std::string();
+  const std::string microBatches =
+      root.micro_batches() > 1 ? " (" + std::to_string(root.micro_batches()) +
+                                     " micro-batches of " + std::to_string(root.batch_size()) + ")"
+                               : std::string();
   if (lead) {
     // Every byte the run holds for the plan: `dtc inspect`'s per-rank total on the device the
     // plan was compiled for, where every step's scratch is planned.
@@ -340,9 +374,9 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     const std::string beyond =
         memory.unplanned ? " + " + std::to_string(memory.unplanned) + " beyond the plan" : "";
     std::printf(
-        "plan %s: batch %lld, %s; memory: %llu bytes allocated (state %llu + arena %llu%s), "
+        "plan %s: batch %lld%s, %s; memory: %llu bytes allocated (state %llu + arena %llu%s), "
         "%d threads%s\n",
-        plan.name().c_str(), (long long)root.batch_size(),
+        plan.name().c_str(), (long long)run.samplesPerStep, microBatches.c_str(),
         root.optimizer() ? root.optimizer()->c_str() : "", (unsigned long long)memory.total(),
         (unsigned long long)memory.state, (unsigned long long)memory.arena, beyond.c_str(),
         ex.pool().size(), pipeline.c_str());
@@ -387,6 +421,10 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   if (!o.logPath.empty() && lead && (o.steps > run.done || run.eval)) {
     DTC_ASSIGN_OR_RETURN(log, TrainingLog::open(o.logPath, run.done + 1));
   }
+  std::unique_ptr<TensorBoardWriter> board;
+  if (!o.tensorboardDir.empty() && lead) {
+    DTC_ASSIGN_OR_RETURN(board, TensorBoardWriter::open(o.tensorboardDir));
+  }
   int64_t lastEvaluated = -1;
   auto evaluateAt = [&](int64_t step, bool periodic) -> Status {
     if (!run.eval || step == lastEvaluated) return Status::Ok();
@@ -395,6 +433,10 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     DTC_ASSIGN_OR_RETURN(Evaluation e, evaluate(ex, *run.eval, lead, o.evalBatches, prefix));
     lastEvaluated = step;
     if (log) DTC_RETURN_IF_ERROR(log->evaluation(step, e.loss));
+    if (board) {
+      DTC_RETURN_IF_ERROR(board->scalar("eval/loss", step, e.loss));
+      DTC_RETURN_IF_ERROR(board->flush());
+    }
     return Status::Ok();
   };
   if (o.steps > run.done) {
@@ -446,6 +488,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
         std::fflush(stdout);
       }
       if (log) DTC_RETURN_IF_ERROR(log->step(step, numbers, progress.samplesPerSecond(seconds)));
+      if (board) DTC_RETURN_IF_ERROR(writeScalars(*board, step, numbers, progress, seconds));
       faultPoint("after-step", mesh->rank());
       // A skipped step's overflow is the loss scale's business; any other inf or NaN ends the run.
       const bool nonFinite =
@@ -483,7 +526,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     DTC_ASSIGN_OR_RETURN(std::string text,
                          generate(ex, o.prompt, o.sampleTokens,
                                   SamplingOptions{o.temperature, o.topK, o.sampleSeed}));
-    std::printf("sample: %s%s\n", o.prompt.c_str(), text.c_str());
+    std::printf("sample: %s\n", terminalText(o.prompt + text).c_str());
   }
   if (run.predict) {
     comm::setPhase("predicting");

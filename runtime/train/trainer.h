@@ -13,18 +13,19 @@
 namespace dtc {
 
 struct TrainOptions {
-  std::string dataDir;       // DIR/<input>.npy for each data input of train_step, or an llm.c .bin
-  std::string evalDir;       // optional held-out set for the eval function (same forms)
-  int64_t evalEvery = 0;     // > 0: evaluate on evalDir every N steps (and at the end)
-  int64_t evalBatches = 0;   // > 0: evaluate on the first K batches only (nanoGPT's eval_iters)
-  std::string logPath;       // optional JSON lines, one object per step
-  std::string saveDir;       // optional: DIR/model.safetensors with the final parameters
-  std::string predictDir;    // optional: DIR/<output>.npy, the eval function over the data
-  int64_t steps = 0;         // the run's total: a resumed run continues up to it
-  uint64_t seed = 0;         // sample order: epoch e is permuted from (seed, e)
-  bool seedGiven = false;    // --seed was given (a resumed run otherwise takes the checkpoint's)
-  int threads = 0;           // 0: all hardware threads
-  int64_t sampleTokens = 0;  // after training: a continuation of `prompt` (byte-level LMs)
+  std::string dataDir;      // DIR/<input>.npy for each data input of train_step, or an llm.c .bin
+  std::string evalDir;      // optional held-out set for the eval function (same forms)
+  int64_t evalEvery = 0;    // > 0: evaluate on evalDir every N steps (and at the end)
+  int64_t evalBatches = 0;  // > 0: evaluate on the first K batches only (nanoGPT's eval_iters)
+  std::string logPath;      // optional JSON lines, one object per step
+  std::string tensorboardDir;  // optional: TensorBoard scalars (train/tensorboard.h)
+  std::string saveDir;         // optional: DIR/model.safetensors with the final parameters
+  std::string predictDir;      // optional: DIR/<output>.npy, the eval function over the data
+  int64_t steps = 0;           // the run's total: a resumed run continues up to it
+  uint64_t seed = 0;           // sample order: epoch e is permuted from (seed, e)
+  bool seedGiven = false;      // --seed was given (a resumed run otherwise takes the checkpoint's)
+  int threads = 0;             // 0: all hardware threads
+  int64_t sampleTokens = 0;    // after training: a continuation of `prompt` (byte-level LMs)
   std::string prompt;
   double temperature = 0.8;  // sampling as nanoGPT's sample.py (0: greedy)
   int64_t topK = 200;

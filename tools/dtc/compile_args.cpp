@@ -63,22 +63,22 @@ static bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
 }
 
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
-  auto args =
-      Args::parse(argc, argv, 2, {"output",       "batch",          "optimizer",
-                                  "lr",           "momentum",       "weight-decay",
-                                  "beta1",        "beta2",          "eps",
-                                  "dump-ir",      "mesh",           "zero",
-                                  "bucket-mb",    "accumulate",     "shard",
-                                  "microbatches", "schedule",       "virtual-stages",
-                                  "stage-cuts",   "schedule-trace", "device",
-                                  "precision",    "loss-scale",     "no-decay",
-                                  "lr-schedule",  "warmup-steps",   "decay-steps",
-                                  "min-lr",       "clip-grad-norm", "loss",
-                                  "target",       "recompute",      "memory"},
-                  {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
-                   "fused-attention", "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues",
-                   "multi-tensor", "no-multi-tensor", "no-fold-casts", "pass-timing"},
-                  {"no-decay", "shard"});
+  auto args = Args::parse(
+      argc, argv, 2, {"output",       "batch",          "optimizer",
+                      "lr",           "momentum",       "weight-decay",
+                      "beta1",        "beta2",          "eps",
+                      "dump-ir",      "mesh",           "zero",
+                      "bucket-mb",    "accumulate",     "shard",
+                      "microbatches", "schedule",       "virtual-stages",
+                      "stage-cuts",   "schedule-trace", "device",
+                      "precision",    "loss-scale",     "no-decay",
+                      "lr-schedule",  "warmup-steps",   "decay-steps",
+                      "min-lr",       "clip-grad-norm", "loss",
+                      "target",       "recompute",      "memory"},
+      {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
+       "fused-attention", "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues",
+       "multi-tensor", "no-multi-tensor", "no-fold-casts", "pass-timing", "eval-export"},
+      {"no-decay", "shard"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1) return invalid("dtc compile: expected one model file");
   CompileRequest request;
@@ -243,6 +243,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
                            : options.batchSize;
   request.onnx.loss = args->str("loss");
   request.onnx.target = args->str("target");
+  request.onnx.acceptEvalExport = args->has("eval-export");
   request.model = args->positionals()[0];
   return request;
 }

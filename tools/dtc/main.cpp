@@ -271,7 +271,8 @@ int runCompile(int argc, char** argv) {
 }
 
 int runImport(int argc, char** argv) {
-  auto args = dtc::Args::parse(argc, argv, 2, {"output", "batch", "loss", "target"}, {});
+  auto args =
+      dtc::Args::parse(argc, argv, 2, {"output", "batch", "loss", "target"}, {"eval-export"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc import: expected one ONNX file");
   if (!args->has("output")) return fail("dtc import: missing -o MODEL.dtm");
@@ -285,6 +286,7 @@ int runImport(int argc, char** argv) {
   options.batch = *batch;
   options.loss = args->str("loss");
   options.target = args->str("target");
+  options.acceptEvalExport = args->has("eval-export");
   auto model = dtc::onnx_import::OnnxModel::read(path);
   if (!model) return fail(llvm::toString(model.takeError()));
   auto bytes = dtc::onnx_import::importOnnx(*model, options);

@@ -1,11 +1,13 @@
 // dtrun: executes a dtc plan. See README.md for the flags.
 #include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "comm/watchdog.h"
 #include "comm/world.h"
 #include "cpu/kernels/blas.h"
 #include "exec/backend.h"
+#include "flag_rules.h"
 #include "io/files.h"
 #include "perf/calibrate.h"
 #include "plan/plan.h"
@@ -19,7 +21,7 @@ namespace {
 constexpr const char kUsage[] =
     "usage: dtrun PLAN [--data DIR|TOKENS.bin] [--steps N] [--seed S] [--log FILE.jsonl]\n"
     "             [--save DIR] [--eval DIR|TOKENS.bin [--eval-every N] [--eval-batches K]]\n"
-    "             [--threads N] [--trace FILE.json]\n"
+    "             [--threads N] [--trace FILE.json] [--tensorboard DIR]\n"
     "             [--device cpu|cuda]\n"
     "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, "
     "DIR/latest\n"
@@ -86,7 +88,8 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
                                 "top-k",
                                 "collective-timeout",
                                 "max-skipped-steps",
-                                "predict"},
+                                "predict",
+                                "tensorboard"},
                                {"check-numerics", "profile-summary"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
@@ -95,6 +98,7 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   options.dataDir = args->str("data");
   options.evalDir = args->str("eval");
   options.logPath = args->str("log");
+  options.tensorboardDir = args->str("tensorboard");
   options.saveDir = args->str("save");
   options.predictDir = args->str("predict");
   options.tracePath = args->str("trace");
@@ -103,26 +107,24 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   options.checkpointDir = args->str("checkpoint");
   options.resumePath = args->str("resume");
   options.initPath = args->str("init");
-  auto steps = args->integer("steps", 0);
-  auto seed = args->integer("seed", 0);
-  auto threads = args->integer("threads", 0);
-  auto sample = args->integer("sample", 0);
-  auto every = args->integer("checkpoint-every", 0);
-  auto keep = args->integer("keep", 0);
-  auto evalEvery = args->integer("eval-every", 0);
-  auto evalBatches = args->integer("eval-batches", 0);
+  auto steps = dtc::dtrun::integerFlag(*args, "steps", 0);
+  auto seed = dtc::dtrun::integerFlag(*args, "seed", 0);
+  auto threads = dtc::dtrun::integerFlag(*args, "threads", 0);
+  auto sample = dtc::dtrun::integerFlag(*args, "sample", 0);
+  auto every = dtc::dtrun::integerFlag(*args, "checkpoint-every", 0);
+  auto keep = dtc::dtrun::integerFlag(*args, "keep", 0);
+  auto evalEvery = dtc::dtrun::integerFlag(*args, "eval-every", 0);
+  auto evalBatches = dtc::dtrun::integerFlag(*args, "eval-batches", 0);
   for (const auto* v : {&steps, &seed, &threads, &sample, &every, &keep, &evalEvery, &evalBatches})
     if (!v->ok()) return v->status();
-  if (*steps < 0) return dtc::Status::InvalidInput("--steps must be >= 0");
-  if (*every < 0) return dtc::Status::InvalidInput("--checkpoint-every must be >= 0");
-  if (*evalEvery < 0) return dtc::Status::InvalidInput("--eval-every must be >= 0");
-  if (*evalBatches < 0) return dtc::Status::InvalidInput("--eval-batches must be >= 0");
+  // Training needs a length: without one a run with data would end at once, silently.
+  if (args->has("data") && !args->has("steps") && !args->has("predict"))
+    return dtc::Status::InvalidInput(
+        "--data needs --steps N: how many optimizer steps to train (0: none)");
   options.evalEvery = *evalEvery;
   options.evalBatches = *evalBatches;
-  if (*keep < 0 || *keep > 1000000)
-    return dtc::Status::InvalidInput("--keep must be between 0 and 1000000");
-  for (const char* flag :
-       {"checkpoint", "resume", "init", "save", "log", "trace", "eval", "data", "predict"})
+  for (const char* flag : {"checkpoint", "resume", "init", "save", "log", "trace", "eval", "data",
+                           "predict", "tensorboard"})
     if (args->has(flag) && args->str(flag).empty())
       return dtc::Status::InvalidInput(std::string("--") + flag + " needs a path");
   options.checkpointEvery = *every;
@@ -133,21 +135,17 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   options.threads = static_cast<int>(*threads);
   options.sampleTokens = *sample;
   options.prompt = args->str("prompt");
-  auto temperature = args->number("temperature", options.temperature);
-  auto topK = args->integer("top-k", options.topK);
+  auto temperature = dtc::dtrun::numberFlag(*args, "temperature", options.temperature);
+  auto topK = dtc::dtrun::integerFlag(*args, "top-k", options.topK);
   if (!temperature.ok()) return temperature.status();
   if (!topK.ok()) return topK.status();
-  if (!(*temperature >= 0)) return dtc::Status::InvalidInput("--temperature must be >= 0");
-  if (*topK < 0) return dtc::Status::InvalidInput("--top-k must be >= 0");
   if ((args->has("temperature") || args->has("top-k") || args->has("prompt")) && *sample <= 0)
     return dtc::Status::InvalidInput("--prompt, --temperature and --top-k need --sample N");
-  auto timeout = args->number("collective-timeout", dtc::comm::kDefaultCollectiveTimeoutSeconds);
-  auto maxSkipped = args->integer("max-skipped-steps", options.maxSkippedSteps);
+  auto timeout = dtc::dtrun::numberFlag(*args, "collective-timeout",
+                                        dtc::comm::kDefaultCollectiveTimeoutSeconds);
+  auto maxSkipped = dtc::dtrun::integerFlag(*args, "max-skipped-steps", options.maxSkippedSteps);
   if (!timeout.ok()) return timeout.status();
   if (!maxSkipped.ok()) return maxSkipped.status();
-  if (!(*timeout > 0 && *timeout <= 1e7))
-    return dtc::Status::InvalidInput("--collective-timeout must be in (0, 1e7] seconds");
-  if (*maxSkipped < 1) return dtc::Status::InvalidInput("--max-skipped-steps must be >= 1");
   options.collectiveTimeout = *timeout;
   options.maxSkippedSteps = *maxSkipped;
   options.checkNumerics = args->has("check-numerics");
@@ -165,10 +163,8 @@ int runCalibrate(int argc, char** argv, const dtc::comm::World& world) {
   const std::string path = args->str("output");
   if (path.empty()) return fail(dtc::Status::InvalidInput("--calibrate needs -o PROFILE.json"));
   if (dtc::Status s = dtc::io::checkOutputFile(path, "-o"); !s.ok()) return fail(s);
-  auto threads = args->integer("threads", 1);
+  auto threads = dtc::dtrun::integerFlag(*args, "threads", 1);
   if (!threads.ok()) return fail(threads.status());
-  if (*threads < 1 || *threads > 1024)
-    return fail(dtc::Status::InvalidInput("--threads must be in [1, 1024]"));
   dtc::cpu::setBlasThreads(1);
   std::unique_ptr<dtc::comm::Communicator> comm;
   if (world.size == 1) {
@@ -197,9 +193,26 @@ int runCalibrate(int argc, char** argv, const dtc::comm::World& world) {
   return 0;
 }
 
-}  // namespace
+// The last resort for an exception nothing handled (a failing system call deep in a library,
+// on any thread): one line, the empty folders this run made removed, exit 1.
+[[noreturn]] void endOnException(const char* what) {
+  std::fprintf(stderr, "dtrun: error: internal: %s\n", what);
+  std::fflush(stderr);
+  dtc::io::removeEmptyOutputDirectories();
+  std::_Exit(1);
+}
 
-int main(int argc, char** argv) {
+void onTerminate() {
+  try {
+    if (std::exception_ptr current = std::current_exception()) std::rethrow_exception(current);
+  } catch (const std::exception& e) {
+    endOnException(e.what());
+  } catch (...) {
+  }
+  endOnException("the process ended on an unexpected failure");
+}
+
+int run(int argc, char** argv) {
   dtc::cpu::selectBlasKernels(argv);
   if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
     std::fputs(kUsage, stdout);
@@ -262,4 +275,21 @@ int main(int argc, char** argv) {
   dtc::Status status = dtc::train(*plan, options, std::move(comm));
   // On several processes train() has reported the failure (or ended the job).
   return status.ok() ? 0 : status.exitCode();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::set_terminate(onTerminate);
+  int code = 1;
+  try {
+    code = run(argc, argv);
+  } catch (const std::exception& e) {
+    endOnException(e.what());
+  } catch (...) {
+    endOnException("an unexpected failure");
+  }
+  // A run that failed leaves no empty folder it made (a --save or --checkpoint never filled).
+  if (code != 0) dtc::io::removeEmptyOutputDirectories();
+  return code;
 }
