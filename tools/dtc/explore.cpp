@@ -542,10 +542,12 @@ std::string whyItWon(const ExploreResult& r) {
      << explore_report::gib(w.memoryPerRank) << " per rank";
   for (const ExploreCandidate& c : r.candidates)
     if (&c != &w && c.feasible) {
-      os.precision(3);
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%.3f",
+                    c.prediction.stepSeconds / w.prediction.stepSeconds);
       os << "; the next, " << c.mesh() << " " << explore_report::join(c.flags) << ", takes "
-         << c.prediction.stepSeconds / w.prediction.stepSeconds << "x as long (compute "
-         << explore_report::ms(c.prediction.computeSeconds) << ", exposed communication "
+         << ratio << "x as long (compute " << explore_report::ms(c.prediction.computeSeconds)
+         << ", exposed communication "
          << explore_report::ms(c.prediction.exposedCommunicationSeconds) << ", bubble "
          << explore_report::ms(c.prediction.bubbleSeconds) << ")";
       break;

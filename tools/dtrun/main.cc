@@ -19,10 +19,10 @@
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: dtrun PLAN [--data DIR|TOKENS.bin] [--steps N] [--seed S] [--log FILE.jsonl]\n"
+    "usage: dtrun PLAN [--data DIR|TOKENS.bin --steps N] [--seed S] [--log FILE.jsonl]\n"
     "             [--save DIR] [--eval DIR|TOKENS.bin [--eval-every N] [--eval-batches K]]\n"
     "             [--threads N] [--trace FILE.json] [--tensorboard DIR]\n"
-    "             [--device cpu|cuda]\n"
+    "             [--device cpu|cuda|cpu-staged]   (default: the plan's device)\n"
     "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, "
     "DIR/latest\n"
     "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
@@ -45,6 +45,9 @@ constexpr const char kUsage[] =
     "                 the links between processes) as a device profile for dtc inspect/explore;\n"
     "                 --device cuda measures each process's GPU with dtrun's own kernels\n"
     "       dtrun --version\n"
+    "defaults: --seed 0; --threads the node's cores over its processes; --eval-every 0 (only\n"
+    "after training); --eval-batches 0 (all); --checkpoint-every 0 (at the end and when\n"
+    "stopped); --keep 0 (all). --data needs --steps: the run's total (0: none).\n"
     "exit codes: 0 done, 1 internal error, 2 bad input, 3 a rank stopped answering (timeout, a\n"
     "rank died), 4 non-finite loss, gradients or weights, 128+N stopped by signal N\n";
 

@@ -1,0 +1,70 @@
+"""Checks that the tools' --help and the README say the same: every flag a help text names is in
+the README; every flag the README's dtc and dtrun sections name is one the tool takes (pass
+names and other programs' flags aside; either tool's section may name the other's); the README's dtrun synopsis names exactly the flags of dtrun's
+usage; and a flag's choices (`--zero 0|1|2|3`) are the same wherever either lists them.
+
+usage: check_help.py README DTC_HELP DTRUN_HELP
+Prints what disagrees; exits 1 if anything does.
+"""
+import re
+import sys
+
+FLAG = r"(?<![\w-])--(?:\[no-\])?[a-z][a-z0-9-]*"
+# Flags of other programs the README's sections mention beside dtc's and dtrun's.
+OTHERS = {"--help", "--pass-pipeline", "--ntasks-per-node", "--allow-run-as-root", "--oversubscribe",
+          "--logdir"}
+
+
+def flags(text):
+    out = set()
+    for f in re.findall(FLAG, text):
+        if f.startswith("--[no-]"):
+            out |= {"--" + f[7:], "--no-" + f[7:]}
+        else:
+            out.add(f)
+    return {f for f in out if not f.startswith("--dtc-")}
+
+
+def choices(text):
+    """{flag: {choice list}}: `--flag a|b|c` (README tables escape | as \\|)."""
+    out = {}
+    for m in re.finditer(r"(?<![\w-])(--[a-z][a-z0-9-]*)[ =]([\w.-]+(?:\\?\|[\w.-]+)+)", text):
+        out.setdefault(m.group(1), set()).add(m.group(2).replace("\\|", "|"))
+    return out
+
+
+def section(text, start, end):
+    i = text.index(start)
+    return text[i:text.index(end, i)]
+
+
+def main(readme_path, dtc_path, dtrun_path):
+    readme = open(readme_path).read()
+    dtc_help, dtrun_help = open(dtc_path).read(), open(dtrun_path).read()
+    dtc_readme = section(readme, "### `dtc`", "### `dtrun`")
+    dtrun_readme = section(readme, "### `dtrun`", "### When things go wrong")
+    problems = []
+    for tool, helptext, own in (("dtc", dtc_help, dtc_readme), ("dtrun", dtrun_help, dtrun_readme)):
+        for f in sorted(flags(helptext) - flags(readme)):
+            problems.append(f"{tool} --help names {f}, the README does not")
+        for f in sorted(flags(own) - flags(dtc_help) - flags(dtrun_help) - OTHERS):
+            problems.append(f"the README's {tool} section names {f}, which {tool} --help does not")
+        ours, theirs = choices(helptext), choices(own)
+        for f in sorted(set(ours) & set(theirs)):
+            for listed in sorted(theirs[f] - ours[f]):
+                problems.append(f"{f}: the README lists {listed}, {tool} --help {' or '.join(sorted(ours[f]))}")
+    synopsis = re.search(r"`dtrun PLAN [^`]*`", dtrun_readme).group(0)
+    usage = dtrun_help[:dtrun_help.index("dtrun --calibrate")]
+    if flags(synopsis) != flags(usage):
+        problems.append(f"the README's dtrun synopsis and dtrun's usage differ: "
+                        f"only in the README {sorted(flags(synopsis) - flags(usage))}, "
+                        f"only in the usage {sorted(flags(usage) - flags(synopsis))}")
+    for p in problems:
+        print(p)
+    if problems:
+        sys.exit(1)
+    print(f"help and README agree: dtc {len(flags(dtc_help))} flags, dtrun {len(flags(dtrun_help))} flags")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
