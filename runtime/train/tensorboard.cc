@@ -82,9 +82,8 @@ StatusOr<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::open(const std::
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
   auto writer = std::unique_ptr<TensorBoardWriter>(new TensorBoardWriter());
-  writer->path_ = dir + "/events.out.tfevents." +
-                  std::to_string(static_cast<int64_t>(wallTime())) + "." + host + "." +
-                  std::to_string(static_cast<long>(::getpid()));
+  writer->path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(wallTime())) +
+                  "." + host + "." + std::to_string(static_cast<long>(::getpid()));
   writer->file_ = std::fopen(writer->path_.c_str(), "wb");
   if (!writer->file_)
     return Status::InvalidInput("--tensorboard: cannot create " + writer->path_ + ": " +

@@ -19,8 +19,8 @@ TEST(TerminalText, EscapesControlBytes) {
 
 TEST(TerminalText, EscapesBytesThatAreNotUtf8) {
   EXPECT_EQ(terminalText("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(terminalText("\xc3"), "\\xc3");                  // cut short
-  EXPECT_EQ(terminalText("\xc0\xaf"), "\\xc0\\xaf");         // overlong
+  EXPECT_EQ(terminalText("\xc3"), "\\xc3");                    // cut short
+  EXPECT_EQ(terminalText("\xc0\xaf"), "\\xc0\\xaf");           // overlong
   EXPECT_EQ(terminalText("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
   EXPECT_EQ(terminalText("\xe2\x82x"), "\\xe2\\x82x");
 }
