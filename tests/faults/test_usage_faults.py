@@ -8,6 +8,7 @@ seconds, or the right behaviour, and loses nothing.
   and the ways on; the old step unchanged; --resume DIR continues it;
 - --data without --steps: an error, not a silent run of no steps;
 - a FIFO as input.npy: an error at once (not a wait for a writer);
+- the run's header says the step's batch and its micro-batches; one process has no "largest rank";
 - an ONNX export in evaluation mode (PyTorch's default): compiling it is an error saying how to
   export for training; --eval-export accepts the folded form knowingly;
 - an ONNX classifier (cross-entropy on its logits) with --eval: loss and accuracy, as the zoo's."""
@@ -199,6 +200,17 @@ def check_onnx_accuracy(work):
         print(f"ONNX classifier ({name}) --eval: {line[0].strip()}")
 
 
+def check_run_header(data, work):
+    """The header gives the step's batch and its micro-batches; one process has no "largest rank"."""
+    model, plan = os.path.join(work, "mlp.dtm"), os.path.join(work, "accumulated.dtp")
+    run(tool("dtc"), "compile", model, "-o", plan, "--batch", 16, "--microbatches", 4)
+    out = run(*command(plan, 1, ["--data", data, "--steps", 1])).stdout
+    header = [line for line in out.splitlines() if line.startswith("plan ")][0]
+    assert ": batch 16 (4 micro-batches of 4)," in header, header
+    assert "largest rank" not in out, out
+    print(f"run header: {header.split(';')[0]}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         plan, data = make_inputs(work)
@@ -207,6 +219,7 @@ def main():
         check_checkpoint_overwrite(plan, data, work)
         check_no_steps(plan, data, work)
         check_fifo(plan, data, work)
+        check_run_header(data, work)
         check_eval_export(work)
         check_onnx_accuracy(work)
     print("usage faults: OK")
