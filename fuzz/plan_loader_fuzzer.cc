@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "plan/communication.h"
+#include "plan/function_names.h"
 #include "plan/plan.h"
 #include "plan/summary.h"
 
@@ -62,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const dtc::plan::Function* f : *plan.root().functions()) exerciseFunction(plan, *f);
   for (const dtc::plan::StateTensor* s : *plan.root().state())
     require(plan.stateTensor(s->name()->str(), s->stage()) != nullptr);
-  (void)plan.function("train_step");
+  (void)plan.function(dtc::fn::kTrainStep);
   (void)plan.function("eval", 0);
   (void)dtc::meshText(plan);
   (void)dtc::meshSizes(plan);

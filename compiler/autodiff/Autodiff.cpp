@@ -9,6 +9,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_AUTODIFF
@@ -58,12 +59,12 @@ struct BackwardTagger : OpBuilder::Listener {
 struct AutodiffPass : impl::AutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    auto forward = module.lookupSymbol<func::FuncOp>(fn::kForward);
     if (!forward) {
       module.emitError("dtc-autodiff: the module has no @forward function");
       return signalPassFailure();
     }
-    if (module.lookupSymbol("grad")) {
+    if (module.lookupSymbol(fn::kGrad)) {
       module.emitError("dtc-autodiff: the module already has a @grad function");
       return signalPassFailure();
     }

@@ -17,6 +17,7 @@
 #include "graph/IR/GraphOps.h"
 #include "lowering/PlanWriter.h"
 #include "pipeline_parallel/Simulate.h"
+#include "plan/function_names.h"
 
 using namespace mlir;
 
@@ -102,7 +103,7 @@ LogicalResult reportSchedule(ModuleOp module, const CompileOptions& options) {
       config->summary().c_str(), 100 * number("fraction"), number("ratio"), formula);
   if (options.scheduleTracePath.empty()) return success();
   FailureOr<pipeline::Timeline> timeline =
-      pipeline::simulate(pipeline::stagePrograms(module, "train_step"));
+      pipeline::simulate(pipeline::stagePrograms(module, fn::kTrainStep));
   if (failed(timeline)) return failure();
   std::string json = pipeline::traceJson(module, *timeline);
   if (llvm::Error e = writeFileAtomically(

@@ -4,6 +4,7 @@
 
 #include "Passes.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_FUSEATTENTION
@@ -18,7 +19,7 @@ namespace {
 struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    auto forward = module.lookupSymbol<func::FuncOp>(fn::kForward);
     if (!forward) {
       module.emitError("dtc-fuse-attention: the module has no @forward function");
       return signalPassFailure();

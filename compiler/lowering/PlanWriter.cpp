@@ -15,6 +15,7 @@
 #include "lowering/MemoryLayout.h"
 #include "ops/kernel_registry.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "plan/function_names.h"
 #include "plan/plan_format.h"
 #include "plan_generated.h"
 
@@ -120,11 +121,11 @@ LogicalResult PlanWriter::writeState(std::vector<flatbuffers::Offset<plan::State
   // the tensors its region holds.
   SmallVector<std::tuple<func::FuncOp, DictionaryAttr, int32_t>> regions;
   for (auto func : module_.getOps<func::FuncOp>())
-    if (auto of = func->getAttrOfType<StringAttr>(dist::kFunctionAttr); of && of == "train_step")
+    if (auto of = func->getAttrOfType<StringAttr>(dist::kFunctionAttr); of && of == fn::kTrainStep)
       regions.push_back({func, func->getAttrOfType<DictionaryAttr>(attr::kStateLayout),
                          static_cast<int32_t>(pipeline::stageOf(func))});
   if (regions.empty())
-    regions.push_back({module_.lookupSymbol<func::FuncOp>("train_step"),
+    regions.push_back({module_.lookupSymbol<func::FuncOp>(fn::kTrainStep),
                        module_->getAttrOfType<DictionaryAttr>(attr::kStateLayout), -1});
   for (auto [trainStep, layout, stage] : regions)
     if (failed(writeState(trainStep, layout, stage, state))) return failure();

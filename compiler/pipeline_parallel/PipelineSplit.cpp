@@ -14,6 +14,7 @@
 #include "pipeline_parallel/CostModel.h"
 #include "pipeline_parallel/Pipeline.h"
 #include "pipeline_parallel/Simulate.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_PIPELINESCHEDULE
@@ -389,16 +390,16 @@ struct PipelineSchedulePass : impl::PipelineScheduleBase<PipelineSchedulePass> {
           "dtc-pipeline-schedule: the module has no pipeline (run dtc-pipeline-stages)");
       return signalPassFailure();
     }
-    if (auto grad = module.lookupSymbol<func::FuncOp>("grad")) grad.erase();
-    for (StringRef name : {"train_step", "eval"}) {
+    if (auto grad = module.lookupSymbol<func::FuncOp>(fn::kGrad)) grad.erase();
+    for (StringRef name : {fn::kTrainStep, "eval"}) {
       auto func = module.lookupSymbol<func::FuncOp>(name);
       if (!func) continue;
       Splitter splitter(func, *config);
-      FailureOr<SmallVector<func::FuncOp>> programs = splitter.run(name == "train_step");
+      FailureOr<SmallVector<func::FuncOp>> programs = splitter.run(name == fn::kTrainStep);
       if (failed(programs)) return signalPassFailure();
       FailureOr<pipeline::Timeline> timeline = pipeline::simulate(*programs);
       if (failed(timeline)) return signalPassFailure();
-      if (name == "train_step") pipeline::recordStageStats(module, func, *config, *timeline);
+      if (name == fn::kTrainStep) pipeline::recordStageStats(module, func, *config, *timeline);
       func.erase();
     }
   }

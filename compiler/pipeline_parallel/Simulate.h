@@ -34,7 +34,7 @@ struct Timeline {
 mlir::FailureOr<Timeline> simulate(llvm::ArrayRef<mlir::func::FuncOp> programs,
                                    const DeviceModel& device = {});
 
-// The stage programs of `function` ("train_step") in a scheduled module, by stage.
+// The stage programs of `function` (fn::kTrainStep) in a scheduled module, by stage.
 llvm::SmallVector<mlir::func::FuncOp> stagePrograms(mlir::ModuleOp module,
                                                     llvm::StringRef function);
 

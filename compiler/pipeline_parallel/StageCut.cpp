@@ -14,6 +14,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "pipeline_parallel/CostModel.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_PIPELINESTAGES
@@ -38,7 +39,7 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    auto forward = module.lookupSymbol<func::FuncOp>(fn::kForward);
     if (!forward) {
       module.emitError("dtc-pipeline-stages: the module has no @forward function");
       return signalPassFailure();

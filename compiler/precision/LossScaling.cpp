@@ -7,6 +7,7 @@
 #include "Passes.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_LOSSSCALING
@@ -23,7 +24,7 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    auto step = module.lookupSymbol<func::FuncOp>(fn::kTrainStep);
     if (!step) {
       module.emitError("dtc-loss-scaling: the module has no @train_step (run dtc-optimizer first)");
       return signalPassFailure();

@@ -4,6 +4,7 @@
 
 #include "Passes.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_MIXEDPRECISION
@@ -32,7 +33,7 @@ struct MixedPrecisionPass : impl::MixedPrecisionBase<MixedPrecisionPass> {
       module.emitError("unknown precision '") << precision << "' (expected fp32, bf16 or fp16)";
       return signalPassFailure();
     }
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    auto forward = module.lookupSymbol<func::FuncOp>(fn::kForward);
     if (!forward) {
       module.emitError("dtc-mixed-precision: the module has no @forward function");
       return signalPassFailure();

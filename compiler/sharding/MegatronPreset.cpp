@@ -5,6 +5,7 @@
 
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/function_names.h"
 
 using namespace mlir;
 
@@ -69,7 +70,7 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t) {
   std::vector<std::string> specs;
   int qkv = 0, attnProj = 0, fc = 0, mlpProj = 0;
   for (auto func : module.getOps<func::FuncOp>()) {
-    if (func.getSymName() != "train_step") continue;
+    if (func.getSymName() != fn::kTrainStep) continue;
     func.walk([&](graph::LinearOp linear) {
       const Layer l = layerOf(linear);
       if (l.weight.empty()) return;

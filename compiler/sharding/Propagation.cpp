@@ -18,6 +18,7 @@
 #include "FunctionAttrs.h"
 #include "Passes.h"
 #include "graph/IR/GraphDialect.h"
+#include "plan/function_names.h"
 #include "sharding/ShardingUtils.h"
 
 namespace dtc {
@@ -296,7 +297,7 @@ struct ShardingPropagationPass : public impl::ShardingPropagationBase<ShardingPr
     // training step decides their shardings, the other functions take them as given.
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     llvm::stable_sort(funcs, [](func::FuncOp a, func::FuncOp b) {
-      return a.getSymName() == "train_step" && b.getSymName() != "train_step";
+      return a.getSymName() == fn::kTrainStep && b.getSymName() != fn::kTrainStep;
     });
     llvm::StringMap<dist::ShardingAttr> stateShardings;
     for (func::FuncOp func : funcs) {

@@ -13,6 +13,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_ACCUMULATE
@@ -129,7 +130,7 @@ struct AccumulatePass : public impl::AccumulateBase<AccumulatePass> {
       return signalPassFailure();
     }
     if (microBatches == 1) return;
-    auto grad = module.lookupSymbol<func::FuncOp>("grad");
+    auto grad = module.lookupSymbol<func::FuncOp>(fn::kGrad);
     if (!grad) {
       module.emitError("dtc-accumulate: the module has no @grad function (run dtc-autodiff first)");
       return signalPassFailure();

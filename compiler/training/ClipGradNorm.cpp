@@ -12,6 +12,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_CLIPGRADNORM
@@ -26,9 +27,9 @@ namespace {
 bool isUpdate(Operation* op) { return isa<graph::SgdUpdateOp, graph::AdamwUpdateOp>(op); }
 
 bool isTrainingProgram(func::FuncOp func) {
-  if (func.getSymName() == "train_step") return true;
+  if (func.getSymName() == fn::kTrainStep) return true;
   auto of = func->getAttrOfType<StringAttr>(dist::kFunctionAttr);
-  return of && of.getValue() == "train_step";
+  return of && of.getValue() == fn::kTrainStep;
 }
 
 // Mesh axes (indices) that split the parameter an update writes: its result's sharding.

@@ -6,6 +6,7 @@
 
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_EVALFUNCTION
@@ -20,7 +21,7 @@ namespace {
 struct EvalFunctionPass : impl::EvalFunctionBase<EvalFunctionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    auto forward = module.lookupSymbol<func::FuncOp>(fn::kForward);
     if (!forward) {
       module.emitError("dtc-eval-function: the module has no @forward function");
       return signalPassFailure();

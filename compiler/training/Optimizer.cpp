@@ -11,6 +11,7 @@
 
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_OPTIMIZER
@@ -124,7 +125,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto grad = module.lookupSymbol<func::FuncOp>("grad");
+    auto grad = module.lookupSymbol<func::FuncOp>(fn::kGrad);
     if (!grad) {
       module.emitError("dtc-optimizer: the module has no @grad function (run dtc-autodiff first)");
       return signalPassFailure();
@@ -197,7 +198,7 @@ struct OptimizerPass : impl::OptimizerBase<OptimizerPass> {
     argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attr::kHyper, b.getStringAttr("lr"))));
 
     b.setInsertionPointAfter(grad);
-    auto step = func::FuncOp::create(b, loc, "train_step", b.getFunctionType(argTypes, {}));
+    auto step = func::FuncOp::create(b, loc, fn::kTrainStep, b.getFunctionType(argTypes, {}));
     Block* body = step.addEntryBlock();
     step.setAllArgAttrs(argAttrs);
     IRMapping mapping;

@@ -14,6 +14,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "plan/function_names.h"
 #include "training/RecomputeModes.h"
 
 namespace dtc {
@@ -90,7 +91,7 @@ struct RecomputePass : public impl::RecomputeBase<RecomputePass> {
     FailureOr<RecomputeModes> modes = RecomputeModes::parse(module, mode);
     if (failed(modes)) return signalPassFailure();
     if (modes->allNone()) return;
-    auto grad = module.lookupSymbol<func::FuncOp>("grad");
+    auto grad = module.lookupSymbol<func::FuncOp>(fn::kGrad);
     if (!grad) {
       module.emitError("dtc-recompute: the module has no @grad function (run dtc-autodiff first)");
       return signalPassFailure();

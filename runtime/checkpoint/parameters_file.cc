@@ -6,9 +6,9 @@
 #include <set>
 
 #include "checkpoint/boxes.h"
-#include "cpu/kernels/half.h"
 #include "exec/shard_layout.h"
 #include "io/safetensors.h"
+#include "support/half.h"
 #include "support/printable.h"
 
 namespace dtc::checkpoint {
@@ -92,7 +92,7 @@ void widen(const uint8_t* src, DType dtype, int64_t count, float* dst) {
   const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
   // Backwards, so the buffer can widen in place.
   for (int64_t i = count - 1; i >= 0; --i)
-    dst[i] = dtype == DType::kBF16 ? cpu::bf16ToF32(h[i]) : cpu::f16ToF32(h[i]);
+    dst[i] = dtype == DType::kBF16 ? bf16ToF32(h[i]) : f16ToF32(h[i]);
 }
 
 }  // namespace

@@ -44,6 +44,10 @@ StatusOr<BoundStep> bindActivationGrad(const StepContext& ctx) {
   });
 }
 
+// 16-bit (or f32) data to f32 and back, rounding to nearest even (support/half.h).
+void toF32(const TensorView& from, float* to);
+void fromF32(const float* from, const TensorView& to);
+
 // A step on bf16/f16 operands run by its float32 binder `wide` on widened copies, the results
 // rounded back (cpu_kernel_table.cc).
 StatusOr<BoundStep> bindWidened(const StepContext& ctx, Binder wide);

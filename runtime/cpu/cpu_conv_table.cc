@@ -2,6 +2,7 @@
 // exec/conv_contracts.h.
 #include "cpu/cpu_binders.h"
 #include "cpu/kernels/conv_kernels.h"
+#include "cpu/kernels/kernels.h"
 #include "exec/conv_contracts.h"
 
 namespace dtc {

@@ -6,13 +6,13 @@
 #include <memory>
 
 #include "cpu/cpu_binders.h"
-#include "cpu/kernels/half.h"
 #include "cpu/kernels/kernels.h"
 #include "exec/core_contracts.h"
 #include "exec/dropout_contract.h"
 #include "exec/loss_contracts.h"
 #include "exec/precision_contracts.h"
 #include "ops/step_scratch.h"
+#include "support/half.h"
 
 namespace dtc {
 namespace {
@@ -147,148 +147,6 @@ StatusOr<BoundStep> bindGeluGrad(const StepContext& ctx) {
   });
 }
 
-StatusOr<BoundStep> bindCrossEntropy(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropy(ctx));
-  TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  std::string where = ctx.where();
-  return BoundStep([=] {
-    if (!cpu::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes, loss.f32(), *pool,
-                                  d.divisor, d.ignored))
-      return Status::InvalidInput(where + labelOutsideMessage(d.classes));
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindCrossEntropyGrad(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropyGrad(ctx));
-  TensorView dloss = ctx.inputs[0], logits = ctx.inputs[1], labels = ctx.inputs[2];
-  TensorView dlogits = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), d.rows, d.classes,
-                                 dlogits.f32(), *pool, d.divisor, d.ignored);
-    return Status::Ok();
-  });
-}
-
-// The loss as softmax_cross_entropy computes it, then its gradient as softmax_cross_entropy_grad
-// does (which takes each row's statistics before writing it, so dlogits may be the logits).
-StatusOr<BoundStep> bindCrossEntropyWithGrad(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(CrossEntropyDims d, checkCrossEntropyWithGrad(ctx));
-  TensorView logits = ctx.inputs[0], labels = ctx.inputs[1], dloss = ctx.inputs[2];
-  TensorView loss = ctx.outputs[0], dlogits = ctx.outputs[1];
-  ThreadPool* pool = &ctx.pool;
-  std::string where = ctx.where();
-  return BoundStep([=] {
-    if (!cpu::softmaxCrossEntropy(logits.f32(), labels.i64(), d.rows, d.classes, loss.f32(), *pool,
-                                  d.divisor, d.ignored))
-      return Status::InvalidInput(where + labelOutsideMessage(d.classes));
-    cpu::softmaxCrossEntropyGrad(dloss.f32(), logits.f32(), labels.i64(), d.rows, d.classes,
-                                 dlogits.f32(), *pool, d.divisor, d.ignored);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindNllLoss(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLoss(ctx));
-  TensorView x = ctx.inputs[0], labels = ctx.inputs[1], loss = ctx.outputs[0];
-  const float* weight = classWeights(ctx, d.weightInput);
-  const cpu::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
-  std::string where = ctx.where();
-  return BoundStep([=] {
-    if (!cpu::nllLoss(x.f32(), labels.i64(), weight, shape, loss.f32(), d.ignored))
-      return Status::InvalidInput(where + labelOutsideMessage(d.classes));
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindNllLossGrad(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(NllDims d, checkNllLossGrad(ctx));
-  TensorView dloss = ctx.inputs[0], labels = ctx.inputs[2], dx = ctx.outputs[0];
-  const float* weight = classWeights(ctx, d.weightInput);
-  const cpu::NllShape shape{d.rows, d.classes, d.divisor, d.perRow};
-  return BoundStep([=] {
-    cpu::nllLossGrad(dloss.f32(), labels.i64(), weight, shape, dx.f32(), d.ignored);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindLabelFraction(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(LabelFractionDims d, checkLabelFraction(ctx));
-  TensorView labels = ctx.inputs[0], out = ctx.outputs[0];
-  const float* weight = classWeights(ctx, d.weightInput);
-  return BoundStep([=] {
-    *out.f32() =
-        cpu::labelFraction(labels.i64(), d.labels, weight, d.classes, d.ignored, d.divisor);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindMse(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(MseDims d, checkMse(ctx));
-  TensorView pred = ctx.inputs[0], target = ctx.inputs[1], loss = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::mse(pred.f32(), target.f32(), d.elements, loss.f32(), *pool, d.divisor);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindMseGrad(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(MseDims d, checkMseGrad(ctx));
-  TensorView dloss = ctx.inputs[0], pred = ctx.inputs[1], target = ctx.inputs[2];
-  TensorView dpred = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::mseGrad(dloss.f32(), pred.f32(), target.f32(), d.elements, dpred.f32(), *pool, d.divisor);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindSgd(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(SgdParams h, checkSgd(ctx));
-  TensorView p = ctx.inputs[0], g = ctx.inputs[1], buf = ctx.inputs[2], lr = ctx.inputs[3];
-  TensorView pOut = ctx.outputs[0], bufOut = ctx.outputs[1];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::sgd(p.f32(), g.f32(), buf.f32(), pOut.f32(), bufOut.f32(), p.numElements(), *lr.f32(),
-             h.momentum, h.weightDecay, *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindAdamw(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(AdamwParams h, checkAdamw(ctx));
-  TensorView p = ctx.inputs[0], g = ctx.inputs[1], m = ctx.inputs[2], v = ctx.inputs[3];
-  TensorView step = ctx.inputs[4], lr = ctx.inputs[5];
-  TensorView pOut = ctx.outputs[0], mOut = ctx.outputs[1], vOut = ctx.outputs[2];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::adamw(p.f32(), g.f32(), m.f32(), v.f32(), pOut.f32(), mOut.f32(), vOut.f32(),
-               p.numElements(), *step.f32(), *lr.f32(), h.beta1, h.beta2, h.eps, h.weightDecay,
-               *pool);
-    return Status::Ok();
-  });
-}
-
-// One parameter group's tensors, one after the other: each as adamw_update computes it.
-StatusOr<BoundStep> bindMultiTensorAdamw(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(AdamwParams h, checkMultiTensorAdamw(ctx));
-  const size_t tensors = ctx.outputs.size() / 3;
-  std::vector<TensorView> in(ctx.inputs.begin(), ctx.inputs.end());
-  std::vector<TensorView> out(ctx.outputs.begin(), ctx.outputs.end());
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    const float step = *in[4 * tensors].f32(), lr = *in[4 * tensors + 1].f32();
-    for (size_t t = 0; t < tensors; ++t)
-      cpu::adamw(in[4 * t].f32(), in[4 * t + 1].f32(), in[4 * t + 2].f32(), in[4 * t + 3].f32(),
-                 out[3 * t].f32(), out[3 * t + 1].f32(), out[3 * t + 2].f32(),
-                 in[4 * t].numElements(), step, lr, h.beta1, h.beta2, h.eps, h.weightDecay, *pool);
-    return Status::Ok();
-  });
-}
-
 }  // namespace
 
 DTC_CPU_BINDER(matmul, bindMatmul)
@@ -312,27 +170,14 @@ DTC_CPU_BINDER(gelu_grad, bindGeluGrad)
 DTC_CPU_BINDER(scale, bindScale)
 DTC_CPU_BINDER(pow, bindPow)
 DTC_CPU_BINDER(dropout, bindDropout)
-DTC_CPU_BINDER(softmax_cross_entropy, bindCrossEntropy)
-DTC_CPU_BINDER(softmax_cross_entropy_with_grad, bindCrossEntropyWithGrad)
-DTC_CPU_BINDER(softmax_cross_entropy_grad, bindCrossEntropyGrad)
-DTC_CPU_BINDER(label_fraction, bindLabelFraction)
-DTC_CPU_BINDER(nll_loss, bindNllLoss)
-DTC_CPU_BINDER(nll_loss_grad, bindNllLossGrad)
-DTC_CPU_BINDER(mse, bindMse)
-DTC_CPU_BINDER(mse_grad, bindMseGrad)
-DTC_CPU_BINDER(sgd_update, bindSgd)
-DTC_CPU_BINDER(adamw_update, bindAdamw)
-DTC_CPU_BINDER(multi_tensor_adamw, bindMultiTensorAdamw)
-
-namespace {
 
 void toF32(const TensorView& from, float* to) {
   const auto* h = reinterpret_cast<const uint16_t*>(from.data);
   const int64_t n = from.numElements();
   if (from.dtype == DType::kBF16)
-    for (int64_t i = 0; i < n; ++i) to[i] = cpu::bf16ToF32(h[i]);
+    for (int64_t i = 0; i < n; ++i) to[i] = bf16ToF32(h[i]);
   else if (from.dtype == DType::kF16)
-    for (int64_t i = 0; i < n; ++i) to[i] = cpu::f16ToF32(h[i]);
+    for (int64_t i = 0; i < n; ++i) to[i] = f16ToF32(h[i]);
   else
     std::memcpy(to, from.data, n * sizeof(float));
 }
@@ -341,53 +186,12 @@ void fromF32(const float* from, const TensorView& to) {
   auto* h = reinterpret_cast<uint16_t*>(to.data);
   const int64_t n = to.numElements();
   if (to.dtype == DType::kBF16)
-    for (int64_t i = 0; i < n; ++i) h[i] = cpu::f32ToBf16(from[i]);
+    for (int64_t i = 0; i < n; ++i) h[i] = f32ToBf16(from[i]);
   else if (to.dtype == DType::kF16)
-    for (int64_t i = 0; i < n; ++i) h[i] = cpu::f32ToF16(from[i]);
+    for (int64_t i = 0; i < n; ++i) h[i] = f32ToF16(from[i]);
   else
     std::memcpy(to.data, from, n * sizeof(float));
 }
-
-// y = x in y's element type (f32, bf16, f16).
-// y = x in y's element type; between two 16-bit types through f32 (exact).
-void castInto(const TensorView& x, const TensorView& y) {
-  if (x.dtype == y.dtype) {
-    std::memmove(y.data, x.data, x.numElements() * dtypeSize(x.dtype));
-  } else if (x.dtype == DType::kF32) {
-    fromF32(x.f32(), y);
-  } else if (y.dtype == DType::kF32) {
-    toF32(x, y.f32());
-  } else {
-    std::vector<float> wide(x.numElements());
-    toF32(x, wide.data());
-    fromF32(wide.data(), y);
-  }
-}
-
-StatusOr<BoundStep> bindCast(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(checkCast(ctx));
-  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
-  return BoundStep([=] {
-    castInto(x, y);
-    return Status::Ok();
-  });
-}
-
-// Each pair as cast computes it.
-StatusOr<BoundStep> bindMultiTensorCast(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(checkMultiTensorCast(ctx));
-  std::vector<TensorView> xs(ctx.inputs.begin(), ctx.inputs.end());
-  std::vector<TensorView> ys(ctx.outputs.begin(), ctx.outputs.end());
-  return BoundStep([=] {
-    for (size_t i = 0; i < xs.size(); ++i) castInto(xs[i], ys[i]);
-    return Status::Ok();
-  });
-}
-
-}  // namespace
-
-DTC_CPU_BINDER(cast, bindCast)
-DTC_CPU_BINDER(multi_tensor_cast, bindMultiTensorCast)
 
 // Widening is exact (every bf16/f16 value is a float32): a contraction then accumulates in f32
 // and rounds once, as a GPU's tensor cores do. Operands already f32 (attention's log-sum-exp) are

@@ -1,6 +1,5 @@
 // Bindings of the transformer ops (see cpu/kernels/transformer_kernels.h), with the contracts of
-// exec/transformer_contracts.h (causal attention's own here: the CUDA backend binds it in
-// cuda_attention_table.cc).
+// exec/transformer_contracts.h; causal attention's are in cpu_attention_table.cc.
 #include <algorithm>
 
 #include "cpu/cpu_binders.h"
@@ -84,34 +83,6 @@ StatusOr<BoundStep> bindSoftmaxGrad(const StepContext& ctx) {
   return BoundStep([=] {
     (d.log ? cpu::logSoftmaxGrad : cpu::softmaxGrad)(dy.f32(), y.f32(), dx.f32(), d.rows, d.n,
                                                      d.scale, *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttention(ctx));
-  const int64_t slices = a.slices, t = a.t, d = a.d;
-  TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
-             lse = ctx.outputs[1];
-  float scale = static_cast<float>(ctx.floatAttr("scale"));
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::causalAttention(q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), slices, t, d, scale,
-                         *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttentionGrad(ctx));
-  const int64_t slices = a.slices, t = a.t, d = a.d;
-  std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
-  float scale = static_cast<float>(ctx.floatAttr("scale"));
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::causalAttentionGrad(in[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), in[4].f32(),
-                             in[5].f32(), out[0].f32(), out[1].f32(), out[2].f32(), slices, t, d,
-                             scale, *pool);
     return Status::Ok();
   });
 }
@@ -267,8 +238,6 @@ DTC_CPU_BINDER(causal_softmax, bindCausalSoftmax)
 DTC_CPU_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
 DTC_CPU_BINDER(softmax, bindSoftmax)
 DTC_CPU_BINDER(softmax_grad, bindSoftmaxGrad)
-DTC_CPU_BINDER(causal_attention, bindCausalAttention)
-DTC_CPU_BINDER(causal_attention_grad, bindCausalAttentionGrad)
 DTC_CPU_BINDER(layer_norm, bindLayerNorm)
 DTC_CPU_BINDER(layer_norm_grad, bindLayerNormGrad)
 DTC_CPU_BINDER(add_layer_norm, bindAddLayerNorm)

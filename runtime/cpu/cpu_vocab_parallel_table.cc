@@ -2,6 +2,7 @@
 // exec/loss_contracts.h. `vocab_axes` names the mesh axes that split the classes; this device's
 // block starts at its index over them times its classes (vocabularyBlock).
 #include "cpu/cpu_binders.h"
+#include "cpu/kernels/kernels.h"
 #include "exec/loss_contracts.h"
 
 namespace dtc {

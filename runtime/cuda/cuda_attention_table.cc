@@ -1,4 +1,4 @@
-// causal_attention and causal_attention_grad on CUDA (cpu/cpu_transformer_table.cc's), behind
+// causal_attention and causal_attention_grad on CUDA (cpu/cpu_attention_table.cc's), behind
 // the CPU's contracts and messages, on one of two paths decided at bind time:
 //
 // The flash-attention kernels (kernels/flash_attention.cu): f32 CUDA cores, no [T, T] buffer.

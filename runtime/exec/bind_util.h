@@ -7,12 +7,11 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/kernels/kernels.h"
 #include "exec/executor.h"
+#include "ops/shape.h"
 
 namespace dtc {
 
-using cpu::Shape;
 using Binder = StatusOr<BoundStep> (*)(const StepContext&);
 
 inline Status invalid(const StepContext& ctx, const std::string& message) {

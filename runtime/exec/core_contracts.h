@@ -1,7 +1,8 @@
 // The operand contracts of the core ops (cpu/cpu_kernel_table.cc: GEMMs, element-wise ops,
-// reductions, reshape, fill, optimizer updates), shared by the CPU and CUDA kernel tables so both
-// backends accept the same steps and refuse the others with the same messages. Each check returns
-// what a launch needs; a backend's own limits are checked by its binder after the contract.
+// reductions, reshape, fill; cpu/cpu_optimizer_table.cc: the updates), shared by the CPU and CUDA
+// kernel tables so both backends accept the same steps and refuse the others with the same
+// messages. Each check returns what a launch needs; a backend's own limits are checked by its
+// binder after the contract.
 #pragma once
 
 #include <algorithm>

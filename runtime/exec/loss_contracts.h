@@ -1,4 +1,4 @@
-// The operand contracts of the losses: softmax cross-entropy and MSE (cpu/cpu_kernel_table.cc)
+// The operand contracts of the losses: softmax cross-entropy and MSE (cpu/cpu_loss_table.cc)
 // and the cut cross-entropy of a vocabulary split over devices (cross_entropy_*,
 // cpu/cpu_vocab_parallel_table.cc), shared by the CPU and CUDA kernel tables so both backends
 // accept the same steps and refuse the others with the same messages. Labels themselves are data,

@@ -1,5 +1,5 @@
-// The operand contracts of mixed precision and loss scaling: cast (cpu/cpu_kernel_table.cc) and
-// the dynamic loss scale's steps (cpu/cpu_loss_scale_table.cc), shared by the CPU and CUDA kernel
+// The operand contracts of mixed precision and loss scaling: casts and
+// the dynamic loss scale's steps (cpu/cpu_precision_table.cc), shared by the CPU and CUDA kernel
 // tables so both backends accept the same steps and refuse the others with the same messages.
 #pragma once
 

@@ -6,11 +6,11 @@
 #include <random>
 #include <utility>
 
-#include "cpu/kernels/half.h"
 #include "ops/cuda_scratch.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
 #include "plan_generated.h"
+#include "support/half.h"
 
 namespace dtc::perf {
 namespace {
@@ -54,12 +54,12 @@ std::vector<uint8_t> randomBytes(const BenchOperand& o, std::mt19937_64& rng) {
         break;
       }
       case DType::kBF16: {
-        const uint16_t h = cpu::f32ToBf16(normal(rng));
+        const uint16_t h = f32ToBf16(normal(rng));
         std::memcpy(bytes.data() + 2 * i, &h, 2);
         break;
       }
       case DType::kF16: {
-        const uint16_t h = cpu::f32ToF16(normal(rng));
+        const uint16_t h = f32ToF16(normal(rng));
         std::memcpy(bytes.data() + 2 * i, &h, 2);
         break;
       }

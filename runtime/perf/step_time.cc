@@ -11,6 +11,7 @@
 #include "ops/step_scratch.h"
 #include "plan/communication.h"
 #include "plan/flops.h"
+#include "plan/function_names.h"
 
 namespace dtc::perf {
 namespace {
@@ -407,8 +408,8 @@ StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& prof
   sim.pipelineAxis = plan.root().pipeline_axis();
   std::vector<Program> programs;
   for (int stage = sim.stages > 0 ? 0 : -1; stage < std::max(sim.stages, 0); ++stage) {
-    const plan::Function* f = plan.function("train_step", stage);
-    if (!f) f = plan.function("train_step");
+    const plan::Function* f = plan.function(fn::kTrainStep, stage);
+    if (!f) f = plan.function(fn::kTrainStep);
     if (!f)
       return Status::InvalidInput(plan.name() + ": no train_step to predict" +
                                   (stage >= 0 ? " for stage " + std::to_string(stage) : ""));

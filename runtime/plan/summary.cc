@@ -10,6 +10,7 @@
 
 #include "ops/kernel_registry.h"
 #include "plan/communication.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 namespace {
@@ -121,7 +122,7 @@ StageMemory stageMemory(const Plan& plan, int stage) {
       m.state = std::max<uint64_t>(m.state, s->offset() + stateTensorBytes(*s));
   m.params = bytesOf(plan, plan::Role::param, false, stage);
   const plan::Function* step =
-      stage < 0 ? plan.function("train_step") : plan.function("train_step", stage);
+      stage < 0 ? plan.function(fn::kTrainStep) : plan.function(fn::kTrainStep, stage);
   if (step) {
     const StepMemory sm = stepMemory(*step);
     m.grads = sm.grads;
@@ -154,7 +155,7 @@ std::string jsonNumber(double v) {
   return buf;
 }
 
-// "train_step", or "train_step (stage 1)" in a pipeline.
+// A function's name, with its stage appended in a pipeline ("eval (stage 1)").
 std::string functionName(const plan::Function& f) {
   return f.name()->str() + (f.stage() >= 0 ? " (stage " + std::to_string(f.stage()) + ")" : "");
 }
@@ -191,7 +192,7 @@ struct DataInput {
 std::vector<DataInput> dataInputs(const Plan& plan) {
   std::vector<DataInput> out;
   std::set<std::string> seen;
-  const std::string function = plan.function("train_step") ? "train_step" : "eval";
+  const std::string function = plan.function(fn::kTrainStep) ? fn::kTrainStep : "eval";
   for (const plan::Function* f : *plan.root().functions()) {
     if (f->name()->str() != function || !f->arguments()) continue;
     for (const plan::Binding* b : *f->arguments()) {
@@ -317,14 +318,14 @@ std::string summarizePlanText(const Plan& plan) {
            << " bytes per micro-batch, peak " << predicted->peak_activation_bytes()
            << " bytes; busy " << jsonNumber(predicted->busy_us()) << " us, idle "
            << jsonNumber(predicted->idle_us()) << " us per step\n";
-      if (const plan::Function* step = plan.function("train_step", stage))
+      if (const plan::Function* step = plan.function(fn::kTrainStep, stage))
         printTransfers(os, plan, *step, "stage " + std::to_string(stage) + ", ");
     }
   } else {
     os << "state region: " << p.state_bytes()
        << " bytes; arena peak (largest function): " << plan.maxArenaBytes() << " bytes; total "
        << p.state_bytes() + plan.maxArenaBytes() << " bytes\n";
-    if (const plan::Function* step = plan.function("train_step")) {
+    if (const plan::Function* step = plan.function(fn::kTrainStep)) {
       // What one rank holds while training. Gradients live in the arena, with the activations
       // and temporaries: the figure is what reaches the optimizer.
       const StepMemory m = stepMemory(*step);
@@ -365,7 +366,7 @@ std::string summarizePlanText(const Plan& plan) {
   // frozen weights.
   std::set<std::string> written;
   for (const plan::Function* f : *p.functions())
-    if (f->name()->str() == "train_step" && f->results())
+    if (f->name()->str() == fn::kTrainStep && f->results())
       for (const plan::Binding* b : *f->results())
         if (b->role() == plan::Role::param && b->name()) written.insert(b->name()->str());
   os << "parameters:\n";

@@ -8,7 +8,7 @@
 
 namespace dtc {
 
-// The exit codes dtrun and dtc keep (README, "When things go wrong"): 0 success, 1 internal error,
+// The exit codes dtrun and dtc keep (docs/faults.md): 0 success, 1 internal error,
 // 2 bad input, 3 a rank stopped answering (collective timeout, a rank died), 4 non-finite values,
 // 128 + N stopped by signal N.
 enum class StatusCode {

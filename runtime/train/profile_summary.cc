@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/kernel_registry.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 namespace {
@@ -125,7 +126,7 @@ std::string profileSummary(const Executor& ex, int rows) {
   std::set<uint32_t> ran;
   for (const FunctionTiming& t : ex.functionTimings()) ran.insert(t.function);
   for (uint32_t fn : ran)
-    if (p.functions()->Get(fn)->name()->str() == "train_step") return summarize(ex, fn, rows);
+    if (p.functions()->Get(fn)->name()->str() == fn::kTrainStep) return summarize(ex, fn, rows);
   std::string out;
   for (uint32_t fn : ran) out += summarize(ex, fn, rows);
   return out;

@@ -22,6 +22,7 @@
 #include "io/mapped_file.h"
 #include "plan/communication.h"
 #include "plan/flops.h"
+#include "plan/function_names.h"
 #include "support/fault_points.h"
 #include "support/printable.h"
 #include "support/stop_signals.h"
@@ -170,7 +171,7 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   // Creating a pipeline's groups is collective: a failure there ends the job (train()).
   DTC_ASSIGN_OR_RETURN(
       run.ex, Executor::create(plan, threadsFor(o, launched), mesh, std::move(backend).value(),
-                               {"train_step", "eval"}));
+                               {fn::kTrainStep, "eval"}));
   Executor& ex = *run.ex;
   run.samplesPerStep = plan.root().batch_size() * std::max(1, plan.root().micro_batches());
   run.seed = o.seed;
@@ -204,7 +205,7 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   auto openData = [&]() -> Status {
     if (o.steps > run.done) {
       if (o.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");
-      DTC_ASSIGN_OR_RETURN(run.train, openBatchSource(ex, "train_step", o.dataDir, run.seed));
+      DTC_ASSIGN_OR_RETURN(run.train, openBatchSource(ex, fn::kTrainStep, o.dataDir, run.seed));
       // A step-0 checkpoint (written before any training) has no stream position yet.
       if (!stepDir.empty() && !(run.done == 0 && index.progress.data.size() == 0))
         DTC_RETURN_IF_ERROR(checkDataPosition(index.progress.data, run.train->position(run.done),
@@ -259,7 +260,7 @@ int64_t tokensPerSample(const plan::Function& f) {
 // The progress line's model: every rank's contraction FLOPs and peak, summed once.
 StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const TrainOptions& o,
                                const RunState& run) {
-  const plan::Function& f = *ex.function("train_step");
+  const plan::Function& f = *ex.function(fn::kTrainStep);
   // The GEMM peak is measured on the CPU; a device's is not known here.
   float totals[2] = {
       static_cast<float>(contractionFlops(f) / 1e9),
@@ -440,7 +441,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     return Status::Ok();
   };
   if (o.steps > run.done) {
-    const plan::Function& f = *ex.function("train_step");  // openBatchSource found it
+    const plan::Function& f = *ex.function(fn::kTrainStep);  // openBatchSource found it
     DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
     const StepScalars scalars = stepScalars(plan, f);
     DTC_ASSIGN_OR_RETURN(Progress progress, progressFor(ex, *mesh, o, run));
@@ -459,24 +460,24 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
       StepNumbers numbers;
       numbers.lr = scalars.lr != UINT32_MAX ? learningRate(scalars.schedule, step - 1) : 0.0;
       if (scalars.lr != UINT32_MAX)
-        *ex.view("train_step", scalars.lr).f32() = static_cast<float>(numbers.lr);
+        *ex.view(fn::kTrainStep, scalars.lr).f32() = static_cast<float>(numbers.lr);
       if (scalars.rng != UINT32_MAX) {
         // Step s (from 0) draws its masks from (seed, s) on every layout: a resumed run draws
         // what the uninterrupted one would have.
-        int64_t* rng = ex.view("train_step", scalars.rng).i64();
+        int64_t* rng = ex.view(fn::kTrainStep, scalars.rng).i64();
         rng[0] = static_cast<int64_t>(run.seed);
         rng[1] = step - 1;
       }
-      if (Status ran = ex.run("train_step"); !ran.ok())
+      if (Status ran = ex.run(fn::kTrainStep); !ran.ok())
         return ran.code() == StatusCode::kNonFinite
                    ? ran.withContext("step " + std::to_string(step))
                    : ran;
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       const bool holdsLoss = lossIndex != UINT32_MAX;
-      numbers.loss = holdsLoss ? *ex.view("train_step", lossIndex).f32() : 0.0f;
+      numbers.loss = holdsLoss ? *ex.view(fn::kTrainStep, lossIndex).f32() : 0.0f;
       numbers.hasGradNorm = scalars.gradNorm != UINT32_MAX;
-      if (numbers.hasGradNorm) numbers.gradNorm = *ex.view("train_step", scalars.gradNorm).f32();
+      if (numbers.hasGradNorm) numbers.gradNorm = *ex.view(fn::kTrainStep, scalars.gradNorm).f32();
       if (lossScaled) {
         DTC_ASSIGN_OR_RETURN(float next, ex.readScalarState("loss_scale"));
         numbers.skipped = next < scale;

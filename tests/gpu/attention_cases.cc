@@ -37,9 +37,9 @@
 #include <string>
 #include <vector>
 
-#include "cpu/kernels/half.h"
 #include "cpu/kernels/transformer_kernels.h"
 #include "harness.h"
+#include "support/half.h"
 #include "support/thread_pool.h"
 
 namespace dtc::gputest {
@@ -67,8 +67,8 @@ double lowTolerance(DType t) { return t == kBF16 ? 1e-2 : 2e-3; }
 
 // x rounded to t (to nearest even, as both backends round), as a float again.
 float roundTo(DType t, float x) {
-  if (t == kBF16) return cpu::bf16ToF32(cpu::f32ToBf16(x));
-  if (t == kF16) return cpu::f16ToF32(cpu::f32ToF16(x));
+  if (t == kBF16) return bf16ToF32(f32ToBf16(x));
+  if (t == kF16) return f16ToF32(f32ToF16(x));
   return x;
 }
 

@@ -24,7 +24,7 @@
 // suite's 1e-2 (bf16) and 2e-3 (f16) bounds are kept (the printed error shows the real margin), and
 // the cuBLASLt GELU bound above stays within them.
 // A 16-bit y is that f32 result rounded once on each side (cuBLASLt's D conversion, or our pass
-// with cpu/kernels/half.h's rounding; the CPU rounds its widened result the same way), so the two
+// with support/half.h's rounding; the CPU rounds its widened result the same way), so the two
 // sit at most 1 ulp of T apart where the f32 values differ by less than one ulp: the summation
 // order's ~1e-6 relative, or the fast tanh's ~2.5e-4 of a positive GELU, against an ulp of at
 // least 4.9e-4 (f16) or 3.9e-3 (bf16) relative. That bound is asserted where x, w and the bias

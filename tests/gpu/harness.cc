@@ -7,12 +7,12 @@
 #include <cstring>
 #include <random>
 
-#include "cpu/kernels/half.h"
 #include "exec/step.h"
 #include "ops/cuda_scratch.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
 #include "plan_generated.h"
+#include "support/half.h"
 #include "support/thread_pool.h"
 
 namespace dtc::gputest {
@@ -47,7 +47,7 @@ Buffers makeInputs(const Case& c, uint64_t seed) {
           h[i] = in.words[i % in.words.size()];
         } else {
           const float v = !in.values.empty() ? in.values[i % in.values.size()] : pick(rng);
-          h[i] = bf16 ? cpu::f32ToBf16(v) : cpu::f32ToF16(v);
+          h[i] = bf16 ? f32ToBf16(v) : f32ToF16(v);
         }
       }
     } else if (in.dtype != DType::kI64 && in.dtype != DType::kF32) {
@@ -178,7 +178,7 @@ Difference difference(const Output& o, const std::vector<uint8_t>& a,
   auto value = [&](const std::vector<uint8_t>& v, size_t i) -> double {
     if (wide) return reinterpret_cast<const float*>(v.data())[i];
     const uint16_t h = reinterpret_cast<const uint16_t*>(v.data())[i];
-    return o.dtype == DType::kBF16 ? cpu::bf16ToF32(h) : cpu::f16ToF32(h);
+    return o.dtype == DType::kBF16 ? bf16ToF32(h) : f16ToF32(h);
   };
   double worst = 0, scale = 0;
   for (size_t i = 0; i < n; ++i) {

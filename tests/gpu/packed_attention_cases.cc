@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "cpu/kernels/half.h"
 #include "cpu/kernels/transformer_kernels.h"
 #include "harness.h"
+#include "support/half.h"
 #include "support/thread_pool.h"
 
 namespace dtc::gputest {
@@ -35,8 +35,8 @@ double tolerance(DType t, bool grad) {
 }
 
 float roundTo(DType t, float x) {
-  if (t == kBF16) return cpu::bf16ToF32(cpu::f32ToBf16(x));
-  if (t == kF16) return cpu::f16ToF32(cpu::f32ToF16(x));
+  if (t == kBF16) return bf16ToF32(f32ToBf16(x));
+  if (t == kF16) return f16ToF32(f32ToF16(x));
   return x;
 }
 

@@ -11,9 +11,7 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 
-#include "compile_args.h"
 #include "driver/Compile.h"
-#include "explore.h"
 #include "flatbuffers/ModelFile.h"
 #include "flatbuffers/ModelImporter.h"
 #include "flatbuffers/model_version.h"
@@ -21,9 +19,12 @@
 #include "onnx/ModelSource.h"
 #include "onnx/OnnxImport.h"
 #include "perf/step_time.h"
+#include "plan/function_names.h"
 #include "plan/plan.h"
 #include "plan/plan_format.h"
 #include "plan/summary.h"
+#include "planner/CompileRequest.h"
+#include "planner/Explore.h"
 #include "support/args.h"
 #include "zoo/Zoo.h"
 
@@ -308,7 +309,7 @@ int runInspect(int argc, char** argv) {
   if (!profile.ok()) return fail(profile.status());
   // Plans without a training step (evaluation only) have no step to predict.
   std::optional<dtc::perf::StepPrediction> prediction;
-  if (plan->function("train_step")) {
+  if (plan->function(dtc::fn::kTrainStep)) {
     auto predicted = dtc::perf::predictStep(*plan, *profile);
     if (!predicted.ok()) return fail(predicted.status());
     prediction = *predicted;

@@ -1,4 +1,4 @@
-// numElements, fill and element-wise binary ops with NumPy broadcasting.
+// fill and element-wise binary ops with NumPy broadcasting.
 #include <algorithm>
 #include <cassert>
 
@@ -12,10 +12,7 @@ constexpr int64_t kGrain = 16384;
 
 template <BinaryOp Op>
 inline float apply(float x, float y) {
-  if constexpr (Op == BinaryOp::kAdd) return x + y;
-  if constexpr (Op == BinaryOp::kSub) return x - y;
-  if constexpr (Op == BinaryOp::kMul) return x * y;
-  if constexpr (Op == BinaryOp::kDiv) return x / y;
+  return binaryMath<Op>(x, y);
 }
 
 // Iteration space after broadcasting: the output is contiguous over `dims`; a and b are read
@@ -142,12 +139,6 @@ void runPlan(const Plan& plan, const float* a, const float* b, float* out, int64
 }
 
 }  // namespace
-
-int64_t numElements(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 void fill(float* out, int64_t n, float value, ThreadPool& pool) {
   pool.parallelFor(n, kGrain,

@@ -6,15 +6,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/binary_math.h"
 #include "ops/dropout_math.h"
 #include "ops/ignored_label.h"
+#include "ops/shape.h"
 #include "support/thread_pool.h"
 
 namespace dtc::cpu {
 
-using Shape = std::vector<int64_t>;
-
-int64_t numElements(const Shape& shape);
+using Shape = dtc::Shape;
+using dtc::numElements;
 
 // C[M,N] = op(A) · op(B), op(X) = X or Xᵀ. A is [M,K] (or [K,M] if transA), B is [K,N] (or
 // [N,K] if transB). Through single-threaded BLAS (sgemm) calls on blocks run by `pool`.
@@ -23,7 +24,7 @@ void matmul(const float* a, const float* b, float* c, int64_t m, int64_t n, int6
 
 // Element-wise binary ops with NumPy broadcasting: out has shape `outShape`; a and b are
 // broadcast to it (shapes right-aligned, size-1 or missing dimensions repeat).
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+using BinaryOp = dtc::BinaryOp;
 void binary(BinaryOp op, const float* a, const Shape& aShape, const float* b, const Shape& bShape,
             float* out, const Shape& outShape, ThreadPool& pool);
 

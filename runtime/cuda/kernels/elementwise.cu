@@ -15,10 +15,7 @@ constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 
 template <BinaryOp Op>
 __device__ float apply(float x, float y) {
-  if constexpr (Op == BinaryOp::kAdd) return x + y;
-  if constexpr (Op == BinaryOp::kSub) return x - y;
-  if constexpr (Op == BinaryOp::kDiv) return x / y;
-  return x * y;
+  return binaryMath<Op>(x, y);
 }
 
 // Rank <= 1 (equal shapes, or a scalar operand): no index arithmetic.

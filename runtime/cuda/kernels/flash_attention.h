@@ -7,7 +7,7 @@
 // Element types: q, k, v, out, dout, dq, dk, dv are all float32, or all one of bfloat16 and
 // float16 (mixed precision); lse is float32 either way. The 16-bit operands are widened exactly
 // on load and all the math is the float32 kernels', the 16-bit outputs rounded once (to nearest
-// even, as cpu/kernels/half.h): the CPU's widened path (cpu/cpu_kernel_table.cc, bindLowPrecision).
+// even, as support/half.h): the CPU's widened path (cpu/cpu_kernel_table.cc, bindLowPrecision).
 #pragma once
 
 #include <cuda_runtime_api.h>

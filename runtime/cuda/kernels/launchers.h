@@ -6,17 +6,19 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
-#include "ops/ignored_label.h"
 
 #include <cstdint>
 #include <vector>
 
+#include "ops/binary_math.h"
 #include "ops/cuda_scratch.h"  // kMaxDims, kSumBlocks, ReducePlan and the scratch sizes
 #include "ops/dropout_math.h"
+#include "ops/ignored_label.h"
+#include "ops/shape.h"
 
 namespace dtc::cuda::kernels {
 
-using Shape = std::vector<int64_t>;
+using Shape = dtc::Shape;
 // The element types of float data: f32, or the 16-bit types of mixed precision.
 enum class Float { kF32, kBF16, kF16 };
 
@@ -32,7 +34,7 @@ struct BroadcastPlan {
 // False when the merged iteration space has more than kMaxDims dimensions.
 bool makeBroadcastPlan(const Shape& a, const Shape& b, const Shape& out, BroadcastPlan& plan);
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+using BinaryOp = dtc::BinaryOp;
 // out = a op b over `plan`; `b` null reads 0 (broadcast: x + 0, as the CPU computes it).
 cudaError_t binary(BinaryOp op, const float* a, const float* b, float* out,
                    const BroadcastPlan& plan, int64_t total, cudaStream_t stream);
@@ -269,9 +271,9 @@ cudaError_t batchNormGradInput(const float* dy, const float* x, const float* wei
                                const float* dweight, float* dx, NormDims d, int64_t count,
                                cudaStream_t stream);
 
-// ---- precision.cu (cpu/cpu_kernel_table.cc's cast, cpu/cpu_loss_scale_table.cc) ------------
+// ---- precision.cu (cpu/cpu_precision_table.cc) ------------
 
-// y = x in y's type, rounded to nearest even as cpu/kernels/half.h, bit for bit (NaN payloads too).
+// y = x in y's type, rounded to nearest even as support/half.h, bit for bit (NaN payloads too).
 // Equal types copy; x and y must not overlap otherwise.
 cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream);
 // One pair of a multi-tensor cast.

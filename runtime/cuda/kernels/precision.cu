@@ -1,5 +1,5 @@
-// Mixed precision and dynamic loss scaling: casts (cpu/cpu_kernel_table.cc's bindCast) and
-// nonfinite_count, loss_scale_step and select (cpu/cpu_loss_scale_table.cc), bit for bit the
+// Mixed precision and dynamic loss scaling: casts (cpu/cpu_precision_table.cc's bindCast) and
+// nonfinite_count, loss_scale_step and select (cpu/cpu_precision_table.cc), bit for bit the
 // CPU's. The scalars stay on the device: loss_scale_step is one thread, select reads its
 // predicate in the kernel, so a step never waits for the host.
 #include "common.cuh"

@@ -1,4 +1,4 @@
-#include "memory_fit.h"
+#include "planner/MemoryFit.h"
 
 #include <cstdio>
 

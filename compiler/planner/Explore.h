@@ -21,10 +21,10 @@ struct ExploreCandidate {
   bool built = false;              // compiled (else not, for `reason`)
   bool skipped = false;            // a memory-saving variant left unbuilt (it only adds work)
   bool feasible = false;
-  bool estimated = false;      // priced from shallow copies of the model (explore_estimate.h)
-  bool unpriced = false;       // a layout the estimate cannot price (a whole compile can)
-  bool given = false;          // a layout the user asked for (--try), priced beside the rest
-  std::string reason;          // why it is not feasible or was not built
+  bool estimated = false;  // priced from shallow copies of the model (planner/ExploreEstimate.h)
+  bool unpriced = false;   // a layout the estimate cannot price (a whole compile can)
+  bool given = false;      // a layout the user asked for (--try), priced beside the rest
+  std::string reason;      // why it is not feasible or was not built
   uint64_t memoryPerRank = 0;  // the largest rank's bytes
   double buildSeconds = 0;     // compiling and predicting it, on one thread
   perf::StepPrediction prediction;
@@ -49,8 +49,8 @@ struct ExploreResult {
   std::vector<std::string> shared;  // the `dtc compile` arguments every candidate starts from
   double seconds = 0;               // the whole exploration, wall clock
   int threads = 1;                  // candidates compiled side by side
-  // Candidates priced from shallow copies (explore_estimate.h) rather than compiled whole, and
-  // why (or why not).
+  // Candidates priced from shallow copies (planner/ExploreEstimate.h) rather than compiled whole,
+  // and why (or why not).
   bool estimated = false;
   std::string estimateNote;
   // The model's FLOPs per step, as Megatron and PaLM count them for MFU (6·N per token plus

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "explore.h"
 #include "flatbuffers/LayerStack.h"
 #include "onnx/OnnxTranslator.h"
+#include "planner/Explore.h"
 
 namespace dtc {
 

@@ -1,4 +1,4 @@
-#include "explore.h"
+#include "planner/Explore.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,12 +16,12 @@
 
 #include "llvm/Support/raw_ostream.h"
 
-#include "compile_args.h"
-#include "explore_estimate.h"
-#include "explore_report.h"
 #include "io/files.h"
-#include "memory_fit.h"
 #include "plan/plan.h"
+#include "planner/CompileRequest.h"
+#include "planner/ExploreEstimate.h"
+#include "planner/ExploreReport.h"
+#include "planner/MemoryFit.h"
 
 namespace dtc {
 namespace {

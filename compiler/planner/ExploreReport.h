@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "explore.h"
+#include "planner/Explore.h"
 
 namespace dtc::explore_report {
 

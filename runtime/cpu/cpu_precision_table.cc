@@ -1,6 +1,8 @@
-// The checks on a step's gradients before its updates: dynamic loss scaling (fp16 training), as
-// torch.cuda.amp.GradScaler computes it, and the global norm of gradient clipping, as
-// torch.nn.utils.clip_grad_norm_; with the contracts of exec/precision_contracts.h.
+// The CPU backend's mixed-precision steps: casts between f32 and the 16-bit types (one tensor,
+// or many in one step), and the checks on a step's gradients before its updates: dynamic loss
+// scaling (fp16 training), as torch.cuda.amp.GradScaler computes it, and the global norm of
+// gradient clipping, as torch.nn.utils.clip_grad_norm_; with the contracts of
+// exec/precision_contracts.h.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,6 +13,41 @@
 
 namespace dtc {
 namespace {
+
+// y = x in y's element type; between two 16-bit types through f32 (exact).
+void castInto(const TensorView& x, const TensorView& y) {
+  if (x.dtype == y.dtype) {
+    std::memmove(y.data, x.data, x.numElements() * dtypeSize(x.dtype));
+  } else if (x.dtype == DType::kF32) {
+    fromF32(x.f32(), y);
+  } else if (y.dtype == DType::kF32) {
+    toF32(x, y.f32());
+  } else {
+    std::vector<float> wide(x.numElements());
+    toF32(x, wide.data());
+    fromF32(wide.data(), y);
+  }
+}
+
+StatusOr<BoundStep> bindCast(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkCast(ctx));
+  TensorView x = ctx.inputs[0], y = ctx.outputs[0];
+  return BoundStep([=] {
+    castInto(x, y);
+    return Status::Ok();
+  });
+}
+
+// Each pair as cast computes it.
+StatusOr<BoundStep> bindMultiTensorCast(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkMultiTensorCast(ctx));
+  std::vector<TensorView> xs(ctx.inputs.begin(), ctx.inputs.end());
+  std::vector<TensorView> ys(ctx.outputs.begin(), ctx.outputs.end());
+  return BoundStep([=] {
+    for (size_t i = 0; i < xs.size(); ++i) castInto(xs[i], ys[i]);
+    return Status::Ok();
+  });
+}
 
 StatusOr<BoundStep> bindNonfiniteCount(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkNonfiniteCount(ctx));
@@ -100,6 +137,8 @@ StatusOr<BoundStep> bindSelect(const StepContext& ctx) {
 
 }  // namespace
 
+DTC_CPU_BINDER(cast, bindCast)
+DTC_CPU_BINDER(multi_tensor_cast, bindMultiTensorCast)
 DTC_CPU_BINDER(nonfinite_count, bindNonfiniteCount)
 DTC_CPU_BINDER(loss_scale_step, bindLossScaleStep)
 DTC_CPU_BINDER(select, bindSelect)

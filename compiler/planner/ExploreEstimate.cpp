@@ -1,16 +1,17 @@
-#include "explore_estimate.h"
+#include "planner/ExploreEstimate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
 
-#include "compile_args.h"
-#include "explore_report.h"
 #include "onnx/ModelSource.h"
 #include "ops/kernel_registry.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "plan/function_names.h"
 #include "plan/plan.h"
+#include "planner/CompileRequest.h"
+#include "planner/ExploreReport.h"
 
 namespace dtc {
 
@@ -155,7 +156,7 @@ StatusOr<Parts> partsOf(const std::vector<int>& layer) {
 // first follows the embedding, the last precedes the head, and either may hold a step of theirs).
 void priceTime(const Compiled& shallow, const std::vector<int>& layer, const Parts& at,
                LayerUnit& u) {
-  const plan::Function& f = *shallow.plan.function("train_step");
+  const plan::Function& f = *shallow.plan.function(fn::kTrainStep);
   const perf::StepClock& clock = shallow.clock;
   const size_t n = layer.size();
   auto middle = [&](size_t i) { return layer[i] == 1 ? 1.0 : 0.0; };
@@ -307,7 +308,7 @@ void priceActivations(const plan::Function& f, const std::vector<int>& layer, co
 // micro-batch's gradients costs, and the gradients' bytes.
 void priceState(const Plan& plan, const LayerStack& stack, const perf::DeviceProfile& profile,
                 const std::vector<int>& layer, const Parts& at, LayerUnit& u) {
-  const plan::Function& f = *plan.function("train_step");
+  const plan::Function& f = *plan.function(fn::kTrainStep);
   std::set<uint32_t> readByEmbed, readByHead;
   for (size_t i = 0; i < layer.size(); ++i) {
     const plan::Step& s = *f.steps()->Get(i);
@@ -363,7 +364,7 @@ void priceState(const Plan& plan, const LayerStack& stack, const perf::DevicePro
 // The three-layer program priced by its parts.
 Status priceParts(const Compiled& shallow, const LayerStack& stack,
                   const perf::DeviceProfile& profile, LayerUnit& u) {
-  const plan::Function* f = shallow.plan.function("train_step");
+  const plan::Function* f = shallow.plan.function(fn::kTrainStep);
   const size_t n = f && f->steps() ? f->steps()->size() : 0;
   if (n == 0 || shallow.clock.ends.size() != n || shallow.clock.kernel.size() != n)
     return Status::Internal("the shallow plan's steps were not all simulated");

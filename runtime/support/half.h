@@ -12,7 +12,7 @@
 #define DTC_HOST_DEVICE
 #endif
 
-namespace dtc::cpu {
+namespace dtc {
 
 DTC_HOST_DEVICE inline float bitsToF32(uint32_t bits) {
   float f;
@@ -76,4 +76,4 @@ DTC_HOST_DEVICE inline uint16_t f32ToF16(float f) {
   return static_cast<uint16_t>(sign | (((rounded >> 23) - 112) << 10) | ((rounded >> 13) & 0x3ffu));
 }
 
-}  // namespace dtc::cpu
+}  // namespace dtc

@@ -1,4 +1,4 @@
-#include "explore_report.h"
+#include "planner/ExploreReport.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "compile_args.h"
+#include "planner/CompileRequest.h"
 
 #include <cstdlib>
 
@@ -8,9 +8,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 
-#include "memory_fit.h"
 #include "onnx/ModelSource.h"
 #include "plan/plan.h"
+#include "planner/MemoryFit.h"
 #include "support/args.h"
 
 namespace dtc {
