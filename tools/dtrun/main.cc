@@ -1,4 +1,4 @@
-// dtrun: executes a dtc plan. See README.md for the flags.
+// dtrun: executes a dtc plan. See docs/command-line.md for the flags.
 #include <cstdio>
 #include <cstring>
 #include <exception>

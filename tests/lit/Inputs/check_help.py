@@ -1,9 +1,10 @@
-"""Checks that the tools' --help and the README say the same: every flag a help text names is in
-the README; every flag the README's dtc and dtrun sections name is one the tool takes (pass
-names and other programs' flags aside; either tool's section may name the other's); the README's dtrun synopsis names exactly the flags of dtrun's
-usage; and a flag's choices (`--zero 0|1|2|3`) are the same wherever either lists them.
+"""Checks that the tools' --help and the documentation say the same: every flag a help text names
+is in docs/command-line.md; every flag its dtc and dtrun sections name is one the tools take
+(pass names and other programs' flags aside; either tool's section may name the other's); its
+dtrun synopsis names exactly the flags of dtrun's usage; and a flag's choices (`--zero
+0|1|2|3`) are the same wherever either lists them.
 
-usage: check_help.py README DTC_HELP DTRUN_HELP
+usage: check_help.py COMMAND_LINE.md DTC_HELP DTRUN_HELP
 Prints what disagrees; exits 1 if anything does.
 """
 import re
@@ -38,32 +39,32 @@ def section(text, start, end):
     return text[i:text.index(end, i)]
 
 
-def main(readme_path, dtc_path, dtrun_path):
-    readme = open(readme_path).read()
+def main(doc_path, dtc_path, dtrun_path):
+    readme = open(doc_path).read()
     dtc_help, dtrun_help = open(dtc_path).read(), open(dtrun_path).read()
-    dtc_readme = section(readme, "### `dtc`", "### `dtrun`")
-    dtrun_readme = section(readme, "### `dtrun`", "### When things go wrong")
+    dtc_readme = section(readme, "## `dtc`", "## `dtrun`")
+    dtrun_readme = readme[readme.index("## `dtrun`"):]
     problems = []
     for tool, helptext, own in (("dtc", dtc_help, dtc_readme), ("dtrun", dtrun_help, dtrun_readme)):
         for f in sorted(flags(helptext) - flags(readme)):
-            problems.append(f"{tool} --help names {f}, the README does not")
+            problems.append(f"{tool} --help names {f}, docs/command-line.md does not")
         for f in sorted(flags(own) - flags(dtc_help) - flags(dtrun_help) - OTHERS):
-            problems.append(f"the README's {tool} section names {f}, which {tool} --help does not")
+            problems.append(f"docs/command-line.md's {tool} section names {f}, which {tool} --help does not")
         ours, theirs = choices(helptext), choices(own)
         for f in sorted(set(ours) & set(theirs)):
             for listed in sorted(theirs[f] - ours[f]):
-                problems.append(f"{f}: the README lists {listed}, {tool} --help {' or '.join(sorted(ours[f]))}")
+                problems.append(f"{f}: docs/command-line.md lists {listed}, {tool} --help {' or '.join(sorted(ours[f]))}")
     synopsis = re.search(r"`dtrun PLAN [^`]*`", dtrun_readme).group(0)
     usage = dtrun_help[:dtrun_help.index("dtrun --calibrate")]
     if flags(synopsis) != flags(usage):
-        problems.append(f"the README's dtrun synopsis and dtrun's usage differ: "
-                        f"only in the README {sorted(flags(synopsis) - flags(usage))}, "
+        problems.append(f"docs/command-line.md's dtrun synopsis and dtrun's usage differ: "
+                        f"only in the doc {sorted(flags(synopsis) - flags(usage))}, "
                         f"only in the usage {sorted(flags(usage) - flags(synopsis))}")
     for p in problems:
         print(p)
     if problems:
         sys.exit(1)
-    print(f"help and README agree: dtc {len(flags(dtc_help))} flags, dtrun {len(flags(dtrun_help))} flags")
+    print(f"help and docs agree: dtc {len(flags(dtc_help))} flags, dtrun {len(flags(dtrun_help))} flags")
 
 
 if __name__ == "__main__":

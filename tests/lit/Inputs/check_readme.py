@@ -1,12 +1,12 @@
-"""Checks the README's lists against what the tools register.
+"""Checks the documented lists against what the tools register.
 
 usage: check_readme.py ROOT OPS PASSES
   OPS     `dtc ops`: one model op type per line, then the attributes it takes
   PASSES  `dtc-opt --help`: the registered passes and pipelines (--dtc-*)
-The README's op list and docs/model-format.md's op table name every op type and attribute the
-importer reads and no other; the README's dtc-opt paragraph names every registered pass and
-no other; every directory its layout
-names exists, and every directory of dialects/, compiler/ and runtime/ is in the layout.
+docs/writing-models.md's op list and docs/model-format.md's op table name every op type and
+attribute the importer reads and no other; docs/command-line.md's dtc-opt paragraph names every
+registered pass and no other; every directory the README's layout names exists, and every
+directory of dialects/, compiler/ and runtime/ is in the layout.
 Prints what disagrees; exits 1 if anything does.
 """
 import pathlib
@@ -23,6 +23,8 @@ def main(root, ops_path, passes_path):
     root = pathlib.Path(root)
     readme = (root / "README.md").read_text()
     model_format = (root / "docs" / "model-format.md").read_text()
+    writing = (root / "docs" / "writing-models.md").read_text()
+    command_line = (root / "docs" / "command-line.md").read_text()
     problems = []
 
     ops = {}
@@ -30,12 +32,12 @@ def main(root, ops_path, passes_path):
         if line.strip():
             name, *attributes = line.split()
             ops[name] = attributes
-    op_list = section(readme, "Op types", "docs/model-format.md")
+    op_list = section(writing, "Op types", "docs/model-format.md")
     named = set(re.findall(r"`([A-Z][A-Za-z]+)`", op_list))
     op_table = section(model_format, "## Op types", "\n## ")
     tabled = set(re.findall(r"^\| (`[A-Z].*?) \|", op_table, re.M))
     tabled = {op for cell in tabled for op in re.findall(r"`([A-Z][A-Za-z]+)`", cell)}
-    for where, listed, text in (("README op list", named, op_list),
+    for where, listed, text in (("docs/writing-models.md op list", named, op_list),
                                 ("docs/model-format.md op table", tabled, op_table)):
         for op in sorted(set(ops) - listed):
             problems.append(f"{where} lacks {op}")
@@ -49,12 +51,12 @@ def main(root, ops_path, passes_path):
     passes = set(re.findall(r"^\s+--(dtc-[a-z-]+)\s", pathlib.Path(passes_path).read_text(), re.M))
     if not passes:
         problems.append("dtc-opt --help lists no dtc passes")
-    pass_list = section(readme, "`dtc-opt` is `mlir-opt`", "### `dtrun`")
+    pass_list = section(command_line, "`dtc-opt` is `mlir-opt`", "## `dtrun`")
     for name in sorted(passes):
         if f"`--{name}" not in pass_list:
-            problems.append(f"README's dtc-opt paragraph does not name --{name}")
+            problems.append(f"docs/command-line.md's dtc-opt paragraph does not name --{name}")
     for name in sorted(set(re.findall(r"`--(dtc-[a-z-]+)", pass_list)) - passes):
-        problems.append(f"README's dtc-opt paragraph names --{name}, which dtc-opt does not register")
+        problems.append(f"docs/command-line.md's dtc-opt paragraph names --{name}, which dtc-opt does not register")
 
     layout = section(readme, "## Layout", "```\n\n")
     for path in re.findall(r"^([a-z_]+/(?:[a-z_]+/)*)", layout, re.M):
