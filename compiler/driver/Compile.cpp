@@ -113,43 +113,17 @@ LogicalResult reportSchedule(ModuleOp module, const CompileOptions& options) {
   return success();
 }
 
+Real toPipeline(double value) { return Real{value}; }
+template <typename T>
+const T& toPipeline(const T& value) {
+  return value;
+}
+
 void toPipelineOptions(const CompileOptions& options, TrainingPipelineOptions& pipeline) {
-  pipeline.optimizer = options.optimizer;
-  pipeline.lr = Real{options.lr};
-  pipeline.momentum = Real{options.momentum};
-  pipeline.weightDecay = Real{options.weightDecay};
-  pipeline.beta1 = Real{options.beta1};
-  pipeline.beta2 = Real{options.beta2};
-  pipeline.eps = Real{options.eps};
-  pipeline.noDecay = options.noDecay;
-  pipeline.lrSchedule = options.lrSchedule;
-  pipeline.warmupSteps = options.warmupSteps;
-  pipeline.decaySteps = options.decaySteps;
-  pipeline.minLr = Real{options.minLr};
-  pipeline.clipGradNorm = Real{options.clipGradNorm};
-  pipeline.reportGradNorm = options.reportGradNorm;
-  pipeline.precision = options.precision;
-  pipeline.lossScale = Real{options.lossScale};
-  pipeline.fusedAttention = options.fusedAttention;
-  pipeline.fuseEpilogues = options.fuseEpilogues;
-  pipeline.multiTensor = options.multiTensor;
-  pipeline.foldCasts = options.foldCasts;
-  pipeline.mesh = options.mesh;
-  pipeline.dataParallel = options.dataParallel;
-  pipeline.dataReplicate = options.dataReplicate;
-  pipeline.shard = options.shard;
-  pipeline.megatron = options.megatron;
-  pipeline.sequenceParallel = options.sequenceParallel;
-  pipeline.vocabParallel = options.vocabParallel;
-  pipeline.zeroStage = options.zeroStage;
-  pipeline.recompute = options.recompute;
-  pipeline.bucketMb = Real{options.bucketMb};
-  pipeline.accumulate = options.accumulate;
-  pipeline.pipelineStages = options.pipelineStages;
-  pipeline.microBatches = options.microBatches;
-  pipeline.schedule = options.schedule;
-  pipeline.virtualStages = options.virtualStages;
-  pipeline.stageCuts = options.stageCuts;
+#define DTC_OPTION(Kind, field, name, initial, min, max, help) \
+  pipeline.field = toPipeline(options.field);
+#define DTC_LIST_OPTION(field, name, help) pipeline.field = options.field;
+#include "driver/PipelineOptions.def"
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "mlir/Pass/PassRegistry.h"
 
@@ -34,8 +36,51 @@ llvm::raw_ostream& operator<<(llvm::raw_ostream& os, const Real& real) {
   return os << text;
 }
 
-LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOptions& options,
-                                    llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
+namespace {
+
+// A numeric option's value, for its range check; none for the others.
+std::optional<double> numeric(const Real& real) { return real.value; }
+std::optional<double> numeric(int64_t value) { return static_cast<double>(value); }
+std::optional<double> numeric(const std::string&) { return std::nullopt; }
+std::optional<double> numeric(bool) { return std::nullopt; }
+
+const OptionRange kRanges[] = {
+#define DTC_OPTION(Kind, field, name, initial, min, max, help) \
+  {name, static_cast<double>(min), static_cast<double>(max), PipelineIsInt##Kind},
+#include "driver/PipelineOptions.def"
+};
+
+}  // namespace
+
+const OptionRange* pipelineOptionRange(llvm::StringRef name) {
+  for (const OptionRange& r : kRanges)
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+std::string OptionRange::text() const {
+  auto number = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.15g", v);
+    return std::string(buf);
+  };
+  if (min == kAboveZero) return "> 0";
+  if (integer && max - min <= 4) {
+    std::string out;
+    for (double v = min; v <= max; ++v)
+      out += (out.empty() ? "" : v == max ? " or " : ", ") + number(v);
+    return out;
+  }
+  return ">= " + number(min);
+}
+
+LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
+                                      llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
+#define DTC_OPTION(Kind, field, name, initial, min, max, help)              \
+  if (std::optional<double> value = numeric(Pipeline##Kind(options.field))) \
+    if (!pipelineOptionRange(name)->contains(*value))                       \
+      return error(llvm::Twine(name) + " must be " + pipelineOptionRange(name)->text());
+#include "driver/PipelineOptions.def"
   if (options.zeroStage != 0 && options.dataParallel == 0)
     return error("ZeRO needs a data-parallel mesh (--mesh dp=N)");
   if (options.dataReplicate > 0 && options.dataParallel == 0)
@@ -44,6 +89,12 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
     return error("--microbatches and --accumulate both split the step; give one");
   if ((options.dataParallel > 0 || options.pipelineStages > 0) && options.mesh.empty())
     return error("data-parallel and pipeline-stages need a mesh naming their axes");
+  return success();
+}
+
+LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOptions& options,
+                                    llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
+  if (failed(validatePipelineOptions(options, error))) return failure();
   // M micro-batches are accumulated: the step sees the whole batch.
   const int64_t accumulate = options.microBatches != 1 ? options.microBatches : options.accumulate;
 

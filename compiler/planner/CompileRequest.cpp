@@ -62,6 +62,17 @@ static bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
   return false;
 }
 
+namespace {
+
+// `--flag`'s value against the range its pipeline option declares (driver/PipelineOptions.def).
+Status checkRange(const char* flag, const char* option, double value) {
+  const OptionRange* range = pipelineOptionRange(option);
+  if (!range || (value == value && range->contains(value))) return Status::Ok();
+  return invalid(std::string("dtc compile: --") + flag + " must be " + range->text());
+}
+
+}  // namespace
+
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   auto args = Args::parse(
       argc, argv, 2, {"output",       "batch",          "optimizer",
@@ -115,7 +126,8 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   if (options.lrSchedule != "constant" && !args->has("decay-steps"))
     return invalid("dtc compile: --lr-schedule " + options.lrSchedule +
                    " needs --decay-steps D (the update where the decay ends)");
-  if (!(options.clipGradNorm >= 0)) return invalid("dtc compile: --clip-grad-norm must be >= 0");
+  if (Status s = checkRange("clip-grad-norm", "clip-grad-norm", options.clipGradNorm); !s.ok())
+    return s;
   options.reportGradNorm = args->has("log-grad-norm");
   options.noDecay = args->all("no-decay");
   options.dumpIrDir = args->str("dump-ir");
@@ -140,7 +152,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
                    options.precision + "'");
   auto lossScale = args->number("loss-scale", options.lossScale);
   if (!lossScale.ok()) return lossScale.status();
-  if (!(*lossScale > 0)) return invalid("dtc compile: --loss-scale must be > 0");
+  if (Status s = checkRange("loss-scale", "loss-scale", *lossScale); !s.ok()) return s;
   if (args->has("loss-scale") && options.precision != "fp16")
     return invalid("dtc compile: --loss-scale is for --precision fp16 (dynamic loss scaling)");
   options.lossScale = *lossScale;
@@ -195,7 +207,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     return invalid("dtc compile: --vocab-parallel needs a tp axis (--mesh tp=N)");
   auto zero = args->integer("zero", 0);
   if (!zero.ok()) return zero.status();
-  if (*zero < 0 || *zero > 3) return invalid("dtc compile: --zero must be 0, 1, 2 or 3");
+  if (Status s = checkRange("zero", "zero", static_cast<double>(*zero)); !s.ok()) return s;
   options.zeroStage = *zero;
   options.recompute = args->str("recompute", "none");
   if (options.recompute != "none" && options.recompute != "full" &&
@@ -216,15 +228,17 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     return invalid("dtc compile: --recompute auto needs --memory GiB (the budget per rank)");
   auto bucket = args->number("bucket-mb", options.bucketMb);
   if (!bucket.ok()) return bucket.status();
-  if (*bucket < 0) return invalid("dtc compile: --bucket-mb must be >= 0");
+  if (Status s = checkRange("bucket-mb", "bucket-mb", *bucket); !s.ok()) return s;
   options.bucketMb = *bucket;
   auto accumulate = args->integer("accumulate", 1);
   if (!accumulate.ok()) return accumulate.status();
-  if (*accumulate < 1) return invalid("dtc compile: --accumulate must be >= 1");
+  if (Status s = checkRange("accumulate", "accumulate", static_cast<double>(*accumulate)); !s.ok())
+    return s;
   options.accumulate = *accumulate;
   auto micro = args->integer("microbatches", 1);
   if (!micro.ok()) return micro.status();
-  if (*micro < 1) return invalid("dtc compile: --microbatches must be >= 1");
+  if (Status s = checkRange("microbatches", "micro-batches", static_cast<double>(*micro)); !s.ok())
+    return s;
   options.microBatches = *micro;
   auto virtualStages = args->integer("virtual-stages", 1);
   if (!virtualStages.ok()) return virtualStages.status();
