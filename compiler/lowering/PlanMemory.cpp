@@ -12,13 +12,13 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
-#include "lowering/KernelOps.h"
 #include "lowering/MemoryLayout.h"
 #include "ops/cuda_scratch.h"
 #include "ops/in_place.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
 #include "pipeline_parallel/Pipeline.h"
+#include "plan/IR/KernelQueries.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_PLANMEMORY

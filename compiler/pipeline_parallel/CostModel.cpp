@@ -5,8 +5,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include "dist/IR/DistOps.h"
-#include "lowering/KernelOps.h"
 #include "ops/kernel_registry.h"
+#include "plan/IR/KernelQueries.h"
 
 using namespace mlir;
 

@@ -9,7 +9,7 @@
 #include "mlir/IR/Builders.h"
 
 #include "dist/IR/DistOps.h"
-#include "lowering/KernelOps.h"
+#include "plan/IR/KernelQueries.h"
 
 using namespace mlir;
 
