@@ -120,7 +120,7 @@ const T& toPipeline(const T& value) {
 }
 
 void toPipelineOptions(const CompileOptions& options, TrainingPipelineOptions& pipeline) {
-#define DTC_OPTION(Kind, field, name, initial, min, max, help) \
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
   pipeline.field = toPipeline(options.field);
 #define DTC_LIST_OPTION(field, name, help) pipeline.field = options.field;
 #include "driver/PipelineOptions.def"

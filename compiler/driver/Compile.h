@@ -23,7 +23,7 @@ struct CompileOptions {
   // What the training pipeline reads, declared in driver/PipelineOptions.def (torch.optim's
   // optimizer and schedule, precision and fusions, partitioning, micro-batching and pipeline
   // parallelism), with their defaults.
-#define DTC_OPTION(Kind, field, name, initial, min, max, help) Option##Kind field = initial;
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) Option##Kind field = initial;
 #define DTC_LIST_OPTION(field, name, help) std::vector<std::string> field;
 #include "driver/PipelineOptions.def"
   // What the driver alone reads.

@@ -45,7 +45,7 @@ std::optional<double> numeric(const std::string&) { return std::nullopt; }
 std::optional<double> numeric(bool) { return std::nullopt; }
 
 const OptionRange kRanges[] = {
-#define DTC_OPTION(Kind, field, name, initial, min, max, help) \
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
   {name, static_cast<double>(min), static_cast<double>(max), PipelineIsInt##Kind},
 #include "driver/PipelineOptions.def"
 };
@@ -76,7 +76,7 @@ std::string OptionRange::text() const {
 
 LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
                                       llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
-#define DTC_OPTION(Kind, field, name, initial, min, max, help)              \
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help)        \
   if (std::optional<double> value = numeric(Pipeline##Kind(options.field))) \
     if (!pipelineOptionRange(name)->contains(*value))                       \
       return error(llvm::Twine(name) + " must be " + pipelineOptionRange(name)->text());

@@ -47,8 +47,8 @@ inline constexpr bool PipelineIsIntInt = true, PipelineIsIntReal = false,
 
 // `dtc-training-pipeline`'s options: driver/PipelineOptions.def's, in its order.
 struct TrainingPipelineOptions : mlir::PassPipelineOptions<TrainingPipelineOptions> {
-#define DTC_OPTION(Kind, field, name, initial, min, max, help)    \
-  Option<Pipeline##Kind> field{*this, name, llvm::cl::desc(help), \
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
+  Option<Pipeline##Kind> field{*this, name, llvm::cl::desc(help),    \
                                llvm::cl::init(pipelineInit##Kind(initial))};
 #define DTC_LIST_OPTION(field, name, help) \
   ListOption<std::string> field{*this, name, llvm::cl::desc(help)};

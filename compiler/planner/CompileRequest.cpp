@@ -1,6 +1,8 @@
 #include "planner/CompileRequest.h"
 
 #include <cstdlib>
+#include <set>
+#include <string>
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -74,18 +76,16 @@ Status checkRange(const char* flag, const char* option, double value) {
 }  // namespace
 
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
+  // The pipeline's options with a flag of their own (driver/PipelineOptions.def), and the
+  // driver's.
+  std::set<std::string> valued = {"output", "batch",          "dump-ir", "mesh",
+                                  "shard",  "schedule-trace", "device",  "no-decay",
+                                  "loss",   "target",         "memory"};
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
+  if (*flag) valued.insert(flag);
+#include "driver/PipelineOptions.def"
   auto args = Args::parse(
-      argc, argv, 2, {"output",       "batch",          "optimizer",
-                      "lr",           "momentum",       "weight-decay",
-                      "beta1",        "beta2",          "eps",
-                      "dump-ir",      "mesh",           "zero",
-                      "bucket-mb",    "accumulate",     "shard",
-                      "microbatches", "schedule",       "virtual-stages",
-                      "stage-cuts",   "schedule-trace", "device",
-                      "precision",    "loss-scale",     "no-decay",
-                      "lr-schedule",  "warmup-steps",   "decay-steps",
-                      "min-lr",       "clip-grad-norm", "loss",
-                      "target",       "recompute",      "memory"},
+      argc, argv, 2, valued,
       {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
        "fused-attention", "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues",
        "multi-tensor", "no-multi-tensor", "no-fold-casts", "pass-timing", "eval-export"},
@@ -99,26 +99,24 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   if (!batch.ok()) return batch.status();
   if (*batch <= 0) return invalid("dtc compile: --batch N (N > 0) is required");
   options.batchSize = *batch;
-  options.optimizer = args->str("optimizer", "sgd");
-  for (auto [flag, field] : {std::pair{"lr", &options.lr},
-                             {"momentum", &options.momentum},
-                             {"weight-decay", &options.weightDecay},
-                             {"beta1", &options.beta1},
-                             {"beta2", &options.beta2},
-                             {"eps", &options.eps},
-                             {"min-lr", &options.minLr},
-                             {"clip-grad-norm", &options.clipGradNorm}}) {
-    auto v = args->number(flag, *field);
-    if (!v.ok()) return v.status();
-    *field = *v;
-  }
-  for (auto [flag, field] :
-       {std::pair{"warmup-steps", &options.warmupSteps}, {"decay-steps", &options.decaySteps}}) {
-    auto v = args->integer(flag, *field);
-    if (!v.ok()) return v.status();
-    *field = *v;
-  }
-  options.lrSchedule = args->str("lr-schedule", "constant");
+  // Every option its flag sets as it is: the value, within the option's range.
+  auto setReal = [&](const char* flag, const char* name, double& field) -> Status {
+    DTC_ASSIGN_OR_RETURN(field, args->number(flag, field));
+    return checkRange(flag, name, field);
+  };
+  auto setInt = [&](const char* flag, const char* name, int64_t& field) -> Status {
+    DTC_ASSIGN_OR_RETURN(field, args->integer(flag, field));
+    return checkRange(flag, name, static_cast<double>(field));
+  };
+  auto setString = [&](const char* flag, const char*, std::string& field) -> Status {
+    field = args->str(flag, field);
+    return Status::Ok();
+  };
+  auto setBool = [&](const char*, const char*, bool&) { return Status::Ok(); };
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
+  if (*flag)                                                         \
+    if (Status s = set##Kind(flag, name, options.field); !s.ok()) return s;
+#include "driver/PipelineOptions.def"
   if (options.lrSchedule != "constant" && options.lrSchedule != "cosine" &&
       options.lrSchedule != "linear")
     return invalid("dtc compile: --lr-schedule must be constant, cosine or linear, got '" +
@@ -126,14 +124,11 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   if (options.lrSchedule != "constant" && !args->has("decay-steps"))
     return invalid("dtc compile: --lr-schedule " + options.lrSchedule +
                    " needs --decay-steps D (the update where the decay ends)");
-  if (Status s = checkRange("clip-grad-norm", "clip-grad-norm", options.clipGradNorm); !s.ok())
-    return s;
   options.reportGradNorm = args->has("log-grad-norm");
   options.noDecay = args->all("no-decay");
   options.dumpIrDir = args->str("dump-ir");
   options.passTiming = args->has("pass-timing");
   options.device = args->str("device", "cpu");
-  options.precision = args->str("precision", "fp32");
   // Flash-style attention (no [T, T] scores kept) and GEMM epilogues (bias, GELU) are on by
   // default for CUDA plans, where they save memory passes; off for the CPU, whose batched GEMMs
   // beat the attention loops at long contexts and whose kernels gain nothing from epilogues.
@@ -150,12 +145,8 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
     return invalid("dtc compile: --precision must be fp32, bf16 or fp16, got '" +
                    options.precision + "'");
-  auto lossScale = args->number("loss-scale", options.lossScale);
-  if (!lossScale.ok()) return lossScale.status();
-  if (Status s = checkRange("loss-scale", "loss-scale", *lossScale); !s.ok()) return s;
   if (args->has("loss-scale") && options.precision != "fp16")
     return invalid("dtc compile: --loss-scale is for --precision fp16 (dynamic loss scaling)");
-  options.lossScale = *lossScale;
   if (options.device != "cpu" && options.device != "cuda")
     return invalid("dtc compile: --device must be cpu or cuda, got '" + options.device + "'");
   for (const std::string& spec : args->all("shard")) {
@@ -205,11 +196,6 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     return invalid("dtc compile: --vocab-parallel and --no-vocab-parallel contradict each other");
   if (options.vocabParallel && !namesAxisIn(options.mesh, "tp"))
     return invalid("dtc compile: --vocab-parallel needs a tp axis (--mesh tp=N)");
-  auto zero = args->integer("zero", 0);
-  if (!zero.ok()) return zero.status();
-  if (Status s = checkRange("zero", "zero", static_cast<double>(*zero)); !s.ok()) return s;
-  options.zeroStage = *zero;
-  options.recompute = args->str("recompute", "none");
   if (options.recompute != "none" && options.recompute != "full" &&
       options.recompute != "selective" && options.recompute != "auto")
     return invalid("dtc compile: --recompute must be none, full, selective or auto, got '" +
@@ -226,25 +212,6 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   }
   if (options.recompute == "auto" && !memoryBudget)
     return invalid("dtc compile: --recompute auto needs --memory GiB (the budget per rank)");
-  auto bucket = args->number("bucket-mb", options.bucketMb);
-  if (!bucket.ok()) return bucket.status();
-  if (Status s = checkRange("bucket-mb", "bucket-mb", *bucket); !s.ok()) return s;
-  options.bucketMb = *bucket;
-  auto accumulate = args->integer("accumulate", 1);
-  if (!accumulate.ok()) return accumulate.status();
-  if (Status s = checkRange("accumulate", "accumulate", static_cast<double>(*accumulate)); !s.ok())
-    return s;
-  options.accumulate = *accumulate;
-  auto micro = args->integer("microbatches", 1);
-  if (!micro.ok()) return micro.status();
-  if (Status s = checkRange("microbatches", "micro-batches", static_cast<double>(*micro)); !s.ok())
-    return s;
-  options.microBatches = *micro;
-  auto virtualStages = args->integer("virtual-stages", 1);
-  if (!virtualStages.ok()) return virtualStages.status();
-  options.virtualStages = *virtualStages;
-  options.schedule = args->str("schedule", "1f1b");
-  options.stageCuts = args->str("stage-cuts");
   options.scheduleTracePath = args->str("schedule-trace");
   if (options.pipelineStages == 0)
     for (const char* flag : {"schedule", "virtual-stages", "stage-cuts", "schedule-trace"})
