@@ -72,7 +72,8 @@ void compileAndPredict(const std::vector<std::string>& base, ExploreCandidate& c
   c.built = true;
   for (;;) {
     std::vector<std::string> args = base;
-    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const std::vector<std::string> flags = c.flags();
+    args.insert(args.end(), flags.begin(), flags.end());
     StatusOr<CompileRequest> request = parseCompileArgs(args);
     if (!request.ok()) {
       c.reason = request.status().message();
@@ -114,11 +115,6 @@ void build(const std::vector<std::string>& base, ExploreCandidate& c,
   else
     compileAndPredict(base, c, profile, budget);
   c.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-void stripStageCuts(std::vector<std::string>& flags) {
-  if (auto cuts = std::find(flags.begin(), flags.end(), "--stage-cuts"); cuts != flags.end())
-    flags.erase(cuts, std::min(cuts + 2, flags.end()));
 }
 
 // Builds `jobs` on as many threads as the machine has cores (each compile has its own context);
@@ -177,9 +173,9 @@ size_t compileContenders(const std::vector<std::string>& base,
       c.prediction = {};
       jobs.push_back(&c);
       estimateSeconds.push_back(c.buildSeconds);
-      if (c.has("--stage-cuts")) {
+      if (!c.layout.stageCuts.empty()) {
         ownCuts.push_back(c);
-        stripStageCuts(ownCuts.back().flags);
+        ownCuts.back().layout.stageCuts.clear();
         twins.push_back({&c, &ownCuts.back()});
       }
     }
@@ -226,7 +222,7 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
       for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"tp", tp}})
         if (size > 1)
           mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
-      if (!mesh.empty()) c.flags = {"--mesh", mesh};
+      c.layout.mesh = mesh;
       std::vector<int64_t> micro = {1};
       if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
       // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
@@ -236,24 +232,28 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
       for (int64_t m : micro) {
         if (std::string why = unevenSplit(batch, m, c.dp); !why.empty()) {
           ExploreCandidate bad = c;
-          if (m > 1) bad.flags.insert(bad.flags.end(), {"--microbatches", std::to_string(m)});
+          if (m > 1) bad.layout.microBatches = m;
           bad.reason = why;
           layouts.push_back(bad);
           continue;
         }
-        std::vector<std::vector<std::string>> schedules = {{}};
-        if (pp > 1)
-          schedules = {{"--microbatches", std::to_string(m)},
-                       {"--microbatches", std::to_string(m), "--schedule", "interleaved",
-                        "--virtual-stages", "2"}};
-        for (const auto& schedule : schedules)
+        // A pipeline's: 1F1B, and interleaved over two model chunks per device.
+        std::vector<Layout> schedules = {c.layout};
+        if (pp > 1) {
+          Layout oneF1B = c.layout, interleaved = c.layout;
+          oneF1B.microBatches = interleaved.microBatches = m;
+          interleaved.schedule = "interleaved";
+          interleaved.virtualStages = 2;
+          schedules = {oneF1B, interleaved};
+        }
+        for (const Layout& schedule : schedules)
           for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
             for (bool sequence :
                  tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
               ExploreCandidate v = c;
-              v.flags.insert(v.flags.end(), schedule.begin(), schedule.end());
-              if (zero) v.flags.insert(v.flags.end(), {"--zero", std::to_string(zero)});
-              if (sequence) v.flags.push_back("--sequence-parallel");
+              v.layout = schedule;
+              if (zero) v.layout.zero = zero;
+              v.layout.sequenceParallel = sequence;
               layouts.push_back(v);
             }
       }
@@ -296,7 +296,8 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& f = words[i];
     if (switches.count(f)) {
-      c.flags.push_back(f);
+      if (value.count(f)) return bad(f + " is given twice");
+      value[f] = "";
       continue;
     }
     if (!valued.count(f))
@@ -306,7 +307,6 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
     if (i + 1 == words.size()) return bad(f + " needs a value");
     if (value.count(f)) return bad(f + " is given twice");
     value[f] = words[++i];
-    c.flags.insert(c.flags.end(), {f, words[i]});
   }
   for (const std::string f : {"--zero", "--microbatches", "--virtual-stages"})
     if (value.count(f))
@@ -338,8 +338,19 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
   if (c.pp * c.dp * c.tp != devices)
     return bad("the mesh has " + std::to_string(c.pp * c.dp * c.tp) + " devices, not " +
                std::to_string(devices));
-  const int64_t m = value.count("--microbatches") ? std::stoll(value["--microbatches"]) : 1;
-  if (std::string why = unevenSplit(batch, m, c.dp); !why.empty()) return bad(why);
+  Layout& l = c.layout;
+  l.mesh = value.count("--mesh") ? value["--mesh"] : "";
+  if (value.count("--microbatches")) l.microBatches = std::stoll(value["--microbatches"]);
+  if (value.count("--virtual-stages")) l.virtualStages = std::stoll(value["--virtual-stages"]);
+  if (value.count("--zero")) l.zero = std::stoll(value["--zero"]);
+  l.schedule = value.count("--schedule") ? value["--schedule"] : "";
+  l.recompute = value.count("--recompute") ? value["--recompute"] : "";
+  l.stageCuts = value.count("--stage-cuts") ? value["--stage-cuts"] : "";
+  l.sequenceParallel = value.count("--sequence-parallel") > 0;
+  l.vocabParallel = value.count("--vocab-parallel") > 0;
+  l.wholeVocabulary = value.count("--no-vocab-parallel") > 0;
+  if (std::string why = unevenSplit(batch, l.microBatchesOrOne(), c.dp); !why.empty())
+    return bad(why);
   return c;
 }
 
@@ -354,25 +365,11 @@ std::string ExploreCandidate::mesh() const {
   return "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp);
 }
 
-bool ExploreCandidate::has(const std::string& flag) const {
-  return std::find(flags.begin(), flags.end(), flag) != flags.end();
-}
-
-std::string ExploreCandidate::value(const std::string& flag, const std::string& fallback) const {
-  for (size_t i = 0; i + 1 < flags.size(); ++i)
-    if (flags[i] == flag) return flags[i + 1];
-  return fallback;
-}
-
-int64_t ExploreCandidate::intValue(const std::string& flag, int64_t fallback) const {
-  return std::stoll(value(flag, std::to_string(fallback)));
-}
-
 bool ExploreCandidate::keepVocabularyWhole(const Status& failure) {
-  if (tp <= 1 || has("--no-vocab-parallel") ||
+  if (tp <= 1 || layout.wholeVocabulary ||
       failure.message().find("vocabulary") == std::string::npos)
     return false;
-  flags.push_back("--no-vocab-parallel");
+  layout.wholeVocabulary = true;
   return true;
 }
 
@@ -425,7 +422,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     int64_t unrolled = 0, summed = 0;
     for (const ExploreCandidate& c : layouts)
       if (c.reason.empty()) {
-        const int64_t u = (estimator ? estimator->layers() : 1) * c.intValue("--microbatches", 1);
+        const int64_t u = (estimator ? estimator->layers() : 1) * c.layout.microBatchesOrOne();
         unrolled = std::max(unrolled, u);
         summed += u;
       }
@@ -449,7 +446,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
       r.estimated = true;
       layouts = enumerateLayouts(devices, batch, true);
       for (const ExploreCandidate& c : given)
-        if (c.has("--stage-cuts"))
+        if (!c.layout.stageCuts.empty())
           return Status::InvalidInput(
               "dtc explore --try: an estimate cuts the layers into stages itself; --stage-cuts "
               "needs --exact");
@@ -473,24 +470,29 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   for (ExploreCandidate& c : layouts) {
     r.candidates.push_back(c);
     if (!c.built || c.given) continue;  // a given layout is priced as given
-    std::vector<std::vector<std::string>> savings = {{"--recompute", "selective"},
-                                                     {"--recompute", "full"}};
+    // What saves memory at a cost in time: recomputation, and (from ZeRO-0's layout only) ZeRO-3.
+    struct Saving {
+      int64_t zero;
+      const char* recompute;
+    };
+    std::vector<Saving> savings = {{-1, "selective"}, {-1, "full"}};
     if (c.dp > 1) {
-      savings.push_back({"--zero", "3"});
-      savings.push_back({"--zero", "3", "--recompute", "full"});
+      savings.push_back({3, ""});
+      savings.push_back({3, "full"});
     }
-    const bool zeroGiven = c.has("--zero");
-    for (const auto& saving : savings) {
-      if (zeroGiven && saving.front() == "--zero") continue;  // ZeRO-3 from ZeRO-0's layout only
+    const bool zeroGiven = c.layout.zero >= 0;
+    for (const Saving& saving : savings) {
+      if (zeroGiven && saving.zero >= 0) continue;
       ExploreCandidate v = c;
       v.built = v.feasible = v.estimated = v.unpriced = false;
       v.buildSeconds = 0;
       // The variant gets its own cuts from its own prices.
-      stripStageCuts(v.flags);
+      v.layout.stageCuts.clear();
       v.reason.clear();
       v.memoryPerRank = 0;
       v.prediction = {};
-      v.flags.insert(v.flags.end(), saving.begin(), saving.end());
+      if (saving.zero >= 0) v.layout.zero = saving.zero;
+      if (*saving.recompute) v.layout.recompute = saving.recompute;
       v.skipped = !exhaustive && !overBudget(c, r.budget);
       if (!v.skipped)
         later.push_back(r.candidates.size());
@@ -545,7 +547,7 @@ std::string whyItWon(const ExploreResult& r) {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, "%.3f",
                     c.prediction.stepSeconds / w.prediction.stepSeconds);
-      os << "; the next, " << c.mesh() << " " << explore_report::join(c.flags) << ", takes "
+      os << "; the next, " << c.mesh() << " " << explore_report::join(c.flags()) << ", takes "
          << ratio << "x as long (compute " << explore_report::ms(c.prediction.computeSeconds)
          << ", exposed communication "
          << explore_report::ms(c.prediction.exposedCommunicationSeconds) << ", bubble "
@@ -565,8 +567,9 @@ StatusOr<std::vector<std::string>> chooseLayout(const std::vector<std::string>& 
     return Status::InvalidInput("--mesh auto: no layout of " + std::to_string(devices) +
                                 " devices fits (dtc explore lists why)");
   llvm::outs() << "--mesh auto on " << profile.name << ": "
-               << explore_report::join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
-  std::vector<std::string> flags = r.candidates[r.best].flags;
+               << explore_report::join(r.candidates[r.best].flags()) << "\n  " << whyItWon(r)
+               << "\n";
+  std::vector<std::string> flags = r.candidates[r.best].flags();
   if (std::find(compileArgs.begin(), compileArgs.end(), "--device") == compileArgs.end() &&
       profile.device != "cpu")
     flags.insert(flags.end(), {"--device", profile.device});

@@ -11,15 +11,18 @@
 
 #include "perf/device_profile.h"
 #include "perf/step_time.h"
+#include "planner/Layout.h"
 #include "support/status.h"
 
 namespace dtc {
 
 struct ExploreCandidate {
   int64_t dp = 1, tp = 1, pp = 1;
-  std::vector<std::string> flags;  // the `dtc compile` flags that build it
-  bool built = false;              // compiled (else not, for `reason`)
-  bool skipped = false;            // a memory-saving variant left unbuilt (it only adds work)
+  Layout layout;
+  // The `dtc compile` flags that build it (its layout's).
+  std::vector<std::string> flags() const { return layout.flags(); }
+  bool built = false;    // compiled (else not, for `reason`)
+  bool skipped = false;  // a memory-saving variant left unbuilt (it only adds work)
   bool feasible = false;
   bool estimated = false;  // priced from shallow copies of the model (planner/ExploreEstimate.h)
   bool unpriced = false;   // a layout the estimate cannot price (a whole compile can)
@@ -30,12 +33,8 @@ struct ExploreCandidate {
   perf::StepPrediction prediction;
   std::string mesh() const;  // "dp=2,tp=2,pp=1"
 
-  bool has(const std::string& flag) const;
-  // The value its flags give `flag`, or `fallback`.
-  std::string value(const std::string& flag, const std::string& fallback) const;
-  int64_t intValue(const std::string& flag, int64_t fallback) const;
   // Where `failure` is Megatron's vocabulary split meeting a vocabulary that does not divide
-  // over tp: adds --no-vocab-parallel (the table and the logits stay whole) and says to build
+  // over tp: keeps the vocabulary whole (the table and the logits) and says to build
   // again; false otherwise, and when the flag is there already.
   bool keepVocabularyWhole(const Status& failure);
 };

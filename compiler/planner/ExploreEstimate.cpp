@@ -69,33 +69,6 @@ using Cost = LayerUnit::Cost;
 // embedding, the last precedes the head).
 constexpr int kShallow = 3;
 
-// The candidate's flags without its pipeline: the mesh without pp, no micro-batches or schedule.
-std::vector<std::string> withoutPipeline(const std::vector<std::string>& flags) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < flags.size(); ++i) {
-    const std::string& f = flags[i];
-    if (f == "--microbatches" || f == "--schedule" || f == "--virtual-stages" ||
-        f == "--stage-cuts") {
-      ++i;
-      continue;
-    }
-    if (f == "--mesh" && i + 1 < flags.size()) {
-      std::string mesh, rest = flags[++i];
-      for (size_t start = 0; start <= rest.size();) {
-        size_t end = rest.find(',', start);
-        if (end == std::string::npos) end = rest.size();
-        std::string axis = rest.substr(start, end - start);
-        if (axis.rfind("pp=", 0) != 0) mesh += (mesh.empty() ? "" : ",") + axis;
-        start = end + 1;
-      }
-      if (!mesh.empty()) out.insert(out.end(), {"--mesh", mesh});
-      continue;
-    }
-    out.push_back(f);
-  }
-  return out;
-}
-
 // A layer's name with '/' read as '.' and no leading separator.
 std::string sameSpelling(std::string layer) {
   std::replace(layer.begin(), layer.end(), '/', '.');
@@ -596,8 +569,8 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
 void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   c.built = true;
   c.estimated = true;
-  const int64_t pp = c.pp, v = c.intValue("--virtual-stages", 1),
-                m = c.intValue("--microbatches", 1), layers = stack_.size();
+  const int64_t pp = c.pp, v = std::max<int64_t>(c.layout.virtualStages, 1),
+                m = c.layout.microBatchesOrOne(), layers = stack_.size();
   const int64_t chunks = pp * v;
   // The first chunk may hold the embedding alone, the last the head alone.
   const std::pair<bool, bool> bareEnds = {stack_.nodesBefore, !stack_.nodeAfter.empty()};
@@ -607,9 +580,10 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
                std::to_string(layers) + ") and the nodes around them";
     return;
   }
-  StatusOr<std::shared_ptr<const LayerUnit>> got = unit(withoutPipeline(c.flags), batch_ / m, m);
+  StatusOr<std::shared_ptr<const LayerUnit>> got =
+      unit(c.layout.withoutPipeline().flags(), batch_ / m, m);
   if (!got.ok() && c.keepVocabularyWhole(got.status()))  // as a whole compile does
-    got = unit(withoutPipeline(c.flags), batch_ / m, m);
+    got = unit(c.layout.withoutPipeline().flags(), batch_ / m, m);
   if (!got.ok()) {
     c.reason = got.status().message();
     return;
@@ -622,7 +596,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     for (int64_t ch = 1, first = count[0]; ch < chunks; first += count[ch++])
       cuts += (cuts.empty() ? "" : ",") +
               (first < layers ? stack_.firstNodes[first] : stack_.nodeAfter);
-    c.flags.insert(c.flags.end(), {"--stage-cuts", cuts});
+    c.layout.stageCuts = cuts;
   }
   // Each chunk's forward and backward of one micro-batch.
   std::vector<Cost> forward(chunks), backward(chunks);
@@ -650,7 +624,8 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   config.microBatches = m;
   // Without a pipeline the one stage runs each micro-batch's forward, then its backward (as
   // accumulation unrolls them): one micro-batch's activations at a time.
-  config.schedule = pp > 1 ? c.value("--schedule", "1f1b") : "1f1b";
+  config.schedule =
+      pp > 1 ? (c.layout.schedule.empty() ? std::string("1f1b") : c.layout.schedule) : "1f1b";
   std::vector<uint64_t> kept(chunks);
   for (int64_t ch = 0; ch < chunks; ++ch) kept[ch] = u.stashLayer * count[ch];
   StatusOr<ScheduleRun> run = runSchedule(config, forward, backward, kept, transfer);

@@ -66,7 +66,7 @@ std::string table(const ExploreResult& r, int top) {
                   c.mesh().c_str(), ms(c.prediction.stepSeconds).c_str(),
                   gib(c.memoryPerRank).c_str(), c.prediction.tokensPerSecond(),
                   100 * r.modelUtilisation(c), 100 * c.prediction.utilisation);
-    os << line << join(c.flags) << (c.given ? "  (given)" : "")
+    os << line << join(c.flags()) << (c.given ? "  (given)" : "")
        << (c.estimated && mixed ? "  (estimated)" : "") << "\n";
   }
   if (feasible > shown)
@@ -76,13 +76,13 @@ std::string table(const ExploreResult& r, int top) {
     os << "MFU counts the model's FLOPs (6 per parameter and token, plus attention, as Megatron "
           "and PaLM do); HFU what the layout executes (recomputation, replicated work)\n";
   if (r.best >= 0)
-    os << "best: " << join(r.candidates[r.best].flags) << "\n  " << whyItWon(r) << "\n";
+    os << "best: " << join(r.candidates[r.best].flags()) << "\n  " << whyItWon(r) << "\n";
   // The layouts the user asked for, wherever they rank.
   int rank = 0;
   for (const ExploreCandidate& c : r.candidates) {
     rank += c.feasible;
     if (!c.given) continue;
-    os << "given: " << c.mesh() << " " << join(c.flags) << ": ";
+    os << "given: " << c.mesh() << " " << join(c.flags()) << ": ";
     if (c.built && c.prediction.stepSeconds > 0) {
       std::snprintf(line, sizeof line,
                     "%s a step, %s per rank, %.4g tokens/s, MFU %.1f%% (HFU %.1f%%)",
@@ -109,7 +109,7 @@ std::string table(const ExploreResult& r, int top) {
     for (const ExploreCandidate& c : r.candidates)
       if (!c.feasible && !c.skipped && (top <= 0 || listed < top)) {
         ++listed;
-        os << "  " << c.mesh() << " " << join(c.flags) << ": " << c.reason << "\n";
+        os << "  " << c.mesh() << " " << join(c.flags()) << ": " << c.reason << "\n";
       }
     if (listed < infeasible)
       os << "  ... and " << infeasible - listed << " more (--json lists every candidate)\n";
@@ -132,7 +132,7 @@ std::string json(const ExploreResult& r) {
     // adds to the shared arguments.
     io::Json flags = io::Json(io::Json::Array{}), layout = io::Json(io::Json::Array{});
     for (const std::string& f : r.shared) flags.push(f);
-    for (const std::string& f : c.flags) {
+    for (const std::string& f : c.flags()) {
       flags.push(f);
       layout.push(f);
     }
@@ -253,15 +253,15 @@ std::string svg(const ExploreResult& r) {
     if (!c.built || c.prediction.stepSeconds <= 0) continue;
     os << "<circle cx=\"" << x(double(c.memoryPerRank)) << "\" cy=\"" << y(c.prediction.stepSeconds)
        << "\" r=\"4\" fill=\"" << (c.feasible ? "steelblue" : "none") << "\" stroke=\"steelblue\""
-       << (c.estimated ? " opacity=\"0.5\"" : "") << "><title>" << c.mesh() << " " << join(c.flags)
-       << (c.estimated ? " (estimated)" : "") << "</title></circle>\n";
+       << (c.estimated ? " opacity=\"0.5\"" : "") << "><title>" << c.mesh() << " "
+       << join(c.flags()) << (c.estimated ? " (estimated)" : "") << "</title></circle>\n";
   }
   if (r.best >= 0) {
     const ExploreCandidate& w = r.candidates[r.best];
     const double cx = x(double(w.memoryPerRank)), cy = y(w.prediction.stepSeconds);
     os << "<circle cx=\"" << cx << "\" cy=\"" << cy
        << "\" r=\"9\" fill=\"none\" stroke=\"red\" stroke-width=\"2\"/>\n<text x=\"" << cx + 12
-       << "\" y=\"" << cy - 8 << "\" fill=\"red\">pick: " << join(w.flags) << "</text>\n";
+       << "\" y=\"" << cy - 8 << "\" fill=\"red\">pick: " << join(w.flags()) << "</text>\n";
   }
   os << "</svg>\n";
   return os.str();

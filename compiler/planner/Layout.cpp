@@ -1,0 +1,37 @@
+#include "planner/Layout.h"
+
+namespace dtc {
+
+std::vector<std::string> Layout::flags() const {
+  std::vector<std::string> f;
+  if (!mesh.empty()) f.insert(f.end(), {"--mesh", mesh});
+  if (microBatches > 0) f.insert(f.end(), {"--microbatches", std::to_string(microBatches)});
+  if (!schedule.empty()) f.insert(f.end(), {"--schedule", schedule});
+  if (virtualStages > 0) f.insert(f.end(), {"--virtual-stages", std::to_string(virtualStages)});
+  if (zero >= 0) f.insert(f.end(), {"--zero", std::to_string(zero)});
+  if (sequenceParallel) f.push_back("--sequence-parallel");
+  if (!recompute.empty()) f.insert(f.end(), {"--recompute", recompute});
+  if (vocabParallel) f.push_back("--vocab-parallel");
+  if (wholeVocabulary) f.push_back("--no-vocab-parallel");
+  if (!stageCuts.empty()) f.insert(f.end(), {"--stage-cuts", stageCuts});
+  return f;
+}
+
+Layout Layout::withoutPipeline() const {
+  Layout out = *this;
+  out.mesh.clear();
+  for (size_t start = 0; start <= mesh.size();) {
+    size_t end = mesh.find(',', start);
+    if (end == std::string::npos) end = mesh.size();
+    const std::string axis = mesh.substr(start, end - start);
+    if (!axis.empty() && axis.rfind("pp=", 0) != 0)
+      out.mesh += (out.mesh.empty() ? "" : ",") + axis;
+    start = end + 1;
+  }
+  out.microBatches = out.virtualStages = 0;
+  out.schedule.clear();
+  out.stageCuts.clear();
+  return out;
+}
+
+}  // namespace dtc
