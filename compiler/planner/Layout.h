@@ -10,16 +10,16 @@
 namespace dtc {
 
 struct Layout {
-  std::string mesh;            // "pp=2,dp=2,tp=2", its axes outermost first ("": one device)
-  int64_t microBatches = 0;    // --microbatches (0: not given)
-  std::string schedule;        // --schedule ("": not given)
-  int64_t virtualStages = 0;   // --virtual-stages (0: not given)
-  int64_t zero = -1;           // --zero (-1: not given)
+  std::string mesh;           // "pp=2,dp=2,tp=2", its axes outermost first ("": one device)
+  int64_t microBatches = 0;   // --microbatches (0: not given)
+  std::string schedule;       // --schedule ("": not given)
+  int64_t virtualStages = 0;  // --virtual-stages (0: not given)
+  int64_t zero = -1;          // --zero (-1: not given)
   bool sequenceParallel = false;
-  std::string recompute;       // --recompute ("": not given)
-  bool vocabParallel = false;  // --vocab-parallel
+  std::string recompute;         // --recompute ("": not given)
+  bool vocabParallel = false;    // --vocab-parallel
   bool wholeVocabulary = false;  // --no-vocab-parallel
-  std::string stageCuts;       // --stage-cuts ("": the compiler's own)
+  std::string stageCuts;         // --stage-cuts ("": the compiler's own)
 
   std::vector<std::string> flags() const;
   // The same layout without its pipeline: the mesh without pp, no micro-batches, schedule or

@@ -4,7 +4,8 @@ is in docs/command-line.md; every flag its dtc and dtrun sections name is one th
 dtrun synopsis names exactly the flags of dtrun's usage; and a flag's choices (`--zero
 0|1|2|3`) are the same wherever either lists them.
 
-usage: check_help.py COMMAND_LINE.md DTC_HELP DTRUN_HELP
+usage: check_help.py COMMAND_LINE.md DTC_HELP DTRUN_HELP PIPELINE_OPTIONS.def
+(every pipeline option with a flag of its own in the .def is in dtc --help and the doc)
 Prints what disagrees; exits 1 if anything does.
 """
 import re
@@ -39,7 +40,7 @@ def section(text, start, end):
     return text[i:text.index(end, i)]
 
 
-def main(doc_path, dtc_path, dtrun_path):
+def main(doc_path, dtc_path, dtrun_path, options_path):
     readme = open(doc_path).read()
     dtc_help, dtrun_help = open(dtc_path).read(), open(dtrun_path).read()
     dtc_readme = section(readme, "## `dtc`", "## `dtrun`")
@@ -54,6 +55,16 @@ def main(doc_path, dtc_path, dtrun_path):
         for f in sorted(set(ours) & set(theirs)):
             for listed in sorted(theirs[f] - ours[f]):
                 problems.append(f"{f}: docs/command-line.md lists {listed}, {tool} --help {' or '.join(sorted(ours[f]))}")
+    # The options model: every pipeline option with a flag of its own is in the help and the doc.
+    options = open(options_path).read()
+    declared = re.findall(r'^DTC_OPTION\(\w+, \w+, "[^"]*", "([^"]+)"', options, re.M)
+    if not declared:
+        problems.append("driver/PipelineOptions.def declares no option with a flag")
+    for flag in declared:
+        if "--" + flag not in flags(dtc_help):
+            problems.append(f"--{flag} (driver/PipelineOptions.def) is not in dtc --help")
+        if "--" + flag not in flags(dtc_readme):
+            problems.append(f"--{flag} (driver/PipelineOptions.def) is not in docs/command-line.md")
     synopsis = re.search(r"`dtrun PLAN [^`]*`", dtrun_readme).group(0)
     usage = dtrun_help[:dtrun_help.index("dtrun --calibrate")]
     if flags(synopsis) != flags(usage):
@@ -64,8 +75,9 @@ def main(doc_path, dtc_path, dtrun_path):
         print(p)
     if problems:
         sys.exit(1)
-    print(f"help and docs agree: dtc {len(flags(dtc_help))} flags, dtrun {len(flags(dtrun_help))} flags")
+    print(f"help and docs agree: dtc {len(flags(dtc_help))} flags, dtrun {len(flags(dtrun_help))} flags, "
+          f"{len(declared)} pipeline options")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
