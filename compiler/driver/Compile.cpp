@@ -121,8 +121,8 @@ const T& toPipeline(const T& value) {
 
 void toPipelineOptions(const CompileOptions& options, TrainingPipelineOptions& pipeline) {
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
-  pipeline.field = toPipeline(options.field);
-#define DTC_LIST_OPTION(field, name, help) pipeline.field = options.field;
+  pipeline.field = toPipeline(options.DTC_GROUP.field);
+#define DTC_LIST_OPTION(field, name, help) pipeline.field = options.DTC_GROUP.field;
 #include "driver/PipelineOptions.def"
 }
 
@@ -133,11 +133,11 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   registerDialects(ctx);
   // M micro-batches of batch/M samples: the pipeline accumulates them into the step.
   int64_t batch = options.batchSize;
-  if (options.microBatches != 1) {
-    if (options.microBatches < 1 || batch % options.microBatches != 0)
+  if (options.pipeline.microBatches != 1) {
+    if (options.pipeline.microBatches < 1 || batch % options.pipeline.microBatches != 0)
       return emitError(UnknownLoc::get(&ctx), "--microbatches ")
-             << options.microBatches << " does not divide the batch of " << batch;
-    batch /= options.microBatches;
+             << options.pipeline.microBatches << " does not divide the batch of " << batch;
+    batch /= options.pipeline.microBatches;
   }
   OwningOpRef<ModuleOp> module = importModel(ctx, model, ImportOptions{batch});
   if (!module) return failure();
@@ -161,7 +161,8 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
   if (failed(pm.run(*module))) return failure();
   if (options.trial && failed(verify(*module))) return failure();
   if (!dumpError.empty()) return emit(dumpError);
-  if (options.pipelineStages > 0 && !options.trial && failed(reportSchedule(*module, options)))
+  if (options.pipeline.pipelineStages > 0 && !options.trial &&
+      failed(reportSchedule(*module, options)))
     return failure();
   if (auto whole = (*module)->getAttrOfType<ArrayAttr>(dist::kZeroWholeAttr);
       whole && !options.trial) {

@@ -20,9 +20,14 @@ using OptionInt = int64_t;
 using OptionBool = bool;
 
 struct CompileOptions {
-  // What the training pipeline reads, declared in driver/PipelineOptions.def (torch.optim's
-  // optimizer and schedule, precision and fusions, partitioning, micro-batching and pipeline
-  // parallelism), with their defaults.
+  // What the training pipeline reads, declared in driver/PipelineOptions.def, by group: recipe
+  // (torch.optim's optimizer and schedule, clipping), numerics (precision, loss scaling),
+  // kernels (fusions), parallel (the mesh and its splits), memory (ZeRO, recomputation,
+  // buckets), pipeline (micro-batches and stages); with their defaults.
+#define DTC_GROUP_BEGIN(member, Type, help) struct Type {
+#define DTC_GROUP_END(member) \
+  }                           \
+  member;
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) Option##Kind field = initial;
 #define DTC_LIST_OPTION(field, name, help) std::vector<std::string> field;
 #include "driver/PipelineOptions.def"

@@ -115,17 +115,17 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   auto setBool = [&](const char*, const char*, bool&) { return Status::Ok(); };
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
   if (*flag)                                                         \
-    if (Status s = set##Kind(flag, name, options.field); !s.ok()) return s;
+    if (Status s = set##Kind(flag, name, options.DTC_GROUP.field); !s.ok()) return s;
 #include "driver/PipelineOptions.def"
-  if (options.lrSchedule != "constant" && options.lrSchedule != "cosine" &&
-      options.lrSchedule != "linear")
+  if (options.recipe.lrSchedule != "constant" && options.recipe.lrSchedule != "cosine" &&
+      options.recipe.lrSchedule != "linear")
     return invalid("dtc compile: --lr-schedule must be constant, cosine or linear, got '" +
-                   options.lrSchedule + "'");
-  if (options.lrSchedule != "constant" && !args->has("decay-steps"))
-    return invalid("dtc compile: --lr-schedule " + options.lrSchedule +
+                   options.recipe.lrSchedule + "'");
+  if (options.recipe.lrSchedule != "constant" && !args->has("decay-steps"))
+    return invalid("dtc compile: --lr-schedule " + options.recipe.lrSchedule +
                    " needs --decay-steps D (the update where the decay ends)");
-  options.reportGradNorm = args->has("log-grad-norm");
-  options.noDecay = args->all("no-decay");
+  options.recipe.reportGradNorm = args->has("log-grad-norm");
+  options.recipe.noDecay = args->all("no-decay");
   options.dumpIrDir = args->str("dump-ir");
   options.passTiming = args->has("pass-timing");
   options.device = args->str("device", "cpu");
@@ -137,69 +137,73 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
       return invalid(std::string("dtc compile: --") + feature + " and --no-" + feature +
                      " contradict each other");
   const bool gpu = options.device == "cuda";
-  options.fusedAttention =
+  options.kernels.fusedAttention =
       args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
-  options.fuseEpilogues = args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
-  options.multiTensor = args->has("multi-tensor") || (gpu && !args->has("no-multi-tensor"));
-  options.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
-  if (options.precision != "fp32" && options.precision != "bf16" && options.precision != "fp16")
+  options.kernels.fuseEpilogues =
+      args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
+  options.kernels.multiTensor = args->has("multi-tensor") || (gpu && !args->has("no-multi-tensor"));
+  options.kernels.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
+  if (options.numerics.precision != "fp32" && options.numerics.precision != "bf16" &&
+      options.numerics.precision != "fp16")
     return invalid("dtc compile: --precision must be fp32, bf16 or fp16, got '" +
-                   options.precision + "'");
-  if (args->has("loss-scale") && options.precision != "fp16")
+                   options.numerics.precision + "'");
+  if (args->has("loss-scale") && options.numerics.precision != "fp16")
     return invalid("dtc compile: --loss-scale is for --precision fp16 (dynamic loss scaling)");
   if (options.device != "cpu" && options.device != "cuda")
     return invalid("dtc compile: --device must be cpu or cuda, got '" + options.device + "'");
   for (const std::string& spec : args->all("shard")) {
     if (spec.find(';') != std::string::npos)
       return invalid("dtc compile: one PATTERN=SPEC per --shard, got '" + spec + "'");
-    options.shard += (options.shard.empty() ? "" : ";") + spec;
+    options.parallel.shard += (options.parallel.shard.empty() ? "" : ";") + spec;
   }
   if (args->has("mesh")) {
     // name=size[,name=size…]: dp is data parallelism (dp_replicate: replicas of it that ZeRO
     // does not shard over); other axes split what --shard says.
-    options.mesh = args->str("mesh");
+    options.parallel.mesh = args->str("mesh");
     llvm::SmallVector<llvm::StringRef> axes;
-    llvm::StringRef(options.mesh).split(axes, ',');
+    llvm::StringRef(options.parallel.mesh).split(axes, ',');
     for (llvm::StringRef axis : axes) {
       auto [name, size] = axis.split('=');
       int64_t n = 0;
       if (name.empty() || size.getAsInteger(10, n) || n < 1)
-        return invalid("dtc compile: --mesh wants name=size[,name=size], got '" + options.mesh +
-                       "'");
+        return invalid("dtc compile: --mesh wants name=size[,name=size], got '" +
+                       options.parallel.mesh + "'");
       if (name == "dp") {
-        options.dataParallel = n;
+        options.parallel.dataParallel = n;
       } else if (name == "dp_replicate") {
-        options.dataReplicate = n;
+        options.parallel.dataReplicate = n;
       } else if (name == "pp") {
-        if (namesAxis(options.shard, name))
+        if (namesAxis(options.parallel.shard, name))
           return invalid(
               "dtc compile: mesh axis pp holds pipeline stages; --shard cannot split over it");
-        options.pipelineStages = n;
-      } else if (name == "tp" && !namesAxis(options.shard, name)) {
-        options.megatron = "tp";  // Megatron's GPT-2 splits, unless the user gives their own
-      } else if (!namesAxis(options.shard, name)) {
+        options.pipeline.pipelineStages = n;
+      } else if (name == "tp" && !namesAxis(options.parallel.shard, name)) {
+        options.parallel.megatron =
+            "tp";  // Megatron's GPT-2 splits, unless the user gives their own
+      } else if (!namesAxis(options.parallel.shard, name)) {
         return invalid("dtc compile: mesh axis '" + name.str() +
                        "' splits nothing: give --shard PATTERN=SPEC naming it");
       }
     }
-  } else if (!options.shard.empty()) {
+  } else if (!options.parallel.shard.empty()) {
     return invalid("dtc compile: --shard needs --mesh");
   }
-  options.sequenceParallel = args->has("sequence-parallel");
-  if (options.sequenceParallel && !namesAxisIn(options.mesh, "tp"))
+  options.parallel.sequenceParallel = args->has("sequence-parallel");
+  if (options.parallel.sequenceParallel && !namesAxisIn(options.parallel.mesh, "tp"))
     return invalid("dtc compile: --sequence-parallel needs a tp axis (--mesh tp=N)");
   // Megatron's splits come with the vocabulary split, which saves memory (the table and the
   // logits are split too); --no-vocab-parallel keeps them whole.
-  options.vocabParallel =
-      args->has("vocab-parallel") || (!options.megatron.empty() && !args->has("no-vocab-parallel"));
+  options.parallel.vocabParallel =
+      args->has("vocab-parallel") ||
+      (!options.parallel.megatron.empty() && !args->has("no-vocab-parallel"));
   if (args->has("vocab-parallel") && args->has("no-vocab-parallel"))
     return invalid("dtc compile: --vocab-parallel and --no-vocab-parallel contradict each other");
-  if (options.vocabParallel && !namesAxisIn(options.mesh, "tp"))
+  if (options.parallel.vocabParallel && !namesAxisIn(options.parallel.mesh, "tp"))
     return invalid("dtc compile: --vocab-parallel needs a tp axis (--mesh tp=N)");
-  if (options.recompute != "none" && options.recompute != "full" &&
-      options.recompute != "selective" && options.recompute != "auto")
+  if (options.memory.recompute != "none" && options.memory.recompute != "full" &&
+      options.memory.recompute != "selective" && options.memory.recompute != "auto")
     return invalid("dtc compile: --recompute must be none, full, selective or auto, got '" +
-                   options.recompute + "'");
+                   options.memory.recompute + "'");
   uint64_t& memoryBudget = request.memoryBudget;
   if (args->has("memory")) {
     const std::string text = args->str("memory");
@@ -210,18 +214,19 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
                      "'");
     memoryBudget = static_cast<uint64_t>(gib * static_cast<double>(1ull << 30));
   }
-  if (options.recompute == "auto" && !memoryBudget)
+  if (options.memory.recompute == "auto" && !memoryBudget)
     return invalid("dtc compile: --recompute auto needs --memory GiB (the budget per rank)");
   options.scheduleTracePath = args->str("schedule-trace");
-  if (options.pipelineStages == 0)
+  if (options.pipeline.pipelineStages == 0)
     for (const char* flag : {"schedule", "virtual-stages", "stage-cuts", "schedule-trace"})
       if (args->has(flag))
         return invalid(std::string("dtc compile: --") + flag + " needs a pipeline (--mesh pp=N)");
 
   // An ONNX model is translated at the batch the importer sees: one micro-batch's.
-  request.onnx.batch = options.microBatches > 0 && options.batchSize % options.microBatches == 0
-                           ? options.batchSize / options.microBatches
-                           : options.batchSize;
+  request.onnx.batch =
+      options.pipeline.microBatches > 0 && options.batchSize % options.pipeline.microBatches == 0
+          ? options.batchSize / options.pipeline.microBatches
+          : options.batchSize;
   request.onnx.loss = args->str("loss");
   request.onnx.target = args->str("target");
   request.onnx.acceptEvalExport = args->has("eval-export");
@@ -253,22 +258,22 @@ StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
     return mlir::success();
   });
   auto compileWith = [&](const std::string& recompute) -> StatusOr<std::vector<uint8_t>> {
-    options.recompute = recompute;
+    options.memory.recompute = recompute;
     std::vector<uint8_t> bytes;
     if (mlir::failed(compileModel(ctx, *model, options, bytes)))
       return Status::InvalidInput(firstError.empty() ? "compilation failed" : firstError);
     return bytes;
   };
-  if (options.recompute == "auto") {
+  if (options.memory.recompute == "auto") {
     std::string chosenReport;
     options.trial = true;
     DTC_ASSIGN_OR_RETURN(std::string chosen,
                          chooseRecompute(compileWith, request.memoryBudget, chosenReport));
     llvm::outs() << chosenReport << "\n";
-    options.recompute = chosen;
+    options.memory.recompute = chosen;
     options.trial = false;
   }
-  DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> plan, compileWith(options.recompute));
+  DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> plan, compileWith(options.memory.recompute));
   if (request.memoryBudget) {
     DTC_ASSIGN_OR_RETURN(Plan loaded, Plan::fromFileBytes(plan, "the compiled plan"));
     if (Status fits = checkFits(loaded, request.memoryBudget); !fits.ok())

@@ -544,7 +544,7 @@ StatusOr<std::shared_ptr<const LayerUnit>> LayerEstimator::unit(
     // Accumulated micro-batches reduce their gradients over dp once, after the last.
     // (ZeRO-2 and 3 reduce-scatter each micro-batch's as it comes.)
     if (const auto* mesh = compiled.plan.root().mesh();
-        mesh && microBatches > 1 && request.options.zeroStage < 2)
+        mesh && microBatches > 1 && request.options.memory.zeroStage < 2)
       for (uint32_t a = 0; a < mesh->size(); ++a)
         if (mesh->Get(a)->name()->str() == "dp") compiled.clock.deferAxis = static_cast<int>(a);
     DTC_ASSIGN_OR_RETURN(compiled.prediction,

@@ -25,12 +25,12 @@ std::vector<uint8_t> compileMlp(bool partitioned = false) {
   mlir::MLIRContext ctx;
   CompileOptions compile;
   compile.batchSize = 4;
-  compile.optimizer = "adamw";
+  compile.recipe.optimizer = "adamw";
   if (partitioned) {
-    compile.mesh = "dp=1,tp=1";
-    compile.dataParallel = 1;
-    compile.zeroStage = 1;
-    compile.shard = "fc0.weight=tp,-;fc0.bias=5xtp;fc1.weight=-,tp";
+    compile.parallel.mesh = "dp=1,tp=1";
+    compile.parallel.dataParallel = 1;
+    compile.memory.zeroStage = 1;
+    compile.parallel.shard = "fc0.weight=tp,-;fc0.bias=5xtp;fc1.weight=-,tp";
   }
   std::vector<uint8_t> plan;
   EXPECT_TRUE(mlir::succeeded(compileModel(ctx, *model, compile, plan)));
