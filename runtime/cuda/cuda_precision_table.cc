@@ -1,6 +1,6 @@
 // Mixed precision and loss scaling on CUDA: casts (cpu/cpu_precision_table.cc's bindCast), the
 // widened form of a float32 binder for 16-bit operands (its bindLowPrecision), and the loss
-// scale's steps (cpu/cpu_loss_scale_table.cc), with the CPU's contracts
+// scale's steps (cpu/cpu_precision_table.cc), with the CPU's contracts
 // (exec/precision_contracts.h).
 #include "cuda_bind.h"
 #include "exec/precision_contracts.h"
