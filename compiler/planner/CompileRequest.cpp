@@ -80,7 +80,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   // driver's.
   std::set<std::string> valued = {"output", "batch",          "dump-ir", "mesh",
                                   "shard",  "schedule-trace", "device",  "no-decay",
-                                  "loss",   "target",         "memory"};
+                                  "loss",   "target",         "memory",  "buffer"};
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
   if (*flag) valued.insert(flag);
 #include "driver/PipelineOptions.def"
@@ -89,7 +89,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
       {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
        "fused-attention", "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues",
        "multi-tensor", "no-multi-tensor", "no-fold-casts", "pass-timing", "eval-export"},
-      {"no-decay", "shard"});
+      {"no-decay", "shard", "buffer"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1) return invalid("dtc compile: expected one model file");
   CompileRequest request;
@@ -230,6 +230,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   request.onnx.loss = args->str("loss");
   request.onnx.target = args->str("target");
   request.onnx.acceptEvalExport = args->has("eval-export");
+  request.onnx.buffers = args->all("buffer");
   request.model = args->positionals()[0];
   return request;
 }
@@ -242,11 +243,46 @@ StatusOr<CompileRequest> parseCompileArgs(const std::vector<std::string>& args) 
   return parseCompileArgs(static_cast<int>(argv.size()), argv.data());
 }
 
+namespace {
+
+// "dtc: m.onnx: trains 6 tensors (13002 values); keeps as buffers (not trained): scale".
+void describeTraining(const ModelFile& model) {
+  size_t trained = 0;
+  uint64_t values = 0;
+  std::vector<std::string> buffers;
+  if (const auto* inits = model.model().graph()->initializers())
+    for (const model::Initializer* init : *inits) {
+      if (init->constant()) continue;
+      if (!init->trainable()) {
+        buffers.push_back(init->info()->name()->str());
+        continue;
+      }
+      ++trained;
+      uint64_t n = 1;
+      if (init->info()->shape())
+        for (int64_t d : *init->info()->shape()) n *= static_cast<uint64_t>(d);
+      values += n;
+    }
+  llvm::outs() << "dtc: " << model.name() << ": trains " << trained << " tensors (" << values
+               << " values)";
+  if (!buffers.empty()) {
+    llvm::outs() << "; keeps as buffers (not trained):";
+    for (size_t i = 0; i < buffers.size() && i < 8; ++i)
+      llvm::outs() << (i ? ", " : " ") << buffers[i];
+    if (buffers.size() > 8) llvm::outs() << " and " << buffers.size() - 8 << " more";
+  }
+  llvm::outs() << "; --buffer GLOB keeps a tensor untrained\n";
+}
+
+}  // namespace
+
 StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
   CompileOptions options = request.options;
   llvm::Expected<ModelFile> model = request.loaded ? llvm::Expected<ModelFile>(*request.loaded)
                                                    : readModelSource(request.model, request.onnx);
   if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
+  // An ONNX export does not say which of its tensors are parameters: say what will train.
+  if (!request.loaded && !options.trial && isOnnxFile(request.model)) describeTraining(*model);
   mlir::MLIRContext ctx(request.threaded ? mlir::MLIRContext::Threading::ENABLED
                                          : mlir::MLIRContext::Threading::DISABLED);
   std::string firstError;

@@ -22,9 +22,9 @@ llvm::Expected<ModelFile> readModelSource(const std::string& path,
                                      path +
                                          ": --loss and --target apply to ONNX models; a dtc "
                                          "model names its loss itself");
-    if (onnx.acceptEvalExport)
+    if (onnx.acceptEvalExport || !onnx.buffers.empty())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path + ": --eval-export applies to ONNX exports");
+                                     path + ": --eval-export and --buffer apply to ONNX exports");
     return ModelFile::read(path);
   }
   llvm::Expected<onnx_import::OnnxModel> model = onnx_import::OnnxModel::read(path);

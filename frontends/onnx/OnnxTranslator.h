@@ -25,6 +25,9 @@ struct TranslateOptions {
   // Train an export made in evaluation mode as it is (its folded constants as parameters)
   // rather than refuse it.
   bool acceptEvalExport = false;
+  // Globs over initializer names: float tensors on the loss path that are buffers (kept and
+  // saved, not trained). ONNX does not mark a module's buffers; without this they would train.
+  std::vector<std::string> buffers;
 };
 
 // The ONNX op types translated on their own (others fold, or run only inside fused patterns).

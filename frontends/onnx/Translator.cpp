@@ -2,6 +2,8 @@
 // parameters, the walk that folds constants and infers shapes, then emission in node order.
 #include "onnx/Translator.h"
 
+#include "llvm/Support/GlobPattern.h"
+
 #include <algorithm>
 #include <set>
 
@@ -258,6 +260,23 @@ llvm::Error Translator::checkTrainingExport() {
 }
 
 llvm::Error Translator::readInitializers() {
+  // The user's buffers: each glob must name an initializer the loss depends on.
+  std::vector<llvm::GlobPattern> userBuffers;
+  for (const std::string& text : options_.buffers) {
+    llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(text);
+    if (!glob) return error("--buffer '" + text + "': " + llvm::toString(glob.takeError()));
+    bool used = false;
+    for (const onnx::TensorProto& t : model_.graph().initializer())
+      used |=
+          glob->match(t.name()) && isFloatType(t.data_type()) && differentiable_.count(t.name());
+    if (!used)
+      return error(model_.name() + ": --buffer '" + text +
+                   "' names no float initializer the loss depends on");
+    userBuffers.push_back(std::move(*glob));
+  }
+  for (const onnx::TensorProto& t : model_.graph().initializer())
+    for (const llvm::GlobPattern& glob : userBuffers)
+      if (glob.match(t.name()) && differentiable_.count(t.name())) buffers_[t.name()] = true;
   for (const onnx::TensorProto& t : model_.graph().initializer()) {
     llvm::Expected<TensorData> data = model_.values(t);
     if (!data) return error(model_.name() + ": " + llvm::toString(data.takeError()));

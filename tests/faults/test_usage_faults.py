@@ -11,7 +11,8 @@ seconds, or the right behaviour, and loses nothing.
 - the run's header says the step's batch and its micro-batches; one process has no "largest rank";
 - an ONNX export in evaluation mode (PyTorch's default): compiling it is an error saying how to
   export for training; --eval-export accepts the folded form knowingly;
-- an ONNX classifier (cross-entropy on its logits) with --eval: loss and accuracy, as the zoo's."""
+- an ONNX classifier (cross-entropy on its logits) with --eval: loss and accuracy, as the zoo's;
+- a float buffer on an ONNX export's loss path: the compile says what it trains, --buffer keeps it."""
 import os
 import subprocess
 import sys
@@ -200,6 +201,46 @@ def check_onnx_accuracy(work):
         print(f"ONNX classifier ({name}) --eval: {line[0].strip()}")
 
 
+def check_onnx_buffer(work):
+    """A float buffer the loss depends on (nn.Module.register_buffer): ONNX does not mark it, so the
+    compile says what it will train; --buffer keeps it (saved, unchanged by training), and a glob
+    that names nothing is an error."""
+    import torch
+    import torch.nn as nn
+    from dtc_harness import load_safetensors
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(784, 10)
+            self.register_buffer("temperature", torch.full((10,), 2.0))
+
+        def forward(self, input):
+            return self.fc(input) / self.temperature
+
+    torch.manual_seed(0)
+    path = os.path.join(work, "scaled.onnx")
+    torch.onnx.export(Scaled(), (torch.randn(2, 784),), path, input_names=["input"],
+                      output_names=["logits"], dynamic_axes={"input": {0: "batch"}}, opset_version=14,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    flags = ["--batch", 16, "--loss", "cross-entropy", "--target", "target", "--optimizer", "adamw", "--lr", 0.1]
+    plan = os.path.join(work, "scaled.dtp")
+    out = run(tool("dtc"), "compile", path, "-o", plan, *flags).stdout
+    assert "trains 3 tensors (7860 values)" in out and "buffers" not in out, out
+    print(f"ONNX buffer, as exported: {out.strip()}")
+    out = run(tool("dtc"), "compile", path, "-o", plan, *flags, "--buffer", "temp*").stdout
+    assert "trains 2 tensors (7850 values); keeps as buffers (not trained): temperature" in out, out
+    print(f"ONNX buffer, --buffer 'temp*': {out.strip()}")
+    data = os.path.join(work, "eval-data")  # check_onnx_accuracy's
+    save = os.path.join(work, "scaled-save")
+    run(*command(plan, 1, ["--data", data, "--steps", 3, "--save", save]))
+    saved = load_safetensors(os.path.join(save, "model.safetensors"))
+    assert np.array_equal(saved["temperature"], np.full(10, 2.0, np.float32)), saved["temperature"]
+    result, _ = timed([str(a) for a in [tool("dtc"), "compile", path, "-o", plan, *flags, "--buffer", "nothing*"]],
+                      "--buffer naming nothing")
+    assert result[0] == 2 and "--buffer 'nothing*' names no float initializer" in result[2], result[2]
+
+
 def check_run_header(data, work):
     """The header gives the step's batch and its micro-batches; one process has no "largest rank"."""
     model, plan = os.path.join(work, "mlp.dtm"), os.path.join(work, "accumulated.dtp")
@@ -222,6 +263,7 @@ def main():
         check_run_header(data, work)
         check_eval_export(work)
         check_onnx_accuracy(work)
+        check_onnx_buffer(work)
     print("usage faults: OK")
 
 

@@ -43,6 +43,7 @@ namespace {
 #define DTC_COMPILE_USAGE                                                                         \
   "  dtc compile MODEL.dtm|MODEL.onnx -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"   \
   "              [--loss NAME | --loss cross-entropy|mse --target INPUT] [--eval-export]\n"       \
+  "              [--buffer GLOB]...   (ONNX: tensors kept, not trained)\n"                        \
   "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"           \
   "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                    \
   "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                            \
@@ -74,7 +75,7 @@ namespace {
   "1f1b, --virtual-stages 1; --precision fp32 (fp16: --loss-scale 65536, GradScaler's).\n"
 #define DTC_IMPORT_USAGE                                                                       \
   "  dtc import MODEL.onnx -o MODEL.dtm [--batch N] [--loss NAME | --loss cross-entropy|mse\n" \
-  "             --target INPUT] [--eval-export]\n"                                             \
+  "             --target INPUT] [--eval-export] [--buffer GLOB]...\n"                          \
   "      an ONNX export as a dtc model file that compiles at any batch (shapes folded at\n"    \
   "      --batch, default 2, and one more to find the batch's dimensions)\n"
 #define DTC_EXPLORE_USAGE                                                                          \
@@ -274,8 +275,8 @@ int runCompile(int argc, char** argv) {
 }
 
 int runImport(int argc, char** argv) {
-  auto args =
-      dtc::Args::parse(argc, argv, 2, {"output", "batch", "loss", "target"}, {"eval-export"});
+  auto args = dtc::Args::parse(argc, argv, 2, {"output", "batch", "loss", "target", "buffer"},
+                               {"eval-export"}, {"buffer"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc import: expected one ONNX file");
   if (!args->has("output")) return fail("dtc import: missing -o MODEL.dtm");
@@ -290,6 +291,7 @@ int runImport(int argc, char** argv) {
   options.loss = args->str("loss");
   options.target = args->str("target");
   options.acceptEvalExport = args->has("eval-export");
+  options.buffers = args->all("buffer");
   auto model = dtc::onnx_import::OnnxModel::read(path);
   if (!model) return fail(llvm::toString(model.takeError()));
   auto bytes = dtc::onnx_import::importOnnx(*model, options);
