@@ -81,7 +81,7 @@ StatusOr<Float> attentionType(const StepContext& ctx, size_t inputs, size_t outp
   if (lse.dtype != DType::kF32)
     return invalid(ctx, "lse must be float32 beside " + dtypeName(low) + " operands, got " +
                             dtypeName(lse.dtype));
-  return low == DType::kBF16 ? Float::kBF16 : Float::kF16;
+  return floatOf(low);
 }
 
 // The kernels' own limits, checked after the CPU's contract so a malformed step reads the same

@@ -17,6 +17,13 @@ namespace dtc::cuda {
 // The shapes bound steps see, with the kernels' name for them.
 using kernels::Shape;
 
+// The kernels' name for a float element type: f32, or mixed precision's 16-bit types.
+inline kernels::Float floatOf(DType t) {
+  return t == DType::kBF16  ? kernels::Float::kBF16
+         : t == DType::kF16 ? kernels::Float::kF16
+                            : kernels::Float::kF32;
+}
+
 // The contractions' arity and element types: float32 under the CPU's contract (expect(), the
 // same messages), or bfloat16 / float16 for both inputs alike (mixed precision: cuBLAS takes them
 // as they are and accumulates in f32) with the output in that type (rounded once) or in f32

@@ -10,10 +10,6 @@ namespace {
 
 using kernels::Float;
 
-Float floatOf(DType t) {
-  return t == DType::kBF16 ? Float::kBF16 : t == DType::kF16 ? Float::kF16 : Float::kF32;
-}
-
 // y = x in y's element type (f32, bf16, f16).
 StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(checkCast(ctx));

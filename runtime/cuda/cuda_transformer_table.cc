@@ -165,7 +165,7 @@ StatusOr<BoundStep> bindLayerNorm(const StepContext& ctx, Device& dev) {
   kernels::Float yType = kernels::Float::kF32;
   StepContext f32 = ctx;
   if (ctx.outputs.size() == 3 && lowPrecision(ctx.outputs[0].dtype)) {
-    yType = ctx.outputs[0].dtype == DType::kBF16 ? kernels::Float::kBF16 : kernels::Float::kF16;
+    yType = floatOf(ctx.outputs[0].dtype);
     f32.outputs[0].dtype = DType::kF32;
   }
   DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkLayerNorm(f32));
@@ -186,7 +186,7 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
   kernels::Float dyType = kernels::Float::kF32;
   StepContext f32 = ctx;
   if (!ctx.inputs.empty() && lowPrecision(ctx.inputs[0].dtype)) {
-    dyType = ctx.inputs[0].dtype == DType::kBF16 ? kernels::Float::kBF16 : kernels::Float::kF16;
+    dyType = floatOf(ctx.inputs[0].dtype);
     f32.inputs[0].dtype = DType::kF32;
   }
   DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkLayerNormGrad(f32));
@@ -210,7 +210,7 @@ StatusOr<BoundStep> bindAddLayerNorm(const StepContext& ctx, Device& dev) {
   kernels::Float yType = kernels::Float::kF32;
   StepContext f32 = ctx;
   if (ctx.outputs.size() == 4 && lowPrecision(ctx.outputs[1].dtype)) {
-    yType = ctx.outputs[1].dtype == DType::kBF16 ? kernels::Float::kBF16 : kernels::Float::kF16;
+    yType = floatOf(ctx.outputs[1].dtype);
     f32.outputs[1].dtype = DType::kF32;
   }
   DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkAddLayerNorm(f32));
@@ -233,15 +233,14 @@ StatusOr<BoundStep> bindLayerNormGradAdd(const StepContext& ctx, Device& dev) {
   kernels::LayerNormGradAdd add;
   StepContext f32 = ctx;
   if (!ctx.inputs.empty() && lowPrecision(ctx.inputs[0].dtype)) {
-    dyType = ctx.inputs[0].dtype == DType::kBF16 ? kernels::Float::kBF16 : kernels::Float::kF16;
+    dyType = floatOf(ctx.inputs[0].dtype);
     f32.inputs[0].dtype = DType::kF32;
   }
   if (ctx.outputs.size() == 4) {
     if (!lowPrecision(ctx.outputs[3].dtype))
       return invalid(ctx, "the rounded sum must be bfloat16 or float16, got " +
                               dtypeName(ctx.outputs[3].dtype));
-    add.roundedType =
-        ctx.outputs[3].dtype == DType::kBF16 ? kernels::Float::kBF16 : kernels::Float::kF16;
+    add.roundedType = floatOf(ctx.outputs[3].dtype);
     add.rounded = ctx.outputs[3].data;
     f32.outputs[3].dtype = DType::kF32;
   }

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from checkpoint_harness import wait_for as wait_until  # noqa: E402,F401
@@ -31,6 +33,18 @@ def mixed_command(per_rank):
             cmd.append(":")
         cmd += ["-np", "1", tool("dtrun"), plan, "--threads", "1", *args]
     return [str(a) for a in cmd]
+
+
+def write_mlp_data(directory, samples, seed):
+    """DIR/input.npy ([samples, 784] normal floats) and DIR/target.npy (10 classes) for the zoo's
+    MLP, drawn from `seed`; returns (input, target)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((samples, 784)).astype(np.float32)
+    y = rng.integers(0, 10, samples).astype(np.int64)
+    os.makedirs(directory, exist_ok=True)
+    np.save(os.path.join(directory, "input.npy"), x)
+    np.save(os.path.join(directory, "target.npy"), y)
+    return x, y
 
 
 def start(cmd):

@@ -20,20 +20,16 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fault_harness import (command, expect_failure, finish, finite_checkpoint, is_nan_or_none,  # noqa: E402
-                           logged_steps, run, run_job, start, strict_json_lines, tool, wait_until)
+                           logged_steps, run, run_job, start, strict_json_lines, tool, wait_until,
+                           write_mlp_data)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from dtc_harness import write_tokens  # noqa: E402
 
 
 def make_inputs(work):
-    rng = np.random.default_rng(1)
     good = os.path.join(work, "data")
-    os.makedirs(good)
-    x = rng.standard_normal((96, 784)).astype(np.float32)
-    y = rng.integers(0, 10, 96).astype(np.int64)
-    np.save(os.path.join(good, "input.npy"), x)
-    np.save(os.path.join(good, "target.npy"), y)
+    x, y = write_mlp_data(good, 96, seed=1)
     bad = {}
     for kind, value in (("nan", np.nan), ("inf", np.inf)):
         bad[kind] = os.path.join(work, f"data-{kind}")

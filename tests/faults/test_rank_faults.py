@@ -21,17 +21,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fault_harness import (command, expect_failure, finish, logged_steps, mixed_command, rank_pid,  # noqa: E402
-                           run, run_job, start, strict_json_lines, tool, wait_until)
+                           run, run_job, start, strict_json_lines, tool, wait_until, write_mlp_data)
 
 LONG = 100000  # steps: the runs below end by the fault, not by finishing
 
 
 def make_plans(work):
-    rng = np.random.default_rng(0)
     data = os.path.join(work, "data")
-    os.makedirs(data)
-    np.save(os.path.join(data, "input.npy"), rng.standard_normal((96, 784)).astype(np.float32))
-    np.save(os.path.join(data, "target.npy"), rng.integers(0, 10, 96).astype(np.int64))
+    write_mlp_data(data, 96, seed=0)
     model = os.path.join(work, "mlp.dtm")
     run(tool("dtc"), "zoo", "mlp", "--seed", 5, "-o", model)
     plans = {}

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fault_harness import command, expect_failure, run, run_job, tool  # noqa: E402
+from fault_harness import command, expect_failure, run, run_job, tool, write_mlp_data  # noqa: E402
 
 
 def tree(path):
@@ -36,11 +36,8 @@ def tree(path):
 
 
 def make_inputs(work):
-    rng = np.random.default_rng(3)
     data = os.path.join(work, "data")
-    os.makedirs(data)
-    np.save(os.path.join(data, "input.npy"), rng.standard_normal((64, 784)).astype(np.float32))
-    np.save(os.path.join(data, "target.npy"), rng.integers(0, 10, 64).astype(np.int64))
+    write_mlp_data(data, 64, seed=3)
     model, plan = os.path.join(work, "mlp.dtm"), os.path.join(work, "mlp.dtp")
     run(tool("dtc"), "zoo", "mlp", "--seed", 2, "-o", model)
     run(tool("dtc"), "compile", model, "-o", plan, "--batch", 16)
@@ -180,13 +177,8 @@ def check_onnx_accuracy(work):
                       input_names=["input", "target"], output_names=["logits", "loss"],
                       dynamic_axes={"input": {0: "batch"}, "target": {0: "batch"}, "logits": {0: "batch"}},
                       opset_version=14, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
-    rng = np.random.default_rng(7)
     data = os.path.join(work, "eval-data")
-    os.makedirs(data)
-    inputs = rng.standard_normal((64, 784)).astype(np.float32)
-    labels = rng.integers(0, 10, 64).astype(np.int64)
-    np.save(os.path.join(data, "input.npy"), inputs)
-    np.save(os.path.join(data, "target.npy"), labels)
+    inputs, labels = write_mlp_data(data, 64, seed=7)
     with torch.no_grad():
         hits = int((net(torch.from_numpy(inputs)).argmax(1).numpy() == labels).sum())
     for name, path, flags in (("forward-only, --loss cross-entropy", forward_only,

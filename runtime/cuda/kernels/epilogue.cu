@@ -2,8 +2,9 @@
 // cuda_epilogue_table.cc): after the GEMM, one pass adds the bias (and applies GELU, keeping its
 // input), or multiplies by GELU's derivative. The formulas are cpu/kernels/activations.cc's tanh
 // branch, operation for operation (the plugin builds with --fmad=false), so this path meets the
-// CPU's up to tanhf's last bit. A 16-bit y is that f32 value rounded by cpu/kernels/half.h's
-// conversions, as the CPU rounds its widened result.
+// CPU's up to tanhf's last bit. A 16-bit y is that f32 value rounded by support/half.h's
+// conversions, as the CPU rounds its widened result; pre is stored in its own type (f32, or y's
+// 16-bit type), chosen per launch.
 #include "common.cuh"
 #include "gelu.cuh"
 #include "half.cuh"
@@ -12,38 +13,12 @@
 namespace dtc::cuda::kernels {
 namespace {
 
-template <Float Y>
-__device__ inline void store(void* y, int64_t i, float v) {
-  if constexpr (Y == Float::kF32)
-    static_cast<float*>(y)[i] = v;
-  else if constexpr (Y == Float::kBF16)
-    static_cast<uint16_t*>(y)[i] = f32ToBf16(v);
-  else
-    static_cast<uint16_t*>(y)[i] = f32ToF16(v);
-}
-
 // `y` may be `sum` (f32 only): each element is read before it is written, by the same thread.
 template <Float Y>
 __global__ void biasAddKernel(const float* sum, const float* bias, void* y, int64_t total,
                               int64_t n) {
   for (int64_t i = globalIndex(); i < total; i += globalStride())
     store<Y>(y, i, sum[i] + bias[i % n]);
-}
-
-// pre in its own type (f32, or y's 16-bit type), chosen per launch.
-__device__ inline void storeAs(Float t, void* p, int64_t i, float v) {
-  if (t == Float::kF32)
-    static_cast<float*>(p)[i] = v;
-  else if (t == Float::kBF16)
-    static_cast<uint16_t*>(p)[i] = f32ToBf16(v);
-  else
-    static_cast<uint16_t*>(p)[i] = f32ToF16(v);
-}
-
-__device__ inline float loadAs(Float t, const void* p, int64_t i) {
-  if (t == Float::kF32) return static_cast<const float*>(p)[i];
-  const uint16_t bits = static_cast<const uint16_t*>(p)[i];
-  return t == Float::kBF16 ? bf16ToF32(bits) : f16ToF32(bits);
 }
 
 // y from the f32 sum, pre that sum stored in its type (the backward reads it as stored).
@@ -70,16 +45,6 @@ __global__ void geluGradKernel(const float* sum, const void* pre, Float preType,
                                int64_t count) {
   for (int64_t i = globalIndex(); i < count; i += globalStride())
     store<Y>(dx, i, sum[i] * geluTanhDerivative(loadAs(preType, pre, i)));
-}
-
-template <Float X>
-__device__ inline float load(const void* x, int64_t i) {
-  if constexpr (X == Float::kF32)
-    return static_cast<const float*>(x)[i];
-  else if constexpr (X == Float::kBF16)
-    return bf16ToF32(static_cast<const uint16_t*>(x)[i]);
-  else
-    return f16ToF32(static_cast<const uint16_t*>(x)[i]);
 }
 
 // partial [chunks, n]: column sums of x [rows, n] over each chunk's rows, in row order.

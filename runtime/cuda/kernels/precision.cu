@@ -9,26 +9,6 @@
 namespace dtc::cuda::kernels {
 namespace {
 
-template <Float T>
-__device__ inline float load(const void* p, int64_t i) {
-  if constexpr (T == Float::kF32)
-    return static_cast<const float*>(p)[i];
-  else if constexpr (T == Float::kBF16)
-    return bf16ToF32(static_cast<const uint16_t*>(p)[i]);
-  else
-    return f16ToF32(static_cast<const uint16_t*>(p)[i]);
-}
-
-template <Float T>
-__device__ inline void store(void* p, int64_t i, float v) {
-  if constexpr (T == Float::kF32)
-    static_cast<float*>(p)[i] = v;
-  else if constexpr (T == Float::kBF16)
-    static_cast<uint16_t*>(p)[i] = f32ToBf16(v);
-  else
-    static_cast<uint16_t*>(p)[i] = f32ToF16(v);
-}
-
 // Between two 16-bit types through f32, as the CPU (every bf16 and f16 value is exact in f32).
 template <Float From, Float To>
 __global__ void castKernel(const void* x, void* y, int64_t n) {
