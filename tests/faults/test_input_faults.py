@@ -7,8 +7,8 @@ and nothing good is lost.
   --check-numerics names the data input or the first op whose output is not finite;
 - fp16 steps skipped by the loss scale are in the log and the progress line, and
   --max-skipped-steps in a row is exit 4;
-- unwritable outputs (--log, --save, --trace, --checkpoint) and a --sample the plan cannot do
-  are found before step 1 (exit 2);
+- unwritable outputs (--log, --save, --trace, --checkpoint, --tensorboard) and a --sample the
+  plan cannot do are found before step 1 (exit 2);
 - a data file truncated or rewritten while the job runs: exit 2 naming the file, never SIGBUS."""
 import os
 import stat
@@ -104,7 +104,8 @@ def check_unwritable_outputs(plans, good, work):
     open(a_file, "w").close()
     root = os.geteuid() == 0  # root writes anywhere: a path under a regular file still fails
     places = {"--log": os.path.join(a_file, "x.jsonl"), "--trace": os.path.join(a_file, "t.json"),
-              "--save": a_file, "--checkpoint": os.path.join(a_file, "ckpt")}
+              "--save": a_file, "--checkpoint": os.path.join(a_file, "ckpt"),
+              "--tensorboard": os.path.join(a_file, "board")}
     if not root:
         places["--log"] = os.path.join(blocked, "x.jsonl")
     for flag, path in places.items():
