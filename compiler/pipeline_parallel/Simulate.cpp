@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 
 #include "dist/IR/DistOps.h"
+#include "perf/step_simulation.h"
 #include "plan/IR/KernelQueries.h"
 
 using namespace mlir;
@@ -50,59 +51,58 @@ std::string unitName(Operation* op, std::string& kind) {
 }  // namespace
 
 FailureOr<Timeline> simulate(ArrayRef<func::FuncOp> programs, const DeviceModel& device) {
+  // One stream a device: each op at its roofline in program order, a send's tensor arriving a
+  // transfer after its copy out, a receive waiting for it.
   const size_t n = programs.size();
   std::vector<SmallVector<Operation*>> ops(n);
+  std::vector<std::vector<perf::Task>> tasks(n);
   for (size_t d = 0; d < n; ++d)
-    for (Operation& op : func::FuncOp(programs[d]).getBody().front().without_terminator())
+    for (Operation& op : func::FuncOp(programs[d]).getBody().front().without_terminator()) {
       ops[d].push_back(&op);
+      perf::Task task;
+      const std::string kernel = kernelNameOf(&op);
+      const int64_t self = static_cast<int64_t>(d);
+      if (kernel == "recv") {
+        task.kind = perf::TaskKind::kRecv;
+        task.receives = perf::MessageKey{self - intParam(&op, "shift"), self, intParam(&op, "tag")};
+      } else {
+        task.seconds = opSeconds(&op, device);
+        if (kernel == "send") {
+          task.kind = perf::TaskKind::kSend;
+          task.sends = perf::MessageKey{self, self + intParam(&op, "shift"), intParam(&op, "tag")};
+          task.delivery = transferSeconds(opBytes(&op), device);
+        }
+      }
+      tasks[d].push_back(std::move(task));
+    }
+  const perf::Simulation sim = perf::simulateStep(tasks);
+  if (sim.stuck) {
+    const auto [d, next] = *sim.stuck;
+    Operation* recv = ops[d][next];
+    return recv->emitError("the pipeline schedule deadlocks: stage ")
+           << d << " waits for a tensor (tag " << intParam(recv, "tag") << ") from stage "
+           << static_cast<int64_t>(d) - intParam(recv, "shift") << " that is never sent before it";
+  }
   Timeline t;
   t.devices.resize(n);
   t.busy.assign(n, 0);
-  std::vector<size_t> next(n, 0);
-  std::vector<double> clock(n, 0);
-  std::map<std::tuple<int64_t, int64_t, int64_t>, double> arrival;  // (from, to, tag) -> time
-  auto add = [&](size_t d, Operation* op, double start, double end) {
-    std::string kind, name = unitName(op, kind);
+  for (size_t d = 0; d < n; ++d) {
+    const perf::DeviceRun& run = sim.devices[d];
     std::vector<Box>& boxes = t.devices[d];
-    if (!boxes.empty() && boxes.back().name == name && boxes.back().end == start && kind != "recv")
-      boxes.back().end = end;
-    else if (end > start || kind == "send")
-      boxes.push_back({name, kind, start, end});
-  };
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (size_t d = 0; d < n; ++d)
-      while (next[d] < ops[d].size()) {
-        Operation* op = ops[d][next[d]];
-        double start = clock[d], end = start;
-        const std::string kernel = kernelNameOf(op);
-        if (kernel == "recv") {
-          auto it = arrival.find(
-              {static_cast<int64_t>(d) - intParam(op, "shift"), d, intParam(op, "tag")});
-          if (it == arrival.end()) break;
-          end = std::max(start, it->second);
-        } else {
-          end = start + opSeconds(op, device);
-          t.busy[d] += end - start;
-          if (kernel == "send")
-            arrival[{static_cast<int64_t>(d), static_cast<int64_t>(d) + intParam(op, "shift"),
-                     intParam(op, "tag")}] = end + transferSeconds(opBytes(op), device);
-        }
-        add(d, op, start, end);
-        clock[d] = end;
-        ++next[d];
-        progress = true;
-      }
-  }
-  for (size_t d = 0; d < n; ++d)
-    if (next[d] < ops[d].size()) {
-      Operation* recv = ops[d][next[d]];
-      return recv->emitError("the pipeline schedule deadlocks: stage ")
-             << d << " waits for a tensor (tag " << intParam(recv, "tag") << ") from stage "
-             << static_cast<int64_t>(d) - intParam(recv, "shift")
-             << " that is never sent before it";
+    for (size_t i = 0; i < ops[d].size(); ++i) {
+      std::string kind, name = unitName(ops[d][i], kind);
+      // A receive's box is its wait.
+      const double start = kind == "recv" ? run.tasks[i].free : run.tasks[i].start;
+      const double end = run.tasks[i].end;
+      if (kind != "recv") t.busy[d] += end - start;
+      if (!boxes.empty() && boxes.back().name == name && boxes.back().end == start &&
+          kind != "recv")
+        boxes.back().end = end;
+      else if (end > start || kind == "send")
+        boxes.push_back({name, kind, start, end});
     }
-  for (double c : clock) t.makespan = std::max(t.makespan, c);
+    t.makespan = std::max(t.makespan, run.compute);
+  }
   return t;
 }
 

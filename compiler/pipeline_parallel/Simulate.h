@@ -1,5 +1,6 @@
-// Runs the per-stage programs of a pipelined function on the cost model: the predicted
-// timeline (for --schedule-trace and the bubble), a deadlock check, and per-stage statistics.
+// Runs the per-stage programs of a pipelined function through the step simulator
+// (perf/step_simulation.h) priced on the cost model's roofline: the predicted timeline (for
+// --schedule-trace and the bubble), a deadlock check, and per-stage statistics.
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 
 #include "onnx/ModelSource.h"
 #include "ops/kernel_registry.h"
+#include "perf/step_simulation.h"
 #include "pipeline_parallel/Pipeline.h"
 #include "plan/function_names.h"
 #include "plan/plan.h"
@@ -361,42 +362,44 @@ StatusOr<ScheduleRun> runSchedule(const pipeline::PipelineConfig& config,
                                   const std::vector<Cost>& forward,
                                   const std::vector<Cost>& backward,
                                   const std::vector<uint64_t>& kept, double transfer) {
-  const int64_t stages = config.stages, chunks = config.chunks(), m = config.microBatches;
+  // Each unit one task; a unit's output reaches the next chunk's unit (the previous one's, going
+  // backward) as a message named by the unit that sends it.
+  const int64_t stages = config.stages, chunks = config.chunks();
+  std::vector<std::vector<pipeline::Unit>> order(stages);
+  std::vector<std::vector<perf::Task>> tasks(stages);
+  auto sent = [](int64_t chunk, const pipeline::Unit& w) {
+    return perf::MessageKey{chunk, w.microBatch, w.backward ? 1 : 0};
+  };
+  for (int64_t s = 0; s < stages; ++s) {
+    order[s] = pipeline::trainSchedule(config, s);
+    for (const pipeline::Unit& w : order[s]) {
+      perf::Task task;
+      task.seconds = (w.backward ? backward[w.chunk] : forward[w.chunk]).total;
+      if (!w.backward && w.chunk > 0) task.receives = sent(w.chunk - 1, w);
+      if (w.backward && w.chunk + 1 < chunks) task.receives = sent(w.chunk + 1, w);
+      if (w.backward ? w.chunk > 0 : w.chunk + 1 < chunks) {
+        task.sends = sent(w.chunk, w);
+        task.delivery = transfer;
+      }
+      tasks[s].push_back(std::move(task));
+    }
+  }
+  const perf::Simulation sim = perf::simulateStep(tasks);
+  if (sim.stuck) return Status::Internal("the schedule's units wait for each other (estimate)");
   ScheduleRun run;
   run.end.assign(stages, 0);
   run.idle.assign(stages, 0);
   run.kernels.assign(stages, 0);
   run.stashPeak.assign(stages, 0);
-  std::vector<uint64_t> stash(stages, 0);
-  std::vector<std::vector<pipeline::Unit>> order(stages);
-  std::vector<size_t> next(stages, 0);
-  for (int64_t s = 0; s < stages; ++s) order[s] = pipeline::trainSchedule(config, s);
-  const double unknown = -1;
-  std::vector<std::vector<double>> forwardEnd(chunks, std::vector<double>(m, unknown)),
-      backwardEnd(chunks, std::vector<double>(m, unknown));
-  for (size_t left = chunks * m * 2; left > 0;) {
-    bool moved = false;
-    for (int64_t s = 0; s < stages; ++s)
-      for (; next[s] < order[s].size(); ++next[s], --left, moved = true) {
-        const pipeline::Unit& w = order[s][next[s]];
-        double ready = 0;
-        if (!w.backward && w.chunk > 0) {
-          if (forwardEnd[w.chunk - 1][w.microBatch] < 0) break;
-          ready = forwardEnd[w.chunk - 1][w.microBatch] + transfer;
-        } else if (w.backward && w.chunk + 1 < chunks) {
-          if (backwardEnd[w.chunk + 1][w.microBatch] < 0) break;
-          ready = backwardEnd[w.chunk + 1][w.microBatch] + transfer;
-        }
-        const Cost& cost = w.backward ? backward[w.chunk] : forward[w.chunk];
-        run.idle[s] += std::max(0.0, ready - run.end[s]);
-        run.end[s] = std::max(run.end[s], ready) + cost.total;
-        run.kernels[s] += cost.kernels;
-        (w.backward ? backwardEnd : forwardEnd)[w.chunk][w.microBatch] = run.end[s];
-        stash[s] = w.backward ? stash[s] - kept[w.chunk] : stash[s] + kept[w.chunk];
-        run.stashPeak[s] = std::max(run.stashPeak[s], stash[s]);
-      }
-    if (!moved && left > 0)
-      return Status::Internal("the schedule's units wait for each other (estimate)");
+  for (int64_t s = 0; s < stages; ++s) {
+    run.end[s] = sim.devices[s].compute;
+    run.idle[s] = sim.devices[s].bubble;
+    uint64_t stash = 0;
+    for (const pipeline::Unit& w : order[s]) {
+      run.kernels[s] += (w.backward ? backward[w.chunk] : forward[w.chunk]).kernels;
+      stash = w.backward ? stash - kept[w.chunk] : stash + kept[w.chunk];
+      run.stashPeak[s] = std::max(run.stashPeak[s], stash);
+    }
   }
   return run;
 }

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <map>
 #include <sstream>
-#include <tuple>
 
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
+#include "perf/step_simulation.h"
 #include "plan/communication.h"
 #include "plan/flops.h"
 #include "plan/function_names.h"
@@ -131,18 +130,16 @@ double secondsPerElement(const DeviceProfile& profile, const plan::Step& step, D
   return fallback ? profile.secondsPerElement(fallback, type) : 0;
 }
 
-enum class Kind { kCompute, kCollective, kSend, kRecv };
-
-Kind kindOf(Kernel k) {
+TaskKind kindOf(Kernel k) {
   switch (k) {
     case Kernel::all_reduce:
     case Kernel::all_gather:
     case Kernel::reduce_scatter:
     case Kernel::all_to_all:
-    case Kernel::collective_broadcast: return Kind::kCollective;
-    case Kernel::send: return Kind::kSend;
-    case Kernel::recv: return Kind::kRecv;
-    default: return Kind::kCompute;
+    case Kernel::collective_broadcast: return TaskKind::kCollective;
+    case Kernel::send: return TaskKind::kSend;
+    case Kernel::recv: return TaskKind::kRecv;
+    default: return TaskKind::kCompute;
   }
 }
 
@@ -214,28 +211,23 @@ double communicationSeconds(const Plan& plan, const plan::Function& f, const pla
   }
 }
 
-// One rank's program as the simulation walks it.
+// One rank's program, priced: its tasks for the simulator and what they add up to.
 struct Program {
   int stage = -1;
   const plan::Function* function = nullptr;
-  size_t next = 0;
-  double compute = 0, comm = 0;  // when each stream is next free
-  std::vector<double> ready;     // when each value is available
-  std::vector<Kind> producedBy;  // which kind of step produced it
+  std::vector<Task> tasks;
   StagePrediction result;
   std::map<int, double> flopsByType;  // GEMM FLOPs by element type
   std::map<std::string, double> byKernel;
 };
 
-struct Simulation {
+struct Pricing {
   const Plan& plan;
   const DeviceProfile& profile;
   Mesh mesh;
   bool overlap = false;  // collectives on their own stream (CUDA)
   int stages = 0, pipelineAxis = -1;
-  // Messages in flight: (from stage, to stage, tag) -> arrival times, in order.
-  std::map<std::tuple<int, int, int64_t>, std::deque<double>> messages;
-  StepClock* timeline = nullptr;  // plans without a pipeline: the clock after each step
+  StepClock* timeline = nullptr;  // plans without a pipeline: each step's prices
 
   int peerStage(int stage, const plan::Step& step, bool send) const {
     const int64_t shift = intAttr(step, "shift");
@@ -255,111 +247,87 @@ struct Simulation {
     return stages > 0 && axes.size() == 1 && axes[0] == pipelineAxis;
   }
 
-  // Runs `p` until it ends or waits for a message not yet sent; whether it moved.
-  bool advance(Program& p) {
+  // A compute kernel's seconds: the roofline of its FLOPs and bytes, or its cost per element
+  // where the profile has one, plus the fixed cost of a launch.
+  double computeSeconds(Program& p, const plan::Step& step) const {
     const plan::Function& f = *p.function;
-    bool moved = false;
-    for (; f.steps() && p.next < f.steps()->size(); ++p.next) {
-      const plan::Step& step = *f.steps()->Get(p.next);
+    const double flops = stepFlops(f, step), counted = contractionFlops(f, step);
+    const DType type = step.inputs() && step.inputs()->size()
+                           ? toDType(f.values()->Get(step.inputs()->Get(0))->dtype())
+                           : DType::kF32;
+    // A reshape is a view of its operand: nothing moves.
+    double seconds =
+        step.kernel() == Kernel::reshape ? 0 : stepBytes(f, step) / profile.memoryBytesPerSecond;
+    if (const double perElement = secondsPerElement(profile, step, type))
+      seconds = std::max(seconds, perElement * pricedElements(f, step));
+    if (flops > 0) {
+      // Attention at its own measured rate where the profile has one, else as a GEMM.
+      const bool grad = step.kernel() == Kernel::causal_attention_grad ||
+                        step.kernel() == Kernel::causal_attention_qkv_grad;
+      const bool qkv = step.kernel() == Kernel::causal_attention_qkv ||
+                       step.kernel() == Kernel::causal_attention_qkv_grad;
+      double rate = !causalAttention(step.kernel()) ? 0
+                    : qkv ? profile.qkvAttentionFlopsPerSecond(grad, type, flops)
+                          : profile.attentionFlopsPerSecond(grad, type, flops);
+      if (rate <= 0)
+        rate = profile.gemmFlopsPerSecond(type, gemmCallFlops(f, step, flops, profile));
+      seconds = std::max(seconds, flops / rate);
+      p.flopsByType[static_cast<int>(type)] += counted;
+    }
+    return seconds + profile.kernelSeconds;
+  }
+
+  // `p`'s steps as tasks: each kernel and collective priced on the profile, each reading the
+  // steps that produced its inputs.
+  void price(Program& p) const {
+    const plan::Function& f = *p.function;
+    if (!f.steps()) return;
+    std::vector<int64_t> producer(f.values() ? f.values()->size() : 0, -1);
+    for (const plan::Step* step : *f.steps()) {
+      Task task;
+      task.kind = kindOf(step->kernel());
+      if (step->inputs())
+        for (uint32_t id : *step->inputs())
+          if (producer[id] >= 0) task.after.push_back(static_cast<size_t>(producer[id]));
       if (timeline)
         for (auto* v :
              {&timeline->kernel, &timeline->deferred, &timeline->flops, &timeline->communication})
           v->push_back(0);
-      const Kind kind = kindOf(step.kernel());
-      double inputsReady = 0;
-      Kind latest = Kind::kCompute;
-      if (step.inputs())
-        for (uint32_t id : *step.inputs())
-          if (p.ready[id] > inputsReady) {
-            inputsReady = p.ready[id];
-            latest = p.producedBy[id];
-          }
-      double end = 0;
-      if (kind == Kind::kCompute) {
-        const double flops = stepFlops(f, step), counted = contractionFlops(f, step);
-        const DType type = step.inputs() && step.inputs()->size()
-                               ? toDType(f.values()->Get(step.inputs()->Get(0))->dtype())
-                               : DType::kF32;
-        // A reshape is a view of its operand: nothing moves.
-        double seconds = step.kernel() == Kernel::reshape
-                             ? 0
-                             : stepBytes(f, step) / profile.memoryBytesPerSecond;
-        if (const double perElement = secondsPerElement(profile, step, type))
-          seconds = std::max(seconds, perElement * pricedElements(f, step));
-        if (flops > 0) {
-          // Attention at its own measured rate where the profile has one, else as a GEMM.
-          const bool grad = step.kernel() == Kernel::causal_attention_grad ||
-                            step.kernel() == Kernel::causal_attention_qkv_grad;
-          const bool qkv = step.kernel() == Kernel::causal_attention_qkv ||
-                           step.kernel() == Kernel::causal_attention_qkv_grad;
-          double rate = !causalAttention(step.kernel()) ? 0
-                        : qkv ? profile.qkvAttentionFlopsPerSecond(grad, type, flops)
-                              : profile.attentionFlopsPerSecond(grad, type, flops);
-          if (rate <= 0)
-            rate = profile.gemmFlopsPerSecond(type, gemmCallFlops(f, step, flops, profile));
-          seconds = std::max(seconds, flops / rate);
-          p.flopsByType[static_cast<int>(type)] += counted;
-        }
-        seconds += profile.kernelSeconds;
-        p.byKernel[kernelName(step.kernel())] += seconds;
-        const double start = std::max(p.compute, inputsReady);
-        wait(p, start - p.compute, latest);
-        end = start + seconds;
-        p.compute = end;
-        p.result.computeSeconds += seconds;
+      if (task.kind == TaskKind::kCompute) {
+        task.seconds = computeSeconds(p, *step);
+        const double counted = contractionFlops(f, *step);
+        p.byKernel[kernelName(step->kernel())] += task.seconds;
+        p.result.computeSeconds += task.seconds;
         p.result.flops += counted;
         if (timeline) {
-          timeline->kernel.back() = seconds;
+          timeline->kernel.back() = task.seconds;
           timeline->flops.back() = counted;
         }
-      } else if (kind == Kind::kRecv && alongPipeline(step)) {
-        auto& queue = messages[{peerStage(p.stage, step, false), p.stage, intAttr(step, "tag")}];
-        if (queue.empty()) break;  // its sender has not got there yet
-        const double arrival = queue.front();
-        queue.pop_front();
-        double& clock = overlap ? p.comm : p.compute;
-        if (!overlap) wait(p, std::max(0.0, arrival - clock), Kind::kRecv);
-        end = std::max(clock, arrival);
-        clock = end;
-      } else if (deferred(step)) {
+      } else if (task.kind == TaskKind::kRecv && alongPipeline(*step)) {
+        task.stream = overlap ? Stream::kCommunication : Stream::kCompute;
+        task.receives =
+            MessageKey{peerStage(p.stage, *step, false), p.stage, intAttr(*step, "tag")};
+      } else if (deferred(*step)) {
         // Priced by the caller where the reduction really runs; its result is ready at once.
-        timeline->deferred.back() = communicationSeconds(plan, f, step, mesh, profile, overlap);
-        end = inputsReady;
+        timeline->deferred.back() = communicationSeconds(plan, f, *step, mesh, profile, overlap);
+        task.stream = Stream::kNone;
       } else {
-        const double seconds = communicationSeconds(plan, f, step, mesh, profile, overlap);
-        double& clock = overlap ? p.comm : p.compute;
-        const double start = std::max(clock, inputsReady);
-        if (!overlap) wait(p, start - clock, latest);
-        end = start + seconds;
-        p.result.communicationSeconds += seconds;
-        if (timeline) timeline->communication.back() = seconds;
-        if (kind == Kind::kSend && alongPipeline(step)) {
-          messages[{p.stage, peerStage(p.stage, step, true), intAttr(step, "tag")}].push_back(end);
+        task.seconds = communicationSeconds(plan, f, *step, mesh, profile, overlap);
+        task.stream = overlap ? Stream::kCommunication : Stream::kCompute;
+        p.result.communicationSeconds += task.seconds;
+        if (timeline) timeline->communication.back() = task.seconds;
+        if (task.kind == TaskKind::kSend && alongPipeline(*step)) {
+          task.sends = MessageKey{p.stage, peerStage(p.stage, *step, true), intAttr(*step, "tag")};
           // The sender's copy out is its only cost; the wire time is the receiver's wait.
-          end = start + profile.intraNode.latencySeconds;
+          task.release = profile.intraNode.latencySeconds;
         } else if (!overlap) {
-          p.result.exposedCommunicationSeconds += seconds;
+          task.exposed = task.seconds;
         }
-        clock = end;
       }
-      if (step.outputs())
-        for (uint32_t id : *step.outputs()) {
-          p.ready[id] = end;
-          p.producedBy[id] = kind == Kind::kCompute ? Kind::kCompute : kind;
-        }
-      if (timeline) timeline->ends.push_back(p.compute);
-      moved = true;
+      if (step->outputs())
+        for (uint32_t id : *step->outputs()) producer[id] = static_cast<int64_t>(p.tasks.size());
+      p.tasks.push_back(std::move(task));
     }
-    return moved;
-  }
-
-  // Time the compute stream stood idle for an input that `cause` produced.
-  static void wait(Program& p, double idle, Kind cause) {
-    if (idle <= 0) return;
-    if (cause == Kind::kRecv)
-      p.result.bubbleSeconds += idle;
-    else if (cause != Kind::kCompute)
-      p.result.exposedCommunicationSeconds += idle;
   }
 };
 
@@ -400,14 +368,14 @@ std::string seconds(double s) {
 
 StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& profile,
                                      StepClock* clock) {
-  Simulation sim{plan, profile, {meshSizes(plan), profile.devicesPerNode}, false, 0, -1, {}};
-  sim.timeline = plan.stages() > 0 ? nullptr : clock;
+  Pricing pricing{plan, profile, {meshSizes(plan), profile.devicesPerNode}};
+  pricing.timeline = plan.stages() > 0 ? nullptr : clock;
   const std::string device = plan.root().device() ? plan.root().device()->str() : "cpu";
-  sim.overlap = device == "cuda";
-  sim.stages = static_cast<int>(plan.stages());
-  sim.pipelineAxis = plan.root().pipeline_axis();
+  pricing.overlap = device == "cuda";
+  pricing.stages = static_cast<int>(plan.stages());
+  pricing.pipelineAxis = plan.root().pipeline_axis();
   std::vector<Program> programs;
-  for (int stage = sim.stages > 0 ? 0 : -1; stage < std::max(sim.stages, 0); ++stage) {
+  for (int stage = pricing.stages > 0 ? 0 : -1; stage < std::max(pricing.stages, 0); ++stage) {
     const plan::Function* f = plan.function(fn::kTrainStep, stage);
     if (!f) f = plan.function(fn::kTrainStep);
     if (!f)
@@ -416,30 +384,31 @@ StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& prof
     Program p;
     p.stage = stage;
     p.function = f;
-    const size_t values = f->values() ? f->values()->size() : 0;
-    p.ready.assign(values, 0.0);
-    p.producedBy.assign(values, Kind::kCompute);
     p.result.stage = stage;
+    pricing.price(p);
     programs.push_back(std::move(p));
     if (stage < 0) break;
   }
-  for (;;) {
-    bool moved = false, done = true;
-    for (Program& p : programs) {
-      moved |= sim.advance(p);
-      done &= !p.function->steps() || p.next == p.function->steps()->size();
-    }
-    if (done) break;
-    if (!moved)
-      return Status::InvalidInput(
-          plan.name() + ": the stages' transfers do not pair up (a receive waits forever)");
+  std::vector<std::vector<Task>> tasks;
+  for (Program& p : programs) tasks.push_back(std::move(p.tasks));
+  Simulation sim = simulateStep(tasks);
+  if (sim.stuck)
+    return Status::InvalidInput(plan.name() +
+                                ": the stages' transfers do not pair up (a receive waits forever)");
+  for (size_t i = 0; i < programs.size(); ++i) {
+    const DeviceRun& run = sim.devices[i];
+    StagePrediction& r = programs[i].result;
+    r.bubbleSeconds = run.bubble;
+    r.exposedCommunicationSeconds = run.exposed;
+    r.stepSeconds = run.end();
+    if (pricing.timeline)
+      for (const TaskTime& t : run.tasks) pricing.timeline->ends.push_back(t.computeClock);
   }
   StepPrediction out;
   out.devices = std::max<int64_t>(meshDevices(plan), 1);
-  const int64_t ranksPerStage = sim.stages > 0 ? out.devices / sim.stages : out.devices;
+  const int64_t ranksPerStage = pricing.stages > 0 ? out.devices / pricing.stages : out.devices;
   std::map<int, double> flopsByType;
   for (Program& p : programs) {
-    p.result.stepSeconds = std::max(p.compute, p.comm);
     p.result.kernels.assign(p.byKernel.begin(), p.byKernel.end());
     std::sort(p.result.kernels.begin(), p.result.kernels.end(),
               [](const auto& a, const auto& b) { return a.second > b.second; });

@@ -1,10 +1,10 @@
 // A plan's predicted step time on a device profile: every rank's training step simulated
-// kernel by kernel. Compute kernels take the roofline of their FLOPs (GEMMs, attention,
-// convolutions, at the profile's throughput for their size) and their bytes (memory
-// bandwidth), plus the profile's fixed cost per kernel; collectives take the alpha-beta time of
-// the ring algorithm on the link their group spans (inside a node or between nodes); pipeline
-// stages wait for the transfers they receive. On CUDA collectives run on their own stream and
-// overlap the compute that does not need them; on the CPU they block.
+// kernel by kernel (perf/step_simulation.h, with the prices below). Compute kernels take the
+// roofline of their FLOPs (GEMMs, attention, convolutions, at the profile's throughput for their
+// size) and their bytes (memory bandwidth), plus the profile's fixed cost per kernel; collectives
+// take the alpha-beta time of the ring algorithm on the link their group spans (inside a node or
+// between nodes); pipeline stages wait for the transfers they receive. On CUDA collectives run on
+// their own stream and overlap the compute that does not need them; on the CPU they block.
 #pragma once
 
 #include <string>
