@@ -1,5 +1,6 @@
-// The ranges of the training pipeline's numeric options (driver/PipelineOptions.def), for the
-// one check every path runs: the command line's flags, and the pipeline dtc-opt parses.
+// The ranges of the training pipeline's numeric options and the values of its enumerated ones
+// (driver/PipelineOptions.def), for the one check every path runs: the command line's flags, and
+// the pipeline dtc-opt parses.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +25,18 @@ struct OptionRange {
 
 // The range of numeric pipeline option `name`, or null (not numeric, or unbounded).
 const OptionRange* pipelineOptionRange(llvm::StringRef name);
+
+struct OptionChoices {
+  const char* name;    // the pipeline option's name
+  const char* values;  // "a|b|c"
+  bool list;           // a comma-separated list of them
+  bool allows(llvm::StringRef value) const;
+  // As a message completes "--precision must be ": "fp32, bf16 or fp16", with `extra` (a value
+  // the command line resolves before the pipeline sees it) last.
+  std::string text(llvm::StringRef extra = "") const;
+};
+
+// The values enumerated pipeline option `name` takes, or null (any string).
+const OptionChoices* pipelineOptionChoices(llvm::StringRef name);
 
 }  // namespace dtc

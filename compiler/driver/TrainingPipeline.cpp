@@ -43,6 +43,11 @@ std::optional<double> numeric(const Real& real) { return real.value; }
 std::optional<double> numeric(int64_t value) { return static_cast<double>(value); }
 std::optional<double> numeric(const std::string&) { return std::nullopt; }
 std::optional<double> numeric(bool) { return std::nullopt; }
+// An enumerated option's value, for its choices; none for the others.
+std::optional<std::string> text(const Real&) { return std::nullopt; }
+std::optional<std::string> text(int64_t) { return std::nullopt; }
+std::optional<std::string> text(const std::string& value) { return value; }
+std::optional<std::string> text(bool) { return std::nullopt; }
 
 const OptionRange kRanges[] = {
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
@@ -50,12 +55,48 @@ const OptionRange kRanges[] = {
 #include "driver/PipelineOptions.def"
 };
 
+const OptionChoices kChoices[] = {
+#define DTC_CHOICES(name, values, list) {name, values, list},
+#include "driver/PipelineOptions.def"
+};
+
+llvm::SmallVector<llvm::StringRef> split(const char* values) {
+  llvm::SmallVector<llvm::StringRef> out;
+  llvm::StringRef(values).split(out, '|');
+  return out;
+}
+
 }  // namespace
 
 const OptionRange* pipelineOptionRange(llvm::StringRef name) {
   for (const OptionRange& r : kRanges)
     if (name == r.name) return &r;
   return nullptr;
+}
+
+const OptionChoices* pipelineOptionChoices(llvm::StringRef name) {
+  for (const OptionChoices& c : kChoices)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+bool OptionChoices::allows(llvm::StringRef value) const {
+  const llvm::SmallVector<llvm::StringRef> allowed = split(values);
+  llvm::SmallVector<llvm::StringRef> items;
+  if (list)
+    value.split(items, ',');
+  else
+    items.push_back(value);
+  return llvm::all_of(items, [&](llvm::StringRef v) { return llvm::is_contained(allowed, v); });
+}
+
+std::string OptionChoices::text(llvm::StringRef extra) const {
+  llvm::SmallVector<llvm::StringRef> all = split(values);
+  if (!extra.empty()) all.push_back(extra);
+  std::string out;
+  for (size_t i = 0; i < all.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") + all[i].str();
+  return out;
 }
 
 std::string OptionRange::text() const {
@@ -76,10 +117,14 @@ std::string OptionRange::text() const {
 
 LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
                                       llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
-#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help)        \
-  if (std::optional<double> value = numeric(Pipeline##Kind(options.field))) \
-    if (!pipelineOptionRange(name)->contains(*value))                       \
-      return error(llvm::Twine(name) + " must be " + pipelineOptionRange(name)->text());
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help)                     \
+  if (std::optional<double> value = numeric(Pipeline##Kind(options.field)))              \
+    if (!pipelineOptionRange(name)->contains(*value))                                    \
+      return error(llvm::Twine(name) + " must be " + pipelineOptionRange(name)->text()); \
+  if (std::optional<std::string> value = text(Pipeline##Kind(options.field)))            \
+    if (const OptionChoices* choices = pipelineOptionChoices(name);                      \
+        choices && !choices->allows(*value))                                             \
+      return error(llvm::Twine(name) + " must be " + choices->text() + ", got '" + *value + "'");
 #include "driver/PipelineOptions.def"
   if (options.zeroStage != 0 && options.dataParallel == 0)
     return error("ZeRO needs a data-parallel mesh (--mesh dp=N)");

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -73,7 +74,75 @@ Status checkRange(const char* flag, const char* option, double value) {
   return invalid(std::string("dtc compile: --") + flag + " must be " + range->text());
 }
 
+// The value the command line resolves itself before the pipeline sees an option: --recompute
+// auto (the least recomputation that fits --memory).
+llvm::StringRef resolvedByDriver(llvm::StringRef option) {
+  return option == "recompute" ? "auto" : "";
+}
+
+// `--flag`'s value against the values its pipeline option declares.
+Status checkChoice(const char* flag, const char* option, const std::string& value) {
+  const OptionChoices* choices = pipelineOptionChoices(option);
+  const llvm::StringRef extra = resolvedByDriver(option);
+  if (!choices || choices->allows(value) || (!extra.empty() && value == extra)) return Status::Ok();
+  return invalid(std::string("dtc compile: --") + flag + " must be " + choices->text(extra) +
+                 ", got '" + value + "'");
+}
+
 }  // namespace
+
+namespace {
+
+std::string shown(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+std::string shown(int64_t v) { return std::to_string(v); }
+std::string shown(const std::string& v) { return v; }
+std::string shown(bool) { return ""; }
+
+// "--zero 0|1|2|3", "--recompute none|full|selective|auto", "--lr F".
+std::string flagValues(const char* name, llvm::StringRef kind) {
+  if (const OptionChoices* choices = pipelineOptionChoices(name)) {
+    llvm::SmallVector<llvm::StringRef> values;
+    llvm::StringRef(choices->values).split(values, '|');
+    std::string out = llvm::join(values, "|");
+    if (llvm::StringRef extra = resolvedByDriver(name); !extra.empty()) out += "|" + extra.str();
+    return out;
+  }
+  if (const OptionRange* range = pipelineOptionRange(name);
+      range && range->integer && range->max - range->min <= 4) {
+    std::string out;
+    for (double v = range->min; v <= range->max; ++v) out += (out.empty() ? "" : "|") + shown(v);
+    return out;
+  }
+  return kind == "Real" ? "F" : kind == "Int" ? "N" : "VALUE";
+}
+
+}  // namespace
+
+std::string compileOptionsHelp() {
+  std::string out = "Options by group (default):\n";
+  const CompileOptions defaults;
+  const char* group = "";  // the group's title until its first flag prints it
+  auto line = [&](const char* flag, const char* name, const char* kind, const char* help,
+                  const std::string& initial) {
+    if (!*flag) return;
+    if (*group) out += std::string("  ") + group + ":\n";
+    group = "";
+    constexpr size_t kColumn = 36;
+    std::string head = std::string("    --") + flag + " " + flagValues(name, kind);
+    head = head.size() < kColumn ? head + std::string(kColumn - head.size(), ' ')
+                                 : head + "\n" + std::string(kColumn, ' ');
+    out += head + help + (initial.empty() ? "" : " (" + initial + ")") + "\n";
+  };
+#define DTC_GROUP_BEGIN(member, Type, help) group = help;
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
+  line(flag, name, #Kind, help, shown(defaults.DTC_GROUP.field));
+#include "driver/PipelineOptions.def"
+  return out;
+}
 
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   // The pipeline's options with a flag of their own (driver/PipelineOptions.def), and the
@@ -108,19 +177,15 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     DTC_ASSIGN_OR_RETURN(field, args->integer(flag, field));
     return checkRange(flag, name, static_cast<double>(field));
   };
-  auto setString = [&](const char* flag, const char*, std::string& field) -> Status {
+  auto setString = [&](const char* flag, const char* name, std::string& field) -> Status {
     field = args->str(flag, field);
-    return Status::Ok();
+    return checkChoice(flag, name, field);
   };
   auto setBool = [&](const char*, const char*, bool&) { return Status::Ok(); };
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
   if (*flag)                                                         \
     if (Status s = set##Kind(flag, name, options.DTC_GROUP.field); !s.ok()) return s;
 #include "driver/PipelineOptions.def"
-  if (options.recipe.lrSchedule != "constant" && options.recipe.lrSchedule != "cosine" &&
-      options.recipe.lrSchedule != "linear")
-    return invalid("dtc compile: --lr-schedule must be constant, cosine or linear, got '" +
-                   options.recipe.lrSchedule + "'");
   if (options.recipe.lrSchedule != "constant" && !args->has("decay-steps"))
     return invalid("dtc compile: --lr-schedule " + options.recipe.lrSchedule +
                    " needs --decay-steps D (the update where the decay ends)");
@@ -143,10 +208,6 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
       args->has("fuse-epilogues") || (gpu && !args->has("no-fuse-epilogues"));
   options.kernels.multiTensor = args->has("multi-tensor") || (gpu && !args->has("no-multi-tensor"));
   options.kernels.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
-  if (options.numerics.precision != "fp32" && options.numerics.precision != "bf16" &&
-      options.numerics.precision != "fp16")
-    return invalid("dtc compile: --precision must be fp32, bf16 or fp16, got '" +
-                   options.numerics.precision + "'");
   if (args->has("loss-scale") && options.numerics.precision != "fp16")
     return invalid("dtc compile: --loss-scale is for --precision fp16 (dynamic loss scaling)");
   if (options.device != "cpu" && options.device != "cuda")
@@ -200,10 +261,6 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     return invalid("dtc compile: --vocab-parallel and --no-vocab-parallel contradict each other");
   if (options.parallel.vocabParallel && !namesAxisIn(options.parallel.mesh, "tp"))
     return invalid("dtc compile: --vocab-parallel needs a tp axis (--mesh tp=N)");
-  if (options.memory.recompute != "none" && options.memory.recompute != "full" &&
-      options.memory.recompute != "selective" && options.memory.recompute != "auto")
-    return invalid("dtc compile: --recompute must be none, full, selective or auto, got '" +
-                   options.memory.recompute + "'");
   uint64_t& memoryBudget = request.memoryBudget;
   if (args->has("memory")) {
     const std::string text = args->str("memory");

@@ -36,6 +36,10 @@ StatusOr<CompileRequest> parseCompileArgs(const std::vector<std::string>& args);
 // bytes.
 StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request);
 
+// dtc compile's help for the options with a flag of their own, from the options model
+// (driver/PipelineOptions.def): each flag, its values, what it sets and its default.
+std::string compileOptionsHelp();
+
 // "model.dtm: node 'fc0'" for importer locations, the file alone for file locations.
 std::string describe(mlir::Location loc);
 

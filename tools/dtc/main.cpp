@@ -70,9 +70,7 @@ namespace {
   "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n"     \
   "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n"    \
   "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"       \
-  "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"         \
-  "Partitioning: --zero 0, --bucket-mb 25, --accumulate 1, --microbatches 1, --schedule\n"        \
-  "1f1b, --virtual-stages 1; --precision fp32 (fp16: --loss-scale 65536, GradScaler's).\n"
+  "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"
 #define DTC_IMPORT_USAGE                                                                       \
   "  dtc import MODEL.onnx -o MODEL.dtm [--batch N] [--loss NAME | --loss cross-entropy|mse\n" \
   "             --target INPUT] [--eval-export] [--buffer GLOB]...\n"                          \
@@ -106,19 +104,24 @@ namespace {
   "      the model op types dtc imports, one per line, with the attributes each takes;\n" \
   "      --onnx: the ONNX op types it translates on their own\n"
 
-constexpr const char kUsage[] =
-    "usage:\n" DTC_ZOO_USAGE DTC_COMPILE_USAGE
-    "\n" DTC_IMPORT_USAGE DTC_EXPLORE_USAGE DTC_INSPECT_USAGE DTC_OPS_USAGE "  dtc --version\n";
+// dtc compile's usage, then its options as the options model declares them.
+std::string compileUsage() { return DTC_COMPILE_USAGE + dtc::compileOptionsHelp(); }
 
-// `dtc SUBCOMMAND ... --help`: that subcommand's usage.
-const char* subcommandUsage(const std::string& command) {
+std::string usage() {
+  return "usage:\n" DTC_ZOO_USAGE + compileUsage() +
+         "\n" DTC_IMPORT_USAGE DTC_EXPLORE_USAGE DTC_INSPECT_USAGE DTC_OPS_USAGE
+         "  dtc --version\n";
+}
+
+// `dtc SUBCOMMAND ... --help`: that subcommand's usage ("" for no such subcommand).
+std::string subcommandUsage(const std::string& command) {
   if (command == "zoo") return "usage:\n" DTC_ZOO_USAGE;
-  if (command == "compile") return "usage:\n" DTC_COMPILE_USAGE;
+  if (command == "compile") return "usage:\n" + compileUsage();
   if (command == "inspect") return "usage:\n" DTC_INSPECT_USAGE;
   if (command == "explore") return "usage:\n" DTC_EXPLORE_USAGE;
   if (command == "import") return "usage:\n" DTC_IMPORT_USAGE;
   if (command == "ops") return "usage:\n" DTC_OPS_USAGE;
-  return nullptr;
+  return "";
 }
 
 int fail(const std::string& message, int code = 2) {
@@ -350,7 +353,7 @@ int runOps(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    std::fputs(usage().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "--version")) {
@@ -360,9 +363,9 @@ int main(int argc, char** argv) {
   }
   std::string command = argv[1];
   for (int i = 2; i < argc; ++i)
-    if (const char* usage = subcommandUsage(command);
-        usage && (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))) {
-      std::fputs(usage, stdout);
+    if (const std::string text = subcommandUsage(command);
+        !text.empty() && (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))) {
+      std::fputs(text.c_str(), stdout);
       return 0;
     }
   if (command == "zoo") return runZoo(argc, argv);
@@ -371,5 +374,5 @@ int main(int argc, char** argv) {
   if (command == "explore") return dtc::runExplore(argc, argv);
   if (command == "import") return runImport(argc, argv);
   if (command == "ops") return runOps(argc, argv);
-  return fail("unknown command '" + command + "'\n" + kUsage);
+  return fail("unknown command '" + command + "'\n" + usage());
 }
