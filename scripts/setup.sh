@@ -54,6 +54,21 @@ PY
   rm -rf "$PYDEPS_DIR" "$tmp" && mv "$PYDEPS_DIR.partial" "$PYDEPS_DIR"
 }
 
+# transformers, pinned, in a virtual environment that sees Debian's torch and numpy: the parity
+# tests build Hugging Face's own model classes (from configs; no weights are downloaded).
+HF_VENV="$ROOT/.deps/hf-venv"
+HF_REQUIREMENTS=(transformers==4.44.2 tokenizers==0.19.1 safetensors==0.8.0 huggingface_hub==0.36.2
+  filelock==4.3.1 fsspec==2026.9.0 packaging==26.4 regex==2026.11.19 tqdm==4.70.1 hf-xet==1.8.0)
+fetch_transformers() {
+  if [ "$(cat "$HF_VENV/version" 2>/dev/null)" = "${HF_REQUIREMENTS[*]}" ]; then return 0; fi
+  echo "setup: making $HF_VENV (${HF_REQUIREMENTS[0]})"
+  rm -rf "$HF_VENV"
+  /usr/bin/python3 -m venv --system-site-packages "$HF_VENV"
+  "$HF_VENV/bin/python" -m pip install -q --no-deps "${HF_REQUIREMENTS[@]}"
+  "$HF_VENV/bin/python" -c "import transformers, torch"
+  echo "${HF_REQUIREMENTS[*]}" > "$HF_VENV/version"
+}
+
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
@@ -77,6 +92,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   fetch_tensorboard
+  fetch_transformers
   exit 0
 fi
 
@@ -87,3 +103,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fetch_tensorboard
+fetch_transformers

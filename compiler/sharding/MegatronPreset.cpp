@@ -66,9 +66,50 @@ bool afterAttention(Value x) {
   return source && isa<graph::BatchMatmulOp, graph::CausalAttentionOp>(source);
 }
 
-std::vector<std::string> byStructure(ModuleOp module, const std::string& t) {
+// The heads `v` ([.., heads·D]) is reshaped into ([.., heads, D]) by some user; 0 if none.
+int64_t headsOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  for (Operation* user : v.getUsers()) {
+    auto reshape = dyn_cast<graph::ReshapeOp>(user);
+    if (!reshape) continue;
+    auto out = cast<RankedTensorType>(reshape.getType()).getShape();
+    if (static_cast<int64_t>(out.size()) == type.getRank() + 1 && out[out.size() - 2] > 1 &&
+        out[out.size() - 2] * out.back() == type.getShape().back())
+      return out[out.size() - 2];
+  }
+  return 0;
+}
+
+// Whether `v` is multiplied by a SiLU's output (SwiGLU's up projection).
+bool gatedBySilu(Value v) {
+  return llvm::any_of(v.getUsers(), [&](Operation* user) {
+    auto mul = dyn_cast<graph::MulOp>(user);
+    if (!mul) return false;
+    Value other = mul.getLhs() == v ? mul.getRhs() : mul.getLhs();
+    return other.getDefiningOp<graph::SiluOp>() != nullptr;
+  });
+}
+
+// SwiGLU's product silu(gate)·up, which its down projection reads.
+bool swigluProduct(Value x) {
+  auto mul = x.getDefiningOp<graph::MulOp>();
+  return mul && (mul.getLhs().getDefiningOp<graph::SiluOp>() ||
+                 mul.getRhs().getDefiningOp<graph::SiluOp>());
+}
+
+// Megatron's splits found by structure: GPT-2's block (one projection split into q, k and v, a
+// GELU MLP) or a Llama-family block (q, k and v projections each reshaped into heads, a SwiGLU
+// MLP). Projections into heads split by output rows when their heads divide over `tp` devices;
+// fewer key/value heads than that stay whole on every device (each device slices the heads its
+// queries need). The projections after attention and after the MLP's product split by input
+// columns.
+std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int64_t tp) {
   std::vector<std::string> specs;
-  int qkv = 0, attnProj = 0, fc = 0, mlpProj = 0;
+  int qkv = 0, headProjections = 0, attnProj = 0, fc = 0, gate = 0, up = 0, mlpProj = 0;
+  auto column = [&](const Layer& l, const char* chunks = "") {
+    specs.push_back(literal(l.weight) + "=" + chunks + t + ",-");
+    if (!l.bias.empty()) specs.push_back(literal(l.bias) + "=" + chunks + t);
+  };
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.getSymName() != fn::kTrainStep) continue;
     func.walk([&](graph::LinearOp linear) {
@@ -79,30 +120,40 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t) {
           split && split.getParts() == 3 &&
           static_cast<int64_t>(split.getAxis()) ==
               cast<RankedTensorType>(l.out.getType()).getRank() - 1) {
-        specs.push_back(literal(l.weight) + "=3x" + t + ",-");
-        if (!l.bias.empty()) specs.push_back(literal(l.bias) + "=3x" + t);
+        column(l, "3x");
         ++qkv;
       } else if (readBy<graph::GeluOp>(l.out)) {
-        specs.push_back(literal(l.weight) + "=" + t + ",-");
-        if (!l.bias.empty()) specs.push_back(literal(l.bias) + "=" + t);
+        column(l);
         ++fc;
-      } else if (linear.getX().getDefiningOp<graph::GeluOp>()) {
+      } else if (readBy<graph::SiluOp>(l.out)) {
+        column(l);
+        ++gate;
+      } else if (gatedBySilu(l.out)) {
+        column(l);
+        ++up;
+      } else if (linear.getX().getDefiningOp<graph::GeluOp>() || swigluProduct(linear.getX())) {
         specs.push_back(literal(l.weight) + "=-," + t);
         ++mlpProj;
       } else if (afterAttention(linear.getX())) {
         specs.push_back(literal(l.weight) + "=-," + t);
         ++attnProj;
+      } else if (const int64_t heads = headsOf(l.out)) {
+        if (heads % tp == 0) column(l);
+        ++headProjections;
       }
     });
   }
-  // A block is all four layers; a model with none of them is not GPT-2-shaped.
-  if (qkv == 0 || qkv != attnProj || qkv != fc || qkv != mlpProj) return {};
+  // A block is all its layers; a model with none of them is not transformer-shaped.
+  const int attention = qkv + headProjections / 3;
+  if (attention == 0 || headProjections % 3 != 0 || attention != attnProj || gate != up ||
+      fc + gate != mlpProj || attention != mlpProj)
+    return {};
   return specs;
 }
 
 }  // namespace
 
-std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t) {
+std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t, int64_t tp) {
   bool named = false;
   auto glob = llvm::GlobPattern::create("*.attn.c_attn.weight");
   for (auto func : module.getOps<func::FuncOp>())
@@ -114,7 +165,7 @@ std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t) {
             "*.mlp.c_fc.weight=" + t + ",-",
             "*.mlp.c_fc.bias=" + t,
             "*.mlp.c_proj.weight=-," + t};
-  return byStructure(module, t);
+  return byStructure(module, t, tp);
 }
 
 }  // namespace dtc

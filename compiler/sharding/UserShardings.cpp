@@ -73,12 +73,13 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     std::string preset;
     if (!StringRef(megatron).empty()) {
       if (failed(checkHeads(module, mesh, megatron))) return failure();
-      const std::vector<std::string> specs = megatronSpecs(module, megatron);
+      const std::vector<std::string> specs =
+          megatronSpecs(module, megatron, mesh.axisSize(megatron));
       if (specs.empty())
         return module.emitError(
-            "Megatron's tensor-parallel splits need a GPT-2-shaped model: no parameter is named "
-            "like GPT-2's (*.attn.c_attn.weight) and no block has its shape (split the model with "
-            "--shard PATTERN=SPEC)");
+            "Megatron's tensor-parallel splits need a transformer: no parameter is named like "
+            "GPT-2's (*.attn.c_attn.weight) and no block has GPT-2's or Llama's shape (split the "
+            "model with --shard PATTERN=SPEC)");
       for (const std::string& item : specs) preset += (preset.empty() ? "" : ";") + item;
       SmallVector<StringRef> more;
       StringRef(preset).split(more, ';');

@@ -50,4 +50,33 @@ std::vector<uint8_t> buildConvNet(const ConvNetOptions& options);
 // with its parameter names, layouts and initialisation; inputs idx and targets [B, T] (int64).
 std::vector<uint8_t> buildGpt(const GptOptions& options);
 
+struct LlamaOptions {
+  int64_t vocab = 256;
+  int64_t ctx = 64;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t kvHeads = 4;  // key/value heads: fewer than `heads` is grouped-query attention
+  int64_t embd = 64;
+  int64_t ffn = 176;  // the SwiGLU MLP's inner size
+  double ropeTheta = 10000.0;
+  double rmsEps = 1e-6;
+  bool tieEmbeddings = false;  // the LM head reads the token embedding
+  uint64_t seed = 0;
+};
+
+// transformers' LlamaConfig default for an embedding size: 8/3 of it, rounded up to 16 (as
+// Meta's llama sizes their MLP: 2/3 of 4C).
+int64_t defaultLlamaFfn(int64_t embd);
+
+// "" when valid, else the reason (kv heads must divide heads, heads the embedding, the head's
+// size must be even for rotary embeddings...).
+std::string validateLlama(const LlamaOptions& options);
+
+// A Llama-family causal LM as transformers' LlamaForCausalLM: RMSNorm, rotary position
+// embeddings, grouped-query attention (each key/value head serves heads/kv-heads query heads),
+// a SwiGLU MLP, no biases, a tied or untied head; parameter names, layouts and initialisation as
+// its state dict (model.layers.0.self_attn.q_proj.weight ...). Inputs idx and targets [B, T]
+// (int64: the labels already shifted, as nanoGPT's).
+std::vector<uint8_t> buildLlama(const LlamaOptions& options);
+
 }  // namespace dtc::zoo

@@ -26,19 +26,24 @@
 #include "planner/CompileRequest.h"
 #include "planner/Explore.h"
 #include "support/args.h"
-#include "zoo/Zoo.h"
+#include "zoo/ZooCommand.h"
 
 namespace {
 
 // Each subcommand's usage, with its defaults; `dtc SUBCOMMAND --help` prints one, `dtc --help`
 // all of them.
-#define DTC_ZOO_USAGE                                                                             \
-  "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"          \
-  "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S] -o M.dtm\n" \
-  "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"                                     \
-  "      writes a built-in model in the FlatBuffers model format (docs/model-format.md):\n"       \
-  "      mlp --input 784 --hidden 256,128 --classes 10; gpt --vocab 256 --ctx 64 --layers 2\n"    \
-  "      --heads 4 --embd 64; convnet --classes 10 (28x28 images); --seed 0\n"
+#define DTC_ZOO_USAGE                                                                              \
+  "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"           \
+  "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S] -o M.dtm\n"  \
+  "  dtc zoo llama [--vocab V] [--ctx T] [--layers L] [--heads H] [--kv-heads K] [--embd C]\n"     \
+  "              [--ffn F] [--rope-theta R] [--rms-eps E] [--tie-embeddings] [--seed S] -o "       \
+  "M.dtm\n"                                                                                        \
+  "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"                                      \
+  "      writes a built-in model in the FlatBuffers model format (docs/model-format.md):\n"        \
+  "      mlp --input 784 --hidden 256,128 --classes 10; gpt --vocab 256 --ctx 64 --layers 2\n"     \
+  "      --heads 4 --embd 64; llama as transformers' LlamaForCausalLM, --vocab 256 --ctx 64\n"     \
+  "      --layers 2 --heads 4 --kv-heads H --embd 64 --ffn 176 (2/3 of 4C, to 16s) --rope-theta\n" \
+  "      10000 --rms-eps 1e-6, head untied; convnet --classes 10 (28x28 images); --seed 0\n"
 
 #define DTC_COMPILE_USAGE                                                                         \
   "  dtc compile MODEL.dtm|MODEL.onnx -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"   \
@@ -131,76 +136,16 @@ int fail(const std::string& message, int code = 2) {
 
 int fail(const dtc::Status& status) { return fail(status.message(), status.exitCode()); }
 
-int writeModel(const dtc::Args& args, const std::vector<uint8_t>& bytes) {
-  if (llvm::Error e = dtc::writeFileAtomically(args.str("output"), bytes.data(), bytes.size()))
+int writeModel(const std::string& path, const std::vector<uint8_t>& bytes) {
+  if (llvm::Error e = dtc::writeFileAtomically(path, bytes.data(), bytes.size()))
     return fail(llvm::toString(std::move(e)));
   return 0;
 }
 
-int runZooMlp(int argc, char** argv) {
-  auto args = dtc::Args::parse(argc, argv, 3, {"input", "hidden", "classes", "seed", "output"}, {});
-  if (!args.ok()) return fail(args.status());
-  dtc::zoo::MlpOptions options;
-  auto input = args->integer("input", options.input);
-  auto classes = args->integer("classes", options.classes);
-  auto seed = args->integer("seed", 0);
-  auto hidden = args->integers("hidden", options.hidden);
-  for (const dtc::Status& s : {input.status(), classes.status(), seed.status(), hidden.status()})
-    if (!s.ok()) return fail(s);
-  if (*input <= 0 || *classes <= 0) return fail("--input and --classes must be positive");
-  for (int64_t h : *hidden)
-    if (h <= 0) return fail("--hidden sizes must be positive");
-  if (!args->has("output")) return fail("dtc zoo: missing -o MODEL.dtm");
-  options.input = *input;
-  options.classes = *classes;
-  options.hidden = *hidden;
-  options.seed = static_cast<uint64_t>(*seed);
-  return writeModel(*args, dtc::zoo::buildMlp(options));
-}
-
-int runZooGpt(int argc, char** argv) {
-  auto args = dtc::Args::parse(argc, argv, 3,
-                               {"vocab", "ctx", "layers", "heads", "embd", "seed", "output"}, {});
-  if (!args.ok()) return fail(args.status());
-  dtc::zoo::GptOptions o;
-  for (auto [flag, field] : {std::pair{"vocab", &o.vocab},
-                             {"ctx", &o.ctx},
-                             {"layers", &o.layers},
-                             {"heads", &o.heads},
-                             {"embd", &o.embd}}) {
-    auto v = args->integer(flag, *field);
-    if (!v.ok()) return fail(v.status());
-    *field = *v;
-  }
-  auto seed = args->integer("seed", 0);
-  if (!seed.ok()) return fail(seed.status());
-  o.seed = static_cast<uint64_t>(*seed);
-  if (std::string error = dtc::zoo::validateGpt(o); !error.empty()) return fail(error);
-  if (!args->has("output")) return fail("dtc zoo: missing -o MODEL.dtm");
-  return writeModel(*args, dtc::zoo::buildGpt(o));
-}
-
-int runZooConvNet(int argc, char** argv) {
-  auto args = dtc::Args::parse(argc, argv, 3, {"classes", "seed", "output"}, {});
-  if (!args.ok()) return fail(args.status());
-  dtc::zoo::ConvNetOptions o;
-  auto classes = args->integer("classes", o.classes);
-  auto seed = args->integer("seed", 0);
-  for (const dtc::Status& s : {classes.status(), seed.status()})
-    if (!s.ok()) return fail(s);
-  if (*classes <= 0) return fail("--classes must be positive");
-  if (!args->has("output")) return fail("dtc zoo: missing -o MODEL.dtm");
-  o.classes = *classes;
-  o.seed = static_cast<uint64_t>(*seed);
-  return writeModel(*args, dtc::zoo::buildConvNet(o));
-}
-
 int runZoo(int argc, char** argv) {
-  std::string model = argc >= 3 ? argv[2] : "";
-  if (model == "mlp") return runZooMlp(argc, argv);
-  if (model == "gpt") return runZooGpt(argc, argv);
-  if (model == "convnet") return runZooConvNet(argc, argv);
-  return fail("dtc zoo: unknown model '" + model + "' (available: mlp, gpt, convnet)");
+  auto model = dtc::zoo::zooModelFromArgs(argc, argv);
+  if (!model.ok()) return fail(model.status());
+  return writeModel(model->output, model->bytes);
 }
 
 // `dtc compile ... --mesh auto --devices N [--profile P]`: the flags of explore's pick in place
@@ -299,7 +244,7 @@ int runImport(int argc, char** argv) {
   if (!model) return fail(llvm::toString(model.takeError()));
   auto bytes = dtc::onnx_import::importOnnx(*model, options);
   if (!bytes) return fail(llvm::toString(bytes.takeError()));
-  return writeModel(*args, *bytes);
+  return writeModel(args->str("output"), *bytes);
 }
 
 int runInspect(int argc, char** argv) {

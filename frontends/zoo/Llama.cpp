@@ -1,0 +1,171 @@
+#include <cmath>
+#include <cstring>
+
+#include "zoo/Zoo.h"
+
+namespace dtc::zoo {
+
+int64_t defaultLlamaFfn(int64_t embd) {
+  // 2/3 of 4C, rounded up to a multiple of 16: Meta's rule for Llama's MLP at a small multiple.
+  const int64_t twoThirds = (8 * embd + 2) / 3;
+  return (twoThirds + 15) / 16 * 16;
+}
+
+std::string validateLlama(const LlamaOptions& o) {
+  if (o.vocab <= 0 || o.ctx <= 0 || o.layers <= 0 || o.heads <= 0 || o.kvHeads <= 0 ||
+      o.embd <= 0 || o.ffn <= 0)
+    return "vocab, ctx, layers, heads, kv-heads, embd and ffn must be positive";
+  if (o.embd % o.heads != 0)
+    return "--heads " + std::to_string(o.heads) + " does not divide --embd " +
+           std::to_string(o.embd) + " (each head gets embd/heads channels)";
+  if (o.heads % o.kvHeads != 0)
+    return "--kv-heads " + std::to_string(o.kvHeads) + " does not divide --heads " +
+           std::to_string(o.heads) + " (each key/value head serves heads/kv-heads query heads)";
+  if ((o.embd / o.heads) % 2 != 0)
+    return "a head's size (embd/heads = " + std::to_string(o.embd / o.heads) +
+           ") must be even: rotary embeddings turn its channels in pairs";
+  if (!(o.ropeTheta > 0)) return "--rope-theta must be > 0";
+  if (!(o.rmsEps > 0)) return "--rms-eps must be > 0";
+  return "";
+}
+
+namespace {
+
+std::vector<uint8_t> floatBytes(const std::vector<float>& values) {
+  std::vector<uint8_t> raw(values.size() * sizeof(float));
+  std::memcpy(raw.data(), values.data(), raw.size());
+  return raw;
+}
+
+}  // namespace
+
+std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
+  ModelBuilder b("llama");
+  const int64_t C = o.embd, T = o.ctx, H = o.heads, K = o.kvHeads, D = C / H, F = o.ffn;
+  b.input("idx", model::DType::i64, {-1, T});
+  b.input("targets", model::DType::i64, {-1, T});
+  // transformers' _init_weights: N(0, initializer_range 0.02) for linears and the embedding,
+  // RMSNorm weights 1.
+  const double std = 0.02;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    b.normalParameter(name + ".weight", {out, in}, 0.0, std, o.seed);
+  };
+  // RMSNorm as LlamaRMSNorm: x / sqrt(mean(x²) + eps), times its weight.
+  b.valuesParameter("rms_eps", {1}, floatBytes({static_cast<float>(o.rmsEps)}), false, true);
+  auto rmsNorm = [&](const std::string& name, const std::string& x, const std::string& y) {
+    b.constantParameter(name + ".weight", {C}, 1.0);
+    b.node(name + ".square", "Pow", {x}, {name + ".sq"}, {Attr::real("exponent", 2.0)});
+    b.node(name + ".sum", "ReduceSum", {name + ".sq"}, {name + ".sum"},
+           {Attr::ints("axes", {2}), Attr::integer("keepdims", 1)});
+    b.node(name + ".mean", "Scale", {name + ".sum"}, {name + ".ms"},
+           {Attr::real("factor", 1.0 / static_cast<double>(C))});
+    b.node(name + ".eps", "Add", {name + ".ms", "rms_eps"}, {name + ".var"});
+    b.node(name + ".sqrt", "Sqrt", {name + ".var"}, {name + ".rms"});
+    b.node(name + ".rsqrt", "Reciprocal", {name + ".rms"}, {name + ".inv"});
+    b.node(name + ".normalize", "Mul", {x, name + ".inv"}, {name + ".norm"});
+    b.node(name, "Mul", {name + ".norm", name + ".weight"}, {y});
+  };
+  // Rotary tables as LlamaRotaryEmbedding's: angle t·θ^(-2i/D) for channel pair i, the D/2
+  // angles twice over ([T, D]); constants of the model, not tensors of its state.
+  std::vector<float> cosines(T * D), sines(T * D);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const float inverse = static_cast<float>(
+          1.0 / std::pow(o.ropeTheta, static_cast<double>(2 * i) / static_cast<double>(D)));
+      const float angle = static_cast<float>(t) * inverse;
+      for (int64_t half : {int64_t{0}, D / 2}) {
+        cosines[t * D + i + half] = std::cos(angle);
+        sines[t * D + i + half] = std::sin(angle);
+      }
+    }
+  b.valuesParameter("rope_cos", {T, D}, floatBytes(cosines), false, true);
+  b.valuesParameter("rope_sin", {T, D}, floatBytes(sines), false, true);
+  // x·cos + rotate_half(x)·sin, rotate_half(x) = [-x₂, x₁] over the head's halves.
+  auto rotary = [&](const std::string& name, const std::string& x, const std::string& y) {
+    b.node(name + ".halves", "Split", {x}, {name + ".x1", name + ".x2"},
+           {Attr::integer("axis", 3), Attr::ints("sizes", {D / 2, D / 2})});
+    b.node(name + ".negate", "Scale", {name + ".x2"}, {name + ".neg_x2"},
+           {Attr::real("factor", -1.0)});
+    b.node(name + ".rotate", "Concat", {name + ".neg_x2", name + ".x1"}, {name + ".rot"},
+           {Attr::integer("axis", 3)});
+    b.node(name + ".cos", "Mul", {x, "rope_cos"}, {name + ".xc"});
+    b.node(name + ".sin", "Mul", {name + ".rot", "rope_sin"}, {name + ".rs"});
+    b.node(name, "Add", {name + ".xc", name + ".rs"}, {y});
+  };
+  // [B, T, heads·D] -> [B, heads, T, D].
+  auto splitHeads = [&](const std::string& name, const std::string& x, int64_t heads,
+                        const std::string& y) {
+    b.node(name + ".heads", "Reshape", {x}, {name + ".bthd"},
+           {Attr::ints("shape", {-1, T, heads, D})});
+    b.node(name + ".transpose", "Transpose", {name + ".bthd"}, {y},
+           {Attr::ints("perm", {0, 2, 1, 3})});
+  };
+  // repeat_kv: each of the K heads serves H/K query heads, in order.
+  auto repeatKv = [&](const std::string& name, const std::string& x, const std::string& y) {
+    if (K == H) {
+      b.node(name, "Reshape", {x}, {y}, {Attr::ints("shape", {-1, H, T, D})});
+      return;
+    }
+    b.node(name + ".unsqueeze", "Reshape", {x}, {name + ".bk1td"},
+           {Attr::ints("shape", {-1, K, 1, T, D})});
+    b.node(name + ".expand", "Expand", {name + ".bk1td"}, {name + ".bkrtd"},
+           {Attr::ints("shape", {1, K, H / K, T, D})});
+    b.node(name, "Reshape", {name + ".bkrtd"}, {y}, {Attr::ints("shape", {-1, H, T, D})});
+  };
+
+  b.normalParameter(
+      "model.embed_tokens.weight", {o.vocab, C}, 0.0, std, o.seed,
+      o.tieEmbeddings ? std::vector<std::string>{"lm_head.weight"} : std::vector<std::string>{});
+  b.node("model.embed_tokens", "Embedding", {"idx", "model.embed_tokens.weight"}, {"h0"});
+  std::string x = "h0";
+  for (int64_t l = 0; l < o.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l), a = p + ".self_attn", m = p + ".mlp";
+    linear(a + ".q_proj", H * D, C);
+    linear(a + ".k_proj", K * D, C);
+    linear(a + ".v_proj", K * D, C);
+    linear(a + ".o_proj", C, H * D);
+    linear(m + ".gate_proj", F, C);
+    linear(m + ".up_proj", F, C);
+    linear(m + ".down_proj", C, F);
+
+    rmsNorm(p + ".input_layernorm", x, p + ".attn_in");
+    for (const char* proj : {".q_proj", ".k_proj", ".v_proj"})
+      b.node(a + proj, "Linear", {p + ".attn_in", a + proj + ".weight"}, {a + proj + ".out"});
+    splitHeads(a + ".q", a + ".q_proj.out", H, a + ".q.bhtd");
+    splitHeads(a + ".k", a + ".k_proj.out", K, a + ".k.bktd");
+    splitHeads(a + ".v", a + ".v_proj.out", K, a + ".v.bktd");
+    rotary(a + ".q_rotary", a + ".q.bhtd", a + ".q.rot");
+    rotary(a + ".k_rotary", a + ".k.bktd", a + ".k.rot");
+    repeatKv(a + ".k_repeat", a + ".k.rot", a + ".k.bhtd");
+    repeatKv(a + ".v_repeat", a + ".v.bktd", a + ".v.bhtd");
+    b.node(a + ".scores", "MatMul", {a + ".q.rot", a + ".k.bhtd"}, {a + ".scores"},
+           {Attr::integer("transpose_b", 1)});
+    b.node(a + ".softmax", "CausalSoftmax", {a + ".scores"}, {a + ".probs"},
+           {Attr::real("scale", 1.0 / std::sqrt(static_cast<double>(D)))});
+    b.node(a + ".context", "MatMul", {a + ".probs", a + ".v.bhtd"}, {a + ".ctx.bhtd"});
+    b.node(a + ".merge", "Transpose", {a + ".ctx.bhtd"}, {a + ".ctx.bthd"},
+           {Attr::ints("perm", {0, 2, 1, 3})});
+    b.node(a + ".merge_heads", "Reshape", {a + ".ctx.bthd"}, {a + ".ctx"},
+           {Attr::ints("shape", {-1, T, H * D})});
+    b.node(a + ".o_proj", "Linear", {a + ".ctx", a + ".o_proj.weight"}, {a + ".out"});
+    b.node(p + ".residual_1", "Add", {x, a + ".out"}, {p + ".h1"});
+
+    rmsNorm(p + ".post_attention_layernorm", p + ".h1", p + ".mlp_in");
+    b.node(m + ".gate_proj", "Linear", {p + ".mlp_in", m + ".gate_proj.weight"}, {m + ".gate"});
+    b.node(m + ".up_proj", "Linear", {p + ".mlp_in", m + ".up_proj.weight"}, {m + ".up"});
+    b.node(m + ".act", "Silu", {m + ".gate"}, {m + ".act"});
+    b.node(m + ".gated", "Mul", {m + ".act", m + ".up"}, {m + ".gated"});
+    b.node(m + ".down_proj", "Linear", {m + ".gated", m + ".down_proj.weight"}, {m + ".out"});
+    b.node(p + ".residual_2", "Add", {p + ".h1", m + ".out"}, {p + ".out"});
+    x = p + ".out";
+  }
+  rmsNorm("model.norm", x, "hf");
+  const std::string head = o.tieEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+  if (!o.tieEmbeddings) linear("lm_head", o.vocab, C);
+  b.node("lm_head", "Linear", {"hf", head}, {"logits"});
+  b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
+  b.setOutputs({"loss", "logits"}, "loss", "", "targets");
+  return b.finish();
+}
+
+}  // namespace dtc::zoo

@@ -1,0 +1,108 @@
+#include "zoo/ZooCommand.h"
+
+#include <utility>
+
+#include "support/args.h"
+#include "zoo/Zoo.h"
+
+namespace dtc::zoo {
+namespace {
+
+Status invalid(const std::string& message) { return Status::InvalidInput(message); }
+
+// Each integer flag into its field (keeping the field's value as the default).
+Status readIntegers(const Args& args,
+                    std::initializer_list<std::pair<const char*, int64_t*>> flags) {
+  for (auto [flag, field] : flags) {
+    DTC_ASSIGN_OR_RETURN(*field, args.integer(flag, *field));
+  }
+  return Status::Ok();
+}
+
+StatusOr<ZooModel> finish(const Args& args, std::vector<uint8_t> bytes) {
+  if (!args.has("output")) return invalid("dtc zoo: missing -o MODEL.dtm");
+  return ZooModel{std::move(bytes), args.str("output")};
+}
+
+StatusOr<ZooModel> mlp(int argc, char** argv) {
+  DTC_ASSIGN_OR_RETURN(
+      Args args, Args::parse(argc, argv, 3, {"input", "hidden", "classes", "seed", "output"}, {}));
+  MlpOptions o;
+  int64_t seed = 0;
+  DTC_RETURN_IF_ERROR(
+      readIntegers(args, {{"input", &o.input}, {"classes", &o.classes}, {"seed", &seed}}));
+  DTC_ASSIGN_OR_RETURN(o.hidden, args.integers("hidden", o.hidden));
+  if (o.input <= 0 || o.classes <= 0) return invalid("--input and --classes must be positive");
+  for (int64_t h : o.hidden)
+    if (h <= 0) return invalid("--hidden sizes must be positive");
+  o.seed = static_cast<uint64_t>(seed);
+  return finish(args, buildMlp(o));
+}
+
+StatusOr<ZooModel> gpt(int argc, char** argv) {
+  DTC_ASSIGN_OR_RETURN(
+      Args args, Args::parse(argc, argv, 3,
+                             {"vocab", "ctx", "layers", "heads", "embd", "seed", "output"}, {}));
+  GptOptions o;
+  int64_t seed = 0;
+  DTC_RETURN_IF_ERROR(readIntegers(args, {{"vocab", &o.vocab},
+                                          {"ctx", &o.ctx},
+                                          {"layers", &o.layers},
+                                          {"heads", &o.heads},
+                                          {"embd", &o.embd},
+                                          {"seed", &seed}}));
+  o.seed = static_cast<uint64_t>(seed);
+  if (std::string error = validateGpt(o); !error.empty()) return invalid(error);
+  return finish(args, buildGpt(o));
+}
+
+StatusOr<ZooModel> llama(int argc, char** argv) {
+  DTC_ASSIGN_OR_RETURN(Args args,
+                       Args::parse(argc, argv, 3,
+                                   {"vocab", "ctx", "layers", "heads", "kv-heads", "embd", "ffn",
+                                    "rope-theta", "rms-eps", "seed", "output"},
+                                   {"tie-embeddings"}));
+  LlamaOptions o;
+  int64_t seed = 0;
+  o.kvHeads = 0;  // as many as --heads unless given
+  o.ffn = 0;      // from --embd unless given
+  DTC_RETURN_IF_ERROR(readIntegers(args, {{"vocab", &o.vocab},
+                                          {"ctx", &o.ctx},
+                                          {"layers", &o.layers},
+                                          {"heads", &o.heads},
+                                          {"kv-heads", &o.kvHeads},
+                                          {"embd", &o.embd},
+                                          {"ffn", &o.ffn},
+                                          {"seed", &seed}}));
+  if (!args.has("kv-heads")) o.kvHeads = o.heads;
+  if (!args.has("ffn")) o.ffn = defaultLlamaFfn(o.embd);
+  DTC_ASSIGN_OR_RETURN(o.ropeTheta, args.number("rope-theta", o.ropeTheta));
+  DTC_ASSIGN_OR_RETURN(o.rmsEps, args.number("rms-eps", o.rmsEps));
+  o.tieEmbeddings = args.has("tie-embeddings");
+  o.seed = static_cast<uint64_t>(seed);
+  if (std::string error = validateLlama(o); !error.empty()) return invalid(error);
+  return finish(args, buildLlama(o));
+}
+
+StatusOr<ZooModel> convnet(int argc, char** argv) {
+  DTC_ASSIGN_OR_RETURN(Args args, Args::parse(argc, argv, 3, {"classes", "seed", "output"}, {}));
+  ConvNetOptions o;
+  int64_t seed = 0;
+  DTC_RETURN_IF_ERROR(readIntegers(args, {{"classes", &o.classes}, {"seed", &seed}}));
+  if (o.classes <= 0) return invalid("--classes must be positive");
+  o.seed = static_cast<uint64_t>(seed);
+  return finish(args, buildConvNet(o));
+}
+
+}  // namespace
+
+StatusOr<ZooModel> zooModelFromArgs(int argc, char** argv) {
+  const std::string model = argc >= 3 ? argv[2] : "";
+  if (model == "mlp") return mlp(argc, argv);
+  if (model == "gpt") return gpt(argc, argv);
+  if (model == "llama") return llama(argc, argv);
+  if (model == "convnet") return convnet(argc, argv);
+  return invalid("dtc zoo: unknown model '" + model + "' (available: mlp, gpt, llama, convnet)");
+}
+
+}  // namespace dtc::zoo

@@ -1,0 +1,131 @@
+"""Llama parity with transformers: `dtc zoo llama` (grouped-query attention: 4 query heads over 2
+key/value heads; untied and tied heads) against transformers' own LlamaForCausalLM (eager
+attention) holding the same initial weights (saved by dtrun, loaded with load_state_dict(strict)),
+on the same token windows for 10 AdamW steps: losses within 1e-5 relative, final weights within
+1e-4 (max |diff| / max |w| per tensor; eps 1e-4, as test_gpt_parity.py explains).
+
+Then every layout trains as one device (1e-5, test_data_parallel.py's check): dp=2, ZeRO-3,
+pp=2, full recomputation, tp=2 with the key/value heads split over tp by --shard (Megatron's
+column and row splits of the projections and the MLP), and the default tensor-parallel preset,
+which finds those splits by the blocks' structure (with sequence parallelism, and at tp=4, where
+the 2 key/value heads do not divide and stay whole).
+
+Runs under the virtual environment scripts/setup.sh makes (.deps/hf-venv: transformers pinned,
+Debian's torch)."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers import LlamaConfig, LlamaForCausalLM
+
+sys.path.insert(0, os.path.dirname(__file__))
+from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, write_tokens  # noqa: E402
+from test_data_parallel import compare  # noqa: E402
+
+V, T, L, H, K, C = 64, 16, 2, 4, 2, 32
+B, STEPS, SEED, DATA_SEED = 4, 10, 3, 5
+FFN = 96  # dtc's default for C = 32: 2/3 of 4C rounded up to 16s
+
+
+def hf_model(tied, dtype):
+    config = LlamaConfig(vocab_size=V, hidden_size=C, intermediate_size=FFN, num_hidden_layers=L,
+                         num_attention_heads=H, num_key_value_heads=K, max_position_embeddings=T,
+                         rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=tied,
+                         attention_bias=False, attn_implementation="eager")
+    return LlamaForCausalLM(config).to(dtype)
+
+
+def torch_run(init, tokens, tied, dtype=torch.float32):
+    model = hf_model(tied, dtype)
+    state = {k: torch.from_numpy(v.copy()).to(dtype) for k, v in init.items()}
+    if tied:
+        state.setdefault("lm_head.weight", state["model.embed_tokens.weight"])
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected, f"dtc saved tensors transformers does not have: {unexpected}"
+    # Rotary tables are buffers transformers computes, not state it loads.
+    assert all("rotary_emb" in k for k in missing), f"dtc did not save: {missing}"
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, eps=1e-4, weight_decay=0.1)
+    losses = []
+    for step in range(STEPS):
+        offsets = window_offsets(len(tokens), B, T, DATA_SEED, step)
+        idx = torch.from_numpy(np.stack([tokens[o:o + T] for o in offsets]).astype(np.int64))
+        tgt = torch.from_numpy(np.stack([tokens[o + 1:o + T + 1] for o in offsets]).astype(np.int64))
+        opt.zero_grad()
+        logits = model(input_ids=idx).logits
+        loss = F.cross_entropy(logits.reshape(-1, V).float(), tgt.reshape(-1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    final = {k: v.detach().to(torch.float64).numpy() for k, v in model.state_dict().items()
+             if "rotary_emb" not in k}
+    return losses, final
+
+
+def check_against_transformers(name, model, tokens, work, data, tied):
+    init, final, losses, _ = dtc_train(model, work, name, B, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4,
+                                                             "--weight-decay", 0.1], data, STEPS, DATA_SEED)
+    ref_losses, ref_final = torch_run(init, tokens, tied)
+    if tied:  # transformers lists the tied tensor under both names; dtc's file under the first
+        assert np.array_equal(ref_final["lm_head.weight"], ref_final["model.embed_tokens.weight"])
+        ref_final.pop("lm_head.weight")
+        final.pop("lm_head.weight", None)
+    assert sorted(final) == sorted(ref_final), f"names differ: {sorted(set(final) ^ set(ref_final))}"
+    loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
+    weight_err = weight_error(final, ref_final)
+    print(f"{name}: losses {losses[0]:.6f} -> {losses[-1]:.6f}; vs transformers' LlamaForCausalLM: max loss "
+          f"rel err {loss_err:.3e}, max weight rel err {weight_err:.3e}")
+    assert loss_err <= 1e-5, f"{name}: loss mismatch {losses} vs {ref_losses}"
+    assert weight_err <= 1e-4, f"{name}: weight mismatch {weight_err}"
+    assert losses[-1] < losses[0], f"{name}: loss did not fall"
+
+
+def tp_shards():
+    """Megatron's splits for Llama, given by hand: q/k/v and gate/up by output rows (whole heads:
+    the 2 key/value heads go one to a rank), o and down by input columns."""
+    flags = []
+    for proj in ("q_proj", "k_proj", "v_proj"):
+        flags += ["--shard", f"model.layers.*.self_attn.{proj}.weight=tp,-"]
+    flags += ["--shard", "model.layers.*.self_attn.o_proj.weight=-,tp"]
+    for proj in ("gate_proj", "up_proj"):
+        flags += ["--shard", f"model.layers.*.mlp.{proj}.weight=tp,-"]
+    flags += ["--shard", "model.layers.*.mlp.down_proj.weight=-,tp"]
+    return flags
+
+
+def main():
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(1)
+    tokens = ((np.arange(4000) * 7 + rng.integers(0, 3, 4000)) % V).astype(np.int64)
+    with tempfile.TemporaryDirectory() as work:
+        data = os.path.join(work, "train.bin")
+        write_tokens(data, tokens)
+        shape = ["--vocab", V, "--ctx", T, "--layers", L, "--heads", H, "--kv-heads", K, "--embd", C,
+                 "--seed", SEED]
+        model, tied = os.path.join(work, "llama.dtm"), os.path.join(work, "llama-tied.dtm")
+        run(tool("dtc"), "zoo", "llama", *shape, "-o", model)
+        run(tool("dtc"), "zoo", "llama", *shape, "--tie-embeddings", "-o", tied)
+        check_against_transformers("llama-gqa", model, tokens, work, data, tied=False)
+        check_against_transformers("llama-gqa-tied", tied, tokens, work, data, tied=True)
+        optim = ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4, "--weight-decay", 0.1]
+        compare("llama", model, work, 8, optim, data, STEPS, DATA_SEED, [
+            ("dp2", ["--mesh", "dp=2"], 2),
+            ("dp2-zero3", ["--mesh", "dp=2", "--zero", 3], 2),
+            ("pp2", ["--mesh", "pp=2", "--microbatches", 4], 2),
+            ("recompute-full", ["--recompute", "full"], 1),
+            ("tp2", ["--mesh", "tp=2", *tp_shards()], 2),
+            ("dp2-tp2", ["--mesh", "dp=2,tp=2", *tp_shards()], 4),
+            # The default preset finds the same splits by structure (and splits the vocabulary).
+            ("tp2-preset", ["--mesh", "tp=2"], 2),
+            ("tp2-preset-sequence-parallel", ["--mesh", "tp=2", "--sequence-parallel"], 2),
+            # 2 key/value heads over 4 devices: k and v stay whole, each device slices its heads.
+            ("tp4-preset-kv-whole", ["--mesh", "tp=4"], 4),
+        ])
+    print("llama parity: ok")
+
+
+if __name__ == "__main__":
+    main()
