@@ -388,6 +388,8 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
   fbb_.ForceVectorAlignment(constants_.size(), 1,
                             32);  // the schema's force_align (FlatBuffers allows up to 32)
   auto constants = fbb_.CreateVector(constants_);
+  const std::string hfConfig = str(attr::kHfConfig);
+  auto hf = hfConfig.empty() ? 0 : fbb_.CreateString(hfConfig);
   auto planOffset = plan::CreatePlan(
       fbb_, kPlanVersion, fbb_.CreateString("dtc"), batch ? batch.getInt() : 0,
       fbb_.CreateVector(state), static_cast<uint64_t>(stateBytes), fbb_.CreateVector(functions),
@@ -395,7 +397,7 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector,
       micro ? static_cast<int32_t>(micro.getInt()) : 1, pipelineAxis, scheduleString, stagesVector,
       deviceString, lrSchedule, clip ? clip.getValueAsDouble() : 0.0, clip != nullptr,
-      workspace ? static_cast<uint64_t>(workspace.getInt()) : 0);
+      workspace ? static_cast<uint64_t>(workspace.getInt()) : 0, hf);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
   // llvm::crc32 is zlib's CRC-32, which the runtime checks.

@@ -75,7 +75,8 @@ std::vector<uint8_t> ModelBuilder::finish() {
                          fbb_.CreateVectorOfStrings(outputs_), fbb_.CreateVector(initializers_),
                          fbb_.CreateVector(nodes_), fbb_.CreateString(loss_),
                          fbb_.CreateString(predictions_), fbb_.CreateString(targets_));
-  auto m = model::CreateModel(fbb_, kModelVersion, fbb_.CreateString(producer_), graph);
+  auto hf = hfConfig_.empty() ? 0 : fbb_.CreateString(hfConfig_);
+  auto m = model::CreateModel(fbb_, kModelVersion, fbb_.CreateString(producer_), graph, hf);
   model::FinishModelBuffer(fbb_, m);
   return {fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize()};
 }

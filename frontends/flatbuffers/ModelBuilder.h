@@ -57,6 +57,8 @@ class ModelBuilder {
             std::vector<std::string> outputs, const std::vector<NodeAttr>& attributes = {});
   void setOutputs(std::vector<std::string> outputs, const std::string& loss,
                   const std::string& predictions = "", const std::string& targets = "");
+  // The model as transformers' config.json describes it (JSON text).
+  void setHfConfig(std::string json) { hfConfig_ = std::move(json); }
 
   // The finished, identifier-tagged model file contents.
   std::vector<uint8_t> finish();
@@ -72,7 +74,7 @@ class ModelBuilder {
   std::vector<flatbuffers::Offset<model::Initializer>> initializers_;
   std::vector<flatbuffers::Offset<model::Node>> nodes_;
   std::vector<std::string> outputs_;
-  std::string loss_, predictions_, targets_;
+  std::string loss_, predictions_, targets_, hfConfig_;
 };
 
 }  // namespace dtc

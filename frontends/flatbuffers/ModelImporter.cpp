@@ -222,6 +222,8 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
     return nullptr;
   if (options_.batchSize > 0)
     (*module)->setAttr(attr::kBatchSize, builder_.getI64IntegerAttr(options_.batchSize));
+  if (const flatbuffers::String* hf = file_.model().hf_config(); hf && hf->size())
+    (*module)->setAttr(attr::kHfConfig, builder_.getStringAttr(hf->str()));
   if (failed(verify(*module))) return nullptr;
   return module;
 }

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "zoo/Zoo.h"
@@ -30,6 +31,28 @@ std::string validateLlama(const LlamaOptions& o) {
 }
 
 namespace {
+
+// transformers' LlamaConfig for these options (config.json's text).
+std::string hfConfig(const LlamaOptions& o) {
+  auto real = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return std::string(text);
+  };
+  auto integer = [](int64_t v) { return std::to_string(v); };
+  return "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "
+         "\"vocab_size\": " +
+         integer(o.vocab) + ", \"hidden_size\": " + integer(o.embd) +
+         ", \"intermediate_size\": " + integer(o.ffn) +
+         ", \"num_hidden_layers\": " + integer(o.layers) +
+         ", \"num_attention_heads\": " + integer(o.heads) +
+         ", \"num_key_value_heads\": " + integer(o.kvHeads) +
+         ", \"max_position_embeddings\": " + integer(o.ctx) +
+         ", \"rms_norm_eps\": " + real(o.rmsEps) + ", \"rope_theta\": " + real(o.ropeTheta) +
+         ", \"tie_word_embeddings\": " + (o.tieEmbeddings ? "true" : "false") +
+         ", \"hidden_act\": \"silu\", \"attention_bias\": false, \"mlp_bias\": false, "
+         "\"initializer_range\": 0.02, \"torch_dtype\": \"float32\"}";
+}
 
 std::vector<uint8_t> floatBytes(const std::vector<float>& values) {
   std::vector<uint8_t> raw(values.size() * sizeof(float));
@@ -165,6 +188,7 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
   b.node("lm_head", "Linear", {"hf", head}, {"logits"});
   b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
   b.setOutputs({"loss", "logits"}, "loss", "", "targets");
+  b.setHfConfig(hfConfig(o));
   return b.finish();
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "checkpoint/boxes.h"
+#include "checkpoint/hf_folder.h"
 #include "exec/shard_layout.h"
 #include "io/safetensors.h"
 #include "support/half.h"
@@ -37,7 +38,7 @@ std::vector<int64_t> wholeShape(const plan::StateTensor& s) {
 // The file's entries for each parameter of the plan, under its name or its aliases (a tied
 // weight may be there under several).
 using Entries = std::map<std::string, std::vector<const io::TensorEntry*>>;
-StatusOr<Entries> matchFile(const Plan& plan, const io::SafetensorsHeader& header,
+StatusOr<Entries> matchFile(const Plan& plan, const std::vector<io::TensorEntry>& entries,
                             const std::string& path) {
   auto params = parametersOf(plan);
   std::map<std::string, std::string> canonical;  // every accepted name -> the parameter
@@ -49,7 +50,7 @@ StatusOr<Entries> matchFile(const Plan& plan, const io::SafetensorsHeader& heade
   Entries found;
   std::vector<std::string> unexpected, misshaped, missing, conflicting;
   std::set<std::string> misshapedParameters;
-  for (const io::TensorEntry& e : header.entries) {
+  for (const io::TensorEntry& e : entries) {
     auto it = canonical.find(e.name);
     if (it == canonical.end()) {
       const std::string stem =
@@ -95,16 +96,56 @@ void widen(const uint8_t* src, DType dtype, int64_t count, float* dst) {
     dst[i] = dtype == DType::kBF16 ? bf16ToF32(h[i]) : f16ToF32(h[i]);
 }
 
+// The tensors of a parameters file, or of a Hugging Face folder's weight files, as one list.
+struct Source {
+  std::vector<io::SafetensorsReader> files;
+  std::vector<io::TensorEntry> entries;
+  std::vector<size_t> fileOf;  // entries[i] is in files[fileOf[i]]
+
+  // `e`'s bytes, or those of `part` (a copy of `e` narrowed to some of its rows).
+  Status read(const io::TensorEntry& e, void* dst, const io::TensorEntry* part = nullptr) const {
+    return files[fileOf[&e - entries.data()]].read(part ? *part : e, dst);
+  }
+};
+
+// `path`: a safetensors file, or a Hugging Face model folder (its config.json checked against
+// the plan's model where the plan carries one).
+StatusOr<Source> openSource(const Plan& plan, const std::string& path) {
+  Source source;
+  std::vector<WeightFile> files = {{path, {}}};
+  if (isDirectory(path)) {
+    const flatbuffers::String* config = plan.root().hf_config();
+    DTC_RETURN_IF_ERROR(checkHfConfig(config ? config->str() : "", path));
+    DTC_ASSIGN_OR_RETURN(files, hfWeightFiles(path));
+  }
+  for (const WeightFile& f : files) {
+    DTC_ASSIGN_OR_RETURN(io::SafetensorsReader reader, io::SafetensorsReader::open(f.path));
+    std::set<std::string> held;
+    for (const io::TensorEntry& e : reader.header().entries) {
+      if (!f.names.empty() && !f.names.count(e.name)) continue;  // the index puts it elsewhere
+      held.insert(e.name);
+      source.entries.push_back(e);
+      source.fileOf.push_back(source.files.size());
+    }
+    for (const std::string& name : f.names)
+      if (!held.count(name))
+        return Status::InvalidInput(f.path + ": no tensor '" + name +
+                                    "', which the folder's index says it holds");
+    source.files.push_back(std::move(reader));
+  }
+  return source;
+}
+
 }  // namespace
 
 Status checkParametersFile(const Plan& plan, const std::string& path) {
-  DTC_ASSIGN_OR_RETURN(io::SafetensorsReader file, io::SafetensorsReader::open(path));
-  return matchFile(plan, file.header(), path).status();
+  DTC_ASSIGN_OR_RETURN(Source source, openSource(plan, path));
+  return matchFile(plan, source.entries, path).status();
 }
 
 Status loadParametersFile(Executor& ex, const std::string& path) {
-  DTC_ASSIGN_OR_RETURN(io::SafetensorsReader file, io::SafetensorsReader::open(path));
-  DTC_ASSIGN_OR_RETURN(auto found, matchFile(ex.plan(), file.header(), path));
+  DTC_ASSIGN_OR_RETURN(Source file, openSource(ex.plan(), path));
+  DTC_ASSIGN_OR_RETURN(auto found, matchFile(ex.plan(), file.entries, path));
   std::vector<uint8_t> buffer, other;
   for (const plan::StateTensor* s : *ex.plan().root().state()) {
     if (s->role() != plan::Role::param || s->constant() || !Plan::onStage(s->stage(), ex.stage()))
@@ -141,7 +182,7 @@ Status loadParametersFile(Executor& ex, const std::string& path) {
     io::TensorEntry rows = entry;
     rows.begin += static_cast<uint64_t>(first * rowElements) * fileElement;
     rows.bytes = static_cast<uint64_t>(count) * fileElement;
-    DTC_RETURN_IF_ERROR(file.read(rows, buffer.data()));
+    DTC_RETURN_IF_ERROR(file.read(entry, buffer.data(), &rows));
     widen(buffer.data(), entry.dtype, count, reinterpret_cast<float*>(buffer.data()));
     Placed src{whole, std::vector<int64_t>(whole.size(), 0)};
     if (!whole.empty()) src.shape[0] = last - first, src.origin[0] = first;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "checkpoint/directory.h"
+#include "checkpoint/hf_folder.h"
 #include "checkpoint/layout.h"
 #include "checkpoint/parameters_file.h"
 #include "checkpoint/reader.h"
@@ -158,6 +159,10 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
       DTC_ASSIGN_OR_RETURN(index, checkpoint::readIndex(stepDir));
     }
     if (!o.initPath.empty()) DTC_RETURN_IF_ERROR(checkpoint::checkParametersFile(plan, o.initPath));
+    if (o.saveHf && !plan.root().hf_config())
+      return Status::InvalidInput(
+          "--format hf: the plan's model carries no Hugging Face config (dtc zoo llama writes "
+          "one); save it with --format dtc");
     if (!o.dataDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.dataDir));
     if (!o.evalDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.evalDir));
     return Status::Ok();
@@ -539,6 +544,10 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     comm::setPhase("saving the parameters");
     DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.saveDir, agreed));
     DTC_RETURN_IF_ERROR(saveParameters(ex, o.saveDir, lead));
+    if (o.saveHf && lead) {
+      const flatbuffers::String* config = ex.plan().root().hf_config();
+      DTC_RETURN_IF_ERROR(checkpoint::writeHfConfig(config ? config->str() : "", o.saveDir));
+    }
   }
   return reportMemory(ex, mesh->world(), lead);
 }

@@ -20,6 +20,7 @@ struct TrainOptions {
   std::string logPath;      // optional JSON lines, one object per step
   std::string tensorboardDir;  // optional: TensorBoard scalars (train/tensorboard.h)
   std::string saveDir;         // optional: DIR/model.safetensors with the final parameters
+  bool saveHf = false;         // --format hf: DIR/config.json beside it (a Hugging Face folder)
   std::string predictDir;      // optional: DIR/<output>.npy, the eval function over the data
   int64_t steps = 0;           // the run's total: a resumed run continues up to it
   uint64_t seed = 0;           // sample order: epoch e is permuted from (seed, e)
@@ -39,7 +40,7 @@ struct TrainOptions {
   int64_t checkpointEvery = 0;
   int keep = 0;
   std::string resumePath;  // a step-<N> directory, or a checkpoint directory (its latest)
-  std::string initPath;    // parameters under PyTorch names (safetensors)
+  std::string initPath;    // parameters under PyTorch names (safetensors, or an HF folder)
   // Numerics: a non-finite loss or gradient norm ends the run (exit 4); fp16 runs may skip
   // this many steps in a row before that is an error too; checkNumerics names the first op
   // whose output is not finite (slow: every output is scanned).

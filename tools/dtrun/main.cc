@@ -20,13 +20,15 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: dtrun PLAN [--data DIR|TOKENS.bin --steps N] [--seed S] [--log FILE.jsonl]\n"
-    "             [--save DIR] [--eval DIR|TOKENS.bin [--eval-every N] [--eval-batches K]]\n"
+    "             [--save DIR [--format dtc|hf]] [--eval DIR|TOKENS.bin [--eval-every N]\n"
+    "             [--eval-batches K]]   hf: DIR/config.json too, for from_pretrained\n"
     "             [--threads N] [--trace FILE.json] [--tensorboard DIR]\n"
     "             [--device cpu|cuda|cpu-staged]   (default: the plan's device)\n"
     "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, "
     "DIR/latest\n"
     "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
-    "             [--init FILE.safetensors]     start from these parameters (PyTorch names)\n"
+    "             [--init FILE.safetensors|HF_DIR]  start from these parameters (PyTorch names;\n"
+    "                 a Hugging Face folder: config.json checked, sharded weights read)\n"
     "             [--predict DIR]  after training, the model in evaluation mode over --eval's\n"
     "                 data (else --data's), in order: DIR/<output>.npy for each output\n"
     "             [--sample N [--prompt TEXT] [--temperature T] [--top-k K]]\n"
@@ -92,7 +94,8 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
                                 "collective-timeout",
                                 "max-skipped-steps",
                                 "predict",
-                                "tensorboard"},
+                                "tensorboard",
+                                "format"},
                                {"check-numerics", "profile-summary"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
@@ -103,6 +106,12 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   options.logPath = args->str("log");
   options.tensorboardDir = args->str("tensorboard");
   options.saveDir = args->str("save");
+  const std::string format = args->str("format", "dtc");
+  if (format != "dtc" && format != "hf")
+    return dtc::Status::InvalidInput("--format must be dtc or hf, got '" + format + "'");
+  if (args->has("format") && !args->has("save"))
+    return dtc::Status::InvalidInput("--format says how --save DIR writes the model: give --save");
+  options.saveHf = format == "hf";
   options.predictDir = args->str("predict");
   options.tracePath = args->str("trace");
   options.profileSummary = args->has("profile-summary");

@@ -1,0 +1,115 @@
+#include "checkpoint/hf_folder.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "io/files.h"
+#include "io/json.h"
+
+namespace dtc::checkpoint {
+namespace {
+
+constexpr const char* kWeights = "model.safetensors";
+constexpr const char* kIndex = "model.safetensors.index.json";
+constexpr const char* kConfig = "config.json";
+
+bool isFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+StatusOr<io::Json> readJsonFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidInput(path + ": cannot read it");
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto parsed = io::parseJson(text.str());
+  if (!parsed.ok()) return Status::InvalidInput(path + ": " + parsed.status().message());
+  if (!parsed->isObject()) return Status::InvalidInput(path + ": not a JSON object");
+  return parsed;
+}
+
+// Settings that describe the file rather than the model: never compared.
+bool informational(const std::string& key) {
+  return key == "architectures" || key == "torch_dtype" || key == "transformers_version" ||
+         key == "initializer_range" || key == "_name_or_path";
+}
+
+std::string shown(const io::Json& v) { return v.isString() ? v.asString() : v.dump(); }
+
+bool same(const io::Json& a, const io::Json& b) {
+  if (a.isNumber() && b.isNumber()) return a.asDouble() == b.asDouble();
+  return a == b;
+}
+
+}  // namespace
+
+bool isDirectory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir) {
+  const std::string index = dir + "/" + kIndex;
+  if (!isFile(index)) {
+    if (!isFile(dir + "/" + kWeights))
+      return Status::InvalidInput(dir + ": a Hugging Face model folder holds " + kWeights + " or " +
+                                  kIndex + "; this one has neither");
+    return std::vector<WeightFile>{{dir + "/" + kWeights, {}}};
+  }
+  DTC_ASSIGN_OR_RETURN(io::Json json, readJsonFile(index));
+  const io::Json* map = json.find("weight_map");
+  if (!map || !map->isObject() || map->size() == 0)
+    return Status::InvalidInput(index + ": no weight_map naming each tensor's file");
+  std::map<std::string, std::set<std::string>> byFile;
+  for (const auto& [tensor, file] : map->members()) {
+    if (!file.isString() || file.asString().empty() ||
+        file.asString().find('/') != std::string::npos || file.asString()[0] == '.')
+      return Status::InvalidInput(index + ": tensor '" + tensor +
+                                  "' maps to no file name in the folder");
+    byFile[file.asString()].insert(tensor);
+  }
+  std::vector<WeightFile> files;
+  for (auto& [file, names] : byFile) {
+    const std::string path = dir + "/" + file;
+    if (!isFile(path))
+      return Status::InvalidInput(path + ": missing (" + index + " maps " +
+                                  std::to_string(names.size()) + " tensors to it, e.g. '" +
+                                  *names.begin() + "')");
+    files.push_back({path, std::move(names)});
+  }
+  return files;
+}
+
+Status checkHfConfig(const std::string& modelConfig, const std::string& dir) {
+  if (modelConfig.empty()) return Status::Ok();
+  DTC_ASSIGN_OR_RETURN(io::Json theirs, readJsonFile(dir + "/" + kConfig));
+  auto ours = io::parseJson(modelConfig);
+  if (!ours.ok() || !ours->isObject())
+    return Status::Internal("the plan's Hugging Face config is not a JSON object");
+  for (const auto& [key, value] : ours->members()) {
+    if (informational(key)) continue;
+    const io::Json* there = theirs.find(key);
+    const io::Json defaultTied(true);
+    if (!there && key == "tie_word_embeddings") there = &defaultTied;
+    if (!there) continue;  // transformers' default for it
+    if (!same(*there, value))
+      return Status::InvalidInput(dir + "/" + kConfig + ": " + key + " is " + shown(*there) +
+                                  ", the model's " + shown(value));
+  }
+  return Status::Ok();
+}
+
+Status writeHfConfig(const std::string& modelConfig, const std::string& dir) {
+  if (modelConfig.empty())
+    return Status::InvalidInput(
+        "--format hf: the plan's model carries no Hugging Face config (dtc zoo llama writes "
+        "one); save with --format dtc");
+  std::string text = modelConfig + "\n";
+  return io::writeFileAtomically(dir + "/" + kConfig, text.data(), text.size());
+}
+
+}  // namespace dtc::checkpoint

@@ -1,0 +1,35 @@
+// A Hugging Face model folder, as save_pretrained writes it: config.json, and the weights in
+// model.safetensors or in shards that model.safetensors.index.json maps each tensor to. dtrun
+// --init reads one, dtrun --save DIR --format hf writes one that from_pretrained loads.
+#pragma once
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/status.h"
+
+namespace dtc::checkpoint {
+
+bool isDirectory(const std::string& path);
+
+// The folder's weight files, each with the tensor names it holds (empty: all of them). Missing
+// files, an unreadable index, and an index naming a file outside the folder are errors naming
+// the file.
+struct WeightFile {
+  std::string path;
+  std::set<std::string> names;
+};
+StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir);
+
+// The folder's config.json against the model's (`modelConfig`, the plan's text; "" when the
+// model carries none, when only the weights are checked): each setting the model's config
+// states must have the same value there, e.g. "DIR/config.json: num_key_value_heads is 4, the
+// model's 2". A missing tie_word_embeddings is transformers' default, true.
+Status checkHfConfig(const std::string& modelConfig, const std::string& dir);
+
+// DIR/config.json with the model's config (written to a temporary name, then renamed).
+Status writeHfConfig(const std::string& modelConfig, const std::string& dir);
+
+}  // namespace dtc::checkpoint
