@@ -151,6 +151,19 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int6
   return specs;
 }
 
+// Whether the parameters `glob` matches are stored [in, out] (Hugging Face's Conv1D: x·W) rather
+// than [out, in] (nn.Linear): some product reads one as its right operand, untransposed.
+bool inputMajor(ModuleOp module, const llvm::GlobPattern& glob) {
+  bool found = false;
+  module.walk([&](Operation* op) {
+    if (auto mm = dyn_cast<graph::MatmulOp>(op))
+      found |= !mm.getTransposeRhs() && glob.match(paramName(mm.getRhs()));
+    else if (auto bmm = dyn_cast<graph::BatchMatmulOp>(op))
+      found |= !bmm.getTransposeRhs() && glob.match(paramName(bmm.getRhs()));
+  });
+  return found;
+}
+
 }  // namespace
 
 std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t, int64_t tp) {
@@ -158,14 +171,20 @@ std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t, in
   auto glob = llvm::GlobPattern::create("*.attn.c_attn.weight");
   for (auto func : module.getOps<func::FuncOp>())
     for (BlockArgument arg : func.getArguments()) named = named || glob->match(paramName(arg));
-  if (named)
-    return {"*.attn.c_attn.weight=3x" + t + ",-",
-            "*.attn.c_attn.bias=3x" + t,
-            "*.attn.c_proj.weight=-," + t,
-            "*.mlp.c_fc.weight=" + t + ",-",
-            "*.mlp.c_fc.bias=" + t,
-            "*.mlp.c_proj.weight=-," + t};
-  return byStructure(module, t, tp);
+  if (!named) return byStructure(module, t, tp);
+  // nanoGPT's names in either layout: Hugging Face's GPT-2 keeps the same names in [in, out]
+  // tensors, so its column splits are the second dimension and its row splits the first.
+  const bool conv1d = inputMajor(module, *glob);
+  auto columns = [&](const std::string& chunks) {
+    return conv1d ? "-," + chunks + t : chunks + t + ",-";
+  };
+  auto rows = [&] { return conv1d ? t + ",-" : "-," + t; };
+  return {"*.attn.c_attn.weight=" + columns("3x"),
+          "*.attn.c_attn.bias=3x" + t,
+          "*.attn.c_proj.weight=" + rows(),
+          "*.mlp.c_fc.weight=" + columns(""),
+          "*.mlp.c_fc.bias=" + t,
+          "*.mlp.c_proj.weight=" + rows()};
 }
 
 }  // namespace dtc
