@@ -66,6 +66,18 @@ bool afterAttention(Value x) {
   return source && isa<graph::BatchMatmulOp, graph::CausalAttentionOp>(source);
 }
 
+// Whether `v`'s GELU feeds a linear layer: an MLP's first layer (BERT's masked-LM head also
+// takes a GELU, but into a LayerNorm: it stays whole).
+bool geluIntoLinear(Value v) {
+  return llvm::any_of(v.getUsers(), [](Operation* user) {
+    auto gelu = dyn_cast<graph::GeluOp>(user);
+    return gelu && llvm::any_of(gelu->getResult(0).getUsers(), [&](Operation* reader) {
+             auto linear = dyn_cast<graph::LinearOp>(reader);
+             return linear && linear.getX() == gelu->getResult(0);
+           });
+  });
+}
+
 // The heads `v` ([.., heads·D]) is reshaped into ([.., heads, D]) by some user; 0 if none.
 int64_t headsOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
@@ -80,21 +92,38 @@ int64_t headsOf(Value v) {
   return 0;
 }
 
+// Whether `v` is SiLU's output: the op, or x·sigmoid(x) as an ONNX export spells it.
+bool isSilu(Value v) {
+  if (v.getDefiningOp<graph::SiluOp>()) return true;
+  auto mul = v.getDefiningOp<graph::MulOp>();
+  if (!mul) return false;
+  for (auto [x, s] : {std::pair{mul.getLhs(), mul.getRhs()}, {mul.getRhs(), mul.getLhs()}})
+    if (auto sigmoid = s.getDefiningOp<graph::SigmoidOp>(); sigmoid && sigmoid.getX() == x)
+      return true;
+  return false;
+}
+
+// Whether SiLU is taken of `v` (SwiGLU's gate projection).
+bool siluOf(Value v) {
+  return llvm::any_of(v.getUsers(), [&](Operation* user) {
+    return user->getNumResults() == 1 && isSilu(user->getResult(0)) &&
+           (isa<graph::SiluOp>(user) || llvm::is_contained(user->getOperands(), v));
+  });
+}
+
 // Whether `v` is multiplied by a SiLU's output (SwiGLU's up projection).
 bool gatedBySilu(Value v) {
   return llvm::any_of(v.getUsers(), [&](Operation* user) {
     auto mul = dyn_cast<graph::MulOp>(user);
-    if (!mul) return false;
-    Value other = mul.getLhs() == v ? mul.getRhs() : mul.getLhs();
-    return other.getDefiningOp<graph::SiluOp>() != nullptr;
+    if (!mul || isSilu(mul.getResult())) return false;
+    return isSilu(mul.getLhs() == v ? mul.getRhs() : mul.getLhs());
   });
 }
 
 // SwiGLU's product silu(gate)·up, which its down projection reads.
 bool swigluProduct(Value x) {
   auto mul = x.getDefiningOp<graph::MulOp>();
-  return mul && (mul.getLhs().getDefiningOp<graph::SiluOp>() ||
-                 mul.getRhs().getDefiningOp<graph::SiluOp>());
+  return mul && !isSilu(x) && (isSilu(mul.getLhs()) || isSilu(mul.getRhs()));
 }
 
 // Megatron's splits found by structure: GPT-2's block (one projection split into q, k and v, a
@@ -122,10 +151,10 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int6
               cast<RankedTensorType>(l.out.getType()).getRank() - 1) {
         column(l, "3x");
         ++qkv;
-      } else if (readBy<graph::GeluOp>(l.out)) {
+      } else if (geluIntoLinear(l.out)) {
         column(l);
         ++fc;
-      } else if (readBy<graph::SiluOp>(l.out)) {
+      } else if (siluOf(l.out)) {
         column(l);
         ++gate;
       } else if (gatedBySilu(l.out)) {

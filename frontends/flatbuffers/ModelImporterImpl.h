@@ -87,6 +87,7 @@ class ModelImporter {
   LogicalResult importBatchNorm(const model::Node& node, Location loc);
   LogicalResult importMaxPool(const model::Node& node, Location loc);
   LogicalResult importFlatten(const model::Node& node, Location loc);
+  LogicalResult importCast(const model::Node& node, Location loc);
   SmallVector<int64_t> pairAttr(const model::Node& node, StringRef name, int64_t fallback);
   Value reshape(Value x, ArrayRef<int64_t> shape, Location loc);
 

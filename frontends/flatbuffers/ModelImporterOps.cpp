@@ -53,6 +53,7 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"BatchNormalization", {&ModelImporter::importBatchNorm, {"eps", "momentum"}}},
       {"MaxPool", {&ModelImporter::importMaxPool, {"kernel", "stride"}}},
       {"Flatten", {&ModelImporter::importFlatten, {}}},
+      {"Cast", {&ModelImporter::importCast, {}}},
   };
   return table;
 }
@@ -301,8 +302,12 @@ LogicalResult ModelImporter::importTranspose(const model::Node& node, Location l
 
 // One piece per output name: equal ones, or `sizes` long.
 LogicalResult ModelImporter::importSplit(const model::Node& node, Location loc) {
-  auto in = inputs(node, loc, 1, 1);
+  // Floats, or int64 labels (a slice of them: a causal LM's shift).
+  auto in = inputs(node, loc, 1, 1, Operands::AnyElementType);
   if (failed(in)) return failure();
+  if (Type e = cast<RankedTensorType>((*in)[0].getType()).getElementType();
+      !e.isF32() && !e.isInteger(64))
+    return emitError(loc) << "Split input must be float32 or int64";
   int64_t parts = node.outputs() ? node.outputs()->size() : 0;
   int64_t axis = intAttr(node, "axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(shapeOf((*in)[0]).size());
@@ -471,6 +476,17 @@ LogicalResult ModelImporter::importFlatten(const model::Node& node, Location loc
   int64_t rest = 1;
   for (int64_t d : x.drop_front()) rest *= d;
   return define(node, loc, {reshape((*in)[0], {x[0], rest}, loc)});
+}
+
+// An int64 tensor the data holds (an attention mask) as float32, to compute on.
+LogicalResult ModelImporter::importCast(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 1, 1, Operands::AnyElementType);
+  if (failed(in)) return failure();
+  auto type = cast<RankedTensorType>((*in)[0].getType());
+  if (!type.getElementType().isInteger(64))
+    return emitError(loc) << "Cast takes int64 data to float32; its input is " << type;
+  auto f32 = RankedTensorType::get(type.getShape(), builder_.getF32Type());
+  return define(node, loc, {graph::CastOp::create(builder_, loc, f32, (*in)[0])});
 }
 
 }  // namespace dtc::detail

@@ -73,4 +73,12 @@ std::optional<std::vector<Constant>> evaluate(const onnx::NodeProto& node,
                                               const std::vector<const Constant*>& inputs,
                                               std::string& error);
 
+// ---- FoldMatmul.cpp
+
+// NumPy's matmul of two known tensors (a rotary table's frequencies times its positions):
+// [..., n, k] · [..., k, m] with the leading dimensions broadcast, a 1-D operand taken as a row
+// or a column and its dimension dropped. nullopt with `error` set when the shapes do not fit.
+std::optional<std::vector<Constant>> foldMatmul(const std::vector<const Constant*>& inputs,
+                                                std::string& error);
+
 }  // namespace dtc::onnx_import

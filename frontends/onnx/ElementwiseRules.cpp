@@ -21,13 +21,20 @@ OpRule unaryRule(const std::string& dtcOp) {
           }};
 }
 
-// Passes its input through (Identity; a float-to-float32 Cast).
+// Passes its input through (Identity; a Cast to the type it has: float32 to float32, or int64
+// labels to int64, as a causal LM's loss writes it). A Cast of int64 data to float32 (an
+// attention mask) is dtc's Cast.
 OpRule passThrough() {
   return {[](Translator& t, int i) -> Error {
             const onnx::NodeProto& n = t.node(i);
+            if (n.op_type() == "Cast" && intAttribute(n, "to", 0) == kFloat &&
+                t.input(i, 0)->type == kInt64) {
+              t.define(out(t, i), kFloat, t.input(i, 0)->shape);
+              return Error::success();
+            }
             if (n.op_type() == "Cast") {
               const int64_t to = intAttribute(n, "to", 0);
-              if (to != kFloat || t.input(i, 0)->type != kFloat)
+              if (to != t.input(i, 0)->type || (to != kFloat && to != kInt64))
                 return t.nodeError(i, "a Cast computed on data from " +
                                           elementTypeName(t.input(i, 0)->type) + " to " +
                                           elementTypeName(static_cast<int32_t>(to)));
@@ -35,7 +42,13 @@ OpRule passThrough() {
             t.alias(out(t, i), n.input(0));
             return Error::success();
           },
-          [](Translator&, int) { return Error::success(); }};
+          [](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            if (n.op_type() == "Cast" && t.input(i, 0)->type == kInt64 &&
+                intAttribute(n, "to", 0) == kFloat)
+              t.emit(i, "Cast", {operand(t, i, 0)}, {out(t, i)});
+            return Error::success();
+          }};
 }
 
 // Dropout's ratio when it drops in training (training_mode true, ratio > 0); 0 when it is the

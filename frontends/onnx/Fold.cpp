@@ -647,7 +647,10 @@ bool foldable(const std::string& op) {
                                             "Floor",
                                             "Ceil",
                                             "Not",
-                                            "Sign"};
+                                            "Sign",
+                                            "Cos",
+                                            "Sin",
+                                            "MatMul"};
   return ops.count(op) > 0;
 }
 
@@ -673,6 +676,7 @@ std::optional<std::vector<Constant>> evaluate(const onnx::NodeProto& node,
       op == "ReduceMean")
     return reduce(node, in, error, op);
   if (op == "Max" || op == "Min") return variadic(in, error, op == "Max");
+  if (op == "MatMul") return foldMatmul(in, error);
   static const std::map<std::string, std::pair<RealFn, IntFn>> arithmetic = {
       {"Add",
        {[](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; }}},
@@ -718,6 +722,8 @@ std::optional<std::vector<Constant>> evaluate(const onnx::NodeProto& node,
       {"Ceil", {[](double v) { return std::ceil(v); }, true}},
       {"Not", {[](double v) { return v == 0 ? 1.0 : 0.0; }, false}},
       {"Sign", {[](double v) { return static_cast<double>((v > 0) - (v < 0)); }, false}},
+      {"Cos", {[](double v) { return std::cos(v); }, true}},
+      {"Sin", {[](double v) { return std::sin(v); }, true}},
   };
   if (auto it = unaries.find(op); it != unaries.end())
     return unary(in, it->second.first, it->second.second);

@@ -220,9 +220,11 @@ static Expected<std::vector<SliceRange>> sliceRanges(Translator& t, int i) {
   return ranges;
 }
 
+// Float data, or int64 labels (a causal LM's shift, labels[..., 1:]).
 OpRule sliceRule() {
   return {[](Translator& t, int i) -> Error {
-            if (Error e = requireFloat(t, i, {0})) return e;
+            if (t.input(i, 0)->type != kInt64)
+              if (Error e = requireFloat(t, i, {0})) return e;
             Expected<std::vector<SliceRange>> ranges = sliceRanges(t, i);
             if (!ranges) return ranges.takeError();
             if (ranges->empty()) {  // the whole tensor
@@ -231,7 +233,7 @@ OpRule sliceRule() {
             }
             Shape shape = t.input(i, 0)->shape;
             for (const SliceRange& r : *ranges) shape[r.axis] = r.length;
-            t.define(out(t, i), kFloat, shape);
+            t.define(out(t, i), t.input(i, 0)->type, shape);
             return Error::success();
           },
           [](Translator& t, int i) -> Error {

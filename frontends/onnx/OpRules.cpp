@@ -83,26 +83,14 @@ const OpRule* findOpRule(const std::string& opType) {
 }
 
 bool differentiableInput(const std::string& op, int index) {
-  static const std::set<std::string> none = {"Shape",
-                                             "Size",
-                                             "Equal",
-                                             "Less",
-                                             "Greater",
-                                             "LessOrEqual",
-                                             "GreaterOrEqual",
-                                             "Not",
-                                             "And",
-                                             "Or",
-                                             "Xor",
-                                             "Range",
-                                             "ConstantOfShape",
-                                             "ArgMax",
-                                             "ArgMin",
-                                             "NonZero",
-                                             "Sign",
-                                             "Floor",
-                                             "Ceil",
-                                             "Round"};
+  static const std::set<std::string> none = {"Shape", "Size", "Equal", "Less", "Greater",
+                                             "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or",
+                                             "Xor", "Range", "ConstantOfShape", "ArgMax", "ArgMin",
+                                             "NonZero", "Sign", "Floor", "Ceil", "Round",
+                                             // dtc has no gradient of these: what reaches the
+                                             // loss only through them is a constant of the
+                                             // export (a rotary table's frequencies), folded.
+                                             "Cos", "Sin"};
   if (none.count(op)) return false;
   static const std::map<std::string, std::set<int>> notThese = {
       {"BatchNormalization", {3, 4}},

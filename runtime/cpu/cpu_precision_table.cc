@@ -18,6 +18,10 @@ namespace {
 void castInto(const TensorView& x, const TensorView& y) {
   if (x.dtype == y.dtype) {
     std::memmove(y.data, x.data, x.numElements() * dtypeSize(x.dtype));
+  } else if (x.dtype == DType::kI64) {
+    const int64_t* from = reinterpret_cast<const int64_t*>(x.data);
+    float* to = y.f32();
+    for (int64_t i = 0; i < x.numElements(); ++i) to[i] = static_cast<float>(from[i]);
   } else if (x.dtype == DType::kF32) {
     fromF32(x.f32(), y);
   } else if (y.dtype == DType::kF32) {

@@ -35,11 +35,12 @@ StatusOr<BoundStep> bindTranspose(const StepContext& ctx) {
 StatusOr<BoundStep> bindSplit(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(PiecesLayout l, checkSplit(ctx));
   TensorView x = ctx.inputs[0];
-  std::vector<float*> outs;
-  for (const TensorView& out : ctx.outputs) outs.push_back(out.f32());
+  std::vector<uint8_t*> outs;
+  for (const TensorView& out : ctx.outputs) outs.push_back(out.data);
+  const size_t element = dtypeSize(x.dtype);
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::split(x.f32(), x.shape, l.axis, l.sizes, outs, *pool);
+    cpu::splitBytes(x.data, x.shape, l.axis, l.sizes, outs, element, *pool);
     return Status::Ok();
   });
 }

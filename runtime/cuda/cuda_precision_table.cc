@@ -15,6 +15,13 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(checkCast(ctx));
   const TensorView x = ctx.inputs[0], y = ctx.outputs[0];
   const int64_t n = x.numElements();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  if (x.dtype == DType::kI64) {  // a mask the data holds, to float32 (checkCast)
+    const int64_t* from = reinterpret_cast<const int64_t*>(x.data);
+    float* into = y.f32();
+    return BoundStep([=] { return launched(kernels::int64ToF32(from, into, n, stream), where); });
+  }
   const Float from = floatOf(x.dtype), to = floatOf(y.dtype);
   const uint64_t inBytes = n * dtypeSize(x.dtype), outBytes = n * dtypeSize(y.dtype);
   // Storage that partly overlaps (the CPU's sequential loop copes; parallel threads would read
@@ -26,8 +33,6 @@ StatusOr<BoundStep> bindCast(const StepContext& ctx, Device& dev) {
     DTC_ASSIGN_OR_RETURN(void* scratch, dev.scratch(inBytes));
     copy = static_cast<uint8_t*>(scratch);
   }
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
   return BoundStep([=] {
     const uint8_t* source = x.data;
     if (copy) {

@@ -40,6 +40,14 @@ StatusOr<int> layoutElementBytes(const StepContext& ctx, size_t inputs, size_t o
     for (const TensorView& v : *list)
       if (!low && lowPrecision(v.dtype)) low = &v;
   if (!low) {
+    // int64 labels move as 8-byte elements (split only: transposes and concats take floats).
+    const bool labels = !ctx.inputs.empty() && ctx.inputs[0].dtype == DType::kI64 &&
+                        ctx.step.kernel() == plan::Kernel::split;
+    if (labels) {
+      DTC_ASSIGN_OR_RETURN(const PiecesLayout unused, checkSplit(ctx));
+      (void)unused;
+      return 8;
+    }
     DTC_RETURN_IF_ERROR(expect(ctx, inputs, outputs));
     return 4;
   }

@@ -38,8 +38,10 @@ inline Status checkCast(const StepContext& ctx) {
   if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
     return invalid(ctx, "expects 1 input and 1 output");
   const TensorView &x = ctx.inputs[0], &y = ctx.outputs[0];
+  // int64 to float32: a mask the data holds (an attention mask), computed on as floats.
+  const bool mask = x.dtype == DType::kI64 && y.dtype == DType::kF32;
   for (const TensorView* t : {&x, &y})
-    if (t->dtype != DType::kF32 && !lowPrecision(t->dtype))
+    if (!mask && t->dtype != DType::kF32 && !lowPrecision(t->dtype))
       return invalid(ctx,
                      "casts between float32, bfloat16 and float16, not " + dtypeName(t->dtype));
   if (x.shape != y.shape)

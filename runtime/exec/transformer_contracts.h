@@ -95,8 +95,16 @@ inline StatusOr<PiecesLayout> splitLayout(const StepContext& ctx) {
   return piecesLayout(ctx, ctx.inputs[0].shape, ctx.outputs, "pieces do not match the input");
 }
 
+// A split moves elements of one type: a float type, or int64 (labels sliced, as a causal LM's
+// shift).
 inline StatusOr<PiecesLayout> checkSplit(const StepContext& ctx) {
-  DTC_RETURN_IF_ERROR(expect(ctx, 1, ctx.outputs.size()));
+  if (ctx.inputs.size() != 1 || ctx.outputs.empty())
+    return invalid(ctx, "expects 1 input and at least 1 output");
+  const DType type = ctx.inputs[0].dtype;
+  if (type != DType::kF32 && type != DType::kBF16 && type != DType::kF16 && type != DType::kI64)
+    return invalid(ctx, "input 0 has dtype " + dtypeName(type) + " (a float type or int64)");
+  for (const TensorView& out : ctx.outputs)
+    if (out.dtype != type) return invalid(ctx, "its pieces must have its input's dtype");
   return splitLayout(ctx);
 }
 

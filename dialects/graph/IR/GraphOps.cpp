@@ -156,6 +156,8 @@ LogicalResult ReshapeOp::verify() {
 LogicalResult CastOp::verify() {
   if (shapeOf(getX()) != shapeOf(getY()))
     return emitOpError("changes the shape ") << getX().getType() << " -> " << getY().getType();
+  if (elementOf(getX()).isInteger(64) && !elementOf(getY()).isF32())
+    return emitOpError("casts int64 to float32 only, not to ") << getY().getType();
   return success();
 }
 

@@ -11,6 +11,8 @@ def Graph_F32Tensor : RankedTensorOf<[F32]>;
 // Contractions run in bf16/f16 under mixed precision (--precision), everything else in f32.
 def Graph_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 def Graph_LabelTensor : RankedTensorOf<[I64]>;
+// What a layout op moves: floats, or int64 labels (a causal LM's shifted labels are a slice).
+def Graph_LayoutTensor : RankedTensorOf<[F32, BF16, F16, I64]>;
 def Graph_F32Scalar : 0DTensorOf<[F32]>;
 
 def Graph_Differentiable : DeclareOpInterfaceMethods<Graph_GradientOpInterface>;
@@ -43,9 +45,10 @@ def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_Differentiable]> {
   let summary = "x in the result's element type (f32, bf16, f16; rounding to nearest even)";
   let description = [{
     Mixed precision: the operands of contractions are cast to bf16 or f16 and their results
-    back to f32 (dtc-mixed-precision). The gradient casts back to the operand's type.
+    back to f32 (dtc-mixed-precision). The gradient casts back to the operand's type. An int64
+    operand is data (an attention mask the data holds) cast to f32; it has no gradient.
   }];
-  let arguments = (ins Graph_FloatTensor:$x);
+  let arguments = (ins Graph_LayoutTensor:$x);
   let results = (outs Graph_FloatTensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
   let hasVerifier = 1;

@@ -30,9 +30,9 @@ def Graph_SplitOp : Graph_Op<"split", [Pure, InferTypeOpAdaptor, Graph_Different
     QKV split). Pieces of `sizes` (a slice and the rest, grouped-query attention's q, k, v) need
     the split dimension whole.
   }];
-  let arguments = (ins Graph_FloatTensor:$x, I64Attr:$axis, I64Attr:$parts,
+  let arguments = (ins Graph_LayoutTensor:$x, I64Attr:$axis, I64Attr:$parts,
                        OptionalAttr<DenseI64ArrayAttr>:$sizes);
-  let results = (outs Variadic<Graph_FloatTensor>:$pieces);
+  let results = (outs Variadic<Graph_LayoutTensor>:$pieces);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($pieces)";
   let builders = [
     OpBuilder<(ins "::mlir::Value":$x, "int64_t":$axis, "int64_t":$parts), [{

@@ -104,25 +104,33 @@ void transpose(const float* x, const Shape& xShape, const std::vector<int64_t>& 
   });
 }
 
-void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<int64_t>& sizes,
-           const std::vector<float*>& outs, ThreadPool& pool) {
+void splitBytes(const uint8_t* x, const Shape& xShape, int64_t axis,
+                const std::vector<int64_t>& sizes, const std::vector<uint8_t*>& outs,
+                size_t element, ThreadPool& pool) {
   if (outs.empty() || numElements(xShape) == 0) return;
   int64_t outer, inner;
   around(xShape, axis, outer, inner);
-  // x is [outer, xShape[axis] · inner] in floats; part p is [outer, sizes[p] · inner], starting
+  // x is [outer, xShape[axis] · inner] elements; part p is [outer, sizes[p] · inner], starting
   // at the sum of the sizes before it. With axis the last dimension (QKV split), inner is 1 and
   // a piece is one block of a row.
   const int64_t row = xShape[axis] * inner;
   pool.parallelFor(outer, rowsPerTask(row), [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
-      const float* src = x + o * row;
+      const uint8_t* src = x + o * row * element;
       for (size_t p = 0; p < outs.size(); ++p) {
         const int64_t width = sizes[p] * inner;
-        std::memcpy(outs[p] + o * width, src, width * sizeof(float));
-        src += width;
+        std::memcpy(outs[p] + o * width * element, src, width * element);
+        src += width * element;
       }
     }
   });
+}
+
+void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<int64_t>& sizes,
+           const std::vector<float*>& outs, ThreadPool& pool) {
+  std::vector<uint8_t*> bytes;
+  for (float* out : outs) bytes.push_back(reinterpret_cast<uint8_t*>(out));
+  splitBytes(reinterpret_cast<const uint8_t*>(x), xShape, axis, sizes, bytes, sizeof(float), pool);
 }
 
 void concat(const std::vector<const float*>& parts, const std::vector<int64_t>& sizes,

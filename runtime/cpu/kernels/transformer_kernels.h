@@ -20,6 +20,10 @@ void transpose(const float* x, const Shape& xShape, const std::vector<int64_t>& 
 
 // Splits x along `axis` into outs.size() parts, part p `sizes[p]` long along it (the sizes add
 // up to xShape[axis]).
+// The same for elements of `element` bytes (int64 labels as well as floats).
+void splitBytes(const uint8_t* x, const Shape& xShape, int64_t axis,
+                const std::vector<int64_t>& sizes, const std::vector<uint8_t*>& outs,
+                size_t element, ThreadPool& pool);
 void split(const float* x, const Shape& xShape, int64_t axis, const std::vector<int64_t>& sizes,
            const std::vector<float*>& outs, ThreadPool& pool);
 // The inverse: out (shape outShape) = concatenation of parts along `axis`.

@@ -276,6 +276,8 @@ cudaError_t batchNormGradInput(const float* dy, const float* x, const float* wei
 // y = x in y's type, rounded to nearest even as support/half.h, bit for bit (NaN payloads too).
 // Equal types copy; x and y must not overlap otherwise.
 cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream);
+// An int64 mask the data holds, as float32 (the CPU's static_cast).
+cudaError_t int64ToF32(const int64_t* x, float* y, int64_t n, cudaStream_t stream);
 // One pair of a multi-tensor cast.
 struct CastPair {
   const void* x;

@@ -165,6 +165,15 @@ __global__ void selectKernel(const float* pred, const float* onTrue, const float
 
 }  // namespace
 
+__global__ void int64ToF32Kernel(const int64_t* x, float* y, int64_t n) {
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) y[i] = static_cast<float>(x[i]);
+}
+
+cudaError_t int64ToF32(const int64_t* x, float* y, int64_t n, cudaStream_t stream) {
+  if (n > 0) int64ToF32Kernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, n);
+  return cudaGetLastError();
+}
+
 cudaError_t cast(const void* x, Float from, void* y, Float to, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaGetLastError();
   if (from == to) {

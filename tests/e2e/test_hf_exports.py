@@ -1,0 +1,132 @@
+"""Hugging Face models as users export them: transformers' own GPT2LMHeadModel,
+Qwen2ForCausalLM, LlamaForCausalLM (grouped-query attention), PhiForCausalLM (partial rotary,
+parallel attention and MLP) and ViTForImageClassification (tiny configs, no dropout),
+exported unedited by torch.onnx.export in training mode with the loss inside
+(`model(input_ids, labels=labels).loss`: the labels shifted by a Cast and a Slice on int64 data;
+Llama's rotary tables computed from a frequency buffer by MatMul, Cos and Sin, folded when
+compiling); GPT-2 and BERT (masked LM) on right-padded batches, their attention_mask an int64
+input cast to float inside. dtc trains each 10 AdamW steps against transformers training the
+same module on the same batches: losses within 1e-5 relative, weights 1e-4; dp=2 and tp=2 (the
+default preset: GPT-2's Conv1D layout, Qwen2's and Llama's blocks by structure) equal one device (1e-5).
+
+Runs under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, PhiConfig,
+                          PhiForCausalLM, Qwen2Config, Qwen2ForCausalLM, ViTConfig,
+                          ViTForImageClassification)
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_onnx_parity import BATCH, compare, dtc_run, export, same_initial_weights, torch_reference  # noqa: E402
+
+V, T, CLASSES = 64, 8, 5
+
+
+class WithLoss(torch.nn.Module):
+    """What a training script calls: the model's own loss on its named inputs."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.m, self.names = model, names
+
+    def forward(self, *inputs):
+        return self.m(**dict(zip(self.names, inputs))).loss
+
+
+def gpt2():
+    return GPT2LMHeadModel(GPT2Config(vocab_size=V, n_positions=T, n_embd=32, n_layer=2, n_head=4,
+                                      attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0))
+
+
+def cases(rng, n):
+    """(name, model, its inputs by name): causal LMs shift the labels themselves; a padded batch
+    masks its padding (attention_mask 0, labels -100); ViT classifies."""
+    ids = rng.integers(0, V, (n, T)).astype(np.int64)
+    lm = {"input_ids": ids, "labels": ids}
+    # Right padding: each sequence keeps 4 to 8 tokens.
+    keep = rng.integers(4, T + 1, n)
+    mask = (np.arange(T)[None, :] < keep[:, None]).astype(np.int64)
+    padded = {"input_ids": ids, "attention_mask": mask, "labels": np.where(mask == 1, ids, -100)}
+    yield "gpt2", gpt2(), lm
+    yield "gpt2-padded", gpt2(), padded
+    # BERT's word embedding has padding_idx 0 (its row never trained), which the export drops:
+    # its batches hold no token 0.
+    bert_padded = dict(padded, input_ids=np.maximum(ids, 1), labels=np.where(mask == 1, np.maximum(ids, 1), -100))
+    yield "bert-padded", BertForMaskedLM(BertConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
+                                                    num_hidden_layers=2, num_attention_heads=4,
+                                                    max_position_embeddings=T, hidden_dropout_prob=0.0,
+                                                    attention_probs_dropout_prob=0.0)), bert_padded
+    yield "qwen2", Qwen2ForCausalLM(Qwen2Config(vocab_size=V, hidden_size=32, intermediate_size=64,
+                                                num_hidden_layers=2, num_attention_heads=4,
+                                                num_key_value_heads=2, max_position_embeddings=T,
+                                                attn_implementation="eager")), lm
+    yield "llama", LlamaForCausalLM(LlamaConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
+                                                num_hidden_layers=2, num_attention_heads=4,
+                                                num_key_value_heads=2, max_position_embeddings=T,
+                                                attn_implementation="eager")), lm
+    # Phi: rotary embeddings on part of each head, attention and MLP side by side.
+    yield "phi", PhiForCausalLM(PhiConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
+                                          num_hidden_layers=2, num_attention_heads=4,
+                                          max_position_embeddings=T, attn_implementation="eager",
+                                          resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0)), lm
+    # ViT: patches by a convolution, a class token, a classifier on it.
+    vit = ViTForImageClassification(ViTConfig(image_size=8, patch_size=4, num_channels=3, hidden_size=32,
+                                              intermediate_size=64, num_hidden_layers=2,
+                                              num_attention_heads=4, num_labels=CLASSES,
+                                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    yield "vit", vit, {"pixel_values": rng.standard_normal((n, 3, 8, 8)).astype(np.float32),
+                       "labels": rng.integers(0, CLASSES, n).astype(np.int64)}
+
+
+def without_noise(name, ours, ref):
+    """`ref` without the tensors both runs leave at rounding noise: attention's key bias has no
+    gradient (softmax ignores what it adds to every score), and a relative error of noise only
+    magnifies it."""
+    kept = {}
+    for k, v in ref.items():
+        if np.abs(v).max() < 1e-6:
+            assert np.abs(ours[k]).max() < 1e-6, f"{name}: {k} moved from zero"
+        else:
+            kept[k] = v
+    return kept
+
+
+def main():
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    rng = np.random.default_rng(4)
+    with tempfile.TemporaryDirectory() as work:
+        n = 48
+        flags = ["--optimizer", "adamw", "--lr", "0.003", "--eps", "1e-4"]
+        for name, model, inputs in cases(rng, n):
+            torch.manual_seed(0)
+            names = list(inputs)
+            module = WithLoss(model, names)
+            data = os.path.join(work, f"{name}-data")
+            os.makedirs(data)
+            for k, v in inputs.items():
+                np.save(os.path.join(data, f"{k}.npy"), v)
+            path = os.path.join(work, f"{name}.onnx")
+            export(module, tuple(torch.from_numpy(v[:2]) for v in inputs.values()), path, names, ["loss"], names)
+            init, final, losses = dtc_run(path, work, name, flags, data)
+            same_initial_weights(name, module, init)
+            opt = torch.optim.AdamW(module.parameters(), lr=0.003, eps=1e-4)
+            loss_of = lambda rows: module(*(torch.from_numpy(v[rows]) for v in inputs.values()))  # noqa: E731
+            ref_losses, ref_final = torch_reference(module, opt, n, loss_of)
+            compare(f"{name} against transformers", losses, ref_losses, final,
+                    without_noise(name, final, ref_final), 1e-4)
+            for mesh in ("dp=2", "tp=2"):
+                _, final2, losses2 = dtc_run(path, work, f"{name}-{mesh}", flags + ["--mesh", mesh], data,
+                                             devices=2)
+                compare(f"{name} {mesh} against one device", losses2, losses, final2,
+                        without_noise(name, final2, final), 1e-5)
+    assert BATCH == 8
+    print("hf exports: ok")
+
+
+if __name__ == "__main__":
+    main()
