@@ -147,9 +147,9 @@ std::string compileOptionsHelp() {
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   // The pipeline's options with a flag of their own (driver/PipelineOptions.def), and the
   // driver's.
-  std::set<std::string> valued = {"output", "batch",          "dump-ir", "mesh",
-                                  "shard",  "schedule-trace", "device",  "no-decay",
-                                  "loss",   "target",         "memory",  "buffer"};
+  std::set<std::string> valued = {"output",         "batch",  "dump-ir",    "mesh", "shard",
+                                  "schedule-trace", "device", "no-decay",   "loss", "target",
+                                  "memory",         "buffer", "padding-idx"};
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
   if (*flag) valued.insert(flag);
 #include "driver/PipelineOptions.def"
@@ -158,7 +158,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
       {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
        "fused-attention", "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues",
        "multi-tensor", "no-multi-tensor", "no-fold-casts", "pass-timing", "eval-export"},
-      {"no-decay", "shard", "buffer"});
+      {"no-decay", "shard", "buffer", "padding-idx"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1) return invalid("dtc compile: expected one model file");
   CompileRequest request;
@@ -288,6 +288,9 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   request.onnx.target = args->str("target");
   request.onnx.acceptEvalExport = args->has("eval-export");
   request.onnx.buffers = args->all("buffer");
+  auto padding = onnx_import::parsePaddingIdx(args->all("padding-idx"));
+  if (!padding) return invalid("dtc compile: " + llvm::toString(padding.takeError()));
+  request.onnx.paddingIdx = std::move(*padding);
   request.model = args->positionals()[0];
   return request;
 }

@@ -40,7 +40,7 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"NLLLoss", {&ModelImporter::importCrossEntropy, {"ignore_index", "reduction"}}},
       {"LabelFraction", {&ModelImporter::importLabelFraction, {"ignore_index"}}},
       {"MSELoss", {&ModelImporter::importMse, {}}},
-      {"Embedding", {&ModelImporter::importEmbedding, {}}},
+      {"Embedding", {&ModelImporter::importEmbedding, {"padding_idx"}}},
       {"LayerNorm", {&ModelImporter::importLayerNorm, {"eps"}}},
       {"Transpose", {&ModelImporter::importTranspose, {"perm"}}},
       {"Split", {&ModelImporter::importSplit, {"axis", "sizes"}}},
@@ -276,7 +276,17 @@ LogicalResult ModelImporter::importEmbedding(const model::Node& node, Location l
   if (!cast<RankedTensorType>(table.getType()).getElementType().isF32())
     return emitError(loc) << "Embedding table must be float32";
   if (auto error = graph::checkEmbedding(shapeOf(table))) return emitError(loc) << *error;
-  return define(node, loc, {graph::EmbeddingOp::create(builder_, loc, table, ids)});
+  // nn.Embedding's padding_idx: its row never trains.
+  IntegerAttr paddingIdx;
+  if (const model::Attribute* padding = attribute(node, "padding_idx")) {
+    const int64_t rows = shapeOf(table)[0];
+    if (padding->i() < 0 || padding->i() >= rows)
+      return emitError(loc) << "Embedding padding_idx " << padding->i() << " is outside the "
+                            << rows << " rows of its table";
+    paddingIdx = builder_.getI64IntegerAttr(padding->i());
+  }
+  Value rows = graph::EmbeddingOp::create(builder_, loc, table, ids, paddingIdx);
+  return define(node, loc, {rows});
 }
 
 LogicalResult ModelImporter::importLayerNorm(const model::Node& node, Location loc) {

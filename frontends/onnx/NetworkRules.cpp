@@ -80,7 +80,10 @@ static Error gatherByIds(Translator& t, int i, const std::string& x, int64_t axi
       rest.push_back(in[d]);
     }
   if (rank == 2 && axis == 0) {  // an embedding
-    t.emit(i, "Embedding", {operand(t, i, 1), x}, {out(t, i)});
+    std::vector<NodeAttr> attributes;
+    if (const int64_t padding = t.paddingIdx(x); padding >= 0)
+      attributes.push_back(NodeAttr::integer("padding_idx", padding));
+    t.emit(i, "Embedding", {operand(t, i, 1), x}, {out(t, i)}, attributes);
     return Error::success();
   }
   std::string front = x;

@@ -126,4 +126,20 @@ llvm::Expected<std::vector<uint8_t>> importOnnx(const OnnxModel& model, Translat
   return b.finish();
 }
 
+llvm::Expected<std::map<std::string, int64_t>> parsePaddingIdx(
+    const std::vector<std::string>& specs) {
+  std::map<std::string, int64_t> rows;
+  for (const std::string& spec : specs) {
+    auto [name, row] = llvm::StringRef(spec).rsplit('=');
+    int64_t index = -1;
+    if (name.empty() || row.getAsInteger(10, index) || index < 0)
+      return llvm::createStringError(
+          "--padding-idx wants TABLE=ROW (an embedding table's name and the row nn.Embedding's "
+          "padding_idx names), got '" +
+          spec + "'");
+    rows[name.str()] = index;
+  }
+  return rows;
+}
+
 }  // namespace dtc::onnx_import

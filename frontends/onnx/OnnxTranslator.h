@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,15 @@ struct TranslateOptions {
   // Globs over initializer names: float tensors on the loss path that are buffers (kept and
   // saved, not trained). ONNX does not mark a module's buffers; without this they would train.
   std::vector<std::string> buffers;
+  // nn.Embedding's padding_idx by table (initializer) name: the exporter drops it, and without it
+  // that row would train.
+  std::map<std::string, int64_t> paddingIdx;
 };
+
+// --padding-idx NAME=ROW flags (repeatable) as TranslateOptions::paddingIdx; an error names the
+// malformed one.
+llvm::Expected<std::map<std::string, int64_t>> parsePaddingIdx(
+    const std::vector<std::string>& specs);
 
 // The ONNX op types translated on their own (others fold, or run only inside fused patterns).
 std::vector<std::string> translatedOps();

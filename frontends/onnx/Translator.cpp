@@ -274,6 +274,18 @@ llvm::Error Translator::readInitializers() {
                    "' names no float initializer the loss depends on");
     userBuffers.push_back(std::move(*glob));
   }
+  // --padding-idx: each names a 2-D float table and a row of it.
+  for (const auto& [name, row] : options_.paddingIdx) {
+    const onnx::TensorProto* table = nullptr;
+    for (const onnx::TensorProto& t : model_.graph().initializer())
+      if (t.name() == name) table = &t;
+    if (!table || !isFloatType(table->data_type()) || table->dims_size() != 2)
+      return error(model_.name() + ": --padding-idx " + name +
+                   ": no 2-D float initializer (an embedding table) has that name");
+    if (row < 0 || row >= table->dims(0))
+      return error(model_.name() + ": --padding-idx " + name + "=" + std::to_string(row) +
+                   ": the table has " + std::to_string(table->dims(0)) + " rows");
+  }
   for (const onnx::TensorProto& t : model_.graph().initializer())
     for (const llvm::GlobPattern& glob : userBuffers)
       if (glob.match(t.name()) && differentiable_.count(t.name())) buffers_[t.name()] = true;

@@ -49,6 +49,11 @@ class Translator {
   // ---- for the op rules and patterns ----
   int nodeCount() const { return static_cast<int>(nodes_.size()); }
   const onnx::NodeProto& node(int i) const { return *nodes_[i]; }
+  // nn.Embedding's padding_idx for the table `name` (--padding-idx), or -1.
+  int64_t paddingIdx(const std::string& name) const {
+    auto it = options_.paddingIdx.find(name);
+    return it == options_.paddingIdx.end() ? -1 : it->second;
+  }
   // The node's name for dtc (its ONNX name, else its op type and index).
   std::string nodeName(int i) const;
   // The value named `name`, or null (an optional input left out, or unknown).

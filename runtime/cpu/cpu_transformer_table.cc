@@ -199,6 +199,13 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
   ThreadPool* pool = &ctx.pool;
   std::string where = ctx.where();
   DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, vocab));
+  // nn.Embedding's padding_idx: its row's gradient is zero (on the device holding it).
+  const int64_t paddingRow =
+      ctx.hasAttr("padding_idx") ? ctx.intAttr("padding_idx") - block.first : -1;
+  auto clearPadding = [=](float* g) {
+    if (paddingRow >= 0 && paddingRow < vocab)
+      std::fill(g + paddingRow * dim, g + (paddingRow + 1) * dim, 0.0f);
+  };
   if (block.second != vocab) {
     // This device's rows of a split gradient: the ids in its block, in order.
     int64_t offset = block.first, total = block.second;
@@ -214,6 +221,7 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
         const float* d = dy.f32() + i * dim;
         for (int64_t c = 0; c < dim; ++c) g[local * dim + c] += d[c];
       }
+      clearPadding(g);
       return Status::Ok();
     });
   }
@@ -225,6 +233,7 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
       if (p[i] < 0 || p[i] >= vocab)
         return Status::InvalidInput(where + tokenOutsideMessage(vocab, false));
     cpu::embeddingGrad(dy.f32(), ids.i64(), dtable.f32(), ids.numElements(), vocab, dim, *pool);
+    clearPadding(dtable.f32());
     return Status::Ok();
   });
 }

@@ -296,10 +296,19 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(void* scratch, stepScratch(ctx, dev, bytes));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
+  // nn.Embedding's padding_idx: its row's gradient is zero (on the device holding it).
+  const int64_t paddingRow =
+      ctx.hasAttr("padding_idx") ? ctx.intAttr("padding_idx") - block.first : -1;
+  const bool padded = paddingRow >= 0 && paddingRow < e.vocab;
   return BoundStep([=] {
-    return launched(kernels::embeddingGrad(dy.f32(), ids.i64(), dtable.f32(), n, e.vocab, e.dim,
-                                           block.first, block.second, scratch, bytes, bad, stream),
-                    where);
+    DTC_RETURN_IF_ERROR(
+        launched(kernels::embeddingGrad(dy.f32(), ids.i64(), dtable.f32(), n, e.vocab, e.dim,
+                                        block.first, block.second, scratch, bytes, bad, stream),
+                 where));
+    if (!padded) return Status::Ok();
+    return cudaStatus(
+        cudaMemsetAsync(dtable.f32() + paddingRow * e.dim, 0, e.dim * sizeof(float), stream),
+        where + "clearing the padding row");
   });
 }
 

@@ -11,6 +11,7 @@ default preset: GPT-2's Conv1D layout, Qwen2's and Llama's blocks by structure) 
 
 Runs under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -21,6 +22,7 @@ from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadMod
                           ViTForImageClassification)
 
 sys.path.insert(0, os.path.dirname(__file__))
+from dtc_harness import tool  # noqa: E402
 from test_onnx_parity import BATCH, compare, dtc_run, export, same_initial_weights, torch_reference  # noqa: E402
 
 V, T, CLASSES = 64, 8, 5
@@ -43,7 +45,7 @@ def gpt2():
 
 
 def cases(rng, n):
-    """(name, model, its inputs by name): causal LMs shift the labels themselves; a padded batch
+    """(name, model, its inputs by name, compile flags): causal LMs shift the labels themselves; a padded batch
     masks its padding (attention_mask 0, labels -100); ViT classifies."""
     ids = rng.integers(0, V, (n, T)).astype(np.int64)
     lm = {"input_ids": ids, "labels": ids}
@@ -51,35 +53,35 @@ def cases(rng, n):
     keep = rng.integers(4, T + 1, n)
     mask = (np.arange(T)[None, :] < keep[:, None]).astype(np.int64)
     padded = {"input_ids": ids, "attention_mask": mask, "labels": np.where(mask == 1, ids, -100)}
-    yield "gpt2", gpt2(), lm
-    yield "gpt2-padded", gpt2(), padded
-    # BERT's word embedding has padding_idx 0 (its row never trained), which the export drops:
-    # its batches hold no token 0.
-    bert_padded = dict(padded, input_ids=np.maximum(ids, 1), labels=np.where(mask == 1, np.maximum(ids, 1), -100))
+    yield "gpt2", gpt2(), lm, []
+    yield "gpt2-padded", gpt2(), padded, []
+    # BERT's word embedding has padding_idx 0 (its row never trains), which the export drops:
+    # --padding-idx gives it back.
     yield "bert-padded", BertForMaskedLM(BertConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
                                                     num_hidden_layers=2, num_attention_heads=4,
                                                     max_position_embeddings=T, hidden_dropout_prob=0.0,
-                                                    attention_probs_dropout_prob=0.0)), bert_padded
+                                                    attention_probs_dropout_prob=0.0)), padded, [
+        "--padding-idx", "m.bert.embeddings.word_embeddings.weight=0"]
     yield "qwen2", Qwen2ForCausalLM(Qwen2Config(vocab_size=V, hidden_size=32, intermediate_size=64,
                                                 num_hidden_layers=2, num_attention_heads=4,
                                                 num_key_value_heads=2, max_position_embeddings=T,
-                                                attn_implementation="eager")), lm
+                                                attn_implementation="eager")), lm, []
     yield "llama", LlamaForCausalLM(LlamaConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
                                                 num_hidden_layers=2, num_attention_heads=4,
                                                 num_key_value_heads=2, max_position_embeddings=T,
-                                                attn_implementation="eager")), lm
+                                                attn_implementation="eager")), lm, []
     # Phi: rotary embeddings on part of each head, attention and MLP side by side.
     yield "phi", PhiForCausalLM(PhiConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
                                           num_hidden_layers=2, num_attention_heads=4,
                                           max_position_embeddings=T, attn_implementation="eager",
-                                          resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0)), lm
+                                          resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0)), lm, []
     # ViT: patches by a convolution, a class token, a classifier on it.
     vit = ViTForImageClassification(ViTConfig(image_size=8, patch_size=4, num_channels=3, hidden_size=32,
                                               intermediate_size=64, num_hidden_layers=2,
                                               num_attention_heads=4, num_labels=CLASSES,
                                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
     yield "vit", vit, {"pixel_values": rng.standard_normal((n, 3, 8, 8)).astype(np.float32),
-                       "labels": rng.integers(0, CLASSES, n).astype(np.int64)}
+                       "labels": rng.integers(0, CLASSES, n).astype(np.int64)}, []
 
 
 def without_noise(name, ours, ref):
@@ -102,7 +104,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         n = 48
         flags = ["--optimizer", "adamw", "--lr", "0.003", "--eps", "1e-4"]
-        for name, model, inputs in cases(rng, n):
+        for name, model, inputs, extra in cases(rng, n):
             torch.manual_seed(0)
             names = list(inputs)
             module = WithLoss(model, names)
@@ -112,7 +114,7 @@ def main():
                 np.save(os.path.join(data, f"{k}.npy"), v)
             path = os.path.join(work, f"{name}.onnx")
             export(module, tuple(torch.from_numpy(v[:2]) for v in inputs.values()), path, names, ["loss"], names)
-            init, final, losses = dtc_run(path, work, name, flags, data)
+            init, final, losses = dtc_run(path, work, name, flags + extra, data)
             same_initial_weights(name, module, init)
             opt = torch.optim.AdamW(module.parameters(), lr=0.003, eps=1e-4)
             loss_of = lambda rows: module(*(torch.from_numpy(v[rows]) for v in inputs.values()))  # noqa: E731
@@ -120,10 +122,21 @@ def main():
             compare(f"{name} against transformers", losses, ref_losses, final,
                     without_noise(name, final, ref_final), 1e-4)
             for mesh in ("dp=2", "tp=2"):
-                _, final2, losses2 = dtc_run(path, work, f"{name}-{mesh}", flags + ["--mesh", mesh], data,
-                                             devices=2)
+                _, final2, losses2 = dtc_run(path, work, f"{name}-{mesh}", flags + extra + ["--mesh", mesh],
+                                             data, devices=2)
                 compare(f"{name} {mesh} against one device", losses2, losses, final2,
                         without_noise(name, final2, final), 1e-5)
+        # --padding-idx's bad input: one line naming the flag.
+        bert = os.path.join(work, "bert-padded.onnx")
+        table = "m.bert.embeddings.word_embeddings.weight"
+        for spec, needle in ((f"{table}=999", "the table has 64 rows"),
+                             ("nosuch=0", "no 2-D float initializer (an embedding table) has that name"),
+                             (table, "--padding-idx wants TABLE=ROW")):
+            out = subprocess.run([tool("dtc"), "compile", bert, "-o", os.path.join(work, "x.dtp"), "--batch", "8",
+                                  "--padding-idx", spec], capture_output=True, text=True)
+            lines = out.stderr.strip().splitlines()
+            assert out.returncode == 2 and len(lines) == 1 and needle in lines[0], out.stderr
+            print(f"refused: {lines[0]}")
     assert BATCH == 8
     print("hf exports: ok")
 

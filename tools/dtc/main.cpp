@@ -49,6 +49,8 @@ namespace {
   "  dtc compile MODEL.dtm|MODEL.onnx -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"   \
   "              [--loss NAME | --loss cross-entropy|mse --target INPUT] [--eval-export]\n"       \
   "              [--buffer GLOB]...   (ONNX: tensors kept, not trained)\n"                        \
+  "              [--padding-idx TABLE=ROW]...   (ONNX: nn.Embedding's padding_idx, dropped by\n"  \
+  "              the exporter: that row never trains)\n"                                          \
   "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"           \
   "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                    \
   "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                            \
@@ -76,10 +78,10 @@ namespace {
   "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n"    \
   "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"       \
   "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"
-#define DTC_IMPORT_USAGE                                                                       \
-  "  dtc import MODEL.onnx -o MODEL.dtm [--batch N] [--loss NAME | --loss cross-entropy|mse\n" \
-  "             --target INPUT] [--eval-export] [--buffer GLOB]...\n"                          \
-  "      an ONNX export as a dtc model file that compiles at any batch (shapes folded at\n"    \
+#define DTC_IMPORT_USAGE                                                                           \
+  "  dtc import MODEL.onnx -o MODEL.dtm [--batch N] [--loss NAME | --loss cross-entropy|mse\n"     \
+  "             --target INPUT] [--eval-export] [--buffer GLOB]... [--padding-idx TABLE=ROW]...\n" \
+  "      an ONNX export as a dtc model file that compiles at any batch (shapes folded at\n"        \
   "      --batch, default 2, and one more to find the batch's dimensions)\n"
 #define DTC_EXPLORE_USAGE                                                                          \
   "  dtc explore MODEL --devices N --batch B [--memory GiB] [--profile cpu|a100-80g|h100-80g|\n"   \
@@ -223,8 +225,9 @@ int runCompile(int argc, char** argv) {
 }
 
 int runImport(int argc, char** argv) {
-  auto args = dtc::Args::parse(argc, argv, 2, {"output", "batch", "loss", "target", "buffer"},
-                               {"eval-export"}, {"buffer"});
+  auto args = dtc::Args::parse(argc, argv, 2,
+                               {"output", "batch", "loss", "target", "buffer", "padding-idx"},
+                               {"eval-export"}, {"buffer", "padding-idx"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return fail("dtc import: expected one ONNX file");
   if (!args->has("output")) return fail("dtc import: missing -o MODEL.dtm");
@@ -240,6 +243,9 @@ int runImport(int argc, char** argv) {
   options.target = args->str("target");
   options.acceptEvalExport = args->has("eval-export");
   options.buffers = args->all("buffer");
+  auto padding = dtc::onnx_import::parsePaddingIdx(args->all("padding-idx"));
+  if (!padding) return fail("dtc import: " + llvm::toString(padding.takeError()));
+  options.paddingIdx = std::move(*padding);
   auto model = dtc::onnx_import::OnnxModel::read(path);
   if (!model) return fail(llvm::toString(model.takeError()));
   auto bytes = dtc::onnx_import::importOnnx(*model, options);

@@ -260,7 +260,8 @@ Grads LayerNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
 
 Grads EmbeddingOp::buildGradients(OpBuilder& b, ValueRange dys) {
   int64_t vocab = tensorType(getTable()).getShape()[0];
-  return SmallVector<Value>{EmbeddingGradOp::create(b, getLoc(), dys[0], getIds(), vocab), Value()};
+  auto grad = EmbeddingGradOp::create(b, getLoc(), dys[0], getIds(), vocab, getPaddingIdxAttr());
+  return SmallVector<Value>{grad.getResult(), Value()};
 }
 
 //===----------------------------------------------------------------------===//

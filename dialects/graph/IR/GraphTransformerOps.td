@@ -140,13 +140,18 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdapto
 
 def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Rows of `table` [V, C] selected by int64 `ids`: result is ids.shape + [C]";
-  let arguments = (ins Graph_F32Tensor:$table, Graph_LabelTensor:$ids);
+  let description = [{
+    `padding_idx` (nn.Embedding's): that row gets no gradient, so training never moves it.
+  }];
+  let arguments = (ins Graph_F32Tensor:$table, Graph_LabelTensor:$ids,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Graph_F32Tensor:$result);
   let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)";
 }
 def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [Pure, InferTypeOpAdaptor]> {
   let summary = "Scatter-add of dy's rows into a [vocab, C] gradient";
-  let arguments = (ins Graph_F32Tensor:$dy, Graph_LabelTensor:$ids, I64Attr:$vocab);
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_LabelTensor:$ids, I64Attr:$vocab,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Graph_F32Tensor:$dtable);
   let assemblyFormat = "$dy `,` $ids attr-dict `:` type($dy) `,` type($ids) `->` type($dtable)";
 }
