@@ -310,6 +310,14 @@ std::vector<Case> kernelCases() {
        {intAttr("axis", 2), intsAttr("sizes", {8, 2, 2})},
        {f32({4, 6, 12})},
        {out({4, 6, 8}), out({4, 6, 2}), out({4, 6, 2})}},
+      // int64 labels sliced (a causal LM's shift, labels[..., 1:]).
+      {"split int64 labels",
+       "split",
+       {intAttr("axis", 1), intsAttr("sizes", {1, 15})},
+       {ids({4, 16}, 50)},
+       {outI64({4, 1}), outI64({4, 15})}},
+      // An int64 attention mask the data holds, to float32.
+      {"cast int64 mask", "cast", {}, {ids({4, 16}, 2)}, {out({4, 16})}},
       {"concat sizes",
        "concat",
        {intAttr("axis", 0)},
@@ -388,6 +396,12 @@ std::vector<Case> kernelCases() {
        {},
        {f32({3, 17, 24}), ids({3, 17}, 50)},
        {out({50, 24})}},
+      // nn.Embedding's padding_idx: row 3's gradient stays zero though ids hit it.
+      {"embedding_grad padding_idx",
+       "embedding_grad",
+       {intAttr("padding_idx", 3)},
+       {f32({3, 17, 24}), ids({3, 17}, 8)},
+       {out({8, 24})}},
       {"embedding_grad few ids",
        "embedding_grad",
        {},
