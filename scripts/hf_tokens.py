@@ -1,0 +1,81 @@
+"""Tokenizes text files with a Hugging Face tokenizer into llm.c token files (.bin), as llm.c's
+data scripts do: each document is its tokens preceded by the tokenizer's end-of-text token
+(`<|endoftext|>` for GPT-2), the first 90% of the tokens in OUT_DIR/train.bin, the rest in
+OUT_DIR/val.bin.
+
+usage: hf_tokens.py TOKENIZER_DIR OUT_DIR SRC [SRC ...]
+
+TOKENIZER_DIR is a folder save_pretrained wrote (tokenizer.json or the tokenizer's own files);
+nothing is downloaded. A document is a whole SRC file, or each entry of a fortune file (text
+between `%` lines). dtc's token files hold uint16 tokens (llm.c's version 1): a vocabulary above
+65536 is refused. Files are written to a temporary name, then renamed. Errors: one line on
+stderr, exit status 2. Run under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from text_to_tokens import Error, entries, is_binary, read_bytes, write_tokens  # noqa: E402
+
+TRAIN_FRACTION = 0.9
+
+
+def documents(path):
+    data = read_bytes(path)
+    if is_binary(data):
+        raise Error(f"{path} is not a text file (it holds NUL bytes)")
+    parts = entries(data) if b"\n%\n" in data else [data]
+    return [p.decode("utf-8", errors="replace") for p in parts if p.strip()]
+
+
+def run(argv):
+    if len(argv) < 3 or argv[0] in ("-h", "--help"):
+        raise Error("usage: hf_tokens.py TOKENIZER_DIR OUT_DIR SRC [SRC ...]")
+    tokenizer_dir, out, sources = argv[0], argv[1], argv[2:]
+    if not os.path.isdir(tokenizer_dir):
+        raise Error(f"{tokenizer_dir} is not a folder (a tokenizer save_pretrained wrote)")
+    for path in sources:
+        if not os.path.isfile(path):
+            raise Error(f"{path} is not a file")
+    from transformers import AutoTokenizer
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
+    except (OSError, ValueError) as e:
+        raise Error(f"{tokenizer_dir}: no tokenizer there ({str(e).splitlines()[0]})") from None
+    vocab = len(tokenizer)
+    if vocab > 65536:
+        raise Error(f"{tokenizer_dir}: a vocabulary of {vocab} does not fit dtc's uint16 token files "
+                    "(llm.c's version 1)")
+    eot = tokenizer.eos_token_id
+    if eot is None:
+        raise Error(f"{tokenizer_dir}: the tokenizer has no end-of-text token to separate documents")
+    tokens = []
+    for path in sources:
+        for doc in documents(path):
+            tokens.append(eot)
+            tokens.extend(tokenizer.encode(doc, add_special_tokens=False))
+    tokens = np.array(tokens, dtype=np.int64)
+    split = int(len(tokens) * TRAIN_FRACTION)
+    if split == 0 or split == len(tokens):
+        raise Error(f"{len(tokens)} tokens are too few to split into train and val")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise Error(f"cannot create {out}: {e.strerror}") from None
+    for name, part in (("train.bin", tokens[:split]), ("val.bin", tokens[split:])):
+        path = os.path.join(out, name)
+        write_tokens(path, part)
+        print(f"{path}: {len(part)} tokens (vocabulary {vocab}, from {len(sources)} files)")
+
+
+def main():
+    try:
+        run(sys.argv[1:])
+    except Error as e:
+        print(f"hf_tokens: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
