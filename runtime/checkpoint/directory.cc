@@ -1,7 +1,6 @@
 #include "checkpoint/directory.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 #include "io/files.h"
@@ -101,15 +100,7 @@ StatusOr<std::string> resolveCheckpoint(const std::string& path) {
 
 StatusOr<CheckpointIndex> readIndex(const std::string& stepDir) {
   const std::string path = stepDir + "/" + kIndexFile;
-  DTC_ASSIGN_OR_RETURN(uint64_t size, io::fileSize(path));
-  if (size > kMaxIndexBytes) return Status::InvalidInput(path + " is implausibly large");
-  if (!io::isRegularFile(path)) return Status::InvalidInput(path + " is not a regular file");
-  std::string text(size, '\0');
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Status::InvalidInput("cannot open " + path);
-  size_t got = std::fread(text.data(), 1, size, f);
-  std::fclose(f);
-  if (got != size) return Status::InvalidInput("cannot read " + path);
+  DTC_ASSIGN_OR_RETURN(std::string text, io::readSmallFile(path, kMaxIndexBytes));
   return parseIndex(text, path);
 }
 

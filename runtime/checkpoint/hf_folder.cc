@@ -1,10 +1,6 @@
 #include "checkpoint/hf_folder.h"
 
-#include <sys/stat.h>
-
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "io/files.h"
 #include "io/json.h"
@@ -15,18 +11,13 @@ namespace {
 constexpr const char* kWeights = "model.safetensors";
 constexpr const char* kIndex = "model.safetensors.index.json";
 constexpr const char* kConfig = "config.json";
-
-bool isFile(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
+// A config or an index of tens of thousands of tensors is well under this; a file over it is
+// not one.
+constexpr uint64_t kMaxJsonBytes = uint64_t{64} << 20;
 
 StatusOr<io::Json> readJsonFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidInput(path + ": cannot read it");
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto parsed = io::parseJson(text.str());
+  DTC_ASSIGN_OR_RETURN(std::string text, io::readSmallFile(path, kMaxJsonBytes));
+  auto parsed = io::parseJson(text);
   if (!parsed.ok()) return Status::InvalidInput(path + ": " + parsed.status().message());
   if (!parsed->isObject()) return Status::InvalidInput(path + ": not a JSON object");
   return parsed;
@@ -47,15 +38,10 @@ bool same(const io::Json& a, const io::Json& b) {
 
 }  // namespace
 
-bool isDirectory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir) {
   const std::string index = dir + "/" + kIndex;
-  if (!isFile(index)) {
-    if (!isFile(dir + "/" + kWeights))
+  if (!io::isRegularFile(index)) {
+    if (!io::isRegularFile(dir + "/" + kWeights))
       return Status::InvalidInput(dir + ": a Hugging Face model folder holds " + kWeights + " or " +
                                   kIndex + "; this one has neither");
     return std::vector<WeightFile>{{dir + "/" + kWeights, {}}};
@@ -75,7 +61,7 @@ StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir) {
   std::vector<WeightFile> files;
   for (auto& [file, names] : byFile) {
     const std::string path = dir + "/" + file;
-    if (!isFile(path))
+    if (!io::isRegularFile(path))
       return Status::InvalidInput(path + ": missing (" + index + " maps " +
                                   std::to_string(names.size()) + " tensors to it, e.g. '" +
                                   *names.begin() + "')");
@@ -104,10 +90,8 @@ Status checkHfConfig(const std::string& modelConfig, const std::string& dir) {
 }
 
 Status writeHfConfig(const std::string& modelConfig, const std::string& dir) {
-  if (modelConfig.empty())
-    return Status::InvalidInput(
-        "--format hf: the plan's model carries no Hugging Face config (dtc zoo llama writes "
-        "one); save with --format dtc");
+  // dtrun refuses --format hf for such a model before it runs.
+  if (modelConfig.empty()) return Status::Internal("no Hugging Face config to write");
   std::string text = modelConfig + "\n";
   return io::writeFileAtomically(dir + "/" + kConfig, text.data(), text.size());
 }

@@ -12,8 +12,6 @@
 
 namespace dtc::checkpoint {
 
-bool isDirectory(const std::string& path);
-
 // The folder's weight files, each with the tensor names it holds (empty: all of them). Missing
 // files, an unreadable index, and an index naming a file outside the folder are errors naming
 // the file.
@@ -29,7 +27,8 @@ StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir);
 // model's 2". A missing tie_word_embeddings is transformers' default, true.
 Status checkHfConfig(const std::string& modelConfig, const std::string& dir);
 
-// DIR/config.json with the model's config (written to a temporary name, then renamed).
+// DIR/config.json with the model's config (written to a temporary name, then renamed); the
+// config must not be empty.
 Status writeHfConfig(const std::string& modelConfig, const std::string& dir);
 
 }  // namespace dtc::checkpoint

@@ -8,6 +8,7 @@
 #include "checkpoint/boxes.h"
 #include "checkpoint/hf_folder.h"
 #include "exec/shard_layout.h"
+#include "io/files.h"
 #include "io/safetensors.h"
 #include "support/half.h"
 #include "support/printable.h"
@@ -113,7 +114,7 @@ struct Source {
 StatusOr<Source> openSource(const Plan& plan, const std::string& path) {
   Source source;
   std::vector<WeightFile> files = {{path, {}}};
-  if (isDirectory(path)) {
+  if (io::isDirectory(path)) {
     const flatbuffers::String* config = plan.root().hf_config();
     DTC_RETURN_IF_ERROR(checkHfConfig(config ? config->str() : "", path));
     DTC_ASSIGN_OR_RETURN(files, hfWeightFiles(path));

@@ -140,6 +140,18 @@ StatusOr<uint64_t> fileSize(const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
+StatusOr<std::string> readSmallFile(const std::string& path, uint64_t maxBytes) {
+  DTC_ASSIGN_OR_RETURN(uint64_t size, fileSize(path));
+  if (size > maxBytes) return Status::InvalidInput(path + " is implausibly large");
+  std::string text(size, '\0');
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Status::InvalidInput("cannot open " + path);
+  const size_t got = std::fread(text.data(), 1, size, f);
+  std::fclose(f);
+  if (got != size) return Status::InvalidInput("cannot read " + path);
+  return text;
+}
+
 std::string parentDirectory(const std::string& path) {
   size_t end = path.find_last_not_of('/');
   if (end == std::string::npos) return "/";

@@ -36,6 +36,9 @@ bool isDirectory(const std::string& path);
 bool isRegularFile(const std::string& path);
 // The size of a regular file, or an error naming it.
 StatusOr<uint64_t> fileSize(const std::string& path);
+// The whole of a small file that anyone may have written (an index, a config): a missing file,
+// one that is not a regular file or is larger than `maxBytes`, is an error naming it.
+StatusOr<std::string> readSmallFile(const std::string& path, uint64_t maxBytes);
 // The parent directory of `path` ("." for a bare name).
 std::string parentDirectory(const std::string& path);
 // `relative` resolved against the folder of the running executable (the build and the bundles
