@@ -16,9 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from text_to_tokens import Error, entries, is_binary, read_bytes, write_tokens  # noqa: E402
-
-TRAIN_FRACTION = 0.9
+from text_to_tokens import Error, entries, is_binary, read_bytes, write_train_val  # noqa: E402
 
 
 def documents(path):
@@ -55,18 +53,8 @@ def run(argv):
         for doc in documents(path):
             tokens.append(eot)
             tokens.extend(tokenizer.encode(doc, add_special_tokens=False))
-    tokens = np.array(tokens, dtype=np.int64)
-    split = int(len(tokens) * TRAIN_FRACTION)
-    if split == 0 or split == len(tokens):
-        raise Error(f"{len(tokens)} tokens are too few to split into train and val")
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        raise Error(f"cannot create {out}: {e.strerror}") from None
-    for name, part in (("train.bin", tokens[:split]), ("val.bin", tokens[split:])):
-        path = os.path.join(out, name)
-        write_tokens(path, part)
-        print(f"{path}: {len(part)} tokens (vocabulary {vocab}, from {len(sources)} files)")
+    write_train_val(out, np.array(tokens, dtype=np.int64), "tokens",
+                    f"vocabulary {vocab}, from {len(sources)} files")
 
 
 def main():

@@ -93,6 +93,22 @@ def write_tokens(path, tokens):
         raise Error(f"cannot write {path}: {e.strerror}") from None
 
 
+def write_train_val(out, tokens, unit, describe):
+    """OUT/train.bin (the first 90% of `tokens`) and OUT/val.bin (the rest); `unit` names what
+    was counted when there are too few, `describe` ends each file's line."""
+    split = int(len(tokens) * TRAIN_FRACTION)
+    if split == 0 or split == len(tokens):
+        raise Error(f"{len(tokens)} {unit} are too few to split into train and val")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise Error(f"cannot create {out}: {e.strerror}") from None
+    for name, part in (("train.bin", tokens[:split]), ("val.bin", tokens[split:])):
+        path = os.path.join(out, name)
+        write_tokens(path, part)
+        print(f"{path}: {len(part)} tokens ({describe})")
+
+
 def up_to_date(outputs, inputs):
     try:
         newest = max(os.path.getmtime(p) for p in inputs)
@@ -114,16 +130,7 @@ def run(argv):
         print(f"text_to_tokens: {out} is up to date")
         return
     tokens = np.frombuffer(corpus(files), dtype=np.uint8).astype(np.uint16)
-    split = int(len(tokens) * TRAIN_FRACTION)
-    if split == 0 or split == len(tokens):
-        raise Error(f"{len(tokens)} bytes of text are too few to split into train and val")
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        raise Error(f"cannot create {out}: {e.strerror}") from None
-    for path, part in zip(outputs, (tokens[:split], tokens[split:])):
-        write_tokens(path, part)
-        print(f"{path}: {len(part)} tokens (byte-level, vocabulary 256, from {len(files)} files)")
+    write_train_val(out, tokens, "bytes of text", f"byte-level, vocabulary 256, from {len(files)} files")
 
 
 def main():

@@ -4,7 +4,6 @@
 #include <set>
 #include <string>
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -105,9 +104,7 @@ std::string shown(bool) { return ""; }
 // "--zero 0|1|2|3", "--recompute none|full|selective|auto", "--lr F".
 std::string flagValues(const char* name, llvm::StringRef kind) {
   if (const OptionChoices* choices = pipelineOptionChoices(name)) {
-    llvm::SmallVector<llvm::StringRef> values;
-    llvm::StringRef(choices->values).split(values, '|');
-    std::string out = llvm::join(values, "|");
+    std::string out = choices->values;  // already "a|b|c"
     if (llvm::StringRef extra = resolvedByDriver(name); !extra.empty()) out += "|" + extra.str();
     return out;
   }

@@ -21,14 +21,19 @@ OpRule unaryRule(const std::string& dtcOp) {
           }};
 }
 
+// Whether node `i` is a Cast of int64 data to float32 (an attention mask): dtc's Cast.
+static bool castsMaskToFloat(Translator& t, int i) {
+  const onnx::NodeProto& n = t.node(i);
+  return n.op_type() == "Cast" && intAttribute(n, "to", 0) == kFloat &&
+         t.input(i, 0)->type == kInt64;
+}
+
 // Passes its input through (Identity; a Cast to the type it has: float32 to float32, or int64
-// labels to int64, as a causal LM's loss writes it). A Cast of int64 data to float32 (an
-// attention mask) is dtc's Cast.
+// labels to int64, as a causal LM's loss writes it), or casts an int64 mask to float32.
 OpRule passThrough() {
   return {[](Translator& t, int i) -> Error {
             const onnx::NodeProto& n = t.node(i);
-            if (n.op_type() == "Cast" && intAttribute(n, "to", 0) == kFloat &&
-                t.input(i, 0)->type == kInt64) {
+            if (castsMaskToFloat(t, i)) {
               t.define(out(t, i), kFloat, t.input(i, 0)->shape);
               return Error::success();
             }
@@ -43,10 +48,7 @@ OpRule passThrough() {
             return Error::success();
           },
           [](Translator& t, int i) -> Error {
-            const onnx::NodeProto& n = t.node(i);
-            if (n.op_type() == "Cast" && t.input(i, 0)->type == kInt64 &&
-                intAttribute(n, "to", 0) == kFloat)
-              t.emit(i, "Cast", {operand(t, i, 0)}, {out(t, i)});
+            if (castsMaskToFloat(t, i)) t.emit(i, "Cast", {operand(t, i, 0)}, {out(t, i)});
             return Error::success();
           }};
 }

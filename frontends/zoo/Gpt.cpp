@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "zoo/Attention.h"
 #include "zoo/Zoo.h"
 
 namespace dtc::zoo {
@@ -60,15 +61,7 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
       b.node(a + t + ".transpose", "Transpose", {a + t + ".bthd"}, {a + t + ".bhtd"},
              {Attr::ints("perm", {0, 2, 1, 3})});
     }
-    b.node(a + ".scores", "MatMul", {a + ".q.bhtd", a + ".k.bhtd"}, {a + ".scores"},
-           {Attr::integer("transpose_b", 1)});
-    b.node(a + ".softmax", "CausalSoftmax", {a + ".scores"}, {a + ".probs"},
-           {Attr::real("scale", 1.0 / std::sqrt(static_cast<double>(D)))});
-    b.node(a + ".context", "MatMul", {a + ".probs", a + ".v.bhtd"}, {a + ".ctx.bhtd"});
-    b.node(a + ".merge", "Transpose", {a + ".ctx.bhtd"}, {a + ".ctx.bthd"},
-           {Attr::ints("perm", {0, 2, 1, 3})});
-    b.node(a + ".merge_heads", "Reshape", {a + ".ctx.bthd"}, {a + ".ctx"},
-           {Attr::ints("shape", {-1, T, C})});
+    causalAttention(b, a, a + ".q.bhtd", a + ".k.bhtd", a + ".v.bhtd", T, H, D, a + ".ctx");
     b.node(a + ".c_proj", "Linear", {a + ".ctx", a + ".c_proj.weight", a + ".c_proj.bias"},
            {a + ".out"});
     b.node(p + ".residual_1", "Add", {x, a + ".out"}, {p + ".x1"});

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "zoo/Attention.h"
 #include "zoo/Zoo.h"
 
 namespace dtc::zoo {
@@ -161,15 +162,7 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
     rotary(a + ".k_rotary", a + ".k.bktd", a + ".k.rot");
     repeatKv(a + ".k_repeat", a + ".k.rot", a + ".k.bhtd");
     repeatKv(a + ".v_repeat", a + ".v.bktd", a + ".v.bhtd");
-    b.node(a + ".scores", "MatMul", {a + ".q.rot", a + ".k.bhtd"}, {a + ".scores"},
-           {Attr::integer("transpose_b", 1)});
-    b.node(a + ".softmax", "CausalSoftmax", {a + ".scores"}, {a + ".probs"},
-           {Attr::real("scale", 1.0 / std::sqrt(static_cast<double>(D)))});
-    b.node(a + ".context", "MatMul", {a + ".probs", a + ".v.bhtd"}, {a + ".ctx.bhtd"});
-    b.node(a + ".merge", "Transpose", {a + ".ctx.bhtd"}, {a + ".ctx.bthd"},
-           {Attr::ints("perm", {0, 2, 1, 3})});
-    b.node(a + ".merge_heads", "Reshape", {a + ".ctx.bthd"}, {a + ".ctx"},
-           {Attr::ints("shape", {-1, T, H * D})});
+    causalAttention(b, a, a + ".q.rot", a + ".k.bhtd", a + ".v.bhtd", T, H, D, a + ".ctx");
     b.node(a + ".o_proj", "Linear", {a + ".ctx", a + ".o_proj.weight"}, {a + ".out"});
     b.node(p + ".residual_1", "Add", {x, a + ".out"}, {p + ".h1"});
 

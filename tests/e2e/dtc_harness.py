@@ -112,6 +112,14 @@ def window_offsets(size, batch, t, seed, step):
     return offsets
 
 
+def windows(tokens, offsets, t):
+    """The windows of `t` tokens starting at `offsets`, and the same shifted by one (a language
+    model's inputs and targets), as int64 [len(offsets), t] arrays."""
+    x = np.stack([tokens[o:o + t] for o in offsets]).astype(np.int64)
+    y = np.stack([tokens[o + 1:o + t + 1] for o in offsets]).astype(np.int64)
+    return x, y
+
+
 def write_tokens(path, tokens):
     """An llm.c token file: 256 int32 header (magic, version, count), then uint16 tokens."""
     header = np.zeros(256, dtype=np.int32)

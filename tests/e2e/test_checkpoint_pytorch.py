@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
 import safetensors_np  # noqa: E402
 from checkpoint_harness import compile_plan, dtrun, same_weights, weights  # noqa: E402
-from dtc_harness import read_tokens, run, tool, write_tokens  # noqa: E402
+from dtc_harness import read_tokens, run, tool, windows, write_tokens  # noqa: E402
 from nanogpt_model import GPT, GPTConfig, install_sdpa  # noqa: E402
 
 V, T, L, H, C = 64, 16, 2, 4, 32
@@ -36,13 +36,12 @@ def nanogpt_eval(state, tokens, batch):
     model = GPT(GPTConfig(block_size=T, vocab_size=V, n_layer=L, n_head=H, n_embd=C))
     result = model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()}, strict=True)
     assert not result.missing_keys and not result.unexpected_keys, result
-    windows = (len(tokens) - 1) // T
+    count = (len(tokens) - 1) // T
     losses = []
     with torch.no_grad():
-        for k in range(windows // batch):
+        for k in range(count // batch):
             offsets = [(k * batch + b) * T for b in range(batch)]
-            x = torch.from_numpy(np.stack([tokens[o:o + T] for o in offsets]))
-            y = torch.from_numpy(np.stack([tokens[o + 1:o + T + 1] for o in offsets]))
+            x, y = map(torch.from_numpy, windows(tokens, offsets, T))
             losses.append(model(x, y)[1].item())
     return float(np.mean(losses))
 

@@ -23,7 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, write_tokens  # noqa: E402
+from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, windows, write_tokens  # noqa: E402
 
 V, T, L, H, C = 64, 16, 2, 4, 32
 B, STEPS, SEED, DATA_SEED = 4, 10, 11, 5
@@ -179,9 +179,7 @@ def torch_run(init, tokens, make_optimizer, dtype=torch.float32, low=None, fused
     opt = make_optimizer(model.parameters())
     losses = []
     for step in range(STEPS):
-        offsets = window_offsets(len(tokens), B, T, DATA_SEED, step)
-        idx = torch.from_numpy(np.stack([tokens[o:o + T] for o in offsets]).astype(np.int64))
-        tgt = torch.from_numpy(np.stack([tokens[o + 1:o + T + 1] for o in offsets]).astype(np.int64))
+        idx, tgt = map(torch.from_numpy, windows(tokens, window_offsets(len(tokens), B, T, DATA_SEED, step), T))
         opt.zero_grad()
         loss = model(idx, tgt)
         loss.backward()

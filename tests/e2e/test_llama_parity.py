@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, write_tokens  # noqa: E402
+from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, windows, write_tokens  # noqa: E402
 from test_data_parallel import compare  # noqa: E402
 
 V, T, L, H, K, C = 64, 16, 2, 4, 2, 32
@@ -50,9 +50,7 @@ def torch_run(init, tokens, tied, dtype=torch.float32):
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, eps=1e-4, weight_decay=0.1)
     losses = []
     for step in range(STEPS):
-        offsets = window_offsets(len(tokens), B, T, DATA_SEED, step)
-        idx = torch.from_numpy(np.stack([tokens[o:o + T] for o in offsets]).astype(np.int64))
-        tgt = torch.from_numpy(np.stack([tokens[o + 1:o + T + 1] for o in offsets]).astype(np.int64))
+        idx, tgt = map(torch.from_numpy, windows(tokens, window_offsets(len(tokens), B, T, DATA_SEED, step), T))
         opt.zero_grad()
         logits = model(input_ids=idx).logits
         loss = F.cross_entropy(logits.reshape(-1, V).float(), tgt.reshape(-1))

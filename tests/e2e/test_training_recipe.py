@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
 from dtc_harness import (batches, load_safetensors, read_log, run, tool, weight_error,  # noqa: E402
-                         window_offsets, write_tokens)
+                         window_offsets, windows, write_tokens)
 import test_gpt_parity as gpt  # noqa: E402
 import test_mlp_parity as mlp  # noqa: E402
 
@@ -97,8 +97,7 @@ def gpt_recipe(work, tokens, data, model):
         for group in opt.param_groups:
             group["lr"] = lr
         offsets = window_offsets(len(tokens), gpt.B, gpt.T, SEED, s)
-        idx = torch.from_numpy(np.stack([tokens[o:o + gpt.T] for o in offsets]).astype(np.int64))
-        tgt = torch.from_numpy(np.stack([tokens[o + 1:o + gpt.T + 1] for o in offsets]).astype(np.int64))
+        idx, tgt = map(torch.from_numpy, windows(tokens, offsets, gpt.T))
         opt.zero_grad()
         loss = torch_model(idx, tgt)
         loss.backward()

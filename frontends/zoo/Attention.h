@@ -1,0 +1,18 @@
+// The zoo's causal self-attention, shared by its transformers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "flatbuffers/ModelBuilder.h"
+
+namespace dtc::zoo {
+
+// Attention over q, k and v already split into heads ([B, heads, T, D]): the scores, the causal
+// softmax at 1/sqrt(D), the context, and the heads merged back into `out` [B, T, heads·D]. Nodes
+// and intermediate values are named under `prefix` (prefix.scores, prefix.softmax, ...).
+void causalAttention(ModelBuilder& b, const std::string& prefix, const std::string& q,
+                     const std::string& k, const std::string& v, int64_t t, int64_t heads,
+                     int64_t d, const std::string& out);
+
+}  // namespace dtc::zoo
