@@ -12,8 +12,24 @@ using namespace mlir;
 namespace dtc {
 namespace {
 
-// The parameter name `v` is, if it is a parameter argument.
+// Mixed precision puts casts around every product (the weights and inputs to the compute type,
+// the result back): the structure is read through them.
+Value beforeCasts(Value v) {
+  while (auto cast = v.getDefiningOp<graph::CastOp>()) v = cast.getX();
+  return v;
+}
+Value afterCasts(Value v) {
+  while (v.hasOneUse())
+    if (auto cast = dyn_cast<graph::CastOp>(*v.getUsers().begin()))
+      v = cast.getResult();
+    else
+      break;
+  return v;
+}
+
+// The parameter name `v` is, if it is a parameter argument or a cast of one.
 std::string paramName(Value v) {
+  v = beforeCasts(v);
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg) return "";
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
@@ -39,10 +55,10 @@ struct Layer {
 
 // A linear layer and its bias add, when its only user adds a 1-D parameter.
 Layer layerOf(graph::LinearOp linear) {
-  Layer l{paramName(linear.getWeight()), "", linear.getY()};
-  if (!linear.getY().hasOneUse()) return l;
-  if (auto add = dyn_cast<graph::AddOp>(*linear.getY().getUsers().begin())) {
-    Value other = add.getLhs() == linear.getY() ? add.getRhs() : add.getLhs();
+  Layer l{paramName(linear.getWeight()), "", afterCasts(linear.getY())};
+  if (!l.out.hasOneUse()) return l;
+  if (auto add = dyn_cast<graph::AddOp>(*l.out.getUsers().begin())) {
+    Value other = add.getLhs() == l.out ? add.getRhs() : add.getLhs();
     const std::string bias = paramName(other);
     if (!bias.empty() && cast<RankedTensorType>(other.getType()).getRank() == 1) {
       l.bias = bias;
@@ -60,9 +76,9 @@ bool readBy(Value v) {
 
 // Attention's output merged back to [.., C]: reshape ← transpose ← (batch_matmul | attention).
 bool afterAttention(Value x) {
-  auto reshape = x.getDefiningOp<graph::ReshapeOp>();
+  auto reshape = beforeCasts(x).getDefiningOp<graph::ReshapeOp>();
   auto transpose = reshape ? reshape.getX().getDefiningOp<graph::TransposeOp>() : nullptr;
-  Operation* source = transpose ? transpose.getX().getDefiningOp() : nullptr;
+  Operation* source = transpose ? beforeCasts(transpose.getX()).getDefiningOp() : nullptr;
   return source && isa<graph::BatchMatmulOp, graph::CausalAttentionOp>(source);
 }
 
@@ -71,10 +87,12 @@ bool afterAttention(Value x) {
 bool geluIntoLinear(Value v) {
   return llvm::any_of(v.getUsers(), [](Operation* user) {
     auto gelu = dyn_cast<graph::GeluOp>(user);
-    return gelu && llvm::any_of(gelu->getResult(0).getUsers(), [&](Operation* reader) {
-             auto linear = dyn_cast<graph::LinearOp>(reader);
-             return linear && linear.getX() == gelu->getResult(0);
-           });
+    if (!gelu) return false;
+    const Value out = afterCasts(gelu->getResult(0));
+    return llvm::any_of(out.getUsers(), [&](Operation* reader) {
+      auto linear = dyn_cast<graph::LinearOp>(reader);
+      return linear && linear.getX() == out;
+    });
   });
 }
 
@@ -160,7 +178,8 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int6
       } else if (gatedBySilu(l.out)) {
         column(l);
         ++up;
-      } else if (linear.getX().getDefiningOp<graph::GeluOp>() || swigluProduct(linear.getX())) {
+      } else if (const Value x = beforeCasts(linear.getX());
+                 x.getDefiningOp<graph::GeluOp>() || swigluProduct(x)) {
         specs.push_back(literal(l.weight) + "=-," + t);
         ++mlpProj;
       } else if (afterAttention(linear.getX())) {

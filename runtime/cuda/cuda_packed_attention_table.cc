@@ -56,6 +56,13 @@ StatusOr<std::shared_ptr<const CudnnSdpa>> cudnnPath(const StepContext& ctx, Dev
     spec.deterministic = runtimeOptions().cudnnDeterministic;
     DTC_ASSIGN_OR_RETURN(plan, planCudnnSdpa(dev, spec, ctx.where(), refused));
   }
+  // A plan compiled for CUDA holds a bound on cuDNN's workspace (ops/cuda_scratch.h); a cuDNN
+  // that asks for more runs nothing beyond the plan unless it was asked for by name.
+  if (plan && ctx.scratch && plan->workspaceBytes() > ctx.scratchBytes && wanted != A::kCudnn) {
+    refused = "its workspace of " + std::to_string(plan->workspaceBytes()) +
+              " bytes exceeds the step's planned scratch of " + std::to_string(ctx.scratchBytes);
+    plan.reset();
+  }
   if (!plan && wanted == A::kCudnn) return invalid(ctx, "DTC_CUDA_ATTENTION=cudnn: " + refused);
   reportPath(plan ? "on cuDNN " + cudnnVersion() + "'s fused flash attention" +
                         (runtimeOptions().cudnnDeterministic ? " (deterministic backward)" : "")

@@ -86,6 +86,14 @@ constexpr uint64_t kGemmScratchBudget = uint64_t{2} << 30;
 // What a causal_attention (grad) step plans: the GEMM path's layout on 16-bit operands within the
 // budget, and for the backward at least the flash pre-pass's rows (either path fits in it).
 uint64_t attentionScratchBytes(int64_t slices, int64_t t, bool lowPrecision, bool grad);
+// A bound on the workspace cuDNN's fused attention asks for on 16-bit operands, planned beside
+// dtc's own kernels' scratch so that the step may take either path. Its backward accumulates dq
+// in float32 over query rows padded to 128, beside a float32 sum per row: cuDNN 9.19 asked for
+// B·H·roundup(T, 128)·max(D, 32)·4 + B·H·T·4 + 256 bytes (T = 16 and 17; D = 8 and 32). The
+// bound pads the head size to 64 and counts a padded row's sums twice; a binder that finds cuDNN
+// asking for more than the plan holds takes dtc's kernels instead.
+uint64_t cudnnAttentionWorkspaceBound(int64_t batch, int64_t heads, int64_t t, int64_t d,
+                                      bool grad);
 
 // im2col + GEMM convolutions: col [n, k, p] floats; the weight gradient's per-sample parts
 // [n, o, k] floats after it (k = c·kh·kw, p = oh·ow).

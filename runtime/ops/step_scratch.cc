@@ -85,8 +85,10 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       if (a.block() == 0) return 0;
       const bool grad = s.kernel->kernel == Kernel::causal_attention_qkv_grad;
       const bool low = lowPrecision(in[grad ? 1 : 0].dtype);
-      return packedAttentionScratch(a, low ? 2 : sizeof(float), grad).inner +
-             k::attentionScratchBytes(a.batch * a.heads, a.t, low, grad);
+      const uint64_t own = packedAttentionScratch(a, low ? 2 : sizeof(float), grad).inner +
+                           k::attentionScratchBytes(a.batch * a.heads, a.t, low, grad);
+      if (!low) return own;
+      return std::max(own, k::cudnnAttentionWorkspaceBound(a.batch, a.heads, a.t, a.d, grad));
     }
     case Kernel::layer_norm_grad:      // (dy, x, w, mean, rstd): rows of mean, width of w
     case Kernel::layer_norm_grad_add:  // (dy, x, w, mean, rstd, dres)

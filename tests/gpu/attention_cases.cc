@@ -213,7 +213,7 @@ void runAttentionCases(Harness& h) {
                      {scale},
                      {lowp(kBF16, {2, 5, 4}), lowp(kBF16, {2, 5, 4}), lowp(kBF16, {2, 5, 4})},
                      {outAs(kBF16, {2, 5, 4}), out({2, 5})}},
-                    "DTC_CUDA_ATTENTION is 'fused': expected auto|flash|gemm");
+                    "DTC_CUDA_ATTENTION is 'fused': expected auto|cudnn|flash|gemm");
   path.set(nullptr);
 
   // Malformed steps: both backends refuse them at bind time with the same message.

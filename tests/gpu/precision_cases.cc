@@ -411,7 +411,7 @@ std::vector<Case> precisionMalformedCases() {
                                         floatAttr("growth_factor", 0.5),
                                         floatAttr("backoff_factor", 0.5)};
   return {
-      {"bad cast dtype", "cast", {}, {ids({4}, 10)}, {out({4})}},
+      {"bad cast dtype", "cast", {}, {ids({4}, 10)}, {outAs(kBF16, {4})}},
       {"bad cast shape", "cast", {}, {f32({4})}, {outAs(kBF16, {5})}},
       {"bad cast arity", "cast", {}, {f32({4}), f32({4})}, {out({4})}},
       {"bad loss_scale_step factors",

@@ -32,6 +32,7 @@ PY
 "$DTC" zoo mlp --seed 5 -o "$OUT/mlp.dtm"
 "$DTC" zoo gpt --vocab 64 --ctx 16 --layers 2 --heads 4 --embd 32 --seed 11 -o "$OUT/gpt.dtm"
 "$DTC" zoo convnet --seed 2 -o "$OUT/convnet.dtm"
+"$DTC" zoo llama --vocab 64 --ctx 16 --layers 2 --heads 4 --kv-heads 2 --embd 32 --ffn 64 --seed 7 -o "$OUT/llama.dtm"
 # name | model | data | processes | compile flags | loss tolerance (max relative difference of
 # the GPU's losses from the CPU's; 16-bit products may round the other way, 1 ulp of bf16 is 4e-3)
 cat > "$OUT/plans.txt" <<'LIST'
@@ -54,6 +55,10 @@ gpt-cuda-dp2-zero3|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --
 gpt-cuda-dp2-zero2-acc2|gpt.dtm|tokens.bin|2|--batch 4 --accumulate 2 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh dp=2 --zero 2|1e-2
 gpt-recipe|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 3e-3 --no-decay *.bias --no-decay *ln_* --lr-schedule cosine --warmup-steps 4 --decay-steps 16 --min-lr 3e-4 --clip-grad-norm 0.3|1e-4
 gpt-recipe-tp2-pp2|gpt.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 3e-3 --no-decay *.bias --lr-schedule cosine --warmup-steps 4 --decay-steps 16 --clip-grad-norm 0.3 --mesh tp=2,pp=2 --microbatches 2 --sequence-parallel|1e-4
+llama|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3|1e-4
+llama-cuda-bf16|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16|1e-2
+llama-cuda-tp2|llama.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh tp=2|1e-4
+llama-cuda-bf16-tp2-pp2|llama.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh tp=2,pp=2 --microbatches 2|1e-2
 mlp-recipe-linear|mlp.dtm|mlp-data|1|--batch 64 --optimizer sgd --lr 0.05 --momentum 0.9 --lr-schedule linear --warmup-steps 5 --decay-steps 25 --log-grad-norm|1e-4
 LIST
 set -f  # the flags' globs (--no-decay *.bias) are dtc's, not the shell's
