@@ -347,6 +347,17 @@ def BucketAllReduce : Pass<"dtc-bucket-all-reduce", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def FuseRotary : Pass<"dtc-fuse-rotary", "mlir::ModuleOp"> {
+  let summary = "Fuse rotary position embeddings, spelled out, into one rotary op";
+  let description = [{
+    In @forward, `add(x·cos, concat(−x₂, x₁)·sin)`, with x₁ and x₂ the two halves of x's last
+    dimension (split, scaled by −1, concatenated: transformers' rotate_half) and cos and sin
+    arguments nothing trains ([T, D] tables, leading dimensions of size 1 allowed), becomes
+    `rotary(x, cos, sin)`: one pass over x forward and one backward instead of seven ops each
+    way. Every value inside the match is read only inside it. Run before autodiff.
+  }];
+}
+
 def FuseAttention : Pass<"dtc-fuse-attention", "mlir::ModuleOp"> {
   let summary = "Fuse q·kᵀ → causal softmax → ·v into one flash-style causal_attention op";
   let description = [{

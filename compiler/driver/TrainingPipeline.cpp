@@ -143,6 +143,7 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   // M micro-batches are accumulated: the step sees the whole batch.
   const int64_t accumulate = options.microBatches != 1 ? options.microBatches : options.accumulate;
 
+  pm.addPass(createFuseRotary());
   if (options.fusedAttention) pm.addPass(createFuseAttention());
   if (options.precision != "fp32")
     pm.addPass(createMixedPrecision(MixedPrecisionOptions{options.precision}));

@@ -121,9 +121,10 @@ bool isSilu(Value v) {
   return false;
 }
 
-// Whether SiLU is taken of `v` (SwiGLU's gate projection).
+// Whether SiLU is taken of `v` (SwiGLU's gate projection): a swiglu's gate, or silu(v).
 bool siluOf(Value v) {
   return llvm::any_of(v.getUsers(), [&](Operation* user) {
+    if (auto swiglu = dyn_cast<graph::SwigluOp>(user)) return swiglu.getGate() == v;
     return user->getNumResults() == 1 && isSilu(user->getResult(0)) &&
            (isa<graph::SiluOp>(user) || llvm::is_contained(user->getOperands(), v));
   });
@@ -132,6 +133,7 @@ bool siluOf(Value v) {
 // Whether `v` is multiplied by a SiLU's output (SwiGLU's up projection).
 bool gatedBySilu(Value v) {
   return llvm::any_of(v.getUsers(), [&](Operation* user) {
+    if (auto swiglu = dyn_cast<graph::SwigluOp>(user)) return swiglu.getUp() == v;
     auto mul = dyn_cast<graph::MulOp>(user);
     if (!mul || isSilu(mul.getResult())) return false;
     return isSilu(mul.getLhs() == v ? mul.getRhs() : mul.getLhs());
@@ -140,6 +142,7 @@ bool gatedBySilu(Value v) {
 
 // SwiGLU's product silu(gate)·up, which its down projection reads.
 bool swigluProduct(Value x) {
+  if (x.getDefiningOp<graph::SwigluOp>()) return true;
   auto mul = x.getDefiningOp<graph::MulOp>();
   return mul && !isSilu(x) && (isSilu(mul.getLhs()) || isSilu(mul.getRhs()));
 }

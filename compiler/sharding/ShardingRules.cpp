@@ -276,8 +276,8 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
   if (op->hasTrait<OpTrait::Elementwise>()) return elementwise(op);
   std::optional<OpShardingRule> rule =
       llvm::TypeSwitch<Operation*, std::optional<OpShardingRule>>(op)
-          .Case<GeluOp, GeluGradOp, SgdUpdateOp, AdamwUpdateOp, CastOp, dist::ReshardOp>(
-              [](Operation* o) { return elementwise(o); })
+          .Case<GeluOp, GeluGradOp, SwigluOp, SwigluGradOp, SgdUpdateOp, AdamwUpdateOp, CastOp,
+                dist::ReshardOp>([](Operation* o) { return elementwise(o); })
           .Case<AddOp, SubOp, MulOp, DivOp, BroadcastOp, SelectOp>(
               [](Operation* o) { return broadcasting(o); })
           .Case<NonfiniteCountOp>([](NonfiniteCountOp o) {
@@ -382,6 +382,26 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
             SmallVector<int> rows = b.factors(rankOf(o.getX()) - 1);
             b.operandDims(0, rows).operandDims(1, rows).operandDims(3, rows).operandDims(4, rows);
             b.resultDims(0, rows);
+            return b.take();
+          })
+          .Case<RotaryOp, RotaryGradOp>([](Operation* o) {
+            // Leading dimensions split freely; T and D stay whole (the tables are [T, D]).
+            RuleBuilder b(o);
+            SmallVector<int> lead = b.factors(rankOf(o->getOperand(0)) - 2);
+            b.operandDims(0, lead).resultDims(0, lead);
+            return b.take();
+          })
+          .Case<RmsNormOp>([](RmsNormOp o) {
+            RuleBuilder b(o);
+            SmallVector<int> rows = b.factors(rankOf(o.getX()) - 1);
+            b.operandDims(0, rows).resultDims(0, rows).resultDims(1, rows);
+            return b.take();
+          })
+          .Case<RmsNormGradOp>([](RmsNormGradOp o) {
+            // The weight's gradient takes no row factor: partial when rows are sharded.
+            RuleBuilder b(o);
+            SmallVector<int> rows = b.factors(rankOf(o.getX()) - 1);
+            b.operandDims(0, rows).operandDims(1, rows).operandDims(3, rows).resultDims(0, rows);
             return b.take();
           })
           .Case<EmbeddingOp>([](EmbeddingOp o) {

@@ -75,6 +75,8 @@ class ModelImporter {
   LogicalResult importMse(const model::Node& node, Location loc);
   LogicalResult importEmbedding(const model::Node& node, Location loc);
   LogicalResult importLayerNorm(const model::Node& node, Location loc);
+  LogicalResult importRmsNorm(const model::Node& node, Location loc);
+  LogicalResult importSwiglu(const model::Node& node, Location loc);
   LogicalResult importTranspose(const model::Node& node, Location loc);
   LogicalResult importSplit(const model::Node& node, Location loc);
   LogicalResult importConcat(const model::Node& node, Location loc);

@@ -42,6 +42,8 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"MSELoss", {&ModelImporter::importMse, {}}},
       {"Embedding", {&ModelImporter::importEmbedding, {"padding_idx"}}},
       {"LayerNorm", {&ModelImporter::importLayerNorm, {"eps"}}},
+      {"RMSNorm", {&ModelImporter::importRmsNorm, {"eps"}}},
+      {"SwiGLU", {&ModelImporter::importSwiglu, {}}},
       {"Transpose", {&ModelImporter::importTranspose, {"perm"}}},
       {"Split", {&ModelImporter::importSplit, {"axis", "sizes"}}},
       {"Concat", {&ModelImporter::importConcat, {"axis"}}},
@@ -297,6 +299,29 @@ LogicalResult ModelImporter::importLayerNorm(const model::Node& node, Location l
   auto eps = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "eps", 1e-5)));
   auto op = graph::LayerNormOp::create(builder_, loc, (*in)[0], (*in)[1], (*in)[2], eps);
   return define(node, loc, {op.getY()});
+}
+
+// LlamaRMSNorm: (x, weight) with eps.
+LogicalResult ModelImporter::importRmsNorm(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 2);
+  if (failed(in)) return failure();
+  if (auto error = graph::checkRmsNorm(shapeOf((*in)[0]), shapeOf((*in)[1])))
+    return emitError(loc) << *error;
+  const double eps = floatAttr(node, "eps", 1e-6);
+  if (!(eps > 0)) return emitError(loc) << "RMSNorm: eps must be > 0, got " << eps;
+  auto op = graph::RmsNormOp::create(builder_, loc, (*in)[0], (*in)[1],
+                                     builder_.getF32FloatAttr(static_cast<float>(eps)));
+  return define(node, loc, {op.getY()});
+}
+
+// SwiGLU's product silu(gate) · up, of two tensors of one shape.
+LogicalResult ModelImporter::importSwiglu(const model::Node& node, Location loc) {
+  auto in = inputs(node, loc, 2, 2);
+  if (failed(in)) return failure();
+  if ((*in)[0].getType() != (*in)[1].getType())
+    return emitError(loc) << "SwiGLU: gate and up must have one shape, got " << (*in)[0].getType()
+                          << " and " << (*in)[1].getType();
+  return define(node, loc, {graph::SwigluOp::create(builder_, loc, (*in)[0], (*in)[1])});
 }
 
 LogicalResult ModelImporter::importTranspose(const model::Node& node, Location loc) {

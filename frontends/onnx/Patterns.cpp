@@ -1,6 +1,8 @@
 // The decomposed forms exporters write for ops dtc has whole, fused back so that dtc's kernels,
 // gradient rules and sharding rules (Megatron's splits, sequence parallelism) apply:
 //   LayerNorm   ReduceMean → Sub → Pow 2 → ReduceMean → Add ε → Sqrt → Div → Mul w → Add b
+//   RMSNorm     w · x · 1/Sqrt(ReduceMean(Pow(x, 2)) + ε)  (LlamaRMSNorm)
+//   SwiGLU      x · Sigmoid(x) · up  (a Llama MLP's silu(gate_proj) · up_proj)
 //   GELU        0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  and  0.5·x·(1 + erf(x/√2))
 //   attention   Softmax(Where(causal mask, −∞, c·scores))  →  CausalSoftmax(scores, c)
 //   Linear      MatMul(x, Transpose(W)) [+ b]  →  Linear(x, W[, b])
@@ -188,6 +190,113 @@ bool matchLayerNorm(Translator& t, int root) {
       });
       return true;
     }
+  }
+  return false;
+}
+
+// RMSNorm over the last dimension: the product of w, x and 1/Sqrt(mean(x²) + ε) (Div by it, or
+// its Reciprocal), in any association.
+bool matchRmsNorm(Translator& t, int root) {
+  if (t.node(root).op_type() != "Mul") return false;
+  Match m{&t, {root}};
+  std::vector<std::string> leaves;
+  factors(m, t.node(root).input(0), leaves);
+  factors(m, t.node(root).input(1), leaves);
+  // LlamaRMSNorm casts the normalised x back to the input's type before the weight: float to
+  // float in a float32 export.
+  std::vector<std::string> expanded;
+  for (const std::string& leaf : leaves) {
+    const int cast = t.users(leaf).size() == 1 ? m.take(leaf, "Cast") : -1;
+    const Value* in = cast < 0 ? nullptr : t.value(t.node(cast).input(0));
+    if (cast >= 0 && in && in->type == onnx::TensorProto::FLOAT &&
+        intAttribute(t.node(cast), "to", 0) == onnx::TensorProto::FLOAT)
+      factors(m, t.node(cast).input(0), expanded);
+    else if (cast >= 0)
+      return false;
+    else
+      expanded.push_back(leaf);
+  }
+  leaves = std::move(expanded);
+  if (leaves.size() != 3) return false;
+  for (int inv = 0; inv < 3; ++inv) {
+    Match trial = m;
+    int sqrt = -1;
+    if (int div = trial.take(leaves[inv], "Div"); div >= 0) {
+      if (trial.scalar(t.node(div).input(0)) != 1.0) continue;
+      sqrt = trial.take(t.node(div).input(1), "Sqrt");
+    } else if (int reciprocal = trial.take(leaves[inv], "Reciprocal"); reciprocal >= 0) {
+      sqrt = trial.take(t.node(reciprocal).input(0), "Sqrt");
+    }
+    const int add = sqrt < 0 ? -1 : trial.take(t.node(sqrt).input(0), "Add");
+    if (add < 0) continue;
+    double eps = 0;
+    int mean = -1;
+    for (int k = 0; k < 2 && mean < 0; ++k)
+      if (std::optional<double> c = trial.scalar(t.node(add).input(1 - k))) {
+        eps = *c;
+        mean = trial.take(t.node(add).input(k), "ReduceMean");
+      }
+    const int pow = mean < 0 ? -1 : trial.take(t.node(mean).input(0), "Pow");
+    if (pow < 0 || trial.scalar(t.node(pow).input(1)) != 2.0 || !(eps > 0)) continue;
+    const std::string& x = t.node(pow).input(0);
+    const Value* xv = t.value(x);
+    if (!xv || xv->shape.empty() || xv->type != onnx::TensorProto::FLOAT) continue;
+    // The other two leaves: x and the weight [C].
+    std::string weight;
+    int seenX = 0;
+    for (int k = 0; k < 3; ++k) {
+      if (k == inv) continue;
+      if (leaves[k] == x && seenX == 0)
+        ++seenX;
+      else
+        weight = leaves[k];
+    }
+    const int64_t last = static_cast<int64_t>(xv->shape.size()) - 1;
+    const std::vector<int64_t> axes = intsAttribute(t.node(mean), "axes");
+    if (seenX != 1 || weight.empty() || !trial.isParam(weight) ||
+        t.value(weight)->shape != Shape{xv->shape.back()} || axes.size() != 1 ||
+        (axes[0] != -1 && axes[0] != last) || intAttribute(t.node(mean), "keepdims", 1) != 1 ||
+        !trial.closed(root))
+      continue;
+    const std::string xName = xv->name, out = outName(t, root);
+    trial.record(root, [&t, xName, weight, out, eps](int named) {
+      t.emit(named, "RMSNorm", {xName, weight}, {out}, {NodeAttr::real("eps", eps)});
+      return Error::success();
+    });
+    return true;
+  }
+  return false;
+}
+
+// SwiGLU's product: gate · Sigmoid(gate) · up, in any association.
+bool matchSwiglu(Translator& t, int root) {
+  if (t.node(root).op_type() != "Mul") return false;
+  Match m{&t, {root}};
+  std::vector<std::string> leaves;
+  factors(m, t.node(root).input(0), leaves);
+  factors(m, t.node(root).input(1), leaves);
+  if (leaves.size() != 3) return false;
+  for (int s = 0; s < 3; ++s) {
+    Match trial = m;
+    const int sigmoid = trial.take(leaves[s], "Sigmoid");
+    if (sigmoid < 0) continue;
+    const std::string& gate = t.node(sigmoid).input(0);
+    int g = -1;
+    for (int k = 0; k < 3; ++k)
+      if (k != s && leaves[k] == gate) g = k;
+    if (g < 0) continue;
+    const std::string& up = leaves[3 - s - g];
+    const Value *gv = t.value(gate), *uv = t.value(up);
+    if (up == gate || !gv || !uv || gv->shape != uv->shape ||
+        gv->type != onnx::TensorProto::FLOAT || uv->type != onnx::TensorProto::FLOAT ||
+        !trial.closed(root))
+      continue;
+    const std::string gateName = gv->name, upName = uv->name, out = outName(t, root);
+    trial.record(root, [&t, gateName, upName, out](int named) {
+      t.emit(named, "SwiGLU", {gateName, upName}, {out});
+      return Error::success();
+    });
+    return true;
   }
   return false;
 }
@@ -380,8 +489,9 @@ bool matchCrossEntropy(Translator& t, int root) {
 void findPatterns(Translator& t) {
   for (int root = t.nodeCount(); root-- > 0;) {
     if (!t.dynamic(root) || t.groupOf(root) >= 0) continue;
-    if (matchLayerNorm(t, root) || matchGelu(t, root) || matchCausalSoftmax(t, root) ||
-        matchCrossEntropy(t, root) || matchLinear(t, root))
+    if (matchLayerNorm(t, root) || matchRmsNorm(t, root) || matchSwiglu(t, root) ||
+        matchGelu(t, root) || matchCausalSoftmax(t, root) || matchCrossEntropy(t, root) ||
+        matchLinear(t, root))
       continue;
   }
 }

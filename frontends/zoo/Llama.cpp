@@ -74,20 +74,10 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     b.normalParameter(name + ".weight", {out, in}, 0.0, std, o.seed);
   };
-  // RMSNorm as LlamaRMSNorm: x / sqrt(mean(x²) + eps), times its weight.
-  b.valuesParameter("rms_eps", {1}, floatBytes({static_cast<float>(o.rmsEps)}), false, true);
+  // RMSNorm as LlamaRMSNorm: x / sqrt(mean(x²) + eps), times its weight (one fused op).
   auto rmsNorm = [&](const std::string& name, const std::string& x, const std::string& y) {
     b.constantParameter(name + ".weight", {C}, 1.0);
-    b.node(name + ".square", "Pow", {x}, {name + ".sq"}, {Attr::real("exponent", 2.0)});
-    b.node(name + ".sum", "ReduceSum", {name + ".sq"}, {name + ".sum"},
-           {Attr::ints("axes", {2}), Attr::integer("keepdims", 1)});
-    b.node(name + ".mean", "Scale", {name + ".sum"}, {name + ".ms"},
-           {Attr::real("factor", 1.0 / static_cast<double>(C))});
-    b.node(name + ".eps", "Add", {name + ".ms", "rms_eps"}, {name + ".var"});
-    b.node(name + ".sqrt", "Sqrt", {name + ".var"}, {name + ".rms"});
-    b.node(name + ".rsqrt", "Reciprocal", {name + ".rms"}, {name + ".inv"});
-    b.node(name + ".normalize", "Mul", {x, name + ".inv"}, {name + ".norm"});
-    b.node(name, "Mul", {name + ".norm", name + ".weight"}, {y});
+    b.node(name, "RMSNorm", {x, name + ".weight"}, {y}, {Attr::real("eps", o.rmsEps)});
   };
   // Rotary tables as LlamaRotaryEmbedding's: angle t·θ^(-2i/D) for channel pair i, the D/2
   // angles twice over ([T, D]); constants of the model, not tensors of its state.
@@ -169,8 +159,7 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
     rmsNorm(p + ".post_attention_layernorm", p + ".h1", p + ".mlp_in");
     b.node(m + ".gate_proj", "Linear", {p + ".mlp_in", m + ".gate_proj.weight"}, {m + ".gate"});
     b.node(m + ".up_proj", "Linear", {p + ".mlp_in", m + ".up_proj.weight"}, {m + ".up"});
-    b.node(m + ".act", "Silu", {m + ".gate"}, {m + ".act"});
-    b.node(m + ".gated", "Mul", {m + ".act", m + ".up"}, {m + ".gated"});
+    b.node(m + ".act", "SwiGLU", {m + ".gate", m + ".up"}, {m + ".gated"});
     b.node(m + ".down_proj", "Linear", {m + ".gated", m + ".down_proj.weight"}, {m + ".out"});
     b.node(p + ".residual_2", "Add", {p + ".h1", m + ".out"}, {p + ".out"});
     x = p + ".out";

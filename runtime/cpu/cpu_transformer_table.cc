@@ -124,6 +124,60 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx) {
 }
 
 // The residual add as add computes it, then layer_norm of the sum: the unfused steps' bits.
+StatusOr<BoundStep> bindRmsNorm(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNorm(ctx));
+  TensorView x = ctx.inputs[0], w = ctx.inputs[1], y = ctx.outputs[0], rstd = ctx.outputs[1];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::rmsNorm(x.f32(), w.f32(), y.f32(), rstd.f32(), d.rows, d.c, d.eps, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindRmsNormGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGrad(ctx));
+  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], w = ctx.inputs[2], rstd = ctx.inputs[3];
+  TensorView dx = ctx.outputs[0], dw = ctx.outputs[1];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::rmsNormGrad(dy.f32(), x.f32(), w.f32(), rstd.f32(), dx.f32(), dw.f32(), d.rows, d.c,
+                     *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindSwiglu(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
+  TensorView gate = ctx.inputs[0], up = ctx.inputs[1], y = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::swiglu(gate.f32(), up.f32(), y.f32(), n, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindSwigluGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
+  TensorView dy = ctx.inputs[0], gate = ctx.inputs[1], up = ctx.inputs[2];
+  TensorView dgate = ctx.outputs[0], dup = ctx.outputs[1];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::swigluGrad(dy.f32(), gate.f32(), up.f32(), dgate.f32(), dup.f32(), n, *pool);
+    return Status::Ok();
+  });
+}
+
+template <bool kTranspose>
+StatusOr<BoundStep> bindRotary(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const RotaryDims d, checkRotary(ctx));
+  TensorView x = ctx.inputs[0], cos = ctx.inputs[1], sin = ctx.inputs[2], y = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::rotary(x.f32(), cos.f32(), sin.f32(), y.f32(), d.n, d.t, d.d, kTranspose, *pool);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindAddLayerNorm(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkAddLayerNorm(ctx));
   TensorView x = ctx.inputs[0], r = ctx.inputs[1], w = ctx.inputs[2], b = ctx.inputs[3];
@@ -249,6 +303,12 @@ DTC_CPU_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
 DTC_CPU_BINDER(softmax, bindSoftmax)
 DTC_CPU_BINDER(softmax_grad, bindSoftmaxGrad)
 DTC_CPU_BINDER(layer_norm, bindLayerNorm)
+DTC_CPU_BINDER(rms_norm, bindRmsNorm)
+DTC_CPU_BINDER(rms_norm_grad, bindRmsNormGrad)
+DTC_CPU_BINDER(swiglu, bindSwiglu)
+DTC_CPU_BINDER(swiglu_grad, bindSwigluGrad)
+DTC_CPU_BINDER(rotary, bindRotary<false>)
+DTC_CPU_BINDER(rotary_grad, bindRotary<true>)
 DTC_CPU_BINDER(layer_norm_grad, bindLayerNormGrad)
 DTC_CPU_BINDER(add_layer_norm, bindAddLayerNorm)
 DTC_CPU_BINDER(layer_norm_grad_add, bindLayerNormGradAdd)

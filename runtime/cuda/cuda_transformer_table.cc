@@ -214,6 +214,67 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
 }
 
 // The residual add and layer_norm of the sum in one pass; y may be bf16/f16 as layer_norm's.
+StatusOr<BoundStep> bindRmsNorm(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNorm(ctx));
+  TensorView x = ctx.inputs[0], w = ctx.inputs[1], y = ctx.outputs[0], rstd = ctx.outputs[1];
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(
+        kernels::rmsNorm(x.f32(), w.f32(), y.f32(), rstd.f32(), d.rows, d.c, d.eps, stream), where);
+  });
+}
+
+StatusOr<BoundStep> bindRmsNormGrad(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGrad(ctx));
+  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], w = ctx.inputs[2], rstd = ctx.inputs[3];
+  TensorView dx = ctx.outputs[0], dw = ctx.outputs[1];
+  DTC_ASSIGN_OR_RETURN(void* scratch,
+                       stepScratch(ctx, dev, kernels::layerNormGradScratchBytes(d.rows, d.c)));
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::rmsNormGrad(dy.f32(), x.f32(), w.f32(), rstd.f32(), dx.f32(), dw.f32(),
+                                         d.rows, d.c, scratch, stream),
+                    where);
+  });
+}
+
+StatusOr<BoundStep> bindSwiglu(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
+  TensorView gate = ctx.inputs[0], up = ctx.inputs[1], y = ctx.outputs[0];
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep(
+      [=] { return launched(kernels::swiglu(gate.f32(), up.f32(), y.f32(), n, stream), where); });
+}
+
+StatusOr<BoundStep> bindSwigluGrad(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
+  TensorView dy = ctx.inputs[0], gate = ctx.inputs[1], up = ctx.inputs[2];
+  TensorView dgate = ctx.outputs[0], dup = ctx.outputs[1];
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(
+        kernels::swigluGrad(dy.f32(), gate.f32(), up.f32(), dgate.f32(), dup.f32(), n, stream),
+        where);
+  });
+}
+
+template <bool kTranspose>
+StatusOr<BoundStep> bindRotary(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const RotaryDims d, checkRotary(ctx));
+  TensorView x = ctx.inputs[0], cos = ctx.inputs[1], sin = ctx.inputs[2], y = ctx.outputs[0];
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(
+        kernels::rotary(x.f32(), cos.f32(), sin.f32(), y.f32(), d.n, d.t, d.d, kTranspose, stream),
+        where);
+  });
+}
+
 StatusOr<BoundStep> bindAddLayerNorm(const StepContext& ctx, Device& dev) {
   kernels::Float yType = kernels::Float::kF32;
   StepContext f32 = ctx;
@@ -323,6 +384,12 @@ DTC_CUDA_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
 DTC_CUDA_BINDER(softmax, bindSoftmax)
 DTC_CUDA_BINDER(softmax_grad, bindSoftmaxGrad)
 DTC_CUDA_BINDER(layer_norm, bindLayerNorm)
+DTC_CUDA_BINDER(rms_norm, bindRmsNorm)
+DTC_CUDA_BINDER(rms_norm_grad, bindRmsNormGrad)
+DTC_CUDA_BINDER(swiglu, bindSwiglu)
+DTC_CUDA_BINDER(swiglu_grad, bindSwigluGrad)
+DTC_CUDA_BINDER(rotary, bindRotary<false>)
+DTC_CUDA_BINDER(rotary_grad, bindRotary<true>)
 DTC_CUDA_BINDER(layer_norm_grad, bindLayerNormGrad)
 DTC_CUDA_BINDER(add_layer_norm, bindAddLayerNorm)
 DTC_CUDA_BINDER(layer_norm_grad_add, bindLayerNormGradAdd)

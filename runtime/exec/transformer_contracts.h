@@ -265,6 +265,68 @@ inline StatusOr<LayerNormDims> checkLayerNormGradAdd(const StepContext& ctx) {
   return checkLayerNormGrad(grad);
 }
 
+// ---- Llama-family blocks: RMSNorm over the last dimension and SwiGLU's gate.
+
+// rms_norm: (x, weight) -> (y, rstd): x [rows..., C], weight [C], rstd [rows...]; float32.
+inline StatusOr<LayerNormDims> checkRmsNorm(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 2, 2));
+  const TensorView &x = ctx.inputs[0], &w = ctx.inputs[1];
+  const TensorView &y = ctx.outputs[0], &rstd = ctx.outputs[1];
+  const int64_t c = layerNormWidth(x, w, rstd);
+  if (c == 0 || y.shape != x.shape)
+    return invalid(ctx, "shapes do not match input " + str(x.shape));
+  const float eps = static_cast<float>(ctx.floatAttr("eps"));
+  if (!(eps > 0)) return invalid(ctx, "eps must be > 0");
+  return LayerNormDims{rstd.numElements(), c, eps};
+}
+
+// rms_norm_grad: (dy, x, weight, rstd) -> (dx, dweight).
+inline StatusOr<LayerNormDims> checkRmsNormGrad(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 4, 2));
+  const TensorView &dy = ctx.inputs[0], &x = ctx.inputs[1], &w = ctx.inputs[2];
+  const TensorView &rstd = ctx.inputs[3], &dx = ctx.outputs[0], &dw = ctx.outputs[1];
+  const int64_t c = layerNormWidth(x, w, rstd);
+  if (c == 0 || dy.shape != x.shape || dx.shape != x.shape || dw.shape != w.shape)
+    return invalid(ctx, "shapes do not match input " + str(x.shape));
+  return LayerNormDims{rstd.numElements(), c, 0.0f};
+}
+
+// swiglu: (gate, up) -> y = silu(gate)·up; swiglu_grad: (dy, gate, up) -> (dgate, dup). Every
+// operand float32, of one shape; returns the element count.
+inline StatusOr<int64_t> checkSwiglu(const StepContext& ctx) {
+  const bool grad = ctx.inputs.size() == 3;
+  DTC_RETURN_IF_ERROR(expect(ctx, grad ? 3 : 2, grad ? 2 : 1));
+  for (const auto* list : {&ctx.inputs, &ctx.outputs})
+    for (const TensorView& t : *list)
+      if (t.shape != ctx.inputs[0].shape)
+        return invalid(ctx, "operands must share one shape, got " + str(ctx.inputs[0].shape) +
+                                " and " + str(t.shape));
+  return ctx.inputs[0].numElements();
+}
+
+struct RotaryDims {
+  int64_t n = 0, t = 0, d = 0;  // elements of x; the tables' [T, D]
+};
+
+// rotary: (x, cos, sin) -> y; rotary_grad: (dy, cos, sin) -> dx. x [..., T, D] with D even,
+// cos and sin [T, D] (leading dimensions of size 1 allowed); float32.
+inline StatusOr<RotaryDims> checkRotary(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
+  const TensorView &x = ctx.inputs[0], &cos = ctx.inputs[1], &sin = ctx.inputs[2];
+  const Shape& s = x.shape;
+  auto table = [&](const Shape& t) {
+    if (s.size() < 2 || t.size() < 2 || t.size() > s.size()) return false;
+    for (size_t i = 0; i + 2 < t.size(); ++i)
+      if (t[i] != 1) return false;
+    return t[t.size() - 2] == s[s.size() - 2] && t.back() == s.back();
+  };
+  if (s.size() < 2 || s.back() % 2 != 0 || !table(cos.shape) || sin.shape != cos.shape ||
+      ctx.outputs[0].shape != s)
+    return invalid(ctx, "expects x [..., T, D] (D even) with cos and sin [T, D], got " + str(s) +
+                            ", " + str(cos.shape) + " and " + str(sin.shape));
+  return RotaryDims{x.numElements(), s[s.size() - 2], s.back()};
+}
+
 // ---- Embeddings: a table [vocab, dim] looked up by int64 ids [...]. These check the shapes;
 // the binders then place the table's block (vocabularyBlock: the step's `vocab_axes`).
 

@@ -95,6 +95,10 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       if (in.size() < 5) return 0;
       return k::layerNormGradScratchBytes(static_cast<int64_t>(in[3].elements()),
                                           static_cast<int64_t>(in[2].elements()));
+    case Kernel::rms_norm_grad:  // (dy, x, w, rstd): rows of rstd, width of w
+      if (in.size() < 4) return 0;
+      return k::layerNormGradScratchBytes(static_cast<int64_t>(in[3].elements()),
+                                          static_cast<int64_t>(in[2].elements()));
     case Kernel::embedding_grad:  // (dy, ids)
       if (in.size() != 2) return 0;
       return k::embeddingGradScratchBound(static_cast<int64_t>(in[1].elements()));

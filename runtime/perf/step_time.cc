@@ -119,6 +119,12 @@ const char* elementFallback(Kernel k) {
   switch (k) {
     case Kernel::add_layer_norm: return "layer_norm";
     case Kernel::layer_norm_grad_add: return "layer_norm_grad";
+    case Kernel::rms_norm: return "layer_norm";
+    case Kernel::rms_norm_grad: return "layer_norm_grad";
+    case Kernel::swiglu: return "gelu";
+    case Kernel::swiglu_grad: return "gelu_grad";
+    case Kernel::rotary: return "mul";
+    case Kernel::rotary_grad: return "mul";
     case Kernel::softmax_cross_entropy_with_grad: return "softmax_cross_entropy_grad";
     default: return nullptr;
   }

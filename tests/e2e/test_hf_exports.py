@@ -6,10 +6,13 @@ exported unedited by torch.onnx.export in training mode with the loss inside
 Llama's rotary tables computed from a frequency buffer by MatMul, Cos and Sin, folded when
 compiling); GPT-2 and BERT (masked LM) on right-padded batches, their attention_mask an int64
 input cast to float inside. dtc trains each 10 AdamW steps against transformers training the
-same module on the same batches: losses within 1e-5 relative, weights 1e-4; dp=2 and tp=2 (the
-default preset: GPT-2's Conv1D layout, Qwen2's and Llama's blocks by structure) equal one device (1e-5).
+same module on the same batches: losses within 1e-5 relative, weights 1e-4; dp=2, tp=2 (the
+default preset: GPT-2's Conv1D layout, Qwen2's and Llama's blocks by structure) and pp=2 equal one
+device (1e-5). Qwen2's and Llama's RMSNorm, SwiGLU and rotary embeddings, spelled out by the exporter,
+train as dtc's fused ops.
 
 Runs under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
+import json
 import os
 import subprocess
 import sys
@@ -97,6 +100,14 @@ def without_noise(name, ours, ref):
     return kept
 
 
+def op_counts(plan):
+    """The training step's fused Llama blocks and what they replace, by kind."""
+    info = json.loads(subprocess.run([tool("dtc"), "inspect", plan, "--json"], check=True, capture_output=True,
+                                     text=True).stdout)
+    step = next(f for f in info["functions"] if f["name"] == "train_step")
+    return {k: n for k, n in step["op_counts"].items() if k in ("rms_norm", "swiglu", "rotary", "pow", "sigmoid", "silu")}
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(2)
@@ -121,8 +132,12 @@ def main():
             ref_losses, ref_final = torch_reference(module, opt, n, loss_of)
             compare(f"{name} against transformers", losses, ref_losses, final,
                     without_noise(name, final, ref_final), 1e-4)
-            for mesh in ("dp=2", "tp=2"):
-                _, final2, losses2 = dtc_run(path, work, f"{name}-{mesh}", flags + extra + ["--mesh", mesh],
+            if name in ("qwen2", "llama"):
+                fused = op_counts(os.path.join(work, f"{name}.dtp"))
+                print(f"{name}: {fused}")
+                assert fused == {"rms_norm": 5, "swiglu": 2, "rotary": 4}, fused
+            for mesh, more in (("dp=2", []), ("tp=2", []), ("pp=2", ["--microbatches", "2"])):
+                _, final2, losses2 = dtc_run(path, work, f"{name}-{mesh}", flags + extra + ["--mesh", mesh] + more,
                                              data, devices=2)
                 compare(f"{name} {mesh} against one device", losses2, losses, final2,
                         without_noise(name, final2, final), 1e-5)

@@ -2,7 +2,9 @@
 // CPU, which runs add and layer_norm (layer_norm_grad) one after the other: f32, a 16-bit y (the
 // next GEMM's input), a 16-bit dy (a GEMM's input gradient) and the sum's 16-bit copy (the next
 // GEMMs' dy); rows not a multiple of a block and a GPT-2 width. Tolerances as the LayerNorm
-// cases': f32 1e-5, the 16-bit outputs one rounding of values that agree to that.
+// cases': f32 1e-5, the 16-bit outputs one rounding of values that agree to that. Llama's fused
+// blocks too: rms_norm, swiglu and rotary and their gradients, against the CPU's kernels.
+#include "exec/bind_util.h"
 #include "harness.h"
 
 namespace dtc::gputest {
@@ -38,6 +40,54 @@ Case normGradAdd(DType dy, DType copy, int64_t rows, int64_t c) {
   return k;
 }
 
+Case rmsNorm(int64_t rows, int64_t c) {
+  Case k{"rms_norm [" + std::to_string(rows) + "," + std::to_string(c) + "]",
+         "rms_norm",
+         {floatAttr("eps", 1e-6)},
+         {f32({rows, c}, -3, 3), f32({c}, 0.5f, 1.5f)},
+         {out({rows, c}), out({rows})}};
+  k.tolerance = 1e-5;
+  k.maxUlps = -1;
+  return k;
+}
+
+Case rmsNormGrad(int64_t rows, int64_t c) {
+  Case k{"rms_norm_grad [" + std::to_string(rows) + "," + std::to_string(c) + "]",
+         "rms_norm_grad",
+         {},
+         {f32({rows, c}), f32({rows, c}, -3, 3), f32({c}, 0.5f, 1.5f), f32({rows}, 0.5f, 2)},
+         {out({rows, c}), out({c})}};
+  k.tolerance = 1e-4;
+  k.maxUlps = -1;
+  return k;
+}
+
+Case swiglu(bool grad, const Shape& shape) {
+  Case k{std::string(grad ? "swiglu_grad " : "swiglu ") + str(shape),
+         grad ? "swiglu_grad" : "swiglu",
+         {},
+         {f32(shape, -6, 6), f32(shape, -2, 2)},
+         {out(shape)}};
+  if (grad) {
+    k.inputs.insert(k.inputs.begin(), f32(shape));
+    k.outputs.push_back(out(shape));
+  }
+  k.tolerance = 1e-5;
+  k.maxUlps = -1;
+  return k;
+}
+
+Case rotary(bool grad, const Shape& x, const Shape& table) {
+  Case k{std::string(grad ? "rotary_grad " : "rotary ") + str(x) + " table " + str(table),
+         grad ? "rotary_grad" : "rotary",
+         {},
+         {f32(x, -2, 2), f32(table, -1, 1), f32(table, -1, 1)},
+         {out(x)}};
+  k.tolerance = 1e-5;
+  k.maxUlps = -1;
+  return k;
+}
+
 }  // namespace
 
 std::vector<Case> normCases() {
@@ -50,6 +100,18 @@ std::vector<Case> normCases() {
   cases.push_back(normGradAdd(kBF16, kBF16, 37, 96));
   cases.push_back(normGradAdd(kF16, kF16, 64, 768));
   cases.push_back(normGradAdd(kBF16, kF32, 64, 768));
+  for (auto [rows, c] : {std::pair<int64_t, int64_t>{37, 96}, {64, 4096}, {1000, 128}}) {
+    cases.push_back(rmsNorm(rows, c));
+    cases.push_back(rmsNormGrad(rows, c));
+  }
+  for (bool grad : {false, true}) {
+    cases.push_back(rotary(grad, {2, 3, 17, 8}, {17, 8}));
+    cases.push_back(rotary(grad, {4, 32, 128, 128}, {1, 1, 128, 128}));
+  }
+  for (const Shape& shape : {Shape{1001}, Shape{8, 128, 344}}) {
+    cases.push_back(swiglu(false, shape));
+    cases.push_back(swiglu(true, shape));
+  }
   return cases;
 }
 
@@ -61,7 +123,15 @@ std::vector<Case> normMalformedCases() {
   Case outputs = normGradAdd(kF32, kF32, 4, 8);
   outputs.label = "bad layer_norm_grad_add outputs";
   outputs.outputs.pop_back();
-  return {residual, outputs};
+  Case rmsWeight = rmsNorm(4, 8);
+  rmsWeight.label = "bad rms_norm weight";
+  rmsWeight.inputs[1] = f32({7});
+  Case swigluShapes = swiglu(true, {4, 8});
+  swigluShapes.label = "bad swiglu_grad shapes";
+  swigluShapes.inputs[2] = f32({4, 7});
+  Case rotaryOdd = rotary(false, {2, 5, 7}, {5, 7});
+  rotaryOdd.label = "bad rotary odd head size";
+  return {residual, outputs, rmsWeight, swigluShapes, rotaryOdd};
 }
 
 }  // namespace dtc::gputest

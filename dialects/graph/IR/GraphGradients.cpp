@@ -258,6 +258,24 @@ Grads LayerNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{grad.getDx(), grad.getDweight(), grad.getDbias()};
 }
 
+Grads RmsNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // rstd is a by-product for the backward pass; only y carries a gradient.
+  if (!dys[0]) return SmallVector<Value>{Value(), Value()};
+  auto grad = RmsNormGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getRstd());
+  return SmallVector<Value>{grad.getDx(), grad.getDweight()};
+}
+
+Grads SwigluOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  auto grad = SwigluGradOp::create(b, getLoc(), dys[0], getGate(), getUp());
+  return SmallVector<Value>{grad.getDgate(), grad.getDup()};
+}
+
+Grads RotaryOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // cos and sin are tables (the fusion takes them only where nothing trains them).
+  Value dx = RotaryGradOp::create(b, getLoc(), dys[0], getCos(), getSin());
+  return SmallVector<Value>{dx, Value(), Value()};
+}
+
 Grads EmbeddingOp::buildGradients(OpBuilder& b, ValueRange dys) {
   int64_t vocab = tensorType(getTable()).getShape()[0];
   auto grad = EmbeddingGradOp::create(b, getLoc(), dys[0], getIds(), vocab, getPaddingIdxAttr());

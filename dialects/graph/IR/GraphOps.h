@@ -37,6 +37,9 @@ std::optional<std::string> checkSplit(llvm::ArrayRef<int64_t> shape, int64_t axi
                                       llvm::ArrayRef<int64_t> sizes = {});
 std::optional<std::string> checkLayerNorm(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,
                                           llvm::ArrayRef<int64_t> bias);
+std::optional<std::string> checkRmsNorm(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight);
+std::optional<std::string> checkRotary(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> cos,
+                                       llvm::ArrayRef<int64_t> sin);
 std::optional<std::string> checkEmbedding(llvm::ArrayRef<int64_t> table);
 // Conv2d/pooling output shape, or the reason there is none.
 std::optional<std::string> checkConv2d(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,

@@ -68,6 +68,28 @@ std::optional<std::string> checkLayerNorm(ArrayRef<int64_t> x, ArrayRef<int64_t>
   return std::nullopt;
 }
 
+std::optional<std::string> checkRmsNorm(ArrayRef<int64_t> x, ArrayRef<int64_t> w) {
+  if (x.empty() || w.size() != 1 || w[0] != x.back())
+    return "rms_norm needs a weight of shape [" +
+           (x.empty() ? std::string("?") : std::to_string(x.back())) + "], got " + shapeString(w) +
+           " for input " + shapeString(x);
+  return std::nullopt;
+}
+
+std::optional<std::string> checkRotary(ArrayRef<int64_t> x, ArrayRef<int64_t> cos,
+                                       ArrayRef<int64_t> sin) {
+  auto table = [&](ArrayRef<int64_t> t) {
+    if (x.size() < 2 || t.size() < 2 || t.size() > x.size()) return false;
+    for (size_t i = 0; i + 2 < t.size(); ++i)
+      if (t[i] != 1) return false;
+    return t.take_back(2) == x.take_back(2);
+  };
+  if (x.size() < 2 || x.back() % 2 != 0 || !table(cos) || sin != cos)
+    return "rotary needs x [..., T, D] with D even and cos, sin [T, D], got " + shapeString(x) +
+           ", " + shapeString(cos) + " and " + shapeString(sin);
+  return std::nullopt;
+}
+
 std::optional<std::string> checkEmbedding(ArrayRef<int64_t> table) {
   if (table.size() != 2) return "embedding table must be [vocab, dim], got " + shapeString(table);
   return std::nullopt;
@@ -204,6 +226,29 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext*, std::optional<Loca
   types.push_back(adaptor.getX().getType());
   types.push_back(adaptor.getWeight().getType());
   types.push_back(adaptor.getWeight().getType());
+  return success();
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  ArrayRef<int64_t> x = shapeOf(adaptor.getX());
+  if (auto error = checkRmsNorm(x, shapeOf(adaptor.getWeight())))
+    return emitOptionalError(loc, *error);
+  types.push_back(adaptor.getX().getType());
+  types.push_back(f32Tensor(ctx, x.drop_back()));
+  return success();
+}
+
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
+                                              Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  types.push_back(adaptor.getX().getType());
+  types.push_back(adaptor.getWeight().getType());
+  return success();
+}
+
+LogicalResult RotaryOp::verify() {
+  if (auto error = checkRotary(shapeOf(getX()), shapeOf(getCos()), shapeOf(getSin())))
+    return emitOpError(*error);
   return success();
 }
 

@@ -138,6 +138,59 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdapto
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "RMSNorm over the last dimension (LlamaRMSNorm); also returns rstd";
+  let description = [{
+    y = x · rstd · weight with rstd = 1 / sqrt(mean(x²) + eps) per row, as transformers'
+    LlamaRMSNorm computes it in float32.
+  }];
+  let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$weight, F32Attr:$eps);
+  let results = (outs Graph_F32Tensor:$y, Graph_F32Tensor:$rstd);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+def Graph_RmsNormGradOp : Graph_Op<"rms_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradients of rms_norm with respect to x and weight";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$x, Graph_F32Tensor:$weight,
+                       Graph_F32Tensor:$rstd);
+  let results = (outs Graph_F32Tensor:$dx, Graph_F32Tensor:$dweight);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_SwigluOp : Graph_Op<"swiglu", [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+  let summary = "SwiGLU's gate: silu(gate) · up, element-wise (a Llama MLP's product)";
+  let arguments = (ins Graph_F32Tensor:$gate, Graph_F32Tensor:$up);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "operands attr-dict `:` type($y)";
+}
+def Graph_SwigluGradOp : Graph_Op<"swiglu_grad", [Pure, AllTypesMatch<["dy", "gate", "up",
+    "dgate", "dup"]>]> {
+  let summary = "Gradients of swiglu with respect to gate and up";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$gate, Graph_F32Tensor:$up);
+  let results = (outs Graph_F32Tensor:$dgate, Graph_F32Tensor:$dup);
+  let assemblyFormat = "operands attr-dict `:` type($dy)";
+}
+
+def Graph_RotaryOp : Graph_Op<"rotary", [Pure, Graph_Differentiable,
+    AllTypesMatch<["x", "y"]>]> {
+  let summary = "Rotary position embeddings: x·cos + rotate_half(x)·sin over [..., T, D]";
+  let description = [{
+    rotate_half(x) = [−x₂, x₁] of the two halves of the last dimension (transformers'
+    apply_rotary_pos_emb); cos and sin hold T·D values ([T, D], leading dimensions of size 1
+    allowed), the same for every leading index of x. They are tables, not trained: only x has a
+    gradient (rotary_grad, the rotation's transpose).
+  }];
+  let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$cos, Graph_F32Tensor:$sin);
+  let results = (outs Graph_F32Tensor:$y);
+  let assemblyFormat = "operands attr-dict `:` type($x) `,` type($cos) `,` type($sin)";
+  let hasVerifier = 1;
+}
+def Graph_RotaryGradOp : Graph_Op<"rotary_grad", [Pure, AllTypesMatch<["dy", "dx"]>]> {
+  let summary = "The gradient of rotary with respect to x: dy·cos + rotate_halfᵀ(dy·sin)";
+  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$cos, Graph_F32Tensor:$sin);
+  let results = (outs Graph_F32Tensor:$dx);
+  let assemblyFormat = "operands attr-dict `:` type($dy) `,` type($cos) `,` type($sin)";
+}
+
 def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Rows of `table` [V, C] selected by int64 `ids`: result is ids.shape + [C]";
   let description = [{

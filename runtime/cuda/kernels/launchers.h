@@ -199,6 +199,20 @@ cudaError_t layerNormGrad(const void* dy, Float dyType, const float* x, const fl
                           int64_t rows, int64_t c, void* scratch, cudaStream_t stream,
                           const LayerNormGradAdd& add = {});
 
+// ---- llama_blocks.cu (cpu/kernels/llama_blocks.cc) --
+cudaError_t rmsNorm(const float* x, const float* w, float* y, float* rstd, int64_t rows, int64_t c,
+                    float eps, cudaStream_t stream);
+// `scratch`: layerNormGradScratchBytes(rows, c) (ops/cuda_scratch.h).
+cudaError_t rmsNormGrad(const float* dy, const float* x, const float* w, const float* rstd,
+                        float* dx, float* dw, int64_t rows, int64_t c, void* scratch,
+                        cudaStream_t stream);
+cudaError_t swiglu(const float* gate, const float* up, float* y, int64_t n, cudaStream_t stream);
+cudaError_t swigluGrad(const float* dy, const float* gate, const float* up, float* dgate,
+                       float* dup, int64_t n, cudaStream_t stream);
+// n elements of rows [T, D] against tables [T, D]; `transpose`: the gradient.
+cudaError_t rotary(const float* x, const float* cos, const float* sin, float* y, int64_t n,
+                   int64_t t, int64_t d, bool transpose, cudaStream_t stream);
+
 // ---- embedding.cu (cpu/kernels/embedding.cc, the split-table paths of
 // cpu/cpu_transformer_table.cc) --
 
