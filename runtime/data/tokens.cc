@@ -4,7 +4,10 @@
 #include <climits>
 #include <cstring>
 
+#include <glob.h>
+
 #include "data/sampler.h"
+#include "io/files.h"
 #include "io/npy.h"
 
 namespace dtc::data {
@@ -49,14 +52,67 @@ std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint6
   return offsets;
 }
 
-void fillWindows(const TokenFile& tokens, const std::vector<int64_t>& offsets, int64_t t,
+StatusOr<std::vector<std::string>> tokenShardPaths(const std::string& spec) {
+  std::vector<std::string> paths;
+  if (spec.find_first_of("*?[") != std::string::npos) {
+    glob_t found{};
+    const int rc = ::glob(spec.c_str(), 0, nullptr, &found);
+    for (size_t i = 0; rc == 0 && i < found.gl_pathc; ++i)
+      if (io::isRegularFile(found.gl_pathv[i])) paths.push_back(found.gl_pathv[i]);
+    ::globfree(&found);
+    if (paths.empty()) return Status::InvalidInput(spec + " matches no token file");
+  } else if (io::isDirectory(spec)) {
+    DTC_ASSIGN_OR_RETURN(std::vector<std::string> names, io::listDirectory(spec));
+    for (const std::string& name : names)
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".bin") == 0 &&
+          io::isRegularFile(spec + "/" + name))
+        paths.push_back(spec + "/" + name);
+    if (paths.empty()) return Status::InvalidInput(spec + " holds no token shards (*.bin)");
+  } else {
+    paths.push_back(spec);
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+StatusOr<TokenShards> TokenShards::open(const std::string& spec) {
+  TokenShards shards;
+  DTC_ASSIGN_OR_RETURN(shards.paths_, tokenShardPaths(spec));
+  shards.starts_.push_back(0);
+  for (const std::string& path : shards.paths_) {
+    DTC_ASSIGN_OR_RETURN(TokenFile file, TokenFile::open(path));
+    if (file.size() == 0) return Status::InvalidInput(path + " holds no tokens");
+    shards.maxPlusOne_ = std::max(shards.maxPlusOne_, file.maxTokenPlusOne());
+    shards.starts_.push_back(shards.starts_.back() + file.size());
+    shards.files_.push_back(std::move(file));
+  }
+  return shards;
+}
+
+uint16_t TokenShards::operator[](int64_t i) const {
+  const size_t k = std::upper_bound(starts_.begin(), starts_.end(), i) - starts_.begin() - 1;
+  return files_[k][i - starts_[k]];
+}
+
+void TokenShards::copy(int64_t from, int64_t n, int64_t* out) const {
+  size_t k = std::upper_bound(starts_.begin(), starts_.end(), from) - starts_.begin() - 1;
+  for (int64_t done = 0; done < n; ++k) {
+    const int64_t at = from + done - starts_[k];
+    const int64_t take = std::min(n - done, files_[k].size() - at);
+    const uint16_t* src = files_[k].data() + at;
+    for (int64_t j = 0; j < take; ++j) out[done + j] = src[j];
+    done += take;
+  }
+}
+
+void fillWindows(const TokenShards& tokens, const std::vector<int64_t>& offsets, int64_t t,
                  int64_t* inputs, int64_t* targets) {
-  const uint16_t* data = tokens.data();
-  for (size_t b = 0; b < offsets.size(); ++b)
-    for (int64_t j = 0; j < t; ++j) {
-      if (inputs) inputs[b * t + j] = data[offsets[b] + j];
-      if (targets) targets[b * t + j] = data[offsets[b] + j + 1];
-    }
+  std::vector<int64_t> window(static_cast<size_t>(t + 1));
+  for (size_t b = 0; b < offsets.size(); ++b) {
+    tokens.copy(offsets[b], t + 1, window.data());
+    if (inputs) std::copy(window.begin(), window.end() - 1, inputs + b * t);
+    if (targets) std::copy(window.begin() + 1, window.end(), targets + b * t);
+  }
 }
 
 Status writeTokenFile(const std::string& path, const std::vector<int32_t>& tokens) {

@@ -33,6 +33,33 @@ class TokenFile {
   int64_t count_ = 0, maxPlusOne_ = 0;
 };
 
+// The token files `spec` names, in name order: the file itself; a directory's `*.bin` files
+// (llm.c's shards, fineweb_train_000001.bin …); or the files a glob matches (`*`, `?` or `[` in
+// the path). An empty match is an error naming the spec.
+StatusOr<std::vector<std::string>> tokenShardPaths(const std::string& spec);
+
+// One or more token files read as their concatenation, in name order: a corpus in shards trains
+// exactly as the one file they would make (windows may run from one shard into the next, as
+// they run across documents within one).
+class TokenShards {
+ public:
+  static StatusOr<TokenShards> open(const std::string& spec);
+
+  int64_t size() const { return starts_.empty() ? 0 : starts_.back(); }
+  int64_t maxTokenPlusOne() const { return maxPlusOne_; }
+  const std::vector<std::string>& paths() const { return paths_; }
+  // Token `i` of the concatenation (0 <= i < size()).
+  uint16_t operator[](int64_t i) const;
+  // Copies tokens [from, from + n) of the concatenation into `out` as int64.
+  void copy(int64_t from, int64_t n, int64_t* out) const;
+
+ private:
+  std::vector<TokenFile> files_;
+  std::vector<std::string> paths_;
+  std::vector<int64_t> starts_;  // starts_[k]: the first token of file k; back(): the total
+  int64_t maxPlusOne_ = 0;
+};
+
 // Start offsets of step `step`'s `batch` windows, nanoGPT's torch.randint(len(data) - T,
 // (batch,)) with our generator: state = streamState(seed, step),
 // offset_b = splitmix64(state) % (size − T). Requires size > T. Reproduced in Python by
@@ -42,7 +69,7 @@ std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint6
 
 // inputs[b, j] = tokens[off_b + j], targets[b, j] = tokens[off_b + j + 1] for j < T. Either
 // may be null (a pipeline stage that reads only one of them).
-void fillWindows(const TokenFile& tokens, const std::vector<int64_t>& offsets, int64_t t,
+void fillWindows(const TokenShards& tokens, const std::vector<int64_t>& offsets, int64_t t,
                  int64_t* inputs, int64_t* targets);
 
 // Writes a token file through a temporary name and a rename; ids must fit in uint16 and the

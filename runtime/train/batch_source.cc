@@ -250,7 +250,7 @@ class TokenSource : public BatchSource {
     }
     const DataInput& tokensInput = *tokensInputs[0];
     source->tokens_ = source->micro_[0].tokens;
-    DTC_ASSIGN_OR_RETURN(source->file_, data::TokenFile::open(path));
+    DTC_ASSIGN_OR_RETURN(source->file_, data::TokenShards::open(path));
     source->t_ = source->tokens_.shape[1];
     source->batch_ = ex.plan().root().batch_size() * static_cast<int64_t>(source->micro_.size());
     source->seed_ = seed;
@@ -291,6 +291,7 @@ class TokenSource : public BatchSource {
     io::Json p = io::Json::object();
     p.set("source", "tokens");
     p.set("tokens", file_.size());
+    p.set("shards", static_cast<int64_t>(file_.paths().size()));
     p.set("context", t_);
     p.set("windows_per_step", batch_);
     p.set("next_stream", steps);
@@ -319,7 +320,7 @@ class TokenSource : public BatchSource {
       data::fillWindows(file_, take(offsets, m.slice), t_, m.tokens.i64(), m.targets.i64());
   }
 
-  data::TokenFile file_;
+  data::TokenShards file_;
   std::vector<Micro> micro_;
   TensorView tokens_;  // micro-batch 0's, for input()
   std::string tokensName_;
@@ -330,6 +331,8 @@ class TokenSource : public BatchSource {
 }  // namespace
 
 Status checkDataPath(const std::string& path) {
+  if (path.find_first_of("*?[") != std::string::npos)  // a glob of token shards
+    return data::tokenShardPaths(path).status();
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     return Status::InvalidInput("cannot open " + path + ": no such file or directory");
@@ -342,7 +345,16 @@ StatusOr<std::unique_ptr<BatchSource>> openBatchSource(Executor& ex, const std::
     return Status::InvalidInput(ex.plan().name() + " has no " + function + " function");
   std::vector<DataInput> inputs = dataInputs(ex, function);
   DTC_RETURN_IF_ERROR(checkDataPath(path));
-  if (io::isDirectory(path)) return NpySource::open(ex, function, inputs, path, seed);
+  // A folder of .npy arrays, or token files: one, a folder of shards (*.bin and no .npy), or a
+  // glob of them.
+  if (io::isDirectory(path)) {
+    auto names = io::listDirectory(path);
+    const bool arrays = names.ok() && std::any_of(names->begin(), names->end(), [](auto& n) {
+                          return n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0;
+                        });
+    if (arrays || !data::tokenShardPaths(path).ok())
+      return NpySource::open(ex, function, inputs, path, seed);
+  }
   return TokenSource::open(ex, inputs, path, seed);
 }
 

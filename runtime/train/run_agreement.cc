@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "comm/watchdog.h"
+#include "data/tokens.h"
 #include "io/crc32.h"
 #include "io/files.h"
 
@@ -135,6 +136,14 @@ Status agreeToStart(comm::Communicator& world, const Status& local,
 }
 
 std::string contentFingerprint(const std::string& path) {
+  if (path.find_first_of("*?[") != std::string::npos) {  // a glob of token shards
+    auto paths = data::tokenShardPaths(path);
+    if (!paths.ok()) return "no match";
+    std::string out;
+    for (const std::string& p : *paths)
+      out += (out.empty() ? "" : "; ") + p + " " + fileFingerprint(p);
+    return out;
+  }
   if (!io::isDirectory(path)) return fileFingerprint(path);
   auto names = io::listDirectory(path);
   if (!names.ok()) return "unreadable";

@@ -11,7 +11,10 @@
    single-device run within the partitioned-parity bounds of the other tests (losses and
    weights 1e-5, relative; bf16 runs: losses 1e-3, as test_mixed_precision.py), for six pairs
    including a 3-D grid to one device and one device to a 3-D grid, and the f32 master state of
-   a bf16 run."""
+   a bf16 run.
+3. Token shards: the token file cut into three shards (a folder of them, and a glob) trains
+   exactly as the file (every loss and weight bit-identical: windows are drawn over the
+   concatenation, and some of them span two shards), and resumes bit-identically after a crash."""
 import os
 import sys
 import tempfile
@@ -21,7 +24,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 from checkpoint_harness import (compile_plan, devices_of, dtrun, index_of, latest_step, losses,  # noqa: E402
                                 same_weights, saved_tensor, weights)
-from dtc_harness import weight_error  # noqa: E402
+from dtc_harness import read_tokens, window_offsets, weight_error, write_tokens  # noqa: E402
 from test_data_parallel import make_models  # noqa: E402
 
 STEPS, CRASH_AFTER, EVERY = 8, 5, 2
@@ -105,6 +108,22 @@ def uninterrupted(work, model, data, seed, batch, optim, name):
     return dict(losses(log)), weights(save)
 
 
+def token_shards(work, tokens, seed, t):
+    """The token file cut into three shards of a folder; asserts some step's window spans two."""
+    ids = read_tokens(tokens)
+    # Cut inside two windows the run draws (steps 2 and 6): both sides of each cut are trained on
+    # and resume (at step 4) continues across the second.
+    cuts = sorted(window_offsets(len(ids), 8, t, seed, step)[0] + t // 2 for step in (1, 5))
+    folder = os.path.join(work, "shards")
+    os.makedirs(folder)
+    for k, part in enumerate(np.split(ids, cuts)):
+        write_tokens(os.path.join(folder, f"train_{k + 1:06d}.bin"), part)
+    spans = [o for step in range(STEPS) for o in window_offsets(len(ids), 8, t, seed, step)
+             if any(o < c <= o + t for c in cuts)]
+    assert spans, "no window spans two shards: the check would not test the boundary"
+    return folder, len(spans)
+
+
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
@@ -141,6 +160,19 @@ def main():
         bf16 = adamw + ["--precision", "bf16"]
         ref16 = uninterrupted(work, gpt, tokens, seed, 8, bf16, "gpt-bf16")
         reshard(work, gpt, tokens, seed, 8, bf16, "bf16-dp2-to-tp2", ["--mesh", "dp=2"], ["--mesh", "tp=2"], ref16)
+        # Token shards against the one file they cut.
+        folder, spanning = token_shards(work, tokens, seed, 16)
+        exact_resume(work, "gpt-shards", gpt, 8, adamw, folder, seed)
+        exact_resume(work, "gpt-one-file", gpt, 8, adamw, tokens, seed)
+        plan = compile_plan(gpt, work, "gpt-glob", 8, adamw)
+        glob_log = os.path.join(work, "gpt-glob.jsonl")
+        dtrun(plan, 1, ["--data", os.path.join(folder, "train_*.bin"), "--steps", STEPS, "--seed", seed,
+                        "--log", glob_log, "--save", os.path.join(work, "gpt-glob")])
+        one = losses(os.path.join(work, "gpt-one-file-ref.jsonl"))
+        assert losses(os.path.join(work, "gpt-shards-ref.jsonl")) == one == losses(glob_log), "shards differ"
+        assert same_weights(weights(os.path.join(work, "gpt-shards-ref")), weights(os.path.join(work, "gpt-one-file-ref")))
+        print(f"token shards: 3 shards (a folder, a glob) train as the one file, bit for bit; {spanning} windows "
+              f"span two shards")
     print("checkpoint resume: ok")
 
 

@@ -19,7 +19,7 @@
 namespace {
 
 constexpr const char kUsage[] =
-    "usage: dtrun PLAN [--data DIR|TOKENS.bin --steps N] [--seed S] [--log FILE.jsonl]\n"
+    "usage: dtrun PLAN [--data DIR|TOKENS.bin|SHARDS --steps N] [--seed S] [--log FILE.jsonl]\n"
     "             [--save DIR [--format dtc|hf]] [--eval DIR|TOKENS.bin [--eval-every N]\n"
     "             [--eval-batches K]]   hf: DIR/config.json too, for from_pretrained\n"
     "             [--threads N] [--trace FILE.json] [--tensorboard DIR]\n"

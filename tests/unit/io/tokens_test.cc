@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cstdio>
@@ -184,7 +185,7 @@ TEST(Tokens, FillWindowsShiftsTargetsByOne) {
   std::vector<int32_t> tokens;
   for (int i = 0; i < 60; ++i) tokens.push_back(1000 + i);
   ASSERT_TRUE(writeTokenFile(path, tokens).ok());
-  auto file = TokenFile::open(path);
+  auto file = TokenShards::open(path);
   ASSERT_TRUE(file.ok()) << file.status().message();
   const int64_t t = 4;
   std::vector<int64_t> offsets = {10, 0, 55};  // 55 + T = 59: the last token is a target
@@ -197,6 +198,51 @@ TEST(Tokens, FillWindowsShiftsTargetsByOne) {
     }
   EXPECT_EQ(targets.back(), 1059);
   std::remove(path.c_str());
+}
+
+// Shards read as their concatenation: every token, windows across a boundary, found in a folder
+// (name order) or by a glob; a spec matching nothing, or an empty shard, is refused by name.
+TEST(TokenShards, ReadAsTheirConcatenation) {
+  const std::string dir = tempPath("shards");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  // Shard k holds the next sizes[k] values of 100, 101, …; written last shard first (the folder's
+  // name order, not the order of writing, is the concatenation's).
+  const std::vector<int> sizes = {7, 1, 12};
+  std::vector<int32_t> ordered;
+  for (int i = 0; i < 20; ++i) ordered.push_back(100 + i);
+  for (int k = 2, end = 20; k >= 0; end -= sizes[k], --k) {
+    const std::vector<int32_t> shard(ordered.begin() + end - sizes[k], ordered.begin() + end);
+    ASSERT_TRUE(writeTokenFile(dir + "/train_00000" + std::to_string(k + 1) + ".bin", shard).ok());
+  }
+  for (const std::string& spec : {dir, dir + "/train_*.bin"}) {
+    auto shards = TokenShards::open(spec);
+    ASSERT_TRUE(shards.ok()) << shards.status().message();
+    ASSERT_EQ(shards->size(), 20);
+    ASSERT_EQ(shards->paths().size(), 3u);
+    EXPECT_EQ(shards->paths()[0], dir + "/train_000001.bin");
+    std::vector<int64_t> read(20);
+    shards->copy(0, 20, read.data());
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_EQ((*shards)[i], ordered[i]);
+      EXPECT_EQ(read[i], ordered[i]);
+    }
+    std::vector<int64_t> inputs(5), targets(5);
+    fillWindows(*shards, {11}, 5, inputs.data(), targets.data());  // 11..16 spans all three
+    for (int j = 0; j < 5; ++j) {
+      EXPECT_EQ(inputs[j], ordered[11 + j]);
+      EXPECT_EQ(targets[j], ordered[12 + j]);
+    }
+  }
+  auto none = TokenShards::open(dir + "/valid_*.bin");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(), dir + "/valid_*.bin matches no token file");
+  ASSERT_TRUE(writeTokenFile(dir + "/train_000004.bin", {}).ok());
+  auto empty = TokenShards::open(dir);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().message(), dir + "/train_000004.bin holds no tokens");
+  for (int k = 1; k <= 4; ++k)
+    std::remove((dir + "/train_00000" + std::to_string(k) + ".bin").c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace
