@@ -1,4 +1,5 @@
 #include <cmath>
+#include <map>
 
 #include "zoo/Attention.h"
 #include "zoo/Zoo.h"
@@ -14,6 +15,18 @@ std::string validateGpt(const GptOptions& o) {
   return "";
 }
 
+// transformers' GPT2Config for the model: the settings that decide its tensors and its arithmetic.
+std::string gpt2Config(const GptOptions& o) {
+  auto integer = [](int64_t v) { return std::to_string(v); };
+  return "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\", \"vocab_size\": " +
+         integer(o.vocab) + ", \"n_positions\": " + integer(o.ctx) +
+         ", \"n_embd\": " + integer(o.embd) + ", \"n_layer\": " + integer(o.layers) +
+         ", \"n_head\": " + integer(o.heads) +
+         ", \"n_inner\": null, \"activation_function\": \"gelu_new\", "
+         "\"layer_norm_epsilon\": 1e-05, \"tie_word_embeddings\": true, "
+         "\"initializer_range\": 0.02, \"torch_dtype\": \"float32\"}";
+}
+
 std::vector<uint8_t> buildGpt(const GptOptions& o) {
   ModelBuilder b("gpt");
   const int64_t C = o.embd, T = o.ctx, H = o.heads, D = C / H;
@@ -22,9 +35,27 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
   // GPT-2: N(0, 0.02) everywhere, residual projections N(0, 0.02/sqrt(2L)), biases 0,
   // LayerNorm weight 1 and bias 0 (nanoGPT's _init_weights).
   const double std = 0.02, residualStd = 0.02 / std::sqrt(2.0 * o.layers);
+  std::map<std::string, std::pair<int64_t, int64_t>> widths;  // each projection's (in, out)
   auto linear = [&](const std::string& prefix, int64_t out, int64_t in, double s) {
-    b.normalParameter(prefix + ".weight", {out, in}, 0.0, s, o.seed);
+    const std::vector<int64_t> shape =
+        o.hfLayout ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in};
+    b.normalParameter(prefix + ".weight", shape, 0.0, s, o.seed);
     b.constantParameter(prefix + ".bias", {out}, 0.0);
+    widths[prefix] = {in, out};
+  };
+  // y = x·Wᵀ + b (nn.Linear), or in Hugging Face's Conv1D layout y = x·W + b over the rows
+  // [B·T, in] (as its addmm computes it).
+  auto project = [&](const std::string& prefix, const std::string& x, const std::string& y) {
+    const std::string w = prefix + ".weight", bias = prefix + ".bias";
+    if (!o.hfLayout) {
+      b.node(prefix, "Linear", {x, w, bias}, {y});
+      return;
+    }
+    const auto [in, out] = widths.at(prefix);
+    b.node(prefix + ".rows", "Reshape", {x}, {prefix + ".x2"}, {Attr::ints("shape", {-1, in})});
+    b.node(prefix + ".matmul", "MatMul", {prefix + ".x2", w}, {prefix + ".xw"});
+    b.node(prefix + ".add_bias", "Add", {prefix + ".xw", bias}, {prefix + ".y2"});
+    b.node(prefix, "Reshape", {prefix + ".y2"}, {y}, {Attr::ints("shape", {-1, T, out})});
   };
   auto layerNorm = [&](const std::string& prefix) {
     b.constantParameter(prefix + ".weight", {C}, 1.0);
@@ -51,8 +82,7 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
     linear(m + ".c_proj", C, 4 * C, residualStd);
 
     ln(p + ".ln_1", x, p + ".ln_1.out");
-    b.node(a + ".c_attn", "Linear", {p + ".ln_1.out", a + ".c_attn.weight", a + ".c_attn.bias"},
-           {a + ".qkv"});
+    project(a + ".c_attn", p + ".ln_1.out", a + ".qkv");
     b.node(a + ".split", "Split", {a + ".qkv"}, {a + ".q", a + ".k", a + ".v"},
            {Attr::integer("axis", 2)});
     for (const char* t : {".q", ".k", ".v"}) {
@@ -62,15 +92,12 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
              {Attr::ints("perm", {0, 2, 1, 3})});
     }
     causalAttention(b, a, a + ".q.bhtd", a + ".k.bhtd", a + ".v.bhtd", T, H, D, a + ".ctx");
-    b.node(a + ".c_proj", "Linear", {a + ".ctx", a + ".c_proj.weight", a + ".c_proj.bias"},
-           {a + ".out"});
+    project(a + ".c_proj", a + ".ctx", a + ".out");
     b.node(p + ".residual_1", "Add", {x, a + ".out"}, {p + ".x1"});
     ln(p + ".ln_2", p + ".x1", p + ".ln_2.out");
-    b.node(m + ".c_fc", "Linear", {p + ".ln_2.out", m + ".c_fc.weight", m + ".c_fc.bias"},
-           {m + ".fc"});
+    project(m + ".c_fc", p + ".ln_2.out", m + ".fc");
     b.node(m + ".gelu", "Gelu", {m + ".fc"}, {m + ".act"}, {Attr::text("approximate", "tanh")});
-    b.node(m + ".c_proj", "Linear", {m + ".act", m + ".c_proj.weight", m + ".c_proj.bias"},
-           {m + ".out"});
+    project(m + ".c_proj", m + ".act", m + ".out");
     b.node(p + ".residual_2", "Add", {p + ".x1", m + ".out"}, {p + ".out"});
     x = p + ".out";
   }
@@ -80,6 +107,7 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
   b.node("lm_head", "Linear", {"xf", "transformer.wte.weight"}, {"logits"});
   b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
   b.setOutputs({"loss", "logits"}, "loss", "", "targets");
+  if (o.hfLayout) b.setHfConfig(gpt2Config(o));
   return b.finish();
 }
 

@@ -30,6 +30,9 @@ struct GptOptions {
   int64_t heads = 4;
   int64_t embd = 64;
   uint64_t seed = 0;
+  // Hugging Face's GPT2LMHeadModel layout: Conv1D weights [in, out] (x·W + b), and its config,
+  // so that --init reads and --save --format hf writes its checkpoints as they are.
+  bool hfLayout = false;
 };
 
 // Checks the options (heads must divide the embedding...): "" when valid, else the reason.

@@ -41,9 +41,14 @@ StatusOr<ZooModel> mlp(int argc, char** argv) {
 
 StatusOr<ZooModel> gpt(int argc, char** argv) {
   DTC_ASSIGN_OR_RETURN(
-      Args args, Args::parse(argc, argv, 3,
-                             {"vocab", "ctx", "layers", "heads", "embd", "seed", "output"}, {}));
+      Args args,
+      Args::parse(argc, argv, 3,
+                  {"vocab", "ctx", "layers", "heads", "embd", "seed", "layout", "output"}, {}));
   GptOptions o;
+  const std::string layout = args.str("layout", "nanogpt");
+  if (layout != "nanogpt" && layout != "hf")
+    return invalid("--layout must be nanogpt or hf, got '" + layout + "'");
+  o.hfLayout = layout == "hf";
   int64_t seed = 0;
   DTC_RETURN_IF_ERROR(readIntegers(args, {{"vocab", &o.vocab},
                                           {"ctx", &o.ctx},

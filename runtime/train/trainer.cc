@@ -161,8 +161,8 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
     if (!o.initPath.empty()) DTC_RETURN_IF_ERROR(checkpoint::checkParametersFile(plan, o.initPath));
     if (o.saveHf && !plan.root().hf_config())
       return Status::InvalidInput(
-          "--format hf: the plan's model carries no Hugging Face config (dtc zoo llama writes "
-          "one); save it with --format dtc");
+          "--format hf: the plan's model carries no Hugging Face config (dtc zoo llama and dtc "
+          "zoo gpt --layout hf write one); save it with --format dtc");
     if (!o.dataDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.dataDir));
     if (!o.evalDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.evalDir));
     return Status::Ok();

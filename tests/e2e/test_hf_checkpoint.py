@@ -1,6 +1,7 @@
-"""Hugging Face checkpoints in and out: a folder transformers' LlamaForCausalLM.save_pretrained
-wrote (one model.safetensors, or shards with model.safetensors.index.json) starts a `dtc zoo
-llama` run with `dtrun --init DIR`; `dtrun --save DIR --format hf` writes config.json and
+"""Hugging Face checkpoints in and out: a folder transformers' GPT2LMHeadModel or
+LlamaForCausalLM.save_pretrained wrote (one model.safetensors, or shards with
+model.safetensors.index.json) starts a `dtc zoo gpt --layout hf` or `dtc zoo llama` run with
+`dtrun --init DIR`; `dtrun --save DIR --format hf` writes config.json and
 model.safetensors that from_pretrained loads.
 
 - round trip, 0 steps: transformers' model -> --init -> --save --format hf -> from_pretrained:
@@ -19,7 +20,7 @@ import tempfile
 
 import numpy as np
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
 from dtc_harness import run, tool, write_tokens  # noqa: E402
@@ -50,61 +51,70 @@ def expect_error(args, needle):
     print(f"refused: {lines[0]}")
 
 
+def round_trip(work, rng, name, cls, source, zoo, idx):
+    """transformers' checkpoint -> --init -> 0 steps -> --save --format hf -> from_pretrained, from one
+    file and from shards; then 10 AdamW steps from it against dtc's own logits. Returns the plan."""
+    path = lambda f: os.path.join(work, f"{name}-{f}")  # noqa: E731
+    source.save_pretrained(path("hf"), safe_serialization=True)
+    source.save_pretrained(path("hf-sharded"), safe_serialization=True, max_shard_size="40KB")
+    shards = sorted(f for f in os.listdir(path("hf-sharded")) if f.endswith(".safetensors"))
+    assert len(shards) > 1 and os.path.exists(path("hf-sharded/model.safetensors.index.json")), shards
+    expected = logits_of(source, idx)
+    run(tool("dtc"), "zoo", *zoo, "-o", path("model.dtm"))
+    plan = path("model.dtp")
+    run(tool("dtc"), "compile", path("model.dtm"), "-o", plan, "--batch", 4, "--optimizer", "adamw", "--lr", 3e-3)
+    for folder in ("hf", "hf-sharded"):
+        out = path(f"{folder}-again")
+        run(tool("dtrun"), plan, "--init", path(folder), "--steps", 0, "--save", out, "--format", "hf")
+        again = cls.from_pretrained(out).eval()
+        err = relative(logits_of(again, idx), expected)
+        print(f"{name}: round trip from {folder} ({len(os.listdir(path(folder)))} files): logits rel err {err:.2e}")
+        assert err <= 1e-6, err
+    # Ten steps from the checkpoint; dtc's logits over `idx` against transformers' from the
+    # saved folder.
+    tokens = ((np.arange(4000) * 7 + rng.integers(0, 3, 4000)) % V).astype(np.int64)
+    write_tokens(path("train.bin"), tokens)
+    os.makedirs(path("probe"))
+    np.save(path("probe/idx.npy"), idx)
+    np.save(path("probe/targets.npy"), np.roll(idx, -1, axis=1))
+    run(tool("dtrun"), plan, "--init", path("hf"), "--data", path("train.bin"), "--steps", 10,
+        "--save", path("trained"), "--format", "hf", "--predict", path("predicted"), "--eval", path("probe"))
+    ours = np.load(path("predicted/logits.npy"))
+    theirs = logits_of(cls.from_pretrained(path("trained")).eval(), idx)
+    err = relative(ours, theirs)
+    moved = relative(theirs, expected)
+    print(f"{name}: after 10 steps: dtc's logits vs transformers' from the saved folder: rel err {err:.2e} "
+          f"(the steps moved them by {moved:.2e})")
+    assert err <= 1e-5 and moved > 1e-3, (err, moved)
+    return plan, shards
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(2)
     rng = np.random.default_rng(2)
     with tempfile.TemporaryDirectory() as work:
-        path = lambda name: os.path.join(work, name)
-        source = LlamaForCausalLM(config()).eval()
-        source.save_pretrained(path("hf"), safe_serialization=True)
-        source.save_pretrained(path("hf-sharded"), safe_serialization=True, max_shard_size="40KB")
-        shards = sorted(f for f in os.listdir(path("hf-sharded")) if f.endswith(".safetensors"))
-        assert len(shards) > 1 and os.path.exists(path("hf-sharded/model.safetensors.index.json")), shards
+        path = lambda name: os.path.join(work, name)  # noqa: E731
         idx = rng.integers(0, V, (8, T)).astype(np.int64)  # two whole batches for --predict
-        expected = logits_of(source, idx)
-
-        run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H,
-            "--kv-heads", K, "--embd", C, "-o", path("llama.dtm"))
-        run(tool("dtc"), "compile", path("llama.dtm"), "-o", path("llama.dtp"), "--batch", 4,
-            "--optimizer", "adamw", "--lr", 3e-3)
-        for folder in ("hf", "hf-sharded"):
-            out = path(f"{folder}-again")
-            run(tool("dtrun"), path("llama.dtp"), "--init", path(folder), "--steps", 0, "--save", out,
-                "--format", "hf")
-            assert json.load(open(os.path.join(out, "config.json")))["num_key_value_heads"] == K
-            again = LlamaForCausalLM.from_pretrained(out).eval()
-            err = relative(logits_of(again, idx), expected)
-            print(f"round trip from {folder} ({len(os.listdir(path(folder)))} files): logits rel err {err:.2e}")
-            assert err <= 1e-6, err
-
-        # Ten steps from the checkpoint; dtc's logits over `idx` against transformers' from the
-        # saved folder.
-        tokens = ((np.arange(4000) * 7 + rng.integers(0, 3, 4000)) % V).astype(np.int64)
-        write_tokens(path("train.bin"), tokens)
-        os.makedirs(path("probe"))
-        np.save(path("probe/idx.npy"), idx)
-        np.save(path("probe/targets.npy"), np.roll(idx, -1, axis=1))
-        run(tool("dtrun"), path("llama.dtp"), "--init", path("hf"), "--data", path("train.bin"), "--steps", 10,
-            "--save", path("trained"), "--format", "hf", "--predict", path("predicted"), "--eval", path("probe"))
-        ours = np.load(path("predicted/logits.npy"))
-        trained = LlamaForCausalLM.from_pretrained(path("trained")).eval()
-        theirs = logits_of(trained, idx)
-        err = relative(ours, theirs)
-        moved = relative(theirs, expected)
-        print(f"after 10 steps: dtc's logits vs transformers' from the saved folder: rel err {err:.2e} "
-              f"(the steps moved them by {moved:.2e})")
-        assert err <= 1e-5 and moved > 1e-3, (err, moved)
-
+        # GPT-2 as transformers' GPT2LMHeadModel stores it (Conv1D [in, out], the head tied).
+        gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=V, n_positions=T, n_embd=C, n_layer=L, n_head=H,
+                                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)).eval()
+        round_trip(work, rng, "gpt2", GPT2LMHeadModel, gpt2,
+                   ["gpt", "--layout", "hf", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H, "--embd", C], idx)
+        source = LlamaForCausalLM(config()).eval()
+        plan, shards = round_trip(work, rng, "llama", LlamaForCausalLM, source,
+                                  ["llama", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H, "--kv-heads", K,
+                                   "--embd", C], idx)
+        assert json.load(open(path("llama-hf-again/config.json")))["num_key_value_heads"] == K
         # Bad input.
-        wrong = dict(json.load(open(path("hf/config.json"))), num_key_value_heads=4)
+        wrong = dict(json.load(open(path("llama-hf/config.json"))), num_key_value_heads=4)
         os.makedirs(path("hf-wrong"))
         json.dump(wrong, open(path("hf-wrong/config.json"), "w"))
-        os.link(path("hf/model.safetensors"), path("hf-wrong/model.safetensors"))
-        expect_error([tool("dtrun"), path("llama.dtp"), "--init", path("hf-wrong"), "--steps", 0],
+        os.link(path("llama-hf/model.safetensors"), path("hf-wrong/model.safetensors"))
+        expect_error([tool("dtrun"), plan, "--init", path("hf-wrong"), "--steps", 0],
                      "config.json: num_key_value_heads is 4, the model's 2")
-        os.remove(os.path.join(path("hf-sharded"), shards[-1]))
-        expect_error([tool("dtrun"), path("llama.dtp"), "--init", path("hf-sharded"), "--steps", 0],
+        os.remove(os.path.join(path("llama-hf-sharded"), shards[-1]))
+        expect_error([tool("dtrun"), plan, "--init", path("llama-hf-sharded"), "--steps", 0],
                      f"{shards[-1]}: missing")
         run(tool("dtc"), "zoo", "gpt", "--vocab", V, "--ctx", T, "--layers", 1, "--heads", 2, "--embd", 16,
             "-o", path("gpt.dtm"))

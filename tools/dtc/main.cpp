@@ -34,7 +34,8 @@ namespace {
 // all of them.
 #define DTC_ZOO_USAGE                                                                              \
   "  dtc zoo mlp [--input N] [--hidden A,B,...] [--classes N] [--seed S] -o MODEL.dtm\n"           \
-  "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S] -o M.dtm\n"  \
+  "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S]\n"           \
+  "            [--layout nanogpt|hf] -o M.dtm\n"                                                   \
   "  dtc zoo llama [--vocab V] [--ctx T] [--layers L] [--heads H] [--kv-heads K] [--embd C]\n"     \
   "              [--ffn F] [--rope-theta R] [--rms-eps E] [--tie-embeddings] [--seed S] -o "       \
   "M.dtm\n"                                                                                        \
