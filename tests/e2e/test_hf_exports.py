@@ -1,5 +1,5 @@
 """Hugging Face models as users export them: transformers' own GPT2LMHeadModel,
-Qwen2ForCausalLM, LlamaForCausalLM (grouped-query attention), PhiForCausalLM (partial rotary,
+Qwen2ForCausalLM, LlamaForCausalLM (grouped-query attention), MistralForCausalLM, PhiForCausalLM (partial rotary,
 parallel attention and MLP) and ViTForImageClassification (tiny configs, no dropout),
 exported unedited by torch.onnx.export in training mode with the loss inside
 (`model(input_ids, labels=labels).loss`: the labels shifted by a Cast and a Slice on int64 data;
@@ -8,7 +8,7 @@ compiling); GPT-2 and BERT (masked LM) on right-padded batches, their attention_
 input cast to float inside. dtc trains each 10 AdamW steps against transformers training the
 same module on the same batches: losses within 1e-5 relative, weights 1e-4; dp=2, tp=2 (the
 default preset: GPT-2's Conv1D layout, Qwen2's and Llama's blocks by structure) and pp=2 equal one
-device (1e-5). Qwen2's and Llama's RMSNorm, SwiGLU and rotary embeddings, spelled out by the exporter,
+device (1e-5). Qwen2's, Llama's and Mistral's RMSNorm, SwiGLU and rotary embeddings, spelled out by the exporter,
 train as dtc's fused ops.
 
 Runs under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
@@ -20,7 +20,8 @@ import tempfile
 
 import numpy as np
 import torch
-from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, PhiConfig,
+from transformers import (BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                          MistralConfig, MistralForCausalLM, PhiConfig,
                           PhiForCausalLM, Qwen2Config, Qwen2ForCausalLM, ViTConfig,
                           ViTForImageClassification)
 
@@ -73,6 +74,12 @@ def cases(rng, n):
                                                 num_hidden_layers=2, num_attention_heads=4,
                                                 num_key_value_heads=2, max_position_embeddings=T,
                                                 attn_implementation="eager")), lm, []
+    # Mistral: Llama's blocks; its sliding-window mask is built with bitwise_or, which torch 1.13's
+    # exporter cannot write, so the window is off (a window at least the context is the same mask).
+    yield "mistral", MistralForCausalLM(MistralConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
+                                                      num_hidden_layers=2, num_attention_heads=4,
+                                                      num_key_value_heads=2, max_position_embeddings=T,
+                                                      sliding_window=None, attn_implementation="eager")), lm, []
     # Phi: rotary embeddings on part of each head, attention and MLP side by side.
     yield "phi", PhiForCausalLM(PhiConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
                                           num_hidden_layers=2, num_attention_heads=4,
@@ -132,7 +139,7 @@ def main():
             ref_losses, ref_final = torch_reference(module, opt, n, loss_of)
             compare(f"{name} against transformers", losses, ref_losses, final,
                     without_noise(name, final, ref_final), 1e-4)
-            if name in ("qwen2", "llama"):
+            if name in ("qwen2", "llama", "mistral"):
                 fused = op_counts(os.path.join(work, f"{name}.dtp"))
                 print(f"{name}: {fused}")
                 assert fused == {"rms_norm": 5, "swiglu": 2, "rotary": 4}, fused
