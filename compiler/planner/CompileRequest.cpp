@@ -343,7 +343,9 @@ StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
   mlir::MLIRContext ctx(request.threaded ? mlir::MLIRContext::Threading::ENABLED
                                          : mlir::MLIRContext::Threading::DISABLED);
   std::string firstError;
+  std::vector<std::string> remarks;  // what the passes chose, said after the final compile
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic& diag) {
+    if (diag.getSeverity() == mlir::DiagnosticSeverity::Remark) remarks.push_back(diag.str());
     if (diag.getSeverity() == mlir::DiagnosticSeverity::Error && firstError.empty()) {
       std::string where = describe(diag.getLocation());
       firstError = (where.empty() ? "" : where + ": ") + diag.str();
@@ -352,6 +354,7 @@ StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
   });
   auto compileWith = [&](const std::string& recompute) -> StatusOr<std::vector<uint8_t>> {
     options.memory.recompute = recompute;
+    remarks.clear();
     std::vector<uint8_t> bytes;
     if (mlir::failed(compileModel(ctx, *model, options, bytes)))
       return Status::InvalidInput(firstError.empty() ? "compilation failed" : firstError);
@@ -367,6 +370,8 @@ StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
     options.trial = false;
   }
   DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> plan, compileWith(options.memory.recompute));
+  if (!options.trial)
+    for (const std::string& remark : remarks) llvm::outs() << "dtc: " << remark << "\n";
   if (request.memoryBudget) {
     DTC_ASSIGN_OR_RETURN(Plan loaded, Plan::fromFileBytes(plan, "the compiled plan"));
     if (Status fits = checkFits(loaded, request.memoryBudget); !fits.ok())

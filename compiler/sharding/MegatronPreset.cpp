@@ -153,9 +153,11 @@ bool swigluProduct(Value x) {
 // fewer key/value heads than that stay whole on every device (each device slices the heads its
 // queries need). The projections after attention and after the MLP's product split by input
 // columns.
-std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int64_t tp) {
+std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int64_t tp,
+                                     std::string* chosen) {
   std::vector<std::string> specs;
   int qkv = 0, headProjections = 0, attnProj = 0, fc = 0, gate = 0, up = 0, mlpProj = 0;
+  int wholeHeads = 0;  // projections into fewer heads than devices: kept whole
   auto column = [&](const Layer& l, const char* chunks = "") {
     specs.push_back(literal(l.weight) + "=" + chunks + t + ",-");
     if (!l.bias.empty()) specs.push_back(literal(l.bias) + "=" + chunks + t);
@@ -189,7 +191,10 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int6
         specs.push_back(literal(l.weight) + "=-," + t);
         ++attnProj;
       } else if (const int64_t heads = headsOf(l.out)) {
-        if (heads % tp == 0) column(l);
+        if (heads % tp == 0)
+          column(l);
+        else
+          ++wholeHeads;
         ++headProjections;
       }
     });
@@ -199,6 +204,14 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int6
   if (attention == 0 || headProjections % 3 != 0 || attention != attnProj || gate != up ||
       fc + gate != mlpProj || attention != mlpProj)
     return {};
+  if (chosen) {
+    *chosen = "found by structure: " + std::to_string(attention) + " attention block(s) (" +
+              (qkv          ? "one q/k/v projection"
+               : wholeHeads ? "q split by heads; k and v, fewer heads than devices, whole"
+                            : "q, k and v split by heads") +
+              "), " + std::to_string(mlpProj) + " MLP(s) (" + (gate ? "SwiGLU" : "GELU") +
+              "), weights [out, in]";
+  }
   return specs;
 }
 
@@ -217,15 +230,19 @@ bool inputMajor(ModuleOp module, const llvm::GlobPattern& glob) {
 
 }  // namespace
 
-std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t, int64_t tp) {
+std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t, int64_t tp,
+                                       std::string* chosen) {
   bool named = false;
   auto glob = llvm::GlobPattern::create("*.attn.c_attn.weight");
   for (auto func : module.getOps<func::FuncOp>())
     for (BlockArgument arg : func.getArguments()) named = named || glob->match(paramName(arg));
-  if (!named) return byStructure(module, t, tp);
+  if (!named) return byStructure(module, t, tp, chosen);
   // nanoGPT's names in either layout: Hugging Face's GPT-2 keeps the same names in [in, out]
   // tensors, so its column splits are the second dimension and its row splits the first.
   const bool conv1d = inputMajor(module, *glob);
+  if (chosen)
+    *chosen = std::string("found by GPT-2's names, weights ") +
+              (conv1d ? "[in, out] (Hugging Face's Conv1D)" : "[out, in] (nn.Linear)");
   auto columns = [&](const std::string& chunks) {
     return conv1d ? "-," + chunks + t : chunks + t + ",-";
   };

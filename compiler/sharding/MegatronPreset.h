@@ -14,6 +14,8 @@ namespace dtc {
 // the graph under any names (an ONNX export's, Llama's): the linear layers into attention (one
 // split into q, k and v, or three reshaped into heads), the one after attention, the MLP's
 // (into a GELU, or SwiGLU's gate and up) and the one after it. Empty when neither finds a block.
-std::vector<std::string> megatronSpecs(mlir::ModuleOp module, const std::string& axis, int64_t tp);
+// `chosen`, when given, says how the blocks were found and in which layout.
+std::vector<std::string> megatronSpecs(mlir::ModuleOp module, const std::string& axis, int64_t tp,
+                                       std::string* chosen = nullptr);
 
 }  // namespace dtc

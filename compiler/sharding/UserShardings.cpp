@@ -73,13 +73,17 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     std::string preset;
     if (!StringRef(megatron).empty()) {
       if (failed(checkHeads(module, mesh, megatron))) return failure();
+      std::string chosen;
       const std::vector<std::string> specs =
-          megatronSpecs(module, megatron, mesh.axisSize(megatron));
+          megatronSpecs(module, megatron, mesh.axisSize(megatron), &chosen);
       if (specs.empty())
         return module.emitError(
             "Megatron's tensor-parallel splits need a transformer: no parameter is named like "
             "GPT-2's (*.attn.c_attn.weight) and no block has GPT-2's or Llama's shape (split the "
             "model with --shard PATTERN=SPEC)");
+      // Said once per compile (dtc compile prints remarks): which blocks the preset took.
+      module.emitRemark() << "tensor parallel over " << megatron << " (" << mesh.axisSize(megatron)
+                          << " devices): Megatron's splits " << chosen;
       for (const std::string& item : specs) preset += (preset.empty() ? "" : ";") + item;
       SmallVector<StringRef> more;
       StringRef(preset).split(more, ';');
