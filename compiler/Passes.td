@@ -362,7 +362,9 @@ def FuseAttention : Pass<"dtc-fuse-attention", "mlir::ModuleOp"> {
   let summary = "Fuse q·kᵀ → causal softmax → ·v into one flash-style causal_attention op";
   let description = [{
     In @forward, `batch_matmul(q, k) {transpose_rhs}` → `causal_softmax` → `batch_matmul(·, v)`
-    (scores and probabilities used nowhere else, q, k, v of one shape) becomes
+    (scores and probabilities used nowhere else, q, k, v of one shape; kᵀ may also be a
+    transpose feeding only the product, and the scores may be scaled on their own first, as
+    exports write them) becomes
     `causal_attention(q, k, v)`: the [T, T] scores are never stored, forward or backward (the
     backward recomputes them from q, k and the saved log-sum-exp). Run before autodiff.
   }];

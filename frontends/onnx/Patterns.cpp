@@ -4,7 +4,8 @@
 //   RMSNorm     w · x · 1/Sqrt(ReduceMean(Pow(x, 2)) + ε)  (LlamaRMSNorm)
 //   SwiGLU      x · Sigmoid(x) · up  (a Llama MLP's silu(gate_proj) · up_proj)
 //   GELU        0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  and  0.5·x·(1 + erf(x/√2))
-//   attention   Softmax(Where(causal mask, −∞, c·scores))  →  CausalSoftmax(scores, c)
+//   attention   Softmax(Where(causal mask, −∞, c·scores)), Softmax(c·scores + causal additive
+//               mask)  →  CausalSoftmax(scores, c)
 //   Linear      MatMul(x, Transpose(W)) [+ b]  →  Linear(x, W[, b])
 //   loss        NegativeLogLikelihoodLoss(LogSoftmax(x))  →  SoftmaxCrossEntropy
 // Each match is checked whole (constants' values, every interior value read only inside the
@@ -399,26 +400,45 @@ bool isCausal(const Constant& c, int64_t tSize, bool masked) {
   return true;
 }
 
-// Softmax(Where(mask, −∞, c·S)) over the last axis of square scores: CausalSoftmax(S, c).
+// An additive mask of [T, T] slices: 0 where the key is visible (j <= i), a huge negative
+// (−∞, or transformers' finfo.min) where it is hidden.
+bool isAdditiveCausal(const Constant& c, int64_t tSize) {
+  if (c.shape.size() < 2 || c.shape.back() != tSize || c.shape[c.shape.size() - 2] != tSize)
+    return false;
+  for (uint64_t k = 0; k < c.size(); ++k) {
+    const int64_t j = static_cast<int64_t>(k % tSize), i = static_cast<int64_t>(k / tSize % tSize);
+    const double v = c.real(k);
+    if (j <= i ? v != 0 : !(v <= -1e9)) return false;
+  }
+  return true;
+}
+
+// Softmax(Where(mask, −∞, c·S)), or Softmax(c·S + causal additive mask) as transformers' eager
+// attention writes it, over the last axis of square scores: CausalSoftmax(S, c).
 bool matchCausalSoftmax(Translator& t, int root) {
   const onnx::NodeProto& r = t.node(root);
   if (r.op_type() != "Softmax") return false;
   Match m{&t, {root}};
-  const int where = m.take(r.input(0), "Where");
-  if (where < 0) return false;
   const Value* out = t.value(outName(t, root));
   const int64_t rank = static_cast<int64_t>(out->shape.size());
   int64_t axis = intAttribute(r, "axis", -1);
   if (rank < 2 || (axis != -1 && axis != rank - 1) || out->shape[rank - 1] != out->shape[rank - 2])
     return false;
-  const onnx::NodeProto& w = t.node(where);
-  const Constant* cond = t.constant(where, 0);
   std::string scaled;
-  for (int k : {1, 2}) {
-    std::optional<double> fill = m.scalar(w.input(k));
-    if (!cond || !fill || !(*fill == -INFINITY || *fill <= -1e9)) continue;
-    // Where(mask, −∞, S): the mask marks hidden keys; Where(keep, S, −∞): visible ones.
-    if (isCausal(*cond, out->shape.back(), k == 1)) scaled = w.input(k == 1 ? 2 : 1);
+  if (const int where = m.take(r.input(0), "Where"); where >= 0) {
+    const onnx::NodeProto& w = t.node(where);
+    const Constant* cond = t.constant(where, 0);
+    for (int k : {1, 2}) {
+      std::optional<double> fill = m.scalar(w.input(k));
+      if (!cond || !fill || !(*fill == -INFINITY || *fill <= -1e9)) continue;
+      // Where(mask, −∞, S): the mask marks hidden keys; Where(keep, S, −∞): visible ones.
+      if (isCausal(*cond, out->shape.back(), k == 1)) scaled = w.input(k == 1 ? 2 : 1);
+    }
+  } else if (const int add = m.take(r.input(0), "Add"); add >= 0) {
+    for (int k : {0, 1})
+      if (const Constant* mask = t.constant(add, k);
+          mask && isAdditiveCausal(*mask, out->shape.back()))
+        scaled = t.node(add).input(1 - k);
   }
   if (scaled.empty() || t.value(scaled)->shape != out->shape) return false;
   double scale = 1.0;

@@ -9,7 +9,8 @@ input cast to float inside. dtc trains each 10 AdamW steps against transformers 
 same module on the same batches: losses within 1e-5 relative, weights 1e-4; dp=2, tp=2 (the
 default preset: GPT-2's Conv1D layout, Qwen2's and Llama's blocks by structure) and pp=2 equal one
 device (1e-5). Qwen2's, Llama's and Mistral's RMSNorm, SwiGLU and rotary embeddings, spelled out by the exporter,
-train as dtc's fused ops.
+train as dtc's fused ops; the causal LMs' attention (an additive causal mask in eager
+attention) trains as flash-style attention under --fused-attention, equal to the unfused step.
 
 Runs under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
 import json
@@ -115,6 +116,14 @@ def op_counts(plan):
     return {k: n for k, n in step["op_counts"].items() if k in ("rms_norm", "swiglu", "rotary", "pow", "sigmoid", "silu")}
 
 
+def attention_ops(plan):
+    """The training step's attention ops, by kind."""
+    info = json.loads(subprocess.run([tool("dtc"), "inspect", plan, "--json"], check=True, capture_output=True,
+                                     text=True).stdout)
+    step = next(f for f in info["functions"] if f["name"] == "train_step")
+    return {k: n for k, n in step["op_counts"].items() if k in ("causal_attention", "causal_attention_qkv", "softmax", "causal_softmax")}
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(2)
@@ -143,6 +152,14 @@ def main():
                 fused = op_counts(os.path.join(work, f"{name}.dtp"))
                 print(f"{name}: {fused}")
                 assert fused == {"rms_norm": 5, "swiglu": 2, "rotary": 4}, fused
+            if name in ("gpt2", "qwen2", "llama", "mistral", "phi"):
+                # The eager attention's additive causal mask is recognised: flash-style attention
+                # (CUDA's default) takes the export's attention whole.
+                _, final2, losses2 = dtc_run(path, work, f"{name}-fused", flags + extra + ["--fused-attention"], data)
+                fused = attention_ops(os.path.join(work, f"{name}-fused.dtp"))
+                assert sum(fused.values()) == 2 and set(fused) <= {"causal_attention", "causal_attention_qkv"}, fused
+                compare(f"{name} fused attention against unfused", losses2, losses, final2,
+                        without_noise(name, final2, final), 1e-5)
             for mesh, more in (("dp=2", []), ("tp=2", []), ("pp=2", ["--microbatches", "2"])):
                 _, final2, losses2 = dtc_run(path, work, f"{name}-{mesh}", flags + extra + ["--mesh", mesh] + more,
                                              data, devices=2)
