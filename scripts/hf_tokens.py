@@ -7,8 +7,8 @@ usage: hf_tokens.py TOKENIZER_DIR OUT_DIR SRC [SRC ...]
 
 TOKENIZER_DIR is a folder save_pretrained wrote (tokenizer.json or the tokenizer's own files);
 nothing is downloaded. A document is a whole SRC file, or each entry of a fortune file (text
-between `%` lines). dtc's token files hold uint16 tokens (llm.c's version 1): a vocabulary above
-65536 is refused. Files are written to a temporary name, then renamed. Errors: one line on
+between `%` lines). Token files are llm.c's: uint16 tokens (GPT-2's format) where every id fits,
+uint32 (Llama 3's: magic 20240801, version 7) for larger vocabularies. Files are written to a temporary name, then renamed. Errors: one line on
 stderr, exit status 2. Run under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
 import os
 import sys
@@ -42,9 +42,6 @@ def run(argv):
     except (OSError, ValueError) as e:
         raise Error(f"{tokenizer_dir}: no tokenizer there ({str(e).splitlines()[0]})") from None
     vocab = len(tokenizer)
-    if vocab > 65536:
-        raise Error(f"{tokenizer_dir}: a vocabulary of {vocab} does not fit dtc's uint16 token files "
-                    "(llm.c's version 1)")
     eot = tokenizer.eos_token_id
     if eot is None:
         raise Error(f"{tokenizer_dir}: the tokenizer has no end-of-text token to separate documents")

@@ -14,7 +14,8 @@ import sys
 import numpy as np
 
 FORTUNES = "/usr/share/games/fortunes"
-MAGIC, VERSION = 20240520, 1
+MAGIC, VERSION = 20240520, 1  # llm.c's GPT-2 token files: uint16 tokens
+WIDE_MAGIC, WIDE_VERSION = 20240801, 7  # llm.c's Llama 3 token files: uint32 tokens
 TRAIN_FRACTION = 0.9
 
 
@@ -77,13 +78,15 @@ def corpus(files):
 
 
 def write_tokens(path, tokens):
+    """GPT-2's format when every id fits in uint16, Llama 3's otherwise (as llm.c's data scripts)."""
+    wide = len(tokens) > 0 and int(tokens.max()) > 65535
     header = np.zeros(256, dtype="<i4")
-    header[:3] = [MAGIC, VERSION, len(tokens)]
+    header[:3] = [WIDE_MAGIC, WIDE_VERSION, len(tokens)] if wide else [MAGIC, VERSION, len(tokens)]
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
             f.write(header.tobytes())
-            f.write(tokens.astype("<u2").tobytes())
+            f.write(tokens.astype("<u4" if wide else "<u2").tobytes())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

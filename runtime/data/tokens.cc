@@ -24,23 +24,37 @@ StatusOr<TokenFile> TokenFile::open(const std::string& path) {
   const uint8_t* map = file.file_.data();
   int32_t header[3];
   std::memcpy(header, map, sizeof header);
-  if (header[0] != kTokenMagic)
+  if (header[0] != kTokenMagic && header[0] != kWideTokenMagic)
     return Status::InvalidInput(path + " is not an llm.c token file (magic " +
                                 std::to_string(header[0]) + ", expected 20240520)");
-  if (header[1] != kTokenVersion)
-    return Status::InvalidInput(path + " has token format version " + std::to_string(header[1]) +
-                                "; expected 1 (uint16 tokens)");
+  file.wide_ = header[0] == kWideTokenMagic;
+  const int32_t version = file.wide_ ? kWideTokenVersion : kTokenVersion;
+  if (header[1] != version)
+    return Status::InvalidInput(
+        path + " has token format version " + std::to_string(header[1]) +
+        (file.wide_ ? "; expected 7 (Llama 3's uint32 tokens)" : "; expected 1 (uint16 tokens)"));
+  const size_t width = file.wide_ ? sizeof(uint32_t) : sizeof(uint16_t);
   int64_t count = header[2];
-  size_t available = (size - kHeaderBytes) / sizeof(uint16_t);
+  size_t available = (size - kHeaderBytes) / width;
   if (count < 0 || static_cast<size_t>(count) > available)
     return Status::InvalidInput(path + " is truncated: the header promises " +
                                 std::to_string(count) + " tokens, the file holds " +
                                 std::to_string(available));
-  file.tokens_ = reinterpret_cast<const uint16_t*>(map + kHeaderBytes);
+  file.tokens_ = map + kHeaderBytes;
   file.count_ = count;
   for (int64_t i = 0; i < count; ++i)
-    file.maxPlusOne_ = std::max<int64_t>(file.maxPlusOne_, file.tokens_[i] + 1);
+    file.maxPlusOne_ = std::max<int64_t>(file.maxPlusOne_, static_cast<int64_t>(file[i]) + 1);
   return file;
+}
+
+void TokenFile::copy(int64_t from, int64_t n, int64_t* out) const {
+  if (wide_) {
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(tokens_) + from;
+    for (int64_t j = 0; j < n; ++j) out[j] = src[j];
+  } else {
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(tokens_) + from;
+    for (int64_t j = 0; j < n; ++j) out[j] = src[j];
+  }
 }
 
 std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint64_t seed,
@@ -89,7 +103,7 @@ StatusOr<TokenShards> TokenShards::open(const std::string& spec) {
   return shards;
 }
 
-uint16_t TokenShards::operator[](int64_t i) const {
+uint32_t TokenShards::operator[](int64_t i) const {
   const size_t k = std::upper_bound(starts_.begin(), starts_.end(), i) - starts_.begin() - 1;
   return files_[k][i - starts_[k]];
 }
@@ -99,8 +113,7 @@ void TokenShards::copy(int64_t from, int64_t n, int64_t* out) const {
   for (int64_t done = 0; done < n; ++k) {
     const int64_t at = from + done - starts_[k];
     const int64_t take = std::min(n - done, files_[k].size() - at);
-    const uint16_t* src = files_[k].data() + at;
-    for (int64_t j = 0; j < take; ++j) out[done + j] = src[j];
+    files_[k].copy(at, take, out + done);
     done += take;
   }
 }
@@ -119,16 +132,27 @@ Status writeTokenFile(const std::string& path, const std::vector<int32_t>& token
   if (tokens.size() > static_cast<size_t>(INT32_MAX))
     return Status::InvalidInput("cannot write " + path + ": " + std::to_string(tokens.size()) +
                                 " tokens do not fit the header's int32 count");
-  std::vector<uint8_t> bytes(kHeaderBytes + tokens.size() * sizeof(uint16_t), 0);
-  int32_t header[3] = {kTokenMagic, kTokenVersion, static_cast<int32_t>(tokens.size())};
+  bool wide = false;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0)
+      return Status::InvalidInput("cannot write " + path + ": token " + std::to_string(tokens[i]) +
+                                  " at position " + std::to_string(i) + " is negative");
+    wide = wide || tokens[i] > 65535;
+  }
+  const size_t width = wide ? sizeof(uint32_t) : sizeof(uint16_t);
+  std::vector<uint8_t> bytes(kHeaderBytes + tokens.size() * width, 0);
+  int32_t header[3] = {wide ? kWideTokenMagic : kTokenMagic,
+                       wide ? kWideTokenVersion : kTokenVersion,
+                       static_cast<int32_t>(tokens.size())};
   std::memcpy(bytes.data(), header, sizeof header);
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] > 65535)
-      return Status::InvalidInput("cannot write " + path + ": token " + std::to_string(tokens[i]) +
-                                  " at position " + std::to_string(i) +
-                                  " does not fit in uint16 (0..65535)");
-    uint16_t v = static_cast<uint16_t>(tokens[i]);
-    std::memcpy(bytes.data() + kHeaderBytes + i * 2, &v, 2);
+    if (wide) {
+      const uint32_t v = static_cast<uint32_t>(tokens[i]);
+      std::memcpy(bytes.data() + kHeaderBytes + i * 4, &v, 4);
+    } else {
+      const uint16_t v = static_cast<uint16_t>(tokens[i]);
+      std::memcpy(bytes.data() + kHeaderBytes + i * 2, &v, 2);
+    }
   }
   return io::writeFileAtomically(path, bytes.data(), bytes.size());
 }

@@ -10,11 +10,15 @@
 
 namespace dtc::data {
 
+// llm.c's token files: GPT-2's (magic 20240520, version 1, uint16 tokens) and Llama 3's (magic
+// 20240801, version 7, uint32 tokens: vocabularies past 65536).
 inline constexpr int32_t kTokenMagic = 20240520;
 inline constexpr int32_t kTokenVersion = 1;
+inline constexpr int32_t kWideTokenMagic = 20240801;
+inline constexpr int32_t kWideTokenVersion = 7;
 
 // A 256 × int32 little-endian header (magic, version, token count, …) followed by `count`
-// uint16 tokens. Memory-mapped, read-only, move-only.
+// tokens, uint16 or uint32 as the header says. Memory-mapped, read-only, move-only.
 class TokenFile {
  public:
   // Checks the magic, the version and that the file holds the tokens its header promises.
@@ -22,14 +26,19 @@ class TokenFile {
 
   int64_t size() const { return count_; }
   // Unchecked, like the vector it stands in for: callers index within windows they validated.
-  uint16_t operator[](int64_t i) const { return tokens_[i]; }
-  const uint16_t* data() const { return tokens_; }
+  uint32_t operator[](int64_t i) const {
+    return wide_ ? reinterpret_cast<const uint32_t*>(tokens_)[i]
+                 : reinterpret_cast<const uint16_t*>(tokens_)[i];
+  }
+  // Copies tokens [from, from + n) into `out` as int64.
+  void copy(int64_t from, int64_t n, int64_t* out) const;
   // Largest token id + 1: what the model's vocabulary must cover.
   int64_t maxTokenPlusOne() const { return maxPlusOne_; }
 
  private:
   io::MappedFile file_;
-  const uint16_t* tokens_ = nullptr;
+  const uint8_t* tokens_ = nullptr;
+  bool wide_ = false;  // uint32 tokens
   int64_t count_ = 0, maxPlusOne_ = 0;
 };
 
@@ -49,7 +58,7 @@ class TokenShards {
   int64_t maxTokenPlusOne() const { return maxPlusOne_; }
   const std::vector<std::string>& paths() const { return paths_; }
   // Token `i` of the concatenation (0 <= i < size()).
-  uint16_t operator[](int64_t i) const;
+  uint32_t operator[](int64_t i) const;
   // Copies tokens [from, from + n) of the concatenation into `out` as int64.
   void copy(int64_t from, int64_t n, int64_t* out) const;
 
@@ -72,8 +81,8 @@ std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint6
 void fillWindows(const TokenShards& tokens, const std::vector<int64_t>& offsets, int64_t t,
                  int64_t* inputs, int64_t* targets);
 
-// Writes a token file through a temporary name and a rename; ids must fit in uint16 and the
-// count in the header's int32.
+// Writes a token file through a temporary name and a rename: GPT-2's format when every id fits
+// in uint16, Llama 3's otherwise; ids must not be negative, the count must fit the header's int32.
 Status writeTokenFile(const std::string& path, const std::vector<int32_t>& tokens);
 
 }  // namespace dtc::data

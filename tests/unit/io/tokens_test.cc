@@ -38,8 +38,7 @@ TEST(Tokens, RoundTrip) {
   ASSERT_TRUE(file.ok()) << file.status().message();
   ASSERT_EQ(file->size(), 101);
   for (int64_t i = 0; i < file->size(); ++i) {
-    EXPECT_EQ((*file)[i], tokens[i]);
-    EXPECT_EQ(file->data()[i], tokens[i]);
+    EXPECT_EQ((*file)[i], static_cast<uint32_t>(tokens[i]));
   }
   EXPECT_EQ(file->maxTokenPlusOne(), 65536);
   // Moving keeps the mapping alive: the data pointer stays valid in the new owner.
@@ -48,19 +47,40 @@ TEST(Tokens, RoundTrip) {
   std::remove(path.c_str());
 }
 
-TEST(Tokens, WriteIsAtomicAndRejectsIdsOutsideUint16) {
+TEST(Tokens, WriteIsAtomicAndRejectsNegativeIds) {
   std::string path = tempPath("big.bin");
   ASSERT_TRUE(writeTokenFile(path, {1, 2, 3}).ok());
-  Status bad = writeTokenFile(path, {1, 70000});
+  Status bad = writeTokenFile(path, {1, -7});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.code(), StatusCode::kInvalidInput);
   EXPECT_NE(bad.message().find(path), std::string::npos) << bad.message();
-  EXPECT_NE(bad.message().find("70000"), std::string::npos) << bad.message();
-  EXPECT_FALSE(writeTokenFile(path, {-1}).ok());
-  // The failed writes left the earlier file untouched.
+  EXPECT_NE(bad.message().find("-7"), std::string::npos) << bad.message();
+  // The failed write left the earlier file untouched.
   auto file = TokenFile::open(path);
   ASSERT_TRUE(file.ok()) << file.status().message();
   EXPECT_EQ(file->size(), 3);
+  std::remove(path.c_str());
+}
+
+// Ids past uint16 (Llama 3's 128k vocabulary) are written in llm.c's Llama 3 format, magic
+// 20240801, version 7, uint32 tokens, and read back as written; windows read them too.
+TEST(Tokens, WideIdsInLlama3Format) {
+  std::string path = tempPath("wide.bin");
+  ASSERT_TRUE(writeTokenFile(path, {1, 128255, 70000, 3}).ok());
+  std::ifstream in(path, std::ios::binary);
+  int32_t header[3];
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  EXPECT_EQ(header[0], 20240801);
+  EXPECT_EQ(header[1], 7);
+  EXPECT_EQ(header[2], 4);
+  auto file = TokenShards::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(file->maxTokenPlusOne(), 128256);
+  EXPECT_EQ((*file)[1], 128255u);
+  std::vector<int64_t> inputs(2), targets(2);
+  fillWindows(*file, {1}, 2, inputs.data(), targets.data());
+  EXPECT_EQ(inputs, (std::vector<int64_t>{128255, 70000}));
+  EXPECT_EQ(targets, (std::vector<int64_t>{70000, 3}));
   std::remove(path.c_str());
 }
 
