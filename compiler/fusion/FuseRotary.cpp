@@ -32,7 +32,7 @@ Value halfOf(Value piece, int64_t index) {
   if (!split || split.getParts() != 2 || cast<OpResult>(piece).getResultNumber() != index)
     return nullptr;
   auto type = cast<RankedTensorType>(split.getX().getType());
-  if (split.getAxis() != type.getRank() - 1) return nullptr;
+  if (static_cast<int64_t>(split.getAxis()) != type.getRank() - 1) return nullptr;
   if (auto sizes = split.getSizes(); sizes && (*sizes)[0] != (*sizes)[1]) return nullptr;
   return split.getX();
 }
@@ -52,7 +52,7 @@ std::optional<Rotation> matchRotation(graph::AddOp add) {
       auto concat = rot.getDefiningOp<graph::ConcatOp>();
       if (!concat || !rot.hasOneUse() || concat.getPieces().size() != 2) continue;
       auto type = cast<RankedTensorType>(rot.getType());
-      if (concat.getAxis() != type.getRank() - 1) continue;
+      if (static_cast<int64_t>(concat.getAxis()) != type.getRank() - 1) continue;
       auto negate = concat.getPieces()[0].getDefiningOp<graph::ScaleOp>();
       if (!negate || negate.getFactor().convertToFloat() != -1.0f ||
           !concat.getPieces()[0].hasOneUse())
