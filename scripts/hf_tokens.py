@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from text_to_tokens import Error, entries, is_binary, read_bytes, write_train_val  # noqa: E402
+from text_to_tokens import Error, entries, is_binary, main_of, read_bytes, write_train_val  # noqa: E402
 
 
 def documents(path):
@@ -55,11 +55,7 @@ def run(argv):
 
 
 def main():
-    try:
-        run(sys.argv[1:])
-    except Error as e:
-        print(f"hf_tokens: error: {e}", file=sys.stderr)
-        sys.exit(2)
+    main_of("hf_tokens", run)
 
 
 if __name__ == "__main__":

@@ -136,12 +136,17 @@ def run(argv):
     write_train_val(out, tokens, "bytes of text", f"byte-level, vocabulary 256, from {len(files)} files")
 
 
-def main():
+def main_of(prog, run_with):
+    """Runs `run_with` on the command line's arguments: an Error is one line on stderr, exit 2."""
     try:
-        run(sys.argv[1:])
+        run_with(sys.argv[1:])
     except Error as e:
-        print(f"text_to_tokens: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+def main():
+    main_of("text_to_tokens", run)
 
 
 if __name__ == "__main__":

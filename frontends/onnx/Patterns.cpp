@@ -91,6 +91,16 @@ void factors(Match& m, const std::string& name, std::vector<std::string>& out, i
   out.push_back(name);
 }
 
+// The leaves of the product rooted at node `root` (its single-use Muls added to `m`); empty when
+// the root is no Mul.
+std::vector<std::string> productLeaves(Match& m, int root) {
+  std::vector<std::string> leaves;
+  if (m.tr->node(root).op_type() != "Mul") return leaves;
+  factors(m, m.tr->node(root).input(0), leaves);
+  factors(m, m.tr->node(root).input(1), leaves);
+  return leaves;
+}
+
 bool sameMultiset(std::vector<std::string> a, std::vector<std::string> b) {
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
@@ -198,11 +208,8 @@ bool matchLayerNorm(Translator& t, int root) {
 // RMSNorm over the last dimension: the product of w, x and 1/Sqrt(mean(x²) + ε) (Div by it, or
 // its Reciprocal), in any association.
 bool matchRmsNorm(Translator& t, int root) {
-  if (t.node(root).op_type() != "Mul") return false;
   Match m{&t, {root}};
-  std::vector<std::string> leaves;
-  factors(m, t.node(root).input(0), leaves);
-  factors(m, t.node(root).input(1), leaves);
+  std::vector<std::string> leaves = productLeaves(m, root);
   // LlamaRMSNorm casts the normalised x back to the input's type before the weight: float to
   // float in a float32 export.
   std::vector<std::string> expanded;
@@ -271,11 +278,8 @@ bool matchRmsNorm(Translator& t, int root) {
 
 // SwiGLU's product: gate · Sigmoid(gate) · up, in any association.
 bool matchSwiglu(Translator& t, int root) {
-  if (t.node(root).op_type() != "Mul") return false;
   Match m{&t, {root}};
-  std::vector<std::string> leaves;
-  factors(m, t.node(root).input(0), leaves);
-  factors(m, t.node(root).input(1), leaves);
+  const std::vector<std::string> leaves = productLeaves(m, root);
   if (leaves.size() != 3) return false;
   for (int s = 0; s < 3; ++s) {
     Match trial = m;
@@ -305,11 +309,8 @@ bool matchSwiglu(Translator& t, int root) {
 // GELU: 0.5·x·(1 + tanh(√(2/π)(x + 0.044715·x³))) or 0.5·x·(1 + erf(x/√2)), in any association
 // of the products.
 bool matchGelu(Translator& t, int root) {
-  if (t.node(root).op_type() != "Mul") return false;
   Match m{&t, {root}};
-  std::vector<std::string> leaves;
-  factors(m, t.node(root).input(0), leaves);
-  factors(m, t.node(root).input(1), leaves);
+  const std::vector<std::string> leaves = productLeaves(m, root);
   if (leaves.size() != 3) return false;
   // One leaf is 0.5, one is x, one is 1 + f(...).
   for (int half = 0; half < 3; ++half) {

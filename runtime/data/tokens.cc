@@ -48,13 +48,11 @@ StatusOr<TokenFile> TokenFile::open(const std::string& path) {
 }
 
 void TokenFile::copy(int64_t from, int64_t n, int64_t* out) const {
-  if (wide_) {
-    const uint32_t* src = reinterpret_cast<const uint32_t*>(tokens_) + from;
-    for (int64_t j = 0; j < n; ++j) out[j] = src[j];
-  } else {
-    const uint16_t* src = reinterpret_cast<const uint16_t*>(tokens_) + from;
-    for (int64_t j = 0; j < n; ++j) out[j] = src[j];
-  }
+  auto widen = [&](const auto* src) { std::copy(src + from, src + from + n, out); };
+  if (wide_)
+    widen(reinterpret_cast<const uint32_t*>(tokens_));
+  else
+    widen(reinterpret_cast<const uint16_t*>(tokens_));
 }
 
 std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint64_t seed,
@@ -66,9 +64,31 @@ std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint6
   return offsets;
 }
 
+namespace {
+
+bool hasSuffix(const std::string& name, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return name.size() > n && name.compare(name.size() - n, n, suffix) == 0;
+}
+
+}  // namespace
+
+bool isTokenGlob(const std::string& spec) { return spec.find_first_of("*?[") != std::string::npos; }
+
+bool holdsTokenShards(const std::string& dir) {
+  auto names = io::listDirectory(dir);
+  if (!names.ok()) return false;
+  bool shards = false;
+  for (const std::string& name : *names) {
+    if (hasSuffix(name, ".npy")) return false;
+    shards = shards || (hasSuffix(name, ".bin") && io::isRegularFile(dir + "/" + name));
+  }
+  return shards;
+}
+
 StatusOr<std::vector<std::string>> tokenShardPaths(const std::string& spec) {
   std::vector<std::string> paths;
-  if (spec.find_first_of("*?[") != std::string::npos) {
+  if (isTokenGlob(spec)) {
     glob_t found{};
     const int rc = ::glob(spec.c_str(), 0, nullptr, &found);
     for (size_t i = 0; rc == 0 && i < found.gl_pathc; ++i)
@@ -78,8 +98,7 @@ StatusOr<std::vector<std::string>> tokenShardPaths(const std::string& spec) {
   } else if (io::isDirectory(spec)) {
     DTC_ASSIGN_OR_RETURN(std::vector<std::string> names, io::listDirectory(spec));
     for (const std::string& name : names)
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".bin") == 0 &&
-          io::isRegularFile(spec + "/" + name))
+      if (hasSuffix(name, ".bin") && io::isRegularFile(spec + "/" + name))
         paths.push_back(spec + "/" + name);
     if (paths.empty()) return Status::InvalidInput(spec + " holds no token shards (*.bin)");
   } else {

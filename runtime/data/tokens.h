@@ -42,6 +42,12 @@ class TokenFile {
   int64_t count_ = 0, maxPlusOne_ = 0;
 };
 
+// Whether `spec` is a glob of token files (`*`, `?` or `[` in it) rather than a path.
+bool isTokenGlob(const std::string& spec);
+// Whether folder `dir` is token shards: it holds `*.bin` files and no `.npy` arrays (a folder of
+// .npy arrays is the other kind of data).
+bool holdsTokenShards(const std::string& dir);
+
 // The token files `spec` names, in name order: the file itself; a directory's `*.bin` files
 // (llm.c's shards, fineweb_train_000001.bin …); or the files a glob matches (`*`, `?` or `[` in
 // the path). An empty match is an error naming the spec.

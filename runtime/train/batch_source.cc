@@ -331,8 +331,7 @@ class TokenSource : public BatchSource {
 }  // namespace
 
 Status checkDataPath(const std::string& path) {
-  if (path.find_first_of("*?[") != std::string::npos)  // a glob of token shards
-    return data::tokenShardPaths(path).status();
+  if (data::isTokenGlob(path)) return data::tokenShardPaths(path).status();
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     return Status::InvalidInput("cannot open " + path + ": no such file or directory");
@@ -347,14 +346,8 @@ StatusOr<std::unique_ptr<BatchSource>> openBatchSource(Executor& ex, const std::
   DTC_RETURN_IF_ERROR(checkDataPath(path));
   // A folder of .npy arrays, or token files: one, a folder of shards (*.bin and no .npy), or a
   // glob of them.
-  if (io::isDirectory(path)) {
-    auto names = io::listDirectory(path);
-    const bool arrays = names.ok() && std::any_of(names->begin(), names->end(), [](auto& n) {
-                          return n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0;
-                        });
-    if (arrays || !data::tokenShardPaths(path).ok())
-      return NpySource::open(ex, function, inputs, path, seed);
-  }
+  if (io::isDirectory(path) && !data::holdsTokenShards(path))
+    return NpySource::open(ex, function, inputs, path, seed);
   return TokenSource::open(ex, inputs, path, seed);
 }
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "comm/watchdog.h"
 #include "data/tokens.h"
@@ -136,22 +138,24 @@ Status agreeToStart(comm::Communicator& world, const Status& local,
 }
 
 std::string contentFingerprint(const std::string& path) {
-  if (path.find_first_of("*?[") != std::string::npos) {  // a glob of token shards
+  std::vector<std::pair<std::string, std::string>> files;  // (as named, path)
+  if (data::isTokenGlob(path)) {
     auto paths = data::tokenShardPaths(path);
     if (!paths.ok()) return "no match";
-    std::string out;
-    for (const std::string& p : *paths)
-      out += (out.empty() ? "" : "; ") + p + " " + fileFingerprint(p);
-    return out;
+    for (const std::string& p : *paths) files.emplace_back(p, p);
+  } else if (!io::isDirectory(path)) {
+    return fileFingerprint(path);
+  } else {
+    auto names = io::listDirectory(path);
+    if (!names.ok()) return "unreadable";
+    for (const std::string& name : *names)
+      if (io::isRegularFile(path + "/" + name)) files.emplace_back(name, path + "/" + name);
+    if (files.empty()) return "an empty directory";
   }
-  if (!io::isDirectory(path)) return fileFingerprint(path);
-  auto names = io::listDirectory(path);
-  if (!names.ok()) return "unreadable";
   std::string out;
-  for (const std::string& name : *names)
-    if (io::isRegularFile(path + "/" + name))
-      out += (out.empty() ? "" : "; ") + name + " " + fileFingerprint(path + "/" + name);
-  return out.empty() ? "an empty directory" : out;
+  for (const auto& [name, file] : files)
+    out += (out.empty() ? "" : "; ") + name + " " + fileFingerprint(file);
+  return out;
 }
 
 }  // namespace dtc
