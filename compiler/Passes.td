@@ -266,6 +266,25 @@ def DataParallel : Pass<"dtc-data-parallel", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def ExpertParallel : Pass<"dtc-expert-parallel", "mlir::ModuleOp"> {
+  let summary = "Expert parallelism: experts split over `ep`, tokens moved to them by all-to-all";
+  let description = [{
+    On a mesh with an `ep` axis of `ep` devices: data inputs split their batch over ep too
+    (after the data axes), and each mixture-of-experts layer's buffer [E, G, C, D] is pinned by
+    dist.reshard to groups on the tokens' side (dispatch's result as made, combine's input) and
+    to experts (E over ep) on the experts' side; propagation then splits the experts' weights and
+    their optimizer state over ep, and the partitioner turns each change of side into one
+    all-to-all over ep, forward and backward. Experts' gradients are partial over the data axes
+    only (each expert's tokens gathered on its device), the other parameters' over ep too.
+    Errors: no ep axis of that size, a model with no mixture of experts, experts or a batch
+    that do not divide.
+  }];
+  let options = [
+    Option<"ep", "ep", "int64_t", "1", "expert-parallel devices">,
+  ];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
 def ShardingPropagation : Pass<"dtc-sharding-propagation", "mlir::ModuleOp"> {
   let summary = "Shard every value from a few annotations, through the ops' sharding rules";
   let description = [{

@@ -177,6 +177,9 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
         options.mesh, options.shard, options.megatron, options.sequenceParallel ? "tp" : ""}));
     if (options.vocabParallel) pm.addPass(createVocabParallel(VocabParallelOptions{"tp"}));
     pm.addPass(createSyncBatchNorm());
+    // Ahead of dp: the experts' weights and state are then annotated ones, which ZeRO splits.
+    if (options.expertParallel > 0)
+      pm.addPass(createExpertParallel(ExpertParallelOptions{options.expertParallel}));
     if (options.dataParallel > 0)
       pm.addPass(createDataParallel(
           DataParallelOptions{options.dataParallel, options.zeroStage, options.dataReplicate}));

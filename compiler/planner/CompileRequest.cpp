@@ -228,6 +228,12 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
                        options.parallel.mesh + "'");
       if (name == "dp") {
         options.parallel.dataParallel = n;
+      } else if (name == "ep") {
+        if (namesAxis(options.parallel.shard, name))
+          return invalid(
+              "dtc compile: mesh axis ep splits the experts of mixture-of-experts "
+              "layers; --shard cannot split over it");
+        options.parallel.expertParallel = n;
       } else if (name == "dp_replicate") {
         options.parallel.dataReplicate = n;
       } else if (name == "pp") {

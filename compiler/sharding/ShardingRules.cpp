@@ -267,6 +267,37 @@ OpShardingRule nchwWithChannels(Operation* op) {
   return b.take();
 }
 
+// The token-moving ops of a mixture of experts: tokens [G, S, D] (expert, slot and weight
+// [G, S, K]) against the experts' buffer [E, G, C, D]. Groups and the width split freely; E and
+// C stay whole (each expert's slots are filled from every token of its group), S and K too.
+OpShardingRule moeTokens(Operation* o) {
+  RuleBuilder b(o);
+  int g = b.factor(), d = b.factor();
+  // What each value is: a buffer, tokens, or per-choice (indices and weights: groups only).
+  enum Kind { kBuffer, kTokens, kChoices };
+  auto kindOf = [&](Value v) {
+    if (rankOf(v) == 4) return kBuffer;
+    if (isa<IntegerType>(cast<RankedTensorType>(v.getType()).getElementType())) return kChoices;
+    if (auto combine = dyn_cast<graph::MoeCombineOp>(o); combine && v == combine.getWeight())
+      return kChoices;
+    if (auto grad = dyn_cast<graph::MoeCombineGradOp>(o);
+        grad && (v == grad.getWeight() || v == grad.getDweight()))
+      return kChoices;
+    return kTokens;
+  };
+  auto dims = [&](Value v) -> SmallVector<int> {
+    switch (kindOf(v)) {
+      case kBuffer: return {-1, g, -1, d};
+      case kTokens: return {g, -1, d};
+      case kChoices: return {g, -1, -1};
+    }
+    return {};
+  };
+  for (auto [i, v] : llvm::enumerate(o->getOperands())) b.operandDims(i, dims(v));
+  for (auto [i, v] : llvm::enumerate(o->getResults())) b.resultDims(i, dims(v));
+  return b.take();
+}
+
 }  // namespace
 
 FailureOr<OpShardingRule> getShardingRule(Operation* op) {
@@ -402,6 +433,25 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
             RuleBuilder b(o);
             SmallVector<int> rows = b.factors(rankOf(o.getX()) - 1);
             b.operandDims(0, rows).operandDims(1, rows).operandDims(3, rows).resultDims(0, rows);
+            return b.take();
+          })
+          .Case<MoeRouteOp, MoeRouteGradOp>([](Operation* o) {
+            // Groups split freely; a group's slots are handed out in token order and a token
+            // ranks every expert, so S and E stay whole.
+            RuleBuilder b(o);
+            int g = b.factor();
+            for (unsigned i = 0; i < o->getNumOperands(); ++i) b.operand(i, 0, g);
+            for (unsigned i = 0; i < o->getNumResults(); ++i) b.result(i, 0, g);
+            return b.take();
+          })
+          .Case<MoeDispatchOp, MoeDispatchGradOp, MoeCombineOp, MoeCombineGradOp>(
+              [](Operation* o) { return moeTokens(o); })
+          .Case<LogSumExpOp, LogSumExpGradOp>([](Operation* o) {
+            // Rows split freely; a row's log-sum-exp needs the whole row.
+            RuleBuilder b(o);
+            SmallVector<int> rows = b.factors(rankOf(o->getResult(0)) - isa<LogSumExpGradOp>(o));
+            for (unsigned i = 0; i < o->getNumOperands(); ++i) b.operandDims(i, rows);
+            b.resultDims(0, rows);
             return b.take();
           })
           .Case<EmbeddingOp>([](EmbeddingOp o) {

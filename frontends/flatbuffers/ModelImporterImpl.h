@@ -77,6 +77,7 @@ class ModelImporter {
   LogicalResult importLayerNorm(const model::Node& node, Location loc);
   LogicalResult importRmsNorm(const model::Node& node, Location loc);
   LogicalResult importSwiglu(const model::Node& node, Location loc);
+  LogicalResult importMixtureOfExperts(const model::Node& node, Location loc);
   LogicalResult importTranspose(const model::Node& node, Location loc);
   LogicalResult importSplit(const model::Node& node, Location loc);
   LogicalResult importConcat(const model::Node& node, Location loc);

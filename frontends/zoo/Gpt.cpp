@@ -1,5 +1,6 @@
 #include <cmath>
 #include <map>
+#include <sstream>
 
 #include "zoo/Attention.h"
 #include "zoo/Zoo.h"
@@ -12,6 +13,29 @@ std::string validateGpt(const GptOptions& o) {
   if (o.embd % o.heads != 0)
     return "--heads " + std::to_string(o.heads) + " does not divide --embd " +
            std::to_string(o.embd) + " (each head gets embd/heads channels)";
+  if (o.moe.enabled() && o.hfLayout)
+    return "--layout hf has no mixture-of-experts form (transformers' GPT-2 has dense MLPs)";
+  return validateMoe(o.moe);
+}
+
+namespace {
+std::string shortNumber(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+std::string validateMoe(const MoeOptions& m) {
+  if (!m.enabled()) return "";
+  if (m.topK < 1 || m.topK > m.experts)
+    return "--top-k " + std::to_string(m.topK) + " must be in [1, " + std::to_string(m.experts) +
+           "] (--experts)";
+  if (!(m.capacityFactor > 0))
+    return "--capacity-factor must be > 0, got " + shortNumber(m.capacityFactor);
+  if (m.every < 1) return "--moe-every must be >= 1, got " + std::to_string(m.every);
+  if (!(m.auxWeight >= 0) || !(m.zWeight >= 0))
+    return "--aux-loss-weight and --z-loss-weight must be >= 0";
   return "";
 }
 
@@ -72,14 +96,26 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
   b.node("transformer.wte", "Embedding", {"idx", "transformer.wte.weight"}, {"tok_emb"});
   b.node("transformer.wpe", "Add", {"tok_emb", "transformer.wpe.weight"}, {"x0"});
   std::string x = "x0";
+  std::vector<std::string> routerLosses;  // the MoE layers, whose losses join the training loss
   for (int64_t l = 0; l < o.layers; ++l) {
     std::string p = "transformer.h." + std::to_string(l), a = p + ".attn", m = p + ".mlp";
     layerNorm(p + ".ln_1");
     linear(a + ".c_attn", 3 * C, C, std);
     linear(a + ".c_proj", C, C, residualStd);
     layerNorm(p + ".ln_2");
-    linear(m + ".c_fc", 4 * C, C, std);
-    linear(m + ".c_proj", C, 4 * C, residualStd);
+    const bool moe = o.moe.atBlock(l);
+    if (moe) {
+      // The router as Mixtral's gate [E, C]; the experts' weights stacked [E, in, out].
+      const int64_t E = o.moe.experts;
+      b.normalParameter(m + ".gate.weight", {E, C}, 0.0, std, o.seed);
+      b.normalParameter(m + ".experts.c_fc.weight", {E, C, 4 * C}, 0.0, std, o.seed);
+      b.constantParameter(m + ".experts.c_fc.bias", {E, 4 * C}, 0.0);
+      b.normalParameter(m + ".experts.c_proj.weight", {E, 4 * C, C}, 0.0, residualStd, o.seed);
+      b.constantParameter(m + ".experts.c_proj.bias", {E, C}, 0.0);
+    } else {
+      linear(m + ".c_fc", 4 * C, C, std);
+      linear(m + ".c_proj", C, 4 * C, residualStd);
+    }
 
     ln(p + ".ln_1", x, p + ".ln_1.out");
     project(a + ".c_attn", p + ".ln_1.out", a + ".qkv");
@@ -95,9 +131,21 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
     project(a + ".c_proj", a + ".ctx", a + ".out");
     b.node(p + ".residual_1", "Add", {x, a + ".out"}, {p + ".x1"});
     ln(p + ".ln_2", p + ".x1", p + ".ln_2.out");
-    project(m + ".c_fc", p + ".ln_2.out", m + ".fc");
-    b.node(m + ".gelu", "Gelu", {m + ".fc"}, {m + ".act"}, {Attr::text("approximate", "tanh")});
-    project(m + ".c_proj", m + ".act", m + ".out");
+    if (moe) {
+      const std::string e = m + ".experts";
+      b.node(
+          m, "MixtureOfExperts",
+          {p + ".ln_2.out", m + ".gate.weight", e + ".c_fc.weight", e + ".c_fc.bias",
+           e + ".c_proj.weight", e + ".c_proj.bias"},
+          {m + ".out", m + ".aux_loss", m + ".z_loss"},
+          {Attr::integer("top_k", o.moe.topK), Attr::real("capacity_factor", o.moe.capacityFactor),
+           Attr::integer("normalize", o.moe.normalize), Attr::text("activation", "gelu_tanh")});
+      routerLosses.push_back(m);
+    } else {
+      project(m + ".c_fc", p + ".ln_2.out", m + ".fc");
+      b.node(m + ".gelu", "Gelu", {m + ".fc"}, {m + ".act"}, {Attr::text("approximate", "tanh")});
+      project(m + ".c_proj", m + ".act", m + ".out");
+    }
     b.node(p + ".residual_2", "Add", {p + ".x1", m + ".out"}, {p + ".out"});
     x = p + ".out";
   }
@@ -105,7 +153,29 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
   ln("transformer.ln_f", x, "xf");
   // The LM head is tied to the token embedding (nanoGPT: lm_head.weight = wte.weight).
   b.node("lm_head", "Linear", {"xf", "transformer.wte.weight"}, {"logits"});
-  b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
+  if (routerLosses.empty()) {
+    b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
+  } else {
+    // cross-entropy + Σ over the MoE layers of aux_weight · load-balancing + z_weight · z-loss.
+    b.node("cross_entropy", "SoftmaxCrossEntropy", {"logits", "targets"}, {"cross_entropy"});
+    std::vector<std::string> terms{"cross_entropy"};
+    for (const std::string& m : routerLosses)
+      for (auto [term, weight] :
+           {std::pair{m + ".aux_loss", o.moe.auxWeight}, std::pair{m + ".z_loss", o.moe.zWeight}}) {
+        if (weight == 0) continue;
+        b.node(term + ".weighted", "Scale", {term}, {term + ".weighted"},
+               {Attr::real("factor", weight)});
+        terms.push_back(term + ".weighted");
+      }
+    if (terms.size() == 1)
+      b.node("loss", "Scale", {terms[0]}, {"loss"}, {Attr::real("factor", 1.0)});
+    std::string total = terms[0];
+    for (size_t i = 1; i < terms.size(); ++i) {
+      const std::string sum = i + 1 == terms.size() ? "loss" : terms[i] + ".total";
+      b.node(sum, "Add", {total, terms[i]}, {sum});
+      total = sum;
+    }
+  }
   b.setOutputs({"loss", "logits"}, "loss", "", "targets");
   if (o.hfLayout) b.setHfConfig(gpt2Config(o));
   return b.finish();

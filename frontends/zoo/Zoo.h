@@ -23,6 +23,25 @@ struct MlpOptions {
 // fc0.bias, ... in PyTorch's [out, in] layout with nn.Linear's default initialisation.
 std::vector<uint8_t> buildMlp(const MlpOptions& options);
 
+// Mixture-of-experts MLPs (GShard/Switch routing with a capacity per expert): every `every`-th
+// block's MLP (blocks 0, N, 2N, ...) becomes `experts` MLPs behind a softmax router that sends
+// each token to its `topK` best. The training loss adds auxWeight · Switch's load-balancing loss
+// and zWeight · the router z-loss of every such layer.
+struct MoeOptions {
+  int64_t experts = 0;  // 0: every MLP dense
+  int64_t topK = 2;
+  double capacityFactor = 1.25;
+  int64_t every = 1;
+  bool normalize = true;  // the k weights renormalised to sum to 1 (Mixtral)
+  double auxWeight = 0.01;
+  double zWeight = 0.001;
+  bool enabled() const { return experts > 0; }
+  bool atBlock(int64_t layer) const { return enabled() && layer % every == 0; }
+};
+
+// "" when valid, else the reason (top-k within the experts, a positive capacity factor...).
+std::string validateMoe(const MoeOptions& options);
+
 struct GptOptions {
   int64_t vocab = 256;
   int64_t ctx = 64;
@@ -33,6 +52,7 @@ struct GptOptions {
   // Hugging Face's GPT2LMHeadModel layout: Conv1D weights [in, out] (x·W + b), and its config,
   // so that --init reads and --save --format hf writes its checkpoints as they are.
   bool hfLayout = false;
+  MoeOptions moe;
 };
 
 // Checks the options (heads must divide the embedding...): "" when valid, else the reason.

@@ -39,11 +39,30 @@ StatusOr<ZooModel> mlp(int argc, char** argv) {
   return finish(args, buildMlp(o));
 }
 
+// The mixture-of-experts flags (MoeOptions); none of them without --experts.
+Status readMoe(const Args& args, MoeOptions& m) {
+  DTC_RETURN_IF_ERROR(
+      readIntegers(args, {{"experts", &m.experts}, {"top-k", &m.topK}, {"moe-every", &m.every}}));
+  DTC_ASSIGN_OR_RETURN(m.capacityFactor, args.number("capacity-factor", m.capacityFactor));
+  DTC_ASSIGN_OR_RETURN(m.auxWeight, args.number("aux-loss-weight", m.auxWeight));
+  DTC_ASSIGN_OR_RETURN(m.zWeight, args.number("z-loss-weight", m.zWeight));
+  m.normalize = !args.has("no-normalize-top-k");
+  if (!args.has("experts"))
+    for (const char* flag : {"top-k", "moe-every", "capacity-factor", "aux-loss-weight",
+                             "z-loss-weight", "no-normalize-top-k"})
+      if (args.has(flag)) return invalid(std::string("--") + flag + " needs --experts");
+  if (args.has("experts") && m.experts < 1)
+    return invalid("--experts must be >= 1, got " + std::to_string(m.experts));
+  return Status::Ok();
+}
+
 StatusOr<ZooModel> gpt(int argc, char** argv) {
   DTC_ASSIGN_OR_RETURN(
       Args args,
       Args::parse(argc, argv, 3,
-                  {"vocab", "ctx", "layers", "heads", "embd", "seed", "layout", "output"}, {}));
+                  {"vocab", "ctx", "layers", "heads", "embd", "seed", "layout", "output", "experts",
+                   "top-k", "capacity-factor", "moe-every", "aux-loss-weight", "z-loss-weight"},
+                  {"no-normalize-top-k"}));
   GptOptions o;
   const std::string layout = args.str("layout", "nanogpt");
   if (layout != "nanogpt" && layout != "hf")
@@ -56,6 +75,7 @@ StatusOr<ZooModel> gpt(int argc, char** argv) {
                                           {"heads", &o.heads},
                                           {"embd", &o.embd},
                                           {"seed", &seed}}));
+  DTC_RETURN_IF_ERROR(readMoe(args, o.moe));
   o.seed = static_cast<uint64_t>(seed);
   if (std::string error = validateGpt(o); !error.empty()) return invalid(error);
   return finish(args, buildGpt(o));

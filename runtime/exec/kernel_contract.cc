@@ -6,6 +6,7 @@
 #include "exec/dropout_contract.h"
 #include "exec/linear_epilogue_contract.h"
 #include "exec/loss_contracts.h"
+#include "exec/moe_contracts.h"
 #include "exec/precision_contracts.h"
 #include "exec/transformer_contracts.h"
 #include "ops/kernel_registry.h"

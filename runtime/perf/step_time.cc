@@ -125,6 +125,14 @@ const char* elementFallback(Kernel k) {
     case Kernel::swiglu_grad: return "gelu_grad";
     case Kernel::rotary: return "mul";
     case Kernel::rotary_grad: return "mul";
+    case Kernel::moe_route: return "reduce_sum";
+    case Kernel::moe_route_grad: return "mul";
+    case Kernel::moe_dispatch: return "transpose";
+    case Kernel::moe_dispatch_grad: return "transpose";
+    case Kernel::moe_combine: return "mul";
+    case Kernel::moe_combine_grad: return "mul";
+    case Kernel::logsumexp: return "causal_softmax";
+    case Kernel::logsumexp_grad: return "causal_softmax_grad";
     case Kernel::softmax_cross_entropy_with_grad: return "softmax_cross_entropy_grad";
     default: return nullptr;
   }

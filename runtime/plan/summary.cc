@@ -11,6 +11,7 @@
 #include "ops/kernel_registry.h"
 #include "plan/communication.h"
 #include "plan/function_names.h"
+#include "plan/moe_summary.h"
 
 namespace dtc {
 namespace {
@@ -337,6 +338,14 @@ std::string summarizePlanText(const Plan& plan) {
       printTransfers(os, plan, *step, "");
     }
   }
+  for (const plan::Function* f : *p.functions())
+    if (f->name()->str() == fn::kTrainStep)
+      for (const MoeLayer& m : moeLayersOf(*f))
+        os << "mixture of experts [" << m.loc << "]: " << m.experts << " experts, top-" << m.topK
+           << ", capacity " << m.capacity << " of " << m.tokens
+           << " tokens per expert and sequence; dispatch buffer per rank [" << m.experts << ","
+           << m.groups << "," << m.capacity << "," << m.width << "] float32, " << m.bufferBytes
+           << " bytes\n";
   if (p.workspace_bytes())
     os << "GEMM workspace (cuBLAS, cuBLASLt): " << p.workspace_bytes()
        << " bytes, the start of every function's arena\n";
@@ -477,6 +486,15 @@ std::string summarizePlanJson(const Plan& plan) {
          << ",\"group\":" << c.group << ",\"tensors\":" << c.tensors << ",\"bytes\":" << c.bytes
          << ",\"sent_bytes\":" << wholeBytes(c.sentBytes) << "}";
       firstComm = false;
+    }
+    os << "],\"moe_layers\":[";
+    bool firstMoe = true;
+    for (const MoeLayer& m : moeLayersOf(*f)) {
+      os << (firstMoe ? "" : ",") << "{\"loc\":" << quote(m.loc) << ",\"experts\":" << m.experts
+         << ",\"top_k\":" << m.topK << ",\"capacity\":" << m.capacity << ",\"groups\":" << m.groups
+         << ",\"tokens\":" << m.tokens << ",\"width\":" << m.width
+         << ",\"buffer_bytes\":" << m.bufferBytes << "}";
+      firstMoe = false;
     }
     os << "],\"steps\":[";
     bool firstStep = true;

@@ -52,6 +52,9 @@ Buffers makeInputs(const Case& c, uint64_t seed) {
       }
     } else if (in.dtype != DType::kI64 && in.dtype != DType::kF32) {
       // Other dtypes (int32) only appear in bind-error cases: zeros.
+    } else if (in.dtype == DType::kI64 && !in.indices.empty()) {
+      std::memcpy(bytes.data(), in.indices.data(),
+                  std::min<size_t>(bytes.size(), in.indices.size() * 8));
     } else if (in.dtype == DType::kI64) {
       std::uniform_int_distribution<int64_t> pick(in.idLo, std::max(in.idLo, in.idHi - 1));
       for (int64_t i = 0; i < n; ++i) reinterpret_cast<int64_t*>(bytes.data())[i] = pick(rng);

@@ -38,13 +38,18 @@ struct Input {
   float lo = -1, hi = 1;       // float32: uniform in [lo, hi); bf16/f16: that, rounded
   int64_t idLo = 0, idHi = 0;  // int64: uniform in [idLo, idHi)
   std::vector<float> values;   // float32: these values instead, when given (bf16/f16: rounded)
-  std::vector<uint16_t> words = {};  // bf16/f16: these bit patterns, when given
+  std::vector<uint16_t> words = {};   // bf16/f16: these bit patterns, when given
+  std::vector<int64_t> indices = {};  // int64: these values instead, when given
 };
 inline Input f32(Shape s, float lo = -1, float hi = 1) {
   return {DType::kF32, std::move(s), lo, hi, 0, 0, {}};
 }
 inline Input ids(Shape s, int64_t hi, int64_t lo = 0) {
   return {DType::kI64, std::move(s), 0, 0, lo, hi, {}};
+}
+// int64 data as given (a routing plan: entries that must agree with each other).
+inline Input givenIds(Shape s, std::vector<int64_t> v) {
+  return {DType::kI64, std::move(s), 0, 0, 0, 0, {}, {}, std::move(v)};
 }
 inline Input zeros(DType t, Shape s) { return {t, std::move(s), 0, 0, 0, 0, {}}; }
 inline Input given(Shape s, std::vector<float> v) {

@@ -41,6 +41,10 @@ std::vector<Case> lossMalformedCases();
 // norm_cases.cc
 std::vector<Case> normCases();
 std::vector<Case> normMalformedCases();
+// moe_cases.cc
+std::vector<Case> moeCases();
+std::vector<Case> moeMalformedCases();
+Case moeCorruptPlan();
 // attention_cases.cc
 void runAttentionCases(Harness& h);
 // epilogue_cases.cc
@@ -125,6 +129,8 @@ int runErrorChecks(const Plugin& plugin, int localRank, comm::DeviceMesh* mesh, 
         {f32({4, 6}), ids({4}, 7, 6), f32({4})},
         {out({4}), out({4})}},
        "a label is outside [0, 6)"},
+      {moeCorruptPlan(),
+       "bad routing plan: a routing plan names an expert outside [0, 4) or a slot outside [-1, 2)"},
   };
   int failures = 0;
   for (const Check& check : checks) {
@@ -227,6 +233,7 @@ int main(int argc, char** argv) {
     for (const Case& c : multiTensorCases()) h.run(c);
     for (const Case& c : lossCases()) h.run(c);
     for (const Case& c : normCases()) h.run(c);
+    for (const Case& c : moeCases()) h.run(c);
     runAttentionCases(h);
     runPackedAttentionCases(h);
     runEpilogueCases(h);
@@ -242,6 +249,7 @@ int main(int argc, char** argv) {
     for (const Case& c : multiTensorMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : lossMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : normMalformedCases()) h.expectSameBindError(c);
+    for (const Case& c : moeMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : precisionMalformedCases()) h.expectSameBindError(c);
     for (const auto& [c, text] : precisionDeviceRefusals()) h.expectBindError(c, text);
     h.expectBindError(

@@ -41,6 +41,11 @@ std::optional<std::string> checkRmsNorm(llvm::ArrayRef<int64_t> x, llvm::ArrayRe
 std::optional<std::string> checkRotary(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> cos,
                                        llvm::ArrayRef<int64_t> sin);
 std::optional<std::string> checkEmbedding(llvm::ArrayRef<int64_t> table);
+// A mixture of experts' routing settings: at least one expert, top-k in [1, E], a positive
+// capacity factor.
+std::optional<std::string> checkMoeRouting(int64_t experts, int64_t topK, double capacityFactor);
+// Each expert's slots per group of `tokens`: ceil(factor · tokens · k / E), at most `tokens`.
+int64_t moeCapacity(int64_t tokens, int64_t experts, int64_t topK, double capacityFactor);
 // Conv2d/pooling output shape, or the reason there is none.
 std::optional<std::string> checkConv2d(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,
                                        llvm::ArrayRef<int64_t> stride,

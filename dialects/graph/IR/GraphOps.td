@@ -426,5 +426,6 @@ include "GraphTransformerOps.td"
 include "GraphConvOps.td"
 include "GraphLinearOps.td"
 include "GraphVocabParallelOps.td"
+include "GraphMoeOps.td"
 
 #endif // DTC_GRAPH_OPS_TD

@@ -14,6 +14,7 @@
 #include "ops/cuda_scratch.h"  // kMaxDims, kSumBlocks, ReducePlan and the scratch sizes
 #include "ops/dropout_math.h"
 #include "ops/ignored_label.h"
+#include "ops/moe_math.h"
 #include "ops/shape.h"
 
 namespace dtc::cuda::kernels {
@@ -212,6 +213,31 @@ cudaError_t swigluGrad(const float* dy, const float* gate, const float* up, floa
 // n elements of rows [T, D] against tables [T, D]; `transpose`: the gradient.
 cudaError_t rotary(const float* x, const float* cos, const float* sin, float* y, int64_t n,
                    int64_t t, int64_t d, bool transpose, cudaStream_t stream);
+
+// ---- moe.cu (cpu/kernels/moe.cc) --
+// Routing plans (expert, slot: int64 [G, S, K]) and experts' buffers [E, G, C, D]; `bad` is the
+// step's error flag, raised where a plan entry lies outside the buffers (the entry is skipped).
+
+using MoeShape = moe::MoeShape;
+cudaError_t moeRoute(const float* scores, int64_t* expert, int64_t* slot, float* weight,
+                     float* load, const MoeShape& m, bool normalize, cudaStream_t stream);
+cudaError_t moeRouteGrad(const float* dweight, const float* scores, const int64_t* expert,
+                         float* dscores, const MoeShape& m, bool normalize, int* bad,
+                         cudaStream_t stream);
+cudaError_t moeDispatch(const float* x, const int64_t* expert, const int64_t* slot, float* buffer,
+                        const MoeShape& m, int* bad, cudaStream_t stream);
+cudaError_t moeDispatchGrad(const float* dbuffer, const int64_t* expert, const int64_t* slot,
+                            float* dx, const MoeShape& m, int* bad, cudaStream_t stream);
+cudaError_t moeCombine(const float* buffer, const int64_t* expert, const int64_t* slot,
+                       const float* weight, float* y, const MoeShape& m, int* bad,
+                       cudaStream_t stream);
+cudaError_t moeCombineGrad(const float* dy, const float* buffer, const int64_t* expert,
+                           const int64_t* slot, const float* weight, float* dbuffer, float* dweight,
+                           const MoeShape& m, int* bad, cudaStream_t stream);
+// Over rows of n: y = log Σ exp(x), and dx = dy · exp(x − y).
+cudaError_t logSumExp(const float* x, float* y, int64_t rows, int64_t n, cudaStream_t stream);
+cudaError_t logSumExpGrad(const float* dy, const float* x, const float* y, float* dx, int64_t rows,
+                          int64_t n, cudaStream_t stream);
 
 // ---- embedding.cu (cpu/kernels/embedding.cc, the split-table paths of
 // cpu/cpu_transformer_table.cc) --
