@@ -4,7 +4,8 @@ holding the same initial weights, 10 AdamW steps on the same token windows: loss
 relative, final weights within 1e-4 (max |diff| / max |w| per tensor, eps 1e-4 as
 test_gpt_parity.py explains). One case drops tokens (capacity factor 1), one drops none (a
 capacity of every token), one renormalises no weights and mixes dense and MoE blocks. Then
-layouts train as one device (1e-5)."""
+layouts train as one device (1e-5), and a checkpoint written on ep=2 resumes on ep=4 and on one
+device as if never interrupted."""
 import os
 import sys
 import tempfile
@@ -14,7 +15,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 import nanogpt_model  # noqa: E402
-from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, windows, write_tokens  # noqa: E402
+from dtc_harness import (dtc_train, load_safetensors, read_log, run, tool, weight_error, window_offsets,  # noqa: E402
+                         windows, write_tokens)
 from moe_reference import MoeGPT  # noqa: E402
 from test_data_parallel import TOLERANCE, compare, train  # noqa: E402
 
@@ -72,6 +74,30 @@ def check(name, work, data, tokens, experts, k, factor, normalize=True, every=1)
     return model, dropped
 
 
+def check_resharded_resume(model, work, data):
+    """A checkpoint written on ep=2 after 5 steps, resumed to step 10 on ep=4 and on one device:
+    the losses of steps 6-10 and the final weights equal the uninterrupted one-device run's."""
+    ref_losses, ref_final, _ = train(model, work, "moe-whole", 8, OPTIM, 1, data, STEPS, DATA_SEED)
+    plans = {}
+    for name, mesh in (("one", []), ("ep2", ["--mesh", "ep=2"]), ("ep4", ["--mesh", "ep=4"])):
+        plans[name] = os.path.join(work, f"moe-ckpt-{name}.dtp")
+        run(tool("dtc"), "compile", model, "-o", plans[name], "--batch", 8, *OPTIM, *mesh)
+    mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
+    checkpoint = os.path.join(work, "moe-ckpt-ep2")
+    common = ["--data", data, "--seed", DATA_SEED, "--threads", 1]
+    run(*mpirun, 2, tool("dtrun"), plans["ep2"], *common, "--steps", STEPS // 2, "--checkpoint", checkpoint)
+    for name, launch in (("ep4", [*mpirun, 4]), ("one", [])):
+        log, save = os.path.join(work, f"moe-resumed-{name}.jsonl"), os.path.join(work, f"moe-resumed-{name}")
+        run(*launch, tool("dtrun"), plans[name], *common, "--steps", STEPS, "--resume", checkpoint, "--log", log,
+            "--save", save)
+        losses = [e["loss"] for e in read_log(log)]
+        assert len(losses) == STEPS - STEPS // 2, f"{name}: resumed steps {losses}"
+        loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses[STEPS // 2:]))
+        weight_err = weight_error(load_safetensors(os.path.join(save, "model.safetensors")), ref_final)
+        print(f"moe checkpoint ep2 -> {name}: max loss rel err {loss_err:.2e}, max weight rel err {weight_err:.2e}")
+        assert loss_err <= TOLERANCE and weight_err <= TOLERANCE, f"resumed on {name}: {losses}"
+
+
 def main():
     torch.set_num_threads(2)
     rng = np.random.default_rng(1)
@@ -105,6 +131,7 @@ def main():
             weight_err = weight_error(ours[1], ref[1])
             print(f"moe {name} (2 micro-batches): max loss rel err {loss_err:.2e}, max weight rel err {weight_err:.2e}")
             assert loss_err <= TOLERANCE and weight_err <= TOLERANCE, f"{name}: {ours[0]} vs {ref[0]}"
+        check_resharded_resume(dropping, work, data)
     print("moe parity: ok")
 
 
