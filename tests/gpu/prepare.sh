@@ -33,6 +33,9 @@ PY
 "$DTC" zoo gpt --vocab 64 --ctx 16 --layers 2 --heads 4 --embd 32 --seed 11 -o "$OUT/gpt.dtm"
 "$DTC" zoo convnet --seed 2 -o "$OUT/convnet.dtm"
 "$DTC" zoo llama --vocab 64 --ctx 16 --layers 2 --heads 4 --kv-heads 2 --embd 32 --ffn 64 --seed 7 -o "$OUT/llama.dtm"
+# A GPT whose MLPs are mixtures of 4 experts (top-2, capacity factor 1: tokens are dropped).
+"$DTC" zoo gpt --vocab 64 --ctx 16 --layers 2 --heads 4 --embd 32 --experts 4 --top-k 2 \
+  --capacity-factor 1.0 --seed 13 -o "$OUT/moe.dtm"
 # name | model | data | processes | compile flags | loss tolerance (max relative difference of
 # the GPU's losses from the CPU's; 16-bit products may round the other way, 1 ulp of bf16 is 4e-3)
 cat > "$OUT/plans.txt" <<'LIST'
@@ -59,6 +62,10 @@ llama|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3|1e-4
 llama-cuda-bf16|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16|1e-2
 llama-cuda-tp2|llama.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh tp=2|1e-4
 llama-cuda-bf16-tp2-pp2|llama.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh tp=2,pp=2 --microbatches 2|1e-2
+moe|moe.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3|1e-4
+moe-cuda|moe.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda|1e-4
+moe-cuda-bf16-ep2|moe.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh ep=2|1e-2
+moe-cuda-dp2-ep2-zero3|moe.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh dp=2,ep=2 --zero 3|1e-4
 mlp-recipe-linear|mlp.dtm|mlp-data|1|--batch 64 --optimizer sgd --lr 0.05 --momentum 0.9 --lr-schedule linear --warmup-steps 5 --decay-steps 25 --log-grad-norm|1e-4
 LIST
 set -f  # the flags' globs (--no-decay *.bias) are dtc's, not the shell's
