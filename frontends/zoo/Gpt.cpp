@@ -1,8 +1,8 @@
 #include <cmath>
 #include <map>
-#include <sstream>
 
 #include "zoo/Attention.h"
+#include "zoo/Moe.h"
 #include "zoo/Zoo.h"
 
 namespace dtc::zoo {
@@ -16,27 +16,6 @@ std::string validateGpt(const GptOptions& o) {
   if (o.moe.enabled() && o.hfLayout)
     return "--layout hf has no mixture-of-experts form (transformers' GPT-2 has dense MLPs)";
   return validateMoe(o.moe);
-}
-
-namespace {
-std::string shortNumber(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-}  // namespace
-
-std::string validateMoe(const MoeOptions& m) {
-  if (!m.enabled()) return "";
-  if (m.topK < 1 || m.topK > m.experts)
-    return "--top-k " + std::to_string(m.topK) + " must be in [1, " + std::to_string(m.experts) +
-           "] (--experts)";
-  if (!(m.capacityFactor > 0))
-    return "--capacity-factor must be > 0, got " + shortNumber(m.capacityFactor);
-  if (m.every < 1) return "--moe-every must be >= 1, got " + std::to_string(m.every);
-  if (!(m.auxWeight >= 0) || !(m.zWeight >= 0))
-    return "--aux-loss-weight and --z-loss-weight must be >= 0";
-  return "";
 }
 
 // transformers' GPT2Config for the model: the settings that decide its tensors and its arithmetic.
@@ -153,29 +132,7 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
   ln("transformer.ln_f", x, "xf");
   // The LM head is tied to the token embedding (nanoGPT: lm_head.weight = wte.weight).
   b.node("lm_head", "Linear", {"xf", "transformer.wte.weight"}, {"logits"});
-  if (routerLosses.empty()) {
-    b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
-  } else {
-    // cross-entropy + Σ over the MoE layers of aux_weight · load-balancing + z_weight · z-loss.
-    b.node("cross_entropy", "SoftmaxCrossEntropy", {"logits", "targets"}, {"cross_entropy"});
-    std::vector<std::string> terms{"cross_entropy"};
-    for (const std::string& m : routerLosses)
-      for (auto [term, weight] :
-           {std::pair{m + ".aux_loss", o.moe.auxWeight}, std::pair{m + ".z_loss", o.moe.zWeight}}) {
-        if (weight == 0) continue;
-        b.node(term + ".weighted", "Scale", {term}, {term + ".weighted"},
-               {Attr::real("factor", weight)});
-        terms.push_back(term + ".weighted");
-      }
-    if (terms.size() == 1)
-      b.node("loss", "Scale", {terms[0]}, {"loss"}, {Attr::real("factor", 1.0)});
-    std::string total = terms[0];
-    for (size_t i = 1; i < terms.size(); ++i) {
-      const std::string sum = i + 1 == terms.size() ? "loss" : terms[i] + ".total";
-      b.node(sum, "Add", {total, terms[i]}, {sum});
-      total = sum;
-    }
-  }
+  trainingLoss(b, o.moe, routerLosses);
   b.setOutputs({"loss", "logits"}, "loss", "", "targets");
   if (o.hfLayout) b.setHfConfig(gpt2Config(o));
   return b.finish();

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "zoo/Attention.h"
+#include "zoo/Moe.h"
 #include "zoo/Zoo.h"
 
 namespace dtc::zoo {
@@ -28,7 +29,7 @@ std::string validateLlama(const LlamaOptions& o) {
            ") must be even: rotary embeddings turn its channels in pairs";
   if (!(o.ropeTheta > 0)) return "--rope-theta must be > 0";
   if (!(o.rmsEps > 0)) return "--rms-eps must be > 0";
-  return "";
+  return validateMoe(o.moe);
 }
 
 namespace {
@@ -132,15 +133,28 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
       o.tieEmbeddings ? std::vector<std::string>{"lm_head.weight"} : std::vector<std::string>{});
   b.node("model.embed_tokens", "Embedding", {"idx", "model.embed_tokens.weight"}, {"h0"});
   std::string x = "h0";
+  std::vector<std::string> routerLosses;  // the MoE layers, whose losses join the training loss
   for (int64_t l = 0; l < o.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l), a = p + ".self_attn", m = p + ".mlp";
     linear(a + ".q_proj", H * D, C);
     linear(a + ".k_proj", K * D, C);
     linear(a + ".v_proj", K * D, C);
     linear(a + ".o_proj", C, H * D);
-    linear(m + ".gate_proj", F, C);
-    linear(m + ".up_proj", F, C);
-    linear(m + ".down_proj", C, F);
+    // A mixture of experts as Mixtral's block_sparse_moe (its router `gate`), the experts'
+    // SwiGLU weights stacked [E, in, out].
+    const bool moe = o.moe.atBlock(l);
+    const std::string sparse = p + ".block_sparse_moe", experts = sparse + ".experts";
+    if (moe) {
+      const int64_t E = o.moe.experts;
+      b.normalParameter(sparse + ".gate.weight", {E, C}, 0.0, std, o.seed);
+      b.normalParameter(experts + ".gate_proj.weight", {E, C, F}, 0.0, std, o.seed);
+      b.normalParameter(experts + ".up_proj.weight", {E, C, F}, 0.0, std, o.seed);
+      b.normalParameter(experts + ".down_proj.weight", {E, F, C}, 0.0, std, o.seed);
+    } else {
+      linear(m + ".gate_proj", F, C);
+      linear(m + ".up_proj", F, C);
+      linear(m + ".down_proj", C, F);
+    }
 
     rmsNorm(p + ".input_layernorm", x, p + ".attn_in");
     for (const char* proj : {".q_proj", ".k_proj", ".v_proj"})
@@ -157,20 +171,34 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
     b.node(p + ".residual_1", "Add", {x, a + ".out"}, {p + ".h1"});
 
     rmsNorm(p + ".post_attention_layernorm", p + ".h1", p + ".mlp_in");
-    b.node(m + ".gate_proj", "Linear", {p + ".mlp_in", m + ".gate_proj.weight"}, {m + ".gate"});
-    b.node(m + ".up_proj", "Linear", {p + ".mlp_in", m + ".up_proj.weight"}, {m + ".up"});
-    b.node(m + ".act", "SwiGLU", {m + ".gate", m + ".up"}, {m + ".gated"});
-    b.node(m + ".down_proj", "Linear", {m + ".gated", m + ".down_proj.weight"}, {m + ".out"});
-    b.node(p + ".residual_2", "Add", {p + ".h1", m + ".out"}, {p + ".out"});
+    std::string mlpOut = m + ".out";
+    if (moe) {
+      b.node(
+          sparse, "MixtureOfExperts",
+          {p + ".mlp_in", sparse + ".gate.weight", experts + ".gate_proj.weight",
+           experts + ".up_proj.weight", experts + ".down_proj.weight"},
+          {sparse + ".out", sparse + ".aux_loss", sparse + ".z_loss"},
+          {Attr::integer("top_k", o.moe.topK), Attr::real("capacity_factor", o.moe.capacityFactor),
+           Attr::integer("normalize", o.moe.normalize), Attr::text("activation", "swiglu")});
+      routerLosses.push_back(sparse);
+      mlpOut = sparse + ".out";
+    } else {
+      b.node(m + ".gate_proj", "Linear", {p + ".mlp_in", m + ".gate_proj.weight"}, {m + ".gate"});
+      b.node(m + ".up_proj", "Linear", {p + ".mlp_in", m + ".up_proj.weight"}, {m + ".up"});
+      b.node(m + ".act", "SwiGLU", {m + ".gate", m + ".up"}, {m + ".gated"});
+      b.node(m + ".down_proj", "Linear", {m + ".gated", m + ".down_proj.weight"}, {m + ".out"});
+    }
+    b.node(p + ".residual_2", "Add", {p + ".h1", mlpOut}, {p + ".out"});
     x = p + ".out";
   }
   rmsNorm("model.norm", x, "hf");
   const std::string head = o.tieEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   if (!o.tieEmbeddings) linear("lm_head", o.vocab, C);
   b.node("lm_head", "Linear", {"hf", head}, {"logits"});
-  b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
+  trainingLoss(b, o.moe, routerLosses);
   b.setOutputs({"loss", "logits"}, "loss", "", "targets");
-  b.setHfConfig(hfConfig(o));
+  // transformers' Mixtral keeps each expert's weights apart: no config for the stacked layout.
+  if (!o.moe.enabled()) b.setHfConfig(hfConfig(o));
   return b.finish();
 }
 

@@ -85,6 +85,7 @@ struct LlamaOptions {
   double rmsEps = 1e-6;
   bool tieEmbeddings = false;  // the LM head reads the token embedding
   uint64_t seed = 0;
+  MoeOptions moe;  // SwiGLU experts of --ffn each, as Mixtral's block_sparse_moe
 };
 
 // transformers' LlamaConfig default for an embedding size: 8/3 of it, rounded up to 16 (as

@@ -82,11 +82,12 @@ StatusOr<ZooModel> gpt(int argc, char** argv) {
 }
 
 StatusOr<ZooModel> llama(int argc, char** argv) {
-  DTC_ASSIGN_OR_RETURN(Args args,
-                       Args::parse(argc, argv, 3,
-                                   {"vocab", "ctx", "layers", "heads", "kv-heads", "embd", "ffn",
-                                    "rope-theta", "rms-eps", "seed", "output"},
-                                   {"tie-embeddings"}));
+  DTC_ASSIGN_OR_RETURN(
+      Args args, Args::parse(argc, argv, 3,
+                             {"vocab", "ctx", "layers", "heads", "kv-heads", "embd", "ffn",
+                              "rope-theta", "rms-eps", "seed", "output", "experts", "top-k",
+                              "capacity-factor", "moe-every", "aux-loss-weight", "z-loss-weight"},
+                             {"tie-embeddings", "no-normalize-top-k"}));
   LlamaOptions o;
   int64_t seed = 0;
   o.kvHeads = 0;  // as many as --heads unless given
@@ -104,6 +105,7 @@ StatusOr<ZooModel> llama(int argc, char** argv) {
   DTC_ASSIGN_OR_RETURN(o.ropeTheta, args.number("rope-theta", o.ropeTheta));
   DTC_ASSIGN_OR_RETURN(o.rmsEps, args.number("rms-eps", o.rmsEps));
   o.tieEmbeddings = args.has("tie-embeddings");
+  DTC_RETURN_IF_ERROR(readMoe(args, o.moe));
   o.seed = static_cast<uint64_t>(seed);
   if (std::string error = validateLlama(o); !error.empty()) return invalid(error);
   return finish(args, buildLlama(o));

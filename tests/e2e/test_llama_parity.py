@@ -13,13 +13,14 @@ the 2 key/value heads do not divide and stay whole).
 Runs under the virtual environment scripts/setup.sh makes (.deps/hf-venv: transformers pinned,
 Debian's torch)."""
 import os
+import re
 import sys
 import tempfile
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, MixtralConfig, MixtralForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
 from dtc_harness import dtc_train, run, tool, weight_error, window_offsets, windows, write_tokens  # noqa: E402
@@ -80,6 +81,68 @@ def check_against_transformers(name, model, tokens, work, data, tied):
     assert losses[-1] < losses[0], f"{name}: loss did not fall"
 
 
+def mixtral_run(init, tokens, experts, k):
+    """transformers' MixtralForCausalLM (dropless top-k routing, renormalised, no router losses)
+    from dtc's weights: each expert's w1 (gate), w3 (up), w2 (down) [out, in] are the slices of
+    dtc's stacked [E, in, out] tensors, transposed."""
+    config = MixtralConfig(vocab_size=V, hidden_size=C, intermediate_size=FFN, num_hidden_layers=L,
+                           num_attention_heads=H, num_key_value_heads=K, max_position_embeddings=T,
+                           rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=False,
+                           num_local_experts=experts, num_experts_per_tok=k, router_aux_loss_coef=0.0,
+                           sliding_window=None, attn_implementation="eager")
+    model = MixtralForCausalLM(config)
+    stacked = re.compile(r"(.*\.block_sparse_moe\.experts)\.(gate|up|down)_proj\.weight")
+    names = {"gate": "w1", "up": "w3", "down": "w2"}
+    state = {}
+    for name, value in init.items():
+        match = stacked.fullmatch(name)
+        if not match:
+            state[name] = torch.from_numpy(value.copy())
+            continue
+        for e in range(experts):
+            state[f"{match.group(1)}.{e}.{names[match.group(2)]}.weight"] = torch.from_numpy(value[e].T.copy())
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and all("rotary_emb" in n for n in missing), (missing, unexpected)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, eps=1e-4, weight_decay=0.1)
+    losses = []
+    for step in range(STEPS):
+        idx, tgt = map(torch.from_numpy, windows(tokens, window_offsets(len(tokens), B, T, DATA_SEED, step), T))
+        opt.zero_grad()
+        loss = F.cross_entropy(model(input_ids=idx).logits.reshape(-1, V), tgt.reshape(-1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    final = {}
+    for name, value in model.state_dict().items():
+        if "rotary_emb" in name:
+            continue
+        match = re.fullmatch(r"(.*\.block_sparse_moe\.experts)\.(\d+)\.(w1|w2|w3)\.weight", name)
+        if not match:
+            final[name] = value.detach().to(torch.float64).numpy()
+            continue
+        ours = {v: n for n, v in names.items()}[match.group(3)]
+        final.setdefault(f"{match.group(1)}.{ours}_proj.weight", {})[int(match.group(2))] = value.detach().T
+    for name, value in final.items():
+        if isinstance(value, dict):
+            final[name] = torch.stack([value[e] for e in range(experts)]).to(torch.float64).numpy()
+    return losses, final
+
+
+def check_against_mixtral(model, tokens, work, data, experts, k):
+    """`dtc zoo llama --experts` against transformers' Mixtral: a capacity of every token (no
+    drops, as Mixtral's dropless routing) and no router losses in the training loss."""
+    init, final, losses, _ = dtc_train(model, work, "mixtral", B, ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4,
+                                                                   "--weight-decay", 0.1], data, STEPS, DATA_SEED)
+    ref_losses, ref_final = mixtral_run(init, tokens, experts, k)
+    assert sorted(final) == sorted(ref_final), f"names differ: {sorted(set(final) ^ set(ref_final))}"
+    loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
+    weight_err = weight_error(final, ref_final)
+    print(f"llama --experts {experts} --top-k {k}: losses {losses[0]:.6f} -> {losses[-1]:.6f}; vs transformers' "
+          f"MixtralForCausalLM: max loss rel err {loss_err:.3e}, max weight rel err {weight_err:.3e}")
+    assert loss_err <= 1e-5, f"mixtral: loss mismatch {losses} vs {ref_losses}"
+    assert weight_err <= 1e-4, f"mixtral: weight mismatch {weight_err}"
+
+
 def tp_shards():
     """Megatron's splits for Llama, given by hand: q/k/v and gate/up by output rows (whole heads:
     the 2 key/value heads go one to a rank), o and down by input columns."""
@@ -121,6 +184,14 @@ def main():
             ("tp2-preset-sequence-parallel", ["--mesh", "tp=2", "--sequence-parallel"], 2),
             # 2 key/value heads over 4 devices: k and v stay whole, each device slices its heads.
             ("tp4-preset-kv-whole", ["--mesh", "tp=4"], 4),
+        ])
+        experts = os.path.join(work, "llama-moe.dtm")
+        run(tool("dtc"), "zoo", "llama", *shape, "--experts", 4, "--top-k", 2, "--capacity-factor", 2,
+            "--aux-loss-weight", 0, "--z-loss-weight", 0, "-o", experts)
+        check_against_mixtral(experts, tokens, work, data, 4, 2)
+        compare("llama-moe", experts, work, 8, optim, data, STEPS, DATA_SEED, [
+            ("ep2", ["--mesh", "ep=2"], 2),
+            ("dp2-ep2", ["--mesh", "dp=2,ep=2"], 4),
         ])
     print("llama parity: ok")
 

@@ -39,15 +39,16 @@ namespace {
   "            [--moe-every N] [--no-normalize-top-k] [--aux-loss-weight A]\n"                     \
   "            [--z-loss-weight Z]] -o M.dtm\n"                                                    \
   "  dtc zoo llama [--vocab V] [--ctx T] [--layers L] [--heads H] [--kv-heads K] [--embd C]\n"     \
-  "              [--ffn F] [--rope-theta R] [--rms-eps E] [--tie-embeddings] [--seed S] -o "       \
-  "M.dtm\n"                                                                                        \
+  "              [--ffn F] [--rope-theta R] [--rms-eps E] [--tie-embeddings] [--seed S]\n"         \
+  "              [--experts E ... as gpt's] -o M.dtm\n"                                            \
   "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"                                      \
   "      writes a built-in model in the FlatBuffers model format (docs/model-format.md):\n"        \
   "      mlp --input 784 --hidden 256,128 --classes 10; gpt --vocab 256 --ctx 64 --layers 2\n"     \
   "      --heads 4 --embd 64; llama as transformers' LlamaForCausalLM, --vocab 256 --ctx 64\n"     \
   "      --layers 2 --heads 4 --kv-heads H --embd 64 --ffn 176 (2/3 of 4C, to 16s) --rope-theta\n" \
   "      10000 --rms-eps 1e-6, head untied; convnet --classes 10 (28x28 images); --seed 0;\n"      \
-  "      gpt --experts: mixture-of-experts MLPs in blocks 0, N, 2N... (--moe-every 1), top-2\n"    \
+  "      gpt/llama --experts: mixture-of-experts MLPs (GELU; llama: SwiGLU of --ffn, as\n"         \
+  "      Mixtral's) in blocks 0, N, 2N... (--moe-every 1), top-2\n"                                \
   "      renormalised, capacity factor 1.25, aux-loss weight 0.01, z-loss weight 0.001\n"
 
 #define DTC_COMPILE_USAGE                                                                         \
