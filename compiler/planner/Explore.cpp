@@ -9,6 +9,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -16,7 +17,9 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include "flatbuffers/ModelFile.h"
 #include "io/files.h"
+#include "onnx/ModelSource.h"
 #include "plan/plan.h"
 #include "planner/CompileRequest.h"
 #include "planner/ExploreEstimate.h"
@@ -204,60 +207,93 @@ std::string unevenSplit(int64_t batch, int64_t m, int64_t dp) {
          " does not divide over dp=" + std::to_string(dp);
 }
 
+// The greatest common divisor of the expert counts of the model's mixture-of-experts layers (its
+// routers' rows), 0 for a model without one or that is not in dtc's format.
+int64_t expertsDividing(const CompileRequest& request) {
+  if (isOnnxFile(request.model)) return 0;
+  llvm::Expected<ModelFile> file = ModelFile::read(request.model);
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return 0;
+  }
+  const model::Graph* graph = file->model().graph();
+  if (!graph || !graph->nodes() || !graph->initializers()) return 0;
+  std::map<std::string, int64_t> rows;
+  for (const auto* init : *graph->initializers())
+    if (init->info() && init->info()->name() && init->info()->shape() &&
+        init->info()->shape()->size() == 2)
+      rows[init->info()->name()->str()] = init->info()->shape()->Get(0);
+  int64_t experts = 0;
+  for (const auto* node : *graph->nodes()) {
+    if (!node->op_type() || node->op_type()->str() != "MixtureOfExperts" || !node->inputs() ||
+        node->inputs()->size() < 2)
+      continue;
+    auto it = rows.find(node->inputs()->Get(1)->str());
+    if (it != rows.end()) experts = std::gcd(experts, it->second);
+  }
+  return experts;
+}
+
 // The layouts of `devices` devices, and for each the settings that change its speed.
 // `manyMicroBatches`: beyond P, 2P and 4P micro-batches, every doubling that divides the batch.
+// `experts`: what every mixture-of-experts layer's expert count divides into (their greatest
+// common divisor), 0 for a model without one: the data devices then also split over ep, each
+// ep that divides it.
 std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
-                                               bool manyMicroBatches) {
+                                               bool manyMicroBatches, int64_t experts) {
   std::vector<ExploreCandidate> layouts;
   for (int64_t pp : divisors(devices))
-    for (int64_t tp : divisors(devices / pp)) {
-      ExploreCandidate c;
-      c.pp = pp;
-      c.tp = tp;
-      c.dp = devices / (pp * tp);
-      // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
-      // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
-      // transfers between nodes — Megatron's order.
-      std::string mesh;
-      for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"tp", tp}})
-        if (size > 1)
-          mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
-      c.layout.mesh = mesh;
-      std::vector<int64_t> micro = {1};
-      if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
-      // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
-      // largest runs), those that divide.
-      for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp <= batch; m *= 2)
-        if (unevenSplit(batch, m, c.dp).empty()) micro.push_back(m);
-      for (int64_t m : micro) {
-        if (std::string why = unevenSplit(batch, m, c.dp); !why.empty()) {
-          ExploreCandidate bad = c;
-          if (m > 1) bad.layout.microBatches = m;
-          bad.reason = why;
-          layouts.push_back(bad);
-          continue;
+    for (int64_t tp : divisors(devices / pp))
+      for (int64_t ep : divisors(devices / (pp * tp))) {
+        if (ep > 1 && (experts <= 0 || experts % ep != 0)) continue;
+        ExploreCandidate c;
+        c.pp = pp;
+        c.tp = tp;
+        c.ep = ep;
+        c.dp = devices / (pp * tp * ep);
+        // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
+        // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
+        // transfers between nodes — Megatron's order; ep's all-to-alls inside dp's replicas.
+        std::string mesh;
+        for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"ep", ep}, {"tp", tp}})
+          if (size > 1)
+            mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
+        c.layout.mesh = mesh;
+        std::vector<int64_t> micro = {1};
+        if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
+        // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
+        // largest runs), those that divide.
+        for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp * ep <= batch; m *= 2)
+          if (unevenSplit(batch, m, c.dp * ep).empty()) micro.push_back(m);
+        for (int64_t m : micro) {
+          if (std::string why = unevenSplit(batch, m, c.dp * ep); !why.empty()) {
+            ExploreCandidate bad = c;
+            if (m > 1) bad.layout.microBatches = m;
+            bad.reason = why;
+            layouts.push_back(bad);
+            continue;
+          }
+          // A pipeline's: 1F1B, and interleaved over two model chunks per device.
+          std::vector<Layout> schedules = {c.layout};
+          if (pp > 1) {
+            Layout oneF1B = c.layout, interleaved = c.layout;
+            oneF1B.microBatches = interleaved.microBatches = m;
+            interleaved.schedule = "interleaved";
+            interleaved.virtualStages = 2;
+            schedules = {oneF1B, interleaved};
+          }
+          for (const Layout& schedule : schedules)
+            for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
+              for (bool sequence :
+                   tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+                ExploreCandidate v = c;
+                v.layout = schedule;
+                if (zero) v.layout.zero = zero;
+                v.layout.sequenceParallel = sequence;
+                layouts.push_back(v);
+              }
         }
-        // A pipeline's: 1F1B, and interleaved over two model chunks per device.
-        std::vector<Layout> schedules = {c.layout};
-        if (pp > 1) {
-          Layout oneF1B = c.layout, interleaved = c.layout;
-          oneF1B.microBatches = interleaved.microBatches = m;
-          interleaved.schedule = "interleaved";
-          interleaved.virtualStages = 2;
-          schedules = {oneF1B, interleaved};
-        }
-        for (const Layout& schedule : schedules)
-          for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
-            for (bool sequence :
-                 tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-              ExploreCandidate v = c;
-              v.layout = schedule;
-              if (zero) v.layout.zero = zero;
-              v.layout.sequenceParallel = sequence;
-              layouts.push_back(v);
-            }
       }
-    }
   return layouts;
 }
 
@@ -313,8 +349,9 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
       if (std::optional<int64_t> n = wholeNumber(value[f]); !n || (*n < 1 && f != "--zero"))
         return bad(f + " wants a whole number, got '" + value[f] + "'");
   // The mesh's axes, each at most once, outermost first in the order explore numbers ranks.
-  static const std::map<std::string, int> outermostFirst = {{"pp", 0}, {"dp", 1}, {"tp", 2}};
-  std::map<std::string, int64_t> axis = {{"pp", 1}, {"dp", 1}, {"tp", 1}};
+  static const std::map<std::string, int> outermostFirst = {
+      {"pp", 0}, {"dp", 1}, {"ep", 2}, {"tp", 3}};
+  std::map<std::string, int64_t> axis = {{"pp", 1}, {"dp", 1}, {"ep", 1}, {"tp", 1}};
   int previous = -1;
   for (std::istringstream mesh(value.count("--mesh") ? value["--mesh"] : ""); mesh.good();) {
     std::string part;
@@ -323,20 +360,22 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
     const size_t eq = part.find('=');
     const std::string name = part.substr(0, eq);
     const std::string size = eq == std::string::npos ? "" : part.substr(eq + 1);
-    if (!axis.count(name)) return bad("mesh axis '" + name + "': explore lays out pp, dp and tp");
+    if (!axis.count(name))
+      return bad("mesh axis '" + name + "': explore lays out pp, dp, ep and tp");
     const std::optional<int64_t> n = wholeNumber(size);
     if (!n || *n < 1)
       return bad("mesh axis " + name + " wants a positive size, got '" + size + "'");
     if (outermostFirst.at(name) <= previous)
-      return bad("the mesh's axes go pp, dp, tp from outermost, as explore numbers ranks");
+      return bad("the mesh's axes go pp, dp, ep, tp from outermost, as explore numbers ranks");
     previous = outermostFirst.at(name);
     axis[name] = *n;
   }
   c.pp = axis["pp"];
   c.dp = axis["dp"];
   c.tp = axis["tp"];
-  if (c.pp * c.dp * c.tp != devices)
-    return bad("the mesh has " + std::to_string(c.pp * c.dp * c.tp) + " devices, not " +
+  c.ep = axis["ep"];
+  if (c.pp * c.dp * c.ep * c.tp != devices)
+    return bad("the mesh has " + std::to_string(c.pp * c.dp * c.ep * c.tp) + " devices, not " +
                std::to_string(devices));
   Layout& l = c.layout;
   l.mesh = value.count("--mesh") ? value["--mesh"] : "";
@@ -349,7 +388,7 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
   l.sequenceParallel = value.count("--sequence-parallel") > 0;
   l.vocabParallel = value.count("--vocab-parallel") > 0;
   l.wholeVocabulary = value.count("--no-vocab-parallel") > 0;
-  if (std::string why = unevenSplit(batch, l.microBatchesOrOne(), c.dp); !why.empty())
+  if (std::string why = unevenSplit(batch, l.microBatchesOrOne(), c.dp * c.ep); !why.empty())
     return bad(why);
   return c;
 }
@@ -362,7 +401,8 @@ bool overBudget(const ExploreCandidate& c, uint64_t budget) {
 }  // namespace
 
 std::string ExploreCandidate::mesh() const {
-  return "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp);
+  return "dp=" + std::to_string(dp) + (ep > 1 ? ",ep=" + std::to_string(ep) : "") +
+         ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp);
 }
 
 bool ExploreCandidate::keepVocabularyWhole(const Status& failure) {
@@ -409,7 +449,8 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     DTC_ASSIGN_OR_RETURN(ExploreCandidate c, givenLayout(t, devices, batch));
     given.push_back(std::move(c));
   }
-  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false);
+  const int64_t experts = expertsDividing(shared);
+  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false, experts);
   layouts.insert(layouts.end(), given.begin(), given.end());
   // A deep model over many devices: whole compiles would unroll every layer for every
   // micro-batch, so each candidate is priced from shallow copies instead, or screened by those
@@ -444,7 +485,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                        std::to_string(estimator->layers()) + "-layer stack";
     } else if (estimator) {
       r.estimated = true;
-      layouts = enumerateLayouts(devices, batch, true);
+      layouts = enumerateLayouts(devices, batch, true, experts);
       for (const ExploreCandidate& c : given)
         if (!c.layout.stageCuts.empty())
           return Status::InvalidInput(

@@ -18,6 +18,7 @@ namespace dtc {
 
 struct ExploreCandidate {
   int64_t dp = 1, tp = 1, pp = 1;
+  int64_t ep = 1;  // experts split over ep (mixture-of-experts models); the batch over dp·ep
   Layout layout;
   // The `dtc compile` flags that build it (its layout's).
   std::vector<std::string> flags() const { return layout.flags(); }
@@ -31,7 +32,7 @@ struct ExploreCandidate {
   uint64_t memoryPerRank = 0;  // the largest rank's bytes
   double buildSeconds = 0;     // compiling and predicting it, on one thread
   perf::StepPrediction prediction;
-  std::string mesh() const;  // "dp=2,tp=2,pp=1"
+  std::string mesh() const;  // "dp=2,tp=2,pp=1" ("dp=1,ep=2,tp=2,pp=1" with experts split)
 
   // Where `failure` is Megatron's vocabulary split meeting a vocabulary that does not divide
   // over tp: keeps the vocabulary whole (the table and the logits) and says to build

@@ -55,15 +55,18 @@ std::string table(const ExploreResult& r, int top) {
      << (r.threads == 1 ? "" : "s") << ")\n";
   if (r.estimated) os << "candidates " << r.estimateNote << "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%4s  %-16s %11s %11s %12s %6s %6s  %s\n", "rank", "mesh",
-                "step", "memory", "tokens/s", "MFU", "HFU", "flags");
+  int meshWidth = 16;  // wider where a mesh has an ep axis
+  for (const ExploreCandidate& c : r.candidates)
+    if (c.feasible) meshWidth = std::max(meshWidth, static_cast<int>(c.mesh().size()));
+  std::snprintf(line, sizeof line, "%4s  %-*s %11s %11s %12s %6s %6s  %s\n", "rank", meshWidth,
+                "mesh", "step", "memory", "tokens/s", "MFU", "HFU", "flags");
   os << line;
   int shown = 0;
   for (const ExploreCandidate& c : r.candidates) {
     if (!c.feasible || (top > 0 && shown >= top)) continue;
     ++shown;
-    std::snprintf(line, sizeof line, "%4d  %-16s %11s %11s %12.4g %5.1f%% %5.1f%%  ", shown,
-                  c.mesh().c_str(), ms(c.prediction.stepSeconds).c_str(),
+    std::snprintf(line, sizeof line, "%4d  %-*s %11s %11s %12.4g %5.1f%% %5.1f%%  ", shown,
+                  meshWidth, c.mesh().c_str(), ms(c.prediction.stepSeconds).c_str(),
                   gib(c.memoryPerRank).c_str(), c.prediction.tokensPerSecond(),
                   100 * r.modelUtilisation(c), 100 * c.prediction.utilisation);
     os << line << join(c.flags()) << (c.given ? "  (given)" : "")

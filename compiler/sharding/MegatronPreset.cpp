@@ -232,11 +232,15 @@ bool inputMajor(ModuleOp module, const llvm::GlobPattern& glob) {
 
 std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t, int64_t tp,
                                        std::string* chosen) {
-  bool named = false;
+  auto has = [&](StringRef pattern) {
+    auto glob = llvm::GlobPattern::create(pattern);
+    for (auto func : module.getOps<func::FuncOp>())
+      for (BlockArgument arg : func.getArguments())
+        if (glob->match(paramName(arg))) return true;
+    return false;
+  };
   auto glob = llvm::GlobPattern::create("*.attn.c_attn.weight");
-  for (auto func : module.getOps<func::FuncOp>())
-    for (BlockArgument arg : func.getArguments()) named = named || glob->match(paramName(arg));
-  if (!named) return byStructure(module, t, tp, chosen);
+  if (!has("*.attn.c_attn.weight")) return byStructure(module, t, tp, chosen);
   // nanoGPT's names in either layout: Hugging Face's GPT-2 keeps the same names in [in, out]
   // tensors, so its column splits are the second dimension and its row splits the first.
   const bool conv1d = inputMajor(module, *glob);
@@ -247,12 +251,22 @@ std::vector<std::string> megatronSpecs(ModuleOp module, const std::string& t, in
     return conv1d ? "-," + chunks + t : chunks + t + ",-";
   };
   auto rows = [&] { return conv1d ? t + ",-" : "-," + t; };
-  return {"*.attn.c_attn.weight=" + columns("3x"),
-          "*.attn.c_attn.bias=3x" + t,
-          "*.attn.c_proj.weight=" + rows(),
-          "*.mlp.c_fc.weight=" + columns(""),
-          "*.mlp.c_fc.bias=" + t,
-          "*.mlp.c_proj.weight=" + rows()};
+  std::vector<std::string> specs = {"*.attn.c_attn.weight=" + columns("3x"),
+                                    "*.attn.c_attn.bias=3x" + t, "*.attn.c_proj.weight=" + rows()};
+  // Dense MLPs, and mixture-of-experts ones (every block's, or every N-th): each expert's MLP
+  // split as a dense one, in the experts' stacked [E, in, out] weights; the router stays whole.
+  const bool experts = has("*.mlp.experts.c_fc.weight");
+  if (has("*.mlp.c_fc.weight") || !experts) {
+    specs.push_back("*.mlp.c_fc.weight=" + columns(""));
+    specs.push_back("*.mlp.c_fc.bias=" + t);
+    specs.push_back("*.mlp.c_proj.weight=" + rows());
+  }
+  if (experts) {
+    specs.push_back("*.mlp.experts.c_fc.weight=-,-," + t);
+    specs.push_back("*.mlp.experts.c_fc.bias=-," + t);
+    specs.push_back("*.mlp.experts.c_proj.weight=-," + t + ",-");
+  }
+  return specs;
 }
 
 }  // namespace dtc
