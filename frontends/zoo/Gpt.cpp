@@ -118,7 +118,8 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
            e + ".c_proj.weight", e + ".c_proj.bias"},
           {m + ".out", m + ".aux_loss", m + ".z_loss"},
           {Attr::integer("top_k", o.moe.topK), Attr::real("capacity_factor", o.moe.capacityFactor),
-           Attr::integer("normalize", o.moe.normalize), Attr::text("activation", "gelu_tanh")});
+           Attr::integer("normalize", o.moe.normalize), Attr::text("activation", "gelu_tanh"),
+           Attr::text("score", o.moe.score)});
       routerLosses.push_back(m);
     } else {
       project(m + ".c_fc", p + ".ln_2.out", m + ".fc");

@@ -179,7 +179,8 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
            experts + ".up_proj.weight", experts + ".down_proj.weight"},
           {sparse + ".out", sparse + ".aux_loss", sparse + ".z_loss"},
           {Attr::integer("top_k", o.moe.topK), Attr::real("capacity_factor", o.moe.capacityFactor),
-           Attr::integer("normalize", o.moe.normalize), Attr::text("activation", "swiglu")});
+           Attr::integer("normalize", o.moe.normalize), Attr::text("activation", "swiglu"),
+           Attr::text("score", o.moe.score)});
       routerLosses.push_back(sparse);
       mlpOut = sparse + ".out";
     } else {

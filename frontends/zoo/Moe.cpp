@@ -22,6 +22,8 @@ std::string validateMoe(const MoeOptions& m) {
            "] (--experts)";
   if (!(m.capacityFactor > 0))
     return "--capacity-factor must be > 0, got " + shortNumber(m.capacityFactor);
+  if (m.score != "softmax" && m.score != "sigmoid")
+    return "--router-score must be softmax or sigmoid, got '" + m.score + "'";
   if (m.every < 1) return "--moe-every must be >= 1, got " + std::to_string(m.every);
   if (!(m.auxWeight >= 0) || !(m.zWeight >= 0))
     return "--aux-loss-weight and --z-loss-weight must be >= 0";

@@ -32,7 +32,8 @@ struct MoeOptions {
   int64_t topK = 2;
   double capacityFactor = 1.25;
   int64_t every = 1;
-  bool normalize = true;  // the k weights renormalised to sum to 1 (Mixtral)
+  bool normalize = true;          // the k weights renormalised to sum to 1 (Mixtral)
+  std::string score = "softmax";  // the router's scores: softmax, or sigmoid (DeepSeek-V3)
   double auxWeight = 0.01;
   double zWeight = 0.001;
   bool enabled() const { return experts > 0; }

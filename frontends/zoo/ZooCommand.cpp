@@ -47,9 +47,10 @@ Status readMoe(const Args& args, MoeOptions& m) {
   DTC_ASSIGN_OR_RETURN(m.auxWeight, args.number("aux-loss-weight", m.auxWeight));
   DTC_ASSIGN_OR_RETURN(m.zWeight, args.number("z-loss-weight", m.zWeight));
   m.normalize = !args.has("no-normalize-top-k");
+  m.score = args.str("router-score", m.score);
   if (!args.has("experts"))
     for (const char* flag : {"top-k", "moe-every", "capacity-factor", "aux-loss-weight",
-                             "z-loss-weight", "no-normalize-top-k"})
+                             "z-loss-weight", "no-normalize-top-k", "router-score"})
       if (args.has(flag)) return invalid(std::string("--") + flag + " needs --experts");
   if (args.has("experts") && m.experts < 1)
     return invalid("--experts must be >= 1, got " + std::to_string(m.experts));
@@ -58,11 +59,11 @@ Status readMoe(const Args& args, MoeOptions& m) {
 
 StatusOr<ZooModel> gpt(int argc, char** argv) {
   DTC_ASSIGN_OR_RETURN(
-      Args args,
-      Args::parse(argc, argv, 3,
-                  {"vocab", "ctx", "layers", "heads", "embd", "seed", "layout", "output", "experts",
-                   "top-k", "capacity-factor", "moe-every", "aux-loss-weight", "z-loss-weight"},
-                  {"no-normalize-top-k"}));
+      Args args, Args::parse(argc, argv, 3,
+                             {"vocab", "ctx", "layers", "heads", "embd", "seed", "layout", "output",
+                              "experts", "top-k", "capacity-factor", "moe-every", "aux-loss-weight",
+                              "z-loss-weight", "router-score"},
+                             {"no-normalize-top-k"}));
   GptOptions o;
   const std::string layout = args.str("layout", "nanogpt");
   if (layout != "nanogpt" && layout != "hf")
@@ -83,11 +84,12 @@ StatusOr<ZooModel> gpt(int argc, char** argv) {
 
 StatusOr<ZooModel> llama(int argc, char** argv) {
   DTC_ASSIGN_OR_RETURN(
-      Args args, Args::parse(argc, argv, 3,
-                             {"vocab", "ctx", "layers", "heads", "kv-heads", "embd", "ffn",
-                              "rope-theta", "rms-eps", "seed", "output", "experts", "top-k",
-                              "capacity-factor", "moe-every", "aux-loss-weight", "z-loss-weight"},
-                             {"tie-embeddings", "no-normalize-top-k"}));
+      Args args,
+      Args::parse(argc, argv, 3,
+                  {"vocab", "ctx", "layers", "heads", "kv-heads", "embd", "ffn", "rope-theta",
+                   "rms-eps", "seed", "output", "experts", "top-k", "capacity-factor", "moe-every",
+                   "aux-loss-weight", "z-loss-weight", "router-score"},
+                  {"tie-embeddings", "no-normalize-top-k"}));
   LlamaOptions o;
   int64_t seed = 0;
   o.kvHeads = 0;  // as many as --heads unless given

@@ -2,7 +2,7 @@
 GShard/Switch mixture-of-experts layers, written independently of dtc's kernels (each token's
 chosen experts computed on its own row, no dispatch buffer) but with the same routing rules:
 
-- a softmax router (gate.weight [E, C]) and the top-k experts of each token, their weights the
+- a softmax (or sigmoid) router (gate.weight [E, C]) and the top-k experts of each token, their weights the
   k scores, renormalised to sum to 1 when `normalize`;
 - a capacity of ceil(factor · T · k / E) per expert and sequence (at most T), slots handed out
   in GShard's priority order (every token's first choice in token order, then every second
@@ -59,8 +59,9 @@ def route(scores, k, cap, normalize):
 
 
 class MoE(nn.Module):
-    def __init__(self, c, experts, k, factor, normalize):
+    def __init__(self, c, experts, k, factor, normalize, score="softmax"):
         super().__init__()
+        self.score = score
         self.gate = nn.Linear(c, experts, bias=False)
         self.experts = Experts(experts, c)
         self.k, self.factor, self.normalize, self.n = k, factor, normalize, experts
@@ -69,7 +70,7 @@ class MoE(nn.Module):
     def forward(self, x):
         b, t, c = x.shape
         logits = self.gate(x)
-        scores = F.softmax(logits, dim=-1)
+        scores = F.softmax(logits, dim=-1) if self.score == "softmax" else torch.sigmoid(logits)
         expert, weight, kept = route(scores, self.k, capacity(t, self.n, self.k, self.factor),
                                      self.normalize)
         self.dropped += int((~kept).sum())
@@ -99,7 +100,7 @@ class Block(nanogpt.Block):
 
 
 class MoeGPT(nanogpt.GPT):
-    """`moe` = (experts, k, capacity factor, normalize) for blocks 0, every, 2·every ..."""
+    """`moe` = (experts, k, capacity factor, normalize[, score]) for blocks 0, every, 2·every ..."""
 
     def __init__(self, config, moe, every, aux_weight, z_weight):
         super().__init__(config)

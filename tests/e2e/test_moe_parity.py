@@ -3,7 +3,8 @@
 holding the same initial weights, 10 AdamW steps on the same token windows: losses within 1e-5
 relative, final weights within 1e-4 (max |diff| / max |w| per tensor, eps 1e-4 as
 test_gpt_parity.py explains). One case drops tokens (capacity factor 1), one drops none (a
-capacity of every token), one renormalises no weights and mixes dense and MoE blocks. Then
+capacity of every token), one renormalises no weights and mixes dense and MoE blocks, one scores
+with a sigmoid (DeepSeek-V3's router). Then
 layouts train as one device (1e-5), and a checkpoint written on ep=2 resumes on ep=4 and on one
 device as if never interrupted."""
 import os
@@ -31,10 +32,10 @@ TP_SHARDS = [flag for spec in ("attn.c_attn.weight=tp,-", "attn.c_attn.bias=tp",
              for flag in ("--shard", f"transformer.h.*.{spec}")]
 
 
-def torch_run(init, tokens, experts, k, factor, normalize, every):
+def torch_run(init, tokens, experts, k, factor, normalize, every, score):
     nanogpt_model.install_sdpa()
     config = nanogpt_model.GPTConfig(block_size=T, vocab_size=V, n_layer=L, n_head=H, n_embd=C)
-    model = MoeGPT(config, (experts, k, factor, normalize), every, AUX, Z)
+    model = MoeGPT(config, (experts, k, factor, normalize, score), every, AUX, Z)
     model.load_state_dict({n: torch.from_numpy(v.copy()) for n, v in init.items()}, strict=True)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, eps=1e-4, weight_decay=0.1)
     losses = []
@@ -49,10 +50,10 @@ def torch_run(init, tokens, experts, k, factor, normalize, every):
     return losses, final, model.dropped()
 
 
-def check(name, work, data, tokens, experts, k, factor, normalize=True, every=1):
+def check(name, work, data, tokens, experts, k, factor, normalize=True, every=1, score="softmax"):
     model = os.path.join(work, f"{name}.dtm")
     flags = ["--experts", experts, "--top-k", k, "--capacity-factor", factor, "--moe-every", every,
-             "--aux-loss-weight", AUX, "--z-loss-weight", Z]
+             "--aux-loss-weight", AUX, "--z-loss-weight", Z, "--router-score", score]
     if not normalize:
         flags.append("--no-normalize-top-k")
     run(tool("dtc"), "zoo", "gpt", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H, "--embd", C,
@@ -60,7 +61,7 @@ def check(name, work, data, tokens, experts, k, factor, normalize=True, every=1)
     init, final, losses, _ = dtc_train(model, work, name, B, OPTIM, data, STEPS, DATA_SEED)
     init.pop("lm_head.weight", None)
     init["lm_head.weight"] = init["transformer.wte.weight"]
-    ref_losses, ref_final, dropped = torch_run(init, tokens, experts, k, factor, normalize, every)
+    ref_losses, ref_final, dropped = torch_run(init, tokens, experts, k, factor, normalize, every, score)
     ref_final.pop("lm_head.weight")
     final.pop("lm_head.weight", None)
     assert sorted(final) == sorted(ref_final), f"names differ: {sorted(set(final) ^ set(ref_final))}"
@@ -111,6 +112,7 @@ def main():
         assert dropped == 0, f"a capacity of every token dropped {dropped} choices"
         check("moe-top1-every2", work, data, tokens, experts=4, k=1, factor=1.25, normalize=False,
               every=2)
+        check("moe-sigmoid", work, data, tokens, experts=4, k=2, factor=1.0, score="sigmoid")
         compare("moe", dropping, work, 8, OPTIM, data, STEPS, DATA_SEED, [
             ("dp2", ["--mesh", "dp=2"], 2),
             ("ep2", ["--mesh", "ep=2"], 2),

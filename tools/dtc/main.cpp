@@ -37,7 +37,7 @@ namespace {
   "  dtc zoo gpt [--vocab V] [--ctx T] [--layers L] [--heads H] [--embd C] [--seed S]\n"           \
   "            [--layout nanogpt|hf] [--experts E [--top-k K] [--capacity-factor F]\n"             \
   "            [--moe-every N] [--no-normalize-top-k] [--aux-loss-weight A]\n"                     \
-  "            [--z-loss-weight Z]] -o M.dtm\n"                                                    \
+  "            [--z-loss-weight Z] [--router-score softmax|sigmoid]] -o M.dtm\n"                   \
   "  dtc zoo llama [--vocab V] [--ctx T] [--layers L] [--heads H] [--kv-heads K] [--embd C]\n"     \
   "              [--ffn F] [--rope-theta R] [--rms-eps E] [--tie-embeddings] [--seed S]\n"         \
   "              [--experts E ... as gpt's] -o M.dtm\n"                                            \
