@@ -147,6 +147,48 @@ bool swigluProduct(Value x) {
   return mul && !isSilu(x) && (isSilu(mul.getLhs()) || isSilu(mul.getRhs()));
 }
 
+// A mixture of experts' split, as a dense MLP's in each expert: the GEMMs reading the dispatched
+// tokens split by output columns (their weights [E, in, out] by the last dimension, biases
+// [E, out] with them), the GEMM after the activation by input rows; the router stays whole.
+// Returns the number of layers found.
+int expertSplits(func::FuncOp func, const std::string& t, std::vector<std::string>& specs) {
+  int layers = 0;
+  func.walk([&](graph::MoeDispatchOp dispatch) {
+    ++layers;
+    for (Operation* reshape : dispatch.getBuffer().getUsers()) {
+      if (!isa<graph::ReshapeOp>(reshape)) continue;
+      const Value rows = afterCasts(reshape->getResult(0));
+      for (Operation* user : rows.getUsers()) {
+        auto first = dyn_cast<graph::BatchMatmulOp>(user);
+        // The forward GEMM (the backward's weight gradient reads the rows too, transposed).
+        const std::string w = first ? paramName(first.getRhs()) : "";
+        if (w.empty() || first.getLhs() != rows || first.getTransposeLhs()) continue;
+        specs.push_back(literal(w) + "=-,-," + t);
+        const Value out = afterCasts(first.getResult());
+        for (Operation* reader : out.getUsers()) {
+          // GELU's bias [E, 1, F] (reshaped from [E, F]), added before the activation.
+          if (auto add = dyn_cast<graph::AddOp>(reader)) {
+            Value bias = add.getLhs() == out ? add.getRhs() : add.getLhs();
+            if (auto r = beforeCasts(bias).getDefiningOp<graph::ReshapeOp>())
+              if (const std::string name = paramName(r.getX()); !name.empty())
+                specs.push_back(literal(name) + "=-," + t);
+          }
+        }
+      }
+    }
+  });
+  // The GEMMs reading an activation: the experts' output projections.
+  func.walk([&](graph::BatchMatmulOp bmm) {
+    const std::string w = paramName(bmm.getRhs());
+    auto arg = dyn_cast<BlockArgument>(beforeCasts(bmm.getRhs()));
+    if (w.empty() || !arg || !func.getArgAttr(arg.getArgNumber(), attr::kExpert)) return;
+    const Value x = beforeCasts(bmm.getLhs());
+    if (x.getDefiningOp<graph::GeluOp>() || swigluProduct(x))
+      specs.push_back(literal(w) + "=-," + t + ",-");
+  });
+  return layers;
+}
+
 // Megatron's splits found by structure: GPT-2's block (one projection split into q, k and v, a
 // GELU MLP) or a Llama-family block (q, k and v projections each reshaped into heads, a SwiGLU
 // MLP). Projections into heads split by output rows when their heads divide over `tp` devices;
@@ -158,12 +200,14 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int6
   std::vector<std::string> specs;
   int qkv = 0, headProjections = 0, attnProj = 0, fc = 0, gate = 0, up = 0, mlpProj = 0;
   int wholeHeads = 0;  // projections into fewer heads than devices: kept whole
+  int experts = 0;     // mixtures of experts, each expert's MLP split
   auto column = [&](const Layer& l, const char* chunks = "") {
     specs.push_back(literal(l.weight) + "=" + chunks + t + ",-");
     if (!l.bias.empty()) specs.push_back(literal(l.bias) + "=" + chunks + t);
   };
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.getSymName() != fn::kTrainStep) continue;
+    experts += expertSplits(func, t, specs);
     func.walk([&](graph::LinearOp linear) {
       const Layer l = layerOf(linear);
       if (l.weight.empty()) return;
@@ -202,15 +246,21 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int6
   // A block is all its layers; a model with none of them is not transformer-shaped.
   const int attention = qkv + headProjections / 3;
   if (attention == 0 || headProjections % 3 != 0 || attention != attnProj || gate != up ||
-      fc + gate != mlpProj || attention != mlpProj)
+      fc + gate != mlpProj || attention != mlpProj + experts)
     return {};
   if (chosen) {
-    *chosen = "found by structure: " + std::to_string(attention) + " attention block(s) (" +
-              (qkv          ? "one q/k/v projection"
-               : wholeHeads ? "q split by heads; k and v, fewer heads than devices, whole"
-                            : "q, k and v split by heads") +
-              "), " + std::to_string(mlpProj) + " MLP(s) (" + (gate ? "SwiGLU" : "GELU") +
-              "), weights [out, in]";
+    *chosen =
+        "found by structure: " + std::to_string(attention) + " attention block(s) (" +
+        (qkv          ? "one q/k/v projection"
+         : wholeHeads ? "q split by heads; k and v, fewer heads than devices, whole"
+                      : "q, k and v split by heads") +
+        ")" +
+        (mlpProj ? ", " + std::to_string(mlpProj) + " MLP(s) (" + (gate ? "SwiGLU" : "GELU") + ")"
+                 : "") +
+        (experts ? ", " + std::to_string(experts) +
+                       " mixture(s) of experts (each expert's MLP split, the router whole)"
+                 : "") +
+        ", weights [out, in]";
   }
   return specs;
 }

@@ -192,6 +192,8 @@ def main():
         compare("llama-moe", experts, work, 8, optim, data, STEPS, DATA_SEED, [
             ("ep2", ["--mesh", "ep=2"], 2),
             ("dp2-ep2", ["--mesh", "dp=2,ep=2"], 4),
+            # The preset finds the blocks by structure, each expert's SwiGLU MLP split over tp.
+            ("ep2-tp2-preset", ["--mesh", "ep=2,tp=2"], 4),
         ])
     print("llama parity: ok")
 
