@@ -121,6 +121,7 @@ def main():
             ("ep2-tp2", ["--mesh", "ep=2,tp=2", *TP_SHARDS], 4),
             # Megatron's preset finds the same splits by GPT-2's names, experts included.
             ("ep2-tp2-preset", ["--mesh", "ep=2,tp=2"], 4),
+            ("dp2-ep2-zero1", ["--mesh", "dp=2,ep=2", "--zero", 1], 4),
             ("dp2-ep2-zero3", ["--mesh", "dp=2,ep=2", "--zero", 3], 4),
             ("ep2-recompute", ["--mesh", "ep=2", "--recompute", "full"], 2),
         ])
