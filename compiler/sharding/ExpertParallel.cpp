@@ -10,6 +10,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "plan/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_EXPERTPARALLEL
@@ -51,6 +52,23 @@ struct ExpertParallelPass : public impl::ExpertParallelBase<ExpertParallelPass> 
       if (failed(splitTokens(func, mesh)) || failed(splitExperts(func, experts)) ||
           failed(placeExperts(func)))
         return signalPassFailure();
+    // What the layout does to the experts, said once (dtc compile prints the remark).
+    int64_t layers = 0, perLayer = 0;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.getSymName() == fn::kTrainStep)
+        func.walk([&](graph::MoeDispatchOp op) {
+          ++layers;
+          perLayer = cast<RankedTensorType>(op.getBuffer().getType()).getDimSize(0);
+        });
+    std::string axes;
+    for (Attribute a : batchAxes_)
+      axes += (axes.empty() ? "" : " x ") + cast<StringAttr>(a).getValue().str();
+    if (layers > 0)
+      module.emitRemark() << "expert parallel over ep (" << static_cast<int64_t>(ep)
+                          << " devices): " << layers << " mixture-of-experts layer(s) of "
+                          << perLayer << " experts, " << perLayer / ep
+                          << " on each device; the batch split over " << axes
+                          << "; each layer's dispatch and combine one all-to-all over ep";
   }
 
   // The axes a batch splits over: the data axes the mesh has (dp_replicate outside dp), then ep.
