@@ -61,4 +61,21 @@ DTC_MOE_FN int64_t bufferRow(const MoeShape& m, int64_t expert, int64_t group, i
   return ((expert * m.groups + group) * m.capacity + slot) * m.width;
 }
 
+// One token's gradient of its k weights with respect to its scores `row` [E], added into `out`
+// [E] (zeroed by the caller) at the chosen experts. Without `normalize` the weights are the
+// scores; with it w_j = s_j / Z, so ∂w_i/∂s_j = (δ_ij − w_i) / Z and ds_j = (dw_j − Σ_i dw_i·w_i)
+// / Z, Z summed as the forward summed it.
+DTC_MOE_FN void routeGradRow(const float* row, const float* dw, const int64_t* chosen, int64_t k,
+                             bool normalize, float* out) {
+  if (!normalize) {
+    for (int64_t j = 0; j < k; ++j) out[chosen[j]] += dw[j];
+    return;
+  }
+  float total = 0.0f;
+  for (int64_t j = 0; j < k; ++j) total += row[chosen[j]];
+  float dot = 0.0f;
+  for (int64_t j = 0; j < k; ++j) dot += dw[j] * (row[chosen[j]] / total);
+  for (int64_t j = 0; j < k; ++j) out[chosen[j]] += (dw[j] - dot) / total;
+}
+
 }  // namespace dtc::moe

@@ -69,21 +69,9 @@ bool moeRouteGrad(const float* dweight, const float* scores, const int64_t* expe
     if (expert[i] < 0 || expert[i] >= e) return false;
   pool.parallelFor(m.groups * m.tokens, grain(e), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const float *row = scores + t * e, *dw = dweight + t * k;
-      const int64_t* chosen = expert + t * k;
       float* out = dscores + t * e;
       std::fill(out, out + e, 0.0f);
-      if (!normalize) {
-        for (int64_t j = 0; j < k; ++j) out[chosen[j]] += dw[j];
-        continue;
-      }
-      // w_j = s_j / Z: ∂w_i/∂s_j = (δ_ij − w_i) / Z, so ds_j = (dw_j − Σ_i dw_i·w_i) / Z. Z as
-      // the forward summed it.
-      float total = 0.0f;
-      for (int64_t j = 0; j < k; ++j) total += row[chosen[j]];
-      float dot = 0.0f;
-      for (int64_t j = 0; j < k; ++j) dot += dw[j] * (row[chosen[j]] / total);
-      for (int64_t j = 0; j < k; ++j) out[chosen[j]] += (dw[j] - dot) / total;
+      moe::routeGradRow(scores + t * e, dweight + t * k, expert + t * k, k, normalize, out);
     }
   });
   return true;
@@ -106,28 +94,12 @@ bool moeDispatch(const float* x, const int64_t* expert, const int64_t* slot, flo
   return true;
 }
 
-bool moeDispatchGrad(const float* dbuffer, const int64_t* expert, const int64_t* slot, float* dx,
-                     const MoeShape& m, ThreadPool& pool) {
-  if (!planInside(expert, slot, m)) return false;
-  const int64_t d = m.width, k = m.topK;
-  pool.parallelFor(m.groups * m.tokens, grain(d * k), [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      float* out = dx + t * d;
-      std::fill(out, out + d, 0.0f);
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t i = t * k + j;
-        if (slot[i] < 0) continue;
-        const float* in = dbuffer + moe::bufferRow(m, expert[i], t / m.tokens, slot[i]);
-        for (int64_t c = 0; c < d; ++c) out[c] += in[c];
-      }
-    }
-  });
-  return true;
-}
+namespace {
 
-bool moeCombine(const float* buffer, const int64_t* expert, const int64_t* slot,
+// Each token's sum over its kept choices of their buffer rows, each times its weight (1 where
+// `weight` is null: dispatch's gradient), in choice order.
+void sumChoices(const float* buffer, const int64_t* expert, const int64_t* slot,
                 const float* weight, float* y, const MoeShape& m, ThreadPool& pool) {
-  if (!planInside(expert, slot, m)) return false;
   const int64_t d = m.width, k = m.topK;
   pool.parallelFor(m.groups * m.tokens, grain(d * k), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
@@ -137,11 +109,30 @@ bool moeCombine(const float* buffer, const int64_t* expert, const int64_t* slot,
         const int64_t i = t * k + j;
         if (slot[i] < 0) continue;
         const float* in = buffer + moe::bufferRow(m, expert[i], t / m.tokens, slot[i]);
+        if (!weight) {
+          for (int64_t c = 0; c < d; ++c) out[c] += in[c];
+          continue;
+        }
         const float w = weight[i];
         for (int64_t c = 0; c < d; ++c) out[c] += w * in[c];
       }
     }
   });
+}
+
+}  // namespace
+
+bool moeDispatchGrad(const float* dbuffer, const int64_t* expert, const int64_t* slot, float* dx,
+                     const MoeShape& m, ThreadPool& pool) {
+  if (!planInside(expert, slot, m)) return false;
+  sumChoices(dbuffer, expert, slot, nullptr, dx, m, pool);
+  return true;
+}
+
+bool moeCombine(const float* buffer, const int64_t* expert, const int64_t* slot,
+                const float* weight, float* y, const MoeShape& m, ThreadPool& pool) {
+  if (!planInside(expert, slot, m)) return false;
+  sumChoices(buffer, expert, slot, weight, y, m, pool);
   return true;
 }
 

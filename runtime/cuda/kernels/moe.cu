@@ -48,24 +48,15 @@ __global__ void routeGrad(const float* dweight, const float* scores, const int64
                           float* dscores, int64_t tokens, int64_t experts, int64_t k,
                           bool normalize, int* bad) {
   for (int64_t t = globalIndex(); t < tokens; t += globalStride()) {
-    const float *row = scores + t * experts, *dw = dweight + t * k;
     const int64_t* chosen = expert + t * k;
-    float* out = dscores + t * experts;
     bool inside = true;
     for (int64_t j = 0; j < k; ++j) inside &= chosen[j] >= 0 && chosen[j] < experts;
     if (!inside) {
       *bad = 1;
       continue;
     }
-    if (!normalize) {
-      for (int64_t j = 0; j < k; ++j) out[chosen[j]] += dw[j];
-      continue;
-    }
-    float total = 0.0f;
-    for (int64_t j = 0; j < k; ++j) total += row[chosen[j]];
-    float dot = 0.0f;
-    for (int64_t j = 0; j < k; ++j) dot += dw[j] * (row[chosen[j]] / total);
-    for (int64_t j = 0; j < k; ++j) out[chosen[j]] += (dw[j] - dot) / total;
+    moe::routeGradRow(scores + t * experts, dweight + t * k, chosen, k, normalize,
+                      dscores + t * experts);
   }
 }
 
