@@ -285,6 +285,50 @@ def ExpertParallel : Pass<"dtc-expert-parallel", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def ContextParallel : Pass<"dtc-context-parallel", "mlir::ModuleOp"> {
+  let summary = "Context parallelism: sequences split over `cp`, attention reaching every key";
+  let description = [{
+    On a mesh with a `cp` axis of `cp` devices: data inputs split their sequence dimension (the
+    one after the batch dimension, of the attention's context length T) over cp and their batch
+    over the data axes; propagation then splits every activation along the sequence, and
+    attention's queries with them. How a query reaches the keys of the other devices is
+    `attention`: `all-gather` (keys and values gathered, their gradients reduce-scattered). With
+    `balance`
+    the sequence is cut into 2·cp chunks and device i holds chunks i and 2·cp−1−i, so that
+    causal attention costs every device the same: the data inputs carry the order
+    (`dist.sequence_chunks`, which dtrun reads them in) and the attention ops the chunk count
+    (`seq_chunks`), for the causal mask; position tables were read in that order by
+    dtc-sequence-order. Errors: no cp axis of that size, a model without fused causal
+    attention, a context length that does not split into the chunks.
+  }];
+  let options = [
+    Option<"cp", "cp", "int64_t", "1", "context-parallel devices">,
+    Option<"attention", "attention", "std::string", "\"all-gather\"", "all-gather">,
+    Option<"balance", "balance", "bool", "true", "2·cp chunks, device i holding i and 2·cp−1−i">,
+  ];
+  let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
+def SequenceOrder : Pass<"dtc-sequence-order", "mlir::ModuleOp"> {
+  let summary = "Load-balanced context parallelism: the step reads its sequences reordered";
+  let description = [{
+    Before autodiff, for dtc-context-parallel's load balancing: the sequence is cut into
+    `chunks` (2·cp) and laid out chunk 0, chunk N−1, chunk 1, chunk N−2, …, so that device i
+    of cp holds chunks i and N−1−i and causal attention costs every device the same. Nothing
+    but position-dependent ops notices a reordered sequence: the data loader reads it so, the
+    attention ops place keys by their original positions (`seq_chunks`), and this pass reads
+    every position table (a learned position embedding, rotary tables; found by tracing the
+    sequence from the data inputs) in that order, through a split and a concat whose gradients
+    put the rows back. Errors: a context length that does not split into the chunks, an op
+    that reads the sequence in order (it splits, concatenates or mixes positions, or is not
+    known to keep them apart), dropout (its masks are drawn by position), a position table the
+    model computes.
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", "2", "chunks of each sequence (2·cp)">,
+  ];
+}
+
 def ShardingPropagation : Pass<"dtc-sharding-propagation", "mlir::ModuleOp"> {
   let summary = "Shard every value from a few annotations, through the ops' sharding rules";
   let description = [{

@@ -132,8 +132,12 @@ LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
     return error("a dp_replicate axis needs a dp axis to shard over (--mesh dp_replicate=R,dp=N)");
   if (options.microBatches != 1 && options.accumulate != 1)
     return error("--microbatches and --accumulate both split the step; give one");
-  if ((options.dataParallel > 0 || options.pipelineStages > 0) && options.mesh.empty())
-    return error("data-parallel and pipeline-stages need a mesh naming their axes");
+  if (options.contextParallel > 0 && !options.fusedAttention)
+    return error("context parallelism needs fused attention (fused-attention=true)");
+  if ((options.dataParallel > 0 || options.pipelineStages > 0 || options.contextParallel > 0) &&
+      options.mesh.empty())
+    return error(
+        "data-parallel, context-parallel and pipeline-stages need a mesh naming their axes");
   return success();
 }
 
@@ -147,6 +151,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   if (options.fusedAttention) pm.addPass(createFuseAttention());
   if (options.precision != "fp32")
     pm.addPass(createMixedPrecision(MixedPrecisionOptions{options.precision}));
+  if (options.contextParallel > 0 && options.cpLoadBalance)
+    pm.addPass(createSequenceOrder(SequenceOrderOptions{2 * options.contextParallel}));
   if (options.pipelineStages > 0)
     pm.addPass(createPipelineStages(
         PipelineStagesOptions{options.pipelineStages, options.virtualStages, options.microBatches,
@@ -180,6 +186,10 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
     // Ahead of dp: the experts' weights and state are then annotated ones, which ZeRO splits.
     if (options.expertParallel > 0)
       pm.addPass(createExpertParallel(ExpertParallelOptions{options.expertParallel}));
+    // Ahead of dp: the data inputs' sequence split is set, which dp keeps.
+    if (options.contextParallel > 0)
+      pm.addPass(createContextParallel(ContextParallelOptions{
+          options.contextParallel, options.cpAttention, options.cpLoadBalance}));
     if (options.dataParallel > 0)
       pm.addPass(createDataParallel(
           DataParallelOptions{options.dataParallel, options.zeroStage, options.dataReplicate}));

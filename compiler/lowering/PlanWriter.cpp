@@ -42,7 +42,7 @@ class PlanWriter {
   flatbuffers::Offset<plan::Function> writeFunction(func::FuncOp func);
   // Mesh axis indices per dimension; empty when `sharding` is null or there is no mesh.
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>> writeSharding(
-      dist::ShardingAttr sharding);
+      dist::ShardingAttr sharding, int64_t sequenceDim = -1, int64_t sequenceChunks = 0);
   std::vector<int64_t> axisIndices(ArrayAttr axes);
   // The op's attributes as its kernel declares them (ops/kernels.def), each in its declared
   // field; an attribute the kernel does not read is an error, not silently dropped.
@@ -105,13 +105,16 @@ LogicalResult PlanWriter::writeAttrs(plan::KernelOp call, const KernelInfo& kern
 }
 
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::DimSharding>>>
-PlanWriter::writeSharding(dist::ShardingAttr sharding) {
+PlanWriter::writeSharding(dist::ShardingAttr sharding, int64_t sequenceDim,
+                          int64_t sequenceChunks) {
   std::vector<flatbuffers::Offset<plan::DimSharding>> dims;
   if (sharding && module_->hasAttr(dist::kMeshAttr))
     for (auto [k, d] : llvm::enumerate(sharding.getDims())) {
       std::vector<int64_t> axes = axisIndices(cast<ArrayAttr>(d));
       std::vector<int32_t> narrow(axes.begin(), axes.end());
-      dims.push_back(plan::CreateDimShardingDirect(fbb_, &narrow, sharding.dimBlocks(k)));
+      dims.push_back(plan::CreateDimShardingDirect(
+          fbb_, &narrow, sharding.dimBlocks(k),
+          static_cast<int64_t>(k) == sequenceDim ? sequenceChunks : 0));
     }
   return fbb_.CreateVector(dims);
 }
@@ -260,8 +263,9 @@ flatbuffers::Offset<plan::Function> PlanWriter::writeFunction(func::FuncOp func)
       auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim);
       batchDim = bd ? static_cast<int32_t>(bd.getInt()) : 0;
     }
-    auto sharding =
-        writeSharding(func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr));
+    auto chunks = func.getArgAttrOfType<IntegerAttr>(i, dist::kSequenceChunksAttr);
+    auto sharding = writeSharding(func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr),
+                                  batchDim + 1, chunks ? chunks.getInt() : 0);
     auto micro = func.getArgAttrOfType<IntegerAttr>(i, attr::kMicroBatch);
     arguments.push_back(plan::CreateBinding(fbb_, index[arg], role, fbb_.CreateString(name.str()),
                                             batchDim, sharding,

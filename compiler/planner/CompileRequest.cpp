@@ -150,12 +150,13 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
   if (*flag) valued.insert(flag);
 #include "driver/PipelineOptions.def"
-  auto args = Args::parse(
-      argc, argv, 2, valued,
-      {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
-       "fused-attention", "no-fused-attention", "fuse-epilogues", "no-fuse-epilogues",
-       "multi-tensor", "no-multi-tensor", "no-fold-casts", "pass-timing", "eval-export"},
-      {"no-decay", "shard", "buffer", "padding-idx"});
+  auto args =
+      Args::parse(argc, argv, 2, valued,
+                  {"log-grad-norm", "sequence-parallel", "vocab-parallel", "no-vocab-parallel",
+                   "no-cp-load-balance", "fused-attention", "no-fused-attention", "fuse-epilogues",
+                   "no-fuse-epilogues", "multi-tensor", "no-multi-tensor", "no-fold-casts",
+                   "pass-timing", "eval-export"},
+                  {"no-decay", "shard", "buffer", "padding-idx"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1) return invalid("dtc compile: expected one model file");
   CompileRequest request;
@@ -234,6 +235,12 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
               "dtc compile: mesh axis ep splits the experts of mixture-of-experts "
               "layers; --shard cannot split over it");
         options.parallel.expertParallel = n;
+      } else if (name == "cp") {
+        if (namesAxis(options.parallel.shard, name))
+          return invalid(
+              "dtc compile: mesh axis cp splits sequences (context parallelism); --shard cannot "
+              "split over it");
+        options.parallel.contextParallel = n;
       } else if (name == "dp_replicate") {
         options.parallel.dataReplicate = n;
       } else if (name == "pp") {
@@ -264,6 +271,19 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     return invalid("dtc compile: --vocab-parallel and --no-vocab-parallel contradict each other");
   if (options.parallel.vocabParallel && !namesAxisIn(options.parallel.mesh, "tp"))
     return invalid("dtc compile: --vocab-parallel needs a tp axis (--mesh tp=N)");
+  // Context parallelism splits attention's queries: it needs the fused op (no [T, T] scores
+  // anywhere), so a cp axis turns it on.
+  options.parallel.cpLoadBalance = !args->has("no-cp-load-balance");
+  if (options.parallel.contextParallel > 0) {
+    if (args->has("no-fused-attention"))
+      return invalid(
+          "dtc compile: context parallelism (--mesh cp=N) needs fused attention; drop "
+          "--no-fused-attention");
+    options.kernels.fusedAttention = true;
+  } else if (args->has("cp-attention") || args->has("no-cp-load-balance")) {
+    return invalid(
+        "dtc compile: --cp-attention and --no-cp-load-balance need a cp axis (--mesh cp=N)");
+  }
   uint64_t& memoryBudget = request.memoryBudget;
   if (args->has("memory")) {
     const std::string text = args->str("memory");

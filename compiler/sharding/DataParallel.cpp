@@ -66,7 +66,9 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
     // pipeline's axis splits no tensor: a pp×dp mesh is dp-only for each stage's parameters.
     std::optional<pipeline::PipelineConfig> pipe = pipeline::getPipeline(module);
     const int64_t pipeAxes = pipe && mesh.axisIndex(pipe->axis) >= 0 ? 1 : 0;
-    bool onlyDp = mesh.rank() == (replicate > 0 ? 2 : 1) + pipeAxes;
+    // Context parallelism replicates parameters as dp does: its axis counts as a data axis.
+    const int64_t contextAxes = mesh.axisIndex("cp") >= 0 ? 1 : 0;
+    bool onlyDp = mesh.rank() == (replicate > 0 ? 2 : 1) + pipeAxes + contextAxes;
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(annotate(func, b, onlyDp))) return signalPassFailure();
   }

@@ -139,6 +139,13 @@ class Partitioner {
       if (auto grad = dyn_cast<graph::EmbeddingGradOp>(op))  // its rows: this device's block
         grad.setVocab(cast<RankedTensorType>(grad.getResult().getType()).getDimSize(0));
     }
+    // Attention on a block of the queries places them by the axes that split them.
+    if (isa<graph::CausalAttentionOp, graph::CausalAttentionGradOp>(op)) {
+      const SmallVector<int>& q = rule.operands[isa<graph::CausalAttentionOp>(op) ? 0 : 1];
+      const int queries = q[q.size() - 2];
+      if (queries >= 0 && !cast<ArrayAttr>(factors.axes[queries]).empty())
+        op->setAttr("seq_axes", factors.axes[queries]);
+    }
     if (auto dropout = dyn_cast<graph::DropoutOp>(op))
       if (failed(placeDropout(dropout, cast<dist::ShardingAttr>(shardings.front()))))
         return failure();

@@ -396,9 +396,32 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
               [](Operation* o) { return leading(o, rankOf(o->getResult(0)), 2); })
           .Case<SoftmaxOp, SoftmaxGradOp>(
               [](Operation* o) { return leading(o, rankOf(o->getResult(0)), 1); })
-          .Case<CausalAttentionOp, CausalAttentionGradOp>([](Operation* o) {
-            // Batch and heads split freely; a query needs every key: T and D stay whole.
-            return leading(o, rankOf(o->getOperand(1)), 2);
+          .Case<CausalAttentionOp>([](CausalAttentionOp o) {
+            // Batch and heads split freely, and so do the queries (context parallelism: the
+            // kernel places its block of them by `seq_axes`); a query needs every key, so k
+            // and v stay whole along T, and D everywhere.
+            RuleBuilder b(o);
+            const int64_t rank = rankOf(o.getQ());
+            SmallVector<int> lead = b.factors(rank - 2);
+            const int queries = b.factor();
+            for (unsigned i = 0; i < 3; ++i) b.operandDims(i, lead);
+            b.operand(0, rank - 2, queries);
+            b.resultDims(0, lead).resultDims(1, lead);
+            b.result(0, rank - 2, queries).result(1, rank - 2, queries);
+            return b.take();
+          })
+          .Case<CausalAttentionGradOp>([](CausalAttentionGradOp o) {
+            // As the forward; dk and dv sum over the queries, so they are partial where the
+            // queries are split.
+            RuleBuilder b(o);
+            const int64_t rank = rankOf(o.getQ());
+            SmallVector<int> lead = b.factors(rank - 2);
+            const int queries = b.factor();
+            for (unsigned i = 0; i < 6; ++i) b.operandDims(i, lead);
+            for (unsigned i : {0u, 1u, 4u, 5u}) b.operand(i, rank - 2, queries);
+            for (unsigned i = 0; i < 3; ++i) b.resultDims(i, lead);
+            b.result(0, rank - 2, queries);
+            return b.take();
           })
           .Case<LayerNormOp>([](LayerNormOp o) {
             // Rows lead; the normalised dimension stays whole.
@@ -416,10 +439,15 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
             return b.take();
           })
           .Case<RotaryOp, RotaryGradOp>([](Operation* o) {
-            // Leading dimensions split freely; T and D stay whole (the tables are [T, D]).
+            // Leading dimensions split freely; T splits with the tables' rows ([T, D], leading
+            // 1s allowed), D stays whole.
             RuleBuilder b(o);
-            SmallVector<int> lead = b.factors(rankOf(o->getOperand(0)) - 2);
+            const int64_t rank = rankOf(o->getOperand(0));
+            SmallVector<int> lead = b.factors(rank - 2);
+            const int positions = b.factor();
             b.operandDims(0, lead).resultDims(0, lead);
+            b.operand(0, rank - 2, positions).result(0, rank - 2, positions);
+            for (unsigned i : {1u, 2u}) b.operand(i, rankOf(o->getOperand(i)) - 2, positions);
             return b.take();
           })
           .Case<RmsNormOp>([](RmsNormOp o) {

@@ -178,8 +178,19 @@ StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const Attention
 
 // ---- the binders -------------------------------------------------------------------------------
 
+// Context parallelism's blocks (a block of the queries, a load-balanced sequence) are the CPU
+// kernels' so far.
+Status checkWholeSequence(const StepContext& ctx) {
+  if (!ctx.intsAttr("seq_axes").empty() || ctx.intAttr("seq_chunks") != 0)
+    return invalid(ctx,
+                   "attention on a block of the sequence (context parallelism) is not on the "
+                   "CUDA backend yet");
+  return Status::Ok();
+}
+
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(const Float type, attentionType(ctx, 3, 2, false, 1));
+  DTC_RETURN_IF_ERROR(checkWholeSequence(ctx));
   TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
              lse = ctx.outputs[1];
   DTC_RETURN_IF_ERROR(sameShape(ctx, q, k));
@@ -232,6 +243,7 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
 
 StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(const Float type, attentionType(ctx, 6, 3, true, 5));
+  DTC_RETURN_IF_ERROR(checkWholeSequence(ctx));
   const TensorView& q = ctx.inputs[1];
   for (size_t i : {0u, 2u, 3u, 4u}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
   for (const TensorView& g : ctx.outputs) DTC_RETURN_IF_ERROR(sameShape(ctx, q, g));

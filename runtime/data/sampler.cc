@@ -54,4 +54,19 @@ void gatherRows(const io::NpyArray& array, const std::vector<int64_t>& indices, 
                 rowBytes);
 }
 
+void gatherRowRuns(const io::NpyArray& array, const std::vector<int64_t>& indices,
+                   const std::vector<SequenceRun>& runs, int64_t length, void* dst) {
+  const size_t rowBytes = array.rowBytes();
+  const size_t positionBytes = rowBytes / static_cast<size_t>(length);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t index : indices) {
+    const uint8_t* row = array.data() + static_cast<size_t>(index) * rowBytes;
+    for (const SequenceRun& r : runs) {
+      const size_t bytes = static_cast<size_t>(r.count) * positionBytes;
+      std::memcpy(out, row + static_cast<size_t>(r.from) * positionBytes, bytes);
+      out += bytes;
+    }
+  }
+}
+
 }  // namespace dtc::data

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "data/tokens.h"
 #include "io/npy.h"
 
 namespace dtc::data {
@@ -46,5 +47,9 @@ class EpochSampler {
 // Copies rows `indices` of `array` (a row is everything after the first dimension) into
 // `dst`, one after another. Indices must be in [0, array.rows()).
 void gatherRows(const io::NpyArray& array, const std::vector<int64_t>& indices, void* dst);
+// The same, each row's positions along dimension 1 in `runs` only (`length` of them in a row):
+// a device's part of each sequence under context parallelism.
+void gatherRowRuns(const io::NpyArray& array, const std::vector<int64_t>& indices,
+                   const std::vector<SequenceRun>& runs, int64_t length, void* dst);
 
 }  // namespace dtc::data

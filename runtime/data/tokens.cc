@@ -147,6 +147,23 @@ void fillWindows(const TokenShards& tokens, const std::vector<int64_t>& offsets,
   }
 }
 
+void fillWindowRuns(const TokenShards& tokens, const std::vector<int64_t>& offsets,
+                    const std::vector<SequenceRun>& runs, int64_t* inputs, int64_t* targets) {
+  int64_t local = 0;
+  for (const SequenceRun& r : runs) local += r.count;
+  std::vector<int64_t> run;
+  for (size_t b = 0; b < offsets.size(); ++b) {
+    int64_t at = static_cast<int64_t>(b) * local;
+    for (const SequenceRun& r : runs) {
+      run.resize(static_cast<size_t>(r.count + 1));
+      tokens.copy(offsets[b] + r.from, r.count + 1, run.data());
+      if (inputs) std::copy(run.begin(), run.end() - 1, inputs + at);
+      if (targets) std::copy(run.begin() + 1, run.end(), targets + at);
+      at += r.count;
+    }
+  }
+}
+
 Status writeTokenFile(const std::string& path, const std::vector<int32_t>& tokens) {
   if (tokens.size() > static_cast<size_t>(INT32_MAX))
     return Status::InvalidInput("cannot write " + path + ": " + std::to_string(tokens.size()) +

@@ -87,6 +87,18 @@ std::vector<int64_t> windowOffsets(int64_t size, int64_t batch, int64_t t, uint6
 void fillWindows(const TokenShards& tokens, const std::vector<int64_t>& offsets, int64_t t,
                  int64_t* inputs, int64_t* targets);
 
+// Consecutive positions of a sequence, from `from` on: the part of each window a device reads
+// when context parallelism splits the sequence (two runs per device when it is load-balanced).
+struct SequenceRun {
+  int64_t from = 0, count = 0;
+};
+
+// As fillWindows, each window's positions `runs` only, one after another: inputs[b, k] =
+// tokens[off_b + p_k], targets[b, k] = tokens[off_b + p_k + 1] for the k-th position p_k the
+// runs hold.
+void fillWindowRuns(const TokenShards& tokens, const std::vector<int64_t>& offsets,
+                    const std::vector<SequenceRun>& runs, int64_t* inputs, int64_t* targets);
+
 // Writes a token file through a temporary name and a rename: GPT-2's format when every id fits
 // in uint16, Llama 3's otherwise; ids must not be negative, the count must fit the header's int32.
 Status writeTokenFile(const std::string& path, const std::vector<int32_t>& tokens);

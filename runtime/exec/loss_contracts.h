@@ -22,7 +22,8 @@ inline StatusOr<int64_t> lossDivisor(const StepContext& ctx, int64_t local) {
   return count;
 }
 
-// Softmax cross-entropy over logits [rows, classes] and int64 labels [rows].
+// Softmax cross-entropy over logits [rows, classes] and int64 labels [rows] (or [..., classes]
+// and [...]: every leading index a row).
 struct CrossEntropyDims {
   int64_t rows = 0, classes = 0, divisor = 0;
   IgnoredLabel ignored;
@@ -34,10 +35,19 @@ inline IgnoredLabel ignoredLabel(const StepContext& ctx) {
 
 inline Status crossEntropyShapes(const StepContext& ctx, const TensorView& logits,
                                  const TensorView& labels) {
-  if (logits.shape.size() != 2 || labels.shape != Shape{logits.shape[0]})
-    return invalid(ctx, "needs logits [N,C] and labels [N], got " + str(logits.shape) + " and " +
-                            str(labels.shape));
+  if (logits.shape.size() < 2 ||
+      labels.shape != Shape(logits.shape.begin(), logits.shape.end() - 1))
+    return invalid(ctx, "needs logits [N,C] and labels [N] (or [..., C] and [...]), got " +
+                            str(logits.shape) + " and " + str(labels.shape));
   return Status::Ok();
+}
+
+// Rows and classes of logits [..., C] that crossEntropyShapes accepted.
+inline CrossEntropyDims crossEntropyDims(const StepContext& ctx, const TensorView& logits,
+                                         int64_t divisor) {
+  const int64_t classes = logits.shape.back();
+  return CrossEntropyDims{classes ? logits.numElements() / classes : 0, classes, divisor,
+                          ignoredLabel(ctx)};
 }
 
 // softmax_cross_entropy: (logits, labels) -> scalar loss.
@@ -46,8 +56,8 @@ inline StatusOr<CrossEntropyDims> checkCrossEntropy(const StepContext& ctx) {
   const TensorView &logits = ctx.inputs[0], &labels = ctx.inputs[1], &loss = ctx.outputs[0];
   DTC_RETURN_IF_ERROR(crossEntropyShapes(ctx, logits, labels));
   if (loss.numElements() != 1) return invalid(ctx, "loss must be a scalar");
-  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, logits.shape[0]));
-  return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor, ignoredLabel(ctx)};
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, labels.numElements()));
+  return crossEntropyDims(ctx, logits, divisor);
 }
 
 // softmax_cross_entropy_grad: (dloss, logits, labels) -> dlogits.
@@ -57,8 +67,8 @@ inline StatusOr<CrossEntropyDims> checkCrossEntropyGrad(const StepContext& ctx) 
   DTC_RETURN_IF_ERROR(crossEntropyShapes(ctx, logits, labels));
   DTC_RETURN_IF_ERROR(sameShape(ctx, logits, ctx.outputs[0]));
   if (dloss.numElements() != 1) return invalid(ctx, "dloss must be a scalar");
-  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, logits.shape[0]));
-  return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor, ignoredLabel(ctx)};
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, labels.numElements()));
+  return crossEntropyDims(ctx, logits, divisor);
 }
 
 // softmax_cross_entropy_with_grad: (logits, labels, dloss) -> (loss, dlogits): both steps in
@@ -71,8 +81,8 @@ inline StatusOr<CrossEntropyDims> checkCrossEntropyWithGrad(const StepContext& c
   DTC_RETURN_IF_ERROR(sameShape(ctx, logits, ctx.outputs[1]));
   if (ctx.outputs[0].numElements() != 1) return invalid(ctx, "loss must be a scalar");
   if (dloss.numElements() != 1) return invalid(ctx, "dloss must be a scalar");
-  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, logits.shape[0]));
-  return CrossEntropyDims{logits.shape[0], logits.shape[1], divisor, ignoredLabel(ctx)};
+  DTC_ASSIGN_OR_RETURN(int64_t divisor, lossDivisor(ctx, labels.numElements()));
+  return crossEntropyDims(ctx, logits, divisor);
 }
 
 // nll_loss: (log-probabilities x [rows, C], labels [rows], class weights [C]?) -> the mean (a
@@ -98,8 +108,8 @@ inline StatusOr<NllDims> nllDims(const StepContext& ctx, size_t first) {
   DTC_RETURN_IF_ERROR(expect(ctx, n, 1, {first + 1}));
   const TensorView &x = ctx.inputs[first], &labels = ctx.inputs[first + 1];
   DTC_RETURN_IF_ERROR(crossEntropyShapes(ctx, x, labels));
-  NllDims d{x.shape[0],
-            x.shape[1],
+  NllDims d{labels.numElements(),
+            x.shape.back(),
             0,
             ignoredLabel(ctx),
             n == first + 3 ? static_cast<int>(first + 2) : -1,
@@ -115,14 +125,14 @@ inline StatusOr<NllDims> nllDims(const StepContext& ctx, size_t first) {
 
 inline StatusOr<NllDims> checkNllLoss(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(NllDims d, nllDims(ctx, 0));
-  if (d.perRow ? ctx.outputs[0].shape != Shape{d.rows} : ctx.outputs[0].numElements() != 1)
+  if (d.perRow ? ctx.outputs[0].shape != ctx.inputs[1].shape : ctx.outputs[0].numElements() != 1)
     return invalid(ctx, d.perRow ? "a per-row loss must be [rows]" : "loss must be a scalar");
   return d;
 }
 
 inline StatusOr<NllDims> checkNllLossGrad(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(NllDims d, nllDims(ctx, 1));
-  if (d.perRow ? ctx.inputs[0].shape != Shape{d.rows} : ctx.inputs[0].numElements() != 1)
+  if (d.perRow ? ctx.inputs[0].shape != ctx.inputs[2].shape : ctx.inputs[0].numElements() != 1)
     return invalid(ctx, d.perRow ? "a per-row dloss must be [rows]" : "dloss must be a scalar");
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
   return d;

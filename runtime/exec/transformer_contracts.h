@@ -10,6 +10,7 @@
 
 #include "exec/bind_util.h"
 #include "exec/core_contracts.h"
+#include "ops/attention_positions.h"
 #include "ops/packed_attention.h"
 
 namespace dtc {
@@ -357,40 +358,73 @@ inline StatusOr<EmbeddingDims> checkEmbeddingGrad(const StepContext& ctx) {
 }
 
 // causal_attention (q, k, v) -> (out, lse) and causal_attention_grad (dout, q, k, v, out, lse)
-// -> (dq, dk, dv): [..., T, D] operands, lse [..., T]. Returns (slices, T, D).
+// -> (dq, dk, dv): q (dout, out, dq) [..., Tq, D], k and v (dk, dv) [..., Tk, D] with the same
+// leading dimensions, lse [..., Tq]. Tq = Tk unless the queries are this device's block of the
+// sequence, split over the mesh axes `seq_axes` (context parallelism; the keys whole: Tk = Tq
+// times the devices). `seq_chunks` > 0: the sequence is laid out load-balanced in that many
+// chunks (ops/attention_positions.h). Returns (slices, Tq, D, Tk) and where the blocks sit.
 struct AttentionDims {
-  int64_t slices = 0, t = 0, d = 0;
+  int64_t slices = 0, t = 0, d = 0, tk = 0;
+  AttentionPositions positions;
 };
 
 inline AttentionDims attentionDims(const TensorView& q) {
   if (q.shape.size() < 2) return {};
   const int64_t t = q.shape[q.shape.size() - 2], d = q.shape.back();
   if (t == 0 || d == 0) return {};
-  return {q.numElements() / (t * d), t, d};
+  return {q.numElements() / (t * d), t, d, t, {}};
+}
+
+// The keys' operand `k` against the queries' `q`, and the blocks' places from the step's
+// attributes.
+inline StatusOr<AttentionDims> attentionBlocks(const StepContext& ctx, const TensorView& q,
+                                               const TensorView& k, const TensorView& lse) {
+  AttentionDims a = attentionDims(q);
+  const bool sameLead = q.shape.size() == k.shape.size() && q.shape.size() >= 2 &&
+                        std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) &&
+                        k.shape.back() == q.shape.back();
+  if (a.slices == 0 || !sameLead || k.shape[k.shape.size() - 2] == 0 ||
+      lse.numElements() != a.slices * a.t)
+    return invalid(ctx, "needs q [..., T, D], k and v [..., Tk, D] and lse [..., T], got q " +
+                            str(q.shape) + ", k " + str(k.shape) + " and lse " + str(lse.shape));
+  a.tk = k.shape[k.shape.size() - 2];
+  int64_t devices = 1;
+  if (!ctx.intsAttr("seq_axes").empty()) {
+    if (!ctx.mesh) return invalid(ctx, "splits its queries in a plan run without a device mesh");
+    DTC_ASSIGN_OR_RETURN(std::vector<int> axes, meshAxesAttr(ctx, "seq_axes"));
+    devices = ctx.mesh->groupSize(axes);
+    a.positions.qFirst = ctx.mesh->indexIn(axes) * a.t;
+  }
+  if (a.tk != a.t * devices)
+    return invalid(ctx, "holds " + std::to_string(a.t) + " queries of " +
+                            std::to_string(a.t * devices) + " against " + std::to_string(a.tk) +
+                            " keys; the keys must be the whole sequence");
+  a.positions.length = a.tk;
+  const int64_t chunks = ctx.intAttr("seq_chunks");
+  if (chunks < 0 || chunks % 2 != 0 || (chunks > 0 && a.tk % chunks != 0))
+    return invalid(ctx, "needs seq_chunks an even number dividing the sequence of " +
+                            std::to_string(a.tk) + ", got " + std::to_string(chunks));
+  a.positions.chunks = chunks;
+  return a;
 }
 
 inline StatusOr<AttentionDims> checkCausalAttention(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 3, 2));
   const TensorView &q = ctx.inputs[0], &lse = ctx.outputs[1];
-  for (const TensorView& t : {ctx.inputs[1], ctx.inputs[2], ctx.outputs[0]})
-    DTC_RETURN_IF_ERROR(sameShape(ctx, q, t));
-  const AttentionDims a = attentionDims(q);
-  if (a.slices == 0 || lse.numElements() != a.slices * a.t)
-    return invalid(ctx, "needs q, k, v, out [..., T, D] and lse [..., T], got " + str(q.shape) +
-                            " and " + str(lse.shape));
-  return a;
+  DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.outputs[0]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.inputs[2]));
+  return attentionBlocks(ctx, q, ctx.inputs[1], lse);
 }
 
 inline StatusOr<AttentionDims> checkCausalAttentionGrad(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 6, 3));
   const TensorView& q = ctx.inputs[1];
-  for (size_t i : {0, 2, 3, 4}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
-  for (const TensorView& g : ctx.outputs) DTC_RETURN_IF_ERROR(sameShape(ctx, q, g));
-  const AttentionDims a = attentionDims(q);
-  if (a.slices == 0 || ctx.inputs[5].numElements() != a.slices * a.t)
-    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) +
-                            " and " + str(ctx.inputs[5].shape));
-  return a;
+  for (size_t i : {0, 4}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.outputs[0]));
+  const TensorView& k = ctx.inputs[2];
+  for (const TensorView* t : {&ctx.inputs[3], &ctx.outputs[1], &ctx.outputs[2]})
+    DTC_RETURN_IF_ERROR(sameShape(ctx, k, *t));
+  return attentionBlocks(ctx, q, k, ctx.inputs[5]);
 }
 
 // causal_attention_qkv (qkv) -> (out, lse) and causal_attention_qkv_grad (dout, qkv, out, lse)

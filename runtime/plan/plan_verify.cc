@@ -294,9 +294,19 @@ class PlanVerifier {
         if (b->sharding() && v.shape() && b->sharding()->size() != 0 &&
             b->sharding()->size() != v.shape()->size())
           return bad(fn + ": binding '" + b->name()->str() + "' has a malformed sharding");
-        for (uint32_t d = 0; b->sharding() && d < b->sharding()->size(); ++d)
+        for (uint32_t d = 0; b->sharding() && d < b->sharding()->size(); ++d) {
           if (parts(b->sharding(), d) == 0)
             return bad(fn + ": binding '" + b->name()->str() + "' names a bad mesh axis");
+          // A load-balanced sequence: a data input's, an even count of chunks of the whole.
+          const int64_t chunks = b->sharding()->Get(d)->sequence_chunks();
+          if (chunks != 0 && (b->role() != plan::Role::data || chunks < 0 || chunks % 2 != 0 ||
+                              !v.shape() || d >= v.shape()->size() ||
+                              (static_cast<uint64_t>(v.shape()->Get(d)) * parts(b->sharding(), d)) %
+                                      static_cast<uint64_t>(chunks) !=
+                                  0))
+            return bad(fn + ": binding '" + b->name()->str() +
+                       "' has a malformed load-balanced sequence");
+        }
         if (b->role() == plan::Role::data &&
             (!v.shape() || v.shape()->size() == 0 || p_.batch_size() <= 0 ||
              static_cast<uint64_t>(v.shape()->Get(0)) * parts(b->sharding(), 0) !=

@@ -186,6 +186,8 @@ struct DataInput {
   std::string name;
   plan::DType dtype;
   std::vector<int64_t> sample;  // dimensions after the batch dimension
+  int64_t sequenceParts = 1;    // devices splitting the sequence (context parallelism)
+  int64_t sequenceChunks = 0;   // > 0: read load-balanced in that many chunks
 };
 
 // The data inputs of train_step (eval for a plan without one), once each (a pipeline's stages
@@ -201,8 +203,21 @@ std::vector<DataInput> dataInputs(const Plan& plan) {
         continue;
       const plan::Value& v = *f->values()->Get(b->value());
       DataInput in{b->name()->str(), v.dtype(), {}};
+      // The whole sample: a sequence split over devices (context parallelism) counts whole.
+      const std::vector<int64_t> sizes = meshSizes(plan);
       if (v.shape())
-        for (uint32_t d = 1; d < v.shape()->size(); ++d) in.sample.push_back(v.shape()->Get(d));
+        for (uint32_t d = 1; d < v.shape()->size(); ++d) {
+          int64_t n = v.shape()->Get(d);
+          if (b->sharding() && d < b->sharding()->size() && b->sharding()->Get(d)->axes()) {
+            for (int32_t a : *b->sharding()->Get(d)->axes())
+              if (a >= 0 && static_cast<size_t>(a) < sizes.size()) n *= sizes[a];
+            if (d == 1) {
+              in.sequenceParts = n / v.shape()->Get(d);
+              in.sequenceChunks = b->sharding()->Get(d)->sequence_chunks();
+            }
+          }
+          in.sample.push_back(n);
+        }
       out.push_back(in);
     }
   }
@@ -279,6 +294,17 @@ std::string summarizePlanText(const Plan& plan) {
   if (const int64_t t = contextLength(plan, inputs))
     os << "  or an llm.c token file (--data TOKENS.bin): windows of " << t + 1
        << " tokens, context length " << t << "\n";
+  for (const DataInput& in : inputs)
+    if (in.sequenceParts > 1) {
+      os << "  each rank reads " << in.sample[0] / in.sequenceParts << " positions of every "
+         << in.sample[0] << "-position sequence ("
+         << (in.sequenceChunks
+                 ? "load-balanced: chunks i and " + std::to_string(in.sequenceChunks - 1) +
+                       "-i of " + std::to_string(in.sequenceChunks)
+                 : std::string("contiguous"))
+         << ")\n";
+      break;
+    }
   std::string mesh = meshText(plan);
   const int64_t stages = plan.stages();
   if (!mesh.empty())

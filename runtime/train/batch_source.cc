@@ -8,6 +8,7 @@
 #include "data/tokens.h"
 #include "io/files.h"
 #include "io/npy.h"
+#include "ops/attention_positions.h"
 #include "ops/kernel_registry.h"
 
 namespace dtc {
@@ -25,7 +26,28 @@ std::string shapeText(const std::vector<int64_t>& shape, size_t from, const char
 // contiguous blocks so that the devices' rows, in rank order, are the single-device batch).
 struct RowSlice {
   int64_t offset = 0, rows = 0;
+  // Context parallelism: the positions of each sequence (dimension 1, of `length`) this device
+  // holds, in its order; empty when it holds whole sequences.
+  std::vector<data::SequenceRun> runs;
+  int64_t length = 0;
 };
+
+// This device's positions of a sequence of `local` per device split over `axes`, laid out
+// load-balanced in `chunks` chunks (0: in order): runs of consecutive positions of the whole.
+std::vector<data::SequenceRun> sequenceRuns(const comm::DeviceMesh& mesh,
+                                            const std::vector<int>& axes, int64_t local,
+                                            int64_t chunks) {
+  const int64_t length = local * mesh.groupSize(axes), first = mesh.indexIn(axes) * local;
+  std::vector<data::SequenceRun> runs;
+  for (int64_t row = first; row < first + local; ++row) {
+    const int64_t at = sequencePosition(row, length, chunks);
+    if (!runs.empty() && runs.back().from + runs.back().count == at)
+      ++runs.back().count;
+    else
+      runs.push_back({at, 1});
+  }
+  return runs;
+}
 
 // Micro-batch k of a step is rows [k·B, (k+1)·B) of the step's K·B rows.
 StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorView& dest,
@@ -44,11 +66,21 @@ StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorVi
         return Status::InvalidInput("input '" + name +
                                     "' is split in chunks; dtrun splits data "
                                     "in plain blocks of samples only");
-      if (d != 0)
+      if (d > 1)
         return Status::InvalidInput("input '" + name + "' is split along dimension " +
-                                    std::to_string(d) + "; dtrun splits data along samples only");
+                                    std::to_string(d) +
+                                    "; dtrun splits data along samples and sequences only");
       if (!mesh) return Status::InvalidInput("input '" + name + "' is split over a device mesh");
       std::vector<int> list(axes->begin(), axes->end());
+      if (d == 1) {  // a sequence split over devices (context parallelism)
+        if (dest.shape.size() < 2 || dest.shape[1] <= 0)
+          return Status::InvalidInput(ex.plan().name() + " is invalid: input '" + name +
+                                      "' is split along a sequence it does not have");
+        slice.length = dest.shape[1] * mesh->groupSize(list);
+        slice.runs =
+            sequenceRuns(*mesh, list, dest.shape[1], b.sharding()->Get(d)->sequence_chunks());
+        continue;
+      }
       int64_t parts = mesh->groupSize(list);
       slice.rows = globalBatch / parts;
       slice.offset = mesh->indexIn(list) * slice.rows;
@@ -137,18 +169,21 @@ class NpySource : public BatchSource {
         return Status::InvalidInput(path + " has dtype " + dtypeName(array.dtype()) +
                                     "; the model's input '" + name + "' is " +
                                     dtypeName(dest.dtype));
+      DTC_ASSIGN_OR_RETURN(RowSlice slice, rowSlice(ex, *b, dest, ex.plan().root().batch_size()));
+      // A sequence split over devices: the file holds whole ones.
+      std::vector<int64_t> sample(dest.shape);
+      if (!slice.runs.empty()) sample[1] = slice.length;
       const std::vector<int64_t>& shape = array.shape();
       if (shape.empty() || std::vector<int64_t>(shape.begin() + 1, shape.end()) !=
-                               std::vector<int64_t>(dest.shape.begin() + 1, dest.shape.end()))
+                               std::vector<int64_t>(sample.begin() + 1, sample.end()))
         return Status::InvalidInput(path + " has shape " + shapeText(shape, 0, "[") +
                                     "; the model's input '" + name + "' needs " +
-                                    shapeText(dest.shape, 1, "[N"));
+                                    shapeText(sample, 1, "[N"));
       if (!first.empty() && shape[0] != source->rows_)
         return Status::InvalidInput(path + " has " + std::to_string(shape[0]) + " samples, " +
                                     first + ".npy has " + std::to_string(source->rows_));
       if (first.empty()) first = name;
       source->rows_ = shape[0];
-      DTC_ASSIGN_OR_RETURN(RowSlice slice, rowSlice(ex, *b, dest, ex.plan().root().batch_size()));
       if (!dest.data) {
         if (!scores || ownsTargets || name != targets) continue;  // another stage's input
         ownsTargets = true;
@@ -198,7 +233,12 @@ class NpySource : public BatchSource {
     RowSlice slice;   // this device's rows of each batch
   };
   void load(const std::vector<int64_t>& indices) {
-    for (Input& in : inputs_) data::gatherRows(in.array, take(indices, in.slice), in.dest.data);
+    for (Input& in : inputs_)
+      if (in.slice.runs.empty())
+        data::gatherRows(in.array, take(indices, in.slice), in.dest.data);
+      else
+        data::gatherRowRuns(in.array, take(indices, in.slice), in.slice.runs, in.slice.length,
+                            in.dest.data);
   }
 
   std::vector<Input> inputs_;
@@ -251,7 +291,9 @@ class TokenSource : public BatchSource {
     const DataInput& tokensInput = *tokensInputs[0];
     source->tokens_ = source->micro_[0].tokens;
     DTC_ASSIGN_OR_RETURN(source->file_, data::TokenShards::open(path));
-    source->t_ = source->tokens_.shape[1];
+    // Windows of the whole sequence, of which a device may read its part (context parallelism).
+    source->t_ = source->micro_[0].slice.runs.empty() ? source->tokens_.shape[1]
+                                                      : source->micro_[0].slice.length;
     source->batch_ = ex.plan().root().batch_size() * static_cast<int64_t>(source->micro_.size());
     source->seed_ = seed;
     if (source->file_.size() <= source->t_)
@@ -317,7 +359,11 @@ class TokenSource : public BatchSource {
   void fill(const std::vector<int64_t>& offsets) {
     for (Micro& m : micro_)
       // A view without data is another stage's input: fillWindows skips it.
-      data::fillWindows(file_, take(offsets, m.slice), t_, m.tokens.i64(), m.targets.i64());
+      if (m.slice.runs.empty())
+        data::fillWindows(file_, take(offsets, m.slice), t_, m.tokens.i64(), m.targets.i64());
+      else
+        data::fillWindowRuns(file_, take(offsets, m.slice), m.slice.runs, m.tokens.i64(),
+                             m.targets.i64());
   }
 
   data::TokenShards file_;

@@ -51,38 +51,39 @@ namespace {
   "      Mixtral's) in blocks 0, N, 2N... (--moe-every 1), top-2\n"                                \
   "      renormalised, capacity factor 1.25, aux-loss weight 0.01, z-loss weight 0.001\n"
 
-#define DTC_COMPILE_USAGE                                                                         \
-  "  dtc compile MODEL.dtm|MODEL.onnx -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"   \
-  "              [--loss NAME | --loss cross-entropy|mse --target INPUT] [--eval-export]\n"       \
-  "              [--buffer GLOB]...   (ONNX: tensors kept, not trained)\n"                        \
-  "              [--padding-idx TABLE=ROW]...   (ONNX: nn.Embedding's padding_idx, dropped by\n"  \
-  "              the exporter: that row never trains)\n"                                          \
-  "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"           \
-  "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                    \
-  "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                            \
-  "              [--clip-grad-norm F] [--log-grad-norm]\n"                                        \
-  "              [--mesh [dp_replicate=R,]dp=N[,tp=M] | --mesh auto --devices N [--profile P]]\n" \
-  "              [--shard PATTERN=SPEC]... [--zero 0|1|2|3]\n"                                    \
-  "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"                 \
-  "              [--recompute none|full|selective|auto] [--memory GiB]\n"                         \
-  "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                            \
-  "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                      \
-  "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                         \
-  "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"             \
-  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--[no-]multi-tensor]\n"        \
-  "              [--no-fold-casts] [--dump-ir DIR] [--pass-timing]\n"                             \
-  "\n"                                                                                            \
-  "An ONNX model (torch.onnx.export, opsets 13-17) is recognised by content and translated;\n"    \
-  "its loss is its one scalar output, --loss NAME, or for a forward-only export --loss\n"         \
-  "cross-entropy|mse against --target INPUT, a data input that --loss adds. An export in\n"       \
-  "evaluation mode (BatchNorm folded or on running statistics) is refused; --eval-export\n"       \
-  "trains the folded form as exported.\n"                                                         \
-  "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"        \
-  "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n"       \
-  "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"       \
-  "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n"     \
-  "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n"    \
-  "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"       \
+#define DTC_COMPILE_USAGE                                                                        \
+  "  dtc compile MODEL.dtm|MODEL.onnx -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"  \
+  "              [--loss NAME | --loss cross-entropy|mse --target INPUT] [--eval-export]\n"      \
+  "              [--buffer GLOB]...   (ONNX: tensors kept, not trained)\n"                       \
+  "              [--padding-idx TABLE=ROW]...   (ONNX: nn.Embedding's padding_idx, dropped by\n" \
+  "              the exporter: that row never trains)\n"                                         \
+  "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"          \
+  "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                   \
+  "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                           \
+  "              [--clip-grad-norm F] [--log-grad-norm]\n"                                       \
+  "              [--mesh [dp_replicate=R,]dp=N[,cp=C][,tp=M] | --mesh auto --devices N\n"        \
+  "              [--profile P]] [--cp-attention all-gather] [--no-cp-load-balance]\n"            \
+  "              [--shard PATTERN=SPEC]... [--zero 0|1|2|3]\n"                                   \
+  "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"                \
+  "              [--recompute none|full|selective|auto] [--memory GiB]\n"                        \
+  "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                           \
+  "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                     \
+  "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                        \
+  "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"            \
+  "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--[no-]multi-tensor]\n"       \
+  "              [--no-fold-casts] [--dump-ir DIR] [--pass-timing]\n"                            \
+  "\n"                                                                                           \
+  "An ONNX model (torch.onnx.export, opsets 13-17) is recognised by content and translated;\n"   \
+  "its loss is its one scalar output, --loss NAME, or for a forward-only export --loss\n"        \
+  "cross-entropy|mse against --target INPUT, a data input that --loss adds. An export in\n"      \
+  "evaluation mode (BatchNorm folded or on running statistics) is refused; --eval-export\n"      \
+  "trains the folded form as exported.\n"                                                        \
+  "Optimizer defaults are torch.optim's: --lr 0.001; SGD momentum 0 and weight decay 0;\n"       \
+  "AdamW betas (0.9, 0.999), eps 1e-8 and weight decay 0.01. --no-decay takes globs over\n"      \
+  "parameter names ('*.bias', '*ln_*') whose updates apply no weight decay. The learning\n"      \
+  "rate of update s (0-based): constant lr; cosine: lr*(s+1)/W during warmup, then down to\n"    \
+  "--min-lr at update D along half a cosine; linear: lr*s/W, then lr*(D-s)/(D-W) down to 0.\n"   \
+  "--clip-grad-norm F scales the gradients as torch.nn.utils.clip_grad_norm_(params, F);\n"      \
   "the step then reports the global gradient norm (--log-grad-norm: without clipping).\n"
 #define DTC_IMPORT_USAGE                                                                           \
   "  dtc import MODEL.onnx -o MODEL.dtm [--batch N] [--loss NAME | --loss cross-entropy|mse\n"     \

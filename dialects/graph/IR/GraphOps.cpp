@@ -52,9 +52,9 @@ std::optional<std::string> checkMatmul(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
 }
 
 std::optional<std::string> checkCrossEntropy(ArrayRef<int64_t> logits, ArrayRef<int64_t> labels) {
-  if (logits.size() != 2 || labels.size() != 1 || labels[0] != logits[0])
-    return "cross-entropy needs logits [N,C] and labels [N], got " + shapeString(logits) + " and " +
-           shapeString(labels);
+  if (logits.size() < 2 || labels != logits.drop_back())
+    return "cross-entropy needs logits [N,C] and labels [N] (or [..., C] and [...]), got " +
+           shapeString(logits) + " and " + shapeString(labels);
   return std::nullopt;
 }
 
@@ -269,7 +269,12 @@ LogicalResult AdamwUpdateOp::verify() {
 
 std::optional<int64_t> dtc::graph::meanCount(Operation* op) {
   auto numel = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
-  auto rows = [](Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); };
+  // Rows: every dimension but the classes (logits [N, C], or [B, T, C] under context
+  // parallelism, whose rows are not merged).
+  auto rows = [](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return type.getNumElements() / type.getShape().back();
+  };
   std::optional<int64_t> own;
   if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(op))
     own = rows(ce.getLogits());

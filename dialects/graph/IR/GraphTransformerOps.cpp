@@ -112,13 +112,21 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext*, std::optional<Locati
   return success();
 }
 
+// Attention's queries [..., T, D] against keys [..., Tk, D]: the same leading dimensions and D.
+// Tk > T where a device holds a block of the queries and the whole sequence's keys.
+static bool attentionBlocksMatch(ArrayRef<int64_t> q, ArrayRef<int64_t> k) {
+  return q.size() >= 2 && k.size() == q.size() && q.drop_back(2) == k.drop_back(2) &&
+         q.back() == k.back();
+}
+
 LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                                   Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> q = shapeOf(adaptor.getQ()), k = shapeOf(adaptor.getK()),
                     v = shapeOf(adaptor.getV());
-  if (q.size() < 2 || q != k || q != v)
+  if (!attentionBlocksMatch(q, k) || k != v)
     return emitOptionalError(loc,
-                             "causal_attention: q, k and v must share one shape [..., T, D], got ",
+                             "causal_attention: q, k and v must share one shape [..., T, D] (k "
+                             "and v may hold more positions: the whole sequence), got ",
                              shapeString(q), ", ", shapeString(k), ", ", shapeString(v));
   mlir::Type element = commonElement({adaptor.getQ(), adaptor.getK(), adaptor.getV()});
   if (!element)
@@ -131,18 +139,19 @@ LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext* ctx, std::optiona
 LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                                       Adaptor adaptor,
                                                       SmallVectorImpl<Type>& types) {
-  ArrayRef<int64_t> q = shapeOf(adaptor.getQ());
-  if (q.size() < 2 || shapeOf(adaptor.getDout()) != q || shapeOf(adaptor.getK()) != q ||
-      shapeOf(adaptor.getV()) != q || shapeOf(adaptor.getOut()) != q ||
+  ArrayRef<int64_t> q = shapeOf(adaptor.getQ()), k = shapeOf(adaptor.getK());
+  if (!attentionBlocksMatch(q, k) || shapeOf(adaptor.getDout()) != q ||
+      shapeOf(adaptor.getV()) != k || shapeOf(adaptor.getOut()) != q ||
       shapeOf(adaptor.getLse()) != q.drop_back())
-    return emitOptionalError(loc, "causal_attention_grad: operands do not match q ",
-                             shapeString(q));
+    return emitOptionalError(loc, "causal_attention_grad: operands do not match q ", shapeString(q),
+                             " and k ", shapeString(k));
   mlir::Type element = commonElement(
       {adaptor.getDout(), adaptor.getQ(), adaptor.getK(), adaptor.getV(), adaptor.getOut()});
   if (!element)
     return emitOptionalError(
         loc, "causal_attention_grad: dout, q, k, v and out of different element types");
-  for (int i = 0; i < 3; ++i) types.push_back(RankedTensorType::get(q, element));
+  types.push_back(RankedTensorType::get(q, element));
+  for (int i = 0; i < 2; ++i) types.push_back(RankedTensorType::get(k, element));
   return success();
 }
 

@@ -18,7 +18,7 @@ func.func @no_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
 // -----
 
 func.func @bad_labels(%a: tensor<2x3xf32>, %y: tensor<3xi64>) {
-  // expected-error @+1 {{cross-entropy needs logits [N,C] and labels [N], got [2,3] and [3]}}
+  // expected-error @+1 {{cross-entropy needs logits [N,C] and labels [N] (or [..., C] and [...]), got [2,3] and [3]}}
   %0 = graph.softmax_cross_entropy %a, %y : tensor<2x3xf32>, tensor<3xi64>
   return
 }

@@ -13,29 +13,60 @@ namespace dtc::cpu {
 
 void causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
                      int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool) {
+  causalAttention(q, k, v, out, lse, slices, t, t, d, scale, AttentionPositions{}, pool);
+}
+
+void causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
+                         const float* out, const float* lse, float* dq, float* dk, float* dv,
+                         int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool) {
+  causalAttentionGrad(dout, q, k, v, out, lse, dq, dk, dv, slices, t, t, d, scale,
+                      AttentionPositions{}, pool);
+}
+
+namespace {
+
+// The keys query i sees: a prefix [0, i] in the plain layout, else those not after it in the
+// original order (the same set, summed in the layout's order).
+template <typename Visit>
+void forVisibleKeys(const AttentionPositions& at, int64_t i, int64_t tk, Visit visit) {
+  if (at.plain()) {
+    for (int64_t j = 0; j <= i && j < tk; ++j) visit(j);
+    return;
+  }
+  const int64_t mine = at.queryPosition(i);
+  for (int64_t j = 0; j < tk; ++j)
+    if (at.keyPosition(j) <= mine) visit(j);
+}
+
+}  // namespace
+
+void causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
+                     int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
+                     const AttentionPositions& at, ThreadPool& pool) {
   pool.parallelFor(slices, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> p(t);
+    std::vector<float> p(tk);
     std::vector<double> acc(d);
     for (int64_t s = begin; s < end; ++s) {
       const float* qs = q + s * t * d;
-      const float* ks = k + s * t * d;
-      const float* vs = v + s * t * d;
+      const float* ks = k + s * tk * d;
+      const float* vs = v + s * tk * d;
       for (int64_t i = 0; i < t; ++i) {
         float maxv = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j <= i; ++j) {
+        forVisibleKeys(at, i, tk, [&](int64_t j) {
           float dot = 0;
           for (int64_t c = 0; c < d; ++c) dot += qs[i * d + c] * ks[j * d + c];
           p[j] = scale * dot;
           maxv = std::max(maxv, p[j]);
-        }
+        });
         double sum = 0;
-        for (int64_t j = 0; j <= i; ++j) {
+        forVisibleKeys(at, i, tk, [&](int64_t j) {
           p[j] = std::exp(p[j] - maxv);
           sum += p[j];
-        }
+        });
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j <= i; ++j)
+        forVisibleKeys(at, i, tk, [&](int64_t j) {
           for (int64_t c = 0; c < d; ++c) acc[c] += static_cast<double>(p[j]) * vs[j * d + c];
+        });
         float* o = out + (s * t + i) * d;
         for (int64_t c = 0; c < d; ++c) o[c] = static_cast<float>(acc[c] / sum);
         lse[s * t + i] = maxv + static_cast<float>(std::log(sum));
@@ -46,12 +77,13 @@ void causalAttention(const float* q, const float* k, const float* v, float* out,
 
 void causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
                          const float* out, const float* lse, float* dq, float* dk, float* dv,
-                         int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool) {
+                         int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
+                         const AttentionPositions& at, ThreadPool& pool) {
   pool.parallelFor(slices, 1, [&](int64_t begin, int64_t end) {
-    std::vector<double> gq(d), gk(t * d), gv(t * d);
+    std::vector<double> gq(d), gk(tk * d), gv(tk * d);
     for (int64_t s = begin; s < end; ++s) {
-      const int64_t base = s * t * d;
-      const float *qs = q + base, *ks = k + base, *vs = v + base, *os = out + base,
+      const int64_t base = s * t * d, kbase = s * tk * d;
+      const float *qs = q + base, *ks = k + kbase, *vs = v + kbase, *os = out + base,
                   *dos = dout + base;
       std::fill(gk.begin(), gk.end(), 0.0);
       std::fill(gv.begin(), gv.end(), 0.0);
@@ -60,7 +92,7 @@ void causalAttentionGrad(const float* dout, const float* q, const float* k, cons
         double di = 0;
         for (int64_t c = 0; c < d; ++c) di += static_cast<double>(dos[i * d + c]) * os[i * d + c];
         std::fill(gq.begin(), gq.end(), 0.0);
-        for (int64_t j = 0; j <= i; ++j) {
+        forVisibleKeys(at, i, tk, [&](int64_t j) {
           float dot = 0;
           for (int64_t c = 0; c < d; ++c) dot += qs[i * d + c] * ks[j * d + c];
           const double pij = std::exp(static_cast<double>(scale * dot) - lse[s * t + i]);
@@ -72,12 +104,12 @@ void causalAttentionGrad(const float* dout, const float* q, const float* k, cons
             gq[c] += ds * ks[j * d + c];
             gk[j * d + c] += ds * qs[i * d + c];
           }
-        }
+        });
         for (int64_t c = 0; c < d; ++c) dq[base + i * d + c] = static_cast<float>(gq[c]);
       }
-      for (int64_t x = 0; x < t * d; ++x) {
-        dk[base + x] = static_cast<float>(gk[x]);
-        dv[base + x] = static_cast<float>(gv[x]);
+      for (int64_t x = 0; x < tk * d; ++x) {
+        dk[kbase + x] = static_cast<float>(gk[x]);
+        dv[kbase + x] = static_cast<float>(gv[x]);
       }
     }
   });

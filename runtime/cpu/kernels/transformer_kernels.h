@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/kernels/kernels.h"
+#include "ops/attention_positions.h"
 
 namespace dtc::cpu {
 
@@ -56,6 +57,16 @@ void causalAttention(const float* q, const float* k, const float* v, float* out,
 void causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
                          const float* out, const float* lse, float* dq, float* dk, float* dv,
                          int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool);
+// The same for `t` queries against `tk` keys placed by `at` (context parallelism: a block of
+// the queries, the sequence load-balanced): query i sees the keys not after it in the original
+// sequence.
+void causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
+                     int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
+                     const AttentionPositions& at, ThreadPool& pool);
+void causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
+                         const float* out, const float* lse, float* dq, float* dk, float* dv,
+                         int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
+                         const AttentionPositions& at, ThreadPool& pool);
 
 // LayerNorm over the last dimension C of `rows` rows (nn.LayerNorm, biased variance):
 // y = (x − mean)·rstd·w + b with rstd = 1/sqrt(var + eps). Writes mean and rstd [rows].
