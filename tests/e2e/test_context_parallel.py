@@ -1,9 +1,11 @@
 """Context parallelism: a GPT with a context of 512 tokens, its sequences split over a `cp` mesh
 axis, must train exactly as the single-device plan: 10 AdamW steps, losses and final weights
 within 1e-5 relative (test_data_parallel.py's check), on every layout: cp=2, cp=4 and dp=2 x cp=2
-load-balanced (2·cp chunks, rank i holding i and 2·cp−1−i), cp=2 with contiguous positions; a
-Llama (rotary tables, grouped-query attention) on cp=2 and cp=4; and the same GPT reading .npy
-arrays instead of a token file. Each rank reads only its positions of every window (the data
+load-balanced (2·cp chunks, rank i holding i and 2·cp−1−i), cp=2 with contiguous positions, and
+cp=2 composed with tensor parallelism (Megatron's, with and without sequence parallelism), a
+2-stage pipeline, ZeRO-1 and ZeRO-3 over dp, and full recomputation; in bf16 on cp=2 and dp=2 x
+cp=2 to the bound of partitioned bf16 plans; a Llama (rotary tables, grouped-query attention) on
+cp=2, cp=4 and cp=2 x tp=2; and the same GPT reading .npy arrays instead of a token file. Each rank reads only its positions of every window (the data
 loader), holds T/cp of every activation, and reaches the other ranks' keys as the layout's
 attention method says."""
 import os
@@ -14,7 +16,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from dtc_harness import read_tokens, run, tool, write_tokens  # noqa: E402
-from test_data_parallel import compare  # noqa: E402
+from test_data_parallel import compare, train  # noqa: E402
+from test_mixed_precision import LOSS_TOLERANCE  # noqa: E402
 
 V, T, L, H, C = 64, 512, 2, 4, 32
 B, STEPS, SEED = 4, 10, 1
@@ -27,7 +30,30 @@ def layouts():
     return [("cp2", ["--mesh", "cp=2", *gather], 2),
             ("cp4", ["--mesh", "cp=4", *gather], 4),
             ("dp2-cp2", ["--mesh", "dp=2,cp=2", *gather], 4),
-            ("cp2-contiguous", ["--mesh", "cp=2", *gather, "--no-cp-load-balance"], 2)]
+            ("cp2-contiguous", ["--mesh", "cp=2", *gather, "--no-cp-load-balance"], 2),
+            # Composed: Megatron's tensor parallelism (with sequence parallelism), a pipeline,
+            # ZeRO over dp, full recomputation.
+            ("cp2-tp2", ["--mesh", "cp=2,tp=2", *gather], 4),
+            ("cp2-tp2-sp", ["--mesh", "cp=2,tp=2", *gather, "--sequence-parallel"], 4),
+            ("cp2-pp2", ["--mesh", "cp=2,pp=2", *gather, "--microbatches", 2], 4),
+            ("dp2-cp2-zero1", ["--mesh", "dp=2,cp=2", *gather, "--zero", 1], 4),
+            ("dp2-cp2-zero3", ["--mesh", "dp=2,cp=2", *gather, "--zero", 3], 4),
+            ("cp2-recompute", ["--mesh", "cp=2", *gather, "--recompute", "full"], 2)]
+
+
+def check_bf16(model, work, data):
+    """bf16 (mixed precision) on cp=2 and dp=2 x cp=2 against the single-device bf16 plan, to
+    test_mixed_precision.py's bound for partitioned bf16 plans (summation order differs, and
+    with it the odd bf16 rounding)."""
+    losses = {}
+    for name, flags, devices in (("single", [], 1), ("cp2", ["--mesh", "cp=2"], 2),
+                                 ("dp2-cp2", ["--mesh", "dp=2,cp=2"], 4)):
+        losses[name] = train(model, work, f"bf16-{name}", B, OPTIM + ["--precision", "bf16", *flags],
+                             devices, data, STEPS, SEED)[0]
+    for name in ("cp2", "dp2-cp2"):
+        err = max(abs(a - b) / abs(b) for a, b in zip(losses[name], losses["single"]))
+        print(f"gpt-ctx512 bf16 {name}: max loss rel err vs single device {err:.2e}")
+        assert err <= LOSS_TOLERANCE, (name, losses[name], losses["single"])
 
 
 def main():
@@ -38,10 +64,12 @@ def main():
         data = os.path.join(work, "tokens.bin")
         write_tokens(data, np.random.default_rng(0).integers(0, V, 20000).astype(np.int32))
         compare("gpt-ctx512", model, work, B, OPTIM, data, STEPS, SEED, layouts())
+        check_bf16(model, work, data)
         llama = os.path.join(work, "llama.dtm")
         run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H,
             "--kv-heads", 2, "--embd", C, "--seed", 3, "-o", llama)
-        compare("llama-ctx512", llama, work, B, OPTIM, data, STEPS, SEED, layouts()[:2])
+        compare("llama-ctx512", llama, work, B, OPTIM, data, STEPS, SEED,
+                [layouts()[0], layouts()[1], layouts()[4]])
         # The loader's other source: whole windows as .npy rows, each rank reading its positions.
         arrays = os.path.join(work, "arrays")
         os.makedirs(arrays)
