@@ -44,7 +44,7 @@ Status checkFits(const Plan& plan, uint64_t budget) {
       return Status::InvalidInput(
           "the plan needs " + bytesText(byStage[s]) + " on " + stageName(byStage, s) +
           ", over --memory " + bytesText(budget) +
-          " (--recompute auto, --zero 3, more tensor or pipeline parallelism or a smaller batch "
+          " (--recompute auto, --zero 3, more tensor, pipeline or context parallelism or a smaller batch "
           "need less)");
   return Status::Ok();
 }
@@ -68,7 +68,7 @@ StatusOr<std::string> chooseRecompute(
       return Status::InvalidInput(stageName(needs[0], s) + " needs " + bytesText(needs.back()[s]) +
                                   " even with --recompute full, over --memory " +
                                   bytesText(budget) +
-                                  " (--zero 3, more tensor or pipeline parallelism or a smaller "
+                                  " (--zero 3, more tensor, pipeline or context parallelism or a smaller "
                                   "batch need less)");
     chosen.push_back(settings[pick]);
     report += (s ? ";" : "") + std::string(" ") + stageName(needs[0], s) + " " + settings[pick] +
