@@ -234,66 +234,99 @@ int64_t expertsDividing(const CompileRequest& request) {
   return experts;
 }
 
+// The context length a model's sequences split along under context parallelism: its token
+// input's (int64 [B, T]) where the model has causal attention; 0 otherwise, for a mixture of
+// experts (whose capacity is filled in token order) and for a model not in dtc's format.
+int64_t contextLength(const CompileRequest& request) {
+  if (isOnnxFile(request.model)) return 0;
+  llvm::Expected<ModelFile> file = ModelFile::read(request.model);
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return 0;
+  }
+  const model::Graph* graph = file->model().graph();
+  if (!graph || !graph->nodes() || !graph->inputs()) return 0;
+  bool attention = false;
+  for (const auto* node : *graph->nodes()) {
+    if (!node->op_type()) continue;
+    if (node->op_type()->str() == "MixtureOfExperts") return 0;
+    attention |= node->op_type()->str() == "CausalSoftmax";
+  }
+  if (!attention) return 0;
+  for (const auto* input : *graph->inputs())
+    if (input->dtype() == model::DType::i64 && input->shape() && input->shape()->size() == 2 &&
+        input->shape()->Get(1) > 0)
+      return input->shape()->Get(1);
+  return 0;
+}
+
 // The layouts of `devices` devices, and for each the settings that change its speed.
 // `manyMicroBatches`: beyond P, 2P and 4P micro-batches, every doubling that divides the batch.
 // `experts`: what every mixture-of-experts layer's expert count divides into (their greatest
 // common divisor), 0 for a model without one: the data devices then also split over ep, each
-// ep that divides it.
+// ep that divides it. `context`: the sequence length (0: none to split): the devices also split
+// sequences over cp, each cp whose 2·cp load-balanced chunks divide it.
 std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
-                                               bool manyMicroBatches, int64_t experts) {
+                                               bool manyMicroBatches, int64_t experts,
+                                               int64_t context) {
   std::vector<ExploreCandidate> layouts;
   for (int64_t pp : divisors(devices))
     for (int64_t tp : divisors(devices / pp))
-      for (int64_t ep : divisors(devices / (pp * tp))) {
-        if (ep > 1 && (experts <= 0 || experts % ep != 0)) continue;
-        ExploreCandidate c;
-        c.pp = pp;
-        c.tp = tp;
-        c.ep = ep;
-        c.dp = devices / (pp * tp * ep);
-        // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
-        // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
-        // transfers between nodes — Megatron's order; ep's all-to-alls inside dp's replicas.
-        std::string mesh;
-        for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"ep", ep}, {"tp", tp}})
-          if (size > 1)
-            mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
-        c.layout.mesh = mesh;
-        std::vector<int64_t> micro = {1};
-        if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
-        // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
-        // largest runs), those that divide.
-        for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp * ep <= batch; m *= 2)
-          if (unevenSplit(batch, m, c.dp * ep).empty()) micro.push_back(m);
-        for (int64_t m : micro) {
-          if (std::string why = unevenSplit(batch, m, c.dp * ep); !why.empty()) {
-            ExploreCandidate bad = c;
-            if (m > 1) bad.layout.microBatches = m;
-            bad.reason = why;
-            layouts.push_back(bad);
-            continue;
+      for (int64_t ep : divisors(devices / (pp * tp)))
+        for (int64_t cp : divisors(devices / (pp * tp * ep))) {
+          if (ep > 1 && (experts <= 0 || experts % ep != 0)) continue;
+          if (cp > 1 && (context <= 0 || context % (2 * cp) != 0)) continue;
+          ExploreCandidate c;
+          c.pp = pp;
+          c.tp = tp;
+          c.ep = ep;
+          c.cp = cp;
+          c.dp = devices / (pp * tp * ep * cp);
+          // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
+          // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
+          // transfers between nodes — Megatron's order; ep's all-to-alls inside dp's replicas, and
+          // cp's (each layer's keys and values) next to tp's.
+          std::string mesh;
+          for (auto [name, size] :
+               {std::pair{"pp", pp}, {"dp", c.dp}, {"ep", ep}, {"cp", cp}, {"tp", tp}})
+            if (size > 1)
+              mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
+          c.layout.mesh = mesh;
+          std::vector<int64_t> micro = {1};
+          if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
+          // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
+          // largest runs), those that divide.
+          for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp * ep <= batch; m *= 2)
+            if (unevenSplit(batch, m, c.dp * ep).empty()) micro.push_back(m);
+          for (int64_t m : micro) {
+            if (std::string why = unevenSplit(batch, m, c.dp * ep); !why.empty()) {
+              ExploreCandidate bad = c;
+              if (m > 1) bad.layout.microBatches = m;
+              bad.reason = why;
+              layouts.push_back(bad);
+              continue;
+            }
+            // A pipeline's: 1F1B, and interleaved over two model chunks per device.
+            std::vector<Layout> schedules = {c.layout};
+            if (pp > 1) {
+              Layout oneF1B = c.layout, interleaved = c.layout;
+              oneF1B.microBatches = interleaved.microBatches = m;
+              interleaved.schedule = "interleaved";
+              interleaved.virtualStages = 2;
+              schedules = {oneF1B, interleaved};
+            }
+            for (const Layout& schedule : schedules)
+              for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
+                for (bool sequence :
+                     tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+                  ExploreCandidate v = c;
+                  v.layout = schedule;
+                  if (zero) v.layout.zero = zero;
+                  v.layout.sequenceParallel = sequence;
+                  layouts.push_back(v);
+                }
           }
-          // A pipeline's: 1F1B, and interleaved over two model chunks per device.
-          std::vector<Layout> schedules = {c.layout};
-          if (pp > 1) {
-            Layout oneF1B = c.layout, interleaved = c.layout;
-            oneF1B.microBatches = interleaved.microBatches = m;
-            interleaved.schedule = "interleaved";
-            interleaved.virtualStages = 2;
-            schedules = {oneF1B, interleaved};
-          }
-          for (const Layout& schedule : schedules)
-            for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
-              for (bool sequence :
-                   tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-                ExploreCandidate v = c;
-                v.layout = schedule;
-                if (zero) v.layout.zero = zero;
-                v.layout.sequenceParallel = sequence;
-                layouts.push_back(v);
-              }
         }
-      }
   return layouts;
 }
 
@@ -350,8 +383,8 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
         return bad(f + " wants a whole number, got '" + value[f] + "'");
   // The mesh's axes, each at most once, outermost first in the order explore numbers ranks.
   static const std::map<std::string, int> outermostFirst = {
-      {"pp", 0}, {"dp", 1}, {"ep", 2}, {"tp", 3}};
-  std::map<std::string, int64_t> axis = {{"pp", 1}, {"dp", 1}, {"ep", 1}, {"tp", 1}};
+      {"pp", 0}, {"dp", 1}, {"ep", 2}, {"cp", 3}, {"tp", 4}};
+  std::map<std::string, int64_t> axis = {{"pp", 1}, {"dp", 1}, {"ep", 1}, {"cp", 1}, {"tp", 1}};
   int previous = -1;
   for (std::istringstream mesh(value.count("--mesh") ? value["--mesh"] : ""); mesh.good();) {
     std::string part;
@@ -361,12 +394,12 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
     const std::string name = part.substr(0, eq);
     const std::string size = eq == std::string::npos ? "" : part.substr(eq + 1);
     if (!axis.count(name))
-      return bad("mesh axis '" + name + "': explore lays out pp, dp, ep and tp");
+      return bad("mesh axis '" + name + "': explore lays out pp, dp, ep, cp and tp");
     const std::optional<int64_t> n = wholeNumber(size);
     if (!n || *n < 1)
       return bad("mesh axis " + name + " wants a positive size, got '" + size + "'");
     if (outermostFirst.at(name) <= previous)
-      return bad("the mesh's axes go pp, dp, ep, tp from outermost, as explore numbers ranks");
+      return bad("the mesh's axes go pp, dp, ep, cp, tp from outermost, as explore numbers ranks");
     previous = outermostFirst.at(name);
     axis[name] = *n;
   }
@@ -374,9 +407,10 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
   c.dp = axis["dp"];
   c.tp = axis["tp"];
   c.ep = axis["ep"];
-  if (c.pp * c.dp * c.ep * c.tp != devices)
-    return bad("the mesh has " + std::to_string(c.pp * c.dp * c.ep * c.tp) + " devices, not " +
-               std::to_string(devices));
+  c.cp = axis["cp"];
+  if (c.pp * c.dp * c.ep * c.cp * c.tp != devices)
+    return bad("the mesh has " + std::to_string(c.pp * c.dp * c.ep * c.cp * c.tp) +
+               " devices, not " + std::to_string(devices));
   Layout& l = c.layout;
   l.mesh = value.count("--mesh") ? value["--mesh"] : "";
   if (value.count("--microbatches")) l.microBatches = std::stoll(value["--microbatches"]);
@@ -402,7 +436,8 @@ bool overBudget(const ExploreCandidate& c, uint64_t budget) {
 
 std::string ExploreCandidate::mesh() const {
   return "dp=" + std::to_string(dp) + (ep > 1 ? ",ep=" + std::to_string(ep) : "") +
-         ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp);
+         (cp > 1 ? ",cp=" + std::to_string(cp) : "") + ",tp=" + std::to_string(tp) +
+         ",pp=" + std::to_string(pp);
 }
 
 bool ExploreCandidate::keepVocabularyWhole(const Status& failure) {
@@ -450,7 +485,8 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     given.push_back(std::move(c));
   }
   const int64_t experts = expertsDividing(shared);
-  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false, experts);
+  const int64_t context = contextLength(shared);
+  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false, experts, context);
   layouts.insert(layouts.end(), given.begin(), given.end());
   // A deep model over many devices: whole compiles would unroll every layer for every
   // micro-batch, so each candidate is priced from shallow copies instead, or screened by those
@@ -485,7 +521,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                        std::to_string(estimator->layers()) + "-layer stack";
     } else if (estimator) {
       r.estimated = true;
-      layouts = enumerateLayouts(devices, batch, true, experts);
+      layouts = enumerateLayouts(devices, batch, true, experts, context);
       for (const ExploreCandidate& c : given)
         if (!c.layout.stageCuts.empty())
           return Status::InvalidInput(

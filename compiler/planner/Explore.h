@@ -1,6 +1,6 @@
-// `dtc explore`: every way to lay a model over N devices — dp × tp × pp, ZeRO, sequence
-// parallelism, micro-batches and schedule, recomputation — each built by the real compiler from
-// the `dtc compile` flags it lists, its memory per rank read from its memory plan and its step
+// `dtc explore`: every way to lay a model over N devices — dp × (ep ×) (cp ×) tp × pp, ZeRO,
+// sequence parallelism, micro-batches and schedule, recomputation — each built by the real compiler
+// from the `dtc compile` flags it lists, its memory per rank read from its memory plan and its step
 // predicted on a device profile (perf/step_time.h); ranked, with the reasons the others cannot
 // run. `dtc compile --mesh auto --devices N` compiles the winner.
 #pragma once
@@ -19,6 +19,7 @@ namespace dtc {
 struct ExploreCandidate {
   int64_t dp = 1, tp = 1, pp = 1;
   int64_t ep = 1;  // experts split over ep (mixture-of-experts models); the batch over dp·ep
+  int64_t cp = 1;  // sequences split over cp (context parallelism; models with causal attention)
   Layout layout;
   // The `dtc compile` flags that build it (its layout's).
   std::vector<std::string> flags() const { return layout.flags(); }
@@ -32,7 +33,9 @@ struct ExploreCandidate {
   uint64_t memoryPerRank = 0;  // the largest rank's bytes
   double buildSeconds = 0;     // compiling and predicting it, on one thread
   perf::StepPrediction prediction;
-  std::string mesh() const;  // "dp=2,tp=2,pp=1" ("dp=1,ep=2,tp=2,pp=1" with experts split)
+  // "dp=2,tp=2,pp=1" ("dp=1,ep=2,tp=2,pp=1" with experts split, "dp=1,cp=2,tp=2,pp=1" with
+  // sequences split)
+  std::string mesh() const;
 
   // Where `failure` is Megatron's vocabulary split meeting a vocabulary that does not divide
   // over tp: keeps the vocabulary whole (the table and the logits) and says to build

@@ -617,7 +617,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   }
   // A transfer between stages: pp is the mesh's outermost axis, so neighbours are dp*ep*tp ranks
   // apart.
-  const int64_t stride = c.dp * c.ep * c.tp;
+  const int64_t stride = c.dp * c.ep * c.cp * c.tp;
   const perf::Link& link =
       stride >= profile_.devicesPerNode ? profile_.interNode : profile_.intraNode;
   const double transfer = pp > 1 ? link.latencySeconds + u.transferBytes / link.bytesPerSecond : 0;
@@ -638,7 +638,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   }
   perf::StepPrediction& p = c.prediction;
   p = {};
-  p.devices = pp * c.dp * c.ep * c.tp;
+  p.devices = pp * c.dp * c.ep * c.cp * c.tp;
   for (int64_t s = 0; s < pp; ++s) {
     int64_t held = 0;
     for (int64_t ch = s; ch < chunks; ch += pp) held += count[ch];

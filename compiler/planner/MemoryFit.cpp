@@ -41,11 +41,11 @@ Status checkFits(const Plan& plan, uint64_t budget) {
   const std::vector<uint64_t> byStage = rankBytesByStage(plan);
   for (size_t s = 0; s < byStage.size(); ++s)
     if (byStage[s] > budget)
-      return Status::InvalidInput(
-          "the plan needs " + bytesText(byStage[s]) + " on " + stageName(byStage, s) +
-          ", over --memory " + bytesText(budget) +
-          " (--recompute auto, --zero 3, more tensor, pipeline or context parallelism or a smaller batch "
-          "need less)");
+      return Status::InvalidInput("the plan needs " + bytesText(byStage[s]) + " on " +
+                                  stageName(byStage, s) + ", over --memory " + bytesText(budget) +
+                                  " (--recompute auto, --zero 3, more tensor, pipeline or context "
+                                  "parallelism or a smaller batch "
+                                  "need less)");
   return Status::Ok();
 }
 
@@ -65,11 +65,11 @@ StatusOr<std::string> chooseRecompute(
     size_t pick = 0;
     while (pick < needs.size() && needs[pick][s] > budget) ++pick;
     if (pick == needs.size())
-      return Status::InvalidInput(stageName(needs[0], s) + " needs " + bytesText(needs.back()[s]) +
-                                  " even with --recompute full, over --memory " +
-                                  bytesText(budget) +
-                                  " (--zero 3, more tensor, pipeline or context parallelism or a smaller "
-                                  "batch need less)");
+      return Status::InvalidInput(
+          stageName(needs[0], s) + " needs " + bytesText(needs.back()[s]) +
+          " even with --recompute full, over --memory " + bytesText(budget) +
+          " (--zero 3, more tensor, pipeline or context parallelism or a smaller "
+          "batch need less)");
     chosen.push_back(settings[pick]);
     report += (s ? ";" : "") + std::string(" ") + stageName(needs[0], s) + " " + settings[pick] +
               " (" + bytesText(needs[pick][s]) + "; none " + bytesText(needs[0][s]) +

@@ -67,8 +67,12 @@ double contractionFlops(const plan::Function& f, const plan::Step& step) {
       case Kernel::causal_attention:
       case Kernel::causal_attention_grad: {
         // q·kᵀ and p·v over [B, H, T, D] (the full T² as the decomposed form counts it); the
-        // backward pass does twice the work.
-        const double t = dim(in0, 2), d = dim(in0, 1);
+        // backward pass does twice the work. A block of the queries (context parallelism) meets
+        // every key: T·Tk.
+        const size_t keys = op == Kernel::causal_attention ? 1 : 2;
+        const double t =
+            s->inputs()->size() > keys ? dim(*values.Get(s->inputs()->Get(keys)), 2) : dim(in0, 2);
+        const double d = dim(in0, 1);
         return (op == Kernel::causal_attention ? 4.0 : 8.0) *
                (static_cast<double>(elements(in0)) / std::max(d, 1.0)) * t * d;
       }
