@@ -196,8 +196,9 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
     pm.addPass(createShardingPropagation());
     pm.addPass(createPartition());
     // Sequence parallelism keeps the shards of what it gathers, as Megatron's does, whatever
-    // the recomputation setting.
-    if (options.sequenceParallel)
+    // the recomputation setting; so does context parallelism's attention (each layer's keys and
+    // values gathered again in backward, as a ring passes them again).
+    if (options.sequenceParallel || options.contextParallel > 0)
       pm.addPass(createRecomputeGathers(RecomputeGathersOptions{"selective"}));
     else if (options.recompute != "none")
       pm.addPass(createRecomputeGathers(RecomputeGathersOptions{options.recompute}));
