@@ -5,9 +5,10 @@ load-balanced (2·cp chunks, rank i holding i and 2·cp−1−i), cp=2 with cont
 cp=2 composed with tensor parallelism (Megatron's, with and without sequence parallelism), a
 2-stage pipeline, ZeRO-1 and ZeRO-3 over dp, and full recomputation; in bf16 on cp=2 and dp=2 x
 cp=2 to the bound of partitioned bf16 plans; a Llama (rotary tables, grouped-query attention) on
-cp=2, cp=4 and cp=2 x tp=2; and the same GPT reading .npy arrays instead of a token file. Each rank reads only its positions of every window (the data
-loader), holds T/cp of every activation, and reaches the other ranks' keys as the layout's
-attention method says."""
+cp=2, cp=4 and cp=2 x tp=2; the same GPT reading .npy arrays instead of a token file; and a
+checkpoint written on cp=2 resuming on cp=4 and on one device. Each rank reads only its
+positions of every window (the data loader), holds T/cp of every activation, and reaches the
+other ranks' keys as the layout's attention method says."""
 import os
 import sys
 import tempfile
@@ -15,8 +16,8 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import read_tokens, run, tool, write_tokens  # noqa: E402
-from test_data_parallel import compare, train  # noqa: E402
+from dtc_harness import load_safetensors, read_log, read_tokens, run, tool, weight_error, write_tokens  # noqa: E402
+from test_data_parallel import MPIRUN, TOLERANCE, compare, train  # noqa: E402
 from test_mixed_precision import LOSS_TOLERANCE  # noqa: E402
 
 V, T, L, H, C = 64, 512, 2, 4, 32
@@ -39,6 +40,34 @@ def layouts():
             ("dp2-cp2-zero1", ["--mesh", "dp=2,cp=2", *gather, "--zero", 1], 4),
             ("dp2-cp2-zero3", ["--mesh", "dp=2,cp=2", *gather, "--zero", 3], 4),
             ("cp2-recompute", ["--mesh", "cp=2", *gather, "--recompute", "full"], 2)]
+
+
+def check_resharded_resume(model, work, data):
+    """Nothing in a checkpoint depends on cp: one written on cp=2 with contiguous positions (the
+    position table split over cp) after 5 steps resumes to step 10 on cp=4 load-balanced (the table
+    whole) and on one device, and steps 6-10 and the final weights equal the uninterrupted
+    one-device run's."""
+    ref_losses, ref_final, _ = train(model, work, "ckpt-whole", B, OPTIM, 1, data, STEPS, SEED)
+    plans = {}
+    for name, mesh in (("one", []), ("cp2", ["--mesh", "cp=2", "--no-cp-load-balance"]),
+                       ("cp4", ["--mesh", "cp=4"])):
+        plans[name] = os.path.join(work, f"ckpt-{name}.dtp")
+        run(tool("dtc"), "compile", model, "-o", plans[name], "--batch", B, *OPTIM, *mesh)
+    checkpoint = os.path.join(work, "ckpt-cp2")
+    common = ["--data", data, "--seed", SEED, "--threads", 1]
+    run(*MPIRUN, 2, tool("dtrun"), plans["cp2"], *common, "--steps", STEPS // 2, "--checkpoint",
+        checkpoint)
+    for name, launch in (("cp4", [*MPIRUN, 4]), ("one", [])):
+        log, save = os.path.join(work, f"resumed-{name}.jsonl"), os.path.join(work, f"resumed-{name}")
+        run(*launch, tool("dtrun"), plans[name], *common, "--steps", STEPS, "--resume", checkpoint,
+            "--log", log, "--save", save)
+        losses = [e["loss"] for e in read_log(log)]
+        assert len(losses) == STEPS - STEPS // 2, f"{name}: resumed steps {losses}"
+        loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses[STEPS // 2:]))
+        weight_err = weight_error(load_safetensors(os.path.join(save, "model.safetensors")), ref_final)
+        print(f"checkpoint cp2 -> {name}: max loss rel err {loss_err:.2e}, max weight rel err "
+              f"{weight_err:.2e}")
+        assert loss_err <= TOLERANCE and weight_err <= TOLERANCE, f"resumed on {name}: {losses}"
 
 
 def check_bf16(model, work, data):
@@ -65,6 +94,7 @@ def main():
         write_tokens(data, np.random.default_rng(0).integers(0, V, 20000).astype(np.int32))
         compare("gpt-ctx512", model, work, B, OPTIM, data, STEPS, SEED, layouts())
         check_bf16(model, work, data)
+        check_resharded_resume(model, work, data)
         llama = os.path.join(work, "llama.dtm")
         run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H,
             "--kv-heads", 2, "--embd", C, "--seed", 3, "-o", llama)

@@ -25,8 +25,9 @@ void causalAttentionGrad(const float* dout, const float* q, const float* k, cons
 
 namespace {
 
-// The keys query i sees: a prefix [0, i] in the plain layout, else those not after it in the
-// original order (the same set, summed in the layout's order).
+// The keys query i sees: a prefix [0, i] in the plain layout; else, in each chunk of the layout
+// (whose rows hold consecutive original positions), the rows not after the query's position —
+// a prefix of the chunk, visited in the layout's order with no test per key.
 template <typename Visit>
 void forVisibleKeys(const AttentionPositions& at, int64_t i, int64_t tk, Visit visit) {
   if (at.plain()) {
@@ -34,8 +35,14 @@ void forVisibleKeys(const AttentionPositions& at, int64_t i, int64_t tk, Visit v
     return;
   }
   const int64_t mine = at.queryPosition(i);
-  for (int64_t j = 0; j < tk; ++j)
-    if (at.keyPosition(j) <= mine) visit(j);
+  const int64_t chunk = at.chunks > 0 ? at.length / at.chunks : at.length;
+  for (int64_t row = at.kFirst; row < at.kFirst + tk;) {
+    const int64_t end = std::min(at.kFirst + tk, (row / chunk + 1) * chunk);
+    const int64_t first = sequencePosition(row, at.length, at.chunks);
+    const int64_t seen = std::clamp<int64_t>(mine - first + 1, 0, end - row);
+    for (int64_t j = row - at.kFirst; j < row - at.kFirst + seen; ++j) visit(j);
+    row = end;
+  }
 }
 
 }  // namespace
