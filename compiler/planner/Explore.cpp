@@ -234,99 +234,68 @@ int64_t expertsDividing(const CompileRequest& request) {
   return experts;
 }
 
-// The context length a model's sequences split along under context parallelism: its token
-// input's (int64 [B, T]) where the model has causal attention; 0 otherwise, for a mixture of
-// experts (whose capacity is filled in token order) and for a model not in dtc's format.
-int64_t contextLength(const CompileRequest& request) {
-  if (isOnnxFile(request.model)) return 0;
-  llvm::Expected<ModelFile> file = ModelFile::read(request.model);
-  if (!file) {
-    llvm::consumeError(file.takeError());
-    return 0;
-  }
-  const model::Graph* graph = file->model().graph();
-  if (!graph || !graph->nodes() || !graph->inputs()) return 0;
-  bool attention = false;
-  for (const auto* node : *graph->nodes()) {
-    if (!node->op_type()) continue;
-    if (node->op_type()->str() == "MixtureOfExperts") return 0;
-    attention |= node->op_type()->str() == "CausalSoftmax";
-  }
-  if (!attention) return 0;
-  for (const auto* input : *graph->inputs())
-    if (input->dtype() == model::DType::i64 && input->shape() && input->shape()->size() == 2 &&
-        input->shape()->Get(1) > 0)
-      return input->shape()->Get(1);
-  return 0;
-}
-
 // The layouts of `devices` devices, and for each the settings that change its speed.
 // `manyMicroBatches`: beyond P, 2P and 4P micro-batches, every doubling that divides the batch.
 // `experts`: what every mixture-of-experts layer's expert count divides into (their greatest
 // common divisor), 0 for a model without one: the data devices then also split over ep, each
-// ep that divides it. `context`: the sequence length (0: none to split): the devices also split
-// sequences over cp, each cp whose 2·cp load-balanced chunks divide it.
+// ep that divides it. Context parallelism is priced only where --try gives it: its attention on
+// blocks of the sequence is not yet priced within the bound the others are (on the CPU its
+// kernel's rate falls with the head dimension, which the profile's curves do not see).
 std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
-                                               bool manyMicroBatches, int64_t experts,
-                                               int64_t context) {
+                                               bool manyMicroBatches, int64_t experts) {
   std::vector<ExploreCandidate> layouts;
   for (int64_t pp : divisors(devices))
     for (int64_t tp : divisors(devices / pp))
-      for (int64_t ep : divisors(devices / (pp * tp)))
-        for (int64_t cp : divisors(devices / (pp * tp * ep))) {
-          if (ep > 1 && (experts <= 0 || experts % ep != 0)) continue;
-          if (cp > 1 && (context <= 0 || context % (2 * cp) != 0)) continue;
-          ExploreCandidate c;
-          c.pp = pp;
-          c.tp = tp;
-          c.ep = ep;
-          c.cp = cp;
-          c.dp = devices / (pp * tp * ep * cp);
-          // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
-          // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
-          // transfers between nodes — Megatron's order; ep's all-to-alls inside dp's replicas, and
-          // cp's (each layer's keys and values) next to tp's.
-          std::string mesh;
-          for (auto [name, size] :
-               {std::pair{"pp", pp}, {"dp", c.dp}, {"ep", ep}, {"cp", cp}, {"tp", tp}})
-            if (size > 1)
-              mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
-          c.layout.mesh = mesh;
-          std::vector<int64_t> micro = {1};
-          if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
-          // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
-          // largest runs), those that divide.
-          for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp * ep <= batch; m *= 2)
-            if (unevenSplit(batch, m, c.dp * ep).empty()) micro.push_back(m);
-          for (int64_t m : micro) {
-            if (std::string why = unevenSplit(batch, m, c.dp * ep); !why.empty()) {
-              ExploreCandidate bad = c;
-              if (m > 1) bad.layout.microBatches = m;
-              bad.reason = why;
-              layouts.push_back(bad);
-              continue;
-            }
-            // A pipeline's: 1F1B, and interleaved over two model chunks per device.
-            std::vector<Layout> schedules = {c.layout};
-            if (pp > 1) {
-              Layout oneF1B = c.layout, interleaved = c.layout;
-              oneF1B.microBatches = interleaved.microBatches = m;
-              interleaved.schedule = "interleaved";
-              interleaved.virtualStages = 2;
-              schedules = {oneF1B, interleaved};
-            }
-            for (const Layout& schedule : schedules)
-              for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
-                for (bool sequence :
-                     tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-                  ExploreCandidate v = c;
-                  v.layout = schedule;
-                  if (zero) v.layout.zero = zero;
-                  v.layout.sequenceParallel = sequence;
-                  layouts.push_back(v);
-                }
+      for (int64_t ep : divisors(devices / (pp * tp))) {
+        if (ep > 1 && (experts <= 0 || experts % ep != 0)) continue;
+        ExploreCandidate c;
+        c.pp = pp;
+        c.tp = tp;
+        c.ep = ep;
+        c.dp = devices / (pp * tp * ep);
+        // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
+        // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
+        // transfers between nodes — Megatron's order; ep's all-to-alls inside dp's replicas.
+        std::string mesh;
+        for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"ep", ep}, {"tp", tp}})
+          if (size > 1)
+            mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
+        c.layout.mesh = mesh;
+        std::vector<int64_t> micro = {1};
+        if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
+        // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
+        // largest runs), those that divide.
+        for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp * ep <= batch; m *= 2)
+          if (unevenSplit(batch, m, c.dp * ep).empty()) micro.push_back(m);
+        for (int64_t m : micro) {
+          if (std::string why = unevenSplit(batch, m, c.dp * ep); !why.empty()) {
+            ExploreCandidate bad = c;
+            if (m > 1) bad.layout.microBatches = m;
+            bad.reason = why;
+            layouts.push_back(bad);
+            continue;
           }
+          // A pipeline's: 1F1B, and interleaved over two model chunks per device.
+          std::vector<Layout> schedules = {c.layout};
+          if (pp > 1) {
+            Layout oneF1B = c.layout, interleaved = c.layout;
+            oneF1B.microBatches = interleaved.microBatches = m;
+            interleaved.schedule = "interleaved";
+            interleaved.virtualStages = 2;
+            schedules = {oneF1B, interleaved};
+          }
+          for (const Layout& schedule : schedules)
+            for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
+              for (bool sequence :
+                   tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+                ExploreCandidate v = c;
+                v.layout = schedule;
+                if (zero) v.layout.zero = zero;
+                v.layout.sequenceParallel = sequence;
+                layouts.push_back(v);
+              }
         }
+      }
   return layouts;
 }
 
@@ -485,8 +454,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     given.push_back(std::move(c));
   }
   const int64_t experts = expertsDividing(shared);
-  const int64_t context = contextLength(shared);
-  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false, experts, context);
+  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false, experts);
   layouts.insert(layouts.end(), given.begin(), given.end());
   // A deep model over many devices: whole compiles would unroll every layer for every
   // micro-batch, so each candidate is priced from shallow copies instead, or screened by those
@@ -521,7 +489,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                        std::to_string(estimator->layers()) + "-layer stack";
     } else if (estimator) {
       r.estimated = true;
-      layouts = enumerateLayouts(devices, batch, true, experts, context);
+      layouts = enumerateLayouts(devices, batch, true, experts);
       for (const ExploreCandidate& c : given)
         if (!c.layout.stageCuts.empty())
           return Status::InvalidInput(
