@@ -19,6 +19,18 @@ WARMUP, STEPS, ROUNDS = 10, 60, 3
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def add_gpt_arguments(parser):
+    """The build, threads, batch and zoo GPT shape flags the GPT benchmarks share."""
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--ctx", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--embd", type=int, default=128)
+    parser.add_argument("--vocab", type=int, default=256)
+
+
 def tools(build):
     return os.path.join(build, "tools", "dtc", "dtc"), os.path.join(build, "tools", "dtrun", "dtrun")
 

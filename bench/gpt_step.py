@@ -20,14 +20,7 @@ from common import (compile_plan, dtrun_run, initial_weights, jax_run, report_pe
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--build", required=True)
-    p.add_argument("--threads", type=int, required=True)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--ctx", type=int, default=64)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--embd", type=int, default=128)
-    p.add_argument("--vocab", type=int, default=256)
+    common.add_gpt_arguments(p)
     p.add_argument("--no-jax", action="store_true", help="leave the JAX peer out")
     p.add_argument("--warmup", type=int, default=common.WARMUP)
     p.add_argument("--steps", type=int, default=common.STEPS)

@@ -168,14 +168,7 @@ def report_all_to_all(a, rows):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--build", required=True)
-    p.add_argument("--threads", type=int, required=True)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--ctx", type=int, default=64)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--embd", type=int, default=128)
-    p.add_argument("--vocab", type=int, default=256)
+    common.add_gpt_arguments(p)
     p.add_argument("--experts", type=int, default=8)
     p.add_argument("--top-k", type=int, default=2)
     p.add_argument("--capacity-factor", type=float, default=1.25)

@@ -96,7 +96,6 @@ struct ContextParallelPass : public impl::ContextParallelBase<ContextParallelPas
           return;
         }
         context_ = t;
-        heads_ = q.getRank() >= 3 ? q.getDimSize(q.getRank() - 3) : 1;
       });
     }
     if (failed(result)) return failure();
@@ -111,18 +110,8 @@ struct ContextParallelPass : public impl::ContextParallelBase<ContextParallelPas
   void findPositionTables(ModuleOp module) {
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.getSymName() != fn::kTrainStep) continue;
-      SmallVector<std::pair<Value, int64_t>> inputs;
-      for (BlockArgument arg : func.getArguments()) {
-        const unsigned i = arg.getArgNumber();
-        auto type = cast<RankedTensorType>(arg.getType());
-        int64_t dim = 0;
-        if (auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim)) dim = bd.getInt();
-        if (func.getArgAttr(i, attr::kData) && type.getRank() > dim + 1 &&
-            type.getDimSize(dim + 1) == context_)
-          inputs.push_back({arg, dim + 1});
-      }
       for (const sharding::SequenceFlow::PositionTable& t :
-           sharding::traceSequence(func, inputs).tables) {
+           sharding::traceSequence(func, sharding::sequenceInputs(func, context_)).tables) {
         auto arg = dyn_cast<BlockArgument>(t.value);
         if (!arg || cast<RankedTensorType>(arg.getType()).getDimSize(t.dim) != context_) continue;
         if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam))
@@ -247,7 +236,7 @@ struct ContextParallelPass : public impl::ContextParallelBase<ContextParallelPas
     }
   }
 
-  int64_t context_ = 0, heads_ = 0, chunks_ = 1;
+  int64_t context_ = 0, chunks_ = 1;
   llvm::StringMap<int64_t> positionTables_;  // parameter name -> its position dimension
   SmallVector<Attribute> dataAxes_;
 };

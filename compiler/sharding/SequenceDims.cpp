@@ -3,6 +3,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 
 using namespace mlir;
@@ -146,6 +147,20 @@ class Tracer {
 };
 
 }  // namespace
+
+SmallVector<std::pair<Value, int64_t>> sequenceInputs(func::FuncOp func, int64_t length) {
+  SmallVector<std::pair<Value, int64_t>> inputs;
+  for (BlockArgument arg : func.getArguments()) {
+    const unsigned i = arg.getArgNumber();
+    auto type = cast<RankedTensorType>(arg.getType());
+    int64_t dim = 0;
+    if (auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim)) dim = bd.getInt();
+    if (func.getArgAttr(i, attr::kData) && type.getRank() > dim + 1 &&
+        type.getDimSize(dim + 1) == length)
+      inputs.push_back({arg, dim + 1});
+  }
+  return inputs;
+}
 
 SequenceFlow traceSequence(func::FuncOp func, ArrayRef<std::pair<Value, int64_t>> inputs) {
   SequenceFlow flow;

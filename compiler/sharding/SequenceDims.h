@@ -30,6 +30,11 @@ struct SequenceFlow {
   static constexpr int64_t kMergedRows = -1;
 };
 
+// The function's data arguments that hold sequences of `length` positions, with their sequence
+// dimension (the one after the batch dimension).
+llvm::SmallVector<std::pair<mlir::Value, int64_t>> sequenceInputs(mlir::func::FuncOp func,
+                                                                  int64_t length);
+
 // `inputs`: the function's arguments that hold sequences, with their sequence dimension.
 SequenceFlow traceSequence(mlir::func::FuncOp func,
                            llvm::ArrayRef<std::pair<mlir::Value, int64_t>> inputs);

@@ -41,24 +41,16 @@ struct SequenceOrderPass : public impl::SequenceOrderBase<SequenceOrderPass> {
              << context << " does not split into 2·cp = " << static_cast<int64_t>(chunks)
              << " equal chunks (load-balanced context parallelism; --no-cp-load-balance needs it "
                 "to divide over cp only)";
-    SmallVector<std::pair<Value, int64_t>> inputs;
-    for (BlockArgument arg : func.getArguments()) {
-      const unsigned i = arg.getArgNumber();
-      auto type = cast<RankedTensorType>(arg.getType());
-      int64_t dim = 0;
-      if (auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim)) dim = bd.getInt();
-      if (func.getArgAttr(i, attr::kData) && type.getRank() > dim + 1 &&
-          type.getDimSize(dim + 1) == context)
-        inputs.push_back({arg, dim + 1});
-    }
-    sharding::SequenceFlow flow = sharding::traceSequence(func, inputs);
+    sharding::SequenceFlow flow =
+        sharding::traceSequence(func, sharding::sequenceInputs(func, context));
     const char* remedy = "; compile with --no-cp-load-balance";
     for (auto& [op, why] : flow.ordered)
       return op->emitError("load-balanced context parallelism reorders the sequence, but '")
              << locationName(op->getLoc()) << "' (" << op->getName() << ") " << why << remedy;
-    for (auto& [v, d] : flow.dims) {
-      auto dropout = dyn_cast_or_null<graph::DropoutOp>(v.getDefiningOp());
-      if (dropout && dropout.getRatio().convertToFloat() > 0)
+    // The first such dropout in program order, so the message names the same one every time.
+    for (Operation& op : func.getBody().front()) {
+      auto dropout = dyn_cast<graph::DropoutOp>(op);
+      if (dropout && flow.dims.count(dropout.getY()) && dropout.getRatio().convertToFloat() > 0)
         return dropout.emitError("dropout '")
                << locationName(dropout.getLoc())
                << "' would draw other masks than one device on a load-balanced sequence" << remedy;

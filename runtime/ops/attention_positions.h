@@ -26,7 +26,6 @@ struct AttentionPositions {
   int64_t chunks = 0;  // load-balanced layout in this many chunks; 0: the original order
 
   int64_t queryPosition(int64_t i) const { return sequencePosition(qFirst + i, length, chunks); }
-  int64_t keyPosition(int64_t j) const { return sequencePosition(kFirst + j, length, chunks); }
   // True when nothing is reordered or offset: key j is seen by query i exactly when j <= i.
   bool plain() const { return qFirst == 0 && kFirst == 0 && chunks == 0; }
 };

@@ -196,6 +196,7 @@ std::vector<DataInput> dataInputs(const Plan& plan) {
   std::vector<DataInput> out;
   std::set<std::string> seen;
   const std::string function = plan.function(fn::kTrainStep) ? fn::kTrainStep : "eval";
+  const std::vector<int64_t> sizes = meshSizes(plan);
   for (const plan::Function* f : *plan.root().functions()) {
     if (f->name()->str() != function || !f->arguments()) continue;
     for (const plan::Binding* b : *f->arguments()) {
@@ -204,7 +205,6 @@ std::vector<DataInput> dataInputs(const Plan& plan) {
       const plan::Value& v = *f->values()->Get(b->value());
       DataInput in{b->name()->str(), v.dtype(), {}};
       // The whole sample: a sequence split over devices (context parallelism) counts whole.
-      const std::vector<int64_t> sizes = meshSizes(plan);
       if (v.shape())
         for (uint32_t d = 1; d < v.shape()->size(); ++d) {
           int64_t n = v.shape()->Get(d);
