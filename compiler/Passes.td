@@ -292,7 +292,8 @@ def ContextParallel : Pass<"dtc-context-parallel", "mlir::ModuleOp"> {
     one after the batch dimension, of the attention's context length T) over cp and their batch
     over the data axes; propagation then splits every activation along the sequence, and
     attention's queries with them. How a query reaches the keys of the other devices is
-    `attention`: `all-gather` (keys and values gathered, their gradients reduce-scattered). With
+    `attention`: `all-gather` (keys and values gathered, their gradients reduce-scattered) or
+    `ring` (the same, made a ring afterwards by dtc-ring-attention). With
     `balance`
     the sequence is cut into 2·cp chunks and device i holds chunks i and 2·cp−1−i, so that
     causal attention costs every device the same: the data inputs carry the order
@@ -303,7 +304,7 @@ def ContextParallel : Pass<"dtc-context-parallel", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"cp", "cp", "int64_t", "1", "context-parallel devices">,
-    Option<"attention", "attention", "std::string", "\"all-gather\"", "all-gather">,
+    Option<"attention", "attention", "std::string", "\"all-gather\"", "all-gather or ring">,
     Option<"balance", "balance", "bool", "true", "2·cp chunks, device i holding i and 2·cp−1−i">,
   ];
   let dependentDialects = ["::dtc::dist::DistDialect"];
@@ -374,6 +375,25 @@ def RecomputeGathers : Pass<"dtc-recompute-gathers", "mlir::ModuleOp"> {
            "full or selective gather again">,
   ];
   let dependentDialects = ["::dtc::dist::DistDialect"];
+}
+
+def RingAttention : Pass<"dtc-ring-attention", "mlir::ModuleOp"> {
+  let summary = "Context parallelism's attention as a ring: blocks of keys and values passed "
+                "along cp";
+  let description = [{
+    Runs after dtc-partition (and dtc-recompute-gathers) under `--cp-attention ring`. Each
+    attention whose queries are split over cp (`seq_axes`) and whose keys and values are
+    gathered over those axes instead attends to one block at a time: its own, then each block
+    passed one place along the ring (`dist.ring_shift`, issued before the current block's
+    attention so that it overlaps it), `kv_shift` telling the kernel whose block it holds, the
+    partial results merged by their log-sum-exps (`graph.attention_merge`). The gradient passes
+    the blocks again with the float32 sums of their key and value gradients travelling beside
+    them, each device adding its queries' share; one last step brings each block's sums home,
+    replacing the reduce-scatter. dq sums in float32 too. A device holds two blocks of keys and
+    values rather than the whole sequence. Errors: keys and values not gathered over the query
+    axes, or gradients not reduce-scattered over them.
+  }];
+  let dependentDialects = ["::dtc::dist::DistDialect", "::dtc::graph::GraphDialect"];
 }
 
 def Zero : Pass<"dtc-zero", "mlir::ModuleOp"> {

@@ -136,6 +136,8 @@ void eraseDead(ArrayRef<Operation*> ops) {
 }
 
 void pack(graph::CausalAttentionOp attention, OpBuilder& b) {
+  // A block of the sequence (context parallelism) keeps its positions' attributes.
+  if (attention->hasAttr("seq_axes")) return;
   std::optional<Heads> q = headsOf(attention.getQ()), k = headsOf(attention.getK()),
                        v = headsOf(attention.getV());
   if (!q || !k || !v || q->split != k->split || k->split != v->split || q->part != 0 ||

@@ -35,8 +35,9 @@ struct ContextParallelPass : public impl::ContextParallelBase<ContextParallelPas
           << static_cast<int64_t>(cp) << " devices (--mesh cp=N)";
       return signalPassFailure();
     }
-    if (attention != "all-gather") {
-      module.emitError("context parallelism's attention is all-gather, not '") << attention << "'";
+    if (attention != "all-gather" && attention != "ring") {
+      module.emitError("context parallelism's attention is all-gather or ring, not '")
+          << attention << "'";
       return signalPassFailure();
     }
     if (failed(findContext(module))) return signalPassFailure();
@@ -106,18 +107,41 @@ struct ContextParallelPass : public impl::ContextParallelBase<ContextParallelPas
 
   // Parameters indexed by position (a learned position table added to the tokens, rotary
   // tables): split over cp with the sequence, so each device holds the rows of its positions and
-  // nothing reads a table whole against split activations.
+  // nothing reads a table whole against split activations. Load-balanced, the table is read in
+  // the sequence's order (dtc-sequence-order's split and concat) from a whole parameter: the
+  // reordered table is pinned split, or propagation may keep it whole and, in backward, pull
+  // what it meets (rotary's gradient of the keys) onto the whole sequence.
   void findPositionTables(ModuleOp module) {
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.getSymName() != fn::kTrainStep) continue;
       for (const sharding::SequenceFlow::PositionTable& t :
            sharding::traceSequence(func, sharding::sequenceInputs(func, context_)).tables) {
+        auto type = cast<RankedTensorType>(t.value.getType());
+        if (type.getDimSize(t.dim) != context_) continue;
         auto arg = dyn_cast<BlockArgument>(t.value);
-        if (!arg || cast<RankedTensorType>(arg.getType()).getDimSize(t.dim) != context_) continue;
+        if (!arg) {
+          pinSplit(t.value, t.dim);
+          continue;
+        }
+        if (func.getSymName() != fn::kTrainStep) continue;
         if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam))
           positionTables_[name.getValue()] = t.dim;
       }
     }
+  }
+
+  void pinSplit(Value table, int64_t dim) {
+    Operation* def = table.getDefiningOp();
+    if (!def || (table.hasOneUse() && isa<dist::ReshardOp>(*table.getUsers().begin()))) return;
+    auto type = cast<RankedTensorType>(table.getType());
+    Builder b(def->getContext());
+    SmallVector<Attribute> dims(type.getRank(), b.getArrayAttr({}));
+    dims[dim] = b.getArrayAttr({b.getStringAttr(kAxis)});
+    OpBuilder builder(def);
+    builder.setInsertionPointAfter(def);
+    auto pinned = dist::ReshardOp::create(
+        builder, def->getLoc(), table,
+        dist::ShardingAttr::get(b.getContext(), b.getArrayAttr(dims), b.getArrayAttr({})));
+    table.replaceAllUsesExcept(pinned, pinned);
   }
 
   // Data inputs of [B, T, ...] split their batch over the data axes and their sequence over cp;

@@ -68,7 +68,8 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
     const int64_t pipeAxes = pipe && mesh.axisIndex(pipe->axis) >= 0 ? 1 : 0;
     // Context parallelism replicates parameters as dp does: its axis counts as a data axis.
     const int64_t contextAxes = mesh.axisIndex("cp") >= 0 ? 1 : 0;
-    bool onlyDp = mesh.rank() == (replicate > 0 ? 2 : 1) + pipeAxes + contextAxes;
+    bool onlyDp =
+        static_cast<int64_t>(mesh.rank()) == (replicate > 0 ? 2 : 1) + pipeAxes + contextAxes;
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(annotate(func, b, onlyDp))) return signalPassFailure();
   }

@@ -67,11 +67,12 @@ class Tracer {
             if (p == d) set(t.getResult(), static_cast<int64_t>(j));
         })
         .Case<graph::SplitOp>([&](graph::SplitOp s) {
-          if (s.getAxis() == d) return ordered(op, "splits the sequence");
+          if (static_cast<int64_t>(s.getAxis()) == d) return ordered(op, "splits the sequence");
           for (Value r : s.getResults()) set(r, d);
         })
         .Case<graph::ConcatOp>([&](graph::ConcatOp c) {
-          if (c.getAxis() == d) return ordered(op, "concatenates along the sequence");
+          if (static_cast<int64_t>(c.getAxis()) == d)
+            return ordered(op, "concatenates along the sequence");
           set(c.getResult(), d);
         })
         .Case<graph::CausalAttentionOp>([&](graph::CausalAttentionOp a) {

@@ -190,15 +190,25 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       if (type.getDimSize(0) % replicas != 0) axes.clear();
       return b.getArrayAttr(axes);
     };
+    // Context parallelism splits every sequence over cp already: sequence parallelism's regions
+    // split each rank's block further (cp major, as the data is split), and the regions between
+    // keep the cp split (a layout pinned without it would gather the sequence over cp there).
+    const bool context = mesh.axisIndex("cp") >= 0;
+    const int64_t contextDevices = context ? mesh.axisSize("cp") : 1;
+    auto sequenceAxes = [&](bool withAxis) {
+      SmallVector<Attribute> axes;
+      if (context) axes.push_back(b.getStringAttr("cp"));
+      if (withAxis) axes.push_back(b.getStringAttr(axis));
+      return b.getArrayAttr(axes);
+    };
     for (graph::LayerNormOp op : norms) {
       auto type = cast<RankedTensorType>(op.getX().getType());
       if (type.getRank() != 3) continue;
-      if (type.getDimSize(1) % n != 0)
+      if (type.getDimSize(1) % (n * contextDevices) != 0)
         return op.emitError("the sequence of ")
-               << type.getDimSize(1) << " positions does not divide over " << n << " devices ("
-               << axis << ")";
-      SmallVector<Attribute> dims{batchAxes(type), b.getArrayAttr({b.getStringAttr(axis)}),
-                                  b.getArrayAttr({})};
+               << type.getDimSize(1) << " positions does not divide over " << n * contextDevices
+               << " devices (" << (context ? "cp and " : "") << axis << ")";
+      SmallVector<Attribute> dims{batchAxes(type), sequenceAxes(true), b.getArrayAttr({})};
       auto sharding =
           dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
       OpBuilder builder(op);
@@ -226,7 +236,7 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
         // would cost more memory and bytes than the whole layout does.
         auto in = cast<RankedTensorType>(op.getX().getType());
         if (type.getDimSize(2) > in.getDimSize(2)) {
-          SmallVector<Attribute> whole{batchAxes(in), b.getArrayAttr({}), b.getArrayAttr({})};
+          SmallVector<Attribute> whole{batchAxes(in), sequenceAxes(false), b.getArrayAttr({})};
           OpBuilder builder(op);
           Value gathered = dist::ReshardOp::create(
               builder, op.getLoc(), op.getX(),
@@ -245,15 +255,17 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       };
       SmallVector<Attribute> dims(3, b.getArrayAttr({}));
       dims[0] = batchAxes(type);
+      dims[1] = sequenceAxes(false);
       SmallVector<int64_t> blocks(3, 1);
       if (isAxis(0)) {
         dims[2] = b.getArrayAttr({b.getStringAttr(axis)});
         blocks[2] = ws.dimBlocks(0);
       } else if (isAxis(1)) {
-        dims[1] = b.getArrayAttr({b.getStringAttr(axis)});
+        dims[1] = sequenceAxes(true);
         // Its input: whole sequences split by features (what the weight gradient reads too).
         SmallVector<Attribute> in(3, b.getArrayAttr({}));
         in[0] = batchAxes(cast<RankedTensorType>(op.getX().getType()));
+        in[1] = sequenceAxes(false);
         in[2] = b.getArrayAttr({b.getStringAttr(axis)});
         // Annotated on the value itself, so the backward pass (which reads the same value for
         // the weight gradient) sees it too.

@@ -31,6 +31,10 @@ class Communicator {
   virtual Status allToAll(const float* in, int64_t n, float* out) = 0;
   // Every rank's data[0, n) = root's.
   virtual Status broadcast(float* data, int64_t n, int root) = 0;
+  // Every member sends in[0, bytes) to member `to` and receives out[0, bytes) from member
+  // `from` (a ring's step: to = rank + k, from = rank − k). Collective, so it is matched by call
+  // order, apart from the tagged transfers below.
+  virtual Status shift(const void* in, void* out, int64_t bytes, int to, int from) = 0;
   // Point to point (not collective), `bytes` of any dtype; `tag` in [0, kMaxTag] tells apart
   // transfers between the same two ranks, which may then be received in any order. `send` never
   // blocks: the bytes are copied to a buffer the communicator owns and sent in the background,

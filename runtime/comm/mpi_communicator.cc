@@ -48,6 +48,7 @@ class MpiCommunicator : public Communicator {
   ~MpiCommunicator() override {
     // Sends still in flight must finish before their buffers and the communicator go.
     (void)completeSends();
+    if (shiftComm_ != MPI_COMM_NULL) MPI_Comm_free(&shiftComm_);
     if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
     if (ownsMpi_) {
       stopMpiWatch();
@@ -160,6 +161,39 @@ class MpiCommunicator : public Communicator {
         return Status::Internal("MPI_Recv from rank " + std::to_string(peer) + " (tag " +
                                 std::to_string(tag) + ") got " + std::to_string(got) +
                                 " bytes, expected " + std::to_string(want));
+    }
+    return Status::Ok();
+  }
+
+  // On a duplicate of the group's communicator, made at the first shift (every member reaches
+  // it at the same call), so that no tagged transfer of send/recv can match a shift's.
+  Status shift(const void* in, void* out, int64_t bytes, int to, int from) override {
+    DTC_RETURN_IF_ERROR(checkPeer(to, 0, bytes, "shift"));
+    DTC_RETURN_IF_ERROR(checkPeer(from, 0, bytes, "shift"));
+    Call call(*this,
+              "ring shift to rank " + std::to_string(worldRanks_[static_cast<size_t>(to)]) +
+                  " from rank " + std::to_string(worldRanks_[static_cast<size_t>(from)]),
+              bytes,
+              {worldRanks_[static_cast<size_t>(rank_)], worldRanks_[static_cast<size_t>(to)],
+               worldRanks_[static_cast<size_t>(from)]});
+    if (shiftComm_ == MPI_COMM_NULL) {
+      DTC_RETURN_IF_ERROR(check(MPI_Comm_dup(comm_, &shiftComm_), "MPI_Comm_dup"));
+      MPI_Comm_set_errhandler(shiftComm_, MPI_ERRORS_RETURN);
+    }
+    const uint8_t* source = static_cast<const uint8_t*>(in);
+    uint8_t* target = static_cast<uint8_t*>(out);
+    for (int64_t at = 0; at == 0 || at < bytes; at += kMaxBytes) {
+      const int count = static_cast<int>(std::min(kMaxBytes, bytes - at));
+      MPI_Request requests[2];
+      DTC_RETURN_IF_ERROR(check(
+          MPI_Irecv(target + at, count, MPI_BYTE, from, 0, shiftComm_, &requests[0]), "MPI_Irecv"));
+      Status sent = check(MPI_Isend(source + at, count, MPI_BYTE, to, 0, shiftComm_, &requests[1]),
+                          "MPI_Isend");
+      if (!sent.ok()) {
+        MPI_Cancel(&requests[0]);
+        return sent;
+      }
+      DTC_RETURN_IF_ERROR(call.wait(requests, 2, nullptr));
     }
     return Status::Ok();
   }
@@ -291,6 +325,7 @@ class MpiCommunicator : public Communicator {
   static constexpr size_t kMaxSpare = 64;
 
   MPI_Comm comm_;
+  MPI_Comm shiftComm_ = MPI_COMM_NULL;  // shift's own matching space (see shift)
   bool ownsMpi_;
   int rank_ = 0, size_ = 1;
   std::vector<int> worldRanks_;

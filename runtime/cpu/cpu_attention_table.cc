@@ -1,6 +1,6 @@
-// causal_attention and causal_attention_grad on the CPU: flash-style over q, k, v [B·H, T, D]
-// (cpu/kernels/transformer_kernels.h), with the contracts of exec/transformer_contracts.h; the
-// CUDA backend's are in cuda_attention_table.cc.
+// causal_attention, causal_attention_grad and attention_merge on the CPU: flash-style over q, k, v
+// [B·H, T, D] (cpu/kernels/transformer_kernels.h), with the contracts of
+// exec/transformer_contracts.h; the CUDA backend's are in cuda_attention_table.cc.
 #include <vector>
 
 #include "cpu/cpu_binders.h"
@@ -41,8 +41,20 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx) {
   });
 }
 
+StatusOr<BoundStep> bindAttentionMerge(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const AttentionMergeDims m, checkAttentionMerge(ctx));
+  std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    cpu::attentionMerge(in[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), out[0].f32(),
+                        out[1].f32(), m.rows, m.d, *pool);
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
+DTC_CPU_BINDER(attention_merge, bindAttentionMerge)
 DTC_CPU_BINDER(causal_attention, bindCausalAttention)
 DTC_CPU_BINDER(causal_attention_grad, bindCausalAttentionGrad)
 

@@ -169,6 +169,13 @@ StatusOr<BoundStep> bindRecv(const StepContext& ctx) {
   return BoundStep([=] { return p.group.comm->recv(data, p.bytes, p.peer, p.tag); });
 }
 
+StatusOr<BoundStep> bindRingShift(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const RingShiftStep r, checkRingShift(ctx));
+  const uint8_t* in = ctx.inputs[0].data;
+  uint8_t* out = ctx.outputs[0].data;
+  return BoundStep([=] { return r.group.comm->shift(in, out, r.bytes, r.to, r.from); });
+}
+
 }  // namespace
 
 DTC_CPU_BINDER(all_reduce, bindAllReduce)
@@ -180,5 +187,6 @@ DTC_CPU_BINDER(collective_broadcast, bindCollectiveBroadcast)
 DTC_CPU_BINDER(send, bindSend)
 DTC_CPU_BINDER(recv, bindRecv)
 DTC_CPU_BINDER(count_once, bindCountOnce)
+DTC_CPU_BINDER(ring_shift, bindRingShift)
 
 }  // namespace dtc

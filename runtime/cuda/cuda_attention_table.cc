@@ -297,8 +297,46 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
   });
 }
 
+// The outputs of one float type (f32, or the attention's 16-bit type), the log-sum-exps f32.
+StatusOr<BoundStep> bindAttentionMerge(const StepContext& ctx, Device& dev) {
+  if (ctx.inputs.size() != 4 || ctx.outputs.size() != 2)
+    return invalid(ctx, "expects 4 inputs and 2 outputs");
+  const DType outType = ctx.outputs[0].dtype;
+  for (const TensorView* t : {&ctx.inputs[0], &ctx.inputs[2]})
+    if (t->dtype != outType)
+      return invalid(ctx, "outputs must share one element type, got " + dtypeName(t->dtype) +
+                              " and " + dtypeName(outType));
+  for (const TensorView* t : {&ctx.inputs[1], &ctx.inputs[3], &ctx.outputs[1]})
+    if (t->dtype != DType::kF32)
+      return invalid(ctx, "log-sum-exps must be float32, got " + dtypeName(t->dtype));
+  if (outType != DType::kF32 && outType != DType::kBF16 && outType != DType::kF16)
+    return invalid(ctx, "outputs must be floats, got " + dtypeName(outType));
+  const Float type = outType == DType::kF32    ? Float::kF32
+                     : outType == DType::kBF16 ? Float::kBF16
+                                               : Float::kF16;
+  const TensorView &out = ctx.outputs[0], &lse = ctx.outputs[1];
+  for (size_t i : {0u, 2u}) DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[i], out));
+  for (size_t i : {1u, 3u}) DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[i], lse));
+  if (out.shape.size() < 2 || out.shape.back() <= 0 ||
+      lse.numElements() * out.shape.back() != out.numElements())
+    return invalid(ctx, "needs out [..., T, D] and lse [..., T], got " + str(out.shape) + " and " +
+                            str(lse.shape));
+  const std::vector<TensorView> in = ctx.inputs;
+  const int64_t rows = lse.numElements(), d = out.shape.back();
+  void* o = out.data;
+  float* l = lse.f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::attentionMerge(type, in[0].data, in[1].f32(), in[2].data, in[3].f32(),
+                                            o, l, rows, d, stream),
+                    where);
+  });
+}
+
 }  // namespace
 
+DTC_CUDA_BINDER(attention_merge, bindAttentionMerge)
 DTC_CUDA_BINDER(causal_attention, bindCausalAttention)
 DTC_CUDA_BINDER(causal_attention_grad, bindCausalAttentionGrad)
 

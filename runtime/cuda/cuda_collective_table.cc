@@ -333,6 +333,39 @@ StatusOr<BoundStep> bindCollectiveBroadcast(const StepContext& ctx, Device& dev)
   });
 }
 
+// A ring's step: every member sends to the next and receives from the previous at once, so one
+// NCCL group of a send and a receive cannot deadlock (unlike the pipeline's transfers below), and
+// it runs on the comm stream beside the attention of the block already here. Bytes, any dtype.
+StatusOr<BoundStep> bindRingShift(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const RingShiftStep r, checkRingShift(ctx));
+  const Group g = groupOn(r.group, dev);
+  const uint8_t* in = ctx.inputs[0].data;
+  uint8_t* out = ctx.outputs[0].data;
+  const int64_t floats = (r.bytes + 3) / 4;
+  const Stager s = stager(ctx, dev, floats, floats);
+  DTC_ASSIGN_OR_RETURN(CommRoute route, commRoute(ctx, dev));
+  return BoundStep([=]() -> Status {
+    DTC_ASSIGN_OR_RETURN(ncclComm_t comm, g.nccl());
+    if (comm)
+      return route.run([&](cudaStream_t stream) {
+        const Nccl nc{&g.paths->api(), comm, stream, s.where};
+        return ncclGrouped(*nc.api, s.where, [&] {
+          DTC_RETURN_IF_ERROR(
+              nc.check(nc.api->send(in, r.bytes, ncclUint8, r.to, comm, stream), "ncclSend"));
+          return nc.check(nc.api->recv(out, r.bytes, ncclUint8, r.from, comm, stream), "ncclRecv");
+        });
+      });
+    DTC_RETURN_IF_ERROR(s.reserve());
+    DTC_RETURN_IF_ERROR(s.wait());
+    DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(s.host(0), in, r.bytes, kDown, s.dev->stream()),
+                                   s.where + "a copy"));
+    DTC_RETURN_IF_ERROR(s.wait());
+    DTC_RETURN_IF_ERROR(r.group.comm->shift(s.host(0), s.host(1), r.bytes, r.to, r.from));
+    return cudaStatus(cudaMemcpyAsync(out, s.host(1), r.bytes, kUp, s.dev->stream()),
+                      s.where + "a copy");
+  });
+}
+
 // Point to point along a group (see exec/collective_contract.h): any dtype, as bytes, always
 // host-staged.
 //
@@ -389,5 +422,6 @@ DTC_CUDA_BINDER(collective_broadcast, bindCollectiveBroadcast)
 DTC_CUDA_BINDER(send, bindSend)
 DTC_CUDA_BINDER(recv, bindRecv)
 DTC_CUDA_BINDER(count_once, bindCountOnce)
+DTC_CUDA_BINDER(ring_shift, bindRingShift)
 
 }  // namespace dtc::cuda

@@ -23,7 +23,12 @@ typedef struct {
 // int-sized, as NCCL's own enums, and able to hold every value NCCL returns.
 typedef enum : int { ncclSuccess = 0 } ncclResult_t;
 typedef enum : int { ncclSum = 0, ncclMax = 2 } ncclRedOp_t;
-typedef enum : int { ncclFloat16 = 6, ncclFloat32 = 7, ncclBfloat16 = 9 } ncclDataType_t;
+typedef enum : int {
+  ncclUint8 = 1,
+  ncclFloat16 = 6,
+  ncclFloat32 = 7,
+  ncclBfloat16 = 9
+} ncclDataType_t;
 }
 #endif
 

@@ -241,6 +241,30 @@ inline StatusOr<PointToPointStep> checkPointToPoint(const StepContext& ctx, bool
   return p;
 }
 
+// ring_shift: every member of the group sends x to the member `shift` places ahead and takes the
+// one `shift` places behind's (a ring's step; any dtype, as bytes). Collective: every member
+// calls it, and its transfers match by call order.
+struct RingShiftStep {
+  CollectiveGroup group;
+  int to = 0, from = 0;
+  int64_t bytes = 0;
+};
+
+inline StatusOr<RingShiftStep> checkRingShift(const StepContext& ctx) {
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
+    return invalid(ctx, "expects 1 input and 1 output");
+  const TensorView &in = ctx.inputs[0], &out = ctx.outputs[0];
+  if (in.dtype != out.dtype || in.shape != out.shape)
+    return invalid(ctx, "output " + str(out.shape) + " differs from input " + str(in.shape));
+  RingShiftStep r;
+  DTC_ASSIGN_OR_RETURN(r.group, collectiveGroup(ctx));
+  const int64_t size = r.group.size, shift = ctx.intAttr("shift") % size;
+  r.to = static_cast<int>((r.group.index + shift + size) % size);
+  r.from = static_cast<int>((r.group.index - shift + size) % size);
+  r.bytes = in.numElements() * static_cast<int64_t>(dtypeSize(in.dtype));
+  return r;
+}
+
 inline StatusOr<PointToPointStep> checkSend(const StepContext& ctx) {
   return checkPointToPoint(ctx, true);
 }

@@ -360,9 +360,11 @@ inline StatusOr<EmbeddingDims> checkEmbeddingGrad(const StepContext& ctx) {
 // causal_attention (q, k, v) -> (out, lse) and causal_attention_grad (dout, q, k, v, out, lse)
 // -> (dq, dk, dv): q (dout, out, dq) [..., Tq, D], k and v (dk, dv) [..., Tk, D] with the same
 // leading dimensions, lse [..., Tq]. Tq = Tk unless the queries are this device's block of the
-// sequence, split over the mesh axes `seq_axes` (context parallelism; the keys whole: Tk = Tq
-// times the devices). `seq_chunks` > 0: the sequence is laid out load-balanced in that many
-// chunks (ops/attention_positions.h). Returns (slices, Tq, D, Tk) and where the blocks sit.
+// sequence, split over the mesh axes `seq_axes` (context parallelism). The keys are then the whole
+// sequence (Tk = Tq times the devices), or a block as long as the queries' (a ring's step): that
+// of the device `kv_shift` places back along the axes. `seq_chunks` > 0: the sequence is laid out
+// load-balanced in that many chunks (ops/attention_positions.h). Returns (slices, Tq, D, Tk) and
+// where the blocks sit.
 struct AttentionDims {
   int64_t slices = 0, t = 0, d = 0, tk = 0;
   AttentionPositions positions;
@@ -388,22 +390,30 @@ inline StatusOr<AttentionDims> attentionBlocks(const StepContext& ctx, const Ten
     return invalid(ctx, "needs q [..., T, D], k and v [..., Tk, D] and lse [..., T], got q " +
                             str(q.shape) + ", k " + str(k.shape) + " and lse " + str(lse.shape));
   a.tk = k.shape[k.shape.size() - 2];
-  int64_t devices = 1;
+  int64_t devices = 1, index = 0;
   if (!ctx.intsAttr("seq_axes").empty()) {
     if (!ctx.mesh) return invalid(ctx, "splits its queries in a plan run without a device mesh");
     DTC_ASSIGN_OR_RETURN(std::vector<int> axes, meshAxesAttr(ctx, "seq_axes"));
     devices = ctx.mesh->groupSize(axes);
-    a.positions.qFirst = ctx.mesh->indexIn(axes) * a.t;
+    index = ctx.mesh->indexIn(axes);
+    a.positions.qFirst = index * a.t;
   }
-  if (a.tk != a.t * devices)
+  const int64_t shift = ctx.intAttr("kv_shift");
+  if (shift < 0 || (shift > 0 && devices == 1) || shift >= std::max<int64_t>(devices, 1))
+    return invalid(ctx, "needs kv_shift in [0, " + std::to_string(devices) + "), got " +
+                            std::to_string(shift));
+  if (a.tk == a.t && devices > 1) {
+    a.positions.kFirst = (index - shift + devices) % devices * a.t;
+  } else if (a.tk != a.t * devices || shift != 0) {
     return invalid(ctx, "holds " + std::to_string(a.t) + " queries of " +
                             std::to_string(a.t * devices) + " against " + std::to_string(a.tk) +
-                            " keys; the keys must be the whole sequence");
-  a.positions.length = a.tk;
+                            " keys; the keys must be the whole sequence or a block as long");
+  }
+  a.positions.length = a.t * devices;
   const int64_t chunks = ctx.intAttr("seq_chunks");
-  if (chunks < 0 || chunks % 2 != 0 || (chunks > 0 && a.tk % chunks != 0))
+  if (chunks < 0 || chunks % 2 != 0 || (chunks > 0 && a.positions.length % chunks != 0))
     return invalid(ctx, "needs seq_chunks an even number dividing the sequence of " +
-                            std::to_string(a.tk) + ", got " + std::to_string(chunks));
+                            std::to_string(a.positions.length) + ", got " + std::to_string(chunks));
   a.positions.chunks = chunks;
   return a;
 }
@@ -425,6 +435,30 @@ inline StatusOr<AttentionDims> checkCausalAttentionGrad(const StepContext& ctx) 
   for (const TensorView* t : {&ctx.inputs[3], &ctx.outputs[1], &ctx.outputs[2]})
     DTC_RETURN_IF_ERROR(sameShape(ctx, k, *t));
   return attentionBlocks(ctx, q, k, ctx.inputs[5]);
+}
+
+// attention_merge (out_a, lse_a, out_b, lse_b) -> (out, lse): attention of the same queries over
+// two sets of keys, each normalised by its own log-sum-exp, merged into attention over both:
+// out [..., T, D] and lse [..., T] of any float types alike. A query that sees no key of a set
+// has lse −inf there (and out 0). Returns (rows, D).
+struct AttentionMergeDims {
+  int64_t rows = 0, d = 0;
+};
+
+inline StatusOr<AttentionMergeDims> checkAttentionMerge(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 4, 2));
+  const TensorView &out = ctx.outputs[0], &lse = ctx.outputs[1];
+  for (const TensorView* o : {&ctx.inputs[0], &ctx.inputs[2]})
+    if (o->shape != out.shape)
+      return invalid(ctx, "output " + str(o->shape) + " differs from " + str(out.shape));
+  for (const TensorView* l : {&ctx.inputs[1], &ctx.inputs[3]})
+    if (l->shape != lse.shape)
+      return invalid(ctx, "log-sum-exp " + str(l->shape) + " differs from " + str(lse.shape));
+  if (out.shape.size() < 2 || out.shape.back() <= 0 ||
+      lse.numElements() * out.shape.back() != out.numElements())
+    return invalid(ctx, "needs out [..., T, D] and lse [..., T], got " + str(out.shape) + " and " +
+                            str(lse.shape));
+  return AttentionMergeDims{lse.numElements(), out.shape.back()};
 }
 
 // causal_attention_qkv (qkv) -> (out, lse) and causal_attention_qkv_grad (dout, qkv, out, lse)

@@ -132,6 +132,7 @@ const char* elementFallback(Kernel k) {
     case Kernel::moe_combine: return "mul";
     case Kernel::moe_combine_grad: return "mul";
     case Kernel::logsumexp: return "causal_softmax";
+    case Kernel::attention_merge: return "mul";
     case Kernel::logsumexp_grad: return "causal_softmax_grad";
     case Kernel::softmax_cross_entropy_with_grad: return "softmax_cross_entropy_grad";
     default: return nullptr;
@@ -150,6 +151,7 @@ TaskKind kindOf(Kernel k) {
     case Kernel::all_gather:
     case Kernel::reduce_scatter:
     case Kernel::all_to_all:
+    case Kernel::ring_shift:
     case Kernel::collective_broadcast: return TaskKind::kCollective;
     case Kernel::send: return TaskKind::kSend;
     case Kernel::recv: return TaskKind::kRecv;
@@ -177,11 +179,12 @@ struct Mesh {
 
 // How many times its plan bytes a 16-bit collective puts on the wire: the runtimes send the f32
 // form of widened copies, except where NCCL runs it in its own type (CUDA: all-reduce sums, and
-// reduce-scatters and all-gathers whose blocks are contiguous). Sends and receives move bytes.
+// reduce-scatters and all-gathers whose blocks are contiguous). Sends, receives and ring shifts
+// move bytes.
 double wireScale(const plan::Function& f, const plan::Step& step, bool cuda) {
   const Kernel k = step.kernel();
-  if (k == Kernel::send || k == Kernel::recv || !step.inputs() || step.inputs()->size() == 0 ||
-      !step.outputs() || step.outputs()->size() == 0 || !f.values())
+  if (k == Kernel::send || k == Kernel::recv || k == Kernel::ring_shift || !step.inputs() ||
+      step.inputs()->size() == 0 || !step.outputs() || step.outputs()->size() == 0 || !f.values())
     return 1;
   const plan::Value& in = *f.values()->Get(step.inputs()->Get(0));
   if (in.dtype() != plan::DType::f16 && in.dtype() != plan::DType::bf16) return 1;
@@ -221,7 +224,7 @@ double communicationSeconds(const Plan& plan, const plan::Function& f, const pla
     case Kernel::all_to_all:
     case Kernel::all_gather: return (n - 1) * a + wire;
     case Kernel::collective_broadcast: return std::ceil(std::log2(std::max(n, 1.0))) * a + wire;
-    default: return a + wire;  // send, recv
+    default: return a + wire;  // send, recv, ring_shift
   }
 }
 

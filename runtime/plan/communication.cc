@@ -33,9 +33,8 @@ std::vector<int64_t> meshSizes(const Plan& plan) {
 std::optional<CollectiveCost> collectiveCost(const Plan& plan, const plan::Function& f,
                                              const plan::Step& s) {
   static const Kernel kCollectives[] = {
-      Kernel::all_reduce, Kernel::all_gather,           Kernel::reduce_scatter,
-      Kernel::all_to_all, Kernel::collective_broadcast, Kernel::send,
-      Kernel::recv};
+      Kernel::all_reduce,           Kernel::all_gather, Kernel::reduce_scatter, Kernel::all_to_all,
+      Kernel::collective_broadcast, Kernel::send,       Kernel::recv,           Kernel::ring_shift};
   const auto* mesh = plan.root().mesh();
   const Kernel op = s.kernel();
   bool collective = false;
@@ -68,7 +67,7 @@ std::optional<CollectiveCost> collectiveCost(const Plan& plan, const plan::Funct
     c.sentBytes = (n - 1) / n * b;
   else if (op == Kernel::all_gather)
     c.sentBytes = (n - 1) * b;
-  else if (op == Kernel::collective_broadcast || op == Kernel::send)
+  else if (op == Kernel::collective_broadcast || op == Kernel::send || op == Kernel::ring_shift)
     c.sentBytes = b;
   return c;
 }

@@ -19,7 +19,8 @@ struct CollectiveCost {
   int tensors = 1;                   // tensors moved in one call (a bucket holds several)
   uint64_t bytes = 0;                // local input bytes on one device
   double sentBytes = 0;  // bytes one device sends: all_reduce 2(n-1)/n·bytes, reduce_scatter
-                         // and all_to_all (n-1)/n·bytes, all_gather (n-1)·bytes, send bytes
+                         // and all_to_all (n-1)/n·bytes, all_gather (n-1)·bytes, send and
+                         // ring_shift bytes
   std::string loc;
 };
 

@@ -52,7 +52,8 @@ std::vector<data::SequenceRun> sequenceRuns(const comm::DeviceMesh& mesh,
 // Micro-batch k of a step is rows [k·B, (k+1)·B) of the step's K·B rows.
 StatusOr<RowSlice> rowSlice(Executor& ex, const plan::Binding& b, const TensorView& dest,
                             int64_t globalBatch) {
-  RowSlice slice{0, globalBatch};
+  RowSlice slice;
+  slice.rows = globalBatch;
   std::string name = b.name()->str();
   if (b.batch_dim() > 0)
     return Status::InvalidInput("input '" + name + "' has its samples along dimension " +

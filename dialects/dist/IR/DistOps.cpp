@@ -108,5 +108,7 @@ LogicalResult CollectiveBroadcastOp::verify() {
 
 LogicalResult CountOnceOp::verify() { return groupSize(*this, getAxes()); }
 
+LogicalResult RingShiftOp::verify() { return groupSize(*this, getAxes()); }
+
 LogicalResult SendOp::verify() { return groupSize(*this, getAxes()); }
 LogicalResult RecvOp::verify() { return groupSize(*this, getAxes()); }

@@ -87,6 +87,19 @@ def Dist_CountOnceOp : Dist_CollectiveOp<"count_once", [SameOperandsAndResultTyp
   let assemblyFormat = "$x `over` $axes attr-dict `:` type($x)";
 }
 
+def Dist_RingShiftOp : Dist_CollectiveOp<"ring_shift", [SameOperandsAndResultType]> {
+  let summary = "Every member sends x to the member `shift` places further along `axes` and "
+                "receives the one `shift` places back's (a ring's step)";
+  let description = [{
+    Context parallelism's ring attention passes each block of keys and values, and their
+    gradients' accumulators, one place along the ring per step. A collective: all members send
+    and receive at once, so it cannot deadlock, and its transfers match by program order.
+  }];
+  let arguments = (ins AnyRankedTensor:$x, StrArrayAttr:$axes, I64Attr:$shift);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$x `over` $axes attr-dict `:` type($x)";
+}
+
 def Dist_SendOp : Dist_Op<"send"> {
   let summary = "Send x to the member `shift` places further along `axes` (pipeline stages)";
   let description = [{

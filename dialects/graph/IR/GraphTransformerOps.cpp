@@ -155,6 +155,21 @@ LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext*, std::optiona
   return success();
 }
 
+LogicalResult AttentionMergeOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type>& types) {
+  Type a = adaptor.getOutA().getType(), la = adaptor.getLseA().getType();
+  ArrayRef<int64_t> out = shapeOf(adaptor.getOutA());
+  if (a != adaptor.getOutB().getType() || la != adaptor.getLseB().getType() || out.empty() ||
+      shapeOf(adaptor.getLseA()) != out.drop_back())
+    return emitOptionalError(loc,
+                             "attention_merge: needs two out [..., T, D] of one type and "
+                             "their lse [..., T], got ",
+                             shapeString(out), " and ", shapeString(shapeOf(adaptor.getLseA())));
+  types.push_back(a);
+  types.push_back(la);
+  return success();
+}
+
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext*, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());

@@ -113,6 +113,19 @@ def Graph_CausalAttentionGradOp : Graph_Op<"causal_attention_grad", [Pure, Infer
   let results = (outs Graph_FloatTensor:$dq, Graph_FloatTensor:$dk, Graph_FloatTensor:$dv);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
+def Graph_AttentionMergeOp : Graph_Op<"attention_merge", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Attention of the same queries over two sets of keys, merged into attention over "
+                "both by the log-sum-exps";
+  let description = [{
+    out = (out_a·exp(lse_a) + out_b·exp(lse_b)) / (exp(lse_a) + exp(lse_b)) and lse the
+    log-sum-exp of both, computed stably; a query that saw no key of a set has lse −inf there
+    (and out 0). Ring attention merges each block of keys' result into the running one.
+  }];
+  let arguments = (ins Graph_FloatTensor:$out_a, Graph_F32Tensor:$lse_a,
+                       Graph_FloatTensor:$out_b, Graph_F32Tensor:$lse_b);
+  let results = (outs Graph_FloatTensor:$out, Graph_F32Tensor:$lse);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
 
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptorWithIsCompatible,
     Graph_Differentiable]> {

@@ -74,9 +74,11 @@ void causalAttention(const float* q, const float* k, const float* v, float* out,
         forVisibleKeys(at, i, tk, [&](int64_t j) {
           for (int64_t c = 0; c < d; ++c) acc[c] += static_cast<double>(p[j]) * vs[j * d + c];
         });
+        // A block of the keys may hold none this query sees (a ring's step).
         float* o = out + (s * t + i) * d;
-        for (int64_t c = 0; c < d; ++c) o[c] = static_cast<float>(acc[c] / sum);
-        lse[s * t + i] = maxv + static_cast<float>(std::log(sum));
+        for (int64_t c = 0; c < d; ++c) o[c] = sum > 0 ? static_cast<float>(acc[c] / sum) : 0.f;
+        lse[s * t + i] = sum > 0 ? maxv + static_cast<float>(std::log(sum))
+                                 : -std::numeric_limits<float>::infinity();
       }
     }
   });
@@ -118,6 +120,25 @@ void causalAttentionGrad(const float* dout, const float* q, const float* k, cons
         dk[kbase + x] = static_cast<float>(gk[x]);
         dv[kbase + x] = static_cast<float>(gv[x]);
       }
+    }
+  });
+}
+
+void attentionMerge(const float* outA, const float* lseA, const float* outB, const float* lseB,
+                    float* out, float* lse, int64_t rows, int64_t d, ThreadPool& pool) {
+  pool.parallelFor(rows, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float a = lseA[r], b = lseB[r], m = std::max(a, b);
+      if (m == -std::numeric_limits<float>::infinity()) {  // neither saw a key
+        std::fill(out + r * d, out + (r + 1) * d, 0.f);
+        lse[r] = m;
+        continue;
+      }
+      const double wa = std::exp(static_cast<double>(a) - m),
+                   wb = std::exp(static_cast<double>(b) - m), sum = wa + wb;
+      for (int64_t c = 0; c < d; ++c)
+        out[r * d + c] = static_cast<float>((wa * outA[r * d + c] + wb * outB[r * d + c]) / sum);
+      lse[r] = m + static_cast<float>(std::log(sum));
     }
   });
 }

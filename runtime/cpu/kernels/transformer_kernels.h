@@ -67,6 +67,11 @@ void causalAttentionGrad(const float* dout, const float* q, const float* k, cons
                          const float* out, const float* lse, float* dq, float* dk, float* dv,
                          int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
                          const AttentionPositions& at, ThreadPool& pool);
+// A query that sees none of the keys gets out 0 and lse −inf. Merging two such partial results
+// of the same `rows` queries (attention over the union of their keys): out [rows, d], lse [rows];
+// out and lse may be a's (each row is read before it is written).
+void attentionMerge(const float* outA, const float* lseA, const float* outB, const float* lseB,
+                    float* out, float* lse, int64_t rows, int64_t d, ThreadPool& pool);
 
 // LayerNorm over the last dimension C of `rows` rows (nn.LayerNorm, biased variance):
 // y = (x − mean)·rstd·w + b with rstd = 1/sqrt(var + eps). Writes mean and rstd [rows].

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common.cuh"
+#include "half.cuh"
 #include "launchers.h"
 
 namespace dtc::cuda::kernels {
@@ -83,6 +84,29 @@ __global__ void logSoftmaxGradKernel(const float* dy, const float* y, float* dx,
   }
 }
 
+// One thread per element of out; each reads its row's two log-sum-exps (cpu::attentionMerge).
+__global__ void attentionMergeKernel(Float type, const void* outA, const float* lseA,
+                                     const void* outB, const float* lseB, void* out, float* lse,
+                                     int64_t rows, int64_t d) {
+  const int64_t n = rows * d;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / d;
+    const float a = lseA[r], b = lseB[r], m = fmaxf(a, b);
+    float value = 0.f, merged = m;
+    if (m != -INFINITY) {
+      const double wa = exp(static_cast<double>(a) - m), wb = exp(static_cast<double>(b) - m);
+      value =
+          static_cast<float>((wa * loadAs(type, outA, i) + wb * loadAs(type, outB, i)) / (wa + wb));
+      merged = m + static_cast<float>(log(wa + wb));
+    }
+    storeAs(type, out, i, value);
+    // Every thread of the row computes its lse alike; the row's first element writes it (the
+    // outputs alias no input: threads of the row in other blocks may still read lseA).
+    if (i % d == 0) lse[r] = merged;
+  }
+}
+
 unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65535)); }
 
 }  // namespace
@@ -119,6 +143,16 @@ cudaError_t softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows
   else if (rows * n > 0)
     softmaxGradKernel<<<rowBlocks(rows), rowThreads(n), 0, stream>>>(dy, y, dx, rows, n, scale,
                                                                      Whole{n});
+  return cudaGetLastError();
+}
+
+cudaError_t attentionMerge(Float type, const void* outA, const float* lseA, const void* outB,
+                           const float* lseB, void* out, float* lse, int64_t rows, int64_t d,
+                           cudaStream_t stream) {
+  const int64_t n = rows * d;
+  if (n > 0)
+    attentionMergeKernel<<<static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65535)), 256, 0,
+                           stream>>>(type, outA, lseA, outB, lseB, out, lse, rows, d);
   return cudaGetLastError();
 }
 

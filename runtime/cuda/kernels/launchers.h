@@ -177,6 +177,11 @@ cudaError_t softmax(const float* x, float* y, int64_t rows, int64_t n, float sca
                     cudaStream_t stream);
 cudaError_t softmaxGrad(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
                         float scale, bool log, cudaStream_t stream);
+// Two partial attention results of the same queries merged by their log-sum-exps
+// (cpu::attentionMerge): out [rows, d] of `type`, lse [rows] float32, neither aliasing an input.
+cudaError_t attentionMerge(Float type, const void* outA, const float* lseA, const void* outB,
+                           const float* lseB, void* out, float* lse, int64_t rows, int64_t d,
+                           cudaStream_t stream);
 
 // ---- layer_norm.cu (cpu/kernels/layer_norm.cc)
 // ----------------------------------------------------------

@@ -70,6 +70,18 @@ int main() {
   expectOk(world.completeSends(), "completeSends", r);
   for (float v : in) expect(v == static_cast<float>(prev), "send/recv value", r);
 
+  // A ring's step as one collective, in both directions; a tagged transfer in flight on the same
+  // pair must not be taken by it.
+  expectOk(world.send(out.data(), n * sizeof(float), next, 0), "send before shift", r);
+  std::vector<float> shifted(n, -1.0f);
+  expectOk(world.shift(out.data(), shifted.data(), n * sizeof(float), next, prev), "shift", r);
+  for (float v : shifted) expect(v == static_cast<float>(prev), "shift value", r);
+  expectOk(world.shift(out.data(), shifted.data(), n * sizeof(float), prev, next), "shift back", r);
+  for (float v : shifted) expect(v == static_cast<float>(next), "shift back value", r);
+  expectOk(world.recv(in.data(), n * sizeof(float), prev, 0), "recv after shift", r);
+  for (float v : in) expect(v == static_cast<float>(prev), "send/recv around a shift", r);
+  expectOk(world.completeSends(), "completeSends after shift", r);
+
   // Pairs (0, 1), (2, 3): ranks 2k and 2k+1 are partners.
   const int partner = r ^ 1;
   if (partner < p) {

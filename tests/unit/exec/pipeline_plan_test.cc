@@ -25,6 +25,7 @@ class StandIn : public comm::Communicator {
   Status broadcast(float*, int64_t, int) override { return unused(); }
   Status send(const void*, int64_t, int, int) override { return unused(); }
   Status recv(void*, int64_t, int, int) override { return unused(); }
+  Status shift(const void*, void*, int64_t, int, int) override { return unused(); }
   Status completeSends() override { return Status::Ok(); }
   [[noreturn]] void abortJob(int code) override { std::_Exit(code); }
   StatusOr<std::unique_ptr<Communicator>> split(int, int key) override {
