@@ -309,9 +309,9 @@ std::optional<int64_t> wholeNumber(const std::string& text) {
 // A layout the user gives with --try: the `dtc compile` flags that lay it out (explore's own
 // choices, nothing else), checked so that a mistake is an error rather than a candidate.
 StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices, int64_t batch) {
-  static const std::set<std::string> valued = {"--mesh",          "--zero",      "--microbatches",
-                                               "--schedule",      "--recompute", "--stage-cuts",
-                                               "--virtual-stages"};
+  static const std::set<std::string> valued = {
+      "--mesh",      "--zero",       "--microbatches",   "--schedule",
+      "--recompute", "--stage-cuts", "--virtual-stages", "--cp-attention"};
   static const std::set<std::string> switches = {"--sequence-parallel", "--vocab-parallel",
                                                  "--no-vocab-parallel"};
   auto bad = [&](const std::string& why) {
@@ -341,7 +341,7 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
     if (!valued.count(f))
       return bad("'" + f + "' is not a layout flag (--mesh, --zero, --microbatches, --schedule, " +
                  "--virtual-stages, --recompute, --stage-cuts, --sequence-parallel, " +
-                 "--[no-]vocab-parallel)");
+                 "--[no-]vocab-parallel, --cp-attention)");
     if (i + 1 == words.size()) return bad(f + " needs a value");
     if (value.count(f)) return bad(f + " is given twice");
     value[f] = words[++i];
@@ -388,6 +388,12 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
   l.schedule = value.count("--schedule") ? value["--schedule"] : "";
   l.recompute = value.count("--recompute") ? value["--recompute"] : "";
   l.stageCuts = value.count("--stage-cuts") ? value["--stage-cuts"] : "";
+  if (value.count("--cp-attention")) {
+    if (c.cp <= 1) return bad("--cp-attention needs a cp axis in the mesh");
+    if (value["--cp-attention"] != "all-gather" && value["--cp-attention"] != "ring")
+      return bad("--cp-attention is all-gather or ring, got '" + value["--cp-attention"] + "'");
+    l.cpAttention = value["--cp-attention"];
+  }
   l.sequenceParallel = value.count("--sequence-parallel") > 0;
   l.vocabParallel = value.count("--vocab-parallel") > 0;
   l.wholeVocabulary = value.count("--no-vocab-parallel") > 0;

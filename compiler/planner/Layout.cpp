@@ -14,6 +14,7 @@ std::vector<std::string> Layout::flags() const {
   if (vocabParallel) f.push_back("--vocab-parallel");
   if (wholeVocabulary) f.push_back("--no-vocab-parallel");
   if (!stageCuts.empty()) f.insert(f.end(), {"--stage-cuts", stageCuts});
+  if (!cpAttention.empty()) f.insert(f.end(), {"--cp-attention", cpAttention});
   return f;
 }
 

@@ -20,6 +20,7 @@ struct Layout {
   bool vocabParallel = false;    // --vocab-parallel
   bool wholeVocabulary = false;  // --no-vocab-parallel
   std::string stageCuts;         // --stage-cuts ("": the compiler's own)
+  std::string cpAttention;       // --cp-attention ("": the compiler's default)
 
   std::vector<std::string> flags() const;
   // The same layout without its pipeline: the mesh without pp, no micro-batches, schedule or

@@ -1,5 +1,6 @@
-// causal_attention and causal_attention_grad on CUDA (cpu/cpu_attention_table.cc's), behind
-// the CPU's contracts and messages, on one of two paths decided at bind time:
+// causal_attention, causal_attention_grad and attention_merge on CUDA
+// (cpu/cpu_attention_table.cc's), behind the CPU's contracts and messages, attention on one of two
+// paths decided at bind time:
 //
 // The flash-attention kernels (kernels/flash_attention.cu): f32 CUDA cores, no [T, T] buffer.
 // Every float32 step (their parity bound is 1e-5, which tensor-core products would not keep).
@@ -20,6 +21,10 @@
 // exact zeros in P and dS there; one consequence is that a non-finite v, dout, k or q value at a
 // key a query cannot see still reaches that query (0·inf), where the CPU never reads it.
 //
+// Blocks of the sequence (context parallelism: `seq_axes`, `seq_chunks`, `kv_shift`; the shared
+// contract attentionBlocks places them) always take the flash kernels, whose masks know the
+// positions; the GEMM path's row pass is causal on a whole sequence.
+//
 // DTC_CUDA_ATTENTION=flash forces the flash kernels for 16-bit operands too, =gemm the GEMM path
 // whatever its scratch (16-bit operands only); unset or auto: the GEMM path when its scratch
 // fits kGemmScratchBudget and cuBLAS's 32-bit sizes hold the shapes, else the flash kernels.
@@ -32,21 +37,13 @@
 #include <vector>
 
 #include "cuda_bind.h"
+#include "exec/transformer_contracts.h"
 #include "gemm.h"
 #include "kernels/flash_attention.h"
 #include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
-
-// q, k, v (and dout, out) [..., T, D] with lse [..., T]: (slices, T, D), or zeros if q is not.
-// The CPU binders' reading of the shapes.
-std::array<int64_t, 3> attentionDims(const TensorView& q) {
-  if (q.shape.size() < 2) return {0, 0, 0};
-  int64_t t = q.shape[q.shape.size() - 2], d = q.shape.back();
-  if (t == 0 || d == 0) return {0, 0, 0};
-  return {q.numElements() / (t * d), t, d};
-}
 
 using kernels::Float;
 
@@ -161,11 +158,18 @@ cudaDataType_t cudaType(Float type) { return type == Float::kBF16 ? CUDA_R_16BF 
 
 // Whether the step takes the GEMM path (see the file's comment): 16-bit operands, cuBLAS's sizes,
 // and `bytes` of scratch within the budget unless forced. Forced onto a shape cuBLAS cannot take,
-// the GEMMs' error.
+// the GEMMs' error. Blocks of the sequence (context parallelism: `tk` keys placed by `at`) take
+// the flash kernels, whose masks know the positions; the GEMM path's row pass is causal on a
+// whole sequence.
 StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const AttentionGemms& g,
-                             uint64_t bytes) {
+                             uint64_t bytes, const AttentionPositions& at, int64_t tk) {
   DTC_ASSIGN_OR_RETURN(const Path path, requestedPath(ctx));
-  if (type == Float::kF32 || path == Path::kFlash) return false;
+  const bool blocks = !at.plain() || tk != g.scores.m;
+  if (blocks && path == Path::kGemm)
+    return invalid(ctx,
+                   "DTC_CUDA_ATTENTION=gemm cannot take a block of the sequence (context "
+                   "parallelism): its row pass is causal on a whole sequence");
+  if (type == Float::kF32 || path == Path::kFlash || blocks) return false;
   for (const GemmShape* s : {&g.scores, &g.rowsTimes, &g.transposed}) {
     Status fits = checkGemm(*s, ctx.where());
     if (!fits.ok()) {
@@ -178,42 +182,28 @@ StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const Attention
 
 // ---- the binders -------------------------------------------------------------------------------
 
-// Context parallelism's blocks (a block of the queries, a load-balanced sequence) are the CPU
-// kernels' so far.
-Status checkWholeSequence(const StepContext& ctx) {
-  if (!ctx.intsAttr("seq_axes").empty() || ctx.intAttr("seq_chunks") != 0)
-    return invalid(ctx,
-                   "attention on a block of the sequence (context parallelism) is not on the "
-                   "CUDA backend yet");
-  return Status::Ok();
-}
-
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(const Float type, attentionType(ctx, 3, 2, false, 1));
-  DTC_RETURN_IF_ERROR(checkWholeSequence(ctx));
   TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
              lse = ctx.outputs[1];
-  DTC_RETURN_IF_ERROR(sameShape(ctx, q, k));
-  DTC_RETURN_IF_ERROR(sameShape(ctx, q, v));
+  // The CPU's checks in the CPU's order (checkCausalAttention), so both refuse alike.
   DTC_RETURN_IF_ERROR(sameShape(ctx, q, out));
-  // Plain copies: C++17 lambdas cannot capture structured bindings.
-  const std::array<int64_t, 3> dims = attentionDims(q);
-  const int64_t slices = dims[0], t = dims[1], d = dims[2];
-  if (slices == 0 || lse.numElements() != slices * t)
-    return invalid(ctx, "needs q, k, v, out [..., T, D] and lse [..., T], got " + str(q.shape) +
-                            " and " + str(lse.shape));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, k, v));
+  DTC_ASSIGN_OR_RETURN(const AttentionDims a, attentionBlocks(ctx, q, k, lse));
+  const int64_t slices = a.slices, t = a.t, tk = a.tk, d = a.d;
+  const AttentionPositions at = a.positions;
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   const AttentionGemms g =
       attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
   const ScoresLayout layout = scoresLayout(scoreElements(slices, t), false);
-  DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes));
+  DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes, at, tk));
   if (!gemmPath) {
     DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
     return BoundStep([=] {
       return launched(kernels::causalAttention(type, q.data, k.data, v.data, out.data, lse.f32(),
-                                               slices, t, d, scale, stream),
+                                               slices, t, tk, d, scale, at, stream),
                       where);
     });
   }
@@ -243,15 +233,15 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
 
 StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(const Float type, attentionType(ctx, 6, 3, true, 5));
-  DTC_RETURN_IF_ERROR(checkWholeSequence(ctx));
-  const TensorView& q = ctx.inputs[1];
-  for (size_t i : {0u, 2u, 3u, 4u}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
-  for (const TensorView& g : ctx.outputs) DTC_RETURN_IF_ERROR(sameShape(ctx, q, g));
-  const std::array<int64_t, 3> dims = attentionDims(q);
-  const int64_t slices = dims[0], t = dims[1], d = dims[2];
-  if (slices == 0 || ctx.inputs[5].numElements() != slices * t)
-    return invalid(ctx, "needs [..., T, D] operands and lse [..., T], got " + str(q.shape) +
-                            " and " + str(ctx.inputs[5].shape));
+  // The CPU's checks in the CPU's order (checkCausalAttentionGrad), so both refuse alike.
+  const TensorView &q = ctx.inputs[1], &k = ctx.inputs[2];
+  for (size_t i : {0u, 4u}) DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.inputs[i]));
+  DTC_RETURN_IF_ERROR(sameShape(ctx, q, ctx.outputs[0]));
+  for (const TensorView* other : {&ctx.inputs[3], &ctx.outputs[1], &ctx.outputs[2]})
+    DTC_RETURN_IF_ERROR(sameShape(ctx, k, *other));
+  DTC_ASSIGN_OR_RETURN(const AttentionDims a, attentionBlocks(ctx, q, k, ctx.inputs[5]));
+  const int64_t slices = a.slices, t = a.t, tk = a.tk, d = a.d;
+  const AttentionPositions at = a.positions;
   const std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
@@ -259,7 +249,7 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
   const AttentionGemms g =
       attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
   const ScoresLayout layout = scoresLayout(scoreElements(slices, t), true);
-  DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes));
+  DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes, at, tk));
   if (!gemmPath) {
     DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
     // D_i = dout_i · out_i per row, written by the kernels' pre-pass (the step's own, for its
@@ -270,7 +260,7 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
       return launched(
           kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data, in[3].data,
                                        in[4].data, in[5].f32(), out[0].data, out[1].data,
-                                       out[2].data, slices, t, d, scale, scratch, stream),
+                                       out[2].data, slices, t, tk, d, scale, at, scratch, stream),
           where);
     });
   }

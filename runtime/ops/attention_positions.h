@@ -8,11 +8,18 @@
 
 #include <cstdint>
 
+// The CUDA kernels evaluate the same positions on the device.
+#ifdef __CUDACC__
+#define DTC_POSITIONS_HD __host__ __device__
+#else
+#define DTC_POSITIONS_HD
+#endif
+
 namespace dtc {
 
 // Row `row` of a sequence of `length` rows laid out load-balanced in `chunks` chunks (an even
 // number dividing it): its place in the original sequence. chunks 0: the original order.
-inline int64_t sequencePosition(int64_t row, int64_t length, int64_t chunks) {
+DTC_POSITIONS_HD inline int64_t sequencePosition(int64_t row, int64_t length, int64_t chunks) {
   if (chunks <= 0) return row;
   const int64_t chunk = length / chunks, pair = row / (2 * chunk), within = row % (2 * chunk);
   const int64_t original = within < chunk ? pair : chunks - 1 - pair;
@@ -25,9 +32,14 @@ struct AttentionPositions {
   int64_t length = 0;  // rows of the whole sequence
   int64_t chunks = 0;  // load-balanced layout in this many chunks; 0: the original order
 
-  int64_t queryPosition(int64_t i) const { return sequencePosition(qFirst + i, length, chunks); }
+  DTC_POSITIONS_HD int64_t queryPosition(int64_t i) const {
+    return sequencePosition(qFirst + i, length, chunks);
+  }
+  DTC_POSITIONS_HD int64_t keyPosition(int64_t j) const {
+    return sequencePosition(kFirst + j, length, chunks);
+  }
   // True when nothing is reordered or offset: key j is seen by query i exactly when j <= i.
-  bool plain() const { return qFirst == 0 && kFirst == 0 && chunks == 0; }
+  DTC_POSITIONS_HD bool plain() const { return qFirst == 0 && kFirst == 0 && chunks == 0; }
 };
 
 }  // namespace dtc

@@ -76,7 +76,10 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       const int64_t t = in[q].shape[in[q].shape.size() - 2], d = in[q].shape.back();
       if (t == 0 || d == 0) return 0;
       const int64_t slices = static_cast<int64_t>(in[q].elements()) / (t * d);
-      return k::attentionScratchBytes(slices, t, lowPrecision(in[q].dtype), grad);
+      // A block of the sequence (context parallelism) takes the flash kernels, never the GEMMs.
+      const bool blocks = (s.intsAttr && !s.intsAttr("seq_axes").empty()) ||
+                          (s.intAttr && s.intAttr("seq_chunks") > 0);
+      return k::attentionScratchBytes(slices, t, lowPrecision(in[q].dtype) && !blocks, grad);
     }
     case Kernel::causal_attention_qkv:
     case Kernel::causal_attention_qkv_grad: {

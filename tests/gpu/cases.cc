@@ -562,6 +562,15 @@ std::vector<Case> collectiveCases(int64_t n) {
        {axes, intAttr("root", 0)},
        {f32({9, 5})},
        {out({9, 5})}},
+      // A ring's step: the previous member's tensor, bytes of any dtype.
+      {"ring_shift", "ring_shift", {axes, intAttr("shift", 1)}, {f32({9, 5})}, {out({9, 5})}},
+      {"ring_shift back bf16",
+       "ring_shift",
+       {axes, intAttr("shift", -1)},
+       {lowp(DType::kBF16, {3, 17})},
+       {outAs(DType::kBF16, {3, 17})},
+       0,
+       true},
   };
 }
 

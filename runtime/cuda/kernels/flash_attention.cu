@@ -20,12 +20,19 @@
 // v hit 32 different banks. The backward pass is a pre-pass for D_i = dout_i · out_i, then a
 // kernel per key tile (dk, dv) and one per query tile (dq). Each sum runs in one fixed order and
 // nothing is atomic: reruns give the same bits.
+//
+// Context parallelism hands the kernels blocks of a sequence (Blocks): the queries' block, the
+// keys whole or a block of their own, the sequence perhaps load-balanced. The mask is then the
+// positions' (ops/attention_positions.h, the CPU's), and a tile pair is skipped when no query of
+// one sees a key of the other (a block-wide vote, before any load); on a plain sequence that is
+// exactly the tiles above the diagonal, which the loops' bounds already leave out.
 #include <algorithm>
 #include <climits>
 
 #include "common.cuh"
 #include "flash_attention.h"
 #include "half.cuh"
+#include "ops/attention_positions.h"
 
 namespace dtc::cuda::kernels {
 namespace {
@@ -68,6 +75,32 @@ __device__ inline Elem<F> narrow(float x) {
 constexpr int kTile = 64;            // queries per query tile, keys per key tile
 constexpr int kFlashThreads = 256;   // 16 × 16
 constexpr int kScoreLd = kTile + 1;  // row stride of a shared 64 × 64 score tile
+
+// The step's queries and keys: tq and tk rows of each slice, placed by `at` (context
+// parallelism: a block of the queries, of the keys, the load-balanced layout;
+// ops/attention_positions.h, the CPU kernels' own test). Query i sees key j when j's place in the
+// original sequence is not after i's.
+struct Blocks {
+  int64_t tq = 0, tk = 0;
+  AttentionPositions at;
+  bool plain =
+      true;  // tq = tk and at.plain(): j <= i, and the tiles above the diagonal are skipped
+
+  __device__ bool visible(int64_t i, int64_t j) const {
+    if (i >= tq || j >= tk) return false;
+    return plain ? j <= i : at.keyPosition(j) <= at.queryPosition(i);
+  }
+  // Whether this thread's scores of the (q0, k0) tile hold a visible one.
+  __device__ bool anyVisible(int64_t q0, int64_t k0) const {
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    bool seen = false;
+#pragma unroll
+    for (int a = 0; a < 4; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) seen |= visible(q0 + ty + 16 * a, k0 + tx + 16 * b);
+    return seen;
+  }
+};
 
 // A [kTile, HD] tile of one slice's [T, D] operand from row `row0`, zero past T and D: the
 // zeros add nothing to the dot products, so a sum over HD columns is the CPU's over D.
@@ -174,12 +207,12 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   }
 }
 
-// The backward pass's tile of p_ij = exp(scale·q_i·k_j − lse_i) (0 where j > i or past T) and
+// The backward pass's tile of p_ij = exp(scale·q_i·k_j − lse_i) (0 where i does not see j) and
 // ds_ij = p_ij (dp_ij − D_i) · scale, from the raw dot products s and dp = dout_i · v_j; written
 // to the shared tiles (row = query) ps (when not null) and dss. The CPU's formula, in float.
 __device__ void gradTiles(const float (&s)[4][4], const float (&dp)[4][4], const float (&rowLse)[4],
-                          const float (&rowD)[4], int64_t q0, int64_t k0, int64_t t, float scale,
-                          float* ps, float* dss) {
+                          const float (&rowD)[4], int64_t q0, int64_t k0, const Blocks& blk,
+                          float scale, float* ps, float* dss) {
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
@@ -187,7 +220,7 @@ __device__ void gradTiles(const float (&s)[4][4], const float (&dp)[4][4], const
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
       const int64_t j = k0 + tx + 16 * b;
-      const float p = i < t && j <= i ? expf(scale * s[a][b] - rowLse[a]) : 0.0f;
+      const float p = blk.visible(i, j) ? expf(scale * s[a][b] - rowLse[a]) : 0.0f;
       const int at = (ty + 16 * a) * kScoreLd + tx + 16 * b;
       if (ps) ps[at] = p;
       dss[at] = p * (dp[a][b] - rowD[a]) * scale;
@@ -195,24 +228,27 @@ __device__ void gradTiles(const float (&s)[4][4], const float (&dp)[4][4], const
   }
 }
 
-// Forward: one block per (slice, query tile); the key tiles at or below the diagonal stream
-// through shared memory with an online softmax (running max m and sum l per row, the
-// accumulator rescaled when m grows). Blocks of the last query tiles (the longest) go first.
+// Forward: one block per (slice, query tile); the key tiles holding a key the tile's queries see
+// (plain: those at or below the diagonal) stream through shared memory with an online softmax
+// (running max m and sum l per row, the accumulator rescaled when m grows). Blocks of the last
+// query tiles (the longest) go first. A query that sees no key (a block of the keys that comes
+// later in the sequence) gets out 0 and lse −inf, as on the CPU.
 template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
     forwardKernel(const Elem<F>* __restrict__ q, const Elem<F>* __restrict__ k,
                   const Elem<F>* __restrict__ v, Elem<F>* __restrict__ out, float* __restrict__ lse,
-                  int64_t slices, int64_t t, int d, float scale, int tiles) {
+                  int64_t slices, Blocks blk, int d, float scale, int queryTiles, int keyTiles) {
   extern __shared__ float shared[];
   float* qs = shared;
   float* ks = qs + kTile * (HD + 1);
   float* vs = ks + kTile * (HD + 1);
   float* ps = vs + kTile * (HD + 1);
   const int64_t slice = blockIdx.x % slices;
-  const int qt = tiles - 1 - static_cast<int>(blockIdx.x / slices);
-  const int64_t base = slice * t * d, q0 = static_cast<int64_t>(qt) * kTile;
+  const int qt = queryTiles - 1 - static_cast<int>(blockIdx.x / slices);
+  const int64_t qBase = slice * blk.tq * d, kBase = slice * blk.tk * d,
+                q0 = static_cast<int64_t>(qt) * kTile;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  loadTile<F, HD>(qs, q + base, q0, t, d);
+  loadTile<F, HD>(qs, q + qBase, q0, blk.tq, d);
   float m[4], l[4], o[4][HD / 16];
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
@@ -221,11 +257,13 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
 #pragma unroll
     for (int n = 0; n < HD / 16; ++n) o[a][n] = 0;
   }
-  for (int kt = 0; kt <= qt; ++kt) {
+  const int lastKeyTile = blk.plain ? qt : keyTiles - 1;
+  for (int kt = 0; kt <= lastKeyTile; ++kt) {
     const int64_t k0 = static_cast<int64_t>(kt) * kTile;
-    __syncthreads();  // the previous key tile's readers of ks, vs and ps are done
-    loadTile<F, HD>(ks, k + base, k0, t, d);
-    loadTile<F, HD>(vs, v + base, k0, t, d);
+    // Also the barrier after the previous key tile's readers of ks, vs and ps.
+    if (!__syncthreads_or(blk.anyVisible(q0, k0))) continue;
+    loadTile<F, HD>(ks, k + kBase, k0, blk.tk, d);
+    loadTile<F, HD>(vs, v + kBase, k0, blk.tk, d);
     __syncthreads();
     float s[4][4] = {};
     dotTile<HD>(qs, ks, s);
@@ -236,12 +274,11 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
 #pragma unroll
       for (int b = 0; b < 4; ++b) {
         const int64_t j = k0 + tx + 16 * b;
-        s[a][b] = j <= i && j < t ? scale * s[a][b] : -INFINITY;
+        s[a][b] = blk.visible(i, j) ? scale * s[a][b] : -INFINITY;
         tileMax = MaxOp{}(tileMax, s[a][b]);
       }
       const float mNew = MaxOp{}(m[a], rowReduce(tileMax, MaxOp{}));
-      // Key k0 is visible to every row here, so mNew is finite; the guard keeps a row that
-      // saw no key at exp(−inf) = 0 instead of NaN all the same.
+      // A row that has seen no key yet keeps m = −inf: exp(−inf − 0) = 0 then, not NaN.
       const float ref = mNew == -INFINITY ? 0.0f : mNew;
       const float alpha = expf(m[a] - ref);  // 0 on the first tile (m = −inf)
       float sum = 0;
@@ -261,24 +298,26 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   }
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
+    const bool seen = l[a] > 0;
 #pragma unroll
-    for (int n = 0; n < HD / 16; ++n) o[a][n] /= l[a];
+    for (int n = 0; n < HD / 16; ++n) o[a][n] = seen ? o[a][n] / l[a] : 0.0f;
     const int64_t i = q0 + ty + 16 * a;
-    if (tx == 0 && i < t) lse[slice * t + i] = m[a] + logf(l[a]);
+    if (tx == 0 && i < blk.tq) lse[slice * blk.tq + i] = seen ? m[a] + logf(l[a]) : -INFINITY;
   }
-  storeRows<F, HD>(out + base, o, q0, t, d);
+  storeRows<F, HD>(out + qBase, o, q0, blk.tq, d);
 }
 
 // Backward, dk and dv: one block per (slice, key tile), keeping its k and v tiles in shared
-// memory and dk, dv in registers while the query tiles at or below the diagonal stream through:
-// dv_j += Σ_i p_ij dout_i, dk_j += Σ_i ds_ij q_i (scale inside ds). Key tile 0 (the longest) first.
+// memory and dk, dv in registers while the query tiles that see one of its keys (plain: those at
+// or below the diagonal) stream through: dv_j += Σ_i p_ij dout_i, dk_j += Σ_i ds_ij q_i (scale
+// inside ds). Key tile 0 (the longest) first.
 template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
     keyValueGradKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ q,
                        const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v,
                        const float* __restrict__ lse, const float* __restrict__ rowD,
                        Elem<F>* __restrict__ dk, Elem<F>* __restrict__ dv, int64_t slices,
-                       int64_t t, int d, float scale, int tiles) {
+                       Blocks blk, int d, float scale, int queryTiles) {
   extern __shared__ float shared[];
   float* qs = shared;
   float* dos = qs + kTile * (HD + 1);
@@ -288,28 +327,30 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   float* dss = ps + kTile * kScoreLd;
   const int64_t slice = blockIdx.x % slices;
   const int kt = static_cast<int>(blockIdx.x / slices);
-  const int64_t base = slice * t * d, k0 = static_cast<int64_t>(kt) * kTile;
-  loadTile<F, HD>(ks, k + base, k0, t, d);
-  loadTile<F, HD>(vs, v + base, k0, t, d);
+  const int64_t qBase = slice * blk.tq * d, kBase = slice * blk.tk * d,
+                k0 = static_cast<int64_t>(kt) * kTile;
+  loadTile<F, HD>(ks, k + kBase, k0, blk.tk, d);
+  loadTile<F, HD>(vs, v + kBase, k0, blk.tk, d);
   float gk[4][HD / 16] = {}, gv[4][HD / 16] = {};
-  for (int qt = kt; qt < tiles; ++qt) {
+  for (int qt = blk.plain ? kt : 0; qt < queryTiles; ++qt) {
     const int64_t q0 = static_cast<int64_t>(qt) * kTile;
-    __syncthreads();  // the previous query tile's readers of qs, dos, ps and dss are done
-    loadTile<F, HD>(qs, q + base, q0, t, d);
-    loadTile<F, HD>(dos, dout + base, q0, t, d);
+    // Also the barrier after the previous query tile's readers of qs, dos, ps and dss.
+    if (!__syncthreads_or(blk.anyVisible(q0, k0))) continue;
+    loadTile<F, HD>(qs, q + qBase, q0, blk.tq, d);
+    loadTile<F, HD>(dos, dout + qBase, q0, blk.tq, d);
     __syncthreads();
     float rowLse[4], rowDs[4];
-    queryRows(lse + slice * t, rowD + slice * t, q0, t, rowLse, rowDs);
+    queryRows(lse + slice * blk.tq, rowD + slice * blk.tq, q0, blk.tq, rowLse, rowDs);
     float s[4][4] = {}, dp[4][4] = {};
     dotTile<HD>(qs, ks, s);
     dotTile<HD>(dos, vs, dp);
-    gradTiles(s, dp, rowLse, rowDs, q0, k0, t, scale, ps, dss);
+    gradTiles(s, dp, rowLse, rowDs, q0, k0, blk, scale, ps, dss);
     __syncthreads();
     productTile<HD, true>(ps, dos, gv);
     productTile<HD, true>(dss, qs, gk);
   }
-  storeRows<F, HD>(dk + base, gk, k0, t, d);
-  storeRows<F, HD>(dv + base, gv, k0, t, d);
+  storeRows<F, HD>(dk + kBase, gk, k0, blk.tk, d);
+  storeRows<F, HD>(dv + kBase, gv, k0, blk.tk, d);
 }
 
 // Backward, dq: one block per (slice, query tile), the second pass over the same tiles that
@@ -320,8 +361,8 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
     queryGradKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ q,
                     const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v,
                     const float* __restrict__ lse, const float* __restrict__ rowD,
-                    Elem<F>* __restrict__ dq, int64_t slices, int64_t t, int d, float scale,
-                    int tiles) {
+                    Elem<F>* __restrict__ dq, int64_t slices, Blocks blk, int d, float scale,
+                    int queryTiles, int keyTiles) {
   extern __shared__ float shared[];
   float* qs = shared;
   float* dos = qs + kTile * (HD + 1);
@@ -329,27 +370,30 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   float* vs = ks + kTile * (HD + 1);
   float* dss = vs + kTile * (HD + 1);
   const int64_t slice = blockIdx.x % slices;
-  const int qt = tiles - 1 - static_cast<int>(blockIdx.x / slices);
-  const int64_t base = slice * t * d, q0 = static_cast<int64_t>(qt) * kTile;
-  loadTile<F, HD>(qs, q + base, q0, t, d);
-  loadTile<F, HD>(dos, dout + base, q0, t, d);  // read after the loop's first barrier
+  const int qt = queryTiles - 1 - static_cast<int>(blockIdx.x / slices);
+  const int64_t qBase = slice * blk.tq * d, kBase = slice * blk.tk * d,
+                q0 = static_cast<int64_t>(qt) * kTile;
+  loadTile<F, HD>(qs, q + qBase, q0, blk.tq, d);
+  loadTile<F, HD>(dos, dout + qBase, q0, blk.tq, d);  // read after the loop's first barrier
   float rowLse[4], rowDs[4];
-  queryRows(lse + slice * t, rowD + slice * t, q0, t, rowLse, rowDs);
+  queryRows(lse + slice * blk.tq, rowD + slice * blk.tq, q0, blk.tq, rowLse, rowDs);
   float gq[4][HD / 16] = {};
-  for (int kt = 0; kt <= qt; ++kt) {
+  const int lastKeyTile = blk.plain ? qt : keyTiles - 1;
+  for (int kt = 0; kt <= lastKeyTile; ++kt) {
     const int64_t k0 = static_cast<int64_t>(kt) * kTile;
-    __syncthreads();  // the previous key tile's readers of ks and dss are done
-    loadTile<F, HD>(ks, k + base, k0, t, d);
-    loadTile<F, HD>(vs, v + base, k0, t, d);
+    // Also the barrier after the previous key tile's readers of ks and dss.
+    if (!__syncthreads_or(blk.anyVisible(q0, k0))) continue;
+    loadTile<F, HD>(ks, k + kBase, k0, blk.tk, d);
+    loadTile<F, HD>(vs, v + kBase, k0, blk.tk, d);
     __syncthreads();
     float s[4][4] = {}, dp[4][4] = {};
     dotTile<HD>(qs, ks, s);
     dotTile<HD>(dos, vs, dp);
-    gradTiles(s, dp, rowLse, rowDs, q0, k0, t, scale, nullptr, dss);
+    gradTiles(s, dp, rowLse, rowDs, q0, k0, blk, scale, nullptr, dss);
     __syncthreads();
     productTile<HD, false>(dss, ks, gq);
   }
-  storeRows<F, HD>(dq + base, gq, q0, t, d);
+  storeRows<F, HD>(dq + qBase, gq, q0, blk.tq, d);
 }
 
 // Dynamic shared memory of each kernel: [kTile, HD + 1] operand tiles and 64 × 65 score tiles.
@@ -385,70 +429,88 @@ cudaError_t launch(void (*kernel)(Params...), uint64_t bytes, int64_t blocks, cu
   return cudaGetLastError();
 }
 
+// The query and key tiles of a step, or zeros when it cannot be launched: a d the kernels do
+// not take, or more (slice, tile) blocks than a grid holds.
+struct Tiles {
+  int query = 0, key = 0;
+};
+
+Tiles tilesFor(int64_t slices, const Blocks& blk, int64_t d) {
+  const int64_t query = (blk.tq + kTile - 1) / kTile, key = (blk.tk + kTile - 1) / kTile;
+  if (headTile(d) == 0 || slices < 1 || blk.tq < 1 || blk.tk < 1 ||
+      std::max(query, key) > INT_MAX / slices)
+    return {};
+  return {static_cast<int>(query), static_cast<int>(key)};
+}
+
 template <Float F, int HD>
 cudaError_t forward(const void* q, const void* k, const void* v, void* out, float* lse,
-                    int64_t slices, int64_t t, int d, float scale, int tiles, cudaStream_t stream) {
+                    int64_t slices, const Blocks& blk, int d, float scale, Tiles tiles,
+                    cudaStream_t stream) {
   using E = Elem<F>;
-  return launch(forwardKernel<F, HD>, forwardBytes(HD), slices * tiles, stream,
+  return launch(forwardKernel<F, HD>, forwardBytes(HD), slices * tiles.query, stream,
                 static_cast<const E*>(q), static_cast<const E*>(k), static_cast<const E*>(v),
-                static_cast<E*>(out), lse, slices, t, d, scale, tiles);
+                static_cast<E*>(out), lse, slices, blk, d, scale, tiles.query, tiles.key);
 }
 
 template <Float F, int HD>
 cudaError_t backward(const void* dout, const void* q, const void* k, const void* v, const void* out,
                      const float* lse, void* dq, void* dk, void* dv, float* rowD, int64_t slices,
-                     int64_t t, int d, float scale, int tiles, cudaStream_t stream) {
+                     const Blocks& blk, int d, float scale, Tiles tiles, cudaStream_t stream) {
   using E = Elem<F>;
   const E *doutT = static_cast<const E*>(dout), *qT = static_cast<const E*>(q),
           *kT = static_cast<const E*>(k), *vT = static_cast<const E*>(v);
-  cudaError_t e = launch(rowDotKernel<F>, 0, blocksFor(slices * t, kFlashThreads), stream, doutT,
-                         static_cast<const E*>(out), rowD, slices * t, d);
+  cudaError_t e = launch(rowDotKernel<F>, 0, blocksFor(slices * blk.tq, kFlashThreads), stream,
+                         doutT, static_cast<const E*>(out), rowD, slices * blk.tq, d);
   if (e == cudaSuccess)
-    e = launch(keyValueGradKernel<F, HD>, keyValueBytes(HD), slices * tiles, stream, doutT, qT, kT,
-               vT, lse, rowD, static_cast<E*>(dk), static_cast<E*>(dv), slices, t, d, scale, tiles);
+    e = launch(keyValueGradKernel<F, HD>, keyValueBytes(HD), slices * tiles.key, stream, doutT, qT,
+               kT, vT, lse, rowD, static_cast<E*>(dk), static_cast<E*>(dv), slices, blk, d, scale,
+               tiles.query);
   if (e == cudaSuccess)
-    e = launch(queryGradKernel<F, HD>, queryBytes(HD), slices * tiles, stream, doutT, qT, kT, vT,
-               lse, rowD, static_cast<E*>(dq), slices, t, d, scale, tiles);
+    e = launch(queryGradKernel<F, HD>, queryBytes(HD), slices * tiles.query, stream, doutT, qT, kT,
+               vT, lse, rowD, static_cast<E*>(dq), slices, blk, d, scale, tiles.query, tiles.key);
   return e;
-}
-
-// The query (or key) tiles of a slice, or 0 when the shape cannot be launched: a d the kernels
-// do not take, or more (slice, tile) blocks than a grid holds.
-int64_t tilesFor(int64_t slices, int64_t t, int64_t d) {
-  const int64_t tiles = (t + kTile - 1) / kTile;
-  if (headTile(d) == 0 || slices < 1 || t < 1 || tiles > INT_MAX / slices) return 0;
-  return tiles;
 }
 
 template <Float F>
 cudaError_t forwardOf(const void* q, const void* k, const void* v, void* out, float* lse,
-                      int64_t slices, int64_t t, int64_t d, float scale, int tiles,
+                      int64_t slices, const Blocks& blk, int64_t d, float scale, Tiles tiles,
                       cudaStream_t stream) {
   const int di = static_cast<int>(d);
   switch (headTile(d)) {
-    case 32: return forward<F, 32>(q, k, v, out, lse, slices, t, di, scale, tiles, stream);
-    case 64: return forward<F, 64>(q, k, v, out, lse, slices, t, di, scale, tiles, stream);
-    default: return forward<F, 128>(q, k, v, out, lse, slices, t, di, scale, tiles, stream);
+    case 32: return forward<F, 32>(q, k, v, out, lse, slices, blk, di, scale, tiles, stream);
+    case 64: return forward<F, 64>(q, k, v, out, lse, slices, blk, di, scale, tiles, stream);
+    default: return forward<F, 128>(q, k, v, out, lse, slices, blk, di, scale, tiles, stream);
   }
 }
 
 template <Float F>
 cudaError_t backwardOf(const void* dout, const void* q, const void* k, const void* v,
                        const void* out, const float* lse, void* dq, void* dk, void* dv, float* rowD,
-                       int64_t slices, int64_t t, int64_t d, float scale, int tiles,
+                       int64_t slices, const Blocks& blk, int64_t d, float scale, Tiles tiles,
                        cudaStream_t stream) {
   const int di = static_cast<int>(d);
   switch (headTile(d)) {
     case 32:
-      return backward<F, 32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles,
-                             stream);
+      return backward<F, 32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, blk, di, scale,
+                             tiles, stream);
     case 64:
-      return backward<F, 64>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale, tiles,
-                             stream);
+      return backward<F, 64>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, blk, di, scale,
+                             tiles, stream);
     default:
-      return backward<F, 128>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, di, scale,
+      return backward<F, 128>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, blk, di, scale,
                               tiles, stream);
   }
+}
+
+Blocks blocksOf(int64_t t, int64_t tk, const AttentionPositions& at) {
+  Blocks blk;
+  blk.tq = t;
+  blk.tk = tk;
+  blk.at = at;
+  if (blk.at.length == 0) blk.at.length = tk;
+  blk.plain = t == tk && at.plain();
+  return blk;
 }
 
 }  // namespace
@@ -460,42 +522,43 @@ uint64_t flashAttentionSharedBytes(int64_t d) {
 }
 
 cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out,
-                            float* lse, int64_t slices, int64_t t, int64_t d, float scale,
-                            cudaStream_t stream) {
+                            float* lse, int64_t slices, int64_t t, int64_t tk, int64_t d,
+                            float scale, const AttentionPositions& at, cudaStream_t stream) {
   if (slices == 0 || t == 0) return cudaGetLastError();
-  const int64_t tiles = tilesFor(slices, t, d);
-  if (tiles == 0) return cudaErrorInvalidValue;
-  const int ti = static_cast<int>(tiles);
+  const Blocks blk = blocksOf(t, tk, at);
+  const Tiles tiles = tilesFor(slices, blk, d);
+  if (tiles.query == 0) return cudaErrorInvalidValue;
   switch (type) {
     case Float::kF32:
-      return forwardOf<Float::kF32>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
+      return forwardOf<Float::kF32>(q, k, v, out, lse, slices, blk, d, scale, tiles, stream);
     case Float::kBF16:
-      return forwardOf<Float::kBF16>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
+      return forwardOf<Float::kBF16>(q, k, v, out, lse, slices, blk, d, scale, tiles, stream);
     case Float::kF16:
-      return forwardOf<Float::kF16>(q, k, v, out, lse, slices, t, d, scale, ti, stream);
+      return forwardOf<Float::kF16>(q, k, v, out, lse, slices, blk, d, scale, tiles, stream);
   }
   return cudaErrorInvalidValue;
 }
 
 cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
                                 const void* v, const void* out, const float* lse, void* dq,
-                                void* dk, void* dv, int64_t slices, int64_t t, int64_t d,
-                                float scale, void* scratch, cudaStream_t stream) {
+                                void* dk, void* dv, int64_t slices, int64_t t, int64_t tk,
+                                int64_t d, float scale, const AttentionPositions& at, void* scratch,
+                                cudaStream_t stream) {
   if (slices == 0 || t == 0) return cudaGetLastError();
-  const int64_t tiles = tilesFor(slices, t, d);
-  if (tiles == 0) return cudaErrorInvalidValue;
-  const int ti = static_cast<int>(tiles);
+  const Blocks blk = blocksOf(t, tk, at);
+  const Tiles tiles = tilesFor(slices, blk, d);
+  if (tiles.query == 0) return cudaErrorInvalidValue;
   float* rowD = static_cast<float*>(scratch);
   switch (type) {
     case Float::kF32:
-      return backwardOf<Float::kF32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale,
-                                     ti, stream);
+      return backwardOf<Float::kF32>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, blk, d,
+                                     scale, tiles, stream);
     case Float::kBF16:
-      return backwardOf<Float::kBF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d,
-                                      scale, ti, stream);
+      return backwardOf<Float::kBF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, blk, d,
+                                      scale, tiles, stream);
     case Float::kF16:
-      return backwardOf<Float::kF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, t, d, scale,
-                                     ti, stream);
+      return backwardOf<Float::kF16>(dout, q, k, v, out, lse, dq, dk, dv, rowD, slices, blk, d,
+                                     scale, tiles, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "launchers.h"
+#include "ops/attention_positions.h"
 
 namespace dtc::cuda::kernels {
 
@@ -30,9 +31,19 @@ uint64_t flashAttentionSharedBytes(int64_t d);
 // out = softmax(scale·q·kᵀ, causal)·v and lse = each query's log-sum-exp of its scaled scores.
 // q, k, v, out [slices, T, D] of `type`; lse [slices, T] float32. cudaErrorInvalidValue for a d
 // the kernels do not take or a grid CUDA cannot launch (the binders check both first).
+// With `tk` keys against the `t` queries, placed by `at` (context parallelism: a block of the
+// queries, of the keys, the load-balanced layout; ops/attention_positions.h): query i sees key j
+// when j's place in the original sequence is not after i's. A query that sees no key gets out 0
+// and lse −inf (a ring's block that lies after it).
 cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out,
-                            float* lse, int64_t slices, int64_t t, int64_t d, float scale,
-                            cudaStream_t stream);
+                            float* lse, int64_t slices, int64_t t, int64_t tk, int64_t d,
+                            float scale, const AttentionPositions& at, cudaStream_t stream);
+inline cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v,
+                                   void* out, float* lse, int64_t slices, int64_t t, int64_t d,
+                                   float scale, cudaStream_t stream) {
+  return causalAttention(type, q, k, v, out, lse, slices, t, t, d, scale, AttentionPositions{},
+                         stream);
+}
 inline cudaError_t causalAttention(const float* q, const float* k, const float* v, float* out,
                                    float* lse, int64_t slices, int64_t t, int64_t d, float scale,
                                    cudaStream_t stream) {
@@ -46,8 +57,16 @@ inline cudaError_t causalAttention(const float* q, const float* k, const float* 
 // dout, q, k, v, out, dq, dk, dv of `type`; lse float32.
 cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
                                 const void* v, const void* out, const float* lse, void* dq,
-                                void* dk, void* dv, int64_t slices, int64_t t, int64_t d,
-                                float scale, void* scratch, cudaStream_t stream);
+                                void* dk, void* dv, int64_t slices, int64_t t, int64_t tk,
+                                int64_t d, float scale, const AttentionPositions& at, void* scratch,
+                                cudaStream_t stream);
+inline cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
+                                       const void* v, const void* out, const float* lse, void* dq,
+                                       void* dk, void* dv, int64_t slices, int64_t t, int64_t d,
+                                       float scale, void* scratch, cudaStream_t stream) {
+  return causalAttentionGrad(type, dout, q, k, v, out, lse, dq, dk, dv, slices, t, t, d, scale,
+                             AttentionPositions{}, scratch, stream);
+}
 inline cudaError_t causalAttentionGrad(const float* dout, const float* q, const float* k,
                                        const float* v, const float* out, const float* lse,
                                        float* dq, float* dk, float* dv, int64_t slices, int64_t t,
