@@ -292,8 +292,9 @@ def ContextParallel : Pass<"dtc-context-parallel", "mlir::ModuleOp"> {
     one after the batch dimension, of the attention's context length T) over cp and their batch
     over the data axes; propagation then splits every activation along the sequence, and
     attention's queries with them. How a query reaches the keys of the other devices is
-    `attention`: `all-gather` (keys and values gathered, their gradients reduce-scattered) or
-    `ring` (the same, made a ring afterwards by dtc-ring-attention). With
+    `attention`: `all-gather` (keys and values gathered, their gradients reduce-scattered),
+    `ring` (the same, made a ring afterwards by dtc-ring-attention) or `ulysses` (made an
+    exchange of heads by dtc-ulysses-attention). With
     `balance`
     the sequence is cut into 2·cp chunks and device i holds chunks i and 2·cp−1−i, so that
     causal attention costs every device the same: the data inputs carry the order
@@ -304,7 +305,7 @@ def ContextParallel : Pass<"dtc-context-parallel", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"cp", "cp", "int64_t", "1", "context-parallel devices">,
-    Option<"attention", "attention", "std::string", "\"all-gather\"", "all-gather or ring">,
+    Option<"attention", "attention", "std::string", "\"all-gather\"", "all-gather, ring or ulysses">,
     Option<"balance", "balance", "bool", "true", "2·cp chunks, device i holding i and 2·cp−1−i">,
   ];
   let dependentDialects = ["::dtc::dist::DistDialect"];
@@ -392,6 +393,23 @@ def RingAttention : Pass<"dtc-ring-attention", "mlir::ModuleOp"> {
     replacing the reduce-scatter. dq sums in float32 too. A device holds two blocks of keys and
     values rather than the whole sequence. Errors: keys and values not gathered over the query
     axes, or gradients not reduce-scattered over them.
+  }];
+  let dependentDialects = ["::dtc::dist::DistDialect", "::dtc::graph::GraphDialect"];
+}
+
+def UlyssesAttention : Pass<"dtc-ulysses-attention", "mlir::ModuleOp"> {
+  let summary = "Context parallelism's attention by all-to-all: heads split over cp, whole "
+                "sequences";
+  let description = [{
+    Runs after dtc-partition (and dtc-recompute-gathers) under `--cp-attention ulysses`
+    (DeepSpeed-Ulysses). Each attention whose queries are split over cp (`seq_axes`) and whose
+    keys and values are gathered over those axes instead exchanges q, k and v by all-to-all from
+    [..., H, T/cp, D] to [..., H/cp, T, D] and attends to whole sequences (keeping
+    `seq_chunks`: the load-balanced order's mask); its out and lse go back by all-to-all. The
+    gradient reuses the head-split operands the forward made, exchanges the incoming gradient,
+    and sends dq, dk and dv back, which replaces the reduce-scatters of dk and dv. Errors: heads
+    (per tensor-parallel rank) that do not divide over cp, naming the sizes; keys and values not
+    gathered over the query axes, or gradients not reduce-scattered over them.
   }];
   let dependentDialects = ["::dtc::dist::DistDialect", "::dtc::graph::GraphDialect"];
 }

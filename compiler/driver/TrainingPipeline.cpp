@@ -204,6 +204,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
       pm.addPass(createRecomputeGathers(RecomputeGathersOptions{options.recompute}));
     if (options.contextParallel > 0 && options.cpAttention == "ring")
       pm.addPass(createRingAttention());
+    if (options.contextParallel > 0 && options.cpAttention == "ulysses")
+      pm.addPass(createUlyssesAttention());
     if (options.zeroStage >= 2) pm.addPass(createZero(ZeroOptions{options.zeroStage}));
     if (options.pipelineStages > 0) pm.addPass(createPipelineSchedule());
     pm.addPass(createBucketAllReduce(BucketAllReduceOptions{options.bucketMb.value}));

@@ -390,8 +390,10 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
   l.stageCuts = value.count("--stage-cuts") ? value["--stage-cuts"] : "";
   if (value.count("--cp-attention")) {
     if (c.cp <= 1) return bad("--cp-attention needs a cp axis in the mesh");
-    if (value["--cp-attention"] != "all-gather" && value["--cp-attention"] != "ring")
-      return bad("--cp-attention is all-gather or ring, got '" + value["--cp-attention"] + "'");
+    if (value["--cp-attention"] != "all-gather" && value["--cp-attention"] != "ring" &&
+        value["--cp-attention"] != "ulysses")
+      return bad("--cp-attention is all-gather, ring or ulysses, got '" + value["--cp-attention"] +
+                 "'");
     l.cpAttention = value["--cp-attention"];
   }
   l.sequenceParallel = value.count("--sequence-parallel") > 0;

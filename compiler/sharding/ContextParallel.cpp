@@ -35,8 +35,8 @@ struct ContextParallelPass : public impl::ContextParallelBase<ContextParallelPas
           << static_cast<int64_t>(cp) << " devices (--mesh cp=N)";
       return signalPassFailure();
     }
-    if (attention != "all-gather" && attention != "ring") {
-      module.emitError("context parallelism's attention is all-gather or ring, not '")
+    if (attention != "all-gather" && attention != "ring" && attention != "ulysses") {
+      module.emitError("context parallelism's attention is all-gather, ring or ulysses, not '")
           << attention << "'";
       return signalPassFailure();
     }

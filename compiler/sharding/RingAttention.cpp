@@ -16,6 +16,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "sharding/ContextAttention.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_RINGATTENTION
@@ -27,24 +28,6 @@ using namespace mlir;
 namespace dtc {
 namespace {
 
-// The block of keys or values that `v`, gathered over `axes` along the sequence, reassembles.
-Value gatheredBlock(Value v, ArrayAttr axes) {
-  auto gather = v.getDefiningOp<dist::AllGatherOp>();
-  if (!gather || gather.getAxes() != axes ||
-      static_cast<int64_t>(gather.getDim()) != cast<RankedTensorType>(v.getType()).getRank() - 2)
-    return {};
-  return gather.getX();
-}
-
-// What the new ops take from the one they replace: its marks (pipeline unit, backward,
-// recomputed) and, on attention, its attributes; not its result shardings, which were the
-// partitioner's.
-void copyAttributes(Operation* from, Operation* to, bool all) {
-  for (NamedAttribute attr : from->getDiscardableAttrs())
-    if (attr.getName() != dist::kShardingsAttr && (all || attr.getName().getValue().contains('.')))
-      to->setAttr(attr.getName(), attr.getValue());
-}
-
 class Ring {
  public:
   Ring(Operation* op, ArrayAttr axes, int64_t devices)
@@ -53,7 +36,7 @@ class Ring {
   // x from the device one place back along the ring.
   Value shift(Value x) {
     auto step = dist::RingShiftOp::create(b_, loc_, x.getType(), x, axes_, 1);
-    copyAttributes(op_, step, false);
+    sharding::copyAttributes(op_, step, false);
     return step;
   }
 
@@ -61,7 +44,7 @@ class Ring {
     auto type = mlir::cast<RankedTensorType>(x.getType());
     if (type.getElementType() == element) return x;
     auto c = graph::CastOp::create(b_, loc_, type.clone(element), x);
-    copyAttributes(op_, c, false);
+    sharding::copyAttributes(op_, c, false);
     return c;
   }
 
@@ -70,7 +53,7 @@ class Ring {
     term = convert(term, b_.getF32Type());
     if (!sum) return term;
     auto add = graph::AddOp::create(b_, loc_, sum, term);
-    copyAttributes(op_, add, false);
+    sharding::copyAttributes(op_, add, false);
     return add;
   }
 
@@ -89,7 +72,7 @@ class Ring {
       } else {
         auto merge =
             graph::AttentionMergeOp::create(b_, loc_, out, lse, block.getOut(), block.getLse());
-        copyAttributes(op_, merge, false);
+        sharding::copyAttributes(op_, merge, false);
         out = merge.getOut();
         lse = merge.getLse();
       }
@@ -128,7 +111,7 @@ class Ring {
  private:
   // A block's attention: the replaced op's attributes, and which device's keys it holds.
   void place(Operation* op, Operation* block, int64_t step) {
-    copyAttributes(op, block, true);
+    sharding::copyAttributes(op, block, true);
     block->setAttr("kv_shift", b_.getI64IntegerAttr(step));
   }
 
@@ -157,23 +140,10 @@ struct RingAttentionPass : impl::RingAttentionBase<RingAttentionPass> {
     }
   }
 
-  // The blocks of keys and values, or an error naming what the partitioner left instead.
-  FailureOr<std::pair<Value, Value>> blocks(Operation* op, Value k, Value v, ArrayAttr axes) {
-    Value kBlock = gatheredBlock(k, axes), vBlock = gatheredBlock(v, axes);
-    if (!kBlock || !vBlock)
-      return op->emitOpError("ring attention needs its keys and values gathered over ")
-             << axes << " along the sequence";
-    return std::make_pair(kBlock, vBlock);
-  }
-
-  static void eraseIfDead(Value gathered) {
-    if (Operation* gather = gathered.getDefiningOp(); gather && gather->use_empty())
-      gather->erase();
-  }
-
   LogicalResult rewrite(graph::CausalAttentionOp op) {
     auto axes = op->getAttrOfType<ArrayAttr>("seq_axes");
-    FailureOr<std::pair<Value, Value>> kv = blocks(op, op.getK(), op.getV(), axes);
+    FailureOr<std::pair<Value, Value>> kv =
+        sharding::keyValueBlocks(op, op.getK(), op.getV(), axes, "ring attention");
     if (failed(kv)) return failure();
     Ring ring(op, axes, mesh_.groupSize(axes));
     auto [out, lse] = ring.forward(op, kv->first, kv->second);
@@ -181,36 +151,20 @@ struct RingAttentionPass : impl::RingAttentionBase<RingAttentionPass> {
     op.getOut().replaceAllUsesWith(out);
     op.getLse().replaceAllUsesWith(lse);
     op->erase();
-    eraseIfDead(k);
-    eraseIfDead(v);
+    sharding::eraseIfDead(k);
+    sharding::eraseIfDead(v);
     return success();
-  }
-
-  // The key and value gradients are whole-sequence partial sums; the partitioner reduce-scatters
-  // them over the axes, which the ring's last step does.
-  FailureOr<SmallVector<dist::ReduceScatterOp>> scatters(Operation* op, Value grad,
-                                                         ArrayAttr axes) {
-    SmallVector<dist::ReduceScatterOp> found;
-    for (Operation* user : grad.getUsers()) {
-      auto scatter = dyn_cast<dist::ReduceScatterOp>(user);
-      if (!scatter || scatter.getAxes() != axes ||
-          static_cast<int64_t>(scatter.getDim()) !=
-              cast<RankedTensorType>(grad.getType()).getRank() - 2)
-        return op->emitOpError(
-                   "ring attention needs its key and value gradients reduce-scattered "
-                   "over ")
-               << axes << " along the sequence, found " << user->getName();
-      found.push_back(scatter);
-    }
-    return found;
   }
 
   LogicalResult rewrite(graph::CausalAttentionGradOp op) {
     auto axes = op->getAttrOfType<ArrayAttr>("seq_axes");
-    FailureOr<std::pair<Value, Value>> kv = blocks(op, op.getK(), op.getV(), axes);
+    FailureOr<std::pair<Value, Value>> kv =
+        sharding::keyValueBlocks(op, op.getK(), op.getV(), axes, "ring attention");
     if (failed(kv)) return failure();
-    FailureOr<SmallVector<dist::ReduceScatterOp>> dkScatters = scatters(op, op.getDk(), axes);
-    FailureOr<SmallVector<dist::ReduceScatterOp>> dvScatters = scatters(op, op.getDv(), axes);
+    FailureOr<SmallVector<dist::ReduceScatterOp>> dkScatters =
+        sharding::sequenceScatters(op, op.getDk(), axes, "ring attention");
+    FailureOr<SmallVector<dist::ReduceScatterOp>> dvScatters =
+        sharding::sequenceScatters(op, op.getDv(), axes, "ring attention");
     if (failed(dkScatters) || failed(dvScatters)) return failure();
     Ring ring(op, axes, mesh_.groupSize(axes));
     auto [dq, dk, dv] = ring.backward(op, kv->first, kv->second);
@@ -226,8 +180,8 @@ struct RingAttentionPass : impl::RingAttentionBase<RingAttentionPass> {
       }
     Value k = op.getK(), v = op.getV();
     op->erase();
-    eraseIfDead(k);
-    eraseIfDead(v);
+    sharding::eraseIfDead(k);
+    sharding::eraseIfDead(v);
     return success();
   }
 

@@ -63,6 +63,7 @@ llama-cuda-bf16|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --d
 llama-cuda-tp2|llama.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh tp=2|1e-4
 llama-cuda-bf16-tp2-pp2|llama.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh tp=2,pp=2 --microbatches 2|1e-2
 gpt-cuda-cp2-ring|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --fused-attention --mesh cp=2 --cp-attention ring|1e-4
+gpt-cuda-cp2-ulysses|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --fused-attention --mesh cp=2 --cp-attention ulysses|1e-4
 gpt-cuda-bf16-cp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --fused-attention --precision bf16 --mesh cp=2|1e-2
 llama-cuda-dp2-cp2-ring|llama.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --fused-attention --mesh dp=2,cp=2 --cp-attention ring|1e-4
 moe|moe.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3|1e-4

@@ -62,7 +62,8 @@ namespace {
   "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                           \
   "              [--clip-grad-norm F] [--log-grad-norm]\n"                                       \
   "              [--mesh [dp_replicate=R,]dp=N[,cp=C][,tp=M] | --mesh auto --devices N\n"        \
-  "              [--profile P]] [--cp-attention all-gather|ring] [--no-cp-load-balance]\n"       \
+  "              [--profile P]] [--cp-attention all-gather|ring|ulysses]\n"                      \
+  "              [--no-cp-load-balance]\n"                                                       \
   "              [--shard PATTERN=SPEC]... [--zero 0|1|2|3]\n"                                   \
   "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"                \
   "              [--recompute none|full|selective|auto] [--memory GiB]\n"                        \
