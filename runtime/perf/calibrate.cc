@@ -260,6 +260,60 @@ StatusOr<DeviceProfile> withLinks(comm::Communicator& comm, const std::string& h
   return p;
 }
 
+// The CPU's flash attention (fused attention, which context parallelism always uses), forward
+// and backward: per-FLOP curves at head dimension 64 over [1, 4, T, 64], T from 64 to 256, and the
+// factor other head dimensions run at on T = 128. FLOPs as the prediction counts them (half of
+// the full T² products); each call after a barrier, as every process computes at once.
+Status measureAttention(comm::Communicator& comm, ThreadPool& pool, DeviceProfile& p) {
+  auto seconds = [&](int64_t t, int64_t d, bool grad) -> StatusOr<double> {
+    const int64_t n = 4 * t * d;
+    std::vector<float> q(n, 0.01f), k(n, 0.02f), v(n, 0.5f), out(n), dout(n, 0.1f), lse(4 * t),
+        dq(n), dk(n), dv(n);
+    cpu::causalAttention(q.data(), k.data(), v.data(), out.data(), lse.data(), 4, t, d, 0.125f,
+                         pool);
+    DTC_RETURN_IF_ERROR(barrier(comm));
+    if (!grad)
+      return timeCall(
+          [&] {
+            cpu::causalAttention(q.data(), k.data(), v.data(), out.data(), lse.data(), 4, t, d,
+                                 0.125f, pool);
+          },
+          0.05);
+    return timeCall(
+        [&] {
+          cpu::causalAttentionGrad(dout.data(), q.data(), k.data(), v.data(), out.data(),
+                                   lse.data(), dq.data(), dk.data(), dv.data(), 4, t, d, 0.125f,
+                                   pool);
+        },
+        0.05);
+  };
+  auto flops = [](int64_t t, int64_t d) { return 2.0 * 4 * static_cast<double>(t * t) * d; };
+  std::vector<std::pair<double, double>> forward, backward;
+  for (int64_t t : {64, 128, 256}) {
+    DTC_ASSIGN_OR_RETURN(const double f, seconds(t, 64, false));
+    DTC_ASSIGN_OR_RETURN(const double b, seconds(t, 64, true));
+    forward.push_back({flops(t, 64), flops(t, 64) / f});
+    backward.push_back({2 * flops(t, 64), 2 * flops(t, 64) / b});
+  }
+  keepNonDecreasing(forward);
+  keepNonDecreasing(backward);
+  p.attention.push_back({DType::kF32, forward});
+  p.attentionGrad.push_back({DType::kF32, backward});
+  std::vector<std::pair<double, double>> forwardByDim, backwardByDim;
+  for (int64_t d : {16, 32, 64, 128}) {
+    DTC_ASSIGN_OR_RETURN(const double f, seconds(128, d, false));
+    DTC_ASSIGN_OR_RETURN(const double b, seconds(128, d, true));
+    forwardByDim.push_back({static_cast<double>(d), flops(128, d) / f});
+    backwardByDim.push_back({static_cast<double>(d), 2 * flops(128, d) / b});
+  }
+  const double forward64 = forwardByDim[2].second, backward64 = backwardByDim[2].second;
+  for (auto& point : forwardByDim) point.second /= forward64;
+  for (auto& point : backwardByDim) point.second /= backward64;
+  p.attentionHeadDim.push_back({DType::kF32, forwardByDim});
+  p.attentionGradHeadDim.push_back({DType::kF32, backwardByDim});
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptions& options) {
@@ -315,6 +369,7 @@ StatusOr<DeviceProfile> calibrate(comm::Communicator& comm, const CalibrateOptio
   }
 
   DTC_ASSIGN_OR_RETURN(p.elementSeconds, elementCosts(comm, pool));
+  DTC_RETURN_IF_ERROR(measureAttention(comm, pool, p));
 
   DTC_ASSIGN_OR_RETURN(p, withLinks(comm, host, p));
   // Each process's share of this node's memory.

@@ -86,6 +86,38 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
     keepNonDecreasing(backward);
     p.attention.push_back({t, forward});
     p.attentionGrad.push_back({t, backward});
+    // The same attention at other head dimensions, on the longest sequence above: each rate
+    // over the rate at 64, the factor the curves are scaled by (a small head dimension leaves a
+    // CPU kernel's exp and loop per score unamortised).
+    std::vector<std::pair<double, double>> forwardByDim, backwardByDim;
+    double forward64 = 0, backward64 = 0;
+    const int64_t len = lengths.back();
+    for (int64_t dim : {16, 32, 64, 128}) {
+      const Shape qkv = {4, 12, len, dim}, rows = {4, 12, len};
+      const BenchAttr scale = floatAttr("scale", 0.125);
+      const BenchStep fwd{"causal_attention",
+                          {scale},
+                          {of(t, qkv), of(t, qkv), of(t, qkv)},
+                          {of(t, qkv), of(f32, rows)}};
+      const BenchStep bwd{
+          "causal_attention_grad",
+          {scale},
+          {of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(f32, rows)},
+          {of(t, qkv), of(t, qkv), of(t, qkv)}};
+      const double flops = 2.0 * 4 * 12 * static_cast<double>(len * len) * dim;
+      StatusOr<double> f = bench.secondsPerCall(fwd, 0.05);
+      StatusOr<double> b = f.ok() ? bench.secondsPerCall(bwd, 0.05) : f;
+      if (!f.ok() || !b.ok()) break;  // a head dimension the kernels do not take
+      forwardByDim.push_back({static_cast<double>(dim), flops / *f});
+      backwardByDim.push_back({static_cast<double>(dim), 2 * flops / *b});
+      if (dim == 64) forward64 = flops / *f, backward64 = 2 * flops / *b;
+    }
+    if (forward64 > 0 && backward64 > 0) {
+      for (auto& point : forwardByDim) point.second /= forward64;
+      for (auto& point : backwardByDim) point.second /= backward64;
+      p.attentionHeadDim.push_back({t, forwardByDim});
+      p.attentionGradHeadDim.push_back({t, backwardByDim});
+    }
   }
 
   // Attention on the fused projection (qkv [4, T, 3·12·64]), which a backend may run on other

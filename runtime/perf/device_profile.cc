@@ -139,9 +139,13 @@ double DeviceProfile::gemmFlopsPerSecond(DType dtype, double flops) const {
   return curve ? rateOn(*curve, flops) : 0;
 }
 
-double DeviceProfile::attentionFlopsPerSecond(bool grad, DType dtype, double flops) const {
+double DeviceProfile::attentionFlopsPerSecond(bool grad, DType dtype, double flops,
+                                              double headDim) const {
+  double factor = 1;
+  for (const auto& [t, points] : grad ? attentionGradHeadDim : attentionHeadDim)
+    if (t == dtype) factor = rateOn(points, headDim);
   for (const auto& [t, points] : grad ? attentionGrad : attention)
-    if (t == dtype) return rateOn(points, flops);
+    if (t == dtype) return rateOn(points, flops) * factor;
   return 0;
 }
 
@@ -152,10 +156,11 @@ std::string DeviceProfile::basisNote() const {
              : "";
 }
 
-double DeviceProfile::qkvAttentionFlopsPerSecond(bool grad, DType dtype, double flops) const {
+double DeviceProfile::qkvAttentionFlopsPerSecond(bool grad, DType dtype, double flops,
+                                                 double headDim) const {
   for (const auto& [t, points] : grad ? qkvAttentionGrad : qkvAttention)
     if (t == dtype) return rateOn(points, flops);
-  return attentionFlopsPerSecond(grad, dtype, flops);
+  return attentionFlopsPerSecond(grad, dtype, flops, headDim);
 }
 
 double DeviceProfile::peakFlopsPerSecond(DType dtype) const {
@@ -189,6 +194,9 @@ io::Json DeviceProfile::toJson() const {
   j.set("gemm_flops_per_s", curvesJson(gemm));
   if (!attention.empty()) j.set("attention_flops_per_s", curvesJson(attention));
   if (!attentionGrad.empty()) j.set("attention_grad_flops_per_s", curvesJson(attentionGrad));
+  if (!attentionHeadDim.empty()) j.set("attention_head_dim_factor", curvesJson(attentionHeadDim));
+  if (!attentionGradHeadDim.empty())
+    j.set("attention_grad_head_dim_factor", curvesJson(attentionGradHeadDim));
   if (!qkvAttention.empty()) j.set("qkv_attention_flops_per_s", curvesJson(qkvAttention));
   if (!qkvAttentionGrad.empty())
     j.set("qkv_attention_grad_flops_per_s", curvesJson(qkvAttentionGrad));
@@ -230,6 +238,13 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   DTC_ASSIGN_OR_RETURN(p.gemm, curvesFrom(*g, "gemm_flops_per_s", origin));
   if (const io::Json* a = j.find("attention_flops_per_s")) {
     DTC_ASSIGN_OR_RETURN(p.attention, curvesFrom(*a, "attention_flops_per_s", origin));
+  }
+  if (const io::Json* a = j.find("attention_head_dim_factor")) {
+    DTC_ASSIGN_OR_RETURN(p.attentionHeadDim, curvesFrom(*a, "attention_head_dim_factor", origin));
+  }
+  if (const io::Json* a = j.find("attention_grad_head_dim_factor")) {
+    DTC_ASSIGN_OR_RETURN(p.attentionGradHeadDim,
+                         curvesFrom(*a, "attention_grad_head_dim_factor", origin));
   }
   if (const io::Json* a = j.find("qkv_attention_flops_per_s")) {
     DTC_ASSIGN_OR_RETURN(p.qkvAttention, curvesFrom(*a, "qkv_attention_flops_per_s", origin));

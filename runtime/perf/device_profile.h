@@ -38,6 +38,12 @@ struct DeviceProfile {
   // Causal attention's FLOP/s forward and backward by element type, as GEMM's (FLOPs as the
   // prediction counts them); empty where not measured: attention then runs at the GEMM rate.
   std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> attention, attentionGrad;
+  // The curves above are measured at head dimension 64; attention's rate at another head
+  // dimension is that times a factor, as (head dimension, factor) points by element type
+  // (interpolated in log(d), held beyond the ends): a CPU's kernel pays an exp and a loop per
+  // score, which a small head dimension does not amortise. Empty: 1 everywhere.
+  std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> attentionHeadDim,
+      attentionGradHeadDim;
   // The same for attention on the fused projection (causal_attention_qkv and its gradient), which
   // a backend may run on other kernels (cuDNN's, on CUDA); empty: as `attention`.
   std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> qkvAttention,
@@ -56,11 +62,12 @@ struct DeviceProfile {
   double gemmFlopsPerSecond(DType dtype, double flops) const;
   // The peak: the highest throughput listed for `dtype`.
   double peakFlopsPerSecond(DType dtype) const;
-  // FLOP/s of causal attention (its backward when `grad`) of `flops` in `dtype`; 0 when the
-  // profile has no attention curve for that type.
-  double attentionFlopsPerSecond(bool grad, DType dtype, double flops) const;
+  // FLOP/s of causal attention (its backward when `grad`) of `flops` in `dtype` at head dimension
+  // `headDim`; 0 when the profile has no attention curve for that type.
+  double attentionFlopsPerSecond(bool grad, DType dtype, double flops, double headDim = 64) const;
   // The same for attention on the fused projection: its own curve, else attention's.
-  double qkvAttentionFlopsPerSecond(bool grad, DType dtype, double flops) const;
+  double qkvAttentionFlopsPerSecond(bool grad, DType dtype, double flops,
+                                    double headDim = 64) const;
   // Seconds per element of the kernel named `kernel` (0: not listed).
   double secondsPerElement(const std::string& kernel) const;
   // The same for operands of `dtype`: the entry "kernel@bf16" (16-bit types), else "kernel".

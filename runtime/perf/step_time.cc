@@ -50,6 +50,22 @@ double stepFlops(const plan::Function& f, const plan::Step& step) {
   return causalAttention(step.kernel()) ? flops / 2 : flops;
 }
 
+// The head dimension of an attention step: q's last dimension (the backward's second input), or
+// the fused projection's over 3·heads.
+double attentionHeadDim(const plan::Function& f, const plan::Step& step) {
+  const bool grad = step.kernel() == Kernel::causal_attention_grad ||
+                    step.kernel() == Kernel::causal_attention_qkv_grad;
+  const uint32_t at = grad ? 1 : 0;
+  if (!step.inputs() || step.inputs()->size() <= at) return 64;
+  const Shape q = shapeOf(*f.values()->Get(step.inputs()->Get(at)));
+  if (q.empty() || q.back() <= 0) return 64;
+  const bool packed = step.kernel() == Kernel::causal_attention_qkv ||
+                      step.kernel() == Kernel::causal_attention_qkv_grad;
+  const int64_t heads = packed ? intAttr(step, "heads") : 0;
+  if (packed) return heads > 0 ? static_cast<double>(q.back()) / (3.0 * heads) : 64;
+  return static_cast<double>(q.back());
+}
+
 double stepBytes(const plan::Function& f, const plan::Step& step) {
   double bytes = 0;
   for (const auto* list : {step.inputs(), step.outputs()})
@@ -283,9 +299,10 @@ struct Pricing {
                         step.kernel() == Kernel::causal_attention_qkv_grad;
       const bool qkv = step.kernel() == Kernel::causal_attention_qkv ||
                        step.kernel() == Kernel::causal_attention_qkv_grad;
+      const double headDim = causalAttention(step.kernel()) ? attentionHeadDim(f, step) : 64;
       double rate = !causalAttention(step.kernel()) ? 0
-                    : qkv ? profile.qkvAttentionFlopsPerSecond(grad, type, flops)
-                          : profile.attentionFlopsPerSecond(grad, type, flops);
+                    : qkv ? profile.qkvAttentionFlopsPerSecond(grad, type, flops, headDim)
+                          : profile.attentionFlopsPerSecond(grad, type, flops, headDim);
       if (rate <= 0)
         rate = profile.gemmFlopsPerSecond(type, gemmCallFlops(f, step, flops, profile));
       seconds = std::max(seconds, flops / rate);

@@ -24,7 +24,8 @@ def kernels(p, name):
 whole = kernels(profile, "whole")
 no_attention = copy.deepcopy(profile)
 for key in ("attention_flops_per_s", "attention_grad_flops_per_s", "qkv_attention_flops_per_s",
-            "qkv_attention_grad_flops_per_s"):
+            "qkv_attention_grad_flops_per_s", "attention_head_dim_factor",
+            "attention_grad_head_dim_factor"):
     no_attention.pop(key, None)
 gemm_rate = kernels(no_attention, "no-attention")
 # Attention on the fused projection has curves of its own (the kernels that run it may be
@@ -33,6 +34,14 @@ no_qkv = copy.deepcopy(profile)
 for key in ("qkv_attention_flops_per_s", "qkv_attention_grad_flops_per_s"):
     no_qkv.pop(key)
 unpacked_rate = kernels(no_qkv, "no-qkv")
+# The curves are measured at head dimension 64; the factors scale them to the plan's head
+# dimension: halved everywhere, the unpacked attention's steps are priced slower.
+halved = copy.deepcopy(profile)
+for key in ("attention_head_dim_factor", "attention_grad_head_dim_factor"):
+    for points in halved[key].values():
+        for point in points:
+            point[1] /= 2
+slower = kernels(halved, "halved-head-dim")
 # A cast is priced at the larger of its measured per-element cost and its bytes at the memory
 # bandwidth; calibrated on a busy machine, the bandwidth can come out low enough that the bytes
 # win. Tenfold element costs keep the measured ones the price, so dropping them must show.
@@ -56,3 +65,7 @@ print("causal_attention priced at the attention curve:",
 print("cast priced at its measured cost:", only_differs(measured, bytes_only, {"cast"}))
 print("attention on the fused projection priced at its own curve:",
       only_differs(whole, unpacked_rate, {"causal_attention_qkv", "causal_attention_qkv_grad"}))
+print("attention priced by its head dimension:",
+      only_differs(whole, slower, {"causal_attention", "causal_attention_grad"})
+      and all(slower[k] > whole[k] for k in ("causal_attention", "causal_attention_grad")
+              if k in whole))
