@@ -106,8 +106,6 @@ class Ring {
     return {dq, dk, dv};
   }
 
-  OpBuilder& builder() { return b_; }
-
  private:
   // A block's attention: the replaced op's attributes, and which device's keys it holds.
   void place(Operation* op, Operation* block, int64_t step) {
