@@ -1,5 +1,6 @@
-"""How far to trust `dtc explore` on this machine: in rounds, calibrate, explore the GPT-mini and
-the MLP on N processes and run every feasible candidate; print each candidate's median prediction
+"""How far to trust `dtc explore` on this machine: in rounds, calibrate, explore the GPT-mini (with
+its context-parallel layouts, each attention method, given by --try) and the MLP on N processes
+and run every feasible candidate; print each candidate's median prediction
 over the rounds beside its median measurement; then the median absolute error, whether the
 pick's measured time is within 5% of the best measured, and the Spearman rank correlation
 between predicted and measured."""
@@ -38,24 +39,27 @@ def spearman(a, b):
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def explore(dtc, model, batch, devices, profile):
-    out = subprocess.run([dtc, "explore", model, "--devices", str(devices), "--batch", str(batch),
-                          "--optimizer", "adamw", "--profile", profile, "--json"],
-                         check=True, capture_output=True, text=True).stdout
+def explore(dtc, model, batch, devices, profile, tries=()):
+    cmd = [dtc, "explore", model, "--devices", str(devices), "--batch", str(batch), "--optimizer",
+           "adamw", "--profile", profile, "--json"]
+    for layout in tries:
+        cmd += ["--try", layout]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
 class Case:
     """One model's candidates, compiled once, with each round's predictions and measurements."""
 
-    def __init__(self, name, dtc, model, data, batch, devices, work):
+    def __init__(self, name, dtc, model, data, batch, devices, work, tries=()):
         self.name, self.dtc, self.model, self.data = name, dtc, model, data
+        self.tries = tries
         self.batch, self.devices, self.work = batch, devices, work
         self.plans = None  # (layout, plan path) of each feasible candidate
         self.predicted, self.measured, self.picks = {}, {}, []
 
     def round(self, dtrun, profile):
-        report = explore(self.dtc, self.model, self.batch, self.devices, profile)
+        report = explore(self.dtc, self.model, self.batch, self.devices, profile, self.tries)
         feasible = {" ".join(c["layout_flags"]): c for c in report["candidates"] if c["feasible"]}
         if self.plans is None:
             self.plans = []
@@ -114,7 +118,10 @@ def main():
         np.save(os.path.join(mlp_data, "target.npy"), rng.integers(0, 10, 4096).astype(np.int64))
         mlp = os.path.join(work, "mlp.dtm")
         subprocess.run([dtc, "zoo", "mlp", "-o", mlp], check=True)
-        cases = [Case("GPT-mini", dtc, gpt, os.path.join(work, "train.bin"), 16, a.devices, work),
+        # Context parallelism, which explore prices where --try gives it: each attention method
+        # over every device as cp.
+        cp = [f"--mesh cp={a.devices} --cp-attention {m}" for m in ("all-gather", "ring", "ulysses")]
+        cases = [Case("GPT-mini", dtc, gpt, os.path.join(work, "train.bin"), 16, a.devices, work, cp),
                  Case("MLP 784-256-128-10", dtc, mlp, mlp_data, 256, a.devices, work)]
         # Each round calibrates, predicts and measures every candidate: a shared machine's speed
         # drifts over minutes, and a prediction is held against measurements of its own round.
