@@ -261,7 +261,7 @@ StatusOr<DeviceProfile> withLinks(comm::Communicator& comm, const std::string& h
 }
 
 // The CPU's flash attention (fused attention, which context parallelism always uses), forward
-// and backward: per-FLOP curves at head dimension 64 over [1, 4, T, 64], T from 64 to 256, and the
+// and backward: per-FLOP curves at head dimension 64 over [1, 4, T, 64], T from 32 to 256, and the
 // factor other head dimensions run at on T = 128. FLOPs as the prediction counts them (half of
 // the full T² products); each call after a barrier, as every process computes at once.
 Status measureAttention(comm::Communicator& comm, ThreadPool& pool, DeviceProfile& p) {
@@ -287,13 +287,15 @@ Status measureAttention(comm::Communicator& comm, ThreadPool& pool, DeviceProfil
         },
         0.05);
   };
+  // The curve's points are by FLOPs per slice (step_time.cc's attentionCallFlops), the rate the
+  // four slices together reach.
   auto flops = [](int64_t t, int64_t d) { return 2.0 * 4 * static_cast<double>(t * t) * d; };
   std::vector<std::pair<double, double>> forward, backward;
-  for (int64_t t : {64, 128, 256}) {
+  for (int64_t t : {32, 64, 128, 256}) {
     DTC_ASSIGN_OR_RETURN(const double f, seconds(t, 64, false));
     DTC_ASSIGN_OR_RETURN(const double b, seconds(t, 64, true));
-    forward.push_back({flops(t, 64), flops(t, 64) / f});
-    backward.push_back({2 * flops(t, 64), 2 * flops(t, 64) / b});
+    forward.push_back({flops(t, 64) / 4, flops(t, 64) / f});
+    backward.push_back({2 * flops(t, 64) / 4, 2 * flops(t, 64) / b});
   }
   keepNonDecreasing(forward);
   keepNonDecreasing(backward);

@@ -90,6 +90,26 @@ double gemmCallFlops(const plan::Function& f, const plan::Step& step, double flo
   return slices > 1 ? flops / slices : flops;
 }
 
+// The FLOPs that set causal attention's rate on the profile's curve. The CPU's kernel runs the
+// (batch, head) slices side by side, each at the rate of its own length, so a CPU profile's curve
+// is by FLOPs per slice (calibrate.cc measures it so); a GPU's kernels fill the device with all
+// of them, so its curve is by the step's FLOPs.
+double attentionCallFlops(const plan::Function& f, const plan::Step& step, double flops,
+                          const DeviceProfile& profile) {
+  if (profile.device != "cpu" || !causalAttention(step.kernel()) || !step.outputs() ||
+      step.outputs()->size() == 0)
+    return flops;
+  // The slices from lse [..., T]: the forward's second output, the backward's last input.
+  const bool grad = step.kernel() == Kernel::causal_attention_grad ||
+                    step.kernel() == Kernel::causal_attention_qkv_grad;
+  if (grad && (!step.inputs() || step.inputs()->size() == 0)) return flops;
+  const Shape rows = shapeOf(*f.values()->Get(grad ? step.inputs()->Get(step.inputs()->size() - 1)
+                                                   : step.outputs()->Get(1)));
+  if (rows.size() < 2 || rows.back() <= 0) return flops;
+  const double slices = elements(rows) / static_cast<double>(rows.back());
+  return slices > 1 ? flops / slices : flops;
+}
+
 // Elements of the step's largest operand.
 double largestOperand(const plan::Function& f, const plan::Step& step) {
   double most = 0;
@@ -300,9 +320,10 @@ struct Pricing {
       const bool qkv = step.kernel() == Kernel::causal_attention_qkv ||
                        step.kernel() == Kernel::causal_attention_qkv_grad;
       const double headDim = causalAttention(step.kernel()) ? attentionHeadDim(f, step) : 64;
+      const double callFlops = attentionCallFlops(f, step, flops, profile);
       double rate = !causalAttention(step.kernel()) ? 0
-                    : qkv ? profile.qkvAttentionFlopsPerSecond(grad, type, flops, headDim)
-                          : profile.attentionFlopsPerSecond(grad, type, flops, headDim);
+                    : qkv ? profile.qkvAttentionFlopsPerSecond(grad, type, callFlops, headDim)
+                          : profile.attentionFlopsPerSecond(grad, type, callFlops, headDim);
       if (rate <= 0)
         rate = profile.gemmFlopsPerSecond(type, gemmCallFlops(f, step, flops, profile));
       seconds = std::max(seconds, flops / rate);
