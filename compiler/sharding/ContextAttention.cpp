@@ -2,6 +2,8 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 
+#include "graph/IR/GraphOps.h"
+
 using namespace mlir;
 
 namespace dtc::sharding {
@@ -18,20 +20,8 @@ Value gatheredBlock(Value v, ArrayAttr axes) {
   return gather.getX();
 }
 
-}  // namespace
-
-FailureOr<std::pair<Value, Value>> keyValueBlocks(Operation* op, Value k, Value v, ArrayAttr axes,
-                                                  StringRef method) {
-  Value kBlock = gatheredBlock(k, axes), vBlock = gatheredBlock(v, axes);
-  if (!kBlock || !vBlock)
-    return op->emitOpError() << method << " needs its keys and values gathered over " << axes
-                             << " along the sequence";
-  return std::make_pair(kBlock, vBlock);
-}
-
-FailureOr<SmallVector<dist::ReduceScatterOp>> sequenceScatters(Operation* op, Value grad,
-                                                               ArrayAttr axes, StringRef method) {
-  SmallVector<dist::ReduceScatterOp> found;
+LogicalResult findScatters(Operation* op, Value grad, ArrayAttr axes, StringRef method,
+                           SmallVector<dist::ReduceScatterOp>& found) {
   for (Operation* user : grad.getUsers()) {
     auto scatter = dyn_cast<dist::ReduceScatterOp>(user);
     if (!scatter || scatter.getAxes() != axes ||
@@ -41,17 +31,70 @@ FailureOr<SmallVector<dist::ReduceScatterOp>> sequenceScatters(Operation* op, Va
                                << axes << " along the sequence, found " << user->getName();
     found.push_back(scatter);
   }
+  return success();
+}
+
+// The gathered keys and values an attention op reads.
+std::pair<Value, Value> keysAndValues(Operation* op) {
+  if (auto grad = dyn_cast<graph::CausalAttentionGradOp>(op)) return {grad.getK(), grad.getV()};
+  auto forward = cast<graph::CausalAttentionOp>(op);
+  return {forward.getK(), forward.getV()};
+}
+
+void eraseIfDead(Value value) {
+  if (Operation* def = value.getDefiningOp(); def && def->use_empty()) def->erase();
+}
+
+}  // namespace
+
+SmallVector<Operation*> splitAttention(Operation* root) {
+  SmallVector<Operation*> found;
+  root->walk([&](Operation* op) {
+    if (isa<graph::CausalAttentionOp, graph::CausalAttentionGradOp>(op) && op->hasAttr("seq_axes"))
+      found.push_back(op);
+  });
   return found;
+}
+
+FailureOr<SplitAttention> readSplitAttention(Operation* op, StringRef method) {
+  SplitAttention a;
+  a.op = op;
+  a.axes = op->getAttrOfType<ArrayAttr>("seq_axes");
+  auto [k, v] = keysAndValues(op);
+  a.keys = gatheredBlock(k, a.axes);
+  a.values = gatheredBlock(v, a.axes);
+  if (!a.keys || !a.values)
+    return op->emitOpError() << method << " needs its keys and values gathered over " << a.axes
+                             << " along the sequence";
+  if (auto grad = dyn_cast<graph::CausalAttentionGradOp>(op))
+    if (failed(findScatters(op, grad.getDk(), a.axes, method, a.keyScatters)) ||
+        failed(findScatters(op, grad.getDv(), a.axes, method, a.valueScatters)))
+      return failure();
+  return a;
+}
+
+void replaceSplitAttention(const SplitAttention& a, ValueRange results) {
+  auto [keys, values] = keysAndValues(a.op);
+  if (isa<graph::CausalAttentionGradOp>(a.op)) {
+    a.op->getResult(0).replaceAllUsesWith(results[0]);
+    for (auto [scatters, sum] :
+         {std::make_pair(&a.keyScatters, results[1]), std::make_pair(&a.valueScatters, results[2])})
+      for (dist::ReduceScatterOp scatter : *scatters) {
+        scatter.getResult().replaceAllUsesWith(sum);
+        scatter->erase();
+      }
+  } else {
+    a.op->replaceAllUsesWith(results);
+  }
+  a.op->erase();
+  eraseIfDead(keys);
+  if (values != keys) eraseIfDead(values);
 }
 
 void copyAttributes(Operation* from, Operation* to, bool all) {
   for (NamedAttribute attr : from->getDiscardableAttrs())
     if (attr.getName() != dist::kShardingsAttr && (all || attr.getName().getValue().contains('.')))
       to->setAttr(attr.getName(), attr.getValue());
-}
-
-void eraseIfDead(Value value) {
-  if (Operation* def = value.getDefiningOp(); def && def->use_empty()) def->erase();
 }
 
 }  // namespace dtc::sharding

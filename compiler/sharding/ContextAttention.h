@@ -13,26 +13,30 @@
 
 namespace dtc::sharding {
 
-// The blocks of keys and values that `k` and `v`, gathered over `axes` along the sequence,
-// reassemble; or an error on `op`, in the words of `method`, naming what was found instead.
-mlir::FailureOr<std::pair<mlir::Value, mlir::Value>> keyValueBlocks(mlir::Operation* op,
-                                                                    mlir::Value k, mlir::Value v,
-                                                                    mlir::ArrayAttr axes,
-                                                                    llvm::StringRef method);
+// An attention (forward or gradient) whose queries are split over `axes`, as the partitioner left
+// it: the blocks of keys and values its gathers reassemble and, for the gradient, the
+// reduce-scatters that are every use of its key and value gradients (partial over the split).
+struct SplitAttention {
+  mlir::Operation* op = nullptr;
+  mlir::ArrayAttr axes;
+  mlir::Value keys, values;  // this device's blocks
+  llvm::SmallVector<dist::ReduceScatterOp> keyScatters, valueScatters;
+};
 
-// The reduce-scatters over `axes` along the sequence that are every use of `grad` (a key or value
-// gradient, partial over the queries' split), or an error on `op`.
-mlir::FailureOr<llvm::SmallVector<dist::ReduceScatterOp>> sequenceScatters(mlir::Operation* op,
-                                                                           mlir::Value grad,
-                                                                           mlir::ArrayAttr axes,
-                                                                           llvm::StringRef method);
+// The attention ops of `root` whose queries are split (`seq_axes`), in program order.
+llvm::SmallVector<mlir::Operation*> splitAttention(mlir::Operation* root);
+
+// `op` read as above, or an error on it, in the words of `method`, naming what was found instead.
+mlir::FailureOr<SplitAttention> readSplitAttention(mlir::Operation* op, llvm::StringRef method);
+
+// Puts a rewrite's results in the attention's place: out and lse; for the gradient dq, then dk and
+// dv (this device's block, summed over the split), which stand for the reduce-scatters' results.
+// Erases the attention, the scatters and the gathers nothing reads any more.
+void replaceSplitAttention(const SplitAttention& attention, mlir::ValueRange results);
 
 // What a new op takes from the one it replaces: its marks (pipeline unit, backward, recomputed)
 // and, with `all`, its other attributes (an attention's); never its result shardings, which were
 // the partitioner's for other results.
 void copyAttributes(mlir::Operation* from, mlir::Operation* to, bool all);
-
-// Erases the op defining `value` (a gather left behind) when nothing uses it any more.
-void eraseIfDead(mlir::Value value);
 
 }  // namespace dtc::sharding

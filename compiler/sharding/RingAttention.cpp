@@ -123,67 +123,26 @@ class Ring {
 struct RingAttentionPass : impl::RingAttentionBase<RingAttentionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    mesh_ = dist::getMesh(module);
-    SmallVector<Operation*> attention;
-    module.walk([&](Operation* op) {
-      if (isa<graph::CausalAttentionOp, graph::CausalAttentionGradOp>(op) &&
-          op->hasAttr("seq_axes"))
-        attention.push_back(op);
-    });
-    for (Operation* op : attention) {
-      LogicalResult rewritten = isa<graph::CausalAttentionOp>(op)
-                                    ? rewrite(cast<graph::CausalAttentionOp>(op))
-                                    : rewrite(cast<graph::CausalAttentionGradOp>(op));
-      if (failed(rewritten)) return signalPassFailure();
+    const dist::MeshAttr mesh = dist::getMesh(module);
+    for (Operation* op : sharding::splitAttention(module)) {
+      FailureOr<sharding::SplitAttention> a = sharding::readSplitAttention(op, "ring attention");
+      if (failed(a)) return signalPassFailure();
+      Ring ring(op, a->axes, mesh.groupSize(a->axes));
+      if (auto forward = dyn_cast<graph::CausalAttentionOp>(op)) {
+        auto [out, lse] = ring.forward(forward, a->keys, a->values);
+        sharding::replaceSplitAttention(*a, {out, lse});
+        continue;
+      }
+      auto grad = cast<graph::CausalAttentionGradOp>(op);
+      auto [dq, dk, dv] = ring.backward(grad, a->keys, a->values);
+      // Home: each block's sums, in the gradients' type (what the reduce-scatter would send).
+      Type element = getElementTypeOrSelf(grad.getDk().getType());
+      dk = ring.shift(ring.convert(dk, element));
+      dv = ring.shift(ring.convert(dv, element));
+      dq = ring.convert(dq, getElementTypeOrSelf(grad.getDq().getType()));
+      sharding::replaceSplitAttention(*a, {dq, dk, dv});
     }
   }
-
-  LogicalResult rewrite(graph::CausalAttentionOp op) {
-    auto axes = op->getAttrOfType<ArrayAttr>("seq_axes");
-    FailureOr<std::pair<Value, Value>> kv =
-        sharding::keyValueBlocks(op, op.getK(), op.getV(), axes, "ring attention");
-    if (failed(kv)) return failure();
-    Ring ring(op, axes, mesh_.groupSize(axes));
-    auto [out, lse] = ring.forward(op, kv->first, kv->second);
-    Value k = op.getK(), v = op.getV();
-    op.getOut().replaceAllUsesWith(out);
-    op.getLse().replaceAllUsesWith(lse);
-    op->erase();
-    sharding::eraseIfDead(k);
-    sharding::eraseIfDead(v);
-    return success();
-  }
-
-  LogicalResult rewrite(graph::CausalAttentionGradOp op) {
-    auto axes = op->getAttrOfType<ArrayAttr>("seq_axes");
-    FailureOr<std::pair<Value, Value>> kv =
-        sharding::keyValueBlocks(op, op.getK(), op.getV(), axes, "ring attention");
-    if (failed(kv)) return failure();
-    FailureOr<SmallVector<dist::ReduceScatterOp>> dkScatters =
-        sharding::sequenceScatters(op, op.getDk(), axes, "ring attention");
-    FailureOr<SmallVector<dist::ReduceScatterOp>> dvScatters =
-        sharding::sequenceScatters(op, op.getDv(), axes, "ring attention");
-    if (failed(dkScatters) || failed(dvScatters)) return failure();
-    Ring ring(op, axes, mesh_.groupSize(axes));
-    auto [dq, dk, dv] = ring.backward(op, kv->first, kv->second);
-    // Home: each block's sums, in the gradients' type (what the reduce-scatter would send).
-    Type element = getElementTypeOrSelf(op.getDk().getType());
-    dk = ring.shift(ring.convert(dk, element));
-    dv = ring.shift(ring.convert(dv, element));
-    op.getDq().replaceAllUsesWith(ring.convert(dq, getElementTypeOrSelf(op.getDq().getType())));
-    for (auto [list, sum] : {std::make_pair(&*dkScatters, dk), std::make_pair(&*dvScatters, dv)})
-      for (dist::ReduceScatterOp scatter : *list) {
-        scatter.getResult().replaceAllUsesWith(sum);
-        scatter->erase();
-      }
-    Value k = op.getK(), v = op.getV();
-    op->erase();
-    sharding::eraseIfDead(k);
-    sharding::eraseIfDead(v);
-    return success();
-  }
-
-  dist::MeshAttr mesh_;
 };
 
 }  // namespace

@@ -38,13 +38,7 @@ struct UlyssesAttentionPass : impl::UlyssesAttentionBase<UlyssesAttentionPass> {
     mesh_ = dist::getMesh(module);
     for (auto func : module.getOps<func::FuncOp>()) {
       headSplit_.clear();
-      SmallVector<Operation*> attention;
-      func.walk([&](Operation* op) {
-        if (isa<graph::CausalAttentionOp, graph::CausalAttentionGradOp>(op) &&
-            op->hasAttr("seq_axes"))
-          attention.push_back(op);
-      });
-      for (Operation* op : attention) {
+      for (Operation* op : sharding::splitAttention(func)) {
         LogicalResult rewritten = isa<graph::CausalAttentionOp>(op)
                                       ? rewrite(cast<graph::CausalAttentionOp>(op))
                                       : rewrite(cast<graph::CausalAttentionGradOp>(op));
@@ -106,59 +100,39 @@ struct UlyssesAttentionPass : impl::UlyssesAttentionBase<UlyssesAttentionPass> {
 
   LogicalResult rewrite(graph::CausalAttentionOp op) {
     if (failed(prepare(op, op.getQ()))) return failure();
-    FailureOr<std::pair<Value, Value>> kv =
-        sharding::keyValueBlocks(op, op.getK(), op.getV(), axes_, kMethod);
-    if (failed(kv)) return failure();
+    FailureOr<sharding::SplitAttention> a = sharding::readSplitAttention(op, kMethod);
+    if (failed(a)) return failure();
     const int64_t rank = cast<RankedTensorType>(op.getQ().getType()).getRank();
+    const int64_t h = rank - 3, t = rank - 2;
     OpBuilder b(op);
-    Value q = toHeads(b, op, op.getQ(), rank - 3, rank - 2),
-          k = toHeads(b, op, kv->first, rank - 3, rank - 2),
-          v = toHeads(b, op, kv->second, rank - 3, rank - 2);
+    Value q = toHeads(b, op, op.getQ(), h, t), k = toHeads(b, op, a->keys, h, t),
+          v = toHeads(b, op, a->values, h, t);
     auto whole = graph::CausalAttentionOp::create(b, op.getLoc(), q, k, v, op.getScaleAttr());
     place(op, whole);
-    Value out = toSequence(b, op, whole.getOut(), rank - 3, rank - 2);
-    Value lse = toSequence(b, op, whole.getLse(), rank - 3, rank - 2);
+    Value out = toSequence(b, op, whole.getOut(), h, t);
+    Value lse = toSequence(b, op, whole.getLse(), h, t);
     headSplit_[out] = whole.getOut();
     headSplit_[lse] = whole.getLse();
-    Value kGathered = op.getK(), vGathered = op.getV();
-    op.getOut().replaceAllUsesWith(out);
-    op.getLse().replaceAllUsesWith(lse);
-    op->erase();
-    sharding::eraseIfDead(kGathered);
-    sharding::eraseIfDead(vGathered);
+    sharding::replaceSplitAttention(*a, {out, lse});
     return success();
   }
 
   LogicalResult rewrite(graph::CausalAttentionGradOp op) {
     if (failed(prepare(op, op.getQ()))) return failure();
-    FailureOr<std::pair<Value, Value>> kv =
-        sharding::keyValueBlocks(op, op.getK(), op.getV(), axes_, kMethod);
-    if (failed(kv)) return failure();
-    FailureOr<SmallVector<dist::ReduceScatterOp>> dkScatters =
-        sharding::sequenceScatters(op, op.getDk(), axes_, kMethod);
-    FailureOr<SmallVector<dist::ReduceScatterOp>> dvScatters =
-        sharding::sequenceScatters(op, op.getDv(), axes_, kMethod);
-    if (failed(dkScatters) || failed(dvScatters)) return failure();
+    FailureOr<sharding::SplitAttention> a = sharding::readSplitAttention(op, kMethod);
+    if (failed(a)) return failure();
     const int64_t rank = cast<RankedTensorType>(op.getQ().getType()).getRank();
     const int64_t h = rank - 3, t = rank - 2;
     OpBuilder b(op);
     Value dout = toHeads(b, op, op.getDout(), h, t), q = toHeads(b, op, op.getQ(), h, t),
-          k = toHeads(b, op, kv->first, h, t), v = toHeads(b, op, kv->second, h, t),
+          k = toHeads(b, op, a->keys, h, t), v = toHeads(b, op, a->values, h, t),
           out = toHeads(b, op, op.getOut(), h, t), lse = toHeads(b, op, op.getLse(), h, t);
     auto whole = graph::CausalAttentionGradOp::create(b, op.getLoc(), dout, q, k, v, out, lse,
                                                       op.getScaleAttr());
     place(op, whole);
-    op.getDq().replaceAllUsesWith(toSequence(b, op, whole.getDq(), h, t));
-    Value dk = toSequence(b, op, whole.getDk(), h, t), dv = toSequence(b, op, whole.getDv(), h, t);
-    for (auto [list, sum] : {std::make_pair(&*dkScatters, dk), std::make_pair(&*dvScatters, dv)})
-      for (dist::ReduceScatterOp scatter : *list) {
-        scatter.getResult().replaceAllUsesWith(sum);
-        scatter->erase();
-      }
-    Value kGathered = op.getK(), vGathered = op.getV();
-    op->erase();
-    sharding::eraseIfDead(kGathered);
-    sharding::eraseIfDead(vGathered);
+    sharding::replaceSplitAttention(
+        *a, {toSequence(b, op, whole.getDq(), h, t), toSequence(b, op, whole.getDk(), h, t),
+             toSequence(b, op, whole.getDv(), h, t)});
     return success();
   }
 

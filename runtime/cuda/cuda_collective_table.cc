@@ -357,12 +357,10 @@ StatusOr<BoundStep> bindRingShift(const StepContext& ctx, Device& dev) {
       });
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
-    DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpyAsync(s.host(0), in, r.bytes, kDown, s.dev->stream()),
-                                   s.where + "a copy"));
+    DTC_RETURN_IF_ERROR(s.copyBytes(s.host(0), in, r.bytes, kDown));
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(r.group.comm->shift(s.host(0), s.host(1), r.bytes, r.to, r.from));
-    return cudaStatus(cudaMemcpyAsync(out, s.host(1), r.bytes, kUp, s.dev->stream()),
-                      s.where + "a copy");
+    return s.copyBytes(out, s.host(1), r.bytes, kUp);
   });
 }
 
@@ -391,8 +389,7 @@ StatusOr<BoundStep> bindSend(const StepContext& ctx, Device& dev) {
   return BoundStep([=] {
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
-    DTC_RETURN_IF_ERROR(cudaStatus(
-        cudaMemcpyAsync(s.host(0), data, p.bytes, kDown, s.dev->stream()), s.where + "a copy"));
+    DTC_RETURN_IF_ERROR(s.copyBytes(s.host(0), data, p.bytes, kDown));
     DTC_RETURN_IF_ERROR(s.wait());
     return p.group.comm->send(s.host(0), p.bytes, p.peer, p.tag);
   });
@@ -406,8 +403,7 @@ StatusOr<BoundStep> bindRecv(const StepContext& ctx, Device& dev) {
     DTC_RETURN_IF_ERROR(s.reserve());
     DTC_RETURN_IF_ERROR(s.wait());
     DTC_RETURN_IF_ERROR(p.group.comm->recv(s.host(0), p.bytes, p.peer, p.tag));
-    return cudaStatus(cudaMemcpyAsync(data, s.host(0), p.bytes, kUp, s.dev->stream()),
-                      s.where + "a copy");
+    return s.copyBytes(data, s.host(0), p.bytes, kUp);
   });
 }
 

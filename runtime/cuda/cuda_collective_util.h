@@ -55,8 +55,11 @@ struct Stager {
     return cudaStatus(cudaStreamSynchronize(dev->stream()), where + "waiting for the GPU");
   }
   Status copy(void* to, const void* from, int64_t floats, cudaMemcpyKind kind) const {
-    return cudaStatus(cudaMemcpyAsync(to, from, floats * sizeof(float), kind, dev->stream()),
-                      where + "a copy");
+    return copyBytes(to, from, floats * static_cast<int64_t>(sizeof(float)), kind);
+  }
+  // The same in bytes: tensors of any dtype moved as bytes (sends, receives, ring shifts).
+  Status copyBytes(void* to, const void* from, int64_t bytes, cudaMemcpyKind kind) const {
+    return cudaStatus(cudaMemcpyAsync(to, from, bytes, kind, dev->stream()), where + "a copy");
   }
   Status block(float* whole, const Around& a, int64_t parts, int64_t index, float* b,
                bool intoWhole, cudaMemcpyKind kind) const {

@@ -308,9 +308,8 @@ Status measureAttention(comm::Communicator& comm, ThreadPool& pool, DeviceProfil
     forwardByDim.push_back({static_cast<double>(d), flops(128, d) / f});
     backwardByDim.push_back({static_cast<double>(d), 2 * flops(128, d) / b});
   }
-  const double forward64 = forwardByDim[2].second, backward64 = backwardByDim[2].second;
-  for (auto& point : forwardByDim) point.second /= forward64;
-  for (auto& point : backwardByDim) point.second /= backward64;
+  relativeToHeadDim64(forwardByDim);
+  relativeToHeadDim64(backwardByDim);
   p.attentionHeadDim.push_back({DType::kF32, forwardByDim});
   p.attentionGradHeadDim.push_back({DType::kF32, backwardByDim});
   return Status::Ok();

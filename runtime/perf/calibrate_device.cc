@@ -54,32 +54,38 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
   // and backward; FLOPs as the prediction counts them (half of the full T² products).
   const std::vector<int64_t> lengths =
       gpu ? std::vector<int64_t>{128, 256, 512, 1024, 2048} : std::vector<int64_t>{32, 64, 128};
+  // Forward and backward FLOP/s of causal attention over [4, 12, len, dim] in `t`.
+  auto attentionRates = [&](DType t, int64_t len,
+                            int64_t dim) -> StatusOr<std::pair<double, double>> {
+    const Shape qkv = {4, 12, len, dim}, rows = {4, 12, len};
+    const BenchAttr scale = floatAttr("scale", 0.125);
+    const BenchStep fwd{"causal_attention",
+                        {scale},
+                        {of(t, qkv), of(t, qkv), of(t, qkv)},
+                        {of(t, qkv), of(f32, rows)}};
+    const BenchStep bwd{"causal_attention_grad",
+                        {scale},
+                        {of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(f32, rows)},
+                        {of(t, qkv), of(t, qkv), of(t, qkv)}};
+    const double flops = 2.0 * 4 * 12 * static_cast<double>(len * len) * dim;
+    DTC_ASSIGN_OR_RETURN(const double f, bench.secondsPerCall(fwd, 0.05));
+    DTC_ASSIGN_OR_RETURN(const double b, bench.secondsPerCall(bwd, 0.05));
+    return std::make_pair(flops / f, 2 * flops / b);
+  };
   for (DType t : {f32, bf16}) {
     std::vector<std::pair<double, double>> forward, backward;
     bool refused = false;
     for (int64_t len : lengths) {
-      const Shape qkv = {4, 12, len, 64}, rows = {4, 12, len};
-      const BenchAttr scale = floatAttr("scale", 0.125);
-      const BenchStep fwd{"causal_attention",
-                          {scale},
-                          {of(t, qkv), of(t, qkv), of(t, qkv)},
-                          {of(t, qkv), of(f32, rows)}};
-      const BenchStep bwd{
-          "causal_attention_grad",
-          {scale},
-          {of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(f32, rows)},
-          {of(t, qkv), of(t, qkv), of(t, qkv)}};
-      const double flops = 2.0 * 4 * 12 * static_cast<double>(len * len) * 64;
-      StatusOr<double> f = bench.secondsPerCall(fwd, 0.05);
-      StatusOr<double> b = f.ok() ? bench.secondsPerCall(bwd, 0.05) : f;
-      if (!f.ok() || !b.ok()) {
+      StatusOr<std::pair<double, double>> rates = attentionRates(t, len, 64);
+      if (!rates.ok()) {
         skipped.push_back(std::string("causal_attention") + typeSuffix(t) + " (" +
-                          (f.ok() ? b : f).status().message() + ")");
+                          rates.status().message() + ")");
         refused = true;
         break;
       }
-      forward.push_back({flops, flops / *f});
-      backward.push_back({2 * flops, 2 * flops / *b});
+      const double flops = 2.0 * 4 * 12 * static_cast<double>(len * len) * 64;
+      forward.push_back({flops, rates->first});
+      backward.push_back({2 * flops, rates->second});
     }
     if (refused) continue;
     keepNonDecreasing(forward);
@@ -90,31 +96,13 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
     // over the rate at 64, the factor the curves are scaled by (a small head dimension leaves a
     // CPU kernel's exp and loop per score unamortised).
     std::vector<std::pair<double, double>> forwardByDim, backwardByDim;
-    double forward64 = 0, backward64 = 0;
-    const int64_t len = lengths.back();
     for (int64_t dim : {16, 32, 64, 128}) {
-      const Shape qkv = {4, 12, len, dim}, rows = {4, 12, len};
-      const BenchAttr scale = floatAttr("scale", 0.125);
-      const BenchStep fwd{"causal_attention",
-                          {scale},
-                          {of(t, qkv), of(t, qkv), of(t, qkv)},
-                          {of(t, qkv), of(f32, rows)}};
-      const BenchStep bwd{
-          "causal_attention_grad",
-          {scale},
-          {of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(t, qkv), of(f32, rows)},
-          {of(t, qkv), of(t, qkv), of(t, qkv)}};
-      const double flops = 2.0 * 4 * 12 * static_cast<double>(len * len) * dim;
-      StatusOr<double> f = bench.secondsPerCall(fwd, 0.05);
-      StatusOr<double> b = f.ok() ? bench.secondsPerCall(bwd, 0.05) : f;
-      if (!f.ok() || !b.ok()) break;  // a head dimension the kernels do not take
-      forwardByDim.push_back({static_cast<double>(dim), flops / *f});
-      backwardByDim.push_back({static_cast<double>(dim), 2 * flops / *b});
-      if (dim == 64) forward64 = flops / *f, backward64 = 2 * flops / *b;
+      StatusOr<std::pair<double, double>> rates = attentionRates(t, lengths.back(), dim);
+      if (!rates.ok()) break;  // a head dimension the kernels do not take
+      forwardByDim.push_back({static_cast<double>(dim), rates->first});
+      backwardByDim.push_back({static_cast<double>(dim), rates->second});
     }
-    if (forward64 > 0 && backward64 > 0) {
-      for (auto& point : forwardByDim) point.second /= forward64;
-      for (auto& point : backwardByDim) point.second /= backward64;
+    if (relativeToHeadDim64(forwardByDim) && relativeToHeadDim64(backwardByDim)) {
       p.attentionHeadDim.push_back({t, forwardByDim});
       p.attentionGradHeadDim.push_back({t, backwardByDim});
     }

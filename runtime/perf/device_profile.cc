@@ -280,6 +280,15 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   return p;
 }
 
+bool relativeToHeadDim64(std::vector<std::pair<double, double>>& points) {
+  double at64 = 0;
+  for (const auto& [dim, rate] : points)
+    if (dim == 64) at64 = rate;
+  if (!(at64 > 0)) return false;
+  for (auto& point : points) point.second /= at64;
+  return true;
+}
+
 void keepNonDecreasing(std::vector<std::pair<double, double>>& curve) {
   for (size_t k = 1; k < curve.size(); ++k)
     curve[k].second = std::max(curve[k].second, curve[k - 1].second);

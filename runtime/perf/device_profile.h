@@ -84,6 +84,10 @@ struct DeviceProfile {
 // A measured throughput curve as the model takes it: throughput never falls with size, so a
 // point below an earlier one (noise) is raised to it.
 void keepNonDecreasing(std::vector<std::pair<double, double>>& curve);
+// Rates measured by head dimension, as (head dimension, flop/s) points, made the factors the
+// attention curves (measured at head dimension 64) are scaled by: each rate over the rate at 64.
+// False, the points untouched, when 64 is not among them.
+bool relativeToHeadDim64(std::vector<std::pair<double, double>>& points);
 
 // A shipped profile by name ("a100-80g", "h100-80g", "cpu"), or a JSON file's path.
 StatusOr<DeviceProfile> loadProfile(const std::string& nameOrPath);

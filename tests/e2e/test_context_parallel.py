@@ -70,16 +70,16 @@ def check_resharded_resume(model, work, data):
         assert loss_err <= TOLERANCE and weight_err <= TOLERANCE, f"resumed on {name}: {losses}"
 
 
-def check_bf16(model, work, data):
-    """bf16 (mixed precision) on cp=2 and dp=2 x cp=2 against the single-device bf16 plan, to
-    test_mixed_precision.py's bound for partitioned bf16 plans (summation order differs, and
-    with it the odd bf16 rounding)."""
+def check_bf16(model, work, data, layouts=(("cp2", ["--mesh", "cp=2"], 2),
+                                           ("dp2-cp2", ["--mesh", "dp=2,cp=2"], 4))):
+    """bf16 (mixed precision) on each of `layouts` (name, flags, processes) against the
+    single-device bf16 plan, to test_mixed_precision.py's bound for partitioned bf16 plans
+    (summation order differs, and with it the odd bf16 rounding)."""
     losses = {}
-    for name, flags, devices in (("single", [], 1), ("cp2", ["--mesh", "cp=2"], 2),
-                                 ("dp2-cp2", ["--mesh", "dp=2,cp=2"], 4)):
+    for name, flags, devices in (("single", [], 1), *layouts):
         losses[name] = train(model, work, f"bf16-{name}", B, OPTIM + ["--precision", "bf16", *flags],
                              devices, data, STEPS, SEED)[0]
-    for name in ("cp2", "dp2-cp2"):
+    for name, _, _ in layouts:
         err = max(abs(a - b) / abs(b) for a, b in zip(losses[name], losses["single"]))
         print(f"gpt-ctx512 bf16 {name}: max loss rel err vs single device {err:.2e}")
         assert err <= LOSS_TOLERANCE, (name, losses[name], losses["single"])

@@ -19,9 +19,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from dtc_harness import run, tool, write_tokens  # noqa: E402
-from test_context_parallel import B, C, H, L, OPTIM, SEED, STEPS, T, V  # noqa: E402
-from test_data_parallel import compare, train  # noqa: E402
-from test_mixed_precision import LOSS_TOLERANCE  # noqa: E402
+from test_context_parallel import B, C, H, L, OPTIM, SEED, STEPS, T, V, check_bf16  # noqa: E402
+from test_data_parallel import compare  # noqa: E402
 
 
 def layouts(method):
@@ -61,17 +60,6 @@ def check_plan(model, work, method):
     assert per_step(text, "all_gather") == 1, text
 
 
-def check_bf16(model, work, data, method):
-    losses = {}
-    for name, flags, devices in (("single", [], 1),
-                                 (f"{method}-cp2", ["--mesh", "cp=2", "--cp-attention", method], 2)):
-        losses[name] = train(model, work, f"bf16-{name}", B, OPTIM + ["--precision", "bf16", *flags],
-                             devices, data, STEPS, SEED)[0]
-    err = max(abs(a - b) / abs(b) for a, b in zip(losses[f"{method}-cp2"], losses["single"]))
-    print(f"gpt-ctx512 bf16 {method}-cp2: max loss rel err vs single device {err:.2e}")
-    assert err <= LOSS_TOLERANCE, (losses[f"{method}-cp2"], losses["single"])
-
-
 def main():
     method = sys.argv[1] if len(sys.argv) > 1 else "ring"
     assert method in ("ring", "ulysses"), __doc__
@@ -83,7 +71,8 @@ def main():
         write_tokens(data, np.random.default_rng(0).integers(0, V, 20000).astype(np.int32))
         check_plan(model, work, method)
         compare("gpt-ctx512", model, work, B, OPTIM, data, STEPS, SEED, layouts(method))
-        check_bf16(model, work, data, method)
+        check_bf16(model, work, data,
+                   [(f"{method}-cp2", ["--mesh", "cp=2", "--cp-attention", method], 2)])
         llama = os.path.join(work, "llama.dtm")
         run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H,
             "--kv-heads", 2, "--embd", C, "--seed", 3, "-o", llama)
