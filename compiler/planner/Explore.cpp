@@ -9,20 +9,17 @@
 #include <deque>
 #include <limits>
 #include <map>
-#include <numeric>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "llvm/Support/raw_ostream.h"
 
-#include "flatbuffers/ModelFile.h"
 #include "io/files.h"
-#include "onnx/ModelSource.h"
 #include "plan/plan.h"
 #include "planner/CompileRequest.h"
 #include "planner/ExploreEstimate.h"
+#include "planner/ExploreLayouts.h"
 #include "planner/ExploreReport.h"
 #include "planner/MemoryFit.h"
 
@@ -40,13 +37,6 @@ constexpr int64_t kLargestWholeExploration = 4096;
 // compiles whole: beyond the estimate's largest error against whole compiles (under 20% on
 // the 8-layer GPT of bench/explore_estimate_check.py and tests/lit/explore_estimate.test).
 constexpr double kContenderMargin = 0.25;
-
-std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> d;
-  for (int64_t k = 1; k <= n; ++k)
-    if (n % k == 0) d.push_back(k);
-  return d;
-}
 
 // The flags explore chooses for each candidate: given by the user, they would fix the layout.
 const std::set<std::string>& chosenFlags() {
@@ -198,212 +188,6 @@ size_t compileContenders(const std::vector<std::string>& base,
   }
 }
 
-// Why a batch of `batch` samples in `m` micro-batches does not split evenly over `dp` ranks;
-// empty where it does.
-std::string unevenSplit(int64_t batch, int64_t m, int64_t dp) {
-  if (batch % m == 0 && (batch / m) % dp == 0) return "";
-  return "a batch of " + std::to_string(batch) +
-         (m > 1 ? " in " + std::to_string(m) + " micro-batches" : "") +
-         " does not divide over dp=" + std::to_string(dp);
-}
-
-// The greatest common divisor of the expert counts of the model's mixture-of-experts layers (its
-// routers' rows), 0 for a model without one or that is not in dtc's format.
-int64_t expertsDividing(const CompileRequest& request) {
-  if (isOnnxFile(request.model)) return 0;
-  llvm::Expected<ModelFile> file = ModelFile::read(request.model);
-  if (!file) {
-    llvm::consumeError(file.takeError());
-    return 0;
-  }
-  const model::Graph* graph = file->model().graph();
-  if (!graph || !graph->nodes() || !graph->initializers()) return 0;
-  std::map<std::string, int64_t> rows;
-  for (const auto* init : *graph->initializers())
-    if (init->info() && init->info()->name() && init->info()->shape() &&
-        init->info()->shape()->size() == 2)
-      rows[init->info()->name()->str()] = init->info()->shape()->Get(0);
-  int64_t experts = 0;
-  for (const auto* node : *graph->nodes()) {
-    if (!node->op_type() || node->op_type()->str() != "MixtureOfExperts" || !node->inputs() ||
-        node->inputs()->size() < 2)
-      continue;
-    auto it = rows.find(node->inputs()->Get(1)->str());
-    if (it != rows.end()) experts = std::gcd(experts, it->second);
-  }
-  return experts;
-}
-
-// The layouts of `devices` devices, and for each the settings that change its speed.
-// `manyMicroBatches`: beyond P, 2P and 4P micro-batches, every doubling that divides the batch.
-// `experts`: what every mixture-of-experts layer's expert count divides into (their greatest
-// common divisor), 0 for a model without one: the data devices then also split over ep, each
-// ep that divides it. Context parallelism is priced only where --try gives it: its attention on
-// blocks of the sequence is not yet priced within the bound the others are (on the CPU its
-// kernel's rate falls with the head dimension, which the profile's curves do not see).
-std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
-                                               bool manyMicroBatches, int64_t experts) {
-  std::vector<ExploreCandidate> layouts;
-  for (int64_t pp : divisors(devices))
-    for (int64_t tp : divisors(devices / pp))
-      for (int64_t ep : divisors(devices / (pp * tp))) {
-        if (ep > 1 && (experts <= 0 || experts % ep != 0)) continue;
-        ExploreCandidate c;
-        c.pp = pp;
-        c.tp = tp;
-        c.ep = ep;
-        c.dp = devices / (pp * tp * ep);
-        // Ranks are numbered row-major over the mesh's axes: tp innermost keeps its groups (the
-        // most frequent collectives) inside a node, pp outermost puts the stages' point-to-point
-        // transfers between nodes — Megatron's order; ep's all-to-alls inside dp's replicas.
-        std::string mesh;
-        for (auto [name, size] : {std::pair{"pp", pp}, {"dp", c.dp}, {"ep", ep}, {"tp", tp}})
-          if (size > 1)
-            mesh += (mesh.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(size);
-        c.layout.mesh = mesh;
-        std::vector<int64_t> micro = {1};
-        if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
-        // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
-        // largest runs), those that divide.
-        for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp * ep <= batch; m *= 2)
-          if (unevenSplit(batch, m, c.dp * ep).empty()) micro.push_back(m);
-        for (int64_t m : micro) {
-          if (std::string why = unevenSplit(batch, m, c.dp * ep); !why.empty()) {
-            ExploreCandidate bad = c;
-            if (m > 1) bad.layout.microBatches = m;
-            bad.reason = why;
-            layouts.push_back(bad);
-            continue;
-          }
-          // A pipeline's: 1F1B, and interleaved over two model chunks per device.
-          std::vector<Layout> schedules = {c.layout};
-          if (pp > 1) {
-            Layout oneF1B = c.layout, interleaved = c.layout;
-            oneF1B.microBatches = interleaved.microBatches = m;
-            interleaved.schedule = "interleaved";
-            interleaved.virtualStages = 2;
-            schedules = {oneF1B, interleaved};
-          }
-          for (const Layout& schedule : schedules)
-            for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})
-              for (bool sequence :
-                   tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-                ExploreCandidate v = c;
-                v.layout = schedule;
-                if (zero) v.layout.zero = zero;
-                v.layout.sequenceParallel = sequence;
-                layouts.push_back(v);
-              }
-        }
-      }
-  return layouts;
-}
-
-// A whole number of at most nine digits, no sign; nullopt for anything else.
-std::optional<int64_t> wholeNumber(const std::string& text) {
-  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoll(text);
-}
-
-// A layout the user gives with --try: the `dtc compile` flags that lay it out (explore's own
-// choices, nothing else), checked so that a mistake is an error rather than a candidate.
-StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices, int64_t batch) {
-  static const std::set<std::string> valued = {
-      "--mesh",      "--zero",       "--microbatches",   "--schedule",
-      "--recompute", "--stage-cuts", "--virtual-stages", "--cp-attention"};
-  static const std::set<std::string> switches = {"--sequence-parallel", "--vocab-parallel",
-                                                 "--no-vocab-parallel"};
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidInput("dtc explore --try '" + text + "': " + why);
-  };
-  std::vector<std::string> words;
-  std::istringstream in(text);
-  for (std::string w; in >> w;) {
-    const size_t eq = w.find('=');
-    if (w.rfind("--", 0) == 0 && eq != std::string::npos && valued.count(w.substr(0, eq))) {
-      words.push_back(w.substr(0, eq));
-      words.push_back(w.substr(eq + 1));
-    } else {
-      words.push_back(w);
-    }
-  }
-  ExploreCandidate c;
-  c.given = true;
-  std::map<std::string, std::string> value;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& f = words[i];
-    if (switches.count(f)) {
-      if (value.count(f)) return bad(f + " is given twice");
-      value[f] = "";
-      continue;
-    }
-    if (!valued.count(f))
-      return bad("'" + f + "' is not a layout flag (--mesh, --zero, --microbatches, --schedule, " +
-                 "--virtual-stages, --recompute, --stage-cuts, --sequence-parallel, " +
-                 "--[no-]vocab-parallel, --cp-attention)");
-    if (i + 1 == words.size()) return bad(f + " needs a value");
-    if (value.count(f)) return bad(f + " is given twice");
-    value[f] = words[++i];
-  }
-  for (const std::string f : {"--zero", "--microbatches", "--virtual-stages"})
-    if (value.count(f))
-      if (std::optional<int64_t> n = wholeNumber(value[f]); !n || (*n < 1 && f != "--zero"))
-        return bad(f + " wants a whole number, got '" + value[f] + "'");
-  // The mesh's axes, each at most once, outermost first in the order explore numbers ranks.
-  static const std::map<std::string, int> outermostFirst = {
-      {"pp", 0}, {"dp", 1}, {"ep", 2}, {"cp", 3}, {"tp", 4}};
-  std::map<std::string, int64_t> axis = {{"pp", 1}, {"dp", 1}, {"ep", 1}, {"cp", 1}, {"tp", 1}};
-  int previous = -1;
-  for (std::istringstream mesh(value.count("--mesh") ? value["--mesh"] : ""); mesh.good();) {
-    std::string part;
-    std::getline(mesh, part, ',');
-    if (part.empty()) continue;
-    const size_t eq = part.find('=');
-    const std::string name = part.substr(0, eq);
-    const std::string size = eq == std::string::npos ? "" : part.substr(eq + 1);
-    if (!axis.count(name))
-      return bad("mesh axis '" + name + "': explore lays out pp, dp, ep, cp and tp");
-    const std::optional<int64_t> n = wholeNumber(size);
-    if (!n || *n < 1)
-      return bad("mesh axis " + name + " wants a positive size, got '" + size + "'");
-    if (outermostFirst.at(name) <= previous)
-      return bad("the mesh's axes go pp, dp, ep, cp, tp from outermost, as explore numbers ranks");
-    previous = outermostFirst.at(name);
-    axis[name] = *n;
-  }
-  c.pp = axis["pp"];
-  c.dp = axis["dp"];
-  c.tp = axis["tp"];
-  c.ep = axis["ep"];
-  c.cp = axis["cp"];
-  if (c.pp * c.dp * c.ep * c.cp * c.tp != devices)
-    return bad("the mesh has " + std::to_string(c.pp * c.dp * c.ep * c.cp * c.tp) +
-               " devices, not " + std::to_string(devices));
-  Layout& l = c.layout;
-  l.mesh = value.count("--mesh") ? value["--mesh"] : "";
-  if (value.count("--microbatches")) l.microBatches = std::stoll(value["--microbatches"]);
-  if (value.count("--virtual-stages")) l.virtualStages = std::stoll(value["--virtual-stages"]);
-  if (value.count("--zero")) l.zero = std::stoll(value["--zero"]);
-  l.schedule = value.count("--schedule") ? value["--schedule"] : "";
-  l.recompute = value.count("--recompute") ? value["--recompute"] : "";
-  l.stageCuts = value.count("--stage-cuts") ? value["--stage-cuts"] : "";
-  if (value.count("--cp-attention")) {
-    if (c.cp <= 1) return bad("--cp-attention needs a cp axis in the mesh");
-    if (value["--cp-attention"] != "all-gather" && value["--cp-attention"] != "ring" &&
-        value["--cp-attention"] != "ulysses")
-      return bad("--cp-attention is all-gather, ring or ulysses, got '" + value["--cp-attention"] +
-                 "'");
-    l.cpAttention = value["--cp-attention"];
-  }
-  l.sequenceParallel = value.count("--sequence-parallel") > 0;
-  l.vocabParallel = value.count("--vocab-parallel") > 0;
-  l.wholeVocabulary = value.count("--no-vocab-parallel") > 0;
-  if (std::string why = unevenSplit(batch, l.microBatchesOrOne(), c.dp * c.ep); !why.empty())
-    return bad(why);
-  return c;
-}
-
 // Compiled, and over the budget (a failed compile has no memory plan).
 bool overBudget(const ExploreCandidate& c, uint64_t budget) {
   return c.built && budget && c.memoryPerRank > budget;
@@ -461,8 +245,11 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     DTC_ASSIGN_OR_RETURN(ExploreCandidate c, givenLayout(t, devices, batch));
     given.push_back(std::move(c));
   }
-  const int64_t experts = expertsDividing(shared);
-  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false, experts);
+  SplitAxes axes;
+  axes.experts = expertsDividing(shared);
+  axes.perNode = profile.devicesPerNode;
+  axes.everyContextSplit = exhaustive;
+  std::vector<ExploreCandidate> layouts = enumerateLayouts(devices, batch, false, axes);
   layouts.insert(layouts.end(), given.begin(), given.end());
   // A deep model over many devices: whole compiles would unroll every layer for every
   // micro-batch, so each candidate is priced from shallow copies instead, or screened by those
@@ -497,7 +284,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                        std::to_string(estimator->layers()) + "-layer stack";
     } else if (estimator) {
       r.estimated = true;
-      layouts = enumerateLayouts(devices, batch, true, experts);
+      layouts = enumerateLayouts(devices, batch, true, axes);
       for (const ExploreCandidate& c : given)
         if (!c.layout.stageCuts.empty())
           return Status::InvalidInput(
@@ -518,6 +305,8 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     if (c.reason.empty()) (screen && c.given ? whole : jobs).push_back(&c);
   r.threads = static_cast<int>(buildAll(base, jobs, profile, r.budget, estimator.get()));
   buildAll(base, whole, profile, r.budget, nullptr);
+  // A model without causal attention has no sequence to split: its context-parallel layouts go.
+  layouts.erase(std::remove_if(layouts.begin(), layouts.end(), dropsContextSplit), layouts.end());
   size_t verified = screen ? compileContenders(base, layouts, profile, r.budget) : 0;
   std::vector<size_t> later;  // variants to build once their layouts are known
   for (ExploreCandidate& c : layouts) {
@@ -559,6 +348,20 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
   for (size_t k : later) jobs.push_back(&r.candidates[k]);
   r.threads = std::max(r.threads,
                        static_cast<int>(buildAll(base, jobs, profile, r.budget, estimator.get())));
+  // Context parallelism's other attention methods, beside each all-gather layout (or its
+  // memory-saving variant) that fits, or might once compiled whole (all of them when asked).
+  std::vector<ExploreCandidate> methods;
+  for (const ExploreCandidate& c : r.candidates)
+    if (c.cp > 1 && !c.given && c.layout.cpAttention == "all-gather" &&
+        (exhaustive || c.feasible || c.unpriced ||
+         (c.built && c.memoryPerRank > 0 &&
+          double(c.memoryPerRank) <= (1 + kContenderMargin) * double(r.budget))))
+      for (ExploreCandidate& v : otherAttentionMethods(c)) methods.push_back(std::move(v));
+  const size_t firstMethod = r.candidates.size();
+  r.candidates.insert(r.candidates.end(), methods.begin(), methods.end());
+  jobs.clear();
+  for (size_t k = firstMethod; k < r.candidates.size(); ++k) jobs.push_back(&r.candidates[k]);
+  buildAll(base, jobs, profile, r.budget, estimator.get());
   if (screen) verified += compileContenders(base, r.candidates, profile, r.budget);
   if (estimator)
     r.estimateNote += " (" + std::to_string(estimator->settings()) + " settings compiled)";

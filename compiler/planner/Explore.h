@@ -1,8 +1,9 @@
-// `dtc explore`: every way to lay a model over N devices — dp × (ep ×) (cp ×) tp × pp, ZeRO,
-// sequence parallelism, micro-batches and schedule, recomputation — each built by the real compiler
-// from the `dtc compile` flags it lists, its memory per rank read from its memory plan and its step
-// predicted on a device profile (perf/step_time.h); ranked, with the reasons the others cannot
-// run. `dtc compile --mesh auto --devices N` compiles the winner.
+// `dtc explore`: every way to lay a model over N devices — dp × (ep ×) (cp ×) tp × pp, cp with
+// each attention method, ZeRO, sequence parallelism, micro-batches and schedule, recomputation —
+// each built by the real compiler from the `dtc compile` flags it lists, its memory per rank read
+// from its memory plan and its step predicted on a device profile (perf/step_time.h); ranked,
+// with the reasons the others cannot run. `dtc compile --mesh auto --devices N` compiles the
+// winner.
 #pragma once
 
 #include <cstdint>
