@@ -5,11 +5,12 @@
 
 namespace dtc {
 
-StatusOr<StepHealth> agreeOnStep(comm::Communicator& world, bool nonFinite, bool tooManySkips) {
-  float flags[3] = {static_cast<float>(stopSignalReceived()), nonFinite ? 1.0f : 0.0f,
-                    tooManySkips ? 1.0f : 0.0f};
-  if (world.size() > 1) DTC_RETURN_IF_ERROR(world.allReduceMax(flags, 3));
-  return StepHealth{static_cast<int>(flags[0]), flags[1] > 0, flags[2] > 0};
+StatusOr<StepHealth> agreeOnStep(comm::Communicator& world, bool nonFinite, bool tooManySkips,
+                                 bool writing) {
+  float flags[4] = {static_cast<float>(stopSignalReceived()), nonFinite ? 1.0f : 0.0f,
+                    tooManySkips ? 1.0f : 0.0f, writing ? 1.0f : 0.0f};
+  if (world.size() > 1) DTC_RETURN_IF_ERROR(world.allReduceMax(flags, 4));
+  return StepHealth{static_cast<int>(flags[0]), flags[1] > 0, flags[2] > 0, flags[3] > 0};
 }
 
 Status checkFiniteState(Executor& ex, comm::Communicator& world, const std::string& what,

@@ -17,8 +17,10 @@ struct StepHealth {
   int signal = 0;          // a stop signal some rank received (0: none)
   bool nonFinite = false;  // some rank's loss or gradient norm is not finite
   bool tooManySkips = false;
+  bool writing = false;  // some rank's background checkpoint write is not done yet
 };
-StatusOr<StepHealth> agreeOnStep(comm::Communicator& world, bool nonFinite, bool tooManySkips);
+StatusOr<StepHealth> agreeOnStep(comm::Communicator& world, bool nonFinite, bool tooManySkips,
+                                 bool writing = false);
 
 // Collective: brings the state to the host (Executor::pullState) and checks that every state
 // tensor of every rank is finite, or a NonFinite error (agreed: rank 0 names the first tensor)

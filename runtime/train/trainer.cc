@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "checkpoint/async_writer.h"
 #include "checkpoint/directory.h"
 #include "checkpoint/hf_folder.h"
 #include "checkpoint/layout.h"
@@ -118,6 +119,9 @@ struct RunState {
   double loadSeconds = 0;
   uint64_t seed = 0;
   int64_t samplesPerStep = 0;
+  // --checkpoint-async's writer; destroyed first, so that a write in flight stops before the
+  // layout it reads goes.
+  std::unique_ptr<checkpoint::AsyncCheckpointWriter> async;
 };
 
 // A stop asked for while the run starts (reading a checkpoint, opening data): the run ends at
@@ -148,8 +152,9 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
       return Status::InvalidInput("--predict needs the data to run on: --eval DIR or --data DIR");
     if (!o.resumePath.empty() && !o.initPath.empty())
       return Status::InvalidInput("--resume continues a run, --init starts one: give one of them");
-    if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keep > 0))
-      return Status::InvalidInput("--checkpoint-every and --keep need --checkpoint DIR");
+    if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keep > 0 || o.checkpointAsync))
+      return Status::InvalidInput(
+          "--checkpoint-every, --keep and --checkpoint-async need --checkpoint DIR");
     if (o.evalDir.empty() && (o.evalEvery > 0 || o.evalBatches > 0))
       return Status::InvalidInput("--eval-every and --eval-batches need --eval DIR");
     DTC_RETURN_IF_ERROR(prepareOutputs(o, rank));
@@ -279,9 +284,9 @@ StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const Train
                   unknown > 0 ? 0.0 : totals[1] * 1e9);
 }
 
-// Writes the host copy of the state, which checkFiniteState has just pulled.
-StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const TrainOptions& o,
-                                                       comm::DeviceMesh& mesh, int64_t step) {
+// What a checkpoint of `step` records besides the state.
+checkpoint::CheckpointRequest checkpointRequest(const RunState& run, const TrainOptions& o,
+                                                int64_t step) {
   checkpoint::CheckpointRequest request;
   request.dir = o.checkpointDir;
   request.keep = o.keep;
@@ -290,7 +295,17 @@ StatusOr<checkpoint::WrittenCheckpoint> saveCheckpoint(RunState& run, const Trai
   request.progress.samplesPerStep = run.samplesPerStep;
   // A run that trained no step (resumed at its end) still records its stream's position.
   request.progress.data = run.train ? run.train->position(step) : io::Json::object();
-  return checkpoint::writeCheckpoint(*run.ex, mesh.world(), run.layout, request);
+  return request;
+}
+
+// Rank 0's line for a published checkpoint.
+void printWritten(const checkpoint::WrittenCheckpoint& w, bool background) {
+  std::printf(
+      "checkpoint: %s (%.3f GB in %d file%s, %s%.2f s: %.2f GB/s; slowest rank %.3f GB in %.2f "
+      "s)\n",
+      w.dir.c_str(), w.bytes / 1e9, w.files, w.files == 1 ? "" : "s",
+      background ? "written in the background over " : "", w.seconds,
+      w.bytes / 1e9 / std::max(w.seconds, 1e-9), w.slowestBytes / 1e9, w.slowestSeconds);
 }
 
 // A step's numbers as TensorBoard scalars, as the progress line reports them.
@@ -333,7 +348,8 @@ Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health,
 
 // What the run held, at its end: the bytes allocated for the plan (state, arena, anything
 // beyond it) and the process's peak resident set, rank 0's and the largest over the ranks.
-Status reportMemory(const Executor& ex, comm::Communicator& world, bool lead) {
+Status reportMemory(const Executor& ex, comm::Communicator& world, bool lead,
+                    uint64_t snapshotBytes) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const Executor::Memory memory = ex.memory();
@@ -348,6 +364,9 @@ Status reportMemory(const Executor& ex, comm::Communicator& world, bool lead) {
       "resident %.1f MiB",
       (unsigned long long)memory.total(), (unsigned long long)memory.state,
       (unsigned long long)memory.arena, (unsigned long long)memory.unplanned, mine[1]);
+  if (snapshotBytes > 0)
+    std::printf("; checkpoint snapshot %llu bytes of host memory",
+                (unsigned long long)snapshotBytes);
   if (world.size() > 1)
     std::printf("; the largest rank: allocated %.1f MiB, peak resident %.1f MiB", most[0], most[1]);
   std::printf("\n");
@@ -404,23 +423,50 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   }
 
   int64_t lastCheckpoint = o.resumePath.empty() ? -1 : run.done;
-  auto checkpointAt = [&](int64_t step) -> Status {
+  if (!o.checkpointDir.empty() && o.checkpointAsync)
+    run.async = std::make_unique<checkpoint::AsyncCheckpointWriter>(run.layout);
+  // Collective: the background write in flight (if any), published once every rank's file is
+  // synced. `waiting`: training waits for it (the next checkpoint is due).
+  auto finishWrite = [&](bool waiting) -> Status {
+    if (!run.async || !run.async->inFlight()) return Status::Ok();
+    const int64_t step = run.async->step();
+    if (waiting && lead && !run.async->locallyDone())
+      std::printf("checkpoint: waiting for the write of step %lld, still in flight\n",
+                  (long long)step);
+    comm::setPhase("publishing the checkpoint of step " + std::to_string(step));
+    StatusOr<checkpoint::WrittenCheckpoint> written = run.async->finish(mesh->world());
+    agreed.agreed = !written.ok();
+    DTC_RETURN_IF_ERROR(written.status());
+    lastCheckpoint = step;
+    if (lead) printWritten(*written, true);
+    return Status::Ok();
+  };
+  // `background`: with --checkpoint-async, snapshot and write while training goes on.
+  auto checkpointAt = [&](int64_t step, bool background) -> Status {
+    DTC_RETURN_IF_ERROR(finishWrite(true));
     if (o.checkpointDir.empty() || step == lastCheckpoint) return Status::Ok();
     comm::setPhase("checkpoint at step " + std::to_string(step));
     DTC_RETURN_IF_ERROR(
         checkFiniteState(ex, mesh->world(), "checkpoint step-" + std::to_string(step), agreed));
-    StatusOr<checkpoint::WrittenCheckpoint> written = saveCheckpoint(run, o, *mesh, step);
+    if (background && run.async) {
+      StatusOr<double> snapshot =
+          run.async->start(ex, mesh->world(), checkpointRequest(run, o, step));
+      agreed.agreed = !snapshot.ok();
+      DTC_RETURN_IF_ERROR(snapshot.status());
+      if (lead)
+        std::printf(
+            "checkpoint: step %lld copied to host memory in %.3f s, written in the "
+            "background\n",
+            (long long)step, *snapshot);
+      return Status::Ok();
+    }
+    StatusOr<checkpoint::WrittenCheckpoint> written =
+        checkpoint::writeCheckpoint(ex, mesh->world(), run.layout, checkpointRequest(run, o, step));
     // Every rank has the writer's verdict: a failure ends the job in order.
     agreed.agreed = !written.ok();
     DTC_RETURN_IF_ERROR(written.status());
     lastCheckpoint = step;
-    const checkpoint::WrittenCheckpoint& w = *written;
-    if (lead)
-      std::printf(
-          "checkpoint: %s (%.3f GB in %d file%s, %.2f s: %.2f GB/s; slowest rank %.3f GB in %.2f "
-          "s)\n",
-          w.dir.c_str(), w.bytes / 1e9, w.files, w.files == 1 ? "" : "s", w.seconds,
-          w.bytes / 1e9 / std::max(w.seconds, 1e-9), w.slowestBytes / 1e9, w.slowestSeconds);
+    if (lead) printWritten(*written, false);
     return Status::Ok();
   };
   std::unique_ptr<TrainingLog> log;
@@ -500,16 +546,22 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
       const bool nonFinite =
           !numbers.skipped && ((holdsLoss && !std::isfinite(numbers.loss)) ||
                                (numbers.hasGradNorm && !std::isfinite(numbers.gradNorm)));
-      DTC_ASSIGN_OR_RETURN(StepHealth health, agreeOnStep(mesh->world(), nonFinite,
-                                                          skippedInARow >= o.maxSkippedSteps));
+      const bool writing = run.async && run.async->inFlight() && !run.async->locallyDone();
+      DTC_ASSIGN_OR_RETURN(
+          StepHealth health,
+          agreeOnStep(mesh->world(), nonFinite, skippedInARow >= o.maxSkippedSteps, writing));
+      // Every rank's file of the checkpoint in flight is synced: it is published now.
+      if (!health.writing) DTC_RETURN_IF_ERROR(finishWrite(false));
       if (health.nonFinite || health.tooManySkips) {
+        // The checkpoint in flight holds an earlier, finite state: it is kept.
+        DTC_RETURN_IF_ERROR(finishWrite(true));
         agreed.agreed = true;  // every rank stops here
         return divergence(step, numbers, health, o, lastCheckpoint, scale);
       }
       const int signal = health.signal;
       if (o.evalEvery > 0 && step % o.evalEvery == 0) DTC_RETURN_IF_ERROR(evaluateAt(step, true));
       if ((o.checkpointEvery > 0 && step % o.checkpointEvery == 0) || step == o.steps || signal)
-        DTC_RETURN_IF_ERROR(checkpointAt(step));
+        DTC_RETURN_IF_ERROR(checkpointAt(step, step != o.steps && !signal));
       if (signal) {
         std::fflush(stdout);
         std::string saved = o.checkpointDir.empty() ? " (no --checkpoint: the state is not saved)"
@@ -526,7 +578,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   }
   comm::setPhase("after the last step");
   // A run that trained nothing still leaves the state it holds (the initial one: step-0).
-  DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.steps)));
+  DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.steps), false));
   DTC_RETURN_IF_ERROR(evaluateAt(std::max(run.done, o.steps), false));
   if (o.sampleTokens > 0 && lead) {
     DTC_ASSIGN_OR_RETURN(std::string text,
@@ -549,7 +601,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
       DTC_RETURN_IF_ERROR(checkpoint::writeHfConfig(config ? config->str() : "", o.saveDir));
     }
   }
-  return reportMemory(ex, mesh->world(), lead);
+  return reportMemory(ex, mesh->world(), lead, run.async ? run.async->hostBytes() : 0);
 }
 
 StatusOr<std::unique_ptr<comm::DeviceMesh>> meshFor(const Plan& plan,
@@ -589,6 +641,7 @@ std::vector<RunField> runFields(const Plan& plan, const TrainOptions& o) {
           {"--device", o.device},
           {"--checkpoint", o.checkpointDir},
           {"--checkpoint-every", std::to_string(o.checkpointEvery)},
+          {"--checkpoint-async", o.checkpointAsync ? "on" : "off"},
           {"--keep", std::to_string(o.keep)},
           {"--resume", o.resumePath},
           {"--init", content(o.initPath)},

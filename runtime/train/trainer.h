@@ -39,6 +39,9 @@ struct TrainOptions {
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   int keep = 0;
+  // Write each periodic checkpoint in the background (checkpoint/async_writer.h); the last one,
+  // and one a signal asks for, are written at once.
+  bool checkpointAsync = false;
   std::string resumePath;  // a step-<N> directory, or a checkpoint directory (its latest)
   std::string initPath;    // parameters under PyTorch names (safetensors, or an HF folder)
   // Numerics: a non-finite loss or gradient norm ends the run (exit 4); fp16 runs may skip

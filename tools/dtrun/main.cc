@@ -24,8 +24,9 @@ constexpr const char kUsage[] =
     "             [--eval-batches K]]   hf: DIR/config.json too, for from_pretrained\n"
     "             [--threads N] [--trace FILE.json] [--tensorboard DIR]\n"
     "             [--device cpu|cuda|cpu-staged]   (default: the plan's device)\n"
-    "             [--checkpoint DIR [--checkpoint-every N] [--keep K]]   DIR/step-<N>/, "
-    "DIR/latest\n"
+    "             [--checkpoint DIR [--checkpoint-every N] [--keep K] [--checkpoint-async]]\n"
+    "                 DIR/step-<N>/, DIR/latest; async: each rank copies its state to host\n"
+    "                 memory at the step and writes it while training goes on\n"
     "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
     "             [--init FILE.safetensors|HF_DIR]  start from these parameters (PyTorch names;\n"
     "                 a Hugging Face folder: config.json checked, sharded weights read)\n"
@@ -96,7 +97,7 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
                                 "predict",
                                 "tensorboard",
                                 "format"},
-                               {"check-numerics", "profile-summary"});
+                               {"check-numerics", "profile-summary", "checkpoint-async"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
     return dtc::Status::InvalidInput("expected one plan file\n" + std::string(kUsage));
@@ -140,6 +141,7 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
     if (args->has(flag) && args->str(flag).empty())
       return dtc::Status::InvalidInput(std::string("--") + flag + " needs a path");
   options.checkpointEvery = *every;
+  options.checkpointAsync = args->has("checkpoint-async");
   options.keep = static_cast<int>(*keep);
   options.seedGiven = args->has("seed");
   options.steps = *steps;

@@ -1,0 +1,83 @@
+"""What a checkpoint costs training: GPT-2 124M with AdamW (about 1.5 GB of state) on the CPU,
+trained without checkpoints, with a synchronous checkpoint every EVERY steps and with
+--checkpoint-async, in one run (the modes interleaved, ROUNDS times).
+
+A mode's stall per checkpoint is the time its steps took beyond the run without checkpoints,
+over the checkpoints between the first and the last step (the last step's checkpoint, written at
+once in every mode, falls outside): the wall clock between the progress lines of the first and
+the last step, as dtrun prints them. The goal: the asynchronous stall within 10% of the
+synchronous one."""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e"))
+from dtc_harness import write_tokens  # noqa: E402
+
+STEPS, EVERY, ROUNDS = 13, 4, 2
+SETTLE_S = 10  # after `sync`: write-back of the previous mode drains before the next starts
+
+
+def timed_run(cmd):
+    """Seconds from step 1's progress line to the last step's."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    stamps = {}
+    for line in proc.stdout:
+        if line.startswith("step "):
+            stamps[int(line.split()[1].split("/")[0])] = time.monotonic()
+    if proc.wait() != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed")
+    return stamps[STEPS] - stamps[1]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", required=True)
+    p.add_argument("--dir", required=True, help="where checkpoints are written")
+    a = p.parse_args()
+    dtc, dtrun = (os.path.join(a.build, "tools", t, t) for t in ("dtc", "dtrun"))
+    os.makedirs(a.dir, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        model, plan, tokens = (os.path.join(work, n) for n in ("gpt2.dtm", "gpt2.dtp", "train.bin"))
+        subprocess.run([dtc, "zoo", "gpt", "--vocab", "50257", "--ctx", "128", "--layers", "12", "--heads",
+                        "12", "--embd", "768", "-o", model], check=True)
+        subprocess.run([dtc, "compile", model, "-o", plan, "--batch", "2", "--optimizer", "adamw"], check=True,
+                       capture_output=True)
+        write_tokens(tokens, np.random.default_rng(0).integers(0, 50257, 100000).astype(np.int64))
+        modes = {"none": [], "sync": ["--checkpoint-every", str(EVERY)],
+                 "async": ["--checkpoint-every", str(EVERY), "--checkpoint-async"]}
+        seconds = {m: [] for m in modes}
+        for _ in range(ROUNDS):
+            for mode, flags in modes.items():
+                ckpt = os.path.join(a.dir, f"ck-{mode}")
+                shutil.rmtree(ckpt, ignore_errors=True)
+                os.sync()
+                time.sleep(SETTLE_S)
+                cmd = [dtrun, plan, "--data", tokens, "--steps", str(STEPS), "--checkpoint", ckpt] + flags
+                if mode == "none":
+                    cmd = [dtrun, plan, "--data", tokens, "--steps", str(STEPS)]
+                seconds[mode].append(timed_run(cmd))
+                shutil.rmtree(ckpt, ignore_errors=True)
+    checkpoints = (STEPS - 1) // EVERY
+    base = statistics.median(seconds["none"])
+    print(f"GPT-2 124M, AdamW, batch 2 x 128 tokens, {STEPS} steps, a checkpoint every {EVERY} "
+          f"({checkpoints} between the first and the last step), {ROUNDS} rounds, medians:")
+    stall = {}
+    for mode in modes:
+        s = statistics.median(seconds[mode])
+        stall[mode] = (s - base) / checkpoints
+        extra = f", {stall[mode]:.2f} s stalled per checkpoint" if mode != "none" else ""
+        print(f"  {mode:6s} {s:7.2f} s for steps 2..{STEPS} ({s / (STEPS - 1):.3f} s a step){extra}  "
+              f"(rounds: {', '.join(f'{x:.2f}' for x in seconds[mode])})")
+    print(f"asynchronous stall / synchronous: {stall['async'] / stall['sync']:.3f} (goal: <= 0.10)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+// Checkpoints written while training goes on: at the step boundary each rank copies its pieces
+// of the state into host memory (the snapshot) and a background thread writes them to its file;
+// once every rank's file is synced (the ranks agree at a step boundary), rank 0 publishes the
+// step as a synchronous write does: index last, the rename, then `latest`. A crash at any
+// moment leaves the previous complete checkpoint. At most one write is in flight: the next
+// snapshot waits for it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/rank_file.h"
+
+namespace dtc::checkpoint {
+
+class AsyncCheckpointWriter {
+ public:
+  // `layout` outlives the writer.
+  explicit AsyncCheckpointWriter(const CheckpointLayout& layout) : layout_(layout) {}
+  // A write still in flight is abandoned: its thread stops between pieces and the step's
+  // temporary directory stays for the next run to remove.
+  ~AsyncCheckpointWriter();
+  AsyncCheckpointWriter(const AsyncCheckpointWriter&) = delete;
+  AsyncCheckpointWriter& operator=(const AsyncCheckpointWriter&) = delete;
+
+  // Collective over `world`, with no write in flight: prepares the step's directory, copies this
+  // rank's pieces out of `ex`'s host state (current: Executor::pullState) and starts writing
+  // them. Returns the snapshot's seconds.
+  StatusOr<double> start(Executor& ex, comm::Communicator& world, const CheckpointRequest& request);
+  bool inFlight() const { return thread_.joinable(); }
+  // This rank's file is written (or failed): finishing would not wait for it.
+  bool locallyDone() const { return done_.load(); }
+  // Collective, with a write in flight: waits for this rank's file, then rank 0 publishes the
+  // step; every rank learns the verdict.
+  StatusOr<WrittenCheckpoint> finish(comm::Communicator& world);
+  // The step in flight.
+  int64_t step() const { return request_.progress.step; }
+  // The snapshot's host memory (kept between checkpoints, so that each copies into pages
+  // already mapped).
+  uint64_t hostBytes() const { return capacity_; }
+
+ private:
+  const CheckpointLayout& layout_;
+  CheckpointRequest request_;
+  std::string planName_, mesh_;
+  std::vector<WritePiece> pieces_;
+  std::vector<size_t> offsets_;  // each piece's bytes in the snapshot
+  std::unique_ptr<uint8_t[]> snapshot_;
+  uint64_t capacity_ = 0;
+  std::thread thread_;
+  std::atomic<bool> done_{false}, cancel_{false};
+  RankReport report_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace dtc::checkpoint

@@ -1,0 +1,64 @@
+// The steps every checkpoint write shares, written at once (writer.h) or in the background
+// (async_writer.h): each rank's pieces and its file, rank 0 gathering the ranks' reports, and the
+// step published (index last, the rename, then `latest`) only once every rank's file is synced.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/layout.h"
+#include "checkpoint/writer.h"
+#include "comm/communicator.h"
+#include "exec/executor.h"
+#include "io/safetensors.h"
+
+namespace dtc::checkpoint {
+
+// One piece this rank writes: a slice of a state tensor, in layout order.
+struct WritePiece {
+  const PlannedTensor* tensor = nullptr;
+  const PlannedSlice* slice = nullptr;
+  size_t bytes = 0;
+};
+std::vector<WritePiece> piecesOf(const CheckpointLayout& layout, int rank);
+
+// `piece`'s bytes in this rank's state (the host copy): the local tensor itself, or the part of
+// it the piece is (a chunk of a fused q/k/v weight) copied out to `scratch`.
+StatusOr<const uint8_t*> pieceBytes(Executor& ex, const WritePiece& piece,
+                                    std::vector<uint8_t>& scratch);
+
+// What a rank tells rank 0 once its file is on disk.
+struct RankReport {
+  Status status;
+  bool wroteFile = false;
+  io::WrittenSafetensors file;
+  double seconds = 0;
+};
+
+// Writes `pieces` to this rank's file in `stepTmp` and syncs it; `bytesOf(i)` gives piece i's
+// bytes. `cancel`, when set, stops the write between pieces (the file is left unfinished, as a
+// crash leaves it).
+RankReport writeRankFile(const std::vector<WritePiece>& pieces, const std::string& stepTmp,
+                         int rank, const std::function<StatusOr<const uint8_t*>(size_t)>& bytesOf,
+                         const std::atomic<bool>* cancel = nullptr);
+
+// The temporary directory a step is written to.
+std::string stepTmpDirectory(const CheckpointRequest& request);
+
+// Collective: rank 0 makes the step's temporary directory afresh; every rank learns whether it
+// could.
+Status prepareStep(comm::Communicator& world, const CheckpointRequest& request);
+
+// Collective: rank 0 gathers every rank's report and, if all wrote their files, publishes the
+// step; every rank learns the verdict. `start` is when the write began.
+StatusOr<WrittenCheckpoint> publishStep(comm::Communicator& world, const CheckpointLayout& layout,
+                                        const CheckpointRequest& request,
+                                        const std::string& planName, const std::string& mesh,
+                                        RankReport mine,
+                                        std::chrono::steady_clock::time_point start);
+
+}  // namespace dtc::checkpoint
