@@ -20,8 +20,10 @@ namespace dtc::checkpoint {
 
 class AsyncCheckpointWriter {
  public:
-  // `layout` outlives the writer.
-  explicit AsyncCheckpointWriter(const CheckpointLayout& layout) : layout_(layout) {}
+  // `layout` outlives the writer. Reserves the snapshot's host memory for `rank`'s pieces now,
+  // with its pages mapped (an error where there is not enough), so that no step pays for it.
+  static StatusOr<std::unique_ptr<AsyncCheckpointWriter>> create(const CheckpointLayout& layout,
+                                                                 int rank);
   // A write still in flight is abandoned: its thread stops between pieces and the step's
   // temporary directory stays for the next run to remove.
   ~AsyncCheckpointWriter();
@@ -40,18 +42,18 @@ class AsyncCheckpointWriter {
   StatusOr<WrittenCheckpoint> finish(comm::Communicator& world);
   // The step in flight.
   int64_t step() const { return request_.progress.step; }
-  // The snapshot's host memory (kept between checkpoints, so that each copies into pages
-  // already mapped).
-  uint64_t hostBytes() const { return capacity_; }
+  // The snapshot's host memory.
+  uint64_t hostBytes() const { return bytes_; }
 
  private:
+  explicit AsyncCheckpointWriter(const CheckpointLayout& layout) : layout_(layout) {}
   const CheckpointLayout& layout_;
   CheckpointRequest request_;
   std::string planName_, mesh_;
   std::vector<WritePiece> pieces_;
   std::vector<size_t> offsets_;  // each piece's bytes in the snapshot
-  std::unique_ptr<uint8_t[]> snapshot_;
-  uint64_t capacity_ = 0;
+  uint8_t* snapshot_ = nullptr;  // mapped for bytes_
+  uint64_t bytes_ = 0;
   std::thread thread_;
   std::atomic<bool> done_{false}, cancel_{false};
   RankReport report_;

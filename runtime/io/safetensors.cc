@@ -161,9 +161,9 @@ StatusOr<SafetensorsWriter> SafetensorsWriter::create(
 
   w.path_ = path;
   w.tmp_ = path + ".tmp." + std::to_string(::getpid());
-  w.fd_ = ::open(w.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (w.fd_ < 0) return Status::InvalidInput("cannot write " + path + ": " + std::strerror(errno));
-  DTC_RETURN_IF_ERROR(writeAll(w.fd_, prefix.data(), prefix.size(), path));
+  DTC_ASSIGN_OR_RETURN(SequentialFile file, SequentialFile::create(w.tmp_, path));
+  w.file_ = std::make_unique<SequentialFile>(std::move(file));
+  DTC_RETURN_IF_ERROR(w.file_->append(prefix.data(), prefix.size()));
   w.result_.bytes = prefix.size();
   w.result_.crc32 = crc32(0, prefix.data(), prefix.size());
   return w;
@@ -172,24 +172,22 @@ StatusOr<SafetensorsWriter> SafetensorsWriter::create(
 SafetensorsWriter::SafetensorsWriter(SafetensorsWriter&& o) noexcept
     : path_(std::move(o.path_)),
       tmp_(std::move(o.tmp_)),
-      fd_(o.fd_),
+      file_(std::move(o.file_)),
       sizes_(std::move(o.sizes_)),
       current_(o.current_),
       writtenOfCurrent_(o.writtenOfCurrent_),
       tensorCrc_(o.tensorCrc_),
-      result_(std::move(o.result_)) {
-  o.fd_ = -1;
-}
+      result_(std::move(o.result_)) {}
 
 SafetensorsWriter::~SafetensorsWriter() {
-  if (fd_ >= 0) {
-    ::close(fd_);
+  if (file_) {
+    file_.reset();
     ::unlink(tmp_.c_str());
   }
 }
 
 Status SafetensorsWriter::write(const void* data, size_t bytes) {
-  if (fd_ < 0) return Status::Internal("writing " + path_ + ": the file is closed");
+  if (!file_) return Status::Internal("writing " + path_ + ": the file is closed");
   // Large pieces are checksummed on a second thread while they are written: the checksum
   // costs no time of its own as long as a core is free.
   constexpr uint64_t kPiece = uint64_t{64} << 20, kOverlap = uint64_t{1} << 20;
@@ -201,13 +199,13 @@ Status SafetensorsWriter::write(const void* data, size_t bytes) {
     if (take >= kOverlap) {
       uint32_t pieceCrc = 0;
       std::thread checksum([&] { pieceCrc = crc32(0, p, take); });
-      Status written = writeAll(fd_, p, take, path_);
+      Status written = file_->append(p, take);
       checksum.join();
       DTC_RETURN_IF_ERROR(written);
       tensorCrc_ = crc32Combine(tensorCrc_, pieceCrc, take);
     } else {
       tensorCrc_ = crc32(tensorCrc_, p, take);
-      DTC_RETURN_IF_ERROR(writeAll(fd_, p, take, path_));
+      DTC_RETURN_IF_ERROR(file_->append(p, take));
     }
     writtenOfCurrent_ += take;
     p += take;
@@ -225,18 +223,14 @@ Status SafetensorsWriter::write(const void* data, size_t bytes) {
 }
 
 StatusOr<WrittenSafetensors> SafetensorsWriter::commit() {
-  if (fd_ < 0) return Status::Internal("writing " + path_ + ": the file is closed");
+  if (!file_) return Status::Internal("writing " + path_ + ": the file is closed");
   // Zero-byte tensors at the end complete without a write.
   DTC_RETURN_IF_ERROR(write(nullptr, 0));
   if (current_ != sizes_.size())
     return Status::Internal("writing " + path_ + ": tensor " + std::to_string(current_) + " of " +
                             std::to_string(sizes_.size()) + " was not written");
-  Status s = ::fsync(fd_) == 0
-                 ? Status::Ok()
-                 : Status::Internal("cannot sync " + path_ + ": " + std::strerror(errno));
-  if (::close(fd_) != 0 && s.ok())
-    s = Status::Internal("cannot write " + path_ + ": " + std::strerror(errno));
-  fd_ = -1;
+  Status s = file_->finish();
+  file_.reset();
   if (s.ok() && std::rename(tmp_.c_str(), path_.c_str()) != 0)
     s = Status::Internal("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno));
   if (!s.ok()) {

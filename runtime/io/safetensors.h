@@ -6,11 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "io/mapped_file.h"
+#include "io/sequential_file.h"
 #include "support/dtype.h"
 #include "support/status.h"
 
@@ -55,9 +57,9 @@ class SafetensorsWriter {
  private:
   SafetensorsWriter() = default;
   std::string path_, tmp_;
-  int fd_ = -1;
-  std::vector<uint64_t> sizes_;  // of each declared tensor, in order
-  size_t current_ = 0;           // the tensor being written
+  std::unique_ptr<SequentialFile> file_;  // null once committed
+  std::vector<uint64_t> sizes_;           // of each declared tensor, in order
+  size_t current_ = 0;                    // the tensor being written
   uint64_t writtenOfCurrent_ = 0;
   uint32_t tensorCrc_ = 0;
   WrittenSafetensors result_;

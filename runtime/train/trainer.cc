@@ -423,8 +423,12 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   }
 
   int64_t lastCheckpoint = o.resumePath.empty() ? -1 : run.done;
-  if (!o.checkpointDir.empty() && o.checkpointAsync)
-    run.async = std::make_unique<checkpoint::AsyncCheckpointWriter>(run.layout);
+  if (!o.checkpointDir.empty() && o.checkpointAsync) {
+    StatusOr<std::unique_ptr<checkpoint::AsyncCheckpointWriter>> writer =
+        checkpoint::AsyncCheckpointWriter::create(run.layout, mesh->rank());
+    DTC_RETURN_IF_ERROR(agree(mesh->world(), writer.status(), agreed));
+    run.async = std::move(writer).value();
+  }
   // Collective: the background write in flight (if any), published once every rank's file is
   // synced. `waiting`: training waits for it (the next checkpoint is due).
   auto finishWrite = [&](bool waiting) -> Status {

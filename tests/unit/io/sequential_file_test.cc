@@ -1,0 +1,72 @@
+// A sequentially written file holds exactly the bytes appended, whatever their sizes and
+// alignment, written directly (O_DIRECT) where the file system allows it and plainly where not.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "io/sequential_file.h"
+
+namespace dtc::io {
+namespace {
+
+std::vector<uint8_t> readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Appends `total` random bytes in pieces of the given sizes (cycled) and reads them back.
+void roundTrip(const std::string& dir, size_t total, const std::vector<size_t>& pieces) {
+  std::mt19937 rng(static_cast<unsigned>(total));
+  std::vector<uint8_t> bytes(total);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  const std::string path = dir + "/sequential_" + std::to_string(total) + ".bin";
+  StatusOr<SequentialFile> file = SequentialFile::create(path, path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  size_t done = 0;
+  for (size_t k = 0; done < total; ++k) {
+    const size_t n = std::min(pieces[k % pieces.size()], total - done);
+    ASSERT_TRUE(file->append(bytes.data() + done, n).ok());
+    done += n;
+  }
+  ASSERT_TRUE(file->finish().ok());
+  EXPECT_EQ(readAll(path), bytes) << total << " bytes in " << path;
+  std::remove(path.c_str());
+}
+
+TEST(SequentialFile, HoldsExactlyTheBytesAppended) {
+  const std::string dir = ::testing::TempDir();
+  for (size_t total : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{4097},
+                       size_t{(16 << 20) + 3}, size_t{(33 << 20) + 4096 * 3 + 17}})
+    roundTrip(dir, total, {1, 4096, 8, (5 << 20) + 1, 3});
+}
+
+// tmpfs (before Linux 6.6) refuses O_DIRECT: the file is written plainly, and holds the same
+// bytes.
+TEST(SequentialFile, FallsBackWhereDirectWritesAreRefused) {
+  std::ifstream shm("/dev/shm");
+  if (!shm.good()) GTEST_SKIP() << "no /dev/shm";
+  roundTrip("/dev/shm", (16 << 20) + 5, {7, 1 << 20});
+}
+
+TEST(SequentialFile, ClosedFileRefusesMoreBytes) {
+  const std::string path = ::testing::TempDir() + "/sequential_closed.bin";
+  StatusOr<SequentialFile> file = SequentialFile::create(path, path);
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE(file->finish().ok());
+  EXPECT_FALSE(file->append("x", 1).ok());
+  std::remove(path.c_str());
+}
+
+TEST(SequentialFile, UnwritablePathIsAnError) {
+  StatusOr<SequentialFile> file = SequentialFile::create("/no/such/dir/x.bin", "x.bin");
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.status().message().find("cannot write x.bin"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dtc::io
