@@ -102,6 +102,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--devices", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=ROUNDS)
     a = p.parse_args()
     dtc, dtrun = tools(a.build)
     with tempfile.TemporaryDirectory() as work:
@@ -126,7 +127,7 @@ def main():
         # Each round calibrates, predicts and measures every candidate: a shared machine's speed
         # drifts over minutes, and a prediction is held against measurements of its own round.
         profile = os.path.join(work, "here.json")
-        for _ in range(ROUNDS):
+        for _ in range(a.rounds):
             cmd = [dtrun, "--calibrate", "-o", profile, "--name", "calibrated here"]
             subprocess.run((MPIRUN + [str(a.devices)] + cmd) if a.devices > 1 else cmd, check=True,
                            stdout=subprocess.DEVNULL)

@@ -99,37 +99,4 @@ void extractShard(const uint8_t* global, const std::vector<int64_t>& shape, size
   }
 }
 
-StatusOr<std::vector<float>> gatherShards(const float* local,
-                                          const std::vector<int64_t>& localShape,
-                                          const std::vector<DimCut>& chunkedCuts,
-                                          comm::DeviceMesh& mesh) {
-  std::vector<int64_t> shape(localShape);
-  std::vector<DimCut> cuts(chunkedCuts);
-  unchunk(shape, cuts);
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<float> cur(local, local + n);
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (cuts[d].parts == 1) continue;
-    DTC_ASSIGN_OR_RETURN(comm::Communicator * group, mesh.group(cuts[d].axes));
-    std::vector<float> pieces(cur.size() * cuts[d].parts);
-    DTC_RETURN_IF_ERROR(
-        group->allGather(cur.data(), static_cast<int64_t>(cur.size()), pieces.data()));
-    // Piece r becomes block r of dimension d.
-    int64_t outer = 1, inner = 1;
-    for (size_t k = 0; k < d; ++k) outer *= shape[k];
-    for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
-    const int64_t run = shape[d] * inner;
-    std::vector<float> next(pieces.size());
-    for (int64_t r = 0; r < cuts[d].parts; ++r)
-      for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(next.data() + (o * cuts[d].parts + r) * run,
-                    pieces.data() + r * static_cast<int64_t>(cur.size()) + o * run,
-                    run * sizeof(float));
-    shape[d] *= cuts[d].parts;
-    cur.swap(next);
-  }
-  return cur;
-}
-
 }  // namespace dtc

@@ -34,10 +34,4 @@ bool isSharded(const std::vector<DimCut>& cuts);
 void extractShard(const uint8_t* global, const std::vector<int64_t>& globalShape,
                   size_t elementSize, const std::vector<DimCut>& cuts, uint8_t* local);
 
-// The whole float32 tensor, assembled from every device's block (collective over the groups of
-// the cut dimensions: every device must call it, in the same order).
-StatusOr<std::vector<float>> gatherShards(const float* local,
-                                          const std::vector<int64_t>& localShape,
-                                          const std::vector<DimCut>& cuts, comm::DeviceMesh& mesh);
-
 }  // namespace dtc

@@ -121,12 +121,12 @@ bool parseSafetensorsDType(const std::string& name, DType& out) {
 
 // --- writing ---
 
-StatusOr<SafetensorsWriter> SafetensorsWriter::create(
-    const std::string& path, const std::vector<TensorRef>& tensors,
-    const std::map<std::string, std::string>& metadata) {
+StatusOr<SafetensorsLayout> layoutSafetensors(const std::string& path,
+                                              const std::vector<TensorRef>& tensors,
+                                              const std::map<std::string, std::string>& metadata) {
   std::map<std::string, Json> entries;  // sorted by name, as the header lists them
-  SafetensorsWriter w;
-  size_t offset = 0;
+  SafetensorsLayout layout;
+  uint64_t offset = 0;
   for (const TensorRef& t : tensors) {
     if (t.name == "__metadata__")
       return Status::Internal("writing " + path + ": '__metadata__' cannot name a tensor");
@@ -142,9 +142,10 @@ StatusOr<SafetensorsWriter> SafetensorsWriter::create(
     entry.set("data_offsets", Json::Array{Json(offset), Json(offset + t.bytes)});
     if (!entries.emplace(t.name, std::move(entry)).second)
       return Status::Internal("writing " + path + ": duplicate tensor name '" + t.name + "'");
+    layout.offsets.push_back(offset);
     offset += t.bytes;
-    w.sizes_.push_back(t.bytes);
   }
+  layout.dataBytes = offset;
   Json header = Json::object();
   if (!metadata.empty()) {
     Json meta = Json::object();
@@ -154,11 +155,20 @@ StatusOr<SafetensorsWriter> SafetensorsWriter::create(
   for (auto& [name, entry] : entries) header.set(name, std::move(entry));
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
-  std::string prefix(8, '\0');
+  layout.prefix.assign(8, '\0');
   const uint64_t len = text.size();
-  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((len >> (8 * i)) & 0xff);
-  prefix += text;
+  for (int i = 0; i < 8; ++i) layout.prefix[i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  layout.prefix += text;
+  return layout;
+}
 
+StatusOr<SafetensorsWriter> SafetensorsWriter::create(
+    const std::string& path, const std::vector<TensorRef>& tensors,
+    const std::map<std::string, std::string>& metadata) {
+  DTC_ASSIGN_OR_RETURN(SafetensorsLayout layout, layoutSafetensors(path, tensors, metadata));
+  SafetensorsWriter w;
+  for (const TensorRef& t : tensors) w.sizes_.push_back(t.bytes);
+  const std::string& prefix = layout.prefix;
   w.path_ = path;
   w.tmp_ = path + ".tmp." + std::to_string(::getpid());
   DTC_ASSIGN_OR_RETURN(SequentialFile file, SequentialFile::create(w.tmp_, path));

@@ -34,6 +34,19 @@ struct WrittenSafetensors {
   std::vector<uint32_t> tensorCrc32;
 };
 
+// Where a file holding `tensors` (their data pointers unused) puts them: the bytes before the
+// data section (the length and the header, as SafetensorsWriter writes them) and each tensor's
+// first byte in the data section, in the order given. Duplicate names or inconsistent sizes
+// are Internal errors naming `path`.
+struct SafetensorsLayout {
+  std::string prefix;
+  std::vector<uint64_t> offsets;
+  uint64_t dataBytes = 0;
+};
+StatusOr<SafetensorsLayout> layoutSafetensors(const std::string& path,
+                                              const std::vector<TensorRef>& tensors,
+                                              const std::map<std::string, std::string>& metadata);
+
 // Writes a safetensors file tensor by tensor, without holding the file in memory: the header
 // first (keys sorted by name after "__metadata__", which is omitted when empty; padded with
 // spaces so the data starts 8-byte aligned), then each tensor's bytes in the order declared.

@@ -9,8 +9,8 @@
 
 namespace dtc {
 
-// Every rank calls it (sharded parameters are gathered collectively); only `write` (rank 0)
-// writes. The host state must be current (Executor::pullState).
+// Every rank calls it (each sends rank 0 the pieces it writes, a bounded block at a time); only
+// `write` (rank 0) writes. The host state must be current (Executor::pullState).
 Status saveParameters(Executor& ex, const std::string& dir, bool write);
 
 }  // namespace dtc
