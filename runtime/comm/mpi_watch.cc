@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "comm/watchdog.h"
@@ -19,7 +20,7 @@
 namespace dtc::comm {
 namespace {
 
-constexpr int kAskTag = 1, kAnswerTag = 2;
+constexpr int kAskTag = 1, kAnswerTag = 2, kDeathTag = 3;
 constexpr double kSpinSeconds = 2e-4;      // most waits end within this: poll without sleeping
 constexpr int kMaxSleepMicroseconds = 50;  // the back-off's ceiling (latency a wait may add)
 constexpr int kWatchPeriodMicroseconds = 20000;
@@ -46,6 +47,12 @@ struct Watch {
   double since = 0;
   std::deque<std::string> answers;  // buffers of answers in flight (kept: MPI reads them)
   std::vector<MPI_Request> answerRequests;
+  // Death notices: the host-mates this rank saw die and told everyone of (their numbers are the
+  // notices' buffers), and the ranks other hosts' watchdogs reported dead, with the reporter.
+  std::vector<char> announced;
+  std::deque<int> notices;
+  std::vector<MPI_Request> noticeRequests;
+  std::map<int, int> reportedDead;
 };
 
 Watch* watch = nullptr;
@@ -75,17 +82,42 @@ bool isDead(int rank) {
   return s == 0 || s == 'Z' || s == 'X';
 }
 
-// Why a rank did not answer.
-std::string silence(int rank) {
-  if (!onThisHost(rank)) return "did not answer";
-  switch (processState(watch->peers[rank].pid)) {
+// What /proc's state of a process says of it, for a report; "" while it runs.
+std::string stateText(char state) {
+  switch (state) {
     case 0:
     case 'Z':
     case 'X': return "has died";
     case 'T': return "is stopped (SIGSTOP)";
     case 't': return "is stopped by a debugger";
-    default: return "did not answer";
+    default: return "";
   }
+}
+
+// Why a rank did not answer: from /proc on this host; on another, from what a rank of that
+// host saw (`seen`: rank -> its host-mates' states, from the census answers).
+std::string silence(int rank, const std::map<int, std::map<int, char>>& seen = {}) {
+  if (onThisHost(rank)) {
+    const std::string state = stateText(processState(watch->peers[rank].pid));
+    return state.empty() ? "did not answer" : state;
+  }
+  for (const auto& [by, states] : seen)
+    if (auto it = states.find(rank); it != states.end())
+      return stateText(it->second) + " (seen by rank " + std::to_string(by) + " on its host)";
+  return "did not answer";
+}
+
+// This rank's host-mates that are not running, "6:T 7:Z", for the census answers: a rank on
+// another host sees none of them.
+std::string hostMateStates() {
+  std::string text;
+  for (int r = 0; r < watch->size; ++r) {
+    if (r == watch->rank || !onThisHost(r)) continue;
+    const char state = processState(watch->peers[r].pid);
+    if (!stateText(state).empty())
+      text += std::to_string(r) + ":" + std::string(1, state ? state : 'X') + " ";
+  }
+  return text;
 }
 
 [[noreturn]] void endJob(const std::string& message) {
@@ -102,13 +134,15 @@ std::string recorded(const std::string& reason) {
 
 // What this rank does, for another's report: the call it waits in (first line, the same text
 // on every rank of that call), then a description.
+// The third line: its host-mates that are not running (hostMateStates).
 std::string whatIDo() {
+  const std::string mates = "\n" + hostMateStates();
   std::lock_guard<std::mutex> lock(watch->mutex);
   const CollectiveRecord current = currentCollective();
   if (watch->waiting)
-    return watch->on.call + "\n" + (current.sequence ? describe(current) : watch->on.call);
+    return watch->on.call + "\n" + (current.sequence ? describe(current) : watch->on.call) + mates;
   const std::string doing = activity();
-  return "\ncomputing" + (doing.empty() ? std::string() : " in " + doing);
+  return "\ncomputing" + (doing.empty() ? std::string() : " in " + doing) + mates;
 }
 
 void answerQuestions() {
@@ -170,12 +204,23 @@ std::string described(const WaitFor& on) {
   std::vector<int> arrived{watch->rank}, missing;
   std::string others;
   bool lowerReports = false;
+  // Each answer's third line: the answering rank's host-mates that are not running.
+  std::map<int, std::map<int, char>> seen;
+  for (const auto& [by, text] : answers) {
+    const size_t second = text.find('\n'), third = text.find('\n', second + 1);
+    if (third == std::string::npos) continue;
+    std::istringstream in(text.substr(third + 1));
+    for (std::string item; in >> item;)
+      if (const size_t colon = item.find(':');
+          colon != std::string::npos && colon + 1 < item.size())
+        seen[by][std::atoi(item.substr(0, colon).c_str())] = item[colon + 1];
+  }
   for (int r : on.ranks) {
     if (r == watch->rank) continue;
     auto it = answers.find(r);
     if (it == answers.end()) {
       missing.push_back(r);
-      others += "; " + whoIs(r) + " " + silence(r);
+      others += "; " + whoIs(r) + " " + silence(r, seen);
       continue;
     }
     const size_t newline = it->second.find('\n');
@@ -184,7 +229,9 @@ std::string described(const WaitFor& on) {
       lowerReports = lowerReports || r < watch->rank;
     } else {
       missing.push_back(r);
-      const std::string doing = it->second.substr(newline + 1);
+      const size_t end = it->second.find('\n', newline + 1);
+      const std::string doing = it->second.substr(
+          newline + 1, end == std::string::npos ? std::string::npos : end - newline - 1);
       others += "; rank " + std::to_string(r) +
                 (doing.rfind("computing", 0) == 0 ? " is " : " waits in ") + doing;
     }
@@ -206,17 +253,55 @@ std::string described(const WaitFor& on) {
          "; not arrived: " + rankList(missing) + others + flight);
 }
 
-[[noreturn]] void rankDied(int rank, const WaitFor& on) {
+// `reporter`: the rank on the dead one's host that saw it die (-1: this rank saw it).
+[[noreturn]] void rankDied(int rank, const WaitFor& on, int reporter = -1) {
+  const std::string seen =
+      reporter >= 0 ? " (seen by rank " + std::to_string(reporter) + " on its host)" : "";
   endJob(whoIs(rank) + " died while rank " + std::to_string(watch->rank) + " waited for it in " +
-         described(on) + recorded("rank " + std::to_string(rank) + " died"));
+         described(on) + seen + recorded("rank " + std::to_string(rank) + " died"));
+}
+
+// A rank sees only its own host's processes: each watchdog looks at its host-mates and tells
+// every other rank of one that died, so that a rank waiting on another host learns of it
+// within a liveness period or two rather than at the timeout.
+void announceDeadHostMates() {
+  for (int r = 0; r < watch->size; ++r) {
+    if (r == watch->rank || watch->announced[r] || !onThisHost(r) || !isDead(r)) continue;
+    watch->announced[r] = 1;
+    watch->notices.push_back(r);
+    for (int q = 0; q < watch->size; ++q) {
+      if (q == watch->rank || q == r) continue;
+      MPI_Request request;
+      MPI_Isend(&watch->notices.back(), 1, MPI_INT, q, kDeathTag, watch->census, &request);
+      watch->noticeRequests.push_back(request);
+    }
+  }
+}
+
+void readDeathNotices() {
+  int arrived = 0;
+  MPI_Status status;
+  while (MPI_Iprobe(MPI_ANY_SOURCE, kDeathTag, watch->census, &arrived, &status) == MPI_SUCCESS &&
+         arrived) {
+    int dead = -1;
+    MPI_Recv(&dead, 1, MPI_INT, status.MPI_SOURCE, kDeathTag, watch->census, MPI_STATUS_IGNORE);
+    if (dead >= 0 && dead < watch->size) watch->reportedDead.emplace(dead, status.MPI_SOURCE);
+  }
 }
 
 void watchWaits() {
-  double nextLook = 0;
+  double nextLook = 0, nextNotice = 0;
   int signal = 0;
   while (!watch->stop.load()) {
     pause(kWatchPeriodMicroseconds);
-    if (watch->threaded) answerQuestions();
+    if (watch->threaded) {
+      answerQuestions();
+      readDeathNotices();
+      if (watchdogClock() >= nextNotice) {
+        nextNotice = watchdogClock() + kLivenessPeriod;
+        announceDeadHostMates();
+      }
+    }
     WaitFor on;
     double since = 0;
     {
@@ -233,6 +318,9 @@ void watchWaits() {
       for (int r : on.ranks)
         if (r != watch->rank && isDead(r)) rankDied(r, on);
     }
+    for (int r : on.ranks)
+      if (auto it = watch->reportedDead.find(r); it != watch->reportedDead.end())
+        rankDied(r, on, it->second);
     if (now - since > watchdogSettings().timeoutSeconds) timedOut(on, now - since);
   }
 }
@@ -250,11 +338,17 @@ Status startMpiWatch(bool threadMultiple) {
   MPI_Comm_set_errhandler(w->census, MPI_ERRORS_RETURN);
   Peer me;
   me.pid = static_cast<int>(getpid());
-  gethostname(me.host, sizeof me.host - 1);
+  // DTC_WATCHDOG_HOST: the host a rank says it runs on, where a test makes one machine's ranks
+  // stand for several hosts that cannot see each other's processes.
+  if (const char* host = std::getenv("DTC_WATCHDOG_HOST"); host && *host)
+    std::snprintf(me.host, sizeof me.host, "%s", host);
+  else
+    gethostname(me.host, sizeof me.host - 1);
   w->peers.resize(static_cast<size_t>(w->size));
   if (MPI_Allgather(&me, sizeof me, MPI_BYTE, w->peers.data(), sizeof me, MPI_BYTE, w->census) !=
       MPI_SUCCESS)
     return Status::Internal("MPI_Allgather failed (the ranks' hosts and processes)");
+  w->announced.assign(static_cast<size_t>(w->size), 0);
   watch = w;
   w->thread = std::thread(watchWaits);
   return Status::Ok();
@@ -265,6 +359,7 @@ void stopMpiWatch() {
   watch->stop = true;
   watch->thread.join();
   for (MPI_Request& r : watch->answerRequests) MPI_Cancel(&r);
+  for (MPI_Request& r : watch->noticeRequests) MPI_Cancel(&r);
   MPI_Comm_free(&watch->census);
 }
 

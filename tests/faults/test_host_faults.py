@@ -1,0 +1,97 @@
+"""Faults of a rank on another host: 8 ranks of dp=8 over two "hosts" (ranks 0-3 and 4-7, each
+told its host by DTC_WATCHDOG_HOST, so that a rank sees only its own host's processes, as on
+separate machines).
+
+- kill -9 of a rank of the second host during training: a rank of the first host names it (pid,
+  host, the call it waited in, and which rank of the dead one's host saw it die) within 30 s
+  (at --collective-timeout 600, where it was found before) and writes its flight recorder;
+- SIGSTOP of a rank of the second host: at the timeout (3 s) the job ends, exit 3, and the
+  report of a rank of the first host names the stopped rank as its host-mates see it."""
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fault_harness import (MPIRUN, errors, expect_failure, finish, logged_steps, rank_pid, run,  # noqa: E402
+                           start, tool, wait_until, write_mlp_data)
+
+RANKS, PER_HOST = 8, 4
+
+
+def two_hosts(work, plan, args):
+    """mpirun of 8 ranks, each told the host of its half of the job."""
+    wrapper = os.path.join(work, "host.sh")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nexport DTC_WATCHDOG_HOST=host$((OMPI_COMM_WORLD_RANK / {PER_HOST}))\nexec "$@"\n')
+    os.chmod(wrapper, 0o755)
+    return [str(a) for a in MPIRUN + ["-np", RANKS, wrapper, tool("dtrun"), plan, "--threads", 1, *args]]
+
+
+def launch(work, plan, data, name, extra=()):
+    log = os.path.join(work, f"{name}.jsonl")
+    proc = start(two_hosts(work, plan, ["--data", data, "--steps", 100000, "--log", log, *extra]))
+    wait_until(lambda: logged_steps(log) >= 5 or proc.poll() is not None, 120, f"{name}: step 5")
+    assert proc.poll() is None, f"{name}: ended before the fault"
+    return proc, log
+
+
+def check_remote_kill(work, plan, data):
+    victim = 6
+    proc, log = launch(work, plan, data, "remote-kill")
+    pid = rank_pid(proc.pid, victim)
+    assert pid, "no rank process found"
+    begin = time.time()
+    os.kill(pid, signal.SIGKILL)
+    rc, out, err = finish(proc, 60, f"kill -9 of rank {victim}")
+    took = time.time() - begin
+    assert rc != 0, "kill -9: exit 0"
+    remote = [line for line in errors(err) if f"rank {victim} (pid {pid} on host1) died" in line
+              and "seen by rank" in line and any(f"while rank {r} waited" in line for r in range(PER_HOST))]
+    assert remote, f"no rank of host0 named rank {victim}:\n{err[-3000:]}"
+    assert took < 30, took
+    reporter = int(remote[0].split("while rank ")[1].split()[0])
+    with open(os.path.join(work, f"remote-kill.flight-rank{reporter}.json")) as f:
+        record = json.load(f)
+    assert record["rank"] == reporter and record["calls"][-1]["end"] is None, record["calls"][-1]
+    print(f"kill -9 of rank {victim} (host1): named by rank {reporter} (host0) in {took:.1f} s, exit {rc}: "
+          f"{remote[0]}")
+
+
+def check_remote_stop(work, plan, data):
+    victim, timeout = 5, 3
+    proc, log = launch(work, plan, data, "remote-stop", ["--collective-timeout", timeout])
+    pid = rank_pid(proc.pid, victim)
+    begin = time.time()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        result = finish(proc, timeout + 40, f"SIGSTOP of rank {victim}")
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    took = time.time() - begin
+    expect_failure(result, 3, ["--collective-timeout", f"not arrived: rank {victim}",
+                               f"rank {victim} (pid {pid} on host1) is stopped (SIGSTOP) (seen by rank"],
+                   f"SIGSTOP of rank {victim}")
+    line = [x for x in errors(result[2]) if "is stopped" in x][0]
+    print(f"SIGSTOP of rank {victim} (host1): exit 3 in {took:.1f} s (timeout {timeout} s): {line}")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as work:
+        data = os.path.join(work, "data")
+        write_mlp_data(data, 96, seed=0)
+        model, plan = os.path.join(work, "mlp.dtm"), os.path.join(work, "dp8.dtp")
+        run(tool("dtc"), "zoo", "mlp", "--seed", 5, "-o", model)
+        run(tool("dtc"), "compile", model, "-o", plan, "--batch", 32, "--mesh", f"dp={RANKS}")
+        check_remote_kill(work, plan, data)
+        check_remote_stop(work, plan, data)
+    print("faults on another host: ok")
+
+
+if __name__ == "__main__":
+    main()
