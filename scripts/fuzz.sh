@@ -4,12 +4,14 @@
 # non-zero when a target crashes, hangs, leaks or runs out of memory; the input that did it is
 # left under build-fuzz/artifacts/<target>/ (docs/fuzzing.md: how to keep it as a regression).
 #
-#   scripts/fuzz.sh [--runs N] [--build-only] [plan|model]...
-#   scripts/fuzz.sh --make-seeds      # rewrites fuzz/corpus/ with $DTC (default build/tools/dtc/dtc)
+#   scripts/fuzz.sh [--runs N] [--build-only] [plan|model|onnx|index|safetensors|hf]...
+#   scripts/fuzz.sh --make-seeds      # rewrites fuzz/corpus/ with $DTC and $DTRUN (default build/)
 #
 # Targets: plan (Plan::fromBytes and what reads a loaded plan), model (ModelFile::fromBytes and
-# the MLIR importer), onnx (the ONNX reader and translator, then the importer). Default: all
-# three, 10,000,000 executions each. Each target's corpus grows in
+# the MLIR importer), onnx (the ONNX reader and translator, then the importer), index (a
+# checkpoint's index.json), safetensors (a safetensors file's header), hf (a Hugging Face
+# folder's model.safetensors.index.json and config.json). Default: all six, 10,000,000
+# executions each. Each target's corpus grows in
 # build-fuzz/corpus/<target>/ across runs; fuzz/corpus/<target>/ holds the checked-in seeds
 # (valid files, which a format change makes stale: then --make-seeds) and fuzz/regressions/
 # the inputs that once broke a loader.
@@ -27,12 +29,12 @@ while [ $# -gt 0 ]; do
     --runs=*) RUNS="${1#--runs=}"; shift ;;
     --build-only) BUILD_ONLY=1; shift ;;
     --make-seeds) MAKE_SEEDS=1; shift ;;
-    plan|model|onnx) TARGETS+=("$1"); shift ;;
+    plan|model|onnx|index|safetensors|hf) TARGETS+=("$1"); shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(plan model onnx)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(plan model onnx index safetensors hf)
 
 # Small models of every zoo family and op type, and plans of every kind of partitioning; plan
 # seeds are the FlatBuffer that Plan::fromBytes takes, without the file's checksum footer.
@@ -96,6 +98,10 @@ t.export(t.Gpt(vocab=8, t=4, c=8, heads=2, layers=1), (torch.randint(0, 8, (2, 4
          f"{out}/gpt.onnx", ["idx", "targets"], ["loss"], ["idx", "targets"])
 t.export(t.ResNet(), (torch.randn(2, 1, 8, 8),), f"{out}/cnn.onnx", ["x"], ["logits"], ["x"])
 PY
+  # Checkpoint indexes and safetensors headers of checkpoints of several layouts, and a Hugging
+  # Face folder's files.
+  DTC="$dtc" DTRUN="${DTRUN:-$ROOT/build/tools/dtrun/dtrun}" \
+    /usr/bin/python3 "$ROOT/fuzz/make_file_seeds.py" "$ROOT/fuzz/corpus" "$tmp"
   du -sh "$ROOT/fuzz/corpus"
 }
 if [ "$MAKE_SEEDS" = 1 ]; then
@@ -128,7 +134,8 @@ nice -n 19 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]/%/_loader
 
 # Sizes: above the largest seed, so mutations can grow inputs; the rss limit (and the malloc
 # limit, the same by default) stops a loader that allocates in proportion to a size field.
-declare -A MAX_LEN=([plan]=131072 [model]=32768 [onnx]=65536)
+declare -A MAX_LEN=([plan]=131072 [model]=32768 [onnx]=65536 [index]=65536 [safetensors]=16384
+  [hf]=16384)
 # allow_user_poisoning=0: see model_loader_fuzzer.cpp (libMLIR and LLVM's inlined allocator).
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:allow_user_poisoning=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
@@ -140,7 +147,7 @@ for target in "${TARGETS[@]}"; do
   corpus="$BUILD/corpus/$target"
   artifacts="$BUILD/artifacts/$target"
   log="$BUILD/${target}_loader_fuzzer.log"
-  mkdir -p "$corpus" "$artifacts"
+  mkdir -p "$corpus" "$artifacts" "$ROOT/fuzz/regressions/$target"
   before=$(find "$artifacts" -type f | wc -l)
   echo "fuzz.sh: ${target}_loader_fuzzer, $RUNS executions (log: $log)"
   start=$(date +%s.%N)

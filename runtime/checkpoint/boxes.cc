@@ -13,7 +13,7 @@ int64_t Box::elements() const {
 
 std::string boxText(const Box& b) {
   std::string s = "[";
-  for (size_t d = 0; d < b.sizes.size(); ++d)
+  for (size_t d = 0; d < std::min(b.sizes.size(), b.offsets.size()); ++d)
     s += (d ? "," : "") + std::to_string(b.offsets[d]) + ":" +
          std::to_string(b.offsets[d] + b.sizes[d]);
   return s + "]";

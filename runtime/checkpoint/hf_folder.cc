@@ -4,6 +4,7 @@
 
 #include "io/files.h"
 #include "io/json.h"
+#include "support/printable.h"
 
 namespace dtc::checkpoint {
 namespace {
@@ -15,12 +16,15 @@ constexpr const char* kConfig = "config.json";
 // not one.
 constexpr uint64_t kMaxJsonBytes = uint64_t{64} << 20;
 
-StatusOr<io::Json> readJsonFile(const std::string& path) {
-  DTC_ASSIGN_OR_RETURN(std::string text, io::readSmallFile(path, kMaxJsonBytes));
+StatusOr<io::Json> parseJsonObject(std::string_view text, const std::string& path) {
   auto parsed = io::parseJson(text);
   if (!parsed.ok()) return Status::InvalidInput(path + ": " + parsed.status().message());
   if (!parsed->isObject()) return Status::InvalidInput(path + ": not a JSON object");
   return parsed;
+}
+
+StatusOr<std::string> readJsonText(const std::string& path) {
+  return io::readSmallFile(path, kMaxJsonBytes);
 }
 
 // Settings that describe the file rather than the model: never compared.
@@ -29,7 +33,8 @@ bool informational(const std::string& key) {
          key == "initializer_range" || key == "_name_or_path";
 }
 
-std::string shown(const io::Json& v) { return v.isString() ? v.asString() : v.dump(); }
+// A value of the file, for a one-line message.
+std::string shown(const io::Json& v) { return printable(v.isString() ? v.asString() : v.dump()); }
 
 bool same(const io::Json& a, const io::Json& b) {
   if (a.isNumber() && b.isNumber()) return a.asDouble() == b.asDouble();
@@ -46,18 +51,8 @@ StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir) {
                                   kIndex + "; this one has neither");
     return std::vector<WeightFile>{{dir + "/" + kWeights, {}}};
   }
-  DTC_ASSIGN_OR_RETURN(io::Json json, readJsonFile(index));
-  const io::Json* map = json.find("weight_map");
-  if (!map || !map->isObject() || map->size() == 0)
-    return Status::InvalidInput(index + ": no weight_map naming each tensor's file");
-  std::map<std::string, std::set<std::string>> byFile;
-  for (const auto& [tensor, file] : map->members()) {
-    if (!file.isString() || file.asString().empty() ||
-        file.asString().find('/') != std::string::npos || file.asString()[0] == '.')
-      return Status::InvalidInput(index + ": tensor '" + tensor +
-                                  "' maps to no file name in the folder");
-    byFile[file.asString()].insert(tensor);
-  }
+  DTC_ASSIGN_OR_RETURN(std::string text, readJsonText(index));
+  DTC_ASSIGN_OR_RETURN(auto byFile, parseHfWeightMap(text, index));
   std::vector<WeightFile> files;
   for (auto& [file, names] : byFile) {
     const std::string path = dir + "/" + file;
@@ -70,9 +65,34 @@ StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir) {
   return files;
 }
 
+StatusOr<std::map<std::string, std::set<std::string>>> parseHfWeightMap(std::string_view text,
+                                                                        const std::string& path) {
+  DTC_ASSIGN_OR_RETURN(io::Json json, parseJsonObject(text, path));
+  const io::Json* map = json.find("weight_map");
+  if (!map || !map->isObject() || map->size() == 0)
+    return Status::InvalidInput(path + ": no weight_map naming each tensor's file");
+  std::map<std::string, std::set<std::string>> byFile;
+  for (const auto& [tensor, file] : map->members()) {
+    if (!file.isString() || file.asString().empty() ||
+        file.asString().find('/') != std::string::npos || file.asString()[0] == '.')
+      return Status::InvalidInput(path + ": tensor '" + printable(tensor) +
+                                  "' maps to no file name in the folder");
+    byFile[file.asString()].insert(tensor);
+  }
+  return byFile;
+}
+
 Status checkHfConfig(const std::string& modelConfig, const std::string& dir) {
   if (modelConfig.empty()) return Status::Ok();
-  DTC_ASSIGN_OR_RETURN(io::Json theirs, readJsonFile(dir + "/" + kConfig));
+  const std::string path = dir + "/" + kConfig;
+  DTC_ASSIGN_OR_RETURN(std::string text, readJsonText(path));
+  return compareHfConfig(modelConfig, text, path);
+}
+
+Status compareHfConfig(const std::string& modelConfig, std::string_view text,
+                       const std::string& path) {
+  if (modelConfig.empty()) return Status::Ok();
+  DTC_ASSIGN_OR_RETURN(io::Json theirs, parseJsonObject(text, path));
   auto ours = io::parseJson(modelConfig);
   if (!ours.ok() || !ours->isObject())
     return Status::Internal("the plan's Hugging Face config is not a JSON object");
@@ -83,7 +103,7 @@ Status checkHfConfig(const std::string& modelConfig, const std::string& dir) {
     if (!there && key == "tie_word_embeddings") there = &defaultTied;
     if (!there) continue;  // transformers' default for it
     if (!same(*there, value))
-      return Status::InvalidInput(dir + "/" + kConfig + ": " + key + " is " + shown(*there) +
+      return Status::InvalidInput(path + ": " + printable(key) + " is " + shown(*there) +
                                   ", the model's " + shown(value));
   }
   return Status::Ok();

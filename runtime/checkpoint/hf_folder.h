@@ -3,8 +3,10 @@
 // --init reads one, dtrun --save DIR --format hf writes one that from_pretrained loads.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,12 +22,19 @@ struct WeightFile {
   std::set<std::string> names;
 };
 StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir);
+// The tensors of each file an index's text (model.safetensors.index.json, at `path`) maps them
+// to: a weight_map of tensor names to plain file names in the folder.
+StatusOr<std::map<std::string, std::set<std::string>>> parseHfWeightMap(std::string_view text,
+                                                                        const std::string& path);
 
 // The folder's config.json against the model's (`modelConfig`, the plan's text; "" when the
 // model carries none, when only the weights are checked): each setting the model's config
 // states must have the same value there, e.g. "DIR/config.json: num_key_value_heads is 4, the
 // model's 2". A missing tie_word_embeddings is transformers' default, true.
 Status checkHfConfig(const std::string& modelConfig, const std::string& dir);
+// The same, for the text of a config.json at `path`.
+Status compareHfConfig(const std::string& modelConfig, std::string_view text,
+                       const std::string& path);
 
 // DIR/config.json with the model's config (written to a temporary name, then renamed); the
 // config must not be empty.

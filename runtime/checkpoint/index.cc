@@ -3,9 +3,13 @@
 #include <algorithm>
 
 #include "io/safetensors.h"
+#include "support/printable.h"
 
 namespace dtc::checkpoint {
 namespace {
+
+// The most elements of a dimension, and of a tensor, an index may describe (as plans allow).
+constexpr int64_t kMaxExtent = int64_t{1} << 40;
 
 io::Json ints(const std::vector<int64_t>& v) {
   io::Json a{io::Json::Array{}};
@@ -50,7 +54,7 @@ class Reader {
     const io::Json* v = member(obj, key, io::Json::Type::kArray, where);
     if (!v) return out;
     for (const io::Json& d : v->asArray()) {
-      if (!d.isInteger() || d.asInt() < 0) {
+      if (!d.isInteger() || d.asInt() < 0 || d.asInt() > kMaxExtent) {
         fail(where + " has a malformed \"" + key + "\"");
         return {};
       }
@@ -154,12 +158,12 @@ StatusOr<CheckpointIndex> parseIndex(std::string_view text, const std::string& p
       rec.bytes = static_cast<uint64_t>(r.integer(f, "bytes", where));
       rec.crc32 = static_cast<uint32_t>(r.integer(f, "crc32", where));
       if (rec.name.empty() || rec.name.find('/') != std::string::npos || rec.name[0] == '.')
-        r.fail(where + " names a file outside the checkpoint: '" + rec.name + "'");
+        r.fail(where + " names a file outside the checkpoint: '" + printable(rec.name) + "'");
       index.files.push_back(std::move(rec));
     }
   if (const io::Json* tensors = r.member(root, "tensors", io::Json::Type::kObject, "the index"))
     for (const auto& [name, t] : tensors->members()) {
-      std::string where = "tensor '" + name + "'";
+      std::string where = "tensor '" + printable(name) + "'";
       if (!t.isObject()) {
         r.fail(where + " is not an object");
         break;
@@ -169,6 +173,15 @@ StatusOr<CheckpointIndex> parseIndex(std::string_view text, const std::string& p
       if (!io::parseSafetensorsDType(r.string(t, "dtype", where), rec.dtype))
         r.fail(where + " has an unknown dtype");
       rec.shape = r.dims(t, "shape", where);
+      int64_t elements = 1;
+      for (int64_t d : rec.shape)
+        if (d > 0 && elements > kMaxExtent / d) {
+          r.fail(where + " has more than 2^40 elements");
+          break;
+        } else {
+          elements *= d;
+        }
+      if (r.failed()) break;
       rec.role = r.string(t, "role", where);
       const io::Json* slices = r.member(t, "slices", io::Json::Type::kArray, where);
       int64_t covered = 0;
@@ -186,13 +199,17 @@ StatusOr<CheckpointIndex> parseIndex(std::string_view text, const std::string& p
           slice.box.sizes = r.dims(s, "shape", at);
           slice.crc32 = static_cast<uint32_t>(r.integer(s, "crc32", at));
           if (r.failed()) break;
-          if (slice.file >= static_cast<int>(index.files.size()))
+          if (slice.file < 0 || slice.file >= static_cast<int>(index.files.size()))
             r.fail(at + " names no listed file");
           bool inside = slice.box.offsets.size() == rec.shape.size() &&
                         slice.box.sizes.size() == rec.shape.size();
+          // Each at most 2^40 (dims): the sums do not overflow.
           for (size_t d = 0; inside && d < rec.shape.size(); ++d)
             inside = slice.box.offsets[d] + slice.box.sizes[d] <= rec.shape[d];
-          if (!inside) r.fail(at + " " + boxText(slice.box) + " lies outside the tensor");
+          if (!inside) {
+            r.fail(at + " " + boxText(slice.box) + " lies outside the tensor");
+            break;
+          }
           for (const SliceRecord& other : rec.slices) {
             Box common;
             if (intersect(other.box, slice.box, common))

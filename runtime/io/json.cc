@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "support/printable.h"
+
 namespace dtc::io {
 
 const std::string& Json::asString() const {
@@ -183,7 +185,7 @@ class Parser {
     if (consume("true")) return out = Json(true), true;
     if (consume("false")) return out = Json(false), true;
     if (consume("null")) return out = Json(), true;
-    return failed(std::string("unexpected character '") + c + "'");
+    return failed("unexpected character '" + printable(std::string(1, c)) + "'");
   }
 
   bool parseObject(Json& out, int depth) {
@@ -305,7 +307,7 @@ class Parser {
           appendUtf8(out, cp);
           break;
         }
-        default: return failed(std::string("bad escape '\\") + e + "'");
+        default: return failed("bad escape '\\" + printable(std::string(1, e)) + "'");
       }
     }
   }

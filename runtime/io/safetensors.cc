@@ -37,7 +37,7 @@ bool byteSize(const std::vector<int64_t>& shape, size_t elementSize, size_t& out
 
 // Fills `t` from one header entry, or returns an error message.
 std::string parseEntry(const std::string& name, const Json& entry, TensorEntry& t) {
-  std::string where = "tensor '" + name + "'";
+  std::string where = "tensor '" + printable(name) + "'";
   if (!entry.isObject()) return where + " is not a JSON object";
   const Json* dtype = entry.find("dtype");
   const Json* shape = entry.find("shape");
@@ -277,7 +277,7 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(std::string_view text, uint64
       if (!entry.isObject()) return badFile(path, "__metadata__ is not a JSON object");
       for (const auto& [k, v] : entry.members()) {
         if (!v.isString())
-          return badFile(path, "__metadata__ value for '" + k + "' is not a string");
+          return badFile(path, "__metadata__ value for '" + printable(k) + "' is not a string");
         out.metadata[k] = v.asString();
       }
       continue;
@@ -286,7 +286,7 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(std::string_view text, uint64
     std::string error = parseEntry(name, entry, t);
     if (!error.empty()) return badFile(path, error);
     if (t.begin + t.bytes > dataBytes)
-      return badFile(path, "tensor '" + name + "' ends at byte " +
+      return badFile(path, "tensor '" + printable(name) + "' ends at byte " +
                                std::to_string(t.begin + t.bytes) + " of a data section of " +
                                std::to_string(dataBytes) + " (truncated?)");
     out.entries.push_back(std::move(t));
@@ -301,8 +301,8 @@ StatusOr<SafetensorsHeader> parseSafetensorsHeader(std::string_view text, uint64
   uint64_t covered = 0;
   for (const TensorEntry* s : spans) {
     if (s->begin != covered)
-      return badFile(path, "tensor '" + s->name + "' starts at byte " + std::to_string(s->begin) +
-                               ", expected " + std::to_string(covered) +
+      return badFile(path, "tensor '" + printable(s->name) + "' starts at byte " +
+                               std::to_string(s->begin) + ", expected " + std::to_string(covered) +
                                " (tensors overlap or leave a gap)");
     covered = s->begin + s->bytes;
   }
