@@ -48,7 +48,7 @@ std::string parseEntry(const std::string& name, const Json& entry, TensorEntry& 
     return where + " has no \"data_offsets\" pair";
   t.name = name;
   if (!parseSafetensorsDType(dtype->asString(), t.dtype))
-    return where + " has dtype " + dtype->asString() +
+    return where + " has dtype " + printable(dtype->asString()) +
            ", which is not supported; expected one of F32, F16, BF16, I32, I64";
   for (const Json& d : shape->asArray()) {
     if (!d.isInteger() || d.asInt() < 0) return where + " has a malformed shape " + shape->dump();
