@@ -3,23 +3,9 @@
 // reads. Included by one source file per fuzz binary (it defines symbols).
 #pragma once
 
-#include <cstddef>
-
-namespace {
-
-// A violated property of the loader: abort, so the fuzzer records the input.
-[[maybe_unused]] void require(bool property) {
-  if (!property) __builtin_trap();
-}
-
-}  // namespace
+#include "fuzz_support.h"
 
 // LLVM's allocator headers poison bump-allocator slabs when inlined into instrumented code, and
 // libMLIR (not instrumented) hands out memory from the same slabs without unpoisoning it: reads
 // of MLIR attributes would be reported as use-after-poison.
 extern "C" const char* __asan_default_options() { return "allow_user_poisoning=0"; }
-
-// Inputs that imported (replay_main.cc checks that every seed does).
-extern "C" {
-size_t dtcFuzzAccepted = 0;
-}

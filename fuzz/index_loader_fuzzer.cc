@@ -8,25 +8,14 @@
 
 #include "checkpoint/index.h"
 
-namespace {
-
-void require(bool property) {
-  if (!property) __builtin_trap();
-}
-
-}  // namespace
-
-extern "C" {
-size_t dtcFuzzAccepted = 0;
-}
+#include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   dtc::StatusOr<dtc::checkpoint::CheckpointIndex> parsed =
       dtc::checkpoint::parseIndex(text, "index.json");
   if (!parsed.ok()) {
-    const dtc::Status status = parsed.status();
-    require(!status.message().empty() && status.message().find('\n') == std::string::npos);
+    requireOneLine(parsed.status().message());
     return 0;
   }
   ++dtcFuzzAccepted;

@@ -11,12 +11,9 @@
 #include "plan/plan.h"
 #include "plan/summary.h"
 
-namespace {
+#include "fuzz_support.h"
 
-// A violated property of the loader: abort, so the fuzzer records the input.
-void require(bool property) {
-  if (!property) __builtin_trap();
-}
+namespace {
 
 void exerciseFunction(const dtc::Plan& plan, const dtc::plan::Function& f) {
   const std::string name = f.name()->str();
@@ -43,17 +40,11 @@ void exerciseFunction(const dtc::Plan& plan, const dtc::plan::Function& f) {
 
 }  // namespace
 
-// Inputs that loaded (replay_main.cc checks that every seed does).
-extern "C" {
-size_t dtcFuzzAccepted = 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dtc::StatusOr<dtc::Plan> loaded =
       dtc::Plan::fromBytes(std::vector<uint8_t>(data, data + size), "fuzz.dtp");
   if (!loaded.ok()) {
-    const dtc::Status status = loaded.status();
-    require(!status.message().empty() && status.message().find('\n') == std::string::npos);
+    requireOneLine(loaded.status().message());
     return 0;
   }
   ++dtcFuzzAccepted;

@@ -12,17 +12,7 @@
 
 #include "io/safetensors.h"
 
-namespace {
-
-void require(bool property) {
-  if (!property) __builtin_trap();
-}
-
-}  // namespace
-
-extern "C" {
-size_t dtcFuzzAccepted = 0;
-}
+#include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 8) return 0;
@@ -34,8 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dtc::StatusOr<dtc::io::SafetensorsHeader> parsed =
       dtc::io::parseSafetensorsHeader(header, fileSize, "fuzz.safetensors");
   if (!parsed.ok()) {
-    const dtc::Status status = parsed.status();
-    require(!status.message().empty() && status.message().find('\n') == std::string::npos);
+    requireOneLine(parsed.status().message());
     return 0;
   }
   ++dtcFuzzAccepted;

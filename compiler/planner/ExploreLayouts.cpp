@@ -75,8 +75,7 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
     for (int64_t tp : divisors(devices / pp))
       for (int64_t ep : divisors(devices / (pp * tp)))
         for (const auto& [cp, method] :
-             contextSplits(devices / (pp * tp * ep),
-                           axes.sequences ? std::max<int64_t>(axes.perNode / tp, 1) : 1)) {
+             contextSplits(devices / (pp * tp * ep), std::max<int64_t>(axes.perNode / tp, 1))) {
           if (ep > 1 && (axes.experts <= 0 || axes.experts % ep != 0)) continue;
           ExploreCandidate c;
           c.pp = pp;

@@ -26,11 +26,10 @@ struct SplitAxes {
   // What every mixture-of-experts layer's expert count divides into (0: no such layer): the data
   // devices also split over ep, each ep that divides it.
   int64_t experts = 0;
-  // Split sequences over cp: the compiler refuses a model without causal attention, and explore
-  // then drops those layouts (dropsContextSplit).
-  bool sequences = true;
   // The devices of a node: cp·tp stays within one, as Megatron places them (every layer's
-  // attention exchanges keys and values over cp, as often as tp's collectives run).
+  // attention exchanges keys and values over cp, as often as tp's collectives run). A model
+  // without causal attention is refused cp by the compiler, and explore drops those layouts
+  // (dropsContextSplit).
   int64_t perNode = 1;
   // Also split sequences where dp alone could split the micro-batch over the same devices
   // (explore --exhaustive); otherwise cp is enumerated only where it cannot.

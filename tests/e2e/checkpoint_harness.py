@@ -98,6 +98,18 @@ def wait_for(predicate, timeout, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def kill_during_write(cmd, step_tmp, delay):
+    """Starts `cmd` (a dtrun writing checkpoints), waits until the write of `step_tmp` (a
+    step-<N>.tmp directory) has begun, then kill -9s the job `delay` seconds later."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: os.path.isdir(step_tmp), 60, f"the write of {os.path.basename(step_tmp)}")
+        time.sleep(delay())
+    finally:
+        kill_group(proc)
+        proc.wait()
+
+
 def kill_group(proc, sig=signal.SIGKILL):
     try:
         os.killpg(proc.pid, sig)

@@ -20,16 +20,14 @@ import filecmp
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from checkpoint_harness import (compile_plan, dtrun, dtrun_command, index_of, kill_group,  # noqa: E402
-                                latest_step, losses, same_weights, wait_for, weights)
+from checkpoint_harness import (compile_plan, dtrun, dtrun_command, index_of, kill_during_write,  # noqa: E402
+                                latest_step, losses, same_weights, weights)
 from dtc_harness import run, tool, weight_error  # noqa: E402
 from test_checkpoint_faults import leftovers, verify_checkpoint  # noqa: E402
 from test_data_parallel import make_models  # noqa: E402
@@ -131,13 +129,7 @@ def check_random_kills(work, plan, data):
         cmd = dtrun_command(plan, 1, ["--data", data, "--steps", 1000, "--seed", 3, "--checkpoint", ckpt,
                                       "--checkpoint-every", 1, "--keep", 2, "--checkpoint-async"])
         target = rng.randint(2, 6)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            wait_for(lambda: os.path.isdir(os.path.join(ckpt, f"step-{target}.tmp")), 60, "an asynchronous write")
-            time.sleep(rng.uniform(0, 0.3))
-        finally:
-            kill_group(proc)
-            proc.wait()
+        kill_during_write(cmd, os.path.join(ckpt, f"step-{target}.tmp"), lambda: rng.uniform(0, 0.3))
         latest = latest_step(ckpt)
         left = leftovers(ckpt)
         # The write of step `target` started after step target-1's was published.

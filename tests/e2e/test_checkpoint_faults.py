@@ -15,14 +15,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import zlib
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from checkpoint_harness import (compile_plan, dtrun, dtrun_command, index_of, kill_group,  # noqa: E402
-                                latest_step, losses, same_weights, wait_for, weights)
+from checkpoint_harness import (compile_plan, dtrun, dtrun_command, index_of, kill_during_write,  # noqa: E402
+                                kill_group, latest_step, losses, same_weights, wait_for, weights)
 from dtc_harness import run, tool  # noqa: E402
 from test_data_parallel import make_models  # noqa: E402
 
@@ -87,15 +86,8 @@ def check_random_kills(work, model, data):
         ckpt = os.path.join(work, f"random-{trial}")
         cmd = dtrun_command(plan, 1, ["--data", data, "--steps", 1000, "--seed", 3, "--checkpoint", ckpt,
                                       "--checkpoint-every", 1])
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            # Wait for a write to start (step 2, 3 or 4), then kill at a random moment of it.
-            target = os.path.join(ckpt, f"step-{2 + trial}.tmp")
-            wait_for(lambda: os.path.isdir(target), 60, "a checkpoint write")
-            time.sleep(rng.uniform(0, 0.3))
-        finally:
-            kill_group(proc)
-            proc.wait()
+        # Wait for a write to start (step 2, 3 or 4), then kill at a random moment of it.
+        kill_during_write(cmd, os.path.join(ckpt, f"step-{2 + trial}.tmp"), lambda: rng.uniform(0, 0.3))
         latest = latest_step(ckpt)
         left = leftovers(ckpt)
         assert latest is not None and latest >= 1 + trial, os.listdir(ckpt)
