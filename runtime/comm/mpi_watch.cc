@@ -197,6 +197,14 @@ std::string described(const WaitFor& on) {
   return current.sequence ? describe(current) : on.call;
 }
 
+// Whether a rank other than this one neither answered nor is seen stopped or dead on this host
+// (those will not report).
+bool someRankUnaccountedFor() {
+  for (int r = 0; r < watch->size; ++r)
+    if (r != watch->rank && silence(r) == "did not answer") return true;
+  return false;
+}
+
 [[noreturn]] void timedOut(const WaitFor& on, double waited) {
   const std::string what = described(on);
   std::map<int, std::string> answers;
@@ -238,8 +246,14 @@ std::string described(const WaitFor& on) {
   }
   std::sort(arrived.begin(), arrived.end());
   const std::string flight = recorded("collective timeout in " + what);
-  if (lowerReports) {
-    // A lower rank waits in the same call and reports it; the job ends when it does.
+  // No other rank answered: more likely this rank's own messages are stuck than every other
+  // rank's. A rank stopped halfway through handing a message to this one can wedge what it
+  // receives (shared memory queues), and then this rank, alone in the next call, times out
+  // first. The others time out soon after and see further; the job ends when one reports.
+  const bool heardNobody = watch->threaded && answers.empty() && someRankUnaccountedFor();
+  if (lowerReports || heardNobody) {
+    // Another rank reports (a lower one in the same call, or one that heard more); the job
+    // ends when it does.
     const double until = watchdogClock() + kDeferSeconds;
     while (watchdogClock() < until) {
       answerQuestions();

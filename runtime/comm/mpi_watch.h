@@ -10,6 +10,8 @@
 // own) what it does: each rank's watchdog thread answers with the call its rank waits in, or
 // the op it computes, so the report names the ranks that arrived and where the others are. A
 // rank that does not answer is described from /proc when it runs on this host (stopped, dead).
+// A rank that hears no answer at all leaves the report to the others, which time out soon
+// after (a rank stopped mid-message can wedge what another receives over shared memory).
 // A rank sees only its own host's processes: each watchdog thread tells every rank of a
 // host-mate that died, so a wait for a dead rank on any host ends within a second or so.
 #pragma once
