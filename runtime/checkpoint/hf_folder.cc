@@ -1,5 +1,11 @@
 #include "checkpoint/hf_folder.h"
 
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "io/files.h"
@@ -39,6 +45,17 @@ std::string shown(const io::Json& v) { return printable(v.isString() ? v.asStrin
 bool same(const io::Json& a, const io::Json& b) {
   if (a.isNumber() && b.isNumber()) return a.asDouble() == b.asDouble();
   return a == b;
+}
+
+// "model-00002-of-00005.safetensors", as hfWeightFileName names a shard.
+bool isShardName(const std::string& name) {
+  const std::string pattern = "model-#####-of-#####.safetensors";
+  if (name.size() != pattern.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i)
+    if (pattern[i] == '#' ? !std::isdigit(static_cast<unsigned char>(name[i]))
+                          : name[i] != pattern[i])
+      return false;
+  return true;
 }
 
 }  // namespace
@@ -114,6 +131,67 @@ Status writeHfConfig(const std::string& modelConfig, const std::string& dir) {
   if (modelConfig.empty()) return Status::Internal("no Hugging Face config to write");
   std::string text = modelConfig + "\n";
   return io::writeFileAtomically(dir + "/" + kConfig, text.data(), text.size());
+}
+
+std::vector<size_t> assignHfShards(const std::vector<uint64_t>& groupBytes, uint64_t maxBytes) {
+  // The open file's groups wait for its number: a file of one oversized group completes, and is
+  // numbered, before the file that was open when it came.
+  std::vector<size_t> fileOf(groupBytes.size());
+  std::vector<size_t> open;
+  uint64_t openBytes = 0;
+  size_t files = 0;
+  auto close = [&] {
+    for (size_t g : open) fileOf[g] = files;
+    ++files;
+    open.clear();
+    openBytes = 0;
+  };
+  for (size_t g = 0; g < groupBytes.size(); ++g) {
+    if (groupBytes[g] > maxBytes) {
+      fileOf[g] = files++;
+      continue;
+    }
+    if (!open.empty() && openBytes + groupBytes[g] > maxBytes) close();
+    open.push_back(g);
+    openBytes += groupBytes[g];
+  }
+  if (!open.empty()) close();
+  return fileOf;
+}
+
+std::string hfWeightFileName(size_t index, size_t count) {
+  if (count <= 1) return kWeights;
+  char name[64];
+  std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", index + 1, count);
+  return name;
+}
+
+Status finishHfWeights(const std::string& dir, size_t fileCount, uint64_t totalBytes,
+                       const std::map<std::string, std::string>& weightMap) {
+  std::set<std::string> written;
+  for (size_t f = 0; f < fileCount; ++f) written.insert(hfWeightFileName(f, fileCount));
+  if (fileCount > 1) {
+    io::Json metadata = io::Json::object();
+    metadata.set("total_size", totalBytes);
+    io::Json files = io::Json::object();
+    for (const auto& [name, file] : weightMap) files.set(name, file);
+    io::Json index = io::Json::object();
+    index.set("metadata", std::move(metadata));
+    index.set("weight_map", std::move(files));
+    const std::string text = index.dump() + "\n";
+    DTC_RETURN_IF_ERROR(io::writeFileAtomically(dir + "/" + kIndex, text.data(), text.size()));
+    written.insert(kIndex);
+  }
+  DTC_ASSIGN_OR_RETURN(std::vector<std::string> names, io::listDirectory(dir));
+  bool removed = false;
+  for (const std::string& name : names) {
+    if ((name != kWeights && name != kIndex && !isShardName(name)) || written.count(name)) continue;
+    if (::unlink((dir + "/" + name).c_str()) != 0 && errno != ENOENT)
+      return Status::Internal("cannot remove " + dir + "/" + name +
+                              " (an earlier save's): " + std::strerror(errno));
+    removed = true;
+  }
+  return removed ? io::syncDirectory(dir) : Status::Ok();
 }
 
 }  // namespace dtc::checkpoint

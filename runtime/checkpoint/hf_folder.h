@@ -40,4 +40,21 @@ Status compareHfConfig(const std::string& modelConfig, std::string_view text,
 // config must not be empty.
 Status writeHfConfig(const std::string& modelConfig, const std::string& dir);
 
+// How save_pretrained spreads weights over files of at most `maxBytes` (its max_shard_size):
+// `groupBytes` are the bytes of each group of tensors that stays in one file (a weight and its
+// tied names), in the model's order. The next file starts where a group would take the current
+// one past `maxBytes`; a group larger than that has a file of its own. Returns each group's
+// file, numbered in the order the files are completed, as save_pretrained numbers them.
+std::vector<size_t> assignHfShards(const std::vector<uint64_t>& groupBytes, uint64_t maxBytes);
+// "model.safetensors" when there is one file, else "model-00002-of-00005.safetensors".
+std::string hfWeightFileName(size_t index, size_t count);
+// Completes a save of `fileCount` weight files into DIR (named by hfWeightFileName): with
+// several, DIR/model.safetensors.index.json, {"metadata": {"total_size": N}, "weight_map":
+// {tensor name: file name}} (written to a temporary name, then renamed). Then the weight files
+// of an earlier save into DIR that this one did not write go (model.safetensors, the index,
+// shards): loaders would read them (transformers prefers model.safetensors, dtrun --init the
+// index).
+Status finishHfWeights(const std::string& dir, size_t fileCount, uint64_t totalBytes,
+                       const std::map<std::string, std::string>& weightMap);
+
 }  // namespace dtc::checkpoint

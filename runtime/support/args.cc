@@ -1,5 +1,6 @@
 #include "support/args.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 
@@ -71,6 +72,34 @@ StatusOr<double> Args::number(const std::string& flag, double fallback) const {
   if (errno || end == it->second.c_str() || *end)
     return Status::InvalidInput("--" + flag + " expects a number, got '" + it->second + "'");
   return v;
+}
+
+StatusOr<uint64_t> Args::byteSize(const std::string& flag, uint64_t fallback) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  static const std::pair<const char*, double> kUnits[] = {{"", 1},
+                                                          {"B", 1},
+                                                          {"KB", 1e3},
+                                                          {"MB", 1e6},
+                                                          {"GB", 1e9},
+                                                          {"TB", 1e12},
+                                                          {"KiB", 1024.0},
+                                                          {"MiB", 1048576.0},
+                                                          {"GiB", 1073741824.0},
+                                                          {"TiB", 1099511627776.0}};
+  const std::string& text = it->second;
+  errno = 0;
+  char* end = nullptr;
+  const double count = std::strtod(text.c_str(), &end);
+  const bool parsed =
+      !errno && end != text.c_str() && std::isdigit(static_cast<unsigned char>(text[0]));
+  for (const auto& [unit, scale] : kUnits) {
+    if (!parsed || std::string(end) != unit) continue;
+    const double bytes = count * scale;
+    if (bytes >= 1 && bytes < 1.8e19) return static_cast<uint64_t>(bytes);
+  }
+  return Status::InvalidInput(
+      "--" + flag + " expects a positive size such as 5GB, 500MB or 2GiB, got '" + text + "'");
 }
 
 StatusOr<std::vector<int64_t>> Args::integers(const std::string& flag,

@@ -31,6 +31,9 @@ class Args {
   }
   StatusOr<int64_t> integer(const std::string& flag, int64_t fallback) const;
   StatusOr<double> number(const std::string& flag, double fallback) const;
+  // A size in bytes as Hugging Face writes one: "5GB" (10^9), "40KB", "2GiB" (2^30), "4096";
+  // it must be positive.
+  StatusOr<uint64_t> byteSize(const std::string& flag, uint64_t fallback) const;
   // A comma-separated list of integers ("256,128").
   StatusOr<std::vector<int64_t>> integers(const std::string& flag,
                                           std::vector<int64_t> fallback) const;

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 
+#include "checkpoint/hf_folder.h"
 #include "checkpoint/layout.h"
 #include "io/files.h"
 #include "io/safetensors.h"
@@ -70,23 +72,40 @@ class OutputFile {
   int fd_ = -1;
 };
 
-// What the file holds of one state tensor: its entries (its name and its tied names), each
-// whole.
+// What the files hold of one state tensor: its entries (its name and its tied names), each
+// whole, all in one file.
 struct Saved {
   const checkpoint::PlannedTensor* tensor;
-  std::vector<size_t> entries;  // into the file's tensor list
+  std::vector<size_t> entries;  // into the list of every entry
+  size_t file = 0;
+};
+
+// One of the output files: its entries in order, where each lies, and, on rank 0 while it is
+// being filled, the file itself.
+struct ShardFile {
+  std::string name;
+  std::vector<io::TensorRef> entries;
+  io::SafetensorsLayout layout;
+  size_t tensorsLeft = 0;  // Saved tensors still to write into it
+  std::unique_ptr<OutputFile> out;
+};
+
+// Where an entry lies: its file, and its place in that file's entries.
+struct Placement {
+  size_t file = 0, index = 0;
 };
 
 }  // namespace
 
-// Streamed: the file's tensors go out in blocks of whole rows, at most kBlockBytes each. For
+// Streamed: the files' tensors go out in blocks of whole rows, at most kBlockBytes each. For
 // each block, every rank that writes a piece of it (the checkpoint layout's writer: each
 // distinct box of the state once) copies its part out of its state and sends it to rank 0,
 // which places the parts in the block and writes it where the tensor (and each tied name of
-// it) lies in the file. No rank holds more than its own state and a block or two; every rank
+// it) lies in its file. No rank holds more than its own state and a block or two; every rank
 // walks the same tensors, blocks and pieces in the same order, so the sends and receives pair
-// up, and each block's sends complete before the next begins.
-Status saveParameters(Executor& ex, const std::string& dir, bool write) {
+// up, and each block's sends complete before the next begins. A file is opened at its first
+// tensor and synced and renamed into place after its last.
+Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t maxShardBytes) {
   if (write) DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(dir, "--save"));
   const Plan& plan = ex.plan();
   comm::DeviceMesh* mesh = ex.mesh();
@@ -96,6 +115,7 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write) {
   for (const plan::StateTensor* s : *plan.root().state()) states.emplace(s->name()->str(), s);
   std::vector<io::TensorRef> entries;
   std::vector<Saved> saved;
+  std::vector<uint64_t> savedBytes;
   for (const checkpoint::PlannedTensor& t : layout.tensors) {
     const plan::StateTensor* s = states.count(t.name) ? states.at(t.name) : nullptr;
     if (t.role != plan::Role::param || (s && s->constant())) continue;
@@ -110,18 +130,48 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write) {
         one.entries.push_back(entries.size());
         entries.push_back({alias->str(), t.dtype, t.shape, nullptr, bytes});
       }
+    savedBytes.push_back(static_cast<uint64_t>(bytes) * one.entries.size());
     saved.push_back(std::move(one));
   }
-  const std::string path = dir + "/model.safetensors";
-  DTC_ASSIGN_OR_RETURN(io::SafetensorsLayout file,
-                       io::layoutSafetensors(path, entries, {{"format", "pt"}}));
-  OutputFile out;
-  if (write) {
-    DTC_RETURN_IF_ERROR(out.open(path));
-    DTC_RETURN_IF_ERROR(out.writeAt(file.prefix.data(), file.prefix.size(), 0));
+  const std::vector<size_t> fileOf = checkpoint::assignHfShards(savedBytes, maxShardBytes);
+  size_t fileCount = 1;
+  for (size_t f : fileOf) fileCount = std::max(fileCount, f + 1);
+  std::vector<ShardFile> files(fileCount);
+  std::vector<Placement> placement(entries.size());
+  std::map<std::string, std::string> weightMap;
+  uint64_t totalBytes = 0;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    Saved& one = saved[i];
+    one.file = fileOf[i];
+    ShardFile& file = files[one.file];
+    ++file.tensorsLeft;
+    for (size_t e : one.entries) {
+      placement[e] = {one.file, file.entries.size()};
+      file.entries.push_back(entries[e]);
+      weightMap[entries[e].name] = checkpoint::hfWeightFileName(one.file, fileCount);
+      totalBytes += entries[e].bytes;
+    }
+  }
+  for (size_t f = 0; f < fileCount; ++f) {
+    files[f].name = checkpoint::hfWeightFileName(f, fileCount);
+    DTC_ASSIGN_OR_RETURN(
+        files[f].layout,
+        io::layoutSafetensors(dir + "/" + files[f].name, files[f].entries, {{"format", "pt"}}));
+  }
+  auto openFile = [&](ShardFile& file) -> Status {
+    file.out = std::make_unique<OutputFile>();
+    DTC_RETURN_IF_ERROR(file.out->open(dir + "/" + file.name));
+    return file.out->writeAt(file.layout.prefix.data(), file.layout.prefix.size(), 0);
+  };
+  // A model without parameters still gets its (empty) file.
+  if (write && saved.empty()) {
+    DTC_RETURN_IF_ERROR(openFile(files[0]));
+    DTC_RETURN_IF_ERROR(files[0].out->commit());
   }
   std::vector<uint8_t> block, part;
   for (const Saved& one : saved) {
+    ShardFile& file = files[one.file];
+    if (write && !file.out) DTC_RETURN_IF_ERROR(openFile(file));
     const checkpoint::PlannedTensor& t = *one.tensor;
     const size_t element = dtypeSize(t.dtype);
     const checkpoint::Box whole = checkpoint::wholeBox(t.shape);
@@ -169,14 +219,21 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write) {
       }
       if (mesh) DTC_RETURN_IF_ERROR(mesh->completeSends());
       if (!write) continue;
-      for (size_t e : one.entries)
-        DTC_RETURN_IF_ERROR(out.writeAt(
-            block.data(), block.size(),
-            file.prefix.size() + file.offsets[e] + static_cast<uint64_t>(first) * rowBytes));
+      for (size_t e : one.entries) {
+        const Placement& at = placement[e];
+        DTC_RETURN_IF_ERROR(file.out->writeAt(block.data(), block.size(),
+                                              file.layout.prefix.size() +
+                                                  file.layout.offsets[at.index] +
+                                                  static_cast<uint64_t>(first) * rowBytes));
+      }
+    }
+    if (write && --file.tensorsLeft == 0) {
+      DTC_RETURN_IF_ERROR(file.out->commit());
+      file.out.reset();
     }
   }
   if (!write) return Status::Ok();
-  return out.commit();
+  return checkpoint::finishHfWeights(dir, fileCount, totalBytes, weightMap);
 }
 
 }  // namespace dtc

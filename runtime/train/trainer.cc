@@ -599,7 +599,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   if (!o.saveDir.empty()) {
     comm::setPhase("saving the parameters");
     DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.saveDir, agreed));
-    DTC_RETURN_IF_ERROR(saveParameters(ex, o.saveDir, lead));
+    DTC_RETURN_IF_ERROR(saveParameters(ex, o.saveDir, lead, o.maxShardBytes));
     if (o.saveHf && lead) {
       const flatbuffers::String* config = ex.plan().root().hf_config();
       DTC_RETURN_IF_ERROR(checkpoint::writeHfConfig(config ? config->str() : "", o.saveDir));

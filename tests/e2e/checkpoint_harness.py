@@ -55,7 +55,18 @@ def losses(log):
 
 
 def weights(save_dir):
-    return load_safetensors(os.path.join(save_dir, "model.safetensors"))
+    """The tensors of a --save folder: model.safetensors, or the shards its index maps."""
+    index = os.path.join(save_dir, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        return load_safetensors(os.path.join(save_dir, "model.safetensors"))
+    with open(index) as f:
+        weight_map = json.load(f)["weight_map"]
+    state = {}
+    for file in sorted(set(weight_map.values())):
+        part = load_safetensors(os.path.join(save_dir, file))
+        assert sorted(part) == sorted(k for k, v in weight_map.items() if v == file), file
+        state.update(part)
+    return state
 
 
 def same_weights(a, b):

@@ -1,6 +1,6 @@
 """Checkpoints and PyTorch: a checkpoint written by a dp=2 x tp=2 x pp=2 GPT run becomes one
 consolidated model.safetensors (dtrun --resume CK --steps 0 --save OUT, on one device or on the
-grid itself) that nanoGPT's GPT module loads with strict=True and evaluates to dtrun's own
+grid itself, also in shards and their index) that nanoGPT's GPT module loads with strict=True and evaluates to dtrun's own
 validation loss; and dtrun --init starts from files PyTorch users have: a state_dict saved the
 way safetensors.torch.save_model saves a tied model (one name of the tied pair, here in
 float16), on one device and under tensor parallelism. Missing, unexpected, mis-shaped and
@@ -54,8 +54,14 @@ def check_consolidated(work, model, tokens_path, val_path):
     one, many = os.path.join(work, "consolidated-1"), os.path.join(work, "consolidated-8")
     out = dtrun(single, 1, ["--resume", ckpt, "--steps", 0, "--save", one, "--eval", val_path]).stdout
     dtrun(grid, 8, ["--resume", ckpt, "--steps", 0, "--save", many])
+    # The grid again, in shards of at most 30 KB as save_pretrained writes them.
+    sharded = os.path.join(work, "consolidated-8-sharded")
+    dtrun(grid, 8, ["--resume", ckpt, "--steps", 0, "--save", sharded, "--max-shard-size", "30KB"])
     state = weights(one)
     assert same_weights(state, weights(many)), "consolidating on one device and on the grid differ"
+    shards = [f for f in os.listdir(sharded) if f.endswith(".safetensors")]
+    assert len(shards) > 2 and same_weights(state, weights(sharded)), shards
+    print(f"consolidated on the grid in {len(shards)} shards of at most 30 KB: the same tensors")
     assert np.array_equal(state["lm_head.weight"], state["transformer.wte.weight"]), "tied names differ"
     theirs = nanogpt_eval(state, read_tokens(val_path), 8)
     ours = eval_loss(out)

@@ -6,6 +6,9 @@ model.safetensors that from_pretrained loads.
 
 - round trip, 0 steps: transformers' model -> --init -> --save --format hf -> from_pretrained:
   logits equal (1e-6 relative to their largest);
+- --max-shard-size: shards and their index as save_pretrained writes them (for Llama, each
+  tensor in the same file), that from_pretrained loads; a later save into the folder leaves
+  none of the earlier one's weight files;
 - after 10 AdamW steps from it: the saved folder's logits in transformers equal dtc's own
   (--predict over the same inputs);
 - bad input: a folder whose config.json disagrees with the model, a missing shard, a plan whose
@@ -70,6 +73,26 @@ def round_trip(work, rng, name, cls, source, zoo, idx):
         err = relative(logits_of(again, idx), expected)
         print(f"{name}: round trip from {folder} ({len(os.listdir(path(folder)))} files): logits rel err {err:.2e}")
         assert err <= 1e-6, err
+    # Saved in shards of at most 40 KB: where save_pretrained put each tensor (for an untied
+    # model; dtrun also writes a tied weight's other name, which shifts the split), and what
+    # from_pretrained loads. A later save into the same folder replaces the earlier one's files.
+    out = path("sharded-again")
+    run(tool("dtrun"), plan, "--init", path("hf"), "--steps", 0, "--save", out, "--format", "hf",
+        "--max-shard-size", "40KB")
+    ours_map = json.load(open(os.path.join(out, "model.safetensors.index.json")))["weight_map"]
+    theirs_map = json.load(open(path("hf-sharded/model.safetensors.index.json")))["weight_map"]
+    files = sorted(f for f in os.listdir(out) if f.endswith(".safetensors"))
+    assert files == sorted(set(ours_map.values())) and len(files) > 1, (files, ours_map)
+    if name == "llama":
+        assert ours_map == theirs_map, (ours_map, theirs_map)
+    err = relative(logits_of(cls.from_pretrained(out).eval(), idx), expected)
+    print(f"{name}: --max-shard-size 40KB: {len(files)} files (transformers: {len(shards)}), "
+          f"logits rel err {err:.2e}")
+    assert err <= 1e-6, err
+    run(tool("dtrun"), plan, "--init", out, "--steps", 0, "--save", out, "--format", "hf")
+    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors"], os.listdir(out)
+    run(tool("dtrun"), plan, "--init", out, "--steps", 0, "--save", out, "--max-shard-size", "40KB")
+    assert "model.safetensors" not in os.listdir(out) and len(os.listdir(out)) == len(files) + 2
     # Ten steps from the checkpoint; dtc's logits over `idx` against transformers' from the
     # saved folder.
     tokens = ((np.arange(4000) * 7 + rng.integers(0, 3, 4000)) % V).astype(np.int64)

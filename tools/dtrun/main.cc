@@ -20,8 +20,10 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: dtrun PLAN [--data DIR|TOKENS.bin|SHARDS --steps N] [--seed S] [--log FILE.jsonl]\n"
-    "             [--save DIR [--format dtc|hf]] [--eval DIR|TOKENS.bin [--eval-every N]\n"
-    "             [--eval-batches K]]   hf: DIR/config.json too, for from_pretrained\n"
+    "             [--save DIR [--format dtc|hf] [--max-shard-size SIZE]]\n"
+    "                 DIR/model.safetensors, or shards of at most SIZE and their index\n"
+    "                 (default 5GB, as save_pretrained); hf: DIR/config.json too\n"
+    "             [--eval DIR|TOKENS.bin [--eval-every N] [--eval-batches K]]\n"
     "             [--threads N] [--trace FILE.json] [--tensorboard DIR]\n"
     "             [--device cpu|cuda|cpu-staged]   (default: the plan's device)\n"
     "             [--checkpoint DIR [--checkpoint-every N] [--keep K] [--checkpoint-async]]\n"
@@ -96,7 +98,8 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
                                 "max-skipped-steps",
                                 "predict",
                                 "tensorboard",
-                                "format"},
+                                "format",
+                                "max-shard-size"},
                                {"check-numerics", "profile-summary", "checkpoint-async"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
@@ -113,6 +116,12 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   if (args->has("format") && !args->has("save"))
     return dtc::Status::InvalidInput("--format says how --save DIR writes the model: give --save");
   options.saveHf = format == "hf";
+  auto maxShard = args->byteSize("max-shard-size", options.maxShardBytes);
+  if (!maxShard.ok()) return maxShard.status();
+  if (args->has("max-shard-size") && !args->has("save"))
+    return dtc::Status::InvalidInput(
+        "--max-shard-size says how --save DIR splits the model: give --save");
+  options.maxShardBytes = *maxShard;
   options.predictDir = args->str("predict");
   options.tracePath = args->str("trace");
   options.profileSummary = args->has("profile-summary");
