@@ -249,9 +249,13 @@ class MpiCommunicator : public Communicator {
     Call(MpiCommunicator& comm, const std::string& op, int64_t bytes, std::vector<int> ranks = {})
         : comm_(comm) {
       const std::string& group = comm.groupText_;
-      ++comm.calls_;
-      on_.call = op + (comm.size_ > 1 && ranks.empty() ? " over " + group : std::string()) +
-                 ", call #" + std::to_string(comm.calls_);
+      // Collectives are numbered apart from point-to-point transfers, which ranks make in
+      // different numbers: the same collective then has the same text on every rank of it (how
+      // a timeout's census tells who arrived).
+      const bool collective = ranks.empty();
+      const uint64_t number = collective ? ++comm.collectives_ : ++comm.transfers_;
+      on_.call = op + (comm.size_ > 1 && collective ? " over " + group : std::string()) +
+                 (collective ? ", call #" : ", transfer #") + std::to_string(number);
       on_.ranks = ranks.empty() ? comm.worldRanks_ : std::move(ranks);
       id_ = beginCollective(op, group, bytes);
       if (comm.size_ > 1) waiting_.emplace(on_);
@@ -330,7 +334,7 @@ class MpiCommunicator : public Communicator {
   int rank_ = 0, size_ = 1;
   std::vector<int> worldRanks_;
   std::string groupText_;
-  uint64_t calls_ = 0;
+  uint64_t collectives_ = 0, transfers_ = 0;
   std::vector<Pending> pending_;
   std::vector<std::vector<uint8_t>> spare_;
 };
