@@ -58,6 +58,18 @@ bool isShardName(const std::string& name) {
   return true;
 }
 
+// "model.safetensors.tmp.1234": what a save that died midway left (files are written under
+// such a name, then renamed).
+bool isLeftover(const std::string& name) {
+  const size_t tmp = name.rfind(".tmp.");
+  if (tmp == std::string::npos || tmp + 5 == name.size()) return false;
+  const std::string file = name.substr(0, tmp);
+  if (file != kWeights && file != kIndex && !isShardName(file)) return false;
+  for (size_t i = tmp + 5; i < name.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
+  return true;
+}
+
 }  // namespace
 
 StatusOr<std::vector<WeightFile>> hfWeightFiles(const std::string& dir) {
@@ -185,7 +197,8 @@ Status finishHfWeights(const std::string& dir, size_t fileCount, uint64_t totalB
   DTC_ASSIGN_OR_RETURN(std::vector<std::string> names, io::listDirectory(dir));
   bool removed = false;
   for (const std::string& name : names) {
-    if ((name != kWeights && name != kIndex && !isShardName(name)) || written.count(name)) continue;
+    const bool weights = name == kWeights || name == kIndex || isShardName(name);
+    if (!isLeftover(name) && (!weights || written.count(name))) continue;
     if (::unlink((dir + "/" + name).c_str()) != 0 && errno != ENOENT)
       return Status::Internal("cannot remove " + dir + "/" + name +
                               " (an earlier save's): " + std::strerror(errno));

@@ -53,7 +53,7 @@ std::string hfWeightFileName(size_t index, size_t count);
 // {tensor name: file name}} (written to a temporary name, then renamed). Then the weight files
 // of an earlier save into DIR that this one did not write go (model.safetensors, the index,
 // shards): loaders would read them (transformers prefers model.safetensors, dtrun --init the
-// index).
+// index). So do the temporaries of a save that died before renaming them.
 Status finishHfWeights(const std::string& dir, size_t fileCount, uint64_t totalBytes,
                        const std::map<std::string, std::string>& weightMap);
 

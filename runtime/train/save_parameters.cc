@@ -14,6 +14,7 @@
 #include "checkpoint/layout.h"
 #include "io/files.h"
 #include "io/safetensors.h"
+#include "support/fault_points.h"
 
 namespace dtc {
 namespace {
@@ -218,6 +219,7 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
         }
       }
       if (mesh) DTC_RETURN_IF_ERROR(mesh->completeSends());
+      faultPoint("save-block", rank);
       if (!write) continue;
       for (size_t e : one.entries) {
         const Placement& at = placement[e];

@@ -15,11 +15,16 @@ publishes the step (index, rename, `latest`) once every rank's file is synced.
    checkpoint (every CRC-32 checked), the next run removes the leftovers, and resuming from it
    writes the next step byte-identical to the uninterrupted run's.
 5. The snapshot's host memory is in dtrun's memory report; --checkpoint-async without
-   --checkpoint is a one-line error."""
+   --checkpoint is a one-line error.
+6. A full disk: a background write that fails ends the run with one line; `latest` still names
+   the last complete step, no partial step is left, and the run continues from it with room."""
 import filecmp
 import os
 import random
+import resource
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 
@@ -176,6 +181,34 @@ def check_errors(work, plan, data):
     print("--checkpoint-async without --checkpoint: " + proc.stderr.strip().splitlines()[-1])
 
 
+def check_full_disk(work, plan, data):
+    """A write that fails in the background (the file may not grow past 1 MB: RLIMIT_FSIZE, its
+    signal ignored, so write(2) fails with EFBIG as it fails with ENOSPC on a full disk): the run
+    ends with one line naming the file and the reason, `latest` still names the last complete
+    step, no partial step is left, and the same run with room continues from it. (One process:
+    MPI's own shared-memory files would hit the limit first.)"""
+    ckpt = os.path.join(work, "full")
+    dtrun(plan, 1, ["--data", data, "--steps", 2, "--seed", 3, "--checkpoint", ckpt])
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
+
+    args = ["--data", data, "--steps", 6, "--resume", ckpt, "--checkpoint", ckpt, "--checkpoint-every", 2,
+            "--checkpoint-async"]
+    proc = subprocess.run([str(a) for a in dtrun_command(plan, 1, args)], capture_output=True, text=True,
+                          preexec_fn=small_files, timeout=120)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("dtrun: error")]
+    assert proc.returncode == 1 and len(errors) == 1, (proc.returncode, proc.stderr)
+    assert "checkpoint of step 4: cannot write" in errors[0] and "File too large" in errors[0], errors
+    assert latest_step(ckpt) == 2 and not leftovers(ckpt), os.listdir(ckpt)
+    verify_checkpoint(os.path.join(ckpt, "step-2"))
+    dtrun(plan, 1, args)
+    assert latest_step(ckpt) == 6 and sorted(os.listdir(ckpt)) == ["latest", "step-2", "step-4", "step-6"]
+    print(f"a background write that fails for room: {errors[0]}; latest still step 2, whole; "
+          "with room, the run continues to step 6")
+
+
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
@@ -188,7 +221,9 @@ def main():
         run(tool("dtc"), "zoo", "mlp", "--hidden", "2048,2048", "-o", big)
         check_random_kills(work, compile_plan(big, work, "big", 32, ADAMW), m["data"])
         check_writer_kills(work, m["mlp"], m["data"])
-        check_errors(work, compile_plan(m["mlp"], work, "mlp", 32, ADAMW), m["data"])
+        mlp = compile_plan(m["mlp"], work, "mlp", 32, ADAMW)
+        check_errors(work, mlp, m["data"])
+        check_full_disk(work, mlp, m["data"])
     print("asynchronous checkpoints: ok")
 
 

@@ -47,9 +47,9 @@ def write_mlp_data(directory, samples, seed):
     return x, y
 
 
-def start(cmd):
+def start(cmd, env=None, preexec_fn=None):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env, preexec_fn=preexec_fn)
 
 
 def finish(proc, bound, what):

@@ -6,7 +6,12 @@ separate machines).
   host, the call it waited in, and which rank of the dead one's host saw it die) within 30 s
   (at --collective-timeout 600, where it was found before) and writes its flight recorder;
 - SIGSTOP of a rank of the second host: at the timeout (3 s) the job ends, exit 3, and the
-  report of a rank of the first host names the stopped rank as its host-mates see it."""
+  report of a rank of the first host names the stopped rank as its host-mates see it;
+- kill -9 of a rank of the second host halfway through its asynchronous checkpoint write: a
+  rank of the first host names it, `latest` keeps the step before, whole, and the job resumes;
+- kill -9 of a rank of the second host while it sends its blocks to --save: a rank of the
+  first host names it, the folder's earlier save is untouched, the next save leaves no
+  temporary."""
 import json
 import os
 import signal
@@ -15,8 +20,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fault_harness import (MPIRUN, errors, expect_failure, finish, logged_steps, rank_pid, run,  # noqa: E402
-                           start, tool, wait_until, write_mlp_data)
+from fault_harness import (MPIRUN, command, errors, expect_failure, finish, logged_steps, rank_pid,  # noqa: E402
+                           run, start, tool, wait_until, write_mlp_data)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from checkpoint_harness import index_of, latest_step  # noqa: E402
+from test_checkpoint_faults import leftovers, verify_checkpoint  # noqa: E402
 
 RANKS, PER_HOST = 8, 4
 
@@ -89,6 +97,71 @@ def check_remote_stop(work, plan, data):
     print(f"SIGSTOP of rank {victim} (host1): exit 3 in {took:.1f} s (timeout {timeout} s): {line}")
 
 
+def remote_death(err, victim, what):
+    """The error line of a rank of the first host naming the victim (of the second) as seen by
+    one of its host-mates."""
+    lines = [line for line in errors(err) if f"rank {victim} (pid " in line and "on host1) died" in line
+             and "seen by rank" in line and any(f"while rank {r} waited" in line for r in range(PER_HOST))]
+    assert lines, f"{what}: no rank of host0 named rank {victim}:\n{err[-3000:]}"
+    return lines[0]
+
+
+def check_remote_kill_during_async_write(work, data):
+    """ZeRO-1 over the two hosts, asynchronous checkpoints every 2 steps: rank 6 dies halfway
+    through writing its file of step 4 (its background writer, after its first piece). A rank of
+    the first host names it; `latest` still names step 2, complete; the job resumes from it."""
+    model, plan = os.path.join(work, "mlp.dtm"), os.path.join(work, "zero1.dtp")
+    run(tool("dtc"), "compile", model, "-o", plan, "--batch", 32, "--mesh", f"dp={RANKS}", "--zero", 1,
+        "--optimizer", "adamw")
+    probe = os.path.join(work, "async-probe")
+    run(*two_hosts(work, plan, ["--data", data, "--steps", 2, "--checkpoint", probe]))
+    index = index_of(os.path.join(probe, "step-2"))
+    writer = [f["rank"] for f in index["files"]]
+    pieces = sum(writer[s["file"]] == 6 for t in index["tensors"].values() for s in t["slices"])
+    assert pieces > 0, "rank 6 writes nothing"
+    ckpt = os.path.join(work, "async-ckpt")
+    env = dict(os.environ, DTC_FAULT=f"checkpoint-file@6#{pieces + 1}")
+    cmd = two_hosts(work, plan, ["--data", data, "--steps", 100000, "--checkpoint", ckpt, "--checkpoint-every", 2,
+                                 "--checkpoint-async"])
+    begin = time.time()
+    rc, out, err = finish(start(cmd, env), 120, "rank 6 killed in its asynchronous write")
+    assert rc != 0, "exit 0"
+    line = remote_death(err, 6, "kill -9 in an asynchronous write")
+    assert latest_step(ckpt) == 2, (latest_step(ckpt), os.listdir(ckpt))
+    verify_checkpoint(os.path.join(ckpt, "step-2"))
+    resumed = run(*command(plan, RANKS, ["--data", data, "--steps", 4, "--resume", ckpt, "--checkpoint", ckpt]))
+    assert latest_step(ckpt) == 4 and not leftovers(ckpt), os.listdir(ckpt)
+    print(f"kill -9 of rank 6 (host1) in its asynchronous write of step 4: named in {time.time() - begin:.1f} s "
+          f"from the start: {line}; latest is step 2, whole; resumed to step 4 "
+          f"({resumed.stdout.strip().splitlines()[-1]})")
+
+
+def check_remote_kill_during_save(work, data):
+    """ZeRO-3 over the two hosts, --save into a folder that holds an earlier save: rank 6 dies
+    after sending its first block. A rank of the first host names it; the earlier save is
+    untouched; the next save replaces it and leaves no temporary behind."""
+    model, plan = os.path.join(work, "mlp.dtm"), os.path.join(work, "zero3.dtp")
+    run(tool("dtc"), "compile", model, "-o", plan, "--batch", 32, "--mesh", f"dp={RANKS}", "--zero", 3)
+    out = os.path.join(work, "saved")
+    run(*command(plan, RANKS, ["--steps", 0, "--save", out]))
+    with open(os.path.join(out, "model.safetensors"), "rb") as f:
+        before = f.read()
+    env = dict(os.environ, DTC_FAULT="save-block@6")
+    cmd = two_hosts(work, plan, ["--data", data, "--steps", 2, "--save", out])
+    rc, _, err = finish(start(cmd, env), 120, "rank 6 killed in --save")
+    assert rc != 0, "exit 0"
+    line = remote_death(err, 6, "kill -9 in --save")
+    with open(os.path.join(out, "model.safetensors"), "rb") as f:
+        assert f.read() == before, "the earlier save changed"
+    left = sorted(os.listdir(out))
+    run(*command(plan, RANKS, ["--data", data, "--steps", 2, "--save", out]))
+    assert os.listdir(out) == ["model.safetensors"], os.listdir(out)
+    with open(os.path.join(out, "model.safetensors"), "rb") as f:
+        assert f.read() != before, "the next save wrote nothing new"
+    print(f"kill -9 of rank 6 (host1) in --save: {line}; the earlier save untouched (folder: {left}); "
+          "the next save replaced it, no temporary left")
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         data = os.path.join(work, "data")
@@ -98,6 +171,8 @@ def main():
         run(tool("dtc"), "compile", model, "-o", plan, "--batch", 32, "--mesh", f"dp={RANKS}")
         check_remote_kill(work, plan, data)
         check_remote_stop(work, plan, data)
+        check_remote_kill_during_async_write(work, data)
+        check_remote_kill_during_save(work, data)
     print("faults on another host: ok")
 
 
