@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "comm/watchdog.h"
+#include "support/runtime_options.h"
 #include "support/stop_signals.h"
 
 namespace dtc::comm {
@@ -305,13 +306,16 @@ void readDeathNotices() {
 
 void watchWaits() {
   double nextLook = 0, nextNotice = 0;
+  // Without it (DTC_WATCHDOG_LIVENESS=0), a wait for a rank that died on another host ends at
+  // the timeout.
+  const bool liveness = runtimeOptions().watchdogLiveness;
   int signal = 0;
   while (!watch->stop.load()) {
     pause(kWatchPeriodMicroseconds);
     if (watch->threaded) {
       answerQuestions();
       readDeathNotices();
-      if (watchdogClock() >= nextNotice) {
+      if (liveness && watchdogClock() >= nextNotice) {
         nextNotice = watchdogClock() + kLivenessPeriod;
         announceDeadHostMates();
       }

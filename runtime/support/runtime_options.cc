@@ -31,6 +31,9 @@ constexpr Switch kSwitches[] = {
      "collectives on their own stream, overlapping backward (default 1)"},
     {"DTC_CUDA_TF32", "0|1", "allow TF32 for f32 GEMMs (default 0)"},
     {"DTC_CUDA_LT_EPILOGUES", "0|1", "fused linear epilogues through cuBLASLt (default 1)"},
+    {"DTC_WATCHDOG_LIVENESS", "0|1",
+     "every half second, each rank looks at its host's other ranks and tells every rank of one "
+     "that died (default 1; 0: a rank that dies on another host is found at the timeout)"},
     {"DTC_FAULT", "POINT[@RANK][#N][:throw]",
      "tests: SIGKILL (or an exception) at the N-th arrival at a fault point"},
 };
@@ -118,6 +121,8 @@ StatusOr<RuntimeOptions> parseRuntimeOptions(
   DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDA_TF32", lookup("DTC_CUDA_TF32"), o.cudaTf32));
   DTC_RETURN_IF_ERROR(
       parseFlag("DTC_CUDA_LT_EPILOGUES", lookup("DTC_CUDA_LT_EPILOGUES"), o.cudaLtEpilogues));
+  DTC_RETURN_IF_ERROR(
+      parseFlag("DTC_WATCHDOG_LIVENESS", lookup("DTC_WATCHDOG_LIVENESS"), o.watchdogLiveness));
   DTC_RETURN_IF_ERROR(parseFault(lookup("DTC_FAULT"), o));
   return o;
 }

@@ -12,6 +12,7 @@
 //   DTC_CUDA_OVERLAP=0|1         collectives on their own stream, overlapping backward (default 1)
 //   DTC_CUDA_TF32=0|1            TF32 for f32 GEMMs (default 0)
 //   DTC_CUDA_LT_EPILOGUES=0|1    fused linear epilogues through cuBLASLt (default 1)
+//   DTC_WATCHDOG_LIVENESS=0|1    each rank tells every rank of a host-mate that died (default 1)
 //   DTC_FAULT=POINT[@RANK][#N][:throw]   tests: SIGKILL (or an exception) at the N-th arrival
 //                                at a fault point
 #pragma once
@@ -37,6 +38,7 @@ struct RuntimeOptions {
   bool cudaOverlap = true;
   bool cudaTf32 = false;
   bool cudaLtEpilogues = true;
+  bool watchdogLiveness = true;
   // A fault point to die at (empty: none), on `faultRank` (-1: any) at its `faultWhen`-th arrival.
   std::string faultPoint;
   int faultRank = -1;
