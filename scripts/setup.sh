@@ -78,7 +78,7 @@ PACKAGES=(
   libgtest-dev
   python3-torch python3-numpy python3-venv python3-pip
   dataset-fashion-mnist fortunes
-  zlib1g-dev
+  zlib1g-dev libisal2
   libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata
   clang-format-14
 )

@@ -1,6 +1,7 @@
 #include "checkpoint/rank_file.h"
 
 #include <cstdio>
+#include <map>
 
 #include "checkpoint/directory.h"
 #include "io/files.h"
@@ -141,18 +142,32 @@ StatusOr<const uint8_t*> pieceBytes(Executor& ex, const WritePiece& piece,
   return static_cast<const uint8_t*>(scratch.data());
 }
 
+namespace {
+
+std::vector<io::TensorRef> declaredTensors(const std::vector<WritePiece>& pieces) {
+  std::vector<io::TensorRef> declared;
+  for (const WritePiece& p : pieces)
+    declared.push_back({p.slice->key, p.tensor->dtype, p.slice->box.sizes, nullptr, p.bytes});
+  return declared;
+}
+
+const std::map<std::string, std::string> kRankFileMetadata = {{"format", "dtc-checkpoint"}};
+
+}  // namespace
+
+StatusOr<io::SafetensorsLayout> rankFileLayout(const std::vector<WritePiece>& pieces, int rank) {
+  return io::layoutSafetensors(rankFileName(rank), declaredTensors(pieces), kRankFileMetadata);
+}
+
 RankReport writeRankFile(const std::vector<WritePiece>& pieces, const std::string& stepTmp,
                          int rank, const std::function<StatusOr<const uint8_t*>(size_t)>& bytesOf,
                          const std::atomic<bool>* cancel) {
   const auto start = std::chrono::steady_clock::now();
   RankReport report;
   if (pieces.empty()) return report;
-  std::vector<io::TensorRef> declared;
-  for (const WritePiece& p : pieces)
-    declared.push_back({p.slice->key, p.tensor->dtype, p.slice->box.sizes, nullptr, p.bytes});
   const std::string path = stepTmp + "/" + rankFileName(rank);
   StatusOr<io::SafetensorsWriter> writer =
-      io::SafetensorsWriter::create(path, declared, {{"format", "dtc-checkpoint"}});
+      io::SafetensorsWriter::create(path, declaredTensors(pieces), kRankFileMetadata);
   if (!writer.ok()) {
     report.status = writer.status();
     return report;

@@ -31,6 +31,10 @@ std::vector<WritePiece> piecesOf(const CheckpointLayout& layout, int rank);
 StatusOr<const uint8_t*> pieceBytes(Executor& ex, const WritePiece& piece,
                                     std::vector<uint8_t>& scratch);
 
+// Where this rank's file puts `pieces`: its header, then each piece's first byte. A snapshot laid
+// out at these offsets is the file's image, which O_DIRECT writes without a staging copy.
+StatusOr<io::SafetensorsLayout> rankFileLayout(const std::vector<WritePiece>& pieces, int rank);
+
 // What a rank tells rank 0 once its file is on disk.
 struct RankReport {
   Status status;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,6 +17,8 @@ namespace {
 constexpr size_t kBlock = 4096;
 // The staging buffer: large enough that each write moves many megabytes.
 constexpr size_t kStage = size_t{16} << 20;
+// Below this, bytes that could be written from where they are go through the stage anyway.
+constexpr size_t kDirectMinimum = size_t{1} << 20;
 
 std::string why() { return std::strerror(errno); }
 
@@ -71,6 +74,25 @@ SequentialFile::~SequentialFile() {
 Status SequentialFile::append(const void* data, size_t bytes) {
   if (fd_ < 0) return Status::Internal("writing " + what_ + ": the file is closed");
   const uint8_t* p = static_cast<const uint8_t*>(data);
+  // Bytes whose addresses agree with their file offsets modulo the block size (a snapshot laid
+  // out as the file's image) go to the disk from where they are: the stage takes the bytes up
+  // to the next block boundary, is written out, and then the whole blocks follow directly.
+  const size_t head = (kBlock - size_ % kBlock) % kBlock;
+  if (direct_ && bytes >= head + kDirectMinimum &&
+      reinterpret_cast<uintptr_t>(p) % kBlock == size_ % kBlock) {
+    std::memcpy(stage_.get() + staged_, p, head);  // the stage has room: it holds < kStage
+    staged_ += head;
+    size_ += head;
+    p += head;
+    bytes -= head;
+    DTC_RETURN_IF_ERROR(flush(false));  // all of it: it ends on a block boundary now
+    const size_t whole = bytes / kBlock * kBlock;
+    int error = 0;
+    DTC_RETURN_IF_ERROR(writeFully(fd_, p, whole, what_, error));
+    size_ += whole;
+    p += whole;
+    bytes -= whole;
+  }
   while (bytes > 0) {
     const size_t take = std::min(bytes, kStage - staged_);
     std::memcpy(stage_.get() + staged_, p, take);

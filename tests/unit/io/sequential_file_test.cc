@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,6 +45,42 @@ TEST(SequentialFile, HoldsExactlyTheBytesAppended) {
   for (size_t total : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{4097},
                        size_t{(16 << 20) + 3}, size_t{(33 << 20) + 4096 * 3 + 17}})
     roundTrip(dir, total, {1, 4096, 8, (5 << 20) + 1, 3});
+}
+
+// A file's image in page-aligned memory, appended from where each byte lies (so that its
+// address agrees with its file offset, as an asynchronous checkpoint's snapshot is laid out):
+// the header from elsewhere, then pieces of the rest, which go to the disk without the stage.
+void imageRoundTrip(const std::string& dir, size_t header, const std::vector<size_t>& pieces) {
+  size_t total = header;
+  for (size_t n : pieces) total += n;
+  void* memory = nullptr;
+  ASSERT_EQ(::posix_memalign(&memory, 4096, total + 1), 0);
+  std::unique_ptr<uint8_t, decltype(&std::free)> image(static_cast<uint8_t*>(memory), &std::free);
+  std::mt19937 rng(static_cast<unsigned>(total));
+  for (size_t i = 0; i < total; ++i) image.get()[i] = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> expected(image.get(), image.get() + total);
+  const std::string path = dir + "/sequential_image_" + std::to_string(total) + ".bin";
+  StatusOr<SequentialFile> file = SequentialFile::create(path, path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  const std::vector<uint8_t> copy(expected.begin(), expected.begin() + header);
+  ASSERT_TRUE(file->append(copy.data(), copy.size()).ok());
+  size_t done = header;
+  for (size_t n : pieces) {
+    ASSERT_TRUE(file->append(image.get() + done, n).ok());
+    done += n;
+  }
+  ASSERT_TRUE(file->finish().ok());
+  EXPECT_EQ(readAll(path), expected) << total << " bytes in " << path;
+  std::remove(path.c_str());
+}
+
+TEST(SequentialFile, WritesAnImageFromWhereItLies) {
+  const std::string dir = ::testing::TempDir();
+  imageRoundTrip(dir, 72, {(3 << 20) + 17, 1, (5 << 20) + 4096, 100, (1 << 20) - 5, 4096 * 300});
+  imageRoundTrip(dir, 4096, {16 << 20, (16 << 20) + 1});
+  imageRoundTrip(dir, 0, {(2 << 20) + 9});
+  std::ifstream shm("/dev/shm");
+  if (shm.good()) imageRoundTrip("/dev/shm", 136, {(4 << 20) + 3, 77});
 }
 
 // tmpfs (before Linux 6.6) refuses O_DIRECT: the file is written plainly, and holds the same
