@@ -14,6 +14,8 @@ namespace dtc::checkpoint {
 namespace {
 
 constexpr int64_t kCopyGrain = int64_t{4} << 20;  // bytes a thread copies at least
+// MADV_POPULATE_WRITE (Linux 5.14), spelled out for older headers; older kernels refuse it.
+constexpr int kPopulateWrite = 23;
 
 }  // namespace
 
@@ -28,14 +30,23 @@ StatusOr<std::unique_ptr<AsyncCheckpointWriter>> AsyncCheckpointWriter::create(
   DTC_ASSIGN_OR_RETURN(io::SafetensorsLayout file, rankFileLayout(w->pieces_, rank));
   for (uint64_t offset : file.offsets) w->offsets_.push_back(file.prefix.size() + offset);
   w->bytes_ = file.prefix.size() + file.dataBytes;
-  // Mapped and populated in one call: faulting 1.5 GB in page by page took 1.9 s of the first
+  // In huge pages where the kernel gives them (fewer pages for O_DIRECT to pin, fewer TLB misses
+  // for the copy), populated now: faulting 1.5 GB in page by page took 1.9 s of the first
   // snapshot here.
-  void* m = ::mmap(nullptr, w->bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void* m = ::mmap(nullptr, w->bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED)
     return Status::InvalidInput("--checkpoint-async: cannot reserve " + std::to_string(w->bytes_) +
                                 " bytes of host memory for the snapshot: " + std::strerror(errno));
   w->snapshot_ = static_cast<uint8_t*>(m);
+  (void)::madvise(m, w->bytes_, MADV_HUGEPAGE);  // a hint: may be refused
+  if (::madvise(m, w->bytes_, kPopulateWrite) != 0) {
+    if (errno == ENOMEM)
+      return Status::InvalidInput(
+          "--checkpoint-async: cannot populate " + std::to_string(w->bytes_) +
+          " bytes of host memory for the snapshot: " + std::strerror(errno));
+    const long page = ::sysconf(_SC_PAGESIZE);
+    for (uint64_t at = 0; at < w->bytes_; at += static_cast<uint64_t>(page)) w->snapshot_[at] = 0;
+  }
   return w;
 }
 
