@@ -312,10 +312,14 @@ void watchWaits() {
   int signal = 0;
   while (!watch->stop.load()) {
     pause(kWatchPeriodMicroseconds);
+    // A stop signal may be the launcher ending the job because a rank died: look, and tell the
+    // other hosts, now rather than at the next period (the launcher kills every rank soon after).
+    const bool signalled = stopSignalReceived() != signal;
+    signal = stopSignalReceived();
     if (watch->threaded) {
       answerQuestions();
       readDeathNotices();
-      if (liveness && watchdogClock() >= nextNotice) {
+      if (liveness && (signalled || watchdogClock() >= nextNotice)) {
         nextNotice = watchdogClock() + kLivenessPeriod;
         announceDeadHostMates();
       }
@@ -329,9 +333,7 @@ void watchWaits() {
       since = watch->since;
     }
     const double now = watchdogClock();
-    // A signal while waiting may be the launcher ending the job because a rank died: look now.
-    if (now >= nextLook || stopSignalReceived() != signal) {
-      signal = stopSignalReceived();
+    if (now >= nextLook || signalled) {
       nextLook = now + kLivenessPeriod;
       for (int r : on.ranks)
         if (r != watch->rank && isDead(r)) rankDied(r, on);

@@ -1,7 +1,8 @@
 // SIGTERM and SIGINT as requests to stop: what Slurm, torchrun and a user's Ctrl-C send before
 // they kill a job. The first one is recorded for the training loop to act on between steps
 // (finish the step, write a checkpoint, exit); a second one ends the process at once, as the
-// default action would have.
+// default action would have, unless it comes within 0.2 s of the first (a launcher signalling
+// the process and its group at once: one request).
 #pragma once
 
 namespace dtc {
