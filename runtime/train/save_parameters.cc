@@ -91,11 +91,6 @@ struct ShardFile {
   std::unique_ptr<OutputFile> out;
 };
 
-// Where an entry lies: its file, and its place in that file's entries.
-struct Placement {
-  size_t file = 0, index = 0;
-};
-
 }  // namespace
 
 // Streamed: the files' tensors go out in blocks of whole rows, at most kBlockBytes each. For
@@ -138,7 +133,8 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
   size_t fileCount = 1;
   for (size_t f : fileOf) fileCount = std::max(fileCount, f + 1);
   std::vector<ShardFile> files(fileCount);
-  std::vector<Placement> placement(entries.size());
+  for (size_t f = 0; f < fileCount; ++f) files[f].name = checkpoint::hfWeightFileName(f, fileCount);
+  std::vector<size_t> indexInFile(entries.size());  // each entry's place in its file's entries
   std::map<std::string, std::string> weightMap;
   uint64_t totalBytes = 0;
   for (size_t i = 0; i < saved.size(); ++i) {
@@ -147,14 +143,13 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
     ShardFile& file = files[one.file];
     ++file.tensorsLeft;
     for (size_t e : one.entries) {
-      placement[e] = {one.file, file.entries.size()};
+      indexInFile[e] = file.entries.size();
       file.entries.push_back(entries[e]);
-      weightMap[entries[e].name] = checkpoint::hfWeightFileName(one.file, fileCount);
+      weightMap[entries[e].name] = file.name;
       totalBytes += entries[e].bytes;
     }
   }
   for (size_t f = 0; f < fileCount; ++f) {
-    files[f].name = checkpoint::hfWeightFileName(f, fileCount);
     DTC_ASSIGN_OR_RETURN(
         files[f].layout,
         io::layoutSafetensors(dir + "/" + files[f].name, files[f].entries, {{"format", "pt"}}));
@@ -221,13 +216,11 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
       if (mesh) DTC_RETURN_IF_ERROR(mesh->completeSends());
       faultPoint("save-block", rank);
       if (!write) continue;
-      for (size_t e : one.entries) {
-        const Placement& at = placement[e];
+      for (size_t e : one.entries)
         DTC_RETURN_IF_ERROR(file.out->writeAt(block.data(), block.size(),
                                               file.layout.prefix.size() +
-                                                  file.layout.offsets[at.index] +
+                                                  file.layout.offsets[indexInFile[e]] +
                                                   static_cast<uint64_t>(first) * rowBytes));
-      }
     }
     if (write && --file.tensorsLeft == 0) {
       DTC_RETURN_IF_ERROR(file.out->commit());
