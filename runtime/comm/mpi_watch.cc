@@ -95,11 +95,17 @@ std::string stateText(char state) {
   }
 }
 
+// What /proc says of a rank of this host that is not running ("is stopped (SIGSTOP)"); "" for
+// one that runs, and for a rank of another host.
+std::string hostMateState(int rank) {
+  return onThisHost(rank) ? stateText(processState(watch->peers[rank].pid)) : "";
+}
+
 // Why a rank did not answer: from /proc on this host; on another, from what a rank of that
 // host saw (`seen`: rank -> its host-mates' states, from the census answers).
 std::string silence(int rank, const std::map<int, std::map<int, char>>& seen = {}) {
   if (onThisHost(rank)) {
-    const std::string state = stateText(processState(watch->peers[rank].pid));
+    const std::string state = hostMateState(rank);
     return state.empty() ? "did not answer" : state;
   }
   for (const auto& [by, states] : seen)
@@ -202,7 +208,7 @@ std::string described(const WaitFor& on) {
 // (those will not report).
 bool someRankUnaccountedFor() {
   for (int r = 0; r < watch->size; ++r)
-    if (r != watch->rank && silence(r) == "did not answer") return true;
+    if (r != watch->rank && hostMateState(r).empty()) return true;
   return false;
 }
 
