@@ -35,6 +35,18 @@ def tools(build):
     return os.path.join(build, "tools", "dtc", "dtc"), os.path.join(build, "tools", "dtrun", "dtrun")
 
 
+def dp_mlp_plan(dtc, work, batch, procs):
+    """WORK/input.npy and target.npy (8192 samples) and WORK/mlp.dtp: the zoo MLP with AdamW,
+    global batch `batch` data-parallel over `procs` processes. Returns the plan."""
+    rng = np.random.default_rng(0)
+    np.save(f"{work}/input.npy", rng.standard_normal((8192, 784)).astype(np.float32))
+    np.save(f"{work}/target.npy", rng.integers(0, 10, 8192).astype(np.int64))
+    subprocess.run([dtc, "zoo", "mlp", "-o", f"{work}/mlp.dtm"], check=True)
+    subprocess.run([dtc, "compile", f"{work}/mlp.dtm", "-o", f"{work}/mlp.dtp", "--batch", str(batch),
+                    "--optimizer", "adamw", "--lr", "1e-3", "--mesh", f"dp={procs}"], check=True)
+    return f"{work}/mlp.dtp"
+
+
 def dtrun_run(dtrun, plan, data, threads, batch, work, launcher=()):
     """(median ms per step, first step's loss) of dtrun on `data` with seed 0, started by
     `launcher` (mpirun and its arguments) where given."""

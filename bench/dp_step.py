@@ -4,7 +4,6 @@ one thread per process, the zoo MLP and AdamW, the same global batch split over 
 Milliseconds per step of rank 0, best of ROUNDS medians."""
 import argparse
 import os
-import subprocess
 import tempfile
 import time
 
@@ -14,7 +13,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from common import ROUNDS, STEPS, WARMUP, dtrun_run, report, tools
+from common import ROUNDS, STEPS, WARMUP, dp_mlp_plan, dtrun_run, report, tools
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
 
@@ -61,16 +60,11 @@ def main():
     p.add_argument("--batch", type=int, required=True)
     a = p.parse_args()
     dtc, dtrun = tools(a.build)
-    rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
-        np.save(f"{work}/input.npy", rng.standard_normal((8192, 784)).astype(np.float32))
-        np.save(f"{work}/target.npy", rng.integers(0, 10, 8192).astype(np.int64))
-        subprocess.run([dtc, "zoo", "mlp", "-o", f"{work}/mlp.dtm"], check=True)
-        subprocess.run([dtc, "compile", f"{work}/mlp.dtm", "-o", f"{work}/mlp.dtp", "--batch", str(a.batch),
-                        "--optimizer", "adamw", "--lr", "1e-3", "--mesh", f"dp={a.procs}"], check=True)
+        plan = dp_mlp_plan(dtc, work, a.batch, a.procs)
         ours, theirs = [], []
         for _ in range(ROUNDS):
-            ours.append(dtrun_run(dtrun, f"{work}/mlp.dtp", work, 1, a.batch, work, MPIRUN + [str(a.procs)])[0])
+            ours.append(dtrun_run(dtrun, plan, work, 1, a.batch, work, MPIRUN + [str(a.procs)])[0])
             theirs.append(ddp_ms(a.procs, a.batch, work))
     report(f"MLP 784-256-128-10, AdamW, global batch {a.batch} over {a.procs} processes x 1 thread "
            f"(dtrun: MPI; PyTorch: DDP over gloo), best of {ROUNDS} medians of {STEPS} steps",

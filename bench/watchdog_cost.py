@@ -11,7 +11,7 @@ import tempfile
 
 import numpy as np
 
-from common import tools
+from common import dp_mlp_plan, tools
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
 WARMUP = 20
@@ -36,13 +36,8 @@ def main():
                    "half-second look happens many times")
     a = p.parse_args()
     dtc, dtrun = tools(a.build)
-    rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as work:
-        np.save(f"{work}/input.npy", rng.standard_normal((8192, 784)).astype(np.float32))
-        np.save(f"{work}/target.npy", rng.integers(0, 10, 8192).astype(np.int64))
-        subprocess.run([dtc, "zoo", "mlp", "-o", f"{work}/mlp.dtm"], check=True)
-        subprocess.run([dtc, "compile", f"{work}/mlp.dtm", "-o", f"{work}/mlp.dtp", "--batch", str(a.batch),
-                        "--optimizer", "adamw", "--lr", "1e-3", "--mesh", f"dp={a.procs}"], check=True)
+        plan = dp_mlp_plan(dtc, work, a.batch, a.procs)
         half = max(1, a.procs // 2)
         wrapper = os.path.join(work, "host.sh")
         with open(wrapper, "w") as f:
@@ -53,7 +48,7 @@ def main():
             for liveness in ("1", "0"):
                 os.environ["DTC_WATCHDOG_LIVENESS"] = liveness
                 launcher = MPIRUN + [str(a.procs), "-x", "DTC_WATCHDOG_LIVENESS", wrapper]
-                times[liveness].append(median_ms(launcher, dtrun, f"{work}/mlp.dtp", work, a.steps, a.batch, work))
+                times[liveness].append(median_ms(launcher, dtrun, plan, work, a.steps, a.batch, work))
     on, off = float(np.median(times["1"])), float(np.median(times["0"]))
     print(f"MLP 784-256-128-10, AdamW, batch {a.batch} over {a.procs} processes as 2 hosts, "
           f"median of {a.rounds} rounds of {a.steps} steps")
