@@ -21,23 +21,35 @@ std::vector<uint8_t> readAll(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// One byte-span appended.
+struct Span {
+  const uint8_t* data;
+  size_t size;
+};
+
+// Appends `spans` to a new file `path` and checks that it holds exactly `expected`.
+void expectFileHolds(const std::string& path, const std::vector<Span>& spans,
+                     const std::vector<uint8_t>& expected) {
+  StatusOr<SequentialFile> file = SequentialFile::create(path, path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  for (const Span& s : spans) ASSERT_TRUE(file->append(s.data, s.size).ok());
+  ASSERT_TRUE(file->finish().ok());
+  EXPECT_EQ(readAll(path), expected) << expected.size() << " bytes in " << path;
+  std::remove(path.c_str());
+}
+
 // Appends `total` random bytes in pieces of the given sizes (cycled) and reads them back.
 void roundTrip(const std::string& dir, size_t total, const std::vector<size_t>& pieces) {
   std::mt19937 rng(static_cast<unsigned>(total));
   std::vector<uint8_t> bytes(total);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
-  const std::string path = dir + "/sequential_" + std::to_string(total) + ".bin";
-  StatusOr<SequentialFile> file = SequentialFile::create(path, path);
-  ASSERT_TRUE(file.ok()) << file.status().message();
-  size_t done = 0;
-  for (size_t k = 0; done < total; ++k) {
+  std::vector<Span> spans;
+  for (size_t k = 0, done = 0; done < total; ++k) {
     const size_t n = std::min(pieces[k % pieces.size()], total - done);
-    ASSERT_TRUE(file->append(bytes.data() + done, n).ok());
+    spans.push_back({bytes.data() + done, n});
     done += n;
   }
-  ASSERT_TRUE(file->finish().ok());
-  EXPECT_EQ(readAll(path), bytes) << total << " bytes in " << path;
-  std::remove(path.c_str());
+  expectFileHolds(dir + "/sequential_" + std::to_string(total) + ".bin", spans, bytes);
 }
 
 TEST(SequentialFile, HoldsExactlyTheBytesAppended) {
@@ -59,19 +71,14 @@ void imageRoundTrip(const std::string& dir, size_t header, const std::vector<siz
   std::mt19937 rng(static_cast<unsigned>(total));
   for (size_t i = 0; i < total; ++i) image.get()[i] = static_cast<uint8_t>(rng());
   const std::vector<uint8_t> expected(image.get(), image.get() + total);
-  const std::string path = dir + "/sequential_image_" + std::to_string(total) + ".bin";
-  StatusOr<SequentialFile> file = SequentialFile::create(path, path);
-  ASSERT_TRUE(file.ok()) << file.status().message();
   const std::vector<uint8_t> copy(expected.begin(), expected.begin() + header);
-  ASSERT_TRUE(file->append(copy.data(), copy.size()).ok());
+  std::vector<Span> spans{{copy.data(), copy.size()}};
   size_t done = header;
   for (size_t n : pieces) {
-    ASSERT_TRUE(file->append(image.get() + done, n).ok());
+    spans.push_back({image.get() + done, n});
     done += n;
   }
-  ASSERT_TRUE(file->finish().ok());
-  EXPECT_EQ(readAll(path), expected) << total << " bytes in " << path;
-  std::remove(path.c_str());
+  expectFileHolds(dir + "/sequential_image_" + std::to_string(total) + ".bin", spans, expected);
 }
 
 TEST(SequentialFile, WritesAnImageFromWhereItLies) {
