@@ -9,19 +9,20 @@
 #include <cstring>
 
 #include "plan/communication.h"
+#include "support/finite_copy.h"
+#include "support/printable.h"
 
 namespace dtc::checkpoint {
 namespace {
 
-constexpr int64_t kCopyGrain = int64_t{4} << 20;  // bytes a thread copies at least
 // MADV_POPULATE_WRITE (Linux 5.14), spelled out for older headers; older kernels refuse it.
 constexpr int kPopulateWrite = 23;
 
 }  // namespace
 
 StatusOr<std::unique_ptr<AsyncCheckpointWriter>> AsyncCheckpointWriter::create(
-    const CheckpointLayout& layout, int rank) {
-  std::unique_ptr<AsyncCheckpointWriter> w(new AsyncCheckpointWriter(layout));
+    const CheckpointLayout& layout, Executor& ex, int rank) {
+  std::unique_ptr<AsyncCheckpointWriter> w(new AsyncCheckpointWriter(layout, ex));
   w->pieces_ = piecesOf(layout, rank);
   if (w->pieces_.empty()) return w;
   // Each piece where the file holds it (after the header's bytes, left unused): the mapping is
@@ -47,35 +48,69 @@ StatusOr<std::unique_ptr<AsyncCheckpointWriter>> AsyncCheckpointWriter::create(
     const long page = ::sysconf(_SC_PAGESIZE);
     for (uint64_t at = 0; at < w->bytes_; at += static_cast<uint64_t>(page)) w->snapshot_[at] = 0;
   }
+  if (!ex.backend().hostMemory()) {
+    Status pinned = ex.pinHostMemory(w->snapshot_, w->bytes_);
+    if (!pinned.ok())
+      return Status::InvalidInput("--checkpoint-async: the snapshot: " + pinned.message());
+    w->pinned_ = true;
+  }
   return w;
 }
 
 AsyncCheckpointWriter::~AsyncCheckpointWriter() {
   cancel_ = true;
   if (thread_.joinable()) thread_.join();
+  if (pinned_) ex_.unpinHostMemory(snapshot_);
   if (snapshot_) ::munmap(snapshot_, bytes_);
 }
 
-StatusOr<double> AsyncCheckpointWriter::start(Executor& ex, comm::Communicator& world,
-                                              const CheckpointRequest& request) {
+StatusOr<bool> AsyncCheckpointWriter::copyPiece(size_t i, std::vector<uint8_t>& scratch) {
+  const WritePiece& piece = pieces_[i];
+  const std::string& name = piece.tensor->name;
+  const TensorView local = ex_.state(name);
+  if (!local.data) return Status::Internal("checkpoint: this rank holds no state '" + name + "'");
+  const DType dtype = piece.tensor->dtype;
+  const auto elements = static_cast<int64_t>(piece.bytes / dtypeSize(dtype));
+  uint8_t* to = snapshot_ + offsets_[i];
+  const bool device = !ex_.backend().hostMemory();
+  const std::optional<uint64_t> at = pieceRangeInLocal(piece, local.shape);
+  if (at && !device)
+    return copyCheckingFinite(ex_.pool(), static_cast<const uint8_t*>(local.data) + *at, to,
+                              elements, dtype);
+  if (at) {
+    DTC_RETURN_IF_ERROR(ex_.readState(name, *at, piece.bytes, to));
+  } else {  // the piece is no single range of its tensor: copied out of the whole of it
+    const auto* whole = static_cast<const uint8_t*>(local.data);
+    if (device) {
+      scratch.resize(static_cast<size_t>(local.numElements()) * dtypeSize(dtype));
+      DTC_RETURN_IF_ERROR(ex_.readState(name, 0, scratch.size(), scratch.data()));
+      whole = scratch.data();
+    }
+    copyPieceOut(piece, local.shape, whole, to);
+  }
+  return copyCheckingFinite(ex_.pool(), nullptr, to, elements, dtype);
+}
+
+StatusOr<double> AsyncCheckpointWriter::takeSnapshot(const std::string& what) {
   if (inFlight()) return Status::Internal("checkpoint: a write is already in flight");
   started_ = std::chrono::steady_clock::now();
-  request_ = request;
-  planName_ = ex.plan().name();
-  mesh_ = meshText(ex.plan());
-  DTC_RETURN_IF_ERROR(prepareStep(world, request_));
-  // The copy is the stall training sees: the pool's threads share each piece.
   std::vector<uint8_t> scratch;
   for (size_t i = 0; i < pieces_.size(); ++i) {
-    DTC_ASSIGN_OR_RETURN(const uint8_t* bytes, pieceBytes(ex, pieces_[i], scratch));
-    uint8_t* to = snapshot_ + offsets_[i];
-    ex.pool().parallelFor(
-        static_cast<int64_t>(pieces_[i].bytes), kCopyGrain, [&](int64_t begin, int64_t end) {
-          std::memcpy(to + begin, bytes + begin, static_cast<size_t>(end - begin));
-        });
+    DTC_ASSIGN_OR_RETURN(bool finite, copyPiece(i, scratch));
+    if (!finite)
+      return Status::NonFinite("'" + printable(pieces_[i].tensor->name) + "' holds inf or NaN: " +
+                               what + " is not written (the last one written holds finite values)");
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+Status AsyncCheckpointWriter::startWrite(comm::Communicator& world,
+                                         const CheckpointRequest& request) {
+  if (inFlight()) return Status::Internal("checkpoint: a write is already in flight");
+  request_ = request;
+  planName_ = ex_.plan().name();
+  mesh_ = meshText(ex_.plan());
+  DTC_RETURN_IF_ERROR(prepareStep(world, request_));
   done_ = false;
   cancel_ = false;
   thread_ = std::thread([this, rank = world.rank()] {
@@ -87,7 +122,7 @@ StatusOr<double> AsyncCheckpointWriter::start(Executor& ex, comm::Communicator& 
         [this](size_t i) -> StatusOr<const uint8_t*> { return snapshot_ + offsets_[i]; }, &cancel_);
     done_ = true;
   });
-  return seconds;
+  return Status::Ok();
 }
 
 StatusOr<WrittenCheckpoint> AsyncCheckpointWriter::finish(comm::Communicator& world) {

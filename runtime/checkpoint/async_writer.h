@@ -20,20 +20,25 @@ namespace dtc::checkpoint {
 
 class AsyncCheckpointWriter {
  public:
-  // `layout` outlives the writer. Reserves the snapshot's host memory for `rank`'s pieces now,
-  // with its pages mapped (an error where there is not enough), so that no step pays for it.
+  // `layout` and `ex` outlive the writer. Reserves the snapshot's host memory for `rank`'s pieces
+  // now, with its pages mapped (an error where there is not enough) and, on a device backend,
+  // page-locked, so that no step pays for it.
   static StatusOr<std::unique_ptr<AsyncCheckpointWriter>> create(const CheckpointLayout& layout,
-                                                                 int rank);
+                                                                 Executor& ex, int rank);
   // A write still in flight is abandoned: its thread stops between pieces and the step's
   // temporary directory stays for the next run to remove.
   ~AsyncCheckpointWriter();
   AsyncCheckpointWriter(const AsyncCheckpointWriter&) = delete;
   AsyncCheckpointWriter& operator=(const AsyncCheckpointWriter&) = delete;
 
-  // Collective over `world`, with no write in flight: prepares the step's directory, copies this
-  // rank's pieces out of `ex`'s host state (current: Executor::pullState) and starts writing
-  // them. Returns the snapshot's seconds.
-  StatusOr<double> start(Executor& ex, comm::Communicator& world, const CheckpointRequest& request);
+  // With no write in flight: copies this rank's pieces of the state into the snapshot (on a
+  // device backend straight from the device: no pullState) and checks them on the way; a
+  // NonFinite error names the first piece's tensor holding inf or NaN, saying that `what` is not
+  // written. This copy is the stall training sees. Returns its seconds.
+  StatusOr<double> takeSnapshot(const std::string& what);
+  // Collective, once every rank's snapshot is taken: prepares the step's directory and starts
+  // writing the snapshot in the background.
+  Status startWrite(comm::Communicator& world, const CheckpointRequest& request);
   bool inFlight() const { return thread_.joinable(); }
   // This rank's file is written (or failed): finishing would not wait for it.
   bool locallyDone() const { return done_.load(); }
@@ -46,13 +51,17 @@ class AsyncCheckpointWriter {
   uint64_t hostBytes() const { return bytes_; }
 
  private:
-  explicit AsyncCheckpointWriter(const CheckpointLayout& layout) : layout_(layout) {}
+  AsyncCheckpointWriter(const CheckpointLayout& layout, Executor& ex) : layout_(layout), ex_(ex) {}
+  // Copies piece `i` into the snapshot; whether its values are all finite.
+  StatusOr<bool> copyPiece(size_t i, std::vector<uint8_t>& scratch);
   const CheckpointLayout& layout_;
+  Executor& ex_;
   CheckpointRequest request_;
   std::string planName_, mesh_;
   std::vector<WritePiece> pieces_;
   std::vector<size_t> offsets_;  // each piece's bytes in the snapshot
   uint8_t* snapshot_ = nullptr;  // mapped for bytes_
+  bool pinned_ = false;
   uint64_t bytes_ = 0;
   std::thread thread_;
   std::atomic<bool> done_{false}, cancel_{false};

@@ -126,19 +126,44 @@ std::vector<WritePiece> piecesOf(const CheckpointLayout& layout, int rank) {
   return pieces;
 }
 
+std::optional<uint64_t> pieceRangeInLocal(const WritePiece& piece,
+                                          const std::vector<int64_t>& local) {
+  const PlannedSlice& s = *piece.slice;
+  const size_t rank = local.size();
+  // Row-major: the box is one range when it covers every dimension after some dimension k
+  // whole and holds a single index of every dimension before k.
+  size_t k = 0;
+  for (size_t d = 0; d < rank; ++d)
+    if (s.box.sizes[d] != local[d]) k = d;
+  for (size_t d = 0; d < k; ++d)
+    if (s.box.sizes[d] != 1) return std::nullopt;
+  uint64_t offset = 0, stride = dtypeSize(piece.tensor->dtype);
+  for (size_t d = rank; d-- > 0;) {
+    offset += static_cast<uint64_t>(s.localOffsets[d]) * stride;
+    stride *= static_cast<uint64_t>(local[d]);
+  }
+  return offset;
+}
+
+void copyPieceOut(const WritePiece& piece, const std::vector<int64_t>& local, const uint8_t* whole,
+                  uint8_t* to) {
+  const PlannedSlice& s = *piece.slice;
+  Placed src{local, {}};
+  for (size_t d = 0; d < local.size(); ++d)
+    src.origin.push_back(s.box.offsets[d] - s.localOffsets[d]);
+  copyRegion(whole, src, to, Placed{s.box.sizes, s.box.offsets}, s.box,
+             dtypeSize(piece.tensor->dtype));
+}
+
 StatusOr<const uint8_t*> pieceBytes(Executor& ex, const WritePiece& piece,
                                     std::vector<uint8_t>& scratch) {
   const PlannedTensor& t = *piece.tensor;
-  const PlannedSlice& s = *piece.slice;
   TensorView local = ex.state(t.name);
   if (!local.data) return Status::Internal("checkpoint: this rank holds no state '" + t.name + "'");
-  if (s.box.sizes == local.shape) return static_cast<const uint8_t*>(local.data);
+  const auto* whole = static_cast<const uint8_t*>(local.data);
+  if (std::optional<uint64_t> at = pieceRangeInLocal(piece, local.shape)) return whole + *at;
   scratch.resize(piece.bytes);
-  Placed src{local.shape, {}};
-  for (size_t d = 0; d < local.shape.size(); ++d)
-    src.origin.push_back(s.box.offsets[d] - s.localOffsets[d]);
-  copyRegion(local.data, src, scratch.data(), Placed{s.box.sizes, s.box.offsets}, s.box,
-             dtypeSize(t.dtype));
+  copyPieceOut(piece, local.shape, whole, scratch.data());
   return static_cast<const uint8_t*>(scratch.data());
 }
 

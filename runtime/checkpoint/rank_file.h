@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,15 @@ struct WritePiece {
 };
 std::vector<WritePiece> piecesOf(const CheckpointLayout& layout, int rank);
 
-// `piece`'s bytes in this rank's state (the host copy): the local tensor itself, or the part of
-// it the piece is (a chunk of a fused q/k/v weight) copied out to `scratch`.
+// Where `piece`'s bytes lie in one range of its local tensor (of shape `local`): the range's
+// first byte there; nullopt where they do not (a column block of a fused q/k/v weight).
+std::optional<uint64_t> pieceRangeInLocal(const WritePiece& piece,
+                                          const std::vector<int64_t>& local);
+// Copies `piece` out of its whole local tensor (`local`'s shape, `whole`'s bytes) to `to`.
+void copyPieceOut(const WritePiece& piece, const std::vector<int64_t>& local, const uint8_t* whole,
+                  uint8_t* to);
+// `piece`'s bytes in this rank's state (the host copy): in place where they lie in one range,
+// else copied out to `scratch`.
 StatusOr<const uint8_t*> pieceBytes(Executor& ex, const WritePiece& piece,
                                     std::vector<uint8_t>& scratch);
 

@@ -80,6 +80,16 @@ class CudaBackend final : public Backend {
     return device_->synchronize();
   }
 
+  Status pinHost(void* memory, uint64_t bytes) override {
+    DTC_RETURN_IF_ERROR(device_->activate());
+    return cudaStatus(cudaHostRegister(memory, bytes, cudaHostRegisterDefault),
+                      "page-locking " + std::to_string(bytes) + " bytes of host memory");
+  }
+
+  void unpinHost(void* memory) override {
+    if (device_->activate().ok()) (void)cudaHostUnregister(memory);
+  }
+
   Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) override {
     if (to == from || bytes == 0) return Status::Ok();
     DTC_RETURN_IF_ERROR(device_->activate());

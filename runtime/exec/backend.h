@@ -30,6 +30,11 @@ class Backend {
   virtual Status upload(uint8_t* to, const void* from, uint64_t bytes) = 0;
   virtual Status download(void* to, const uint8_t* from, uint64_t bytes) = 0;
   virtual Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) = 0;  // within the backend
+  // Page-locks host memory that downloads fill often (the checkpoint snapshot), so that they go
+  // at the link's speed straight into it rather than through the driver's staging buffers;
+  // unpinHost() gives it back before it is unmapped. Backends with host memory need neither.
+  virtual Status pinHost(void* /*memory*/, uint64_t /*bytes*/) { return Status::Ok(); }
+  virtual void unpinHost(void* /*memory*/) {}
   // Validates a step against its kernel's contract and binds it to its operands' storage.
   virtual StatusOr<BoundStep> bind(const StepContext& step) = 0;
   // The executor binds a function's steps between these two calls and runs what endFunction

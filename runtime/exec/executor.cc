@@ -167,6 +167,24 @@ TensorView Executor::state(const std::string& name) const {
   return t;
 }
 
+Status Executor::readState(const std::string& name, uint64_t offset, uint64_t bytes,
+                           void* to) const {
+  const plan::StateTensor* s = plan_.stateTensor(name, stage_);
+  if (!s) return Status::Internal("this rank holds no state '" + name + "'");
+  const uint64_t size =
+      static_cast<uint64_t>(numElements(s->shape())) * dtypeSize(toDType(s->dtype()));
+  if (offset > size || bytes > size - offset)
+    return Status::Internal("reading bytes " + std::to_string(offset) + "+" +
+                            std::to_string(bytes) + " of state '" + name + "' of " +
+                            std::to_string(size));
+  const uint8_t* from = state_ + s->offset() + offset;
+  if (backend_->hostMemory()) {
+    std::memcpy(to, from, bytes);
+    return Status::Ok();
+  }
+  return backend_->download(to, from, bytes);
+}
+
 Status Executor::prepare(const plan::Function& function) {
   std::string name = function.name()->str();
   PreparedFunction& prepared = functions_[name];

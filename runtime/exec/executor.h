@@ -94,6 +94,13 @@ class Executor {
   // Sends the host copy of the state to the device after the host wrote it (a loaded
   // checkpoint; nothing to do on the CPU). `state()` views are writable for that purpose.
   Status pushState();
+  // Copies `bytes` bytes of state tensor `name` of this rank's stage, from byte `offset` of it, to
+  // host memory `to`: on a device backend from the device (current as of the last step, unlike
+  // state()'s host copy), on the CPU from the state itself.
+  Status readState(const std::string& name, uint64_t offset, uint64_t bytes, void* to) const;
+  // Backend::pinHost and unpinHost, for host memory this rank's state is often read into.
+  Status pinHostMemory(void* memory, uint64_t bytes) { return backend_->pinHost(memory, bytes); }
+  void unpinHostMemory(void* memory) { backend_->unpinHost(memory); }
   const Backend& backend() const { return *backend_; }
   ThreadPool& pool() { return pool_; }
   comm::DeviceMesh* mesh() { return mesh_; }

@@ -1,5 +1,6 @@
 #include "train/numerics.h"
 
+#include "support/finite_copy.h"
 #include "support/printable.h"
 #include "support/stop_signals.h"
 
@@ -20,7 +21,8 @@ Status checkFiniteState(Executor& ex, comm::Communicator& world, const std::stri
     for (const plan::StateTensor* s : *ex.plan().root().state()) {
       if (!Plan::onStage(s->stage(), ex.stage())) continue;
       const TensorView t = ex.state(s->name()->str());
-      if (t.data && firstNonFinite(t.data, t.numElements(), t.dtype) >= 0) {
+      if (t.data && !copyCheckingFinite(ex.pool(), nullptr, static_cast<uint8_t*>(t.data),
+                                        t.numElements(), t.dtype)) {
         local =
             Status::NonFinite("'" + printable(s->name()->str()) + "' holds inf or NaN: " + what +
                               " is not written (the last one written holds finite values)");

@@ -425,7 +425,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   int64_t lastCheckpoint = o.resumePath.empty() ? -1 : run.done;
   if (!o.checkpointDir.empty() && o.checkpointAsync) {
     StatusOr<std::unique_ptr<checkpoint::AsyncCheckpointWriter>> writer =
-        checkpoint::AsyncCheckpointWriter::create(run.layout, mesh->rank());
+        checkpoint::AsyncCheckpointWriter::create(run.layout, ex, mesh->rank());
     DTC_RETURN_IF_ERROR(agree(mesh->world(), writer.status(), agreed));
     run.async = std::move(writer).value();
   }
@@ -450,13 +450,14 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     DTC_RETURN_IF_ERROR(finishWrite(true));
     if (o.checkpointDir.empty() || step == lastCheckpoint) return Status::Ok();
     comm::setPhase("checkpoint at step " + std::to_string(step));
-    DTC_RETURN_IF_ERROR(
-        checkFiniteState(ex, mesh->world(), "checkpoint step-" + std::to_string(step), agreed));
+    const std::string what = "checkpoint step-" + std::to_string(step);
     if (background && run.async) {
-      StatusOr<double> snapshot =
-          run.async->start(ex, mesh->world(), checkpointRequest(run, o, step));
-      agreed.agreed = !snapshot.ok();
-      DTC_RETURN_IF_ERROR(snapshot.status());
+      // The snapshot checks what it copies: the state is read once.
+      StatusOr<double> snapshot = run.async->takeSnapshot(what);
+      DTC_RETURN_IF_ERROR(agree(mesh->world(), snapshot.status(), agreed));
+      Status started = run.async->startWrite(mesh->world(), checkpointRequest(run, o, step));
+      agreed.agreed = !started.ok();
+      DTC_RETURN_IF_ERROR(started);
       if (lead)
         std::printf(
             "checkpoint: step %lld copied to host memory in %.3f s, written in the "
@@ -464,6 +465,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
             (long long)step, *snapshot);
       return Status::Ok();
     }
+    DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), what, agreed));
     StatusOr<checkpoint::WrittenCheckpoint> written =
         checkpoint::writeCheckpoint(ex, mesh->world(), run.layout, checkpointRequest(run, o, step));
     // Every rank has the writer's verdict: a failure ends the job in order.

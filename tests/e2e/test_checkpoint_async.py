@@ -4,7 +4,8 @@ publishes the step (index, rename, `latest`) once every rank's file is synced.
 
 1. Same bytes: on dp=2 x tp=2 with ZeRO-1, every step the asynchronous run writes is
    byte-identical to the synchronous run's (each rank file and the index), and both runs' losses
-   and final weights are identical.
+   and final weights are identical; also where the snapshot is read from a device's memory
+   (--device cpu-staged).
 2. Exact resume: that run, killed after step 5 while step 4's write is in flight (the ranks
    agree that every file is synced at the end of the next step, and the kill comes first),
    resumes from step 2 bit-identically to the run that never stopped.
@@ -51,22 +52,27 @@ def same_step(a, b):
 
 def check_same_bytes(work, plan, tokens):
     runs = {}
-    for mode in ("sync", "async"):
+    # "staged": the device path (state in memory of its own, the snapshot read from it).
+    modes = {"sync": [], "async": ["--checkpoint-async"], "staged": ["--checkpoint-async", "--device", "cpu-staged"]}
+    for mode, flags in modes.items():
         ckpt, log, save = (os.path.join(work, f"grid-{mode}-{s}") for s in ("ckpt", "log.jsonl", "final"))
         args = ["--data", tokens, "--steps", 8, "--seed", 5, "--log", log, "--save", save,
                 "--checkpoint", ckpt, "--checkpoint-every", 2]
-        out = dtrun(plan, 4, args + (["--checkpoint-async"] if mode == "async" else [])).stdout
+        out = dtrun(plan, 4, args + flags).stdout
         runs[mode] = (ckpt, losses(log), weights(save), out)
-    (sync_ckpt, sync_losses, sync_final, _), (async_ckpt, async_losses, async_final, out) = runs["sync"], runs["async"]
-    assert "written in the background" in out, out
-    assert "checkpoint snapshot" in out, out
-    for step in (2, 4, 6, 8):
-        name = f"step-{step}"
-        assert same_step(os.path.join(sync_ckpt, name), os.path.join(async_ckpt, name)), name
-    assert async_losses == sync_losses and same_weights(async_final, sync_final)
-    files = len(index_of(os.path.join(async_ckpt, "step-8"))["files"])
-    print(f"dp=2 x tp=2: steps 2, 4, 6 and 8 written in the background are byte-identical to the "
-          f"synchronous run's ({files} rank files each); losses and final weights identical")
+    sync_ckpt, sync_losses, sync_final, _ = runs["sync"]
+    for mode in ("async", "staged"):
+        async_ckpt, async_losses, async_final, out = runs[mode]
+        assert "written in the background" in out, out
+        assert "checkpoint snapshot" in out, out
+        for step in (2, 4, 6, 8):
+            name = f"step-{step}"
+            assert same_step(os.path.join(sync_ckpt, name), os.path.join(async_ckpt, name)), f"{mode}: {name}"
+        assert async_losses == sync_losses and same_weights(async_final, sync_final), mode
+    files = len(index_of(os.path.join(runs["async"][0], "step-8"))["files"])
+    print(f"dp=2 x tp=2: steps 2, 4, 6 and 8 written in the background, from host state and from a device's "
+          f"memory, are byte-identical to the synchronous run's ({files} rank files each); losses and final "
+          "weights identical")
     return sync_losses, sync_final
 
 

@@ -3,7 +3,8 @@ and nothing good is lost.
 
 - NaN and inf in the data, and a huge learning rate, on one process and under dp=2 and pp=2:
   exit 4 at the first bad step, naming it; no checkpoint or --save of that step, the previous
-  checkpoint intact and finite; the JSONL log stays strict JSON (null for NaN);
+  checkpoint intact and finite; weights that overflow in an update after a finite step are not
+  checkpointed (synchronous or asynchronous); the JSONL log stays strict JSON (null for NaN);
   --check-numerics names the data input or the first op whose output is not finite;
 - fp16 steps skipped by the loss scale are in the log and the progress line, and
   --max-skipped-steps in a row is exit 4;
@@ -42,14 +43,15 @@ def make_inputs(work):
     run(tool("dtc"), "zoo", "mlp", "--seed", 5, "-o", model)
     plans = {}
     for name, flags in {"one": [], "dp2": ["--mesh", "dp=2"], "pp2": ["--mesh", "pp=2", "--microbatches", 4],
-                        "huge-lr": ["--lr", 1e6], "fp16": ["--precision", "fp16", "--loss-scale", 1e30]}.items():
+                        "huge-lr": ["--lr", 1e6], "fp16": ["--precision", "fp16", "--loss-scale", 1e30],
+                        "overflow": ["--lr", 1e30], "overflow-dp2": ["--lr", 1e30, "--mesh", "dp=2"]}.items():
         plans[name] = os.path.join(work, f"{name}.dtp")
         run(tool("dtc"), "compile", model, "-o", plans[name], "--batch", 32, *flags)
     return plans, good, bad
 
 
 def devices(name):
-    return 2 if name in ("dp2", "pp2") else 1
+    return 2 if name in ("dp2", "pp2", "overflow-dp2") else 1
 
 
 def check_nonfinite_data(plans, bad, work):
@@ -83,6 +85,27 @@ def check_huge_lr(plans, good, work):
     print(f"{what}: exit 4 at step {bad_step}; checkpoints up to step {max(kept)} finite")
     result = run_job(command(plans["huge-lr"], 1, ["--data", good, "--steps", 20, "--check-numerics"]), 60, what)
     expect_failure(result, 4, ["node '", "holds inf or NaN"], "--check-numerics (a huge learning rate)")
+
+
+def check_nonfinite_weights(plans, work):
+    """Weights that overflow in the update after a finite step: the checkpoint of that step is
+    refused (synchronous, asynchronous, and asynchronous from a device's memory), on every rank."""
+    data = os.path.join(work, "data-huge")
+    x, _ = write_mlp_data(data, 96, seed=1)
+    np.save(os.path.join(data, "input.npy"), x * np.float32(1e12))  # gradients ~1e11, times lr 1e30
+    for layout in ("overflow", "overflow-dp2"):
+        for mode in ([], ["--checkpoint-async"], ["--checkpoint-async", "--device", "cpu-staged"]):
+            what = f"weights overflowing ({devices(layout)} process(es), {' '.join(mode) or 'synchronous'})"
+            ckpt = os.path.join(work, f"overflow-{devices(layout)}-{len(mode)}")
+            result = run_job(command(plans[layout], devices(layout),
+                                     ["--data", data, "--steps", 3, "--checkpoint", ckpt, "--checkpoint-every", 1,
+                                      *mode]), 60, what)
+            expect_failure(result, 4, ["'fc0.weight' holds inf or NaN: checkpoint step-1 is not written"], what)
+            assert "step     1/3" in result[1] and "step     2/3" not in result[1], result[1]
+            written = os.listdir(ckpt) if os.path.isdir(ckpt) else []
+            assert not [n for n in written if n == "latest" or n.startswith("step-1")], f"{what}: {written}"
+    print("weights that overflow after a finite step: exit 4, naming the tensor; no checkpoint written "
+          "(synchronous, asynchronous, from device memory; 1 and 2 processes)")
 
 
 def check_fp16_skips(plans, good, work):
@@ -161,6 +184,7 @@ def main():
         plans, good, bad = make_inputs(work)
         check_nonfinite_data(plans, bad, work)
         check_huge_lr(plans, good, work)
+        check_nonfinite_weights(plans, work)
         check_fp16_skips(plans, good, work)
         check_unwritable_outputs(plans, good, work)
         check_truncated_data(plans, good, work)

@@ -1,0 +1,67 @@
+#include "support/dtype.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace dtc {
+namespace {
+
+// The reference: every element tested on its own.
+template <typename T>
+int64_t slowFirstNonFinite(const std::vector<T>& v) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(static_cast<double>(v[i]))) return static_cast<int64_t>(i);
+  return -1;
+}
+
+const uint8_t* bytes(const void* p) { return static_cast<const uint8_t*>(p); }
+
+TEST(FirstNonFinite, FindsTheFirstInfOrNanAtEveryPlaceAndLength) {
+  const float specials[] = {std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
+  // Lengths around the scan's blocks of 1024, hits in a block, at its edges and in the tail.
+  for (int64_t n : {0, 1, 7, 1023, 1024, 1025, 3000, 4096}) {
+    std::vector<float> v(static_cast<size_t>(n), 1.5f);
+    if (n > 0) v.back() = std::numeric_limits<float>::max();  // finite, exponent not all ones
+    EXPECT_EQ(firstNonFinite(bytes(v.data()), n, DType::kF32), -1) << n;
+    for (int64_t at : {int64_t{0}, n / 2, n - 1, int64_t{1023}, int64_t{1024}}) {
+      if (at < 0 || at >= n) continue;
+      for (float special : specials) {
+        std::vector<float> w = v;
+        w[static_cast<size_t>(at)] = special;
+        if (at + 1 < n) w.back() = special;  // a later hit does not hide the first
+        EXPECT_EQ(firstNonFinite(bytes(w.data()), n, DType::kF32), slowFirstNonFinite(w))
+            << n << " at " << at;
+      }
+    }
+  }
+}
+
+TEST(FirstNonFinite, ReadsHalfPrecisionExponents) {
+  std::vector<uint16_t> h(2050, 0x3C00);  // 1.0 in float16; 0x3F80 would be 1.0 in bfloat16
+  h[5] = 0x7BFF;                          // float16's largest finite
+  EXPECT_EQ(firstNonFinite(bytes(h.data()), 2050, DType::kF16), -1);
+  h[2049] = 0xFC00;  // -inf
+  EXPECT_EQ(firstNonFinite(bytes(h.data()), 2050, DType::kF16), 2049);
+  h[1500] = 0x7E00;  // NaN
+  EXPECT_EQ(firstNonFinite(bytes(h.data()), 2050, DType::kF16), 1500);
+  // 0x7C00 is a finite bfloat16 (about 2.6e36); its inf is 0x7F80.
+  std::vector<uint16_t> b(2050, 0x7C00);
+  EXPECT_EQ(firstNonFinite(bytes(b.data()), 2050, DType::kBF16), -1);
+  b[1024] = 0xFF80;
+  EXPECT_EQ(firstNonFinite(bytes(b.data()), 2050, DType::kBF16), 1024);
+}
+
+TEST(FirstNonFinite, IntegersAreAlwaysFinite) {
+  const std::vector<int32_t> i(100, -1);  // all bits set
+  EXPECT_EQ(firstNonFinite(bytes(i.data()), 100, DType::kI32), -1);
+  EXPECT_EQ(firstNonFinite(bytes(i.data()), 50, DType::kI64), -1);
+}
+
+}  // namespace
+}  // namespace dtc
