@@ -5,10 +5,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "plan/communication.h"
+#include "support/fault_points.h"
 #include "support/finite_copy.h"
 #include "support/printable.h"
 
@@ -17,12 +19,13 @@ namespace {
 
 // MADV_POPULATE_WRITE (Linux 5.14), spelled out for older headers; older kernels refuse it.
 constexpr int kPopulateWrite = 23;
+constexpr uint64_t kChunkBytes = uint64_t{4} << 20;  // what one thread copies at a time
 
 }  // namespace
 
 StatusOr<std::unique_ptr<AsyncCheckpointWriter>> AsyncCheckpointWriter::create(
-    const CheckpointLayout& layout, Executor& ex, int rank) {
-  std::unique_ptr<AsyncCheckpointWriter> w(new AsyncCheckpointWriter(layout, ex));
+    const CheckpointLayout& layout, Executor& ex, int rank, bool besideStep) {
+  std::unique_ptr<AsyncCheckpointWriter> w(new AsyncCheckpointWriter(layout, ex, besideStep));
   w->pieces_ = piecesOf(layout, rank);
   if (w->pieces_.empty()) return w;
   // Each piece where the file holds it (after the header's bytes, left unused): the mapping is
@@ -59,47 +62,109 @@ StatusOr<std::unique_ptr<AsyncCheckpointWriter>> AsyncCheckpointWriter::create(
 
 AsyncCheckpointWriter::~AsyncCheckpointWriter() {
   cancel_ = true;
+  {
+    std::lock_guard<std::mutex> lock(copyMutex_);
+    copied_.notify_all();
+  }
   if (thread_.joinable()) thread_.join();
+  if (!chunks_.empty()) ex_.deferStateRead(nullptr);
   if (pinned_) ex_.unpinHostMemory(snapshot_);
   if (snapshot_) ::munmap(snapshot_, bytes_);
 }
 
-StatusOr<bool> AsyncCheckpointWriter::copyPiece(size_t i, std::vector<uint8_t>& scratch) {
+StatusOr<bool> AsyncCheckpointWriter::downloadPiece(size_t i, std::vector<uint8_t>& scratch) {
   const WritePiece& piece = pieces_[i];
   const std::string& name = piece.tensor->name;
   const TensorView local = ex_.state(name);
   if (!local.data) return Status::Internal("checkpoint: this rank holds no state '" + name + "'");
   const DType dtype = piece.tensor->dtype;
-  const auto elements = static_cast<int64_t>(piece.bytes / dtypeSize(dtype));
   uint8_t* to = snapshot_ + offsets_[i];
-  const bool device = !ex_.backend().hostMemory();
-  const std::optional<uint64_t> at = pieceRangeInLocal(piece, local.shape);
-  if (at && !device)
-    return copyCheckingFinite(ex_.pool(), static_cast<const uint8_t*>(local.data) + *at, to,
-                              elements, dtype);
-  if (at) {
+  if (std::optional<uint64_t> at = pieceRangeInLocal(piece, local.shape)) {
     DTC_RETURN_IF_ERROR(ex_.readState(name, *at, piece.bytes, to));
   } else {  // the piece is no single range of its tensor: copied out of the whole of it
-    const auto* whole = static_cast<const uint8_t*>(local.data);
-    if (device) {
-      scratch.resize(static_cast<size_t>(local.numElements()) * dtypeSize(dtype));
-      DTC_RETURN_IF_ERROR(ex_.readState(name, 0, scratch.size(), scratch.data()));
-      whole = scratch.data();
-    }
-    copyPieceOut(piece, local.shape, whole, to);
+    scratch.resize(static_cast<size_t>(local.numElements()) * dtypeSize(dtype));
+    DTC_RETURN_IF_ERROR(ex_.readState(name, 0, scratch.size(), scratch.data()));
+    copyPieceOut(piece, local.shape, scratch.data(), to);
   }
-  return copyCheckingFinite(ex_.pool(), nullptr, to, elements, dtype);
+  return copyCheckingFinite(ex_.pool(), nullptr, to,
+                            static_cast<int64_t>(piece.bytes / dtypeSize(dtype)), dtype);
+}
+
+bool AsyncCheckpointWriter::hostPieceFinite(size_t i, bool copy) {
+  const TensorView& local = locals_[i];
+  const auto pieceElements = static_cast<int64_t>(pieces_[i].bytes / dtypeSize(local.dtype));
+  uint8_t* to = snapshot_ + offsets_[i];
+  if (const std::optional<uint64_t>& at = ranges_[i])
+    return copyCheckingFinite(ex_.pool(), copy ? local.data + *at : nullptr,
+                              copy ? to : local.data + *at, pieceElements, local.dtype);
+  if (!copy)  // the whole tensor, which this checkpoint holds all of too
+    return copyCheckingFinite(ex_.pool(), nullptr, local.data, local.numElements(), local.dtype);
+  copyPieceOut(pieces_[i], local.shape, local.data, to);
+  return copyCheckingFinite(ex_.pool(), nullptr, to, pieceElements, local.dtype);
+}
+
+void AsyncCheckpointWriter::copyChunks() {
+  for (size_t k; !cancel_ && (k = nextChunk_.fetch_add(1)) < chunks_.size();) {
+    const Chunk& c = chunks_[k];
+    uint8_t* to = snapshot_ + offsets_[c.piece];
+    const TensorView& local = locals_[c.piece];
+    if (const std::optional<uint64_t>& at = ranges_[c.piece])
+      std::memcpy(to + c.begin, local.data + *at + c.begin, c.bytes);
+    else
+      copyPieceOut(pieces_[c.piece], local.shape, local.data, to);
+    if (chunksCopied_.fetch_add(1) + 1 == chunks_.size()) {
+      std::lock_guard<std::mutex> lock(copyMutex_);
+      copied_.notify_all();
+    }
+  }
+}
+
+void AsyncCheckpointWriter::waitCopied() {
+  std::unique_lock<std::mutex> lock(copyMutex_);
+  copied_.wait(lock, [&] { return cancel_ || chunksCopied_.load() == chunks_.size(); });
 }
 
 StatusOr<double> AsyncCheckpointWriter::takeSnapshot(const std::string& what) {
   if (inFlight()) return Status::Internal("checkpoint: a write is already in flight");
   started_ = std::chrono::steady_clock::now();
-  std::vector<uint8_t> scratch;
-  for (size_t i = 0; i < pieces_.size(); ++i) {
-    DTC_ASSIGN_OR_RETURN(bool finite, copyPiece(i, scratch));
-    if (!finite)
-      return Status::NonFinite("'" + printable(pieces_[i].tensor->name) + "' holds inf or NaN: " +
-                               what + " is not written (the last one written holds finite values)");
+  auto notFinite = [&](size_t i) {
+    return Status::NonFinite("'" + printable(pieces_[i].tensor->name) + "' holds inf or NaN: " +
+                             what + " is not written (the last one written holds finite values)");
+  };
+  chunks_.clear();
+  nextChunk_ = 0;
+  chunksCopied_ = 0;
+  if (!ex_.backend().hostMemory()) {
+    std::vector<uint8_t> scratch;
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      DTC_ASSIGN_OR_RETURN(bool finite, downloadPiece(i, scratch));
+      if (!finite) return notFinite(i);
+    }
+  } else {
+    locals_.clear();
+    ranges_.clear();
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      locals_.push_back(ex_.state(pieces_[i].tensor->name));
+      if (!locals_.back().data)
+        return Status::Internal("checkpoint: this rank holds no state '" + pieces_[i].tensor->name +
+                                "'");
+      ranges_.push_back(pieceRangeInLocal(pieces_[i], locals_.back().shape));
+      if (!hostPieceFinite(i, !besideStep_)) return notFinite(i);
+    }
+    for (size_t i = 0; besideStep_ && i < pieces_.size(); ++i) {
+      if (!ranges_[i]) {
+        chunks_.push_back({i, 0, pieces_[i].bytes});
+        continue;
+      }
+      for (uint64_t begin = 0; begin < pieces_[i].bytes; begin += kChunkBytes)
+        chunks_.push_back({i, begin, std::min<uint64_t>(kChunkBytes, pieces_[i].bytes - begin)});
+    }
+    if (!chunks_.empty())
+      ex_.deferStateRead([this]() -> Status {
+        ex_.pool().parallelFor(ex_.pool().size(), 1, [this](int64_t, int64_t) { copyChunks(); });
+        waitCopied();
+        return Status::Ok();
+      });
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
@@ -114,8 +179,11 @@ Status AsyncCheckpointWriter::startWrite(comm::Communicator& world,
   done_ = false;
   cancel_ = false;
   thread_ = std::thread([this, rank = world.rank()] {
-    // The lowest priority: the write (and the kernel's work for it, done on this thread) runs
-    // in the time training's threads leave, rather than taking a core from them.
+    faultPoint("snapshot-copy", rank);
+    copyChunks();
+    waitCopied();  // the chunks training's threads took
+    // Then the lowest priority: the write (and the kernel's work for it, done on this thread)
+    // runs in the time training's threads leave, rather than taking a core from them.
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
     report_ = writeRankFile(
         pieces_, stepTmpDirectory(request_), rank,

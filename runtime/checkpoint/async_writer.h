@@ -8,8 +8,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,19 +25,24 @@ class AsyncCheckpointWriter {
  public:
   // `layout` and `ex` outlive the writer. Reserves the snapshot's host memory for `rank`'s pieces
   // now, with its pages mapped (an error where there is not enough) and, on a device backend,
-  // page-locked, so that no step pays for it.
+  // page-locked, so that no step pays for it. `besideStep`: in host memory, the writer thread
+  // copies the snapshot while the next step runs (else the training threads, in the step).
   static StatusOr<std::unique_ptr<AsyncCheckpointWriter>> create(const CheckpointLayout& layout,
-                                                                 Executor& ex, int rank);
+                                                                 Executor& ex, int rank,
+                                                                 bool besideStep);
   // A write still in flight is abandoned: its thread stops between pieces and the step's
   // temporary directory stays for the next run to remove.
   ~AsyncCheckpointWriter();
   AsyncCheckpointWriter(const AsyncCheckpointWriter&) = delete;
   AsyncCheckpointWriter& operator=(const AsyncCheckpointWriter&) = delete;
 
-  // With no write in flight: copies this rank's pieces of the state into the snapshot (on a
-  // device backend straight from the device: no pullState) and checks them on the way; a
-  // NonFinite error names the first piece's tensor holding inf or NaN, saying that `what` is not
-  // written. This copy is the stall training sees. Returns its seconds.
+  // With no write in flight: checks this rank's pieces of the state (a NonFinite error names the
+  // first piece's tensor holding inf or NaN, saying that `what` is not written) and takes the
+  // snapshot. On a device backend the pieces are copied now, straight from the device, and
+  // checked as they arrive. In host memory they are copied now and checked on the way by every
+  // training thread, or, `besideStep`, checked now and copied beside the next step: the writer
+  // thread copies, and the first step that would write the state (Executor::deferStateRead) has
+  // the training threads copy what is left first. Returns the seconds training waited.
   StatusOr<double> takeSnapshot(const std::string& what);
   // Collective, once every rank's snapshot is taken: prepares the step's directory and starts
   // writing the snapshot in the background.
@@ -51,11 +59,20 @@ class AsyncCheckpointWriter {
   uint64_t hostBytes() const { return bytes_; }
 
  private:
-  AsyncCheckpointWriter(const CheckpointLayout& layout, Executor& ex) : layout_(layout), ex_(ex) {}
-  // Copies piece `i` into the snapshot; whether its values are all finite.
-  StatusOr<bool> copyPiece(size_t i, std::vector<uint8_t>& scratch);
+  AsyncCheckpointWriter(const CheckpointLayout& layout, Executor& ex, bool besideStep)
+      : layout_(layout), ex_(ex), besideStep_(besideStep) {}
+  // Copies piece `i` from the device into the snapshot; whether its values are all finite.
+  StatusOr<bool> downloadPiece(size_t i, std::vector<uint8_t>& scratch);
+  // Checks piece `i` where it lies in the host state (`copy`: copies it into the snapshot on the
+  // way); whether its values are all finite.
+  bool hostPieceFinite(size_t i, bool copy);
+  // Claims and copies chunks of the host copy until none is left (or the write is cancelled).
+  void copyChunks();
+  // Returns once every chunk is copied (or the write is cancelled).
+  void waitCopied();
   const CheckpointLayout& layout_;
   Executor& ex_;
+  const bool besideStep_;
   CheckpointRequest request_;
   std::string planName_, mesh_;
   std::vector<WritePiece> pieces_;
@@ -63,6 +80,18 @@ class AsyncCheckpointWriter {
   uint8_t* snapshot_ = nullptr;  // mapped for bytes_
   bool pinned_ = false;
   uint64_t bytes_ = 0;
+  // The host copy in chunks (of one piece each), claimed in order by whichever thread is free.
+  struct Chunk {
+    size_t piece;
+    uint64_t begin, bytes;  // within the piece; a piece that is no one range of its tensor is
+                            // one chunk, copied out of the whole of it
+  };
+  std::vector<Chunk> chunks_;
+  std::vector<TensorView> locals_;               // each piece's local tensor in the host state
+  std::vector<std::optional<uint64_t>> ranges_;  // pieceRangeInLocal of each piece
+  std::atomic<size_t> nextChunk_{0}, chunksCopied_{0};
+  std::mutex copyMutex_;
+  std::condition_variable copied_;
   std::thread thread_;
   std::atomic<bool> done_{false}, cancel_{false};
   RankReport report_;

@@ -192,6 +192,7 @@ Status Executor::prepare(const plan::Function& function) {
   for (uint32_t i = 0; i < plan_.root().functions()->size(); ++i)
     if (plan_.root().functions()->Get(i) == &function) prepared.index = i;
   backend_->beginFunction(name);
+  std::optional<size_t> firstStateWrite;
   if (function.steps())
     for (const plan::Step* step : *function.steps()) {
       StepContext ctx{*step, {}, {}, pool_, mesh_};
@@ -204,6 +205,10 @@ Status Executor::prepare(const plan::Function& function) {
         for (uint32_t i : *step->inputs()) ctx.inputs.push_back(deviceView(name, i));
       if (step->outputs())
         for (uint32_t i : *step->outputs()) ctx.outputs.push_back(deviceView(name, i));
+      const bool writesState = std::any_of(ctx.outputs.begin(), ctx.outputs.end(), [&](auto& t) {
+        return t.data >= state_ && t.data < state_ + stateAllocated_;
+      });
+      if (writesState && !firstStateWrite) firstStateWrite = prepared.steps.size();
       // The kernel's contract first (both backends' acceptance), then the backend's own limits.
       Status contract = checkKernelContract(ctx);
       StatusOr<BoundStep> bound =
@@ -226,6 +231,7 @@ Status Executor::prepare(const plan::Function& function) {
       }
       prepared.steps.push_back(std::move(bound).value());
     }
+  prepared.firstStateWrite = firstStateWrite.value_or(prepared.steps.size());
   prepared.run = backend_->endFunction(prepared.steps);
   if (function.results())
     for (const plan::Binding* b : *function.results()) {
@@ -326,7 +332,15 @@ Status Executor::pullState() {
   return backend_->download(hostState_.get(), state_, stateAllocated_);
 }
 
+Status Executor::finishStateRead() {
+  if (!stateReader_) return Status::Ok();
+  std::function<Status()> finish = std::move(stateReader_);
+  stateReader_ = nullptr;
+  return finish();
+}
+
 Status Executor::pushState() {
+  DTC_RETURN_IF_ERROR(finishStateRead());
   if (backend_->hostMemory()) return Status::Ok();
   return backend_->upload(state_, hostState_.get(), stateAllocated_);
 }
@@ -400,6 +414,7 @@ Status Executor::run(const std::string& function) {
     // output scanned (device backends: downloaded) as it is written.
     DTC_RETURN_IF_ERROR(checkData(function, prepared));
     for (size_t k = 0; k < prepared.steps.size(); ++k) {
+      if (k == prepared.firstStateWrite) DTC_RETURN_IF_ERROR(finishStateRead());
       DTC_RETURN_IF_ERROR(prepared.steps[k]());
       DTC_RETURN_IF_ERROR(backend_->synchronize());
       DTC_RETURN_IF_ERROR(checkOutputs(function, prepared, k));
@@ -407,18 +422,26 @@ Status Executor::run(const std::string& function) {
   } else if (timing_) {
     const bool device = !backend_->hostMemory();
     for (size_t k = 0; k < prepared.steps.size(); ++k) {
+      if (k == prepared.firstStateWrite) DTC_RETURN_IF_ERROR(finishStateRead());
       double start = nowUs();
       DTC_RETURN_IF_ERROR(prepared.steps[k]());
       if (device) DTC_RETURN_IF_ERROR(backend_->synchronize());
       timings_.push_back({prepared.index, static_cast<uint32_t>(k), call, start, nowUs()});
     }
   } else {
-    for (const BoundStep& step : prepared.run) DTC_RETURN_IF_ERROR(step());
+    // A backend's replacement of the steps (a device's graph) runs them all at once.
+    const size_t firstWrite =
+        prepared.run.size() == prepared.steps.size() ? prepared.firstStateWrite : 0;
+    for (size_t k = 0; k < prepared.run.size(); ++k) {
+      if (k == firstWrite) DTC_RETURN_IF_ERROR(finishStateRead());
+      DTC_RETURN_IF_ERROR(prepared.run[k]());
+    }
   }
   // A pipeline's sends are buffered (they must not block: neighbours send to each other);
   // the function is done when they are.
   if (mesh_) DTC_RETURN_IF_ERROR(mesh_->completeSends());
   if (mesh_ && mesh_->numDevices() > 1) comm::setNode(nullptr);
+  if (!prepared.writeBacks.empty()) DTC_RETURN_IF_ERROR(finishStateRead());
   for (auto& [from, to] : prepared.writeBacks)
     DTC_RETURN_IF_ERROR(backend_->copy(
         to.data, from.data, static_cast<uint64_t>(from.numElements()) * dtypeSize(from.dtype)));

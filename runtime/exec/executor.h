@@ -98,6 +98,12 @@ class Executor {
   // host memory `to`: on a device backend from the device (current as of the last step, unlike
   // state()'s host copy), on the CPU from the state itself.
   Status readState(const std::string& name, uint64_t offset, uint64_t bytes, void* to) const;
+  // A reader of the state that lets training go on (a checkpoint's snapshot copied beside the
+  // next step): on a backend with host memory, `finish` is called once, before anything next
+  // writes this rank's state (a step with an output in it, the copy-back of updated state,
+  // pushState), and must leave the reader done with the state. Replaces a reader not yet
+  // finished; nullptr withdraws it.
+  void deferStateRead(std::function<Status()> finish) { stateReader_ = std::move(finish); }
   // Backend::pinHost and unpinHost, for host memory this rank's state is often read into.
   Status pinHostMemory(void* memory, uint64_t bytes) { return backend_->pinHost(memory, bytes); }
   void unpinHostMemory(void* memory) { backend_->unpinHost(memory); }
@@ -114,12 +120,16 @@ class Executor {
   // Where value `index` of `function` lives in the backend's memory.
   TensorView deviceView(const std::string& function, uint32_t index) const;
   uint8_t* hostState() const { return backend_->hostMemory() ? state_ : hostState_.get(); }
+  // Calls the deferred state reader, if any (deferStateRead).
+  Status finishStateRead();
 
   struct PreparedFunction {
     const plan::Function* function = nullptr;
     uint32_t index = 0;            // in Plan.functions
     std::vector<BoundStep> steps;  // one per plan step (what timing runs and indexes)
     std::vector<BoundStep> run;    // what runs otherwise: the backend's endFunction of `steps`
+    // The first of `steps` with an output in the state (steps.size(): none).
+    size_t firstStateWrite = 0;
     // On a mesh: each step's model node and op, which the watchdog's reports name.
     std::deque<std::string> labels;
     // Updated state computed outside its own storage: copied back after the steps.
@@ -148,6 +158,7 @@ class Executor {
   uint64_t stateBytes_ = 0, arenaBytes_ = 0;
   bool checkNumerics_ = false;
   uint64_t stateAllocated_ = 0, arenaAllocated_ = 0;
+  std::function<Status()> stateReader_;
   uint64_t unplannedBytes_ = 0;  // what binders allocated beyond the plan (StepContext)
   int stage_ = -1;
   std::map<std::string, PreparedFunction> functions_;

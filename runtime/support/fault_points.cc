@@ -2,8 +2,10 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "support/runtime_options.h"
 
@@ -16,6 +18,10 @@ void faultPoint(const char* point, int rank) {
     return;
   if (++arrivals != o.faultWhen) return;
   if (o.faultThrows) throw std::runtime_error(std::string("fault point ") + point);
+  if (o.faultPauses) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return;
+  }
   ::raise(SIGKILL);
 }
 

@@ -5,6 +5,8 @@
 //                                reaches POINT.
 //   DTC_FAULT=POINT[@RANK][#N]:throw   throw an exception there instead (what dtrun does with
 //                                an exception nothing handles).
+//   DTC_FAULT=POINT[@RANK][#N]:pause   sleep a second there instead (a thread held back, so
+//                                that the others get ahead of it).
 // The points are listed in docs/design.md; reaching one costs a string comparison.
 #pragma once
 

@@ -34,8 +34,12 @@ constexpr Switch kSwitches[] = {
     {"DTC_WATCHDOG_LIVENESS", "0|1",
      "every half second, each rank looks at its host's other ranks and tells every rank of one "
      "that died (default 1; 0: a rank that dies on another host is found at the timeout)"},
-    {"DTC_FAULT", "POINT[@RANK][#N][:throw]",
-     "tests: SIGKILL (or an exception) at the N-th arrival at a fault point"},
+    {"DTC_SNAPSHOT_COPY", "auto|step|background",
+     "who copies a --checkpoint-async snapshot out of host memory: every training thread in the "
+     "step, or the writer thread beside the next step (default auto: the writer where this "
+     "node has a core that no training thread uses)"},
+    {"DTC_FAULT", "POINT[@RANK][#N][:throw|:pause]",
+     "tests: SIGKILL (an exception; a second's pause) at the N-th arrival at a fault point"},
 };
 
 Status malformed(const char* name, const std::string& value) {
@@ -68,12 +72,17 @@ Status parseChoice(const char* name, const char* value,
 Status parseFault(const char* value, RuntimeOptions& o) {
   if (!value || !*value) return Status::Ok();
   std::string spec = value;
-  const std::string throws = ":throw";
-  if (spec.size() > throws.size() &&
-      spec.compare(spec.size() - throws.size(), throws.size(), throws) == 0) {
+  auto endsWith = [&](const std::string& action) {
+    if (spec.size() <= action.size() ||
+        spec.compare(spec.size() - action.size(), action.size(), action) != 0)
+      return false;
+    spec.resize(spec.size() - action.size());
+    return true;
+  };
+  if (endsWith(":throw"))
     o.faultThrows = true;
-    spec.resize(spec.size() - throws.size());
-  }
+  else if (endsWith(":pause"))
+    o.faultPauses = true;
   auto number = [&](size_t at, long& out) {
     char* end = nullptr;
     out = std::strtol(spec.c_str() + at + 1, &end, 10);
@@ -123,6 +132,10 @@ StatusOr<RuntimeOptions> parseRuntimeOptions(
       parseFlag("DTC_CUDA_LT_EPILOGUES", lookup("DTC_CUDA_LT_EPILOGUES"), o.cudaLtEpilogues));
   DTC_RETURN_IF_ERROR(
       parseFlag("DTC_WATCHDOG_LIVENESS", lookup("DTC_WATCHDOG_LIVENESS"), o.watchdogLiveness));
+  using S = RuntimeOptions::SnapshotCopy;
+  DTC_RETURN_IF_ERROR(parseChoice(
+      "DTC_SNAPSHOT_COPY", lookup("DTC_SNAPSHOT_COPY"),
+      {{"auto", S::kAuto}, {"step", S::kStep}, {"background", S::kBackground}}, o.snapshotCopy));
   DTC_RETURN_IF_ERROR(parseFault(lookup("DTC_FAULT"), o));
   return o;
 }

@@ -13,8 +13,11 @@
 //   DTC_CUDA_TF32=0|1            TF32 for f32 GEMMs (default 0)
 //   DTC_CUDA_LT_EPILOGUES=0|1    fused linear epilogues through cuBLASLt (default 1)
 //   DTC_WATCHDOG_LIVENESS=0|1    each rank tells every rank of a host-mate that died (default 1)
-//   DTC_FAULT=POINT[@RANK][#N][:throw]   tests: SIGKILL (or an exception) at the N-th arrival
-//                                at a fault point
+//   DTC_SNAPSHOT_COPY=auto|step|background   who copies a --checkpoint-async snapshot out of
+//                                host memory (default auto: the writer thread, beside the next
+//                                step, where the node has a core no training thread uses)
+//   DTC_FAULT=POINT[@RANK][#N][:throw|:pause]   tests: SIGKILL (an exception; a second's
+//                                pause) at the N-th arrival at a fault point
 #pragma once
 
 #include <functional>
@@ -27,6 +30,7 @@ namespace dtc {
 struct RuntimeOptions {
   enum class Collectives { kAuto, kMpi, kNccl };
   enum class Attention { kAuto, kCudnn, kFlash, kGemm };
+  enum class SnapshotCopy { kAuto, kStep, kBackground };
 
   std::string cudaBackend;
   std::string ncclLibrary;
@@ -39,11 +43,13 @@ struct RuntimeOptions {
   bool cudaTf32 = false;
   bool cudaLtEpilogues = true;
   bool watchdogLiveness = true;
+  SnapshotCopy snapshotCopy = SnapshotCopy::kAuto;
   // A fault point to die at (empty: none), on `faultRank` (-1: any) at its `faultWhen`-th arrival.
   std::string faultPoint;
   int faultRank = -1;
   long faultWhen = 1;
   bool faultThrows = false;  // ":throw": an exception rather than SIGKILL
+  bool faultPauses = false;  // ":pause": a second's sleep rather than SIGKILL
 };
 
 // Parses the switches from `lookup` (the environment's getenv; null: unset).

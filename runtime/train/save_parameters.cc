@@ -146,8 +146,9 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
       indexInFile[e] = file.entries.size();
       file.entries.push_back(entries[e]);
       weightMap[entries[e].name] = file.name;
-      totalBytes += entries[e].bytes;
     }
+    // As Hugging Face counts it: a tied weight's storage once, however many names it has.
+    totalBytes += entries[one.entries.front()].bytes;
   }
   for (size_t f = 0; f < fileCount; ++f) {
     DTC_ASSIGN_OR_RETURN(

@@ -29,22 +29,24 @@ def compile_plan(model, work, name, batch, flags):
     return plan
 
 
-def dtrun_command(plan, devices, args, fault=None):
+def dtrun_command(plan, devices, args, fault=None, switches=()):
     cmd = [tool("dtrun"), plan, "--threads", 1, *args]
     if devices > 1:
-        env = ["-x", "DTC_FAULT"] if fault else []
-        cmd = MPIRUN + [devices] + env + cmd
+        exported = (["DTC_FAULT"] if fault else []) + list(switches)
+        cmd = MPIRUN + [devices] + [a for name in exported for a in ("-x", name)] + cmd
     return [str(a) for a in cmd]
 
 
-def dtrun(plan, devices, args, fault=None, expect_ok=True, timeout=180):
-    """Runs dtrun (under mpirun for devices > 1); `fault` sets DTC_FAULT for every rank."""
+def dtrun(plan, devices, args, fault=None, expect_ok=True, timeout=180, switches=None):
+    """Runs dtrun (under mpirun for devices > 1); `fault` sets DTC_FAULT for every rank, `switches`
+    ({name: value}) other DTC_* switches."""
     env = dict(os.environ)
     env.pop("DTC_FAULT", None)
     if fault:
         env["DTC_FAULT"] = fault
-    proc = subprocess.run(dtrun_command(plan, devices, args, fault), capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    env.update(switches or {})
+    proc = subprocess.run(dtrun_command(plan, devices, args, fault, switches or {}), capture_output=True,
+                          text=True, env=env, timeout=timeout)
     if expect_ok and proc.returncode != 0:
         raise RuntimeError(f"dtrun {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}")
     return proc

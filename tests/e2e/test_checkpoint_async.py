@@ -4,8 +4,10 @@ publishes the step (index, rename, `latest`) once every rank's file is synced.
 
 1. Same bytes: on dp=2 x tp=2 with ZeRO-1, every step the asynchronous run writes is
    byte-identical to the synchronous run's (each rank file and the index), and both runs' losses
-   and final weights are identical; also where the snapshot is read from a device's memory
-   (--device cpu-staged).
+   and final weights are identical; whether the training threads copy the snapshot in the step
+   or the writer thread copies it beside the next one (DTC_SNAPSHOT_COPY), also where the writer
+   is held back so that the training threads copy it before the next step writes the state, and
+   where the snapshot is read from a device's memory (--device cpu-staged).
 2. Exact resume: that run, killed after step 5 while step 4's write is in flight (the ranks
    agree that every file is synced at the end of the next step, and the kill comes first),
    resumes from step 2 bit-identically to the run that never stopped.
@@ -52,16 +54,23 @@ def same_step(a, b):
 
 def check_same_bytes(work, plan, tokens):
     runs = {}
-    # "staged": the device path (state in memory of its own, the snapshot read from it).
-    modes = {"sync": [], "async": ["--checkpoint-async"], "staged": ["--checkpoint-async", "--device", "cpu-staged"]}
-    for mode, flags in modes.items():
+    # The snapshot copied by the training threads in the step ("async"), by the writer thread beside
+    # the next step ("beside"), and by the training threads before the next step writes the state
+    # while the writer thread is held back a second ("held"); "staged": the device path (state in
+    # memory of its own, the snapshot read from it).
+    async_flags = ["--checkpoint-async"]
+    beside = {"DTC_SNAPSHOT_COPY": "background"}
+    modes = {"sync": ([], None, None), "async": (async_flags, None, {"DTC_SNAPSHOT_COPY": "step"}),
+             "beside": (async_flags, None, beside), "held": (async_flags, "snapshot-copy:pause", beside),
+             "staged": (async_flags + ["--device", "cpu-staged"], None, None)}
+    for mode, (flags, fault, switches) in modes.items():
         ckpt, log, save = (os.path.join(work, f"grid-{mode}-{s}") for s in ("ckpt", "log.jsonl", "final"))
         args = ["--data", tokens, "--steps", 8, "--seed", 5, "--log", log, "--save", save,
                 "--checkpoint", ckpt, "--checkpoint-every", 2]
-        out = dtrun(plan, 4, args + flags).stdout
+        out = dtrun(plan, 4, args + flags, fault=fault, switches=switches).stdout
         runs[mode] = (ckpt, losses(log), weights(save), out)
     sync_ckpt, sync_losses, sync_final, _ = runs["sync"]
-    for mode in ("async", "staged"):
+    for mode in ("async", "beside", "held", "staged"):
         async_ckpt, async_losses, async_final, out = runs[mode]
         assert "written in the background" in out, out
         assert "checkpoint snapshot" in out, out
@@ -70,9 +79,9 @@ def check_same_bytes(work, plan, tokens):
             assert same_step(os.path.join(sync_ckpt, name), os.path.join(async_ckpt, name)), f"{mode}: {name}"
         assert async_losses == sync_losses and same_weights(async_final, sync_final), mode
     files = len(index_of(os.path.join(runs["async"][0], "step-8"))["files"])
-    print(f"dp=2 x tp=2: steps 2, 4, 6 and 8 written in the background, from host state and from a device's "
-          f"memory, are byte-identical to the synchronous run's ({files} rank files each); losses and final "
-          "weights identical")
+    print(f"dp=2 x tp=2: steps 2, 4, 6 and 8 written in the background (the snapshot copied in the step, beside "
+          f"the next one, before it writes the state, and from a device's memory) are byte-identical to the "
+          f"synchronous run's ({files} rank files each); losses and final weights identical")
     return sync_losses, sync_final
 
 

@@ -180,19 +180,26 @@ PY
 
   section "checkpoints on the device"
   # A run checkpointed at step 10 on the device and resumed there must continue bit-identically
-  # (the state goes to the host and back, every byte); a checkpoint the CPU wrote resumes on
-  # the device within the plan's CPU-vs-GPU tolerance. Against the 20-step runs above.
+  # (the state goes to the host and back, every byte); so must one checkpointed in the
+  # background at step 5 (the snapshot read from device memory into page-locked memory); a
+  # checkpoint the CPU wrote resumes on the device within the plan's CPU-vs-GPU tolerance.
+  # Against the 20-step runs above.
   while IFS='|' read -r -u 3 name model data procs flags tolerance; do
     case "$name" in gpt-cuda|gpt-cuda-bf16-tp2|mlp-fp16|gpt-pp2) ;; *) continue ;; esac
-    for from in cuda cpu; do
+    for from in cuda cuda-async cpu; do
       writer=$from
-      [ "$from" = cuda ] && writer=$GPU_DEVICE
+      [ "$from" != cpu ] && writer=$GPU_DEVICE
       ck="$BUILD/ckpt-$name-$from"
       rm -rf "$ck"
       first=("$DTRUN" "$CARRY/$name.dtp" --data "$CARRY/$data" --steps 10 --seed 1 --threads 4 --device "$writer"
              --checkpoint "$ck")
+      resume="$ck"
+      if [ "$from" = cuda-async ]; then
+        first+=(--checkpoint-every 5 --checkpoint-async)
+        resume="$ck/step-5"
+      fi
       rest=("$DTRUN" "$CARRY/$name.dtp" --data "$CARRY/$data" --steps 20 --threads 4 --device "$GPU_DEVICE"
-            --resume "$ck" --log "$BUILD/ckpt-$name-$from.jsonl")
+            --resume "$resume" --log "$BUILD/ckpt-$name-$from.jsonl")
       if [ "$procs" -gt 1 ]; then first=("${MPIRUN[@]}" "$procs" "${first[@]}"); rest=("${MPIRUN[@]}" "$procs" "${rest[@]}"); fi
       if ! "${first[@]}" > "$BUILD/ckpt-$name-$from.out" 2>&1 || ! "${rest[@]}" >> "$BUILD/ckpt-$name-$from.out" 2>&1; then
         tail -3 "$BUILD/ckpt-$name-$from.out"; fail "$name: checkpoint from $from, resumed on the device"; continue
@@ -202,12 +209,13 @@ PY
       python3 - "$BUILD/e2e-$name-cuda.jsonl" "$BUILD/ckpt-$name-$from.jsonl" "$name" "$from" "$bound" <<'PY' || fail "$name: resumed run differs"
 import json, sys
 whole, resumed = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
-tail = {e["step"]: e["loss"] for e in whole if e["step"] > 10}
+at = 5 if sys.argv[4] == "cuda-async" else 10
+tail = {e["step"]: e["loss"] for e in whole if e["step"] > at}
 ours = {e["step"]: e["loss"] for e in resumed}
 bound = float(sys.argv[5])
 err = max(abs(ours[s] - tail[s]) / abs(tail[s]) for s in tail) if sorted(ours) == sorted(tail) else float("inf")
 what = "bit-identical" if bound == 0 and err == 0 else f"max rel err {err:.2e} (bound {bound:.0e})"
-print(f"{sys.argv[3]}: checkpoint at step 10 on {sys.argv[4]}, steps 11-20 on the device: {what}")
+print(f"{sys.argv[3]}: checkpoint at step {at} on {sys.argv[4]}, steps {at + 1}-20 on the device: {what}")
 sys.exit(0 if err <= bound else 1)
 PY
     done
