@@ -34,10 +34,9 @@ constexpr Switch kSwitches[] = {
     {"DTC_WATCHDOG_LIVENESS", "0|1",
      "every half second, each rank looks at its host's other ranks and tells every rank of one "
      "that died (default 1; 0: a rank that dies on another host is found at the timeout)"},
-    {"DTC_SNAPSHOT_COPY", "auto|step|background",
-     "who copies a --checkpoint-async snapshot out of host memory: every training thread in the "
-     "step, or the writer thread beside the next step (default auto: the writer where this "
-     "node has a core that no training thread uses)"},
+    {"DTC_SNAPSHOT_COPY", "background|step",
+     "who copies a --checkpoint-async snapshot out of host memory: the writer thread beside the "
+     "next step (default), or every training thread in the step"},
     {"DTC_FAULT", "POINT[@RANK][#N][:throw|:pause]",
      "tests: SIGKILL (an exception; a second's pause) at the N-th arrival at a fault point"},
 };
@@ -133,9 +132,9 @@ StatusOr<RuntimeOptions> parseRuntimeOptions(
   DTC_RETURN_IF_ERROR(
       parseFlag("DTC_WATCHDOG_LIVENESS", lookup("DTC_WATCHDOG_LIVENESS"), o.watchdogLiveness));
   using S = RuntimeOptions::SnapshotCopy;
-  DTC_RETURN_IF_ERROR(parseChoice(
-      "DTC_SNAPSHOT_COPY", lookup("DTC_SNAPSHOT_COPY"),
-      {{"auto", S::kAuto}, {"step", S::kStep}, {"background", S::kBackground}}, o.snapshotCopy));
+  DTC_RETURN_IF_ERROR(parseChoice("DTC_SNAPSHOT_COPY", lookup("DTC_SNAPSHOT_COPY"),
+                                  {{"background", S::kBackground}, {"step", S::kStep}},
+                                  o.snapshotCopy));
   DTC_RETURN_IF_ERROR(parseFault(lookup("DTC_FAULT"), o));
   return o;
 }

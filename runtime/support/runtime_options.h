@@ -13,9 +13,9 @@
 //   DTC_CUDA_TF32=0|1            TF32 for f32 GEMMs (default 0)
 //   DTC_CUDA_LT_EPILOGUES=0|1    fused linear epilogues through cuBLASLt (default 1)
 //   DTC_WATCHDOG_LIVENESS=0|1    each rank tells every rank of a host-mate that died (default 1)
-//   DTC_SNAPSHOT_COPY=auto|step|background   who copies a --checkpoint-async snapshot out of
-//                                host memory (default auto: the writer thread, beside the next
-//                                step, where the node has a core no training thread uses)
+//   DTC_SNAPSHOT_COPY=background|step   who copies a --checkpoint-async snapshot out of host
+//                                memory: the writer thread beside the next step (default), or
+//                                every training thread in the step
 //   DTC_FAULT=POINT[@RANK][#N][:throw|:pause]   tests: SIGKILL (an exception; a second's
 //                                pause) at the N-th arrival at a fault point
 #pragma once
@@ -30,7 +30,7 @@ namespace dtc {
 struct RuntimeOptions {
   enum class Collectives { kAuto, kMpi, kNccl };
   enum class Attention { kAuto, kCudnn, kFlash, kGemm };
-  enum class SnapshotCopy { kAuto, kStep, kBackground };
+  enum class SnapshotCopy { kBackground, kStep };
 
   std::string cudaBackend;
   std::string ncclLibrary;
@@ -43,7 +43,7 @@ struct RuntimeOptions {
   bool cudaTf32 = false;
   bool cudaLtEpilogues = true;
   bool watchdogLiveness = true;
-  SnapshotCopy snapshotCopy = SnapshotCopy::kAuto;
+  SnapshotCopy snapshotCopy = SnapshotCopy::kBackground;
   // A fault point to die at (empty: none), on `faultRank` (-1: any) at its `faultWhen`-th arrival.
   std::string faultPoint;
   int faultRank = -1;

@@ -64,20 +64,6 @@ int threadsFor(const TrainOptions& o, const comm::World& world) {
   return std::max(1, cores / std::max(1, world.localSize));
 }
 
-// Whether the writer thread copies an asynchronous checkpoint's snapshot beside the next step
-// (DTC_SNAPSHOT_COPY). By itself it takes a core: where training's threads use every one, the
-// step they all wait on loses more than the copy costs them together (measured: 0.39 s stalled
-// per checkpoint of GPT-2 124M against 0.23 s on 2 busy cores), so then they copy in the step.
-bool snapshotBesideStep(int threads, const comm::World& world) {
-  switch (runtimeOptions().snapshotCopy) {
-    case RuntimeOptions::SnapshotCopy::kStep: return false;
-    case RuntimeOptions::SnapshotCopy::kBackground: return true;
-    case RuntimeOptions::SnapshotCopy::kAuto: break;
-  }
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return threads * std::max(1, world.localSize) < cores;
-}
-
 // The outputs rank 0 writes, and the checkpoint directory, checked before anything runs;
 // leftovers of interrupted checkpoint writes are removed.
 Status prepareOutputs(const TrainOptions& o, int rank) {
@@ -441,7 +427,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   if (!o.checkpointDir.empty() && o.checkpointAsync) {
     StatusOr<std::unique_ptr<checkpoint::AsyncCheckpointWriter>> writer =
         checkpoint::AsyncCheckpointWriter::create(
-            run.layout, ex, mesh->rank(), snapshotBesideStep(ex.pool().size(), launcherWorld()));
+            run.layout, ex, mesh->rank(),
+            runtimeOptions().snapshotCopy == RuntimeOptions::SnapshotCopy::kBackground);
     DTC_RETURN_IF_ERROR(agree(mesh->world(), writer.status(), agreed));
     run.async = std::move(writer).value();
   }

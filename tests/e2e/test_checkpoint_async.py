@@ -61,7 +61,7 @@ def check_same_bytes(work, plan, tokens):
     async_flags = ["--checkpoint-async"]
     beside = {"DTC_SNAPSHOT_COPY": "background"}
     modes = {"sync": ([], None, None), "async": (async_flags, None, {"DTC_SNAPSHOT_COPY": "step"}),
-             "beside": (async_flags, None, beside), "held": (async_flags, "snapshot-copy:pause", beside),
+             "beside": (async_flags, None, beside), "held": (async_flags, "snapshot-copy:pause", None),
              "staged": (async_flags + ["--device", "cpu-staged"], None, None)}
     for mode, (flags, fault, switches) in modes.items():
         ckpt, log, save = (os.path.join(work, f"grid-{mode}-{s}") for s in ("ckpt", "log.jsonl", "final"))
