@@ -19,8 +19,9 @@ struct OptionRange {
   double min, max;
   bool integer;
   bool contains(double value) const { return value >= min && value <= max; }
-  // As a message completes "--zero must be ": "0, 1, 2 or 3", ">= 1", ">= 0", "> 0".
-  std::string text() const;
+  // As a message completes "--zero must be " for `value`: "0, 1, 2 or 3", ">= 1", ">= 0",
+  // "> 0", or "<= MAX" for a value above a range that is not a short list.
+  std::string text(double value) const;
 };
 
 // The range of numeric pipeline option `name`, or null (not numeric, or unbounded).

@@ -99,31 +99,32 @@ std::string OptionChoices::text(llvm::StringRef extra) const {
   return out;
 }
 
-std::string OptionRange::text() const {
+std::string OptionRange::text(double value) const {
   auto number = [](double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.15g", v);
     return std::string(buf);
   };
-  if (min == kAboveZero) return "> 0";
   if (integer && max - min <= 4) {
     std::string out;
     for (double v = min; v <= max; ++v)
       out += (out.empty() ? "" : v == max ? " or " : ", ") + number(v);
     return out;
   }
+  if (value > max) return "<= " + number(max);
+  if (min == kAboveZero) return "> 0";
   return ">= " + number(min);
 }
 
 LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
                                       llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
-#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help)                     \
-  if (std::optional<double> value = numeric(Pipeline##Kind(options.field)))              \
-    if (!pipelineOptionRange(name)->contains(*value))                                    \
-      return error(llvm::Twine(name) + " must be " + pipelineOptionRange(name)->text()); \
-  if (std::optional<std::string> value = text(Pipeline##Kind(options.field)))            \
-    if (const OptionChoices* choices = pipelineOptionChoices(name);                      \
-        choices && !choices->allows(*value))                                             \
+#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help)                           \
+  if (std::optional<double> value = numeric(Pipeline##Kind(options.field)))                    \
+    if (!pipelineOptionRange(name)->contains(*value))                                          \
+      return error(llvm::Twine(name) + " must be " + pipelineOptionRange(name)->text(*value)); \
+  if (std::optional<std::string> value = text(Pipeline##Kind(options.field)))                  \
+    if (const OptionChoices* choices = pipelineOptionChoices(name);                            \
+        choices && !choices->allows(*value))                                                   \
       return error(llvm::Twine(name) + " must be " + choices->text() + ", got '" + *value + "'");
 #include "driver/PipelineOptions.def"
   if (options.zeroStage != 0 && options.dataParallel == 0)

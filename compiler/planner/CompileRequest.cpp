@@ -70,7 +70,7 @@ namespace {
 Status checkRange(const char* flag, const char* option, double value) {
   const OptionRange* range = pipelineOptionRange(option);
   if (!range || (value == value && range->contains(value))) return Status::Ok();
-  return invalid(std::string("dtc compile: --") + flag + " must be " + range->text());
+  return invalid(std::string("dtc compile: --") + flag + " must be " + range->text(value));
 }
 
 // The value the command line resolves itself before the pipeline sees an option: --recompute
