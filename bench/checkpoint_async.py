@@ -29,13 +29,11 @@ SETTLE_S = 10  # after `sync`: write-back of the previous mode drains before the
 
 def measure(dtrun, plan, tokens, directory, threads, rounds):
     """Each mode's seconds for steps 2..STEPS, `rounds` times, interleaved. "async" copies the
-    snapshot as dtrun chooses by default; the other asynchronous mode the other way
-    (DTC_SNAPSHOT_COPY): "async-beside" where training's threads use every core, "async-step"
-    where a core is free."""
+    snapshot beside the next step (dtrun's default), "async-step" in the step, on every training
+    thread (DTC_SNAPSHOT_COPY=step)."""
     every = ["--checkpoint-every", str(EVERY)]
-    other = "async-beside" if threads >= os.cpu_count() else "async-step"
     modes = {"none": (None, None), "sync": (every, None), "async": (every + ["--checkpoint-async"], None),
-             other: (every + ["--checkpoint-async"], "background" if other == "async-beside" else "step")}
+             "async-step": (every + ["--checkpoint-async"], "step")}
     seconds = {m: [] for m in modes}
     for _ in range(rounds):
         for mode, (flags, copy) in modes.items():

@@ -7,7 +7,8 @@ publishes the step (index, rename, `latest`) once every rank's file is synced.
    and final weights are identical; whether the training threads copy the snapshot in the step
    or the writer thread copies it beside the next one (DTC_SNAPSHOT_COPY), also where the writer
    is held back so that the training threads copy it before the next step writes the state, and
-   where the snapshot is read from a device's memory (--device cpu-staged).
+   where the snapshot is read from a device's memory (--device cpu-staged); and where a rank's
+   pieces are column blocks of its tensor (transformers' GPT-2 layout on tp=2).
 2. Exact resume: that run, killed after step 5 while step 4's write is in flight (the ranks
    agree that every file is synced at the end of the next step, and the kill comes first),
    resumes from step 2 bit-identically to the run that never stopped.
@@ -83,6 +84,30 @@ def check_same_bytes(work, plan, tokens):
           f"the next one, before it writes the state, and from a device's memory) are byte-identical to the "
           f"synchronous run's ({files} rank files each); losses and final weights identical")
     return sync_losses, sync_final
+
+
+def check_column_pieces(work, tokens):
+    """Transformers' GPT-2 layout under tp=2: a rank's block of the fused q/k/v weight ([C, 3C],
+    split by heads along its columns) is three column blocks, none of them one range of the
+    rank's tensor. Copied out of the whole tensor, beside the step and from a device's memory,
+    the files are the synchronous run's."""
+    model = os.path.join(work, "gpt-hf.dtm")
+    run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 2, "--heads", 4, "--embd", 32,
+        "--seed", 11, "--layout", "hf", "-o", model)
+    plan = compile_plan(model, work, "gpt-hf-tp2", 8, ADAMW + ["--mesh", "tp=2"])
+    ckpts = {}
+    for mode, flags in {"sync": [], "async": ["--checkpoint-async"],
+                        "staged": ["--checkpoint-async", "--device", "cpu-staged"]}.items():
+        ckpts[mode] = os.path.join(work, f"columns-{mode}")
+        dtrun(plan, 2, ["--data", tokens, "--steps", 4, "--seed", 5, "--checkpoint", ckpts[mode],
+                        "--checkpoint-every", 2] + flags)
+    index = index_of(os.path.join(ckpts["sync"], "step-2"))
+    for mode in ("async", "staged"):
+        for step in ("step-2", "step-4"):
+            assert same_step(os.path.join(ckpts["sync"], step), os.path.join(ckpts[mode], step)), f"{mode}: {step}"
+    print(f"transformers' GPT-2 layout on tp=2 (q/k/v column blocks): steps 2 and 4 written in the background, "
+          f"beside the step and from a device's memory, are byte-identical to the synchronous run's "
+          f"({len(index['files'])} rank files)")
 
 
 def check_exact_resume(work, plan, tokens, ref):
@@ -230,6 +255,7 @@ def main():
         m = make_models(work, rng)
         grid = compile_plan(m["gpt"], work, "grid", 8, ADAMW + GRID)
         ref = check_same_bytes(work, grid, m["tokens"])
+        check_column_pieces(work, m["tokens"])
         check_exact_resume(work, grid, m["tokens"], ref)
         check_reshard(work, m["gpt"], grid, m["tokens"])
         big = os.path.join(work, "big.dtm")
