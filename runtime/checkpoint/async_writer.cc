@@ -28,6 +28,22 @@ StatusOr<std::unique_ptr<AsyncCheckpointWriter>> AsyncCheckpointWriter::create(
   std::unique_ptr<AsyncCheckpointWriter> w(new AsyncCheckpointWriter(layout, ex, besideStep));
   w->pieces_ = piecesOf(layout, rank);
   if (w->pieces_.empty()) return w;
+  // Where each piece lies in this rank's state (on a device backend: the shape; the bytes are
+  // read from the device), and the chunks a copy beside the step claims: fixed for the run.
+  for (size_t i = 0; i < w->pieces_.size(); ++i) {
+    const WritePiece& piece = w->pieces_[i];
+    w->locals_.push_back(ex.state(piece.tensor->name));
+    if (!w->locals_.back().data)
+      return Status::Internal("checkpoint: this rank holds no state '" + piece.tensor->name + "'");
+    w->ranges_.push_back(pieceRangeInLocal(piece, w->locals_.back().shape));
+    if (!besideStep || !ex.backend().hostMemory()) continue;
+    if (!w->ranges_.back()) {
+      w->chunks_.push_back({i, 0, piece.bytes});
+      continue;
+    }
+    for (uint64_t begin = 0; begin < piece.bytes; begin += kChunkBytes)
+      w->chunks_.push_back({i, begin, std::min<uint64_t>(kChunkBytes, piece.bytes - begin)});
+  }
   // Each piece where the file holds it (after the header's bytes, left unused): the mapping is
   // page-aligned, so every byte's address agrees with its file offset modulo the block size,
   // and O_DIRECT writes the pieces from here without copying them through a staging buffer.
@@ -75,11 +91,10 @@ AsyncCheckpointWriter::~AsyncCheckpointWriter() {
 StatusOr<bool> AsyncCheckpointWriter::downloadPiece(size_t i, std::vector<uint8_t>& scratch) {
   const WritePiece& piece = pieces_[i];
   const std::string& name = piece.tensor->name;
-  const TensorView local = ex_.state(name);
-  if (!local.data) return Status::Internal("checkpoint: this rank holds no state '" + name + "'");
+  const TensorView& local = locals_[i];
   const DType dtype = piece.tensor->dtype;
   uint8_t* to = snapshot_ + offsets_[i];
-  if (std::optional<uint64_t> at = pieceRangeInLocal(piece, local.shape)) {
+  if (const std::optional<uint64_t>& at = ranges_[i]) {
     DTC_RETURN_IF_ERROR(ex_.readState(name, *at, piece.bytes, to));
   } else {  // the piece is no single range of its tensor: copied out of the whole of it
     scratch.resize(static_cast<size_t>(local.numElements()) * dtypeSize(dtype));
@@ -131,7 +146,6 @@ StatusOr<double> AsyncCheckpointWriter::takeSnapshot(const std::string& what) {
     return Status::NonFinite("'" + printable(pieces_[i].tensor->name) + "' holds inf or NaN: " +
                              what + " is not written (the last one written holds finite values)");
   };
-  chunks_.clear();
   nextChunk_ = 0;
   chunksCopied_ = 0;
   if (!ex_.backend().hostMemory()) {
@@ -141,24 +155,8 @@ StatusOr<double> AsyncCheckpointWriter::takeSnapshot(const std::string& what) {
       if (!finite) return notFinite(i);
     }
   } else {
-    locals_.clear();
-    ranges_.clear();
-    for (size_t i = 0; i < pieces_.size(); ++i) {
-      locals_.push_back(ex_.state(pieces_[i].tensor->name));
-      if (!locals_.back().data)
-        return Status::Internal("checkpoint: this rank holds no state '" + pieces_[i].tensor->name +
-                                "'");
-      ranges_.push_back(pieceRangeInLocal(pieces_[i], locals_.back().shape));
+    for (size_t i = 0; i < pieces_.size(); ++i)
       if (!hostPieceFinite(i, !besideStep_)) return notFinite(i);
-    }
-    for (size_t i = 0; besideStep_ && i < pieces_.size(); ++i) {
-      if (!ranges_[i]) {
-        chunks_.push_back({i, 0, pieces_[i].bytes});
-        continue;
-      }
-      for (uint64_t begin = 0; begin < pieces_[i].bytes; begin += kChunkBytes)
-        chunks_.push_back({i, begin, std::min<uint64_t>(kChunkBytes, pieces_[i].bytes - begin)});
-    }
     if (!chunks_.empty())
       ex_.deferStateRead([this]() -> Status {
         ex_.pool().parallelFor(ex_.pool().size(), 1, [this](int64_t, int64_t) { copyChunks(); });

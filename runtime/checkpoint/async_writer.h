@@ -80,14 +80,15 @@ class AsyncCheckpointWriter {
   uint8_t* snapshot_ = nullptr;  // mapped for bytes_
   bool pinned_ = false;
   uint64_t bytes_ = 0;
-  // The host copy in chunks (of one piece each), claimed in order by whichever thread is free.
+  // The host copy beside the step in chunks (of one piece each), claimed in order by whichever
+  // thread is free; empty where the snapshot is copied in the step.
   struct Chunk {
     size_t piece;
     uint64_t begin, bytes;  // within the piece; a piece that is no one range of its tensor is
                             // one chunk, copied out of the whole of it
   };
   std::vector<Chunk> chunks_;
-  std::vector<TensorView> locals_;               // each piece's local tensor in the host state
+  std::vector<TensorView> locals_;               // each piece's local tensor (the host copy's)
   std::vector<std::optional<uint64_t>> ranges_;  // pieceRangeInLocal of each piece
   std::atomic<size_t> nextChunk_{0}, chunksCopied_{0};
   std::mutex copyMutex_;
