@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -80,6 +81,17 @@ def expect_failure(result, code, needles, what):
     assert any(all(n in line for n in needles) for line in lines), \
         f"{what}: no error line with {needles}:\n" + "\n".join(lines) + "\n" + err[-2000:]
     assert "Segmentation" not in err and "Bus error" not in err and "munmap" not in err, f"{what}: crashed\n{err}"
+
+
+def kill_rank(proc, rank, bound, what):
+    """kill -9 of `rank` in the job `proc` (mpirun), then its end within `bound` seconds:
+    (the rank's pid, exit code, stdout, stderr, seconds from the kill to the end)."""
+    pid = rank_pid(proc.pid, rank)
+    assert pid, "no rank process found"
+    begin = time.time()
+    os.kill(pid, signal.SIGKILL)
+    rc, out, err = finish(proc, bound, what)
+    return pid, rc, out, err, time.time() - begin
 
 
 def rank_pid(mpirun_pid, rank):

@@ -19,8 +19,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fault_harness import (MPIRUN, command, errors, expect_failure, finish, logged_steps, rank_pid,  # noqa: E402
-                           run, start, tool, wait_until, write_mlp_data)
+from fault_harness import (MPIRUN, command, errors, expect_failure, finish, kill_rank, logged_steps,  # noqa: E402
+                           rank_pid, run, start, tool, wait_until, write_mlp_data)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from checkpoint_harness import index_of, latest_step  # noqa: E402
 from test_checkpoint_faults import leftovers, verify_checkpoint  # noqa: E402
@@ -54,12 +54,7 @@ def check_remote_kill(work, plan, data, attempts=3):
     for attempt in range(1, attempts + 1):
         name = f"remote-kill-{attempt}"
         proc, log = launch(work, plan, data, name)
-        pid = rank_pid(proc.pid, victim)
-        assert pid, "no rank process found"
-        begin = time.time()
-        os.kill(pid, signal.SIGKILL)
-        rc, out, err = finish(proc, 60, f"kill -9 of rank {victim}")
-        took = time.time() - begin
+        pid, rc, out, err, took = kill_rank(proc, victim, 60, f"kill -9 of rank {victim}")
         assert rc != 0, "kill -9: exit 0"
         named = [line for line in errors(err) if f"rank {victim} (pid {pid} on host1) died" in line]
         remote = [line for line in named if "seen by rank" in line

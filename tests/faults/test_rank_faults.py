@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fault_harness import (command, expect_failure, finish, logged_steps, mixed_command, rank_pid,  # noqa: E402
+from fault_harness import (command, expect_failure, finish, kill_rank, logged_steps, mixed_command, rank_pid,  # noqa: E402
                            run, run_job, start, strict_json_lines, tool, wait_until, write_mlp_data)
 
 LONG = 100000  # steps: the runs below end by the fault, not by finishing
@@ -69,12 +69,7 @@ def check_kill(plans, data, work, rng):
         victim = int(rng.integers(0, 2))
         proc, log, ckpt = launch_long(plans[layout], data, work, f"kill-{layout}")
         at_random_step(proc, log, rng, f"kill -9 ({layout})")
-        pid = rank_pid(proc.pid, victim)
-        assert pid, "no rank process found"
-        begin = time.time()
-        os.kill(pid, signal.SIGKILL)
-        rc, out, err = finish(proc, 30, f"kill -9 of rank {victim} ({layout})")
-        took = time.time() - begin
+        pid, rc, out, err, took = kill_rank(proc, victim, 30, f"kill -9 of rank {victim} ({layout})")
         assert rc != 0, f"kill -9 ({layout}): exit 0"
         lines = [line for line in err.splitlines() if line.startswith("dtrun:")]
         named = [line for line in lines if f"rank {victim} (pid {pid}" in line and "died" in line]
