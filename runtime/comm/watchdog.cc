@@ -110,7 +110,10 @@ CollectiveRecord currentCollective() {
 std::string describe(const CollectiveRecord& r) {
   std::string out = r.op;
   if (!r.group.empty()) out += " over " + r.group;
-  out += ", " + std::to_string(r.bytes) + " bytes, call #" + std::to_string(r.sequence);
+  // The rank's own count of calls, as its flight recorder numbers them (a communicator numbers
+  // its collectives apart, the same on every rank of them: "call #12" in the line before).
+  out +=
+      ", " + std::to_string(r.bytes) + " bytes, flight recorder call " + std::to_string(r.sequence);
   if (!r.where.empty()) out += ", in " + r.where;
   return out;
 }

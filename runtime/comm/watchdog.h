@@ -50,7 +50,8 @@ uint64_t beginCollective(const std::string& op, const std::string& group, int64_
 void finishCollective(uint64_t id);
 // The call in progress (the latest begun and not finished); sequence 0 if none.
 CollectiveRecord currentCollective();
-// "all_reduce over dp (ranks 0,1), 4096 bytes, #37, in train_step, step 12, node 'fc1'".
+// "all_reduce over dp (ranks 0,1), 4096 bytes, flight recorder call 37, in train_step, step 12,
+// node 'fc1'".
 std::string describe(const CollectiveRecord& record);
 double watchdogClock();
 // "rank 3", "ranks 0,2": how reports list ranks.
