@@ -36,13 +36,15 @@ class AsyncCheckpointWriter {
   AsyncCheckpointWriter(const AsyncCheckpointWriter&) = delete;
   AsyncCheckpointWriter& operator=(const AsyncCheckpointWriter&) = delete;
 
-  // With no write in flight: checks this rank's pieces of the state (a NonFinite error names the
-  // first piece's tensor holding inf or NaN, saying that `what` is not written) and takes the
-  // snapshot. On a device backend the pieces are copied now, straight from the device, and
-  // checked as they arrive. In host memory they are copied now and checked on the way by every
-  // training thread, or, `besideStep`, checked now and copied beside the next step: the writer
-  // thread copies, and the first step that would write the state (Executor::deferStateRead) has
-  // the training threads copy what is left first. Returns the seconds training waited.
+  // With no write in flight: takes the snapshot of this rank's pieces of the state, each checked
+  // for inf and NaN by whichever thread copies it. On a device backend the pieces are downloaded
+  // now, straight from the device, and the writer thread checks them. In host memory, the
+  // training threads copy them now (checked on the way: a NonFinite error names the first piece's
+  // tensor holding inf or NaN, saying that `what` is not written) or, `besideStep`, the writer
+  // thread copies them beside the next step, and the first step that would write the state
+  // (Executor::deferStateRead) has the training threads copy what is left first. A check made
+  // in the background fails the write: finish() returns that NonFinite error, and the previous
+  // checkpoint stays the last. Returns the seconds training waited.
   StatusOr<double> takeSnapshot(const std::string& what);
   // Collective, once every rank's snapshot is taken: prepares the step's directory and starts
   // writing the snapshot in the background.
@@ -61,19 +63,25 @@ class AsyncCheckpointWriter {
  private:
   AsyncCheckpointWriter(const CheckpointLayout& layout, Executor& ex, bool besideStep)
       : layout_(layout), ex_(ex), besideStep_(besideStep) {}
-  // Copies piece `i` from the device into the snapshot; whether its values are all finite.
-  StatusOr<bool> downloadPiece(size_t i, std::vector<uint8_t>& scratch);
-  // Checks piece `i` where it lies in the host state (`copy`: copies it into the snapshot on the
-  // way); whether its values are all finite.
-  bool hostPieceFinite(size_t i, bool copy);
+  // Copies piece `i` from the device into the snapshot.
+  Status downloadPiece(size_t i, std::vector<uint8_t>& scratch);
+  // Copies piece `i` from the host state into the snapshot on every training thread; whether
+  // its values are all finite.
+  bool hostPieceFinite(size_t i);
   // Claims and copies chunks of the host copy until none is left (or the write is cancelled).
   void copyChunks();
   // Returns once every chunk is copied (or the write is cancelled).
   void waitCopied();
+  // Piece `i` holds inf or NaN (the first such piece is the one named).
+  void noteNonFinite(size_t i);
+  Status nonFiniteError(size_t i) const;
   const CheckpointLayout& layout_;
   Executor& ex_;
   const bool besideStep_;
   CheckpointRequest request_;
+  std::string what_;  // the checkpoint, as errors name it
+  static constexpr size_t kAllFinite = SIZE_MAX;
+  std::atomic<size_t> nonFinite_{kAllFinite};  // the first piece found holding inf or NaN
   std::string planName_, mesh_;
   std::vector<WritePiece> pieces_;
   std::vector<size_t> offsets_;  // each piece's bytes in the snapshot
@@ -90,6 +98,7 @@ class AsyncCheckpointWriter {
   std::vector<Chunk> chunks_;
   std::vector<TensorView> locals_;               // each piece's local tensor (the host copy's)
   std::vector<std::optional<uint64_t>> ranges_;  // pieceRangeInLocal of each piece
+  std::vector<std::optional<PieceRows>> rows_;   // pieceRowsInLocal of each piece
   std::atomic<size_t> nextChunk_{0}, chunksCopied_{0};
   std::mutex copyMutex_;
   std::condition_variable copied_;

@@ -21,6 +21,7 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 std::string encode(const RankReport& r) {
   io::Json j = io::Json::object();
   j.set("ok", r.status.ok());
+  j.set("code", static_cast<int64_t>(r.status.code()));
   j.set("error", r.status.message());
   j.set("file", r.wroteFile);
   j.set("bytes", r.file.bytes);
@@ -43,7 +44,12 @@ RankReport decode(const std::string& text, int rank) {
   const io::Json& j = *parsed;
   auto get = [&](const char* key) { return j.find(key) ? *j.find(key) : io::Json(); };
   if (!get("ok").asBool()) {
-    r.status = Status::Internal("rank " + std::to_string(rank) + ": " + get("error").asString());
+    // The failure's kind travels with it: a snapshot holding inf or NaN ends the job as such.
+    const int64_t code = get("code").asInt();
+    r.status = Status::WithCode(code > 0 && code < static_cast<int64_t>(StatusCode::kStopped)
+                                    ? static_cast<StatusCode>(code)
+                                    : StatusCode::kInternal,
+                                "rank " + std::to_string(rank) + ": " + get("error").asString());
     return r;
   }
   r.wroteFile = get("file").asBool();
@@ -60,12 +66,15 @@ std::string what(const CheckpointRequest& request) {
   return "checkpoint of step " + std::to_string(request.progress.step);
 }
 
-// Rank 0's status, as every rank learns it.
+// Rank 0's status (its kind, on the other ranks), as every rank learns it.
 Status agree(comm::Communicator& world, const Status& rootStatus, const std::string& what) {
-  float ok = rootStatus.ok() ? 1.0f : 0.0f;
-  DTC_RETURN_IF_ERROR(world.broadcast(&ok, 1, 0));
+  float code = static_cast<float>(rootStatus.code());
+  DTC_RETURN_IF_ERROR(world.broadcast(&code, 1, 0));
   if (world.rank() == 0) return rootStatus;
-  return ok == 1.0f ? Status::Ok() : Status::Internal(what + " failed (rank 0 reports why)");
+  const auto rootCode = static_cast<StatusCode>(static_cast<int>(code));
+  return rootCode == StatusCode::kOk
+             ? Status::Ok()
+             : Status::WithCode(rootCode, what + " failed (rank 0 reports why)");
 }
 
 // Rank 0, once every rank's file is synced: the index, the rename, `latest`, retention.
@@ -143,6 +152,41 @@ std::optional<uint64_t> pieceRangeInLocal(const WritePiece& piece,
     stride *= static_cast<uint64_t>(local[d]);
   }
   return offset;
+}
+
+std::optional<PieceRows> pieceRowsInLocal(const WritePiece& piece,
+                                          const std::vector<int64_t>& local) {
+  if (std::optional<uint64_t> at = pieceRangeInLocal(piece, local))
+    return PieceRows{*at, piece.bytes, piece.bytes, 1};
+  const PlannedSlice& s = *piece.slice;
+  const size_t rank = local.size();
+  std::vector<uint64_t> stride(rank);
+  uint64_t next = dtypeSize(piece.tensor->dtype);
+  for (size_t d = rank; d-- > 0;) {
+    stride[d] = next;
+    next *= static_cast<uint64_t>(local[d]);
+  }
+  // The run: the innermost dimension the box cuts, with the whole dimensions inside it.
+  size_t cut = rank;
+  while (cut-- > 0 && s.box.sizes[cut] == local[cut]) {
+  }
+  PieceRows rows;
+  rows.rowBytes = static_cast<uint64_t>(s.box.sizes[cut]) * stride[cut];
+  for (size_t d = 0; d < rank; ++d)
+    rows.offset += static_cast<uint64_t>(s.localOffsets[d]) * stride[d];
+  // The rows: the dimensions outside the cut that the box spans more than one index of. They
+  // step evenly when each one inside another is whole, with only dimensions of size 1 between.
+  std::optional<size_t> inner;  // the innermost of them so far
+  for (size_t d = cut; d-- > 0;) {
+    if (s.box.sizes[d] == 1) continue;
+    if (!inner) rows.pitch = stride[d];
+    if (inner && s.box.sizes[*inner] != local[*inner]) return std::nullopt;
+    for (size_t between = d + 1; inner && between < *inner; ++between)
+      if (local[between] != 1) return std::nullopt;
+    inner = d;
+    rows.rows *= static_cast<uint64_t>(s.box.sizes[d]);
+  }
+  return rows;
 }
 
 void copyPieceOut(const WritePiece& piece, const std::vector<int64_t>& local, const uint8_t* whole,

@@ -31,6 +31,14 @@ std::vector<WritePiece> piecesOf(const CheckpointLayout& layout, int rank);
 // first byte there; nullopt where they do not (a column block of a fused q/k/v weight).
 std::optional<uint64_t> pieceRangeInLocal(const WritePiece& piece,
                                           const std::vector<int64_t>& local);
+// Where `piece`'s bytes lie in its local tensor as `rows` runs of `rowBytes` each, `pitch`
+// bytes apart from `offset` (a column block of a fused q/k/v weight: one row per input row);
+// nullopt where they lie in no such pattern. A piece in one range is one row.
+struct PieceRows {
+  uint64_t offset = 0, rowBytes = 0, pitch = 0, rows = 1;
+};
+std::optional<PieceRows> pieceRowsInLocal(const WritePiece& piece,
+                                          const std::vector<int64_t>& local);
 // Copies `piece` out of its whole local tensor (`local`'s shape, `whole`'s bytes) to `to`.
 void copyPieceOut(const WritePiece& piece, const std::vector<int64_t>& local, const uint8_t* whole,
                   uint8_t* to);

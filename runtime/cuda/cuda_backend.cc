@@ -80,6 +80,19 @@ class CudaBackend final : public Backend {
     return device_->synchronize();
   }
 
+  // One strided copy: the link moves only the rows' bytes.
+  Status downloadRows(void* to, const uint8_t* from, uint64_t rowBytes, uint64_t pitch,
+                      uint64_t rows) override {
+    if (rows <= 1 || pitch == rowBytes) return download(to, from, rows * rowBytes);
+    DTC_RETURN_IF_ERROR(device_->activate());
+    DTC_RETURN_IF_ERROR(device_->joinAll());
+    DTC_RETURN_IF_ERROR(cudaStatus(cudaMemcpy2DAsync(to, rowBytes, from, pitch, rowBytes, rows,
+                                                     cudaMemcpyDeviceToHost, device_->stream()),
+                                   "copying " + std::to_string(rows) + " rows of " +
+                                       std::to_string(rowBytes) + " bytes from the GPU"));
+    return device_->synchronize();
+  }
+
   Status pinHost(void* memory, uint64_t bytes) override {
     DTC_RETURN_IF_ERROR(device_->activate());
     return cudaStatus(cudaHostRegister(memory, bytes, cudaHostRegisterDefault),

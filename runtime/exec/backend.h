@@ -30,6 +30,16 @@ class Backend {
   virtual Status upload(uint8_t* to, const void* from, uint64_t bytes) = 0;
   virtual Status download(void* to, const uint8_t* from, uint64_t bytes) = 0;
   virtual Status copy(uint8_t* to, const uint8_t* from, uint64_t bytes) = 0;  // within the backend
+  // Downloads `rows` runs of `rowBytes` each, `pitch` bytes apart from `from`, packed at `to`
+  // (a column block of a matrix). The default downloads row by row.
+  virtual Status downloadRows(void* to, const uint8_t* from, uint64_t rowBytes, uint64_t pitch,
+                              uint64_t rows) {
+    if (rows <= 1 || pitch == rowBytes) return download(to, from, rows * rowBytes);
+    for (uint64_t r = 0; r < rows; ++r)
+      DTC_RETURN_IF_ERROR(
+          download(static_cast<uint8_t*>(to) + r * rowBytes, from + r * pitch, rowBytes));
+    return Status::Ok();
+  }
   // Page-locks host memory that downloads fill often (the checkpoint snapshot), so that they go
   // at the link's speed straight into it rather than through the driver's staging buffers;
   // unpinHost() gives it back before it is unmapped. Backends with host memory need neither.

@@ -167,22 +167,26 @@ TensorView Executor::state(const std::string& name) const {
   return t;
 }
 
-Status Executor::readState(const std::string& name, uint64_t offset, uint64_t bytes,
-                           void* to) const {
+Status Executor::readStateRows(const std::string& name, uint64_t offset, uint64_t rowBytes,
+                               uint64_t pitch, uint64_t rows, void* to) const {
   const plan::StateTensor* s = plan_.stateTensor(name, stage_);
   if (!s) return Status::Internal("this rank holds no state '" + name + "'");
+  if (rows == 0) return Status::Ok();
   const uint64_t size =
       static_cast<uint64_t>(numElements(s->shape())) * dtypeSize(toDType(s->dtype()));
-  if (offset > size || bytes > size - offset)
-    return Status::Internal("reading bytes " + std::to_string(offset) + "+" +
-                            std::to_string(bytes) + " of state '" + name + "' of " +
-                            std::to_string(size));
+  const bool fits = (rows == 1 || pitch >= rowBytes) && offset <= size &&
+                    (rows - 1) <= (size - offset) / std::max<uint64_t>(pitch, 1) &&
+                    rowBytes <= size - offset - (rows - 1) * pitch;
+  if (!fits)
+    return Status::Internal("reading " + std::to_string(rows) + " rows of " +
+                            std::to_string(rowBytes) + " bytes, " + std::to_string(pitch) +
+                            " apart, from byte " + std::to_string(offset) + " of state '" + name +
+                            "' of " + std::to_string(size));
   const uint8_t* from = state_ + s->offset() + offset;
-  if (backend_->hostMemory()) {
-    std::memcpy(to, from, bytes);
-    return Status::Ok();
-  }
-  return backend_->download(to, from, bytes);
+  if (!backend_->hostMemory()) return backend_->downloadRows(to, from, rowBytes, pitch, rows);
+  for (uint64_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<uint8_t*>(to) + r * rowBytes, from + r * pitch, rowBytes);
+  return Status::Ok();
 }
 
 Status Executor::prepare(const plan::Function& function) {

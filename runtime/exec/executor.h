@@ -97,7 +97,13 @@ class Executor {
   // Copies `bytes` bytes of state tensor `name` of this rank's stage, from byte `offset` of it, to
   // host memory `to`: on a device backend from the device (current as of the last step, unlike
   // state()'s host copy), on the CPU from the state itself.
-  Status readState(const std::string& name, uint64_t offset, uint64_t bytes, void* to) const;
+  Status readState(const std::string& name, uint64_t offset, uint64_t bytes, void* to) const {
+    return readStateRows(name, offset, bytes, bytes, 1, to);
+  }
+  // The same for `rows` runs of `rowBytes` each, `pitch` bytes apart from byte `offset`, packed
+  // at `to` (a column block of a matrix, read without the rest of it).
+  Status readStateRows(const std::string& name, uint64_t offset, uint64_t rowBytes, uint64_t pitch,
+                       uint64_t rows, void* to) const;
   // A reader of the state that lets training go on (a checkpoint's snapshot copied beside the
   // next step): on a backend with host memory, `finish` is called once, before anything next
   // writes this rank's state (a step with an output in it, the copy-back of updated state,

@@ -12,6 +12,19 @@ constexpr int64_t kCachedBytes = int64_t{64} << 10;      // copied, then checked
 
 }  // namespace
 
+bool copyCheckingFinite(const uint8_t* from, uint8_t* to, int64_t n, DType dtype) {
+  const int64_t size = static_cast<int64_t>(dtypeSize(dtype));
+  if (n <= 0 || size == 0) return true;
+  const int64_t cached = kCachedBytes / size;
+  for (int64_t at = 0; at < n; at += cached) {
+    const int64_t count = std::min(cached, n - at);
+    uint8_t* chunk = to + at * size;
+    if (from) std::memcpy(chunk, from + at * size, static_cast<size_t>(count * size));
+    if (firstNonFinite(chunk, count, dtype) >= 0) return false;
+  }
+  return true;
+}
+
 bool copyCheckingFinite(ThreadPool& pool, const uint8_t* from, uint8_t* to, int64_t n,
                         DType dtype) {
   const int64_t size = static_cast<int64_t>(dtypeSize(dtype));
@@ -21,9 +34,8 @@ bool copyCheckingFinite(ThreadPool& pool, const uint8_t* from, uint8_t* to, int6
   pool.parallelFor(n, kThreadGrainBytes / size, [&](int64_t begin, int64_t end) {
     for (int64_t at = begin; at < end && finite.load(std::memory_order_relaxed); at += cached) {
       const int64_t count = std::min(cached, end - at);
-      uint8_t* chunk = to + at * size;
-      if (from) std::memcpy(chunk, from + at * size, static_cast<size_t>(count * size));
-      if (firstNonFinite(chunk, count, dtype) >= 0) finite = false;
+      if (!copyCheckingFinite(from ? from + at * size : nullptr, to + at * size, count, dtype))
+        finite = false;
     }
   });
   return finite.load();

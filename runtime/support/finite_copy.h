@@ -13,5 +13,7 @@ namespace dtc {
 // Copies `n` elements of `dtype` from `from` to `to` (from == nullptr: checks `to` in place) and
 // returns whether every one is finite. The ranges must not overlap.
 bool copyCheckingFinite(ThreadPool& pool, const uint8_t* from, uint8_t* to, int64_t n, DType dtype);
+// The same on the calling thread alone.
+bool copyCheckingFinite(const uint8_t* from, uint8_t* to, int64_t n, DType dtype);
 
 }  // namespace dtc

@@ -31,6 +31,8 @@ with open(f"{out}/tokens.bin", "wb") as f:
 PY
 "$DTC" zoo mlp --seed 5 -o "$OUT/mlp.dtm"
 "$DTC" zoo gpt --vocab 64 --ctx 16 --layers 2 --heads 4 --embd 32 --seed 11 -o "$OUT/gpt.dtm"
+# The same GPT in transformers' layout (a fused q/k/v weight, split by heads along its columns).
+"$DTC" zoo gpt --vocab 64 --ctx 16 --layers 2 --heads 4 --embd 32 --seed 11 --layout hf -o "$OUT/gpt-hf.dtm"
 "$DTC" zoo convnet --seed 2 -o "$OUT/convnet.dtm"
 "$DTC" zoo llama --vocab 64 --ctx 16 --layers 2 --heads 4 --kv-heads 2 --embd 32 --ffn 64 --seed 7 -o "$OUT/llama.dtm"
 # A GPT whose MLPs are mixtures of 4 experts (top-2, capacity factor 1: tokens are dropped).
@@ -54,6 +56,7 @@ gpt-fused|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --fused-att
 gpt-cuda|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda|1e-4
 gpt-cuda-bf16|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16|1e-2
 gpt-cuda-bf16-tp2|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh tp=2|1e-2
+gpt-hf-cuda-tp2|gpt-hf.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh tp=2|1e-4
 gpt-cuda-dp2-zero3|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh dp=2 --zero 3 --recompute full|1e-4
 gpt-cuda-dp2-zero2-acc2|gpt.dtm|tokens.bin|2|--batch 4 --accumulate 2 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh dp=2 --zero 2|1e-2
 gpt-recipe|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 3e-3 --no-decay *.bias --no-decay *ln_* --lr-schedule cosine --warmup-steps 4 --decay-steps 16 --min-lr 3e-4 --clip-grad-norm 0.3|1e-4

@@ -1,4 +1,6 @@
 #include "support/dtype.h"
+#include "support/finite_copy.h"
+#include "support/thread_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -61,6 +63,32 @@ TEST(FirstNonFinite, IntegersAreAlwaysFinite) {
   const std::vector<int32_t> i(100, -1);  // all bits set
   EXPECT_EQ(firstNonFinite(bytes(i.data()), 100, DType::kI32), -1);
   EXPECT_EQ(firstNonFinite(bytes(i.data()), 50, DType::kI64), -1);
+}
+
+TEST(CopyCheckingFinite, CopiesEveryByteAndFindsInfOrNanInAnyBlock) {
+  // Past the 64 KiB blocks checked while in cache, and past one thread's 4 MiB share.
+  const int64_t n = (int64_t{5} << 20) / 4 + 3;
+  std::vector<float> from(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) from[static_cast<size_t>(i)] = static_cast<float>(i % 977) - 400;
+  ThreadPool pool(2);
+  for (bool onPool : {false, true}) {
+    auto check = [&](const float* src, float* dst) {
+      const auto* from8 = reinterpret_cast<const uint8_t*>(src);
+      auto* to8 = reinterpret_cast<uint8_t*>(dst);
+      return onPool ? copyCheckingFinite(pool, from8, to8, n, DType::kF32)
+                    : copyCheckingFinite(from8, to8, n, DType::kF32);
+    };
+    std::vector<float> to(static_cast<size_t>(n), -1.0f);
+    EXPECT_TRUE(check(from.data(), to.data())) << onPool;
+    EXPECT_EQ(to, from) << onPool;
+    for (int64_t at : {int64_t{0}, int64_t{16383}, int64_t{16384}, n / 2, n - 1}) {
+      std::vector<float> bad = from;
+      bad[static_cast<size_t>(at)] = std::numeric_limits<float>::infinity();
+      EXPECT_FALSE(check(bad.data(), to.data())) << onPool << " at " << at;
+      EXPECT_FALSE(check(nullptr, bad.data())) << onPool << " in place, at " << at;
+    }
+    EXPECT_TRUE(check(nullptr, from.data())) << onPool;
+  }
 }
 
 }  // namespace
