@@ -97,11 +97,13 @@ def report(intervals, threads):
         across[mode] = (s - base) / checkpoints
         pairs = [paired_stall(run) for run in runs]
         within[mode] = statistics.median(pairs)
+        clean = [statistics.mean(s for step, s in run.items() if not carries_checkpoint(step)) for run in runs]
         extra = f", {across[mode]:.3f} s stalled per checkpoint across runs" if mode != "none" else ""
         print(f"  {mode:10s} {s:7.2f} s for steps 2..{STEPS} ({s / (STEPS - 1):.3f} s a step){extra}  "
               f"(rounds: {', '.join(f'{x:.2f}' for x in totals[mode])})")
         print(f"  {'':10s} within each run: {within[mode]:.3f} s per checkpoint "
-              f"(rounds: {', '.join(f'{x:.3f}' for x in pairs)})")
+              f"(rounds: {', '.join(f'{x:.3f}' for x in pairs)}); the intervals that carry no "
+              f"checkpoint: {', '.join(f'{x:.3f}' for x in clean)} s")
     for mode in (m for m in intervals if m.startswith("async")):
         print(f"  {mode} stall / synchronous: {across[mode] / across['sync']:.3f} across runs, "
               f"{within[mode] / within['sync']:.3f} within each run (goal: <= 0.10)")
