@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -88,6 +89,43 @@ TEST(CopyCheckingFinite, CopiesEveryByteAndFindsInfOrNanInAnyBlock) {
       EXPECT_FALSE(check(nullptr, bad.data())) << onPool << " in place, at " << at;
     }
     EXPECT_TRUE(check(nullptr, from.data())) << onPool;
+  }
+}
+
+// The streamed copy's edges: every destination alignment an element allows, lengths around its
+// 64-byte blocks, a hit in the head, the body and the tail, for each type.
+TEST(CopyCheckingFinite, EveryAlignmentLengthAndType) {
+  struct Case {
+    DType dtype;
+    std::vector<uint8_t> special;  // one element's bytes: inf or NaN (empty: integers)
+  };
+  const std::vector<Case> cases = {{DType::kF32, {0x00, 0x00, 0x80, 0xFF}},  // -inf
+                                   {DType::kF16, {0x00, 0x7E}},              // NaN
+                                   {DType::kBF16, {0x80, 0x7F}},             // inf
+                                   {DType::kI32, {}},
+                                   {DType::kI64, {}}};
+  for (const Case& c : cases) {
+    const auto size = static_cast<int64_t>(dtypeSize(c.dtype));
+    for (int64_t n : {0, 1, 3, 15, 16, 17, 40, 97, 1000}) {
+      std::vector<uint8_t> from(static_cast<size_t>(n * size + 64));
+      for (size_t i = 0; i < from.size(); ++i) from[i] = static_cast<uint8_t>(i * 37 % 61);
+      for (int64_t shift = 0; shift < 16; shift += size) {
+        std::vector<uint8_t> to(from.size() + 32, 0xAB);
+        // `to` at every offset from a 16-byte boundary that keeps its elements aligned.
+        const auto base = reinterpret_cast<uintptr_t>(to.data());
+        uint8_t* dst = to.data() + ((16 - base % 16) % 16) + shift;
+        EXPECT_TRUE(copyCheckingFinite(from.data() + 8, dst, n, c.dtype)) << n << " " << shift;
+        EXPECT_EQ(std::memcmp(dst, from.data() + 8, static_cast<size_t>(n * size)), 0)
+            << n << " " << shift;
+        if (c.special.empty() || n == 0) continue;
+        for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+          std::vector<uint8_t> bad = from;
+          std::memcpy(bad.data() + 8 + at * size, c.special.data(), c.special.size());
+          EXPECT_FALSE(copyCheckingFinite(bad.data() + 8, dst, n, c.dtype))
+              << dtypeName(c.dtype) << " n " << n << " shift " << shift << " at " << at;
+        }
+      }
+    }
   }
 }
 
