@@ -35,10 +35,9 @@ StatusOr<std::unique_ptr<AsyncCheckpointWriter>> AsyncCheckpointWriter::create(
     w->locals_.push_back(ex.state(piece.tensor->name));
     if (!w->locals_.back().data)
       return Status::Internal("checkpoint: this rank holds no state '" + piece.tensor->name + "'");
-    w->ranges_.push_back(pieceRangeInLocal(piece, w->locals_.back().shape));
     w->rows_.push_back(pieceRowsInLocal(piece, w->locals_.back().shape));
     if (!besideStep || !ex.backend().hostMemory()) continue;
-    if (!w->ranges_.back()) {
+    if (!w->rangeOf(i)) {
       w->chunks_.push_back({i, 0, piece.bytes});
       continue;
     }
@@ -107,7 +106,7 @@ bool AsyncCheckpointWriter::hostPieceFinite(size_t i) {
   const TensorView& local = locals_[i];
   const auto pieceElements = static_cast<int64_t>(pieces_[i].bytes / dtypeSize(local.dtype));
   uint8_t* to = snapshot_ + offsets_[i];
-  if (const std::optional<uint64_t>& at = ranges_[i])
+  if (const std::optional<uint64_t> at = rangeOf(i))
     return copyCheckingFinite(ex_.pool(), local.data + *at, to, pieceElements, local.dtype);
   copyPieceOut(pieces_[i], local.shape, local.data, to);
   return copyCheckingFinite(ex_.pool(), nullptr, to, pieceElements, local.dtype);
@@ -120,7 +119,7 @@ void AsyncCheckpointWriter::copyChunks() {
     const TensorView& local = locals_[c.piece];
     const auto elements = static_cast<int64_t>(c.bytes / dtypeSize(local.dtype));
     bool finite;
-    if (const std::optional<uint64_t>& at = ranges_[c.piece]) {
+    if (const std::optional<uint64_t> at = rangeOf(c.piece)) {
       finite = copyCheckingFinite(local.data + *at + c.begin, to + c.begin, elements, local.dtype);
     } else {
       copyPieceOut(pieces_[c.piece], local.shape, local.data, to);

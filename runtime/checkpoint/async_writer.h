@@ -96,9 +96,13 @@ class AsyncCheckpointWriter {
                             // one chunk, copied out of the whole of it
   };
   std::vector<Chunk> chunks_;
-  std::vector<TensorView> locals_;               // each piece's local tensor (the host copy's)
-  std::vector<std::optional<uint64_t>> ranges_;  // pieceRangeInLocal of each piece
-  std::vector<std::optional<PieceRows>> rows_;   // pieceRowsInLocal of each piece
+  std::vector<TensorView> locals_;              // each piece's local tensor (the host copy's)
+  std::vector<std::optional<PieceRows>> rows_;  // pieceRowsInLocal of each piece
+  // Where piece `i` lies in one range of its local tensor (pieceRangeInLocal): its one row.
+  std::optional<uint64_t> rangeOf(size_t i) const {
+    if (rows_[i] && rows_[i]->rows == 1) return rows_[i]->offset;
+    return std::nullopt;
+  }
   std::atomic<size_t> nextChunk_{0}, chunksCopied_{0};
   std::mutex copyMutex_;
   std::condition_variable copied_;

@@ -33,7 +33,8 @@ std::optional<uint64_t> pieceRangeInLocal(const WritePiece& piece,
                                           const std::vector<int64_t>& local);
 // Where `piece`'s bytes lie in its local tensor as `rows` runs of `rowBytes` each, `pitch`
 // bytes apart from `offset` (a column block of a fused q/k/v weight: one row per input row);
-// nullopt where they lie in no such pattern. A piece in one range is one row.
+// nullopt where they lie in no such pattern. A piece is one row exactly when it lies in one
+// range (pieceRangeInLocal).
 struct PieceRows {
   uint64_t offset = 0, rowBytes = 0, pitch = 0, rows = 1;
 };

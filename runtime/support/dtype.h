@@ -53,17 +53,26 @@ inline int64_t firstAllOnes(const uint8_t* data, int64_t n, Bits exponent) {
 
 }  // namespace detail
 
-// Index of the first inf or NaN among `n` elements of `t` at `data`, or -1 (integers are
-// always finite). A float is inf or NaN when its exponent bits are all set.
-inline int64_t firstNonFinite(const uint8_t* data, int64_t n, DType t) {
+// A float of `t` is inf or NaN when these bits, its exponent, are all set; 0 for integers,
+// which are always finite.
+inline uint32_t nonFiniteExponent(DType t) {
   switch (t) {
-    case DType::kF32: return detail::firstAllOnes<uint32_t>(data, n, 0x7F800000u);
-    case DType::kF16: return detail::firstAllOnes<uint16_t>(data, n, 0x7C00);
-    case DType::kBF16: return detail::firstAllOnes<uint16_t>(data, n, 0x7F80);
+    case DType::kF32: return 0x7F800000u;
+    case DType::kF16: return 0x7C00;
+    case DType::kBF16: return 0x7F80;
     case DType::kI32:
-    case DType::kI64: return -1;
+    case DType::kI64: return 0;
   }
-  return -1;
+  return 0;
+}
+
+// Index of the first inf or NaN among `n` elements of `t` at `data`, or -1.
+inline int64_t firstNonFinite(const uint8_t* data, int64_t n, DType t) {
+  const uint32_t exponent = nonFiniteExponent(t);
+  if (exponent == 0) return -1;
+  return dtypeSize(t) == 4
+             ? detail::firstAllOnes<uint32_t>(data, n, exponent)
+             : detail::firstAllOnes<uint16_t>(data, n, static_cast<uint16_t>(exponent));
 }
 
 // The names PyTorch users know ("float32", "int64").

@@ -74,10 +74,7 @@ bool copyCheckingFinite(const uint8_t* from, uint8_t* to, int64_t n, DType dtype
         std::min<int64_t>(n, static_cast<int64_t>((16 - address % 16) % 16) / size);
     const int64_t body = (n - head) * size / 64 * 64;
     const int64_t tail = head + body / size;
-    uint32_t exponent = 0;  // integers: copied, nothing to check
-    if (dtype == DType::kF32) exponent = 0x7F800000u;
-    if (dtype == DType::kF16) exponent = 0x7C00;
-    if (dtype == DType::kBF16) exponent = 0x7F80;
+    const uint32_t exponent = nonFiniteExponent(dtype);  // integers: 0, nothing to check
     if (!copyThenCheck(from, to, head, dtype)) return false;
     if (body > 0) {
       const uint8_t* src = from + head * size;
