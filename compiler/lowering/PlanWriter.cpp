@@ -166,6 +166,7 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
     bool trainable = trainStep.getArgAttr(arg.getArgNumber(), attr::kTrainable) != nullptr;
     auto decay = trainStep.getArgAttrOfType<FloatAttr>(arg.getArgNumber(), attr::kWeightDecay);
     std::vector<std::string> aliases;
+    std::vector<flatbuffers::Offset<plan::ExternalTensor>> external;
     bool constant = false;
     if (param && model_) {
       const model::Initializer* init = inits.lookup(name);
@@ -177,6 +178,16 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
             return module_.emitError("initializer '")
                    << name << "': alias '" << alias->str() << "' names another tensor";
           aliases.push_back(alias->str());
+        }
+      if (init->external())
+        for (const model::ExternalTensor* e : *init->external()) {
+          if (inits.count(e->name()->string_view()) ||
+              !aliasNames.insert(e->name()->string_view()).second)
+            return module_.emitError("initializer '")
+                   << name << "': external tensor '" << e->name()->str()
+                   << "' names another tensor";
+          external.push_back(plan::CreateExternalTensorDirect(fbb_, e->name()->c_str(), e->index(),
+                                                              e->transposed()));
         }
       size_t bytes = type.getNumElements() * sizeof(float);
       const void* values = nullptr;
@@ -225,7 +236,8 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
         fbb_.CreateVector(shape), offset, param ? plan::Role::param : plan::Role::optim_state,
         trainable, kind, a, bParam, seed, dataOffset, dataBytes, fbb_.CreateVector(globalShape),
         shardingVector, stage, aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases),
-        decay ? decay.getValueAsDouble() : 0.0, constant));
+        decay ? decay.getValueAsDouble() : 0.0, constant,
+        external.empty() ? 0 : fbb_.CreateVector(external)));
   }
   return success();
 }
@@ -394,6 +406,8 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
   auto constants = fbb_.CreateVector(constants_);
   const std::string hfConfig = str(attr::kHfConfig);
   auto hf = hfConfig.empty() ? 0 : fbb_.CreateString(hfConfig);
+  const std::string hfGeneration = str(attr::kHfGenerationConfig);
+  auto generation = hfGeneration.empty() ? 0 : fbb_.CreateString(hfGeneration);
   auto planOffset = plan::CreatePlan(
       fbb_, kPlanVersion, fbb_.CreateString("dtc"), batch ? batch.getInt() : 0,
       fbb_.CreateVector(state), static_cast<uint64_t>(stateBytes), fbb_.CreateVector(functions),
@@ -401,7 +415,7 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
       fbb_.CreateString(str(attr::kOptimizer)), constants, meshVector,
       micro ? static_cast<int32_t>(micro.getInt()) : 1, pipelineAxis, scheduleString, stagesVector,
       deviceString, lrSchedule, clip ? clip.getValueAsDouble() : 0.0, clip != nullptr,
-      workspace ? static_cast<uint64_t>(workspace.getInt()) : 0, hf);
+      workspace ? static_cast<uint64_t>(workspace.getInt()) : 0, hf, generation);
   plan::FinishPlanBuffer(fbb_, planOffset);
   out.assign(fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize());
   // llvm::crc32 is zlib's CRC-32, which the runtime checks.

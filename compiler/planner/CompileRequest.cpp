@@ -10,9 +10,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 
-#include "onnx/ModelSource.h"
 #include "plan/plan.h"
 #include "planner/MemoryFit.h"
+#include "source/ModelSource.h"
 #include "support/args.h"
 
 namespace dtc {
@@ -144,9 +144,9 @@ std::string compileOptionsHelp() {
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   // The pipeline's options with a flag of their own (driver/PipelineOptions.def), and the
   // driver's.
-  std::set<std::string> valued = {"output",         "batch",  "dump-ir",    "mesh", "shard",
-                                  "schedule-trace", "device", "no-decay",   "loss", "target",
-                                  "memory",         "buffer", "padding-idx"};
+  std::set<std::string> valued = {"output",         "batch",  "dump-ir",     "mesh", "shard",
+                                  "schedule-trace", "device", "no-decay",    "loss", "target",
+                                  "memory",         "buffer", "padding-idx", "ctx"};
 #define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
   if (*flag) valued.insert(flag);
 #include "driver/PipelineOptions.def"
@@ -311,9 +311,12 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   request.onnx.target = args->str("target");
   request.onnx.acceptEvalExport = args->has("eval-export");
   request.onnx.buffers = args->all("buffer");
-  auto padding = onnx_import::parsePaddingIdx(args->all("padding-idx"));
-  if (!padding) return invalid("dtc compile: " + llvm::toString(padding.takeError()));
-  request.onnx.paddingIdx = std::move(*padding);
+  if (llvm::Error e = onnx_import::parsePaddingIdx(args->all("padding-idx"), request.onnx))
+    return invalid("dtc compile: " + llvm::toString(std::move(e)));
+  auto ctx = args->integer("ctx", 0);
+  if (!ctx.ok()) return ctx.status();
+  if (args->has("ctx") && *ctx <= 0) return invalid("dtc compile: --ctx must be positive");
+  request.folder.ctx = *ctx;
   request.model = args->positionals()[0];
   return request;
 }
@@ -329,7 +332,7 @@ StatusOr<CompileRequest> parseCompileArgs(const std::vector<std::string>& args) 
 namespace {
 
 // "dtc: m.onnx: trains 6 tensors (13002 values); keeps as buffers (not trained): scale".
-void describeTraining(const ModelFile& model) {
+void describeTraining(const ModelFile& model, const onnx_import::TranslateOptions& onnx) {
   size_t trained = 0;
   uint64_t values = 0;
   std::vector<std::string> buffers;
@@ -355,17 +358,37 @@ void describeTraining(const ModelFile& model) {
     if (buffers.size() > 8) llvm::outs() << " and " << buffers.size() - 8 << " more";
   }
   llvm::outs() << "; --buffer GLOB keeps a tensor untrained\n";
+  // Padding rows found by their zeros: said, as the exporter left no other trace of them.
+  if (const auto* nodes = model.model().graph()->nodes())
+    for (const model::Node* node : *nodes) {
+      if (node->op_type()->str() != "Embedding" || !node->attributes() || !node->inputs() ||
+          node->inputs()->size() < 2)
+        continue;
+      const std::string table = node->inputs()->Get(1)->str();
+      for (const model::Attribute* a : *node->attributes())
+        if (a->name()->str() == "padding_idx" && !onnx.paddingIdx.count(table))
+          llvm::outs() << "dtc: " << model.name() << ": row " << a->i() << " of " << table
+                       << " is all zeros, as nn.Embedding's padding_idx leaves it: it is kept "
+                          "untrained as PyTorch would (--padding-idx none trains it)\n";
+    }
 }
 
 }  // namespace
 
 StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
   CompileOptions options = request.options;
-  llvm::Expected<ModelFile> model = request.loaded ? llvm::Expected<ModelFile>(*request.loaded)
-                                                   : readModelSource(request.model, request.onnx);
+  std::string built;
+  llvm::Expected<ModelFile> model =
+      request.loaded ? llvm::Expected<ModelFile>(*request.loaded)
+                     : readModelSource(request.model, request.onnx, request.folder, &built);
   if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
+  // A folder's model: what its config built, and the window it trains on.
+  if (!built.empty() && !options.trial)
+    llvm::outs() << "dtc: " << request.model << ": " << built
+                 << " (--ctx sets the training window)\n";
   // An ONNX export does not say which of its tensors are parameters: say what will train.
-  if (!request.loaded && !options.trial && isOnnxFile(request.model)) describeTraining(*model);
+  if (!request.loaded && !options.trial && isOnnxFile(request.model))
+    describeTraining(*model, request.onnx);
   mlir::MLIRContext ctx(request.threaded ? mlir::MLIRContext::Threading::ENABLED
                                          : mlir::MLIRContext::Threading::DISABLED);
   std::string firstError;

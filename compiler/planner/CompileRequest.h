@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "driver/Compile.h"
+#include "hf/HfFolder.h"
 #include "mlir/IR/Location.h"
 #include "onnx/OnnxTranslator.h"
 #include "support/status.h"
@@ -15,10 +16,11 @@
 namespace dtc {
 
 struct CompileRequest {
-  std::string model;   // the model file (dtc's format or ONNX)
+  std::string model;   // the model file (dtc's format or ONNX) or Hugging Face folder
   std::string output;  // -o, where the plan goes ("" when not given)
   CompileOptions options;
   onnx_import::TranslateOptions onnx;
+  hf::FolderOptions folder;   // a Hugging Face folder's: --ctx
   uint64_t memoryBudget = 0;  // --memory, bytes per rank; 0: none
   bool threaded = true;       // MLIR's own threads (off when compiles already run side by side)
   // Set: compile this model, already read (explore's shallow copies), instead of `model`'s file.

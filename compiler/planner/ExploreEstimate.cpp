@@ -5,7 +5,6 @@
 #include <limits>
 #include <set>
 
-#include "onnx/ModelSource.h"
 #include "ops/kernel_registry.h"
 #include "perf/step_simulation.h"
 #include "pipeline_parallel/Pipeline.h"
@@ -13,6 +12,7 @@
 #include "plan/plan.h"
 #include "planner/CompileRequest.h"
 #include "planner/ExploreReport.h"
+#include "source/ModelSource.h"
 
 namespace dtc {
 
@@ -468,7 +468,7 @@ std::unique_ptr<LayerEstimator> LayerEstimator::create(const std::vector<std::st
     *why = request.status().message();
     return nullptr;
   }
-  llvm::Expected<ModelFile> model = readModelSource(request->model, request->onnx);
+  llvm::Expected<ModelFile> model = readModelSource(request->model, request->onnx, request->folder);
   if (!model) {
     *why = llvm::toString(model.takeError());
     return nullptr;
@@ -484,6 +484,7 @@ std::unique_ptr<LayerEstimator> LayerEstimator::create(const std::vector<std::st
   e->onnx_ = isOnnxFile(request->model);
   e->path_ = request->model;
   e->translate_ = request->onnx;
+  e->folder_ = request->folder;
   e->batch_ = request->options.batchSize;
   // A dtc model's copies serve every micro-batch size; an ONNX export is translated at each.
   StatusOr<Shallow> shallow = e->copies(*model, 0);
@@ -510,7 +511,7 @@ StatusOr<LayerEstimator::Shallow> LayerEstimator::copiesFor(int64_t microBatch) 
   }
   onnx_import::TranslateOptions options = translate_;
   options.batch = microBatch;
-  llvm::Expected<ModelFile> model = readModelSource(path_, options);
+  llvm::Expected<ModelFile> model = readModelSource(path_, options, folder_);
   if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
   return copies(*model, microBatch);
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "flatbuffers/LayerStack.h"
+#include "hf/HfFolder.h"
 #include "onnx/OnnxTranslator.h"
 #include "planner/Explore.h"
 
@@ -62,6 +63,7 @@ class LayerEstimator {
   bool onnx_ = false;
   std::string path_;
   onnx_import::TranslateOptions translate_;
+  hf::FolderOptions folder_;
   int64_t batch_ = 0;
   std::mutex mutex_;
   std::map<std::string, std::shared_future<StatusOr<std::shared_ptr<const LayerUnit>>>> units_;

@@ -11,7 +11,7 @@
 #include "llvm/Support/Error.h"
 
 #include "flatbuffers/ModelFile.h"
-#include "onnx/ModelSource.h"
+#include "source/ModelSource.h"
 
 namespace dtc {
 namespace {
@@ -45,7 +45,7 @@ std::string unevenSplit(int64_t batch, int64_t m, int64_t dp) {
 
 int64_t expertsDividing(const CompileRequest& request) {
   if (isOnnxFile(request.model)) return 0;
-  llvm::Expected<ModelFile> file = ModelFile::read(request.model);
+  llvm::Expected<ModelFile> file = readModelSource(request.model, request.onnx, request.folder);
   if (!file) {
     llvm::consumeError(file.takeError());
     return 0;

@@ -11,11 +11,16 @@ void ModelBuilder::input(const std::string& name, model::DType dtype, std::vecto
 void ModelBuilder::parameter(const std::string& name, std::vector<int64_t> shape,
                              model::InitKind kind, double a, double b, uint64_t seed,
                              bool trainable, const std::vector<std::string>& aliases) {
-  auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
-  auto rule = model::CreateInitRule(fbb_, kind, a, b, seed);
-  initializers_.push_back(
-      model::CreateInitializer(fbb_, info, trainable, 0, 0, rule,
-                               aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(aliases)));
+  Initializer init;
+  init.name = name;
+  init.shape = std::move(shape);
+  init.kind = kind;
+  init.a = a;
+  init.b = b;
+  init.seed = seed;
+  init.trainable = trainable;
+  init.aliases = aliases;
+  initializers_.push_back(std::move(init));
 }
 
 void ModelBuilder::uniformParameter(const std::string& name, std::vector<int64_t> shape, double low,
@@ -40,11 +45,14 @@ void ModelBuilder::constantParameter(const std::string& name, std::vector<int64_
 
 void ModelBuilder::valuesParameter(const std::string& name, std::vector<int64_t> shape,
                                    const std::vector<uint8_t>& raw, bool trainable, bool constant) {
-  auto info = model::CreateTensorInfoDirect(fbb_, name.c_str(), model::DType::f32, &shape);
+  Initializer init;
+  init.name = name;
+  init.shape = std::move(shape);
+  init.trainable = trainable;
+  init.constant = constant && !trainable;
   fbb_.ForceVectorAlignment(raw.size(), 1, 16);  // the schema's force_align
-  auto data = fbb_.CreateVector(raw);
-  initializers_.push_back(
-      model::CreateInitializer(fbb_, info, trainable, data, 0, 0, 0, constant && !trainable));
+  init.values = fbb_.CreateVector(raw);
+  initializers_.push_back(std::move(init));
 }
 
 void ModelBuilder::node(const std::string& name, const std::string& opType,
@@ -70,13 +78,34 @@ void ModelBuilder::setOutputs(std::vector<std::string> outputs, const std::strin
 }
 
 std::vector<uint8_t> ModelBuilder::finish() {
+  std::vector<flatbuffers::Offset<model::Initializer>> initializers;
+  for (const Initializer& init : initializers_) {
+    auto info =
+        model::CreateTensorInfoDirect(fbb_, init.name.c_str(), model::DType::f32, &init.shape);
+    flatbuffers::Offset<model::InitRule> rule;
+    if (init.values.IsNull())
+      rule = model::CreateInitRule(fbb_, init.kind, init.a, init.b, init.seed);
+    auto aliases = init.aliases.empty() ? 0 : fbb_.CreateVectorOfStrings(init.aliases);
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<model::ExternalTensor>>> external;
+    if (auto it = external_.find(init.name); it != external_.end()) {
+      std::vector<flatbuffers::Offset<model::ExternalTensor>> parts;
+      for (const ExternalPart& p : it->second)
+        parts.push_back(
+            model::CreateExternalTensorDirect(fbb_, p.name.c_str(), p.index, p.transposed));
+      external = fbb_.CreateVector(parts);
+    }
+    initializers.push_back(model::CreateInitializer(fbb_, info, init.trainable, init.values, 0,
+                                                    rule, aliases, init.constant, external));
+  }
   auto graph =
       model::CreateGraph(fbb_, fbb_.CreateString(name_), fbb_.CreateVector(inputs_),
-                         fbb_.CreateVectorOfStrings(outputs_), fbb_.CreateVector(initializers_),
+                         fbb_.CreateVectorOfStrings(outputs_), fbb_.CreateVector(initializers),
                          fbb_.CreateVector(nodes_), fbb_.CreateString(loss_),
                          fbb_.CreateString(predictions_), fbb_.CreateString(targets_));
   auto hf = hfConfig_.empty() ? 0 : fbb_.CreateString(hfConfig_);
-  auto m = model::CreateModel(fbb_, kModelVersion, fbb_.CreateString(producer_), graph, hf);
+  auto generation = hfGenerationConfig_.empty() ? 0 : fbb_.CreateString(hfGenerationConfig_);
+  auto m =
+      model::CreateModel(fbb_, kModelVersion, fbb_.CreateString(producer_), graph, hf, generation);
   model::FinishModelBuffer(fbb_, m);
   return {fbb_.GetBufferPointer(), fbb_.GetBufferPointer() + fbb_.GetSize()};
 }

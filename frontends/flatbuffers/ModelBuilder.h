@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ struct NodeAttr {
   std::vector<int64_t> list;
 };
 
+// A tensor a Hugging Face checkpoint holds part of a parameter as (model.fbs's ExternalTensor).
+struct ExternalPart {
+  std::string name;
+  int64_t index = -1;  // the slice at this index of the first dimension; -1: the whole tensor
+  bool transposed = false;
+};
+
 class ModelBuilder {
  public:
   // `producer`: what the file says wrote it.
@@ -57,13 +65,31 @@ class ModelBuilder {
             std::vector<std::string> outputs, const std::vector<NodeAttr>& attributes = {});
   void setOutputs(std::vector<std::string> outputs, const std::string& loss,
                   const std::string& predictions = "", const std::string& targets = "");
-  // The model as transformers' config.json describes it (JSON text).
+  // The tensors a Hugging Face checkpoint holds parameter `name` as (given before finish()).
+  void setExternal(const std::string& name, std::vector<ExternalPart> parts) {
+    external_[name] = std::move(parts);
+  }
+  // The model as transformers' config.json describes it (JSON text), and its
+  // generation_config.json (optional).
   void setHfConfig(std::string json) { hfConfig_ = std::move(json); }
+  void setHfGenerationConfig(std::string json) { hfGenerationConfig_ = std::move(json); }
 
   // The finished, identifier-tagged model file contents.
   std::vector<uint8_t> finish();
 
  private:
+  // An initializer, whose table is written at finish() (when its external form is known);
+  // values go into the buffer at once.
+  struct Initializer {
+    std::string name;
+    std::vector<int64_t> shape;
+    model::InitKind kind = model::InitKind::zeros;
+    double a = 0, b = 0;
+    uint64_t seed = 0;
+    bool trainable = true, constant = false;
+    std::vector<std::string> aliases;
+    flatbuffers::Offset<flatbuffers::Vector<uint8_t>> values;  // null: `kind` fills it
+  };
   void parameter(const std::string& name, std::vector<int64_t> shape, model::InitKind kind,
                  double a, double b, uint64_t seed, bool trainable = true,
                  const std::vector<std::string>& aliases = {});
@@ -71,10 +97,11 @@ class ModelBuilder {
   flatbuffers::FlatBufferBuilder fbb_;
   std::string name_, producer_;
   std::vector<flatbuffers::Offset<model::TensorInfo>> inputs_;
-  std::vector<flatbuffers::Offset<model::Initializer>> initializers_;
+  std::vector<Initializer> initializers_;
+  std::map<std::string, std::vector<ExternalPart>> external_;
   std::vector<flatbuffers::Offset<model::Node>> nodes_;
   std::vector<std::string> outputs_;
-  std::string loss_, predictions_, targets_, hfConfig_;
+  std::string loss_, predictions_, targets_, hfConfig_, hfGenerationConfig_;
 };
 
 }  // namespace dtc

@@ -1,5 +1,6 @@
 #include "flatbuffers/ModelFile.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +37,10 @@ bool vectorsAligned(const model::Graph& graph) {
 }  // namespace
 
 llvm::Expected<ModelFile> ModelFile::read(const std::string& path) {
+  // A folder opens as a stream that fails (or throws) on its first read.
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+    return llvm::createStringError(path + " is a folder, not a model file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return llvm::createStringError("cannot open model file " + path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),

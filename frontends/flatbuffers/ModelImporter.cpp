@@ -224,6 +224,9 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
     (*module)->setAttr(attr::kBatchSize, builder_.getI64IntegerAttr(options_.batchSize));
   if (const flatbuffers::String* hf = file_.model().hf_config(); hf && hf->size())
     (*module)->setAttr(attr::kHfConfig, builder_.getStringAttr(hf->str()));
+  if (const flatbuffers::String* generation = file_.model().hf_generation_config();
+      generation && generation->size())
+    (*module)->setAttr(attr::kHfGenerationConfig, builder_.getStringAttr(generation->str()));
   if (failed(verify(*module))) return nullptr;
   return module;
 }

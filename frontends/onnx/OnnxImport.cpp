@@ -126,20 +126,22 @@ llvm::Expected<std::vector<uint8_t>> importOnnx(const OnnxModel& model, Translat
   return b.finish();
 }
 
-llvm::Expected<std::map<std::string, int64_t>> parsePaddingIdx(
-    const std::vector<std::string>& specs) {
-  std::map<std::string, int64_t> rows;
+llvm::Error parsePaddingIdx(const std::vector<std::string>& specs, TranslateOptions& options) {
   for (const std::string& spec : specs) {
+    if (spec == "none") {
+      options.inferPaddingIdx = false;
+      continue;
+    }
     auto [name, row] = llvm::StringRef(spec).rsplit('=');
     int64_t index = -1;
     if (name.empty() || row.getAsInteger(10, index) || index < 0)
       return llvm::createStringError(
           "--padding-idx wants TABLE=ROW (an embedding table's name and the row nn.Embedding's "
-          "padding_idx names), got '" +
+          "padding_idx names) or none, got '" +
           spec + "'");
-    rows[name.str()] = index;
+    options.paddingIdx[name.str()] = index;
   }
-  return rows;
+  return llvm::Error::success();
 }
 
 }  // namespace dtc::onnx_import

@@ -32,12 +32,14 @@ struct TranslateOptions {
   // nn.Embedding's padding_idx by table (initializer) name: the exporter drops it, and without it
   // that row would train.
   std::map<std::string, int64_t> paddingIdx;
+  // A table not named there whose one zero row is its padding_idx, as nn.Embedding initialises
+  // the row and never trains it (--padding-idx none: off).
+  bool inferPaddingIdx = true;
 };
 
-// --padding-idx NAME=ROW flags (repeatable) as TranslateOptions::paddingIdx; an error names the
-// malformed one.
-llvm::Expected<std::map<std::string, int64_t>> parsePaddingIdx(
-    const std::vector<std::string>& specs);
+// --padding-idx NAME=ROW flags (repeatable) into `options` (paddingIdx; "none": no inferred
+// rows); an error names the malformed one.
+llvm::Error parsePaddingIdx(const std::vector<std::string>& specs, TranslateOptions& options);
 
 // The ONNX op types translated on their own (others fold, or run only inside fused patterns).
 std::vector<std::string> translatedOps();

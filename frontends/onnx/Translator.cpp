@@ -259,6 +259,26 @@ llvm::Error Translator::checkTrainingExport() {
                "module's parameters; " + howTo + ", or give --eval-export to train it as exported");
 }
 
+namespace {
+
+// The one row of a [rows, width] float32 table that is all zeros (-1: none, or more than one):
+// what nn.Embedding makes of its padding_idx, and training never moves.
+int64_t onlyZeroRow(const std::vector<uint8_t>& bytes, int64_t rows, int64_t width) {
+  if (rows < 2 || width < 1) return -1;
+  const float* values = reinterpret_cast<const float*>(bytes.data());
+  int64_t found = -1;
+  for (int64_t r = 0; r < rows; ++r) {
+    bool zero = true;
+    for (int64_t c = 0; c < width && zero; ++c) zero = values[r * width + c] == 0.0f;
+    if (!zero) continue;
+    if (found >= 0) return -1;
+    found = r;
+  }
+  return found;
+}
+
+}  // namespace
+
 llvm::Error Translator::readInitializers() {
   // The user's buffers: each glob must name an initializer the loss depends on.
   std::vector<llvm::GlobPattern> userBuffers;
@@ -308,6 +328,9 @@ llvm::Error Translator::readInitializers() {
       std::vector<uint8_t> bytes = t.data_type() == onnx::TensorProto::FLOAT
                                        ? std::move(data->bytes)
                                        : Constant::fromData(*data).float32Bytes();
+      if (trainable && data->dims.size() == 2)
+        if (const int64_t row = onlyZeroRow(bytes, data->dims[0], data->dims[1]); row >= 0)
+          zeroRow_[t.name()] = row;
       builder_.valuesParameter(t.name(), data->dims, bytes, trainable);
       continue;
     }

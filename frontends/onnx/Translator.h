@@ -49,10 +49,13 @@ class Translator {
   // ---- for the op rules and patterns ----
   int nodeCount() const { return static_cast<int>(nodes_.size()); }
   const onnx::NodeProto& node(int i) const { return *nodes_[i]; }
-  // nn.Embedding's padding_idx for the table `name` (--padding-idx), or -1.
+  // nn.Embedding's padding_idx for the table `name` (--padding-idx, else its one zero row), or
+  // -1.
   int64_t paddingIdx(const std::string& name) const {
-    auto it = options_.paddingIdx.find(name);
-    return it == options_.paddingIdx.end() ? -1 : it->second;
+    if (auto it = options_.paddingIdx.find(name); it != options_.paddingIdx.end())
+      return it->second;
+    auto zero = zeroRow_.find(name);
+    return options_.inferPaddingIdx && zero != zeroRow_.end() ? zero->second : -1;
   }
   // The node's name for dtc (its ONNX name, else its op type and index).
   std::string nodeName(int i) const;
@@ -112,6 +115,7 @@ class Translator {
   std::vector<std::string> outputOrder_;
   std::map<std::string, bool> differentiable_;  // values the loss depends on differentiably
   std::map<std::string, bool> buffers_;         // BatchNorm running statistics
+  std::map<std::string, int64_t> zeroRow_;      // 2-D parameters' one all-zero row
   std::vector<Group> groups_;
   std::vector<int> groupOf_;
   std::string lossValue_;    // the ONNX value minimised, or the prediction (cross-entropy, mse)

@@ -6,11 +6,19 @@
 #include <vector>
 
 #include "flatbuffers/ModelBuilder.h"
+#include "zoo/Rotary.h"
 
 namespace dtc::zoo {
 
 // Node attributes, as the zoo's builders spell them.
 using Attr = NodeAttr;
+
+// The Hugging Face files a model built from a folder carries as they were (config.json's and
+// generation_config.json's text), in place of the config the builder would write.
+struct HfTexts {
+  std::string config;
+  std::string generationConfig;
+};
 
 struct MlpOptions {
   int64_t input = 784;
@@ -54,6 +62,18 @@ struct GptOptions {
   // so that --init reads and --save --format hf writes its checkpoints as they are.
   bool hfLayout = false;
   MoeOptions moe;
+  // As transformers' GPT2Config can set them (the defaults are nanoGPT's: no dropout, GELU's
+  // tanh form, a head tied to the token embedding).
+  int64_t positions = 0;                // rows of the position embedding (n_positions; 0: ctx)
+  int64_t inner = 0;                    // the MLP's width (n_inner; 0: 4·embd)
+  std::string activation = "gelu_new";  // gelu_new, gelu_pytorch_tanh, gelu, relu, silu, tanh
+  double lnEps = 1e-5;
+  double embdDropout = 0, attnDropout = 0, residDropout = 0;
+  bool scaleAttnWeights = true;      // scores over sqrt(head size)
+  bool scaleByInverseLayer = false;  // and over the layer's number (1-based)
+  bool tieEmbeddings = true;
+  double initStd = 0.02;
+  HfTexts hf;
 };
 
 // Checks the options (heads must divide the embedding...): "" when valid, else the reason.
@@ -87,6 +107,17 @@ struct LlamaOptions {
   bool tieEmbeddings = false;  // the LM head reads the token embedding
   uint64_t seed = 0;
   MoeOptions moe;  // SwiGLU experts of --ffn each, as Mixtral's block_sparse_moe
+  // As transformers' Llama-family configs can set them.
+  int64_t headDim = 0;      // 0: embd/heads (Mistral's head_dim)
+  bool qkvBias = false;     // q, k and v projections with biases (Qwen2; Llama's attention_bias)
+  bool outputBias = false;  // the output projection too (Llama's attention_bias)
+  bool mlpBias = false;     // gate, up and down projections with biases (Llama's mlp_bias)
+  RopeScaling rope;
+  int64_t maxPositions = 0;  // max_position_embeddings, which rope scaling reads (0: ctx)
+  int64_t paddingIdx = -1;   // nn.Embedding's padding_idx (pad_token_id): that row never trains
+  double attentionDropout = 0;
+  double initStd = 0.02;  // initializer_range
+  HfTexts hf;
 };
 
 // transformers' LlamaConfig default for an embedding size: 8/3 of it, rounded up to 16 (as

@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -114,6 +117,8 @@ StatusOr<std::map<std::string, std::set<std::string>>> parseHfWeightMap(std::str
 Status checkHfConfig(const std::string& modelConfig, const std::string& dir) {
   if (modelConfig.empty()) return Status::Ok();
   const std::string path = dir + "/" + kConfig;
+  // dtrun's own --save folders hold the weights alone: their names and shapes are checked.
+  if (!io::isRegularFile(path) && !io::isDirectory(path)) return Status::Ok();
   DTC_ASSIGN_OR_RETURN(std::string text, readJsonText(path));
   return compareHfConfig(modelConfig, text, path);
 }
@@ -131,18 +136,104 @@ Status compareHfConfig(const std::string& modelConfig, std::string_view text,
     const io::Json defaultTied(true);
     if (!there && key == "tie_word_embeddings") there = &defaultTied;
     if (!there) continue;  // transformers' default for it
+    // Rotary positions past the model's window are never read: a folder may have more.
+    if (key == "max_position_embeddings" && there->isNumber() && value.isNumber() &&
+        there->asDouble() >= value.asDouble())
+      continue;
     if (!same(*there, value))
       return Status::InvalidInput(path + ": " + printable(key) + " is " + shown(*there) +
-                                  ", the model's " + shown(value));
+                                  ", the model's " + shown(value) +
+                                  " (dtc compile FOLDER builds the model a folder describes)");
   }
   return Status::Ok();
 }
 
-Status writeHfConfig(const std::string& modelConfig, const std::string& dir) {
+namespace {
+
+// A float as Python's repr writes it: the shortest digits that read back, in fixed notation for
+// exponents -4 to 15 (500000.0, 0.0001), else scientific with a two-digit exponent (1e-06).
+std::string pythonFloat(double value) {
+  char buf[40];
+  auto r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
+  std::string sci(buf, r.ptr);  // "-1.2345e+05"
+  const size_t e = sci.find('e');
+  const int exponent = std::stoi(sci.substr(e + 1));
+  std::string digits = sci.substr(0, e);
+  const bool negative = digits[0] == '-';
+  if (negative) digits.erase(0, 1);
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  std::string text;
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      text = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
+      text = digits + std::string(exponent + 1 - digits.size(), '0') + ".0";
+    } else {
+      text = digits.substr(0, exponent + 1) + "." + digits.substr(exponent + 1);
+    }
+  } else {
+    text = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "") + "e" +
+           (exponent < 0 ? "-" : "+") + (std::abs(exponent) < 10 ? "0" : "") +
+           std::to_string(std::abs(exponent));
+  }
+  return (negative ? "-" : "") + text;
+}
+
+// `v` as Python's json.dumps(v, indent=2, sort_keys=True) writes it.
+void dumpIndented(const io::Json& v, int depth, std::string& out) {
+  const std::string pad(static_cast<size_t>(2 * (depth + 1)), ' ');
+  const std::string close(static_cast<size_t>(2 * depth), ' ');
+  if (v.isObject() && v.size() > 0) {
+    std::vector<const std::pair<std::string, io::Json>*> members;
+    for (const auto& m : v.members()) members.push_back(&m);
+    std::sort(members.begin(), members.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+    out += "{\n";
+    for (size_t i = 0; i < members.size(); ++i) {
+      out += pad + io::jsonQuote(members[i]->first) + ": ";
+      dumpIndented(members[i]->second, depth + 1, out);
+      out += i + 1 < members.size() ? ",\n" : "\n";
+    }
+    out += close + "}";
+  } else if (v.isArray() && v.size() > 0) {
+    out += "[\n";
+    for (size_t i = 0; i < v.size(); ++i) {
+      out += pad;
+      dumpIndented(v.asArray()[i], depth + 1, out);
+      out += i + 1 < v.size() ? ",\n" : "\n";
+    }
+    out += close + "]";
+  } else if (v.isNumber() && !v.isInteger() && std::isfinite(v.asDouble())) {
+    out += pythonFloat(v.asDouble());
+  } else {
+    out += v.dump();
+  }
+}
+
+}  // namespace
+
+std::string hfTorchDtype(const std::string& modelConfig) {
+  auto config = io::parseJson(modelConfig);
+  if (!config.ok()) return "";
+  const io::Json* dtype = config->find("torch_dtype");
+  return dtype && dtype->isString() ? dtype->asString() : "";
+}
+
+Status writeHfConfig(const std::string& modelConfig, const std::string& generationConfig,
+                     const std::string& torchDtype, const std::string& dir) {
   // dtrun refuses --format hf for such a model before it runs.
   if (modelConfig.empty()) return Status::Internal("no Hugging Face config to write");
-  std::string text = modelConfig + "\n";
-  return io::writeFileAtomically(dir + "/" + kConfig, text.data(), text.size());
+  auto config = io::parseJson(modelConfig);
+  if (!config.ok() || !config->isObject())
+    return Status::Internal("the plan's Hugging Face config is not a JSON object");
+  if (!torchDtype.empty()) config->set("torch_dtype", torchDtype);
+  std::string text;
+  dumpIndented(*config, 0, text);
+  text += "\n";
+  DTC_RETURN_IF_ERROR(io::writeFileAtomically(dir + "/" + kConfig, text.data(), text.size()));
+  if (generationConfig.empty()) return Status::Ok();
+  return io::writeFileAtomically(dir + "/generation_config.json", generationConfig.data(),
+                                 generationConfig.size());
 }
 
 std::vector<size_t> assignHfShards(const std::vector<uint64_t>& groupBytes, uint64_t maxBytes) {

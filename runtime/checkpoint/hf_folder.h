@@ -30,15 +30,22 @@ StatusOr<std::map<std::string, std::set<std::string>>> parseHfWeightMap(std::str
 // The folder's config.json against the model's (`modelConfig`, the plan's text; "" when the
 // model carries none, when only the weights are checked): each setting the model's config
 // states must have the same value there, e.g. "DIR/config.json: num_key_value_heads is 4, the
-// model's 2". A missing tie_word_embeddings is transformers' default, true.
+// model's 2". A missing tie_word_embeddings is transformers' default, true. A folder without
+// config.json (dtrun --save without --format hf) has only its weights checked.
 Status checkHfConfig(const std::string& modelConfig, const std::string& dir);
 // The same, for the text of a config.json at `path`.
 Status compareHfConfig(const std::string& modelConfig, std::string_view text,
                        const std::string& path);
 
-// DIR/config.json with the model's config (written to a temporary name, then renamed); the
-// config must not be empty.
-Status writeHfConfig(const std::string& modelConfig, const std::string& dir);
+// The torch_dtype a model's config states ("" for none).
+std::string hfTorchDtype(const std::string& modelConfig);
+
+// DIR/config.json with the model's config, every key as it was but torch_dtype, which names the
+// saved tensors' type (bfloat16...), laid out as save_pretrained writes it (keys sorted, two
+// spaces); and DIR/generation_config.json when the model carries one. Each is written to a
+// temporary name, then renamed; the config must not be empty.
+Status writeHfConfig(const std::string& modelConfig, const std::string& generationConfig,
+                     const std::string& torchDtype, const std::string& dir);
 
 // How save_pretrained spreads weights over files of at most `maxBytes` (its max_shard_size):
 // `groupBytes` are the bytes of each group of tensors that stays in one file (a weight and its

@@ -36,43 +36,99 @@ std::vector<int64_t> wholeShape(const plan::StateTensor& s) {
   return {shape->begin(), shape->end()};
 }
 
-// The file's entries for each parameter of the plan, under its name or its aliases (a tied
-// weight may be there under several).
-using Entries = std::map<std::string, std::vector<const io::TensorEntry*>>;
+// The shape a parameter's external tensor has in a file: the parameter's, less its first
+// dimension for a slice, the last two swapped where transposed.
+std::vector<int64_t> externalShape(const std::vector<int64_t>& whole,
+                                   const plan::ExternalTensor& e) {
+  std::vector<int64_t> shape = whole;
+  if (e.index() >= 0 && !shape.empty()) shape.erase(shape.begin());
+  if (e.transposed() && shape.size() >= 2)
+    std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  return shape;
+}
+
+// What the file holds of one parameter: its entries under its name or its aliases (a tied
+// weight may be there under several), or else one entry for each of its external tensors.
+struct Match {
+  std::vector<const io::TensorEntry*> named;
+  std::vector<const io::TensorEntry*> external;  // by the plan's order of its external tensors
+};
+using Entries = std::map<std::string, Match>;
+
+// Entries a loader leaves alone: BatchNorm's num_batches_tracked beside a running_mean the
+// plan has (dtc does not keep it), and the rotary frequencies older transformers saved.
+bool ignored(const std::string& name,
+             const std::map<std::string, const plan::StateTensor*>& params) {
+  const std::string tracked = ".num_batches_tracked";
+  if (endsWith(name, tracked) &&
+      params.count(name.substr(0, name.size() - tracked.size()) + ".running_mean"))
+    return true;
+  return endsWith(name, ".rotary_emb.inv_freq");
+}
+
 StatusOr<Entries> matchFile(const Plan& plan, const std::vector<io::TensorEntry>& entries,
                             const std::string& path) {
   auto params = parametersOf(plan);
   std::map<std::string, std::string> canonical;  // every accepted name -> the parameter
+  std::map<std::string, std::pair<std::string, size_t>> externalOf;  // -> (parameter, part)
   for (const auto& [name, s] : params) {
     canonical[name] = name;
     if (s->aliases())
       for (const flatbuffers::String* alias : *s->aliases()) canonical[alias->str()] = name;
+    if (s->external())
+      for (size_t k = 0; k < s->external()->size(); ++k)
+        externalOf[s->external()->Get(k)->name()->str()] = {name, k};
   }
   Entries found;
   std::vector<std::string> unexpected, misshaped, missing, conflicting;
   std::set<std::string> misshapedParameters;
+  auto usable = [&](const io::TensorEntry& e, const plan::StateTensor& s,
+                    const std::vector<int64_t>& shape, const std::string& parameter) {
+    if (e.shape == shape && widensToF32(e.dtype) && s.dtype() == plan::DType::f32) return true;
+    misshaped.push_back(e.name + " " + dtypeName(e.dtype) + shapeText(e.shape) +
+                        " (plan: " + dtypeName(toDType(s.dtype())) + shapeText(shape) + ")");
+    misshapedParameters.insert(parameter);
+    return false;
+  };
   for (const io::TensorEntry& e : entries) {
+    if (auto it = externalOf.find(e.name); it != externalOf.end()) {
+      const auto& [parameter, part] = it->second;
+      const plan::StateTensor& s = *params.at(parameter);
+      if (!usable(e, s, externalShape(wholeShape(s), *s.external()->Get(part)), parameter))
+        continue;
+      Match& match = found[parameter];
+      match.external.resize(s.external()->size(), nullptr);
+      match.external[part] = &e;
+      continue;
+    }
     auto it = canonical.find(e.name);
     if (it == canonical.end()) {
-      const std::string stem =
-          e.name.substr(0, e.name.size() - std::string("num_batches_tracked").size());
-      if (!(endsWith(e.name, ".num_batches_tracked") && params.count(stem + "running_mean")))
-        unexpected.push_back(e.name);
+      if (!ignored(e.name, params)) unexpected.push_back(e.name);
       continue;
     }
     const plan::StateTensor& s = *params.at(it->second);
-    if (e.shape != wholeShape(s) || !widensToF32(e.dtype) || s.dtype() != plan::DType::f32) {
-      misshaped.push_back(e.name + " " + dtypeName(e.dtype) + shapeText(e.shape) + " (plan: " +
-                          dtypeName(toDType(s.dtype())) + shapeText(wholeShape(s)) + ")");
-      misshapedParameters.insert(it->second);
+    if (!usable(e, s, wholeShape(s), it->second)) continue;
+    std::vector<const io::TensorEntry*>& named = found[it->second].named;
+    if (!named.empty() && named.front()->dtype != e.dtype) conflicting.push_back(e.name);
+    named.push_back(&e);
+  }
+  for (const auto& [name, s] : params) {
+    if (misshapedParameters.count(name)) continue;
+    auto it = found.find(name);
+    Match* match = it == found.end() ? nullptr : &it->second;
+    if (match && !match->named.empty()) {
+      match->external.clear();  // its own name wins over its parts
       continue;
     }
-    std::vector<const io::TensorEntry*>& entries = found[it->second];
-    if (!entries.empty() && entries.front()->dtype != e.dtype) conflicting.push_back(e.name);
-    entries.push_back(&e);
+    const size_t parts = s->external() ? s->external()->size() : 0;
+    if (parts == 0 || !match) {
+      missing.push_back(parts ? name + " (or " + s->external()->Get(0)->name()->str() + " ...)"
+                              : name);
+      continue;
+    }
+    for (size_t k = 0; k < parts; ++k)
+      if (!match->external[k]) missing.push_back(s->external()->Get(k)->name()->str());
   }
-  for (const auto& [name, s] : params)
-    if (!found.count(name) && !misshapedParameters.count(name)) missing.push_back(name);
   if (unexpected.empty() && misshaped.empty() && missing.empty() && conflicting.empty())
     return found;
   std::string message = path + " does not match the plan's parameters:";
@@ -144,6 +200,62 @@ Status checkParametersFile(const Plan& plan, const std::string& path) {
   return matchFile(plan, source.entries, path).status();
 }
 
+namespace {
+
+// Rows [first, last) of parameter `s`'s first dimension (all of a scalar) as float32, into
+// `out`: from its own entry, or assembled from its external tensors.
+Status readRows(const Source& file, const plan::StateTensor& s, const Match& match, int64_t first,
+                int64_t last, std::vector<uint8_t>& out) {
+  const std::vector<int64_t> whole = wholeShape(s);
+  const int64_t rowElements =
+      whole.empty() ? 1 : wholeBox(whole).elements() / std::max<int64_t>(whole[0], 1);
+  const int64_t count = (last - first) * rowElements;
+  out.assign(static_cast<size_t>(count) * sizeof(float), 0);
+  float* rows = reinterpret_cast<float*>(out.data());
+  if (!match.named.empty()) {
+    const io::TensorEntry& entry = *match.named.front();
+    const size_t fileElement = dtypeSize(entry.dtype);
+    io::TensorEntry part = entry;
+    part.begin += static_cast<uint64_t>(first * rowElements) * fileElement;
+    part.bytes = static_cast<uint64_t>(count) * fileElement;
+    DTC_RETURN_IF_ERROR(file.read(entry, out.data(), &part));
+    widen(out.data(), entry.dtype, count, rows);
+    return Status::Ok();
+  }
+  // External tensors: each read whole, widened, and put in place (transposed back where the
+  // file holds its last two dimensions swapped).
+  std::vector<uint8_t> buffer;
+  for (size_t k = 0; k < match.external.size(); ++k) {
+    const plan::ExternalTensor& e = *s.external()->Get(k);
+    const int64_t index = e.index();
+    if (index >= 0 && (index < first || index >= last)) continue;
+    const io::TensorEntry& entry = *match.external[k];
+    const int64_t n = wholeBox(entry.shape).elements();
+    buffer.resize(static_cast<size_t>(n) * sizeof(float));
+    DTC_RETURN_IF_ERROR(file.read(entry, buffer.data()));
+    float* values = reinterpret_cast<float*>(buffer.data());
+    widen(buffer.data(), entry.dtype, n, values);
+    // Where its values go: row index - first, or (unsliced) the rows asked for of the whole.
+    const int64_t offset = index >= 0 ? (index - first) * rowElements : 0;
+    const int64_t skip = index >= 0 ? 0 : first * rowElements;
+    const size_t rank = entry.shape.size();
+    const int64_t a = e.transposed() ? entry.shape[rank - 2] : 1;
+    const int64_t b = e.transposed() ? entry.shape[rank - 1] : n;
+    const int64_t matrices = n / std::max<int64_t>(a * b, 1);
+    for (int64_t m = 0; m < matrices; ++m)
+      for (int64_t i = 0; i < a; ++i)
+        for (int64_t j = 0; j < b; ++j) {
+          // File element [m, i, j] is the parameter's [m, j, i] (or itself, untransposed).
+          const int64_t at = m * a * b + (e.transposed() ? j * a + i : i * b + j);
+          const int64_t dst = offset + at - skip;
+          if (dst >= 0 && dst < count) rows[dst] = values[m * a * b + i * b + j];
+        }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status loadParametersFile(Executor& ex, const std::string& path) {
   DTC_ASSIGN_OR_RETURN(Source file, openSource(ex.plan(), path));
   DTC_ASSIGN_OR_RETURN(auto found, matchFile(ex.plan(), file.entries, path));
@@ -152,16 +264,16 @@ Status loadParametersFile(Executor& ex, const std::string& path) {
     if (s->role() != plan::Role::param || s->constant() || !Plan::onStage(s->stage(), ex.stage()))
       continue;
     const std::string name = s->name()->str();
-    const std::vector<const io::TensorEntry*>& entries = found.at(name);
-    const io::TensorEntry& entry = *entries.front();
+    const Match& match = found.at(name);
     // Tied names both present: their values must agree too.
-    for (size_t k = 1; k < entries.size(); ++k) {
+    for (size_t k = 1; k < match.named.size(); ++k) {
+      const io::TensorEntry& entry = *match.named.front();
       buffer.resize(entry.bytes);
-      other.resize(entries[k]->bytes);
+      other.resize(match.named[k]->bytes);
       DTC_RETURN_IF_ERROR(file.read(entry, buffer.data()));
-      DTC_RETURN_IF_ERROR(file.read(*entries[k], other.data()));
+      DTC_RETURN_IF_ERROR(file.read(*match.named[k], other.data()));
       if (buffer != other)
-        return Status::InvalidInput(path + ": '" + entry.name + "' and '" + entries[k]->name +
+        return Status::InvalidInput(path + ": '" + entry.name + "' and '" + match.named[k]->name +
                                     "' name one tied tensor but hold different values");
     }
     const std::vector<int64_t> whole = wholeShape(*s);
@@ -175,16 +287,7 @@ Status loadParametersFile(Executor& ex, const std::string& path) {
         last = std::max(last, p.global.offsets[0] + p.global.sizes[0]);
       }
     if (whole.empty()) first = 0, last = 1;
-    const int64_t rowElements =
-        whole.empty() ? 1 : wholeBox(whole).elements() / std::max<int64_t>(whole[0], 1);
-    const int64_t count = (last - first) * rowElements;
-    const size_t fileElement = dtypeSize(entry.dtype);
-    buffer.assign(static_cast<size_t>(count) * sizeof(float), 0);
-    io::TensorEntry rows = entry;
-    rows.begin += static_cast<uint64_t>(first * rowElements) * fileElement;
-    rows.bytes = static_cast<uint64_t>(count) * fileElement;
-    DTC_RETURN_IF_ERROR(file.read(entry, buffer.data(), &rows));
-    widen(buffer.data(), entry.dtype, count, reinterpret_cast<float*>(buffer.data()));
+    DTC_RETURN_IF_ERROR(readRows(file, *s, match, first, last, buffer));
     Placed src{whole, std::vector<int64_t>(whole.size(), 0)};
     if (!whole.empty()) src.shape[0] = last - first, src.origin[0] = first;
     for (const Piece& p : pieces) {

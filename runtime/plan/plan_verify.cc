@@ -242,6 +242,35 @@ class PlanVerifier {
             s->data_bytes() != numElements(global) * dtypeSize(toDType(s->dtype())))
           return bad("the initial values of " + what + " do not match its global shape");
       }
+      DTC_RETURN_IF_ERROR(verifyExternal(*s, what));
+    }
+    return Status::Ok();
+  }
+
+  // A parameter's external tensors: slices within its first dimension, transposed only where
+  // two dimensions are left to swap.
+  Status verifyExternal(const plan::StateTensor& s, const std::string& what) {
+    if (!s.external() || s.external()->size() == 0) return Status::Ok();
+    if (s.role() != plan::Role::param) return bad(what + " has external tensors but no parameter");
+    const auto* shape = s.global_shape() ? s.global_shape() : s.shape();
+    const int64_t rank = shape ? static_cast<int64_t>(shape->size()) : 0;
+    // Either one tensor for all of it, or one for each index of its first dimension.
+    std::set<int64_t> indices;
+    for (const plan::ExternalTensor* e : *s.external()) indices.insert(e->index());
+    const bool whole = s.external()->size() == 1 && *indices.begin() == -1;
+    if (!whole && (indices.count(-1) || indices.size() != s.external()->size() || rank == 0 ||
+                   static_cast<int64_t>(indices.size()) != shape->Get(0)))
+      return bad(what + ": its external tensors do not hold each row of its first dimension once");
+    for (const plan::ExternalTensor* e : *s.external()) {
+      if (!e->name() || e->name()->size() == 0)
+        return bad(what + " has an unnamed external tensor");
+      const bool sliced = e->index() >= 0;
+      if (e->index() < -1 || (sliced && (rank == 0 || e->index() >= shape->Get(0))))
+        return bad(what + ": external tensor '" + e->name()->str() +
+                   "' is outside its first dimension");
+      if (e->transposed() && rank - (sliced ? 1 : 0) < 2)
+        return bad(what + ": external tensor '" + e->name()->str() +
+                   "' has no two dimensions to swap");
     }
     return Status::Ok();
   }

@@ -15,6 +15,7 @@
 #include "io/files.h"
 #include "io/safetensors.h"
 #include "support/fault_points.h"
+#include "support/half.h"
 
 namespace dtc {
 namespace {
@@ -73,13 +74,49 @@ class OutputFile {
   int fd_ = -1;
 };
 
-// What the files hold of one state tensor: its entries (its name and its tied names), each
-// whole, all in one file.
+// One entry of a saved tensor: the whole tensor (under its name or a tied name), or one of its
+// external tensors (the slice at `index` of its first dimension, transposed where asked).
+struct EntryWrite {
+  size_t entry;  // into the list of every entry
+  int64_t index = -1;
+  bool transposed = false;
+};
+
+// What the files hold of one state tensor: its entries, all in one file.
 struct Saved {
   const checkpoint::PlannedTensor* tensor;
-  std::vector<size_t> entries;  // into the list of every entry
+  std::vector<EntryWrite> writes;
   size_t file = 0;
+  bool wholeBlock = false;  // an untransposed slice cannot stream by rows: one block of all
 };
+
+// `count` float32 values as `dtype` into `out` (round to nearest even for 16 bits).
+void narrow(const float* values, int64_t count, DType dtype, std::vector<uint8_t>& out) {
+  out.resize(static_cast<size_t>(count) * dtypeSize(dtype));
+  if (dtype == DType::kF32) {
+    std::memcpy(out.data(), values, out.size());
+    return;
+  }
+  uint16_t* h = reinterpret_cast<uint16_t*>(out.data());
+  for (int64_t i = 0; i < count; ++i)
+    h[i] = dtype == DType::kBF16 ? f32ToBf16(values[i]) : f32ToF16(values[i]);
+}
+
+// [matrices, a, b] -> [matrices, b, a].
+void transposeLast(const float* in, int64_t matrices, int64_t a, int64_t b,
+                   std::vector<float>& out) {
+  out.resize(static_cast<size_t>(matrices * a * b));
+  for (int64_t m = 0; m < matrices; ++m)
+    for (int64_t i = 0; i < a; ++i)
+      for (int64_t j = 0; j < b; ++j) out[m * a * b + j * a + i] = in[m * a * b + i * b + j];
+}
+
+// The shape of an external tensor of a tensor shaped `shape`.
+std::vector<int64_t> partShape(std::vector<int64_t> shape, int64_t index, bool transposed) {
+  if (index >= 0) shape.erase(shape.begin());
+  if (transposed) std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  return shape;
+}
 
 // One of the output files: its entries in order, where each lies, and, on rank 0 while it is
 // being filled, the file itself.
@@ -93,6 +130,23 @@ struct ShardFile {
 
 }  // namespace
 
+StatusOr<DType> saveDtypeFor(const Plan& plan, const std::string& flag, bool hf) {
+  std::string name = flag;
+  if (name.empty() && hf && plan.root().hf_config())
+    name = checkpoint::hfTorchDtype(plan.root().hf_config()->str());
+  if (name.empty() || name == "f32" || name == "float32") return DType::kF32;
+  if (name == "bf16" || name == "bfloat16") return DType::kBF16;
+  if (name == "f16" || name == "float16") return DType::kF16;
+  if (!flag.empty())
+    return Status::InvalidInput("--save-dtype must be f32, bf16 or f16, got '" + flag + "'");
+  return Status::InvalidInput("the model's config.json says torch_dtype '" + name +
+                              "', which --save cannot write: give --save-dtype f32, bf16 or f16");
+}
+
+std::string torchDtypeName(DType dtype) {
+  return dtype == DType::kBF16 ? "bfloat16" : dtype == DType::kF16 ? "float16" : "float32";
+}
+
 // Streamed: the files' tensors go out in blocks of whole rows, at most kBlockBytes each. For
 // each block, every rank that writes a piece of it (the checkpoint layout's writer: each
 // distinct box of the state once) copies its part out of its state and sends it to rank 0,
@@ -101,7 +155,8 @@ struct ShardFile {
 // walks the same tensors, blocks and pieces in the same order, so the sends and receives pair
 // up, and each block's sends complete before the next begins. A file is opened at its first
 // tensor and synced and renamed into place after its last.
-Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t maxShardBytes) {
+Status saveParameters(Executor& ex, const std::string& dir, bool write,
+                      const SaveOptions& options) {
   if (write) DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(dir, "--save"));
   const Plan& plan = ex.plan();
   comm::DeviceMesh* mesh = ex.mesh();
@@ -115,21 +170,40 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
   for (const checkpoint::PlannedTensor& t : layout.tensors) {
     const plan::StateTensor* s = states.count(t.name) ? states.at(t.name) : nullptr;
     if (t.role != plan::Role::param || (s && s->constant())) continue;
+    // Floats in the dtype asked for; other tensors as they are.
+    const bool floating = t.dtype == DType::kF32;
+    const DType fileType = floating ? options.dtype : t.dtype;
     const size_t bytes =
-        static_cast<size_t>(checkpoint::wholeBox(t.shape).elements()) * dtypeSize(t.dtype);
-    Saved one{&t, {entries.size()}};
-    entries.push_back({t.name, t.dtype, t.shape, nullptr, bytes});
-    // A tied weight's other names hold the same values (a copy each in the file: safetensors
-    // entries may not share bytes).
-    if (s && s->aliases())
-      for (const flatbuffers::String* alias : *s->aliases()) {
-        one.entries.push_back(entries.size());
-        entries.push_back({alias->str(), t.dtype, t.shape, nullptr, bytes});
+        static_cast<size_t>(checkpoint::wholeBox(t.shape).elements()) * dtypeSize(fileType);
+    Saved one{&t, {}};
+    uint64_t held = 0;
+    if (options.external && s && s->external() && s->external()->size() > 0 && floating) {
+      for (const plan::ExternalTensor* e : *s->external()) {
+        const std::vector<int64_t> shape = partShape(t.shape, e->index(), e->transposed());
+        const size_t partBytes =
+            static_cast<size_t>(checkpoint::wholeBox(shape).elements()) * dtypeSize(fileType);
+        one.writes.push_back({entries.size(), e->index(), e->transposed()});
+        if (e->index() < 0 && e->transposed()) one.wholeBlock = true;
+        entries.push_back({e->name()->str(), fileType, shape, nullptr, partBytes});
+        held += partBytes;
       }
-    savedBytes.push_back(static_cast<uint64_t>(bytes) * one.entries.size());
+    } else {
+      one.writes.push_back({entries.size()});
+      entries.push_back({t.name, fileType, t.shape, nullptr, bytes});
+      held = bytes;
+      // A tied weight's other names hold the same values (a copy each in the file: safetensors
+      // entries may not share bytes).
+      if (s && s->aliases())
+        for (const flatbuffers::String* alias : *s->aliases()) {
+          one.writes.push_back({entries.size()});
+          entries.push_back({alias->str(), fileType, t.shape, nullptr, bytes});
+          held += bytes;
+        }
+    }
+    savedBytes.push_back(held);
     saved.push_back(std::move(one));
   }
-  const std::vector<size_t> fileOf = checkpoint::assignHfShards(savedBytes, maxShardBytes);
+  const std::vector<size_t> fileOf = checkpoint::assignHfShards(savedBytes, options.maxShardBytes);
   size_t fileCount = 1;
   for (size_t f : fileOf) fileCount = std::max(fileCount, f + 1);
   std::vector<ShardFile> files(fileCount);
@@ -142,13 +216,17 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
     one.file = fileOf[i];
     ShardFile& file = files[one.file];
     ++file.tensorsLeft;
-    for (size_t e : one.entries) {
-      indexInFile[e] = file.entries.size();
-      file.entries.push_back(entries[e]);
-      weightMap[entries[e].name] = file.name;
+    for (const EntryWrite& w : one.writes) {
+      indexInFile[w.entry] = file.entries.size();
+      file.entries.push_back(entries[w.entry]);
+      weightMap[entries[w.entry].name] = file.name;
     }
-    // As Hugging Face counts it: a tied weight's storage once, however many names it has.
-    totalBytes += entries[one.entries.front()].bytes;
+    // As Hugging Face counts it: a tied weight's storage once, however many names it has; a
+    // tensor held as parts, each part.
+    if (one.writes.front().index >= 0 || one.writes.front().transposed)
+      for (const EntryWrite& w : one.writes) totalBytes += entries[w.entry].bytes;
+    else
+      totalBytes += entries[one.writes.front().entry].bytes;
   }
   for (size_t f = 0; f < fileCount; ++f) {
     DTC_ASSIGN_OR_RETURN(
@@ -177,8 +255,14 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
         rows > 0 ? static_cast<uint64_t>(whole.elements()) * element / static_cast<uint64_t>(rows)
                  : 0;
     const int64_t perBlock =
-        std::max<int64_t>(1, static_cast<int64_t>(kBlockBytes / std::max<uint64_t>(rowBytes, 1)));
+        one.wholeBlock
+            ? std::max<int64_t>(rows, 1)
+            : std::max<int64_t>(
+                  1, static_cast<int64_t>(kBlockBytes / std::max<uint64_t>(rowBytes, 1)));
+    const int64_t rowElements = rows > 0 ? whole.elements() / rows : 0;
     TensorView local = ex.state(t.name);
+    std::vector<uint8_t> narrowed;
+    std::vector<float> turned;
     for (int64_t first = 0; first < rows; first += perBlock) {
       checkpoint::Box rowsBox = whole;
       if (!t.shape.empty()) {
@@ -217,11 +301,38 @@ Status saveParameters(Executor& ex, const std::string& dir, bool write, uint64_t
       if (mesh) DTC_RETURN_IF_ERROR(mesh->completeSends());
       faultPoint("save-block", rank);
       if (!write) continue;
-      for (size_t e : one.entries)
-        DTC_RETURN_IF_ERROR(file.out->writeAt(block.data(), block.size(),
-                                              file.layout.prefix.size() +
-                                                  file.layout.offsets[indexInFile[e]] +
-                                                  static_cast<uint64_t>(first) * rowBytes));
+      const int64_t blockRows = t.shape.empty() ? 1 : rowsBox.sizes[0];
+      const bool floating = t.dtype == DType::kF32;
+      const DType fileType = floating ? options.dtype : t.dtype;
+      const float* values = reinterpret_cast<const float*>(block.data());
+      for (const EntryWrite& w : one.writes) {
+        const uint64_t at = file.layout.prefix.size() + file.layout.offsets[indexInFile[w.entry]];
+        if (w.index < 0 && !w.transposed) {  // rows [first, first + blockRows) of the whole
+          if (!floating || fileType == DType::kF32) {
+            DTC_RETURN_IF_ERROR(file.out->writeAt(block.data(), block.size(),
+                                                  at + static_cast<uint64_t>(first) * rowBytes));
+            continue;
+          }
+          narrow(values, blockRows * rowElements, fileType, narrowed);
+          DTC_RETURN_IF_ERROR(file.out->writeAt(
+              narrowed.data(), narrowed.size(),
+              at + static_cast<uint64_t>(first * rowElements) * dtypeSize(fileType)));
+          continue;
+        }
+        // A part: one row of this block (a slice of the first dimension), or the whole tensor
+        // (a block of every row), its last two dimensions swapped where asked.
+        if (w.index >= 0 && (w.index < first || w.index >= first + blockRows)) continue;
+        const float* from = w.index >= 0 ? values + (w.index - first) * rowElements : values;
+        const int64_t count = w.index >= 0 ? rowElements : whole.elements();
+        if (w.transposed) {
+          const size_t r = t.shape.size();
+          const int64_t a = t.shape[r - 2], b = t.shape[r - 1];
+          transposeLast(from, count / (a * b), a, b, turned);
+          from = turned.data();
+        }
+        narrow(from, count, fileType, narrowed);
+        DTC_RETURN_IF_ERROR(file.out->writeAt(narrowed.data(), narrowed.size(), at));
+      }
     }
     if (write && --file.tensorsLeft == 0) {
       DTC_RETURN_IF_ERROR(file.out->commit());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "checkpoint/async_writer.h"
@@ -34,6 +35,7 @@
 #include "train/generate.h"
 #include "train/lr_schedule.h"
 #include "train/numerics.h"
+#include "train/output_room.h"
 #include "train/predict.h"
 #include "train/profile_summary.h"
 #include "train/progress.h"
@@ -84,6 +86,14 @@ Status prepareOutputs(const TrainOptions& o, int rank) {
   return Status::Ok();
 }
 
+// Evaluation runs whole batches: data shorter than one would evaluate nothing (a loss of 0).
+Status checkWholeBatch(const BatchSource& data, const std::string& what, const Plan& plan) {
+  if (data.evalBatches() > 0) return Status::Ok();
+  return Status::InvalidInput(what + " holds " + std::to_string(data.samples()) +
+                              " samples, fewer than one batch of " +
+                              std::to_string(plan.root().batch_size()) + ": nothing to evaluate");
+}
+
 // Every rank writes its pieces of a checkpoint into the directory rank 0 made.
 Status checkCheckpointDirectory(const TrainOptions& o, int rank) {
   if (o.checkpointDir.empty() || rank == 0) return Status::Ok();
@@ -120,10 +130,18 @@ struct RunState {
   double loadSeconds = 0;
   uint64_t seed = 0;
   int64_t samplesPerStep = 0;
+  DType saveDtype = DType::kF32;             // --save's floats
+  std::optional<text::Tokenizer> tokenizer;  // --sample's
   // --checkpoint-async's writer; destroyed first, so that a write in flight stops before the
   // layout it reads goes.
   std::unique_ptr<checkpoint::AsyncCheckpointWriter> async;
 };
+
+// --sample's options: the sampler's flags and the tokenizer read before training.
+SamplingOptions sampling(const TrainOptions& o, const RunState& run) {
+  return {o.temperature, o.topK, o.sampleSeed, run.tokenizer ? &*run.tokenizer : nullptr,
+          o.tokenizer == "bytes"};
+}
 
 // A stop asked for while the run starts (reading a checkpoint, opening data): the run ends at
 // the end of the phase, not after its first step.
@@ -167,10 +185,23 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
     if (!o.initPath.empty()) DTC_RETURN_IF_ERROR(checkpoint::checkParametersFile(plan, o.initPath));
     if (o.saveHf && !plan.root().hf_config())
       return Status::InvalidInput(
-          "--format hf: the plan's model carries no Hugging Face config (dtc zoo llama and dtc "
-          "zoo gpt --layout hf write one); save it with --format dtc");
+          "--format hf: the plan's model carries no Hugging Face config (dtc compile HF_DIR, "
+          "dtc zoo llama and dtc zoo gpt --layout hf write one); save it with --format dtc");
+    if (!o.saveDir.empty()) {
+      DTC_ASSIGN_OR_RETURN(run.saveDtype, saveDtypeFor(plan, o.saveDtype, o.saveHf));
+    }
+    if (rank == 0) {
+      const int64_t done = stepDir.empty() ? 0 : index.progress.step;
+      DTC_RETURN_IF_ERROR(checkOutputRoom(
+          plan, {o.saveDir, run.saveDtype, o.checkpointDir,
+                 checkpointsWritten(done, std::max(o.steps, done), o.checkpointEvery), o.keep}));
+    }
     if (!o.dataDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.dataDir));
     if (!o.evalDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.evalDir));
+    if (!o.tokenizer.empty() && o.tokenizer != "bytes" && rank == 0) {
+      DTC_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(o.tokenizer));
+      run.tokenizer = std::move(tokenizer);
+    }
     return Status::Ok();
   };
   DTC_RETURN_IF_ERROR(agree(world, unlessStopped(checkArguments()), agreed));
@@ -224,15 +255,17 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
     }
     if (!o.evalDir.empty()) {
       DTC_ASSIGN_OR_RETURN(run.eval, openBatchSource(ex, "eval", o.evalDir, 0));
+      DTC_RETURN_IF_ERROR(checkWholeBatch(*run.eval, "--eval " + o.evalDir, plan));
     }
     if (!o.predictDir.empty()) {
-      DTC_ASSIGN_OR_RETURN(
-          run.predict, openBatchSource(ex, "eval", o.evalDir.empty() ? o.dataDir : o.evalDir, 0));
+      const std::string& path = o.evalDir.empty() ? o.dataDir : o.evalDir;
+      DTC_ASSIGN_OR_RETURN(run.predict, openBatchSource(ex, "eval", path, 0));
+      DTC_RETURN_IF_ERROR(checkWholeBatch(*run.predict, "--predict's data " + path, plan));
     }
     if (!o.checkpointDir.empty()) {
       DTC_ASSIGN_OR_RETURN(run.layout, checkpoint::planCheckpointLayout(plan));
     }
-    if (o.sampleTokens > 0) DTC_RETURN_IF_ERROR(checkCanGenerate(ex));
+    if (o.sampleTokens > 0) DTC_RETURN_IF_ERROR(checkCanGenerate(ex, sampling(o, run)));
     return Status::Ok();
   };
   return agree(world, unlessStopped(openData()), agreed);
@@ -589,11 +622,24 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   // A run that trained nothing still leaves the state it holds (the initial one: step-0).
   DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.steps), false));
   DTC_RETURN_IF_ERROR(evaluateAt(std::max(run.done, o.steps), false));
+  // What training made is saved first: what follows reads it.
+  if (!o.saveDir.empty()) {
+    comm::setPhase("saving the parameters");
+    DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.saveDir, agreed));
+    DTC_RETURN_IF_ERROR(
+        saveParameters(ex, o.saveDir, lead, {o.maxShardBytes, run.saveDtype, o.saveHf}));
+    if (o.saveHf && lead) {
+      const flatbuffers::String* config = ex.plan().root().hf_config();
+      const flatbuffers::String* generation = ex.plan().root().hf_generation_config();
+      DTC_RETURN_IF_ERROR(checkpoint::writeHfConfig(config ? config->str() : "",
+                                                    generation ? generation->str() : "",
+                                                    torchDtypeName(run.saveDtype), o.saveDir));
+    }
+  }
   if (o.sampleTokens > 0 && lead) {
     DTC_ASSIGN_OR_RETURN(std::string text,
-                         generate(ex, o.prompt, o.sampleTokens,
-                                  SamplingOptions{o.temperature, o.topK, o.sampleSeed}));
-    std::printf("sample: %s\n", terminalText(o.prompt + text).c_str());
+                         generate(ex, o.prompt, o.sampleTokens, sampling(o, run)));
+    std::printf("sample: %s\n", terminalText(text).c_str());
   }
   if (run.predict) {
     comm::setPhase("predicting");
@@ -601,15 +647,6 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   }
   if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.tracePath));
   if (o.profileSummary && lead) std::printf("%s", profileSummary(ex).c_str());
-  if (!o.saveDir.empty()) {
-    comm::setPhase("saving the parameters");
-    DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.saveDir, agreed));
-    DTC_RETURN_IF_ERROR(saveParameters(ex, o.saveDir, lead, o.maxShardBytes));
-    if (o.saveHf && lead) {
-      const flatbuffers::String* config = ex.plan().root().hf_config();
-      DTC_RETURN_IF_ERROR(checkpoint::writeHfConfig(config ? config->str() : "", o.saveDir));
-    }
-  }
   return reportMemory(ex, mesh->world(), lead, run.async ? run.async->hostBytes() : 0);
 }
 

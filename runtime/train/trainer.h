@@ -23,13 +23,17 @@ struct TrainOptions {
   bool saveHf = false;         // --format hf: DIR/config.json beside it (a Hugging Face folder)
   // --max-shard-size: above it, --save writes shards and their index (save_pretrained's 5GB).
   uint64_t maxShardBytes = 5'000'000'000;
+  // --save-dtype: f32, bf16 or f16 ("": float32, or under --format hf the torch_dtype of the
+  // model's config, as transformers saved it).
+  std::string saveDtype;
   std::string predictDir;    // optional: DIR/<output>.npy, the eval function over the data
   int64_t steps = 0;         // the run's total: a resumed run continues up to it
   uint64_t seed = 0;         // sample order: epoch e is permuted from (seed, e)
   bool seedGiven = false;    // --seed was given (a resumed run otherwise takes the checkpoint's)
   int threads = 0;           // 0: all hardware threads
-  int64_t sampleTokens = 0;  // after training: a continuation of `prompt` (byte-level LMs)
+  int64_t sampleTokens = 0;  // after training: a continuation of `prompt`
   std::string prompt;
+  std::string tokenizer;     // --tokenizer: a tokenizer.json or its folder, or "bytes"
   double temperature = 0.8;  // sampling as nanoGPT's sample.py (0: greedy)
   int64_t topK = 200;
   uint64_t sampleSeed = 1337;

@@ -127,7 +127,7 @@ def check_remote_kill_during_async_write(work, data):
     ckpt = os.path.join(work, "async-ckpt")
     env = dict(os.environ, DTC_FAULT=f"checkpoint-file@6#{pieces + 1}")
     cmd = two_hosts(work, plan, ["--data", data, "--steps", 100000, "--checkpoint", ckpt, "--checkpoint-every", 2,
-                                 "--checkpoint-async"])
+                                 "--keep", 3, "--checkpoint-async"])
     begin = time.time()
     rc, out, err = finish(start(cmd, env), 120, "rank 6 killed in its asynchronous write")
     assert rc != 0, "exit 0"

@@ -10,6 +10,8 @@ and nothing good is lost.
   --max-skipped-steps in a row is exit 4;
 - unwritable outputs (--log, --save, --trace, --checkpoint, --tensorboard) and a --sample the
   plan cannot do are found before step 1 (exit 2);
+- no room for --save or for the checkpoints asked for (a small file system of its own), and an
+  --eval set shorter than one batch: exit 2 before step 1, naming the sizes;
 - a data file truncated or rewritten while the job runs: exit 2 naming the file, never SIGBUS."""
 import os
 import stat
@@ -149,6 +151,42 @@ def check_unwritable_outputs(plans, good, work):
     print("unwritable outputs and --sample on an MLP: exit 2 before step 1")
 
 
+def check_room_and_short_eval(plans, good, work):
+    """Outputs on a 600 KB file system (tmpfs, in a mount namespace of the run's own): the MLP's
+    parameters take 940 KB as float32, 470 KB as bf16, and so does a checkpoint of its SGD run."""
+    gpt, plan = os.path.join(work, "gpt-short.dtm"), os.path.join(work, "gpt-short.dtp")
+    run(tool("dtc"), "zoo", "gpt", "--vocab", 64, "--ctx", 16, "--layers", 1, "--heads", 2, "--embd", 16, "-o", gpt)
+    run(tool("dtc"), "compile", gpt, "-o", plan, "--batch", 8)
+    train, short = os.path.join(work, "train-long.bin"), os.path.join(work, "eval-short.bin")
+    write_tokens(train, np.arange(4000) % 64)
+    write_tokens(short, np.arange(50) % 64)  # 3 windows of 16
+    result = run_job(command(plan, 1, ["--data", train, "--steps", 3, "--eval", short]), 60, "short eval")
+    expect_failure(result, 2, ["--eval", "holds 3 samples, fewer than one batch of 8: nothing to evaluate"],
+                   "short eval")
+    assert "step " not in result[1], result[1]
+    small = os.path.join(work, "small-fs")
+    os.makedirs(small)
+
+    def on_small_fs(args):
+        inner = " ".join(f"'{a}'" for a in command(plans["one"], 1, args))
+        return ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=600k tmpfs '{small}' && exec {inner}"]
+    cases = [(["--save", f"{small}/out"], [f"--save {small}/out needs 1.0 MB on a file system with 614 KB free"]),
+             (["--save", f"{small}/out", "--save-dtype", "bf16"], None),
+             (["--checkpoint", f"{small}/ck", "--checkpoint-every", 1, "--keep", 2],
+              [f"--checkpoint {small}/ck needs", "(3 checkpoints of 1.1 MB: --keep 2 and the one being written)"]),
+             (["--save", f"{small}/out", "--save-dtype", "bf16", "--checkpoint", f"{small}/ck"],
+              [f"--save {small}/out (", f"and --checkpoint {small}/ck (1 checkpoint of 1.1 MB) need", "together"])]
+    for extra, needles in cases:
+        what = f"outputs on a small file system ({' '.join(map(str, extra))})"
+        result = run_job(on_small_fs(["--data", good, "--steps", 3, *extra]), 60, what)
+        if needles is None:
+            assert result[0] == 0, f"{what}: {result[2]}"
+            continue
+        expect_failure(result, 2, needles, what)
+        assert "step " not in result[1], f"{what}: trained before failing:\n{result[1]}"
+    print("no room for --save or --checkpoint, an --eval set shorter than a batch: exit 2 before step 1")
+
+
 def check_truncated_data(plans, good, work):
     rng = np.random.default_rng(2)
     tokens = os.path.join(work, "train.bin")
@@ -192,6 +230,7 @@ def main():
         check_nonfinite_weights(plans, work)
         check_fp16_skips(plans, good, work)
         check_unwritable_outputs(plans, good, work)
+        check_room_and_short_eval(plans, good, work)
         check_truncated_data(plans, good, work)
     print("input faults: OK")
 

@@ -43,7 +43,9 @@ def make_plans(work):
 def launch_long(plan, data, work, name, extra=()):
     log = os.path.join(work, f"{name}.jsonl")
     ckpt = os.path.join(work, f"{name}-ckpt")
-    args = ["--data", data, "--steps", LONG, "--log", log, "--checkpoint", ckpt, "--checkpoint-every", 5, *extra]
+    # --keep: a run of LONG steps keeping every checkpoint would need room for all of them.
+    args = ["--data", data, "--steps", LONG, "--log", log, "--checkpoint", ckpt, "--checkpoint-every", 5,
+            "--keep", 3, *extra]
     return start(command(plan, 2, args)), log, ckpt
 
 

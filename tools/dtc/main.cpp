@@ -15,8 +15,8 @@
 #include "flatbuffers/ModelFile.h"
 #include "flatbuffers/ModelImporter.h"
 #include "flatbuffers/model_version.h"
+#include "hf/HfFolder.h"
 #include "io/files.h"
-#include "onnx/ModelSource.h"
 #include "onnx/OnnxImport.h"
 #include "perf/step_time.h"
 #include "plan/function_names.h"
@@ -25,6 +25,7 @@
 #include "plan/summary.h"
 #include "planner/CompileRequest.h"
 #include "planner/Explore.h"
+#include "source/ModelSource.h"
 #include "support/args.h"
 #include "zoo/ZooCommand.h"
 
@@ -42,6 +43,7 @@ namespace {
   "              [--ffn F] [--rope-theta R] [--rms-eps E] [--tie-embeddings] [--seed S]\n"         \
   "              [--experts E ... as gpt's] -o M.dtm\n"                                            \
   "  dtc zoo convnet [--classes N] [--seed S] -o MODEL.dtm\n"                                      \
+  "  dtc zoo --from HF_DIR [--ctx T] [--seed S] -o MODEL.dtm\n"                                    \
   "      writes a built-in model in the FlatBuffers model format (docs/model-format.md):\n"        \
   "      mlp --input 784 --hidden 256,128 --classes 10; gpt --vocab 256 --ctx 64 --layers 2\n"     \
   "      --heads 4 --embd 64; llama as transformers' LlamaForCausalLM, --vocab 256 --ctx 64\n"     \
@@ -52,11 +54,13 @@ namespace {
   "      renormalised, capacity factor 1.25, aux-loss weight 0.01, z-loss weight 0.001\n"
 
 #define DTC_COMPILE_USAGE                                                                        \
-  "  dtc compile MODEL.dtm|MODEL.onnx -o PLAN.dtp --batch N [--optimizer sgd|adamw] [--lr F]\n"  \
+  "  dtc compile MODEL.dtm|MODEL.onnx|HF_DIR -o PLAN.dtp --batch N [--ctx T]\n"                  \
+  "              [--optimizer sgd|adamw] [--lr F]\n"                                             \
   "              [--loss NAME | --loss cross-entropy|mse --target INPUT] [--eval-export]\n"      \
   "              [--buffer GLOB]...   (ONNX: tensors kept, not trained)\n"                       \
-  "              [--padding-idx TABLE=ROW]...   (ONNX: nn.Embedding's padding_idx, dropped by\n" \
-  "              the exporter: that row never trains)\n"                                         \
+  "              [--padding-idx TABLE=ROW|none]...   (ONNX: nn.Embedding's padding_idx,\n"       \
+  "              dropped by the exporter: that row never trains; by default a table's one\n"     \
+  "              zero row; none: no such row)\n"                                                 \
   "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"          \
   "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                   \
   "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                           \
@@ -74,6 +78,9 @@ namespace {
   "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--[no-]multi-tensor]\n"       \
   "              [--no-fold-casts] [--dump-ir DIR] [--pass-timing]\n"                            \
   "\n"                                                                                           \
+  "A Hugging Face folder (config.json: llama, mistral, qwen2, mixtral, gpt2) builds the model\n" \
+  "its config describes; --ctx T trains it on windows of T tokens (default and most: its\n"      \
+  "max_position_embeddings); dtrun --init HF_DIR then reads its weights.\n"                      \
   "An ONNX model (torch.onnx.export, opsets 13-17) is recognised by content and translated;\n"   \
   "its loss is its one scalar output, --loss NAME, or for a forward-only export --loss\n"        \
   "cross-entropy|mse against --target INPUT, a data input that --loss adds. An export in\n"      \
@@ -152,7 +159,27 @@ int writeModel(const std::string& path, const std::vector<uint8_t>& bytes) {
   return 0;
 }
 
+// `dtc zoo --from DIR [--ctx T] [--seed S] -o MODEL.dtm`: the model a Hugging Face folder's
+// config describes, as a model file.
+int runZooFromFolder(int argc, char** argv) {
+  auto args = dtc::Args::parse(argc, argv, 2, {"from", "ctx", "seed", "output"}, {});
+  if (!args.ok()) return fail(args.status());
+  if (!args->positionals().empty()) return fail("dtc zoo --from DIR: takes no model name");
+  if (!args->has("output")) return fail("dtc zoo: missing -o MODEL.dtm");
+  auto ctx = args->integer("ctx", 0);
+  auto seed = args->integer("seed", 0);
+  if (!ctx.ok()) return fail(ctx.status());
+  if (!seed.ok()) return fail(seed.status());
+  if (args->has("ctx") && *ctx <= 0) return fail("dtc zoo: --ctx must be positive");
+  auto model = dtc::hf::buildFolderModel(args->str("from"), {*ctx, static_cast<uint64_t>(*seed)});
+  if (!model.ok()) return fail(model.status());
+  std::printf("dtc: %s: %s\n", args->str("from").c_str(), model->summary.c_str());
+  return writeModel(args->str("output"), model->bytes);
+}
+
 int runZoo(int argc, char** argv) {
+  if (argc >= 3 && (!std::strcmp(argv[2], "--from") || !std::strncmp(argv[2], "--from=", 7)))
+    return runZooFromFolder(argc, argv);
   auto model = dtc::zoo::zooModelFromArgs(argc, argv);
   if (!model.ok()) return fail(model.status());
   return writeModel(model->output, model->bytes);
@@ -251,9 +278,8 @@ int runImport(int argc, char** argv) {
   options.target = args->str("target");
   options.acceptEvalExport = args->has("eval-export");
   options.buffers = args->all("buffer");
-  auto padding = dtc::onnx_import::parsePaddingIdx(args->all("padding-idx"));
-  if (!padding) return fail("dtc import: " + llvm::toString(padding.takeError()));
-  options.paddingIdx = std::move(*padding);
+  if (llvm::Error e = dtc::onnx_import::parsePaddingIdx(args->all("padding-idx"), options))
+    return fail("dtc import: " + llvm::toString(std::move(e)));
   auto model = dtc::onnx_import::OnnxModel::read(path);
   if (!model) return fail(llvm::toString(model.takeError()));
   auto bytes = dtc::onnx_import::importOnnx(*model, options);

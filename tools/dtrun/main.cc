@@ -20,9 +20,11 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: dtrun PLAN [--data DIR|TOKENS.bin|SHARDS --steps N] [--seed S] [--log FILE.jsonl]\n"
-    "             [--save DIR [--format dtc|hf] [--max-shard-size SIZE]]\n"
+    "             [--save DIR [--format dtc|hf] [--max-shard-size SIZE] [--save-dtype T]]\n"
     "                 DIR/model.safetensors, or shards of at most SIZE and their index\n"
-    "                 (default 5GB, as save_pretrained); hf: DIR/config.json too\n"
+    "                 (default 5GB, as save_pretrained); hf: DIR/config.json (and\n"
+    "                 generation_config.json) too, Hugging Face's names; T: f32, bf16 or f16\n"
+    "                 (default f32; hf: the config's torch_dtype)\n"
     "             [--eval DIR|TOKENS.bin [--eval-every N] [--eval-batches K]]\n"
     "             [--threads N] [--trace FILE.json] [--tensorboard DIR]\n"
     "             [--device cpu|cuda|cpu-staged]   (default: the plan's device)\n"
@@ -30,13 +32,16 @@ constexpr const char kUsage[] =
     "                 DIR/step-<N>/, DIR/latest; async: each rank copies its state to host\n"
     "                 memory at the step and writes it while training goes on\n"
     "             [--resume DIR|DIR/step-<N>]   continue a run (--steps is its total)\n"
-    "             [--init FILE.safetensors|HF_DIR]  start from these parameters (PyTorch names;\n"
-    "                 a Hugging Face folder: config.json checked, sharded weights read)\n"
+    "             [--init FILE.safetensors|DIR]  start from these parameters (PyTorch names;\n"
+    "                 a Hugging Face folder: config.json checked, sharded weights read; a\n"
+    "                 --save folder)\n"
     "             [--predict DIR]  after training, the model in evaluation mode over --eval's\n"
     "                 data (else --data's), in order: DIR/<output>.npy for each output\n"
-    "             [--sample N [--prompt TEXT] [--temperature T] [--top-k K]]\n"
-    "                 text from a byte-level language model, drawn as nanoGPT's sample.py does\n"
-    "                 (temperature 0.8, top-k 200, seed --seed or 1337; --temperature 0: greedy)\n"
+    "             [--sample N [--prompt TEXT] [--temperature T] [--top-k K] [--tokenizer DIR]]\n"
+    "                 text from a language model, drawn as nanoGPT's sample.py does\n"
+    "                 (temperature 0.8, top-k 200, seed --seed or 1337; --temperature 0: greedy);\n"
+    "                 tokens are bytes (a vocabulary of 256), or a Hugging Face tokenizer's\n"
+    "                 (DIR/tokenizer.json; --tokenizer bytes: bytes of a larger vocabulary)\n"
     "             [--collective-timeout SECONDS]  a wait for other ranks longer than this ends "
     "the\n"
     "                 job with a report naming the ranks that did not arrive (default 600)\n"
@@ -99,7 +104,9 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
                                 "predict",
                                 "tensorboard",
                                 "format",
-                                "max-shard-size"},
+                                "max-shard-size",
+                                "save-dtype",
+                                "tokenizer"},
                                {"check-numerics", "profile-summary", "checkpoint-async"});
   if (!args.ok()) return args.status();
   if (args->positionals().size() != 1)
@@ -122,6 +129,10 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
     return dtc::Status::InvalidInput(
         "--max-shard-size says how --save DIR splits the model: give --save");
   options.maxShardBytes = *maxShard;
+  options.saveDtype = args->str("save-dtype");
+  if (args->has("save-dtype") && !args->has("save"))
+    return dtc::Status::InvalidInput(
+        "--save-dtype says how --save DIR writes the model: give --save");
   options.predictDir = args->str("predict");
   options.tracePath = args->str("trace");
   options.profileSummary = args->has("profile-summary");
@@ -158,12 +169,16 @@ dtc::Status parseCommandLine(int argc, char** argv, dtc::TrainOptions& options,
   options.threads = static_cast<int>(*threads);
   options.sampleTokens = *sample;
   options.prompt = args->str("prompt");
+  options.tokenizer = args->str("tokenizer");
   auto temperature = dtc::dtrun::numberFlag(*args, "temperature", options.temperature);
   auto topK = dtc::dtrun::integerFlag(*args, "top-k", options.topK);
   if (!temperature.ok()) return temperature.status();
   if (!topK.ok()) return topK.status();
-  if ((args->has("temperature") || args->has("top-k") || args->has("prompt")) && *sample <= 0)
-    return dtc::Status::InvalidInput("--prompt, --temperature and --top-k need --sample N");
+  if ((args->has("temperature") || args->has("top-k") || args->has("prompt") ||
+       args->has("tokenizer")) &&
+      *sample <= 0)
+    return dtc::Status::InvalidInput(
+        "--prompt, --temperature, --top-k and --tokenizer need --sample N");
   auto timeout = dtc::dtrun::numberFlag(*args, "collective-timeout",
                                         dtc::comm::kDefaultCollectiveTimeoutSeconds);
   auto maxSkipped = dtc::dtrun::integerFlag(*args, "max-skipped-steps", options.maxSkippedSteps);
