@@ -10,8 +10,8 @@
 namespace dtc::hf {
 
 // The window a model trains on: `requested` (0: the model's `positions`), at most `positions`.
-StatusOr<int64_t> trainingWindow(const ConfigReader& config, int64_t requested,
-                                 int64_t positions, const char* positionsKey);
+StatusOr<int64_t> trainingWindow(const ConfigReader& config, int64_t requested, int64_t positions,
+                                 const char* positionsKey);
 
 // llama, mistral, qwen2 and mixtral configs.
 StatusOr<zoo::LlamaOptions> readLlamaFamily(ConfigReader& config, int64_t ctx);

@@ -21,7 +21,8 @@ Status readRopeScaling(ConfigReader& config, zoo::RopeScaling& rope) {
   auto number = [&](const char* key, double& field) -> Status {
     const io::Json* v = scaling->find(key);
     if (!v || v->isNull()) return Status::Ok();
-    if (!v->isNumber()) return config.error(std::string("rope_scaling.") + key + " must be a number");
+    if (!v->isNumber())
+      return config.error(std::string("rope_scaling.") + key + " must be a number");
     field = v->asDouble();
     return Status::Ok();
   };
@@ -29,7 +30,8 @@ Status readRopeScaling(ConfigReader& config, zoo::RopeScaling& rope) {
     const io::Json* v = scaling->find(key);
     if (!v || !v->isArray()) return Status::Ok();
     for (const io::Json& f : v->asArray()) {
-      if (!f.isNumber()) return config.error(std::string("rope_scaling.") + key + " must hold numbers");
+      if (!f.isNumber())
+        return config.error(std::string("rope_scaling.") + key + " must hold numbers");
       field.push_back(f.asDouble());
     }
     return Status::Ok();
@@ -50,8 +52,7 @@ Status readRopeScaling(ConfigReader& config, zoo::RopeScaling& rope) {
   if (rope.type == "llama3")
     allowed.insert({"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
   if (rope.type == "yarn") allowed.insert({"attention_factor", "beta_fast", "beta_slow"});
-  if (rope.type == "longrope")
-    allowed.insert({"long_factor", "short_factor", "attention_factor"});
+  if (rope.type == "longrope") allowed.insert({"long_factor", "short_factor", "attention_factor"});
   if (rope.type == "default") allowed = {"rope_type", "type"};
   for (const auto& [key, v] : scaling->members())
     if (!allowed.count(key))
@@ -87,7 +88,7 @@ StatusOr<zoo::LlamaOptions> readLlamaFamily(ConfigReader& c, int64_t ctx) {
   // Each class's defaults, where config.json leaves a setting out.
   DTC_ASSIGN_OR_RETURN(o.vocab, c.integer("vocab_size", llama ? 32000 : qwen2 ? 151936 : 32000));
   DTC_ASSIGN_OR_RETURN(o.embd, c.integer("hidden_size", 4096));
-  DTC_ASSIGN_OR_RETURN(o.ffn, c.integer("intermediate_size", llama    ? 11008
+  DTC_ASSIGN_OR_RETURN(o.ffn, c.integer("intermediate_size", llama   ? 11008
                                                              : qwen2 ? 22016
                                                                      : 14336));
   DTC_ASSIGN_OR_RETURN(o.layers, c.integer("num_hidden_layers", 32));
@@ -156,15 +157,13 @@ StatusOr<zoo::LlamaOptions> readLlamaFamily(ConfigReader& c, int64_t ctx) {
     if (o.moe.experts < 1 || o.moe.topK < 1 || o.moe.topK > o.moe.experts)
       return c.error("num_experts_per_tok must be in [1, num_local_experts]");
     // Mixtral drops no token: a capacity of every token of the sequence, and no router loss.
-    o.moe.capacityFactor =
-        static_cast<double>(o.moe.experts) / static_cast<double>(o.moe.topK);
+    o.moe.capacityFactor = static_cast<double>(o.moe.experts) / static_cast<double>(o.moe.topK);
     o.moe.auxWeight = 0;
     o.moe.zWeight = 0;
   }
-  DTC_ASSIGN_OR_RETURN(o.ctx, trainingWindow(c, window > 0 && window < positions && ctx == 0
-                                                    ? window
-                                                    : ctx,
-                                             positions, "max_position_embeddings"));
+  DTC_ASSIGN_OR_RETURN(
+      o.ctx, trainingWindow(c, window > 0 && window < positions && ctx == 0 ? window : ctx,
+                            positions, "max_position_embeddings"));
   if (window > 0 && o.ctx > window)
     return c.error("sliding_window " + std::to_string(window) + " is shorter than the window of " +
                    std::to_string(o.ctx) +

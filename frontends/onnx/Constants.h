@@ -24,6 +24,10 @@ struct Constant {
   Shape shape;
   std::vector<double> reals;  // floating-point types
   std::vector<int64_t> ints;  // integer types and bool
+  // A sequence (ONNX's sequence type, which exports build in loops): its tensors; `type` is
+  // theirs and `shape` empty.
+  bool isSequence = false;
+  std::vector<Constant> elements;
 
   static Constant ofInts(int32_t type, Shape shape, std::vector<int64_t> values);
   static Constant ofReals(int32_t type, Shape shape, std::vector<double> values);
@@ -72,6 +76,24 @@ bool foldable(const std::string& opType);
 std::optional<std::vector<Constant>> evaluate(const onnx::NodeProto& node,
                                               const std::vector<const Constant*>& inputs,
                                               std::string& error);
+
+// ---- FoldIndexing.cpp
+
+// CumSum, ScatterND, ScatterElements, GatherElements and Tile, as `evaluate` (which covers
+// them through these).
+bool foldableIndexing(const std::string& opType);
+std::optional<std::vector<Constant>> evaluateIndexing(const onnx::NodeProto& node,
+                                                      const std::vector<const Constant*>& inputs,
+                                                      std::string& error);
+
+// ---- FoldSequences.cpp
+
+// SequenceEmpty, SequenceConstruct, SplitToSequence, SequenceAt, SequenceInsert,
+// SequenceLength and ConcatFromSequence, and Split, as `evaluate`.
+bool foldableSequence(const std::string& opType);
+std::optional<std::vector<Constant>> evaluateSequence(const onnx::NodeProto& node,
+                                                      const std::vector<const Constant*>& inputs,
+                                                      std::string& error);
 
 // ---- FoldMatmul.cpp
 

@@ -200,11 +200,17 @@ OpRule matmulRule() {
             if (a.shape.back() != b.shape[b.shape.size() - 2])
               return t.nodeError(
                   i, "inner dimensions differ: " + shapeText(a.shape) + " · " + shapeText(b.shape));
-            if (rankOf(b) != 2 &&
-                !std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin(), b.shape.end() - 2))
-              return t.nodeError(i, "batch dimensions " + shapeText(a.shape) + " and " +
-                                        shapeText(b.shape) + " must be equal (or B 2-D)");
-            Shape shape(a.shape.begin(), a.shape.end() - 1);
+            // Batch dimensions broadcast (multi-query attention's one key head for all).
+            Shape shape(a.shape.begin(), a.shape.end() - 2);
+            if (rankOf(b) != 2) {
+              std::optional<Shape> batch =
+                  broadcastShapes(shape, Shape(b.shape.begin(), b.shape.end() - 2));
+              if (!batch)
+                return t.nodeError(i, "batch dimensions " + shapeText(a.shape) + " and " +
+                                          shapeText(b.shape) + " do not broadcast");
+              shape = *batch;
+            }
+            shape.push_back(a.shape[a.shape.size() - 2]);
             shape.push_back(b.shape.back());
             t.define(out(t, i), kFloat, shape);
             return Error::success();
@@ -224,9 +230,52 @@ OpRule matmulRule() {
                      {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
               return Error::success();
             }
-            t.emit(i, "MatMul", {a.name, b.name}, {out(t, i)});
+            // Each operand broadcast to the product's batch dimensions (Expand's gradient sums
+            // the copies back).
+            const Shape& shape = t.value(out(t, i))->shape;
+            auto full = [&](const Value& v, int64_t rows, int64_t columns) {
+              Shape target(shape.begin(), shape.end() - 2);
+              target.push_back(rows);
+              target.push_back(columns);
+              if (v.shape == target) return v.name;
+              const std::string expanded = t.fresh(out(t, i) + "::broadcast");
+              t.emit(i, "Expand", {v.name}, {expanded}, {NodeAttr::ints("shape", target)});
+              return expanded;
+            };
+            const int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
+            t.emit(i, "MatMul", {full(a, m, k), full(b, k, n)}, {out(t, i)});
             return Error::success();
           }};
+}
+
+// Max or Min of a value and a constant that clamps nothing a float holds: the lowest float (or
+// −∞) under Max, the highest (or +∞) under Min, as transformers clamps attention scores to
+// finfo.min. (Other maxima and minima of computed values are not translated yet.)
+OpRule clampRule() {
+  return {[](Translator& t, int i) -> Error {
+            const onnx::NodeProto& n = t.node(i);
+            const bool max = n.op_type() == "Max";
+            if (n.input_size() != 2)
+              return t.unsupported(i, "a Max or Min of other than two inputs");
+            for (int k = 0; k < 2; ++k) {
+              const Constant* c = t.constant(i, k);
+              const Value* x = t.input(i, 1 - k);
+              if (!c || t.constant(i, 1 - k) || !x || x->type != kFloat) continue;
+              bool none = true;
+              for (uint64_t e = 0; e < c->size() && none; ++e)
+                none = max ? c->real(e) <= -3.4028234663852886e38
+                           : c->real(e) >= 3.4028234663852886e38;
+              std::optional<Shape> shape = broadcastShapes(x->shape, c->shape);
+              if (none && shape && *shape == x->shape) {
+                t.alias(out(t, i), n.input(1 - k));
+                return Error::success();
+              }
+            }
+            return t.unsupported(i, std::string("a ") + n.op_type() +
+                                        " of computed values (only a clamp to the float's " +
+                                        (max ? "lowest" : "highest") + " value is translated)");
+          },
+          [](Translator&, int) { return Error::success(); }, 2, 2};
 }
 
 // Gemm: α·op(A)·op(B) + β·C. nn.Linear's export (B a parameter [out, in], transB = 1, α = β = 1)

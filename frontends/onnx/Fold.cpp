@@ -651,7 +651,7 @@ bool foldable(const std::string& op) {
                                             "Cos",
                                             "Sin",
                                             "MatMul"};
-  return ops.count(op) > 0;
+  return ops.count(op) > 0 || foldableIndexing(op) || foldableSequence(op);
 }
 
 std::optional<std::vector<Constant>> evaluate(const onnx::NodeProto& node,
@@ -677,6 +677,10 @@ std::optional<std::vector<Constant>> evaluate(const onnx::NodeProto& node,
     return reduce(node, in, error, op);
   if (op == "Max" || op == "Min") return variadic(in, error, op == "Max");
   if (op == "MatMul") return foldMatmul(in, error);
+  if (foldableIndexing(op)) return evaluateIndexing(node, in, error);
+  if (foldableSequence(op)) return evaluateSequence(node, in, error);
+  for (const Constant* c : in)
+    if (c && c->isSequence) return std::nullopt;  // the tensor ops below take no sequence
   static const std::map<std::string, std::pair<RealFn, IntFn>> arithmetic = {
       {"Add",
        {[](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; }}},

@@ -176,10 +176,14 @@ OpRule concatRule() {
           }};
 }
 
-// Slice with known starts, ends, axes and unit steps: per sliced axis a Split into the part
-// before, the slice and the part after, of which only the slice is used.
+// Slice with known starts, ends, axes and positive steps: per sliced axis a Split into the part
+// before, the slice and the part after, of which only the slice is used. A step s > 1 takes a
+// window of length·s elements from `start` (its first element `offset` in, so that the window
+// fits the axis), reshaped [length, s]: the slice is the column `offset` of that (GPT-J's
+// rotary halves, x[..., ::2] and x[..., 1::2]).
 struct SliceRange {
   int64_t axis, start, length;
+  int64_t step = 1, offset = 0;
 };
 
 static Expected<std::vector<SliceRange>> sliceRanges(Translator& t, int i) {
@@ -204,10 +208,10 @@ static Expected<std::vector<SliceRange>> sliceRanges(Translator& t, int i) {
     if (!normalise(axis, rankOf(x)) || seen[axis])
       return t.nodeError(i, "its axes are out of range or repeated");
     seen[axis] = true;
-    if (steps[k] != 1)
+    if (steps[k] < 1)
       return t.nodeError(
-          i, "steps other than 1 are not supported yet (step " + std::to_string(steps[k]) + ")");
-    const int64_t dim = x.shape[axis];
+          i, "steps below 1 are not supported yet (step " + std::to_string(steps[k]) + ")");
+    const int64_t dim = x.shape[axis], step = steps[k];
     auto clamp = [dim](int64_t v) {
       if (v < 0) v = v < -dim ? 0 : v + dim;
       return std::min(v, dim);
@@ -215,7 +219,16 @@ static Expected<std::vector<SliceRange>> sliceRanges(Translator& t, int i) {
     const int64_t start = clamp(starts[k]), end = clamp(ends[k]);
     if (end <= start)
       return t.nodeError(i, "the slice along axis " + std::to_string(axis) + " is empty");
-    if (end - start < dim) ranges.push_back({axis, start, end - start});
+    if (step == 1) {
+      if (end - start < dim) ranges.push_back({axis, start, end - start});
+      continue;
+    }
+    const int64_t count = (end - start + step - 1) / step;
+    const int64_t window = std::min(start, dim - count * step);
+    if (window < 0 || start - window >= step)
+      return t.nodeError(i, "a slice of step " + std::to_string(step) + " from " +
+                                std::to_string(start) + " that no window of the axis holds");
+    ranges.push_back({axis, window, count, step, start - window});
   }
   return ranges;
 }
@@ -232,7 +245,12 @@ OpRule sliceRule() {
               return Error::success();
             }
             Shape shape = t.input(i, 0)->shape;
-            for (const SliceRange& r : *ranges) shape[r.axis] = r.length;
+            for (const SliceRange& r : *ranges) {
+              if (r.step > 1 && t.input(i, 0)->type != kFloat)
+                return t.nodeError(i, "a slice of step " + std::to_string(r.step) +
+                                          " of int64 data is not supported yet");
+              shape[r.axis] = r.length;
+            }
             t.define(out(t, i), t.input(i, 0)->type, shape);
             return Error::success();
           },
@@ -243,24 +261,55 @@ OpRule sliceRule() {
             Shape shape = t.input(i, 0)->shape;
             for (size_t k = 0; k < ranges->size(); ++k) {
               const SliceRange& r = (*ranges)[k];
-              std::vector<int64_t> sizes;
-              std::vector<std::string> pieces;
-              const std::string kept =
+              const std::string last =
                   k + 1 == ranges->size() ? out(t, i) : t.fresh(out(t, i) + ".slice");
-              if (r.start > 0) {
-                sizes.push_back(r.start);
-                pieces.push_back(t.fresh(out(t, i) + ".before"));
+              const std::string kept = r.step > 1 ? t.fresh(out(t, i) + ".window") : last;
+              // The contiguous part: the slice, or a stepped slice's window.
+              const int64_t span = r.length * r.step;
+              if (span < shape[r.axis]) {
+                std::vector<int64_t> sizes;
+                std::vector<std::string> pieces;
+                if (r.start > 0) {
+                  sizes.push_back(r.start);
+                  pieces.push_back(t.fresh(out(t, i) + ".before"));
+                }
+                sizes.push_back(span);
+                pieces.push_back(kept);
+                if (r.start + span < shape[r.axis]) {
+                  sizes.push_back(shape[r.axis] - r.start - span);
+                  pieces.push_back(t.fresh(out(t, i) + ".after"));
+                }
+                t.emit(i, "Split", {current}, pieces,
+                       {NodeAttr::integer("axis", r.axis), NodeAttr::ints("sizes", sizes)});
+              } else {
+                t.emit(i, "Reshape", {current}, {kept}, {NodeAttr::ints("shape", shape)});
               }
-              sizes.push_back(r.length);
-              pieces.push_back(kept);
-              if (r.start + r.length < shape[r.axis]) {
-                sizes.push_back(shape[r.axis] - r.start - r.length);
-                pieces.push_back(t.fresh(out(t, i) + ".after"));
-              }
-              t.emit(i, "Split", {current}, pieces,
-                     {NodeAttr::integer("axis", r.axis), NodeAttr::ints("sizes", sizes)});
-              current = kept;
               shape[r.axis] = r.length;
+              current = kept;
+              if (r.step > 1) {
+                // [..., length·s, ...] -> [..., length, s, ...]: column `offset`.
+                Shape rows = shape;
+                rows.insert(rows.begin() + r.axis + 1, r.step);
+                const std::string grid = t.fresh(out(t, i) + ".grid");
+                t.emit(i, "Reshape", {kept}, {grid}, {NodeAttr::ints("shape", rows)});
+                std::vector<int64_t> sizes;
+                std::vector<std::string> pieces;
+                const std::string column = t.fresh(out(t, i) + ".column");
+                if (r.offset > 0) {
+                  sizes.push_back(r.offset);
+                  pieces.push_back(t.fresh(out(t, i) + ".left"));
+                }
+                sizes.push_back(1);
+                pieces.push_back(column);
+                if (r.offset + 1 < r.step) {
+                  sizes.push_back(r.step - r.offset - 1);
+                  pieces.push_back(t.fresh(out(t, i) + ".right"));
+                }
+                t.emit(i, "Split", {grid}, pieces,
+                       {NodeAttr::integer("axis", r.axis + 1), NodeAttr::ints("sizes", sizes)});
+                t.emit(i, "Reshape", {column}, {last}, {NodeAttr::ints("shape", shape)});
+                current = last;
+              }
             }
             return Error::success();
           }};

@@ -29,14 +29,15 @@ std::string constantTerm(Translator& t, int i, const Constant& c) {
   return name;
 }
 
-// `x` broadcast to the node's output shape under the output's name (x itself when it has it).
+// `x` broadcast to the node's output shape under the output's name. (Always a node: patterns
+// found before emitting have taken the output's name, so it cannot become another's now.)
 void finish(Translator& t, int i, const std::string& x) {
   const Shape& shape = t.value(out(t, i))->shape;
-  if (t.value(x) && t.value(x)->shape == shape) {
-    t.alias(out(t, i), x);
-    return;
-  }
-  t.emit(i, "Expand", {x}, {out(t, i)}, {NodeAttr::ints("shape", shape)});
+  if (shape.empty())  // a scalar: no shape attribute to give
+    t.emit(i, "Scale", {x}, {out(t, i)}, {NodeAttr::real("factor", 1.0)});
+  else
+    t.emit(i, t.value(x) && t.value(x)->shape == shape ? "Reshape" : "Expand", {x}, {out(t, i)},
+           {NodeAttr::ints("shape", shape)});
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"Div", takes(divRule(), 2, 2)},
       {"Pow", takes(powRule(), 2, 2)},
       {"MatMul", takes(matmulRule(), 2, 2)},
+      {"Max", clampRule()},
+      {"Min", clampRule()},
       {"Gemm", takes(gemmRule(), 2, 3)},
       {"Reshape", takes(reshapeRule(), 2, 2)},
       {"Flatten", reshapeRule()},

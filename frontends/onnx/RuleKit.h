@@ -66,6 +66,7 @@ OpRule divRule();
 OpRule powRule();
 OpRule matmulRule();
 OpRule gemmRule();
+OpRule clampRule();
 
 // ---- layout (LayoutRules.cpp)
 OpRule reshapeRule();

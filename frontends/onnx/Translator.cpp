@@ -347,14 +347,21 @@ llvm::Error Translator::readInitializers() {
   return llvm::Error::success();
 }
 
-llvm::Error Translator::constantNode(int i) {
-  const onnx::NodeProto& n = *nodes_[i];
-  if (n.output_size() != 1) return nodeError(i, "a Constant has one output");
+void Translator::defineConstant(const std::string& name, Constant c) {
+  Value v;
+  v.kind = ValueKind::kConst;
+  v.type = c.type;
+  v.shape = c.shape;
+  v.constant = std::move(c);
+  values_[name] = std::move(v);
+}
+
+llvm::Expected<Constant> Translator::constantOf(const onnx::NodeProto& n) const {
   std::optional<Constant> c;
   for (const onnx::AttributeProto& a : n.attribute()) {
     if (a.name() == "value") {
       llvm::Expected<TensorData> data = model_.values(a.t());
-      if (!data) return nodeError(i, llvm::toString(data.takeError()));
+      if (!data) return data.takeError();
       c = Constant::fromData(*data);
     } else if (a.name() == "value_float") {
       c = Constant::ofReals(onnx::TensorProto::FLOAT, {}, {a.f()});
@@ -369,13 +376,20 @@ llvm::Error Translator::constantNode(int i) {
     }
   }
   if (!c)
-    return nodeError(i,
-                     "a Constant without a value dtc reads (value, value_float(s), value_int(s))");
+    return error("a Constant without a value dtc reads (value, value_float(s), value_int(s))");
+  return std::move(*c);
+}
+
+llvm::Error Translator::constantNode(int i) {
+  const onnx::NodeProto& n = *nodes_[i];
+  if (n.output_size() != 1) return nodeError(i, "a Constant has one output");
+  llvm::Expected<Constant> c = constantOf(n);
+  if (!c) return nodeError(i, llvm::toString(c.takeError()));
   Value v;
   v.kind = ValueKind::kConst;
   v.type = c->type;
   v.shape = c->shape;
-  v.constant = std::move(c);
+  v.constant = std::move(*c);
   values_[n.output(0)] = std::move(v);
   return llvm::Error::success();
 }
@@ -427,6 +441,15 @@ llvm::Error Translator::walk() {
     }
     const bool allKnown = std::all_of(
         in.begin(), in.end(), [](const Value* v) { return !v || v->kind == ValueKind::kConst; });
+    if (allKnown && op == "Loop") {  // run at compile time, its body on constants
+      llvm::Expected<std::optional<std::vector<Constant>>> out = foldLoop(i, in);
+      if (!out) return out.takeError();
+      if (*out) {
+        for (size_t k = 0; k < (*out)->size() && k < static_cast<size_t>(n.output_size()); ++k)
+          defineConstant(n.output(static_cast<int>(k)), std::move((**out)[k]));
+        continue;
+      }
+    }
     if (allKnown) {
       std::vector<const Constant*> constants;
       for (const Value* v : in) constants.push_back(v ? &*v->constant : nullptr);
@@ -434,14 +457,8 @@ llvm::Error Translator::walk() {
       std::optional<std::vector<Constant>> out = evaluate(n, constants, problem);
       if (!problem.empty()) return nodeError(i, problem);
       if (out) {
-        for (size_t k = 0; k < out->size() && k < static_cast<size_t>(n.output_size()); ++k) {
-          Value v;
-          v.kind = ValueKind::kConst;
-          v.type = (*out)[k].type;
-          v.shape = (*out)[k].shape;
-          v.constant = std::move((*out)[k]);
-          values_[n.output(static_cast<int>(k))] = std::move(v);
-        }
+        for (size_t k = 0; k < out->size() && k < static_cast<size_t>(n.output_size()); ++k)
+          defineConstant(n.output(static_cast<int>(k)), std::move((*out)[k]));
         continue;
       }
     }
@@ -507,7 +524,9 @@ llvm::Error Translator::finishLoss(std::vector<std::string>& outputs, std::strin
     const Value* out = value(o);
     if (!out || out->kind == ValueKind::kConst) continue;
     // An output that passes a value through (Identity, Dropout) keeps its own name: a copy.
-    if (out->name != o)
+    if (out->name != o && out->shape.empty())
+      builder_.node(o, "Scale", {out->name}, {o}, {NodeAttr::real("factor", 1.0)});
+    else if (out->name != o)
       builder_.node(o, "Reshape", {out->name}, {o}, {NodeAttr::ints("shape", out->shape)});
     outputs.push_back(o);
   }

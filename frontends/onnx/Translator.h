@@ -100,6 +100,13 @@ class Translator {
   llvm::Error finishLoss(std::vector<std::string>& outputs, std::string& loss,
                          std::string& predictions, std::string& targets);
   llvm::Error constantNode(int i);
+  // A Constant node's value (its value, value_float(s) or value_int(s)).
+  llvm::Expected<Constant> constantOf(const onnx::NodeProto& node) const;
+  void defineConstant(const std::string& name, Constant c);
+  // A Loop whose inputs are known, run with its body on constants (FoldLoop.cpp): its outputs,
+  // or nullopt when its body computes what only a step could.
+  llvm::Expected<std::optional<std::vector<Constant>>> foldLoop(
+      int i, const std::vector<const Value*>& in);
   llvm::Error unsupportedError() const;
 
   const OnnxModel& model_;

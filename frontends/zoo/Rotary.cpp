@@ -99,12 +99,12 @@ std::vector<double> ropeInverseFrequencies(const RopeScaling& s, double theta, i
   } else if (s.type == "longrope") {
     // LlamaRotaryEmbedding computes it once: the long factors where the model's positions
     // extend the original ones.
-    const bool extended = s.originalMaxPositions > 0 ? maxPositions > s.originalMaxPositions
-                                                     : s.factor > 1.0;
+    const bool extended =
+        s.originalMaxPositions > 0 ? maxPositions > s.originalMaxPositions : s.factor > 1.0;
     const std::vector<double>& factors = extended ? s.longFactor : s.shortFactor;
     for (size_t i = 0; i < pairs; ++i)
-      f[i] = static_cast<float>(
-          1.0 / (factors[i] * std::pow(theta, static_cast<double>(2 * i) / dim)));
+      f[i] = static_cast<float>(1.0 /
+                                (factors[i] * std::pow(theta, static_cast<double>(2 * i) / dim)));
   }
   return f;
 }
@@ -114,11 +114,10 @@ double ropeAttentionFactor(const RopeScaling& s, int64_t maxPositions) {
     return s.attentionFactor;
   if (s.type == "yarn") return 0.1 * std::log(s.factor) + 1.0;
   if (s.type == "longrope") {
-    const double original = static_cast<double>(
-        s.originalMaxPositions > 0 ? s.originalMaxPositions : maxPositions);
-    const double factor = s.originalMaxPositions > 0
-                              ? static_cast<double>(maxPositions) / original
-                              : s.factor;
+    const double original =
+        static_cast<double>(s.originalMaxPositions > 0 ? s.originalMaxPositions : maxPositions);
+    const double factor =
+        s.originalMaxPositions > 0 ? static_cast<double>(maxPositions) / original : s.factor;
     return factor <= 1.0 ? 1.0 : std::sqrt(1 + std::log(factor) / std::log(original));
   }
   return 1.0;

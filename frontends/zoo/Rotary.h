@@ -18,8 +18,8 @@ struct RopeScaling {
   int64_t originalMaxPositions = 0;  // llama3 (required), longrope (optional)
   // yarn, longrope: what the cosines and sines are scaled by (< 0: from the factor).
   double attentionFactor = -1.0;
-  double betaFast = 32.0, betaSlow = 1.0;                // yarn's correction range
-  std::vector<double> longFactor, shortFactor;           // longrope: one per channel pair
+  double betaFast = 32.0, betaSlow = 1.0;       // yarn's correction range
+  std::vector<double> longFactor, shortFactor;  // longrope: one per channel pair
 };
 
 // "" when `scaling` holds what its type needs (a factor >= 1 where it takes one, longrope's

@@ -22,7 +22,9 @@ uint32_t lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 // The length of a contraction at `i` ('s 't 're 've 'm 'll 'd), 0 if none.
 size_t contraction(const std::vector<uint32_t>& s, size_t i, bool anyCase) {
   if (s[i] != '\'' || i + 1 >= s.size()) return 0;
-  auto at = [&](size_t k) { return i + k < s.size() ? (anyCase ? lower(s[i + k]) : s[i + k]) : 0u; };
+  auto at = [&](size_t k) {
+    return i + k < s.size() ? (anyCase ? lower(s[i + k]) : s[i + k]) : 0u;
+  };
   const uint32_t a = at(1), b = at(2);
   if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
   if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
@@ -76,10 +78,14 @@ size_t llama3Piece(const std::vector<uint32_t>& s, size_t i, size_t digits) {
 }  // namespace
 
 bool knownPattern(const std::string& regex, SplitPattern& pattern) {
-  if (regex == kGpt2Regex) pattern = SplitPattern::kGpt2;
-  else if (regex == kLlama3Regex) pattern = SplitPattern::kLlama3;
-  else if (regex == kQwen2Regex) pattern = SplitPattern::kQwen2;
-  else return false;
+  if (regex == kGpt2Regex)
+    pattern = SplitPattern::kGpt2;
+  else if (regex == kLlama3Regex)
+    pattern = SplitPattern::kLlama3;
+  else if (regex == kQwen2Regex)
+    pattern = SplitPattern::kQwen2;
+  else
+    return false;
   return true;
 }
 

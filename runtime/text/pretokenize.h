@@ -10,10 +10,10 @@
 namespace dtc::text {
 
 enum class SplitPattern {
-  kGpt2,   // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+  kGpt2,    // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
   kLlama3,  // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
             // \s*[\r\n]+|\s+(?!\S)|\s+
-  kQwen2,  // as Llama 3's, one digit at a time (\p{N})
+  kQwen2,   // as Llama 3's, one digit at a time (\p{N})
 };
 
 // The pattern a tokenizer.json Split's regex is (false: none of these).

@@ -30,9 +30,9 @@ std::vector<uint32_t> byteCharacters() {
 
 struct Step {  // a normalizer, pre-tokenizer or decoder step
   std::string type;
-  std::string a, b;      // Prepend: a; Replace: pattern a, content b; Metaspace: replacement a
-  bool flag = false;     // ByteLevel: add_prefix_space; Metaspace: prepend; Split: its pattern's
-  bool regex = true;     // ByteLevel: use_regex
+  std::string a, b;   // Prepend: a; Replace: pattern a, content b; Metaspace: replacement a
+  bool flag = false;  // ByteLevel: add_prefix_space; Metaspace: prepend; Split: its pattern's
+  bool regex = true;  // ByteLevel: use_regex
   SplitPattern pattern = SplitPattern::kGpt2;
   int64_t start = 0, stop = 0;  // Strip
 };
@@ -62,7 +62,7 @@ struct Tokenizer::Impl {
     std::string content;
     int64_t id;
   };
-  std::vector<Added> added;  // longest first
+  std::vector<Added> added;                                                   // longest first
   std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> merges;  // -> (rank, id)
   bool byteFallback = false, fuseUnk = false, ignoreMerges = false;
   int64_t unk = -1;
@@ -99,7 +99,8 @@ Status Tokenizer::Impl::readSteps(const io::Json* node, const char* what, const 
   const std::string type = str(*node, "type");
   if (type == "Sequence") {
     const io::Json* list = node->find(listKey);
-    if (!list || !list->isArray()) return error(std::string(what) + ": a Sequence without its list");
+    if (!list || !list->isArray())
+      return error(std::string(what) + ": a Sequence without its list");
     for (const io::Json& step : list->asArray())
       DTC_RETURN_IF_ERROR(readSteps(&step, what, listKey, steps));
     return Status::Ok();
@@ -179,7 +180,8 @@ Status Tokenizer::Impl::readModel(const io::Json& model) {
     std::string left, right;
     if (m.isString()) {  // "a b"
       const size_t space = m.asString().find(' ', 1);
-      if (space == std::string::npos) return error("merge '" + printable(m.asString()) + "' is not two tokens");
+      if (space == std::string::npos)
+        return error("merge '" + printable(m.asString()) + "' is not two tokens");
       left = m.asString().substr(0, space);
       right = m.asString().substr(space + 1);
     } else if (m.isArray() && m.size() == 2 && m.asArray()[0].isString() &&
@@ -226,7 +228,8 @@ Status Tokenizer::Impl::readPostProcessor(const io::Json* node) {
     if (it == vocab.end()) {
       for (const Added& a : added)
         if (a.content == id->asString()) it = vocab.emplace(a.content, a.id).first;
-      if (it == vocab.end()) return error("post_processor: no token '" + printable(id->asString()) + "'");
+      if (it == vocab.end())
+        return error("post_processor: no token '" + printable(id->asString()) + "'");
     }
     (text ? suffix : prefix).push_back(it->second);
   }
@@ -311,8 +314,10 @@ void Tokenizer::Impl::bpe(const std::string& piece, std::vector<int64_t>& out) c
       char name[8];
       std::snprintf(name, sizeof name, "<0x%02X>", b);
       auto it = vocab.find(name);
-      if (it == vocab.end()) fell = false;
-      else fallback.push_back(it->second);
+      if (it == vocab.end())
+        fell = false;
+      else
+        fallback.push_back(it->second);
     }
     if (fell) {
       symbols.insert(symbols.end(), fallback.begin(), fallback.end());
@@ -361,14 +366,16 @@ StatusOr<Tokenizer> Tokenizer::load(const std::string& where) {
     for (const io::Json& a : added->asArray()) {
       const io::Json* content = a.find("content");
       const io::Json* id = a.find("id");
-      if (!content || !content->isString() || !id || !id->isInteger() || content->asString().empty())
+      if (!content || !content->isString() || !id || !id->isInteger() ||
+          content->asString().empty())
         return m.error("an added token without its content and id");
       m.added.push_back({content->asString(), id->asInt()});
     }
   std::stable_sort(m.added.begin(), m.added.end(), [](const Impl::Added& a, const Impl::Added& b) {
     return a.content.size() > b.content.size();
   });
-  DTC_RETURN_IF_ERROR(m.readSteps(json->find("normalizer"), "normalizer", "normalizers", m.normalizers));
+  DTC_RETURN_IF_ERROR(
+      m.readSteps(json->find("normalizer"), "normalizer", "normalizers", m.normalizers));
   DTC_RETURN_IF_ERROR(
       m.readSteps(json->find("pre_tokenizer"), "pre_tokenizer", "pretokenizers", m.pretokenizers));
   DTC_RETURN_IF_ERROR(m.readSteps(json->find("decoder"), "decoder", "decoders", m.decoders));
@@ -435,7 +442,8 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
       tokens = {all};
     } else if (d.type == "Strip") {
       for (std::string& t : tokens) {
-        for (int64_t k = 0; k < d.start && t.compare(0, d.a.size(), d.a) == 0; ++k) t.erase(0, d.a.size());
+        for (int64_t k = 0; k < d.start && t.compare(0, d.a.size(), d.a) == 0; ++k)
+          t.erase(0, d.a.size());
         for (int64_t k = 0; k < d.stop && t.size() >= d.a.size() &&
                             t.compare(t.size() - d.a.size(), d.a.size(), d.a) == 0;
              ++k)
@@ -448,7 +456,8 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
       size_t count = 0;
       auto flush = [&] {
         if (count == 0) return;
-        if (validUtf8(bytes)) next.push_back(bytes);
+        if (validUtf8(bytes))
+          next.push_back(bytes);
         else
           for (size_t k = 0; k < count; ++k) next.push_back("\xEF\xBF\xBD");
         bytes.clear();
@@ -471,8 +480,10 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
       for (const std::string& t : tokens)
         for (uint32_t cp : codePoints(t)) {
           auto it = m.charByte.find(cp);
-          if (it != m.charByte.end()) bytes += static_cast<char>(it->second);
-          else appendUtf8(cp, bytes);
+          if (it != m.charByte.end())
+            bytes += static_cast<char>(it->second);
+          else
+            appendUtf8(cp, bytes);
         }
       tokens = {lossyUtf8(bytes)};
     } else if (d.type == "Metaspace") {

@@ -104,8 +104,8 @@ Status checkOutputRoom(const Plan& plan, const OutputRoom& room) {
     DTC_RETURN_IF_ERROR(
         add(room.saveDir, {"--save " + room.saveDir, "", savedBytes(plan, room.saveDtype)}));
   if (!room.checkpointDir.empty()) {
-    const int64_t atOnce = room.keep > 0 ? std::min<int64_t>(room.checkpoints, room.keep + 1)
-                                         : room.checkpoints;
+    const int64_t atOnce =
+        room.keep > 0 ? std::min<int64_t>(room.checkpoints, room.keep + 1) : room.checkpoints;
     const uint64_t one = checkpointBytes(plan);
     std::string detail = atOnce == 1 ? "1 checkpoint" : std::to_string(atOnce) + " checkpoints";
     detail += " of " + bytesText(one);
@@ -123,7 +123,8 @@ Status checkOutputRoom(const Plan& plan, const OutputRoom& room) {
     std::string what;
     if (need.outputs.size() == 1) {
       const Output& o = need.outputs[0];
-      what = o.flag + " needs " + bytesText(o.bytes) + (o.detail.empty() ? "" : " (" + o.detail + ")");
+      what =
+          o.flag + " needs " + bytesText(o.bytes) + (o.detail.empty() ? "" : " (" + o.detail + ")");
     } else {
       for (const Output& o : need.outputs)
         what += (what.empty() ? "" : " and ") + o.flag + " (" +

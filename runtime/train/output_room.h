@@ -12,11 +12,11 @@
 namespace dtc {
 
 struct OutputRoom {
-  std::string saveDir;         // "" when not saving
+  std::string saveDir;  // "" when not saving
   DType saveDtype = DType::kF32;
-  std::string checkpointDir;   // "" when not checkpointing
-  int64_t checkpoints = 0;     // how many the run writes
-  int keep = 0;                // --keep (0: all)
+  std::string checkpointDir;  // "" when not checkpointing
+  int64_t checkpoints = 0;    // how many the run writes
+  int keep = 0;               // --keep (0: all)
 };
 
 // The bytes --save writes of the plan's parameters in `dtype` (every name of a tied weight).

@@ -10,8 +10,9 @@ namespace {
 using Pieces = std::vector<std::string>;
 
 TEST(Pretokenize, Gpt2SplitsWordsNumbersPunctuationAndSpaces) {
-  EXPECT_EQ(splitText("Hello, world! It's 2026  ok\n\nx", SplitPattern::kGpt2),
-            (Pieces{"Hello", ",", " world", "!", " It", "'s", " 2026", " ", " ok", "\n", "\n", "x"}));
+  EXPECT_EQ(
+      splitText("Hello, world! It's 2026  ok\n\nx", SplitPattern::kGpt2),
+      (Pieces{"Hello", ",", " world", "!", " It", "'s", " 2026", " ", " ok", "\n", "\n", "x"}));
   // Contractions are lower case only in GPT-2's pattern.
   EXPECT_EQ(splitText("IT'S", SplitPattern::kGpt2), (Pieces{"IT", "'", "S"}));
   // Trailing white space is one piece; a space before a word joins it.
@@ -20,8 +21,7 @@ TEST(Pretokenize, Gpt2SplitsWordsNumbersPunctuationAndSpaces) {
 }
 
 TEST(Pretokenize, Llama3GroupsDigitsInThreesAndKeepsLineBreaks) {
-  EXPECT_EQ(splitText("12345 apples", SplitPattern::kLlama3),
-            (Pieces{"123", "45", " apples"}));
+  EXPECT_EQ(splitText("12345 apples", SplitPattern::kLlama3), (Pieces{"123", "45", " apples"}));
   EXPECT_EQ(splitText("12345", SplitPattern::kQwen2), (Pieces{"1", "2", "3", "4", "5"}));
   EXPECT_EQ(splitText("IT'S (ok)\n\n  next", SplitPattern::kLlama3),
             (Pieces{"IT", "'S", " (", "ok", ")\n\n", " ", " next"}));
