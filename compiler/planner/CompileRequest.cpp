@@ -332,7 +332,7 @@ StatusOr<CompileRequest> parseCompileArgs(const std::vector<std::string>& args) 
 namespace {
 
 // "dtc: m.onnx: trains 6 tensors (13002 values); keeps as buffers (not trained): scale".
-void describeTraining(const ModelFile& model, const onnx_import::TranslateOptions& onnx) {
+void describeTraining(const ModelFile& model) {
   size_t trained = 0;
   uint64_t values = 0;
   std::vector<std::string> buffers;
@@ -358,19 +358,6 @@ void describeTraining(const ModelFile& model, const onnx_import::TranslateOption
     if (buffers.size() > 8) llvm::outs() << " and " << buffers.size() - 8 << " more";
   }
   llvm::outs() << "; --buffer GLOB keeps a tensor untrained\n";
-  // Padding rows found by their zeros: said, as the exporter left no other trace of them.
-  if (const auto* nodes = model.model().graph()->nodes())
-    for (const model::Node* node : *nodes) {
-      if (node->op_type()->str() != "Embedding" || !node->attributes() || !node->inputs() ||
-          node->inputs()->size() < 2)
-        continue;
-      const std::string table = node->inputs()->Get(1)->str();
-      for (const model::Attribute* a : *node->attributes())
-        if (a->name()->str() == "padding_idx" && !onnx.paddingIdx.count(table))
-          llvm::outs() << "dtc: " << model.name() << ": row " << a->i() << " of " << table
-                       << " is all zeros, as nn.Embedding's padding_idx leaves it: it is kept "
-                          "untrained as PyTorch would (--padding-idx none trains it)\n";
-    }
 }
 
 }  // namespace
@@ -382,13 +369,20 @@ StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
       request.loaded ? llvm::Expected<ModelFile>(*request.loaded)
                      : readModelSource(request.model, request.onnx, request.folder, &built);
   if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
-  // A folder's model: what its config built, and the window it trains on.
-  if (!built.empty() && !options.trial)
-    llvm::outs() << "dtc: " << request.model << ": " << built
-                 << " (--ctx sets the training window)\n";
-  // An ONNX export does not say which of its tensors are parameters: say what will train.
-  if (!request.loaded && !options.trial && isOnnxFile(request.model))
-    describeTraining(*model, request.onnx);
+  // An ONNX export does not say which of its tensors are parameters: say what will train, and
+  // what else its translation decided. A folder's model: what its config built, and the window
+  // it trains on.
+  if (!request.loaded && !options.trial && isOnnxFile(request.model)) describeTraining(*model);
+  if (!built.empty() && !options.trial) {
+    if (hf::isModelFolder(request.model)) {
+      llvm::outs() << "dtc: " << request.model << ": " << built
+                   << " (--ctx sets the training window)\n";
+    } else {
+      llvm::SmallVector<llvm::StringRef> lines;
+      llvm::StringRef(built).split(lines, '\n');
+      for (llvm::StringRef line : lines) llvm::outs() << "dtc: " << line << "\n";
+    }
+  }
   mlir::MLIRContext ctx(request.threaded ? mlir::MLIRContext::Threading::ENABLED
                                          : mlir::MLIRContext::Threading::DISABLED);
   std::string firstError;

@@ -32,17 +32,24 @@ bool axisOf(int64_t& axis, size_t rank, std::string& error, const char* op) {
 
 // Element `i` of `c` set from element `j` of `from` (the two of one type family), or combined
 // with it under `reduction` (add, mul, max, min).
-void store(Constant& c, uint64_t i, const Constant& from, uint64_t j, const std::string& reduction) {
+void store(Constant& c, uint64_t i, const Constant& from, uint64_t j,
+           const std::string& reduction) {
   if (c.isFloat()) {
     double& v = c.reals[i];
     const double u = from.real(j);
-    v = reduction == "add" ? v + u : reduction == "mul" ? v * u : reduction == "max" ? std::max(v, u)
-        : reduction == "min" ? std::min(v, u) : u;
+    v = reduction == "add"   ? v + u
+        : reduction == "mul" ? v * u
+        : reduction == "max" ? std::max(v, u)
+        : reduction == "min" ? std::min(v, u)
+                             : u;
   } else {
     int64_t& v = c.ints[i];
     const int64_t u = from.integer(j);
-    v = reduction == "add" ? v + u : reduction == "mul" ? v * u : reduction == "max" ? std::max(v, u)
-        : reduction == "min" ? std::min(v, u) : u;
+    v = reduction == "add"   ? v + u
+        : reduction == "mul" ? v * u
+        : reduction == "max" ? std::max(v, u)
+        : reduction == "min" ? std::min(v, u)
+                             : u;
   }
 }
 
@@ -54,7 +61,8 @@ Result cumSum(const onnx::NodeProto& node, const Inputs& in, std::string& error)
   const bool exclusive = intAttribute(node, "exclusive", 0) != 0;
   const bool reverse = intAttribute(node, "reverse", 0) != 0;
   const uint64_t n = static_cast<uint64_t>(out.shape[axis]);
-  const uint64_t inner = stridesOf(out.shape)[axis], outer = out.size() / std::max<uint64_t>(n * inner, 1);
+  const uint64_t inner = stridesOf(out.shape)[axis],
+                 outer = out.size() / std::max<uint64_t>(n * inner, 1);
   for (uint64_t o = 0; o < outer; ++o)
     for (uint64_t i = 0; i < inner; ++i) {
       double realSum = 0;
@@ -169,8 +177,8 @@ Result gatherElements(const onnx::NodeProto& node, const Inputs& in, std::string
     int64_t v = indices.integer(i);
     if (v < 0) v += data.shape[axis];
     if (v < 0 || v >= data.shape[axis]) {
-      error = "GatherElements: index " + std::to_string(v) + " is outside axis " +
-              std::to_string(axis);
+      error =
+          "GatherElements: index " + std::to_string(v) + " is outside axis " + std::to_string(axis);
       return std::nullopt;
     }
     const uint64_t at = withAxis(i, indices.shape, data.shape, axis, v);
@@ -208,8 +216,8 @@ Result tile(const Inputs& in, std::string& error) {
   for (uint64_t i = 0; i < n; ++i) {
     uint64_t at = 0;
     for (size_t d = 0; d < shape.size(); ++d)
-      at += (i / outStrides[d] % static_cast<uint64_t>(shape[d])) % static_cast<uint64_t>(x.shape[d]) *
-            inStrides[d];
+      at += (i / outStrides[d] % static_cast<uint64_t>(shape[d])) %
+            static_cast<uint64_t>(x.shape[d]) * inStrides[d];
     if (x.isFloat())
       out.reals.push_back(x.reals[at]);
     else
@@ -221,8 +229,8 @@ Result tile(const Inputs& in, std::string& error) {
 }  // namespace
 
 bool foldableIndexing(const std::string& op) {
-  return op == "CumSum" || op == "ScatterND" || op == "ScatterElements" ||
-         op == "GatherElements" || op == "Tile";
+  return op == "CumSum" || op == "ScatterND" || op == "ScatterElements" || op == "GatherElements" ||
+         op == "Tile";
 }
 
 std::optional<std::vector<Constant>> evaluateIndexing(const onnx::NodeProto& node,

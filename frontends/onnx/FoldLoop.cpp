@@ -98,8 +98,9 @@ llvm::Expected<std::optional<std::vector<Constant>>> Translator::foldLoop(
     for (int k = 0; k < carried; ++k) state[k] = *result(k + 1);
     for (int k = 0; k < scans; ++k) scanned[k].push_back(*result(1 + carried + k));
   }
-  if (running && !trips) return nodeError(i, "its condition stays true past " +
-                                             std::to_string(kMaxIterations) + " iterations");
+  if (running && !trips)
+    return nodeError(
+        i, "its condition stays true past " + std::to_string(kMaxIterations) + " iterations");
   std::vector<Constant> outputs = std::move(state);
   // Scan outputs: each iteration's value stacked along a new first dimension.
   for (std::vector<Constant>& values : scanned) {

@@ -48,8 +48,8 @@ std::vector<Constant> pieces(const Constant& x, int64_t axis, const std::vector<
 bool normalised(int64_t& axis, size_t rank, std::string& error) {
   const int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r) {
-    error = "axis " + std::to_string(axis) + " is outside a rank-" + std::to_string(rank) +
-            " tensor";
+    error =
+        "axis " + std::to_string(axis) + " is outside a rank-" + std::to_string(rank) + " tensor";
     return false;
   }
   if (axis < 0) axis += r;
@@ -58,8 +58,8 @@ bool normalised(int64_t& axis, size_t rank, std::string& error) {
 
 // The sizes a split of `length` takes: `split` (a tensor of sizes, or a scalar chunk size), or
 // `count` equal pieces.
-std::optional<std::vector<int64_t>> splitSizes(const Constant* split, int64_t length,
-                                               int64_t count, std::string& error) {
+std::optional<std::vector<int64_t>> splitSizes(const Constant* split, int64_t length, int64_t count,
+                                               std::string& error) {
   std::vector<int64_t> sizes;
   if (split && split->shape.empty()) {  // a chunk size: the last piece what is left
     const int64_t chunk = split->integer(0);
@@ -199,8 +199,8 @@ std::optional<std::vector<Constant>> evaluateSequence(const onnx::NodeProto& nod
                                                       std::string& error) {
   const std::string& op = node.op_type();
   if (op == "SequenceEmpty")
-    return std::vector<Constant>{
-        sequenceOf(static_cast<int32_t>(intAttribute(node, "dtype", onnx::TensorProto::FLOAT)), {})};
+    return std::vector<Constant>{sequenceOf(
+        static_cast<int32_t>(intAttribute(node, "dtype", onnx::TensorProto::FLOAT)), {})};
   if (op == "Split") return split(node, in, error);
   if (op == "SplitToSequence") return splitToSequence(node, in, error);
   if (op == "SequenceConstruct") {
@@ -216,8 +216,8 @@ std::optional<std::vector<Constant>> evaluateSequence(const onnx::NodeProto& nod
   if (in.empty() || !in[0] || !in[0]->isSequence) return std::nullopt;
   const Constant& seq = *in[0];
   if (op == "SequenceLength")
-    return std::vector<Constant>{Constant::ofInts(
-        onnx::TensorProto::INT64, {}, {static_cast<int64_t>(seq.elements.size())})};
+    return std::vector<Constant>{Constant::ofInts(onnx::TensorProto::INT64, {},
+                                                  {static_cast<int64_t>(seq.elements.size())})};
   if (op == "SequenceAt") {
     auto at = position(in.size() > 1 ? in[1] : nullptr, seq.elements.size(), false, error);
     if (!at || in.size() < 2) return std::nullopt;

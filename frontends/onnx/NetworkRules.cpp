@@ -152,6 +152,9 @@ OpRule gatherRule() {
               return Error::success();
             }
             if (c) return gatherConstantIndices(t, i, tableName, axis, *c);
+            if (t.input(i, 1)->emulated && axis == 0) return gatherByComputedIds(t, i, tableName);
+            if (t.input(i, 1)->emulated)
+              return t.nodeError(i, "a Gather by computed indices along other than axis 0");
             return gatherByIds(t, i, tableName, axis);
           }};
 }

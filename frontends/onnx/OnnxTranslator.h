@@ -45,7 +45,10 @@ llvm::Error parsePaddingIdx(const std::vector<std::string>& specs, TranslateOpti
 std::vector<std::string> translatedOps();
 
 // The dtc model file contents for `model`. Every unsupported node is named in one error.
+// `notes` (when given) receives what the translation decided that the export did not say (a
+// padding row found by its zeros), one line each.
 llvm::Expected<std::vector<uint8_t>> translateOnnx(const OnnxModel& model,
-                                                   const TranslateOptions& options);
+                                                   const TranslateOptions& options,
+                                                   std::vector<std::string>* notes = nullptr);
 
 }  // namespace dtc::onnx_import

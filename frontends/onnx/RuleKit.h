@@ -68,6 +68,17 @@ OpRule matmulRule();
 OpRule gemmRule();
 OpRule clampRule();
 
+// ---- integer arithmetic on the data, held in float32 (IntegerRules.cpp)
+// Whether node `i` reads an integer the step computes or the data holds.
+bool integerOnData(Translator& t, int i);
+// Equal, Not, Add, Sub, Mul, Cast and CumSum of such integers.
+OpRule integerRule();
+// `rule` for float inputs, integerRule() where an input is an integer the step computes (or,
+// unless `emulatedOnly`, integer data).
+OpRule orOnIntegers(OpRule rule, bool emulatedOnly);
+// Gather(table, ids) of ids the step computes: one-hot rows times the table.
+Error gatherByComputedIds(Translator& t, int i, const std::string& table);
+
 // ---- layout (LayoutRules.cpp)
 OpRule reshapeRule();
 OpRule transposeRule();

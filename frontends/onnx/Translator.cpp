@@ -24,6 +24,7 @@ Translator::Translator(const OnnxModel& model, const TranslateOptions& options)
   for (const onnx::NodeProto& n : g.node()) nodes_.push_back(&n);
   dynamic_.assign(nodes_.size(), false);
   groupOf_.assign(nodes_.size(), -1);
+  regionOf_.assign(nodes_.size(), -1);
   for (int i = 0; i < nodeCount(); ++i) {
     for (const std::string& out : nodes_[i]->output())
       if (!out.empty()) producers_[out] = i;
@@ -97,6 +98,13 @@ std::string Translator::frozenConstant(int node, const Constant& c) {
   const std::string name = fresh(nodeName(node) + "::constant");
   builder_.valuesParameter(name, c.shape, c.float32Bytes(), /*trainable=*/false, /*constant=*/true);
   return name;
+}
+
+void Translator::addRegion(Region region) {
+  const int index = static_cast<int>(regions_.size());
+  for (int m : region.members) regionOf_[m] = index;
+  addGroup({region.root, region.members, region.emit});
+  regions_.push_back(std::move(region));
 }
 
 void Translator::addGroup(Group group) {
@@ -409,6 +417,23 @@ llvm::Error Translator::walk() {
       if (llvm::Error e = constantNode(i)) return e;
       continue;
     }
+    // A region's members: what they compute from constants is folded; the rest is the
+    // region's, whose output its root defines.
+    if (const int r = regionOf_[i]; r >= 0) {
+      bool known = foldable(op) || op == "Shape" || op == "Size";
+      for (const std::string& name : n.input()) {
+        const Value* v = value(name);
+        known = known && (name.empty() ||
+                          (v && (v->kind == ValueKind::kConst || op == "Shape" || op == "Size")));
+      }
+      if (!known || regions_[r].root == i) {
+        if (regions_[r].root == i) {
+          dynamic_[i] = true;
+          if (llvm::Error e = regions_[r].infer()) return e;
+        }
+        continue;
+      }
+    }
     std::vector<const Value*> in;
     for (const std::string& name : n.input()) {
       if (name.empty()) {
@@ -570,6 +595,7 @@ llvm::Expected<std::vector<uint8_t>> Translator::run() {
   markDifferentiable();
   if (llvm::Error e = checkTrainingExport()) return e;
   if (llvm::Error e = readInitializers()) return e;
+  findMoeRegions(*this);
   if (llvm::Error e = walk()) return e;
   findPatterns(*this);
   if (llvm::Error e = emitAll()) return e;
@@ -581,9 +607,12 @@ llvm::Expected<std::vector<uint8_t>> Translator::run() {
 }
 
 llvm::Expected<std::vector<uint8_t>> translateOnnx(const OnnxModel& model,
-                                                   const TranslateOptions& options) {
+                                                   const TranslateOptions& options,
+                                                   std::vector<std::string>* notes) {
   Translator t(model, options);
-  return t.run();
+  llvm::Expected<std::vector<uint8_t>> bytes = t.run();
+  if (bytes && notes) *notes = t.notes();
+  return bytes;
 }
 
 }  // namespace dtc::onnx_import

@@ -53,8 +53,11 @@ llvm::Expected<ModelFile> readModelSource(const std::string& path,
   }
   llvm::Expected<onnx_import::OnnxModel> model = onnx_import::OnnxModel::read(path);
   if (!model) return model.takeError();
-  llvm::Expected<std::vector<uint8_t>> bytes = onnx_import::translateOnnx(*model, onnx);
+  std::vector<std::string> notes;
+  llvm::Expected<std::vector<uint8_t>> bytes = onnx_import::translateOnnx(*model, onnx, &notes);
   if (!bytes) return bytes.takeError();
+  if (described)
+    for (const std::string& note : notes) *described += (described->empty() ? "" : "\n") + note;
   return ModelFile::fromBytes(std::move(bytes).get(), path);
 }
 

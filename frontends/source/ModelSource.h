@@ -15,8 +15,9 @@
 namespace dtc {
 
 // `onnx` applies to ONNX files only and `folder` to folders; a dtc model given ONNX-only
-// options (a loss, a target) is an error, and so is a file given a folder's (--ctx). For a
-// folder, `described` (when given) receives what was built ("llama, 2 layers, ...").
+// options (a loss, a target) is an error, and so is a file given a folder's (--ctx).
+// `described` (when given) receives what the compile should say: for a folder what was built
+// ("llama, 2 layers, ..."), for an export what its translation decided (one line each).
 llvm::Expected<ModelFile> readModelSource(const std::string& path,
                                           const onnx_import::TranslateOptions& onnx,
                                           const hf::FolderOptions& folder = {},
