@@ -22,6 +22,7 @@
 #include "planner/ExploreLayouts.h"
 #include "planner/ExploreReport.h"
 #include "planner/MemoryFit.h"
+#include "source/ModelSource.h"
 
 namespace dtc {
 namespace {
@@ -223,6 +224,11 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
     return Status::InvalidInput("--devices must be in [1, 2^20]");
   std::vector<std::string> base = compileArgs;
   DTC_ASSIGN_OR_RETURN(CompileRequest shared, parseCompileArgs(base));
+  // A model that cannot be read is one error, not one for every candidate.
+  {
+    llvm::Expected<ModelFile> model = readModelSource(shared.model, shared.onnx, shared.folder);
+    if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
+  }
   if (shared.options.device != profile.device) {
     bool given = false;
     for (const std::string& a : base) given |= a == "--device" || a.rfind("--device=", 0) == 0;

@@ -73,7 +73,8 @@ OpRule orOnIntegers(OpRule rule, bool emulatedOnly) {
   auto integral = [emulatedOnly](Translator& t, int i) {
     for (int k = 0; k < t.node(i).input_size(); ++k) {
       const Value* v = t.input(i, k);
-      if (v && v->kind != ValueKind::kConst && (v->emulated || (!emulatedOnly && v->type != kFloat)))
+      if (v && v->kind != ValueKind::kConst &&
+          (v->emulated || (!emulatedOnly && v->type != kFloat)))
         return true;
     }
     return false;
@@ -89,120 +90,119 @@ OpRule orOnIntegers(OpRule rule, bool emulatedOnly) {
 
 // Equal, Not, Add, Sub, Mul, Cast and CumSum of integers the step computes.
 OpRule integerRule() {
-  return {[](Translator& t, int i) -> Error {
-            const onnx::NodeProto& n = t.node(i);
-            const std::string& op = n.op_type();
-            Shape shape;
-            for (int k = 0; k < n.input_size(); ++k) {
-              const Value* v = t.input(i, k);
-              if (!v || (op == "CumSum" && k == 1)) continue;
-              std::optional<Shape> s = broadcastShapes(shape, v->shape);
-              if (!s) return t.nodeError(i, "its inputs' shapes do not broadcast");
-              shape = *s;
-            }
-            if (op == "Cast") {
-              const int32_t to = static_cast<int32_t>(intAttribute(n, "to", 0));
-              // To float: the integers as a float tensor (a mask); to an integer type, the same
-              // values (a bool: x != 0).
-              if (to == kFloat) {
-                t.alias(out(t, i), n.input(0));
-                t.defineAs(out(t, i), kFloat);
-              } else if (to == onnx::TensorProto::BOOL) {
-                defineInteger(t, i, to, shape);
-              } else if (isIntegerType(to)) {
-                t.alias(out(t, i), n.input(0));
-                t.defineAs(out(t, i), to);
-              } else {
-                return t.unsupported(i, "a Cast of integer data to " +
-                                            elementTypeName(to));
-              }
-              return Error::success();
-            }
-            if (op == "CumSum") {
-              if (Error e = requireConstant(t, i, 1, "CumSum's axis")) return e;
-              int64_t axis = t.constant(i, 1) ? t.constant(i, 1)->integer(0) : 0;
-              if (!normalise(axis, static_cast<int64_t>(shape.size())))
-                return t.nodeError(i, "axis is out of range");
-            }
-            defineInteger(t, i,
-                          op == "Equal" || op == "Not" ? onnx::TensorProto::BOOL
-                                                       : t.input(i, 0)->type,
-                          shape);
-            return Error::success();
-          },
-          [](Translator& t, int i) -> Error {
-            const onnx::NodeProto& n = t.node(i);
-            const std::string& op = n.op_type();
-            const Shape& shape = t.value(out(t, i))->shape;
-            if (op == "Cast") {
-              if (intAttribute(n, "to", 0) != onnx::TensorProto::BOOL) return Error::success();
-              const std::string zero =
-                  isZero(t, i, floatOperand(t, i, 0), t.fresh(out(t, i) + "::zero"));
-              const std::string flipped = t.fresh(out(t, i) + "::nonzero");
-              t.emit(i, "Scale", {zero}, {flipped}, {NodeAttr::real("factor", -1.0)});
-              t.emit(i, "Add", {flipped, scalarConstant(t, i, 1.0)}, {out(t, i)});
-              return Error::success();
-            }
-            if (op == "Equal") {
-              const std::string difference = t.fresh(out(t, i) + "::difference");
-              t.emit(i, "Sub", {floatOperand(t, i, 0), floatOperand(t, i, 1)}, {difference});
-              isZero(t, i, difference, out(t, i));
-              return Error::success();
-            }
-            if (op == "Not") {
-              const std::string flipped = t.fresh(out(t, i) + "::flipped");
-              t.emit(i, "Scale", {floatOperand(t, i, 0)}, {flipped}, {NodeAttr::real("factor", -1.0)});
-              t.emit(i, "Add", {flipped, scalarConstant(t, i, 1.0)}, {out(t, i)});
-              return Error::success();
-            }
-            if (op == "Add" || op == "Sub" || op == "Mul") {
-              t.emit(i, op, {floatOperand(t, i, 0), floatOperand(t, i, 1)}, {out(t, i)});
-              return Error::success();
-            }
-            // CumSum: the running sum along the axis, a product by a triangle of ones moved to
-            // the last dimension and back.
-            int64_t axis = t.constant(i, 1)->integer(0);
-            const int64_t rank = static_cast<int64_t>(shape.size());
-            normalise(axis, rank);
-            const bool exclusive = intAttribute(n, "exclusive", 0) != 0;
-            const bool reverse = intAttribute(n, "reverse", 0) != 0;
-            const int64_t length = shape[axis];
-            std::vector<double> triangle(static_cast<size_t>(length * length), 0.0);
-            for (int64_t j = 0; j < length; ++j)    // the summed position
-              for (int64_t k = 0; k < length; ++k)  // the result's
-                triangle[j * length + k] = reverse ? (exclusive ? j > k : j >= k)
-                                                   : (exclusive ? j < k : j <= k);
-            std::vector<int64_t> perm;
-            for (int64_t d = 0; d < rank; ++d)
-              if (d != axis) perm.push_back(d);
-            perm.push_back(axis);
-            std::string x = floatOperand(t, i, 0);
-            Shape moved;
-            for (int64_t d : perm) moved.push_back(shape[d]);
-            if (axis != rank - 1) {
-              const std::string last = t.fresh(out(t, i) + "::axis_last");
-              t.emit(i, "Transpose", {x}, {last}, {NodeAttr::ints("perm", perm)});
-              x = last;
-            }
-            const int64_t rows = static_cast<int64_t>(elementsOf(shape)) / length;
-            const std::string flat = t.fresh(out(t, i) + "::rows");
-            const std::string sums = t.fresh(out(t, i) + "::sums");
-            t.emit(i, "Reshape", {x}, {flat}, {NodeAttr::ints("shape", {rows, length})});
-            const std::string ones = t.frozenConstant(
-                i, Constant::ofReals(kFloat, {length, length}, std::move(triangle)));
-            t.emit(i, "MatMul", {flat, ones}, {sums});
-            if (axis == rank - 1) {
-              t.emit(i, "Reshape", {sums}, {out(t, i)}, {NodeAttr::ints("shape", shape)});
-              return Error::success();
-            }
-            const std::string back = t.fresh(out(t, i) + "::moved");
-            t.emit(i, "Reshape", {sums}, {back}, {NodeAttr::ints("shape", moved)});
-            std::vector<int64_t> inverse(static_cast<size_t>(rank));
-            for (int64_t d = 0; d < rank; ++d) inverse[perm[d]] = d;
-            t.emit(i, "Transpose", {back}, {out(t, i)}, {NodeAttr::ints("perm", inverse)});
-            return Error::success();
-          },
-          1, 2};
+  return {
+      [](Translator& t, int i) -> Error {
+        const onnx::NodeProto& n = t.node(i);
+        const std::string& op = n.op_type();
+        Shape shape;
+        for (int k = 0; k < n.input_size(); ++k) {
+          const Value* v = t.input(i, k);
+          if (!v || (op == "CumSum" && k == 1)) continue;
+          std::optional<Shape> s = broadcastShapes(shape, v->shape);
+          if (!s) return t.nodeError(i, "its inputs' shapes do not broadcast");
+          shape = *s;
+        }
+        if (op == "Cast") {
+          const int32_t to = static_cast<int32_t>(intAttribute(n, "to", 0));
+          // To float: the integers as a float tensor (a mask); to an integer type, the same
+          // values (a bool: x != 0).
+          if (to == kFloat) {
+            t.alias(out(t, i), n.input(0));
+            t.defineAs(out(t, i), kFloat);
+          } else if (to == onnx::TensorProto::BOOL) {
+            defineInteger(t, i, to, shape);
+          } else if (isIntegerType(to)) {
+            t.alias(out(t, i), n.input(0));
+            t.defineAs(out(t, i), to);
+          } else {
+            return t.unsupported(i, "a Cast of integer data to " + elementTypeName(to));
+          }
+          return Error::success();
+        }
+        if (op == "CumSum") {
+          if (Error e = requireConstant(t, i, 1, "CumSum's axis")) return e;
+          int64_t axis = t.constant(i, 1) ? t.constant(i, 1)->integer(0) : 0;
+          if (!normalise(axis, static_cast<int64_t>(shape.size())))
+            return t.nodeError(i, "axis is out of range");
+        }
+        defineInteger(t, i,
+                      op == "Equal" || op == "Not" ? onnx::TensorProto::BOOL : t.input(i, 0)->type,
+                      shape);
+        return Error::success();
+      },
+      [](Translator& t, int i) -> Error {
+        const onnx::NodeProto& n = t.node(i);
+        const std::string& op = n.op_type();
+        const Shape& shape = t.value(out(t, i))->shape;
+        if (op == "Cast") {
+          if (intAttribute(n, "to", 0) != onnx::TensorProto::BOOL) return Error::success();
+          const std::string zero =
+              isZero(t, i, floatOperand(t, i, 0), t.fresh(out(t, i) + "::zero"));
+          const std::string flipped = t.fresh(out(t, i) + "::nonzero");
+          t.emit(i, "Scale", {zero}, {flipped}, {NodeAttr::real("factor", -1.0)});
+          t.emit(i, "Add", {flipped, scalarConstant(t, i, 1.0)}, {out(t, i)});
+          return Error::success();
+        }
+        if (op == "Equal") {
+          const std::string difference = t.fresh(out(t, i) + "::difference");
+          t.emit(i, "Sub", {floatOperand(t, i, 0), floatOperand(t, i, 1)}, {difference});
+          isZero(t, i, difference, out(t, i));
+          return Error::success();
+        }
+        if (op == "Not") {
+          const std::string flipped = t.fresh(out(t, i) + "::flipped");
+          t.emit(i, "Scale", {floatOperand(t, i, 0)}, {flipped}, {NodeAttr::real("factor", -1.0)});
+          t.emit(i, "Add", {flipped, scalarConstant(t, i, 1.0)}, {out(t, i)});
+          return Error::success();
+        }
+        if (op == "Add" || op == "Sub" || op == "Mul") {
+          t.emit(i, op, {floatOperand(t, i, 0), floatOperand(t, i, 1)}, {out(t, i)});
+          return Error::success();
+        }
+        // CumSum: the running sum along the axis, a product by a triangle of ones moved to
+        // the last dimension and back.
+        int64_t axis = t.constant(i, 1)->integer(0);
+        const int64_t rank = static_cast<int64_t>(shape.size());
+        normalise(axis, rank);
+        const bool exclusive = intAttribute(n, "exclusive", 0) != 0;
+        const bool reverse = intAttribute(n, "reverse", 0) != 0;
+        const int64_t length = shape[axis];
+        std::vector<double> triangle(static_cast<size_t>(length * length), 0.0);
+        for (int64_t j = 0; j < length; ++j)    // the summed position
+          for (int64_t k = 0; k < length; ++k)  // the result's
+            triangle[j * length + k] =
+                reverse ? (exclusive ? j > k : j >= k) : (exclusive ? j < k : j <= k);
+        std::vector<int64_t> perm;
+        for (int64_t d = 0; d < rank; ++d)
+          if (d != axis) perm.push_back(d);
+        perm.push_back(axis);
+        std::string x = floatOperand(t, i, 0);
+        Shape moved;
+        for (int64_t d : perm) moved.push_back(shape[d]);
+        if (axis != rank - 1) {
+          const std::string last = t.fresh(out(t, i) + "::axis_last");
+          t.emit(i, "Transpose", {x}, {last}, {NodeAttr::ints("perm", perm)});
+          x = last;
+        }
+        const int64_t rows = static_cast<int64_t>(elementsOf(shape)) / length;
+        const std::string flat = t.fresh(out(t, i) + "::rows");
+        const std::string sums = t.fresh(out(t, i) + "::sums");
+        t.emit(i, "Reshape", {x}, {flat}, {NodeAttr::ints("shape", {rows, length})});
+        const std::string ones =
+            t.frozenConstant(i, Constant::ofReals(kFloat, {length, length}, std::move(triangle)));
+        t.emit(i, "MatMul", {flat, ones}, {sums});
+        if (axis == rank - 1) {
+          t.emit(i, "Reshape", {sums}, {out(t, i)}, {NodeAttr::ints("shape", shape)});
+          return Error::success();
+        }
+        const std::string back = t.fresh(out(t, i) + "::moved");
+        t.emit(i, "Reshape", {sums}, {back}, {NodeAttr::ints("shape", moved)});
+        std::vector<int64_t> inverse(static_cast<size_t>(rank));
+        for (int64_t d = 0; d < rank; ++d) inverse[perm[d]] = d;
+        t.emit(i, "Transpose", {back}, {out(t, i)}, {NodeAttr::ints("perm", inverse)});
+        return Error::success();
+      },
+      1, 2};
 }
 
 // Gather(table, ids) of ids the step computes as integers: one-hot rows times the table.
@@ -241,8 +241,7 @@ Error gatherByComputedIds(Translator& t, int i, const std::string& table) {
   }
   t.emit(i, "Reshape", {table}, {flatTable}, {NodeAttr::ints("shape", {rows, width})});
   t.emit(i, "MatMul", {picks, flatTable}, {picked});
-  t.emit(i, "Reshape", {picked}, {out(t, i)},
-         {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
+  t.emit(i, "Reshape", {picked}, {out(t, i)}, {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
   return Error::success();
 }
 

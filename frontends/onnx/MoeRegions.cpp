@@ -198,8 +198,9 @@ void findBlock(Translator& t, int topK) {
     region.infer = [&t, x, out, root]() -> llvm::Error {
       const Value* in = t.value(x);
       if (!in || in->type != onnx::TensorProto::FLOAT || in->shape.size() != 2)
-        return t.nodeError(root, "a mixture of experts whose router reads other than [tokens, "
-                                 "width] floats");
+        return t.nodeError(root,
+                           "a mixture of experts whose router reads other than [tokens, "
+                           "width] floats");
       t.define(out, onnx::TensorProto::FLOAT, in->shape);
       return llvm::Error::success();
     };
@@ -210,8 +211,8 @@ void findBlock(Translator& t, int topK) {
         return t.nodeError(root, "a router whose top-k is not known when compiling");
       const int64_t topk = k->constant->integer(0);
       if (topk < 1 || topk > experts)
-        return t.nodeError(root, "top-" + std::to_string(topk) + " of " +
-                                     std::to_string(experts) + " experts");
+        return t.nodeError(
+            root, "top-" + std::to_string(topk) + " of " + std::to_string(experts) + " experts");
       const Value& in = *t.value(x);
       const int64_t tokens = in.shape[0];
       // Sequences as the data gives them, where x flattens [B, T, C] (the batch splits over dp).

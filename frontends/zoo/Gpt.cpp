@@ -33,7 +33,8 @@ std::string validateGpt(const GptOptions& o) {
 }
 
 // transformers' GPT2Config for the model: the settings that decide its tensors and its arithmetic.
-// (The zoo's own options: a model from a folder carries that folder's config instead.)
+// (The zoo's own options: a model from a folder carries that folder's config instead. GPT-2's
+// end-of-text token is its vocabulary's last, as 50256 is of 50257.)
 std::string gpt2Config(const GptOptions& o) {
   auto integer = [](int64_t v) { return std::to_string(v); };
   return "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\", \"vocab_size\": " +
@@ -44,6 +45,9 @@ std::string gpt2Config(const GptOptions& o) {
          "\"resid_pdrop\": 0.0, \"embd_pdrop\": 0.0, \"attn_pdrop\": 0.0, "
          "\"scale_attn_weights\": true, \"scale_attn_by_inverse_layer_idx\": false, "
          "\"layer_norm_epsilon\": 1e-05, \"tie_word_embeddings\": true, "
+         "\"bos_token_id\": " +
+         integer(o.vocab - 1) + ", \"eos_token_id\": " + integer(o.vocab - 1) +
+         ", "
          "\"initializer_range\": 0.02, \"torch_dtype\": \"float32\"}";
 }
 

@@ -36,10 +36,12 @@ StatusOr<std::string> readJsonText(const std::string& path) {
   return io::readSmallFile(path, kMaxJsonBytes);
 }
 
-// Settings that describe the file rather than the model: never compared.
+// Settings that describe the file, or what generation reads, rather than the model's
+// arithmetic: never compared.
 bool informational(const std::string& key) {
   return key == "architectures" || key == "torch_dtype" || key == "transformers_version" ||
-         key == "initializer_range" || key == "_name_or_path";
+         key == "initializer_range" || key == "_name_or_path" || key == "bos_token_id" ||
+         key == "eos_token_id";
 }
 
 // A value of the file, for a one-line message.

@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -42,6 +44,10 @@ const plan::Attr* findStepAttr(const plan::Step& step, const char* name) {
 }
 
 StatusOr<Plan> Plan::load(const std::string& path) {
+  // A folder opens as a stream that throws on its first read.
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+    return Status::InvalidInput(path + " is a folder, not a plan file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::InvalidInput("cannot open plan file " + path);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),

@@ -252,6 +252,29 @@ def main():
         expect_error([tool("dtrun"), path("zoo.dtp"), "--init", unscaled, "--steps", 0],
                      "config.json: pad_token_id is 3, the model's null")
         run(tool("dtrun"), path("zoo.dtp"), "--init", variant("plain", unscaled, pad_token_id=None), "--steps", 0)
+        # A zoo mixture of experts that drops no token is Mixtral: saved as its folder, which
+        # transformers' MixtralForCausalLM loads with dtc's logits.
+        run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", T, "--layers", 2, "--heads", 4, "--kv-heads", 2,
+            "--embd", 32, "--ffn", 48, "--experts", 4, "--top-k", 2, "--capacity-factor", 2, "-o", path("moe.dtm"))
+        run(tool("dtc"), "compile", path("moe.dtm"), "-o", path("moe.dtp"), "--batch", B)
+        run(tool("dtrun"), path("moe.dtp"), "--steps", 0, "--save", path("moe-hf"), "--format", "hf",
+            "--predict", path("moe-logits"), "--eval", path("probe"))
+        moe = MixtralForCausalLM.from_pretrained(path("moe-hf"), attn_implementation="eager").eval()
+        err = relative(np.load(path("moe-logits/logits.npy")), logits_of(moe, idx))
+        print(f"dtc zoo llama --experts saved --format hf: MixtralForCausalLM's logits vs dtc's rel err {err:.2e}")
+        assert err <= 1e-5, err
+        run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", T, "--layers", 2, "--heads", 4, "--embd", 32,
+            "--experts", 4, "-o", path("moe-drops.dtm"))
+        run(tool("dtc"), "compile", path("moe-drops.dtm"), "-o", path("moe-drops.dtp"), "--batch", B)
+        expect_error([tool("dtrun"), path("moe-drops.dtp"), "--steps", 0, "--save", path("x"), "--format", "hf"],
+                     "carries no Hugging Face config")
+        # GPT-2's end-of-text token is the vocabulary's last (not GPT-2's 50256 past it).
+        run(tool("dtc"), "zoo", "gpt", "--layout", "hf", "--vocab", 300, "--ctx", T, "--layers", 1, "--heads", 2,
+            "--embd", 16, "-o", path("g300.dtm"))
+        run(tool("dtc"), "compile", path("g300.dtm"), "-o", path("g300.dtp"), "--batch", 2)
+        run(tool("dtrun"), path("g300.dtp"), "--steps", 0, "--save", path("g300"), "--format", "hf")
+        saved = AutoConfig.from_pretrained(path("g300"))
+        assert saved.eos_token_id == saved.bos_token_id == 299, (saved.bos_token_id, saved.eos_token_id)
         # dtc zoo --from writes the same model as a model file.
         out = run(tool("dtc"), "zoo", "--from", folder, "--ctx", T, "-o", path("from.dtm")).stdout
         assert "rope llama3" in out, out
