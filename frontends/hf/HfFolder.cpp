@@ -44,7 +44,7 @@ Status checkArchitecture(ConfigReader& c, const std::string& architecture) {
                  " for model_type " + c.modelType());
 }
 
-StatusOr<FolderModel> buildFolderModel(const std::string& dir, const FolderOptions& options) {
+StatusOr<FolderModel> buildFolderModel(const std::string& dir, const FolderOptions& folder) {
   if (!io::isDirectory(dir)) return Status::InvalidInput(dir + ": not a folder");
   const std::string path = dir + "/config.json";
   if (!io::isRegularFile(path))
@@ -60,29 +60,30 @@ StatusOr<FolderModel> buildFolderModel(const std::string& dir, const FolderOptio
   ConfigReader config(std::move(json), path);
   const std::string& type = config.modelType();
   FolderModel model;
-  std::string shape;
+  // Builds the family's model with the folder's texts, and says what it is.
+  auto build = [&](auto options, auto builder, std::string shape, int64_t positions) -> Status {
+    DTC_RETURN_IF_ERROR(config.finish());
+    options.seed = folder.seed;
+    options.hf = texts;
+    model.bytes = builder(options);
+    model.ctx = options.ctx;
+    model.summary = type + ", " + std::to_string(options.layers) + " layers, width " +
+                    std::to_string(options.embd) + ", " + std::to_string(options.heads) + " heads" +
+                    shape + ", a window of " + std::to_string(options.ctx) + " of " +
+                    std::to_string(positions) + " positions";
+    return Status::Ok();
+  };
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "mixtral") {
-    DTC_ASSIGN_OR_RETURN(zoo::LlamaOptions o, readLlamaFamily(config, options.ctx));
-    DTC_RETURN_IF_ERROR(config.finish());
-    o.seed = options.seed;
-    o.hf = texts;
-    model.bytes = zoo::buildLlama(o);
-    model.ctx = o.ctx;
-    shape = std::to_string(o.layers) + " layers, width " + std::to_string(o.embd) + ", " +
-            std::to_string(o.heads) + " heads (" + std::to_string(o.kvHeads) + " key/value)" +
-            (o.moe.enabled() ? ", " + std::to_string(o.moe.experts) + " experts" : "") +
-            (o.rope.type != "default" ? ", rope " + o.rope.type : "") + ", a window of " +
-            std::to_string(o.ctx) + " of " + std::to_string(o.maxPositions) + " positions";
+    DTC_ASSIGN_OR_RETURN(zoo::LlamaOptions o, readLlamaFamily(config, folder.ctx));
+    DTC_RETURN_IF_ERROR(
+        build(o, zoo::buildLlama,
+              " (" + std::to_string(o.kvHeads) + " key/value)" +
+                  (o.moe.enabled() ? ", " + std::to_string(o.moe.experts) + " experts" : "") +
+                  (o.rope.type != "default" ? ", rope " + o.rope.type : ""),
+              o.maxPositions));
   } else if (type == "gpt2") {
-    DTC_ASSIGN_OR_RETURN(zoo::GptOptions o, readGpt2(config, options.ctx));
-    DTC_RETURN_IF_ERROR(config.finish());
-    o.seed = options.seed;
-    o.hf = texts;
-    model.bytes = zoo::buildGpt(o);
-    model.ctx = o.ctx;
-    shape = std::to_string(o.layers) + " layers, width " + std::to_string(o.embd) + ", " +
-            std::to_string(o.heads) + " heads, a window of " + std::to_string(o.ctx) + " of " +
-            std::to_string(o.positions) + " positions";
+    DTC_ASSIGN_OR_RETURN(zoo::GptOptions o, readGpt2(config, folder.ctx));
+    DTC_RETURN_IF_ERROR(build(o, zoo::buildGpt, "", o.positions));
   } else if (type.empty()) {
     return config.error("no model_type: which model family it describes is unknown");
   } else {
@@ -90,7 +91,6 @@ StatusOr<FolderModel> buildFolderModel(const std::string& dir, const FolderOptio
                         "' is not one dtc builds from a folder (llama, mistral, qwen2, mixtral, "
                         "gpt2); its ONNX export may train (docs/onnx.md)");
   }
-  model.summary = type + ", " + shape;
   return model;
 }
 

@@ -30,27 +30,23 @@ bool axisOf(int64_t& axis, size_t rank, std::string& error, const char* op) {
   return true;
 }
 
-// Element `i` of `c` set from element `j` of `from` (the two of one type family), or combined
-// with it under `reduction` (add, mul, max, min).
+// `v` combined with `u` under `reduction` (add, mul, max, min; none: replaced).
+template <typename T>
+T combined(T v, T u, const std::string& reduction) {
+  return reduction == "add"   ? v + u
+         : reduction == "mul" ? v * u
+         : reduction == "max" ? std::max(v, u)
+         : reduction == "min" ? std::min(v, u)
+                              : u;
+}
+
+// Element `i` of `c` set from element `j` of `from`, or combined with it under `reduction`.
 void store(Constant& c, uint64_t i, const Constant& from, uint64_t j,
            const std::string& reduction) {
-  if (c.isFloat()) {
-    double& v = c.reals[i];
-    const double u = from.real(j);
-    v = reduction == "add"   ? v + u
-        : reduction == "mul" ? v * u
-        : reduction == "max" ? std::max(v, u)
-        : reduction == "min" ? std::min(v, u)
-                             : u;
-  } else {
-    int64_t& v = c.ints[i];
-    const int64_t u = from.integer(j);
-    v = reduction == "add"   ? v + u
-        : reduction == "mul" ? v * u
-        : reduction == "max" ? std::max(v, u)
-        : reduction == "min" ? std::min(v, u)
-                             : u;
-  }
+  if (c.isFloat())
+    c.reals[i] = combined(c.reals[i], from.real(j), reduction);
+  else
+    c.ints[i] = combined(c.ints[i], from.integer(j), reduction);
 }
 
 Result cumSum(const onnx::NodeProto& node, const Inputs& in, std::string& error) {

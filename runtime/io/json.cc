@@ -1,5 +1,7 @@
 #include "io/json.h"
 
+#include "support/utf8.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -254,24 +256,6 @@ class Parser {
     return true;
   }
 
-  static void appendUtf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   bool parseString(std::string& out) {
     ++pos_;  // opening quote
     while (true) {
@@ -304,7 +288,7 @@ class Parser {
               return failed("unpaired surrogate in \\u escape");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
           }
-          appendUtf8(out, cp);
+          appendUtf8(cp, out);
           break;
         }
         default: return failed("bad escape '\\" + printable(std::string(1, e)) + "'");

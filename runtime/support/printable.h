@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "support/utf8.h"
+
 namespace dtc {
 
 inline std::string printable(std::string text, size_t limit = 240) {
@@ -23,19 +25,8 @@ inline std::string terminalText(const std::string& text) {
   const size_t n = text.size();
   for (size_t i = 0; i < n;) {
     const unsigned char c = p[i];
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xe  ? 3
-                 : (c >> 3) == 0x1e ? 4
-                                    : 0;
-    bool valid = len > 0 && i + len <= n && !(len == 2 && c < 0xc2) && !(len == 4 && c > 0xf4);
-    for (size_t k = 1; valid && k < len; ++k) valid = (p[i + k] & 0xc0) == 0x80;
-    if (valid && len == 3) {  // no overlong forms, no surrogates
-      const unsigned char d = p[i + 1];
-      valid = !(c == 0xe0 && d < 0xa0) && !(c == 0xed && d >= 0xa0);
-    }
-    if (valid && len == 4)
-      valid = !(c == 0xf0 && p[i + 1] < 0x90) && !(c == 0xf4 && p[i + 1] >= 0x90);
+    const size_t len = utf8Length(p, i, n);
+    const bool valid = len > 0;
     const bool control = len == 1 && (c < 0x20 || c == 0x7f) && c != '\n' && c != '\t';
     if (!valid || control) {
       out += "\\x";

@@ -52,45 +52,18 @@ std::vector<uint32_t> codePoints(const std::string& s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const size_t n = s.size();
   for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xe  ? 3
-                 : (c >> 3) == 0x1e ? 4
-                                    : 0;
-    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-    bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (p[i + k] >> 6) == 0x2;
-      cp = (cp << 6) | (p[i + k] & 0x3f);
-    }
-    if (!ok) {
+    const size_t len = utf8Length(p, i, n);
+    if (len == 0) {
       out.push_back(0xFFFD);
       ++i;
       continue;
     }
+    uint32_t cp = len == 1 ? p[i] : len == 2 ? p[i] & 0x1f : len == 3 ? p[i] & 0x0f : p[i] & 0x07;
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (p[i + k] & 0x3f);
     out.push_back(cp);
     i += len;
   }
   return out;
-}
-
-void appendUtf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 std::string utf8(const std::vector<uint32_t>& cps, size_t begin, size_t end) {
@@ -101,17 +74,9 @@ std::string utf8(const std::vector<uint32_t>& cps, size_t begin, size_t end) {
 
 bool validUtf8(const std::string& s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    const size_t len = c < 0x80           ? 1
-                       : (c >> 5) == 0x6  ? 2
-                       : (c >> 4) == 0xe  ? 3
-                       : (c >> 3) == 0x1e ? 4
-                                          : 0;
-    if (len == 0 || i + len > n) return false;
-    for (size_t k = 1; k < len; ++k)
-      if ((p[i + k] >> 6) != 0x2) return false;
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8Length(p, i, s.size());
+    if (len == 0) return false;
     i += len;
   }
   return true;

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "support/utf8.h"
+
 namespace dtc::text {
 
 // The code points of `s`; a byte that does not begin a valid sequence stands for itself as
 // U+FFFD's place holder 0xFFFD (tokenizers read their input as UTF-8 text).
 std::vector<uint32_t> codePoints(const std::string& s);
-// UTF-8 of one code point, appended to `out`.
-void appendUtf8(uint32_t cp, std::string& out);
 std::string utf8(const std::vector<uint32_t>& cps, size_t begin, size_t end);
 // Whether `s` is valid UTF-8.
 bool validUtf8(const std::string& s);

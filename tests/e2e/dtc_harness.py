@@ -27,6 +27,21 @@ def run(*args, expect_ok=True):
     return proc
 
 
+def expect_error(args, needle, stdout_free_of=None):
+    """A command that must fail with exit 2 and one stderr line holding `needle` (and, when
+    given, nothing of `stdout_free_of` on stdout: it did not train)."""
+    out = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, out.returncode, out.stderr)
+    assert stdout_free_of is None or stdout_free_of not in out.stdout, out.stdout
+    print(f"refused: {lines[0]}")
+
+
+def relative(a, b):
+    """max |a − b| over max |b|."""
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
 def splitmix64(state):
     state = (state + GOLDEN) & MASK
     z = state

@@ -26,7 +26,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import run, tool, write_tokens  # noqa: E402
+from dtc_harness import expect_error, relative, run, tool, write_tokens  # noqa: E402
 
 V, T, L, H, K, C, FFN = 64, 16, 2, 4, 2, 32, 96
 
@@ -41,17 +41,6 @@ def config():
 def logits_of(model, idx):
     with torch.no_grad():
         return model(input_ids=torch.from_numpy(idx)).logits.numpy()
-
-
-def relative(a, b):
-    return float(np.abs(a - b).max() / np.abs(b).max())
-
-
-def expect_error(args, needle):
-    out = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    lines = out.stderr.strip().splitlines()
-    assert out.returncode == 2 and len(lines) == 1 and needle in lines[0], (out.returncode, out.stderr)
-    print(f"refused: {lines[0]}")
 
 
 def round_trip(work, rng, name, cls, source, zoo, idx):

@@ -32,7 +32,8 @@ from transformers import (AutoConfig, GPT2Config, GPT2LMHeadModel, LlamaConfig, 
                           Qwen2Config, Qwen2ForCausalLM)
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import load_safetensors, read_log, run, tool, window_offsets, windows, write_tokens  # noqa: E402
+from dtc_harness import (expect_error, load_safetensors, read_log, relative, run, tool,  # noqa: E402
+                         window_offsets, windows, write_tokens)
 
 V, T, POSITIONS, B, STEPS, DATA_SEED = 64, 16, 64, 4, 10, 5
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
@@ -58,10 +59,6 @@ FAMILIES = {
                                          bos_token_id=0, eos_token_id=1)),
 }
 LAYOUTS = {"tp2": (["--mesh", "tp=2"], 2), "dp2": (["--mesh", "dp=2"], 2)}
-
-
-def relative(a, b):
-    return float(np.abs(a - b).max() / np.abs(b).max())
 
 
 def logits_of(model, idx):
@@ -96,13 +93,6 @@ def transformers_losses(cls, folder, tokens):
         opt.step()
         losses.append(loss.item())
     return losses
-
-
-def expect_error(args, needle):
-    out = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    lines = out.stderr.strip().splitlines()
-    assert out.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, out.returncode, out.stderr)
-    print(f"refused: {lines[0]}")
 
 
 def config_dict(folder):

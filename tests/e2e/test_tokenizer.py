@@ -24,7 +24,7 @@ import numpy as np
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dtc_harness import run, tool, write_tokens  # noqa: E402
+from dtc_harness import expect_error, run, tool, write_tokens  # noqa: E402
 
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
           r"\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -139,12 +139,9 @@ def main():
     print("tokenizer: ok")
 
 
-def expect_refusal(args, needle):
-    out = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    lines = out.stderr.strip().splitlines()
-    assert out.returncode == 2 and len(lines) == 1 and needle in lines[0], (out.returncode, out.stderr)
-    assert "step " not in out.stdout, out.stdout
-    print(f"refused: {lines[0]}")
+def refused(args, needle):
+    """Refused before step 1: nothing trained."""
+    expect_error(args, needle, stdout_free_of="step ")
 
 
 def sampling(work, tokenizer_dir, tok):
@@ -197,12 +194,12 @@ def sampling(work, tokenizer_dir, tok):
     tokens = os.path.join(work, "tokens.bin")
     write_tokens(tokens, np.arange(200) % vocab)
     train = ["--data", tokens, "--steps", 2]
-    expect_refusal([tool("dtrun"), plans["folder"], *train, "--sample", 5],
+    refused([tool("dtrun"), plans["folder"], *train, "--sample", 5],
                    f"vocabulary has {vocab} tokens, not 256 bytes: give --tokenizer DIR")
     os.makedirs(os.path.join(work, "data"))
     np.save(os.path.join(work, "data", "input_ids.npy"), (np.arange(8 * 32) % vocab).reshape(8, 32))
     np.save(os.path.join(work, "data", "labels.npy"), (np.arange(8 * 32) % vocab).reshape(8, 32))
-    expect_refusal([tool("dtrun"), os.path.join(work, "loss-only.dtp"), "--data", os.path.join(work, "data"),
+    refused([tool("dtrun"), os.path.join(work, "loss-only.dtp"), "--data", os.path.join(work, "data"),
                     "--steps", 2, "--sample", 5, "--tokenizer", tokenizer_dir],
                    "an ONNX export returns its logits as an output beside the loss")
     small = os.path.join(work, "small")
@@ -210,7 +207,7 @@ def sampling(work, tokenizer_dir, tok):
     state = json.loads(tok.to_str())
     state["model"]["vocab"]["extra"] = vocab + 50
     json.dump(state, open(os.path.join(small, "tokenizer.json"), "w"))
-    expect_refusal([tool("dtrun"), plans["folder"], *train, "--sample", 5, "--tokenizer", small],
+    refused([tool("dtrun"), plans["folder"], *train, "--sample", 5, "--tokenizer", small],
                    f"'s vocabulary of {vocab}: it is another model's")
 
 
