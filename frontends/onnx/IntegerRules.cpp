@@ -223,13 +223,7 @@ Error gatherByComputedIds(Translator& t, int i, const std::string& table) {
   const std::string range =
       t.frozenConstant(i, Constant::ofReals(kFloat, {1, rows}, std::move(positions)));
   t.emit(i, "Sub", {column, range}, {difference});
-  const std::string magnitude = t.fresh(out(t, i) + "::abs");
-  const std::string flipped = t.fresh(out(t, i) + "::neg");
-  const std::string shifted = t.fresh(out(t, i) + "::one_minus");
-  t.emit(i, "Abs", {difference}, {magnitude});
-  t.emit(i, "Scale", {magnitude}, {flipped}, {NodeAttr::real("factor", -1.0)});
-  t.emit(i, "Add", {flipped, scalarConstant(t, i, 1.0)}, {shifted});
-  t.emit(i, "Relu", {shifted}, {hot});
+  isZero(t, i, difference, hot);
   // nn.Embedding's padding row: never picked, so never trained (its values are zeros).
   std::string picks = hot;
   if (const int64_t padding = t.paddingIdx(t.node(i).input(0)); padding >= 0 && padding < rows) {
