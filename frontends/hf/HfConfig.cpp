@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "io/hf_config_keys.h"
 #include "support/printable.h"
 
 namespace dtc::hf {
@@ -78,6 +79,11 @@ void ConfigReader::inert(std::initializer_list<const char*> keys) {
   for (const char* key : keys) read_.insert(key);
 }
 
+void ConfigReader::inertWhere(bool (*inert)(const std::string&)) {
+  for (const auto& [key, v] : config_.members())
+    if (inert(key)) read_.insert(key);
+}
+
 Status ConfigReader::mustBe(const std::string& key, const io::Json& expected,
                             const std::string& what) {
   const io::Json* v = value(key);
@@ -101,55 +107,7 @@ Status ConfigReader::finish() const {
 
 Status readCommonKeys(ConfigReader& c) {
   // What generation, tokenizers and tooling read; nothing of the model's arithmetic.
-  c.inert({"_name_or_path",
-           "transformers_version",
-           "bos_token_id",
-           "eos_token_id",
-           "sep_token_id",
-           "decoder_start_token_id",
-           "use_cache",
-           "output_attentions",
-           "output_hidden_states",
-           "return_dict",
-           "max_length",
-           "min_length",
-           "do_sample",
-           "early_stopping",
-           "num_beams",
-           "num_beam_groups",
-           "diversity_penalty",
-           "temperature",
-           "top_k",
-           "top_p",
-           "typical_p",
-           "repetition_penalty",
-           "length_penalty",
-           "no_repeat_ngram_size",
-           "encoder_no_repeat_ngram_size",
-           "bad_words_ids",
-           "num_return_sequences",
-           "output_scores",
-           "return_dict_in_generate",
-           "forced_bos_token_id",
-           "forced_eos_token_id",
-           "remove_invalid_values",
-           "exponential_decay_length_penalty",
-           "suppress_tokens",
-           "begin_suppress_tokens",
-           "finetuning_task",
-           "id2label",
-           "label2id",
-           "tokenizer_class",
-           "prefix",
-           "problem_type",
-           "task_specific_params",
-           "tf_legacy_loss",
-           "use_bfloat16",
-           "is_decoder",
-           "chunk_size_feed_forward",
-           "tie_encoder_decoder",
-           "_attn_implementation",
-           "attn_implementation"});
+  c.inertWhere(io::hfSettingLeavesTrainingAlone);
   DTC_RETURN_IF_ERROR(c.mustBe("is_encoder_decoder", false, "dtc builds decoder-only models"));
   DTC_RETURN_IF_ERROR(
       c.mustBe("add_cross_attention", false, "dtc's decoders have no cross-attention"));

@@ -33,8 +33,9 @@ class ConfigReader {
   // Whether `key` is present and not null (not a read).
   bool has(const std::string& key) const;
 
-  // Keys that change nothing dtc builds or trains.
+  // Keys that change nothing dtc builds or trains: these, or those `inert` says so of.
   void inert(std::initializer_list<const char*> keys);
+  void inertWhere(bool (*inert)(const std::string&));
   // `key` must be missing, null, or `expected` (false, 0, an empty list...): "what" says why.
   Status mustBe(const std::string& key, const io::Json& expected, const std::string& what);
 

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "io/files.h"
+#include "io/hf_config_keys.h"
 #include "io/json.h"
 #include "support/printable.h"
 
@@ -34,14 +35,6 @@ StatusOr<io::Json> parseJsonObject(std::string_view text, const std::string& pat
 
 StatusOr<std::string> readJsonText(const std::string& path) {
   return io::readSmallFile(path, kMaxJsonBytes);
-}
-
-// Settings that describe the file, or what generation reads, rather than the model's
-// arithmetic: never compared.
-bool informational(const std::string& key) {
-  return key == "architectures" || key == "torch_dtype" || key == "transformers_version" ||
-         key == "initializer_range" || key == "_name_or_path" || key == "bos_token_id" ||
-         key == "eos_token_id";
 }
 
 // A value of the file, for a one-line message.
@@ -133,7 +126,7 @@ Status compareHfConfig(const std::string& modelConfig, std::string_view text,
   if (!ours.ok() || !ours->isObject())
     return Status::Internal("the plan's Hugging Face config is not a JSON object");
   for (const auto& [key, value] : ours->members()) {
-    if (informational(key)) continue;
+    if (io::hfSettingLeavesTrainingAlone(key)) continue;
     const io::Json* there = theirs.find(key);
     const io::Json defaultTied(true);
     if (!there && key == "tie_word_embeddings") there = &defaultTied;
