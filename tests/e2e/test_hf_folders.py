@@ -189,6 +189,17 @@ def main():
             print(f"{name}: logits vs transformers' rel err {err:.2e}")
             assert err <= 1e-5, err
 
+        # Llama's biases (attention_bias, mlp_bias) and a tied head.
+        config = LlamaConfig(**LLAMA_SHAPE, attention_bias=True, mlp_bias=True, tie_word_embeddings=True)
+        biased = path("llama-biases-hf")
+        expected_biased = logits_of(make_folder(LlamaForCausalLM, config, biased), idx)
+        run(tool("dtc"), "compile", biased, "-o", path("biased.dtp"), "--batch", B, "--ctx", T)
+        run(tool("dtrun"), path("biased.dtp"), "--init", biased, "--predict", path("biased-out"), "--eval",
+            path("probe"))
+        err = relative(np.load(path("biased-out/logits.npy")), expected_biased)
+        print(f"llama with attention and MLP biases, tied head: logits vs transformers' rel err {err:.2e}")
+        assert err <= 1e-5, err
+
         # bf16 as asked: tensors and torch_dtype say so; from_pretrained reads it back.
         plan, folder = plans["llama31"]
         run(tool("dtrun"), plan, "--init", folder, "--steps", 0, "--save", path("bf16"), "--format", "hf",
