@@ -124,7 +124,18 @@ OpRule integerRule() {
           int64_t axis = t.constant(i, 1) ? t.constant(i, 1)->integer(0) : 0;
           if (!normalise(axis, static_cast<int64_t>(shape.size())))
             return t.nodeError(i, "axis is out of range");
+          // Of float activations: the running sum, differentiable (its gradient the sum the
+          // other way), computed as the integers' is.
+          if (const Value* x = t.input(i, 0); x->type == kFloat && !x->emulated) {
+            t.define(out(t, i), kFloat, shape);
+            return Error::success();
+          }
         }
+        // Comparisons are exact for integers only: float activations are not compared.
+        for (int k = 0; k < n.input_size(); ++k)
+          if (const Value* v = t.input(i, k);
+              v && v->kind != ValueKind::kConst && v->type == kFloat && !v->emulated)
+            return t.unsupported(i, "a " + op + " of float values the step computes");
         defineInteger(t, i,
                       op == "Equal" || op == "Not" ? onnx::TensorProto::BOOL : t.input(i, 0)->type,
                       shape);

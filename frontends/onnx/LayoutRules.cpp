@@ -315,6 +315,44 @@ OpRule sliceRule() {
           }};
 }
 
+// Tile(x, repeats) of float activations: x reshaped [1, d0, 1, d1, ...], broadcast to
+// [r0, d0, r1, d1, ...] (each copy outside the original, as Tile lays them) and joined back;
+// the gradient sums the copies (Expand's).
+OpRule tileRule() {
+  return {[](Translator& t, int i) -> Error {
+            if (Error e = requireFloat(t, i, {0})) return e;
+            if (Error e = requireConstant(t, i, 1, "Tile's repeats")) return e;
+            const Value& x = *t.input(i, 0);
+            const Constant* repeats = t.constant(i, 1);
+            if (!repeats || repeats->size() != x.shape.size())
+              return t.nodeError(i, "one repeat for each of the input's dimensions");
+            Shape shape = x.shape;
+            for (size_t d = 0; d < shape.size(); ++d) {
+              if (repeats->integer(d) < 1) return t.nodeError(i, "repeats must be positive");
+              shape[d] *= repeats->integer(d);
+            }
+            t.define(out(t, i), kFloat, shape);
+            return Error::success();
+          },
+          [](Translator& t, int i) -> Error {
+            const Value& x = *t.input(i, 0);
+            const Constant& repeats = *t.constant(i, 1);
+            Shape spread, copies;
+            for (size_t d = 0; d < x.shape.size(); ++d) {
+              spread.insert(spread.end(), {1, x.shape[d]});
+              copies.insert(copies.end(), {repeats.integer(d), x.shape[d]});
+            }
+            const std::string apart = t.fresh(out(t, i) + "::apart");
+            const std::string copied = t.fresh(out(t, i) + "::copies");
+            t.emit(i, "Reshape", {x.name}, {apart}, {NodeAttr::ints("shape", spread)});
+            t.emit(i, "Expand", {apart}, {copied}, {NodeAttr::ints("shape", copies)});
+            t.emit(i, "Reshape", {copied}, {out(t, i)},
+                   {NodeAttr::ints("shape", t.value(out(t, i))->shape)});
+            return Error::success();
+          },
+          2, 2};
+}
+
 // Pad by zero everywhere (what PyTorch writes before an AveragePool without padding): the
 // identity. Other padding of data is not translated yet.
 OpRule padRule() {

@@ -68,6 +68,7 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"ReduceMean", takes(reduceRule(true), 1, 2)},
       {"Where", takes(whereRule(), 3, 3)},
       {"Expand", takes(expandRule(), 2, 2)},
+      {"Tile", tileRule()},
       {"Trilu", takes(triluRule(), 1, 2)},
   };
   return table;

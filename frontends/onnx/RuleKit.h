@@ -86,6 +86,7 @@ OpRule splitRule();
 OpRule concatRule();
 OpRule sliceRule();
 OpRule padRule();
+OpRule tileRule();
 // Softmax or LogSoftmax (`dtcOp`) over any axis.
 OpRule softmaxRule(const std::string& dtcOp);
 

@@ -2,7 +2,8 @@
 mode, compiled by dtc and trained by dtrun, against PyTorch training the same module from the same
 weights on the same batches. The initial parameters dtrun saves must be the module's, under its
 state_dict names; 10 steps' losses must agree to 1e-5 relative and the final weights to the
-project's bounds; partitioned runs (dp=2; the GPT also accumulated, pp=2, tp=2 and resumed on
+project's bounds (an MLP also through a running sum, stepped slices, Tile, a broadcast product
+and a clamp); partitioned runs (dp=2; the GPT also accumulated, pp=2, tp=2 and resumed on
 another layout) must equal one device. The GPT trains with dropout: PyTorch is given dtc's masks."""
 import math
 import os
@@ -142,6 +143,47 @@ def mlp_case(work):
                                  batch=BATCH // 2)
     compare("mlp with its loss exported, 2 accumulated micro-batches, against one device", losses3, losses,
             final3, final, 1e-5)
+
+
+# ---- ops on activations exports of other models write: a running sum, slices with steps,
+# a product whose batch dimensions broadcast, Tile, a clamp to the float's lowest value ---------
+
+class ScanMlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(12, 16)
+        self.fc2 = torch.nn.Linear(16, 5)
+        self.mix = torch.nn.Parameter(0.3 * torch.randn(1, 4, 4))
+
+    def forward(self, x):
+        h = torch.cumsum(torch.tanh(self.fc1(x)), dim=1)  # CumSum, differentiable
+        h = torch.cat([h[:, ::2], h[:, 1::2]], dim=1)      # steps of 2 from 0 and from 1
+        h = (h.view(-1, 4, 4) @ self.mix).reshape(-1, 16)   # [N, 4, 4] · [1, 4, 4]
+        h = h.repeat(1, 2)[:, 3:19]                         # Tile, then a slice across the copies
+        h = torch.max(h, torch.tensor(torch.finfo(torch.float32).min))
+        return torch.softmax(self.fc2(h), dim=-1)
+
+
+def scan_case(work):
+    torch.manual_seed(0)
+    module = ScanMlp()
+    path = os.path.join(work, "scan.onnx")
+    export(module, (torch.randn(3, 12),), path, ["x"], ["probs"], ["x"])
+    rng = np.random.default_rng(3)
+    n = 64
+    data = os.path.join(work, "scan-data")
+    os.makedirs(data)
+    x = rng.standard_normal((n, 12)).astype(np.float32)
+    target = rng.dirichlet(np.ones(5), n).astype(np.float32)
+    np.save(os.path.join(data, "x.npy"), x)
+    np.save(os.path.join(data, "target.npy"), target)
+    flags = ["--loss", "mse", "--target", "target", "--optimizer", "adamw", "--lr", "0.002", "--eps", "1e-6"]
+    init, final, losses = dtc_run(path, work, "scan", flags, data)
+    same_initial_weights("scan", module, init)
+    opt = torch.optim.AdamW(module.parameters(), lr=0.002, eps=1e-6)
+    ref_losses, ref_final = torch_reference(
+        module, opt, n, lambda rows: F.mse_loss(module(torch.from_numpy(x[rows])), torch.from_numpy(target[rows])))
+    compare("cumsum, stepped slices, broadcast matmul, tile, clamp", losses, ref_losses, final, ref_final, 1e-4)
 
 
 # ---- a GPT: pre-LN blocks, causal attention, tanh GELU, dropout, tied head, the loss inside the
@@ -455,6 +497,7 @@ def main():
         padded_lm_case(work)
         weighted_lm_case(work)
         mlp_case(work)
+        scan_case(work)
         gpt_case(work)
         cnn_case(work)
     print("onnx parity: ok")
