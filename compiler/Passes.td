@@ -467,8 +467,18 @@ def FuseAttention : Pass<"dtc-fuse-attention", "mlir::ModuleOp"> {
     transpose feeding only the product, and the scores may be scaled on their own first, as
     exports write them) becomes
     `causal_attention(q, k, v)`: the [T, T] scores are never stored, forward or backward (the
-    backward recomputes them from q, k and the saved log-sum-exp). Run before autodiff.
+    backward recomputes them from q, k and the saved log-sum-exp). Grouped-query attention's
+    repeat of k and v to every query head (reshape [..., Hk, 1, T, D] → broadcast
+    [..., Hk, G, T, D] → reshape [..., Hk·G, T, D], transformers' repeat_kv) is taken out: the
+    op reads k and v with their Hk heads, each serving G consecutive query heads, and its
+    backward sums their gradients over the group — when `kv-heads-divisor` (the devices that
+    split heads) divides Hk, so that every device's query heads keep their key/value heads.
+    Run before autodiff.
   }];
+  let options = [
+    Option<"kvHeadsDivisor", "kv-heads-divisor", "int64_t", "1",
+           "the devices splitting attention heads: grouped k/v heads must divide over them">,
+  ];
 }
 
 def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {

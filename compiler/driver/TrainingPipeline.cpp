@@ -142,6 +142,31 @@ LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
   return success();
 }
 
+namespace {
+
+// The size of mesh axis `name` in "dp=2,tp=4" (1 when it has none).
+int64_t axisSize(const std::string& mesh, llvm::StringRef name) {
+  llvm::SmallVector<llvm::StringRef> axes;
+  llvm::StringRef(mesh).split(axes, ',');
+  for (llvm::StringRef axis : axes) {
+    auto [key, value] = axis.split('=');
+    int64_t size = 1;
+    if (key.trim() == name && !value.trim().getAsInteger(10, size)) return size;
+  }
+  return 1;
+}
+
+// The devices among which attention's heads are split: tensor parallelism's, and under Ulysses
+// context parallelism's too.
+int64_t headSplitDevices(const TrainingPipelineOptions& options) {
+  int64_t devices = axisSize(options.mesh, "tp");
+  if (options.contextParallel > 0 && options.cpAttention == "ulysses")
+    devices *= options.contextParallel;
+  return devices;
+}
+
+}  // namespace
+
 LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOptions& options,
                                     llvm::function_ref<LogicalResult(const llvm::Twine&)> error) {
   if (failed(validatePipelineOptions(options, error))) return failure();
@@ -149,7 +174,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   const int64_t accumulate = options.microBatches != 1 ? options.microBatches : options.accumulate;
 
   pm.addPass(createFuseRotary());
-  if (options.fusedAttention) pm.addPass(createFuseAttention());
+  if (options.fusedAttention)
+    pm.addPass(createFuseAttention(FuseAttentionOptions{headSplitDevices(options)}));
   if (options.precision != "fp32")
     pm.addPass(createMixedPrecision(MixedPrecisionOptions{options.precision}));
   if (options.contextParallel > 0 && options.cpLoadBalance)

@@ -22,7 +22,62 @@ bool isIdentity(ArrayRef<int64_t> perm) {
   return true;
 }
 
+// Grouped-query attention's k (or v) before its repeat to every query head: `x` is
+// reshape(broadcast(reshape(x0 [..., Hk, T, D] → [..., Hk, 1, T, D]) → [..., Hk, G, T, D]) →
+// [..., Hk·G, T, D]); returns x0 and G (1 and x itself where x is no such repeat).
+std::pair<Value, int64_t> beforeRepeat(Value x) {
+  auto merge = x.getDefiningOp<graph::ReshapeOp>();
+  if (!merge || !merge->hasOneUse()) return {x, 1};
+  auto broadcast = merge.getX().getDefiningOp<graph::BroadcastOp>();
+  if (!broadcast || !broadcast->hasOneUse()) return {x, 1};
+  auto unsqueeze = broadcast.getX().getDefiningOp<graph::ReshapeOp>();
+  if (!unsqueeze || !unsqueeze->hasOneUse()) return {x, 1};
+  Value x0 = unsqueeze.getX();
+  ArrayRef<int64_t> out = cast<RankedTensorType>(x.getType()).getShape(),
+                    in = cast<RankedTensorType>(x0.getType()).getShape(),
+                    spread = cast<RankedTensorType>(broadcast.getX().getType()).getShape(),
+                    copies = cast<RankedTensorType>(broadcast.getType()).getShape();
+  const size_t r = in.size();
+  if (r < 3 || out.size() != r || spread.size() != r + 1 || copies.size() != r + 1) return {x, 1};
+  const size_t h = r - 3;  // the heads' dimension
+  const int64_t g = copies[h + 1];
+  // [..., Hk, T, D] → [..., Hk, 1, T, D] → [..., Hk, G, T, D] → [..., Hk·G, T, D].
+  for (size_t d = 0; d < r; ++d) {
+    const size_t o = d <= h ? d : d + 1;  // its place in the 5-D forms
+    if (spread[o] != in[d] || copies[o] != in[d]) return {x, 1};
+    if (out[d] != (d == h ? in[d] * g : in[d])) return {x, 1};
+  }
+  if (spread[h + 1] != 1 || g < 2) return {x, 1};
+  return {x0, g};
+}
+
 struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
+  using FuseAttentionBase::FuseAttentionBase;
+
+  // Attention whose k and v are grouped-query attention's repeats reads them unrepeated, where
+  // every device that splits the heads keeps whole groups.
+  void ungroup(graph::CausalAttentionOp attention, OpBuilder& b) {
+    auto [k0, gk] = beforeRepeat(attention.getK());
+    auto [v0, gv] = beforeRepeat(attention.getV());
+    if (gk < 2 || gk != gv || k0.getType() != v0.getType()) return;
+    const auto shape = cast<RankedTensorType>(k0.getType()).getShape();
+    if (shape[shape.size() - 3] % kvHeadsDivisor != 0) return;
+    Value k = attention.getK(), v = attention.getV();
+    b.setInsertionPoint(attention);
+    auto grouped = graph::CausalAttentionOp::create(b, attention.getLoc(), attention.getQ(), k0, v0,
+                                                    attention.getScaleAttr());
+    attention.replaceAllUsesWith(grouped);
+    attention.erase();
+    for (Value repeated : {k, v}) {
+      auto merge = repeated.getDefiningOp<graph::ReshapeOp>();
+      auto broadcast = merge.getX().getDefiningOp<graph::BroadcastOp>();
+      auto unsqueeze = broadcast.getX().getDefiningOp<graph::ReshapeOp>();
+      merge.erase();
+      broadcast.erase();
+      unsqueeze.erase();
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>(fn::kForward);
@@ -84,6 +139,7 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
       if (preScale) preScale.erase();
       scores.erase();
       if (keyTranspose) keyTranspose.erase();
+      ungroup(fused, b);
     }
   }
 };

@@ -13,7 +13,7 @@ namespace {
 
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttention(ctx));
-  const int64_t slices = a.slices, t = a.t, tk = a.tk, d = a.d;
+  const int64_t slices = a.slices, t = a.t, tk = a.tk, d = a.d, group = a.group;
   const AttentionPositions at = a.positions;
   TensorView q = ctx.inputs[0], k = ctx.inputs[1], v = ctx.inputs[2], out = ctx.outputs[0],
              lse = ctx.outputs[1];
@@ -21,14 +21,14 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx) {
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
     cpu::causalAttention(q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), slices, t, tk, d, scale,
-                         at, *pool);
+                         at, *pool, group);
     return Status::Ok();
   });
 }
 
 StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(AttentionDims a, checkCausalAttentionGrad(ctx));
-  const int64_t slices = a.slices, t = a.t, tk = a.tk, d = a.d;
+  const int64_t slices = a.slices, t = a.t, tk = a.tk, d = a.d, group = a.group;
   const AttentionPositions at = a.positions;
   std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
   float scale = static_cast<float>(ctx.floatAttr("scale"));
@@ -36,7 +36,7 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx) {
   return BoundStep([=] {
     cpu::causalAttentionGrad(in[0].f32(), in[1].f32(), in[2].f32(), in[3].f32(), in[4].f32(),
                              in[5].f32(), out[0].f32(), out[1].f32(), out[2].f32(), slices, t, tk,
-                             d, scale, at, *pool);
+                             d, scale, at, *pool, group);
     return Status::Ok();
   });
 }

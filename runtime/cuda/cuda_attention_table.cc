@@ -6,9 +6,10 @@
 // Every float32 step (their parity bound is 1e-5, which tensor-core products would not keep).
 // What the CPU takes and they do not (a head dimension above 128) is a bind error.
 //
-// The GEMM path, for bf16 / f16 operands: cuBLAS strided-batched GEMMs (batch = slices) on the
-// tensor cores with f32 accumulation, and one row pass between them (kernels/attention_gemm.cu).
-// The [T, T] scores live only in scratch during the step; the op still keeps only out and lse.
+// The GEMM path, for bf16 / f16 operands: cuBLAS strided-batched GEMMs (batch = key/value slices)
+// on the tensor cores with f32 accumulation, and one row pass between them
+// (kernels/attention_gemm.cu). The [T, T] scores live only in scratch during the step; the op still
+// keeps only out and lse.
 //   forward:  S = q·kᵀ (f32) → row pass: lse, P = exp(scale·S − lse) in T → out = P·v
 //   backward: S = q·kᵀ, dP = dout·vᵀ (f32) → row pass: P in T, D_i = dout_i·out_i, dS =
 //             P ⊙ (dP − D_i)·scale in T → dV = Pᵀ·dout, dQ = dS·k, dK = dSᵀ·q
@@ -128,30 +129,35 @@ StatusOr<Path> requestedPath(const StepContext& ctx) {
   }
 }
 
-// The three GEMM forms, per slice (row-major; gemm.h's C [M, N] = op(A) [M, K] · op(B) [K, N]),
-// batched over the slices with q, k, v, dout and the outputs [T, D] and the scores [T, T] apart:
-//   scores:     C [T, T] f32 = A [T, D] · B [T, D]ᵀ   (S = q·kᵀ, dP = dout·vᵀ)
-//   rowsTimes:  C [T, D]     = A [T, T] · B [T, D]    (out = P·v, dQ = dS·k)
-//   transposed: C [T, D]     = A [T, T]ᵀ · B [T, D]   (dV = Pᵀ·dout, dK = dSᵀ·q)
+// The three GEMM forms, per key/value slice (row-major; gemm.h's C [M, N] = op(A) [M, K] ·
+// op(B) [K, N]), batched over the key/value slices. Grouped-query attention's `group` query
+// slices of one key/value slice lie next to each other, so they stack into G = group·T rows:
+// q, dout, out, dq [G, D], the scores [G, T], k, v, dk, dv [T, D].
+//   scores:     C [G, T] f32 = A [G, D] · B [T, D]ᵀ   (S = q·kᵀ, dP = dout·vᵀ)
+//   rowsTimes:  C [G, D]     = A [G, T] · B [T, D]    (out = P·v, dQ = dS·k)
+//   transposed: C [T, D]     = A [G, T]ᵀ · B [G, D]   (dV = Pᵀ·dout, dK = dSᵀ·q: the sums over
+//                                                      the group in the product)
 struct AttentionGemms {
   GemmShape scores, rowsTimes, transposed;
 };
 
-AttentionGemms attentionGemms(int64_t slices, int64_t t, int64_t d, cudaDataType_t type) {
+AttentionGemms attentionGemms(int64_t slices, int64_t t, int64_t d, int64_t group,
+                              cudaDataType_t type) {
   auto shape = [&](int64_t m, int64_t n, int64_t k, bool transA, bool transB, int64_t strideA,
                    int64_t strideB, int64_t strideC, bool f32Output) {
     GemmShape s;
     s.m = m, s.n = n, s.k = k;
     s.transA = transA, s.transB = transB;
-    s.batch = slices;
+    s.batch = slices / group;
     s.strideA = strideA, s.strideB = strideB, s.strideC = strideC;
     s.type = type;
     s.f32Output = f32Output;
     return s;
   };
-  return {shape(t, t, d, false, true, t * d, t * d, t * t, true),
-          shape(t, d, t, false, false, t * t, t * d, t * d, false),
-          shape(t, d, t, true, false, t * t, t * d, t * d, false)};
+  const int64_t rows = group * t;
+  return {shape(rows, t, d, false, true, rows * d, t * d, rows * t, true),
+          shape(rows, d, t, false, false, rows * t, t * d, rows * d, false),
+          shape(t, d, rows, true, false, rows * t, rows * d, t * d, false)};
 }
 
 cudaDataType_t cudaType(Float type) { return type == Float::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
@@ -164,7 +170,7 @@ cudaDataType_t cudaType(Float type) { return type == Float::kBF16 ? CUDA_R_16BF 
 StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const AttentionGemms& g,
                              uint64_t bytes, const AttentionPositions& at, int64_t tk) {
   DTC_ASSIGN_OR_RETURN(const Path path, requestedPath(ctx));
-  const bool blocks = !at.plain() || tk != g.scores.m;
+  const bool blocks = !at.plain() || tk != g.scores.n;
   if (blocks && path == Path::kGemm)
     return invalid(ctx,
                    "DTC_CUDA_ATTENTION=gemm cannot take a block of the sequence (context "
@@ -196,14 +202,14 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   const AttentionGemms g =
-      attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
+      attentionGemms(slices, t, d, a.group, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
   const ScoresLayout layout = scoresLayout(scoreElements(slices, t), false);
   DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes, at, tk));
   if (!gemmPath) {
     DTC_RETURN_IF_ERROR(checkKernelLimits(ctx, dev, d));
     return BoundStep([=] {
       return launched(kernels::causalAttention(type, q.data, k.data, v.data, out.data, lse.f32(),
-                                               slices, t, tk, d, scale, at, stream),
+                                               slices, t, tk, d, scale, at, stream, a.group),
                       where);
     });
   }
@@ -240,14 +246,14 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
   for (const TensorView* other : {&ctx.inputs[3], &ctx.outputs[1], &ctx.outputs[2]})
     DTC_RETURN_IF_ERROR(sameShape(ctx, k, *other));
   DTC_ASSIGN_OR_RETURN(const AttentionDims a, attentionBlocks(ctx, q, k, ctx.inputs[5]));
-  const int64_t slices = a.slices, t = a.t, tk = a.tk, d = a.d;
+  const int64_t slices = a.slices, t = a.t, tk = a.tk, d = a.d, group = a.group;
   const AttentionPositions at = a.positions;
   const std::vector<TensorView> in = ctx.inputs, out = ctx.outputs;
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   const AttentionGemms g =
-      attentionGemms(slices, t, d, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
+      attentionGemms(slices, t, d, a.group, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
   const ScoresLayout layout = scoresLayout(scoreElements(slices, t), true);
   DTC_ASSIGN_OR_RETURN(const bool gemmPath, takesGemmPath(ctx, type, g, layout.bytes, at, tk));
   if (!gemmPath) {
@@ -257,11 +263,11 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
     DTC_ASSIGN_OR_RETURN(
         void* scratch, stepScratch(ctx, dev, kernels::causalAttentionGradScratchBytes(slices, t)));
     return BoundStep([=] {
-      return launched(
-          kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data, in[3].data,
-                                       in[4].data, in[5].f32(), out[0].data, out[1].data,
-                                       out[2].data, slices, t, tk, d, scale, at, scratch, stream),
-          where);
+      return launched(kernels::causalAttentionGrad(type, in[0].data, in[1].data, in[2].data,
+                                                   in[3].data, in[4].data, in[5].f32(), out[0].data,
+                                                   out[1].data, out[2].data, slices, t, tk, d,
+                                                   scale, at, scratch, stream, group),
+                      where);
     });
   }
   DTC_ASSIGN_OR_RETURN(uint8_t * base, stepScratch(ctx, dev, layout.bytes, kScoresSlot));

@@ -363,11 +363,14 @@ inline StatusOr<EmbeddingDims> checkEmbeddingGrad(const StepContext& ctx) {
 // sequence, split over the mesh axes `seq_axes` (context parallelism). The keys are then the whole
 // sequence (Tk = Tq times the devices), or a block as long as the queries' (a ring's step): that
 // of the device `kv_shift` places back along the axes. `seq_chunks` > 0: the sequence is laid out
-// load-balanced in that many chunks (ops/attention_positions.h). Returns (slices, Tq, D, Tk) and
-// where the blocks sit.
+// load-balanced in that many chunks (ops/attention_positions.h). k and v may have fewer heads
+// (the dimension before T; grouped-query attention): each serves `group` consecutive query
+// heads, so query slice s reads key/value slice s / group. Returns (slices, Tq, D, Tk, group)
+// and where the blocks sit.
 struct AttentionDims {
   int64_t slices = 0, t = 0, d = 0, tk = 0;
   AttentionPositions positions;
+  int64_t group = 1;
 };
 
 inline AttentionDims attentionDims(const TensorView& q) {
@@ -382,13 +385,20 @@ inline AttentionDims attentionDims(const TensorView& q) {
 inline StatusOr<AttentionDims> attentionBlocks(const StepContext& ctx, const TensorView& q,
                                                const TensorView& k, const TensorView& lse) {
   AttentionDims a = attentionDims(q);
-  const bool sameLead = q.shape.size() == k.shape.size() && q.shape.size() >= 2 &&
-                        std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) &&
-                        k.shape.back() == q.shape.back();
+  const size_t rank = q.shape.size();
+  bool sameLead = rank == k.shape.size() && rank >= 2 && k.shape.back() == q.shape.back();
+  if (sameLead && rank >= 3) {  // heads: k's divide q's
+    const int64_t heads = q.shape[rank - 3], kvHeads = k.shape[rank - 3];
+    sameLead = std::equal(q.shape.begin(), q.shape.end() - 3, k.shape.begin()) && kvHeads > 0 &&
+               heads % kvHeads == 0;
+    if (sameLead) a.group = heads / kvHeads;
+  }
   if (a.slices == 0 || !sameLead || k.shape[k.shape.size() - 2] == 0 ||
       lse.numElements() != a.slices * a.t)
-    return invalid(ctx, "needs q [..., T, D], k and v [..., Tk, D] and lse [..., T], got q " +
-                            str(q.shape) + ", k " + str(k.shape) + " and lse " + str(lse.shape));
+    return invalid(ctx,
+                   "needs q [..., H, T, D], k and v [..., Hk, Tk, D] (Hk dividing H) and lse "
+                   "[..., T], got q " +
+                       str(q.shape) + ", k " + str(k.shape) + " and lse " + str(lse.shape));
   a.tk = k.shape[k.shape.size() - 2];
   int64_t devices = 1, index = 0;
   if (!ctx.intsAttr("seq_axes").empty()) {

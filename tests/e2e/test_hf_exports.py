@@ -10,7 +10,9 @@ same module on the same batches: losses within 1e-5 relative, weights 1e-4; dp=2
 default preset: GPT-2's Conv1D layout, Qwen2's and Llama's blocks by structure) and pp=2 equal one
 device (1e-5). Qwen2's, Llama's and Mistral's RMSNorm, SwiGLU and rotary embeddings, spelled out by the exporter,
 train as dtc's fused ops; the causal LMs' attention (an additive causal mask in eager
-attention) trains as flash-style attention under --fused-attention, equal to the unfused step.
+attention) trains as flash-style attention under --fused-attention, equal to the unfused step;
+grouped-query attention (Qwen2 and Llama 4 over 2 heads, Mistral 8 over 2) reads its key/value
+heads unrepeated, on one device and on tp=2.
 
 Runs under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
 import json
@@ -77,8 +79,9 @@ def cases(rng, n):
                                                 attn_implementation="eager")), lm, []
     # Mistral: Llama's blocks; its sliding-window mask is built with bitwise_or, which torch 1.13's
     # exporter cannot write, so the window is off (a window at least the context is the same mask).
+    # Groups of 4 query heads per key/value head (Llama 3's and Mistral 7B's ratio).
     yield "mistral", MistralForCausalLM(MistralConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
-                                                      num_hidden_layers=2, num_attention_heads=4,
+                                                      num_hidden_layers=2, num_attention_heads=8,
                                                       num_key_value_heads=2, max_position_embeddings=T,
                                                       sliding_window=None, attn_implementation="eager")), lm, []
     # Phi: rotary embeddings on part of each head, attention and MLP side by side.
@@ -121,7 +124,8 @@ def attention_ops(plan):
     info = json.loads(subprocess.run([tool("dtc"), "inspect", plan, "--json"], check=True, capture_output=True,
                                      text=True).stdout)
     step = next(f for f in info["functions"] if f["name"] == "train_step")
-    return {k: n for k, n in step["op_counts"].items() if k in ("causal_attention", "causal_attention_qkv", "softmax", "causal_softmax")}
+    return {k: n for k, n in step["op_counts"].items()
+            if k in ("causal_attention", "causal_attention_qkv", "softmax", "causal_softmax", "broadcast")}
 
 
 def main():
@@ -157,8 +161,18 @@ def main():
                 # (CUDA's default) takes the export's attention whole.
                 _, final2, losses2 = dtc_run(path, work, f"{name}-fused", flags + extra + ["--fused-attention"], data)
                 fused = attention_ops(os.path.join(work, f"{name}-fused.dtp"))
+                # Grouped-query attention reads its key/value heads as they are: the export's
+                # repeat_kv (an expand to every query head) is gone.
                 assert sum(fused.values()) == 2 and set(fused) <= {"causal_attention", "causal_attention_qkv"}, fused
                 compare(f"{name} fused attention against unfused", losses2, losses, final2,
+                        without_noise(name, final2, final), 1e-5)
+            if name in ("qwen2", "llama", "mistral"):
+                # Each tensor-parallel device keeps its share of the key/value heads, grouped.
+                _, final2, losses2 = dtc_run(path, work, f"{name}-fused-tp2",
+                                             flags + extra + ["--fused-attention", "--mesh", "tp=2"], data, devices=2)
+                fused = attention_ops(os.path.join(work, f"{name}-fused-tp2.dtp"))
+                assert fused == {"causal_attention": 2}, fused
+                compare(f"{name} fused attention tp=2 against one device", losses2, losses, final2,
                         without_noise(name, final2, final), 1e-5)
             for mesh, more in (("dp=2", []), ("tp=2", []), ("pp=2", ["--microbatches", "2"])):
                 _, final2, losses2 = dtc_run(path, work, f"{name}-{mesh}", flags + extra + ["--mesh", mesh] + more,

@@ -47,6 +47,7 @@ std::vector<Case> moeMalformedCases();
 Case moeCorruptPlan();
 // attention_cases.cc
 void runAttentionCases(Harness& h);
+void runGroupedAttentionCases(Harness& h);
 void runContextAttentionCases(Harness& h, int64_t devices, int64_t rank);
 // epilogue_cases.cc
 void runEpilogueCases(Harness& h);
@@ -236,6 +237,7 @@ int main(int argc, char** argv) {
     for (const Case& c : normCases()) h.run(c);
     for (const Case& c : moeCases()) h.run(c);
     runAttentionCases(h);
+    runGroupedAttentionCases(h);
     runContextAttentionCases(h, world->size, world->rank);
     runPackedAttentionCases(h);
     runEpilogueCases(h);

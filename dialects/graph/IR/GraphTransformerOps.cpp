@@ -112,11 +112,15 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext*, std::optional<Locati
   return success();
 }
 
-// Attention's queries [..., T, D] against keys [..., Tk, D]: the same leading dimensions and D.
-// Tk > T where a device holds a block of the queries and the whole sequence's keys.
+// Attention's queries [..., H, T, D] against keys [..., Hk, Tk, D]: the same leading dimensions
+// and D, and heads that Hk divides (grouped-query attention: each key/value head serves H/Hk
+// consecutive query heads). Tk > T where a device holds a block of the queries and the whole
+// sequence's keys.
 static bool attentionBlocksMatch(ArrayRef<int64_t> q, ArrayRef<int64_t> k) {
-  return q.size() >= 2 && k.size() == q.size() && q.drop_back(2) == k.drop_back(2) &&
-         q.back() == k.back();
+  if (q.size() < 2 || k.size() != q.size() || q.back() != k.back()) return false;
+  if (q.size() == 2) return true;
+  const size_t heads = q.size() - 3;
+  return q.take_front(heads) == k.take_front(heads) && k[heads] > 0 && q[heads] % k[heads] == 0;
 }
 
 LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
@@ -126,7 +130,8 @@ LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext* ctx, std::optiona
   if (!attentionBlocksMatch(q, k) || k != v)
     return emitOptionalError(loc,
                              "causal_attention: q, k and v must share one shape [..., T, D] (k "
-                             "and v may hold more positions: the whole sequence), got ",
+                             "and v may hold more positions, the whole sequence, and fewer "
+                             "heads, dividing q's), got ",
                              shapeString(q), ", ", shapeString(k), ", ", shapeString(v));
   mlir::Type element = commonElement({adaptor.getQ(), adaptor.getK(), adaptor.getV()});
   if (!element)

@@ -49,14 +49,14 @@ void forVisibleKeys(const AttentionPositions& at, int64_t i, int64_t tk, Visit v
 
 void causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
                      int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
-                     const AttentionPositions& at, ThreadPool& pool) {
+                     const AttentionPositions& at, ThreadPool& pool, int64_t group) {
   pool.parallelFor(slices, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> p(tk);
     std::vector<double> acc(d);
     for (int64_t s = begin; s < end; ++s) {
       const float* qs = q + s * t * d;
-      const float* ks = k + s * tk * d;
-      const float* vs = v + s * tk * d;
+      const float* ks = k + s / group * tk * d;
+      const float* vs = v + s / group * tk * d;
       for (int64_t i = 0; i < t; ++i) {
         float maxv = -std::numeric_limits<float>::infinity();
         forVisibleKeys(at, i, tk, [&](int64_t j) {
@@ -87,34 +87,40 @@ void causalAttention(const float* q, const float* k, const float* v, float* out,
 void causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
                          const float* out, const float* lse, float* dq, float* dk, float* dv,
                          int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
-                         const AttentionPositions& at, ThreadPool& pool) {
-  pool.parallelFor(slices, 1, [&](int64_t begin, int64_t end) {
+                         const AttentionPositions& at, ThreadPool& pool, int64_t group) {
+  // One task per key/value slice: its group's query slices in order, so that dk and dv sum over
+  // them in one fixed order, on one thread.
+  pool.parallelFor(slices / group, 1, [&](int64_t begin, int64_t end) {
     std::vector<double> gq(d), gk(tk * d), gv(tk * d);
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t base = s * t * d, kbase = s * tk * d;
-      const float *qs = q + base, *ks = k + kbase, *vs = v + kbase, *os = out + base,
-                  *dos = dout + base;
+    for (int64_t kv = begin; kv < end; ++kv) {
+      const int64_t kbase = kv * tk * d;
+      const float *ks = k + kbase, *vs = v + kbase;
       std::fill(gk.begin(), gk.end(), 0.0);
       std::fill(gv.begin(), gv.end(), 0.0);
-      for (int64_t i = 0; i < t; ++i) {
-        // D_i = dout_i · out_i: the softmax gradient's correction term for row i.
-        double di = 0;
-        for (int64_t c = 0; c < d; ++c) di += static_cast<double>(dos[i * d + c]) * os[i * d + c];
-        std::fill(gq.begin(), gq.end(), 0.0);
-        forVisibleKeys(at, i, tk, [&](int64_t j) {
-          float dot = 0;
-          for (int64_t c = 0; c < d; ++c) dot += qs[i * d + c] * ks[j * d + c];
-          const double pij = std::exp(static_cast<double>(scale * dot) - lse[s * t + i]);
-          double dp = 0;
-          for (int64_t c = 0; c < d; ++c) dp += static_cast<double>(dos[i * d + c]) * vs[j * d + c];
-          const double ds = pij * (dp - di) * scale;
-          for (int64_t c = 0; c < d; ++c) {
-            gv[j * d + c] += pij * dos[i * d + c];
-            gq[c] += ds * ks[j * d + c];
-            gk[j * d + c] += ds * qs[i * d + c];
-          }
-        });
-        for (int64_t c = 0; c < d; ++c) dq[base + i * d + c] = static_cast<float>(gq[c]);
+      for (int64_t s = kv * group; s < (kv + 1) * group; ++s) {
+        const int64_t base = s * t * d;
+        const float *qs = q + base, *os = out + base, *dos = dout + base;
+        for (int64_t i = 0; i < t; ++i) {
+          // D_i = dout_i · out_i: the softmax gradient's correction term for row i.
+          double di = 0;
+          for (int64_t c = 0; c < d; ++c) di += static_cast<double>(dos[i * d + c]) * os[i * d + c];
+          std::fill(gq.begin(), gq.end(), 0.0);
+          forVisibleKeys(at, i, tk, [&](int64_t j) {
+            float dot = 0;
+            for (int64_t c = 0; c < d; ++c) dot += qs[i * d + c] * ks[j * d + c];
+            const double pij = std::exp(static_cast<double>(scale * dot) - lse[s * t + i]);
+            double dp = 0;
+            for (int64_t c = 0; c < d; ++c)
+              dp += static_cast<double>(dos[i * d + c]) * vs[j * d + c];
+            const double ds = pij * (dp - di) * scale;
+            for (int64_t c = 0; c < d; ++c) {
+              gv[j * d + c] += pij * dos[i * d + c];
+              gq[c] += ds * ks[j * d + c];
+              gk[j * d + c] += ds * qs[i * d + c];
+            }
+          });
+          for (int64_t c = 0; c < d; ++c) dq[base + i * d + c] = static_cast<float>(gq[c]);
+        }
       }
       for (int64_t x = 0; x < tk * d; ++x) {
         dk[kbase + x] = static_cast<float>(gk[x]);

@@ -59,14 +59,15 @@ void causalAttentionGrad(const float* dout, const float* q, const float* k, cons
                          int64_t slices, int64_t t, int64_t d, float scale, ThreadPool& pool);
 // The same for `t` queries against `tk` keys placed by `at` (context parallelism: a block of
 // the queries, the sequence load-balanced): query i sees the keys not after it in the original
-// sequence.
+// sequence. Grouped-query attention: k and v hold slices / `group` slices, query slice s reading
+// slice s / group; the backward sums each key/value slice's gradient over its group's queries.
 void causalAttention(const float* q, const float* k, const float* v, float* out, float* lse,
                      int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
-                     const AttentionPositions& at, ThreadPool& pool);
+                     const AttentionPositions& at, ThreadPool& pool, int64_t group = 1);
 void causalAttentionGrad(const float* dout, const float* q, const float* k, const float* v,
                          const float* out, const float* lse, float* dq, float* dk, float* dv,
                          int64_t slices, int64_t t, int64_t tk, int64_t d, float scale,
-                         const AttentionPositions& at, ThreadPool& pool);
+                         const AttentionPositions& at, ThreadPool& pool, int64_t group = 1);
 // A query that sees none of the keys gets out 0 and lse −inf. Merging two such partial results
 // of the same `rows` queries (attention over the union of their keys): out [rows, d], lse [rows];
 // out and lse may be a's (each row is read before it is written).

@@ -82,6 +82,8 @@ constexpr int kScoreLd = kTile + 1;  // row stride of a shared 64 × 64 score ti
 // original sequence is not after i's.
 struct Blocks {
   int64_t tq = 0, tk = 0;
+  // Grouped-query attention: query slice s reads key/value slice s / group.
+  int64_t group = 1;
   AttentionPositions at;
   bool plain =
       true;  // tq = tk and at.plain(): j <= i, and the tiles above the diagonal are skipped
@@ -245,7 +247,7 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   float* ps = vs + kTile * (HD + 1);
   const int64_t slice = blockIdx.x % slices;
   const int qt = queryTiles - 1 - static_cast<int>(blockIdx.x / slices);
-  const int64_t qBase = slice * blk.tq * d, kBase = slice * blk.tk * d,
+  const int64_t qBase = slice * blk.tq * d, kBase = slice / blk.group * blk.tk * d,
                 q0 = static_cast<int64_t>(qt) * kTile;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   loadTile<F, HD>(qs, q + qBase, q0, blk.tq, d);
@@ -307,16 +309,17 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   storeRows<F, HD>(out + qBase, o, q0, blk.tq, d);
 }
 
-// Backward, dk and dv: one block per (slice, key tile), keeping its k and v tiles in shared
-// memory and dk, dv in registers while the query tiles that see one of its keys (plain: those at
-// or below the diagonal) stream through: dv_j += Σ_i p_ij dout_i, dk_j += Σ_i ds_ij q_i (scale
-// inside ds). Key tile 0 (the longest) first.
+// Backward, dk and dv: one block per (key/value slice, key tile), keeping its k and v tiles in
+// shared memory and dk, dv in registers while the query tiles that see one of its keys (plain:
+// those at or below the diagonal) of each query slice of its group stream through:
+// dv_j += Σ_i p_ij dout_i, dk_j += Σ_i ds_ij q_i (scale inside ds). Key tile 0 (the longest)
+// first.
 template <Float F, int HD>
 __global__ void __launch_bounds__(kFlashThreads, 1)
     keyValueGradKernel(const Elem<F>* __restrict__ dout, const Elem<F>* __restrict__ q,
                        const Elem<F>* __restrict__ k, const Elem<F>* __restrict__ v,
                        const float* __restrict__ lse, const float* __restrict__ rowD,
-                       Elem<F>* __restrict__ dk, Elem<F>* __restrict__ dv, int64_t slices,
+                       Elem<F>* __restrict__ dk, Elem<F>* __restrict__ dv, int64_t kvSlices,
                        Blocks blk, int d, float scale, int queryTiles) {
   extern __shared__ float shared[];
   float* qs = shared;
@@ -325,29 +328,32 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   float* vs = ks + kTile * (HD + 1);
   float* ps = vs + kTile * (HD + 1);
   float* dss = ps + kTile * kScoreLd;
-  const int64_t slice = blockIdx.x % slices;
-  const int kt = static_cast<int>(blockIdx.x / slices);
-  const int64_t qBase = slice * blk.tq * d, kBase = slice * blk.tk * d,
-                k0 = static_cast<int64_t>(kt) * kTile;
+  const int64_t kvSlice = blockIdx.x % kvSlices;
+  const int kt = static_cast<int>(blockIdx.x / kvSlices);
+  const int64_t kBase = kvSlice * blk.tk * d, k0 = static_cast<int64_t>(kt) * kTile;
   loadTile<F, HD>(ks, k + kBase, k0, blk.tk, d);
   loadTile<F, HD>(vs, v + kBase, k0, blk.tk, d);
   float gk[4][HD / 16] = {}, gv[4][HD / 16] = {};
-  for (int qt = blk.plain ? kt : 0; qt < queryTiles; ++qt) {
-    const int64_t q0 = static_cast<int64_t>(qt) * kTile;
-    // Also the barrier after the previous query tile's readers of qs, dos, ps and dss.
-    if (!__syncthreads_or(blk.anyVisible(q0, k0))) continue;
-    loadTile<F, HD>(qs, q + qBase, q0, blk.tq, d);
-    loadTile<F, HD>(dos, dout + qBase, q0, blk.tq, d);
-    __syncthreads();
-    float rowLse[4], rowDs[4];
-    queryRows(lse + slice * blk.tq, rowD + slice * blk.tq, q0, blk.tq, rowLse, rowDs);
-    float s[4][4] = {}, dp[4][4] = {};
-    dotTile<HD>(qs, ks, s);
-    dotTile<HD>(dos, vs, dp);
-    gradTiles(s, dp, rowLse, rowDs, q0, k0, blk, scale, ps, dss);
-    __syncthreads();
-    productTile<HD, true>(ps, dos, gv);
-    productTile<HD, true>(dss, qs, gk);
+  // The query slices of the group in order, so the sums keep one order from run to run.
+  for (int64_t slice = kvSlice * blk.group; slice < (kvSlice + 1) * blk.group; ++slice) {
+    const int64_t qBase = slice * blk.tq * d;
+    for (int qt = blk.plain ? kt : 0; qt < queryTiles; ++qt) {
+      const int64_t q0 = static_cast<int64_t>(qt) * kTile;
+      // Also the barrier after the previous query tile's readers of qs, dos, ps and dss.
+      if (!__syncthreads_or(blk.anyVisible(q0, k0))) continue;
+      loadTile<F, HD>(qs, q + qBase, q0, blk.tq, d);
+      loadTile<F, HD>(dos, dout + qBase, q0, blk.tq, d);
+      __syncthreads();
+      float rowLse[4], rowDs[4];
+      queryRows(lse + slice * blk.tq, rowD + slice * blk.tq, q0, blk.tq, rowLse, rowDs);
+      float s[4][4] = {}, dp[4][4] = {};
+      dotTile<HD>(qs, ks, s);
+      dotTile<HD>(dos, vs, dp);
+      gradTiles(s, dp, rowLse, rowDs, q0, k0, blk, scale, ps, dss);
+      __syncthreads();
+      productTile<HD, true>(ps, dos, gv);
+      productTile<HD, true>(dss, qs, gk);
+    }
   }
   storeRows<F, HD>(dk + kBase, gk, k0, blk.tk, d);
   storeRows<F, HD>(dv + kBase, gv, k0, blk.tk, d);
@@ -371,7 +377,7 @@ __global__ void __launch_bounds__(kFlashThreads, 1)
   float* dss = vs + kTile * (HD + 1);
   const int64_t slice = blockIdx.x % slices;
   const int qt = queryTiles - 1 - static_cast<int>(blockIdx.x / slices);
-  const int64_t qBase = slice * blk.tq * d, kBase = slice * blk.tk * d,
+  const int64_t qBase = slice * blk.tq * d, kBase = slice / blk.group * blk.tk * d,
                 q0 = static_cast<int64_t>(qt) * kTile;
   loadTile<F, HD>(qs, q + qBase, q0, blk.tq, d);
   loadTile<F, HD>(dos, dout + qBase, q0, blk.tq, d);  // read after the loop's first barrier
@@ -463,9 +469,9 @@ cudaError_t backward(const void* dout, const void* q, const void* k, const void*
   cudaError_t e = launch(rowDotKernel<F>, 0, blocksFor(slices * blk.tq, kFlashThreads), stream,
                          doutT, static_cast<const E*>(out), rowD, slices * blk.tq, d);
   if (e == cudaSuccess)
-    e = launch(keyValueGradKernel<F, HD>, keyValueBytes(HD), slices * tiles.key, stream, doutT, qT,
-               kT, vT, lse, rowD, static_cast<E*>(dk), static_cast<E*>(dv), slices, blk, d, scale,
-               tiles.query);
+    e = launch(keyValueGradKernel<F, HD>, keyValueBytes(HD), slices / blk.group * tiles.key, stream,
+               doutT, qT, kT, vT, lse, rowD, static_cast<E*>(dk), static_cast<E*>(dv),
+               slices / blk.group, blk, d, scale, tiles.query);
   if (e == cudaSuccess)
     e = launch(queryGradKernel<F, HD>, queryBytes(HD), slices * tiles.query, stream, doutT, qT, kT,
                vT, lse, rowD, static_cast<E*>(dq), slices, blk, d, scale, tiles.query, tiles.key);
@@ -503,10 +509,11 @@ cudaError_t backwardOf(const void* dout, const void* q, const void* k, const voi
   }
 }
 
-Blocks blocksOf(int64_t t, int64_t tk, const AttentionPositions& at) {
+Blocks blocksOf(int64_t t, int64_t tk, int64_t group, const AttentionPositions& at) {
   Blocks blk;
   blk.tq = t;
   blk.tk = tk;
+  blk.group = group;
   blk.at = at;
   if (blk.at.length == 0) blk.at.length = tk;
   blk.plain = t == tk && at.plain();
@@ -523,9 +530,11 @@ uint64_t flashAttentionSharedBytes(int64_t d) {
 
 cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out,
                             float* lse, int64_t slices, int64_t t, int64_t tk, int64_t d,
-                            float scale, const AttentionPositions& at, cudaStream_t stream) {
+                            float scale, const AttentionPositions& at, cudaStream_t stream,
+                            int64_t group) {
   if (slices == 0 || t == 0) return cudaGetLastError();
-  const Blocks blk = blocksOf(t, tk, at);
+  if (group < 1 || slices % group != 0) return cudaErrorInvalidValue;
+  const Blocks blk = blocksOf(t, tk, group, at);
   const Tiles tiles = tilesFor(slices, blk, d);
   if (tiles.query == 0) return cudaErrorInvalidValue;
   switch (type) {
@@ -543,9 +552,10 @@ cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, con
                                 const void* v, const void* out, const float* lse, void* dq,
                                 void* dk, void* dv, int64_t slices, int64_t t, int64_t tk,
                                 int64_t d, float scale, const AttentionPositions& at, void* scratch,
-                                cudaStream_t stream) {
+                                cudaStream_t stream, int64_t group) {
   if (slices == 0 || t == 0) return cudaGetLastError();
-  const Blocks blk = blocksOf(t, tk, at);
+  if (group < 1 || slices % group != 0) return cudaErrorInvalidValue;
+  const Blocks blk = blocksOf(t, tk, group, at);
   const Tiles tiles = tilesFor(slices, blk, d);
   if (tiles.query == 0) return cudaErrorInvalidValue;
   float* rowD = static_cast<float*>(scratch);

@@ -34,10 +34,12 @@ uint64_t flashAttentionSharedBytes(int64_t d);
 // With `tk` keys against the `t` queries, placed by `at` (context parallelism: a block of the
 // queries, of the keys, the load-balanced layout; ops/attention_positions.h): query i sees key j
 // when j's place in the original sequence is not after i's. A query that sees no key gets out 0
-// and lse −inf (a ring's block that lies after it).
+// and lse −inf (a ring's block that lies after it). Grouped-query attention: k and v hold
+// slices / `group` slices, query slice s reading slice s / group (`group` must divide slices).
 cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v, void* out,
                             float* lse, int64_t slices, int64_t t, int64_t tk, int64_t d,
-                            float scale, const AttentionPositions& at, cudaStream_t stream);
+                            float scale, const AttentionPositions& at, cudaStream_t stream,
+                            int64_t group = 1);
 inline cudaError_t causalAttention(Float type, const void* q, const void* k, const void* v,
                                    void* out, float* lse, int64_t slices, int64_t t, int64_t d,
                                    float scale, cudaStream_t stream) {
@@ -54,12 +56,13 @@ inline cudaError_t causalAttention(const float* q, const float* k, const float* 
 // pre-pass writes D_i = dout_i · out_i (float32) to `scratch` (causalAttentionGradScratchBytes);
 // then one block per key tile accumulates dk and dv over the query tiles, and one block per query
 // tile accumulates dq over the key tiles (the probabilities recomputed in both; no atomics).
-// dout, q, k, v, out, dq, dk, dv of `type`; lse float32.
+// dout, q, k, v, out, dq, dk, dv of `type`; lse float32. With `group` > 1 each key tile's block
+// sums over the query slices of its group in order.
 cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
                                 const void* v, const void* out, const float* lse, void* dq,
                                 void* dk, void* dv, int64_t slices, int64_t t, int64_t tk,
                                 int64_t d, float scale, const AttentionPositions& at, void* scratch,
-                                cudaStream_t stream);
+                                cudaStream_t stream, int64_t group = 1);
 inline cudaError_t causalAttentionGrad(Float type, const void* dout, const void* q, const void* k,
                                        const void* v, const void* out, const float* lse, void* dq,
                                        void* dk, void* dv, int64_t slices, int64_t t, int64_t d,
