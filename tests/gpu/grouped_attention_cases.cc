@@ -28,9 +28,12 @@ struct Grouped {
   Shape kv() const { return {batch, kvHeads, t, d}; }
   Shape rows() const { return {batch, heads, t}; }
   std::string label(DType type, const char* what) const {
-    return std::string(what) + (type == kBF16 ? " bf16" : type == kF16 ? " f16" : "") + " [" +
-           std::to_string(batch) + "," + std::to_string(heads) + "/" + std::to_string(kvHeads) +
-           "," + std::to_string(t) + "," + std::to_string(d) + "]";
+    return std::string(what) +
+           (type == kBF16  ? " bf16"
+            : type == kF16 ? " f16"
+                           : "") +
+           " [" + std::to_string(batch) + "," + std::to_string(heads) + "/" +
+           std::to_string(kvHeads) + "," + std::to_string(t) + "," + std::to_string(d) + "]";
   }
 };
 
@@ -76,8 +79,7 @@ Case gradCase(const Grouped& g, DType type, uint64_t seed) {
   ThreadPool pool(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(g.d));
   cpu::causalAttention(q.data(), k.data(), v.data(), o.data(), lse.data(), slices, g.t, g.t, g.d,
-                       static_cast<float>(scale), AttentionPositions{}, pool,
-                       g.heads / g.kvHeads);
+                       static_cast<float>(scale), AttentionPositions{}, pool, g.heads / g.kvHeads);
   for (float& e : o) e = roundTo(type, e);
   Case c{g.label(type, "grouped attention grad"),
          "causal_attention_grad",

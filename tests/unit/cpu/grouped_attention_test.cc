@@ -79,8 +79,8 @@ TEST_P(GroupedAttentionTest, MatchesRepeatedKeysAndValues) {
 
     std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
     causalAttentionGrad(dout.data(), q.data(), k.data(), v.data(), out.data(), lse.data(),
-                        dq.data(), dk.data(), dv.data(), slices, c.t, c.tk, c.d, scale, c.at,
-                        pool_, c.group);
+                        dq.data(), dk.data(), dv.data(), slices, c.t, c.tk, c.d, scale, c.at, pool_,
+                        c.group);
     std::vector<float> dqR(q.size()), dkR(kr.size()), dvR(vr.size());
     causalAttentionGrad(dout.data(), q.data(), kr.data(), vr.data(), outR.data(), lseR.data(),
                         dqR.data(), dkR.data(), dvR.data(), slices, c.t, c.tk, c.d, scale, c.at,
