@@ -1,6 +1,11 @@
 // causal_attention, causal_attention_grad and attention_merge on CUDA
-// (cpu/cpu_attention_table.cc's), behind the CPU's contracts and messages, attention on one of two
-// paths decided at bind time:
+// (cpu/cpu_attention_table.cc's), behind the CPU's contracts and messages, attention on one of
+// three paths decided at bind time:
+//
+// cuDNN's fused flash attention (cudnn_attention_path.h) for 16-bit operands over whole
+// sequences where libcudnn loads and offers an engine: q, k, v read as [B, H, T, D] blocks (k
+// and v with their own heads under grouped-query attention), the gradients written in place,
+// its workspace in the step's scratch.
 //
 // The flash-attention kernels (kernels/flash_attention.cu): f32 CUDA cores, no [T, T] buffer.
 // Every float32 step (their parity bound is 1e-5, which tensor-core products would not keep).
@@ -27,8 +32,9 @@
 // positions; the GEMM path's row pass is causal on a whole sequence.
 //
 // DTC_CUDA_ATTENTION=flash forces the flash kernels for 16-bit operands too, =gemm the GEMM path
-// whatever its scratch (16-bit operands only); unset or auto: the GEMM path when its scratch
-// fits kGemmScratchBudget and cuBLAS's 32-bit sizes hold the shapes, else the flash kernels.
+// whatever its scratch (16-bit operands only), =cudnn cuDNN or a bind error; unset or auto:
+// cuDNN where it takes the step, else the GEMM path when its scratch fits kGemmScratchBudget and
+// cuBLAS's 32-bit sizes hold the shapes, else the flash kernels.
 
 #include <algorithm>
 #include <array>
@@ -38,6 +44,7 @@
 #include <vector>
 
 #include "cuda_bind.h"
+#include "cudnn_attention_path.h"
 #include "exec/transformer_contracts.h"
 #include "gemm.h"
 #include "kernels/flash_attention.h"
@@ -186,6 +193,29 @@ StatusOr<bool> takesGemmPath(const StepContext& ctx, Float type, const Attention
   return path == Path::kGemm || bytes <= kGemmScratchBudget;
 }
 
+// ---- cuDNN -------------------------------------------------------------------------------------
+
+// The step on cuDNN's fused attention (cudnn_attention_path.h), or null: q [..., H, T, D] as
+// [B, H, T, D] blocks, k and v of H / group heads. Blocks of the sequence stay on dtc's kernels,
+// whose masks know the positions.
+StatusOr<std::shared_ptr<const CudnnSdpa>> cudnnPath(const StepContext& ctx, Device& dev,
+                                                     Float type, const TensorView& q,
+                                                     const AttentionDims& a, bool grad) {
+  const int64_t heads = q.shape.size() >= 3 ? q.shape[q.shape.size() - 3] : 1;
+  SdpaSpec spec;
+  spec.batch = a.slices / heads, spec.t = a.t, spec.heads = heads, spec.d = a.d;
+  spec.kvHeads = heads / a.group;
+  spec.layout = headMajorSdpaLayout(a.t, heads, spec.kvHeads, a.d);
+  const bool blocks = !a.positions.plain() || a.tk != a.t;
+  const DType dtype = type == Float::kF32    ? DType::kF32
+                      : type == Float::kBF16 ? DType::kBF16
+                                             : DType::kF16;
+  return cudnnAttentionPath(ctx, dev, dtype, spec, grad,
+                            blocks ? "a block of the sequence (context parallelism) takes dtc's "
+                                     "kernels, whose masks know the positions"
+                                   : "");
+}
+
 // ---- the binders -------------------------------------------------------------------------------
 
 StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
@@ -201,6 +231,14 @@ StatusOr<BoundStep> bindCausalAttention(const StepContext& ctx, Device& dev) {
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(std::shared_ptr<const CudnnSdpa> sdpa,
+                       cudnnPath(ctx, dev, type, q, a, false));
+  if (sdpa) {
+    DTC_ASSIGN_OR_RETURN(uint8_t * ws, cudnnWorkspace(ctx, dev, *sdpa));
+    return BoundStep([=] {
+      return sdpa->forward(stream, q.data, k.data, v.data, out.data, lse.f32(), ws, where);
+    });
+  }
   const AttentionGemms g =
       attentionGemms(slices, t, d, a.group, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
   const ScoresLayout layout = scoresLayout(scoreElements(slices, t), false);
@@ -252,6 +290,15 @@ StatusOr<BoundStep> bindCausalAttentionGrad(const StepContext& ctx, Device& dev)
   const float scale = static_cast<float>(ctx.floatAttr("scale"));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(std::shared_ptr<const CudnnSdpa> sdpa,
+                       cudnnPath(ctx, dev, type, q, a, true));
+  if (sdpa) {
+    DTC_ASSIGN_OR_RETURN(uint8_t * ws, cudnnWorkspace(ctx, dev, *sdpa));
+    return BoundStep([=] {
+      return sdpa->backward(stream, in[0].data, in[1].data, in[2].data, in[3].data, in[4].data,
+                            in[5].f32(), out[0].data, out[1].data, out[2].data, ws, where);
+    });
+  }
   const AttentionGemms g =
       attentionGemms(slices, t, d, a.group, type == Float::kF32 ? CUDA_R_32F : cudaType(type));
   const ScoresLayout layout = scoresLayout(scoreElements(slices, t), true);

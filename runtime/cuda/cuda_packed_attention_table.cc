@@ -12,62 +12,34 @@
 // cuda_attention_table.cc), and the result is packed back: the unpacked kernels' arithmetic, bit
 // for bit, with the operands' element type throughout.
 //
-// The first such step a process binds says on stderr which path runs, and why not cuDNN.
-#include <cstdio>
-#include <mutex>
+// Which of the two, and what is said about it: cudnn_attention_path.h.
+#include <array>
 #include <string>
 #include <vector>
 
 #include "cuda_bind.h"
-#include "cudnn_attention.h"
+#include "cudnn_attention_path.h"
 #include "exec/precision_contracts.h"
 #include "exec/transformer_contracts.h"
-#include "support/runtime_options.h"
 
 namespace dtc::cuda {
 namespace {
 
-void reportPath(const std::string& line) {
-  static std::once_flag once;
-  std::call_once(once, [&] { std::fprintf(stderr, "dtrun: attention %s\n", line.c_str()); });
-}
-
-// The step on cuDNN, or null where it runs on dtc's kernels (said once, with the reason).
+// The step on cuDNN, or null where it runs on dtc's kernels.
 StatusOr<std::shared_ptr<const CudnnSdpa>> cudnnPath(const StepContext& ctx, Device& dev,
                                                      DType type, const PackedAttentionDims& a,
                                                      bool grad) {
-  if (!runtimeOptionsStatus().ok()) return invalid(ctx, runtimeOptionsStatus().status().message());
-  const RuntimeOptions::Attention wanted = runtimeOptions().cudaAttention;
-  using A = RuntimeOptions::Attention;
-  if (wanted == A::kFlash || wanted == A::kGemm) {
-    reportPath("on dtc's kernels (DTC_CUDA_ATTENTION chose them)");
-    return std::shared_ptr<const CudnnSdpa>();
-  }
-  std::string refused;
-  std::shared_ptr<const CudnnSdpa> plan;
-  if (type == DType::kF32) {
-    refused = "cuDNN's fused attention takes bf16/f16 operands, not float32";
-  } else {
-    SdpaSpec spec;
-    spec.batch = a.batch, spec.t = a.t, spec.heads = a.heads, spec.d = a.d;
-    spec.bf16 = type == DType::kBF16;
-    spec.scale = static_cast<float>(ctx.floatAttr("scale"));
-    spec.grad = grad;
-    spec.deterministic = runtimeOptions().cudnnDeterministic;
-    DTC_ASSIGN_OR_RETURN(plan, planCudnnSdpa(dev, spec, ctx.where(), refused));
-  }
-  // A plan compiled for CUDA holds a bound on cuDNN's workspace (ops/cuda_scratch.h); a cuDNN
-  // that asks for more runs nothing beyond the plan unless it was asked for by name.
-  if (plan && ctx.scratch && plan->workspaceBytes() > ctx.scratchBytes && wanted != A::kCudnn) {
-    refused = "its workspace of " + std::to_string(plan->workspaceBytes()) +
-              " bytes exceeds the step's planned scratch of " + std::to_string(ctx.scratchBytes);
-    plan.reset();
-  }
-  if (!plan && wanted == A::kCudnn) return invalid(ctx, "DTC_CUDA_ATTENTION=cudnn: " + refused);
-  reportPath(plan ? "on cuDNN " + cudnnVersion() + "'s fused flash attention" +
-                        (runtimeOptions().cudnnDeterministic ? " (deterministic backward)" : "")
-                  : "on dtc's kernels (cuDNN: " + refused + ")");
-  return plan;
+  SdpaSpec spec;
+  spec.batch = a.batch, spec.t = a.t, spec.heads = spec.kvHeads = a.heads, spec.d = a.d;
+  spec.layout = packedSdpaLayout(a.t, a.heads, a.d);
+  return cudnnAttentionPath(ctx, dev, type, spec, grad, "");
+}
+
+// q, k and v (or their gradients) in the fused projection: C elements apart in each row.
+std::array<const uint8_t*, 3> parts(const void* qkv, const PackedAttentionDims& a, DType type) {
+  const auto* base = static_cast<const uint8_t*>(qkv);
+  const uint64_t c = static_cast<uint64_t>(a.heads * a.d) * dtypeSize(type);
+  return {base, base + c, base + 2 * c};
 }
 
 // The operands' element type: all float32 (the CPU's contract, its messages), or one 16-bit type
@@ -127,14 +99,14 @@ StatusOr<BoundStep> bindCausalAttentionQkv(const StepContext& ctx, Device& dev) 
   DTC_ASSIGN_OR_RETURN(const PackedAttentionDims a, checkCausalAttentionQkv(f32));
   DTC_ASSIGN_OR_RETURN(std::shared_ptr<const CudnnSdpa> sdpa, cudnnPath(ctx, dev, type, a, false));
   if (sdpa) {
-    DTC_ASSIGN_OR_RETURN(auto workspace, packedScratch(ctx, dev, sdpa->workspaceBytes()));
-    const void* qkv = ctx.inputs[0].data;
+    DTC_ASSIGN_OR_RETURN(uint8_t * ws, cudnnWorkspace(ctx, dev, *sdpa));
+    const std::array<const uint8_t*, 3> qkv = parts(ctx.inputs[0].data, a, type);
     void* out = ctx.outputs[0].data;
     float* lse = ctx.outputs[1].f32();
     cudaStream_t stream = dev.stream();
     const std::string where = ctx.where();
-    uint8_t* ws = workspace.first;
-    return BoundStep([=] { return sdpa->forward(stream, qkv, out, lse, ws, where); });
+    return BoundStep(
+        [=] { return sdpa->forward(stream, qkv[0], qkv[1], qkv[2], out, lse, ws, where); });
   }
   const int size = static_cast<int>(dtypeSize(type));
   const PackedAttentionScratch s = packedAttentionScratch(a, size, false);
@@ -173,14 +145,19 @@ StatusOr<BoundStep> bindCausalAttentionQkvGrad(const StepContext& ctx, Device& d
   DTC_ASSIGN_OR_RETURN(const PackedAttentionDims a, checkCausalAttentionQkvGrad(f32));
   DTC_ASSIGN_OR_RETURN(std::shared_ptr<const CudnnSdpa> sdpa, cudnnPath(ctx, dev, type, a, true));
   if (sdpa) {
-    DTC_ASSIGN_OR_RETURN(auto workspace, packedScratch(ctx, dev, sdpa->workspaceBytes()));
-    const void *dout = ctx.inputs[0].data, *qkv = ctx.inputs[1].data, *out = ctx.inputs[2].data;
+    DTC_ASSIGN_OR_RETURN(uint8_t * ws, cudnnWorkspace(ctx, dev, *sdpa));
+    const void *dout = ctx.inputs[0].data, *out = ctx.inputs[2].data;
+    const std::array<const uint8_t*, 3> qkv = parts(ctx.inputs[1].data, a, type);
+    const std::array<const uint8_t*, 3> d = parts(ctx.outputs[0].data, a, type);
     const float* lse = ctx.inputs[3].f32();
-    void* dqkv = ctx.outputs[0].data;
+    auto* dq = const_cast<uint8_t*>(d[0]);
+    auto* dk = const_cast<uint8_t*>(d[1]);
+    auto* dv = const_cast<uint8_t*>(d[2]);
     cudaStream_t stream = dev.stream();
     const std::string where = ctx.where();
-    uint8_t* ws = workspace.first;
-    return BoundStep([=] { return sdpa->backward(stream, dout, qkv, out, lse, dqkv, ws, where); });
+    return BoundStep([=] {
+      return sdpa->backward(stream, dout, qkv[0], qkv[1], qkv[2], out, lse, dq, dk, dv, ws, where);
+    });
   }
   const int size = static_cast<int>(dtypeSize(type));
   const PackedAttentionScratch s = packedAttentionScratch(a, size, true);

@@ -20,6 +20,28 @@ void* cudnn_dlhandle = nullptr;
 
 namespace dtc::cuda {
 
+SdpaLayout packedSdpaLayout(int64_t t, int64_t heads, int64_t d) {
+  const int64_t c = heads * d;
+  SdpaLayout l;
+  l.q = l.kv = {t * 3 * c, d, 3 * c, 1};
+  l.out = {t * c, d, c, 1};
+  return l;
+}
+
+SdpaLayout headMajorSdpaLayout(int64_t t, int64_t heads, int64_t kvHeads, int64_t d) {
+  SdpaLayout l;
+  l.q = l.out = {heads * t * d, t * d, d, 1};
+  l.kv = {kvHeads * t * d, t * d, d, 1};
+  return l;
+}
+
+SdpaLayout sequenceMajorSdpaLayout(int64_t t, int64_t heads, int64_t kvHeads, int64_t d) {
+  SdpaLayout l;
+  l.q = l.out = {t * heads * d, d, heads * d, 1};
+  l.kv = {t * kvHeads * d, d, kvHeads * d, 1};
+  return l;
+}
+
 #if DTC_HAVE_CUDNN_FRONTEND
 namespace {
 
@@ -89,32 +111,32 @@ class Sdpa final : public CudnnSdpa {
 
   uint64_t workspaceBytes() const override { return workspace_; }
 
-  Status forward(cudaStream_t stream, const void* qkv, void* out, float* lse, void* workspace,
-                 const std::string& where) const override {
-    std::unordered_map<int64_t, void*> pack = {{kO, out}, {kStats, lse}};
-    addQkv(pack, kQ, const_cast<void*>(qkv));
+  Status forward(cudaStream_t stream, const void* q, const void* k, const void* v, void* out,
+                 float* lse, void* workspace, const std::string& where) const override {
+    std::unordered_map<int64_t, void*> pack = {{kQ, const_cast<void*>(q)},
+                                               {kK, const_cast<void*>(k)},
+                                               {kV, const_cast<void*>(v)},
+                                               {kO, out},
+                                               {kStats, lse}};
     return run(stream, pack, workspace, where);
   }
 
-  Status backward(cudaStream_t stream, const void* dout, const void* qkv, const void* out,
-                  const float* lse, void* dqkv, void* workspace,
-                  const std::string& where) const override {
-    std::unordered_map<int64_t, void*> pack = {{kO, const_cast<void*>(out)},
+  Status backward(cudaStream_t stream, const void* dout, const void* q, const void* k,
+                  const void* v, const void* out, const float* lse, void* dq, void* dk, void* dv,
+                  void* workspace, const std::string& where) const override {
+    std::unordered_map<int64_t, void*> pack = {{kQ, const_cast<void*>(q)},
+                                               {kK, const_cast<void*>(k)},
+                                               {kV, const_cast<void*>(v)},
+                                               {kO, const_cast<void*>(out)},
                                                {kDO, const_cast<void*>(dout)},
-                                               {kStats, const_cast<float*>(lse)}};
-    addQkv(pack, kQ, const_cast<void*>(qkv));
-    addQkv(pack, kDQ, dqkv);
+                                               {kStats, const_cast<float*>(lse)},
+                                               {kDQ, dq},
+                                               {kDK, dk},
+                                               {kDV, dv}};
     return run(stream, pack, workspace, where);
   }
 
  private:
-  // q, k and v (or their gradients) start C elements apart in each packed row.
-  void addQkv(std::unordered_map<int64_t, void*>& pack, int64_t first, void* base) const {
-    const int64_t c = spec_.heads * spec_.d;
-    auto* bytes = static_cast<uint8_t*>(base);
-    for (int64_t part = 0; part < 3; ++part) pack[first + part] = bytes + part * c * 2;
-  }
-
   Status run(cudaStream_t stream, std::unordered_map<int64_t, void*>& pack, void* workspace,
              const std::string& where) const {
     try {
@@ -141,16 +163,20 @@ std::shared_ptr<fe::graph::Graph> buildGraph(cudnnHandle_t handle, const SdpaSpe
   graph->set_io_data_type(spec.bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  const int64_t b = spec.batch, h = spec.heads, t = spec.t, d = spec.d, c = h * d;
-  const std::vector<int64_t> dims = {b, h, t, d};
-  // [B, T, 3, H, D] read as [B, H, T, D] views, and [B, T, H, D] (heads merged).
-  const std::vector<int64_t> packed = {t * 3 * c, d, 3 * c, 1}, merged = {t * c, d, c, 1};
-  auto tensor = [&](const char* name, int64_t uid, const std::vector<int64_t>& stride) {
-    return graph->tensor(
-        fe::graph::Tensor_attributes().set_name(name).set_dim(dims).set_stride(stride).set_uid(
-            uid));
+  const int64_t b = spec.batch, h = spec.heads, t = spec.t, d = spec.d;
+  const std::vector<int64_t> dims = {b, h, t, d}, kvDims = {b, spec.kvHeads, t, d};
+  const auto strides = [](const std::array<int64_t, 4>& s) {
+    return std::vector<int64_t>(s.begin(), s.end());
   };
-  auto q = tensor("q", kQ, packed), k = tensor("k", kK, packed), v = tensor("v", kV, packed);
+  const std::vector<int64_t> qStride = strides(spec.layout.q), kvStride = strides(spec.layout.kv),
+                             outStride = strides(spec.layout.out);
+  auto tensor = [&](const char* name, int64_t uid, const std::vector<int64_t>& dim,
+                    const std::vector<int64_t>& stride) {
+    return graph->tensor(
+        fe::graph::Tensor_attributes().set_name(name).set_dim(dim).set_stride(stride).set_uid(uid));
+  };
+  auto q = tensor("q", kQ, dims, qStride), k = tensor("k", kK, kvDims, kvStride),
+       v = tensor("v", kV, kvDims, kvStride);
   const std::vector<int64_t> statsDims = {b, h, t, 1}, statsStride = {h * t, t, 1, 1};
   if (!spec.grad) {
     auto options = fe::graph::SDPA_attributes()
@@ -159,14 +185,14 @@ std::shared_ptr<fe::graph::Graph> buildGraph(cudnnHandle_t handle, const SdpaSpe
                        .set_causal_mask(true)
                        .set_attn_scale(spec.scale);
     auto [o, stats] = graph->sdpa(q, k, v, options);
-    o->set_output(true).set_dim(dims).set_stride(merged).set_uid(kO);
+    o->set_output(true).set_dim(dims).set_stride(outStride).set_uid(kO);
     stats->set_output(true)
         .set_data_type(fe::DataType_t::FLOAT)
         .set_dim(statsDims)
         .set_stride(statsStride)
         .set_uid(kStats);
   } else {
-    auto o = tensor("o", kO, merged), dO = tensor("dO", kDO, merged);
+    auto o = tensor("o", kO, dims, outStride), dO = tensor("dO", kDO, dims, outStride);
     auto stats = graph->tensor(fe::graph::Tensor_attributes()
                                    .set_name("stats")
                                    .set_dim(statsDims)
@@ -179,9 +205,9 @@ std::shared_ptr<fe::graph::Graph> buildGraph(cudnnHandle_t handle, const SdpaSpe
                        .set_attn_scale(spec.scale)
                        .set_deterministic_algorithm(spec.deterministic);
     auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, dO, stats, options);
-    dq->set_output(true).set_dim(dims).set_stride(packed).set_uid(kDQ);
-    dk->set_output(true).set_dim(dims).set_stride(packed).set_uid(kDK);
-    dv->set_output(true).set_dim(dims).set_stride(packed).set_uid(kDV);
+    dq->set_output(true).set_dim(dims).set_stride(qStride).set_uid(kDQ);
+    dk->set_output(true).set_dim(kvDims).set_stride(kvStride).set_uid(kDK);
+    dv->set_output(true).set_dim(kvDims).set_stride(kvStride).set_uid(kDV);
   }
   // Each stage only after the one before succeeded; building the plans compiles the kernels.
   fe::error_t status = graph->validate();
@@ -204,20 +230,38 @@ StatusOr<std::shared_ptr<const CudnnSdpa>> planCudnnSdpa(Device& device, const S
                                                          std::string& refused) {
   refused = cudnnUnavailable();
   if (!refused.empty()) return std::shared_ptr<const CudnnSdpa>();
+  // The layers of a model share a few specs: each is built once (cuDNN's compile is the slow
+  // part), a refusal remembered as well.
+  struct Built {
+    std::shared_ptr<const CudnnSdpa> plan;
+    std::string refused;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<int, SdpaSpec>, Built> built;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(device.ordinal(), spec);
+  if (auto it = built.find(key); it != built.end()) {
+    refused = it->second.refused;
+    return it->second.plan;
+  }
   DTC_ASSIGN_OR_RETURN(cudnnHandle_t handle, handleFor(device));
+  Built b;
   try {
-    std::shared_ptr<fe::graph::Graph> graph = buildGraph(handle, spec, refused);
-    if (!graph) return std::shared_ptr<const CudnnSdpa>();
-    int64_t workspace = 0;
-    if (graph->get_workspace_size(workspace).is_bad() || workspace < 0)
-      return Status::Internal(where + "cuDNN attention: no workspace size");
-    return std::shared_ptr<const CudnnSdpa>(
-        std::make_shared<Sdpa>(graph, handle, spec, static_cast<uint64_t>(workspace)));
+    std::shared_ptr<fe::graph::Graph> graph = buildGraph(handle, spec, b.refused);
+    if (graph) {
+      int64_t workspace = 0;
+      if (graph->get_workspace_size(workspace).is_bad() || workspace < 0)
+        return Status::Internal(where + "cuDNN attention: no workspace size");
+      b.plan = std::make_shared<Sdpa>(graph, handle, spec, static_cast<uint64_t>(workspace));
+    }
   } catch (const std::exception& e) {
     // The frontend's dynamic loading throws where a symbol is missing: no cuDNN path then.
-    refused = e.what();
-    return std::shared_ptr<const CudnnSdpa>();
+    b.refused = e.what();
+    b.plan.reset();
   }
+  refused = b.refused;
+  built.emplace(key, b);
+  return b.plan;
 }
 
 #else  // built without the frontend's headers

@@ -139,14 +139,15 @@ uint64_t attentionScratchBytes(int64_t slices, int64_t t, bool lowPrecision, boo
   return bytes;
 }
 
-uint64_t cudnnAttentionWorkspaceBound(int64_t batch, int64_t heads, int64_t t, int64_t d,
-                                      bool grad) {
+uint64_t cudnnAttentionWorkspaceBound(int64_t batch, int64_t heads, int64_t t, int64_t d, bool grad,
+                                      int64_t kvHeads) {
   if (!grad || batch <= 0 || heads <= 0 || t <= 0 || d <= 0) return 0;
   const auto roundUp = [](uint64_t n, uint64_t m) { return (n + m - 1) / m * m; };
   const uint64_t rows = static_cast<uint64_t>(batch) * static_cast<uint64_t>(heads) *
                         roundUp(static_cast<uint64_t>(t), 128);
   const uint64_t width = roundUp(std::max<uint64_t>(static_cast<uint64_t>(d), 64), 64);
-  return rows * width * sizeof(float) + 2 * rows * sizeof(float) + 4096;
+  const uint64_t grouped = kvHeads > 0 && kvHeads < heads ? 3 : 1;
+  return grouped * rows * width * sizeof(float) + 2 * rows * sizeof(float) + 4096;
 }
 
 ConvScratch convScratch(int64_t n, int64_t k, int64_t p, int64_t o, bool gradWeight) {

@@ -91,9 +91,11 @@ uint64_t attentionScratchBytes(int64_t slices, int64_t t, bool lowPrecision, boo
 // in float32 over query rows padded to 128, beside a float32 sum per row: cuDNN 9.19 asked for
 // B·H·roundup(T, 128)·max(D, 32)·4 + B·H·T·4 + 256 bytes (T = 16 and 17; D = 8 and 32). The
 // bound pads the head size to 64 and counts a padded row's sums twice; a binder that finds cuDNN
-// asking for more than the plan holds takes dtc's kernels instead.
-uint64_t cudnnAttentionWorkspaceBound(int64_t batch, int64_t heads, int64_t t, int64_t d,
-                                      bool grad);
+// asking for more than the plan holds takes dtc's kernels instead. Grouped-query attention (k and
+// v of kvHeads < heads heads) is not yet measured: the bound assumes the worst, dk and dv
+// accumulated in float32 per query head before each group's sum, two more such buffers.
+uint64_t cudnnAttentionWorkspaceBound(int64_t batch, int64_t heads, int64_t t, int64_t d, bool grad,
+                                      int64_t kvHeads = 0);
 
 // im2col + GEMM convolutions: col [n, k, p] floats; the weight gradient's per-sample parts
 // [n, o, k] floats after it (k = c·kh·kw, p = oh·ow).

@@ -76,10 +76,21 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       const int64_t t = in[q].shape[in[q].shape.size() - 2], d = in[q].shape.back();
       if (t == 0 || d == 0) return 0;
       const int64_t slices = static_cast<int64_t>(in[q].elements()) / (t * d);
-      // A block of the sequence (context parallelism) takes the flash kernels, never the GEMMs.
+      // A block of the sequence (context parallelism) takes the flash kernels, never the GEMMs
+      // or cuDNN.
       const bool blocks = (s.intsAttr && !s.intsAttr("seq_axes").empty()) ||
                           (s.intAttr && s.intAttr("seq_chunks") > 0);
-      return k::attentionScratchBytes(slices, t, lowPrecision(in[q].dtype) && !blocks, grad);
+      const bool low = lowPrecision(in[q].dtype) && !blocks;
+      const uint64_t own = k::attentionScratchBytes(slices, t, low, grad);
+      if (!low) return own;
+      // cuDNN reads [B, H, T, D]: the heads are the dimension before T, k's its own.
+      const auto& qs = in[q].shape;
+      const int64_t heads = qs.size() >= 3 ? qs[qs.size() - 3] : 1;
+      const auto& ks = in.size() > q + 1 ? in[q + 1].shape : qs;
+      const int64_t kvHeads = ks.size() >= 3 ? ks[ks.size() - 3] : heads;
+      if (heads <= 0) return own;
+      return std::max(own,
+                      k::cudnnAttentionWorkspaceBound(slices / heads, heads, t, d, grad, kvHeads));
     }
     case Kernel::causal_attention_qkv:
     case Kernel::causal_attention_qkv_grad: {

@@ -45,7 +45,8 @@ struct DeviceProfile {
   std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> attentionHeadDim,
       attentionGradHeadDim;
   // The same for attention on the fused projection (causal_attention_qkv and its gradient), which
-  // a backend may run on other kernels (cuDNN's, on CUDA); empty: as `attention`.
+  // a backend may run on other kernels (cuDNN's, on CUDA, which also runs 16-bit causal_attention
+  // over whole sequences and is priced so); empty: as `attention`.
   std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> qkvAttention,
       qkvAttentionGrad;
   double memoryBytesPerSecond = 0;  // sustained, for element-wise and other memory-bound kernels

@@ -45,6 +45,12 @@ bool causalAttention(Kernel k) {
          k == Kernel::causal_attention_qkv || k == Kernel::causal_attention_qkv_grad;
 }
 
+// A block of a sequence (context parallelism): attention split by positions.
+bool sequenceBlock(const plan::Step& step) {
+  const plan::Attr* axes = findStepAttr(step, "seq_axes");
+  return (axes && axes->ints() && axes->ints()->size() > 0) || intAttr(step, "seq_chunks") > 0;
+}
+
 double stepFlops(const plan::Function& f, const plan::Step& step) {
   const double flops = contractionFlops(f, step);
   return causalAttention(step.kernel()) ? flops / 2 : flops;
@@ -317,8 +323,12 @@ struct Pricing {
       // Attention at its own measured rate where the profile has one, else as a GEMM.
       const bool grad = step.kernel() == Kernel::causal_attention_grad ||
                         step.kernel() == Kernel::causal_attention_qkv_grad;
+      // The fused projection's curve is cuDNN's on CUDA, where 16-bit attention over whole
+      // sequences runs on the same kernels (blocks of a sequence stay on dtc's own).
       const bool qkv = step.kernel() == Kernel::causal_attention_qkv ||
-                       step.kernel() == Kernel::causal_attention_qkv_grad;
+                       step.kernel() == Kernel::causal_attention_qkv_grad ||
+                       (causalAttention(step.kernel()) && profile.device == "cuda" &&
+                        type != DType::kF32 && !sequenceBlock(step));
       const double headDim = causalAttention(step.kernel()) ? attentionHeadDim(f, step) : 64;
       const double callFlops = attentionCallFlops(f, step, flops, profile);
       double rate = !causalAttention(step.kernel()) ? 0

@@ -9,9 +9,12 @@
 //
 // Mixed precision: bf16 and f16 q, k, v, out, dout, dq, dk, dv with an f32 lse, for T in
 // {17, 64, 257} × D in {32, 64, 128}, one key, peaky scores with a padded D, a long sequence,
-// and D = 160, on each of the CUDA binder's two paths (cuda_attention_table.cc): the default,
-// cuBLAS GEMMs over [T, T] scores in scratch (every 16-bit case here fits its budget), and the
-// flash kernels (DTC_CUDA_ATTENTION=flash), which refuse D = 160.
+// and D = 160, on each of the CUDA binder's paths (cuda_attention_table.cc): the default, cuDNN's
+// fused attention where libcudnn loads (its deterministic backward, then its default one), else
+// cuBLAS GEMMs over [T, T] scores in scratch (DTC_CUDA_ATTENTION=gemm; every 16-bit case here
+// fits its budget), and the flash kernels (DTC_CUDA_ATTENTION=flash), which refuse D = 160.
+// cuDNN rounds P and dS to the 16-bit type before their products, as the GEMM path does, and is
+// held to the GEMM path's tolerances.
 // Flash kernels: both backends widen the same 16-bit inputs exactly, run their f32 math and round
 // each output once (to nearest even), so a 16-bit output is off by at most the f32 difference
 // plus one ulp of the type: |r(a) − r(b)| ≤ |a − b| + 2^-7 (bf16) or 2^-10 (f16) of the largest
@@ -141,6 +144,19 @@ Case gradCase(const Shape& shape, float range, uint64_t seed, DType type = kF32)
 
 constexpr const char* kSwitch = "DTC_CUDA_ATTENTION";
 
+// The CUDA binder's paths for 16-bit operands: the default (cuDNN where libcudnn loads and takes
+// the step, else the GEMM path), with cuDNN's deterministic backward and then its default one,
+// whose bits may vary between runs; then dtc's GEMM path and flash kernels, forced.
+struct LowPath {
+  const char* attention;  // DTC_CUDA_ATTENTION (null: the default)
+  bool deterministic;     // DTC_CUDNN_DETERMINISTIC=1, and a rerun must give the same bits
+  const char* label;
+};
+const LowPath kLowPaths[] = {{nullptr, true, ""},
+                             {nullptr, false, " nondeterministic"},
+                             {"gemm", true, " gemm"},
+                             {"flash", true, " flash"}};
+
 }  // namespace
 
 void runAttentionCases(Harness& h) {
@@ -164,13 +180,15 @@ void runAttentionCases(Harness& h) {
   // Mixed precision on both paths: each register tile width, part of a tile to five tiles, one
   // key (where dp − D must come out exactly 0), peaky scores with a padded D, 16 key tiles
   // (rows longer than a row pass's block), and D = 160, which only the GEMM path takes.
-  ScopedEnv path(kSwitch);
+  ScopedEnv path(kSwitch), deterministic("DTC_CUDNN_DETERMINISTIC");
   const Shape beyondFlash = {1, 2, 8, 160};
-  for (bool flash : {false, true}) {
-    path.set(flash ? "flash" : nullptr);  // unset: the default, the GEMM path for all of these
-    const std::string which = flash ? " flash" : "";
+  for (const LowPath& p : kLowPaths) {
+    path.set(p.attention);
+    deterministic.set(p.deterministic ? "1" : nullptr);
+    const bool flash = p.attention && std::string(p.attention) == "flash";
     auto check = [&](Case c) {
-      c.label += which;
+      c.label += p.label;
+      c.repeatable = p.deterministic;
       h.run(c);
     };
     for (DType type : {kBF16, kF16}) {
@@ -190,6 +208,7 @@ void runAttentionCases(Harness& h) {
       }
     }
   }
+  deterministic.set(nullptr);
   // The flash kernels' head-dimension limit, for 16-bit operands when forced onto them.
   path.set("flash");
   const Attr scale = floatAttr("scale", 0.5);

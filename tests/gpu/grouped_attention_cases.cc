@@ -1,12 +1,14 @@
 // Grouped-query attention on CUDA against the CPU kernels: q [B, H, T, D] against k and v
 // [B, Hk, T, D] with Hk dividing H (Llama 3's 32 query heads over 8 key/value heads, Qwen2's 7
-// over 1, a group of 2, a group of 1 for the plain path's sake), on the flash kernels (f32, and
-// 16-bit forced onto them) and the GEMM path (16-bit by default), whose GEMMs stack a group's
-// query heads as the rows of one product. Odd lengths (part of a tile, ragged tiles) and each
-// register tile width. Tolerances as attention_cases.cc's (1e-5 / 1e-4 f32; 1e-2 bf16, 2e-3 f16):
-// a group changes which key/value slice a query reads and the order of the dk/dv sums, not the
-// roundings. Every case is rerun by the harness and must give the same bits: the key/value
-// gradients sum over the group in a fixed order, no atomics.
+// over 1, a group of 2, a group of 1 for the plain path's sake), on every path of the binder: the
+// flash kernels (f32, and 16-bit forced onto them), the GEMM path (forced), whose GEMMs stack a
+// group's query heads as the rows of one product, and the default for 16-bit operands, cuDNN's
+// fused attention where libcudnn loads (k and v with their own heads; its deterministic backward,
+// then its default one, whose bits may vary between runs). Odd lengths (part of a tile, ragged
+// tiles) and each register tile width. Tolerances as attention_cases.cc's (1e-5 / 1e-4 f32; 1e-2
+// bf16, 2e-3 f16): a group changes which key/value slice a query reads and the order of the dk/dv
+// sums, not the roundings. Every case but cuDNN's default backward is rerun by the harness and
+// must give the same bits: dtc's kernels sum over a group in a fixed order, no atomics.
 #include <cmath>
 #include <random>
 #include <string>
@@ -109,18 +111,27 @@ void runGroupedAttentionCases(Harness& h) {
     h.run(forwardCase(g, kF32));
     h.run(gradCase(g, kF32, seed++));
   }
-  ScopedEnv path("DTC_CUDA_ATTENTION");
-  for (bool flash : {false, true}) {
-    path.set(flash ? "flash" : nullptr);
+  ScopedEnv path("DTC_CUDA_ATTENTION"), deterministic("DTC_CUDNN_DETERMINISTIC");
+  struct Path {
+    const char* attention;  // null: the default, cuDNN where it loads
+    bool deterministic;
+    const char* label;
+  };
+  for (const Path& p : {Path{nullptr, true, ""}, Path{nullptr, false, " nondeterministic"},
+                        Path{"gemm", true, " gemm"}, Path{"flash", true, " flash"}}) {
+    path.set(p.attention);
+    deterministic.set(p.deterministic ? "1" : nullptr);
     for (DType type : {kBF16, kF16})
       for (const Grouped& g : shapes) {
         Case f = forwardCase(g, type), b = gradCase(g, type, seed++);
-        if (flash) f.label += " flash", b.label += " flash";
+        f.label += p.label, b.label += p.label;
+        b.repeatable = p.deterministic;
         h.run(f);
         h.run(b);
       }
   }
   path.set(nullptr);
+  deterministic.set(nullptr);
   // k with more heads than q, or a count that does not divide q's: both backends refuse alike.
   const Attr scale = floatAttr("scale", 0.5);
   h.expectSameBindError({"bad grouped attention heads",

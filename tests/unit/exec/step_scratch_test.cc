@@ -83,12 +83,23 @@ TEST(StepScratchTest, CudaAttentionPlansTheGemmPathOnSixteenBitOperands) {
       cudaStepScratchBytes(step("causal_attention", std::vector<ScratchOperand>(3, {kF32, shape}),
                                 {{kF32, shape}, {kF32, {2, 3, 16}}})),
       0u);
-  // bf16: S and dP (f32) and P and dS (bf16), [6, 16, 16] each, 256-aligned.
-  EXPECT_EQ(cudaStepScratchBytes(grad(kBF16)), 2u * 6144 + 2 * 3072);
+  // bf16, the GEMM path: S and dP (f32) and P and dS (bf16), [6, 16, 16] each, 256-aligned —
+  // forward, as cuDNN's forward needs no workspace.
   EXPECT_EQ(
       cudaStepScratchBytes(step("causal_attention", std::vector<ScratchOperand>(3, {kBF16, shape}),
                                 {{kBF16, shape}, {kF32, {2, 3, 16}}})),
       6144u + 3072);
+  // The backward plans the larger of that (18,432 bytes) and cuDNN's bound: 6 slices of rows
+  // padded to 128, 64 floats wide, two floats per padded row, 4 KiB.
+  const uint64_t cudnn = 6u * 128 * 64 * 4 + 2 * 6 * 128 * 4 + 4096;
+  EXPECT_EQ(cudaStepScratchBytes(grad(kBF16)), cudnn);
+  // Grouped-query attention (k and v of 1 head for q's 3): the bound's two more buffers.
+  const std::vector<int64_t> kv = {2, 1, 16, 8};
+  std::vector<ScratchOperand> in = {{kBF16, shape}, {kBF16, shape}, {kBF16, kv},
+                                    {kBF16, kv},    {kBF16, shape}, {kF32, {2, 3, 16}}};
+  EXPECT_EQ(cudaStepScratchBytes(step("causal_attention_grad", in,
+                                      {{kBF16, shape}, {kBF16, kv}, {kBF16, kv}})),
+            3u * 6 * 128 * 64 * 4 + 2 * 6 * 128 * 4 + 4096);
 }
 
 TEST(StepScratchTest, CudaCollectivesPackStridedBlocksAndWidenSixteenBits) {
