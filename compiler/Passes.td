@@ -489,11 +489,13 @@ def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
     f32 copies: a widening cast under a layout op moves below it and a narrowing cast above a
     layout op moves above it, so the layout op moves 16-bit data, and `cast(cast(x: T → f32)
     → T)` is x. An all-gather is a layout op here: ZeRO-3 gathers each parameter's 16-bit
-    shard, half the bytes of its f32 one. A narrowing cast that is the only reader of a
-    LayerNorm's output goes into the LayerNorm, which then writes the rounded 16-bit values
-    itself (the lowering does the same for a fused linear epilogue's); a widening cast whose
-    only reader widens that operand as it loads it (LayerNorm's gradient, of a 16-bit input
-    gradient) goes away, the reader taking the 16-bit value. Every rewrite is exact
+    shard, half the bytes of its f32 one. Ops that keep activations in 16 bits around f32 math
+    (LowPrecisionStorageOpInterface: LayerNorm and RMSNorm and their gradients, SwiGLU, rotary
+    embeddings and theirs) take the casts in: narrowing casts that are the only readers of such
+    a result go into the op, which then writes the rounded 16-bit values itself (the lowering
+    does the same for a fused linear epilogue's), and such an operand reads the 16-bit value
+    under a widening cast, widening it as it loads it (the cast stays while others read it).
+    Every rewrite is exact
     (widening is exact; rounding commutes with moving elements; the producer rounds as the cast
     did): results are bit for bit those of the unfolded plan. A function argument (a parameter)
     cast to one type several times, once per micro-batch, is cast once and the copy shared.

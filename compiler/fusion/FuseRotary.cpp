@@ -87,7 +87,7 @@ struct FuseRotaryPass : impl::FuseRotaryBase<FuseRotaryPass> {
       std::optional<Rotation> r = matchRotation(add);
       if (!r) continue;
       b.setInsertionPoint(add);
-      auto rotary = graph::RotaryOp::create(b, add.getLoc(), r->x, r->cos, r->sin);
+      auto rotary = graph::RotaryOp::create(b, add.getLoc(), r->x.getType(), r->x, r->cos, r->sin);
       add.getResult().replaceAllUsesWith(rotary.getY());
       llvm::SetVector<Operation*> splits;
       for (Operation* op : r->interior)

@@ -140,38 +140,55 @@ struct HoistNarrowing : RewritePattern {
   }
 };
 
-// cast(op.y: f32 → T), y used only here, where op rounds as well as the cast would: LayerNorm
-// writes y in any 16-bit T (the fused linear epilogues do the same as they are lowered).
+// A kernel takes one 16-bit type beside f32 ones: `low` must be the type of op's other 16-bit
+// operands and results, if it has any.
+bool sharesLowType(Operation* op, Type low) {
+  for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
+    auto ranked = dyn_cast<RankedTensorType>(t);
+    if (ranked && graph::is16BitFloat(ranked.getElementType()) && ranked.getElementType() != low)
+      return false;
+  }
+  return true;
+}
+
+// cast(op.y: f32 → T) where op rounds its result y as the cast would and every reader of y is
+// such a cast (LowPrecisionStorageOpInterface: the norms, SwiGLU, rotary and their gradients; the
+// fused linear epilogues do the same as they are lowered): op writes T, the casts go.
 struct AbsorbNarrowing : OpRewritePattern<graph::CastOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(graph::CastOp cast, PatternRewriter& rewriter) const override {
     auto y = dyn_cast<OpResult>(cast.getX());
-    if (!y || y.getResultNumber() != 0 || !y.hasOneUse() || !isNarrowing(cast)) return failure();
-    Operation* producer = y.getOwner();
-    if (!isa<graph::LayerNormOp>(producer)) return failure();
-    rewriter.modifyOpInPlace(producer, [&] { y.setType(cast.getType()); });
-    rewriter.replaceOp(cast, y);
+    if (!y || !isNarrowing(cast)) return failure();
+    auto storage = dyn_cast<graph::LowPrecisionStorageOpInterface>(y.getOwner());
+    if (!storage || !storage.roundsResult(y.getResultNumber()) ||
+        !sharesLowType(y.getOwner(), graph::elementOf(cast.getY())))
+      return failure();
+    SmallVector<graph::CastOp> casts;
+    for (Operation* user : y.getUsers()) {
+      auto other = dyn_cast<graph::CastOp>(user);
+      if (!other || other.getType() != cast.getType()) return failure();
+      casts.push_back(other);
+    }
+    rewriter.modifyOpInPlace(y.getOwner(), [&] { y.setType(cast.getType()); });
+    for (graph::CastOp c : casts) rewriter.replaceOp(c, y);
     return success();
   }
 };
 
-// Whether `op` reads operand `index` widened when it is 16-bit: LayerNorm's gradient reads a
-// 16-bit contraction's input gradient as it is.
-bool widensOnLoad(Operation* op, unsigned index) {
-  return isa<graph::LayerNormGradOp>(op) && index == 0;
-}
-
-// op(cast(x: T → f32)), the cast read only here, where op widens that operand as it loads it:
-// op reads x (exact: widening is).
-struct AbsorbWidening : RewritePattern {
-  explicit AbsorbWidening(MLIRContext* ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
-  LogicalResult matchAndRewrite(Operation* op, PatternRewriter& rewriter) const override {
+// op(cast(x: T → f32)) where op widens that operand as it loads it
+// (LowPrecisionStorageOpInterface): op reads x, which is exact. The cast stays while others read
+// it, so nothing is computed twice.
+struct AbsorbWidening : OpInterfaceRewritePattern<graph::LowPrecisionStorageOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(graph::LowPrecisionStorageOpInterface op,
+                                PatternRewriter& rewriter) const override {
     for (OpOperand& operand : op->getOpOperands()) {
       graph::CastOp wide = widening(operand.get());
-      if (!wide || !operand.get().hasOneUse() || !widensOnLoad(op, operand.getOperandNumber()))
+      if (!wide || !op.widensOperand(operand.getOperandNumber()) ||
+          !sharesLowType(op, graph::elementOf(wide.getX())))
         continue;
       rewriter.modifyOpInPlace(op, [&] { operand.set(wide.getX()); });
-      rewriter.eraseOp(wide);
+      if (wide->use_empty()) rewriter.eraseOp(wide);
       return success();
     }
     return failure();

@@ -107,7 +107,8 @@ LogicalResult ModelImporter::importMixtureOfExperts(const model::Node& node, Loc
   };
   Value out;
   if (swiglu) {
-    Value h = graph::SwigluOp::create(b, loc, gemm(rows, (*in)[2]), gemm(rows, (*in)[3]));
+    Value gate = gemm(rows, (*in)[2]), up = gemm(rows, (*in)[3]);
+    Value h = graph::SwigluOp::create(b, loc, gate.getType(), gate, up);
     out = gemm(h, (*in)[4]);
   } else {
     Value h = addBias(gemm(rows, (*in)[2]), (*in)[3]);

@@ -324,7 +324,8 @@ LogicalResult ModelImporter::importSwiglu(const model::Node& node, Location loc)
   if ((*in)[0].getType() != (*in)[1].getType())
     return emitError(loc) << "SwiGLU: gate and up must have one shape, got " << (*in)[0].getType()
                           << " and " << (*in)[1].getType();
-  return define(node, loc, {graph::SwigluOp::create(builder_, loc, (*in)[0], (*in)[1])});
+  return define(node, loc,
+                {graph::SwigluOp::create(builder_, loc, (*in)[0].getType(), (*in)[0], (*in)[1])});
 }
 
 LogicalResult ModelImporter::importTranspose(const model::Node& node, Location loc) {

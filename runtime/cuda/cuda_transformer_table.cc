@@ -213,68 +213,82 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
   });
 }
 
-// The residual add and layer_norm of the sum in one pass; y may be bf16/f16 as layer_norm's.
+// The Llama blocks' operands as their kernels take them (kernels/llama_blocks.cu): each float32
+// or the step's one 16-bit type, the contract checked on their float32 form, as the CPU checks
+// the widened copies it runs (bindWidened), so that both refuse alike.
+StatusOr<StepContext> widenedForm(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
+  StepContext f32 = ctx;
+  for (auto* list : {&f32.inputs, &f32.outputs})
+    for (TensorView& t : *list)
+      if (lowPrecision(t.dtype)) t.dtype = DType::kF32;
+  return f32;
+}
+kernels::FloatIn in(const TensorView& t) { return {t.data, floatOf(t.dtype)}; }
+kernels::FloatOut out(const TensorView& t) { return {t.data, floatOf(t.dtype)}; }
+
 StatusOr<BoundStep> bindRmsNorm(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNorm(ctx));
-  TensorView x = ctx.inputs[0], w = ctx.inputs[1], y = ctx.outputs[0], rstd = ctx.outputs[1];
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNorm(f32));
+  const kernels::FloatIn x = in(ctx.inputs[0]), w = in(ctx.inputs[1]);
+  const kernels::FloatOut y = out(ctx.outputs[0]), rstd = out(ctx.outputs[1]);
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(
-        kernels::rmsNorm(x.f32(), w.f32(), y.f32(), rstd.f32(), d.rows, d.c, d.eps, stream), where);
-  });
+  return BoundStep(
+      [=] { return launched(kernels::rmsNorm(x, w, y, rstd, d.rows, d.c, d.eps, stream), where); });
 }
 
 StatusOr<BoundStep> bindRmsNormGrad(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGrad(ctx));
-  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], w = ctx.inputs[2], rstd = ctx.inputs[3];
-  TensorView dx = ctx.outputs[0], dw = ctx.outputs[1];
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGrad(f32));
+  const kernels::FloatIn dy = in(ctx.inputs[0]), x = in(ctx.inputs[1]), w = in(ctx.inputs[2]),
+                         rstd = in(ctx.inputs[3]);
+  const kernels::FloatOut dx = out(ctx.outputs[0]), dw = out(ctx.outputs[1]);
   DTC_ASSIGN_OR_RETURN(void* scratch,
                        stepScratch(ctx, dev, kernels::layerNormGradScratchBytes(d.rows, d.c)));
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::rmsNormGrad(dy.f32(), x.f32(), w.f32(), rstd.f32(), dx.f32(), dw.f32(),
-                                         d.rows, d.c, scratch, stream),
+    return launched(kernels::rmsNormGrad(dy, x, w, rstd, dx, dw, d.rows, d.c, scratch, stream),
                     where);
   });
 }
 
 StatusOr<BoundStep> bindSwiglu(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
-  TensorView gate = ctx.inputs[0], up = ctx.inputs[1], y = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(f32));
+  const kernels::FloatIn gate = in(ctx.inputs[0]), up = in(ctx.inputs[1]);
+  const kernels::FloatOut y = out(ctx.outputs[0]);
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep(
-      [=] { return launched(kernels::swiglu(gate.f32(), up.f32(), y.f32(), n, stream), where); });
+  return BoundStep([=] { return launched(kernels::swiglu(gate, up, y, n, stream), where); });
 }
 
 StatusOr<BoundStep> bindSwigluGrad(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
-  TensorView dy = ctx.inputs[0], gate = ctx.inputs[1], up = ctx.inputs[2];
-  TensorView dgate = ctx.outputs[0], dup = ctx.outputs[1];
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(f32));
+  const kernels::FloatIn dy = in(ctx.inputs[0]), gate = in(ctx.inputs[1]), up = in(ctx.inputs[2]);
+  const kernels::FloatOut dgate = out(ctx.outputs[0]), dup = out(ctx.outputs[1]);
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(
-        kernels::swigluGrad(dy.f32(), gate.f32(), up.f32(), dgate.f32(), dup.f32(), n, stream),
-        where);
-  });
+  return BoundStep(
+      [=] { return launched(kernels::swigluGrad(dy, gate, up, dgate, dup, n, stream), where); });
 }
 
 template <bool kTranspose>
 StatusOr<BoundStep> bindRotary(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const RotaryDims d, checkRotary(ctx));
-  TensorView x = ctx.inputs[0], cos = ctx.inputs[1], sin = ctx.inputs[2], y = ctx.outputs[0];
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(const RotaryDims d, checkRotary(f32));
+  const kernels::FloatIn x = in(ctx.inputs[0]), cos = in(ctx.inputs[1]), sin = in(ctx.inputs[2]);
+  const kernels::FloatOut y = out(ctx.outputs[0]);
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(
-        kernels::rotary(x.f32(), cos.f32(), sin.f32(), y.f32(), d.n, d.t, d.d, kTranspose, stream),
-        where);
+    return launched(kernels::rotary(x, cos, sin, y, d.n, d.t, d.d, kTranspose, stream), where);
   });
 }
 
+// The residual add and layer_norm of the sum in one pass; y may be bf16/f16 as layer_norm's.
 StatusOr<BoundStep> bindAddLayerNorm(const StepContext& ctx, Device& dev) {
   kernels::Float yType = kernels::Float::kF32;
   StepContext f32 = ctx;

@@ -156,15 +156,16 @@ def weight_error(ours, ref):
     return max(np.abs(ours[k] - ref[k]).max() / max(np.abs(ref[k]).max(), 1e-12) for k in ref)
 
 
-def dtc_train(model, work, name, batch, compile_flags, data, steps, seed, extra=()):
+def dtc_train(model, work, name, batch, compile_flags, data, steps, seed, extra=(), device=()):
     """Compiles `model`, saves its initial parameters, trains `steps` steps on `data` with 2
-    threads. Returns (initial params, final params, logged losses, dtrun's stdout)."""
+    threads (dtrun's `device` flags on both runs, `extra` on the training one). Returns (initial
+    params, final params, logged losses, dtrun's stdout)."""
     plan = os.path.join(work, f"{name}.dtp")
     run(tool("dtc"), "compile", model, "-o", plan, "--batch", batch, *compile_flags)
-    run(tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, f"{name}-init"))
+    run(tool("dtrun"), plan, "--steps", 0, "--save", os.path.join(work, f"{name}-init"), *device)
     log = os.path.join(work, f"{name}.jsonl")
     out = run(tool("dtrun"), plan, "--data", data, "--steps", steps, "--seed", seed, "--log", log,
-              "--save", os.path.join(work, f"{name}-final"), "--threads", 2, *extra).stdout
+              "--save", os.path.join(work, f"{name}-final"), "--threads", 2, *device, *extra).stdout
     entries = read_log(log)
     assert [e["step"] for e in entries] == list(range(1, steps + 1)), "log steps are not 1..N"
     return (load_safetensors(os.path.join(work, f"{name}-init", "model.safetensors")),

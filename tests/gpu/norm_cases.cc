@@ -3,7 +3,9 @@
 // next GEMM's input), a 16-bit dy (a GEMM's input gradient) and the sum's 16-bit copy (the next
 // GEMMs' dy); rows not a multiple of a block and a GPT-2 width. Tolerances as the LayerNorm
 // cases': f32 1e-5, the 16-bit outputs one rounding of values that agree to that. Llama's fused
-// blocks too: rms_norm, swiglu and rotary and their gradients, against the CPU's kernels.
+// blocks too: rms_norm, swiglu and rotary and their gradients, against the CPU's kernels, in f32
+// and with their activations stored in bf16/f16 (read widened, written rounded; the CPU runs its
+// f32 kernels on widened copies).
 #include "exec/bind_util.h"
 #include "harness.h"
 
@@ -88,6 +90,18 @@ Case rotary(bool grad, const Shape& x, const Shape& table) {
   return k;
 }
 
+// `k` with the inputs and outputs at `in` and `out` stored in `t`, as mixed precision's plans
+// store the activations around the contractions (the math stays f32, the outputs one rounding
+// of values that agree to the f32 case's tolerance).
+Case stored(Case k, DType t, std::initializer_list<size_t> in, std::initializer_list<size_t> out) {
+  for (size_t i : in) k.inputs[i].dtype = t;
+  for (size_t i : out) k.outputs[i].dtype = t;
+  k.label += typeLabel(t) + " storage";
+  k.tolerance = t == kBF16 ? 1e-2 : 2e-3;
+  k.maxUlps = -1;
+  return k;
+}
+
 }  // namespace
 
 std::vector<Case> normCases() {
@@ -111,6 +125,18 @@ std::vector<Case> normCases() {
   for (const Shape& shape : {Shape{1001}, Shape{8, 128, 344}}) {
     cases.push_back(swiglu(false, shape));
     cases.push_back(swiglu(true, shape));
+  }
+  // 16-bit storage as a Llama step's plan has it: the norm's y and its gradient's dy and dx beside
+  // the f32 residual stream, SwiGLU and rotary wholly in 16 bits but for the tables.
+  for (DType t : {kBF16, kF16}) {
+    cases.push_back(stored(rmsNorm(37, 96), t, {}, {0}));
+    cases.push_back(stored(rmsNorm(64, 4096), t, {0}, {0}));
+    cases.push_back(stored(rmsNormGrad(37, 96), t, {0}, {0}));
+    cases.push_back(stored(rmsNormGrad(1000, 128), t, {0, 1}, {}));
+    cases.push_back(stored(swiglu(false, {8, 128, 344}), t, {0, 1}, {0}));
+    cases.push_back(stored(swiglu(true, {1001}), t, {0, 1, 2}, {0, 1}));
+    cases.push_back(stored(rotary(false, {2, 3, 17, 8}, {17, 8}), t, {0}, {0}));
+    cases.push_back(stored(rotary(true, {4, 8, 128, 64}, {1, 1, 128, 64}), t, {0}, {0}));
   }
   return cases;
 }

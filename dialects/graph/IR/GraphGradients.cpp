@@ -266,13 +266,14 @@ Grads RmsNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
 }
 
 Grads SwigluOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  auto grad = SwigluGradOp::create(b, getLoc(), dys[0], getGate(), getUp());
+  auto grad = SwigluGradOp::create(b, getLoc(), getGate().getType(), getUp().getType(), dys[0],
+                                   getGate(), getUp());
   return SmallVector<Value>{grad.getDgate(), grad.getDup()};
 }
 
 Grads RotaryOp::buildGradients(OpBuilder& b, ValueRange dys) {
   // cos and sin are tables (the fusion takes them only where nothing trains them).
-  Value dx = RotaryGradOp::create(b, getLoc(), dys[0], getCos(), getSin());
+  Value dx = RotaryGradOp::create(b, getLoc(), getX().getType(), dys[0], getCos(), getSin());
   return SmallVector<Value>{dx, Value(), Value()};
 }
 

@@ -21,4 +21,23 @@ def Graph_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Graph_LowPrecisionStorageOpInterface : OpInterface<"LowPrecisionStorageOpInterface"> {
+  let cppNamespace = "::dtc::graph";
+  let description = [{
+    An op whose math is float32 and which may keep some of its float operands and results in
+    bf16/f16 (mixed precision's storage): such an operand is widened as it is loaded, which is
+    exact, and such a result rounded once as it is stored, to nearest even, which is the
+    rounding a cast to that type does. dtc-fold-casts folds a widening cast into an operand and
+    narrowing casts into a result the op names here, so a 16-bit value moves between kernels as
+    16 bits with every bit of the computation unchanged. Every backend's kernel of the op takes
+    each such operand and result in float32 or in the step's one 16-bit type.
+  }];
+  let methods = [
+    InterfaceMethod<"Whether operand `index` may be stored in 16 bits (widened on load).",
+      "bool", "widensOperand", (ins "unsigned":$index)>,
+    InterfaceMethod<"Whether result `index` may be stored in 16 bits (rounded on store).",
+      "bool", "roundsResult", (ins "unsigned":$index)>,
+  ];
+}
+
 #endif // DTC_GRAPH_INTERFACES_TD

@@ -16,6 +16,7 @@ def Graph_LayoutTensor : RankedTensorOf<[F32, BF16, F16, I64]>;
 def Graph_F32Scalar : 0DTensorOf<[F32]>;
 
 def Graph_Differentiable : DeclareOpInterfaceMethods<Graph_GradientOpInterface>;
+def Graph_LowPrecisionStorage : DeclareOpInterfaceMethods<Graph_LowPrecisionStorageOpInterface>;
 
 //===----------------------------------------------------------------------===//
 // Element-wise

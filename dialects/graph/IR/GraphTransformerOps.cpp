@@ -263,17 +263,44 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext* ctx, std::optional<Locati
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());
   if (auto error = checkRmsNorm(x, shapeOf(adaptor.getWeight())))
     return emitOptionalError(loc, *error);
-  types.push_back(adaptor.getX().getType());
+  types.push_back(f32Tensor(ctx, x));
   types.push_back(f32Tensor(ctx, x.drop_back()));
   return success();
 }
 
-LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>,
                                               Adaptor adaptor, SmallVectorImpl<Type>& types) {
-  types.push_back(adaptor.getX().getType());
+  types.push_back(f32Tensor(ctx, shapeOf(adaptor.getX())));
   types.push_back(adaptor.getWeight().getType());
   return success();
 }
+
+bool RmsNormOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return narrowableFirstResult(l, r);
+}
+bool RmsNormGradOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return narrowableFirstResult(l, r);
+}
+
+// ---- 16-bit storage (LowPrecisionStorageOpInterface) -------------------------------------------
+// Parameters (norm weights) and the tables of rotary stay f32, as do the norms' statistics.
+
+bool LayerNormOp::widensOperand(unsigned) { return false; }
+bool LayerNormOp::roundsResult(unsigned index) { return index == 0; }
+bool LayerNormGradOp::widensOperand(unsigned index) { return index == 0; }
+bool LayerNormGradOp::roundsResult(unsigned) { return false; }
+bool RmsNormOp::widensOperand(unsigned index) { return index == 0; }
+bool RmsNormOp::roundsResult(unsigned index) { return index == 0; }
+bool RmsNormGradOp::widensOperand(unsigned index) { return index <= 1; }
+bool RmsNormGradOp::roundsResult(unsigned index) { return index == 0; }
+bool SwigluOp::widensOperand(unsigned) { return true; }
+bool SwigluOp::roundsResult(unsigned) { return true; }
+bool SwigluGradOp::widensOperand(unsigned) { return true; }
+bool SwigluGradOp::roundsResult(unsigned) { return true; }
+bool RotaryOp::widensOperand(unsigned index) { return index == 0; }
+bool RotaryOp::roundsResult(unsigned) { return true; }
+bool RotaryGradOp::widensOperand(unsigned index) { return index == 0; }
+bool RotaryGradOp::roundsResult(unsigned) { return true; }
 
 LogicalResult RotaryOp::verify() {
   if (auto error = checkRotary(shapeOf(getX()), shapeOf(getCos()), shapeOf(getSin())))

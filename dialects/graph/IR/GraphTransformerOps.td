@@ -128,7 +128,7 @@ def Graph_AttentionMergeOp : Graph_Op<"attention_merge", [Pure, InferTypeOpAdapt
 }
 
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptorWithIsCompatible,
-    Graph_Differentiable]> {
+    Graph_Differentiable, Graph_LowPrecisionStorage]> {
   let summary = "LayerNorm over the last dimension (nn.LayerNorm); also returns mean and rstd";
   let description = [{
     y may be bf16/f16 (the f32 result rounded: dtc-fold-casts folds the cast that fed a
@@ -139,7 +139,8 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptorWithIsCo
   let results = (outs Graph_FloatTensor:$y, Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
-def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {
+def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor,
+    Graph_LowPrecisionStorage]> {
   let summary = "Gradients of layer_norm with respect to x, weight and bias";
   let description = [{
     dy may be bf16/f16 (a 16-bit contraction's input gradient, dtc-fold-casts): it is read
@@ -151,57 +152,75 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdapto
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptorWithIsCompatible,
+    Graph_Differentiable, Graph_LowPrecisionStorage]> {
   let summary = "RMSNorm over the last dimension (LlamaRMSNorm); also returns rstd";
   let description = [{
     y = x · rstd · weight with rstd = 1 / sqrt(mean(x²) + eps) per row, as transformers'
-    LlamaRMSNorm computes it in float32.
+    LlamaRMSNorm computes it in float32. x and y may be bf16/f16 (the math in f32,
+    dtc-fold-casts); rstd is f32.
   }];
-  let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$weight, F32Attr:$eps);
-  let results = (outs Graph_F32Tensor:$y, Graph_F32Tensor:$rstd);
+  let arguments = (ins Graph_FloatTensor:$x, Graph_F32Tensor:$weight, F32Attr:$eps);
+  let results = (outs Graph_FloatTensor:$y, Graph_F32Tensor:$rstd);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
-def Graph_RmsNormGradOp : Graph_Op<"rms_norm_grad", [Pure, InferTypeOpAdaptor]> {
+def Graph_RmsNormGradOp : Graph_Op<"rms_norm_grad", [Pure, InferTypeOpAdaptorWithIsCompatible,
+    Graph_LowPrecisionStorage]> {
   let summary = "Gradients of rms_norm with respect to x and weight";
-  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$x, Graph_F32Tensor:$weight,
+  let description = [{
+    dy, x and dx may be bf16/f16 (the math in f32, dtc-fold-casts); dweight is f32.
+  }];
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$x, Graph_F32Tensor:$weight,
                        Graph_F32Tensor:$rstd);
-  let results = (outs Graph_F32Tensor:$dx, Graph_F32Tensor:$dweight);
+  let results = (outs Graph_FloatTensor:$dx, Graph_F32Tensor:$dweight);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Graph_SwigluOp : Graph_Op<"swiglu", [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+def Graph_SwigluOp : Graph_Op<"swiglu", [Pure, AllShapesMatch<["gate", "up", "y"]>,
+    Graph_Differentiable, Graph_LowPrecisionStorage]> {
   let summary = "SwiGLU's gate: silu(gate) · up, element-wise (a Llama MLP's product)";
-  let arguments = (ins Graph_F32Tensor:$gate, Graph_F32Tensor:$up);
-  let results = (outs Graph_F32Tensor:$y);
-  let assemblyFormat = "operands attr-dict `:` type($y)";
+  let description = [{
+    Any operand and the result may be bf16/f16 (the math in f32, dtc-fold-casts).
+  }];
+  let arguments = (ins Graph_FloatTensor:$gate, Graph_FloatTensor:$up);
+  let results = (outs Graph_FloatTensor:$y);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
-def Graph_SwigluGradOp : Graph_Op<"swiglu_grad", [Pure, AllTypesMatch<["dy", "gate", "up",
-    "dgate", "dup"]>]> {
+def Graph_SwigluGradOp : Graph_Op<"swiglu_grad", [Pure, AllShapesMatch<["dy", "gate", "up",
+    "dgate", "dup"]>, Graph_LowPrecisionStorage]> {
   let summary = "Gradients of swiglu with respect to gate and up";
-  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$gate, Graph_F32Tensor:$up);
-  let results = (outs Graph_F32Tensor:$dgate, Graph_F32Tensor:$dup);
-  let assemblyFormat = "operands attr-dict `:` type($dy)";
+  let description = [{
+    Any operand and result may be bf16/f16 (the math in f32, dtc-fold-casts).
+  }];
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_FloatTensor:$gate, Graph_FloatTensor:$up);
+  let results = (outs Graph_FloatTensor:$dgate, Graph_FloatTensor:$dup);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
 def Graph_RotaryOp : Graph_Op<"rotary", [Pure, Graph_Differentiable,
-    AllTypesMatch<["x", "y"]>]> {
+    AllShapesMatch<["x", "y"]>, Graph_LowPrecisionStorage]> {
   let summary = "Rotary position embeddings: x·cos + rotate_half(x)·sin over [..., T, D]";
   let description = [{
     rotate_half(x) = [−x₂, x₁] of the two halves of the last dimension (transformers'
     apply_rotary_pos_emb); cos and sin hold T·D values ([T, D], leading dimensions of size 1
     allowed), the same for every leading index of x. They are tables, not trained: only x has a
-    gradient (rotary_grad, the rotation's transpose).
+    gradient (rotary_grad, the rotation's transpose). x and y may be bf16/f16 (the math in f32,
+    dtc-fold-casts); the tables are f32.
   }];
-  let arguments = (ins Graph_F32Tensor:$x, Graph_F32Tensor:$cos, Graph_F32Tensor:$sin);
-  let results = (outs Graph_F32Tensor:$y);
-  let assemblyFormat = "operands attr-dict `:` type($x) `,` type($cos) `,` type($sin)";
+  let arguments = (ins Graph_FloatTensor:$x, Graph_F32Tensor:$cos, Graph_F32Tensor:$sin);
+  let results = (outs Graph_FloatTensor:$y);
+  let assemblyFormat = "operands attr-dict `:` type($x) `,` type($cos) `,` type($sin) `->` type($y)";
   let hasVerifier = 1;
 }
-def Graph_RotaryGradOp : Graph_Op<"rotary_grad", [Pure, AllTypesMatch<["dy", "dx"]>]> {
+def Graph_RotaryGradOp : Graph_Op<"rotary_grad", [Pure, AllShapesMatch<["dy", "dx"]>,
+    Graph_LowPrecisionStorage]> {
   let summary = "The gradient of rotary with respect to x: dy·cos + rotate_halfᵀ(dy·sin)";
-  let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$cos, Graph_F32Tensor:$sin);
-  let results = (outs Graph_F32Tensor:$dx);
-  let assemblyFormat = "operands attr-dict `:` type($dy) `,` type($cos) `,` type($sin)";
+  let description = [{
+    dy and dx may be bf16/f16 (the math in f32, dtc-fold-casts); the tables are f32.
+  }];
+  let arguments = (ins Graph_FloatTensor:$dy, Graph_F32Tensor:$cos, Graph_F32Tensor:$sin);
+  let results = (outs Graph_FloatTensor:$dx);
+  let assemblyFormat = "operands attr-dict `:` type($dy) `,` type($cos) `,` type($sin) `->` type($dx)";
 }
 
 def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {

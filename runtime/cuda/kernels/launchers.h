@@ -206,18 +206,28 @@ cudaError_t layerNormGrad(const void* dy, Float dyType, const float* x, const fl
                           const LayerNormGradAdd& add = {});
 
 // ---- llama_blocks.cu (cpu/kernels/llama_blocks.cc) --
-cudaError_t rmsNorm(const float* x, const float* w, float* y, float* rstd, int64_t rows, int64_t c,
+// Each float operand f32 or 16-bit (mixed precision's storage; the Float kernels' contract, one
+// 16-bit type per step): read widened, which is exact, and written rounded once to nearest even;
+// the math is f32 whatever the storage.
+struct FloatIn {
+  const void* data = nullptr;
+  Float type = Float::kF32;
+};
+struct FloatOut {
+  void* data = nullptr;
+  Float type = Float::kF32;
+};
+cudaError_t rmsNorm(FloatIn x, FloatIn w, FloatOut y, FloatOut rstd, int64_t rows, int64_t c,
                     float eps, cudaStream_t stream);
 // `scratch`: layerNormGradScratchBytes(rows, c) (ops/cuda_scratch.h).
-cudaError_t rmsNormGrad(const float* dy, const float* x, const float* w, const float* rstd,
-                        float* dx, float* dw, int64_t rows, int64_t c, void* scratch,
-                        cudaStream_t stream);
-cudaError_t swiglu(const float* gate, const float* up, float* y, int64_t n, cudaStream_t stream);
-cudaError_t swigluGrad(const float* dy, const float* gate, const float* up, float* dgate,
-                       float* dup, int64_t n, cudaStream_t stream);
+cudaError_t rmsNormGrad(FloatIn dy, FloatIn x, FloatIn w, FloatIn rstd, FloatOut dx, FloatOut dw,
+                        int64_t rows, int64_t c, void* scratch, cudaStream_t stream);
+cudaError_t swiglu(FloatIn gate, FloatIn up, FloatOut y, int64_t n, cudaStream_t stream);
+cudaError_t swigluGrad(FloatIn dy, FloatIn gate, FloatIn up, FloatOut dgate, FloatOut dup,
+                       int64_t n, cudaStream_t stream);
 // n elements of rows [T, D] against tables [T, D]; `transpose`: the gradient.
-cudaError_t rotary(const float* x, const float* cos, const float* sin, float* y, int64_t n,
-                   int64_t t, int64_t d, bool transpose, cudaStream_t stream);
+cudaError_t rotary(FloatIn x, FloatIn cos, FloatIn sin, FloatOut y, int64_t n, int64_t t, int64_t d,
+                   bool transpose, cudaStream_t stream);
 
 // ---- moe.cu (cpu/kernels/moe.cc) --
 // Routing plans (expert, slot: int64 [G, S, K]) and experts' buffers [E, G, C, D]; `bad` is the

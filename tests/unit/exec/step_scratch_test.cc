@@ -97,8 +97,8 @@ TEST(StepScratchTest, CudaAttentionPlansTheGemmPathOnSixteenBitOperands) {
   const std::vector<int64_t> kv = {2, 1, 16, 8};
   std::vector<ScratchOperand> in = {{kBF16, shape}, {kBF16, shape}, {kBF16, kv},
                                     {kBF16, kv},    {kBF16, shape}, {kF32, {2, 3, 16}}};
-  EXPECT_EQ(cudaStepScratchBytes(step("causal_attention_grad", in,
-                                      {{kBF16, shape}, {kBF16, kv}, {kBF16, kv}})),
+  EXPECT_EQ(cudaStepScratchBytes(
+                step("causal_attention_grad", in, {{kBF16, shape}, {kBF16, kv}, {kBF16, kv}})),
             3u * 6 * 128 * 64 * 4 + 2 * 6 * 128 * 4 + 4096);
 }
 

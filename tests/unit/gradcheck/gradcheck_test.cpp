@@ -242,13 +242,14 @@ INSTANTIATE_TEST_SUITE_P(
              "(tensor<3x6xf32>, tensor<6xf32>) -> (tensor<3x6xf32>, tensor<3xf32>)",
              "tensor<3x6xf32>", 2},
         Case{"swiglu", arg("a", "tensor<3x5xf32>") + ", " + arg("b", "tensor<3x5xf32>"),
-             "%out = graph.swiglu %a, %b : tensor<3x5xf32>", "tensor<3x5xf32>", 2},
+             "%out = graph.swiglu %a, %b : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>",
+             "tensor<3x5xf32>", 2},
         Case{"rotary",
              arg("x", "tensor<2x4x6xf32>") +
                  ", %c: tensor<1x4x6xf32> {graph.param = \"c\"}, %s: tensor<1x4x6xf32> "
                  "{graph.param = \"s\"}",
              "%out = graph.rotary %x, %c, %s : tensor<2x4x6xf32>, tensor<1x4x6xf32>, "
-             "tensor<1x4x6xf32>",
+             "tensor<1x4x6xf32> -> tensor<2x4x6xf32>",
              "tensor<2x4x6xf32>", 3},
         Case{"embedding", arg("t", "tensor<6x3xf32>") + ", %y: tensor<4xi64> {graph.data = \"y\"}",
              "%out = graph.embedding %t, %y : tensor<6x3xf32>, tensor<4xi64> -> tensor<4x3xf32>",
