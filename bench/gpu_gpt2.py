@@ -1,30 +1,35 @@
 """GPT-2 124M and 350M training steps on one GPU: dtrun (--device cuda, plans compiled by
 tests/gpu/prepare.sh with the CUDA defaults — attention on the fused projection through cuDNN,
 GEMM epilogues, multi-tensor AdamW, CUDA graphs — and carried here) against PyTorch eager (bf16
-autocast with SDPA; fp32, TF32 off) and torch.compile (bf16), same batch (124M: 8 x 1024 tokens;
-350M: 4 x 1024), AdamW (fused). Prints tokens/s for each, dtrun's ratio to each peer of the same
-precision (goals: bf16 >= 1.1x torch.compile on 124M and >= 1.0x on 350M, fp32 >= 1.0x eager),
-the model FLOPs utilisation against the GEMM peak measured on this GPU in the same run, and each
-run's kernel launches per step (dtrun: its CUDA graph's kernel nodes; PyTorch: the profiler's
-kernels in one step).
-Usage: bench/gpu_gpt2.sh [BUILD_DIR] (on the GPU machine; see tests/gpu/run.sh)."""
+autocast with SDPA and fused AdamW; fp32, TF32 off) and torch.compile (bf16; the model and the
+optimizer's step compiled, in the default mode and in "max-autotune-no-cudagraphs"), same batch
+(124M: 8 x 1024 tokens; 350M: 4 x 1024). Every contender runs in interleaved rounds
+(bench/gpu_rounds.py): the median tokens/s over the rounds and its spread, dtrun's ratio to each
+peer of the same precision (goals: bf16 >= 1.1x torch.compile and >= 470k tokens/s on 124M,
+>= 1.0x on 350M, fp32 >= 1.0x eager), the model FLOPs utilisation against the GEMM peak measured
+on this GPU in the same run, each contender's kernel launches per step (dtrun: its CUDA graph's
+kernel nodes; PyTorch: the profiler's kernels in one step) and peak memory.
+Usage: bench/gpu_gpt2.sh [BUILD_DIR] [--sizes 124M,350M] [--rounds 3] [--variants] (on the GPU
+machine; see tests/gpu/run.sh). One process per contender and round:
+  python3 bench/gpu_gpt2.py --peer bf16|fp32|compile|compile-max-autotune --size 124M"""
 import argparse
 import json
 import os
-import subprocess
-import tempfile
+import sys
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_rounds  # noqa: E402
 
 V, T = 50304, 1024
 # (layers, heads, width, batch) of each size the bench runs; L, H, C, B hold the one running.
 SIZES = {"124M": (12, 12, 768, 8), "350M": (24, 16, 1024, 4)}
 L, H, C, B = SIZES["124M"]
-WARMUP, STEPS = 5, 20
+WARMUP, STEPS, MIN_SECONDS = 5, 20, 10.0
 
 
 def use_size(size):
@@ -64,48 +69,40 @@ class Gpt(nn.Module):
 
 
 def torch_step(mode):
-    """One training step of the PyTorch model, as a function: eager fp32 or bf16 autocast, or
-    torch.compile'd bf16."""
+    """One training step of the PyTorch model, as a function: eager fp32 or bf16 autocast (fused
+    AdamW), or bf16 under torch.compile, the optimizer's step compiled too."""
     torch.manual_seed(0)
     model = Gpt().cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, fused=True)
-    step_model = torch.compile(model) if mode == "compile" else model
+    if mode in ("fp32", "bf16"):
+        opt = torch.optim.AdamW(model.parameters(), lr=6e-4, fused=True)
+        forward, opt_step = model, opt.step
+    else:
+        compile_mode = "max-autotune-no-cudagraphs" if mode == "compile-max-autotune" else "default"
+        opt = torch.optim.AdamW(model.parameters(), lr=6e-4)
+        forward = torch.compile(model, mode=compile_mode)
+        opt_step = torch.compile(opt.step, mode=compile_mode)
     idx = torch.randint(0, V, (B, T), device="cuda")
     tgt = torch.randint(0, V, (B, T), device="cuda")
 
     def step():
-        opt.zero_grad(set_to_none=True)
         if mode == "fp32":
-            loss = step_model(idx, tgt)
+            loss = forward(idx, tgt)
         else:
             with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = step_model(idx, tgt)
+                loss = forward(idx, tgt)
         loss.backward()
-        opt.step()
+        opt_step()
+        opt.zero_grad(set_to_none=True)
     return step
 
 
-def torch_tokens_per_s(mode):
-    """(tokens/s, CUDA kernels launched in one step)."""
+def torch_peer(mode):
+    """One round of a PyTorch contender: the measurement as a dict."""
     step = torch_step(mode)
-    for _ in range(WARMUP):
-        step()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(STEPS):
-        step()
-    torch.cuda.synchronize()
-    rate = B * T * STEPS / (time.perf_counter() - t0)
-    try:
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            step()
-            torch.cuda.synchronize()
-        launches = sum(e.count for e in prof.key_averages()
-                       if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
-    except Exception as e:  # the count is a side line: the rate stands without it
-        print(f"  (no kernel count for {mode}: {e})")
-        launches = None
-    return rate, launches
+    torch.cuda.reset_peak_memory_stats()
+    seconds = gpu_rounds.time_steps(step, WARMUP, STEPS, MIN_SECONDS)
+    return {"tokens_per_s": B * T / seconds, "launches": gpu_rounds.kernel_launches(step),
+            "peak_bytes": torch.cuda.max_memory_allocated()}
 
 
 def torch_profile(rows):
@@ -122,32 +119,6 @@ def torch_profile(rows):
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=60))
 
 
-def dtrun_tokens_per_s(build, plan, work, env=None):
-    """(tokens/s, kernel launches of train_step's CUDA graph or None, the attention path dtrun
-    reported)."""
-    tokens = os.path.join(work, "tokens.bin")
-    header = np.zeros(256, dtype=np.int32)
-    header[:3] = [20240520, 1, 200000]
-    with open(tokens, "wb") as f:
-        f.write(header.tobytes())
-        f.write(np.random.default_rng(0).integers(0, 50257, 200000).astype(np.uint16).tobytes())
-    log = os.path.join(work, "log.jsonl")
-    run = subprocess.run([os.path.join(build, "tools", "dtrun", "dtrun"), plan, "--data", tokens, "--device", "cuda",
-                          "--steps", str(WARMUP + STEPS), "--log", log], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
-    if run.returncode != 0:  # one plan's failure still leaves the other rows' numbers
-        print(f"  dtrun {os.path.basename(plan)} {env or ''} failed (exit {run.returncode}): {run.stderr[-2000:]}")
-        return float("nan"), None, ""
-    rates = [json.loads(line)["samples_per_s"] for line in open(log)][WARMUP:]
-    launches, attention = None, ""
-    for line in run.stderr.splitlines():
-        if "function 'train_step' replays as a CUDA graph:" in line:
-            launches = int(line.split(":")[-1].split()[0])
-        if line.startswith("dtrun: attention "):
-            attention = line[len("dtrun: attention "):]
-    return float(np.median(rates)) * T, launches, attention
-
-
 def gemm_peak(dtype):
     a = torch.randn(8192, 8192, device="cuda", dtype=dtype)
     for _ in range(3):
@@ -160,58 +131,68 @@ def gemm_peak(dtype):
     return 10 * 2 * 8192**3 / (time.perf_counter() - t0)
 
 
-def run_size(size, a, peaks, precisions, variants):
-    """The rows of one model size: dtrun's plans and variants, then PyTorch's runs."""
+def run_size(size, a, peaks, precisions, variants, tokens):
+    """One model size's contenders (dtrun's plans and variants, PyTorch's runs) in interleaved
+    rounds, then the table per precision."""
     use_size(size)
     params = 12 * L * C * C + V * C + T * C
     flops_per_token = 6 * params + 12 * L * T * C  # PaLM's count: weights and attention
     prefix = "gpt2" if size == "124M" else "gpt2-350m"
-    print(f"GPT-2 {size}: {L} layers, {H} heads, width {C}, batch {B} x {T} tokens")
-    rows = []
-    with tempfile.TemporaryDirectory() as work:
-        for precision in precisions:
-            rate, launches, attention = dtrun_tokens_per_s(a.build, os.path.join(a.plans, f"{prefix}-{precision}.dtp"), work)
-            rows.append((f"dtrun {precision}", rate, precision, launches))
-            print(f"  measured {rows[-1][0]}: {rate:.0f} tokens/s; attention {attention}", flush=True)
-        for name, plan, env in variants:
-            rate, launches, _ = dtrun_tokens_per_s(a.build, os.path.join(a.plans, plan), work, env)
-            rows.append((name, rate, "bf16 variant", launches))
-            print(f"  measured {name}: {rate:.0f} tokens/s", flush=True)
-    peers = [("pytorch eager bf16 autocast+SDPA", "bf16", "bf16"), ("torch.compile bf16", "compile", "bf16")]
-    if "fp32" in precisions:
-        peers.append(("pytorch eager fp32", "fp32", "fp32"))
-    for name, mode, precision in peers:
-        rate, launches = torch_tokens_per_s(mode)
-        rows.append((name, rate, precision, launches))
-        print(f"  measured {name}: {rate:.0f} tokens/s", flush=True)
-    ours = {precision: rate for name, rate, precision, _ in rows if name in ("dtrun bf16", "dtrun fp32")}
-    for name, rate, precision, launches in rows:
-        peak = peaks["bf16" if precision == "bf16 variant" else precision]
-        mfu = rate * flops_per_token / peak
-        if name.startswith("dtrun"):
-            ratio = f"  (vs dtrun bf16: {rate / ours['bf16']:4.2f}x)" if precision == "bf16 variant" else ""
+    print(f"GPT-2 {size}: {L} layers, {H} heads, width {C}, batch {B} x {T} tokens; {a.rounds} interleaved rounds")
+    me = os.path.abspath(__file__)
+
+    def peer(mode):
+        argv = [sys.executable, me, "--peer", mode, "--size", size]
+        return lambda _round: gpu_rounds.run_process(argv)
+
+    for precision in precisions:
+        plan = os.path.join(a.plans, f"{prefix}-{precision}.dtp")
+        contenders = [(f"dtrun {precision}", gpu_rounds.dtrun_measure(a.build, plan, tokens, WARMUP, STEPS,
+                                                                      tokens_per_sample=T))]
+        if precision == "bf16":
+            for name, plan_name, env in variants:
+                contenders.append((name, gpu_rounds.dtrun_measure(a.build, os.path.join(a.plans, plan_name), tokens,
+                                                                  WARMUP, STEPS, env, tokens_per_sample=T)))
+            peers = [("pytorch eager bf16 autocast+SDPA", "bf16"), ("torch.compile bf16", "compile"),
+                     ("torch.compile bf16 max-autotune-no-cudagraphs", "compile-max-autotune")]
         else:
-            ratio = f"  dtrun {precision} / this: {ours[precision] / rate:5.2f}x"
-        count = f"{launches:5d}" if launches is not None else "    ?"
-        print(f"  {size} {name:34s} {rate:10.0f} tokens/s  MFU {100 * mfu:5.1f}%  launches/step {count}{ratio}")
+            peers = [("pytorch eager fp32", "fp32")]
+        peers = [(name, mode) for name, mode in peers if mode in a.peers.split(",")]
+        contenders += [(name, peer(mode)) for name, mode in peers]
+        results = gpu_rounds.run_rounds(contenders, a.rounds)
+        gpu_rounds.print_table(f"GPT-2 {size} {precision}, {B} x {T} tokens a step", results, f"dtrun {precision}",
+                               [name for name, _ in peers], flops_per_token, peaks[precision])
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--build", required=True)
-    parser.add_argument("--plans", required=True,
-                        help="the folder with gpt2-bf16.dtp, gpt2-fp32.dtp and gpt2-350m-bf16.dtp")
+    parser.add_argument("--build")
+    parser.add_argument("--plans", help="the folder with gpt2-bf16.dtp, gpt2-fp32.dtp and gpt2-350m-bf16.dtp")
     parser.add_argument("--torch-profile", type=int, default=0, metavar="ROWS",
                         help="only print PyTorch eager bf16's step by CUDA kernel (ROWS rows)")
     parser.add_argument("--sizes", default="124M,350M", help="the model sizes to run")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", action="store_true",
+                        help="also dtrun's bf16 variants (what each choice buys), in the rounds")
+    parser.add_argument("--precisions", default="bf16,fp32", help="GPT-2 124M's precisions (350M runs bf16)")
+    parser.add_argument("--peers", default="bf16,fp32,compile,compile-max-autotune",
+                        help="the PyTorch contenders: eager bf16 and fp32, torch.compile's modes")
+    parser.add_argument("--peer", choices=("bf16", "fp32", "compile", "compile-max-autotune"))
+    parser.add_argument("--size", default="124M", choices=sorted(SIZES))
     a = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False  # dtrun's fp32 GEMMs are exact fp32
+    if a.peer:
+        use_size(a.size)
+        print(json.dumps(torch_peer(a.peer)))
+        return
     if a.torch_profile:
         torch_profile(a.torch_profile)
         return
-    torch.backends.cuda.matmul.allow_tf32 = False  # dtrun's fp32 GEMMs are exact fp32
+    if not a.build or not a.plans:
+        parser.error("--build and --plans are needed (or --peer for one PyTorch round)")
     peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
     print(f"GPU: {torch.cuda.get_device_name()}; GEMM peak fp32 {peaks['fp32'] / 1e12:.1f} TFLOP/s, "
-          f"bf16 {peaks['bf16'] / 1e12:.1f} TFLOP/s (8192^3, measured now)")
+          f"bf16 {peaks['bf16'] / 1e12:.1f} TFLOP/s (8192^3, measured now); PyTorch {torch.__version__}")
     # Variants of GPT-2 124M's bf16 step, to see what each choice buys on this GPU (shown, not the
     # ratios' reference): attention unfused; dtc's own attention kernels instead of cuDNN's;
     # cuDNN's deterministic backward; no CUDA graphs; no cuBLASLt epilogues.
@@ -220,11 +201,12 @@ def main():
                 ("dtrun bf16, cuDNN deterministic", "gpt2-bf16.dtp", {"DTC_CUDNN_DETERMINISTIC": "1"}),
                 ("dtrun bf16, no CUDA graphs", "gpt2-bf16.dtp", {"DTC_CUDA_GRAPHS": "0"}),
                 ("dtrun bf16, no cuBLASLt epilogues", "gpt2-bf16.dtp", {"DTC_CUDA_LT_EPILOGUES": "0"}))
+    tokens = os.path.join(a.plans, "gpt2-tokens.bin")
     for size in a.sizes.split(","):
         if size == "124M":
-            run_size(size, a, peaks, ("bf16", "fp32"), variants)
+            run_size(size, a, peaks, tuple(a.precisions.split(",")), variants if a.variants else (), tokens)
         else:
-            run_size(size, a, peaks, ("bf16",), ())
+            run_size(size, a, peaks, ("bf16",), (), tokens)
 
 
 if __name__ == "__main__":

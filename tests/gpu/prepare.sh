@@ -101,5 +101,36 @@ done
   --device cuda --precision bf16 --no-fused-attention > /dev/null
 echo "wrote $OUT/gpt2-{bf16,fp32,bf16-unfused-attention}.dtp (GPT-2 124M, batch 8 x 1024 tokens) and gpt2-350m-bf16.dtp (batch 4 x 1024) for bench/gpu_gpt2.sh"
 
+# Llama 3.2 1B (16 x 2048, 32 query / 8 key-value heads, FFN 8192) and 3B (28 x 3072, 24 / 8) for
+# bench/gpu_llama.sh: the vocabulary of 128,256, the head tied, rotary theta 500,000, bf16 with
+# the CUDA defaults, AdamW; 16,384 tokens a step for 1B and 8,192 for 3B (bench/gpu_llama.py's
+# BATCH), and Llama 3's token file (llm.c's uint32 format). The plans lease.sh runs (1B at 4096);
+# DTC_BENCH_LLAMA=all for every size and context (2048, 4096, 8192: their rotary tables take
+# about 26 MB of the carry).
+/usr/bin/python3 - "$OUT" <<'PY'
+import sys, numpy as np
+header = np.zeros(256, dtype=np.int32)
+header[:3] = [20240801, 7, 400000]
+with open(f"{sys.argv[1]}/llama3-tokens.bin", "wb") as f:
+    f.write(header.tobytes())
+    f.write(np.random.default_rng(0).integers(0, 128256, 400000).astype(np.uint32).tobytes())
+PY
+if [ "${DTC_BENCH_LLAMA:-}" = all ]; then
+  llama_plans="1b:2048:8 1b:4096:4 1b:8192:2 3b:2048:4 3b:4096:2 3b:8192:1"
+else
+  llama_plans="1b:4096:4"
+fi
+for spec in $llama_plans; do
+  IFS=: read -r size context batch <<< "$spec"
+  if [ "$size" = 1b ]; then shape="--layers 16 --embd 2048 --heads 32"; else shape="--layers 28 --embd 3072 --heads 24"; fi
+  # shellcheck disable=SC2086
+  "$DTC" zoo llama --vocab 128256 --ctx "$context" $shape --kv-heads 8 --ffn 8192 --rope-theta 500000 \
+    --rms-eps 1e-5 --tie-embeddings --seed 0 -o "$OUT/llama-bench.dtm"
+  "$DTC" compile "$OUT/llama-bench.dtm" -o "$OUT/llama-$size-$context.dtp" --batch "$batch" \
+    --optimizer adamw --lr 3e-4 --device cuda --precision bf16 > /dev/null
+done
+rm -f "$OUT/llama-bench.dtm"
+echo "wrote $OUT/llama-*.dtp ($llama_plans) and llama3-tokens.bin for bench/gpu_llama.sh"
+
 # The runtime for the GPU machine, whose image cannot build it (tests/gpu/bundle.sh).
 "$ROOT/tests/gpu/bundle.sh"
