@@ -1,4 +1,4 @@
-// The residual stream's adds joined to the LayerNorms beside them (see
+// The residual stream's adds joined to the LayerNorms and RMSNorms beside them (see
 // lowering/ResidualNormFusion.h).
 #include "lowering/ResidualNormFusion.h"
 
@@ -7,6 +7,7 @@
 #include "OpMarks.h"
 #include "graph/IR/GraphOps.h"
 #include "graph/IR/TypeUtils.h"
+#include "ops/norm_parts.h"
 #include "plan/IR/PlanOps.h"
 
 using namespace mlir;
@@ -113,6 +114,151 @@ void fuseBackward(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
   grad->erase();
 }
 
+// A widening cast from 16 bits that only `reader` reads: the fused kernel reads its operand as
+// stored, widening it exactly as the cast did.
+graph::CastOp widenedForOnly(Value value, Operation* reader) {
+  auto cast = value.getDefiningOp<graph::CastOp>();
+  if (!cast || !cast->hasOneUse() || *cast->getUsers().begin() != reader ||
+      !graph::is16BitFloat(graph::elementOf(cast.getX())) || !graph::elementOf(value).isF32())
+    return nullptr;
+  return cast;
+}
+
+// The operand a fused kernel reads for `value`, an input of `reader`: the cast's 16-bit input
+// where only `reader` reads the widening (noted in `absorbed` to erase once replaced).
+Value storedOperand(Value value, Operation* reader, bool absorbCasts,
+                    SmallVectorImpl<Operation*>& absorbed) {
+  if (absorbCasts)
+    if (graph::CastOp cast = widenedForOnly(value, reader)) {
+      absorbed.push_back(cast);
+      return cast.getX();
+    }
+  return value;
+}
+
+// The sum's one narrowing cast to 16 bits (the next GEMMs' dy), written by the fused kernel.
+graph::CastOp soleNarrowing(Value sum) {
+  graph::CastOp narrow;
+  for (Operation* reader : sum.getUsers())
+    if (auto cast = dyn_cast<graph::CastOp>(reader);
+        cast && graph::is16BitFloat(graph::elementOf(cast.getY()))) {
+      if (narrow) return nullptr;
+      narrow = cast;
+    }
+  return narrow;
+}
+
+// add(x, r) → rms_norm(sum), placed as fuseForward places add_layer_norm; r (or x) may be the
+// 16-bit sublayer output a widening cast fed the add.
+void fuseForwardRms(graph::RmsNormOp norm, OpBuilder& b, bool absorbCasts) {
+  auto add = norm.getX().getDefiningOp<graph::AddOp>();
+  if (!add || !plainSum(add) || add->getBlock() != norm->getBlock()) return;
+  Operation* at = norm;
+  if (!readAfter(add.getResult(), norm, norm)) {
+    if (!definedBefore(norm.getWeight(), add)) return;
+    at = add;
+  }
+  SmallVector<Operation*> absorbed;
+  Value x = storedOperand(add.getLhs(), add, absorbCasts, absorbed);
+  Value r = storedOperand(add.getRhs(), add, absorbCasts, absorbed);
+  // Both operands 16-bit would be a sum no cast rounds; keep one widening then.
+  if (absorbed.size() == 2) {
+    x = add.getLhs();
+    absorbed.erase(absorbed.begin());
+  }
+  b.setInsertionPoint(at);
+  SmallVector<Type> types{add.getType()};
+  for (Type t : norm->getResultTypes()) types.push_back(t);
+  auto fused = call(b, norm.getLoc(), "add_rms_norm", types, {x, r, norm.getWeight()},
+                    {b.getNamedAttr("eps", norm.getEpsAttr())});
+  inheritMarks(norm, fused);
+  add.getResult().replaceAllUsesWith(fused->getResult(0));
+  for (auto [k, result] : llvm::enumerate(norm->getResults()))
+    result.replaceAllUsesWith(fused->getResult(k + 1));
+  norm->erase();
+  add->erase();
+  for (Operation* cast : absorbed) cast->erase();
+}
+
+// dy's parts where dy is a chain of adds only the gradient reads, ((p₁ + p₂) + …) + pₙ: the leaves
+// in the order the chain sums them, at most kRmsNormGradParts, with the adds to erase.
+SmallVector<Value> dyParts(Value dy, Block* block, SmallVectorImpl<Operation*>& chain) {
+  auto link = [&](Value v) {
+    auto a = v.getDefiningOp<graph::AddOp>();
+    return a && plainSum(a) && a->hasOneUse() && a->getBlock() == block ? a : nullptr;
+  };
+  SmallVector<Value> reversed;  // pₙ first
+  Value rest = dy;
+  while (reversed.size() + 2 <= kRmsNormGradParts) {
+    graph::AddOp add = link(rest);
+    if (!add) break;
+    // The side that is itself such an add continues the chain; the other is this add's part.
+    const bool left = link(add.getLhs()) || !link(add.getRhs());
+    reversed.push_back(left ? add.getRhs() : add.getLhs());
+    rest = left ? add.getLhs() : add.getRhs();
+    chain.push_back(add);
+  }
+  reversed.push_back(rest);
+  return SmallVector<Value>(llvm::reverse(reversed));
+}
+
+// add(dres, rms_norm_grad(dy, ...)#0) → rms_norm_grad_add(dy's parts..., x, w, rstd, dres),
+// placed as fuseBackward places layer_norm_grad_add; each part a 16-bit GEMM gradient where only
+// a widening cast fed it to the chain.
+void fuseBackwardRms(graph::AddOp add, OpBuilder& b, bool absorbCasts,
+                     SmallPtrSetImpl<Operation*>& erased) {
+  if (!plainSum(add)) return;
+  graph::RmsNormGradOp grad;
+  Value dres;
+  for (int side = 0; side < 2 && !grad; ++side) {
+    auto dx = dyn_cast<OpResult>(add->getOperand(side));
+    auto g = dx ? dyn_cast<graph::RmsNormGradOp>(dx.getOwner()) : nullptr;
+    if (g && dx.getResultNumber() == 0 && dx.hasOneUse() && g->getBlock() == add->getBlock()) {
+      grad = g;
+      dres = add->getOperand(1 - side);
+    }
+  }
+  if (!grad || !graph::elementOf(grad.getDx()).isF32()) return;
+  Operation* at = grad;
+  if (!definedBefore(dres, grad)) {
+    if (!readAfter(grad.getDweight(), add)) return;
+    at = add;
+  }
+  SmallVector<Operation*> chain, absorbed;
+  SmallVector<Value> parts;
+  if (graph::elementOf(grad.getDy()).isF32())
+    parts = dyParts(grad.getDy(), grad->getBlock(), chain);
+  else
+    parts.push_back(grad.getDy());
+  // Each part as the op that sums it reads it (chain[0] is the last add; the first reads two).
+  for (size_t k = 0; k < parts.size(); ++k) {
+    Operation* reader =
+        chain.empty() ? grad.getOperation() : chain[chain.size() - std::max<size_t>(k, 1)];
+    parts[k] = storedOperand(parts[k], reader, absorbCasts, absorbed);
+  }
+  graph::CastOp narrow = absorbCasts ? soleNarrowing(add.getResult()) : nullptr;
+  b.setInsertionPoint(at);
+  SmallVector<Type> types{add.getType(), grad.getDweight().getType()};
+  if (narrow) types.push_back(narrow.getType());
+  SmallVector<Value> operands(parts);
+  operands.append({grad.getX(), grad.getWeight(), grad.getRstd(), dres});
+  auto fused = call(b, grad.getLoc(), "rms_norm_grad_add", types, operands, {});
+  inheritMarks(grad, fused);
+  add.getResult().replaceAllUsesWith(fused->getResult(0));
+  grad.getDweight().replaceAllUsesWith(fused->getResult(1));
+  if (narrow) {
+    narrow.getResult().replaceAllUsesWith(fused->getResult(2));
+    narrow->erase();
+  }
+  add->erase();
+  grad->erase();
+  for (Operation* op : chain) {
+    erased.insert(op);
+    op->erase();
+  }
+  for (Operation* cast : absorbed) cast->erase();
+}
+
 }  // namespace
 
 void fuseResidualNorms(func::FuncOp function, bool absorbCasts) {
@@ -120,9 +266,25 @@ void fuseResidualNorms(func::FuncOp function, bool absorbCasts) {
   SmallVector<graph::LayerNormOp> norms;
   function.walk([&](graph::LayerNormOp op) { norms.push_back(op); });
   for (graph::LayerNormOp norm : norms) fuseForward(norm, b);
+  SmallVector<graph::RmsNormOp> rmsNorms;
+  function.walk([&](graph::RmsNormOp op) { rmsNorms.push_back(op); });
+  for (graph::RmsNormOp norm : rmsNorms) fuseForwardRms(norm, b, absorbCasts);
   SmallVector<graph::AddOp> adds;
   function.walk([&](graph::AddOp op) { adds.push_back(op); });
   for (graph::AddOp add : adds) fuseBackward(add, b, absorbCasts);
+  // The RMSNorm gradients' residual adds, found after the LayerNorm ones; a fusion also erases
+  // the adds of the dy chain it reads, which are skipped if found.
+  SmallVector<graph::AddOp> residual;
+  function.walk([&](graph::AddOp add) {
+    if (llvm::any_of(add->getOperands(), [](Value side) {
+          auto dx = dyn_cast<OpResult>(side);
+          return dx && dx.getResultNumber() == 0 && isa<graph::RmsNormGradOp>(dx.getOwner());
+        }))
+      residual.push_back(add);
+  });
+  SmallPtrSet<Operation*, 16> erased;
+  for (graph::AddOp add : residual)
+    if (!erased.contains(add)) fuseBackwardRms(add, b, absorbCasts, erased);
 }
 
 }  // namespace dtc

@@ -1,6 +1,7 @@
 // The transformer ops on CUDA (cpu/cpu_transformer_table.cc's): batched GEMMs through cuBLAS,
 // layout copies, causal softmax, LayerNorm and embeddings, with the CPU's contracts
 // (exec/transformer_contracts.h).
+#include <array>
 #include <climits>
 
 #include "cuda_bind.h"
@@ -249,7 +250,48 @@ StatusOr<BoundStep> bindRmsNormGrad(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::rmsNormGrad(dy, x, w, rstd, dx, dw, d.rows, d.c, scratch, stream),
+    return launched(kernels::rmsNormGrad(&dy, 1, x, w, rstd, dx, dw, d.rows, d.c, scratch, stream),
+                    where);
+  });
+}
+
+// The residual add and rms_norm of the sum in one pass.
+StatusOr<BoundStep> bindAddRmsNorm(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkAddRmsNorm(f32));
+  const kernels::FloatIn x = in(ctx.inputs[0]), r = in(ctx.inputs[1]), w = in(ctx.inputs[2]);
+  const kernels::FloatOut sum = out(ctx.outputs[0]), y = out(ctx.outputs[1]),
+                          rstd = out(ctx.outputs[2]);
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::rmsNorm(x, w, y, rstd, d.rows, d.c, d.eps, stream, r, sum), where);
+  });
+}
+
+// rms_norm_grad of the parts of dy summed as they are read, the residual gradient added to dx in
+// the same pass, and the sum also rounded to a third output's 16-bit type when there is one.
+StatusOr<BoundStep> bindRmsNormGradAdd(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGradAdd(f32));
+  if (ctx.outputs.size() == 3 && !lowPrecision(ctx.outputs[2].dtype))
+    return invalid(
+        ctx, "the rounded sum must be bfloat16 or float16, got " + dtypeName(ctx.outputs[2].dtype));
+  const size_t parts = ctx.inputs.size() - 4;
+  std::array<kernels::FloatIn, kRmsNormGradParts> dy{};
+  for (size_t p = 0; p < parts; ++p) dy[p] = in(ctx.inputs[p]);
+  const kernels::FloatIn x = in(ctx.inputs[parts]), w = in(ctx.inputs[parts + 1]),
+                         rstd = in(ctx.inputs[parts + 2]), dres = in(ctx.inputs[parts + 3]);
+  const kernels::FloatOut sum = out(ctx.outputs[0]), dw = out(ctx.outputs[1]);
+  const kernels::FloatOut rounded =
+      ctx.outputs.size() == 3 ? out(ctx.outputs[2]) : kernels::FloatOut{};
+  DTC_ASSIGN_OR_RETURN(void* scratch,
+                       stepScratch(ctx, dev, kernels::layerNormGradScratchBytes(d.rows, d.c)));
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::rmsNormGrad(dy.data(), static_cast<int>(parts), x, w, rstd, sum, dw,
+                                         d.rows, d.c, scratch, stream, dres, rounded),
                     where);
   });
 }
@@ -407,6 +449,8 @@ DTC_CUDA_BINDER(rotary_grad, bindRotary<true>)
 DTC_CUDA_BINDER(layer_norm_grad, bindLayerNormGrad)
 DTC_CUDA_BINDER(add_layer_norm, bindAddLayerNorm)
 DTC_CUDA_BINDER(layer_norm_grad_add, bindLayerNormGradAdd)
+DTC_CUDA_BINDER(add_rms_norm, bindAddRmsNorm)
+DTC_CUDA_BINDER(rms_norm_grad_add, bindRmsNormGradAdd)
 DTC_CUDA_BINDER(embedding, bindEmbedding)
 DTC_CUDA_BINDER(embedding_grad, bindEmbeddingGrad)
 

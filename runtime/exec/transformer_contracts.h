@@ -11,6 +11,7 @@
 #include "exec/bind_util.h"
 #include "exec/core_contracts.h"
 #include "ops/attention_positions.h"
+#include "ops/norm_parts.h"
 #include "ops/packed_attention.h"
 
 namespace dtc {
@@ -290,6 +291,43 @@ inline StatusOr<LayerNormDims> checkRmsNormGrad(const StepContext& ctx) {
   if (c == 0 || dy.shape != x.shape || dx.shape != x.shape || dw.shape != w.shape)
     return invalid(ctx, "shapes do not match input " + str(x.shape));
   return LayerNormDims{rstd.numElements(), c, 0.0f};
+}
+
+// add_rms_norm: (x, r, weight) -> (sum, y, rstd): sum = x + r (the residual stream), then
+// rms_norm of it.
+inline StatusOr<LayerNormDims> checkAddRmsNorm(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(expect(ctx, 3, 3));
+  const TensorView &x = ctx.inputs[0], &r = ctx.inputs[1], &sum = ctx.outputs[0];
+  if (r.shape != x.shape || sum.shape != x.shape)
+    return invalid(ctx, "shapes do not match input " + str(x.shape));
+  StepContext norm{
+      ctx.step, {sum, ctx.inputs[2]}, {ctx.outputs[1], ctx.outputs[2]}, ctx.pool, ctx.mesh};
+  return checkRmsNorm(norm);
+}
+
+// rms_norm_grad_add: (dy₁, …, dyₚ, x, weight, rstd, dres) -> (dres + dx, dweight[, the sum
+// rounded]): rms_norm_grad of dy = ((dy₁ + dy₂) + …) + dyₚ, summed in that order, with the
+// residual stream's gradient added to dx; a third output, of a 16-bit type, is the sum rounded to
+// it (what the next GEMMs read). 1 ≤ p ≤ kRmsNormGradParts, every part of x's shape.
+inline StatusOr<LayerNormDims> checkRmsNormGradAdd(const StepContext& ctx) {
+  const size_t inputs = ctx.inputs.size(), outputs = ctx.outputs.size();
+  if (inputs < 5 || inputs > 4 + kRmsNormGradParts || (outputs != 2 && outputs != 3))
+    return invalid(ctx, "expects 5 to " + std::to_string(4 + kRmsNormGradParts) +
+                            " inputs and 2 or 3 outputs");
+  DTC_RETURN_IF_ERROR(expect(ctx, inputs, outputs));
+  const size_t parts = inputs - 4;
+  const TensorView &x = ctx.inputs[parts], &dres = ctx.inputs[inputs - 1];
+  for (size_t i = 1; i < parts; ++i)
+    if (ctx.inputs[i].shape != x.shape)
+      return invalid(ctx, "shapes do not match input " + str(x.shape));
+  if (dres.shape != x.shape || (outputs == 3 && ctx.outputs[2].shape != x.shape))
+    return invalid(ctx, "shapes do not match input " + str(x.shape));
+  StepContext grad{ctx.step,
+                   {ctx.inputs[0], x, ctx.inputs[parts + 1], ctx.inputs[parts + 2]},
+                   {ctx.outputs[0], ctx.outputs[1]},
+                   ctx.pool,
+                   ctx.mesh};
+  return checkRmsNormGrad(grad);
 }
 
 // swiglu: (gate, up) -> y = silu(gate)·up; swiglu_grad: (dy, gate, up) -> (dgate, dup). Every

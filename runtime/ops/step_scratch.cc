@@ -113,6 +113,10 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       if (in.size() < 4) return 0;
       return k::layerNormGradScratchBytes(static_cast<int64_t>(in[3].elements()),
                                           static_cast<int64_t>(in[2].elements()));
+    case Kernel::rms_norm_grad_add:  // (dy₁, …, dyₚ, x, w, rstd, dres)
+      if (in.size() < 5) return 0;
+      return k::layerNormGradScratchBytes(static_cast<int64_t>(in[in.size() - 2].elements()),
+                                          static_cast<int64_t>(in[in.size() - 3].elements()));
     case Kernel::embedding_grad:  // (dy, ids)
       if (in.size() != 2) return 0;
       return k::embeddingGradScratchBound(static_cast<int64_t>(in[1].elements()));
@@ -173,6 +177,9 @@ uint64_t cpuStepScratchBytes(const ScratchStep& s) {
     bytes += packedAttentionScratch(packedDims(s), sizeof(float),
                                     s.kernel->kernel == Kernel::causal_attention_qkv_grad)
                  .inner;
+  // rms_norm_grad_add sums the parts of dy (dy₁, …, dyₚ, x, w, rstd, dres) before the gradient.
+  if (s.kernel->kernel == Kernel::rms_norm_grad_add && s.inputs.size() > 5)
+    bytes += widenedCopyBytes(s.inputs[s.inputs.size() - 4].elements());
   const uint64_t packed = cpuCollectiveFloats(s);
   return bytes + (packed ? widenedCopyBytes(packed) : 0);
 }

@@ -163,6 +163,8 @@ const char* elementFallback(Kernel k) {
     case Kernel::layer_norm_grad_add: return "layer_norm_grad";
     case Kernel::rms_norm: return "layer_norm";
     case Kernel::rms_norm_grad: return "layer_norm_grad";
+    case Kernel::add_rms_norm: return "layer_norm";
+    case Kernel::rms_norm_grad_add: return "layer_norm_grad";
     case Kernel::swiglu: return "gelu";
     case Kernel::swiglu_grad: return "gelu_grad";
     case Kernel::rotary: return "mul";

@@ -157,10 +157,13 @@ def tp_shards():
     return flags
 
 
-def train_step_casts(plan):
+def train_step_counts(plan):
     info = json.loads(run(tool("dtc"), "inspect", plan, "--json").stdout)
-    step = next(f for f in info["functions"] if f["name"] == "train_step")
-    return step["op_counts"].get("cast", 0)
+    return next(f for f in info["functions"] if f["name"] == "train_step")["op_counts"]
+
+
+def train_step_casts(plan):
+    return train_step_counts(plan).get("cast", 0)
 
 
 def check_sixteen_bit_storage(work, data):
@@ -189,6 +192,34 @@ def check_sixteen_bit_storage(work, data):
         print(f"{name}: bit-identical with --no-fold-casts; casts {kept} -> {folded}")
 
 
+def check_residual_norms(work, data):
+    """The residual adds joined to the RMSNorms beside them: add_rms_norm forward, and backward
+    rms_norm_grad_add summing the q, k, v (and gate, up) projections' input gradients as it reads
+    them and adding the residual stream's gradient. Bit for bit the plan without the fusions, in
+    f32 and bf16 (where the widening casts into the adds and the sum's narrowing cast go too),
+    on the 6/3-head shape check_sixteen_bit_storage made."""
+    model = os.path.join(work, "llama-6x3.dtm")
+    for precision in ("fp32", "bf16"):
+        optim = ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4, "--precision", precision,
+                 "--fused-attention"]
+        name = f"residual-norms-{precision}"
+        _, fused, fused_losses, _ = dtc_train(model, work, name, B, optim + ["--fuse-epilogues"], data, STEPS,
+                                              DATA_SEED)
+        _, plain, plain_losses, _ = dtc_train(model, work, name + "-plain", B, optim, data, STEPS, DATA_SEED)
+        assert fused_losses == plain_losses and all(np.array_equal(plain[k], fused[k]) for k in fused), \
+            f"{name}: joining the residual adds to the RMSNorms changed the results"
+        counts, unfused = (train_step_counts(os.path.join(work, f"{n}.dtp")) for n in (name, name + "-plain"))
+        # Each layer's two norms, forward and backward (the final norm reads no residual add).
+        assert counts.get("add_rms_norm") == 2 * L and counts.get("rms_norm_grad_add") == 2 * L, counts
+        # The one add left is AdamW's step count.
+        assert counts.get("add", 0) == 1, f"{name}: adds left beside the fused norms: {counts}"
+        if precision == "bf16":
+            # 2 widenings forward, 5 widenings and 2 narrowings backward, a layer.
+            assert counts["cast"] + 9 * L <= unfused["cast"], f"{name}: casts {unfused['cast']} -> {counts['cast']}"
+        print(f"{name}: bit-identical with the adds apart; casts {unfused.get('cast', 0)} -> "
+              f"{counts.get('cast', 0)}, adds {unfused.get('add', 0)} -> {counts.get('add', 0)}")
+
+
 def main():
     torch.set_num_threads(2)
     torch.manual_seed(0)
@@ -205,6 +236,7 @@ def main():
         check_against_transformers("llama-gqa", model, tokens, work, data, tied=False)
         check_against_transformers("llama-gqa-tied", tied, tokens, work, data, tied=True)
         check_sixteen_bit_storage(work, data)
+        check_residual_norms(work, data)
         optim = ["--optimizer", "adamw", "--lr", 3e-3, "--eps", 1e-4, "--weight-decay", 0.1]
         compare("llama", model, work, 8, optim, data, STEPS, DATA_SEED, [
             ("dp2", ["--mesh", "dp=2"], 2),

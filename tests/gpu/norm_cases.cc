@@ -5,7 +5,8 @@
 // cases': f32 1e-5, the 16-bit outputs one rounding of values that agree to that. Llama's fused
 // blocks too: rms_norm, swiglu and rotary and their gradients, against the CPU's kernels, in f32
 // and with their activations stored in bf16/f16 (read widened, written rounded; the CPU runs its
-// f32 kernels on widened copies).
+// f32 kernels on widened copies); RMSNorm's residual kernels (add_rms_norm, rms_norm_grad_add
+// with one to four parts of dy) against the CPU's add, rms_norm and rms_norm_grad in order.
 #include "exec/bind_util.h"
 #include "harness.h"
 
@@ -64,6 +65,42 @@ Case rmsNormGrad(int64_t rows, int64_t c) {
   return k;
 }
 
+// add_rms_norm: the residual r in `r` (a sublayer's 16-bit output as a bf16 plan reads it), y in
+// `y`.
+Case addRmsNorm(DType r, DType y, int64_t rows, int64_t c) {
+  Case k{"add_rms_norm [" + std::to_string(rows) + "," + std::to_string(c) + "]" + typeLabel(r) +
+             " r" + typeLabel(y) + " y",
+         "add_rms_norm",
+         {floatAttr("eps", 1e-6)},
+         {f32({rows, c}, -3, 3), r == kF32 ? f32({rows, c}, -1, 1) : lowp(r, {rows, c}),
+          f32({c}, 0.5f, 1.5f)},
+         {out({rows, c}), outAs(y, {rows, c}), out({rows})}};
+  k.tolerance = y == kBF16 ? 1e-2 : y == kF16 ? 2e-3 : 1e-5;
+  k.maxUlps = -1;
+  return k;
+}
+
+// rms_norm_grad_add with `parts` parts of dy in `dy` (the q, k and v projections' input
+// gradients), and the sum's copy in `copy` where that is 16-bit.
+Case rmsNormGradAdd(int parts, DType dy, DType copy, int64_t rows, int64_t c) {
+  Case k{"rms_norm_grad_add [" + std::to_string(rows) + "," + std::to_string(c) + "] " +
+             std::to_string(parts) + " parts" + typeLabel(dy) + " dy" +
+             (copy != kF32 ? typeLabel(copy) + " copy" : ""),
+         "rms_norm_grad_add",
+         {},
+         {},
+         {out({rows, c}), out({c})}};
+  for (int p = 0; p < parts; ++p)
+    k.inputs.push_back(dy == kF32 ? f32({rows, c}) : lowp(dy, {rows, c}));
+  for (Input o :
+       {f32({rows, c}, -3, 3), f32({c}, 0.5f, 1.5f), f32({rows}, 0.5f, 2), f32({rows, c})})
+    k.inputs.push_back(o);
+  if (copy != kF32) k.outputs.push_back(outAs(copy, {rows, c}));
+  k.tolerance = copy == kBF16 ? 1e-2 : copy == kF16 ? 2e-3 : 1e-4;
+  k.maxUlps = -1;
+  return k;
+}
+
 Case swiglu(bool grad, const Shape& shape) {
   Case k{std::string(grad ? "swiglu_grad " : "swiglu ") + str(shape),
          grad ? "swiglu_grad" : "swiglu",
@@ -118,6 +155,18 @@ std::vector<Case> normCases() {
     cases.push_back(rmsNorm(rows, c));
     cases.push_back(rmsNormGrad(rows, c));
   }
+  for (auto [rows, c] : {std::pair<int64_t, int64_t>{37, 96}, {64, 2048}}) {
+    cases.push_back(addRmsNorm(kF32, kF32, rows, c));
+    cases.push_back(rmsNormGradAdd(1, kF32, kF32, rows, c));
+    cases.push_back(rmsNormGradAdd(4, kF32, kF32, rows, c));
+  }
+  for (DType t : {kBF16, kF16}) {
+    cases.push_back(addRmsNorm(t, t, 37, 96));
+    cases.push_back(addRmsNorm(t, kF32, 1000, 128));
+    cases.push_back(rmsNormGradAdd(3, t, t, 37, 96));
+    cases.push_back(rmsNormGradAdd(2, t, kF32, 64, 2048));
+    cases.push_back(rmsNormGradAdd(1, t, t, 1000, 128));
+  }
   for (bool grad : {false, true}) {
     cases.push_back(rotary(grad, {2, 3, 17, 8}, {17, 8}));
     cases.push_back(rotary(grad, {4, 32, 128, 128}, {1, 1, 128, 128}));
@@ -157,7 +206,15 @@ std::vector<Case> normMalformedCases() {
   swigluShapes.inputs[2] = f32({4, 7});
   Case rotaryOdd = rotary(false, {2, 5, 7}, {5, 7});
   rotaryOdd.label = "bad rotary odd head size";
-  return {residual, outputs, rmsWeight, swigluShapes, rotaryOdd};
+  Case rmsResidual = addRmsNorm(kF32, kF32, 4, 8);
+  rmsResidual.label = "bad add_rms_norm residual";
+  rmsResidual.inputs[1] = f32({4, 7});
+  Case manyParts = rmsNormGradAdd(5, kF32, kF32, 4, 8);
+  manyParts.label = "bad rms_norm_grad_add parts";
+  Case partShape = rmsNormGradAdd(2, kF32, kF32, 4, 8);
+  partShape.label = "bad rms_norm_grad_add part shape";
+  partShape.inputs[1] = f32({4, 7});
+  return {residual, outputs, rmsWeight, swigluShapes, rotaryOdd, rmsResidual, manyParts, partShape};
 }
 
 }  // namespace dtc::gputest

@@ -15,6 +15,7 @@
 #include "ops/dropout_math.h"
 #include "ops/ignored_label.h"
 #include "ops/moe_math.h"
+#include "ops/norm_parts.h"
 #include "ops/shape.h"
 
 namespace dtc::cuda::kernels {
@@ -217,11 +218,15 @@ struct FloatOut {
   void* data = nullptr;
   Float type = Float::kF32;
 };
+// With `res`, x + res is normalized and written to `sum` too (add_rms_norm).
 cudaError_t rmsNorm(FloatIn x, FloatIn w, FloatOut y, FloatOut rstd, int64_t rows, int64_t c,
-                    float eps, cudaStream_t stream);
-// `scratch`: layerNormGradScratchBytes(rows, c) (ops/cuda_scratch.h).
-cudaError_t rmsNormGrad(FloatIn dy, FloatIn x, FloatIn w, FloatIn rstd, FloatOut dx, FloatOut dw,
-                        int64_t rows, int64_t c, void* scratch, cudaStream_t stream);
+                    float eps, cudaStream_t stream, FloatIn res = {}, FloatOut sum = {});
+// dy is the sum of `parts` (1 to kRmsNormGradParts) read left to right; with `res`, dx + res
+// is written to dx and, where given, rounded into `rounded` (rms_norm_grad_add). `scratch`:
+// layerNormGradScratchBytes(rows, c) (ops/cuda_scratch.h).
+cudaError_t rmsNormGrad(const FloatIn* dyParts, int parts, FloatIn x, FloatIn w, FloatIn rstd,
+                        FloatOut dx, FloatOut dw, int64_t rows, int64_t c, void* scratch,
+                        cudaStream_t stream, FloatIn res = {}, FloatOut rounded = {});
 cudaError_t swiglu(FloatIn gate, FloatIn up, FloatOut y, int64_t n, cudaStream_t stream);
 cudaError_t swigluGrad(FloatIn dy, FloatIn gate, FloatIn up, FloatOut dgate, FloatOut dup,
                        int64_t n, cudaStream_t stream);

@@ -1,4 +1,5 @@
-// RMSNorm and SwiGLU's gate, fused, rotary embeddings, and their gradients
+// RMSNorm (with the residual add before it, or after its gradient), SwiGLU's gate, fused, rotary
+// embeddings, and their gradients
 // (cpu/kernels/llama_blocks.cc): row sums in double, one block per row; the weight's gradient as
 // column sums over row chunks fixed by the shape (LayerNorm's chunks and scratch), added in chunk
 // order: deterministic, no atomics. Every activation operand may be stored in 16 bits (FloatIn,
@@ -18,31 +19,49 @@ unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t
 __device__ inline float at(FloatIn x, int64_t i) { return loadAs(x.type, x.data, i); }
 __device__ inline void put(FloatOut y, int64_t i, float v) { storeAs(y.type, y.data, i, v); }
 
-__global__ void rmsNormKernel(FloatIn x, FloatIn w, FloatOut y, FloatOut rstd, int64_t rows,
-                              int64_t c, float eps) {
+// With `res.data`, the row is x + res (the residual add, rounded as add rounds it), also written to
+// `sum`.
+__device__ inline float rowAt(FloatIn x, FloatIn res, int64_t i) {
+  return res.data ? __fadd_rn(at(x, i), at(res, i)) : at(x, i);
+}
+
+__global__ void rmsNormKernel(FloatIn x, FloatIn res, FloatOut sum, FloatIn w, FloatOut y,
+                              FloatOut rstd, int64_t rows, int64_t c, float eps) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t row = r * c;
     double sq = 0;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      const float v = at(x, row + j);
+      const float v = rowAt(x, res, row + j);
+      if (res.data) put(sum, row + j, v);
       sq += static_cast<double>(v) * v;
     }
     sq = blockSum(sq);
     const float s = static_cast<float>(1.0 / sqrt(sq / static_cast<double>(c) + eps));
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-      put(y, row + j, at(x, row + j) * s * at(w, j));
+      put(y, row + j, rowAt(x, res, row + j) * s * at(w, j));
     if (threadIdx.x == 0) put(rstd, r, s);
   }
 }
 
+// The parts of dy, summed left to right as they are read (the adds they replace).
+struct DyParts {
+  FloatIn part[kRmsNormGradParts];
+  int count = 1;
+};
+__device__ inline float dyAt(const DyParts& dy, int64_t i) {
+  float v = at(dy.part[0], i);
+  for (int p = 1; p < dy.count; ++p) v = __fadd_rn(v, at(dy.part[p], i));
+  return v;
+}
+
 // partial [chunks, C]: Σ dy·x·rstd over the chunk's rows, per column.
-__global__ void rmsNormWeightPartials(FloatIn dy, FloatIn x, FloatIn rstd, int64_t rows, int64_t c,
+__global__ void rmsNormWeightPartials(DyParts dy, FloatIn x, FloatIn rstd, int64_t rows, int64_t c,
                                       int64_t chunks, int64_t chunkRows, double* partial) {
   for (int64_t i = globalIndex(); i < chunks * c; i += globalStride()) {
     const int64_t k = i / c, j = i % c;
     double p = 0;
     for (int64_t r = k * chunkRows, end = min(rows, (k + 1) * chunkRows); r < end; ++r)
-      p += static_cast<double>(at(dy, r * c + j)) * at(x, r * c + j) * at(rstd, r);
+      p += static_cast<double>(dyAt(dy, r * c + j)) * at(x, r * c + j) * at(rstd, r);
     partial[k * c + j] = p;
   }
 }
@@ -55,19 +74,24 @@ __global__ void rmsNormWeightSums(const double* partial, int64_t c, int64_t chun
   }
 }
 
-// dx = rstd·(g − x·rstd²·mean(g·x)), g = dy·w.
-__global__ void rmsNormInputGrad(FloatIn dy, FloatIn x, FloatIn w, FloatIn rstd, FloatOut dx,
-                                 int64_t rows, int64_t c) {
+// dx = rstd·(g − x·rstd²·mean(g·x)), g = dy·w; with `res.data`, dx + res, also rounded into
+// `rounded` where that is given.
+__global__ void rmsNormInputGrad(DyParts dy, FloatIn x, FloatIn w, FloatIn rstd, FloatOut dx,
+                                 FloatIn res, FloatOut rounded, int64_t rows, int64_t c) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t row = r * c;
     double dot = 0;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-      dot += static_cast<double>(at(dy, row + j)) * at(w, j) * at(x, row + j);
+      dot += static_cast<double>(dyAt(dy, row + j)) * at(w, j) * at(x, row + j);
     dot = blockSum(dot);
     const float s = at(rstd, r);
     const float k = static_cast<float>(dot / static_cast<double>(c)) * s * s;
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-      put(dx, row + j, s * (at(dy, row + j) * at(w, j) - at(x, row + j) * k));
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      float v = s * (dyAt(dy, row + j) * at(w, j) - at(x, row + j) * k);
+      if (res.data) v = __fadd_rn(at(res, row + j), v);
+      put(dx, row + j, v);
+      if (rounded.data) put(rounded, row + j, v);
+    }
   }
 }
 
@@ -117,22 +141,29 @@ cudaError_t rotary(FloatIn x, FloatIn cos, FloatIn sin, FloatOut y, int64_t n, i
 }
 
 cudaError_t rmsNorm(FloatIn x, FloatIn w, FloatOut y, FloatOut rstd, int64_t rows, int64_t c,
-                    float eps, cudaStream_t stream) {
+                    float eps, cudaStream_t stream, FloatIn res, FloatOut sum) {
   if (rows > 0 && c > 0)
-    rmsNormKernel<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(x, w, y, rstd, rows, c, eps);
+    rmsNormKernel<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(x, res, sum, w, y, rstd, rows, c,
+                                                                 eps);
   return cudaGetLastError();
 }
 
-cudaError_t rmsNormGrad(FloatIn dy, FloatIn x, FloatIn w, FloatIn rstd, FloatOut dx, FloatOut dw,
-                        int64_t rows, int64_t c, void* scratch, cudaStream_t stream) {
+cudaError_t rmsNormGrad(const FloatIn* dyParts, int parts, FloatIn x, FloatIn w, FloatIn rstd,
+                        FloatOut dx, FloatOut dw, int64_t rows, int64_t c, void* scratch,
+                        cudaStream_t stream, FloatIn res, FloatOut rounded) {
+  if (parts < 1 || parts > static_cast<int>(kRmsNormGradParts)) return cudaErrorInvalidValue;
   if (c <= 0) return cudaGetLastError();
+  DyParts dy;
+  dy.count = parts;
+  for (int p = 0; p < parts; ++p) dy.part[p] = dyParts[p];
   const int64_t chunks = layerNormGradChunks(rows), chunkRows = (rows + chunks - 1) / chunks;
   double* partial = static_cast<double*>(scratch);
   rmsNormWeightPartials<<<blocksFor(chunks * c), kThreads, 0, stream>>>(dy, x, rstd, rows, c,
                                                                         chunks, chunkRows, partial);
   rmsNormWeightSums<<<blocksFor(c), kThreads, 0, stream>>>(partial, c, chunks, dw);
   if (rows > 0)
-    rmsNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(dy, x, w, rstd, dx, rows, c);
+    rmsNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(dy, x, w, rstd, dx, res,
+                                                                    rounded, rows, c);
   return cudaGetLastError();
 }
 
