@@ -97,13 +97,17 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
     With `epilogues`, a cross-entropy loss and its gradient reading the same logits become one
     `softmax_cross_entropy_with_grad` (lowering/LossFusion.h) on the logits as the LM head
     stored them (16-bit under mixed precision), its gradient written over them; the residual
-    stream's adds join the LayerNorms beside them, `add_layer_norm` forward and
-    `layer_norm_grad_add` backward (lowering/ResidualNormFusion.h).
+    stream's adds join the LayerNorms and RMSNorms beside them, `add_layer_norm` and
+    `add_rms_norm` forward, `layer_norm_grad_add` and `rms_norm_grad_add` backward
+    (lowering/ResidualNormFusion.h).
 
     With `packed-attention`, fused attention between the layout ops that split the fused
     q/k/v projection into heads and merge them again becomes `causal_attention_qkv` and its
     gradient `causal_attention_qkv_grad` on the projection itself (lowering/PackedAttention.h):
-    no split, transposes or concat are left, and cuDNN reads q, k and v in place.
+    no split, transposes or concat are left, and cuDNN reads q, k and v in place. Attention on
+    three projections (Llama's q, k and v, grouped heads included) becomes the same kernels'
+    three-operand form, rotary embeddings between a projection and its transpose applied on the
+    projection's rows (`seq_major`).
 
     With `multi-tensor`, the AdamW updates of one parameter group become one
     `multi_tensor_adamw` call, and the casts of parameters to one type one `multi_tensor_cast`
@@ -121,7 +125,7 @@ def LowerToKernels : Pass<"dtc-lower-to-kernels", "mlir::ModuleOp"> {
            "a fused y read only by a cast to its operands' 16-bit type is written in that type "
            "(as dtc-fold-casts does for LayerNorm; off with --no-fold-casts)">,
     Option<"packedAttention", "packed-attention", "bool", "true",
-           "attention reads q, k, v from the fused projection and writes its heads merged "
+           "attention reads q, k, v from their projections and writes its heads merged "
            "(off with --no-fold-casts, to compare)">,
     Option<"multiTensor", "multi-tensor", "bool", "false",
            "AdamW updates and parameter casts as multi-tensor calls, not one per tensor">,

@@ -1,6 +1,7 @@
 // Attention on the fused projection as a pattern of the lowering (see lowering/PackedAttention.h).
 #include "lowering/PackedAttention.h"
 
+#include <array>
 #include <optional>
 
 #include "llvm/ADT/SetVector.h"
@@ -48,6 +49,29 @@ std::optional<Heads> headsOf(Value value) {
       shapeOf(split.getX()).size() != 3)
     return std::nullopt;
   return Heads{split, piece.getResultNumber(), {reshape, transpose}};
+}
+
+// value = [rotary](transpose(reshape(rows))): the heads attention reads, of a projection's rows
+// [B, T, C], rotated there where rotary embeddings are applied (q and k of Llama's blocks).
+struct Projection {
+  Value rows;
+  graph::ReshapeOp heads;       // rows as [B, T, H, D]
+  graph::RotaryOp rotary;       // or null
+  SmallVector<Operation*> ops;  // the layout ops (and rotary) it replaces
+};
+
+std::optional<Projection> projectionOf(Value value) {
+  Projection p;
+  p.rotary = value.getDefiningOp<graph::RotaryOp>();
+  Value heads = p.rotary ? p.rotary.getX() : value;
+  auto transpose = heads.getDefiningOp<graph::TransposeOp>();
+  if (!swapsHeadsAndTime(transpose)) return std::nullopt;
+  p.heads = transpose.getX().getDefiningOp<graph::ReshapeOp>();
+  if (!splitsHeads(p.heads, false)) return std::nullopt;
+  p.rows = p.heads->getOperand(0);
+  p.ops = {transpose, p.heads};
+  if (p.rotary) p.ops.insert(p.ops.begin(), p.rotary);
+  return p;
 }
 
 // The [B, T, C] value that `heads` [B, H, T, D] is the unmerged form of: reshape then transpose.
@@ -112,6 +136,69 @@ std::optional<Backward> backwardOf(graph::CausalAttentionGradOp grad,
   return b;
 }
 
+// A gradient of `attention` on three projections: dout unmerged from [B, T, C], and each of dq,
+// dk, dv (through its rotary's gradient where the forward rotated it) merged into the rows'
+// gradient [B, T, C].
+struct ProjectionsBackward {
+  graph::CausalAttentionGradOp grad;
+  Value dout;
+  std::array<Value, 3> merged;                // the rows' gradients the kernel replaces
+  std::array<graph::RotaryGradOp, 3> rotary;  // each part's, or null
+  SmallVector<Operation*> ops;
+};
+
+std::optional<ProjectionsBackward> projectionsBackwardOf(graph::CausalAttentionGradOp grad,
+                                                         graph::CausalAttentionOp attention,
+                                                         MutableArrayRef<Projection> forward) {
+  if (grad.getQ() != attention.getQ() || grad.getK() != attention.getK() ||
+      grad.getV() != attention.getV() || grad.getOut() != attention.getOut() ||
+      grad.getLse() != attention.getLse())
+    return std::nullopt;
+  ProjectionsBackward g{grad, nullptr, {}, {}, {}};
+  g.dout = unmergedFrom(grad.getDout(), g.ops);
+  if (!g.dout) return std::nullopt;
+  for (auto [part, d] : llvm::enumerate(grad->getResults())) {
+    if (!d.hasOneUse()) return std::nullopt;
+    Value heads = d;
+    if (graph::RotaryOp rotary = forward[part].rotary) {
+      auto back = dyn_cast<graph::RotaryGradOp>(*d.user_begin());
+      if (!back || back.getCos() != rotary.getCos() || back.getSin() != rotary.getSin() ||
+          !back.getResult().hasOneUse())
+        return std::nullopt;
+      g.rotary[part] = back;
+      g.ops.push_back(back);
+      heads = back.getResult();
+    }
+    g.merged[part] = mergedInto(
+        heads, [](Operation*) { return false; }, g.ops);
+    if (!g.merged[part]) return std::nullopt;
+  }
+  return g;
+}
+
+// Each gradient of `attention` as `find` takes it whole; nullopt where one is not.
+template <typename Found, typename Find>
+std::optional<SmallVector<Found>> gradientsOf(graph::CausalAttentionOp attention, Find find) {
+  SmallVector<Found> found;
+  llvm::SetVector<Operation*> users(attention->user_begin(), attention->user_end());
+  for (Operation* user : users)
+    if (auto grad = dyn_cast<graph::CausalAttentionGradOp>(user)) {
+      std::optional<Found> one = find(grad);
+      if (!one) return std::nullopt;
+      found.push_back(*one);
+    }
+  return found;
+}
+
+// The [B, T, C] value attention's output is merged into, where only its gradients read the
+// output otherwise and the log-sum-exp at all; null if not.
+Value mergedOutput(graph::CausalAttentionOp attention, SmallVectorImpl<Operation*>& dead) {
+  const auto isGrad = [](Operation* op) { return isa<graph::CausalAttentionGradOp>(op); };
+  Value merged = mergedInto(attention.getOut(), isGrad, dead);
+  if (!merged || !llvm::all_of(attention.getLse().getUsers(), isGrad)) return nullptr;
+  return merged;
+}
+
 plan::KernelOp call(OpBuilder& b, Location loc, StringRef kernel, TypeRange results,
                     ValueRange operands, float scale, int64_t heads) {
   return plan::KernelOp::create(
@@ -135,6 +222,8 @@ void eraseDead(ArrayRef<Operation*> ops) {
   }
 }
 
+void packProjections(graph::CausalAttentionOp attention, OpBuilder& b);
+
 void pack(graph::CausalAttentionOp attention, OpBuilder& b) {
   // A block of the sequence (context parallelism) keeps its positions' attributes.
   if (attention->hasAttr("seq_axes")) return;
@@ -142,22 +231,12 @@ void pack(graph::CausalAttentionOp attention, OpBuilder& b) {
                        v = headsOf(attention.getV());
   if (!q || !k || !v || q->split != k->split || k->split != v->split || q->part != 0 ||
       k->part != 1 || v->part != 2)
-    return;
-  SmallVector<Backward> backward;
-  llvm::SetVector<Operation*> users(attention->user_begin(), attention->user_end());
-  for (Operation* user : users) {
-    auto grad = dyn_cast<graph::CausalAttentionGradOp>(user);
-    if (!grad) continue;
-    std::optional<Backward> found = backwardOf(grad, attention);
-    if (!found) return;
-    backward.push_back(*found);
-  }
-  const auto isGrad = [](Operation* op) { return isa<graph::CausalAttentionGradOp>(op); };
+    return packProjections(attention, b);
+  std::optional<SmallVector<Backward>> backward = gradientsOf<Backward>(
+      attention, [&](graph::CausalAttentionGradOp grad) { return backwardOf(grad, attention); });
   SmallVector<Operation*> dead{attention};
-  Value merged = mergedInto(attention.getOut(), isGrad, dead);
+  Value merged = backward ? mergedOutput(attention, dead) : nullptr;
   if (!merged) return;
-  for (Operation* user : attention.getLse().getUsers())
-    if (!isGrad(user)) return;
 
   Value qkv = q->split.getX();
   const int64_t heads = shapeOf(attention.getQ())[1];
@@ -168,7 +247,7 @@ void pack(graph::CausalAttentionOp attention, OpBuilder& b) {
            {merged.getType(), attention.getLse().getType()}, {qkv}, scale, heads);
   inheritMarks(attention, forward);
   merged.replaceAllUsesWith(forward->getResult(0));
-  for (Backward& g : backward) {
+  for (Backward& g : *backward) {
     b.setInsertionPoint(g.concat);
     plan::KernelOp fused =
         call(b, g.grad.getLoc(), "causal_attention_qkv_grad", {g.concat.getType()},
@@ -183,6 +262,86 @@ void pack(graph::CausalAttentionOp attention, OpBuilder& b) {
   dead.append(k->ops);
   dead.append(v->ops);
   dead.push_back(q->split);
+  eraseDead(dead);
+}
+
+// rows [B, T, H·D] as [B, T, H, D] (or back), a reshape the lowering makes an alias.
+Value reshaped(OpBuilder& b, Location loc, Value rows, ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, cast<RankedTensorType>(rows.getType()).getElementType());
+  return graph::ReshapeOp::create(b, loc, type, rows).getResult();
+}
+
+// A rotary step on [B, T, H, D] rows (seq_major), in place of one on [B, H, T, D] heads.
+Value rotatedRows(OpBuilder& b, Operation* rotary, Value rows, ArrayRef<int64_t> heads,
+                  StringRef kernel) {
+  Location loc = rotary->getLoc();
+  Value x = reshaped(b, loc, rows, heads);
+  auto step = plan::KernelOp::create(
+      b, loc, {x.getType()}, {x, rotary->getOperand(1), rotary->getOperand(2)},
+      b.getStringAttr(kernel),
+      b.getDictionaryAttr({b.getNamedAttr("seq_major", b.getI64IntegerAttr(1))}));
+  inheritMarks(rotary, step);
+  return reshaped(b, loc, step->getResult(0), shapeOf(rows));
+}
+
+// Attention on three projections (or on pieces of one that are rotated): q, k and v read as
+// their projections wrote them, [B, T, H·D] and [B, T, Hk·D], rotary embeddings applied on those
+// rows, the gradients written there.
+void packProjections(graph::CausalAttentionOp attention, OpBuilder& b) {
+  std::optional<Projection> q = projectionOf(attention.getQ()), k = projectionOf(attention.getK()),
+                            v = projectionOf(attention.getV());
+  if (!q || !k || !v) return;
+  std::array<Projection, 3> forward{*q, *k, *v};
+  std::optional<SmallVector<ProjectionsBackward>> backward =
+      gradientsOf<ProjectionsBackward>(attention, [&](graph::CausalAttentionGradOp grad) {
+        return projectionsBackwardOf(grad, attention, forward);
+      });
+  SmallVector<Operation*> dead{attention};
+  Value merged = backward ? mergedOutput(attention, dead) : nullptr;
+  if (!merged) return;
+  const auto isGrad = [](Operation* op) { return isa<graph::CausalAttentionGradOp>(op); };
+  // A rotated operand read elsewhere keeps its heads; so would the program, so it stays apart.
+  for (Projection& p : forward)
+    if (p.rotary)
+      for (Operation* user : p.rotary->getUsers())
+        if (user != attention && !isGrad(user)) return;
+
+  const int64_t heads = shapeOf(attention.getQ())[1];
+  const float scale = attention.getScale().convertToFloat();
+  b.setInsertionPoint(attention);
+  std::array<Value, 3> rows;
+  for (size_t part = 0; part < 3; ++part) {
+    Projection& p = forward[part];
+    rows[part] = p.rotary ? rotatedRows(b, p.rotary, p.rows, shapeOf(p.heads.getResult()), "rotary")
+                          : p.rows;
+  }
+  plan::KernelOp forwardStep =
+      call(b, attention.getLoc(), "causal_attention_qkv",
+           {merged.getType(), attention.getLse().getType()}, ArrayRef<Value>(rows), scale, heads);
+  inheritMarks(attention, forwardStep);
+  merged.replaceAllUsesWith(forwardStep->getResult(0));
+  for (ProjectionsBackward& g : *backward) {
+    // After the last of what it reads: dout's rows, and the forward's.
+    b.setInsertionPoint(g.grad);
+    SmallVector<Value> operands{
+        g.dout, rows[0], rows[1], rows[2], forwardStep->getResult(0), forwardStep->getResult(1)};
+    SmallVector<Type> types;
+    for (Value m : g.merged) types.push_back(m.getType());
+    plan::KernelOp gradStep =
+        call(b, g.grad.getLoc(), "causal_attention_qkv_grad", types, operands, scale, heads);
+    inheritMarks(g.grad, gradStep);
+    for (int part = 0; part < 3; ++part) {
+      Value d = gradStep->getResult(part);
+      if (g.rotary[part])
+        d = rotatedRows(b, g.rotary[part], d, shapeOf(forward[part].heads.getResult()),
+                        "rotary_grad");
+      g.merged[part].replaceAllUsesWith(d);
+    }
+    dead.push_back(g.grad);
+    dead.append(g.ops);
+  }
+  attention.getLse().replaceAllUsesWith(forwardStep->getResult(1));
+  for (Projection& p : forward) dead.append(p.ops);
   eraseDead(dead);
 }
 

@@ -9,6 +9,13 @@
 // the projection wrote them. Backward keeps qkv instead of transposed copies of q, k and v (the
 // same bytes). Runs after partitioning, on each device's program: a tensor-parallel rank's qkv
 // holds its heads the same way.
+//
+// Attention on three projections is the same pattern with q, k and v each its own [B, T, ·]
+// value (Llama's q_proj, k_proj, v_proj; k and v with fewer heads under grouped-query
+// attention), and rotary embeddings between the projection and the transpose where the model
+// applies them: `causal_attention_qkv`(q, k, v) and its gradient's (dq, dk, dv), the rotary
+// steps on the projections' rows ([B, T, H, D], `seq_major`), so that again no transpose is
+// left.
 #pragma once
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -173,7 +173,7 @@ StatusOr<BoundStep> bindRotary(const StepContext& ctx) {
   TensorView x = ctx.inputs[0], cos = ctx.inputs[1], sin = ctx.inputs[2], y = ctx.outputs[0];
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    cpu::rotary(x.f32(), cos.f32(), sin.f32(), y.f32(), d.n, d.t, d.d, kTranspose, *pool);
+    cpu::rotary(x.f32(), cos.f32(), sin.f32(), y.f32(), d.n, d.t, d.d, d.heads, kTranspose, *pool);
     return Status::Ok();
   });
 }

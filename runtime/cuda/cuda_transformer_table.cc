@@ -326,7 +326,8 @@ StatusOr<BoundStep> bindRotary(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::rotary(x, cos, sin, y, d.n, d.t, d.d, kTranspose, stream), where);
+    return launched(kernels::rotary(x, cos, sin, y, d.n, d.t, d.d, d.heads, kTranspose, stream),
+                    where);
   });
 }
 

@@ -345,25 +345,30 @@ inline StatusOr<int64_t> checkSwiglu(const StepContext& ctx) {
 
 struct RotaryDims {
   int64_t n = 0, t = 0, d = 0;  // elements of x; the tables' [T, D]
+  int64_t heads = 1;            // consecutive rows of D at one position (seq_major: H)
 };
 
 // rotary: (x, cos, sin) -> y; rotary_grad: (dy, cos, sin) -> dx. x [..., T, D] with D even,
-// cos and sin [T, D] (leading dimensions of size 1 allowed); float32.
+// or with `seq_major` [..., T, H, D] (each of a position's heads rotated alike), cos and sin
+// [T, D] (leading dimensions of size 1 allowed); float32.
 inline StatusOr<RotaryDims> checkRotary(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(expect(ctx, 3, 1));
   const TensorView &x = ctx.inputs[0], &cos = ctx.inputs[1], &sin = ctx.inputs[2];
   const Shape& s = x.shape;
+  const bool seqMajor = ctx.intAttr("seq_major") != 0;
+  const size_t rank = seqMajor ? 3 : 2;  // of [T, (H,) D]
   auto table = [&](const Shape& t) {
-    if (s.size() < 2 || t.size() < 2 || t.size() > s.size()) return false;
+    if (s.size() < rank || t.size() < 2 || t.size() > s.size()) return false;
     for (size_t i = 0; i + 2 < t.size(); ++i)
       if (t[i] != 1) return false;
-    return t[t.size() - 2] == s[s.size() - 2] && t.back() == s.back();
+    return t[t.size() - 2] == s[s.size() - rank] && t.back() == s.back();
   };
-  if (s.size() < 2 || s.back() % 2 != 0 || !table(cos.shape) || sin.shape != cos.shape ||
+  if (s.size() < rank || s.back() % 2 != 0 || !table(cos.shape) || sin.shape != cos.shape ||
       ctx.outputs[0].shape != s)
-    return invalid(ctx, "expects x [..., T, D] (D even) with cos and sin [T, D], got " + str(s) +
-                            ", " + str(cos.shape) + " and " + str(sin.shape));
-  return RotaryDims{x.numElements(), s[s.size() - 2], s.back()};
+    return invalid(ctx, std::string("expects x [..., T, ") + (seqMajor ? "H, " : "") +
+                            "D] (D even) with cos and sin [T, D], got " + str(s) + ", " +
+                            str(cos.shape) + " and " + str(sin.shape));
+  return RotaryDims{x.numElements(), s[s.size() - rank], s.back(), seqMajor ? s[s.size() - 2] : 1};
 }
 
 // ---- Embeddings: a table [vocab, dim] looked up by int64 ids [...]. These check the shapes;
@@ -511,33 +516,62 @@ inline StatusOr<AttentionMergeDims> checkAttentionMerge(const StepContext& ctx) 
 
 // causal_attention_qkv (qkv) -> (out, lse) and causal_attention_qkv_grad (dout, qkv, out, lse)
 // -> dqkv: attention on the fused projection qkv [B, T, 3·H·D] (ops/packed_attention.h), `heads`
-// = H; out and dout [B, T, H·D], lse [B, H, T]. Returns (B, T, H, D).
+// = H. Or on three projections: causal_attention_qkv (q, k, v) -> (out, lse) and
+// causal_attention_qkv_grad (dout, q, k, v, out, lse) -> (dq, dk, dv), q [B, T, H·D], k and v
+// [B, T, Hk·D] with Hk dividing H. out and dout [B, T, H·D], lse [B, H, T]. Returns
+// (B, T, H, D, Hk).
 inline StatusOr<PackedAttentionDims> packedAttentionDims(const StepContext& ctx,
-                                                         const TensorView& qkv,
+                                                         const TensorView& q, const TensorView* k,
                                                          const TensorView& out,
                                                          const TensorView& lse) {
   const int64_t heads = ctx.intAttr("heads");
   if (heads <= 0) return invalid(ctx, "needs heads > 0, got " + std::to_string(heads));
-  const Shape& s = qkv.shape;
-  if (s.size() != 3 || s[0] <= 0 || s[1] <= 0 || s[2] <= 0 || s[2] % (3 * heads) != 0)
-    return invalid(ctx, "needs qkv [B, T, 3·heads·D], got " + str(s) + " with " +
-                            std::to_string(heads) + " heads");
-  const PackedAttentionDims a{s[0], s[1], heads, s[2] / (3 * heads)};
+  const Shape& s = q.shape;
+  const int64_t parts = k ? 1 : 3;
+  if (s.size() != 3 || s[0] <= 0 || s[1] <= 0 || s[2] <= 0 || s[2] % (parts * heads) != 0)
+    return invalid(ctx, std::string(k ? "needs q [B, T, heads·D]" : "needs qkv [B, T, 3·heads·D]") +
+                            ", got " + str(s) + " with " + std::to_string(heads) + " heads");
+  PackedAttentionDims a{s[0], s[1], heads, s[2] / (parts * heads), heads};
+  if (k) {
+    const Shape& ks = k->shape;
+    const bool grouped = ks.size() == 3 && ks[0] == a.batch && ks[1] == a.t && ks[2] > 0 &&
+                         ks[2] % a.d == 0 && heads % (ks[2] / a.d) == 0;
+    if (!grouped)
+      return invalid(ctx, "needs k and v [B, T, Hk·D] with Hk dividing " + std::to_string(heads) +
+                              " heads for q " + str(s) + ", got " + str(ks));
+    a.kvHeads = ks[2] / a.d;
+  }
   if (out.shape != Shape{a.batch, a.t, heads * a.d} || lse.shape != Shape{a.batch, heads, a.t})
-    return invalid(ctx, "needs out [B, T, heads·D] and lse [B, heads, T] for qkv " + str(s) +
+    return invalid(ctx, "needs out [B, T, heads·D] and lse [B, heads, T] for q " + str(s) +
                             ", got " + str(out.shape) + " and " + str(lse.shape));
   return a;
 }
 
 inline StatusOr<PackedAttentionDims> checkCausalAttentionQkv(const StepContext& ctx) {
+  if (ctx.inputs.size() == 3) {
+    DTC_RETURN_IF_ERROR(expect(ctx, 3, 2));
+    DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.inputs[2]));
+    return packedAttentionDims(ctx, ctx.inputs[0], &ctx.inputs[1], ctx.outputs[0], ctx.outputs[1]);
+  }
   DTC_RETURN_IF_ERROR(expect(ctx, 1, 2));
-  return packedAttentionDims(ctx, ctx.inputs[0], ctx.outputs[0], ctx.outputs[1]);
+  return packedAttentionDims(ctx, ctx.inputs[0], nullptr, ctx.outputs[0], ctx.outputs[1]);
 }
 
 inline StatusOr<PackedAttentionDims> checkCausalAttentionQkvGrad(const StepContext& ctx) {
+  if (ctx.inputs.size() == 6) {
+    DTC_RETURN_IF_ERROR(expect(ctx, 6, 3));
+    DTC_ASSIGN_OR_RETURN(
+        PackedAttentionDims a,
+        packedAttentionDims(ctx, ctx.inputs[1], &ctx.inputs[2], ctx.inputs[4], ctx.inputs[5]));
+    DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[4], ctx.inputs[0]));
+    DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
+    for (const TensorView* t : {&ctx.inputs[3], &ctx.outputs[1], &ctx.outputs[2]})
+      DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[2], *t));
+    return a;
+  }
   DTC_RETURN_IF_ERROR(expect(ctx, 4, 1));
-  DTC_ASSIGN_OR_RETURN(PackedAttentionDims a,
-                       packedAttentionDims(ctx, ctx.inputs[1], ctx.inputs[2], ctx.inputs[3]));
+  DTC_ASSIGN_OR_RETURN(PackedAttentionDims a, packedAttentionDims(ctx, ctx.inputs[1], nullptr,
+                                                                  ctx.inputs[2], ctx.inputs[3]));
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[2], ctx.inputs[0]));
   DTC_RETURN_IF_ERROR(sameShape(ctx, ctx.inputs[1], ctx.outputs[0]));
   return a;

@@ -14,16 +14,25 @@ uint64_t alignScratch(uint64_t bytes) {
   return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
 }
 
-// causal_attention_qkv(_grad)'s dimensions from qkv [B, T, 3·H·D] and `heads` (zeros if they
-// do not hold).
+// causal_attention_qkv(_grad)'s dimensions from qkv [B, T, 3·H·D], or q [B, T, H·D] and k
+// [B, T, Hk·D], and `heads` (zeros if they do not hold).
 PackedAttentionDims packedDims(const ScratchStep& s) {
   const bool grad = s.kernel->kernel == Kernel::causal_attention_qkv_grad;
   const size_t at = grad ? 1 : 0;
-  const int64_t heads = s.intAttr ? s.intAttr("heads") : 0;
+  const bool three = s.inputs.size() == (grad ? 6u : 3u);
+  const int64_t heads = s.intAttr ? s.intAttr("heads") : 0, parts = three ? 1 : 3;
   if (s.inputs.size() <= at || heads <= 0) return {};
   const std::vector<int64_t>& q = s.inputs[at].shape;
-  if (q.size() != 3 || q[0] <= 0 || q[1] <= 0 || q[2] <= 0 || q[2] % (3 * heads) != 0) return {};
-  return {q[0], q[1], heads, q[2] / (3 * heads)};
+  if (q.size() != 3 || q[0] <= 0 || q[1] <= 0 || q[2] <= 0 || q[2] % (parts * heads) != 0)
+    return {};
+  const int64_t d = q[2] / (parts * heads);
+  int64_t kvHeads = heads;
+  if (three) {
+    const std::vector<int64_t>& k = s.inputs[at + 1].shape;
+    if (k.size() != 3 || k[2] <= 0 || k[2] % d != 0 || heads % (k[2] / d) != 0) return {};
+    kvHeads = k[2] / d;
+  }
+  return {q[0], q[1], heads, d, kvHeads};
 }
 
 bool packedAttention(const ScratchStep& s) {
@@ -102,7 +111,8 @@ uint64_t cudaKernelBytes(const ScratchStep& s) {
       const uint64_t own = packedAttentionScratch(a, low ? 2 : sizeof(float), grad).inner +
                            k::attentionScratchBytes(a.batch * a.heads, a.t, low, grad);
       if (!low) return own;
-      return std::max(own, k::cudnnAttentionWorkspaceBound(a.batch, a.heads, a.t, a.d, grad));
+      return std::max(own,
+                      k::cudnnAttentionWorkspaceBound(a.batch, a.heads, a.t, a.d, grad, a.kvHeads));
     }
     case Kernel::layer_norm_grad:      // (dy, x, w, mean, rstd): rows of mean, width of w
     case Kernel::layer_norm_grad_add:  // (dy, x, w, mean, rstd, dres)

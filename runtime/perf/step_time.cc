@@ -57,7 +57,7 @@ double stepFlops(const plan::Function& f, const plan::Step& step) {
 }
 
 // The head dimension of an attention step: q's last dimension (the backward's second input), or
-// the fused projection's over 3·heads.
+// the projection's over heads (3·heads on the fused one).
 double attentionHeadDim(const plan::Function& f, const plan::Step& step) {
   const bool grad = step.kernel() == Kernel::causal_attention_grad ||
                     step.kernel() == Kernel::causal_attention_qkv_grad;
@@ -68,7 +68,8 @@ double attentionHeadDim(const plan::Function& f, const plan::Step& step) {
   const bool packed = step.kernel() == Kernel::causal_attention_qkv ||
                       step.kernel() == Kernel::causal_attention_qkv_grad;
   const int64_t heads = packed ? intAttr(step, "heads") : 0;
-  if (packed) return heads > 0 ? static_cast<double>(q.back()) / (3.0 * heads) : 64;
+  const double parts = step.inputs()->size() == (grad ? 4u : 1u) ? 3.0 : 1.0;
+  if (packed) return heads > 0 ? static_cast<double>(q.back()) / (parts * heads) : 64;
   return static_cast<double>(q.back());
 }
 

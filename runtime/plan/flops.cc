@@ -26,13 +26,14 @@ double contractionFlops(const plan::Function& f, const plan::Step& step) {
   const auto& values = *f.values();
   if (s->kernel() == Kernel::causal_attention_qkv ||
       s->kernel() == Kernel::causal_attention_qkv_grad) {
-    // As causal_attention(_grad) on the heads of qkv [B, T, 3C]: 4·B·T²·C forward, twice that
-    // backward (the full T², as the decomposed form counts it).
+    // As causal_attention(_grad) on the heads of qkv [B, T, 3C] or of q [B, T, C]: 4·B·T²·C
+    // forward, twice that backward (the full T², as the decomposed form counts it).
     const size_t at = s->kernel() == Kernel::causal_attention_qkv ? 0 : 1;
     if (!s->inputs() || s->inputs()->size() <= at) return 0;
-    const plan::Value& qkv = *values.Get(s->inputs()->Get(at));
-    const double t = static_cast<double>(dim(qkv, 2));
-    return (at == 0 ? 4.0 : 8.0) * (static_cast<double>(elements(qkv)) / 3.0) * t;
+    const bool fused = s->inputs()->size() == (at == 0 ? 1u : 4u);
+    const plan::Value& q = *values.Get(s->inputs()->Get(at));
+    const double t = static_cast<double>(dim(q, 2));
+    return (at == 0 ? 4.0 : 8.0) * (static_cast<double>(elements(q)) / (fused ? 3.0 : 1.0)) * t;
   }
   {
     if (!s->inputs() || !s->outputs() || s->inputs()->size() < 2 || s->outputs()->size() < 1)

@@ -169,10 +169,12 @@ def train_step_casts(plan):
 def check_sixteen_bit_storage(work, data):
     """bf16 storage of RMSNorm, SwiGLU and rotary (and their gradients) beside the contractions:
     the casts around them fold into the ops, which widen what they read and round what they
-    write, so the step computes the very same bits with fewer passes over memory. Another shape
-    than the parity runs (6 query heads over 3 key/value heads, width 48, context 12): the CPU
-    plan with flash attention, and the CUDA plan run on the CPU's kernels (cpu-staged), each
-    against itself with --no-fold-casts."""
+    write, so the step computes the very same bits with fewer passes over memory; attention
+    reads q, k and v from their three projections (the layout ops and transposes gone, rotary
+    embeddings applied on the projections' rows). Another shape than the parity runs (6 query
+    heads over 3 key/value heads, width 48, context 12): the CPU plan with flash attention, and
+    the CUDA plan run on the CPU's kernels (cpu-staged), each against itself with
+    --no-fold-casts (which also keeps attention on [B, H, T, D] heads)."""
     model = os.path.join(work, "llama-6x3.dtm")
     run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", 12, "--layers", L, "--heads", 6, "--kv-heads", 3,
         "--embd", 48, "--seed", 4, "-o", model)
@@ -189,7 +191,12 @@ def check_sixteen_bit_storage(work, data):
         # Each layer's RMSNorms, SwiGLU, rotary embeddings and their gradients read and write
         # bf16 (at least 10 casts a layer gone).
         assert folded + 10 * L <= kept, f"{name}: {folded} casts with folding, {kept} without"
-        print(f"{name}: bit-identical with --no-fold-casts; casts {kept} -> {folded}")
+        # Attention reads q, k and v (3 of 6 heads' k/v, ungrouped) where their projections
+        # wrote them, the rotary steps on those rows: no transpose is left.
+        counts = train_step_counts(os.path.join(work, f"{name}.dtp"))
+        assert counts.get("transpose", 0) == 0 and counts.get("causal_attention_qkv") == L and \
+            counts.get("causal_attention_qkv_grad") == L, f"{name}: {counts}"
+        print(f"{name}: bit-identical with --no-fold-casts; casts {kept} -> {folded}, no transposes")
 
 
 def check_residual_norms(work, data):

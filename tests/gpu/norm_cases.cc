@@ -116,12 +116,14 @@ Case swiglu(bool grad, const Shape& shape) {
   return k;
 }
 
-Case rotary(bool grad, const Shape& x, const Shape& table) {
-  Case k{std::string(grad ? "rotary_grad " : "rotary ") + str(x) + " table " + str(table),
+Case rotary(bool grad, const Shape& x, const Shape& table, bool seqMajor = false) {
+  Case k{std::string(grad ? "rotary_grad " : "rotary ") + str(x) + " table " + str(table) +
+             (seqMajor ? " seq_major" : ""),
          grad ? "rotary_grad" : "rotary",
          {},
          {f32(x, -2, 2), f32(table, -1, 1), f32(table, -1, 1)},
          {out(x)}};
+  if (seqMajor) k.attrs.push_back(intAttr("seq_major", 1));
   k.tolerance = 1e-5;
   k.maxUlps = -1;
   return k;
@@ -170,6 +172,9 @@ std::vector<Case> normCases() {
   for (bool grad : {false, true}) {
     cases.push_back(rotary(grad, {2, 3, 17, 8}, {17, 8}));
     cases.push_back(rotary(grad, {4, 32, 128, 128}, {1, 1, 128, 128}));
+    // [B, T, H, D] rows, as attention on the projections reads them.
+    cases.push_back(rotary(grad, {2, 17, 3, 8}, {17, 8}, true));
+    cases.push_back(rotary(grad, {2, 128, 8, 64}, {1, 128, 64}, true));
   }
   for (const Shape& shape : {Shape{1001}, Shape{8, 128, 344}}) {
     cases.push_back(swiglu(false, shape));
@@ -186,6 +191,8 @@ std::vector<Case> normCases() {
     cases.push_back(stored(swiglu(true, {1001}), t, {0, 1, 2}, {0, 1}));
     cases.push_back(stored(rotary(false, {2, 3, 17, 8}, {17, 8}), t, {0}, {0}));
     cases.push_back(stored(rotary(true, {4, 8, 128, 64}, {1, 1, 128, 64}), t, {0}, {0}));
+    cases.push_back(stored(rotary(false, {2, 64, 32, 64}, {64, 64}, true), t, {0}, {0}));
+    cases.push_back(stored(rotary(true, {2, 64, 8, 64}, {64, 64}, true), t, {0}, {0}));
   }
   return cases;
 }
@@ -206,6 +213,8 @@ std::vector<Case> normMalformedCases() {
   swigluShapes.inputs[2] = f32({4, 7});
   Case rotaryOdd = rotary(false, {2, 5, 7}, {5, 7});
   rotaryOdd.label = "bad rotary odd head size";
+  Case rotaryRows = rotary(false, {2, 5, 3, 8}, {3, 8}, true);
+  rotaryRows.label = "bad rotary seq_major table";
   Case rmsResidual = addRmsNorm(kF32, kF32, 4, 8);
   rmsResidual.label = "bad add_rms_norm residual";
   rmsResidual.inputs[1] = f32({4, 7});
@@ -214,7 +223,8 @@ std::vector<Case> normMalformedCases() {
   Case partShape = rmsNormGradAdd(2, kF32, kF32, 4, 8);
   partShape.label = "bad rms_norm_grad_add part shape";
   partShape.inputs[1] = f32({4, 7});
-  return {residual, outputs, rmsWeight, swigluShapes, rotaryOdd, rmsResidual, manyParts, partShape};
+  return {residual,   outputs,     rmsWeight, swigluShapes, rotaryOdd,
+          rotaryRows, rmsResidual, manyParts, partShape};
 }
 
 }  // namespace dtc::gputest

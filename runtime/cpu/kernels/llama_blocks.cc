@@ -82,14 +82,15 @@ void swigluGrad(const float* dy, const float* gate, const float* up, float* dgat
 }
 
 void rotary(const float* x, const float* cos, const float* sin, float* y, int64_t n, int64_t t,
-            int64_t d, bool transpose, ThreadPool& pool) {
+            int64_t d, int64_t heads, bool transpose, ThreadPool& pool) {
   // Rows of D: y = x·cos + R(x)·sin with R(x) = [−x₂, x₁]; the gradient (transpose) is
   // dy·cos + Rᵀ(dy·sin) with Rᵀ(z) = [z₂, −z₁].
   const int64_t h = d / 2, rows = n / std::max<int64_t>(d, 1);
   pool.parallelFor(rows, rowGrain(d), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* in = x + r * d;
-      const float *c = cos + (r % t) * d, *s = sin + (r % t) * d;
+      const int64_t position = (r / heads) % t;
+      const float *c = cos + position * d, *s = sin + position * d;
       float* out = y + r * d;
       for (int64_t j = 0; j < h; ++j) {
         if (transpose) {

@@ -96,10 +96,11 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n, ThreadPool&
 void swigluGrad(const float* dy, const float* gate, const float* up, float* dgate, float* dup,
                 int64_t n, ThreadPool& pool);
 
-// Rotary embeddings over n elements of rows [T, D] (tables cos, sin [T, D]): y = x·cos +
-// rotate_half(x)·sin; with `transpose`, the gradient's dy·cos + rotate_halfᵀ(dy·sin).
+// Rotary embeddings over n elements of rows of D, `heads` consecutive rows at each of T positions
+// in turn (tables cos, sin [T, D]): y = x·cos + rotate_half(x)·sin; with `transpose`, the
+// gradient's dy·cos + rotate_halfᵀ(dy·sin).
 void rotary(const float* x, const float* cos, const float* sin, float* y, int64_t n, int64_t t,
-            int64_t d, bool transpose, ThreadPool& pool);
+            int64_t d, int64_t heads, bool transpose, ThreadPool& pool);
 
 // out[i, :] = table[ids[i], :] for i in [0, n); table is [vocab, dim]. Returns false (output
 // unspecified) if an id is outside [0, vocab).

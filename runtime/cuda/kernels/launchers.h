@@ -230,9 +230,10 @@ cudaError_t rmsNormGrad(const FloatIn* dyParts, int parts, FloatIn x, FloatIn w,
 cudaError_t swiglu(FloatIn gate, FloatIn up, FloatOut y, int64_t n, cudaStream_t stream);
 cudaError_t swigluGrad(FloatIn dy, FloatIn gate, FloatIn up, FloatOut dgate, FloatOut dup,
                        int64_t n, cudaStream_t stream);
-// n elements of rows [T, D] against tables [T, D]; `transpose`: the gradient.
+// n elements of rows of D, `heads` consecutive rows at each of T positions in turn, against
+// tables [T, D]; `transpose`: the gradient.
 cudaError_t rotary(FloatIn x, FloatIn cos, FloatIn sin, FloatOut y, int64_t n, int64_t t, int64_t d,
-                   bool transpose, cudaStream_t stream);
+                   int64_t heads, bool transpose, cudaStream_t stream);
 
 // ---- moe.cu (cpu/kernels/moe.cc) --
 // Routing plans (expert, slot: int64 [G, S, K]) and experts' buffers [E, G, C, D]; `bad` is the
