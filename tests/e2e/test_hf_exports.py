@@ -12,7 +12,8 @@ device (1e-5). Qwen2's, Llama's and Mistral's RMSNorm, SwiGLU and rotary embeddi
 train as dtc's fused ops; the causal LMs' attention (an additive causal mask in eager
 attention) trains as flash-style attention under --fused-attention, equal to the unfused step;
 grouped-query attention (Qwen2 and Llama 4 over 2 heads, Mistral 8 over 2) reads its key/value
-heads unrepeated, on one device and on tp=2.
+heads unrepeated, on one device, on tp=2 (from the device's own projections, no transposes) and
+on cp=2.
 
 Runs under scripts/setup.sh's virtual environment (.deps/hf-venv)."""
 import json
@@ -177,6 +178,15 @@ def main():
                 fused = attention_ops(os.path.join(work, f"{name}-fused-tp2.dtp"))
                 assert fused == {"causal_attention_qkv": 2}, fused
                 compare(f"{name} fused attention tp=2 against one device", losses2, losses, final2,
+                        without_noise(name, final2, final), 1e-5)
+                # Context parallelism: each of 2 devices holds half of every sequence (the rotary
+                # tables and the mask the export computes split with it), in order: the export
+                # shifts the labels by a slice along the sequence, which the load-balanced order
+                # would break (refused in one line).
+                _, final2, losses2 = dtc_run(path, work, f"{name}-fused-cp2",
+                                             flags + extra + ["--fused-attention", "--mesh", "cp=2", "--no-cp-load-balance"],
+                                             data, devices=2)
+                compare(f"{name} fused attention cp=2 against one device", losses2, losses, final2,
                         without_noise(name, final2, final), 1e-5)
             for mesh, more in (("dp=2", []), ("tp=2", []), ("pp=2", ["--microbatches", "2"])):
                 _, final2, losses2 = dtc_run(path, work, f"{name}-{mesh}", flags + extra + ["--mesh", mesh] + more,
