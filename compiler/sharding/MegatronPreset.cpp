@@ -1,5 +1,7 @@
 #include "MegatronPreset.h"
 
+#include <set>
+
 #include "llvm/Support/GlobPattern.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -150,11 +152,13 @@ bool swigluProduct(Value x) {
 // A mixture of experts' split, as a dense MLP's in each expert: the GEMMs reading the dispatched
 // tokens split by output columns (their weights [E, in, out] by the last dimension, biases
 // [E, out] with them), the GEMM after the activation by input rows; the router stays whole.
-// Returns the number of layers found.
-int expertSplits(func::FuncOp func, const std::string& t, std::vector<std::string>& specs) {
+// Returns the number of layers found; a layer's experts' weights go into `seen`, so that a
+// dispatch recomputation repeats reads weights counted already and is not another layer.
+int expertSplits(func::FuncOp func, const std::string& t, std::vector<std::string>& specs,
+                 std::set<std::string>& seen) {
   int layers = 0;
   func.walk([&](graph::MoeDispatchOp dispatch) {
-    ++layers;
+    bool counted = false;
     for (Operation* reshape : dispatch.getBuffer().getUsers()) {
       if (!isa<graph::ReshapeOp>(reshape)) continue;
       const Value rows = afterCasts(reshape->getResult(0));
@@ -162,7 +166,11 @@ int expertSplits(func::FuncOp func, const std::string& t, std::vector<std::strin
         auto first = dyn_cast<graph::BatchMatmulOp>(user);
         // The forward GEMM (the backward's weight gradient reads the rows too, transposed).
         const std::string w = first ? paramName(first.getRhs()) : "";
-        if (w.empty() || first.getLhs() != rows || first.getTransposeLhs()) continue;
+        if (w.empty() || first.getLhs() != rows || first.getTransposeLhs() ||
+            !seen.insert(w).second)
+          continue;
+        if (!counted) ++layers;
+        counted = true;
         specs.push_back(literal(w) + "=-,-," + t);
         const Value out = afterCasts(first.getResult());
         for (Operation* reader : out.getUsers()) {
@@ -181,9 +189,10 @@ int expertSplits(func::FuncOp func, const std::string& t, std::vector<std::strin
   func.walk([&](graph::BatchMatmulOp bmm) {
     const std::string w = paramName(bmm.getRhs());
     auto arg = dyn_cast<BlockArgument>(beforeCasts(bmm.getRhs()));
-    if (w.empty() || !arg || !func.getArgAttr(arg.getArgNumber(), attr::kExpert)) return;
+    if (w.empty() || !arg || !func.getArgAttr(arg.getArgNumber(), attr::kExpert) || seen.count(w))
+      return;
     const Value x = beforeCasts(bmm.getLhs());
-    if (x.getDefiningOp<graph::GeluOp>() || swigluProduct(x))
+    if ((x.getDefiningOp<graph::GeluOp>() || swigluProduct(x)) && seen.insert(w).second)
       specs.push_back(literal(w) + "=-," + t + ",-");
   });
   return layers;
@@ -205,12 +214,15 @@ std::vector<std::string> byStructure(ModuleOp module, const std::string& t, int6
     specs.push_back(literal(l.weight) + "=" + chunks + t + ",-");
     if (!l.bias.empty()) specs.push_back(literal(l.bias) + "=" + chunks + t);
   };
+  // Each weight is read by its first product, the forward's: recomputation (--recompute full)
+  // runs a block's forward again for its backward, whose copies are not counted twice.
+  std::set<std::string> seen;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.getSymName() != fn::kTrainStep) continue;
-    experts += expertSplits(func, t, specs);
+    experts += expertSplits(func, t, specs, seen);
     func.walk([&](graph::LinearOp linear) {
       const Layer l = layerOf(linear);
-      if (l.weight.empty()) return;
+      if (l.weight.empty() || !seen.insert(l.weight).second) return;
       if (auto split =
               l.out.hasOneUse() ? dyn_cast<graph::SplitOp>(*l.out.getUsers().begin()) : nullptr;
           split && split.getParts() == 3 &&

@@ -255,6 +255,8 @@ def main():
             # The default preset finds the same splits by structure (and splits the vocabulary).
             ("tp2-preset", ["--mesh", "tp=2"], 2),
             ("tp2-preset-sequence-parallel", ["--mesh", "tp=2", "--sequence-parallel"], 2),
+            # Full recomputation runs each block's forward again: the preset counts it once.
+            ("tp2-preset-recompute-full", ["--mesh", "tp=2", "--sequence-parallel", "--recompute", "full"], 2),
             # 2 key/value heads over 4 devices: k and v stay whole, each device slices its heads.
             ("tp4-preset-kv-whole", ["--mesh", "tp=4"], 4),
         ])
@@ -267,6 +269,7 @@ def main():
             ("dp2-ep2", ["--mesh", "dp=2,ep=2"], 4),
             # The preset finds the blocks by structure, each expert's SwiGLU MLP split over tp.
             ("ep2-tp2-preset", ["--mesh", "ep=2,tp=2"], 4),
+            ("tp2-preset-recompute-full", ["--mesh", "tp=2", "--recompute", "full"], 2),
         ])
     print("llama parity: ok")
 
