@@ -399,9 +399,10 @@ struct Pricing {
   }
 };
 
-// Tokens per sample: the non-batch dimensions of the first int64 data input (token ids), whole.
+// Tokens per sample: the non-batch dimensions of the first int64 data input (token ids), whole;
+// 0 if the function has none (a middle pipeline stage).
 int64_t tokensPerSample(const Plan& plan, const plan::Function& f) {
-  if (!f.arguments()) return 1;
+  if (!f.arguments()) return 0;
   const auto* mesh = plan.root().mesh();
   for (const plan::Binding* b : *f.arguments()) {
     if (b->role() != plan::Role::data) continue;
@@ -419,7 +420,7 @@ int64_t tokensPerSample(const Plan& plan, const plan::Function& f) {
     }
     return tokens;
   }
-  return 1;
+  return 0;
 }
 
 std::string seconds(double s) {
@@ -496,7 +497,12 @@ StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& prof
     }
   }
   out.samplesPerStep = plan.root().batch_size() * std::max(plan.root().micro_batches(), 1);
-  out.tokensPerStep = out.samplesPerStep * tokensPerSample(plan, *programs.front().function);
+  // The token ids of whichever stage reads them (under interleaving the first program listed
+  // may be a middle one).
+  int64_t tokens = 0;
+  for (const Program& p : programs)
+    if ((tokens = tokensPerSample(plan, *p.function)) > 0) break;
+  out.tokensPerStep = out.samplesPerStep * std::max<int64_t>(tokens, 1);
   DType gemmType = DType::kF32;
   double most = 0;
   for (const auto& [type, flops] : flopsByType)
