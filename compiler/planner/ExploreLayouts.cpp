@@ -38,9 +38,17 @@ std::vector<std::pair<int64_t, std::string>> contextSplits(int64_t devices, int6
 
 std::string unevenSplit(int64_t batch, int64_t m, int64_t dp) {
   if (batch % m == 0 && (batch / m) % dp == 0) return "";
-  return "a batch of " + std::to_string(batch) +
-         (m > 1 ? " in " + std::to_string(m) + " micro-batches" : "") +
-         " does not divide over dp=" + std::to_string(dp);
+  std::string reason = "a batch of " + std::to_string(batch) +
+                       (m > 1 ? " in " + std::to_string(m) + " micro-batches" : "") +
+                       " does not divide over dp=" + std::to_string(dp);
+  if (batch % dp != 0) return reason;
+  // Each micro-batch splits over dp: the counts dividing the batch a data-parallel rank holds.
+  const std::vector<int64_t> counts = divisors(batch / dp);
+  std::string admitted;
+  for (size_t k = 0; k < counts.size(); ++k)
+    admitted += (k == 0 ? "" : k + 1 == counts.size() ? " or " : ", ") + std::to_string(counts[k]);
+  return reason + " (" + std::to_string(batch / dp) + " samples a data-parallel rank: " +
+         (counts.size() == 1 ? "--microbatches 1" : "--microbatches " + admitted) + ")";
 }
 
 int64_t expertsDividing(const CompileRequest& request) {
