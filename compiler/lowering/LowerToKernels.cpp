@@ -39,6 +39,28 @@ Value rngArgument(func::FuncOp func, Value& rng) {
   return rng = func.getArgument(index);
 }
 
+// The most elements a tensor of a plan may have (the runtime's plan verifier holds plans to it):
+// checked on what each rank holds, after partitioning, where the model's whole-batch values
+// (bounded only to keep byte counts in 64 bits) have been cut down or fused away.
+constexpr int64_t kPlanMaxElements = int64_t(1) << 40;
+
+LogicalResult withinPlanBound(Value v, Location loc) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape()) return success();
+  int64_t n = 1;
+  for (int64_t d : type.getShape())
+    if (d > 0 && n > kPlanMaxElements / d)
+      return emitError(loc) << "each rank would hold a tensor of " << type
+                            << ", more than 2^40 elements: split it over more devices or "
+                               "micro-batches"
+                            << (isa_and_nonnull<graph::BatchMatmulOp>(v.getDefiningOp())
+                                    ? " (or fuse attention, --fused-attention)"
+                                    : "");
+    else
+      n *= std::max<int64_t>(d, 1);
+  return success();
+}
+
 LogicalResult lower(Operation* op, OpBuilder& b, Value& rng) {
   const KernelInfo* kernel = findKernel(op->getName().stripDialect().str());
   if (!kernel) return op->emitOpError("has no runtime kernel (runtime/ops/kernels.def) to run it");
@@ -65,6 +87,14 @@ struct LowerToKernelsPass : impl::LowerToKernelsBase<LowerToKernelsPass> {
   void runOnOperation() override {
     OpBuilder b(&getContext());
     for (auto func : getOperation().getOps<func::FuncOp>()) {
+      for (BlockArgument arg : func.getArguments())
+        if (failed(withinPlanBound(arg, func.getLoc()))) return signalPassFailure();
+      WalkResult bounded = func.walk([](Operation* op) {
+        for (Value r : op->getResults())
+          if (failed(withinPlanBound(r, op->getLoc()))) return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (bounded.wasInterrupted()) return signalPassFailure();
       if (packedAttention) packAttention(func);
       if (epilogues) {
         fuseEpilogues(func, absorbCasts);

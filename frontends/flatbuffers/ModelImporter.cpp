@@ -108,9 +108,9 @@ LogicalResult ModelImporter::define(const model::Node& node, Location loc, Array
     if (values_.count(name->str()))
       return emitError(loc) << "tensor '" << name->str() << "' is defined twice";
     // Shapes derived from valid inputs can still be too large ([N, 1] + [1, N]).
-    if (!elementCount(shapeOf(value)))
+    if (!elementCount(shapeOf(value), kMaxDerivedElements))
       return emitError(loc) << node.op_type()->str() << " output '" << name->str() << "' "
-                            << graph::shapeString(shapeOf(value)) << " has more than 2^40 elements";
+                            << graph::shapeString(shapeOf(value)) << " has more than 2^52 elements";
     values_[name->str()] = value;
   }
   return success();

@@ -19,14 +19,20 @@ namespace dtc::detail {
 using namespace mlir;
 
 // The most elements a tensor may have: byte counts of any tensor then fit in 64 bits with room
-// to add them up (the runtime's plan verifier holds plans to the same bound).
+// to add them up (the runtime's plan verifier holds plans to the same bound). Inputs and
+// parameters are held to it as the model gives them.
 inline constexpr int64_t kMaxElements = int64_t(1) << 40;
+// A value the graph derives is the whole batch's, which no rank need hold: partitioning and
+// attention's fusion cut it down (the unfused attention scores of 2,048 sequences of 8,192
+// tokens and 128 heads are 2^44 elements). It is bounded so that byte counts still fit in 64
+// bits; each rank's tensors are held to kMaxElements where the program is lowered onto kernels.
+inline constexpr int64_t kMaxDerivedElements = int64_t(1) << 52;
 
-// Elements of `shape`, or nullopt when a dimension is not positive or they exceed kMaxElements.
-inline std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
+// Elements of `shape`, or nullopt when a dimension is not positive or they exceed `limit`.
+inline std::optional<int64_t> elementCount(ArrayRef<int64_t> shape, int64_t limit = kMaxElements) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d <= 0 || d > kMaxElements / n) return std::nullopt;
+    if (d <= 0 || d > limit / n) return std::nullopt;
     n *= d;
   }
   return n;

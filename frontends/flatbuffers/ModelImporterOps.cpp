@@ -161,7 +161,7 @@ LogicalResult ModelImporter::importReshape(const model::Node& node, Location loc
       known *= d;
   }
   if (inferred >= 0) shape[inferred] = inType.getNumElements() / known;
-  std::optional<int64_t> total = elementCount(shape);
+  std::optional<int64_t> total = elementCount(shape, kMaxDerivedElements);
   if (total != inType.getNumElements())
     return emitError(loc) << "Reshape: cannot reshape " << graph::shapeString(inType.getShape())
                           << " to " << graph::shapeString(shape);
@@ -177,9 +177,10 @@ LogicalResult ModelImporter::importExpand(const model::Node& node, Location loc)
   const model::Attribute* a = attribute(node, "shape");
   if (!a || !a->ints()) return emitError(loc) << "Expand needs an ints attribute 'shape'";
   SmallVector<int64_t> target(a->ints()->begin(), a->ints()->end()), shape;
-  if (!elementCount(target))
+  if (!elementCount(target, kMaxDerivedElements))
     return emitError(loc) << "Expand: invalid shape " << graph::shapeString(target);
-  if (!OpTrait::util::getBroadcastedShape(shapeOf((*in)[0]), target, shape) || !elementCount(shape))
+  if (!OpTrait::util::getBroadcastedShape(shapeOf((*in)[0]), target, shape) ||
+      !elementCount(shape, kMaxDerivedElements))
     return emitError(loc) << "Expand: " << graph::shapeString(shapeOf((*in)[0]))
                           << " does not broadcast with " << graph::shapeString(target);
   if (ArrayRef<int64_t>(shape) == shapeOf((*in)[0])) return define(node, loc, {(*in)[0]});
