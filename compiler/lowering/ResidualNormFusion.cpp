@@ -40,16 +40,37 @@ plan::KernelOp call(OpBuilder& b, Location loc, StringRef kernel, TypeRange resu
                                 b.getDictionaryAttr(params));
 }
 
+// The residual add whose sum `norm` normalizes, and where the fused op goes: at the norm where
+// nothing reads the sum before it, else at the add where the norm's `params` are ready there
+// (ZeRO-3 gathers them late). Null where there is none or neither place serves.
+std::pair<graph::AddOp, Operation*> residualAddOf(Operation* norm, ValueRange params) {
+  auto add = norm->getOperand(0).getDefiningOp<graph::AddOp>();
+  if (!add || !plainSum(add) || add->getBlock() != norm->getBlock()) return {};
+  if (readAfter(add.getResult(), norm, norm)) return {add, norm};
+  for (Value p : params)
+    if (!definedBefore(p, add)) return {};
+  return {add, add};
+}
+
+// The norm gradient `Grad` whose dx (its first result, read by `add` alone) `add` adds to the
+// residual stream's gradient, and that gradient; a null op where `add` is not that.
+template <typename Grad>
+std::pair<Grad, Value> gradientAddedBy(graph::AddOp add) {
+  if (!plainSum(add)) return {};
+  for (int side = 0; side < 2; ++side) {
+    auto dx = dyn_cast<OpResult>(add->getOperand(side));
+    auto g = dx ? dyn_cast<Grad>(dx.getOwner()) : nullptr;
+    if (g && dx.getResultNumber() == 0 && dx.hasOneUse() && g->getBlock() == add->getBlock())
+      return {g, add->getOperand(1 - side)};
+  }
+  return {};
+}
+
 // add(x, r) → layer_norm(sum): at the LayerNorm where nothing reads the sum before it, else at
 // the add where the LayerNorm's weight and bias are ready there (ZeRO-3 gathers them late).
 void fuseForward(graph::LayerNormOp norm, OpBuilder& b) {
-  auto add = norm.getX().getDefiningOp<graph::AddOp>();
-  if (!add || !plainSum(add) || add->getBlock() != norm->getBlock()) return;
-  Operation* at = norm;
-  if (!readAfter(add.getResult(), norm, norm)) {
-    if (!definedBefore(norm.getWeight(), add) || !definedBefore(norm.getBias(), add)) return;
-    at = add;
-  }
+  auto [add, at] = residualAddOf(norm, {norm.getWeight(), norm.getBias()});
+  if (!add) return;
   b.setInsertionPoint(at);
   SmallVector<Type> types{add.getType()};
   for (Type t : norm->getResultTypes()) types.push_back(t);
@@ -67,17 +88,7 @@ void fuseForward(graph::LayerNormOp norm, OpBuilder& b) {
 // add(dres, layer_norm_grad(...)#0): at the gradient where dres is ready there, else at the add
 // where nothing reads the weight gradients before it.
 void fuseBackward(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
-  if (!plainSum(add)) return;
-  graph::LayerNormGradOp grad;
-  Value dres;
-  for (int side = 0; side < 2 && !grad; ++side) {
-    auto dx = dyn_cast<OpResult>(add->getOperand(side));
-    auto g = dx ? dyn_cast<graph::LayerNormGradOp>(dx.getOwner()) : nullptr;
-    if (g && dx.getResultNumber() == 0 && dx.hasOneUse() && g->getBlock() == add->getBlock()) {
-      grad = g;
-      dres = add->getOperand(1 - side);
-    }
-  }
+  auto [grad, dres] = gradientAddedBy<graph::LayerNormGradOp>(add);
   if (!grad) return;
   Operation* at = grad;
   if (!definedBefore(dres, grad)) {
@@ -151,13 +162,8 @@ graph::CastOp soleNarrowing(Value sum) {
 // add(x, r) → rms_norm(sum), placed as fuseForward places add_layer_norm; r (or x) may be the
 // 16-bit sublayer output a widening cast fed the add.
 void fuseForwardRms(graph::RmsNormOp norm, OpBuilder& b, bool absorbCasts) {
-  auto add = norm.getX().getDefiningOp<graph::AddOp>();
-  if (!add || !plainSum(add) || add->getBlock() != norm->getBlock()) return;
-  Operation* at = norm;
-  if (!readAfter(add.getResult(), norm, norm)) {
-    if (!definedBefore(norm.getWeight(), add)) return;
-    at = add;
-  }
+  auto [add, at] = residualAddOf(norm, {norm.getWeight()});
+  if (!add) return;
   SmallVector<Operation*> absorbed;
   Value x = storedOperand(add.getLhs(), add, absorbCasts, absorbed);
   Value r = storedOperand(add.getRhs(), add, absorbCasts, absorbed);
@@ -207,17 +213,7 @@ SmallVector<Value> dyParts(Value dy, Block* block, SmallVectorImpl<Operation*>& 
 // a widening cast fed it to the chain.
 void fuseBackwardRms(graph::AddOp add, OpBuilder& b, bool absorbCasts,
                      SmallPtrSetImpl<Operation*>& erased) {
-  if (!plainSum(add)) return;
-  graph::RmsNormGradOp grad;
-  Value dres;
-  for (int side = 0; side < 2 && !grad; ++side) {
-    auto dx = dyn_cast<OpResult>(add->getOperand(side));
-    auto g = dx ? dyn_cast<graph::RmsNormGradOp>(dx.getOwner()) : nullptr;
-    if (g && dx.getResultNumber() == 0 && dx.hasOneUse() && g->getBlock() == add->getBlock()) {
-      grad = g;
-      dres = add->getOperand(1 - side);
-    }
-  }
+  auto [grad, dres] = gradientAddedBy<graph::RmsNormGradOp>(add);
   if (!grad || !graph::elementOf(grad.getDx()).isF32()) return;
   Operation* at = grad;
   if (!definedBefore(dres, grad)) {
