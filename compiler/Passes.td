@@ -238,7 +238,8 @@ def VocabParallel : Pass<"dtc-vocab-parallel", "mlir::ModuleOp"> {
     _combine (and _parts_grad) so that the class dimension can stay split: a device never holds
     whole [rows, vocabulary] logits. The row maximum is all-reduced with MAX, the two per-row
     sums with SUM (C floats per row, not V). A tied LM head follows its table's split by
-    propagation.
+    propagation; an untied one's weight (the linear whose output the cross-entropy reads,
+    through reshapes and casts) is split by rows as the tables are.
   }];
   let options = [
     Option<"axis", "axis", "std::string", "\"tp\"", "mesh axis that splits the vocabulary">,

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/GlobPattern.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -152,13 +153,13 @@ bool swigluProduct(Value x) {
 // A mixture of experts' split, as a dense MLP's in each expert: the GEMMs reading the dispatched
 // tokens split by output columns (their weights [E, in, out] by the last dimension, biases
 // [E, out] with them), the GEMM after the activation by input rows; the router stays whole.
-// Returns the number of layers found; a layer's experts' weights go into `seen`, so that a
-// dispatch recomputation repeats reads weights counted already and is not another layer.
+// Returns the number of layers found: dispatches of distinct places in the model (a dispatch
+// recomputation repeats has its forward's location); the experts' weights go into `seen`.
 int expertSplits(func::FuncOp func, const std::string& t, std::vector<std::string>& specs,
                  std::set<std::string>& seen) {
-  int layers = 0;
+  llvm::DenseSet<Location> layers;
   func.walk([&](graph::MoeDispatchOp dispatch) {
-    bool counted = false;
+    layers.insert(dispatch.getLoc());
     for (Operation* reshape : dispatch.getBuffer().getUsers()) {
       if (!isa<graph::ReshapeOp>(reshape)) continue;
       const Value rows = afterCasts(reshape->getResult(0));
@@ -169,8 +170,6 @@ int expertSplits(func::FuncOp func, const std::string& t, std::vector<std::strin
         if (w.empty() || first.getLhs() != rows || first.getTransposeLhs() ||
             !seen.insert(w).second)
           continue;
-        if (!counted) ++layers;
-        counted = true;
         specs.push_back(literal(w) + "=-,-," + t);
         const Value out = afterCasts(first.getResult());
         for (Operation* reader : out.getUsers()) {
@@ -195,7 +194,7 @@ int expertSplits(func::FuncOp func, const std::string& t, std::vector<std::strin
     if ((x.getDefiningOp<graph::GeluOp>() || swigluProduct(x)) && seen.insert(w).second)
       specs.push_back(literal(w) + "=-," + t + ",-");
   });
-  return layers;
+  return static_cast<int>(layers.size());
 }
 
 // Megatron's splits found by structure: GPT-2's block (one projection split into q, k and v, a

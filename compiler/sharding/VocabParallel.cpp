@@ -33,31 +33,55 @@ struct VocabParallelPass : public impl::VocabParallelBase<VocabParallelPass> {
       if (failed(splitTables(func, mesh)) || failed(cutLosses(func))) return signalPassFailure();
   }
 
-  // Every parameter an embedding reads is split by rows (vocabulary) over the axis.
+  // The parameter an untied LM head multiplies by: logits = linear(x, W), W [V, C], read by the
+  // cross-entropy through reshapes of its rows and mixed precision's casts; null if not that.
+  static BlockArgument headWeight(Value logits) {
+    for (Operation* def = logits.getDefiningOp(); def; def = def->getOperand(0).getDefiningOp()) {
+      if (auto linear = dyn_cast<graph::LinearOp>(def)) {
+        Value w = linear.getWeight();
+        while (auto cast = w.getDefiningOp<graph::CastOp>()) w = cast.getX();
+        return dyn_cast<BlockArgument>(w);
+      }
+      if (!isa<graph::ReshapeOp, graph::CastOp>(def)) return nullptr;
+    }
+    return nullptr;
+  }
+
+  // Every parameter an embedding reads is split by rows (vocabulary) over the axis, and so is an
+  // untied LM head's weight (a tied one follows its table by propagation).
   LogicalResult splitTables(func::FuncOp func, dist::MeshAttr mesh) {
     Builder b(func.getContext());
-    WalkResult result = func.walk([&](graph::EmbeddingOp op) {
-      auto table = dyn_cast<BlockArgument>(op.getTable());
-      if (!table || table.getOwner()->getParentOp() != func) return WalkResult::advance();
+    SmallVector<std::pair<Operation*, Value>> tables;
+    func.walk([&](Operation* op) {
+      if (auto embedding = dyn_cast<graph::EmbeddingOp>(op))
+        tables.push_back({op, embedding.getTable()});
+      else if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyOp>(op))
+        if (BlockArgument w = headWeight(ce.getLogits())) tables.push_back({op, w});
+    });
+    for (auto [op, value] : tables) {
+      auto table = dyn_cast<BlockArgument>(value);
+      if (!table || table.getOwner()->getParentOp() != func ||
+          !func.getArgAttr(table.getArgNumber(), attr::kParam))
+        continue;
       unsigned i = table.getArgNumber();
-      if (func.getArgAttr(i, dist::kShardingAttr)) return WalkResult::advance();  // user's choice
+      if (func.getArgAttr(i, dist::kShardingAttr)) continue;  // the user's or the preset's choice
       auto type = cast<RankedTensorType>(table.getType());
+      if (type.getRank() != 2) continue;
       int64_t n = mesh.axisSize(axis);
       if (type.getDimSize(0) % n != 0) {
         auto name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
-        op.emitError("the vocabulary of ")
+        op->emitError("the vocabulary of ")
             << type.getDimSize(0) << " rows (tensor '" << (name ? name.getValue() : "?")
             << "') does not divide over " << n << " devices (" << axis
             << "): keep it whole with --no-vocab-parallel, or pad it to a multiple of " << n;
-        return WalkResult::interrupt();
+        return failure();
       }
       SmallVector<Attribute> dims{b.getArrayAttr({b.getStringAttr(axis)}), b.getArrayAttr({})};
       func.setArgAttr(
           i, dist::kShardingAttr,
           dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims), b.getArrayAttr({})));
-      return WalkResult::advance();
-    });
-    return failure(result.wasInterrupted());
+    }
+    return success();
   }
 
   static IntegerAttr countOf(Operation* op) {

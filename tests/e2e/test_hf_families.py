@@ -154,7 +154,9 @@ def main():
                   + (f" ({note})" if note else ""))
             assert err <= 1e-5, f"{name}: {losses} vs {ref}"
             for mesh in LAYOUTS.get(name, []):
-                (partitioned, _), _ = dtc_run(path, work, name, data, mesh)
+                result, said = dtc_run(path, work, name, data, mesh)
+                assert result, f"{name} {mesh}: {said}"
+                partitioned, _ = result
                 err = max(abs(a - b) / abs(b) for a, b in zip(partitioned, losses))
                 print(f"{name} {mesh}: vs one device max rel err {err:.2e}")
                 assert err <= 1e-5, f"{name} {mesh}: {partitioned} vs {losses}"
