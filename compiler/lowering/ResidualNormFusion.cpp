@@ -40,6 +40,18 @@ plan::KernelOp call(OpBuilder& b, Location loc, StringRef kernel, TypeRange resu
                                 b.getDictionaryAttr(params));
 }
 
+// The sum's one narrowing cast to 16 bits (the next GEMMs' dy), written by the fused kernel.
+graph::CastOp soleNarrowing(Value sum) {
+  graph::CastOp narrow;
+  for (Operation* reader : sum.getUsers())
+    if (auto cast = dyn_cast<graph::CastOp>(reader);
+        cast && graph::is16BitFloat(graph::elementOf(cast.getY()))) {
+      if (narrow) return nullptr;
+      narrow = cast;
+    }
+  return narrow;
+}
+
 // The residual add whose sum `norm` normalizes, and where the fused op goes: at the norm where
 // nothing reads the sum before it, else at the add where the norm's `params` are ready there
 // (ZeRO-3 gathers them late). Null where there is none or neither place serves.
@@ -95,18 +107,7 @@ void fuseBackward(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
     if (!readAfter(grad.getDweight(), add) || !readAfter(grad.getDbias(), add)) return;
     at = add;
   }
-  // The sum's one narrowing cast (the next GEMMs' 16-bit dy), written by the kernel itself.
-  graph::CastOp narrow;
-  if (absorbCasts)
-    for (Operation* reader : add.getResult().getUsers())
-      if (auto cast = dyn_cast<graph::CastOp>(reader);
-          cast && graph::is16BitFloat(graph::elementOf(cast.getY()))) {
-        if (narrow) {
-          narrow = nullptr;
-          break;
-        }
-        narrow = cast;
-      }
+  graph::CastOp narrow = absorbCasts ? soleNarrowing(add.getResult()) : nullptr;
   b.setInsertionPoint(at);
   SmallVector<Type> types{add.getType(), grad.getDweight().getType(), grad.getDbias().getType()};
   if (narrow) types.push_back(narrow.getType());
@@ -145,18 +146,6 @@ Value storedOperand(Value value, Operation* reader, bool absorbCasts,
       return cast.getX();
     }
   return value;
-}
-
-// The sum's one narrowing cast to 16 bits (the next GEMMs' dy), written by the fused kernel.
-graph::CastOp soleNarrowing(Value sum) {
-  graph::CastOp narrow;
-  for (Operation* reader : sum.getUsers())
-    if (auto cast = dyn_cast<graph::CastOp>(reader);
-        cast && graph::is16BitFloat(graph::elementOf(cast.getY()))) {
-      if (narrow) return nullptr;
-      narrow = cast;
-    }
-  return narrow;
 }
 
 // add(x, r) → rms_norm(sum), placed as fuseForward places add_layer_norm; r (or x) may be the
