@@ -42,7 +42,6 @@
 
 #include "cpu/kernels/transformer_kernels.h"
 #include "harness.h"
-#include "support/half.h"
 #include "support/thread_pool.h"
 
 namespace dtc::gputest {
@@ -62,25 +61,6 @@ std::string describe(const Shape& shape, float range) {
 Shape rowsOf(const Shape& shape) { return Shape(shape.begin(), shape.end() - 1); }
 
 double scaleFor(const Shape& shape) { return 1.0 / std::sqrt(static_cast<double>(shape.back())); }
-
-// " bf16" / " f16" in labels ("" for f32), and the 16-bit cases' tolerance (see the file's
-// comment).
-std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
-double lowTolerance(DType t) { return t == kBF16 ? 1e-2 : 2e-3; }
-
-// x rounded to t (to nearest even, as both backends round), as a float again.
-float roundTo(DType t, float x) {
-  if (t == kBF16) return bf16ToF32(f32ToBf16(x));
-  if (t == kF16) return f16ToF32(f32ToF16(x));
-  return x;
-}
-
-// Given values as an input of type t (exact: they are already rounded to t).
-Input givenAs(DType t, const Shape& shape, std::vector<float> values) {
-  Input in = given(shape, std::move(values));
-  in.dtype = t;
-  return in;
-}
 
 // q and k uniform in [-range, range): the scaled scores' spread grows as range² (2: about 1.3,
 // near-uniform softmax; 4: about 5, peaky, so the running max moves between key tiles).

@@ -14,21 +14,12 @@
 
 #include "cpu/kernels/transformer_kernels.h"
 #include "harness.h"
-#include "support/half.h"
 #include "support/thread_pool.h"
 
 namespace dtc::gputest {
 namespace {
 
 constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16;
-
-float roundTo(DType t, float x) { return t == kBF16 ? bf16ToF32(f32ToBf16(x)) : x; }
-
-Input givenAs(DType t, const Shape& shape, std::vector<float> values) {
-  Input in = given(shape, std::move(values));
-  in.dtype = t;
-  return in;
-}
 
 // One layout on one rank: `devices` ranks split the sequence, this one holding rows
 // [rank·t, (rank + 1)·t) of the layout; `chunks` > 0: load-balanced.

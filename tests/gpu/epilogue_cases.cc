@@ -42,8 +42,6 @@ namespace {
 constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16, kF16 = DType::kF16;
 constexpr const char* kSwitch = "DTC_CUDA_LT_EPILOGUES";
 
-std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
-
 // x, w or dy of type t, uniform in [lo, hi) (rounded to t).
 Input operand(DType t, const Shape& s, float lo = -1, float hi = 1) {
   return t == kF32 ? f32(s, lo, hi) : lowp(t, s, lo, hi);

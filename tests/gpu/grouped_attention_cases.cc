@@ -16,7 +16,6 @@
 
 #include "cpu/kernels/transformer_kernels.h"
 #include "harness.h"
-#include "support/half.h"
 #include "support/thread_pool.h"
 
 namespace dtc::gputest {
@@ -30,28 +29,11 @@ struct Grouped {
   Shape kv() const { return {batch, kvHeads, t, d}; }
   Shape rows() const { return {batch, heads, t}; }
   std::string label(DType type, const char* what) const {
-    return std::string(what) +
-           (type == kBF16  ? " bf16"
-            : type == kF16 ? " f16"
-                           : "") +
-           " [" + std::to_string(batch) + "," + std::to_string(heads) + "/" +
-           std::to_string(kvHeads) + "," + std::to_string(t) + "," + std::to_string(d) + "]";
+    return std::string(what) + typeLabel(type) + " [" + std::to_string(batch) + "," +
+           std::to_string(heads) + "/" + std::to_string(kvHeads) + "," + std::to_string(t) + "," +
+           std::to_string(d) + "]";
   }
 };
-
-double lowTolerance(DType t) { return t == kBF16 ? 1e-2 : 2e-3; }
-
-float roundTo(DType t, float x) {
-  if (t == kBF16) return bf16ToF32(f32ToBf16(x));
-  if (t == kF16) return f16ToF32(f32ToF16(x));
-  return x;
-}
-
-Input givenAs(DType t, const Shape& shape, std::vector<float> values) {
-  Input in = given(shape, std::move(values));
-  in.dtype = t;
-  return in;
-}
 
 Case forwardCase(const Grouped& g, DType type) {
   const Attr scale = floatAttr("scale", 1.0 / std::sqrt(static_cast<double>(g.d)));

@@ -11,6 +11,7 @@
 #include "comm/device_mesh.h"
 #include "exec/backend.h"
 #include "support/dtype.h"
+#include "support/half.h"
 
 namespace dtc::gputest {
 
@@ -62,6 +63,24 @@ inline Input lowp(DType t, Shape s, float lo = -1, float hi = 1) {
 inline Input lowpBits(DType t, Shape s, std::vector<uint16_t> w) {
   return {t, std::move(s), 0, 0, 0, 0, {}, std::move(w)};
 }
+// x rounded to t (to nearest even, as both backends round), as a float again.
+inline float roundTo(DType t, float x) {
+  if (t == DType::kBF16) return bf16ToF32(f32ToBf16(x));
+  if (t == DType::kF16) return f16ToF32(f32ToF16(x));
+  return x;
+}
+// Given values as an input of type t (exact where they are already rounded to t).
+inline Input givenAs(DType t, Shape s, std::vector<float> v) {
+  Input in = given(std::move(s), std::move(v));
+  in.dtype = t;
+  return in;
+}
+// " bf16" / " f16" in labels ("" for f32), and the 16-bit cases' usual tolerance: one rounding
+// of values that agree to f32's.
+inline std::string typeLabel(DType t) {
+  return t == DType::kBF16 ? " bf16" : t == DType::kF16 ? " f16" : "";
+}
+inline double lowTolerance(DType t) { return t == DType::kBF16 ? 1e-2 : 2e-3; }
 
 struct Output {
   Shape shape;

@@ -15,8 +15,6 @@ namespace {
 
 constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16, kF16 = DType::kF16;
 
-std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
-
 Case addNorm(DType y, int64_t rows, int64_t c) {
   Case k{"add_layer_norm [" + std::to_string(rows) + "," + std::to_string(c) + "]" + typeLabel(y) +
              " y",

@@ -14,7 +14,6 @@
 #include "cpu/kernels/transformer_kernels.h"
 #include "harness.h"
 #include "ops/attention_positions.h"
-#include "support/half.h"
 #include "support/thread_pool.h"
 
 namespace dtc::gputest {
@@ -31,21 +30,8 @@ struct Dims {
   }
 };
 
-std::string typeLabel(DType t) { return t == kBF16 ? " bf16" : t == kF16 ? " f16" : ""; }
 double tolerance(DType t, bool grad) {
   return t == kBF16 ? 1e-2 : t == kF16 ? 2e-3 : grad ? 1e-4 : 1e-5;
-}
-
-float roundTo(DType t, float x) {
-  if (t == kBF16) return bf16ToF32(f32ToBf16(x));
-  if (t == kF16) return f16ToF32(f32ToF16(x));
-  return x;
-}
-
-Input givenAs(DType t, const Shape& shape, std::vector<float> values) {
-  Input in = given(shape, std::move(values));
-  in.dtype = t;
-  return in;
 }
 
 Case forwardCase(const Dims& a, DType type) {
