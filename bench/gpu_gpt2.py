@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
@@ -73,36 +72,14 @@ def torch_step(mode):
     AdamW), or bf16 under torch.compile, the optimizer's step compiled too."""
     torch.manual_seed(0)
     model = Gpt().cuda()
-    if mode in ("fp32", "bf16"):
-        opt = torch.optim.AdamW(model.parameters(), lr=6e-4, fused=True)
-        forward, opt_step = model, opt.step
-    else:
-        compile_mode = "max-autotune-no-cudagraphs" if mode == "compile-max-autotune" else "default"
-        opt = torch.optim.AdamW(model.parameters(), lr=6e-4)
-        forward = torch.compile(model, mode=compile_mode)
-        opt_step = torch.compile(opt.step, mode=compile_mode)
     idx = torch.randint(0, V, (B, T), device="cuda")
     tgt = torch.randint(0, V, (B, T), device="cuda")
-
-    def step():
-        if mode == "fp32":
-            loss = forward(idx, tgt)
-        else:
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = forward(idx, tgt)
-        loss.backward()
-        opt_step()
-        opt.zero_grad(set_to_none=True)
-    return step
+    return gpu_rounds.torch_training_step(model, mode, 6e-4, idx, tgt)
 
 
 def torch_peer(mode):
     """One round of a PyTorch contender: the measurement as a dict."""
-    step = torch_step(mode)
-    torch.cuda.reset_peak_memory_stats()
-    seconds = gpu_rounds.time_steps(step, WARMUP, STEPS, MIN_SECONDS)
-    return {"tokens_per_s": B * T / seconds, "launches": gpu_rounds.kernel_launches(step),
-            "peak_bytes": torch.cuda.max_memory_allocated()}
+    return gpu_rounds.torch_measure(torch_step(mode), B * T, WARMUP, STEPS, MIN_SECONDS)
 
 
 def torch_profile(rows):
@@ -117,18 +94,6 @@ def torch_profile(rows):
         torch.cuda.synchronize()
     print("PyTorch eager bf16, 3 steps, by CUDA kernel:")
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=60))
-
-
-def gemm_peak(dtype):
-    a = torch.randn(8192, 8192, device="cuda", dtype=dtype)
-    for _ in range(3):
-        a @ a
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(10):
-        a @ a
-    torch.cuda.synchronize()
-    return 10 * 2 * 8192**3 / (time.perf_counter() - t0)
 
 
 def run_size(size, a, peaks, precisions, variants, tokens):
@@ -190,7 +155,7 @@ def main():
         return
     if not a.build or not a.plans:
         parser.error("--build and --plans are needed (or --peer for one PyTorch round)")
-    peaks = {"fp32": gemm_peak(torch.float32), "bf16": gemm_peak(torch.bfloat16)}
+    peaks = {"fp32": gpu_rounds.gemm_peak("float32"), "bf16": gpu_rounds.gemm_peak("bfloat16")}
     print(f"GPU: {torch.cuda.get_device_name()}; GEMM peak fp32 {peaks['fp32'] / 1e12:.1f} TFLOP/s, "
           f"bf16 {peaks['bf16'] / 1e12:.1f} TFLOP/s (8192^3, measured now); PyTorch {torch.__version__}")
     # Variants of GPT-2 124M's bf16 step, to see what each choice buys on this GPU (shown, not the

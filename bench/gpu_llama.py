@@ -118,42 +118,10 @@ def torch_peer(mode, model, context):
     torch.manual_seed(0)
     batch = BATCH[model][context]
     net = build_torch_model(model, context).cuda()
-    if mode == "eager":
-        opt = torch.optim.AdamW(net.parameters(), lr=3e-4, fused=True)
-        forward, opt_step = net, opt.step
-    else:
-        compile_mode = "max-autotune-no-cudagraphs" if mode == "compile-max-autotune" else "default"
-        opt = torch.optim.AdamW(net.parameters(), lr=3e-4)
-        forward = torch.compile(net, mode=compile_mode)
-        opt_step = torch.compile(opt.step, mode=compile_mode)
     idx = torch.randint(0, V, (batch, context), device="cuda")
     tgt = torch.randint(0, V, (batch, context), device="cuda")
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = forward(idx, tgt)
-        loss.backward()
-        opt_step()
-        opt.zero_grad(set_to_none=True)
-
-    torch.cuda.reset_peak_memory_stats()
-    seconds = gpu_rounds.time_steps(step, WARMUP, STEPS, MIN_SECONDS)
-    return {"tokens_per_s": batch * context / seconds, "launches": gpu_rounds.kernel_launches(step),
-            "peak_bytes": torch.cuda.max_memory_allocated()}
-
-
-def gemm_peak():
-    import time
-    import torch
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ a
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(10):
-        a @ a
-    torch.cuda.synchronize()
-    return 10 * 2 * 8192**3 / (time.perf_counter() - t0)
+    step = gpu_rounds.torch_training_step(net, mode, 3e-4, idx, tgt)
+    return gpu_rounds.torch_measure(step, batch * context, WARMUP, STEPS, MIN_SECONDS)
 
 
 def main():
@@ -175,7 +143,7 @@ def main():
     if not a.build or not a.plans:
         parser.error("--build and --plans are needed (or --peer for one PyTorch round)")
     import torch
-    peak = gemm_peak()
+    peak = gpu_rounds.gemm_peak()
     print(f"GPU: {torch.cuda.get_device_name()}; bf16 GEMM peak {peak / 1e12:.1f} TFLOP/s (8192^3, measured now); "
           f"PyTorch {torch.__version__}")
     tokens = os.path.join(a.plans, "llama3-tokens.bin")

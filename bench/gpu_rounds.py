@@ -123,6 +123,56 @@ def time_steps(step, warmup, steps, min_seconds):
     return (time.perf_counter() - start) / done
 
 
+def torch_training_step(net, mode, lr, idx, tgt):
+    """The PyTorch peer's training step as a function: eager with fused AdamW ("fp32" without
+    autocast, "bf16" or "eager" under bf16 autocast), or "compile" / "compile-max-autotune": the
+    model and the optimizer's step under torch.compile (max-autotune-no-cudagraphs for the
+    latter), in bf16 autocast."""
+    import torch
+    if not mode.startswith("compile"):
+        opt = torch.optim.AdamW(net.parameters(), lr=lr, fused=True)
+        forward, opt_step = net, opt.step
+    else:
+        compile_mode = "max-autotune-no-cudagraphs" if mode == "compile-max-autotune" else "default"
+        opt = torch.optim.AdamW(net.parameters(), lr=lr)
+        forward = torch.compile(net, mode=compile_mode)
+        opt_step = torch.compile(opt.step, mode=compile_mode)
+
+    def step():
+        if mode == "fp32":
+            loss = forward(idx, tgt)
+        else:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = forward(idx, tgt)
+        loss.backward()
+        opt_step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
+def torch_measure(step, tokens_per_step, warmup, steps, min_seconds):
+    """One round of a PyTorch peer's `step`: tokens/s, kernel launches and peak memory."""
+    import torch
+    torch.cuda.reset_peak_memory_stats()
+    seconds = time_steps(step, warmup, steps, min_seconds)
+    return {"tokens_per_s": tokens_per_step / seconds, "launches": kernel_launches(step),
+            "peak_bytes": torch.cuda.max_memory_allocated()}
+
+
+def gemm_peak(dtype_name="bfloat16"):
+    """FLOP/s of 8192³ GEMMs in `dtype_name` on this GPU, by PyTorch: the MFU's peak."""
+    import torch
+    a = torch.randn(8192, 8192, device="cuda", dtype=getattr(torch, dtype_name))
+    for _ in range(3):
+        a @ a
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(10):
+        a @ a
+    torch.cuda.synchronize()
+    return 10 * 2 * 8192**3 / (time.perf_counter() - t0)
+
+
 def kernel_launches(step):
     """CUDA kernels one call of `step` launches, by the profiler; None where it cannot say."""
     import torch
