@@ -78,6 +78,15 @@ std::pair<Grad, Value> gradientAddedBy(graph::AddOp add) {
   return {};
 }
 
+// Where a fused gradient goes: at the norm's gradient where `dres` is ready there, else at the
+// add where nothing reads `weightGrads` before it; null where neither serves.
+Operation* gradientPlace(Operation* grad, graph::AddOp add, Value dres, ValueRange weightGrads) {
+  if (definedBefore(dres, grad)) return grad;
+  for (Value g : weightGrads)
+    if (!readAfter(g, add)) return nullptr;
+  return add;
+}
+
 // add(x, r) → layer_norm(sum): at the LayerNorm where nothing reads the sum before it, else at
 // the add where the LayerNorm's weight and bias are ready there (ZeRO-3 gathers them late).
 void fuseForward(graph::LayerNormOp norm, OpBuilder& b) {
@@ -97,16 +106,12 @@ void fuseForward(graph::LayerNormOp norm, OpBuilder& b) {
   add->erase();
 }
 
-// add(dres, layer_norm_grad(...)#0): at the gradient where dres is ready there, else at the add
-// where nothing reads the weight gradients before it.
-void fuseBackward(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
+// add(dres, layer_norm_grad(...)#0), placed by gradientPlace; whether it fused.
+bool fuseBackward(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
   auto [grad, dres] = gradientAddedBy<graph::LayerNormGradOp>(add);
-  if (!grad) return;
-  Operation* at = grad;
-  if (!definedBefore(dres, grad)) {
-    if (!readAfter(grad.getDweight(), add) || !readAfter(grad.getDbias(), add)) return;
-    at = add;
-  }
+  if (!grad) return false;
+  Operation* at = gradientPlace(grad, add, dres, {grad.getDweight(), grad.getDbias()});
+  if (!at) return false;
   graph::CastOp narrow = absorbCasts ? soleNarrowing(add.getResult()) : nullptr;
   b.setInsertionPoint(at);
   SmallVector<Type> types{add.getType(), grad.getDweight().getType(), grad.getDbias().getType()};
@@ -124,6 +129,7 @@ void fuseBackward(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
   }
   add->erase();
   grad->erase();
+  return true;
 }
 
 // A widening cast from 16 bits that only `reader` reads: the fused kernel reads its operand as
@@ -198,17 +204,13 @@ SmallVector<Value> dyParts(Value dy, Block* block, SmallVectorImpl<Operation*>& 
 }
 
 // add(dres, rms_norm_grad(dy, ...)#0) → rms_norm_grad_add(dy's parts..., x, w, rstd, dres),
-// placed as fuseBackward places layer_norm_grad_add; each part a 16-bit GEMM gradient where only
-// a widening cast fed it to the chain.
-void fuseBackwardRms(graph::AddOp add, OpBuilder& b, bool absorbCasts,
-                     SmallPtrSetImpl<Operation*>& erased) {
+// placed by gradientPlace; each part a 16-bit GEMM gradient where only a widening cast fed it to
+// the chain.
+void fuseBackwardRms(graph::AddOp add, OpBuilder& b, bool absorbCasts) {
   auto [grad, dres] = gradientAddedBy<graph::RmsNormGradOp>(add);
   if (!grad || !graph::elementOf(grad.getDx()).isF32()) return;
-  Operation* at = grad;
-  if (!definedBefore(dres, grad)) {
-    if (!readAfter(grad.getDweight(), add)) return;
-    at = add;
-  }
+  Operation* at = gradientPlace(grad, add, dres, {grad.getDweight()});
+  if (!at) return;
   SmallVector<Operation*> chain, absorbed;
   SmallVector<Value> parts;
   if (graph::elementOf(grad.getDy()).isF32())
@@ -237,10 +239,7 @@ void fuseBackwardRms(graph::AddOp add, OpBuilder& b, bool absorbCasts,
   }
   add->erase();
   grad->erase();
-  for (Operation* op : chain) {
-    erased.insert(op);
-    op->erase();
-  }
+  for (Operation* op : chain) op->erase();
   for (Operation* cast : absorbed) cast->erase();
 }
 
@@ -256,20 +255,10 @@ void fuseResidualNorms(func::FuncOp function, bool absorbCasts) {
   for (graph::RmsNormOp norm : rmsNorms) fuseForwardRms(norm, b, absorbCasts);
   SmallVector<graph::AddOp> adds;
   function.walk([&](graph::AddOp op) { adds.push_back(op); });
-  for (graph::AddOp add : adds) fuseBackward(add, b, absorbCasts);
-  // The RMSNorm gradients' residual adds, found after the LayerNorm ones; a fusion also erases
-  // the adds of the dy chain it reads, which are skipped if found.
-  SmallVector<graph::AddOp> residual;
-  function.walk([&](graph::AddOp add) {
-    if (llvm::any_of(add->getOperands(), [](Value side) {
-          auto dx = dyn_cast<OpResult>(side);
-          return dx && dx.getResultNumber() == 0 && isa<graph::RmsNormGradOp>(dx.getOwner());
-        }))
-      residual.push_back(add);
-  });
-  SmallPtrSet<Operation*, 16> erased;
-  for (graph::AddOp add : residual)
-    if (!erased.contains(add)) fuseBackwardRms(add, b, absorbCasts, erased);
+  // A fusion erases its own add and, for RMSNorm, the adds of the dy chain the gradient reads:
+  // those come before it in the block, so they have been visited already.
+  for (graph::AddOp add : adds)
+    if (!fuseBackward(add, b, absorbCasts)) fuseBackwardRms(add, b, absorbCasts);
 }
 
 }  // namespace dtc
