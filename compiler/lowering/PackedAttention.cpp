@@ -31,6 +31,16 @@ bool splitsHeads(graph::ReshapeOp r, bool merge) {
          to[2] * to[3] == from[2];
 }
 
+// The [B, T, C] value that `heads` [B, H, T, D] is the unmerged form of: reshape then transpose.
+Value unmergedFrom(Value heads, SmallVectorImpl<Operation*>& ops) {
+  auto transpose = heads.getDefiningOp<graph::TransposeOp>();
+  if (!swapsHeadsAndTime(transpose)) return nullptr;
+  auto reshape = transpose.getX().getDefiningOp<graph::ReshapeOp>();
+  if (!splitsHeads(reshape, false)) return nullptr;
+  ops.append({transpose, reshape});
+  return reshape->getOperand(0);
+}
+
 // value = transpose(reshape(split(qkv)#part)): one head block of the fused projection.
 struct Heads {
   graph::SplitOp split;
@@ -39,16 +49,13 @@ struct Heads {
 };
 
 std::optional<Heads> headsOf(Value value) {
-  auto transpose = value.getDefiningOp<graph::TransposeOp>();
-  if (!swapsHeadsAndTime(transpose)) return std::nullopt;
-  auto reshape = transpose.getX().getDefiningOp<graph::ReshapeOp>();
-  if (!splitsHeads(reshape, false)) return std::nullopt;
-  auto piece = dyn_cast<OpResult>(reshape->getOperand(0));
+  SmallVector<Operation*> ops;
+  auto piece = dyn_cast_if_present<OpResult>(unmergedFrom(value, ops));
   auto split = piece ? dyn_cast<graph::SplitOp>(piece.getOwner()) : nullptr;
   if (!split || split.getParts() != 3 || split.getAxis() != 2 || split.getSizes() ||
       shapeOf(split.getX()).size() != 3)
     return std::nullopt;
-  return Heads{split, piece.getResultNumber(), {reshape, transpose}};
+  return Heads{split, piece.getResultNumber(), std::move(ops)};
 }
 
 // value = [rotary](transpose(reshape(rows))): the heads attention reads, of a projection's rows
@@ -63,25 +70,11 @@ struct Projection {
 std::optional<Projection> projectionOf(Value value) {
   Projection p;
   p.rotary = value.getDefiningOp<graph::RotaryOp>();
-  Value heads = p.rotary ? p.rotary.getX() : value;
-  auto transpose = heads.getDefiningOp<graph::TransposeOp>();
-  if (!swapsHeadsAndTime(transpose)) return std::nullopt;
-  p.heads = transpose.getX().getDefiningOp<graph::ReshapeOp>();
-  if (!splitsHeads(p.heads, false)) return std::nullopt;
-  p.rows = p.heads->getOperand(0);
-  p.ops = {transpose, p.heads};
-  if (p.rotary) p.ops.insert(p.ops.begin(), p.rotary);
+  p.rows = unmergedFrom(p.rotary ? p.rotary.getX() : value, p.ops);
+  if (!p.rows) return std::nullopt;
+  p.heads = cast<graph::ReshapeOp>(p.ops.back());
+  if (p.rotary) p.ops.push_back(p.rotary);
   return p;
-}
-
-// The [B, T, C] value that `heads` [B, H, T, D] is the unmerged form of: reshape then transpose.
-Value unmergedFrom(Value heads, SmallVectorImpl<Operation*>& ops) {
-  auto transpose = heads.getDefiningOp<graph::TransposeOp>();
-  if (!swapsHeadsAndTime(transpose)) return nullptr;
-  auto reshape = transpose.getX().getDefiningOp<graph::ReshapeOp>();
-  if (!splitsHeads(reshape, false)) return nullptr;
-  ops.append({transpose, reshape});
-  return reshape->getOperand(0);
 }
 
 // The [B, T, C] value `heads` [B, H, T, D] is merged into: its one transpose, whose one reader is
@@ -111,12 +104,7 @@ struct Backward {
   SmallVector<Operation*> ops;  // the layout ops it replaces
 };
 
-std::optional<Backward> backwardOf(graph::CausalAttentionGradOp grad,
-                                   graph::CausalAttentionOp attention) {
-  if (grad.getQ() != attention.getQ() || grad.getK() != attention.getK() ||
-      grad.getV() != attention.getV() || grad.getOut() != attention.getOut() ||
-      grad.getLse() != attention.getLse())
-    return std::nullopt;
+std::optional<Backward> backwardOf(graph::CausalAttentionGradOp grad) {
   Backward b{grad, nullptr, nullptr, {}};
   b.dout = unmergedFrom(grad.getDout(), b.ops);
   if (!b.dout) return std::nullopt;
@@ -148,12 +136,7 @@ struct ProjectionsBackward {
 };
 
 std::optional<ProjectionsBackward> projectionsBackwardOf(graph::CausalAttentionGradOp grad,
-                                                         graph::CausalAttentionOp attention,
                                                          MutableArrayRef<Projection> forward) {
-  if (grad.getQ() != attention.getQ() || grad.getK() != attention.getK() ||
-      grad.getV() != attention.getV() || grad.getOut() != attention.getOut() ||
-      grad.getLse() != attention.getLse())
-    return std::nullopt;
   ProjectionsBackward g{grad, nullptr, {}, {}, {}};
   g.dout = unmergedFrom(grad.getDout(), g.ops);
   if (!g.dout) return std::nullopt;
@@ -176,13 +159,18 @@ std::optional<ProjectionsBackward> projectionsBackwardOf(graph::CausalAttentionG
   return g;
 }
 
-// Each gradient of `attention` as `find` takes it whole; nullopt where one is not.
+// Each gradient of `attention` as `find` takes it whole; nullopt where one is not, or reads
+// other q, k, v or outputs than the forward's.
 template <typename Found, typename Find>
 std::optional<SmallVector<Found>> gradientsOf(graph::CausalAttentionOp attention, Find find) {
   SmallVector<Found> found;
   llvm::SetVector<Operation*> users(attention->user_begin(), attention->user_end());
   for (Operation* user : users)
     if (auto grad = dyn_cast<graph::CausalAttentionGradOp>(user)) {
+      if (grad.getQ() != attention.getQ() || grad.getK() != attention.getK() ||
+          grad.getV() != attention.getV() || grad.getOut() != attention.getOut() ||
+          grad.getLse() != attention.getLse())
+        return std::nullopt;
       std::optional<Found> one = find(grad);
       if (!one) return std::nullopt;
       found.push_back(*one);
@@ -233,7 +221,7 @@ void pack(graph::CausalAttentionOp attention, OpBuilder& b) {
       k->part != 1 || v->part != 2)
     return packProjections(attention, b);
   std::optional<SmallVector<Backward>> backward = gradientsOf<Backward>(
-      attention, [&](graph::CausalAttentionGradOp grad) { return backwardOf(grad, attention); });
+      attention, [&](graph::CausalAttentionGradOp grad) { return backwardOf(grad); });
   SmallVector<Operation*> dead{attention};
   Value merged = backward ? mergedOutput(attention, dead) : nullptr;
   if (!merged) return;
@@ -292,10 +280,9 @@ void packProjections(graph::CausalAttentionOp attention, OpBuilder& b) {
                             v = projectionOf(attention.getV());
   if (!q || !k || !v) return;
   std::array<Projection, 3> forward{*q, *k, *v};
-  std::optional<SmallVector<ProjectionsBackward>> backward =
-      gradientsOf<ProjectionsBackward>(attention, [&](graph::CausalAttentionGradOp grad) {
-        return projectionsBackwardOf(grad, attention, forward);
-      });
+  std::optional<SmallVector<ProjectionsBackward>> backward = gradientsOf<ProjectionsBackward>(
+      attention,
+      [&](graph::CausalAttentionGradOp grad) { return projectionsBackwardOf(grad, forward); });
   SmallVector<Operation*> dead{attention};
   Value merged = backward ? mergedOutput(attention, dead) : nullptr;
   if (!merged) return;
