@@ -1,5 +1,9 @@
 #include "planner/Explore.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -189,6 +193,17 @@ size_t compileContenders(const std::vector<std::string>& base,
   }
 }
 
+// Explore compiles and simulates thousands of candidates, each allocating and freeing megabytes
+// (a schedule of a thousand micro-batches over many stages is a quarter of a million units).
+// glibc would give the freed memory back to the system and fault it in again for the next
+// candidate, page by page, for a third of the exploration's time; kept, it is reused.
+void keepFreedMemory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
 // Compiled, and over the budget (a failed compile has no memory plan).
 bool overBudget(const ExploreCandidate& c, uint64_t budget) {
   return c.built && budget && c.memoryPerRank > budget;
@@ -214,6 +229,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                                 const perf::DeviceProfile& profile, double memoryGiB,
                                 bool exhaustive, ExploreMode mode,
                                 const std::vector<std::string>& tries) {
+  keepFreedMemory();
   for (const std::string& a : compileArgs) {
     const std::string flag = a.substr(0, a.find('='));
     if (chosenFlags().count(flag))
@@ -290,6 +306,7 @@ StatusOr<ExploreResult> explore(const std::vector<std::string>& compileArgs, int
                        std::to_string(estimator->layers()) + "-layer stack";
     } else if (estimator) {
       r.estimated = true;
+      axes.chunks = estimator->mostChunks();
       layouts = enumerateLayouts(devices, batch, true, axes);
       for (const ExploreCandidate& c : given)
         if (!c.layout.stageCuts.empty())

@@ -372,6 +372,7 @@ StatusOr<ScheduleRun> runSchedule(const pipeline::PipelineConfig& config,
   };
   for (int64_t s = 0; s < stages; ++s) {
     order[s] = pipeline::trainSchedule(config, s);
+    tasks[s].reserve(order[s].size());
     for (const pipeline::Unit& w : order[s]) {
       perf::Task task;
       task.seconds = (w.backward ? backward[w.chunk] : forward[w.chunk]).total;
@@ -578,7 +579,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   const int64_t chunks = pp * v;
   // The first chunk may hold the embedding alone, the last the head alone.
   const std::pair<bool, bool> bareEnds = {stack_.nodesBefore, !stack_.nodeAfter.empty()};
-  if (chunks > layers + bareEnds.first + bareEnds.second) {
+  if (chunks > mostChunks()) {
     c.unpriced = true;
     c.reason = "more pipeline chunks (" + std::to_string(chunks) + ") than layers (" +
                std::to_string(layers) + ") and the nodes around them";

@@ -34,6 +34,11 @@ class LayerEstimator {
   ~LayerEstimator();
 
   int64_t layers() const { return stack_.size(); }
+  // The most chunks a pipeline cuts the model into: a layer each, and the embedding and the head
+  // alone in the first and the last where they are apart from the stack.
+  int64_t mostChunks() const {
+    return layers() + (stack_.nodesBefore ? 1 : 0) + (stack_.nodeAfter.empty() ? 0 : 1);
+  }
   // Settings compiled so far (each a three-layer copy).
   size_t settings() {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -76,8 +76,8 @@ int64_t expertsDividing(const CompileRequest& request) {
   return experts;
 }
 
-std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
-                                               bool manyMicroBatches, const SplitAxes& axes) {
+std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch, bool estimated,
+                                               const SplitAxes& axes) {
   std::vector<ExploreCandidate> layouts;
   for (int64_t pp : divisors(devices))
     for (int64_t tp : divisors(devices / pp))
@@ -106,7 +106,7 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
           if (pp > 1) micro = {pp, 2 * pp, 4 * pp};
           // Estimates are cheap for many micro-batches: down to one sample each (Megatron's
           // largest runs), those that divide.
-          for (int64_t m = 8 * pp; manyMicroBatches && pp > 1 && m * c.dp * ep <= batch; m *= 2)
+          for (int64_t m = 8 * pp; estimated && pp > 1 && m * c.dp * ep <= batch; m *= 2)
             if (unevenSplit(batch, m, c.dp * ep).empty()) micro.push_back(m);
           for (int64_t m : micro) {
             // Split over cp, a micro-batch holds as many tokens per rank as over dp alone, whose
@@ -124,14 +124,19 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
               layouts.push_back(bad);
               continue;
             }
-            // A pipeline's: 1F1B, and interleaved over two model chunks per device.
+            // A pipeline's: 1F1B, and interleaved over two model chunks per device (estimated:
+            // and more, while the layers last).
             std::vector<Layout> schedules = {c.layout};
             if (pp > 1) {
-              Layout oneF1B = c.layout, interleaved = c.layout;
-              oneF1B.microBatches = interleaved.microBatches = m;
-              interleaved.schedule = "interleaved";
-              interleaved.virtualStages = 2;
-              schedules = {oneF1B, interleaved};
+              Layout oneF1B = c.layout;
+              oneF1B.microBatches = m;
+              schedules = {oneF1B};
+              for (int64_t v = 2; v == 2 || (estimated && pp * v <= axes.chunks); v *= 2) {
+                Layout interleaved = oneF1B;
+                interleaved.schedule = "interleaved";
+                interleaved.virtualStages = v;
+                schedules.push_back(interleaved);
+              }
             }
             for (const Layout& schedule : schedules)
               for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})

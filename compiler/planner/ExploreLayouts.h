@@ -34,12 +34,18 @@ struct SplitAxes {
   // Also split sequences where dp alone could split the micro-batch over the same devices
   // (explore --exhaustive); otherwise cp is enumerated only where it cannot.
   bool everyContextSplit = false;
+  // The most chunks a pipeline cuts the model into (0: not known). Where candidates are
+  // estimated, the interleaved schedule is enumerated with 2, 4, 8 ... chunks a device up to it:
+  // few micro-batches a data-parallel rank (a large dp) leave 1F1B's bubble at (p-1)/(m+p-1), and
+  // only more chunks shrink it, as Megatron's and Llama 3's interleaving does.
+  int64_t chunks = 0;
 };
 
 // The layouts of `devices` devices, and for each the settings that change its speed.
-// `manyMicroBatches`: beyond P, 2P and 4P micro-batches, every doubling that divides the batch.
-std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch,
-                                               bool manyMicroBatches, const SplitAxes& axes);
+// `estimated` (each candidate priced from shallow copies, cheaply): beyond P, 2P and 4P
+// micro-batches, every doubling that divides the batch, and more chunks a device (SplitAxes).
+std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch, bool estimated,
+                                               const SplitAxes& axes);
 
 // `c`, a context-parallel layout with all-gather attention, with the other methods (ring,
 // Ulysses), unbuilt: explore prices them where all-gather's layout fits or nearly (a ring
