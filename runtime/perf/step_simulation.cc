@@ -81,9 +81,6 @@ class Messages {
   }
 
  private:
-  static bool same(const MessageKey& a, const MessageKey& b) {
-    return a.from == b.from && a.to == b.to && a.tag == b.tag;
-  }
   // The slot of `k` in the open-addressed table: where it is, or the empty one it would take.
   size_t slotOf(const MessageKey& k) const {
     uint64_t h = uint64_t(k.from) * 0x9E3779B97F4A7C15ull;
@@ -91,7 +88,7 @@ class Messages {
     h = (h ^ uint64_t(k.tag)) * 0x165667B19E3779F9ull;
     const size_t mask = slot_.size() - 1;
     for (size_t at = size_t(h >> 17) & mask;; at = (at + 1) & mask)
-      if (slot_[at] < 0 || same(keys_[slot_[at]], k)) return at;
+      if (slot_[at] < 0 || keys_[slot_[at]] == k) return at;
   }
   void number(const MessageKey& k) {
     const size_t at = slotOf(k);

@@ -26,6 +26,9 @@ struct MessageKey {
   bool operator<(const MessageKey& o) const {
     return std::tie(from, to, tag) < std::tie(o.from, o.to, o.tag);
   }
+  bool operator==(const MessageKey& o) const {
+    return std::tie(from, to, tag) == std::tie(o.from, o.to, o.tag);
+  }
 };
 
 struct Task {

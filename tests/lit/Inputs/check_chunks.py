@@ -13,6 +13,18 @@ def value(flags, name, default):
     return flags[flags.index(name) + 1] if name in flags else default
 
 
+def without(flags, names):
+    """`flags` less each of `names` and its value."""
+    rest, k = [], 0
+    while k < len(flags):
+        if flags[k] in names:
+            k += 2
+        else:
+            rest.append(flags[k])
+            k += 1
+    return tuple(rest)
+
+
 seen, bubbles = {}, {}
 for c in result["candidates"]:
     flags = c["layout_flags"]
@@ -22,9 +34,7 @@ for c in result["candidates"]:
     if v > 1:
         seen.setdefault(pp, set()).add(v)
     if c["predicted_step_s"] is not None and pp > 1 and int(value(flags, "--microbatches", 1)) == pp:
-        rest = tuple(f for f in flags if f not in ("--schedule", "interleaved", "--virtual-stages",
-                                                   str(v)) and "layers." not in f)
-        rest = tuple(f for f in rest if f != "--stage-cuts")
+        rest = without(flags, ("--schedule", "--virtual-stages", "--stage-cuts"))
         bubbles.setdefault(rest, {})[v] = c["bubble_s"]
 for pp, vs in sorted(seen.items()):
     want = {2} | {v for v in (4, 8, 16, 32) if pp * v <= most}
