@@ -56,6 +56,7 @@ class Executor {
   // CUDA graph), so each timing is one real step's; on a device backend each step is waited
   // for, so its time is the device's (plus one synchronisation).
   void setTiming(bool on) { timing_ = on; }
+  bool timing() const { return timing_; }
   const std::vector<StepTiming>& timings() const { return timings_; }
   const std::vector<FunctionTiming>& functionTimings() const { return functionTimings_; }
 

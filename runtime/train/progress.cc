@@ -1,12 +1,9 @@
 #include "train/progress.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <vector>
 
-#include "cpu/kernels/kernels.h"
 #include "exec/step.h"
 #include "ops/kernel_registry.h"
 
@@ -26,21 +23,6 @@ std::string duration(double seconds) {
 }
 
 }  // namespace
-
-double measureCpuGemmPeak(ThreadPool& pool) {
-  const int64_t n = 512;
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
-  double best = 0;
-  for (int round = 0; round < 4; ++round) {
-    const auto begin = std::chrono::steady_clock::now();
-    cpu::matmul(a.data(), b.data(), c.data(), n, n, n, false, false, pool);
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    if (round > 0)
-      best = std::max(best, 2.0 * n * n * n / std::max(s, 1e-9));  // the first warms up
-  }
-  return best;
-}
 
 Progress::Progress(int64_t totalSteps, int64_t firstStep, int64_t samplesPerStep,
                    int64_t tokensPerSample, double flopsPerStep, double peakFlops)

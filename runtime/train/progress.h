@@ -10,10 +10,6 @@
 
 namespace dtc {
 
-// The CPU's float32 GEMM rate (FLOP/s) through the runtime's own GEMM on `pool`: the best of a
-// few 512³ products, measured once at start-up.
-double measureCpuGemmPeak(ThreadPool& pool);
-
 class Progress {
  public:
   // `flopsPerStep` (all ranks') and `peakFlops` (all ranks'; 0: unknown) give the MFU;
@@ -31,6 +27,8 @@ class Progress {
   }
   // The step's FLOP/s over the peak, or a negative number where the peak is unknown.
   double utilisation(double seconds) const;
+  // All ranks' peak FLOP/s, once measured (train/run_peak.h); 0: unknown.
+  void setPeak(double peakFlops) { peakFlops_ = peakFlops; }
 
  private:
   int64_t total_, first_, samplesPerStep_, tokensPerSample_;

@@ -40,6 +40,7 @@
 #include "train/profile_summary.h"
 #include "train/progress.h"
 #include "train/run_agreement.h"
+#include "train/run_peak.h"
 #include "train/save_parameters.h"
 #include "train/tensorboard.h"
 #include "train/trace.h"
@@ -301,21 +302,14 @@ int64_t tokensPerSample(const plan::Function& f) {
   return 1;
 }
 
-// The progress line's model: every rank's contraction FLOPs and peak, summed once.
+// The progress line's model: every rank's contraction FLOPs, summed once; the peak follows from
+// the first steps (train/run_peak.h).
 StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const TrainOptions& o,
                                const RunState& run) {
   const plan::Function& f = *ex.function(fn::kTrainStep);
-  // The GEMM peak is measured on the CPU; a device's is not known here.
-  float totals[2] = {
-      static_cast<float>(contractionFlops(f) / 1e9),
-      o.device == "cpu" ? static_cast<float>(measureCpuGemmPeak(ex.pool()) / 1e9) : 0.0f};
-  float unknown = totals[1] > 0 ? 0.0f : 1.0f;
-  if (mesh.world().size() > 1) {
-    DTC_RETURN_IF_ERROR(mesh.world().allReduceSum(totals, 2));
-    DTC_RETURN_IF_ERROR(mesh.world().allReduceMax(&unknown, 1));
-  }
-  return Progress(o.steps, run.done + 1, run.samplesPerStep, tokensPerSample(f), totals[0] * 1e9,
-                  unknown > 0 ? 0.0 : totals[1] * 1e9);
+  float flops = static_cast<float>(contractionFlops(f) / 1e9);
+  if (mesh.world().size() > 1) DTC_RETURN_IF_ERROR(mesh.world().allReduceSum(&flops, 1));
+  return Progress(o.steps, run.done + 1, run.samplesPerStep, tokensPerSample(f), flops * 1e9, 0);
 }
 
 // What a checkpoint of `step` records besides the state.
@@ -538,6 +532,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
     const StepScalars scalars = stepScalars(plan, f);
     DTC_ASSIGN_OR_RETURN(Progress progress, progressFor(ex, *mesh, o, run));
+    RunPeak peak(plan, f, o.device == "cpu", run.done + 1, o.steps);
     // fp16: a step whose update the loss scale skipped lowers the scale.
     const bool lossScaled = plan.stateTensor("loss_scale", ex.stage()) != nullptr;
     float scale = 0;
@@ -561,12 +556,14 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
         rng[0] = static_cast<int64_t>(run.seed);
         rng[1] = step - 1;
       }
+      peak.before(ex, step);
       if (Status ran = ex.run(fn::kTrainStep); !ran.ok())
         return ran.code() == StatusCode::kNonFinite
                    ? ran.withContext("step " + std::to_string(step))
                    : ran;
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      DTC_RETURN_IF_ERROR(peak.after(ex, mesh->world(), step, progress, lead));
       const bool holdsLoss = lossIndex != UINT32_MAX;
       numbers.loss = holdsLoss ? *ex.view(fn::kTrainStep, lossIndex).f32() : 0.0f;
       numbers.hasGradNorm = scalars.gradNorm != UINT32_MAX;

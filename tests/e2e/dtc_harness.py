@@ -2,6 +2,7 @@
 safetensors. Run with /usr/bin/python3 (Debian's python3-torch and python3-numpy)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -24,7 +25,15 @@ def run(*args, expect_ok=True):
     proc = subprocess.run([str(a) for a in args], capture_output=True, text=True)
     if expect_ok and proc.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}")
+    check_utilisation(proc.stdout)
     return proc
+
+
+def check_utilisation(out):
+    """dtrun's MFU divides by a peak the run's own contractions reached: no line may pass 100%."""
+    for line in out.splitlines():
+        m = re.search(r"\| MFU ([0-9.]+)%", line)
+        assert not m or 0 < float(m.group(1)) < 100, f"a progress line over its peak: {line}"
 
 
 def expect_error(args, needle, stdout_free_of=None):
