@@ -527,11 +527,18 @@ std::string summarizePlanJson(const Plan& plan) {
     if (f->steps())
       for (const plan::Step* step : *f->steps()) {
         os << (firstStep ? "" : ",") << "{\"op\":" << quote(kernelName(step->kernel()))
-           << ",\"loc\":" << quote(step->loc() ? step->loc()->str() : "") << ",\"outputs\":[";
+           << ",\"loc\":" << quote(step->loc() ? step->loc()->str() : "") << ",\"inputs\":[";
+        if (step->inputs())
+          for (uint32_t i = 0; i < step->inputs()->size(); ++i)
+            os << (i ? "," : "") << step->inputs()->Get(i);
+        os << "],\"outputs\":[";
         bool firstOut = true;
         for (uint32_t id : *step->outputs()) {
           const plan::Value* v = f->values()->Get(id);
-          os << (firstOut ? "" : ",") << "{\"shape\":" << jsonShape(v->shape())
+          os << (firstOut ? "" : ",") << "{\"value\":" << id
+             << ",\"shape\":" << jsonShape(v->shape())
+             << ",\"dtype\":" << quote(plan::EnumNameDType(v->dtype()))
+             << ",\"bytes\":" << valueBytes(*v)
              << ",\"region\":" << quote(plan::EnumNameRegion(v->region()))
              << ",\"offset\":" << v->offset() << "}";
           firstOut = false;
