@@ -133,13 +133,16 @@ class Propagator {
     // dimension of the factor divides.
     // Factors claim axes in priority order (a user's split beats a propagated one); among
     // equals, the factor that more data is already split along goes first (the loser's values
-    // get resharded, so that is what a wrong choice costs); then factor order.
+    // get resharded, so that is what a wrong choice costs); then factor order. Only data laid
+    // out as the factor would be counts: a dimension split over some of its axes (cp of cp and
+    // tp) is resharded whichever factor goes first.
     SmallVector<int64_t> laidOut(rule.numFactors, 0);
     auto weigh = [&](Value v, ArrayRef<int> dims) {
       auto type = cast<RankedTensorType>(v.getType());
       SmallVector<DimState>& st = state(v);
       for (auto [d, f] : llvm::enumerate(dims))
-        if (f >= 0 && st[d].axes && !st[d].axes.empty()) laidOut[f] += type.getNumElements();
+        if (f >= 0 && st[d].axes && !st[d].axes.empty() && st[d].axes == best[f].axes)
+          laidOut[f] += type.getNumElements();
     };
     for (auto [i, v] : llvm::enumerate(op->getOperands())) weigh(v, rule.operands[i]);
     for (auto [i, v] : llvm::enumerate(op->getResults())) weigh(v, rule.results[i]);

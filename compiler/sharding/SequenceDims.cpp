@@ -3,6 +3,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 
@@ -55,6 +56,8 @@ class Tracer {
             if (rankOf(r) > d && shapeOf(r)[d] == shapeOf(op->getOperand(0))[d]) set(r, d);
         })
         .Case<graph::ReshapeOp>([&](graph::ReshapeOp r) { reshape(r, d); })
+        // A layout pinned on a value (sequence parallelism's) moves no position.
+        .Case<dist::ReshardOp>([&](dist::ReshardOp r) { set(r.getResult(), d); })
         .Case<graph::BroadcastOp>([&](graph::BroadcastOp b) {
           // Right-aligned; a sequence of one position repeated is no sequence.
           const int64_t at = d + rankOf(b.getResult()) - rankOf(b.getX());

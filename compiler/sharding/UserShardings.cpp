@@ -168,14 +168,17 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     return false;
   }
 
-  // Megatron's sequence parallelism: every LayerNorm over [B, T, C] reads its input split along
-  // T (a user-priority constraint the residual stream inherits).
+  // Megatron's sequence parallelism: every norm over the features of [B, T, C] (LayerNorm,
+  // RMSNorm) reads its input split along T (a user-priority constraint the residual stream
+  // inherits).
   static LogicalResult splitSequence(func::FuncOp func, dist::MeshAttr mesh, StringRef axis) {
     if (!mesh || mesh.axisIndex(axis) < 0)
       return func.emitError("sequence parallelism needs a mesh axis '") << axis << "'";
     int64_t n = mesh.axisSize(axis);
-    SmallVector<graph::LayerNormOp> norms;
-    func.walk([&](graph::LayerNormOp op) { norms.push_back(op); });
+    SmallVector<OpOperand*> norms;  // each norm's input x
+    func.walk([&](Operation* op) {
+      if (isa<graph::LayerNormOp, graph::RmsNormOp>(op)) norms.push_back(&op->getOpOperand(0));
+    });
     Builder b(func.getContext());
     // The batch keeps its data-parallel split: a layout pinned without it would gather every
     // sequence-parallel region over the data-parallel replicas.
@@ -201,19 +204,20 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       if (withAxis) axes.push_back(b.getStringAttr(axis));
       return b.getArrayAttr(axes);
     };
-    for (graph::LayerNormOp op : norms) {
-      auto type = cast<RankedTensorType>(op.getX().getType());
+    for (OpOperand* x : norms) {
+      Operation* op = x->getOwner();
+      auto type = cast<RankedTensorType>(x->get().getType());
       if (type.getRank() != 3) continue;
       if (type.getDimSize(1) % (n * contextDevices) != 0)
-        return op.emitError("the sequence of ")
+        return op->emitError("the sequence of ")
                << type.getDimSize(1) << " positions does not divide over " << n * contextDevices
                << " devices (" << (context ? "cp and " : "") << axis << ")";
       SmallVector<Attribute> dims{batchAxes(type), sequenceAxes(true), b.getArrayAttr({})};
       auto sharding =
           dist::ShardingAttr::get(func.getContext(), b.getArrayAttr(dims), b.getArrayAttr({}));
       OpBuilder builder(op);
-      Value split = dist::ReshardOp::create(builder, op.getLoc(), op.getX(), sharding);
-      op.getXMutable().assign(split);
+      Value split = dist::ReshardOp::create(builder, op->getLoc(), x->get(), sharding);
+      x->set(split);
     }
     // The regions between: a column-parallel linear (weight split by rows) gives whole
     // sequences split by features; a row-parallel one (weight split by columns) hands its sum
@@ -248,8 +252,11 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
       }
       // The cast keeps the weight's split: left to propagation, the backward's input gradient
       // would gather the weight rather than the sequence-split gradient.
-      if (weightCast && !weightCast->hasAttr(dist::kShardingsAttr))
-        weightCast->setAttr(dist::kShardingsAttr, b.getArrayAttr({ws}));
+      // So does every cast of it: recomputation reads the weight through a copy of the cast.
+      if (weightCast)
+        for (Operation* user : weight.getUsers())
+          if (isa<graph::CastOp>(user) && !user->hasAttr(dist::kShardingsAttr))
+            user->setAttr(dist::kShardingsAttr, b.getArrayAttr({ws}));
       auto isAxis = [&](int64_t d) {
         return ws.dimAxes(d).size() == 1 && cast<StringAttr>(ws.dimAxes(d)[0]).getValue() == axis;
       };

@@ -5,10 +5,12 @@ load-balanced (2·cp chunks, rank i holding i and 2·cp−1−i), cp=2 with cont
 cp=2 composed with tensor parallelism (Megatron's, with and without sequence parallelism), a
 2-stage pipeline, ZeRO-1 and ZeRO-3 over dp, and full recomputation; in bf16 on cp=2 and dp=2 x
 cp=2 to the bound of partitioned bf16 plans; a Llama (rotary tables, grouped-query attention) on
-cp=2, cp=4 and cp=2 x tp=2; the same GPT reading .npy arrays instead of a token file; and a
+cp=2, cp=4, cp=2 x tp=2 and cp=2 x tp=2 with sequence parallelism (all-gather, and ring with full
+recomputation), its sequence-parallel plan holding every norm on T/(cp·tp) positions; the same GPT reading .npy arrays instead of a token file; and a
 checkpoint written on cp=2 resuming on cp=4 and on one device. Each rank reads only its
 positions of every window (the data loader), holds T/cp of every activation, and reaches the
 other ranks' keys as the layout's attention method says."""
+import json
 import os
 import sys
 import tempfile
@@ -85,6 +87,25 @@ def check_bf16(model, work, data, layouts=(("cp2", ["--mesh", "cp=2"], 2),
         assert err <= LOSS_TOLERANCE, (name, losses[name], losses["single"])
 
 
+def check_sequence_parallel_plan(llama, work):
+    """Sequence parallelism composes with context parallelism on RMSNorm blocks as on
+    LayerNorm's: on cp=2 x tp=2 with ring attention, full recomputation and bf16, every norm runs
+    on T/(cp·tp) positions (the residual stream split over both axes), and no weight is gathered
+    whole over tp (each linear keeps its split, recomputed or not)."""
+    plan = os.path.join(work, "llama-cp2-tp2-sp-plan.dtp")
+    run(tool("dtc"), "compile", llama, "-o", plan, "--batch", B, *OPTIM, "--mesh", "cp=2,tp=2",
+        "--sequence-parallel", "--cp-attention", "ring", "--recompute", "full", "--precision", "bf16")
+    steps = next(f for f in json.loads(run(tool("dtc"), "inspect", plan, "--json").stdout)["functions"]
+                 if f["name"] == "train_step")["steps"]
+    norms = {tuple(s["outputs"][0]["shape"]) for s in steps if "rms_norm" in s["op"]}
+    assert norms and all(shape[1] == T // 4 for shape in norms), norms
+    gathered = [(s["loc"], s["outputs"][0]["shape"]) for s in steps
+                if s["op"] == "all_gather" and len(s["outputs"][0]["shape"]) == 2
+                and s["outputs"][0]["dtype"] != "i64"]  # the token ids are gathered for the loss
+    assert not gathered, f"weights gathered whole: {gathered}"
+    print(f"llama cp2-tp2-sp ring: every norm on {T // 4} of {T} positions, no weight gathered")
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         model = os.path.join(work, "gpt.dtm")
@@ -98,8 +119,11 @@ def main():
         llama = os.path.join(work, "llama.dtm")
         run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", T, "--layers", L, "--heads", H,
             "--kv-heads", 2, "--embd", C, "--seed", 3, "-o", llama)
+        ring_sp = ["--mesh", "cp=2,tp=2", "--cp-attention", "ring", "--sequence-parallel"]
         compare("llama-ctx512", llama, work, B, OPTIM, data, STEPS, SEED,
-                [layouts()[0], layouts()[1], layouts()[4]])
+                [layouts()[0], layouts()[1], layouts()[4], layouts()[5],
+                 ("cp2-tp2-sp-ring-recompute", [*ring_sp, "--recompute", "full"], 4)])
+        check_sequence_parallel_plan(llama, work)
         # The loader's other source: whole windows as .npy rows, each rank reading its positions.
         arrays = os.path.join(work, "arrays")
         os.makedirs(arrays)
