@@ -4,9 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "exec/step.h"
-#include "ops/kernel_registry.h"
-
 namespace dtc {
 namespace {
 

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <string>
 
-#include "exec/executor.h"
 #include "train/training_log.h"
 
 namespace dtc {
