@@ -211,6 +211,8 @@ struct ContextParallelPass : public impl::ContextParallelBase<ContextParallelPas
   // Cross-entropy over logits reshaped [B, T, V] -> [B·T, V] (and labels [B, T] -> [B·T]) takes
   // them unmerged: with T split over cp (and B over dp), the merged rows are no block of the
   // whole and propagation would gather the logits; the loss does not care how its rows are laid.
+  // Whole (softmax_cross_entropy) or cut over a split vocabulary (cross_entropy_*), every op of
+  // the loss reads the unmerged values and its per-row results take the rows' shape [B, T].
   void unmergeLossRows(func::FuncOp func) {
     // `v`'s value before a reshape that merges its leading dimensions into rows, or null.
     auto unmerged = [](Value v, int64_t keepLast) -> Value {
@@ -222,41 +224,78 @@ struct ContextParallelPass : public impl::ContextParallelBase<ContextParallelPas
       if (keepLast && from.getShape().back() != to.getShape().back()) return nullptr;
       return reshape.getX();
     };
+    auto isLoss = [](Operation* op) {
+      return isa<graph::SoftmaxCrossEntropyOp, graph::SoftmaxCrossEntropyGradOp,
+                 graph::CrossEntropyRowMaxOp, graph::CrossEntropyPartsOp,
+                 graph::CrossEntropyCombineOp, graph::CrossEntropyPartsGradOp>(op);
+    };
+    // The merged values (logits, labels) the loss reads, and what each was merged from.
+    DenseMap<Value, Value> from;
     SmallVector<Operation*> losses;
     func.walk([&](Operation* op) {
-      if (isa<graph::SoftmaxCrossEntropyOp, graph::SoftmaxCrossEntropyGradOp>(op))
-        losses.push_back(op);
-    });
-    for (Operation* op : losses) {
-      const bool grad = isa<graph::SoftmaxCrossEntropyGradOp>(op);
-      Value logits = op->getOperand(grad ? 1 : 0), labels = op->getOperand(grad ? 2 : 1);
+      if (!isLoss(op)) return;
+      losses.push_back(op);
+      Value logits, labels;
+      if (auto ce = dyn_cast<graph::SoftmaxCrossEntropyOp>(op))
+        logits = ce.getLogits(), labels = ce.getLabels();
+      else if (auto grad = dyn_cast<graph::SoftmaxCrossEntropyGradOp>(op))
+        logits = grad.getLogits(), labels = grad.getLabels();
+      else if (auto parts = dyn_cast<graph::CrossEntropyPartsOp>(op))
+        logits = parts.getLogits(), labels = parts.getLabels();
+      else if (auto grad = dyn_cast<graph::CrossEntropyPartsGradOp>(op))
+        logits = grad.getLogits(), labels = grad.getLabels();
+      if (!logits) return;
       Value x = unmerged(logits, 1), y = unmerged(labels, 0);
       if (!x || !y ||
           cast<RankedTensorType>(y.getType()).getShape() !=
               cast<RankedTensorType>(x.getType()).getShape().drop_back())
+        return;
+      from[logits] = x;
+      from[labels] = y;
+    });
+    if (from.empty()) return;
+    // Every loss op reads the unmerged values, in program order, so that each per-row value is
+    // retyped before the ops that read it infer theirs.
+    for (Operation* op : losses) {
+      bool changed = false;
+      for (OpOperand& operand : op->getOpOperands())
+        if (Value x = from.lookup(operand.get())) operand.set(x), changed = true;
+      for (Value v : op->getOperands()) changed |= v.getDefiningOp() && isLoss(v.getDefiningOp());
+      if (!changed) continue;
+      SmallVector<Type> types;
+      auto infer = cast<InferTypeOpInterface>(op);
+      if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                        op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+                                        op->getRegions(), types)))
         continue;
-      op->setOperand(grad ? 1 : 0, x);
-      op->setOperand(grad ? 2 : 1, y);
-      for (Value merged : {logits, labels})
-        if (merged.use_empty()) merged.getDefiningOp()->erase();
-      if (!grad) continue;
-      // The gradient comes out [B, T, V]: readers that reshaped it back take it as it is.
-      Value dlogits = op->getResult(0);
-      Type merged = dlogits.getType();
-      dlogits.setType(x.getType());
-      OpBuilder b(op->getContext());
-      b.setInsertionPointAfter(op);
-      Value flat;
-      for (OpOperand& use : llvm::make_early_inc_range(dlogits.getUses())) {
-        auto back = dyn_cast<graph::ReshapeOp>(use.getOwner());
-        if (back && back.getResult().getType() == x.getType()) {
-          back.getResult().replaceAllUsesWith(dlogits);
-          back->erase();
-          continue;
-        }
-        if (!flat) flat = graph::ReshapeOp::create(b, op->getLoc(), merged, dlogits).getResult();
-        use.set(flat);
+      for (auto [result, type] : llvm::zip(op->getResults(), types)) {
+        Type merged = result.getType();
+        if (merged == type) continue;
+        result.setType(type);
+        keepMergedReaders(op, result, merged, isLoss);
       }
+    }
+    for (auto [merged, x] : from)
+      if (merged.use_empty()) merged.getDefiningOp()->erase();
+  }
+
+  // A loss result now unmerged (dlogits [B, T, V]): readers that reshaped it back take it as it
+  // is, other readers outside the loss read it merged again.
+  template <typename IsLoss>
+  static void keepMergedReaders(Operation* op, Value result, Type merged, IsLoss isLoss) {
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(op);
+    Value flat;
+    for (OpOperand& use : llvm::make_early_inc_range(result.getUses())) {
+      if (isLoss(use.getOwner())) continue;
+      auto back = dyn_cast<graph::ReshapeOp>(use.getOwner());
+      if (back && back.getResult().getType() == result.getType()) {
+        back.getResult().replaceAllUsesWith(result);
+        back->erase();
+        continue;
+      }
+      if (!flat) flat = graph::ReshapeOp::create(b, op->getLoc(), merged, result).getResult();
+      use.set(flat);
     }
   }
 

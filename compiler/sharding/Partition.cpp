@@ -131,9 +131,9 @@ class Partitioner {
     else if (isa<graph::EmbeddingGradOp>(op))
       vocab = rule.results[0][0];
     else if (isa<graph::CrossEntropyPartsOp>(op))
-      vocab = rule.operands[0][1];
+      vocab = rule.operands[0].back();
     else if (isa<graph::CrossEntropyPartsGradOp>(op))
-      vocab = rule.operands[1][1];
+      vocab = rule.operands[1].back();
     if (vocab >= 0 && !cast<ArrayAttr>(factors.axes[vocab]).empty()) {
       op->setAttr("vocab_axes", factors.axes[vocab]);
       if (auto grad = dyn_cast<graph::EmbeddingGradOp>(op))  // its rows: this device's block

@@ -143,6 +143,13 @@ OpShardingRule loss(Operation* op, unsigned first, bool classDim, bool isGrad,
   return b.take();
 }
 
+// The factors of logits [..., V]: the rows' and the class's.
+SmallVector<int> withClass(ArrayRef<int> rows, int classes) {
+  SmallVector<int> dims(rows);
+  dims.push_back(classes);
+  return dims;
+}
+
 OpShardingRule matmul(Operation* op, bool tA, bool tB, int64_t batchDims) {
   RuleBuilder b(op);
   SmallVector<int> batch = b.factors(batchDims);
@@ -502,30 +509,34 @@ FailureOr<OpShardingRule> getShardingRule(Operation* op) {
           })
           .Case<CrossEntropyRowMaxOp>([](CrossEntropyRowMaxOp o) {
             RuleBuilder b(o);
-            int r = b.factor(), v = b.factor();
-            b.operandDims(0, {r, v}).resultDims(0, {r}).maximised(0, v);
+            SmallVector<int> rows = b.factors(rankOf(o.getLogits()) - 1);
+            int v = b.factor();
+            b.operandDims(0, withClass(rows, v)).resultDims(0, rows).maximised(0, v);
             return b.take();
           })
           .Case<CrossEntropyPartsOp>([](CrossEntropyPartsOp o) {
             // Both results are sums over the vocabulary (the target is 0 off the label's block).
             RuleBuilder b(o);
-            int r = b.factor(), v = b.factor();
-            b.operandDims(0, {r, v}).operandDims(1, {r}).operandDims(2, {r});
-            b.resultDims(0, {r}).resultDims(1, {r});
+            SmallVector<int> rows = b.factors(rankOf(o.getLogits()) - 1);
+            int v = b.factor();
+            b.operandDims(0, withClass(rows, v)).operandDims(1, rows).operandDims(2, rows);
+            b.resultDims(0, rows).resultDims(1, rows);
             return b.take();
           })
           .Case<CrossEntropyCombineOp>([](CrossEntropyCombineOp o) {
             RuleBuilder b(o);
-            int r = b.factor();
-            b.operandDims(0, {r}).operandDims(1, {r}).operandDims(2, {r});
-            if (o.getLabels()) b.operandDims(3, {r});
+            SmallVector<int> rows = b.factors(rankOf(o.getRowMax()));
+            b.operandDims(0, rows).operandDims(1, rows).operandDims(2, rows);
+            if (o.getLabels()) b.operandDims(3, rows);
             return b.take();
           })
           .Case<CrossEntropyPartsGradOp>([](CrossEntropyPartsGradOp o) {
             RuleBuilder b(o);
-            int r = b.factor(), v = b.factor();
-            b.operandDims(1, {r, v}).operandDims(2, {r}).operandDims(3, {r}).operandDims(4, {r});
-            b.resultDims(0, {r, v});
+            SmallVector<int> rows = b.factors(rankOf(o.getLogits()) - 1);
+            int v = b.factor();
+            SmallVector<int> logits = withClass(rows, v);
+            b.operandDims(1, logits).operandDims(2, rows).operandDims(3, rows).operandDims(4, rows);
+            b.resultDims(0, logits);
             return b.take();
           })
           .Case<Conv2dOp>([](Conv2dOp o) {

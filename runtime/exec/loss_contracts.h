@@ -188,8 +188,9 @@ inline StatusOr<MseDims> checkMseGrad(const StepContext& ctx) {
   return MseDims{elements, divisor};
 }
 
-// ---- The cut cross-entropy (cross_entropy_*): logits [rows, classes] hold this device's block
-// of the classes, placed by `vocab_axes` (vocabularyBlock).
+// ---- The cut cross-entropy (cross_entropy_*): logits [..., classes] hold this device's block
+// of the classes, placed by `vocab_axes` (vocabularyBlock); every leading index is a row, and
+// per-row tensors are shaped as the leading dimensions.
 
 struct VocabCrossEntropyDims {
   int64_t rows = 0, classes = 0;
@@ -200,10 +201,17 @@ struct VocabCrossEntropyDims {
 
 inline Status vocabRows(const StepContext& ctx, const TensorView& logits,
                         std::initializer_list<const TensorView*> perRow) {
-  if (logits.shape.size() != 2) return invalid(ctx, "logits must be [rows, classes]");
+  if (logits.shape.size() < 2) return invalid(ctx, "logits must be [..., rows, classes]");
+  const Shape rows(logits.shape.begin(), logits.shape.end() - 1);
   for (const TensorView* t : perRow)
-    if (t->shape != Shape{logits.shape[0]}) return invalid(ctx, "per-row tensors must be [rows]");
+    if (t->shape != rows) return invalid(ctx, "per-row tensors must be shaped as logits' rows");
   return Status::Ok();
+}
+
+// The rows of logits [..., classes] and their classes.
+inline void vocabShape(const TensorView& logits, VocabCrossEntropyDims& d) {
+  d.classes = logits.shape.back();
+  d.rows = d.classes ? logits.numElements() / d.classes : 0;
 }
 
 // cross_entropy_row_max: logits -> the rows' maxima.
@@ -212,7 +220,7 @@ inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyRowMax(const StepContext
   const TensorView& logits = ctx.inputs[0];
   DTC_RETURN_IF_ERROR(vocabRows(ctx, logits, {&ctx.outputs[0]}));
   VocabCrossEntropyDims d;
-  d.rows = logits.shape[0], d.classes = logits.shape[1];
+  vocabShape(logits, d);
   return d;
 }
 
@@ -223,7 +231,7 @@ inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyParts(const StepContext&
   const TensorView &sumExp = ctx.outputs[0], &target = ctx.outputs[1];
   DTC_RETURN_IF_ERROR(vocabRows(ctx, logits, {&labels, &rowMax, &sumExp, &target}));
   VocabCrossEntropyDims d;
-  d.rows = logits.shape[0], d.classes = logits.shape[1];
+  vocabShape(logits, d);
   DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, d.classes));
   d.offset = block.first, d.total = block.second;
   d.ignored = ignoredLabel(ctx);
@@ -238,13 +246,14 @@ inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyCombine(const StepContex
   DTC_RETURN_IF_ERROR(ignores ? expect(ctx, 4, 1, {3}) : expect(ctx, 3, 1));
   const TensorView &m = ctx.inputs[0], &s = ctx.inputs[1], &t = ctx.inputs[2],
                    &loss = ctx.outputs[0];
-  if (m.shape.size() != 1 || s.shape != m.shape || t.shape != m.shape || loss.numElements() != 1)
-    return invalid(ctx, "needs three [rows] vectors and a scalar loss");
-  if (ignores && ctx.inputs[3].shape != m.shape) return invalid(ctx, "labels must be [rows]");
+  if (m.shape.empty() || s.shape != m.shape || t.shape != m.shape || loss.numElements() != 1)
+    return invalid(ctx, "needs three per-row tensors of one shape and a scalar loss");
+  if (ignores && ctx.inputs[3].shape != m.shape)
+    return invalid(ctx, "labels must be shaped as the rows");
   int64_t count = ctx.intAttr("count");
-  if (count < m.shape[0]) return invalid(ctx, "count is below the rows it averages");
+  if (count < m.numElements()) return invalid(ctx, "count is below the rows it averages");
   VocabCrossEntropyDims d;
-  d.rows = m.shape[0], d.count = count;
+  d.rows = m.numElements(), d.count = count;
   d.ignored = ignoredLabel(ctx);
   return d;
 }
@@ -258,9 +267,10 @@ inline StatusOr<VocabCrossEntropyDims> checkCrossEntropyPartsGrad(const StepCont
   DTC_RETURN_IF_ERROR(sameShape(ctx, logits, ctx.outputs[0]));
   if (dloss.numElements() != 1) return invalid(ctx, "dloss must be a scalar");
   int64_t count = ctx.intAttr("count");
-  if (count < logits.shape[0]) return invalid(ctx, "count is below the rows it averages");
   VocabCrossEntropyDims d;
-  d.rows = logits.shape[0], d.classes = logits.shape[1], d.count = count;
+  vocabShape(logits, d);
+  d.count = count;
+  if (count < d.rows) return invalid(ctx, "count is below the rows it averages");
   DTC_ASSIGN_OR_RETURN(auto block, vocabularyBlock(ctx, d.classes));
   d.offset = block.first, d.total = block.second;
   d.ignored = ignoredLabel(ctx);

@@ -91,7 +91,8 @@ def check_sequence_parallel_plan(llama, work):
     """Sequence parallelism composes with context parallelism on RMSNorm blocks as on
     LayerNorm's: on cp=2 x tp=2 with ring attention, full recomputation and bf16, every norm runs
     on T/(cp·tp) positions (the residual stream split over both axes), and no weight is gathered
-    whole over tp (each linear keeps its split, recomputed or not)."""
+    whole over tp (each linear keeps its split, recomputed or not); the loss reads the logits as
+    each rank holds them, [B, T/cp, V/tp] (no rank gathers a whole sequence's logits)."""
     plan = os.path.join(work, "llama-cp2-tp2-sp-plan.dtp")
     run(tool("dtc"), "compile", llama, "-o", plan, "--batch", B, *OPTIM, "--mesh", "cp=2,tp=2",
         "--sequence-parallel", "--cp-attention", "ring", "--recompute", "full", "--precision", "bf16")
@@ -103,7 +104,10 @@ def check_sequence_parallel_plan(llama, work):
                 if s["op"] == "all_gather" and len(s["outputs"][0]["shape"]) == 2
                 and s["outputs"][0]["dtype"] != "i64"]  # the token ids are gathered for the loss
     assert not gathered, f"weights gathered whole: {gathered}"
-    print(f"llama cp2-tp2-sp ring: every norm on {T // 4} of {T} positions, no weight gathered")
+    logits = {tuple(s["outputs"][0]["shape"]) for s in steps if s["op"] == "cross_entropy_parts_grad"}
+    assert logits == {(B, T // 2, V // 2)}, logits
+    print(f"llama cp2-tp2-sp ring: every norm on {T // 4} of {T} positions, no weight gathered, "
+          f"logits read as {logits.pop()}")
 
 
 def main():

@@ -1,4 +1,5 @@
-// Shape inference of the cut cross-entropy ops: rows R of [R, V] logits.
+// Shape inference of the cut cross-entropy ops: logits [..., V] hold a row per leading index
+// (rows [B·T] or [B, T]: the loss does not care how they are laid); per-row values are [...].
 #include "graph/IR/GraphOps.h"
 #include "graph/IR/TypeUtils.h"
 
@@ -9,12 +10,12 @@ namespace {
 
 LogicalResult checkRows(std::optional<Location> loc, Value logits, ValueRange perRow) {
   ArrayRef<int64_t> l = shapeOf(logits);
-  if (l.size() != 2)
-    return emitOptionalError(loc, "logits must be [rows, classes], got ", shapeString(l));
+  if (l.size() < 2)
+    return emitOptionalError(loc, "logits must be [..., rows, classes], got ", shapeString(l));
   for (Value v : perRow)
-    if (shapeOf(v) != ArrayRef<int64_t>{l[0]})
-      return emitOptionalError(loc, "per-row operands must be [", l[0], "], got ",
-                               shapeString(shapeOf(v)));
+    if (shapeOf(v) != l.drop_back())
+      return emitOptionalError(loc, "per-row operands must be ", shapeString(l.drop_back()),
+                               ", got ", shapeString(shapeOf(v)));
   return success();
 }
 
@@ -24,7 +25,7 @@ LogicalResult CrossEntropyRowMaxOp::inferReturnTypes(MLIRContext* ctx, std::opti
                                                      Adaptor adaptor,
                                                      SmallVectorImpl<Type>& types) {
   if (failed(checkRows(loc, adaptor.getLogits(), {}))) return failure();
-  types.push_back(f32Tensor(ctx, {shapeOf(adaptor.getLogits())[0]}));
+  types.push_back(f32Tensor(ctx, shapeOf(adaptor.getLogits()).drop_back()));
   return success();
 }
 
@@ -32,7 +33,7 @@ LogicalResult CrossEntropyPartsOp::inferReturnTypes(MLIRContext* ctx, std::optio
                                                     Adaptor adaptor, SmallVectorImpl<Type>& types) {
   if (failed(checkRows(loc, adaptor.getLogits(), {adaptor.getLabels(), adaptor.getRowMax()})))
     return failure();
-  types.append(2, f32Tensor(ctx, {shapeOf(adaptor.getLogits())[0]}));
+  types.append(2, f32Tensor(ctx, shapeOf(adaptor.getLogits()).drop_back()));
   return success();
 }
 
@@ -40,8 +41,10 @@ LogicalResult CrossEntropyCombineOp::inferReturnTypes(MLIRContext* ctx, std::opt
                                                       Adaptor adaptor,
                                                       SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> m = shapeOf(adaptor.getRowMax());
-  if (m.size() != 1 || shapeOf(adaptor.getSumExp()) != m || shapeOf(adaptor.getTarget()) != m)
-    return emitOptionalError(loc, "row_max, sum_exp and target must be equal [rows] vectors");
+  if (m.empty() || shapeOf(adaptor.getSumExp()) != m || shapeOf(adaptor.getTarget()) != m)
+    return emitOptionalError(loc, "row_max, sum_exp and target must have one equal shape of rows");
+  if (adaptor.getLabels() && shapeOf(adaptor.getLabels()) != m)
+    return emitOptionalError(loc, "labels must be shaped as the rows, ", shapeString(m));
   types.push_back(f32Tensor(ctx, {}));
   return success();
 }

@@ -1,11 +1,12 @@
 // Cross-entropy cut so that the class (vocabulary) dimension can stay split over devices:
-// no device ever holds a whole [rows, vocabulary] row. dtc-vocab-parallel rewrites
+// no device ever holds a whole [rows, vocabulary] row. Rows are every
+// index but the last (logits [..., V], per-row values [...]). dtc-vocab-parallel rewrites
 // softmax_cross_entropy (and its gradient) into these after autodiff; `vocab_axes`, set by the
 // partitioner, names the mesh axes splitting the vocabulary (a device's block starts at its
 // index over them times the local vocabulary). Included by GraphOps.td.
 
 def Graph_CrossEntropyRowMaxOp : Graph_Op<"cross_entropy_row_max", [Pure, InferTypeOpAdaptor]> {
-  let summary = "Per row, the largest logit: [R, V] gives [R]";
+  let summary = "Per row, the largest logit: [..., V] gives [...]";
   let arguments = (ins Graph_F32Tensor:$logits);
   let results = (outs Graph_F32Tensor:$row_max);
   let assemblyFormat = "$logits attr-dict `:` type($logits) `->` type($row_max)";
