@@ -46,8 +46,9 @@ bool fail(std::string* why, const std::string& text) {
 
 struct Analysis {
   LayerStack stack;
-  std::vector<int64_t> layerOfNode;  // -1 before the stack, layers() after it
-  std::vector<std::string> carried;  // the tensor each layer passes on
+  std::vector<int64_t> layerOfNode;         // -1 before the stack, layers() after it
+  std::vector<std::string> carried;         // the tensor each layer passes on
+  std::vector<std::set<std::string>> side;  // each layer's tensors read only after the stack
 };
 
 bool analyse(const model::Model& m, Analysis& a, std::string* why) {
@@ -111,12 +112,16 @@ bool analyse(const model::Model& m, Analysis& a, std::string* why) {
   for (int64_t l = 1; l < layers; ++l)
     if (layerText(l) != reference)
       return fail(why, "layer " + a.stack.layers[l] + " differs from " + first);
-  // Each layer reads one tensor of the layer before; what follows reads one of the last.
+  // Each layer reads one tensor of the layer before; what follows reads one of the last, and
+  // may read side outputs of any (a router's loss, summed into the training loss after the
+  // stack). The last layer's carried tensor is the one named as the others' are.
   std::map<std::string, int64_t> producer;
   for (uint32_t i = 0; i < nodes->size(); ++i)
     if (const auto* outs = nodes->Get(i)->outputs())
       for (const auto* out : *outs) producer[out->str()] = a.layerOfNode[i];
   a.carried.assign(layers, "");
+  a.side.assign(layers, {});
+  std::set<std::string> readAfter;  // the last layer's tensors read after the stack
   for (uint32_t i = 0; i < nodes->size(); ++i) {
     const int64_t reader = a.layerOfNode[i];
     if (reader < 0 || !nodes->Get(i)->inputs()) continue;
@@ -124,7 +129,11 @@ bool analyse(const model::Model& m, Analysis& a, std::string* why) {
       auto it = producer.find(in->str());
       if (it == producer.end() || it->second < 0 || it->second == reader) continue;
       const int64_t from = it->second;
-      if (from != reader - 1 && !(reader == layers && from == layers - 1))
+      if (reader == layers) {
+        (from == layers - 1 ? readAfter : a.side[from]).insert(in->str());
+        continue;
+      }
+      if (from != reader - 1)
         return fail(why, "node " + str(nodes->Get(i)->name()) + " reads " + in->str() +
                              " from a layer other than the one before it");
       if (!a.carried[from].empty() && a.carried[from] != in->str())
@@ -132,9 +141,24 @@ bool analyse(const model::Model& m, Analysis& a, std::string* why) {
       a.carried[from] = in->str();
     }
   }
-  for (int64_t l = 0; l < layers; ++l)
+  const std::string& last = a.stack.layers[layers - 1];
+  const std::string lastCarried =
+      last + a.carried[0].substr(std::min(a.carried[0].size(), a.stack.layers[0].size()));
+  if (readAfter.size() == 1)
+    a.carried[layers - 1] = *readAfter.begin();
+  else if (readAfter.count(lastCarried))
+    a.carried[layers - 1] = lastCarried;
+  else if (!readAfter.empty())
+    return fail(why, "layer " + last + " passes on more than one tensor");
+  readAfter.erase(a.carried[layers - 1]);
+  a.side[layers - 1] = readAfter;
+  for (int64_t l = 0; l < layers; ++l) {
     if (a.carried[l].empty())
       return fail(why, "nothing reads layer " + a.stack.layers[l] + "'s output");
+    if (a.side[l].count(a.carried[l]))
+      return fail(why, "what follows the stack reads layer " + a.stack.layers[l] + "'s output " +
+                           a.carried[l]);
+  }
   if (const auto* outs = m.graph()->outputs())
     for (const auto* out : *outs)
       if (auto it = producer.find(out->str());
@@ -153,11 +177,89 @@ flatbuffers::Offset<model::TensorInfo> copyInfo(Builder& b, const model::TensorI
 
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> strings(
     Builder& b, const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* list,
-    const std::string& from = "", const std::string& to = "") {
+    const std::map<std::string, std::string>* renames = nullptr) {
   std::vector<std::string> out;
   if (list)
-    for (const auto* s : *list) out.push_back(!from.empty() && s->str() == from ? to : s->str());
+    for (const auto* s : *list) {
+      auto it = renames ? renames->find(s->str()) : decltype(renames->end())();
+      out.push_back(renames && it != renames->end() ? it->second : s->str());
+    }
   return b.CreateVectorOfStrings(out);
+}
+
+// How the nodes after the stack read a cut to fewer layers: what the dropped layers' side
+// outputs fed is gone, and a sum of a dropped term and a kept value is the kept value, under
+// the sum's name (the training loss stays "loss").
+struct Renames {
+  std::set<uint32_t> droppedNodes;            // after the stack, reading only dropped terms
+  std::map<std::string, std::string> tensor;  // what a node after the stack reads instead
+  std::map<std::string, std::string> output;  // a kept value taking a folded sum's name
+  std::string of(const std::string& name) const {
+    auto it = tensor.find(name);
+    return it != tensor.end() ? it->second : name;
+  }
+};
+
+llvm::Expected<Renames> withoutDroppedSides(const ModelFile& file, const Analysis& a,
+                                            int64_t keep) {
+  const model::Graph& g = *file.model().graph();
+  std::set<std::string> dropped, parameters;
+  for (int64_t l = keep; l < a.stack.size(); ++l)
+    dropped.insert(a.side[l].begin(), a.side[l].end());
+  if (g.initializers())
+    for (const model::Initializer* init : *g.initializers())
+      parameters.insert(init->info()->name()->str());
+  Renames r;
+  std::map<std::string, std::string> folded;  // a folded sum's output -> the value it passes on
+  std::vector<std::string> foldOrder;         // the folded sums' outputs in node order
+  std::map<std::string, uint32_t> madeAfter;  // outputs of kept nodes after the stack
+  auto resolve = [&](std::string name) {
+    for (auto it = folded.find(name); it != folded.end(); it = folded.find(name)) name = it->second;
+    return name;
+  };
+  for (uint32_t i = 0; i < g.nodes()->size(); ++i) {
+    if (a.layerOfNode[i] != a.stack.size()) continue;
+    const model::Node& n = *g.nodes()->Get(i);
+    std::vector<std::string> kept;
+    size_t droppedInputs = 0;
+    if (n.inputs())
+      for (const auto* in : *n.inputs()) {
+        const std::string name = resolve(in->str());
+        if (dropped.count(name))
+          ++droppedInputs;
+        else if (!parameters.count(name))
+          kept.push_back(name);
+      }
+    const std::string out = n.outputs() && n.outputs()->size() ? n.outputs()->Get(0)->str() : "";
+    if (droppedInputs == 0) {
+      if (n.outputs())
+        for (const auto* o : *n.outputs()) madeAfter[o->str()] = i;
+      continue;
+    }
+    r.droppedNodes.insert(i);
+    if (kept.empty()) {
+      if (n.outputs())
+        for (const auto* o : *n.outputs()) dropped.insert(o->str());
+    } else if (n.op_type()->str() == "Add" && kept.size() == 1 && n.outputs()->size() == 1) {
+      folded[out] = kept[0];
+      foldOrder.push_back(out);
+    } else {
+      return llvm::createStringError(
+          "%s: node %s mixes a dropped layer's output with others; only sums of them can be cut",
+          file.name().c_str(), str(n.name()).c_str());
+    }
+  }
+  // Each kept value a folded chain passes on takes the name of the chain's last sum, where a
+  // kept node after the stack makes it; readers of any sum of the chain read it.
+  std::map<std::string, std::string> lastName;  // kept value -> its chain's last sum
+  for (const std::string& name : foldOrder) lastName[resolve(name)] = name;
+  for (const auto& [value, name] : lastName)
+    if (madeAfter.count(value)) r.output[value] = r.tensor[value] = name;
+  for (const std::string& name : foldOrder) {
+    const std::string value = resolve(name);
+    r.tensor[name] = madeAfter.count(value) ? lastName[value] : value;
+  }
+  return r;
 }
 
 }  // namespace
@@ -194,12 +296,16 @@ llvm::Expected<ModelFile> keepLayers(const ModelFile& file, const LayerStack& st
                                    static_cast<long long>(stack.size()));
   const std::string from = a.carried[stack.size() - 1], to = a.carried[keep - 1];
   const model::Graph& g = *m.graph();
+  llvm::Expected<Renames> renames = withoutDroppedSides(file, a, keep);
+  if (!renames) return renames.takeError();
+  Renames names = std::move(*renames);
+  names.tensor[from] = to;
   Builder b;
   std::vector<flatbuffers::Offset<model::Node>> nodes;
   std::set<std::string> read;
   for (uint32_t i = 0; i < g.nodes()->size(); ++i) {
     const int64_t layer = a.layerOfNode[i];
-    if (layer >= keep && layer < stack.size()) continue;
+    if ((layer >= keep && layer < stack.size()) || names.droppedNodes.count(i)) continue;
     const model::Node& n = *g.nodes()->Get(i);
     if (n.inputs())
       for (const auto* in : *n.inputs()) read.insert(in->str());
@@ -217,8 +323,8 @@ llvm::Expected<ModelFile> keepLayers(const ModelFile& file, const LayerStack& st
       }
     auto name = n.name() ? b.CreateString(n.name()->str()) : 0;
     auto op = b.CreateString(n.op_type()->str());
-    auto ins = strings(b, n.inputs(), layer == stack.size() ? from : "", to);
-    auto outs = strings(b, n.outputs());
+    auto ins = strings(b, n.inputs(), layer == stack.size() ? &names.tensor : nullptr);
+    auto outs = strings(b, n.outputs(), &names.output);
     nodes.push_back(model::CreateNode(b, name, op, ins, outs, b.CreateVector(attrs)));
   }
   std::vector<flatbuffers::Offset<model::Initializer>> inits;
@@ -243,10 +349,10 @@ llvm::Expected<ModelFile> keepLayers(const ModelFile& file, const LayerStack& st
   if (g.inputs())
     for (const model::TensorInfo* t : *g.inputs()) inputs.push_back(copyInfo(b, *t));
   auto rename = [&](const flatbuffers::String* s) {
-    return s ? b.CreateString(s->str() == from ? to : s->str()) : 0;
+    return s ? b.CreateString(names.of(s->str())) : 0;
   };
   auto graph = model::CreateGraph(b, g.name() ? b.CreateString(g.name()->str()) : 0,
-                                  b.CreateVector(inputs), strings(b, g.outputs(), from, to),
+                                  b.CreateVector(inputs), strings(b, g.outputs(), &names.tensor),
                                   b.CreateVector(inits), b.CreateVector(nodes), rename(g.loss()),
                                   rename(g.predictions()), rename(g.targets()));
   auto root = model::CreateModel(b, m.version(),

@@ -133,7 +133,7 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
   }
   b.node("transformer.wpe", "Add", {"tok_emb", positions}, {"x0"});
   std::string x = dropout(b, "transformer.drop", "x0", o.embdDropout);
-  std::vector<std::string> routerLosses;  // the MoE layers, whose losses join the training loss
+  std::vector<std::string> routerLosses;  // the MoE layers' terms of the training loss
   for (int64_t l = 0; l < o.layers; ++l) {
     std::string p = "transformer.h." + std::to_string(l), a = p + ".attn", m = p + ".mlp";
     layerNorm(p + ".ln_1");
@@ -185,7 +185,7 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
           {Attr::integer("top_k", o.moe.topK), Attr::real("capacity_factor", o.moe.capacityFactor),
            Attr::integer("normalize", o.moe.normalize), Attr::text("activation", "gelu_tanh"),
            Attr::text("score", o.moe.score)});
-      routerLosses.push_back(m);
+      routerLossTerms(b, o.moe, m, routerLosses);
     } else {
       project(m + ".c_fc", p + ".ln_2.out", m + ".fc");
       activation(b, o.activation, m + ".act", m + ".fc", m + ".act");
@@ -202,7 +202,7 @@ std::vector<uint8_t> buildGpt(const GptOptions& o) {
   if (!o.tieEmbeddings) b.normalParameter("lm_head.weight", {o.vocab, C}, 0.0, std, o.seed);
   b.node("lm_head", "Linear", {"xf", o.tieEmbeddings ? "transformer.wte.weight" : "lm_head.weight"},
          {"logits"});
-  trainingLoss(b, o.moe, routerLosses);
+  trainingLoss(b, routerLosses);
   b.setOutputs({"loss", "logits"}, "loss", "", "targets");
   if (!o.hf.config.empty()) {
     b.setHfConfig(o.hf.config);

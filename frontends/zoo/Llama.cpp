@@ -166,7 +166,7 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
   b.node("model.embed_tokens", "Embedding", {"idx", "model.embed_tokens.weight"}, {"h0"},
          embedding);
   std::string x = "h0";
-  std::vector<std::string> routerLosses;  // the MoE layers, whose losses join the training loss
+  std::vector<std::string> routerLosses;  // the MoE layers' terms of the training loss
   for (int64_t l = 0; l < o.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l), a = p + ".self_attn", m = p + ".mlp";
     linear(a + ".q_proj", H * D, C, o.qkvBias);
@@ -222,7 +222,7 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
           {Attr::integer("top_k", o.moe.topK), Attr::real("capacity_factor", o.moe.capacityFactor),
            Attr::integer("normalize", o.moe.normalize), Attr::text("activation", "swiglu"),
            Attr::text("score", o.moe.score)});
-      routerLosses.push_back(sparse);
+      routerLossTerms(b, o.moe, sparse, routerLosses);
       mlpOut = sparse + ".out";
     } else {
       project(m + ".gate_proj", p + ".mlp_in", m + ".gate", o.mlpBias);
@@ -237,7 +237,7 @@ std::vector<uint8_t> buildLlama(const LlamaOptions& o) {
   const std::string head = o.tieEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   if (!o.tieEmbeddings) linear("lm_head", o.vocab, C);
   b.node("lm_head", "Linear", {"hf", head}, {"logits"});
-  trainingLoss(b, o.moe, routerLosses);
+  trainingLoss(b, routerLosses);
   b.setOutputs({"loss", "logits"}, "loss", "", "targets");
   // A mixture whose routing transformers' Mixtral does not compute (drops, sigmoid scores, dense
   // blocks between) has no config of it.

@@ -30,25 +30,27 @@ std::string validateMoe(const MoeOptions& m) {
   return "";
 }
 
-void trainingLoss(ModelBuilder& b, const MoeOptions& o, const std::vector<std::string>& layers) {
-  if (layers.empty()) {
+void routerLossTerms(ModelBuilder& b, const MoeOptions& o, const std::string& moe,
+                     std::vector<std::string>& terms) {
+  for (auto [term, weight] :
+       {std::pair{moe + ".aux_loss", o.auxWeight}, std::pair{moe + ".z_loss", o.zWeight}}) {
+    if (weight == 0) continue;
+    b.node(term + ".weighted", "Scale", {term}, {term + ".weighted"},
+           {Attr::real("factor", weight)});
+    terms.push_back(term + ".weighted");
+  }
+}
+
+void trainingLoss(ModelBuilder& b, const std::vector<std::string>& terms) {
+  if (terms.empty()) {
     b.node("loss", "SoftmaxCrossEntropy", {"logits", "targets"}, {"loss"});
     return;
   }
   b.node("cross_entropy", "SoftmaxCrossEntropy", {"logits", "targets"}, {"cross_entropy"});
-  std::vector<std::string> terms{"cross_entropy"};
-  for (const std::string& m : layers)
-    for (auto [term, weight] :
-         {std::pair{m + ".aux_loss", o.auxWeight}, std::pair{m + ".z_loss", o.zWeight}}) {
-      if (weight == 0) continue;
-      b.node(term + ".weighted", "Scale", {term}, {term + ".weighted"},
-             {Attr::real("factor", weight)});
-      terms.push_back(term + ".weighted");
-    }
-  if (terms.size() == 1) b.node("loss", "Scale", {terms[0]}, {"loss"}, {Attr::real("factor", 1.0)});
-  std::string total = terms[0];
-  for (size_t i = 1; i < terms.size(); ++i) {
-    const std::string sum = i + 1 == terms.size() ? "loss" : terms[i] + ".total";
+  // The partial sums' names have no all-digit component: they are no layer's nodes.
+  std::string total = "cross_entropy";
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::string sum = i + 1 == terms.size() ? "loss" : "loss_terms_" + std::to_string(i + 1);
     b.node(sum, "Add", {total, terms[i]}, {sum});
     total = sum;
   }
