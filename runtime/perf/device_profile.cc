@@ -164,6 +164,8 @@ double DeviceProfile::qkvAttentionFlopsPerSecond(bool grad, DType dtype, double 
 }
 
 double DeviceProfile::peakFlopsPerSecond(DType dtype) const {
+  for (const auto& [t, flops] : this->peak)
+    if (t == dtype) return flops;
   double peak = 0;
   for (const auto& [t, points] : gemm)
     if (t == dtype)
@@ -200,6 +202,11 @@ io::Json DeviceProfile::toJson() const {
   if (!qkvAttention.empty()) j.set("qkv_attention_flops_per_s", curvesJson(qkvAttention));
   if (!qkvAttentionGrad.empty())
     j.set("qkv_attention_grad_flops_per_s", curvesJson(qkvAttentionGrad));
+  if (!peak.empty()) {
+    io::Json e = io::Json::object();
+    for (const auto& [t, flops] : peak) e.set(typeName(t), flops);
+    j.set("peak_flops_per_s", e);
+  }
   j.set("memory_bytes_per_s", memoryBytesPerSecond);
   j.set("kernel_s", kernelSeconds);
   if (!elementSeconds.empty()) {
@@ -255,6 +262,26 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   }
   if (const io::Json* a = j.find("attention_grad_flops_per_s")) {
     DTC_ASSIGN_OR_RETURN(p.attentionGrad, curvesFrom(*a, "attention_grad_flops_per_s", origin));
+  }
+  if (const io::Json* e = j.find("peak_flops_per_s")) {
+    if (!e->isObject()) return bad(origin, "'peak_flops_per_s' must map element types to FLOP/s");
+    for (const auto& [key, v] : e->members()) {
+      DType t;
+      if (!parseType(key, t))
+        return bad(origin, "unknown element type '" + key + "' in 'peak_flops_per_s'");
+      if (!v.isNumber() || !(v.asDouble() > 0) || !std::isfinite(v.asDouble()))
+        return bad(origin, "peak_flops_per_s '" + key + "' must be a positive number");
+      p.peak.push_back({t, v.asDouble()});
+    }
+    // No kernel runs above the peak, or a plan's utilisation could pass 100%.
+    for (const auto& [t, flops] : p.peak)
+      for (const auto* curves :
+           {&p.gemm, &p.attention, &p.attentionGrad, &p.qkvAttention, &p.qkvAttentionGrad})
+        for (const auto& [type, points] : *curves)
+          for (const auto& point : points)
+            if (type == t && point.second > flops)
+              return bad(origin, std::string("peak_flops_per_s '") + typeName(t) +
+                                     "' is below a curve's rate of that type");
   }
   DTC_ASSIGN_OR_RETURN(p.memoryBytesPerSecond, positive(j, "memory_bytes_per_s", origin));
   DTC_ASSIGN_OR_RETURN(p.kernelSeconds, positive(j, "kernel_s", origin, true));

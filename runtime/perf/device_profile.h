@@ -49,6 +49,10 @@ struct DeviceProfile {
   // over whole sequences and is priced so); empty: as `attention`.
   std::vector<std::pair<DType, std::vector<std::pair<double, double>>>> qkvAttention,
       qkvAttentionGrad;
+  // The published peak FLOP/s by element type (a datasheet's dense tensor-core figure), which
+  // model FLOPs utilisation is reckoned against as papers reckon it; where a type has none, the
+  // curve's highest point (what a measured profile's device reached) stands for it.
+  std::vector<std::pair<DType, double>> peak;
   double memoryBytesPerSecond = 0;  // sustained, for element-wise and other memory-bound kernels
   double kernelSeconds = 0;         // the fixed cost of one kernel call (launch, dispatch)
   // Kernels whose arithmetic, not their bytes, can bound them (a CPU's erf, exp, softmax rows):
@@ -61,7 +65,7 @@ struct DeviceProfile {
 
   // FLOP/s of a GEMM of `flops` in `dtype` (the closest type measured when it is absent).
   double gemmFlopsPerSecond(DType dtype, double flops) const;
-  // The peak: the highest throughput listed for `dtype`.
+  // The peak: the published one for `dtype`, else the highest throughput listed for it.
   double peakFlopsPerSecond(DType dtype) const;
   // FLOP/s of causal attention (its backward when `grad`) of `flops` in `dtype` at head dimension
   // `headDim`; 0 when the profile has no attention curve for that type.
