@@ -180,7 +180,7 @@ LogicalResult compileModel(MLIRContext& ctx, const ModelFile& model, const Compi
     llvm::outs() << "\n";
     (*module)->removeAttr(dist::kZeroWholeAttr);
   }
-  return writePlan(*module, &model, plan);
+  return writePlan(*module, &model, plan, /*values=*/!options.trial);
 }
 
 }  // namespace dtc

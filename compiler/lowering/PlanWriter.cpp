@@ -34,7 +34,8 @@ plan::DType planDType(Type t) {
 
 class PlanWriter {
  public:
-  PlanWriter(ModuleOp module, const ModelFile* model) : module_(module), model_(model) {}
+  PlanWriter(ModuleOp module, const ModelFile* model, bool values)
+      : module_(module), model_(model), values_(values) {}
 
   LogicalResult run(std::vector<uint8_t>& out);
 
@@ -54,6 +55,7 @@ class PlanWriter {
 
   ModuleOp module_;
   const ModelFile* model_;
+  bool values_;  // false: stored initial values left out (a plan compiled to be measured)
   flatbuffers::FlatBufferBuilder fbb_{1 << 20};
   std::vector<uint8_t> constants_;
 };
@@ -203,7 +205,9 @@ LogicalResult PlanWriter::writeState(func::FuncOp trainStep, DictionaryAttr layo
                  << type.getNumElements();
         values = init->float_data()->data();
       }
-      if (values) {
+      if (values && !values_) {
+        kind = plan::InitKind::zeros;
+      } else if (values) {
         kind = plan::InitKind::data;
         dataOffset = alignTo(constants_.size());
         dataBytes = bytes;
@@ -425,8 +429,9 @@ LogicalResult PlanWriter::run(std::vector<uint8_t>& out) {
 
 }  // namespace
 
-LogicalResult writePlan(ModuleOp module, const ModelFile* model, std::vector<uint8_t>& out) {
-  return PlanWriter(module, model).run(out);
+LogicalResult writePlan(ModuleOp module, const ModelFile* model, std::vector<uint8_t>& out,
+                        bool values) {
+  return PlanWriter(module, model, values).run(out);
 }
 
 }  // namespace dtc

@@ -1,6 +1,7 @@
 #include "planner/CompileRequest.h"
 
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -365,10 +366,16 @@ void describeTraining(const ModelFile& model) {
 StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
   CompileOptions options = request.options;
   std::string built;
-  llvm::Expected<ModelFile> model =
-      request.loaded ? llvm::Expected<ModelFile>(*request.loaded)
-                     : readModelSource(request.model, request.onnx, request.folder, &built);
-  if (!model) return Status::InvalidInput(llvm::toString(model.takeError()));
+  // Explore's copies are compiled in place: copying one would copy its initializers' data.
+  std::optional<ModelFile> read;
+  const ModelFile* model = request.loaded.get();
+  if (!model) {
+    llvm::Expected<ModelFile> file =
+        readModelSource(request.model, request.onnx, request.folder, &built);
+    if (!file) return Status::InvalidInput(llvm::toString(file.takeError()));
+    read.emplace(std::move(*file));
+    model = &*read;
+  }
   // An ONNX export does not say which of its tensors are parameters: say what will train, and
   // what else its translation decided. A folder's model: what its config built, and the window
   // it trains on.
