@@ -361,6 +361,19 @@ def Partition : Pass<"dtc-partition", "mlir::ModuleOp"> {
   let dependentDialects = ["::dtc::dist::DistDialect"];
 }
 
+def MergeCollectives : Pass<"dtc-merge-collectives", "mlir::ModuleOp"> {
+  let summary = "One collective where several move the same value the same way";
+  let description = [{
+    Collectives with the same operands, attributes and result types in one block compute the
+    same value: the later ones read the first's result and are erased. Every rank compiles the
+    same program, so the ranks' sequences of collectives still match. They arise where the
+    partitioner resharded distinct values that later passes made one: mixed precision's casts of
+    a norm's output, one per projection reading it, folded into the norm (dtc-fold-casts), left
+    a Llama block's q, k and v (and gate and up) each gathering the same sequence-parallel
+    activation.
+  }];
+}
+
 def RecomputeGathers : Pass<"dtc-recompute-gathers", "mlir::ModuleOp"> {
   let summary = "The backward gathers an activation again instead of keeping the gathered copy";
   let description = [{

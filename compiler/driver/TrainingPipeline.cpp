@@ -241,6 +241,7 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   if (options.clipGradNorm.value > 0 || options.reportGradNorm)
     pm.addPass(createClipGradNorm(ClipGradNormOptions{options.clipGradNorm.value}));
   if (options.precision != "fp32" && options.foldCasts) pm.addPass(createFoldCasts());
+  if (!options.mesh.empty()) pm.addPass(createMergeCollectives());
   // Attention on the fused projection is a layout fold like the casts': exact, and off with them
   // only to compare.
   pm.addPass(createLowerToKernels(LowerToKernelsOptions{options.fuseEpilogues, options.foldCasts,

@@ -298,11 +298,32 @@ class Partitioner {
   DenseMap<Value, Operation*> lastInserted_;
 };
 
+// Whether `v`, read once, is a 16-bit projection's output widened to f32 (a cast of a linear or
+// linear_grad_input), or a sum of such in f32 (the input gradient of projections reading one
+// activation: q, k and v; gate and up); `low` is their type.
+bool widenedProjections(Value v, Type& low) {
+  if (!v.hasOneUse() || !graph::elementOf(v).isF32()) return false;
+  if (auto widen = v.getDefiningOp<graph::CastOp>()) {
+    Value narrow = widen->getOperand(0);
+    if (!isa_and_nonnull<graph::LinearOp, graph::LinearGradInputOp>(narrow.getDefiningOp()))
+      return false;
+    Type t = graph::elementOf(narrow);
+    if (!graph::is16BitFloat(t) || (low && t != low)) return false;
+    low = t;
+    return true;
+  }
+  auto add = v.getDefiningOp<graph::AddOp>();
+  return add && widenedProjections(add->getOperand(0), low) &&
+         widenedProjections(add->getOperand(1), low);
+}
+
 // A projection's partial result in half precision is summed before it widens to f32: the
 // collective moves to the cast's operand and the cast to its result. Half the bytes on the wire,
 // as Megatron-LM reduces its activations and their gradients (each rank's share was rounded to
-// that type already). Only the outputs of projections (linear, linear_grad_input): weight
-// gradients keep their f32 sums.
+// that type already). A sum of several projections' partials (the input gradient of q, k and
+// v) is added in f32 and rounded to their type once before the collective, as a fused
+// projection's output would be. Only the outputs of projections (linear, linear_grad_input):
+// weight gradients keep their f32 sums.
 void sumBeforeWidening(func::FuncOp func) {
   SmallVector<Operation*> collectives;
   func.walk([&](Operation* op) {
@@ -312,14 +333,16 @@ void sumBeforeWidening(func::FuncOp func) {
       collectives.push_back(op);
   });
   for (Operation* op : collectives) {
-    auto widen = op->getOperand(0).getDefiningOp<graph::CastOp>();
-    if (!widen || !widen->hasOneUse()) continue;
-    Value narrow = widen->getOperand(0);
-    if (!isa_and_nonnull<graph::LinearOp, graph::LinearGradInputOp>(narrow.getDefiningOp()))
-      continue;
-    Type low = graph::elementOf(narrow);
-    if (!graph::is16BitFloat(low) || !graph::elementOf(widen.getResult()).isF32()) continue;
+    Value operand = op->getOperand(0);
+    Type low;
+    if (!widenedProjections(operand, low)) continue;
     OpBuilder b(op);
+    auto widen = operand.getDefiningOp<graph::CastOp>();
+    Value narrow =
+        widen ? widen->getOperand(0)
+              : graph::CastOp::create(b, op->getLoc(),
+                                      cast<RankedTensorType>(operand.getType()).clone(low), operand)
+                    .getResult();
     auto result = cast<RankedTensorType>(op->getResult(0).getType());
     Operation* sum;
     if (auto all = dyn_cast<dist::AllReduceOp>(op))
@@ -329,10 +352,10 @@ void sumBeforeWidening(func::FuncOp func) {
       sum = dist::ReduceScatterOp::create(b, op->getLoc(), result.clone(low), narrow,
                                           cast<dist::ReduceScatterOp>(op).getAxes(),
                                           cast<dist::ReduceScatterOp>(op).getDim());
-    auto wide = graph::CastOp::create(b, widen->getLoc(), result, sum->getResult(0));
+    auto wide = graph::CastOp::create(b, op->getLoc(), result, sum->getResult(0));
     op->getResult(0).replaceAllUsesWith(wide.getResult());
     op->erase();
-    widen->erase();
+    if (widen) widen->erase();
   }
 }
 

@@ -146,6 +146,17 @@ class Propagator {
     };
     for (auto [i, v] : llvm::enumerate(op->getOperands())) weigh(v, rule.operands[i]);
     for (auto [i, v] : llvm::enumerate(op->getResults())) weigh(v, rule.results[i]);
+    // A factor no result carries (a contraction's) leaves the results partial when it goes
+    // first: their sum over its axes is what that choice costs (a weight gradient split by
+    // tokens is reduced whole, where splitting it by the weight's rows needs its input gathered).
+    for (int f = 0; f < rule.numFactors; ++f) {
+      if (!laidOut[f]) continue;
+      bool carried = false;
+      for (const SmallVector<int>& dims : rule.results) carried |= llvm::is_contained(dims, f);
+      if (carried) continue;
+      for (Value r : op->getResults())
+        laidOut[f] -= cast<RankedTensorType>(r.getType()).getNumElements();
+    }
     SmallVector<int> order(rule.numFactors);
     std::iota(order.begin(), order.end(), 0);
     llvm::stable_sort(order, [&](int a, int b) {
