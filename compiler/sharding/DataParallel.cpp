@@ -116,11 +116,21 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
                 func.getArgAttrOfType<dist::ShardingAttr>(arg.getArgNumber(), dist::kShardingAttr))
           annotatedParams[param.getValue()] = s;
     FunctionAttrEdits edits(func);
+    // The axes the first data input's batch is split over: dp's, or what split it before
+    // (expert parallelism's dp x ep). Per-sample outputs follow it.
+    ArrayAttr batchAxes;
+    auto noteBatch = [&](unsigned i, dist::ShardingAttr s) {
+      if (batchAxes || !func.getArgAttr(i, attr::kData)) return;
+      int64_t dim = 0;
+      if (auto bd = func.getArgAttrOfType<IntegerAttr>(i, attr::kBatchDim)) dim = bd.getInt();
+      if (dim < static_cast<int64_t>(s.getDims().size())) batchAxes = s.dimAxes(dim);
+    };
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto type = cast<RankedTensorType>(arg.getType());
       auto user = func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr);
       if (user) {
+        noteBatch(i, user);
         // The user's choice stands; ZeRO adds dp to optimizer state.
         if (zero >= 1 && func.getArgAttr(i, attr::kState))
           edits.setArgAttr(i, dist::kShardingAttr, addDp(b, mesh, type, user));
@@ -138,6 +148,7 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
                  << type.getDimSize(dim) << " samples (input '" << data.getValue()
                  << "') does not divide over " << replicas << " data-parallel devices";
         s = splitDim(b, type.getRank(), dim);
+        noteBatch(i, s);
       } else if (auto state = func.getArgAttrOfType<StringAttr>(i, attr::kState)) {
         // With other axes, the state of a parameter nobody annotated stays to propagation:
         // splitting it over dp here would pull its parameter's layout (and its readers, e.g.
@@ -167,11 +178,16 @@ struct DataParallelPass : public impl::DataParallelBase<DataParallelPass> {
       else if (type.getRank() == 0)  // losses and metrics: every device gets the value
         edits.setResultAttr(i, dist::kShardingAttr,
                             dist::ShardingAttr::replicated(b.getContext(), 0));
-      else if (func.getResultAttr(i, attr::kOutput) &&
-               type.getDimSize(0) % (dp * std::max<int64_t>(1, replicate)) == 0)
+      else if (func.getResultAttr(i, attr::kOutput) && batchAxes && !batchAxes.empty() &&
+               type.getDimSize(0) % mesh.groupSize(batchAxes) == 0) {
         // Per-sample outputs (logits) come out as the inputs go in: each rank its own samples,
         // whole otherwise (dtrun scores them against its slice of the targets).
-        edits.setResultAttr(i, dist::kShardingAttr, splitDim(b, type.getRank(), 0));
+        SmallVector<Attribute> dims(type.getRank(), b.getArrayAttr({}));
+        dims[0] = batchAxes;
+        edits.setResultAttr(
+            i, dist::kShardingAttr,
+            dist::ShardingAttr::get(b.getContext(), b.getArrayAttr(dims), b.getArrayAttr({})));
+      }
     }
     edits.apply();
     if (zero >= 2) shardUpdates(func, b, mesh, paramSharding);
