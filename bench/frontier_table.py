@@ -16,7 +16,17 @@ model's FLOPs over the step, against the profile's bf16 peak, 989 teraFLOP/s).
 Goals: each published layout feasible within 80 GB and predicted within 15% of its published
 MFU; explore's pick within 15% of it or faster. Megatron-LM's rows that held before (175B and 1T
 of bench/megatron_table.py) are printed after, unless --no-megatron.
-Usage: frontier_table.py DTC [ROW ...] [--no-megatron]   (rows: 8k 16k long; default all)"""
+
+Row moe: mixture of experts at DeepSeek-V3's scale (DeepSeek-V3 Technical Report, 2024: 61
+layers, width 7168, 256 routed experts top-8 of width 2048, 128 heads, trained over 2,048 H800s
+with pp=16 and ep=64 across 8 nodes, 180K GPU-hours per trillion tokens, about 1,543 tokens/s a
+GPU), on a stand-in dtc builds: `dtc zoo llama --experts 256 --top-k 8 --router-score sigmoid`
+with plain multi-head attention (no multi-head latent attention, shared expert, dense first
+layers or multi-token prediction), bf16 (no FP8), capacity-based dispatch (no node-limited
+routing), batch 15,360 sequences of 4096, the paper's layout given with --try (pp=16, dp=2, ep=64,
+120 micro-batches, ZeRO-1, full recomputation), estimated on h100-80g (not an H800). Its tokens/s
+a GPU is printed beside the paper's; no goal is set on it.
+Usage: frontier_table.py DTC [ROW ...] [--no-megatron]   (rows: 8k 16k long moe; default all)"""
 import json
 import os
 import subprocess
@@ -34,6 +44,48 @@ ROWS = [
 ]
 
 
+MOE = ("moe", 2048, 4096, 15360, 1543.0,
+       "--mesh pp=16,dp=2,ep=64 --microbatches 120 --zero 1 --recompute full")
+
+
+def moe_row(dtc, work):
+    name, gpus, ctx, batch, paper, layout = MOE
+    model = os.path.join(work, "deepseek-v3-like.dtm")
+    subprocess.run([dtc, "zoo", "llama", "--vocab", "129280", "--ctx", str(ctx), "--layers", "61",
+                    "--heads", "128", "--kv-heads", "128", "--embd", "7168", "--ffn", "2048",
+                    "--experts", "256", "--top-k", "8", "--router-score", "sigmoid", "--seed", "0",
+                    "-o", model], check=True, capture_output=True)
+    start = time.time()
+    out = subprocess.run([dtc, "explore", model, "--devices", str(gpus), "--batch", str(batch),
+                          "--profile", "h100-80g", "--gpus-per-node", "8", "--precision", "bf16",
+                          "--optimizer", "adamw", "--estimate", "--json", "--try", layout],
+                         capture_output=True, text=True)
+    seconds = time.time() - start
+    if out.returncode:
+        sys.exit(f"{name}: dtc explore failed: {out.stderr.strip()}")
+    result = json.loads(out.stdout)
+    print("\nDeepSeek-V3-like MoE (stand-in: see the docstring) over 2,048 GPUs, h100-80g; "
+          "tokens/s a GPU")
+    print(f"{'row':>5s} {'GPUs':>6s} {'paper':>6s} {'dtc':>6s} {'GiB':>6s} {'step s':>7s} "
+          f"{'compute':>7s} {'comm':>6s} {'bubble':>6s}  {'pick':>6s} {'GiB':>6s} {'s':>5s}  "
+          "pick's layout")
+    mine = next(c for c in result["candidates"] if c["given"])
+    rate = (mine["tokens_per_s"] or 0) / gpus
+    line = (f"{name:>5s} {gpus:6d} {paper:6.0f} {rate:6.0f} "
+            f"{(mine['memory_per_rank_bytes'] or 0) / 2**30:6.1f} "
+            f"{mine['predicted_step_s'] or 0:7.1f} {mine['compute_s'] or 0:7.1f} "
+            f"{mine['exposed_communication_s'] or 0:6.1f} {mine['bubble_s'] or 0:6.1f}")
+    if result["best"] is None:
+        print(f"{line}  no candidate fits ({seconds:.0f} s)")
+    else:
+        pick = result["candidates"][result["best"]]
+        print(f"{line}  {pick['tokens_per_s'] / gpus:6.0f} "
+              f"{pick['memory_per_rank_bytes'] / 2**30:6.1f} {seconds:5.0f}  "
+              f"{brief(pick['layout_flags'])}")
+    if not mine["feasible"]:
+        print(f"{'':>5s}  the published layout: {mine['reason']}")
+
+
 def given_layout(tp, cp, pp, dp, batch):
     mesh = ",".join(f"{a}={n}" for a, n in (("pp", pp), ("dp", dp), ("cp", cp), ("tp", tp))
                     if n > 1)
@@ -47,7 +99,7 @@ def main():
     megatron = "--no-megatron" not in args
     args = [a for a in args if a != "--no-megatron"]
     dtc, wanted = args[0], set(args[1:])
-    known = {r[0] for r in ROWS}
+    known = {r[0] for r in ROWS} | {MOE[0]}
     if wanted - known:
         sys.exit(f"frontier_table.py: no row {sorted(wanted - known)}")
     print("Llama 3 405B (The Llama 3 Herd of Models, Table 4) on h100-80g; MFU of the bf16 peak")
@@ -97,8 +149,12 @@ def main():
             if not mine["feasible"]:
                 print(f"{'':>5s}  the published layout: {mine['reason']}")
     within = sum(e <= 0.15 for e in errors)
-    print(f"published layouts feasible and predicted within 15%: {within} of {len(errors)}; "
-          f"explore's pick more than 15% below the paper: {', '.join(slower) or 'none'}")
+    if errors:
+        print(f"published layouts feasible and predicted within 15%: {within} of {len(errors)}; "
+              f"explore's pick more than 15% below the paper: {', '.join(slower) or 'none'}")
+    if not wanted or MOE[0] in wanted:
+        with tempfile.TemporaryDirectory() as work:
+            moe_row(dtc, work)
     if megatron:
         print()
         here = os.path.dirname(os.path.abspath(__file__))
