@@ -58,6 +58,7 @@ class Executor {
   void setTiming(bool on) { timing_ = on; }
   bool timing() const { return timing_; }
   const std::vector<StepTiming>& timings() const { return timings_; }
+  void clearTimings() { timings_.clear(); }
   const std::vector<FunctionTiming>& functionTimings() const { return functionTimings_; }
 
   const Plan& plan() const { return plan_; }

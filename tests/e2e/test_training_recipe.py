@@ -230,6 +230,7 @@ def periodic_evaluation(work, data, model):
     # The peak it divides by is named once: the fastest of the run's contractions as they ran.
     peak = [line for line in out.splitlines() if line.startswith("MFU: model FLOPs over ")]
     assert len(peak) == 1 and "fastest contraction in steps 1-2" in peak[0], out
+    assert "raised as later steps run faster" in peak[0], out
     mfu = [float(m) for m in re.findall(r"\| MFU ([0-9.]+)%", out)]
     assert len(mfu) == 20 and all(0 < u < 100 for u in mfu), mfu
     print(f"periodic evaluation: {[(e['step'], round(e['val_loss'], 4)) for e in evaluations]}")
