@@ -56,6 +56,7 @@ const std::set<std::string>& chosenFlags() {
                                               "--stage-cuts",
                                               "--vocab-parallel",
                                               "--no-vocab-parallel",
+                                              "--no-cp-load-balance",
                                               "--output",
                                               "-o",
                                               "--memory",
@@ -81,7 +82,7 @@ void compileAndPredict(const std::vector<std::string>& base, ExploreCandidate& c
     request->threaded = false;      // candidates compile side by side instead
     StatusOr<std::vector<uint8_t>> bytes = compilePlan(*request);
     if (!bytes.ok()) {
-      if (c.keepVocabularyWhole(bytes.status())) continue;
+      if (c.keepVocabularyWhole(bytes.status()) || c.keepSequenceOrder(bytes.status())) continue;
       c.reason = bytes.status().message();
       return;
     }
@@ -222,6 +223,14 @@ bool ExploreCandidate::keepVocabularyWhole(const Status& failure) {
       failure.message().find("vocabulary") == std::string::npos)
     return false;
   layout.wholeVocabulary = true;
+  return true;
+}
+
+bool ExploreCandidate::keepSequenceOrder(const Status& failure) {
+  if (cp <= 1 || layout.contiguousSequence ||
+      failure.message().find("--no-cp-load-balance") == std::string::npos)
+    return false;
+  layout.contiguousSequence = true;
   return true;
 }
 

@@ -42,6 +42,10 @@ struct ExploreCandidate {
   // over tp: keeps the vocabulary whole (the table and the logits) and says to build
   // again; false otherwise, and when the flag is there already.
   bool keepVocabularyWhole(const Status& failure);
+  // Where `failure` is load-balanced context parallelism meeting an op that reads the sequence
+  // in order (an MoE router filling its capacity): keeps each rank's positions contiguous
+  // (--no-cp-load-balance) and says to build again; false otherwise.
+  bool keepSequenceOrder(const Status& failure);
 };
 
 struct ExploreResult {

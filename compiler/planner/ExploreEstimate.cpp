@@ -587,7 +587,8 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   }
   StatusOr<std::shared_ptr<const LayerUnit>> got =
       unit(c.layout.withoutPipeline().flags(), batch_ / m, m);
-  if (!got.ok() && c.keepVocabularyWhole(got.status()))  // as a whole compile does
+  while (!got.ok() && (c.keepVocabularyWhole(got.status()) ||
+                       c.keepSequenceOrder(got.status())))  // as a whole compile does
     got = unit(c.layout.withoutPipeline().flags(), batch_ / m, m);
   if (!got.ok()) {
     c.reason = got.status().message();

@@ -189,7 +189,7 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
       "--mesh",      "--zero",       "--microbatches",   "--schedule",
       "--recompute", "--stage-cuts", "--virtual-stages", "--cp-attention"};
   static const std::set<std::string> switches = {"--sequence-parallel", "--vocab-parallel",
-                                                 "--no-vocab-parallel"};
+                                                 "--no-vocab-parallel", "--no-cp-load-balance"};
   auto bad = [&](const std::string& why) {
     return Status::InvalidInput("dtc explore --try '" + text + "': " + why);
   };
@@ -217,7 +217,7 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
     if (!valued.count(f))
       return bad("'" + f + "' is not a layout flag (--mesh, --zero, --microbatches, --schedule, " +
                  "--virtual-stages, --recompute, --stage-cuts, --sequence-parallel, " +
-                 "--[no-]vocab-parallel, --cp-attention)");
+                 "--[no-]vocab-parallel, --cp-attention, --no-cp-load-balance)");
     if (i + 1 == words.size()) return bad(f + " needs a value");
     if (value.count(f)) return bad(f + " is given twice");
     value[f] = words[++i];
@@ -275,6 +275,9 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
   l.sequenceParallel = value.count("--sequence-parallel") > 0;
   l.vocabParallel = value.count("--vocab-parallel") > 0;
   l.wholeVocabulary = value.count("--no-vocab-parallel") > 0;
+  l.contiguousSequence = value.count("--no-cp-load-balance") > 0;
+  if (l.contiguousSequence && c.cp <= 1)
+    return bad("--no-cp-load-balance needs a cp axis in the mesh");
   if (std::string why = unevenSplit(batch, l.microBatchesOrOne(), c.dp * c.ep); !why.empty())
     return bad(why);
   return c;

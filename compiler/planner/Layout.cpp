@@ -15,6 +15,7 @@ std::vector<std::string> Layout::flags() const {
   if (wholeVocabulary) f.push_back("--no-vocab-parallel");
   if (!stageCuts.empty()) f.insert(f.end(), {"--stage-cuts", stageCuts});
   if (!cpAttention.empty()) f.insert(f.end(), {"--cp-attention", cpAttention});
+  if (contiguousSequence) f.push_back("--no-cp-load-balance");
   return f;
 }
 

@@ -16,11 +16,12 @@ struct Layout {
   int64_t virtualStages = 0;  // --virtual-stages (0: not given)
   int64_t zero = -1;          // --zero (-1: not given)
   bool sequenceParallel = false;
-  std::string recompute;         // --recompute ("": not given)
-  bool vocabParallel = false;    // --vocab-parallel
-  bool wholeVocabulary = false;  // --no-vocab-parallel
-  std::string stageCuts;         // --stage-cuts ("": the compiler's own)
-  std::string cpAttention;       // --cp-attention ("": the compiler's default)
+  std::string recompute;            // --recompute ("": not given)
+  bool vocabParallel = false;       // --vocab-parallel
+  bool wholeVocabulary = false;     // --no-vocab-parallel
+  std::string stageCuts;            // --stage-cuts ("": the compiler's own)
+  std::string cpAttention;          // --cp-attention ("": the compiler's default)
+  bool contiguousSequence = false;  // --no-cp-load-balance
 
   std::vector<std::string> flags() const;
   // The same layout without its pipeline: the mesh without pp, no micro-batches, schedule or
