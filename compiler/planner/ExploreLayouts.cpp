@@ -47,7 +47,9 @@ std::string unevenSplit(int64_t batch, int64_t m, int64_t dp) {
   std::string admitted;
   for (size_t k = 0; k < counts.size(); ++k)
     admitted += (k == 0 ? "" : k + 1 == counts.size() ? " or " : ", ") + std::to_string(counts[k]);
-  return reason + " (" + std::to_string(batch / dp) + " samples a data-parallel rank: " +
+  const int64_t samples = batch / dp;
+  return reason + " (" + std::to_string(samples) + (samples == 1 ? " sample" : " samples") +
+         " a data-parallel rank: " +
          (counts.size() == 1 ? "--microbatches 1" : "--microbatches " + admitted) + ")";
 }
 
