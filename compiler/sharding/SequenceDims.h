@@ -1,34 +1,13 @@
-// Where the sequence runs through a function: from the data inputs' sequence dimension, forward
-// through the ops that keep positions apart (embeddings, element-wise and broadcast arithmetic,
-// normalisation over features, projections, reshapes and transposes that keep the dimension,
-// attention, rotary embeddings) to the losses that sum over positions. Context parallelism asks
-// two things of it: which tensors are indexed by position (a learned position table added to the
-// tokens, rotary tables), since they must split or reorder with the sequence; and which ops read
-// the sequence in order (anything else a position reaches), which a reordered sequence breaks.
+// Where the sequence runs through a function (common/SequenceTrace.h says what the trace is;
+// each op says what it does to positions through SequenceOpInterface).
 #pragma once
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-namespace dtc::sharding {
+#include "common/SequenceTrace.h"
 
-struct SequenceFlow {
-  // Values indexed by position along one dimension that no sequence reached: function
-  // arguments (a position-embedding table, rotary tables) or values computed from them.
-  struct PositionTable {
-    mlir::Value value;
-    int64_t dim;
-  };
-  llvm::SmallVector<PositionTable> tables;
-  // Ops that a position reaches and that do not keep positions apart (or that this analysis does
-  // not know): in order, with what they do to the sequence.
-  llvm::SmallVector<std::pair<mlir::Operation*, std::string>> ordered;
-  // Each value's sequence dimension (absent: none; kMergedRows: merged into rows with the batch,
-  // as a loss reads logits).
-  llvm::DenseMap<mlir::Value, int64_t> dims;
-  static constexpr int64_t kMergedRows = -1;
-};
+namespace dtc::sharding {
 
 // The function's data arguments that hold sequences of `length` positions, with their sequence
 // dimension (the one after the batch dimension).

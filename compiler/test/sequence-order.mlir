@@ -51,3 +51,21 @@ module {
     return %o : tensor<2x1x8x4xf32>
   }
 }
+
+// -----
+
+// Each op says what it does to positions: a sum over features is one the trace does not follow
+// (the op's own rule says so), so a load-balanced sequence is refused there, not guessed at.
+module {
+  func.func @forward(%arg0: tensor<16x4xf32> {graph.param = "wte", graph.trainable},
+                     %arg1: tensor<2x8xi64> {graph.batch_dim = 0 : i64, graph.data = "idx"})
+      -> (tensor<2x1x8x4xf32> {graph.output = "out"}) {
+    %e = graph.embedding %arg0, %arg1 : tensor<16x4xf32>, tensor<2x8xi64> -> tensor<2x8x4xf32>
+    // expected-error @+1 {{(graph.reduce_sum) sums over dimensions, which the trace does not follow; compile with --no-cp-load-balance}}
+    %s = graph.reduce_sum %e {axes = array<i64: 2>, keepdims = true} : tensor<2x8x4xf32> -> tensor<2x8x1xf32>
+    %b = graph.broadcast %s : tensor<2x8x1xf32> -> tensor<2x8x4xf32>
+    %h = graph.reshape %b : tensor<2x8x4xf32> -> tensor<2x1x8x4xf32>
+    %o, %l = graph.causal_attention %h, %h, %h {scale = 0.5 : f32} : (tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>) -> (tensor<2x1x8x4xf32>, tensor<2x1x8xf32>)
+    return %o : tensor<2x1x8x4xf32>
+  }
+}

@@ -112,3 +112,11 @@ LogicalResult RingShiftOp::verify() { return groupSize(*this, getAxes()); }
 
 LogicalResult SendOp::verify() { return groupSize(*this, getAxes()); }
 LogicalResult RecvOp::verify() { return groupSize(*this, getAxes()); }
+
+// A layout pinned on a value moves no element and no position.
+dtc::sharding::OpShardingRule ReshardOp::getShardingRule() {
+  return dtc::sharding::elementwiseRule(*this);
+}
+void ReshardOp::traceSequence(dtc::sharding::SequenceTrace& trace) {
+  trace.set(getResult(), trace.dim());
+}

@@ -9,6 +9,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "common/OpInterfaces.h"
 #include "dist/IR/DistDialect.h"
 
 #define GET_ATTRDEF_CLASSES

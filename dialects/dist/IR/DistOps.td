@@ -3,6 +3,7 @@
 
 include "DistDialect.td"
 include "DistAttrs.td"
+include "common/OpInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -10,7 +11,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // Before partitioning (global shapes).
 
-def Dist_ReshardOp : Dist_Op<"reshard", [Pure, SameOperandsAndResultType]> {
+def Dist_ReshardOp : Dist_Op<"reshard", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<ShardingRuleOpInterface>,
+    DeclareOpInterfaceMethods<SequenceOpInterface>]> {
   let summary = "The value of x with the given sharding (a constraint for propagation)";
   let description = [{
     Propagation treats `sharding` as a user annotation of the result; the partitioner replaces

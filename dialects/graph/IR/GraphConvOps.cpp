@@ -177,3 +177,115 @@ LogicalResult BatchNormGradInputOp::inferReturnTypes(MLIRContext* ctx, std::opti
   types.push_back(adaptor.getX().getType());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Sharding rules and sequence positions
+//===----------------------------------------------------------------------===//
+
+using dtc::sharding::OpShardingRule;
+using dtc::sharding::RuleBuilder;
+using dtc::sharding::SequenceTrace;
+
+namespace {
+
+// NCHW ops whose batch and spatial dimensions must stay whole (batch statistics); channels
+// (dimension 1 of 4-D values, dimension 0 of per-channel vectors) share one factor.
+OpShardingRule perChannel(Operation* op) {
+  RuleBuilder b(op);
+  int c = b.factor();
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    b.operand(i, rankOf(op->getOperand(i)) == 4 ? 1 : 0, c);
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    b.result(i, rankOf(op->getResult(i)) == 4 ? 1 : 0, c);
+  return b.take();
+}
+
+// Synchronised BatchNorm pieces: every dimension of NCHW values is a factor, per-channel vectors
+// share the channel factor; sums over N, H, W are partial when those are split. `statistics`:
+// results from 1 on come from the (whole-batch) sums, not from x.
+OpShardingRule nchwWithChannels(Operation* op, bool statistics = false) {
+  RuleBuilder b(op);
+  SmallVector<int> fs = b.factors(4);
+  auto dims = [&](Value v) -> SmallVector<int> {
+    return rankOf(v) == 4 ? fs : SmallVector<int>{fs[1]};
+  };
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operandDims(i, dims(op->getOperand(i)));
+  for (unsigned i = 0; i < op->getNumResults(); ++i) b.resultDims(i, dims(op->getResult(i)));
+  if (statistics)
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      for (int d : {0, 2, 3}) b.independent(i, fs[d]);
+  return b.take();
+}
+
+// Images: a sequence does not run through convolutions, pooling or batch statistics.
+void imageSequence(SequenceTrace& trace) { trace.ordered("mixes neighbouring positions"); }
+
+}  // namespace
+
+OpShardingRule Conv2dOp::getShardingRule() {
+  RuleBuilder b(*this);
+  int n = b.factor(), oc = b.factor(), ic = b.factor();
+  b.operand(0, 0, n).operand(0, 1, ic).operand(1, 0, oc).operand(1, 1, ic);
+  b.result(0, 0, n).result(0, 1, oc);
+  return b.take();
+}
+void Conv2dOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+
+OpShardingRule Conv2dGradInputOp::getShardingRule() {
+  RuleBuilder b(*this);
+  int n = b.factor(), oc = b.factor(), ic = b.factor();
+  b.operand(0, 0, n).operand(0, 1, oc).operand(1, 0, oc).operand(1, 1, ic);
+  b.result(0, 0, n).result(0, 1, ic);
+  return b.take();
+}
+void Conv2dGradInputOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+
+OpShardingRule Conv2dGradWeightOp::getShardingRule() {
+  RuleBuilder b(*this);
+  int n = b.factor(), oc = b.factor(), ic = b.factor();
+  b.operand(0, 0, n).operand(0, 1, oc).operand(1, 0, n).operand(1, 1, ic);
+  b.result(0, 0, oc).result(0, 1, ic);
+  return b.take();
+}
+void Conv2dGradWeightOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+
+// Pooling: samples and channels split freely, each window needs its whole image.
+static OpShardingRule poolRule(Operation* op) {
+  RuleBuilder b(op);
+  int n = b.factor(), c = b.factor();
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operand(i, 0, n).operand(i, 1, c);
+  b.result(0, 0, n).result(0, 1, c);
+  return b.take();
+}
+OpShardingRule MaxPool2dOp::getShardingRule() { return poolRule(*this); }
+void MaxPool2dOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+OpShardingRule MaxPool2dGradOp::getShardingRule() { return poolRule(*this); }
+void MaxPool2dGradOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+
+OpShardingRule BatchNormTrainOp::getShardingRule() { return perChannel(*this); }
+void BatchNormTrainOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+OpShardingRule BatchNormTrainGradOp::getShardingRule() { return perChannel(*this); }
+void BatchNormTrainGradOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+
+OpShardingRule BatchNormSumOp::getShardingRule() { return nchwWithChannels(*this); }
+void BatchNormSumOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+OpShardingRule BatchNormCenteredSquaresOp::getShardingRule() { return nchwWithChannels(*this); }
+void BatchNormCenteredSquaresOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+OpShardingRule BatchNormNormalizeOp::getShardingRule() {
+  return nchwWithChannels(*this, /*statistics=*/true);
+}
+void BatchNormNormalizeOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+OpShardingRule BatchNormGradSumsOp::getShardingRule() { return nchwWithChannels(*this); }
+void BatchNormGradSumsOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+OpShardingRule BatchNormGradInputOp::getShardingRule() { return nchwWithChannels(*this); }
+void BatchNormGradInputOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+
+OpShardingRule BatchNormEvalOp::getShardingRule() {
+  // Running statistics: samples are independent.
+  RuleBuilder b(*this);
+  SmallVector<int> fs = b.factors(4);
+  b.operandDims(0, fs).resultDims(0, fs);
+  for (unsigned i = 1; i < 5; ++i) b.operand(i, 0, fs[1]);
+  return b.take();
+}
+void BatchNormEvalOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }

@@ -2,6 +2,7 @@
 #define DTC_GRAPH_DIALECT_TD
 
 include "mlir/IR/OpBase.td"
+include "common/OpInterfaces.td"
 
 def Graph_Dialect : Dialect {
   let name = "graph";
@@ -19,7 +20,44 @@ def Graph_Dialect : Dialect {
   let hasRegionResultAttrVerify = 1;
 }
 
+// Every op says how it shards and what it does to sequence positions, in its own .cpp: the
+// methods are declared here, so an op without them does not link.
+def Graph_ShardingRule : DeclareOpInterfaceMethods<ShardingRuleOpInterface>;
+def Graph_SequenceRule : DeclareOpInterfaceMethods<SequenceOpInterface>;
+
 class Graph_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Graph_Dialect, mnemonic, traits>;
+    : Op<Graph_Dialect, mnemonic, !listconcat(traits, [Graph_ShardingRule, Graph_SequenceRule])>;
+
+// A gradient whose operands and results share one shape: it shards as an element-wise op; the
+// sequence trace, which follows the forward computation, stops at it.
+class Graph_ElementwiseGradOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, traits> {
+  let extraClassDefinition = [{
+    ::dtc::sharding::OpShardingRule $cppClass::getShardingRule() {
+      return ::dtc::sharding::elementwiseRule(getOperation());
+    }
+    void $cppClass::traceSequence(::dtc::sharding::SequenceTrace &trace) {
+      ::dtc::sharding::sequenceStopsAtGradient(trace);
+    }
+  }];
+}
+
+// Losses and the like: the op sums over every position it reads, so it takes them in any order
+// and merged into rows with the batch.
+defvar Graph_SumsOverPositions = [{ bool sumsOverPositions() { return true; } }];
+
+// An op whose operands and results share one shape (rank-0 operands excepted): every dimension
+// shards alike and keeps its positions.
+class Graph_ElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, traits> {
+  let extraClassDefinition = [{
+    ::dtc::sharding::OpShardingRule $cppClass::getShardingRule() {
+      return ::dtc::sharding::elementwiseRule(getOperation());
+    }
+    void $cppClass::traceSequence(::dtc::sharding::SequenceTrace &trace) {
+      ::dtc::sharding::sequenceThroughSameShape(trace);
+    }
+  }];
+}
 
 #endif // DTC_GRAPH_DIALECT_TD

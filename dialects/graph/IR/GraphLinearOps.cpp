@@ -57,3 +57,49 @@ LogicalResult LinearGradWeightOp::inferReturnTypes(MLIRContext*, std::optional<L
 bool LinearGradWeightOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
   return widenableResult(l, r);
 }
+
+//===----------------------------------------------------------------------===//
+// Sharding rules and sequence positions
+//===----------------------------------------------------------------------===//
+
+using dtc::sharding::OpShardingRule;
+using dtc::sharding::RuleBuilder;
+using dtc::sharding::SequenceTrace;
+
+namespace {
+
+// Leading dimensions, out features N, in features K. linear: x[.., K] w[N, K] -> [.., N];
+// grad_input: dy[.., N] w -> [.., K] (sums N); grad_weight: dy[.., N] x[.., K] -> [N, K] (sums
+// the leading dimensions).
+OpShardingRule linearRule(Operation* op) {
+  RuleBuilder b(op);
+  int64_t lead = rankOf(op->getOperand(0)) - 1;
+  SmallVector<int> ls = b.factors(lead);
+  int n = b.factor(), k = b.factor();
+  auto with = [&](int last) {
+    SmallVector<int> dims(ls);
+    dims.push_back(last);
+    return dims;
+  };
+  if (isa<LinearOp>(op))
+    b.operandDims(0, with(k)).operandDims(1, {n, k}).resultDims(0, with(n));
+  else if (isa<LinearGradInputOp>(op))
+    b.operandDims(0, with(n)).operandDims(1, {n, k}).resultDims(0, with(k));
+  else
+    b.operandDims(0, with(n)).operandDims(1, with(k)).resultDims(0, {n, k});
+  return b.take();
+}
+
+}  // namespace
+
+OpShardingRule LinearOp::getShardingRule() { return linearRule(*this); }
+void LinearOp::traceSequence(SequenceTrace& trace) { dtc::sharding::sequenceOverFeatures(trace); }
+OpShardingRule LinearGradInputOp::getShardingRule() { return linearRule(*this); }
+void LinearGradInputOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+OpShardingRule LinearGradWeightOp::getShardingRule() { return linearRule(*this); }
+// The weight's gradient sums over every row: the same in any order.
+void LinearGradWeightOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}

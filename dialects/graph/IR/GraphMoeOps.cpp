@@ -159,3 +159,85 @@ Grads MoeCombineOp::buildGradients(OpBuilder& b, ValueRange dys) {
 Grads LogSumExpOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{LogSumExpGradOp::create(b, getLoc(), dys[0], getX(), getY())};
 }
+
+//===----------------------------------------------------------------------===//
+// Sharding rules and sequence positions
+//===----------------------------------------------------------------------===//
+
+using dtc::sharding::OpShardingRule;
+using dtc::sharding::RuleBuilder;
+using dtc::sharding::SequenceTrace;
+
+namespace {
+
+// Routing: groups split freely; a group's slots are handed out in token order and a token ranks
+// every expert, so S and E stay whole.
+OpShardingRule routeRule(Operation* op) {
+  RuleBuilder b(op);
+  int g = b.factor();
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operand(i, 0, g);
+  for (unsigned i = 0; i < op->getNumResults(); ++i) b.result(i, 0, g);
+  return b.take();
+}
+
+// The token-moving ops: tokens [G, S, D] (expert, slot and weight [G, S, K]) against the
+// experts' buffer [E, G, C, D]. Groups and the width split freely; E and C stay whole (each
+// expert's slots are filled from every token of its group), S and K too. `choices`: the
+// operands and results that hold per-choice values (indices and weights: groups only).
+OpShardingRule tokensRule(Operation* op, ArrayRef<Value> choices) {
+  RuleBuilder b(op);
+  int g = b.factor(), d = b.factor();
+  auto dims = [&](Value v) -> SmallVector<int> {
+    if (rankOf(v) == 4) return {-1, g, -1, d};
+    if (isa<IntegerType>(elementOf(v)) || llvm::is_contained(choices, v)) return {g, -1, -1};
+    return {g, -1, d};
+  };
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) b.operandDims(i, dims(v));
+  for (auto [i, v] : llvm::enumerate(op->getResults())) b.resultDims(i, dims(v));
+  return b.take();
+}
+
+// Capacity is filled in token order: a reordered sequence would drop other tokens.
+void capacitySequence(SequenceTrace& trace) {
+  trace.ordered("fills its experts' capacity in token order");
+}
+
+}  // namespace
+
+OpShardingRule MoeRouteOp::getShardingRule() { return routeRule(*this); }
+void MoeRouteOp::traceSequence(SequenceTrace& trace) { capacitySequence(trace); }
+OpShardingRule MoeRouteGradOp::getShardingRule() { return routeRule(*this); }
+void MoeRouteGradOp::traceSequence(SequenceTrace& trace) { capacitySequence(trace); }
+OpShardingRule MoeDispatchOp::getShardingRule() { return tokensRule(*this, {}); }
+void MoeDispatchOp::traceSequence(SequenceTrace& trace) { capacitySequence(trace); }
+OpShardingRule MoeDispatchGradOp::getShardingRule() { return tokensRule(*this, {}); }
+void MoeDispatchGradOp::traceSequence(SequenceTrace& trace) { capacitySequence(trace); }
+OpShardingRule MoeCombineOp::getShardingRule() { return tokensRule(*this, {getWeight()}); }
+void MoeCombineOp::traceSequence(SequenceTrace& trace) { capacitySequence(trace); }
+OpShardingRule MoeCombineGradOp::getShardingRule() {
+  return tokensRule(*this, {getWeight(), getDweight()});
+}
+void MoeCombineGradOp::traceSequence(SequenceTrace& trace) { capacitySequence(trace); }
+
+// Log-sum-exp over the last dimension: rows split freely; a row's log-sum-exp needs the whole
+// row.
+OpShardingRule LogSumExpOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getResult()));
+  for (unsigned i = 0; i < getOperation()->getNumOperands(); ++i) b.operandDims(i, rows);
+  b.resultDims(0, rows);
+  return b.take();
+}
+void LogSumExpOp::traceSequence(SequenceTrace& trace) {
+  trace.ordered("reduces rows, which the trace does not follow");
+}
+OpShardingRule LogSumExpGradOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getResult()) - 1);
+  for (unsigned i = 0; i < getOperation()->getNumOperands(); ++i) b.operandDims(i, rows);
+  b.resultDims(0, rows);
+  return b.take();
+}
+void LogSumExpGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}

@@ -294,3 +294,198 @@ std::optional<int64_t> dtc::graph::meanCount(Operation* op) {
   if (auto count = op->getAttrOfType<IntegerAttr>("count")) return count.getInt();
   return own;
 }
+
+//===----------------------------------------------------------------------===//
+// Sharding rules and sequence positions
+//===----------------------------------------------------------------------===//
+
+using dtc::sharding::OpShardingRule;
+using dtc::sharding::RuleBuilder;
+using dtc::sharding::SequenceTrace;
+
+// Optimizer updates are element-wise over a parameter and its state (step and rate are scalars).
+OpShardingRule SgdUpdateOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }
+void SgdUpdateOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+OpShardingRule AdamwUpdateOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }
+void AdamwUpdateOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule SelectOp::getShardingRule() { return dtc::sharding::broadcastingRule(*this); }
+void SelectOp::traceSequence(SequenceTrace& trace) {
+  trace.ordered("selects a whole tensor by the step's check, which the trace does not follow");
+}
+
+OpShardingRule BroadcastOp::getShardingRule() { return dtc::sharding::broadcastingRule(*this); }
+void BroadcastOp::traceSequence(SequenceTrace& trace) {
+  // Right-aligned; a sequence of one position repeated is no sequence.
+  const int64_t at = trace.dim() + rankOf(getResult()) - rankOf(getX());
+  if (shapeOf(getResult())[at] != shapeOf(getX())[trace.dim()])
+    return trace.ordered("repeats one position");
+  trace.set(getResult(), at);
+}
+
+// A count over shards is the sum of the shards' counts.
+OpShardingRule NonfiniteCountOp::getShardingRule() {
+  RuleBuilder b(*this);
+  b.operandDims(0, b.factors(rankOf(getX())));
+  return b.take();
+}
+void NonfiniteCountOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+// A sum over shards is the sum of the shards' sums.
+OpShardingRule SumSquaresOp::getShardingRule() {
+  RuleBuilder b(*this);
+  b.operandDims(0, b.factors(rankOf(getX())));
+  return b.take();
+}
+void SumSquaresOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+// Scalars alone (of the step's gradients): nothing to split.
+OpShardingRule LossScaleStepOp::getShardingRule() { return RuleBuilder(*this).take(); }
+void LossScaleStepOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+OpShardingRule ClipCoefficientOp::getShardingRule() { return RuleBuilder(*this).take(); }
+void ClipCoefficientOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule FillOp::getShardingRule() {
+  RuleBuilder b(*this);
+  b.resultDims(0, b.factors(rankOf(getResult())));
+  return b.take();
+}
+void FillOp::traceSequence(SequenceTrace&) {}  // no operands: no positions reach it
+
+OpShardingRule ReduceSumOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> fs = b.factors(rankOf(getX()));
+  b.operandDims(0, fs);
+  ArrayRef<int64_t> axes = getAxes();
+  for (int64_t d = 0, r = 0; d < static_cast<int64_t>(fs.size()); ++d) {
+    const bool reduced = llvm::is_contained(axes, d);
+    if (!reduced) b.result(0, r, fs[d]);
+    if (!reduced || getKeepdims()) ++r;
+  }
+  return b.take();
+}
+void ReduceSumOp::traceSequence(SequenceTrace& trace) {
+  trace.ordered("sums over dimensions, which the trace does not follow");
+}
+
+// Reshape: dimensions are grouped into runs of equal element count; the major dimension of a
+// group carries its factor to the group's major dimension on the other side (sharding it cuts
+// the same contiguous blocks). Other dimensions of a merged or split group stay whole.
+OpShardingRule ReshapeOp::getShardingRule() {
+  RuleBuilder b(*this);
+  ArrayRef<int64_t> in = shapeOf(getX()), out = shapeOf(getResult());
+  size_t i = 0, o = 0;
+  while (i < in.size() && o < out.size()) {
+    // Size-1 dimensions carry nothing.
+    if (in[i] == 1) {
+      ++i;
+      continue;
+    }
+    if (out[o] == 1) {
+      ++o;
+      continue;
+    }
+    size_t i0 = i, o0 = o;
+    int64_t a = in[i++], c = out[o++];
+    while (a != c) {
+      if (a < c && i < in.size())
+        a *= in[i++];
+      else if (c < a && o < out.size())
+        c *= out[o++];
+      else
+        break;
+    }
+    if (a != c) break;
+    int f = b.factor();
+    b.operand(0, i0, f).result(0, o0, f);
+    if (i - i0 != 1 || o - o0 != 1) b.plainOnly(f);  // chunks do not survive a merge or split
+  }
+  return b.take();
+}
+// A reshape that keeps the sequence dimension (the same size, after the same number of
+// elements' worth of leading dimensions) moves it; one that merges it into rows marks them.
+void ReshapeOp::traceSequence(SequenceTrace& trace) {
+  const int64_t d = trace.dim();
+  ArrayRef<int64_t> from = shapeOf(getX()), to = shapeOf(getResult());
+  int64_t before = 1;
+  for (int64_t i = 0; i < d; ++i) before *= from[i];
+  int64_t prefix = 1;
+  for (int64_t j = 0; j < static_cast<int64_t>(to.size()); ++j) {
+    if (prefix == before && to[j] == from[d]) return trace.set(getResult(), j);
+    prefix *= to[j];
+  }
+  // Merged with the dimensions before it (rows of a loss), nothing after it.
+  int64_t after = 1, merged = 1;
+  for (int64_t i = d + 1; i < static_cast<int64_t>(from.size()); ++i) after *= from[i];
+  for (int64_t j = 1; j < static_cast<int64_t>(to.size()); ++j) merged *= to[j];
+  if (merged == after) return trace.set(getResult(), dtc::sharding::SequenceFlow::kMergedRows);
+  trace.ordered("reshapes the sequence");
+}
+
+OpShardingRule MatmulOp::getShardingRule() {
+  return dtc::sharding::matmulRule(*this, getTransposeLhs(), getTransposeRhs(), 0);
+}
+void MatmulOp::traceSequence(SequenceTrace& trace) {
+  trace.ordered("contracts, which the trace does not follow");
+}
+
+// Losses sum over positions (they read them in any order, or merged into rows).
+OpShardingRule SoftmaxCrossEntropyOp::getShardingRule() {
+  return dtc::sharding::lossRule(*this, 0, true, false);
+}
+void SoftmaxCrossEntropyOp::traceSequence(SequenceTrace&) {}
+
+OpShardingRule NllLossOp::getShardingRule() {
+  return dtc::sharding::lossRule(*this, 0, true, false, getWeight(), getPerRow());
+}
+void NllLossOp::traceSequence(SequenceTrace&) {}
+
+OpShardingRule LabelFractionOp::getShardingRule() {
+  return dtc::sharding::lossRule(*this, 0, false, false, getWeight());
+}
+void LabelFractionOp::traceSequence(SequenceTrace&) {}
+
+OpShardingRule MseOp::getShardingRule() { return dtc::sharding::lossRule(*this, 0, false, false); }
+void MseOp::traceSequence(SequenceTrace&) {}
+
+// A loss's gradient has a value at each position its loss read.
+OpShardingRule SoftmaxCrossEntropyGradOp::getShardingRule() {
+  return dtc::sharding::lossRule(*this, 1, true, true);
+}
+void SoftmaxCrossEntropyGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule NllLossGradOp::getShardingRule() {
+  // A per-row gradient's dloss has the rows' factor.
+  RuleBuilder b(*this);
+  SmallVector<int> fs = b.factors(2);
+  fs.back() = -1;
+  b.operandDims(0, getPerRow() ? ArrayRef<int>(fs).take_front(1) : ArrayRef<int>{})
+      .operandDims(1, fs)
+      .operandDims(2, ArrayRef<int>(fs).take_front(1))
+      .resultDims(0, fs);
+  return b.take();
+}
+void NllLossGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule MseGradOp::getShardingRule() {
+  return dtc::sharding::lossRule(*this, 1, false, true);
+}
+void MseGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}

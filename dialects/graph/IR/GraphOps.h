@@ -7,6 +7,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "common/OpInterfaces.h"
 #include "graph/IR/GraphDialect.h"
 
 #include "graph/IR/GraphInterfaces.h.inc"

@@ -25,8 +25,9 @@ def Graph_LowPrecisionStorage : DeclareOpInterfaceMethods<Graph_LowPrecisionStor
 // y = f(x), same type. The result type is inferred from the operand. Elementwise: the sharding
 // rule (every dimension passes through) follows from the trait.
 class Graph_UnaryOp<string mnemonic, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface, SameOperandsAndResultType,
-                                      Elementwise], traits)> {
+    : Graph_ElementwiseOp<mnemonic, !listconcat([Pure, InferTypeOpInterface,
+                                                 SameOperandsAndResultType, Elementwise],
+                                                traits)> {
   let arguments = (ins Graph_F32Tensor:$x);
   let results = (outs Graph_F32Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x)";
@@ -35,14 +36,15 @@ class Graph_UnaryOp<string mnemonic, list<Trait> traits = []>
 // The gradient of an activation: dx = dy · f'(at), where `at` is the input or the output of
 // the forward op, as the op's description says.
 class Graph_ActivationGradOp<string mnemonic, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface, SameOperandsAndResultType,
-                                      Elementwise], traits)> {
+    : Graph_ElementwiseGradOp<mnemonic, !listconcat([Pure, InferTypeOpInterface,
+                                                     SameOperandsAndResultType, Elementwise],
+                                                    traits)> {
   let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$at);
   let results = (outs Graph_F32Tensor:$dx);
   let assemblyFormat = "$dy `,` $at attr-dict `:` type($dx)";
 }
 
-def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_Differentiable]> {
+def Graph_CastOp : Graph_ElementwiseOp<"cast", [Pure, Graph_Differentiable]> {
   let summary = "x in the result's element type (f32, bf16, f16; rounding to nearest even)";
   let description = [{
     Mixed precision: the operands of contractions are cast to bf16 or f16 and their results
@@ -107,23 +109,23 @@ def Graph_AbsGradOp : Graph_ActivationGradOp<"abs_grad"> {
   let summary = "dy · sign(at), where `at` is the forward input x";
 }
 
-def Graph_PowOp : Graph_Op<"pow", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
-                                   Elementwise, Graph_Differentiable]> {
+def Graph_PowOp : Graph_ElementwiseOp<"pow", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType, Elementwise, Graph_Differentiable]> {
   let summary = "x ^ exponent, a constant exponent";
   let arguments = (ins Graph_F32Tensor:$x, F32Attr:$exponent);
   let results = (outs Graph_F32Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
-def Graph_GeluOp : Graph_Op<"gelu", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
-                                     Graph_Differentiable]> {
+def Graph_GeluOp : Graph_ElementwiseOp<"gelu", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType, Graph_Differentiable]> {
   let summary = "GELU, exact (erf) or PyTorch's tanh approximation";
   let arguments = (ins Graph_F32Tensor:$x, DefaultValuedAttr<BoolAttr, "false">:$approximate_tanh);
   let results = (outs Graph_F32Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
-def Graph_GeluGradOp : Graph_Op<"gelu_grad", [Pure, InferTypeOpInterface,
-                                              SameOperandsAndResultType]> {
+def Graph_GeluGradOp : Graph_ElementwiseGradOp<"gelu_grad", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType]> {
   let summary = "dy · gelu'(at), where `at` is the forward input";
   let arguments = (ins Graph_F32Tensor:$dy, Graph_F32Tensor:$at,
                        DefaultValuedAttr<BoolAttr, "false">:$approximate_tanh);
@@ -131,16 +133,16 @@ def Graph_GeluGradOp : Graph_Op<"gelu_grad", [Pure, InferTypeOpInterface,
   let assemblyFormat = "$dy `,` $at attr-dict `:` type($dx)";
 }
 
-def Graph_ScaleOp : Graph_Op<"scale", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
-                                       Elementwise, Graph_Differentiable]> {
+def Graph_ScaleOp : Graph_ElementwiseOp<"scale", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType, Elementwise, Graph_Differentiable]> {
   let summary = "factor · x, a constant factor (a product or quotient by a constant, a negation)";
   let arguments = (ins Graph_F32Tensor:$x, F32Attr:$factor);
   let results = (outs Graph_F32Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
-def Graph_DropoutOp : Graph_Op<"dropout", [Pure, InferTypeOpInterface, SameOperandsAndResultType,
-                                         Elementwise, Graph_Differentiable]> {
+def Graph_DropoutOp : Graph_ElementwiseOp<"dropout", [Pure, InferTypeOpInterface,
+    SameOperandsAndResultType, Elementwise, Graph_Differentiable]> {
   let summary = "x · mask / (1 − ratio): torch.nn.functional.dropout in training";
   let description = [{
     The mask is a counter-based draw (runtime/ops/dropout_math.h) from the run's seed, the step,
@@ -172,6 +174,14 @@ def Graph_DropoutOp : Graph_Op<"dropout", [Pure, InferTypeOpInterface, SameOpera
 // NumPy-broadcasting binary ops. The result shape is the broadcast of the operand shapes.
 class Graph_BinaryOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor, Graph_Differentiable], traits)> {
+  let extraClassDefinition = [{
+    ::dtc::sharding::OpShardingRule $cppClass::getShardingRule() {
+      return ::dtc::sharding::broadcastingRule(getOperation());
+    }
+    void $cppClass::traceSequence(::dtc::sharding::SequenceTrace &trace) {
+      ::dtc::sharding::sequenceBroadcasting(trace);
+    }
+  }];
   let arguments = (ins Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs);
   let results = (outs Graph_F32Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
@@ -256,6 +266,7 @@ def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy",
                        OptionalAttr<I64Attr>:$count, OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Graph_F32Scalar:$loss);
   let assemblyFormat = "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
+  let extraClassDeclaration = Graph_SumsOverPositions;
 }
 def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad",
     [Pure, InferTypeOpAdaptor]> {
@@ -285,6 +296,7 @@ def Graph_NllLossOp : Graph_Op<"nll_loss", [Pure, InferTypeOpAdaptor, Graph_Diff
     `->` type($loss)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = Graph_SumsOverPositions;
 }
 def Graph_NllLossGradOp : Graph_Op<"nll_loss_grad", [Pure, InferTypeOpAdaptor]> {
   let summary = "−dloss·w[label] / rows at each row's label, 0 elsewhere (x gives the shape)";
@@ -313,6 +325,7 @@ def Graph_LabelFractionOp : Graph_Op<"label_fraction", [Pure, InferTypeOpAdaptor
   let assemblyFormat = [{
     $labels (`,` $weight^)? attr-dict `:` type($labels) (`,` type($weight)^)?
   }];
+  let extraClassDeclaration = Graph_SumsOverPositions;
 }
 
 def Graph_MseOp : Graph_Op<"mse", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
@@ -321,6 +334,7 @@ def Graph_MseOp : Graph_Op<"mse", [Pure, InferTypeOpAdaptor, Graph_Differentiabl
   let results = (outs Graph_F32Scalar:$loss);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = Graph_SumsOverPositions;
 }
 def Graph_MseGradOp : Graph_Op<"mse_grad", [Pure, InferTypeOpAdaptor]> {
   let summary = "dloss · 2(pred − target)/n";

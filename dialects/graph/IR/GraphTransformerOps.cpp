@@ -328,3 +328,264 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<
 bool LayerNormOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
   return narrowableFirstResult(l, r);
 }
+
+//===----------------------------------------------------------------------===//
+// Sharding rules and sequence positions
+//===----------------------------------------------------------------------===//
+
+using dtc::sharding::OpShardingRule;
+using dtc::sharding::RuleBuilder;
+using dtc::sharding::SequenceTrace;
+
+namespace {
+
+// Split into / concatenation of `parts` pieces along `axis`: the same factors everywhere; the
+// whole tensor's `axis` holds the pieces' index space `parts` times, so a piece cut over some
+// axes is a chunk of the whole cut alike (`parts` x {tp}: a fused q/k/v split by heads).
+OpShardingRule splitOrConcat(Operation* op, int64_t axis, int64_t parts, bool isSplit) {
+  RuleBuilder b(op);
+  SmallVector<int> fs = b.factors(rankOf(op->getResult(0)));
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operandDims(i, fs);
+  for (unsigned i = 0; i < op->getNumResults(); ++i) b.resultDims(i, fs);
+  if (isSplit)
+    b.operandMult(0, axis, parts);
+  else
+    b.resultMult(0, axis, parts);
+  return b.take();
+}
+
+// Split or concat of pieces of different lengths: the other dimensions are shared, the axis
+// stays whole (a block of it would hold parts of different pieces on different devices).
+OpShardingRule unevenPieces(Operation* op, int64_t axis) {
+  RuleBuilder b(op);
+  const int64_t rank = rankOf(op->getResult(0));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis) continue;
+    const int f = b.factor();
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) b.operand(i, d, f);
+    for (unsigned i = 0; i < op->getNumResults(); ++i) b.result(i, d, f);
+  }
+  return b.take();
+}
+
+// Rotary embeddings and their gradient: leading dimensions split freely; T splits with the
+// tables' rows ([T, D], leading 1s allowed), D stays whole.
+OpShardingRule rotaryRule(Operation* op) {
+  RuleBuilder b(op);
+  const int64_t rank = rankOf(op->getOperand(0));
+  SmallVector<int> lead = b.factors(rank - 2);
+  const int positions = b.factor();
+  b.operandDims(0, lead).resultDims(0, lead);
+  b.operand(0, rank - 2, positions).result(0, rank - 2, positions);
+  for (unsigned i : {1u, 2u}) b.operand(i, rankOf(op->getOperand(i)) - 2, positions);
+  return b.take();
+}
+
+// Rotation by position: x [..., T, D] with tables cos and sin [T, D], which are indexed by
+// position with the sequence.
+void rotarySequence(Operation* op, SequenceTrace& trace) {
+  const int64_t t = rankOf(op->getOperand(0)) - 2;
+  if (trace.operand() != 0 || trace.dim() != t)
+    return trace.ordered("rotates along another dimension");
+  trace.set(op->getResult(0), t);
+  for (Value table : {op->getOperand(1), op->getOperand(2)})
+    if (!trace.reached(table)) trace.table(table, rankOf(table) - 2);
+}
+
+}  // namespace
+
+OpShardingRule BatchMatmulOp::getShardingRule() {
+  return dtc::sharding::matmulRule(*this, getTransposeLhs(), getTransposeRhs(),
+                                   rankOf(getLhs()) - 2);
+}
+void BatchMatmulOp::traceSequence(SequenceTrace& trace) {
+  trace.ordered("contracts, which the trace does not follow");
+}
+
+OpShardingRule TransposeOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> fs = b.factors(rankOf(getX()));
+  b.operandDims(0, fs);
+  for (auto [d, p] : llvm::enumerate(getPerm())) b.result(0, d, fs[p]);
+  return b.take();
+}
+void TransposeOp::traceSequence(SequenceTrace& trace) {
+  for (auto [j, p] : llvm::enumerate(getPerm()))
+    if (p == trace.dim()) trace.set(getResult(), static_cast<int64_t>(j));
+}
+
+OpShardingRule SplitOp::getShardingRule() {
+  if (getSizes()) return unevenPieces(*this, getAxis());
+  return splitOrConcat(*this, getAxis(), getParts(), /*isSplit=*/true);
+}
+void SplitOp::traceSequence(SequenceTrace& trace) {
+  if (static_cast<int64_t>(getAxis()) == trace.dim()) return trace.ordered("splits the sequence");
+  for (Value r : getResults()) trace.set(r, trace.dim());
+}
+
+OpShardingRule ConcatOp::getShardingRule() {
+  for (Value piece : getPieces())
+    if (piece.getType() != getPieces().front().getType()) return unevenPieces(*this, getAxis());
+  return splitOrConcat(*this, getAxis(), getPieces().size(), /*isSplit=*/false);
+}
+void ConcatOp::traceSequence(SequenceTrace& trace) {
+  if (static_cast<int64_t>(getAxis()) == trace.dim())
+    return trace.ordered("concatenates along the sequence");
+  trace.set(getResult(), trace.dim());
+}
+
+// Causal softmax over scores [..., T, T]: a row's softmax reads the positions before it.
+OpShardingRule CausalSoftmaxOp::getShardingRule() {
+  return dtc::sharding::leadingRule(*this, rankOf(getResult()), 2);
+}
+void CausalSoftmaxOp::traceSequence(SequenceTrace& trace) { trace.ordered("mixes positions"); }
+OpShardingRule CausalSoftmaxGradOp::getShardingRule() {
+  return dtc::sharding::leadingRule(*this, rankOf(getResult()), 2);
+}
+void CausalSoftmaxGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule SoftmaxOp::getShardingRule() {
+  return dtc::sharding::leadingRule(*this, rankOf(getResult()), 1);
+}
+void SoftmaxOp::traceSequence(SequenceTrace& trace) { dtc::sharding::sequenceOverFeatures(trace); }
+OpShardingRule SoftmaxGradOp::getShardingRule() {
+  return dtc::sharding::leadingRule(*this, rankOf(getResult()), 1);
+}
+void SoftmaxGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule CausalAttentionOp::getShardingRule() {
+  // Batch and heads split freely, and so do the queries (context parallelism: the kernel places
+  // its block of them by `seq_axes`); a query needs every key, so k and v stay whole along T,
+  // and D everywhere.
+  RuleBuilder b(*this);
+  const int64_t rank = rankOf(getQ());
+  SmallVector<int> lead = b.factors(rank - 2);
+  const int queries = b.factor();
+  for (unsigned i = 0; i < 3; ++i) b.operandDims(i, lead);
+  b.operand(0, rank - 2, queries);
+  b.resultDims(0, lead).resultDims(1, lead);
+  b.result(0, rank - 2, queries).result(1, rank - 2, queries);
+  return b.take();
+}
+void CausalAttentionOp::traceSequence(SequenceTrace& trace) {
+  // Attention knows positions (seq_axes, seq_chunks): q, k and v carry the sequence at -2, or it
+  // reaches attention some other way.
+  const int64_t t = rankOf(getQ()) - 2;
+  for (const SequenceTrace::Carried& c : trace.carried())
+    if (c.dim != t) return trace.ordered("reaches attention along another dimension");
+  trace.set(getOut(), t);
+  trace.set(getLse(), t);
+}
+
+OpShardingRule CausalAttentionGradOp::getShardingRule() {
+  // As the forward; dk and dv sum over the queries, so they are partial where the queries are
+  // split.
+  RuleBuilder b(*this);
+  const int64_t rank = rankOf(getQ());
+  SmallVector<int> lead = b.factors(rank - 2);
+  const int queries = b.factor();
+  for (unsigned i = 0; i < 6; ++i) b.operandDims(i, lead);
+  for (unsigned i : {0u, 1u, 4u, 5u}) b.operand(i, rank - 2, queries);
+  for (unsigned i = 0; i < 3; ++i) b.resultDims(i, lead);
+  b.result(0, rank - 2, queries);
+  return b.take();
+}
+void CausalAttentionGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+// Merges two attention results of the same queries: rows lead, each row's D whole.
+OpShardingRule AttentionMergeOp::getShardingRule() {
+  return dtc::sharding::leadingRule(*this, rankOf(getOut()), 1);
+}
+void AttentionMergeOp::traceSequence(SequenceTrace& trace) {
+  trace.ordered("merges partial attention, which the trace does not follow");
+}
+
+OpShardingRule LayerNormOp::getShardingRule() {
+  // Rows lead; the normalised dimension stays whole.
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getX()) - 1);
+  b.operandDims(0, rows).resultDims(0, rows).resultDims(1, rows).resultDims(2, rows);
+  return b.take();
+}
+void LayerNormOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceOverFeatures(trace);
+}
+
+OpShardingRule LayerNormGradOp::getShardingRule() {
+  // Weight and bias gradients take no row factor: partial when rows are sharded.
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getX()) - 1);
+  b.operandDims(0, rows).operandDims(1, rows).operandDims(3, rows).operandDims(4, rows);
+  b.resultDims(0, rows);
+  return b.take();
+}
+void LayerNormGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule RmsNormOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getX()) - 1);
+  b.operandDims(0, rows).resultDims(0, rows).resultDims(1, rows);
+  return b.take();
+}
+void RmsNormOp::traceSequence(SequenceTrace& trace) { dtc::sharding::sequenceOverFeatures(trace); }
+
+OpShardingRule RmsNormGradOp::getShardingRule() {
+  // The weight's gradient takes no row factor: partial when rows are sharded.
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getX()) - 1);
+  b.operandDims(0, rows).operandDims(1, rows).operandDims(3, rows).resultDims(0, rows);
+  return b.take();
+}
+void RmsNormGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule SwigluOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }
+void SwigluOp::traceSequence(SequenceTrace& trace) { dtc::sharding::sequenceOverFeatures(trace); }
+OpShardingRule SwigluGradOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }
+void SwigluGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule RotaryOp::getShardingRule() { return rotaryRule(*this); }
+void RotaryOp::traceSequence(SequenceTrace& trace) { rotarySequence(*this, trace); }
+OpShardingRule RotaryGradOp::getShardingRule() { return rotaryRule(*this); }
+void RotaryGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}
+
+OpShardingRule EmbeddingOp::getShardingRule() {
+  // A split vocabulary: each device looks up the ids in its block (zeros elsewhere) and the rows
+  // are summed over the devices.
+  RuleBuilder b(*this);
+  SmallVector<int> ids = b.factors(rankOf(getIds()));
+  int c = b.factor(), v = b.factor();
+  b.operandDims(1, ids).operand(0, 0, v).operand(0, 1, c).resultDims(0, ids);
+  b.result(0, ids.size(), c);
+  return b.take();
+}
+void EmbeddingOp::traceSequence(SequenceTrace& trace) {
+  if (getIds() != getOperand(trace.operand())) return trace.ordered("indexes a table by position");
+  trace.set(getResult(), trace.dim());
+}
+
+OpShardingRule EmbeddingGradOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> ids = b.factors(rankOf(getIds()));
+  int c = b.factor(), v = b.factor();
+  b.operandDims(1, ids).operandDims(0, ids).operand(0, ids.size(), c);
+  b.result(0, 0, v).result(0, 1, c);
+  return b.take();
+}
+// Each position's gradient is added into its token's row: a sum, the same in any order.
+void EmbeddingGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}

@@ -58,3 +58,58 @@ LogicalResult CrossEntropyPartsGradOp::inferReturnTypes(MLIRContext*, std::optio
   types.push_back(adaptor.getLogits().getType());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Sharding rules and sequence positions
+//===----------------------------------------------------------------------===//
+
+using dtc::sharding::OpShardingRule;
+using dtc::sharding::RuleBuilder;
+using dtc::sharding::SequenceTrace;
+using dtc::sharding::withClass;
+
+OpShardingRule CrossEntropyRowMaxOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getLogits()) - 1);
+  int v = b.factor();
+  b.operandDims(0, withClass(rows, v)).resultDims(0, rows).maximised(0, v);
+  return b.take();
+}
+void CrossEntropyRowMaxOp::traceSequence(SequenceTrace& trace) {
+  trace.ordered("reduces rows, which the trace does not follow");
+}
+
+OpShardingRule CrossEntropyPartsOp::getShardingRule() {
+  // Both results are sums over the vocabulary (the target is 0 off the label's block).
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getLogits()) - 1);
+  int v = b.factor();
+  b.operandDims(0, withClass(rows, v)).operandDims(1, rows).operandDims(2, rows);
+  b.resultDims(0, rows).resultDims(1, rows);
+  return b.take();
+}
+void CrossEntropyPartsOp::traceSequence(SequenceTrace& trace) {
+  trace.ordered("reduces rows, which the trace does not follow");
+}
+
+OpShardingRule CrossEntropyCombineOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getRowMax()));
+  b.operandDims(0, rows).operandDims(1, rows).operandDims(2, rows);
+  if (getLabels()) b.operandDims(3, rows);
+  return b.take();
+}
+void CrossEntropyCombineOp::traceSequence(SequenceTrace&) {}  // the mean over every row
+
+OpShardingRule CrossEntropyPartsGradOp::getShardingRule() {
+  RuleBuilder b(*this);
+  SmallVector<int> rows = b.factors(rankOf(getLogits()) - 1);
+  int v = b.factor();
+  SmallVector<int> logits = withClass(rows, v);
+  b.operandDims(1, logits).operandDims(2, rows).operandDims(3, rows).operandDims(4, rows);
+  b.resultDims(0, logits);
+  return b.take();
+}
+void CrossEntropyPartsGradOp::traceSequence(SequenceTrace& trace) {
+  dtc::sharding::sequenceStopsAtGradient(trace);
+}

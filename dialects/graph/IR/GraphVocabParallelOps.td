@@ -29,6 +29,7 @@ def Graph_CrossEntropyCombineOp : Graph_Op<"cross_entropy_combine", [Pure, Infer
                        I64Attr:$count, OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Graph_F32Scalar:$loss);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = Graph_SumsOverPositions;
 }
 def Graph_CrossEntropyPartsGradOp : Graph_Op<"cross_entropy_parts_grad",
     [Pure, InferTypeOpAdaptor]> {

@@ -9,6 +9,10 @@ inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
   return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
 }
 
+inline int64_t rankOf(mlir::Value v) {
+  return mlir::cast<mlir::RankedTensorType>(v.getType()).getRank();
+}
+
 inline mlir::RankedTensorType f32Tensor(mlir::MLIRContext* ctx, llvm::ArrayRef<int64_t> shape) {
   return mlir::RankedTensorType::get(shape, mlir::Float32Type::get(ctx));
 }

@@ -1,0 +1,3 @@
+#include "common/OpInterfaces.h"
+
+#include "common/OpInterfaces.cpp.inc"
