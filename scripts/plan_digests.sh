@@ -32,7 +32,8 @@ M=models
 plan() {  # NAME MODEL FLAGS...
   local name=$1 model=$2
   shift 2
-  if ! "$DTC" compile "$M/$model" -o "$OUT/plans/$name.dtp" "$@" > "$OUT/plans/$name.log" 2>&1; then
+  if ! "$DTC" compile "$M/$model" -o "$OUT/plans/$name.dtp" "$@" \
+      > "$OUT/plans/$name.log" 2>&1; then
     echo "$name: compile failed: $(tail -1 "$OUT/plans/$name.log")" >&2
     echo "$name FAILED" >> "$OUT/digests.txt"
     return
@@ -75,10 +76,27 @@ plan llama-pp2-dp2 llama.dtm --batch 4 --mesh dp=2,pp=2 --microbatches 2 --zero 
 plan llama-moe-ep2-dp2 llama-moe.dtm --batch 4 --mesh dp=2,ep=2
 plan llama-moe-tp2 llama-moe.dtm --batch 4 --mesh tp=2
 
+inspect() {  # PLAN PROFILE: the plan's predicted step on a shipped profile
+  local plan=$1 profile=$2
+  if ! "$DTC" inspect "$OUT/plans/$plan.dtp" --json --profile "$profile" \
+      > "$OUT/plans/$plan.$profile.json" 2>&1; then
+    echo "inspect $plan $profile FAILED" >> "$OUT/digests.txt"
+    return
+  fi
+  echo "inspect-$plan-$profile $(sha256sum < "$OUT/plans/$plan.$profile.json" | cut -d' ' -f1)" \
+    >> "$OUT/digests.txt"
+}
+
+for p in gpt-cuda-bf16 llama-cuda-bf16; do
+  for profile in h100-measured a100-80g; do inspect "$p" "$profile"; done
+done
+for p in gpt llama-tp2-sp gpt-moe-ep2 llama-pp2-dp2; do inspect "$p" cpu; done
+
 explore() {  # NAME MODEL FLAGS...
   local name=$1 model=$2
   shift 2
-  if ! "$DTC" explore "$M/$model" --json "$@" > "$OUT/plans/$name.json" 2> "$OUT/plans/$name.log"; then
+  if ! "$DTC" explore "$M/$model" --json "$@" > "$OUT/plans/$name.json" \
+      2> "$OUT/plans/$name.log"; then
     echo "$name: explore failed: $(tail -1 "$OUT/plans/$name.log")" >&2
     echo "$name FAILED" >> "$OUT/digests.txt"
     return

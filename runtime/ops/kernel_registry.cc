@@ -31,6 +31,9 @@ struct Registry {
 #define DTC_KERNEL_ATTR(name, attribute, kind) \
   byCode[static_cast<uint16_t>(Kernel::name)].attrs.push_back({#attribute, AttrKind::k##kind});
 #include "ops/kernels.def"
+#define DTC_KERNEL_PRICED_AS(name, measured) \
+  byCode[static_cast<uint16_t>(Kernel::name)].pricedAs = #measured;
+#include "ops/kernels.def"
     for (const KernelInfo& k : byCode)
       if (k.kernel != Kernel::none) {
         all.push_back(&k);

@@ -47,6 +47,8 @@ struct KernelInfo {
   KernelTypes types = KernelTypes::kF32;
   KernelFamily family = KernelFamily::kPointwise;
   std::vector<KernelAttr> attrs;
+  // The kernel a device profile's cost per element stands in for this one's, or null.
+  const char* pricedAs = nullptr;
 
   // The declared attribute `name`, or null.
   const KernelAttr* attr(std::string_view name) const;

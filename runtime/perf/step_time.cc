@@ -156,38 +156,11 @@ std::string elementKey(const plan::Step& step) {
   return key;
 }
 
-// Where a profile has no cost for a fused kernel, the one of the kernel whose passes it runs:
-// a fused step is never priced below the arithmetic its parts were measured at.
-const char* elementFallback(Kernel k) {
-  switch (k) {
-    case Kernel::add_layer_norm: return "layer_norm";
-    case Kernel::layer_norm_grad_add: return "layer_norm_grad";
-    case Kernel::rms_norm: return "layer_norm";
-    case Kernel::rms_norm_grad: return "layer_norm_grad";
-    case Kernel::add_rms_norm: return "layer_norm";
-    case Kernel::rms_norm_grad_add: return "layer_norm_grad";
-    case Kernel::swiglu: return "gelu";
-    case Kernel::swiglu_grad: return "gelu_grad";
-    case Kernel::rotary: return "mul";
-    case Kernel::rotary_grad: return "mul";
-    case Kernel::moe_route: return "reduce_sum";
-    case Kernel::moe_route_grad: return "mul";
-    case Kernel::moe_dispatch: return "transpose";
-    case Kernel::moe_dispatch_grad: return "transpose";
-    case Kernel::moe_combine: return "mul";
-    case Kernel::moe_combine_grad: return "mul";
-    case Kernel::logsumexp: return "causal_softmax";
-    case Kernel::attention_merge: return "mul";
-    case Kernel::logsumexp_grad: return "causal_softmax_grad";
-    case Kernel::softmax_cross_entropy_with_grad: return "softmax_cross_entropy_grad";
-    default: return nullptr;
-  }
-}
-
 double secondsPerElement(const DeviceProfile& profile, const plan::Step& step, DType type) {
   if (const double s = profile.secondsPerElement(elementKey(step), type)) return s;
-  const char* fallback = elementFallback(step.kernel());
-  return fallback ? profile.secondsPerElement(fallback, type) : 0;
+  // Where the profile has no cost for a fused kernel, the one kernels.def prices it as.
+  const KernelInfo* info = kernelInfo(step.kernel());
+  return info && info->pricedAs ? profile.secondsPerElement(info->pricedAs, type) : 0;
 }
 
 TaskKind kindOf(Kernel k) {

@@ -7,7 +7,10 @@ usage: check_layering.py ROOT
 - compiler/lowering and compiler/pipeline_parallel do not both include each other;
 - the tools are thin mains: every source file under tools/ has under 400 lines;
 - the step functions' names are string literals in one header only (plan/function_names.h),
-  not in the code that runs or builds them.
+  not in the code that runs or builds them;
+- no switch over op or kernel kinds of more than 10 cases in compiler/sharding or runtime/perf
+  (a `switch` with its `case` labels, or a TypeSwitch with the types of its `.Case<...>`): what
+  an op or kernel means there lives with the op (its interfaces) or in ops/kernels.def.
 Prints what breaks a rule; exits 1 if anything does.
 """
 import pathlib
@@ -25,6 +28,36 @@ def files(root, *parts):
 
 def includes(path):
     return re.findall(r'^\s*#include\s+"([^"]+)"', path.read_text(errors="replace"), re.M)
+
+
+SWITCH_FOLDERS = (("compiler", "sharding"), ("runtime", "perf"))
+MOST_CASES = 10
+
+
+def switch_sizes(text):
+    """(line, cases) of each switch statement and TypeSwitch chain in C++ source `text`."""
+    code = "\n".join(line.split("//")[0] for line in text.splitlines())
+    sizes = []
+    for m in re.finditer(r"\bswitch\s*\(", code):
+        start = code.index("{", m.end())
+        depth, i = 0, start
+        while i < len(code):
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        body = code[start:i]
+        cases = len(re.findall(r"\bcase\b", body))
+        sizes.append((code.count("\n", 0, m.start()) + 1, cases))
+    for m in re.finditer(r"TypeSwitch<", code):
+        depth, end = 0, m.end()
+        while end < len(code) and not (depth == 0 and code[end] == ";"):
+            depth += {"(": 1, "{": 1, "[": 1, ")": -1, "}": -1, "]": -1}.get(code[end], 0)
+            end += 1
+        chain = code[m.end():end]
+        types = sum(len(c.split(",")) for c in re.findall(r"\.Case<([^>]*)>", chain))
+        sizes.append((code.count("\n", 0, m.start()) + 1, types))
+    return sizes
 
 
 def main(root):
@@ -57,6 +90,13 @@ def main(root):
                 holders.append(str(path.relative_to(root)))
     if holders != ["runtime/plan/function_names.h"]:
         problems.append(f'"train_step" is a literal in {holders} (plan/function_names.h only)')
+    for folder in SWITCH_FOLDERS:
+        for path in files(root, *folder):
+            for line, cases in switch_sizes(path.read_text(errors="replace")):
+                if cases > MOST_CASES:
+                    problems.append(f"{path.relative_to(root)}:{line}: a switch of {cases} "
+                                    f"cases (at most {MOST_CASES}: give the op or kernel its "
+                                    "own rule)")
     for p in problems:
         print(p)
     if not problems:

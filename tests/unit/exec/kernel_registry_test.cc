@@ -32,7 +32,15 @@ TEST(KernelRegistry, NamesCodesAndSchemaAgree) {
     std::set<std::string> attrs;
     for (const KernelAttr& a : k->attrs)
       EXPECT_TRUE(attrs.insert(a.name).second) << k->name << "." << a.name;
+    // A kernel priced as another names one that exists and is priced as itself.
+    if (k->pricedAs) {
+      const KernelInfo* measured = findKernel(k->pricedAs);
+      ASSERT_NE(measured, nullptr) << k->name << " is priced as unknown " << k->pricedAs;
+      EXPECT_EQ(measured->pricedAs, nullptr) << k->name << " is priced as " << k->pricedAs;
+    }
   }
+  EXPECT_STREQ(findKernel("rms_norm")->pricedAs, "layer_norm");
+  EXPECT_EQ(findKernel("layer_norm")->pricedAs, nullptr);
   EXPECT_EQ(kernelInfo(Kernel::none), nullptr);
   EXPECT_EQ(kernelInfo(static_cast<Kernel>(60000)), nullptr);
   EXPECT_EQ(kernelName(static_cast<Kernel>(60000)), "kernel 60000");
