@@ -62,7 +62,7 @@ comm::World launcherWorld() {
 // does not say how many share the node. Oversubscribed cores would make each kernel's threads
 // wait for one another.
 int threadsFor(const TrainOptions& o, const comm::World& world) {
-  if (o.threads > 0) return o.threads;
+  if (o.runtime.threads > 0) return static_cast<int>(o.runtime.threads);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, world.localSize));
 }
@@ -71,18 +71,19 @@ int threadsFor(const TrainOptions& o, const comm::World& world) {
 // leftovers of interrupted checkpoint writes are removed.
 Status prepareOutputs(const TrainOptions& o, int rank) {
   if (rank != 0) return Status::Ok();
-  if (!o.checkpointDir.empty() && o.resumePath.empty())
-    DTC_RETURN_IF_ERROR(checkpoint::checkNoEarlierRun(o.checkpointDir));
-  if (!o.logPath.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.logPath, "--log"));
-  if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.tracePath, "--trace"));
-  if (!o.saveDir.empty()) DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.saveDir, "--save"));
-  if (!o.tensorboardDir.empty())
-    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.tensorboardDir, "--tensorboard"));
-  if (!o.predictDir.empty())
-    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.predictDir, "--predict"));
-  if (!o.checkpointDir.empty()) {
-    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.checkpointDir, "--checkpoint"));
-    DTC_RETURN_IF_ERROR(checkpoint::removeLeftovers(o.checkpointDir));
+  if (!o.checkpoint.dir.empty() && o.checkpoint.resume.empty())
+    DTC_RETURN_IF_ERROR(checkpoint::checkNoEarlierRun(o.checkpoint.dir));
+  if (!o.logging.log.empty()) DTC_RETURN_IF_ERROR(io::checkOutputFile(o.logging.log, "--log"));
+  if (!o.logging.trace.empty())
+    DTC_RETURN_IF_ERROR(io::checkOutputFile(o.logging.trace, "--trace"));
+  if (!o.save.dir.empty()) DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.save.dir, "--save"));
+  if (!o.logging.tensorboard.empty())
+    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.logging.tensorboard, "--tensorboard"));
+  if (!o.evaluation.predictDir.empty())
+    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.evaluation.predictDir, "--predict"));
+  if (!o.checkpoint.dir.empty()) {
+    DTC_RETURN_IF_ERROR(io::prepareOutputDirectory(o.checkpoint.dir, "--checkpoint"));
+    DTC_RETURN_IF_ERROR(checkpoint::removeLeftovers(o.checkpoint.dir));
   }
   return Status::Ok();
 }
@@ -97,12 +98,12 @@ Status checkWholeBatch(const BatchSource& data, const std::string& what, const P
 
 // Every rank writes its pieces of a checkpoint into the directory rank 0 made.
 Status checkCheckpointDirectory(const TrainOptions& o, int rank) {
-  if (o.checkpointDir.empty() || rank == 0) return Status::Ok();
-  if (!io::isDirectory(o.checkpointDir))
-    return Status::InvalidInput("--checkpoint " + o.checkpointDir +
+  if (o.checkpoint.dir.empty() || rank == 0) return Status::Ok();
+  if (!io::isDirectory(o.checkpoint.dir))
+    return Status::InvalidInput("--checkpoint " + o.checkpoint.dir +
                                 " is not visible from this rank " +
                                 "(checkpoints need a file system every rank shares)");
-  return io::prepareOutputDirectory(o.checkpointDir, "--checkpoint");
+  return io::prepareOutputDirectory(o.checkpoint.dir, "--checkpoint");
 }
 
 // The data stream must be where the checkpoint left it: same data, batch and order.
@@ -140,8 +141,8 @@ struct RunState {
 
 // --sample's options: the sampler's flags and the tokenizer read before training.
 SamplingOptions sampling(const TrainOptions& o, const RunState& run) {
-  return {o.temperature, o.topK, o.sampleSeed, run.tokenizer ? &*run.tokenizer : nullptr,
-          o.tokenizer == "bytes"};
+  return {o.sampling.temperature, o.sampling.topK, o.data.seed.value_or(1337),
+          run.tokenizer ? &*run.tokenizer : nullptr, o.sampling.tokenizer == "bytes"};
 }
 
 // A stop asked for while the run starts (reading a checkpoint, opening data): the run ends at
@@ -164,43 +165,37 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   std::string stepDir;
   checkpoint::CheckpointIndex index;
   auto checkArguments = [&]() -> Status {
-    if (o.sampleTokens > 0 && mesh->numDevices() > 1)
+    if (o.sampling.tokens > 0 && mesh->numDevices() > 1)
       return Status::InvalidInput("--sample needs a single-device plan (compile without --mesh)");
-    if (!o.predictDir.empty() && mesh->numDevices() > 1)
+    if (!o.evaluation.predictDir.empty() && mesh->numDevices() > 1)
       return Status::InvalidInput("--predict needs a single-device plan (compile without --mesh)");
-    if (!o.predictDir.empty() && o.dataDir.empty() && o.evalDir.empty())
-      return Status::InvalidInput("--predict needs the data to run on: --eval DIR or --data DIR");
-    if (!o.resumePath.empty() && !o.initPath.empty())
-      return Status::InvalidInput("--resume continues a run, --init starts one: give one of them");
-    if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keep > 0 || o.checkpointAsync))
-      return Status::InvalidInput(
-          "--checkpoint-every, --keep and --checkpoint-async need --checkpoint DIR");
-    if (o.evalDir.empty() && (o.evalEvery > 0 || o.evalBatches > 0))
-      return Status::InvalidInput("--eval-every and --eval-batches need --eval DIR");
     DTC_RETURN_IF_ERROR(prepareOutputs(o, rank));
     // Inputs before any memory is reserved.
-    if (!o.resumePath.empty()) {
-      DTC_ASSIGN_OR_RETURN(stepDir, checkpoint::resolveCheckpoint(o.resumePath));
+    if (!o.checkpoint.resume.empty()) {
+      DTC_ASSIGN_OR_RETURN(stepDir, checkpoint::resolveCheckpoint(o.checkpoint.resume));
       DTC_ASSIGN_OR_RETURN(index, checkpoint::readIndex(stepDir));
     }
-    if (!o.initPath.empty()) DTC_RETURN_IF_ERROR(checkpoint::checkParametersFile(plan, o.initPath));
-    if (o.saveHf && !plan.root().hf_config())
+    if (!o.checkpoint.init.empty())
+      DTC_RETURN_IF_ERROR(checkpoint::checkParametersFile(plan, o.checkpoint.init));
+    if ((o.save.format == "hf") && !plan.root().hf_config())
       return Status::InvalidInput(
           "--format hf: the plan's model carries no Hugging Face config (dtc compile HF_DIR, "
           "dtc zoo llama and dtc zoo gpt --layout hf write one); save it with --format dtc");
-    if (!o.saveDir.empty()) {
-      DTC_ASSIGN_OR_RETURN(run.saveDtype, saveDtypeFor(plan, o.saveDtype, o.saveHf));
+    if (!o.save.dir.empty()) {
+      DTC_ASSIGN_OR_RETURN(run.saveDtype,
+                           saveDtypeFor(plan, o.save.dtype, (o.save.format == "hf")));
     }
     if (rank == 0) {
       const int64_t done = stepDir.empty() ? 0 : index.progress.step;
       DTC_RETURN_IF_ERROR(checkOutputRoom(
-          plan, {o.saveDir, run.saveDtype, o.checkpointDir,
-                 checkpointsWritten(done, std::max(o.steps, done), o.checkpointEvery), o.keep}));
+          plan, {o.save.dir, run.saveDtype, o.checkpoint.dir,
+                 checkpointsWritten(done, std::max(o.data.steps, done), o.checkpoint.every),
+                 static_cast<int>(o.checkpoint.keep)}));
     }
-    if (!o.dataDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.dataDir));
-    if (!o.evalDir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.evalDir));
-    if (!o.tokenizer.empty() && o.tokenizer != "bytes" && rank == 0) {
-      DTC_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(o.tokenizer));
+    if (!o.data.dir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.data.dir));
+    if (!o.evaluation.dir.empty()) DTC_RETURN_IF_ERROR(checkDataPath(o.evaluation.dir));
+    if (!o.sampling.tokenizer.empty() && o.sampling.tokenizer != "bytes" && rank == 0) {
+      DTC_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(o.sampling.tokenizer));
       run.tokenizer = std::move(tokenizer);
     }
     return Status::Ok();
@@ -209,7 +204,7 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   DTC_RETURN_IF_ERROR(agree(world, unlessStopped(checkCheckpointDirectory(o, rank)), agreed));
 
   const comm::World launched = launcherWorld();
-  StatusOr<std::unique_ptr<Backend>> backend = createBackend(o.device, launched.localRank);
+  StatusOr<std::unique_ptr<Backend>> backend = createBackend(o.runtime.device, launched.localRank);
   DTC_RETURN_IF_ERROR(agree(world, unlessStopped(backend.status()), agreed));
   // Creating a pipeline's groups is collective: a failure there ends the job (train()).
   DTC_ASSIGN_OR_RETURN(
@@ -217,18 +212,19 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
                                {fn::kTrainStep, "eval"}));
   Executor& ex = *run.ex;
   run.samplesPerStep = plan.root().batch_size() * std::max(1, plan.root().micro_batches());
-  run.seed = o.seed;
+  run.seed = o.data.seed.value_or(0);
   auto loadState = [&]() -> Status {
     if (stepDir.empty()) {
       DTC_RETURN_IF_ERROR(ex.initializeState());
-      if (!o.initPath.empty()) DTC_RETURN_IF_ERROR(checkpoint::loadParametersFile(ex, o.initPath));
+      if (!o.checkpoint.init.empty())
+        DTC_RETURN_IF_ERROR(checkpoint::loadParametersFile(ex, o.checkpoint.init));
       return Status::Ok();
     }
     const checkpoint::Progress& p = index.progress;
-    if (o.seedGiven && p.seed != o.seed)
+    if (o.data.seed.has_value() && p.seed != o.data.seed.value_or(0))
       return Status::InvalidInput("checkpoint " + stepDir + " was trained with --seed " +
                                   std::to_string(static_cast<int64_t>(p.seed)) + ", not " +
-                                  std::to_string(static_cast<int64_t>(o.seed)) +
+                                  std::to_string(static_cast<int64_t>(o.data.seed.value_or(0))) +
                                   " (leave --seed out to continue its order)");
     if (p.samplesPerStep != run.samplesPerStep)
       return Status::InvalidInput(
@@ -246,27 +242,27 @@ Status start(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* mesh, Ru
   };
   DTC_RETURN_IF_ERROR(agree(world, unlessStopped(loadState()), agreed));
   auto openData = [&]() -> Status {
-    if (o.steps > run.done) {
-      if (o.dataDir.empty()) return Status::InvalidInput("--steps needs --data DIR");
-      DTC_ASSIGN_OR_RETURN(run.train, openBatchSource(ex, fn::kTrainStep, o.dataDir, run.seed));
+    if (o.data.steps > run.done) {
+      if (o.data.dir.empty()) return Status::InvalidInput("--steps needs --data DIR");
+      DTC_ASSIGN_OR_RETURN(run.train, openBatchSource(ex, fn::kTrainStep, o.data.dir, run.seed));
       // A step-0 checkpoint (written before any training) has no stream position yet.
       if (!stepDir.empty() && !(run.done == 0 && index.progress.data.size() == 0))
         DTC_RETURN_IF_ERROR(checkDataPosition(index.progress.data, run.train->position(run.done),
-                                              stepDir, o.dataDir));
+                                              stepDir, o.data.dir));
     }
-    if (!o.evalDir.empty()) {
-      DTC_ASSIGN_OR_RETURN(run.eval, openBatchSource(ex, "eval", o.evalDir, 0));
-      DTC_RETURN_IF_ERROR(checkWholeBatch(*run.eval, "--eval " + o.evalDir, plan));
+    if (!o.evaluation.dir.empty()) {
+      DTC_ASSIGN_OR_RETURN(run.eval, openBatchSource(ex, "eval", o.evaluation.dir, 0));
+      DTC_RETURN_IF_ERROR(checkWholeBatch(*run.eval, "--eval " + o.evaluation.dir, plan));
     }
-    if (!o.predictDir.empty()) {
-      const std::string& path = o.evalDir.empty() ? o.dataDir : o.evalDir;
+    if (!o.evaluation.predictDir.empty()) {
+      const std::string& path = o.evaluation.dir.empty() ? o.data.dir : o.evaluation.dir;
       DTC_ASSIGN_OR_RETURN(run.predict, openBatchSource(ex, "eval", path, 0));
       DTC_RETURN_IF_ERROR(checkWholeBatch(*run.predict, "--predict's data " + path, plan));
     }
-    if (!o.checkpointDir.empty()) {
+    if (!o.checkpoint.dir.empty()) {
       DTC_ASSIGN_OR_RETURN(run.layout, checkpoint::planCheckpointLayout(plan));
     }
-    if (o.sampleTokens > 0) DTC_RETURN_IF_ERROR(checkCanGenerate(ex, sampling(o, run)));
+    if (o.sampling.tokens > 0) DTC_RETURN_IF_ERROR(checkCanGenerate(ex, sampling(o, run)));
     return Status::Ok();
   };
   return agree(world, unlessStopped(openData()), agreed);
@@ -309,15 +305,16 @@ StatusOr<Progress> progressFor(Executor& ex, comm::DeviceMesh& mesh, const Train
   const plan::Function& f = *ex.function(fn::kTrainStep);
   float flops = static_cast<float>(contractionFlops(f) / 1e9);
   if (mesh.world().size() > 1) DTC_RETURN_IF_ERROR(mesh.world().allReduceSum(&flops, 1));
-  return Progress(o.steps, run.done + 1, run.samplesPerStep, tokensPerSample(f), flops * 1e9, 0);
+  return Progress(o.data.steps, run.done + 1, run.samplesPerStep, tokensPerSample(f), flops * 1e9,
+                  0);
 }
 
 // What a checkpoint of `step` records besides the state.
 checkpoint::CheckpointRequest checkpointRequest(const RunState& run, const TrainOptions& o,
                                                 int64_t step) {
   checkpoint::CheckpointRequest request;
-  request.dir = o.checkpointDir;
-  request.keep = o.keep;
+  request.dir = o.checkpoint.dir;
+  request.keep = o.checkpoint.keep;
   request.progress.step = step;
   request.progress.seed = run.seed;
   request.progress.samplesPerStep = run.samplesPerStep;
@@ -356,7 +353,7 @@ Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health,
   std::snprintf(numbers, sizeof numbers, "loss %g, lr %.4g", n.loss, n.lr);
   std::string what = numbers;
   if (n.hasGradNorm) what += ", gradient norm " + std::to_string(n.gradNorm);
-  std::string kept = lastCheckpoint >= 0 && !o.checkpointDir.empty()
+  std::string kept = lastCheckpoint >= 0 && !o.checkpoint.dir.empty()
                          ? "; the last checkpoint, " +
                                checkpoint::stepDirectoryName(lastCheckpoint) + ", is intact"
                          : std::string();
@@ -364,7 +361,7 @@ Status divergence(int64_t step, const StepNumbers& n, const StepHealth& health,
     char text[96];
     std::snprintf(text, sizeof text, " (loss scale now %g)", scale);
     return Status::NonFinite(
-        "step " + std::to_string(step) + ": " + std::to_string(o.maxSkippedSteps) +
+        "step " + std::to_string(step) + ": " + std::to_string(o.runtime.maxSkippedSteps) +
         " steps in a row skipped by the fp16 loss scale: the gradients overflow at every scale" +
         text + " (--max-skipped-steps; try bf16)" + kept);
   }
@@ -409,8 +406,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   RunState run;
   DTC_RETURN_IF_ERROR(start(plan, o, mesh, run, agreed));
   Executor& ex = *run.ex;
-  ex.setTiming(!o.tracePath.empty() || o.profileSummary);
-  ex.setCheckNumerics(o.checkNumerics);
+  ex.setTiming(!o.logging.trace.empty() || o.logging.profileSummary);
+  ex.setCheckNumerics(o.runtime.checkNumerics);
   const plan::Plan& root = plan.root();
   // Memory is rank 0's (a pipeline's stages differ).
   const std::string pipeline = root.schedule() && root.schedule()->size()
@@ -450,8 +447,8 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
                   stats[0] / 1e3 / std::max(-stats[1], 1e-9f));
   }
 
-  int64_t lastCheckpoint = o.resumePath.empty() ? -1 : run.done;
-  if (!o.checkpointDir.empty() && o.checkpointAsync) {
+  int64_t lastCheckpoint = o.checkpoint.resume.empty() ? -1 : run.done;
+  if (!o.checkpoint.dir.empty() && o.checkpoint.async) {
     StatusOr<std::unique_ptr<checkpoint::AsyncCheckpointWriter>> writer =
         checkpoint::AsyncCheckpointWriter::create(
             run.layout, ex, mesh->rank(),
@@ -478,7 +475,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
   // `background`: with --checkpoint-async, snapshot and write while training goes on.
   auto checkpointAt = [&](int64_t step, bool background) -> Status {
     DTC_RETURN_IF_ERROR(finishWrite(true));
-    if (o.checkpointDir.empty() || step == lastCheckpoint) return Status::Ok();
+    if (o.checkpoint.dir.empty() || step == lastCheckpoint) return Status::Ok();
     comm::setPhase("checkpoint at step " + std::to_string(step));
     const std::string what = "checkpoint step-" + std::to_string(step);
     if (background && run.async) {
@@ -506,19 +503,19 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     return Status::Ok();
   };
   std::unique_ptr<TrainingLog> log;
-  if (!o.logPath.empty() && lead && (o.steps > run.done || run.eval)) {
-    DTC_ASSIGN_OR_RETURN(log, TrainingLog::open(o.logPath, run.done + 1));
+  if (!o.logging.log.empty() && lead && (o.data.steps > run.done || run.eval)) {
+    DTC_ASSIGN_OR_RETURN(log, TrainingLog::open(o.logging.log, run.done + 1));
   }
   std::unique_ptr<TensorBoardWriter> board;
-  if (!o.tensorboardDir.empty() && lead) {
-    DTC_ASSIGN_OR_RETURN(board, TensorBoardWriter::open(o.tensorboardDir));
+  if (!o.logging.tensorboard.empty() && lead) {
+    DTC_ASSIGN_OR_RETURN(board, TensorBoardWriter::open(o.logging.tensorboard));
   }
   int64_t lastEvaluated = -1;
   auto evaluateAt = [&](int64_t step, bool periodic) -> Status {
     if (!run.eval || step == lastEvaluated) return Status::Ok();
     std::string prefix = periodic ? "step " + std::to_string(step) + ": eval" : std::string("eval");
     comm::setPhase("evaluation after step " + std::to_string(step));
-    DTC_ASSIGN_OR_RETURN(Evaluation e, evaluate(ex, *run.eval, lead, o.evalBatches, prefix));
+    DTC_ASSIGN_OR_RETURN(Evaluation e, evaluate(ex, *run.eval, lead, o.evaluation.batches, prefix));
     lastEvaluated = step;
     if (log) DTC_RETURN_IF_ERROR(log->evaluation(step, e.loss));
     if (board) {
@@ -527,12 +524,12 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
     }
     return Status::Ok();
   };
-  if (o.steps > run.done) {
+  if (o.data.steps > run.done) {
     const plan::Function& f = *ex.function(fn::kTrainStep);  // openBatchSource found it
     DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
     const StepScalars scalars = stepScalars(plan, f);
     DTC_ASSIGN_OR_RETURN(Progress progress, progressFor(ex, *mesh, o, run));
-    RunPeak peak(plan, f, o.device == "cpu", run.done + 1, o.steps);
+    RunPeak peak(plan, f, o.runtime.device == "cpu", run.done + 1, o.data.steps);
     // fp16: a step whose update the loss scale skipped lowers the scale.
     const bool lossScaled = plan.stateTensor("loss_scale", ex.stage()) != nullptr;
     float scale = 0;
@@ -540,7 +537,7 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
       DTC_ASSIGN_OR_RETURN(scale, ex.readScalarState("loss_scale"));
     }
     int64_t skippedInARow = 0;
-    for (int64_t step = run.done + 1; step <= o.steps; ++step) {
+    for (int64_t step = run.done + 1; step <= o.data.steps; ++step) {
       comm::setPhase("step " + std::to_string(step));
       auto begin = std::chrono::steady_clock::now();
       DTC_RETURN_IF_ERROR(io::checkMappedFiles());  // the data files are what they were at step 1
@@ -586,9 +583,9 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
           !numbers.skipped && ((holdsLoss && !std::isfinite(numbers.loss)) ||
                                (numbers.hasGradNorm && !std::isfinite(numbers.gradNorm)));
       const bool writing = run.async && run.async->inFlight() && !run.async->locallyDone();
-      DTC_ASSIGN_OR_RETURN(
-          StepHealth health,
-          agreeOnStep(mesh->world(), nonFinite, skippedInARow >= o.maxSkippedSteps, writing));
+      DTC_ASSIGN_OR_RETURN(StepHealth health,
+                           agreeOnStep(mesh->world(), nonFinite,
+                                       skippedInARow >= o.runtime.maxSkippedSteps, writing));
       // Every rank's file of the checkpoint in flight is synced: it is published now.
       if (!health.writing) DTC_RETURN_IF_ERROR(finishWrite(false));
       if (health.nonFinite || health.tooManySkips) {
@@ -598,52 +595,54 @@ Status trainOnMesh(const Plan& plan, const TrainOptions& o, comm::DeviceMesh* me
         return divergence(step, numbers, health, o, lastCheckpoint, scale);
       }
       const int signal = health.signal;
-      if (o.evalEvery > 0 && step % o.evalEvery == 0) DTC_RETURN_IF_ERROR(evaluateAt(step, true));
-      if ((o.checkpointEvery > 0 && step % o.checkpointEvery == 0) || step == o.steps || signal)
-        DTC_RETURN_IF_ERROR(checkpointAt(step, step != o.steps && !signal));
+      if (o.evaluation.every > 0 && step % o.evaluation.every == 0)
+        DTC_RETURN_IF_ERROR(evaluateAt(step, true));
+      if ((o.checkpoint.every > 0 && step % o.checkpoint.every == 0) || step == o.data.steps ||
+          signal)
+        DTC_RETURN_IF_ERROR(checkpointAt(step, step != o.data.steps && !signal));
       if (signal) {
         std::fflush(stdout);
-        std::string saved = o.checkpointDir.empty() ? " (no --checkpoint: the state is not saved)"
-                                                    : "; checkpoint " + o.checkpointDir + "/" +
-                                                          checkpoint::stepDirectoryName(step);
+        std::string saved = o.checkpoint.dir.empty() ? " (no --checkpoint: the state is not saved)"
+                                                     : "; checkpoint " + o.checkpoint.dir + "/" +
+                                                           checkpoint::stepDirectoryName(step);
         return Status::Stopped(std::string("stopped by ") + stopSignalName(signal) +
                                    " after step " + std::to_string(step) + saved,
                                signal);
       }
     }
-  } else if (lead && o.steps > 0) {
+  } else if (lead && o.data.steps > 0) {
     std::printf("nothing to train: the run is at step %lld of %lld\n", (long long)run.done,
-                (long long)o.steps);
+                (long long)o.data.steps);
   }
   comm::setPhase("after the last step");
   // A run that trained nothing still leaves the state it holds (the initial one: step-0).
-  DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.steps), false));
-  DTC_RETURN_IF_ERROR(evaluateAt(std::max(run.done, o.steps), false));
+  DTC_RETURN_IF_ERROR(checkpointAt(std::max(run.done, o.data.steps), false));
+  DTC_RETURN_IF_ERROR(evaluateAt(std::max(run.done, o.data.steps), false));
   // What training made is saved first: what follows reads it.
-  if (!o.saveDir.empty()) {
+  if (!o.save.dir.empty()) {
     comm::setPhase("saving the parameters");
-    DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.saveDir, agreed));
-    DTC_RETURN_IF_ERROR(
-        saveParameters(ex, o.saveDir, lead, {o.maxShardBytes, run.saveDtype, o.saveHf}));
-    if (o.saveHf && lead) {
+    DTC_RETURN_IF_ERROR(checkFiniteState(ex, mesh->world(), "--save " + o.save.dir, agreed));
+    DTC_RETURN_IF_ERROR(saveParameters(
+        ex, o.save.dir, lead, {o.save.maxShardBytes, run.saveDtype, (o.save.format == "hf")}));
+    if ((o.save.format == "hf") && lead) {
       const flatbuffers::String* config = ex.plan().root().hf_config();
       const flatbuffers::String* generation = ex.plan().root().hf_generation_config();
       DTC_RETURN_IF_ERROR(checkpoint::writeHfConfig(config ? config->str() : "",
                                                     generation ? generation->str() : "",
-                                                    torchDtypeName(run.saveDtype), o.saveDir));
+                                                    torchDtypeName(run.saveDtype), o.save.dir));
     }
   }
-  if (o.sampleTokens > 0 && lead) {
+  if (o.sampling.tokens > 0 && lead) {
     DTC_ASSIGN_OR_RETURN(std::string text,
-                         generate(ex, o.prompt, o.sampleTokens, sampling(o, run)));
+                         generate(ex, o.sampling.prompt, o.sampling.tokens, sampling(o, run)));
     std::printf("sample: %s\n", terminalText(text).c_str());
   }
   if (run.predict) {
     comm::setPhase("predicting");
-    DTC_RETURN_IF_ERROR(predict(ex, *run.predict, o.predictDir));
+    DTC_RETURN_IF_ERROR(predict(ex, *run.predict, o.evaluation.predictDir));
   }
-  if (!o.tracePath.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.tracePath));
-  if (o.profileSummary && lead) std::printf("%s", profileSummary(ex).c_str());
+  if (!o.logging.trace.empty()) DTC_RETURN_IF_ERROR(writeTrace(ex, *mesh, o.logging.trace));
+  if (o.logging.profileSummary && lead) std::printf("%s", profileSummary(ex).c_str());
   return reportMemory(ex, mesh->world(), lead, run.async ? run.async->hostBytes() : 0);
 }
 
@@ -664,34 +663,11 @@ std::vector<RunField> runFields(const Plan& plan, const TrainOptions& o) {
   std::snprintf(planText, sizeof planText, "%llu bytes, crc32 %08x",
                 static_cast<unsigned long long>(plan.bytes().size()),
                 io::crc32(0, plan.bytes().data(), plan.bytes().size()));
-  auto content = [](const std::string& path) {
-    return path.empty() ? std::string() : contentFingerprint(path);
-  };
-  auto number = [](double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.17g", v);
-    return std::string(text);
-  };
-  // The outputs only rank 0 writes (--log, --save, --trace) may differ.
-  return {{"the plan", "batch " + std::to_string(plan.root().batch_size()) +
-                           (mesh.empty() ? "" : ", mesh " + mesh) + ", " + planText},
-          {"--steps", std::to_string(o.steps)},
-          {"--seed", o.seedGiven ? std::to_string(o.seed) : std::string("(not given)")},
-          {"--data", content(o.dataDir)},
-          {"--eval", content(o.evalDir)},
-          {"--eval-every", std::to_string(o.evalEvery)},
-          {"--eval-batches", std::to_string(o.evalBatches)},
-          {"--device", o.device},
-          {"--checkpoint", o.checkpointDir},
-          {"--checkpoint-every", std::to_string(o.checkpointEvery)},
-          {"--checkpoint-async", o.checkpointAsync ? "on" : "off"},
-          {"--keep", std::to_string(o.keep)},
-          {"--resume", o.resumePath},
-          {"--init", content(o.initPath)},
-          {"--sample", std::to_string(o.sampleTokens)},
-          {"--max-skipped-steps", std::to_string(o.maxSkippedSteps)},
-          {"--check-numerics", o.checkNumerics ? "on" : "off"},
-          {"--collective-timeout", number(o.collectiveTimeout)}};
+  std::vector<RunField> fields = {{"the plan", "batch " + std::to_string(plan.root().batch_size()) +
+                                                   (mesh.empty() ? "" : ", mesh " + mesh) + ", " +
+                                                   planText}};
+  for (RunField& f : agreedFlags(o)) fields.push_back(std::move(f));
+  return fields;
 }
 
 Status checkWorldSize(const Plan& plan, int processes, const std::string& launcher) {

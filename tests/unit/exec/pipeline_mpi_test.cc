@@ -82,8 +82,8 @@ int main() {
   auto second = dtc::comm::createMpiWorld();  // MPI is up: this one does not own it
   expectOk(second.status(), "second world", r);
   dtc::TrainOptions train;
-  train.saveDir = dir;
-  train.threads = 1;
+  train.save.dir = dir;
+  train.runtime.threads = 1;
   if (second.ok()) expectOk(dtc::train(*plan, train, std::move(second).value()), "train --save", r);
   if (r == 0) {
     auto file = dtc::io::SafetensorsFile::read(std::string(dir) + "/model.safetensors");
