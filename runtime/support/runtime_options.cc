@@ -1,48 +1,58 @@
 #include "support/runtime_options.h"
 
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 namespace dtc {
 namespace {
 
+// Each enum's values as the switches spell them (DTC_CHOICE).
+struct Choices {
+#define DTC_SWITCH_ENUM(Enum, ...) std::vector<std::pair<const char*, RuntimeOptions::Enum>> Enum;
+#include "support/runtime_options.def"
+};
+
+const Choices& choices() {
+  static const Choices all = [] {
+    Choices c;
+#define DTC_CHOICE(Enum, value, text) c.Enum.push_back({text, RuntimeOptions::Enum::value});
+#include "support/runtime_options.def"
+    return c;
+  }();
+  return all;
+}
+
+template <typename Enum>
+std::string spelled(const std::vector<std::pair<const char*, Enum>>& values) {
+  std::string text;
+  for (const auto& v : values) text += (text.empty() ? "" : "|") + std::string(v.first);
+  return text;
+}
+
 struct Switch {
   const char* name;
-  const char* values;
+  std::string values;
   const char* help;
 };
 
-// The one list of switches (runtime_options.h explains each); the help and the test that the
-// docs name every switch read it.
-constexpr Switch kSwitches[] = {
-    {"DTC_CUDA_BACKEND", "PATH", "the CUDA plugin (default: libdtc_cuda.so beside dtrun)"},
-    {"DTC_NCCL_LIBRARY", "PATH", "the NCCL library (default: libnccl.so.2 on the library path)"},
-    {"DTC_COLLECTIVES", "mpi|nccl",
-     "CUDA collectives (default: NCCL where every rank has its own GPU)"},
-    {"DTC_CUDA_ATTENTION", "auto|cudnn|flash|gemm",
-     "causal attention's CUDA path: cuDNN's fused kernels for attention on the fused "
-     "projection where cuDNN loads, else dtc's GEMM path (16-bit) or flash kernels (default "
-     "auto)"},
-    {"DTC_CUDNN_LIBRARY", "PATH", "the cuDNN library (default: libcudnn.so.9 on the library path)"},
-    {"DTC_CUDNN_DETERMINISTIC", "0|1",
-     "cuDNN attention's deterministic backward (default 0: its faster one, whose sums' order "
-     "varies)"},
-    {"DTC_CUDA_GRAPHS", "0|1", "replay each function as a CUDA graph (default 1)"},
-    {"DTC_CUDA_OVERLAP", "0|1",
-     "collectives on their own stream, overlapping backward (default 1)"},
-    {"DTC_CUDA_TF32", "0|1", "allow TF32 for f32 GEMMs (default 0)"},
-    {"DTC_CUDA_LT_EPILOGUES", "0|1", "fused linear epilogues through cuBLASLt (default 1)"},
-    {"DTC_WATCHDOG_LIVENESS", "0|1",
-     "every half second, each rank looks at its host's other ranks and tells every rank of one "
-     "that died (default 1; 0: a rank that dies on another host is found at the timeout)"},
-    {"DTC_SNAPSHOT_COPY", "background|step",
-     "who copies a --checkpoint-async snapshot out of host memory: the writer thread beside the "
-     "next step (default), or every training thread in the step"},
-    {"DTC_FAULT", "POINT[@RANK][#N][:throw|:pause]",
-     "tests: SIGKILL (an exception; a second's pause) at the N-th arrival at a fault point"},
-};
+// The switches as runtime_options.def declares them, for the help and the messages.
+const std::vector<Switch>& switches() {
+  static const std::vector<Switch> all = [] {
+    std::vector<Switch> out;
+#define DTC_SWITCH_TEXT(field, name, value, help) out.push_back({name, value, help});
+#define DTC_SWITCH_FLAG(field, name, initial, help) out.push_back({name, "0|1", help});
+#define DTC_SWITCH_CHOICE(field, Enum, name, initial, help) \
+  out.push_back({name, spelled(choices().Enum), help});
+#define DTC_SWITCH_FAULT(name, value, help) out.push_back({name, value, help});
+#include "support/runtime_options.def"
+    return out;
+  }();
+  return all;
+}
 
 Status malformed(const char* name, const std::string& value) {
-  for (const Switch& s : kSwitches)
+  for (const Switch& s : switches())
     if (std::string(s.name) == name)
       return Status::InvalidInput(std::string(name) + " is '" + value + "': expected " + s.values);
   return Status::Internal(std::string("undeclared switch ") + name);
@@ -58,7 +68,7 @@ Status parseFlag(const char* name, const char* value, bool& flag) {
 
 template <typename Enum>
 Status parseChoice(const char* name, const char* value,
-                   std::initializer_list<std::pair<const char*, Enum>> choices, Enum& out) {
+                   const std::vector<std::pair<const char*, Enum>>& choices, Enum& out) {
   if (!value || !*value) return Status::Ok();
   for (const auto& [text, choice] : choices)
     if (std::string(value) == text) {
@@ -111,30 +121,12 @@ StatusOr<RuntimeOptions> parseRuntimeOptions(
     const char* value = lookup(name);
     return value ? value : "";
   };
-  o.cudaBackend = text("DTC_CUDA_BACKEND");
-  o.ncclLibrary = text("DTC_NCCL_LIBRARY");
-  o.cudnnLibrary = text("DTC_CUDNN_LIBRARY");
-  using C = RuntimeOptions::Collectives;
-  using A = RuntimeOptions::Attention;
-  DTC_RETURN_IF_ERROR(parseChoice("DTC_COLLECTIVES", lookup("DTC_COLLECTIVES"),
-                                  {{"mpi", C::kMpi}, {"nccl", C::kNccl}}, o.collectives));
-  DTC_RETURN_IF_ERROR(parseChoice(
-      "DTC_CUDA_ATTENTION", lookup("DTC_CUDA_ATTENTION"),
-      {{"auto", A::kAuto}, {"cudnn", A::kCudnn}, {"flash", A::kFlash}, {"gemm", A::kGemm}},
-      o.cudaAttention));
-  DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDNN_DETERMINISTIC", lookup("DTC_CUDNN_DETERMINISTIC"),
-                                o.cudnnDeterministic));
-  DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDA_GRAPHS", lookup("DTC_CUDA_GRAPHS"), o.cudaGraphs));
-  DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDA_OVERLAP", lookup("DTC_CUDA_OVERLAP"), o.cudaOverlap));
-  DTC_RETURN_IF_ERROR(parseFlag("DTC_CUDA_TF32", lookup("DTC_CUDA_TF32"), o.cudaTf32));
-  DTC_RETURN_IF_ERROR(
-      parseFlag("DTC_CUDA_LT_EPILOGUES", lookup("DTC_CUDA_LT_EPILOGUES"), o.cudaLtEpilogues));
-  DTC_RETURN_IF_ERROR(
-      parseFlag("DTC_WATCHDOG_LIVENESS", lookup("DTC_WATCHDOG_LIVENESS"), o.watchdogLiveness));
-  using S = RuntimeOptions::SnapshotCopy;
-  DTC_RETURN_IF_ERROR(parseChoice("DTC_SNAPSHOT_COPY", lookup("DTC_SNAPSHOT_COPY"),
-                                  {{"background", S::kBackground}, {"step", S::kStep}},
-                                  o.snapshotCopy));
+#define DTC_SWITCH_TEXT(field, name, value, help) o.field = text(name);
+#define DTC_SWITCH_FLAG(field, name, initial, help) \
+  DTC_RETURN_IF_ERROR(parseFlag(name, lookup(name), o.field));
+#define DTC_SWITCH_CHOICE(field, Enum, name, initial, help) \
+  DTC_RETURN_IF_ERROR(parseChoice(name, lookup(name), choices().Enum, o.field));
+#include "support/runtime_options.def"
   DTC_RETURN_IF_ERROR(parseFault(lookup("DTC_FAULT"), o));
   return o;
 }
@@ -164,7 +156,7 @@ const RuntimeOptions& runtimeOptions() {
 
 std::string runtimeOptionsHelp() {
   std::string help;
-  for (const Switch& s : kSwitches)
+  for (const Switch& s : switches())
     help += "  " + std::string(s.name) + "=" + s.values + "  " + s.help + "\n";
   return help;
 }

@@ -21,7 +21,7 @@ struct Flag {
   double min, max;
   Agree agree;
   const char* help;
-  const char* group;  // its group's description
+  const char* group;    // its group's description
   std::string initial;  // the default as the usage shows it ("": none to show)
 };
 
@@ -52,7 +52,7 @@ const std::vector<Flag>& flags() {
     std::vector<Flag> out;
     const char* group = "";
 #define DTRUN_GROUP_BEGIN(member, Type, help) group = help;
-#define DTRUN_FLAG(K, field, flag, value, initial, min, max, agree, help)               \
+#define DTRUN_FLAG(K, field, flag, value, initial, min, max, agree, help)                     \
   out.push_back({flag, value, Kind::k##K, static_cast<double>(min), static_cast<double>(max), \
                  Agree::k##agree, help, group, shown<Kind::k##K>(initial)});
 #include "train/train_flags.def"
@@ -190,7 +190,7 @@ Status checkChoices(const TrainOptions& o, const Args& args) {
 Status checkRules(const TrainOptions& o, const Args& args) {
 #define DTRUN_NEEDS(flag, other, message) \
   if (args.has(flag) && !anySet(o, args, other)) return Status::InvalidInput(message);
-#define DTRUN_NEEDS_GIVEN(flag, other, unless, message)                     \
+#define DTRUN_NEEDS_GIVEN(flag, other, unless, message)               \
   if (args.has(flag) && !args.has(other) && !anySet(o, args, unless)) \
     return Status::InvalidInput(message);
 #define DTRUN_EXCLUDES(flag, other, message) \

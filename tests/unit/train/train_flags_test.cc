@@ -33,9 +33,28 @@ std::string error(const std::vector<std::string>& line) {
 TEST(TrainFlags, GroupsHoldWhatIsGiven) {
   TrainOptions o;
   std::vector<std::string> positionals;
-  ASSERT_TRUE(parse({"m.dtp", "--data", "d", "--steps", "30", "--checkpoint", "ck", "--keep", "2",
-                     "--checkpoint-async", "--save", "out", "--format", "hf", "--max-shard-size",
-                     "2GiB", "--sample", "5", "--temperature", "0", "--collective-timeout", "1.5"},
+  ASSERT_TRUE(parse({"m.dtp",
+                     "--data",
+                     "d",
+                     "--steps",
+                     "30",
+                     "--checkpoint",
+                     "ck",
+                     "--keep",
+                     "2",
+                     "--checkpoint-async",
+                     "--save",
+                     "out",
+                     "--format",
+                     "hf",
+                     "--max-shard-size",
+                     "2GiB",
+                     "--sample",
+                     "5",
+                     "--temperature",
+                     "0",
+                     "--collective-timeout",
+                     "1.5"},
                     o, &positionals)
                   .ok());
   EXPECT_EQ(positionals, std::vector<std::string>{"m.dtp"});
@@ -63,7 +82,8 @@ TEST(TrainFlags, SeedIsAbsentUnlessGiven) {
 }
 
 TEST(TrainFlags, RangesNameTheFlagAndTheValue) {
-  EXPECT_NE(error({"m.dtp", "--threads", "0"}).find("--threads must be in [1, "), std::string::npos);
+  EXPECT_NE(error({"m.dtp", "--threads", "0"}).find("--threads must be in [1, "),
+            std::string::npos);
   EXPECT_NE(error({"m.dtp", "--threads", "40000000"}).find("hardware threads here), got 40000000"),
             std::string::npos);
   EXPECT_EQ(error({"m.dtp", "--collective-timeout", "0"}),
@@ -83,7 +103,7 @@ TEST(TrainFlags, RulesBetweenFlags) {
             "--format says how --save DIR writes the model: give --save");
   EXPECT_EQ(error({"m.dtp", "--data", "d"}),
             "--data needs --steps N: how many optimizer steps to train (0: none)");
-  EXPECT_EQ(error({"m.dtp", "--data", "d", "--steps", "0"}), "");  // given: none to train
+  EXPECT_EQ(error({"m.dtp", "--data", "d", "--steps", "0"}), "");    // given: none to train
   EXPECT_EQ(error({"m.dtp", "--data", "d", "--predict", "p"}), "");  // --predict runs on it
   EXPECT_EQ(error({"m.dtp", "--prompt", "hi", "--sample", "0"}),
             "--prompt, --temperature, --top-k and --tokenizer need --sample N");
