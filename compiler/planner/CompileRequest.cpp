@@ -5,12 +5,14 @@
 #include <set>
 #include <string>
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 
+#include "dist/IR/LayoutText.h"
 #include "plan/plan.h"
 #include "planner/MemoryFit.h"
 #include "source/ModelSource.h"
@@ -36,32 +38,29 @@ std::string describe(mlir::Location loc) {
 
 // Whether some PATTERN=SPEC of "a=tp,-;b=dp+tp" names mesh axis `axis` in its SPEC.
 static bool namesAxis(llvm::StringRef specs, llvm::StringRef axis) {
-  llvm::SmallVector<llvm::StringRef> items, tokens;
+  llvm::SmallVector<llvm::StringRef> items;
   specs.split(items, ';');
   for (llvm::StringRef item : items) {
-    tokens.clear();
-    item.split('=').second.split(tokens, ',');
-    for (llvm::StringRef dim : tokens) {
-      dim = dim.trim();
-      // "3xtp": chunks, then the axes.
-      size_t digits = dim.find_first_not_of("0123456789");
-      if (digits != 0 && digits != llvm::StringRef::npos && dim[digits] == 'x')
-        dim = dim.drop_front(digits + 1);
-      llvm::SmallVector<llvm::StringRef> axes;
-      dim.split(axes, '+');
-      for (llvm::StringRef a : axes)
-        if (a.trim() == axis) return true;
+    llvm::Expected<dist::ShardSpecText> spec = dist::parseShardSpec(item);
+    if (!spec) {
+      llvm::consumeError(spec.takeError());  // dtc-user-shardings reports it
+      continue;
     }
+    for (const dist::ShardDimText& dim : spec->dims)
+      if (llvm::is_contained(dim.axes, axis)) return true;
   }
   return false;
 }
 
 // Whether mesh "dp=2,tp=4" has axis `axis`.
 static bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
-  llvm::SmallVector<llvm::StringRef> axes;
-  mesh.split(axes, ',');
-  for (llvm::StringRef a : axes)
-    if (a.split('=').first == axis) return true;
+  llvm::Expected<std::vector<dist::MeshAxisText>> axes = dist::parseMeshText(mesh);
+  if (!axes) {
+    llvm::consumeError(axes.takeError());
+    return false;
+  }
+  for (const dist::MeshAxisText& a : *axes)
+    if (a.name == axis) return true;
   return false;
 }
 
@@ -220,14 +219,12 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     // name=size[,name=size…]: dp is data parallelism (dp_replicate: replicas of it that ZeRO
     // does not shard over); other axes split what --shard says.
     options.parallel.mesh = args->str("mesh");
-    llvm::SmallVector<llvm::StringRef> axes;
-    llvm::StringRef(options.parallel.mesh).split(axes, ',');
-    for (llvm::StringRef axis : axes) {
-      auto [name, size] = axis.split('=');
-      int64_t n = 0;
-      if (name.empty() || size.getAsInteger(10, n) || n < 1)
-        return invalid("dtc compile: --mesh wants name=size[,name=size], got '" +
-                       options.parallel.mesh + "'");
+    llvm::Expected<std::vector<dist::MeshAxisText>> axes =
+        dist::parseMeshText(options.parallel.mesh);
+    if (!axes) return invalid("dtc compile: --" + llvm::toString(axes.takeError()));
+    for (const dist::MeshAxisText& axis : *axes) {
+      const llvm::StringRef name = axis.name;
+      const int64_t n = axis.size;
       if (name == "dp") {
         options.parallel.dataParallel = n;
       } else if (name == "ep") {

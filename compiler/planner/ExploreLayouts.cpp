@@ -10,6 +10,8 @@
 
 #include "llvm/Support/Error.h"
 
+#include "dist/IR/LayoutText.h"
+#include "driver/PipelineOptions.h"
 #include "flatbuffers/ModelFile.h"
 #include "source/ModelSource.h"
 
@@ -157,7 +159,11 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch, b
 
 std::vector<ExploreCandidate> otherAttentionMethods(const ExploreCandidate& c) {
   std::vector<ExploreCandidate> others;
-  for (const char* method : {"ring", "ulysses"}) {
+  // Every method the option declares but the one the layout was built with.
+  llvm::SmallVector<llvm::StringRef> methods;
+  llvm::StringRef(pipelineOptionChoices("cp-attention")->values).split(methods, '|');
+  for (llvm::StringRef method : methods) {
+    if (method == c.layout.cpAttention) continue;
     ExploreCandidate v = c;
     v.built = v.feasible = v.estimated = v.unpriced = v.skipped = false;
     v.reason.clear();
@@ -165,7 +171,7 @@ std::vector<ExploreCandidate> otherAttentionMethods(const ExploreCandidate& c) {
     v.prediction = {};
     v.buildSeconds = 0;
     v.layout.stageCuts.clear();  // its own cuts from its own prices
-    v.layout.cpAttention = method;
+    v.layout.cpAttention = method.str();
     others.push_back(std::move(v));
   }
   return others;
@@ -233,22 +239,18 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
       {"pp", 0}, {"dp", 1}, {"ep", 2}, {"cp", 3}, {"tp", 4}};
   std::map<std::string, int64_t> axis = {{"pp", 1}, {"dp", 1}, {"ep", 1}, {"cp", 1}, {"tp", 1}};
   int previous = -1;
-  for (std::istringstream mesh(value.count("--mesh") ? value["--mesh"] : ""); mesh.good();) {
-    std::string part;
-    std::getline(mesh, part, ',');
-    if (part.empty()) continue;
-    const size_t eq = part.find('=');
-    const std::string name = part.substr(0, eq);
-    const std::string size = eq == std::string::npos ? "" : part.substr(eq + 1);
-    if (!axis.count(name))
-      return bad("mesh axis '" + name + "': explore lays out pp, dp, ep, cp and tp");
-    const std::optional<int64_t> n = wholeNumber(size);
-    if (!n || *n < 1)
-      return bad("mesh axis " + name + " wants a positive size, got '" + size + "'");
-    if (outermostFirst.at(name) <= previous)
-      return bad("the mesh's axes go pp, dp, ep, cp, tp from outermost, as explore numbers ranks");
-    previous = outermostFirst.at(name);
-    axis[name] = *n;
+  if (value.count("--mesh")) {
+    llvm::Expected<std::vector<dist::MeshAxisText>> parsed = dist::parseMeshText(value["--mesh"]);
+    if (!parsed) return bad(llvm::toString(parsed.takeError()));
+    for (const dist::MeshAxisText& a : *parsed) {
+      if (!axis.count(a.name))
+        return bad("mesh axis '" + a.name + "': explore lays out pp, dp, ep, cp and tp");
+      if (outermostFirst.at(a.name) <= previous)
+        return bad(
+            "the mesh's axes go pp, dp, ep, cp, tp from outermost, as explore numbers ranks");
+      previous = outermostFirst.at(a.name);
+      axis[a.name] = a.size;
+    }
   }
   c.pp = axis["pp"];
   c.dp = axis["dp"];
@@ -268,9 +270,9 @@ StatusOr<ExploreCandidate> givenLayout(const std::string& text, int64_t devices,
   l.stageCuts = value.count("--stage-cuts") ? value["--stage-cuts"] : "";
   if (value.count("--cp-attention")) {
     if (c.cp <= 1) return bad("--cp-attention needs a cp axis in the mesh");
-    if (value["--cp-attention"] != "all-gather" && value["--cp-attention"] != "ring" &&
-        value["--cp-attention"] != "ulysses")
-      return bad("--cp-attention is all-gather, ring or ulysses, got '" + value["--cp-attention"] +
+    const OptionChoices* methods = pipelineOptionChoices("cp-attention");
+    if (!methods->allows(value["--cp-attention"]))
+      return bad("--cp-attention is " + methods->text() + ", got '" + value["--cp-attention"] +
                  "'");
     l.cpAttention = value["--cp-attention"];
   }

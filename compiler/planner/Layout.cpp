@@ -1,5 +1,7 @@
 #include "planner/Layout.h"
 
+#include "dist/IR/LayoutText.h"
+
 namespace dtc {
 
 std::vector<std::string> Layout::flags() const {
@@ -21,15 +23,14 @@ std::vector<std::string> Layout::flags() const {
 
 Layout Layout::withoutPipeline() const {
   Layout out = *this;
-  out.mesh.clear();
-  for (size_t start = 0; start <= mesh.size();) {
-    size_t end = mesh.find(',', start);
-    if (end == std::string::npos) end = mesh.size();
-    const std::string axis = mesh.substr(start, end - start);
-    if (!axis.empty() && axis.rfind("pp=", 0) != 0)
-      out.mesh += (out.mesh.empty() ? "" : ",") + axis;
-    start = end + 1;
+  std::vector<dist::MeshAxisText> kept;
+  if (llvm::Expected<std::vector<dist::MeshAxisText>> axes = dist::parseMeshText(mesh)) {
+    for (const dist::MeshAxisText& a : *axes)
+      if (a.name != "pp") kept.push_back(a);
+  } else {
+    llvm::consumeError(axes.takeError());  // a layout explore made: never malformed
   }
+  out.mesh = dist::meshText(kept);
   out.microBatches = out.virtualStages = 0;
   out.schedule.clear();
   out.stageCuts.clear();

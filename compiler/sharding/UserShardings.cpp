@@ -9,6 +9,7 @@
 #include "MegatronPreset.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
+#include "dist/IR/LayoutText.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 
@@ -31,21 +32,14 @@ struct Spec {
 };
 
 FailureOr<dist::MeshAttr> parseMesh(ModuleOp module, StringRef text) {
+  llvm::Expected<std::vector<dist::MeshAxisText>> axes = dist::parseMeshText(text);
+  if (!axes) return module.emitError(llvm::toString(axes.takeError()));
   Builder b(module.getContext());
   SmallVector<Attribute> names;
   SmallVector<int64_t> sizes;
-  SmallVector<StringRef> axes;
-  text.split(axes, ',');
-  for (StringRef axis : axes) {
-    auto [name, size] = axis.trim().split('=');
-    int64_t n = 0;
-    if (name.empty() || size.getAsInteger(10, n) || n < 1)
-      return module.emitError("mesh wants name=size[,name=size], got '") << text << "'";
-    for (Attribute a : names)
-      if (cast<StringAttr>(a).getValue() == name)
-        return module.emitError("mesh axis '") << name << "' named twice";
-    names.push_back(b.getStringAttr(name));
-    sizes.push_back(n);
+  for (const dist::MeshAxisText& a : *axes) {
+    names.push_back(b.getStringAttr(a.name));
+    sizes.push_back(a.size);
   }
   return dist::MeshAttr::get(module.getContext(), b.getArrayAttr(names),
                              b.getDenseI64ArrayAttr(sizes));
@@ -91,34 +85,21 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     }
     for (StringRef item : items) {
       if (!mesh) return module.emitError("--shard needs a mesh (--mesh)");
-      auto [pattern, dims] = item.trim().split('=');
+      llvm::Expected<dist::ShardSpecText> parsed = dist::parseShardSpec(item);
+      if (!parsed) return module.emitError(llvm::toString(parsed.takeError()));
       Spec spec{item.trim().str(), {}, {}, {}, false};
-      auto glob = llvm::GlobPattern::create(pattern);
-      if (pattern.empty() || dims.empty() || !glob)
-        return module.emitError("--shard wants PATTERN=SPEC, got '") << item << "'";
+      // A GlobPattern refers to the text it was made from: the item's, which outlives the specs.
+      auto glob = llvm::GlobPattern::create(item.trim().split('=').first);
+      if (!glob) return module.emitError("--shard wants PATTERN=SPEC, got '") << item << "'";
       spec.pattern = std::move(*glob);
-      SmallVector<StringRef> perDim;
-      dims.split(perDim, ',');
-      for (StringRef d : perDim) {
+      for (const dist::ShardDimText& d : parsed->dims) {
+        spec.blocks.push_back(d.chunks);
         spec.dims.emplace_back();
-        spec.blocks.push_back(1);
-        d = d.trim();
-        if (d == "-") continue;
-        // "3xtp": three chunks, each split over tp (a fused q/k/v weight by heads).
-        size_t digits = d.find_first_not_of("0123456789");
-        if (digits != 0 && digits != StringRef::npos && d[digits] == 'x') {
-          d.take_front(digits).getAsInteger(10, spec.blocks.back());
-          d = d.drop_front(digits + 1);
-          if (spec.blocks.back() < 1)
-            return module.emitError("--shard '") << spec.text << "': chunks must be >= 1";
-        }
-        SmallVector<StringRef> axes;
-        d.split(axes, '+');
-        for (StringRef a : axes) {
-          if (mesh.axisIndex(a.trim()) < 0)
+        for (const std::string& a : d.axes) {
+          if (mesh.axisIndex(a) < 0)
             return module.emitError("--shard '")
-                   << spec.text << "': the mesh has no axis '" << a.trim() << "'";
-          spec.dims.back().push_back(a.trim().str());
+                   << spec.text << "': the mesh has no axis '" << a << "'";
+          spec.dims.back().push_back(a);
         }
       }
       specs.push_back(std::move(spec));

@@ -54,29 +54,20 @@ namespace {
   "      renormalised, capacity factor 1.25, aux-loss weight 0.01, z-loss weight 0.001\n"
 
 #define DTC_COMPILE_USAGE                                                                        \
-  "  dtc compile MODEL.dtm|MODEL.onnx|HF_DIR -o PLAN.dtp --batch N [--ctx T]\n"                  \
-  "              [--optimizer sgd|adamw] [--lr F]\n"                                             \
+  "  dtc compile MODEL.dtm|MODEL.onnx|HF_DIR -o PLAN.dtp --batch N [--ctx T] [OPTION...]\n"      \
   "              [--loss NAME | --loss cross-entropy|mse --target INPUT] [--eval-export]\n"      \
   "              [--buffer GLOB]...   (ONNX: tensors kept, not trained)\n"                       \
   "              [--padding-idx TABLE=ROW|none]...   (ONNX: nn.Embedding's padding_idx,\n"       \
   "              dropped by the exporter: that row never trains; by default a table's one\n"     \
   "              zero row; none: no such row)\n"                                                 \
-  "              [--momentum F] [--weight-decay F] [--beta1 F] [--beta2 F] [--eps F]\n"          \
-  "              [--no-decay GLOB]... [--lr-schedule constant|cosine|linear\n"                   \
-  "              [--warmup-steps W] [--decay-steps D] [--min-lr F]]\n"                           \
-  "              [--clip-grad-norm F] [--log-grad-norm]\n"                                       \
-  "              [--mesh [dp_replicate=R,]dp=N[,cp=C][,tp=M] | --mesh auto --devices N\n"        \
-  "              [--profile P]] [--cp-attention all-gather|ring|ulysses]\n"                      \
-  "              [--no-cp-load-balance]\n"                                                       \
-  "              [--shard PATTERN=SPEC]... [--zero 0|1|2|3]\n"                                   \
-  "              [--sequence-parallel] [--[no-]vocab-parallel] [--bucket-mb F]\n"                \
-  "              [--recompute none|full|selective|auto] [--memory GiB]\n"                        \
-  "              [--accumulate K] [--mesh ...,pp=P --microbatches M\n"                           \
-  "              [--schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"                     \
-  "              [--stage-cuts NODE,...] [--schedule-trace FILE.json]]\n"                        \
-  "              [--device cpu|cuda] [--precision fp32|bf16|fp16 [--loss-scale F]]\n"            \
+  "              [--no-decay GLOB]... [--log-grad-norm]\n"                                       \
+  "              [--mesh [dp_replicate=R,]dp=N[,cp=C][,tp=M][,pp=P] | --mesh auto --devices N\n" \
+  "              [--profile P]] [--no-cp-load-balance] [--shard PATTERN=SPEC]...\n"              \
+  "              [--sequence-parallel] [--[no-]vocab-parallel] [--memory GiB]\n"                 \
+  "              [--schedule-trace FILE.json] [--device cpu|cuda]\n"                             \
   "              [--[no-]fused-attention] [--[no-]fuse-epilogues] [--[no-]multi-tensor]\n"       \
   "              [--no-fold-casts] [--dump-ir DIR] [--pass-timing]\n"                            \
+  "              OPTION: one of the options by group below, each listed once with its default\n" \
   "\n"                                                                                           \
   "A Hugging Face folder (config.json: llama, mistral, qwen2, mixtral, gpt2) builds the model\n" \
   "its config describes; --ctx T trains it on windows of T tokens (default and most: its\n"      \
