@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+
+#include "comm/watchdog.h"
 
 namespace dtc {
 namespace {
@@ -99,6 +102,16 @@ StatusOr<Evaluation> evaluate(Executor& ex, BatchSource& data, bool print, int64
   std::printf("\n");
   std::fflush(stdout);
   return result;
+}
+
+Status Evaluator::at(int64_t step, bool periodic) {
+  if (!data_ || step == last_) return Status::Ok();
+  const std::string prefix =
+      periodic ? "step " + std::to_string(step) + ": eval" : std::string("eval");
+  comm::setPhase("evaluation after step " + std::to_string(step));
+  DTC_ASSIGN_OR_RETURN(Evaluation e, evaluate(ex_, *data_, lead_, batches_, prefix));
+  last_ = step;
+  return log_.evaluation(step, e.loss);
 }
 
 }  // namespace dtc
