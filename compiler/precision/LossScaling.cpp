@@ -66,7 +66,7 @@ struct LossScalingPass : impl::LossScalingBase<LossScalingPass> {
 
     SmallVector<Operation*> updates;
     step.walk([&](Operation* op) {
-      if (isa<graph::SgdUpdateOp, graph::AdamwUpdateOp>(op)) updates.push_back(op);
+      if (graph::isOptimizerUpdate(op)) updates.push_back(op);
     });
     if (updates.empty()) return;
     // Overflow check and unscaling, before the first update.

@@ -149,16 +149,16 @@ struct UserShardingsPass : public impl::UserShardingsBase<UserShardingsPass> {
     return false;
   }
 
-  // Megatron's sequence parallelism: every norm over the features of [B, T, C] (LayerNorm,
-  // RMSNorm) reads its input split along T (a user-priority constraint the residual stream
-  // inherits).
+  // Megatron's sequence parallelism: every norm over the features of [B, T, C] (the ops that
+  // normalise features: LayerNorm, RMSNorm) reads its input split along T (a user-priority
+  // constraint the residual stream inherits).
   static LogicalResult splitSequence(func::FuncOp func, dist::MeshAttr mesh, StringRef axis) {
     if (!mesh || mesh.axisIndex(axis) < 0)
       return func.emitError("sequence parallelism needs a mesh axis '") << axis << "'";
     int64_t n = mesh.axisSize(axis);
     SmallVector<OpOperand*> norms;  // each norm's input x
     func.walk([&](Operation* op) {
-      if (isa<graph::LayerNormOp, graph::RmsNormOp>(op)) norms.push_back(&op->getOpOperand(0));
+      if (graph::normalizesFeatures(op)) norms.push_back(&op->getOpOperand(0));
     });
     Builder b(func.getContext());
     // The batch keeps its data-parallel split: a layout pinned without it would gather every

@@ -29,7 +29,7 @@ using namespace mlir;
 namespace dtc {
 namespace {
 
-bool isUpdate(Operation* op) { return isa<graph::SgdUpdateOp, graph::AdamwUpdateOp>(op); }
+bool isUpdate(Operation* op) { return graph::isOptimizerUpdate(op); }
 
 // Ops that only move one tensor's elements between layouts: what the partitioner puts between
 // a parameter and its update, and between the update and the whole new parameter.

@@ -24,7 +24,7 @@ using namespace mlir;
 namespace dtc {
 namespace {
 
-bool isUpdate(Operation* op) { return isa<graph::SgdUpdateOp, graph::AdamwUpdateOp>(op); }
+bool isUpdate(Operation* op) { return graph::isOptimizerUpdate(op); }
 
 bool isTrainingProgram(func::FuncOp func) {
   if (func.getSymName() == fn::kTrainStep) return true;

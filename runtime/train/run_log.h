@@ -19,8 +19,8 @@ class RunLog {
   static StatusOr<RunLog> open(const TrainOptions& o, bool lead, int64_t firstStep, bool logged);
 
   // A training step: the progress line, the log's entry and the scalars.
-  Status step(int64_t step, const StepNumbers& numbers, Progress& progress,
-              int64_t skippedInARow, double seconds);
+  Status step(int64_t step, const StepNumbers& numbers, Progress& progress, int64_t skippedInARow,
+              double seconds);
   // An evaluation after `step`.
   Status evaluation(int64_t step, double loss);
 

@@ -91,7 +91,6 @@ Status checkDataPosition(const io::Json& saved, const io::Json& ours, const std:
                               "): its continuation would not see the same samples");
 }
 
-
 // A stop asked for while the run starts (reading a checkpoint, opening data): the run ends at
 // the end of the phase, not after its first step.
 Status unlessStopped(Status phase) {

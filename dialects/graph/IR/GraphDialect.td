@@ -20,6 +20,14 @@ def Graph_Dialect : Dialect {
   let hasRegionResultAttrVerify = 1;
 }
 
+// Roles passes ask by trait (GraphTraits.h).
+def Graph_NormalizesFeatures : NativeOpTrait<"NormalizesFeatures"> {
+  let cppNamespace = "::dtc::graph::trait";
+}
+def Graph_OptimizerUpdate : NativeOpTrait<"OptimizerUpdate"> {
+  let cppNamespace = "::dtc::graph::trait";
+}
+
 // Every op says how it shards and what it does to sequence positions, in its own .cpp: the
 // methods are declared here, so an op without them does not link.
 def Graph_ShardingRule : DeclareOpInterfaceMethods<ShardingRuleOpInterface>;

@@ -9,6 +9,7 @@
 
 #include "common/OpInterfaces.h"
 #include "graph/IR/GraphDialect.h"
+#include "graph/IR/GraphTraits.h"
 
 #include "graph/IR/GraphInterfaces.h.inc"
 

@@ -348,7 +348,8 @@ def Graph_MseGradOp : Graph_Op<"mse_grad", [Pure, InferTypeOpAdaptor]> {
 // Optimizer updates (torch.optim semantics). Each result may reuse its operand's storage.
 //===----------------------------------------------------------------------===//
 
-def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [Pure, InferTypeOpAdaptor]> {
+def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [Pure, InferTypeOpAdaptor,
+    Graph_OptimizerUpdate]> {
   let summary = "torch.optim.SGD on one parameter";
   let description = [{
     g = grad + weight_decay·param; buf' = momentum·buf + g; param' = param − lr·buf'.
@@ -362,7 +363,8 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor]> {
+def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor,
+    Graph_OptimizerUpdate]> {
   let summary = "torch.optim.AdamW on one parameter";
   let description = [{
     `step` is the 1-based step count of this update. param *= 1 − lr·wd; m' = β1 m + (1−β1) g;

@@ -128,7 +128,7 @@ def Graph_AttentionMergeOp : Graph_Op<"attention_merge", [Pure, InferTypeOpAdapt
 }
 
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptorWithIsCompatible,
-    Graph_Differentiable, Graph_LowPrecisionStorage]> {
+    Graph_Differentiable, Graph_LowPrecisionStorage, Graph_NormalizesFeatures]> {
   let summary = "LayerNorm over the last dimension (nn.LayerNorm); also returns mean and rstd";
   let description = [{
     y may be bf16/f16 (the f32 result rounded: dtc-fold-casts folds the cast that fed a
@@ -153,7 +153,7 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdapto
 }
 
 def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptorWithIsCompatible,
-    Graph_Differentiable, Graph_LowPrecisionStorage]> {
+    Graph_Differentiable, Graph_LowPrecisionStorage, Graph_NormalizesFeatures]> {
   let summary = "RMSNorm over the last dimension (LlamaRMSNorm); also returns rstd";
   let description = [{
     y = x · rstd · weight with rstd = 1 / sqrt(mean(x²) + eps) per row, as transformers'
