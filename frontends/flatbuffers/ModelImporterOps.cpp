@@ -30,6 +30,7 @@ const llvm::StringMap<ModelImporter::OpType>& ModelImporter::handlers() {
       {"Reciprocal", {&ModelImporter::importUnary<graph::ReciprocalOp>, {}}},
       {"Erf", {&ModelImporter::importUnary<graph::ErfOp>, {}}},
       {"Abs", {&ModelImporter::importUnary<graph::AbsOp>, {}}},
+      {"Softplus", {&ModelImporter::importUnary<graph::SoftplusOp>, {}}},
       {"Pow", {&ModelImporter::importPow, {"exponent"}}},
       {"Dropout", {&ModelImporter::importDropout, {"ratio"}}},
       {"Gelu", {&ModelImporter::importGelu, {"approximate"}}},

@@ -28,6 +28,7 @@ const std::map<std::string, OpRule>& ruleTable() {
       {"Reciprocal", unaryRule("Reciprocal")},
       {"Erf", unaryRule("Erf")},
       {"Abs", unaryRule("Abs")},
+      {"Softplus", unaryRule("Softplus")},
       {"Neg", negRule()},
       {"Identity", passThrough()},
       {"Dropout", takes(dropoutRule(), 1, 3)},

@@ -73,4 +73,15 @@ struct Abs {
   }
 };
 
+// torch.nn.functional.softplus (beta 1, threshold 20): log(1 + exp(x)), and x itself above the
+// threshold, where the two agree in float32. The gradient takes the input: σ(x), 1 above it.
+struct Softplus {
+  static DTC_POINTWISE_FN float forward(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+  static DTC_POINTWISE_FN float gradient(float dy, float x) {
+    if (x > 20.0f) return dy;
+    const float z = expf(x);
+    return dy * z / (z + 1.0f);
+  }
+};
+
 }  // namespace dtc::pointwise

@@ -146,7 +146,7 @@ def mlp_case(work):
 
 
 # ---- ops on activations exports of other models write: a running sum, slices with steps,
-# a product whose batch dimensions broadcast, Tile, a clamp to the float's lowest value ---------
+# a product whose batch dimensions broadcast, Tile, Softplus, a clamp to the float's lowest value
 
 class ScanMlp(torch.nn.Module):
     def __init__(self):
@@ -160,6 +160,7 @@ class ScanMlp(torch.nn.Module):
         h = torch.cat([h[:, ::2], h[:, 1::2]], dim=1)      # steps of 2 from 0 and from 1
         h = (h.view(-1, 4, 4) @ self.mix).reshape(-1, 16)   # [N, 4, 4] · [1, 4, 4]
         h = h.repeat(1, 2)[:, 3:19]                         # Tile, then a slice across the copies
+        h = F.softplus(4 * h) - 1                           # Softplus
         h = torch.max(h, torch.tensor(torch.finfo(torch.float32).min))
         return torch.softmax(self.fc2(h), dim=-1)
 
@@ -183,7 +184,7 @@ def scan_case(work):
     opt = torch.optim.AdamW(module.parameters(), lr=0.002, eps=1e-6)
     ref_losses, ref_final = torch_reference(
         module, opt, n, lambda rows: F.mse_loss(module(torch.from_numpy(x[rows])), torch.from_numpy(target[rows])))
-    compare("cumsum, stepped slices, broadcast matmul, tile, clamp", losses, ref_losses, final, ref_final, 1e-4)
+    compare("cumsum, stepped slices, broadcast matmul, tile, softplus, clamp", losses, ref_losses, final, ref_final, 1e-4)
 
 
 # ---- a GPT: pre-LN blocks, causal attention, tanh GELU, dropout, tied head, the loss inside the

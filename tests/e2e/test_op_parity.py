@@ -83,6 +83,7 @@ def cases(rng):
         "Reciprocal": ({"x": [B, 3]}, ("Reciprocal", ["x"], []), lambda p, d: torch.reciprocal(p["x"]), {}),
         "Erf": ({"x": [B, 3]}, ("Erf", ["x"], []), lambda p, d: torch.erf(p["x"]), {}),
         "Abs": ({"x": [B, 3]}, ("Abs", ["x"], []), lambda p, d: torch.abs(p["x"]), {}),
+        "Softplus": ({"x": [B, 7]}, ("Softplus", ["x"], []), lambda p, d: F.softplus(p["x"]), {}),
         "Pow": ({"x": [B, 3]}, ("Pow", ["x"], [real("exponent", 3.0)]), lambda p, d: p["x"] ** 3, {}),
         # The mask dtrun draws at step 0 (seed SEED), computed here from its definition.
         "Dropout": ({"x": [B, 64]}, ("Dropout", ["x"], [real("ratio", 0.3)]),

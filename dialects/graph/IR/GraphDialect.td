@@ -56,9 +56,7 @@ defvar Graph_SumsOverPositions = [{ bool sumsOverPositions() { return true; } }]
 
 // An op whose operands and results share one shape (rank-0 operands excepted): every dimension
 // shards alike and keeps its positions.
-class Graph_ElementwiseOp<string mnemonic, list<Trait> traits = []>
-    : Graph_Op<mnemonic, traits> {
-  let extraClassDefinition = [{
+defvar Graph_ElementwiseRules = [{
     ::dtc::sharding::OpShardingRule $cppClass::getShardingRule() {
       return ::dtc::sharding::elementwiseRule(getOperation());
     }
@@ -66,6 +64,9 @@ class Graph_ElementwiseOp<string mnemonic, list<Trait> traits = []>
       ::dtc::sharding::sequenceThroughSameShape(trace);
     }
   }];
+class Graph_ElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, traits> {
+  let extraClassDefinition = Graph_ElementwiseRules;
 }
 
 #endif // DTC_GRAPH_DIALECT_TD

@@ -41,46 +41,6 @@ Grads CastOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{CastOp::create(b, getLoc(), getX().getType(), dys[0])};
 }
 
-Grads ReluOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{ReluGradOp::create(b, getLoc(), dys[0], getX())};
-}
-
-Grads TanhOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{TanhGradOp::create(b, getLoc(), dys[0], getY())};
-}
-
-Grads SigmoidOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{SigmoidGradOp::create(b, getLoc(), dys[0], getY())};
-}
-
-Grads SiluOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{SiluGradOp::create(b, getLoc(), dys[0], getX())};
-}
-
-Grads ExpOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{ExpGradOp::create(b, getLoc(), dys[0], getY())};
-}
-
-Grads LogOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{LogGradOp::create(b, getLoc(), dys[0], getX())};
-}
-
-Grads SqrtOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{SqrtGradOp::create(b, getLoc(), dys[0], getY())};
-}
-
-Grads ReciprocalOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{ReciprocalGradOp::create(b, getLoc(), dys[0], getY())};
-}
-
-Grads ErfOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{ErfGradOp::create(b, getLoc(), dys[0], getX())};
-}
-
-Grads AbsOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{AbsGradOp::create(b, getLoc(), dys[0], getX())};
-}
-
 // d/dx x^p = p · x^(p−1).
 Grads PowOp::buildGradients(OpBuilder& b, ValueRange dys) {
   const float p = getExponent().convertToFloat();

@@ -44,6 +44,20 @@ class Graph_ActivationGradOp<string mnemonic, list<Trait> traits = []>
   let assemblyFormat = "$dy `,` $at attr-dict `:` type($dx)";
 }
 
+// An activation y = f(x) whose gradient is `gradOp`(dy, at), `at` being the forward input ("X")
+// or output ("Y"): its gradient rule is generated here, its kernels from its math
+// (ops/pointwise_math.h, declared by DTC_POINTWISE in ops/kernels.def).
+class Graph_ActivationOp<string mnemonic, string gradOp, string at>
+    : Graph_UnaryOp<mnemonic, [Graph_Differentiable]> {
+  let extraClassDefinition = Graph_ElementwiseRules # [{
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>
+    $cppClass::buildGradients(::mlir::OpBuilder &b, ::mlir::ValueRange dys) {
+      return ::llvm::SmallVector<::mlir::Value>{}] # gradOp #
+      [{::create(b, getLoc(), dys[0], get}] # at # [{())};
+    }
+  }];
+}
+
 def Graph_CastOp : Graph_ElementwiseOp<"cast", [Pure, Graph_Differentiable]> {
   let summary = "x in the result's element type (f32, bf16, f16; rounding to nearest even)";
   let description = [{
@@ -57,56 +71,62 @@ def Graph_CastOp : Graph_ElementwiseOp<"cast", [Pure, Graph_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def Graph_ReluOp : Graph_UnaryOp<"relu", [Graph_Differentiable]> {
+def Graph_ReluOp : Graph_ActivationOp<"relu", "ReluGradOp", "X"> {
   let summary = "max(x, 0)";
 }
 def Graph_ReluGradOp : Graph_ActivationGradOp<"relu_grad"> {
   let summary = "dy where the forward input `at` > 0, else 0";
 }
-def Graph_TanhOp : Graph_UnaryOp<"tanh", [Graph_Differentiable]> {
+def Graph_TanhOp : Graph_ActivationOp<"tanh", "TanhGradOp", "Y"> {
   let summary = "tanh(x)";
 }
 def Graph_TanhGradOp : Graph_ActivationGradOp<"tanh_grad"> {
   let summary = "dy · (1 − at²), where `at` is the forward output tanh(x)";
 }
-def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", [Graph_Differentiable]> {
+def Graph_SigmoidOp : Graph_ActivationOp<"sigmoid", "SigmoidGradOp", "Y"> {
   let summary = "1 / (1 + exp(−x))";
 }
 def Graph_SigmoidGradOp : Graph_ActivationGradOp<"sigmoid_grad"> {
   let summary = "dy · at · (1 − at), where `at` is the forward output sigmoid(x)";
 }
-def Graph_SiluOp : Graph_UnaryOp<"silu", [Graph_Differentiable]> {
+def Graph_SiluOp : Graph_ActivationOp<"silu", "SiluGradOp", "X"> {
   let summary = "x · sigmoid(x) (SiLU, also called Swish)";
 }
 def Graph_SiluGradOp : Graph_ActivationGradOp<"silu_grad"> {
   let summary = "dy · σ(at) · (1 + at · (1 − σ(at))), where `at` is the forward input x";
 }
 
-def Graph_ExpOp : Graph_UnaryOp<"exp", [Graph_Differentiable]> { let summary = "exp(x)"; }
+def Graph_ExpOp : Graph_ActivationOp<"exp", "ExpGradOp", "Y"> { let summary = "exp(x)"; }
 def Graph_ExpGradOp : Graph_ActivationGradOp<"exp_grad"> {
   let summary = "dy · at, where `at` is the forward output exp(x)";
 }
-def Graph_LogOp : Graph_UnaryOp<"log", [Graph_Differentiable]> { let summary = "ln(x)"; }
+def Graph_LogOp : Graph_ActivationOp<"log", "LogGradOp", "X"> { let summary = "ln(x)"; }
 def Graph_LogGradOp : Graph_ActivationGradOp<"log_grad"> {
   let summary = "dy / at, where `at` is the forward input x";
 }
-def Graph_SqrtOp : Graph_UnaryOp<"sqrt", [Graph_Differentiable]> { let summary = "√x"; }
+def Graph_SqrtOp : Graph_ActivationOp<"sqrt", "SqrtGradOp", "Y"> { let summary = "√x"; }
 def Graph_SqrtGradOp : Graph_ActivationGradOp<"sqrt_grad"> {
   let summary = "dy / (2 · at), where `at` is the forward output √x";
 }
-def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", [Graph_Differentiable]> {
+def Graph_ReciprocalOp : Graph_ActivationOp<"reciprocal", "ReciprocalGradOp", "Y"> {
   let summary = "1 / x";
 }
 def Graph_ReciprocalGradOp : Graph_ActivationGradOp<"reciprocal_grad"> {
   let summary = "−dy · at², where `at` is the forward output 1/x";
 }
-def Graph_ErfOp : Graph_UnaryOp<"erf", [Graph_Differentiable]> { let summary = "erf(x)"; }
+def Graph_ErfOp : Graph_ActivationOp<"erf", "ErfGradOp", "X"> { let summary = "erf(x)"; }
 def Graph_ErfGradOp : Graph_ActivationGradOp<"erf_grad"> {
   let summary = "dy · 2/√π · exp(−at²), where `at` is the forward input x";
 }
-def Graph_AbsOp : Graph_UnaryOp<"abs", [Graph_Differentiable]> { let summary = "|x|"; }
+def Graph_AbsOp : Graph_ActivationOp<"abs", "AbsGradOp", "X"> { let summary = "|x|"; }
 def Graph_AbsGradOp : Graph_ActivationGradOp<"abs_grad"> {
   let summary = "dy · sign(at), where `at` is the forward input x";
+}
+def Graph_SoftplusOp : Graph_ActivationOp<"softplus", "SoftplusGradOp", "X"> {
+  let summary = "log(1 + exp(x)), x itself above 20 (F.softplus)";
+}
+def Graph_SoftplusGradOp : Graph_ActivationGradOp<"softplus_grad"> {
+  let summary = "dy · sigmoid(at) (dy above 20), where `at` is the forward input x";
 }
 
 def Graph_PowOp : Graph_ElementwiseOp<"pow", [Pure, InferTypeOpInterface,

@@ -85,6 +85,7 @@ std::vector<float> runCpu(Kernel kernel, std::vector<std::vector<float>> inputs,
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 double silu(double x) { return x * sigmoid(x); }
+double softplus(double x) { return std::log1p(std::exp(x)); }
 
 struct PointwiseCase {
   Kernel forward, gradient;
@@ -94,12 +95,14 @@ struct PointwiseCase {
 
 TEST(PointwiseKernels, MatchReferencesAndFiniteDifferences) {
   ThreadPool pool(2);
-  const std::vector<PointwiseCase> cases = {{Kernel::sigmoid, Kernel::sigmoid_grad, sigmoid, true},
-                                            {Kernel::silu, Kernel::silu_grad, silu, false}};
+  const std::vector<PointwiseCase> cases = {
+      {Kernel::sigmoid, Kernel::sigmoid_grad, sigmoid, true},
+      {Kernel::silu, Kernel::silu_grad, silu, false},
+      {Kernel::softplus, Kernel::softplus_grad, softplus, false}};
   // Enough elements to split over the pool; saturated tails (|x| large) included.
   std::vector<float> x, dy;
   for (int i = 0; i < 10000; ++i) {
-    x.push_back(-20.0f + 40.0f * static_cast<float>(i) / 9999.0f);
+    x.push_back(-30.0f + 60.0f * static_cast<float>(i) / 9999.0f);
     dy.push_back(0.5f + 0.25f * std::sin(static_cast<float>(i)));
   }
   for (const PointwiseCase& c : cases) {

@@ -175,6 +175,8 @@ INSTANTIATE_TEST_SUITE_P(
              "tensor<4x5xf32>", 2},
         Case{"silu", arg("a", "tensor<4x5xf32>"), "%out = graph.silu %a : tensor<4x5xf32>",
              "tensor<4x5xf32>", 2},
+        Case{"softplus", arg("a", "tensor<4x5xf32>"), "%out = graph.softplus %a : tensor<4x5xf32>",
+             "tensor<4x5xf32>", 2},
         Case{"gelu", arg("a", "tensor<4x5xf32>"), "%out = graph.gelu %a : tensor<4x5xf32>",
              "tensor<4x5xf32>", 2},
         Case{"gelu_tanh", arg("a", "tensor<4x5xf32>"),
