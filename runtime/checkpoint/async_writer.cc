@@ -51,8 +51,8 @@ StatusOr<std::unique_ptr<AsyncCheckpointWriter>> AsyncCheckpointWriter::create(
   for (uint64_t offset : file.offsets) w->offsets_.push_back(file.prefix.size() + offset);
   w->bytes_ = file.prefix.size() + file.dataBytes;
   // In huge pages where the kernel gives them (fewer pages for O_DIRECT to pin, fewer TLB misses
-  // for the copy), populated now: faulting 1.5 GB in page by page took 1.9 s of the first
-  // snapshot here.
+  // for the copy), populated now rather than faulted in page by page during the first snapshot,
+  // which training waits for.
   void* m = ::mmap(nullptr, w->bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED)
     return Status::InvalidInput("--checkpoint-async: cannot reserve " + std::to_string(w->bytes_) +
@@ -185,8 +185,7 @@ Status AsyncCheckpointWriter::startWrite(comm::Communicator& world,
     // The lowest priority, the copy included: on a core training leaves free it runs at once;
     // on busy cores it takes only what they leave idle, and the first step that writes the
     // state has the training threads copy what is left (preempting one of them instead would
-    // stall the others at its next barrier: 0.24 s a checkpoint here, against 0.13 s in the
-    // step).
+    // stall the others at its next barrier, which costs the step more than the copy it saves).
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
     faultPoint("snapshot-copy", rank);
     copyChunks();

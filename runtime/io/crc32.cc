@@ -9,7 +9,7 @@ namespace dtc::io {
 namespace {
 
 // ISA-L's CRC-32 (the same polynomial, reflected, chained as zlib's) folds with carry-less
-// multiplication: about 30 GB/s on this VM against zlib's 5, which matters where whole
+// multiplication, several times zlib's rate (docs/benchmarks.md), which matters where whole
 // checkpoints are checksummed (every write, every resume). Loaded where the library is
 // installed (libisal2), so nothing needs it to build or run.
 using IsalCrc = uint32_t (*)(uint32_t, const unsigned char*, uint64_t);

@@ -1,10 +1,10 @@
 // A file written once, front to back, with as little of the machine's time as the file system
 // allows: where it takes O_DIRECT, the bytes skip the page cache, staged through an aligned
 // buffer a block-aligned piece at a time (the last block padded, the file then cut to its
-// size). On the development VM a 1.5 GB checkpoint file was written and synced at 2.4 GB/s with
-// 0.3 s of kernel time this way, against 0.57 GB/s and 2.3 s through the page cache (dd): the
-// kernel time is what a background write takes from training. Where O_DIRECT is refused
-// (tmpfs, some network file systems), plain writes.
+// size). Written so, a checkpoint file costs a fraction of the kernel time it costs through the
+// page cache (docs/benchmarks.md has the measurement), and kernel time is what a background write
+// takes from training. Where O_DIRECT is refused (tmpfs, some network file systems), plain
+// writes.
 #pragma once
 
 #include <cstddef>

@@ -8,6 +8,8 @@ usage: check_layering.py ROOT
 - the tools are thin mains: every source file under tools/ has under 400 lines;
 - the step functions' names are string literals in one header only (plan/function_names.h),
   not in the code that runs or builds them;
+- no comment in the sources quotes a measurement of a development machine (a rate in GB/s or
+  MB/s, "this VM", "the development machine"): those belong in docs/benchmarks.md;
 - no switch over op or kernel kinds of more than 10 cases in compiler/sharding or runtime/perf
   (a `switch` with its `case` labels, or a TypeSwitch with the types of its `.Case<...>`): what
   an op or kernel means there lives with the op (its interfaces) or in ops/kernels.def.
@@ -90,6 +92,15 @@ def main(root):
                 holders.append(str(path.relative_to(root)))
     if holders != ["runtime/plan/function_names.h"]:
         problems.append(f'"train_step" is a literal in {holders} (plan/function_names.h only)')
+    measured = re.compile(r"\b\d+(\.\d+)? ?[GM]B/s\b|this VM|development (VM|machine)|"
+                          r"on this machine")
+    for top in ("compiler", "runtime", "tools", "frontends", "dialects"):
+        for path in files(root, top):
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                comment = line.split("//", 1)[1] if "//" in line else ""
+                if measured.search(comment):
+                    problems.append(f"{path.relative_to(root)}:{number}: a measurement in a "
+                                    "comment (docs/benchmarks.md keeps them)")
     for folder in SWITCH_FOLDERS:
         for path in files(root, *folder):
             for line, cases in switch_sizes(path.read_text(errors="replace")):
