@@ -14,6 +14,7 @@
 #include "graph/IR/GraphOps.h"
 #include "lowering/MemoryLayout.h"
 #include "ops/cuda_scratch.h"
+#include "ops/device_kind.h"
 #include "ops/in_place.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
@@ -104,7 +105,8 @@ ScratchStep scratchStepOf(Operation* op) {
 // The arena bytes `op`'s kernel uses besides its operands on `device`.
 int64_t scratchBytes(Operation* op, StringRef device) {
   const ScratchStep step = scratchStepOf(op);
-  const uint64_t bytes = device == "cuda" ? cudaStepScratchBytes(step) : cpuStepScratchBytes(step);
+  const DeviceKind* kind = findDeviceKind(device);
+  const uint64_t bytes = (kind ? kind : findDeviceKind("cpu"))->stepScratchBytes(step);
   return static_cast<int64_t>(bytes);
 }
 
@@ -141,7 +143,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // CUDA plans with a GEMM give cuBLAS and cuBLASLt their workspace in the arena.
     int64_t workspaceBytes = 0;
     auto deviceAttr = module->getAttrOfType<StringAttr>(attr::kDevice);
-    if (deviceAttr && deviceAttr.getValue() == "cuda")
+    const DeviceKind* kind = deviceAttr ? findDeviceKind(deviceAttr.getValue()) : nullptr;
+    if (kind && kind->blasWorkspace)
       module.walk([&](Operation* op) {
         if (const KernelInfo* kernel = kernelOf(op); kernel && usesBlasWorkspace(*kernel))
           workspaceBytes = static_cast<int64_t>(cuda::kernels::kBlasWorkspaceBytes);

@@ -13,6 +13,7 @@
 #include "mlir/IR/Location.h"
 
 #include "dist/IR/LayoutText.h"
+#include "ops/device_kind.h"
 #include "plan/plan.h"
 #include "planner/MemoryFit.h"
 #include "source/ModelSource.h"
@@ -199,7 +200,11 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     if (args->has(feature) && args->has(std::string("no-") + feature))
       return invalid(std::string("dtc compile: --") + feature + " and --no-" + feature +
                      " contradict each other");
-  const bool gpu = options.device == "cuda";
+  const DeviceKind* device = findDeviceKind(options.device);
+  if (!device)
+    return invalid("dtc compile: --device must be " + deviceKindNames() + ", got '" +
+                   options.device + "'");
+  const bool gpu = device->gpu;
   options.kernels.fusedAttention =
       args->has("fused-attention") || (gpu && !args->has("no-fused-attention"));
   options.kernels.fuseEpilogues =
@@ -208,8 +213,6 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   options.kernels.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
   if (args->has("loss-scale") && options.numerics.precision != "fp16")
     return invalid("dtc compile: --loss-scale is for --precision fp16 (dynamic loss scaling)");
-  if (options.device != "cpu" && options.device != "cuda")
-    return invalid("dtc compile: --device must be cpu or cuda, got '" + options.device + "'");
   for (const std::string& spec : args->all("shard")) {
     if (spec.find(';') != std::string::npos)
       return invalid("dtc compile: one PATTERN=SPEC per --shard, got '" + spec + "'");

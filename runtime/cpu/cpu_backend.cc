@@ -25,6 +25,7 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(bool staged) : staged_(staged) {}
   std::string name() const override { return staged_ ? "cpu-staged" : "cpu"; }
+  const DeviceKind& kind() const override { return *findDeviceKind("cpu"); }
   bool hostMemory() const override { return !staged_; }
 
   // Page-aligned, zero-filled memory straight from the kernel: pages are only touched when a

@@ -22,6 +22,7 @@ class CudaBackend final : public Backend {
       : device_(std::move(device)), graphs_(cudaGraphsEnabled()) {}
 
   std::string name() const override { return "cuda " + device_->description(); }
+  const DeviceKind& kind() const override { return *findDeviceKind("cuda"); }
   uint64_t unplannedBytes() const override { return device_->stepMemoryBytes(); }
   bool hostMemory() const override { return false; }
 

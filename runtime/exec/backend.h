@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/step.h"
+#include "ops/device_kind.h"
 #include "support/status.h"
 
 namespace dtc {
@@ -17,6 +18,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // The kind of device it is (ops/device_kind.h): what callers that differ by device ask,
+  // rather than its name.
+  virtual const DeviceKind& kind() const = 0;
   // Whether kernels work on host memory. If not, the executor keeps host copies of the values
   // the trainer reads and writes (data inputs, loss, outputs, state for init and saving) and
   // moves them with upload/download.
@@ -63,9 +67,6 @@ class Backend {
   virtual Status useWorkspace(uint8_t* /*memory*/, uint64_t /*bytes*/) { return Status::Ok(); }
 };
 
-// Whether `b` is the CUDA plugin's backend (its name is "cuda" and the GPU it runs on).
-inline bool isCudaBackend(const Backend& b) { return b.name().rfind("cuda", 0) == 0; }
-
 // The built-in backend: host memory, the CPU kernels.
 std::unique_ptr<Backend> createCpuBackend();
 // The CPU kernels behind the device interface: separate memory reached only through
@@ -73,12 +74,20 @@ std::unique_ptr<Backend> createCpuBackend();
 // without a GPU (dtrun --device cpu-staged).
 std::unique_ptr<Backend> createStagedCpuBackend();
 
-// "cpu", "cpu-staged" or "cuda" (the plugin libdtc_cuda.so next to dtrun, or the file named by
-// DTC_CUDA_BACKEND; `localRank` picks the GPU among this node's). Errors say what is missing.
+// The backends dtrun can run on, by --device name: the built-in ones and the plugins.
+struct BackendFactory {
+  const char* name;  // "cpu", "cpu-staged", "cuda"
+  // Makes one; `localRank` picks the device among this node's. Errors say what is missing.
+  StatusOr<std::unique_ptr<Backend>> (*create)(int localRank);
+};
+const std::vector<BackendFactory>& backendFactories();
+
+// The backend `device` names ("" is the CPU's): "cuda" loads the plugin libdtc_cuda.so next to
+// dtrun, or the file named by DTC_CUDA_BACKEND.
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int localRank);
 
 // The plugin's entry point (C linkage, looked up by name).
-constexpr int kBackendAbiVersion = 4;
+constexpr int kBackendAbiVersion = 5;
 using CreateBackendFn = Backend* (*)(int abiVersion, int localRank, char* error, size_t errorSize);
 constexpr const char kCreateBackendSymbol[] = "dtcCreateBackend";
 // The plugin's own copy of the runtime switches, parsed again (reloadRuntimeOptions; for the

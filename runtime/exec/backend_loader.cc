@@ -36,12 +36,28 @@ StatusOr<std::unique_ptr<Backend>> loadCuda(int localRank) {
 
 }  // namespace
 
+const std::vector<BackendFactory>& backendFactories() {
+  static const std::vector<BackendFactory> factories = {
+      {"cpu", [](int) -> StatusOr<std::unique_ptr<Backend>> { return createCpuBackend(); }},
+      {"cuda", loadCuda},
+      {"cpu-staged",
+       [](int) -> StatusOr<std::unique_ptr<Backend>> { return createStagedCpuBackend(); }},
+  };
+  return factories;
+}
+
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int localRank) {
-  if (device.empty() || device == "cpu") return createCpuBackend();
-  if (device == "cpu-staged") return createStagedCpuBackend();
-  if (device == "cuda") return loadCuda(localRank);
-  return Status::InvalidInput("unknown --device '" + device +
-                              "' (expected cpu, cuda or cpu-staged)");
+  std::string names;
+  const std::vector<BackendFactory>& factories = backendFactories();
+  for (size_t i = 0; i < factories.size(); ++i) {
+    if (device == factories[i].name || (device.empty() && i == 0))
+      return factories[i].create(localRank);
+    names += std::string(i == 0                      ? ""
+                         : i + 1 == factories.size() ? " or "
+                                                     : ", ") +
+             factories[i].name;
+  }
+  return Status::InvalidInput("unknown --device '" + device + "' (expected " + names + ")");
 }
 
 }  // namespace dtc

@@ -30,8 +30,8 @@ Status measureDevice(Backend& backend, ThreadPool& pool, DeviceProfile& p,
   KernelBench bench(backend, pool);
   // A GPU is measured at the sizes of a large model's layers; the CPU's kernels behind the device
   // interface (cpu-staged, which tests this path) at a 64th of the work.
-  const bool gpu = isCudaBackend(backend);
-  p.device = gpu ? "cuda" : "cpu";
+  const bool gpu = backend.kind().gpu;
+  p.device = backend.kind().name;
   const DType f32 = DType::kF32, bf16 = DType::kBF16;
 
   // GEMMs shaped as a linear layer's: 8n rows (tokens) of width n times an [n, n] weight, n from

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ops/device_kind.h"
 #include "perf/shipped_profiles.h"
 
 namespace dtc::perf {
@@ -239,7 +240,7 @@ StatusOr<DeviceProfile> DeviceProfile::fromJson(const io::Json& j, const std::st
   }
   const io::Json* device = j.find("device");
   p.device = device ? device->asString() : "";
-  if (p.device != "cpu" && p.device != "cuda") return bad(origin, "'device' must be cpu or cuda");
+  if (!findDeviceKind(p.device)) return bad(origin, "'device' must be " + deviceKindNames());
   const io::Json* g = j.find("gemm_flops_per_s");
   if (!g) return bad(origin, "'gemm_flops_per_s' must map element types to [flops, flop/s] points");
   DTC_ASSIGN_OR_RETURN(p.gemm, curvesFrom(*g, "gemm_flops_per_s", origin));

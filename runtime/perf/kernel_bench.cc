@@ -137,8 +137,7 @@ StatusOr<double> KernelBench::secondsPerCall(const BenchStep& s, double budget, 
   StepContext ctx{step, inputs, outputs, pool_, nullptr};
   // The scratch a plan compiled for this backend gives the step (ops/step_scratch.h).
   const ScratchStep sizing = scratchStepOf(ctx);
-  const uint64_t scratch =
-      isCudaBackend(backend_) ? cudaStepScratchBytes(sizing) : cpuStepScratchBytes(sizing);
+  const uint64_t scratch = backend_.kind().stepScratchBytes(sizing);
   if (scratch) {
     DTC_ASSIGN_OR_RETURN(ctx.scratch, held.take(scratch));
     ctx.scratchBytes = scratch;

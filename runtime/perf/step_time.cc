@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "ops/device_kind.h"
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
 #include "perf/step_simulation.h"
@@ -81,13 +82,19 @@ double stepBytes(const plan::Function& f, const plan::Step& step) {
   return bytes;
 }
 
+// Whether the profile describes a GPU, whose batched kernels fill the device with every slice.
+bool gpuProfile(const DeviceProfile& profile) {
+  const DeviceKind* kind = findDeviceKind(profile.device);
+  return kind && kind->gpu;
+}
+
 // The FLOPs of one GEMM call of the step, which set its efficiency on the profile's curve. The
 // CPU backend runs a batched GEMM as one sgemm per slice, each at the efficiency of its own size
 // (attention's per-head products are small); a GPU's batched kernels fill the device with all
 // slices at once.
 double gemmCallFlops(const plan::Function& f, const plan::Step& step, double flops,
                      const DeviceProfile& profile) {
-  if (step.kernel() != Kernel::batch_matmul || profile.device != "cpu" || !step.outputs() ||
+  if (step.kernel() != Kernel::batch_matmul || gpuProfile(profile) || !step.outputs() ||
       step.outputs()->size() < 1)
     return flops;
   const Shape out = shapeOf(*f.values()->Get(step.outputs()->Get(0)));
@@ -103,7 +110,7 @@ double gemmCallFlops(const plan::Function& f, const plan::Step& step, double flo
 // of them, so its curve is by the step's FLOPs.
 double attentionCallFlops(const plan::Function& f, const plan::Step& step, double flops,
                           const DeviceProfile& profile) {
-  if (profile.device != "cpu" || !causalAttention(step.kernel()) || !step.outputs() ||
+  if (gpuProfile(profile) || !causalAttention(step.kernel()) || !step.outputs() ||
       step.outputs()->size() == 0)
     return flops;
   // The slices from lse [..., T]: the forward's second output, the backward's last input.
@@ -260,7 +267,8 @@ struct Pricing {
   const Plan& plan;
   const DeviceProfile& profile;
   Mesh mesh;
-  bool overlap = false;  // collectives on their own stream (CUDA)
+  bool overlap = false;           // collectives on their own stream (CUDA)
+  bool libraryAttention = false;  // the profile's device runs 16-bit attention on cuDNN
   int stages = 0, pipelineAxis = -1;
   StepClock* timeline = nullptr;  // plans without a pipeline: each step's prices
 
@@ -303,8 +311,8 @@ struct Pricing {
       // sequences runs on the same kernels (blocks of a sequence stay on dtc's own).
       const bool qkv = step.kernel() == Kernel::causal_attention_qkv ||
                        step.kernel() == Kernel::causal_attention_qkv_grad ||
-                       (causalAttention(step.kernel()) && profile.device == "cuda" &&
-                        type != DType::kF32 && !sequenceBlock(step));
+                       (causalAttention(step.kernel()) && libraryAttention && type != DType::kF32 &&
+                        !sequenceBlock(step));
       const double headDim = causalAttention(step.kernel()) ? attentionHeadDim(f, step) : 64;
       const double callFlops = attentionCallFlops(f, step, flops, profile);
       double rate = !causalAttention(step.kernel()) ? 0
@@ -413,7 +421,10 @@ StatusOr<StepPrediction> predictStep(const Plan& plan, const DeviceProfile& prof
   Pricing pricing{plan, profile, {meshSizes(plan), profile.devicesPerNode}};
   pricing.timeline = plan.stages() > 0 ? nullptr : clock;
   const std::string device = plan.root().device() ? plan.root().device()->str() : "cpu";
-  pricing.overlap = device == "cuda";
+  const DeviceKind* kind = findDeviceKind(device);
+  pricing.overlap = kind && kind->overlapsCollectives;
+  const DeviceKind* profiled = findDeviceKind(profile.device);
+  pricing.libraryAttention = profiled && profiled->libraryAttention;
   pricing.stages = static_cast<int>(plan.stages());
   pricing.pipelineAxis = plan.root().pipeline_axis();
   std::vector<Program> programs;

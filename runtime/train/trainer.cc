@@ -217,7 +217,7 @@ class Trainer {
     DTC_ASSIGN_OR_RETURN(uint32_t lossIndex, lossOf(ex, f));
     const StepScalars scalars = stepScalars(plan_, f);
     DTC_ASSIGN_OR_RETURN(Progress progress, progressFor(ex, mesh_, o_, run_));
-    RunPeak peak(plan_, f, o_.runtime.device == "cpu", run_.done + 1, o_.data.steps);
+    RunPeak peak(plan_, f, !ex.backend().kind().gpu, run_.done + 1, o_.data.steps);
     // fp16: a step whose update the loss scale skipped lowers the scale.
     const bool lossScaled = plan_.stateTensor("loss_scale", ex.stage()) != nullptr;
     float scale = 0;

@@ -18,6 +18,7 @@
 #include "hf/HfFolder.h"
 #include "io/files.h"
 #include "onnx/OnnxImport.h"
+#include "ops/device_kind.h"
 #include "perf/step_time.h"
 #include "plan/function_names.h"
 #include "plan/plan.h"
@@ -284,9 +285,11 @@ int runInspect(int argc, char** argv) {
   if (args->positionals().size() != 1) return fail("dtc inspect: expected one plan file");
   auto plan = dtc::Plan::load(args->positionals()[0]);
   if (!plan.ok()) return fail(plan.status());
-  const bool cuda = plan->root().device() && plan->root().device()->str() == "cuda";
+  const dtc::DeviceKind* device =
+      dtc::findDeviceKind(plan->root().device() ? plan->root().device()->str() : "cpu");
   auto profile = dtc::perf::loadProfile(args->has("profile") ? args->str("profile")
-                                                             : (cuda ? "h100-80g" : "cpu"));
+                                        : device             ? device->defaultProfile
+                                                             : "cpu");
   if (!profile.ok()) return fail(profile.status());
   // Plans without a training step (evaluation only) have no step to predict.
   std::optional<dtc::perf::StepPrediction> prediction;

@@ -55,6 +55,7 @@ class HookBackend : public Backend {
   };
   HookBackend(std::unique_ptr<Backend> inner, Log& log) : inner_(std::move(inner)), log_(log) {}
   std::string name() const override { return "hooks over " + inner_->name(); }
+  const DeviceKind& kind() const override { return inner_->kind(); }
   bool hostMemory() const override { return inner_->hostMemory(); }
   StatusOr<uint8_t*> allocate(uint64_t bytes) override { return inner_->allocate(bytes); }
   void release(uint8_t* memory, uint64_t bytes) override { inner_->release(memory, bytes); }
@@ -161,6 +162,35 @@ TEST_P(BackendHooksTest, DefaultHooksRunThePlanSteps) {
   (*ex)->setTiming(true);
   runAndCheck(**ex, -1);
   EXPECT_EQ((*ex)->timings().size(), 2u);
+}
+
+// Backends come from one table by --device name, and each says what kind of device it is, so
+// that no caller tests a name.
+TEST(BackendFactories, MakeEachKnownBackendAndNameTheOthers) {
+  for (const char* device : {"", "cpu", "cpu-staged"}) {
+    StatusOr<std::unique_ptr<Backend>> b = createBackend(device, 0);
+    ASSERT_TRUE(b.ok()) << device << ": " << b.status().message();
+    EXPECT_STREQ((*b)->kind().name, "cpu") << device;
+    EXPECT_FALSE((*b)->kind().gpu) << device;
+  }
+  EXPECT_EQ(createBackend("tpu", 0).status().message(),
+            "unknown --device 'tpu' (expected cpu, cuda or cpu-staged)");
+  std::vector<std::string> names;
+  for (const BackendFactory& f : backendFactories()) names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu", "cuda", "cpu-staged"}));
+}
+
+TEST(DeviceKinds, EachRowIsComplete) {
+  EXPECT_EQ(deviceKindNames(), "cpu or cuda");
+  for (const DeviceKind& k : deviceKinds()) {
+    EXPECT_EQ(findDeviceKind(k.name), &k);
+    EXPECT_NE(k.stepScratchBytes, nullptr) << k.name;
+    EXPECT_NE(std::string(k.defaultProfile), "") << k.name;
+  }
+  EXPECT_TRUE(findDeviceKind("cuda")->gpu);
+  EXPECT_TRUE(findDeviceKind("cuda")->overlapsCollectives);
+  EXPECT_FALSE(findDeviceKind("cpu")->blasWorkspace);
+  EXPECT_EQ(findDeviceKind("cpu-staged"), nullptr);  // a backend of kind cpu, not a kind
 }
 
 INSTANTIATE_TEST_SUITE_P(CpuAndStaged, BackendHooksTest, ::testing::Bool(),
