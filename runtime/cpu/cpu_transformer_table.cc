@@ -5,6 +5,9 @@
 
 #include "cpu/cpu_binders.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/rms_norm.h"
+#include "cpu/kernels/rotary.h"
+#include "cpu/kernels/swiglu.h"
 #include "cpu/kernels/transformer_kernels.h"
 #include "exec/transformer_contracts.h"
 

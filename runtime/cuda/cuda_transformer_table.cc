@@ -8,6 +8,9 @@
 #include "exec/precision_contracts.h"
 #include "exec/transformer_contracts.h"
 #include "gemm.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rotary.h"
+#include "kernels/swiglu.h"
 
 namespace dtc::cuda {
 namespace {
@@ -214,9 +217,9 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
   });
 }
 
-// The Llama blocks' operands as their kernels take them (kernels/llama_blocks.cu): each float32
-// or the step's one 16-bit type, the contract checked on their float32 form, as the CPU checks
-// the widened copies it runs (bindWidened), so that both refuse alike.
+// The Llama blocks' operands as their kernels take them (kernels/rms_norm.cu, swiglu.cu and
+// rotary.cu): each float32 or the step's one 16-bit type, the contract checked on their float32
+// form, as the CPU checks the widened copies it runs (bindWidened), so that both refuse alike.
 StatusOr<StepContext> widenedForm(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
   StepContext f32 = ctx;

@@ -210,21 +210,6 @@ Grads CausalAttentionOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{grad.getDq(), grad.getDk(), grad.getDv()};
 }
 
-Grads LayerNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  // mean and rstd are by-products for the backward pass; only y carries a gradient.
-  if (!dys[0]) return SmallVector<Value>{Value(), Value(), Value()};
-  auto grad =
-      LayerNormGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getMean(), getRstd());
-  return SmallVector<Value>{grad.getDx(), grad.getDweight(), grad.getDbias()};
-}
-
-Grads RmsNormOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  // rstd is a by-product for the backward pass; only y carries a gradient.
-  if (!dys[0]) return SmallVector<Value>{Value(), Value()};
-  auto grad = RmsNormGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getRstd());
-  return SmallVector<Value>{grad.getDx(), grad.getDweight()};
-}
-
 Grads SwigluOp::buildGradients(OpBuilder& b, ValueRange dys) {
   auto grad = SwigluGradOp::create(b, getLoc(), getGate().getType(), getUp().getType(), dys[0],
                                    getGate(), getUp());

@@ -460,6 +460,7 @@ def Graph_SelectOp : Graph_Op<"select", [Pure, AllTypesMatch<["on_true", "on_fal
 }
 
 include "GraphTransformerOps.td"
+include "GraphNormOps.td"
 include "GraphConvOps.td"
 include "GraphLinearOps.td"
 include "GraphVocabParallelOps.td"

@@ -59,23 +59,6 @@ std::optional<std::string> checkSplit(ArrayRef<int64_t> shape, int64_t axis, int
   return std::nullopt;
 }
 
-std::optional<std::string> checkLayerNorm(ArrayRef<int64_t> x, ArrayRef<int64_t> w,
-                                          ArrayRef<int64_t> b) {
-  if (x.empty() || w.size() != 1 || b.size() != 1 || w[0] != x.back() || b[0] != x.back())
-    return "layer_norm needs weight and bias of shape [" +
-           (x.empty() ? std::string("?") : std::to_string(x.back())) + "], got " + shapeString(w) +
-           " and " + shapeString(b) + " for input " + shapeString(x);
-  return std::nullopt;
-}
-
-std::optional<std::string> checkRmsNorm(ArrayRef<int64_t> x, ArrayRef<int64_t> w) {
-  if (x.empty() || w.size() != 1 || w[0] != x.back())
-    return "rms_norm needs a weight of shape [" +
-           (x.empty() ? std::string("?") : std::to_string(x.back())) + "], got " + shapeString(w) +
-           " for input " + shapeString(x);
-  return std::nullopt;
-}
-
 std::optional<std::string> checkRotary(ArrayRef<int64_t> x, ArrayRef<int64_t> cos,
                                        ArrayRef<int64_t> sin) {
   auto table = [&](ArrayRef<int64_t> t) {
@@ -240,59 +223,9 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
-                                            Adaptor adaptor, SmallVectorImpl<Type>& types) {
-  ArrayRef<int64_t> x = shapeOf(adaptor.getX());
-  if (auto error = checkLayerNorm(x, shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias())))
-    return emitOptionalError(loc, *error);
-  types.push_back(adaptor.getX().getType());
-  types.append(2, f32Tensor(ctx, x.drop_back()));
-  return success();
-}
-
-LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext*, std::optional<Location>,
-                                                Adaptor adaptor, SmallVectorImpl<Type>& types) {
-  types.push_back(adaptor.getX().getType());
-  types.push_back(adaptor.getWeight().getType());
-  types.push_back(adaptor.getWeight().getType());
-  return success();
-}
-
-LogicalResult RmsNormOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
-                                          Adaptor adaptor, SmallVectorImpl<Type>& types) {
-  ArrayRef<int64_t> x = shapeOf(adaptor.getX());
-  if (auto error = checkRmsNorm(x, shapeOf(adaptor.getWeight())))
-    return emitOptionalError(loc, *error);
-  types.push_back(f32Tensor(ctx, x));
-  types.push_back(f32Tensor(ctx, x.drop_back()));
-  return success();
-}
-
-LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location>,
-                                              Adaptor adaptor, SmallVectorImpl<Type>& types) {
-  types.push_back(f32Tensor(ctx, shapeOf(adaptor.getX())));
-  types.push_back(adaptor.getWeight().getType());
-  return success();
-}
-
-bool RmsNormOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return narrowableFirstResult(l, r);
-}
-bool RmsNormGradOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return narrowableFirstResult(l, r);
-}
-
 // ---- 16-bit storage (LowPrecisionStorageOpInterface) -------------------------------------------
-// Parameters (norm weights) and the tables of rotary stay f32, as do the norms' statistics.
+// The tables of rotary stay f32.
 
-bool LayerNormOp::widensOperand(unsigned) { return false; }
-bool LayerNormOp::roundsResult(unsigned index) { return index == 0; }
-bool LayerNormGradOp::widensOperand(unsigned index) { return index == 0; }
-bool LayerNormGradOp::roundsResult(unsigned) { return false; }
-bool RmsNormOp::widensOperand(unsigned index) { return index == 0; }
-bool RmsNormOp::roundsResult(unsigned index) { return index == 0; }
-bool RmsNormGradOp::widensOperand(unsigned index) { return index <= 1; }
-bool RmsNormGradOp::roundsResult(unsigned index) { return index == 0; }
 bool SwigluOp::widensOperand(unsigned) { return true; }
 bool SwigluOp::roundsResult(unsigned) { return true; }
 bool SwigluGradOp::widensOperand(unsigned) { return true; }
@@ -323,10 +256,6 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext* ctx, std::optional<
   int64_t vocab = static_cast<int64_t>(adaptor.getVocab());
   types.push_back(f32Tensor(ctx, {vocab, shapeOf(adaptor.getDy()).back()}));
   return success();
-}
-
-bool LayerNormOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return narrowableFirstResult(l, r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -504,48 +433,6 @@ OpShardingRule AttentionMergeOp::getShardingRule() {
 }
 void AttentionMergeOp::traceSequence(SequenceTrace& trace) {
   trace.ordered("merges partial attention, which the trace does not follow");
-}
-
-OpShardingRule LayerNormOp::getShardingRule() {
-  // Rows lead; the normalised dimension stays whole.
-  RuleBuilder b(*this);
-  SmallVector<int> rows = b.factors(rankOf(getX()) - 1);
-  b.operandDims(0, rows).resultDims(0, rows).resultDims(1, rows).resultDims(2, rows);
-  return b.take();
-}
-void LayerNormOp::traceSequence(SequenceTrace& trace) {
-  dtc::sharding::sequenceOverFeatures(trace);
-}
-
-OpShardingRule LayerNormGradOp::getShardingRule() {
-  // Weight and bias gradients take no row factor: partial when rows are sharded.
-  RuleBuilder b(*this);
-  SmallVector<int> rows = b.factors(rankOf(getX()) - 1);
-  b.operandDims(0, rows).operandDims(1, rows).operandDims(3, rows).operandDims(4, rows);
-  b.resultDims(0, rows);
-  return b.take();
-}
-void LayerNormGradOp::traceSequence(SequenceTrace& trace) {
-  dtc::sharding::sequenceStopsAtGradient(trace);
-}
-
-OpShardingRule RmsNormOp::getShardingRule() {
-  RuleBuilder b(*this);
-  SmallVector<int> rows = b.factors(rankOf(getX()) - 1);
-  b.operandDims(0, rows).resultDims(0, rows).resultDims(1, rows);
-  return b.take();
-}
-void RmsNormOp::traceSequence(SequenceTrace& trace) { dtc::sharding::sequenceOverFeatures(trace); }
-
-OpShardingRule RmsNormGradOp::getShardingRule() {
-  // The weight's gradient takes no row factor: partial when rows are sharded.
-  RuleBuilder b(*this);
-  SmallVector<int> rows = b.factors(rankOf(getX()) - 1);
-  b.operandDims(0, rows).operandDims(1, rows).operandDims(3, rows).resultDims(0, rows);
-  return b.take();
-}
-void RmsNormGradOp::traceSequence(SequenceTrace& trace) {
-  dtc::sharding::sequenceStopsAtGradient(trace);
 }
 
 OpShardingRule SwigluOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }

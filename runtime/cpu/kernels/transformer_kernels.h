@@ -84,24 +84,6 @@ void layerNormGrad(const float* dy, const float* x, const float* w, const float*
                    const float* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t c,
                    ThreadPool& pool);
 
-// RMSNorm over the last dimension C of `rows` rows (LlamaRMSNorm): y = x·rstd·w with
-// rstd = 1/sqrt(mean(x²) + eps), written [rows].
-void rmsNorm(const float* x, const float* w, float* y, float* rstd, int64_t rows, int64_t c,
-             float eps, ThreadPool& pool);
-// Gradients from the saved rstd: dx [rows, C], dw [C] (overwritten).
-void rmsNormGrad(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
-                 float* dw, int64_t rows, int64_t c, ThreadPool& pool);
-// SwiGLU's gate over n elements: y = silu(gate)·up; and its gradients.
-void swiglu(const float* gate, const float* up, float* y, int64_t n, ThreadPool& pool);
-void swigluGrad(const float* dy, const float* gate, const float* up, float* dgate, float* dup,
-                int64_t n, ThreadPool& pool);
-
-// Rotary embeddings over n elements of rows of D, `heads` consecutive rows at each of T positions
-// in turn (tables cos, sin [T, D]): y = x·cos + rotate_half(x)·sin; with `transpose`, the
-// gradient's dy·cos + rotate_halfᵀ(dy·sin).
-void rotary(const float* x, const float* cos, const float* sin, float* y, int64_t n, int64_t t,
-            int64_t d, int64_t heads, bool transpose, ThreadPool& pool);
-
 // out[i, :] = table[ids[i], :] for i in [0, n); table is [vocab, dim]. Returns false (output
 // unspecified) if an id is outside [0, vocab).
 bool embedding(const float* table, const int64_t* ids, float* out, int64_t n, int64_t vocab,

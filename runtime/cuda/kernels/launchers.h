@@ -1,4 +1,5 @@
-// Host-side launchers of the CUDA kernels, one .cu file per concern. Row-major fp32 buffers
+// Host-side launchers of the CUDA kernels, one .cu file per concern; a kernel with a header of
+// its own (rms_norm.h, swiglu.h, rotary.h) declares its launcher there. Row-major fp32 buffers
 // in device memory, shapes passed explicitly, as runtime/cpu/kernels/kernels.h; every launcher
 // enqueues on `stream` and returns cudaGetLastError() (launch failures; faults show at
 // synchronisation). The math mirrors the CPU kernel named in each comment, accumulating in double
@@ -18,11 +19,11 @@
 #include "ops/norm_parts.h"
 #include "ops/shape.h"
 
+#include "float_data.h"
+
 namespace dtc::cuda::kernels {
 
 using Shape = dtc::Shape;
-// The element types of float data: f32, or the 16-bit types of mixed precision.
-enum class Float { kF32, kBF16, kF16 };
 
 // ---- elementwise.cu (cpu/kernels/broadcast_binary.cc, cpu/kernels/activations.cc)
 // ----------------------------
@@ -205,35 +206,6 @@ cudaError_t layerNormGrad(const void* dy, Float dyType, const float* x, const fl
                           const float* mean, const float* rstd, float* dx, float* dw, float* db,
                           int64_t rows, int64_t c, void* scratch, cudaStream_t stream,
                           const LayerNormGradAdd& add = {});
-
-// ---- llama_blocks.cu (cpu/kernels/llama_blocks.cc) --
-// Each float operand f32 or 16-bit (mixed precision's storage; the Float kernels' contract, one
-// 16-bit type per step): read widened, which is exact, and written rounded once to nearest even;
-// the math is f32 whatever the storage.
-struct FloatIn {
-  const void* data = nullptr;
-  Float type = Float::kF32;
-};
-struct FloatOut {
-  void* data = nullptr;
-  Float type = Float::kF32;
-};
-// With `res`, x + res is normalized and written to `sum` too (add_rms_norm).
-cudaError_t rmsNorm(FloatIn x, FloatIn w, FloatOut y, FloatOut rstd, int64_t rows, int64_t c,
-                    float eps, cudaStream_t stream, FloatIn res = {}, FloatOut sum = {});
-// dy is the sum of `parts` (1 to kRmsNormGradParts) read left to right; with `res`, dx + res
-// is written to dx and, where given, rounded into `rounded` (rms_norm_grad_add). `scratch`:
-// layerNormGradScratchBytes(rows, c) (ops/cuda_scratch.h).
-cudaError_t rmsNormGrad(const FloatIn* dyParts, int parts, FloatIn x, FloatIn w, FloatIn rstd,
-                        FloatOut dx, FloatOut dw, int64_t rows, int64_t c, void* scratch,
-                        cudaStream_t stream, FloatIn res = {}, FloatOut rounded = {});
-cudaError_t swiglu(FloatIn gate, FloatIn up, FloatOut y, int64_t n, cudaStream_t stream);
-cudaError_t swigluGrad(FloatIn dy, FloatIn gate, FloatIn up, FloatOut dgate, FloatOut dup,
-                       int64_t n, cudaStream_t stream);
-// n elements of rows of D, `heads` consecutive rows at each of T positions in turn, against
-// tables [T, D]; `transpose`: the gradient.
-cudaError_t rotary(FloatIn x, FloatIn cos, FloatIn sin, FloatOut y, int64_t n, int64_t t, int64_t d,
-                   int64_t heads, bool transpose, cudaStream_t stream);
 
 // ---- moe.cu (cpu/kernels/moe.cc) --
 // Routing plans (expert, slot: int64 [G, S, K]) and experts' buffers [E, G, C, D]; `bad` is the

@@ -1,23 +1,21 @@
-// RMSNorm (with the residual add before it, or after its gradient), SwiGLU's gate, fused, rotary
-// embeddings, and their gradients
-// (cpu/kernels/llama_blocks.cc): row sums in double, one block per row; the weight's gradient as
-// column sums over row chunks fixed by the shape (LayerNorm's chunks and scratch), added in chunk
-// order: deterministic, no atomics. Every activation operand may be stored in 16 bits (FloatIn,
-// FloatOut): widened as it is read, rounded once as it is written, the math f32 as on the CPU's
-// widened copies, so both backends round the same f32 values.
+// RMSNorm, with the residual add before it (add_rms_norm) or after its gradient
+// (rms_norm_grad_add), and its gradient (cpu/kernels/rms_norm.cc): row sums in double, one block
+// per row; the weight's gradient as column sums over row chunks fixed by the shape (LayerNorm's
+// chunks and scratch), added in chunk order: deterministic, no atomics. Every activation operand
+// may be stored in 16 bits (FloatIn, FloatOut): widened as it is read, rounded once as it is
+// written, the math f32 as on the CPU's widened copies, so both backends round the same f32
+// values.
+#include "rms_norm.h"
+
 #include <algorithm>
 
 #include "common.cuh"
-#include "half.cuh"
-#include "launchers.h"
+#include "float_access.cuh"
 
 namespace dtc::cuda::kernels {
 namespace {
 
 unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65535)); }
-
-__device__ inline float at(FloatIn x, int64_t i) { return loadAs(x.type, x.data, i); }
-__device__ inline void put(FloatOut y, int64_t i, float v) { storeAs(y.type, y.data, i, v); }
 
 // With `res.data`, the row is x + res (the residual add, rounded as add rounds it), also written to
 // `sum`.
@@ -95,51 +93,7 @@ __global__ void rmsNormInputGrad(DyParts dy, FloatIn x, FloatIn w, FloatIn rstd,
   }
 }
 
-__device__ inline float sigmoidOf(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-__global__ void swigluKernel(FloatIn gate, FloatIn up, FloatOut y, int64_t n) {
-  for (int64_t i = globalIndex(); i < n; i += globalStride()) {
-    const float g = at(gate, i);
-    put(y, i, g * sigmoidOf(g) * at(up, i));
-  }
-}
-
-__global__ void swigluGradKernel(FloatIn dy, FloatIn gate, FloatIn up, FloatOut dgate, FloatOut dup,
-                                 int64_t n) {
-  for (int64_t i = globalIndex(); i < n; i += globalStride()) {
-    const float d = at(dy, i), g = at(gate, i), u = at(up, i), s = sigmoidOf(g);
-    put(dup, i, d * g * s);
-    put(dgate, i, d * u * s * (1.0f + g * (1.0f - s)));
-  }
-}
-
-// One thread per pair (j, j + D/2) of a row; `heads` rows share a position.
-__global__ void rotaryKernel(FloatIn x, FloatIn cos, FloatIn sin, FloatOut y, int64_t pairs,
-                             int64_t t, int64_t d, int64_t heads, bool transpose) {
-  const int64_t h = d / 2;
-  for (int64_t i = globalIndex(); i < pairs; i += globalStride()) {
-    const int64_t r = i / h, j = i % h, e = r * d + j, tab = ((r / heads) % t) * d + j;
-    const float a = at(x, e), b = at(x, e + h);
-    if (transpose) {
-      put(y, e, a * at(cos, tab) + b * at(sin, tab + h));
-      put(y, e + h, b * at(cos, tab + h) - a * at(sin, tab));
-    } else {
-      put(y, e, a * at(cos, tab) - b * at(sin, tab));
-      put(y, e + h, b * at(cos, tab + h) + a * at(sin, tab + h));
-    }
-  }
-}
-
 }  // namespace
-
-cudaError_t rotary(FloatIn x, FloatIn cos, FloatIn sin, FloatOut y, int64_t n, int64_t t, int64_t d,
-                   int64_t heads, bool transpose, cudaStream_t stream) {
-  const int64_t pairs = n / 2;
-  if (pairs > 0 && d > 0 && t > 0 && heads > 0)
-    rotaryKernel<<<blocksFor(pairs), kThreads, 0, stream>>>(x, cos, sin, y, pairs, t, d, heads,
-                                                            transpose);
-  return cudaGetLastError();
-}
 
 cudaError_t rmsNorm(FloatIn x, FloatIn w, FloatOut y, FloatOut rstd, int64_t rows, int64_t c,
                     float eps, cudaStream_t stream, FloatIn res, FloatOut sum) {
@@ -165,17 +119,6 @@ cudaError_t rmsNormGrad(const FloatIn* dyParts, int parts, FloatIn x, FloatIn w,
   if (rows > 0)
     rmsNormInputGrad<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(dy, x, w, rstd, dx, res,
                                                                     rounded, rows, c);
-  return cudaGetLastError();
-}
-
-cudaError_t swiglu(FloatIn gate, FloatIn up, FloatOut y, int64_t n, cudaStream_t stream) {
-  if (n > 0) swigluKernel<<<blocksFor(n), kThreads, 0, stream>>>(gate, up, y, n);
-  return cudaGetLastError();
-}
-
-cudaError_t swigluGrad(FloatIn dy, FloatIn gate, FloatIn up, FloatOut dgate, FloatOut dup,
-                       int64_t n, cudaStream_t stream) {
-  if (n > 0) swigluGradKernel<<<blocksFor(n), kThreads, 0, stream>>>(dy, gate, up, dgate, dup, n);
   return cudaGetLastError();
 }
 

@@ -1,12 +1,11 @@
-// The blocks Llama-family models are made of, fused: RMSNorm over the last dimension (as
-// transformers' LlamaRMSNorm, in float32) and SwiGLU's gate silu(gate)·up, with their gradients.
-// Row sums are accumulated in double; the weight's gradient is summed over rows column by column,
-// so every result is the same for any thread count.
+// RMSNorm over the last dimension, as transformers' LlamaRMSNorm computes it in float32, and its
+// gradient. Row sums are accumulated in double; the weight's gradient is summed over rows column by
+// column, so every result is the same for any thread count.
+#include "cpu/kernels/rms_norm.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include "cpu/kernels/transformer_kernels.h"
 
 namespace dtc::cpu {
 namespace {
@@ -16,8 +15,6 @@ constexpr int64_t kGrainFloats = 8192;
 constexpr int64_t kColumnsPerTask = 64;
 
 int64_t rowGrain(int64_t c) { return std::max<int64_t>(1, kGrainFloats / std::max<int64_t>(c, 1)); }
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 }  // namespace
 
@@ -60,48 +57,6 @@ void rmsNormGrad(const float* dy, const float* x, const float* w, const float* r
       for (int64_t j = from; j < to; ++j) sum[j - from] += static_cast<double>(g[j]) * in[j] * s;
     }
     for (int64_t j = from; j < to; ++j) dw[j] = static_cast<float>(sum[j - from]);
-  });
-}
-
-void swiglu(const float* gate, const float* up, float* y, int64_t n, ThreadPool& pool) {
-  pool.parallelFor(n, kGrainFloats, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) y[i] = gate[i] * sigmoid(gate[i]) * up[i];
-  });
-}
-
-void swigluGrad(const float* dy, const float* gate, const float* up, float* dgate, float* dup,
-                int64_t n, ThreadPool& pool) {
-  // d silu(g)/dg = s·(1 + g·(1 − s)), s = sigmoid(g).
-  pool.parallelFor(n, kGrainFloats, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float g = gate[i], s = sigmoid(g);
-      dup[i] = dy[i] * g * s;
-      dgate[i] = dy[i] * up[i] * s * (1.0f + g * (1.0f - s));
-    }
-  });
-}
-
-void rotary(const float* x, const float* cos, const float* sin, float* y, int64_t n, int64_t t,
-            int64_t d, int64_t heads, bool transpose, ThreadPool& pool) {
-  // Rows of D: y = x·cos + R(x)·sin with R(x) = [−x₂, x₁]; the gradient (transpose) is
-  // dy·cos + Rᵀ(dy·sin) with Rᵀ(z) = [z₂, −z₁].
-  const int64_t h = d / 2, rows = n / std::max<int64_t>(d, 1);
-  pool.parallelFor(rows, rowGrain(d), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* in = x + r * d;
-      const int64_t position = (r / heads) % t;
-      const float *c = cos + position * d, *s = sin + position * d;
-      float* out = y + r * d;
-      for (int64_t j = 0; j < h; ++j) {
-        if (transpose) {
-          out[j] = in[j] * c[j] + in[j + h] * s[j + h];
-          out[j + h] = in[j + h] * c[j + h] - in[j] * s[j];
-        } else {
-          out[j] = in[j] * c[j] - in[j + h] * s[j];
-          out[j + h] = in[j + h] * c[j + h] + in[j] * s[j + h];
-        }
-      }
-    }
   });
 }
 
