@@ -8,15 +8,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
-#include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/Location.h"
 
 #include "dist/IR/LayoutText.h"
 #include "ops/device_kind.h"
-#include "plan/plan.h"
-#include "planner/MemoryFit.h"
-#include "source/ModelSource.h"
 #include "support/args.h"
 
 namespace dtc {
@@ -26,15 +20,8 @@ Status invalid(const std::string& message) { return Status::InvalidInput(message
 
 }  // namespace
 
-std::string describe(mlir::Location loc) {
-  if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc)) {
-    std::string child = describe(name.getChildLoc());
-    return (child.empty() ? "" : child + ": ") + "node '" + name.getName().str() + "'";
-  }
-  if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc)) return file.getFilename().str();
-  if (auto fused = mlir::dyn_cast<mlir::FusedLoc>(loc))
-    if (!fused.getLocations().empty()) return describe(fused.getLocations().front());
-  return "";
+llvm::StringRef resolvedByDriver(llvm::StringRef option) {
+  return option == "recompute" ? "auto" : "";
 }
 
 // Whether some PATTERN=SPEC of "a=tp,-;b=dp+tp" names mesh axis `axis` in its SPEC.
@@ -74,12 +61,6 @@ Status checkRange(const char* flag, const char* option, double value) {
   return invalid(std::string("dtc compile: --") + flag + " must be " + range->text(value));
 }
 
-// The value the command line resolves itself before the pipeline sees an option: --recompute
-// auto (the least recomputation that fits --memory).
-llvm::StringRef resolvedByDriver(llvm::StringRef option) {
-  return option == "recompute" ? "auto" : "";
-}
-
 // `--flag`'s value against the values its pipeline option declares.
 Status checkChoice(const char* flag, const char* option, const std::string& value) {
   const OptionChoices* choices = pipelineOptionChoices(option);
@@ -90,57 +71,6 @@ Status checkChoice(const char* flag, const char* option, const std::string& valu
 }
 
 }  // namespace
-
-namespace {
-
-std::string shown(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-std::string shown(int64_t v) { return std::to_string(v); }
-std::string shown(const std::string& v) { return v; }
-std::string shown(bool) { return ""; }
-
-// "--zero 0|1|2|3", "--recompute none|full|selective|auto", "--lr F".
-std::string flagValues(const char* name, llvm::StringRef kind) {
-  if (const OptionChoices* choices = pipelineOptionChoices(name)) {
-    std::string out = choices->values;  // already "a|b|c"
-    if (llvm::StringRef extra = resolvedByDriver(name); !extra.empty()) out += "|" + extra.str();
-    return out;
-  }
-  if (const OptionRange* range = pipelineOptionRange(name);
-      range && range->integer && range->max - range->min <= 4) {
-    std::string out;
-    for (double v = range->min; v <= range->max; ++v) out += (out.empty() ? "" : "|") + shown(v);
-    return out;
-  }
-  return kind == "Real" ? "F" : kind == "Int" ? "N" : "VALUE";
-}
-
-}  // namespace
-
-std::string compileOptionsHelp() {
-  std::string out = "Options by group (default):\n";
-  const CompileOptions defaults;
-  const char* group = "";  // the group's title until its first flag prints it
-  auto line = [&](const char* flag, const char* name, const char* kind, const char* help,
-                  const std::string& initial) {
-    if (!*flag) return;
-    if (*group) out += std::string("  ") + group + ":\n";
-    group = "";
-    constexpr size_t kColumn = 36;
-    std::string head = std::string("    --") + flag + " " + flagValues(name, kind);
-    head = head.size() < kColumn ? head + std::string(kColumn - head.size(), ' ')
-                                 : head + "\n" + std::string(kColumn, ' ');
-    out += head + help + (initial.empty() ? "" : " (" + initial + ")") + "\n";
-  };
-#define DTC_GROUP_BEGIN(member, Type, help) group = help;
-#define DTC_OPTION(Kind, field, name, flag, initial, min, max, help) \
-  line(flag, name, #Kind, help, shown(defaults.DTC_GROUP.field));
-#include "driver/PipelineOptions.def"
-  return out;
-}
 
 StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   // The pipeline's options with a flag of their own (driver/PipelineOptions.def), and the
@@ -328,106 +258,6 @@ StatusOr<CompileRequest> parseCompileArgs(const std::vector<std::string>& args) 
   std::vector<char*> argv;
   for (std::string& s : owned) argv.push_back(s.data());
   return parseCompileArgs(static_cast<int>(argv.size()), argv.data());
-}
-
-namespace {
-
-// "dtc: m.onnx: trains 6 tensors (13002 values); keeps as buffers (not trained): scale".
-void describeTraining(const ModelFile& model) {
-  size_t trained = 0;
-  uint64_t values = 0;
-  std::vector<std::string> buffers;
-  if (const auto* inits = model.model().graph()->initializers())
-    for (const model::Initializer* init : *inits) {
-      if (init->constant()) continue;
-      if (!init->trainable()) {
-        buffers.push_back(init->info()->name()->str());
-        continue;
-      }
-      ++trained;
-      uint64_t n = 1;
-      if (init->info()->shape())
-        for (int64_t d : *init->info()->shape()) n *= static_cast<uint64_t>(d);
-      values += n;
-    }
-  llvm::outs() << "dtc: " << model.name() << ": trains " << trained << " tensors (" << values
-               << " values)";
-  if (!buffers.empty()) {
-    llvm::outs() << "; keeps as buffers (not trained):";
-    for (size_t i = 0; i < buffers.size() && i < 8; ++i)
-      llvm::outs() << (i ? ", " : " ") << buffers[i];
-    if (buffers.size() > 8) llvm::outs() << " and " << buffers.size() - 8 << " more";
-  }
-  llvm::outs() << "; --buffer GLOB keeps a tensor untrained\n";
-}
-
-}  // namespace
-
-StatusOr<std::vector<uint8_t>> compilePlan(const CompileRequest& request) {
-  CompileOptions options = request.options;
-  std::string built;
-  // Explore's copies are compiled in place: copying one would copy its initializers' data.
-  std::optional<ModelFile> read;
-  const ModelFile* model = request.loaded.get();
-  if (!model) {
-    llvm::Expected<ModelFile> file =
-        readModelSource(request.model, request.onnx, request.folder, &built);
-    if (!file) return Status::InvalidInput(llvm::toString(file.takeError()));
-    read.emplace(std::move(*file));
-    model = &*read;
-  }
-  // An ONNX export does not say which of its tensors are parameters: say what will train, and
-  // what else its translation decided. A folder's model: what its config built, and the window
-  // it trains on.
-  if (!request.loaded && !options.trial && isOnnxFile(request.model)) describeTraining(*model);
-  if (!built.empty() && !options.trial) {
-    if (hf::isModelFolder(request.model)) {
-      llvm::outs() << "dtc: " << request.model << ": " << built
-                   << " (--ctx sets the training window)\n";
-    } else {
-      llvm::SmallVector<llvm::StringRef> lines;
-      llvm::StringRef(built).split(lines, '\n');
-      for (llvm::StringRef line : lines) llvm::outs() << "dtc: " << line << "\n";
-    }
-  }
-  mlir::MLIRContext ctx(request.threaded ? mlir::MLIRContext::Threading::ENABLED
-                                         : mlir::MLIRContext::Threading::DISABLED);
-  std::string firstError;
-  std::vector<std::string> remarks;  // what the passes chose, said after the final compile
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic& diag) {
-    if (diag.getSeverity() == mlir::DiagnosticSeverity::Remark) remarks.push_back(diag.str());
-    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error && firstError.empty()) {
-      std::string where = describe(diag.getLocation());
-      firstError = (where.empty() ? "" : where + ": ") + diag.str();
-    }
-    return mlir::success();
-  });
-  auto compileWith = [&](const std::string& recompute) -> StatusOr<std::vector<uint8_t>> {
-    options.memory.recompute = recompute;
-    remarks.clear();
-    std::vector<uint8_t> bytes;
-    if (mlir::failed(compileModel(ctx, *model, options, bytes)))
-      return Status::InvalidInput(firstError.empty() ? "compilation failed" : firstError);
-    return bytes;
-  };
-  if (options.memory.recompute == "auto") {
-    std::string chosenReport;
-    options.trial = true;
-    DTC_ASSIGN_OR_RETURN(std::string chosen,
-                         chooseRecompute(compileWith, request.memoryBudget, chosenReport));
-    llvm::outs() << chosenReport << "\n";
-    options.memory.recompute = chosen;
-    options.trial = false;
-  }
-  DTC_ASSIGN_OR_RETURN(std::vector<uint8_t> plan, compileWith(options.memory.recompute));
-  if (!options.trial)
-    for (const std::string& remark : remarks) llvm::outs() << "dtc: " << remark << "\n";
-  if (request.memoryBudget) {
-    DTC_ASSIGN_OR_RETURN(Plan loaded, Plan::fromFileBytes(plan, "the compiled plan"));
-    if (Status fits = checkFits(loaded, request.memoryBudget); !fits.ok())
-      return Status::InvalidInput("dtc compile: " + fits.message());
-  }
-  return plan;
 }
 
 }  // namespace dtc

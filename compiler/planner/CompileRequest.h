@@ -9,6 +9,7 @@
 
 #include "driver/Compile.h"
 #include "hf/HfFolder.h"
+#include "llvm/ADT/StringRef.h"
 #include "mlir/IR/Location.h"
 #include "onnx/OnnxTranslator.h"
 #include "support/status.h"
@@ -44,5 +45,9 @@ std::string compileOptionsHelp();
 
 // "model.dtm: node 'fc0'" for importer locations, the file alone for file locations.
 std::string describe(mlir::Location loc);
+
+// The value the command line resolves itself before the pipeline sees an option: --recompute
+// auto (the least recomputation that fits --memory); "" for the others.
+llvm::StringRef resolvedByDriver(llvm::StringRef option);
 
 }  // namespace dtc
