@@ -10,6 +10,7 @@
 #include "cuda_device.h"
 #include "exec/bind_util.h"
 #include "exec/core_contracts.h"
+#include "exec/precision_contracts.h"
 #include "kernels/launchers.h"
 
 namespace dtc::cuda {
@@ -92,5 +93,19 @@ inline StatusOr<int*> dataErrorFlag(Device& device, const StepContext& ctx,
                                     const std::string& message) {
   return device.errorFlag(ctx.where() + message);
 }
+
+// The operands of kernels that take FloatIn/FloatOut (kernels/float_data.h: RMSNorm, SwiGLU,
+// rotary): each float32 or the step's one 16-bit type, the contract checked on their float32
+// form, as the CPU checks the widened copies it runs (bindWidened), so that both refuse alike.
+inline StatusOr<StepContext> widenedForm(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(sharedLowPrecision(ctx).status());
+  StepContext f32 = ctx;
+  for (auto* list : {&f32.inputs, &f32.outputs})
+    for (TensorView& t : *list)
+      if (lowPrecision(t.dtype)) t.dtype = DType::kF32;
+  return f32;
+}
+inline kernels::FloatIn in(const TensorView& t) { return {t.data, floatOf(t.dtype)}; }
+inline kernels::FloatOut out(const TensorView& t) { return {t.data, floatOf(t.dtype)}; }
 
 }  // namespace dtc::cuda

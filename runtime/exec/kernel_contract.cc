@@ -7,6 +7,7 @@
 #include "exec/linear_epilogue_contract.h"
 #include "exec/loss_contracts.h"
 #include "exec/moe_contracts.h"
+#include "exec/norm_contracts.h"
 #include "exec/precision_contracts.h"
 #include "exec/transformer_contracts.h"
 #include "ops/kernel_registry.h"
