@@ -8,6 +8,7 @@
 #include "mlir/Pass/PassRegistry.h"
 
 #include "Passes.h"
+#include "support/printable.h"
 
 using namespace mlir;
 
@@ -91,12 +92,9 @@ bool OptionChoices::allows(llvm::StringRef value) const {
 }
 
 std::string OptionChoices::text(llvm::StringRef extra) const {
-  llvm::SmallVector<llvm::StringRef> all = split(values);
-  if (!extra.empty()) all.push_back(extra);
-  std::string out;
-  for (size_t i = 0; i < all.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") + all[i].str();
-  return out;
+  std::vector<std::string> all = splitAlternatives(values);
+  if (!extra.empty()) all.push_back(extra.str());
+  return alternatives(all);
 }
 
 std::string OptionRange::text(double value) const {

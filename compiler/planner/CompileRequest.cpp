@@ -40,16 +40,9 @@ static bool namesAxis(llvm::StringRef specs, llvm::StringRef axis) {
   return false;
 }
 
-// Whether mesh "dp=2,tp=4" has axis `axis`.
-static bool namesAxisIn(llvm::StringRef mesh, llvm::StringRef axis) {
-  llvm::Expected<std::vector<dist::MeshAxisText>> axes = dist::parseMeshText(mesh);
-  if (!axes) {
-    llvm::consumeError(axes.takeError());
-    return false;
-  }
-  for (const dist::MeshAxisText& a : *axes)
-    if (a.name == axis) return true;
-  return false;
+// Whether the mesh has axis `axis`.
+static bool namesAxisIn(const std::vector<dist::MeshAxisText>& mesh, llvm::StringRef axis) {
+  return llvm::any_of(mesh, [&](const dist::MeshAxisText& a) { return a.name == axis; });
 }
 
 namespace {
@@ -148,6 +141,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
       return invalid("dtc compile: one PATTERN=SPEC per --shard, got '" + spec + "'");
     options.parallel.shard += (options.parallel.shard.empty() ? "" : ";") + spec;
   }
+  std::vector<dist::MeshAxisText> mesh;  // the mesh's axes, none without --mesh
   if (args->has("mesh")) {
     // name=size[,name=size…]: dp is data parallelism (dp_replicate: replicas of it that ZeRO
     // does not shard over); other axes split what --shard says.
@@ -155,7 +149,8 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     llvm::Expected<std::vector<dist::MeshAxisText>> axes =
         dist::parseMeshText(options.parallel.mesh);
     if (!axes) return invalid("dtc compile: --" + llvm::toString(axes.takeError()));
-    for (const dist::MeshAxisText& axis : *axes) {
+    mesh = std::move(*axes);
+    for (const dist::MeshAxisText& axis : mesh) {
       const llvm::StringRef name = axis.name;
       const int64_t n = axis.size;
       if (name == "dp") {
@@ -191,7 +186,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
     return invalid("dtc compile: --shard needs --mesh");
   }
   options.parallel.sequenceParallel = args->has("sequence-parallel");
-  if (options.parallel.sequenceParallel && !namesAxisIn(options.parallel.mesh, "tp"))
+  if (options.parallel.sequenceParallel && !namesAxisIn(mesh, "tp"))
     return invalid("dtc compile: --sequence-parallel needs a tp axis (--mesh tp=N)");
   // Megatron's splits come with the vocabulary split, which saves memory (the table and the
   // logits are split too); --no-vocab-parallel keeps them whole.
@@ -200,7 +195,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
       (!options.parallel.megatron.empty() && !args->has("no-vocab-parallel"));
   if (args->has("vocab-parallel") && args->has("no-vocab-parallel"))
     return invalid("dtc compile: --vocab-parallel and --no-vocab-parallel contradict each other");
-  if (options.parallel.vocabParallel && !namesAxisIn(options.parallel.mesh, "tp"))
+  if (options.parallel.vocabParallel && !namesAxisIn(mesh, "tp"))
     return invalid("dtc compile: --vocab-parallel needs a tp axis (--mesh tp=N)");
   // Context parallelism splits attention's queries: it needs the fused op (no [T, T] scores
   // anywhere), so a cp axis turns it on.

@@ -14,6 +14,7 @@
 #include "driver/PipelineOptions.h"
 #include "flatbuffers/ModelFile.h"
 #include "source/ModelSource.h"
+#include "support/printable.h"
 
 namespace dtc {
 namespace {
@@ -45,14 +46,11 @@ std::string unevenSplit(int64_t batch, int64_t m, int64_t dp) {
                        " does not divide over dp=" + std::to_string(dp);
   if (batch % dp != 0) return reason;
   // Each micro-batch splits over dp: the counts dividing the batch a data-parallel rank holds.
-  const std::vector<int64_t> counts = divisors(batch / dp);
-  std::string admitted;
-  for (size_t k = 0; k < counts.size(); ++k)
-    admitted += (k == 0 ? "" : k + 1 == counts.size() ? " or " : ", ") + std::to_string(counts[k]);
   const int64_t samples = batch / dp;
+  std::vector<std::string> counts;
+  for (int64_t k : divisors(samples)) counts.push_back(std::to_string(k));
   return reason + " (" + std::to_string(samples) + (samples == 1 ? " sample" : " samples") +
-         " a data-parallel rank: " +
-         (counts.size() == 1 ? "--microbatches 1" : "--microbatches " + admitted) + ")";
+         " a data-parallel rank: --microbatches " + alternatives(counts) + ")";
 }
 
 int64_t expertsDividing(const CompileRequest& request) {

@@ -3,6 +3,7 @@
 
 #include "exec/backend.h"
 #include "io/files.h"
+#include "support/printable.h"
 #include "support/runtime_options.h"
 
 namespace dtc {
@@ -47,17 +48,15 @@ const std::vector<BackendFactory>& backendFactories() {
 }
 
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& device, int localRank) {
-  std::string names;
   const std::vector<BackendFactory>& factories = backendFactories();
-  for (size_t i = 0; i < factories.size(); ++i) {
-    if (device == factories[i].name || (device.empty() && i == 0))
-      return factories[i].create(localRank);
-    names += std::string(i == 0                      ? ""
-                         : i + 1 == factories.size() ? " or "
-                                                     : ", ") +
-             factories[i].name;
+  if (device.empty()) return factories.front().create(localRank);
+  std::vector<std::string> names;
+  for (const BackendFactory& f : factories) {
+    if (device == f.name) return f.create(localRank);
+    names.push_back(f.name);
   }
-  return Status::InvalidInput("unknown --device '" + device + "' (expected " + names + ")");
+  return Status::InvalidInput("unknown --device '" + device + "' (expected " + alternatives(names) +
+                              ")");
 }
 
 }  // namespace dtc

@@ -1,5 +1,7 @@
 #include "ops/device_kind.h"
 
+#include "support/printable.h"
+
 namespace dtc {
 
 const std::vector<DeviceKind>& deviceKinds() {
@@ -17,11 +19,9 @@ const DeviceKind* findDeviceKind(std::string_view name) {
 }
 
 std::string deviceKindNames() {
-  std::string names;
-  const std::vector<DeviceKind>& kinds = deviceKinds();
-  for (size_t i = 0; i < kinds.size(); ++i)
-    names += std::string(i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + kinds[i].name;
-  return names;
+  std::vector<std::string> names;
+  for (const DeviceKind& k : deviceKinds()) names.push_back(k.name);
+  return alternatives(names);
 }
 
 }  // namespace dtc

@@ -1,13 +1,34 @@
 // Text from a file (names in a plan) shown in a one-line error message, whatever bytes it holds.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/utf8.h"
 
 namespace dtc {
+
+// Alternatives as a message lists them: "a", "a or b", "a, b or c".
+inline std::string alternatives(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+  return out;
+}
+
+// The values of a declaration's "a|b|c", in order.
+inline std::vector<std::string> splitAlternatives(std::string_view values) {
+  std::vector<std::string> out;
+  for (size_t begin = 0; begin <= values.size();) {
+    const size_t end = std::min(values.find('|', begin), values.size());
+    out.emplace_back(values.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
 
 inline std::string printable(std::string text, size_t limit = 240) {
   for (char& c : text)

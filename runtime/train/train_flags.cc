@@ -7,6 +7,8 @@
 #include <string_view>
 #include <thread>
 
+#include "support/printable.h"
+
 namespace dtc {
 namespace {
 
@@ -140,12 +142,8 @@ bool isSet(const TrainOptions& o, const Args& args, std::string_view flag) {
 
 // Whether one of `others` ("a|b") is set.
 bool anySet(const TrainOptions& o, const Args& args, std::string_view others) {
-  size_t begin = 0;
-  while (begin <= others.size()) {
-    const size_t end = std::min(others.find('|', begin), others.size());
-    if (isSet(o, args, others.substr(begin, end - begin))) return true;
-    begin = end + 1;
-  }
+  for (const std::string& flag : splitAlternatives(others))
+    if (isSet(o, args, flag)) return true;
   return false;
 }
 
@@ -170,17 +168,10 @@ Status checkChoices(const TrainOptions& o, const Args& args) {
   auto check = [&](const char* flag, std::string_view values) -> Status {
     if (!args.has(flag)) return Status::Ok();
     const std::string v = value(flag);
-    std::string listed;
-    size_t begin = 0;
-    while (begin <= values.size()) {
-      const size_t end = std::min(values.find('|', begin), values.size());
-      const std::string_view choice = values.substr(begin, end - begin);
-      if (choice == v) return Status::Ok();
-      listed += (listed.empty() ? "" : end == values.size() ? " or " : ", ") + std::string(choice);
-      begin = end + 1;
-    }
-    return Status::InvalidInput("--" + std::string(flag) + " must be " + listed + ", got '" + v +
-                                "'");
+    const std::vector<std::string> choices = splitAlternatives(values);
+    if (std::find(choices.begin(), choices.end(), v) != choices.end()) return Status::Ok();
+    return Status::InvalidInput("--" + std::string(flag) + " must be " + alternatives(choices) +
+                                ", got '" + v + "'");
   };
 #define DTRUN_CHOICES(flag, values) DTC_RETURN_IF_ERROR(check(flag, values));
 #include "train/train_flags.def"

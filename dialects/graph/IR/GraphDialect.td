@@ -36,30 +36,20 @@ def Graph_SequenceRule : DeclareOpInterfaceMethods<SequenceOpInterface>;
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, !listconcat(traits, [Graph_ShardingRule, Graph_SequenceRule])>;
 
-// A gradient whose operands and results share one shape: it shards as an element-wise op; the
-// sequence trace, which follows the forward computation, stops at it.
-class Graph_ElementwiseGradOp<string mnemonic, list<Trait> traits = []>
-    : Graph_Op<mnemonic, traits> {
-  let extraClassDefinition = [{
-    ::dtc::sharding::OpShardingRule $cppClass::getShardingRule() {
-      return ::dtc::sharding::elementwiseRule(getOperation());
-    }
-    void $cppClass::traceSequence(::dtc::sharding::SequenceTrace &trace) {
-      ::dtc::sharding::sequenceStopsAtGradient(trace);
-    }
-  }];
-}
-
 // Losses and the like: the op sums over every position it reads, so it takes them in any order
 // and merged into rows with the batch.
 defvar Graph_SumsOverPositions = [{ bool sumsOverPositions() { return true; } }];
 
 // An op whose operands and results share one shape (rank-0 operands excepted): every dimension
-// shards alike and keeps its positions.
-defvar Graph_ElementwiseRules = [{
+// shards alike.
+defvar Graph_ElementwiseSharding = [{
     ::dtc::sharding::OpShardingRule $cppClass::getShardingRule() {
       return ::dtc::sharding::elementwiseRule(getOperation());
     }
+  }];
+
+// Such an op also keeps its positions.
+defvar Graph_ElementwiseRules = Graph_ElementwiseSharding # [{
     void $cppClass::traceSequence(::dtc::sharding::SequenceTrace &trace) {
       ::dtc::sharding::sequenceThroughSameShape(trace);
     }
@@ -67,6 +57,17 @@ defvar Graph_ElementwiseRules = [{
 class Graph_ElementwiseOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, traits> {
   let extraClassDefinition = Graph_ElementwiseRules;
+}
+
+// A gradient whose operands and results share one shape: it shards as an element-wise op; the
+// sequence trace, which follows the forward computation, stops at it.
+class Graph_ElementwiseGradOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, traits> {
+  let extraClassDefinition = Graph_ElementwiseSharding # [{
+    void $cppClass::traceSequence(::dtc::sharding::SequenceTrace &trace) {
+      ::dtc::sharding::sequenceStopsAtGradient(trace);
+    }
+  }];
 }
 
 #endif // DTC_GRAPH_DIALECT_TD

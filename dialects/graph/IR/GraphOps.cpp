@@ -303,16 +303,6 @@ using dtc::sharding::OpShardingRule;
 using dtc::sharding::RuleBuilder;
 using dtc::sharding::SequenceTrace;
 
-// Optimizer updates are element-wise over a parameter and its state (step and rate are scalars).
-OpShardingRule SgdUpdateOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }
-void SgdUpdateOp::traceSequence(SequenceTrace& trace) {
-  dtc::sharding::sequenceStopsAtGradient(trace);
-}
-OpShardingRule AdamwUpdateOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }
-void AdamwUpdateOp::traceSequence(SequenceTrace& trace) {
-  dtc::sharding::sequenceStopsAtGradient(trace);
-}
-
 OpShardingRule SelectOp::getShardingRule() { return dtc::sharding::broadcastingRule(*this); }
 void SelectOp::traceSequence(SequenceTrace& trace) {
   trace.ordered("selects a whole tensor by the step's check, which the trace does not follow");

@@ -368,7 +368,8 @@ def Graph_MseGradOp : Graph_Op<"mse_grad", [Pure, InferTypeOpAdaptor]> {
 // Optimizer updates (torch.optim semantics). Each result may reuse its operand's storage.
 //===----------------------------------------------------------------------===//
 
-def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [Pure, InferTypeOpAdaptor,
+// Optimizer updates are element-wise over a parameter and its state (step and rate are scalars).
+def Graph_SgdUpdateOp : Graph_ElementwiseGradOp<"sgd_update", [Pure, InferTypeOpAdaptor,
     Graph_OptimizerUpdate]> {
   let summary = "torch.optim.SGD on one parameter";
   let description = [{
@@ -383,7 +384,7 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [Pure, InferTypeOpAdaptor,
   let hasVerifier = 1;
 }
 
-def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [Pure, InferTypeOpAdaptor,
+def Graph_AdamwUpdateOp : Graph_ElementwiseGradOp<"adamw_update", [Pure, InferTypeOpAdaptor,
     Graph_OptimizerUpdate]> {
   let summary = "torch.optim.AdamW on one parameter";
   let description = [{

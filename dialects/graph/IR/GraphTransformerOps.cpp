@@ -437,10 +437,6 @@ void AttentionMergeOp::traceSequence(SequenceTrace& trace) {
 
 OpShardingRule SwigluOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }
 void SwigluOp::traceSequence(SequenceTrace& trace) { dtc::sharding::sequenceOverFeatures(trace); }
-OpShardingRule SwigluGradOp::getShardingRule() { return dtc::sharding::elementwiseRule(*this); }
-void SwigluGradOp::traceSequence(SequenceTrace& trace) {
-  dtc::sharding::sequenceStopsAtGradient(trace);
-}
 
 OpShardingRule RotaryOp::getShardingRule() { return rotaryRule(*this); }
 void RotaryOp::traceSequence(SequenceTrace& trace) { rotarySequence(*this, trace); }

@@ -137,8 +137,8 @@ def Graph_SwigluOp : Graph_Op<"swiglu", [Pure, AllShapesMatch<["gate", "up", "y"
   let results = (outs Graph_FloatTensor:$y);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
-def Graph_SwigluGradOp : Graph_Op<"swiglu_grad", [Pure, AllShapesMatch<["dy", "gate", "up",
-    "dgate", "dup"]>, Graph_LowPrecisionStorage]> {
+def Graph_SwigluGradOp : Graph_ElementwiseGradOp<"swiglu_grad", [Pure,
+    AllShapesMatch<["dy", "gate", "up", "dgate", "dup"]>, Graph_LowPrecisionStorage]> {
   let summary = "Gradients of swiglu with respect to gate and up";
   let description = [{
     Any operand and result may be bf16/f16 (the math in f32, dtc-fold-casts).
