@@ -62,9 +62,9 @@ std::optional<Rotation> matchRotation(graph::AddOp add) {
       for (auto [xc, cos] :
            {std::pair{mulCos.getLhs(), mulCos.getRhs()}, {mulCos.getRhs(), mulCos.getLhs()}}) {
         if (xc != x || !isTable(cos) || !isTable(sin) || x.getType() != add.getType() ||
-            graph::checkRotary(cast<RankedTensorType>(x.getType()).getShape(),
-                               cast<RankedTensorType>(cos.getType()).getShape(),
-                               cast<RankedTensorType>(sin.getType()).getShape()))
+            graph::RotaryOp::checkShapes(cast<RankedTensorType>(x.getType()).getShape(),
+                                         cast<RankedTensorType>(cos.getType()).getShape(),
+                                         cast<RankedTensorType>(sin.getType()).getShape()))
           continue;
         return Rotation{x, cos, sin, {add, mulSin, mulCos, concat, negate}};
       }

@@ -299,7 +299,8 @@ LogicalResult ModelImporter::importEmbedding(const model::Node& node, Location l
 LogicalResult ModelImporter::importLayerNorm(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 3, 3);
   if (failed(in)) return failure();
-  if (auto error = graph::checkLayerNorm(shapeOf((*in)[0]), shapeOf((*in)[1]), shapeOf((*in)[2])))
+  if (auto error =
+          graph::LayerNormOp::checkShapes(shapeOf((*in)[0]), shapeOf((*in)[1]), shapeOf((*in)[2])))
     return emitError(loc) << *error;
   auto eps = builder_.getF32FloatAttr(static_cast<float>(floatAttr(node, "eps", 1e-5)));
   auto op = graph::LayerNormOp::create(builder_, loc, (*in)[0], (*in)[1], (*in)[2], eps);
@@ -310,7 +311,7 @@ LogicalResult ModelImporter::importLayerNorm(const model::Node& node, Location l
 LogicalResult ModelImporter::importRmsNorm(const model::Node& node, Location loc) {
   auto in = inputs(node, loc, 2, 2);
   if (failed(in)) return failure();
-  if (auto error = graph::checkRmsNorm(shapeOf((*in)[0]), shapeOf((*in)[1])))
+  if (auto error = graph::RmsNormOp::checkShapes(shapeOf((*in)[0]), shapeOf((*in)[1])))
     return emitError(loc) << *error;
   const double eps = floatAttr(node, "eps", 1e-6);
   if (!(eps > 0)) return emitError(loc) << "RMSNorm: eps must be > 0, got " << eps;

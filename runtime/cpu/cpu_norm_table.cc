@@ -1,11 +1,10 @@
-// Bindings of the normalisations (LayerNorm, RMSNorm, their gradients and the forms with the
-// residual add fused), with the contracts of exec/norm_contracts.h.
+// Bindings of LayerNorm, its gradient and the forms with the residual add fused, with the
+// contracts of exec/norm_contracts.h. RMSNorm's are with its loops (kernels/rms_norm.cc).
 #include <algorithm>
 #include <vector>
 
 #include "cpu/cpu_binders.h"
 #include "cpu/kernels/kernels.h"
-#include "cpu/kernels/rms_norm.h"
 #include "cpu/kernels/transformer_kernels.h"
 #include "exec/norm_contracts.h"
 
@@ -33,28 +32,6 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx) {
   return BoundStep([=] {
     cpu::layerNormGrad(dy.f32(), x.f32(), w.f32(), mean.f32(), rstd.f32(), dx.f32(), dw.f32(),
                        db.f32(), d.rows, d.c, *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindRmsNorm(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNorm(ctx));
-  TensorView x = ctx.inputs[0], w = ctx.inputs[1], y = ctx.outputs[0], rstd = ctx.outputs[1];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::rmsNorm(x.f32(), w.f32(), y.f32(), rstd.f32(), d.rows, d.c, d.eps, *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindRmsNormGrad(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGrad(ctx));
-  TensorView dy = ctx.inputs[0], x = ctx.inputs[1], w = ctx.inputs[2], rstd = ctx.inputs[3];
-  TensorView dx = ctx.outputs[0], dw = ctx.outputs[1];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::rmsNormGrad(dy.f32(), x.f32(), w.f32(), rstd.f32(), dx.f32(), dw.f32(), d.rows, d.c,
-                     *pool);
     return Status::Ok();
   });
 }
@@ -95,61 +72,11 @@ StatusOr<BoundStep> bindLayerNormGradAdd(const StepContext& ctx) {
   });
 }
 
-// The residual add as add computes it, then rms_norm of the sum: the unfused steps' bits.
-StatusOr<BoundStep> bindAddRmsNorm(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkAddRmsNorm(ctx));
-  TensorView x = ctx.inputs[0], r = ctx.inputs[1], w = ctx.inputs[2];
-  TensorView sum = ctx.outputs[0], y = ctx.outputs[1], rstd = ctx.outputs[2];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::binary(cpu::BinaryOp::kAdd, x.f32(), x.shape, r.f32(), r.shape, sum.f32(), sum.shape,
-                *pool);
-    cpu::rmsNorm(sum.f32(), w.f32(), y.f32(), rstd.f32(), d.rows, d.c, d.eps, *pool);
-    return Status::Ok();
-  });
-}
-
-// The parts of dy summed left to right as the adds they replace summed them, rms_norm_grad into
-// the sum's buffer, then the residual gradient added: the unfused steps' bits.
-StatusOr<BoundStep> bindRmsNormGradAdd(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGradAdd(ctx));
-  const size_t parts = ctx.inputs.size() - 4;
-  std::vector<TensorView> dy(ctx.inputs.begin(), ctx.inputs.begin() + parts);
-  TensorView x = ctx.inputs[parts], w = ctx.inputs[parts + 1], rstd = ctx.inputs[parts + 2];
-  TensorView dres = ctx.inputs[parts + 3];
-  TensorView sum = ctx.outputs[0], dw = ctx.outputs[1];
-  const bool copy = ctx.outputs.size() == 3;
-  TensorView rounded = copy ? ctx.outputs[2] : sum;
-  StepBuffer total;
-  if (parts > 1) total = stepBuffer(ctx, x.numElements() * sizeof(float));
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    const float* g = dy[0].f32();
-    if (parts > 1) {
-      float* t = reinterpret_cast<float*>(total.data);
-      cpu::binary(cpu::BinaryOp::kAdd, dy[0].f32(), x.shape, dy[1].f32(), x.shape, t, x.shape,
-                  *pool);
-      for (size_t i = 2; i < parts; ++i)
-        cpu::binary(cpu::BinaryOp::kAdd, t, x.shape, dy[i].f32(), x.shape, t, x.shape, *pool);
-      g = t;
-    }
-    cpu::rmsNormGrad(g, x.f32(), w.f32(), rstd.f32(), sum.f32(), dw.f32(), d.rows, d.c, *pool);
-    cpu::binary(cpu::BinaryOp::kAdd, dres.f32(), dres.shape, sum.f32(), sum.shape, sum.f32(),
-                sum.shape, *pool);
-    if (copy) std::copy(sum.f32(), sum.f32() + sum.numElements(), rounded.f32());
-    return Status::Ok();
-  });
-}
-
 }  // namespace
 
 DTC_CPU_BINDER(layer_norm, bindLayerNorm)
-DTC_CPU_BINDER(rms_norm, bindRmsNorm)
-DTC_CPU_BINDER(rms_norm_grad, bindRmsNormGrad)
 DTC_CPU_BINDER(layer_norm_grad, bindLayerNormGrad)
 DTC_CPU_BINDER(add_layer_norm, bindAddLayerNorm)
 DTC_CPU_BINDER(layer_norm_grad_add, bindLayerNormGradAdd)
-DTC_CPU_BINDER(add_rms_norm, bindAddRmsNorm)
-DTC_CPU_BINDER(rms_norm_grad_add, bindRmsNormGradAdd)
 
 }  // namespace dtc

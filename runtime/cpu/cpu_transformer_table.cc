@@ -1,13 +1,12 @@
 // Bindings of the transformer ops (see cpu/kernels/transformer_kernels.h), with the contracts of
 // exec/transformer_contracts.h; causal attention's are in cpu_attention_table.cc, the norms' in
-// cpu_norm_table.cc.
+// cpu_norm_table.cc, and kernels with a file of their own (kernels/swiglu.cc, kernels/rotary.cc,
+// kernels/rms_norm.cc) bind there.
 #include <algorithm>
 #include <vector>
 
 #include "cpu/cpu_binders.h"
 #include "cpu/kernels/kernels.h"
-#include "cpu/kernels/rotary.h"
-#include "cpu/kernels/swiglu.h"
 #include "cpu/kernels/transformer_kernels.h"
 #include "exec/transformer_contracts.h"
 
@@ -102,38 +101,6 @@ StatusOr<BoundStep> bindCausalSoftmaxGrad(const StepContext& ctx) {
   });
 }
 
-StatusOr<BoundStep> bindSwiglu(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
-  TensorView gate = ctx.inputs[0], up = ctx.inputs[1], y = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::swiglu(gate.f32(), up.f32(), y.f32(), n, *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindSwigluGrad(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
-  TensorView dy = ctx.inputs[0], gate = ctx.inputs[1], up = ctx.inputs[2];
-  TensorView dgate = ctx.outputs[0], dup = ctx.outputs[1];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::swigluGrad(dy.f32(), gate.f32(), up.f32(), dgate.f32(), dup.f32(), n, *pool);
-    return Status::Ok();
-  });
-}
-
-template <bool kTranspose>
-StatusOr<BoundStep> bindRotary(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(const RotaryDims d, checkRotary(ctx));
-  TensorView x = ctx.inputs[0], cos = ctx.inputs[1], sin = ctx.inputs[2], y = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::rotary(x.f32(), cos.f32(), sin.f32(), y.f32(), d.n, d.t, d.d, d.heads, kTranspose, *pool);
-    return Status::Ok();
-  });
-}
-
 StatusOr<BoundStep> bindEmbedding(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(EmbeddingDims e, checkEmbedding(ctx));
   TensorView table = ctx.inputs[0], ids = ctx.inputs[1], out = ctx.outputs[0];
@@ -223,10 +190,6 @@ DTC_CPU_BINDER(causal_softmax, bindCausalSoftmax)
 DTC_CPU_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
 DTC_CPU_BINDER(softmax, bindSoftmax)
 DTC_CPU_BINDER(softmax_grad, bindSoftmaxGrad)
-DTC_CPU_BINDER(swiglu, bindSwiglu)
-DTC_CPU_BINDER(swiglu_grad, bindSwigluGrad)
-DTC_CPU_BINDER(rotary, bindRotary<false>)
-DTC_CPU_BINDER(rotary_grad, bindRotary<true>)
 DTC_CPU_BINDER(embedding, bindEmbedding)
 DTC_CPU_BINDER(embedding_grad, bindEmbeddingGrad)
 

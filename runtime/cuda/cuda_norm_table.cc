@@ -1,12 +1,12 @@
-// The normalisations on CUDA (cpu/cpu_norm_table.cc's): LayerNorm, RMSNorm, their gradients and
-// the forms with the residual add fused, with the CPU's contracts (exec/norm_contracts.h).
+// LayerNorm on CUDA (cpu/cpu_norm_table.cc's): its gradient and the forms with the residual add
+// fused, with the CPU's contracts (exec/norm_contracts.h). RMSNorm's binders are with its
+// kernels (kernels/rms_norm.cu).
 #include <array>
 #include <vector>
 
 #include "cuda_bind.h"
 #include "exec/norm_contracts.h"
 #include "exec/precision_contracts.h"
-#include "kernels/rms_norm.h"
 
 namespace dtc::cuda {
 namespace {
@@ -54,74 +54,6 @@ StatusOr<BoundStep> bindLayerNormGrad(const StepContext& ctx, Device& dev) {
         kernels::layerNormGrad(dy.data, dyType, x.f32(), w.f32(), mean.f32(), rstd.f32(), dx.f32(),
                                dw.f32(), db.f32(), d.rows, d.c, scratch, stream),
         where);
-  });
-}
-
-StatusOr<BoundStep> bindRmsNorm(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNorm(f32));
-  const kernels::FloatIn x = in(ctx.inputs[0]), w = in(ctx.inputs[1]);
-  const kernels::FloatOut y = out(ctx.outputs[0]), rstd = out(ctx.outputs[1]);
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep(
-      [=] { return launched(kernels::rmsNorm(x, w, y, rstd, d.rows, d.c, d.eps, stream), where); });
-}
-
-StatusOr<BoundStep> bindRmsNormGrad(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGrad(f32));
-  const kernels::FloatIn dy = in(ctx.inputs[0]), x = in(ctx.inputs[1]), w = in(ctx.inputs[2]),
-                         rstd = in(ctx.inputs[3]);
-  const kernels::FloatOut dx = out(ctx.outputs[0]), dw = out(ctx.outputs[1]);
-  DTC_ASSIGN_OR_RETURN(void* scratch,
-                       stepScratch(ctx, dev, kernels::layerNormGradScratchBytes(d.rows, d.c)));
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(kernels::rmsNormGrad(&dy, 1, x, w, rstd, dx, dw, d.rows, d.c, scratch, stream),
-                    where);
-  });
-}
-
-// The residual add and rms_norm of the sum in one pass.
-StatusOr<BoundStep> bindAddRmsNorm(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkAddRmsNorm(f32));
-  const kernels::FloatIn x = in(ctx.inputs[0]), r = in(ctx.inputs[1]), w = in(ctx.inputs[2]);
-  const kernels::FloatOut sum = out(ctx.outputs[0]), y = out(ctx.outputs[1]),
-                          rstd = out(ctx.outputs[2]);
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(kernels::rmsNorm(x, w, y, rstd, d.rows, d.c, d.eps, stream, r, sum), where);
-  });
-}
-
-// rms_norm_grad of the parts of dy summed as they are read, the residual gradient added to dx in
-// the same pass, and the sum also rounded to a third output's 16-bit type when there is one.
-StatusOr<BoundStep> bindRmsNormGradAdd(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
-  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGradAdd(f32));
-  if (ctx.outputs.size() == 3 && !lowPrecision(ctx.outputs[2].dtype))
-    return invalid(
-        ctx, "the rounded sum must be bfloat16 or float16, got " + dtypeName(ctx.outputs[2].dtype));
-  const size_t parts = ctx.inputs.size() - 4;
-  std::array<kernels::FloatIn, kRmsNormGradParts> dy{};
-  for (size_t p = 0; p < parts; ++p) dy[p] = in(ctx.inputs[p]);
-  const kernels::FloatIn x = in(ctx.inputs[parts]), w = in(ctx.inputs[parts + 1]),
-                         rstd = in(ctx.inputs[parts + 2]), dres = in(ctx.inputs[parts + 3]);
-  const kernels::FloatOut sum = out(ctx.outputs[0]), dw = out(ctx.outputs[1]);
-  const kernels::FloatOut rounded =
-      ctx.outputs.size() == 3 ? out(ctx.outputs[2]) : kernels::FloatOut{};
-  DTC_ASSIGN_OR_RETURN(void* scratch,
-                       stepScratch(ctx, dev, kernels::layerNormGradScratchBytes(d.rows, d.c)));
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(kernels::rmsNormGrad(dy.data(), static_cast<int>(parts), x, w, rstd, sum, dw,
-                                         d.rows, d.c, scratch, stream, dres, rounded),
-                    where);
   });
 }
 
@@ -184,12 +116,8 @@ StatusOr<BoundStep> bindLayerNormGradAdd(const StepContext& ctx, Device& dev) {
 }  // namespace
 
 DTC_CUDA_BINDER(layer_norm, bindLayerNorm)
-DTC_CUDA_BINDER(rms_norm, bindRmsNorm)
-DTC_CUDA_BINDER(rms_norm_grad, bindRmsNormGrad)
 DTC_CUDA_BINDER(layer_norm_grad, bindLayerNormGrad)
 DTC_CUDA_BINDER(add_layer_norm, bindAddLayerNorm)
 DTC_CUDA_BINDER(layer_norm_grad_add, bindLayerNormGradAdd)
-DTC_CUDA_BINDER(add_rms_norm, bindAddRmsNorm)
-DTC_CUDA_BINDER(rms_norm_grad_add, bindRmsNormGradAdd)
 
 }  // namespace dtc::cuda

@@ -1,6 +1,7 @@
 // The transformer ops on CUDA (cpu/cpu_transformer_table.cc's): batched GEMMs through cuBLAS,
-// layout copies, causal softmax, SwiGLU, rotary and embeddings, with the CPU's contracts
-// (exec/transformer_contracts.h); the norms are in cuda_norm_table.cc.
+// layout copies, causal softmax and embeddings, with the CPU's contracts
+// (exec/transformer_contracts.h); the norms are in cuda_norm_table.cc, and kernels with a file of
+// their own (kernels/swiglu.cu, kernels/rotary.cu, kernels/rms_norm.cu) bind there.
 #include <array>
 #include <climits>
 
@@ -8,8 +9,6 @@
 #include "exec/precision_contracts.h"
 #include "exec/transformer_contracts.h"
 #include "gemm.h"
-#include "kernels/rotary.h"
-#include "kernels/swiglu.h"
 
 namespace dtc::cuda {
 namespace {
@@ -170,41 +169,6 @@ StatusOr<BoundStep> bindSoftmaxGrad(const StepContext& ctx, Device& dev) {
   });
 }
 
-StatusOr<BoundStep> bindSwiglu(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
-  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(f32));
-  const kernels::FloatIn gate = in(ctx.inputs[0]), up = in(ctx.inputs[1]);
-  const kernels::FloatOut y = out(ctx.outputs[0]);
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::swiglu(gate, up, y, n, stream), where); });
-}
-
-StatusOr<BoundStep> bindSwigluGrad(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
-  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(f32));
-  const kernels::FloatIn dy = in(ctx.inputs[0]), gate = in(ctx.inputs[1]), up = in(ctx.inputs[2]);
-  const kernels::FloatOut dgate = out(ctx.outputs[0]), dup = out(ctx.outputs[1]);
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep(
-      [=] { return launched(kernels::swigluGrad(dy, gate, up, dgate, dup, n, stream), where); });
-}
-
-template <bool kTranspose>
-StatusOr<BoundStep> bindRotary(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
-  DTC_ASSIGN_OR_RETURN(const RotaryDims d, checkRotary(f32));
-  const kernels::FloatIn x = in(ctx.inputs[0]), cos = in(ctx.inputs[1]), sin = in(ctx.inputs[2]);
-  const kernels::FloatOut y = out(ctx.outputs[0]);
-  cudaStream_t stream = dev.stream();
-  const std::string where = ctx.where();
-  return BoundStep([=] {
-    return launched(kernels::rotary(x, cos, sin, y, d.n, d.t, d.d, d.heads, kTranspose, stream),
-                    where);
-  });
-}
-
 StatusOr<BoundStep> bindEmbedding(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(EmbeddingDims e, checkEmbedding(ctx));
   TensorView table = ctx.inputs[0], ids = ctx.inputs[1], out = ctx.outputs[0];
@@ -258,10 +222,6 @@ DTC_CUDA_BINDER(causal_softmax, bindCausalSoftmax)
 DTC_CUDA_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
 DTC_CUDA_BINDER(softmax, bindSoftmax)
 DTC_CUDA_BINDER(softmax_grad, bindSoftmaxGrad)
-DTC_CUDA_BINDER(swiglu, bindSwiglu)
-DTC_CUDA_BINDER(swiglu_grad, bindSwigluGrad)
-DTC_CUDA_BINDER(rotary, bindRotary<false>)
-DTC_CUDA_BINDER(rotary_grad, bindRotary<true>)
 DTC_CUDA_BINDER(embedding, bindEmbedding)
 DTC_CUDA_BINDER(embedding_grad, bindEmbeddingGrad)
 

@@ -35,11 +35,6 @@ PackedAttentionDims packedDims(const ScratchStep& s) {
   return {q[0], q[1], heads, d, kvHeads};
 }
 
-bool packedAttention(const ScratchStep& s) {
-  return s.kernel->kernel == Kernel::causal_attention_qkv ||
-         s.kernel->kernel == Kernel::causal_attention_qkv_grad;
-}
-
 bool anyLowPrecision(const ScratchStep& s) {
   for (const auto* list : {&s.inputs, &s.outputs})
     for (const ScratchOperand& t : *list)
@@ -47,115 +42,160 @@ bool anyLowPrecision(const ScratchStep& s) {
   return false;
 }
 
-// The CUDA kernels' own scratch for the step's float32 form (collectives: after widening).
-uint64_t cudaKernelBytes(const ScratchStep& s) {
-  namespace k = cuda::kernels;
+// The sizers kernels.def names in its DTC_KERNEL_*_SCRATCH lines.
+
+// Operand `at` of `list`, counting from the end below 0; null where there is none.
+const ScratchOperand* operandAt(const std::vector<ScratchOperand>& list, int at) {
+  const int n = static_cast<int>(list.size());
+  const int i = at < 0 ? n + at : at;
+  return i >= 0 && i < n ? &list[i] : nullptr;
+}
+
+// reduce_sum: the CUDA reduction plan's partial sums.
+uint64_t reductionPlan(const ScratchStep& s) {
+  if (s.inputs.empty()) return 0;
+  std::vector<int64_t> axes;
+  for (int64_t a : s.intsAttr("axes"))
+    if (a >= 0 && a < static_cast<int64_t>(s.inputs[0].shape.size())) axes.push_back(a);
+  cuda::kernels::ReducePlan plan;
+  return cuda::kernels::makeReducePlan(s.inputs[0].shape, axes, plan) ? plan.scratchBytes() : 0;
+}
+
+// conv2d and its gradients: the im2col columns (and the weight gradient's partial sums).
+uint64_t im2colColumns(const ScratchStep& s) {
   const auto& in = s.inputs;
   const auto& out = s.outputs;
+  if (in.size() != 2 || out.size() != 1) return 0;
+  // As the contract reads them: x, w, y.
+  const Kernel op = s.kernel->kernel;
+  const auto& x = op == Kernel::conv2d              ? in[0].shape
+                  : op == Kernel::conv2d_grad_input ? out[0].shape
+                                                    : in[1].shape;
+  const auto& w = op == Kernel::conv2d_grad_weight ? out[0].shape : in[1].shape;
+  const auto& y = op == Kernel::conv2d ? out[0].shape : in[0].shape;
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return 0;
+  return cuda::kernels::convScratch(x[0], x[1] * w[2] * w[3], y[2] * y[3], w[0],
+                                    op == Kernel::conv2d_grad_weight)
+      .bytes;
+}
+
+// causal_attention(_grad): the score buffers, or cuDNN's workspace where it runs the step.
+uint64_t attentionScores(const ScratchStep& s) {
+  namespace k = cuda::kernels;
+  const auto& in = s.inputs;
+  const bool grad = s.kernel->kernel == Kernel::causal_attention_grad;
+  const size_t q = grad ? 1 : 0;
+  if (in.size() <= q || in[q].shape.size() < 2) return 0;
+  const int64_t t = in[q].shape[in[q].shape.size() - 2], d = in[q].shape.back();
+  if (t == 0 || d == 0) return 0;
+  const int64_t slices = static_cast<int64_t>(in[q].elements()) / (t * d);
+  // A block of the sequence (context parallelism) takes the flash kernels, never the GEMMs
+  // or cuDNN.
+  const bool blocks =
+      (s.intsAttr && !s.intsAttr("seq_axes").empty()) || (s.intAttr && s.intAttr("seq_chunks") > 0);
+  const bool low = lowPrecision(in[q].dtype) && !blocks;
+  const uint64_t own = k::attentionScratchBytes(slices, t, low, grad);
+  if (!low) return own;
+  // cuDNN reads [B, H, T, D]: the heads are the dimension before T, k's its own.
+  const auto& qs = in[q].shape;
+  const int64_t heads = qs.size() >= 3 ? qs[qs.size() - 3] : 1;
+  const auto& ks = in.size() > q + 1 ? in[q + 1].shape : qs;
+  const int64_t kvHeads = ks.size() >= 3 ? ks[ks.size() - 3] : heads;
+  if (heads <= 0) return own;
+  return std::max(own, k::cudnnAttentionWorkspaceBound(slices / heads, heads, t, d, grad, kvHeads));
+}
+
+// causal_attention_qkv(_grad): the heads unpacked in the operands' type, then the unpacked
+// step's own scratch.
+uint64_t packedAttentionScores(const ScratchStep& s) {
+  namespace k = cuda::kernels;
+  const PackedAttentionDims a = packedDims(s);
+  if (a.block() == 0) return 0;
+  const bool grad = s.kernel->kernel == Kernel::causal_attention_qkv_grad;
+  const bool low = lowPrecision(s.inputs[grad ? 1 : 0].dtype);
+  const uint64_t own = packedAttentionScratch(a, low ? 2 : sizeof(float), grad).inner +
+                       k::attentionScratchBytes(a.batch * a.heads, a.t, low, grad);
+  if (!low) return own;
+  return std::max(own,
+                  k::cudnnAttentionWorkspaceBound(a.batch, a.heads, a.t, a.d, grad, a.kvHeads));
+}
+
+// On the CPU, the packed heads unpacked (after the widened copies).
+uint64_t unpackedHeads(const ScratchStep& s) {
+  return packedAttentionScratch(packedDims(s), sizeof(float),
+                                s.kernel->kernel == Kernel::causal_attention_qkv_grad)
+      .inner;
+}
+
+// A norm's weight gradient as column sums over row chunks: rows from the operand `rowsAt`
+// (mean or rstd, one per row), the width from the weight at `widthAt`.
+uint64_t normGradColumns(const ScratchStep& s, int rowsAt, int widthAt) {
+  const ScratchOperand* rows = operandAt(s.inputs, rowsAt);
+  const ScratchOperand* width = operandAt(s.inputs, widthAt);
+  if (!rows || !width) return 0;
+  return cuda::kernels::layerNormGradScratchBytes(static_cast<int64_t>(rows->elements()),
+                                                  static_cast<int64_t>(width->elements()));
+}
+
+// dy given in parts ahead of `fixed` other inputs (dy₁, …, dyₚ, x, …): on the CPU, more than
+// one part is summed into a float32 copy of x's size first.
+uint64_t summedParts(const ScratchStep& s, int fixed) {
+  const int parts = static_cast<int>(s.inputs.size()) - fixed;
+  if (parts <= 1) return 0;
+  return widenedCopyBytes(s.inputs[parts].elements());
+}
+
+// embedding_grad (dy, ids): the sort of the ids.
+uint64_t embeddingGradSort(const ScratchStep& s) {
+  if (s.inputs.size() != 2) return 0;
+  return cuda::kernels::embeddingGradScratchBound(static_cast<int64_t>(s.inputs[1].elements()));
+}
+
+// A loss's double per row of logits [rows, classes].
+uint64_t doublePerRow(const ScratchStep& s) {
+  if (s.inputs.empty() || s.inputs[0].shape.empty()) return 0;
+  return static_cast<uint64_t>(std::max<int64_t>(s.inputs[0].shape[0], 0)) * sizeof(double);
+}
+
+// A sum over all elements: a double per block.
+uint64_t blockSums(const ScratchStep&) { return cuda::kernels::kSumBlocks * sizeof(double); }
+
+// Where cuBLASLt does not fuse the epilogue, a 16-bit output `at` (y, dx) is the GEMM's f32 sum
+// rounded (linear_bias_gelu keeps it in pre, its second output, where that is f32).
+uint64_t unfusedEpilogueSum(const ScratchStep& s, int at) {
+  const ScratchOperand* out = operandAt(s.outputs, at);
+  if (!out || !lowPrecision(out->dtype)) return 0;
+  return out->elements() * sizeof(float);
+}
+
+// linear_grad_weight_bias (dy [..., N], x): dy's column sums, unfused.
+uint64_t columnSums(const ScratchStep& s) {
+  if (s.inputs.empty() || s.inputs[0].shape.empty() || s.inputs[0].shape.back() <= 0) return 0;
+  const int64_t n = s.inputs[0].shape.back();
+  return cuda::kernels::columnSumScratchBytes(static_cast<int64_t>(s.inputs[0].elements()) / n, n);
+}
+
+// A collective's blocks packed contiguous.
+uint64_t packedBlocks(const ScratchStep& s) { return collectivePackingFloats(s) * sizeof(float); }
+
+// The CUDA kernels' own scratch for the step's float32 form (collectives: after widening).
+uint64_t cudaKernelBytes(const ScratchStep& s) {
   switch (s.kernel->kernel) {
-    case Kernel::reduce_sum: {
-      if (in.empty()) return 0;
-      std::vector<int64_t> axes;
-      for (int64_t a : s.intsAttr("axes"))
-        if (a >= 0 && a < static_cast<int64_t>(in[0].shape.size())) axes.push_back(a);
-      k::ReducePlan plan;
-      return k::makeReducePlan(in[0].shape, axes, plan) ? plan.scratchBytes() : 0;
-    }
-    case Kernel::conv2d:
-    case Kernel::conv2d_grad_input:
-    case Kernel::conv2d_grad_weight: {
-      if (in.size() != 2 || out.size() != 1) return 0;
-      // As the contract reads them: x, w, y.
-      const Kernel op = s.kernel->kernel;
-      const auto& x = op == Kernel::conv2d              ? in[0].shape
-                      : op == Kernel::conv2d_grad_input ? out[0].shape
-                                                        : in[1].shape;
-      const auto& w = op == Kernel::conv2d_grad_weight ? out[0].shape : in[1].shape;
-      const auto& y = op == Kernel::conv2d ? out[0].shape : in[0].shape;
-      if (x.size() != 4 || w.size() != 4 || y.size() != 4) return 0;
-      return k::convScratch(x[0], x[1] * w[2] * w[3], y[2] * y[3], w[0],
-                            op == Kernel::conv2d_grad_weight)
-          .bytes;
-    }
-    case Kernel::causal_attention:
-    case Kernel::causal_attention_grad: {
-      const bool grad = s.kernel->kernel == Kernel::causal_attention_grad;
-      const size_t q = grad ? 1 : 0;
-      if (in.size() <= q || in[q].shape.size() < 2) return 0;
-      const int64_t t = in[q].shape[in[q].shape.size() - 2], d = in[q].shape.back();
-      if (t == 0 || d == 0) return 0;
-      const int64_t slices = static_cast<int64_t>(in[q].elements()) / (t * d);
-      // A block of the sequence (context parallelism) takes the flash kernels, never the GEMMs
-      // or cuDNN.
-      const bool blocks = (s.intsAttr && !s.intsAttr("seq_axes").empty()) ||
-                          (s.intAttr && s.intAttr("seq_chunks") > 0);
-      const bool low = lowPrecision(in[q].dtype) && !blocks;
-      const uint64_t own = k::attentionScratchBytes(slices, t, low, grad);
-      if (!low) return own;
-      // cuDNN reads [B, H, T, D]: the heads are the dimension before T, k's its own.
-      const auto& qs = in[q].shape;
-      const int64_t heads = qs.size() >= 3 ? qs[qs.size() - 3] : 1;
-      const auto& ks = in.size() > q + 1 ? in[q + 1].shape : qs;
-      const int64_t kvHeads = ks.size() >= 3 ? ks[ks.size() - 3] : heads;
-      if (heads <= 0) return own;
-      return std::max(own,
-                      k::cudnnAttentionWorkspaceBound(slices / heads, heads, t, d, grad, kvHeads));
-    }
-    case Kernel::causal_attention_qkv:
-    case Kernel::causal_attention_qkv_grad: {
-      // The heads unpacked in the operands' type, then the unpacked step's own scratch.
-      const PackedAttentionDims a = packedDims(s);
-      if (a.block() == 0) return 0;
-      const bool grad = s.kernel->kernel == Kernel::causal_attention_qkv_grad;
-      const bool low = lowPrecision(in[grad ? 1 : 0].dtype);
-      const uint64_t own = packedAttentionScratch(a, low ? 2 : sizeof(float), grad).inner +
-                           k::attentionScratchBytes(a.batch * a.heads, a.t, low, grad);
-      if (!low) return own;
-      return std::max(own,
-                      k::cudnnAttentionWorkspaceBound(a.batch, a.heads, a.t, a.d, grad, a.kvHeads));
-    }
-    case Kernel::layer_norm_grad:      // (dy, x, w, mean, rstd): rows of mean, width of w
-    case Kernel::layer_norm_grad_add:  // (dy, x, w, mean, rstd, dres)
-      if (in.size() < 5) return 0;
-      return k::layerNormGradScratchBytes(static_cast<int64_t>(in[3].elements()),
-                                          static_cast<int64_t>(in[2].elements()));
-    case Kernel::rms_norm_grad:  // (dy, x, w, rstd): rows of rstd, width of w
-      if (in.size() < 4) return 0;
-      return k::layerNormGradScratchBytes(static_cast<int64_t>(in[3].elements()),
-                                          static_cast<int64_t>(in[2].elements()));
-    case Kernel::rms_norm_grad_add:  // (dy₁, …, dyₚ, x, w, rstd, dres)
-      if (in.size() < 5) return 0;
-      return k::layerNormGradScratchBytes(static_cast<int64_t>(in[in.size() - 2].elements()),
-                                          static_cast<int64_t>(in[in.size() - 3].elements()));
-    case Kernel::embedding_grad:  // (dy, ids)
-      if (in.size() != 2) return 0;
-      return k::embeddingGradScratchBound(static_cast<int64_t>(in[1].elements()));
-    case Kernel::softmax_cross_entropy:  // a double per row of logits [rows, classes]
-    case Kernel::softmax_cross_entropy_with_grad:
-    case Kernel::nll_loss:
-      if (in.empty() || in[0].shape.empty()) return 0;
-      return static_cast<uint64_t>(std::max<int64_t>(in[0].shape[0], 0)) * sizeof(double);
-    case Kernel::mse:
-    case Kernel::sum_squares:
-    case Kernel::nonfinite_count: return k::kSumBlocks * sizeof(double);
-    case Kernel::linear_bias:
-    case Kernel::linear_bias_gelu:
-    case Kernel::linear_grad_input_gelu:
-      // Where cuBLASLt does not fuse the epilogue, a 16-bit y (dx) is the f32 result rounded:
-      // the GEMM's f32 sum (linear_bias_gelu keeps it in pre where that is f32).
-      if (s.kernel->kernel == Kernel::linear_bias_gelu)
-        return out.size() == 2 && lowPrecision(out[1].dtype) ? out[1].elements() * sizeof(float)
-                                                             : 0;
-      if (out.empty() || !lowPrecision(out[0].dtype)) return 0;
-      return out[0].elements() * sizeof(float);
-    case Kernel::linear_grad_weight_bias: {  // (dy [..., N], x): dy's column sums, unfused
-      if (in.empty() || in[0].shape.empty() || in[0].shape.back() <= 0) return 0;
-      const int64_t n = in[0].shape.back();
-      return k::columnSumScratchBytes(static_cast<int64_t>(in[0].elements()) / n, n);
-    }
-    case Kernel::all_gather:
-    case Kernel::reduce_scatter:
-    case Kernel::all_to_all: return collectivePackingFloats(s) * sizeof(float);
+// clang-format off
+#define DTC_KERNEL_CUDA_SCRATCH(name, bytes) case Kernel::name: return bytes;
+#include "ops/kernels.def"
+    // clang-format on
+    default: return 0;
+  }
+}
+
+// What a kernel needs on the CPU besides the widened copies and a collective's packing.
+uint64_t cpuKernelBytes(const ScratchStep& s) {
+  switch (s.kernel->kernel) {
+// clang-format off
+#define DTC_KERNEL_CPU_SCRATCH(name, bytes) case Kernel::name: return bytes;
+#include "ops/kernels.def"
+    // clang-format on
     default: return 0;
   }
 }
@@ -182,14 +222,7 @@ uint64_t cpuStepScratchBytes(const ScratchStep& s) {
     for (const ScratchOperand& t : *list)
       if (lowPrecision(t.dtype)) bytes += widenedCopyBytes(t.elements());
   if (!cpuWidens(*s.kernel, anyLowPrecision(s))) bytes = 0;
-  // Attention on the fused projection unpacks the (widened) heads after the copies.
-  if (packedAttention(s))
-    bytes += packedAttentionScratch(packedDims(s), sizeof(float),
-                                    s.kernel->kernel == Kernel::causal_attention_qkv_grad)
-                 .inner;
-  // rms_norm_grad_add sums the parts of dy (dy₁, …, dyₚ, x, w, rstd, dres) before the gradient.
-  if (s.kernel->kernel == Kernel::rms_norm_grad_add && s.inputs.size() > 5)
-    bytes += widenedCopyBytes(s.inputs[s.inputs.size() - 4].elements());
+  bytes += cpuKernelBytes(s);
   const uint64_t packed = cpuCollectiveFloats(s);
   return bytes + (packed ? widenedCopyBytes(packed) : 0);
 }

@@ -8,6 +8,9 @@
 // - CUDA: what its kernels keep beside the operands (partial sums, sort buffers, im2col columns,
 //   attention's score buffers, collectives' packed blocks and widened copies), sized by the
 //   functions of ops/cuda_scratch.h that the CUDA binders lay their pieces out with.
+// What a kernel needs beyond the widened copies and a collective's packing is declared on its
+// line of ops/kernels.def (DTC_KERNEL_CUDA_SCRATCH, DTC_KERNEL_CPU_SCRATCH), naming a sizer of
+// step_scratch.cc.
 // Both sides size a step from its kernel, operand types and attributes (a ScratchStep): the
 // compiler from the IR, the runtime from the plan.
 #pragma once

@@ -6,10 +6,8 @@
 using namespace mlir;
 using namespace dtc::graph;
 
-namespace dtc::graph {
-
-std::optional<std::string> checkLayerNorm(ArrayRef<int64_t> x, ArrayRef<int64_t> w,
-                                          ArrayRef<int64_t> b) {
+std::optional<std::string> LayerNormOp::checkShapes(ArrayRef<int64_t> x, ArrayRef<int64_t> w,
+                                                    ArrayRef<int64_t> b) {
   if (x.empty() || w.size() != 1 || b.size() != 1 || w[0] != x.back() || b[0] != x.back())
     return "layer_norm needs weight and bias of shape [" +
            (x.empty() ? std::string("?") : std::to_string(x.back())) + "], got " + shapeString(w) +
@@ -17,15 +15,13 @@ std::optional<std::string> checkLayerNorm(ArrayRef<int64_t> x, ArrayRef<int64_t>
   return std::nullopt;
 }
 
-std::optional<std::string> checkRmsNorm(ArrayRef<int64_t> x, ArrayRef<int64_t> w) {
+std::optional<std::string> RmsNormOp::checkShapes(ArrayRef<int64_t> x, ArrayRef<int64_t> w) {
   if (x.empty() || w.size() != 1 || w[0] != x.back())
     return "rms_norm needs a weight of shape [" +
            (x.empty() ? std::string("?") : std::to_string(x.back())) + "], got " + shapeString(w) +
            " for input " + shapeString(x);
   return std::nullopt;
 }
-
-}  // namespace dtc::graph
 
 //===----------------------------------------------------------------------===//
 // Shapes
@@ -34,7 +30,7 @@ std::optional<std::string> checkRmsNorm(ArrayRef<int64_t> x, ArrayRef<int64_t> w
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());
-  if (auto error = checkLayerNorm(x, shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias())))
+  if (auto error = checkShapes(x, shapeOf(adaptor.getWeight()), shapeOf(adaptor.getBias())))
     return emitOptionalError(loc, *error);
   types.push_back(adaptor.getX().getType());
   types.append(2, f32Tensor(ctx, x.drop_back()));
@@ -52,7 +48,7 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext*, std::optional<Loca
 LogicalResult RmsNormOp::inferReturnTypes(MLIRContext* ctx, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type>& types) {
   ArrayRef<int64_t> x = shapeOf(adaptor.getX());
-  if (auto error = checkRmsNorm(x, shapeOf(adaptor.getWeight())))
+  if (auto error = checkShapes(x, shapeOf(adaptor.getWeight())))
     return emitOptionalError(loc, *error);
   types.push_back(f32Tensor(ctx, x));
   types.push_back(f32Tensor(ctx, x.drop_back()));

@@ -12,6 +12,12 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure, InferTypeOpAdaptorWithIsCo
                        F32Attr:$eps);
   let results = (outs Graph_FloatTensor:$y, Graph_F32Tensor:$mean, Graph_F32Tensor:$rstd);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    // Why x, weight and bias cannot make a layer_norm, or nullopt: what inference and importers refuse (an importer
+    // must refuse bad shapes before building; a failing inference in a builder is fatal).
+    static std::optional<std::string> checkShapes(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,
+                                                   llvm::ArrayRef<int64_t> bias);
+  }];
 }
 def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor,
     Graph_LowPrecisionStorage]> {
@@ -37,6 +43,11 @@ def Graph_RmsNormOp : Graph_Op<"rms_norm", [Pure, InferTypeOpAdaptorWithIsCompat
   let arguments = (ins Graph_FloatTensor:$x, Graph_F32Tensor:$weight, F32Attr:$eps);
   let results = (outs Graph_FloatTensor:$y, Graph_F32Tensor:$rstd);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    // Why x and weight cannot make an rms_norm, or nullopt: what inference and importers refuse (an importer
+    // must refuse bad shapes before building; a failing inference in a builder is fatal).
+    static std::optional<std::string> checkShapes(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight);
+  }];
 }
 def Graph_RmsNormGradOp : Graph_Op<"rms_norm_grad", [Pure, InferTypeOpAdaptorWithIsCompatible,
     Graph_LowPrecisionStorage]> {

@@ -37,11 +37,6 @@ std::optional<std::string> checkPermutation(llvm::ArrayRef<int64_t> shape,
 // dimension).
 std::optional<std::string> checkSplit(llvm::ArrayRef<int64_t> shape, int64_t axis, int64_t parts,
                                       llvm::ArrayRef<int64_t> sizes = {});
-std::optional<std::string> checkLayerNorm(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight,
-                                          llvm::ArrayRef<int64_t> bias);
-std::optional<std::string> checkRmsNorm(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> weight);
-std::optional<std::string> checkRotary(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> cos,
-                                       llvm::ArrayRef<int64_t> sin);
 std::optional<std::string> checkEmbedding(llvm::ArrayRef<int64_t> table);
 // A mixture of experts' routing settings: at least one expert, top-k in [1, E], a positive
 // capacity factor.

@@ -59,8 +59,8 @@ std::optional<std::string> checkSplit(ArrayRef<int64_t> shape, int64_t axis, int
   return std::nullopt;
 }
 
-std::optional<std::string> checkRotary(ArrayRef<int64_t> x, ArrayRef<int64_t> cos,
-                                       ArrayRef<int64_t> sin) {
+std::optional<std::string> RotaryOp::checkShapes(ArrayRef<int64_t> x, ArrayRef<int64_t> cos,
+                                                 ArrayRef<int64_t> sin) {
   auto table = [&](ArrayRef<int64_t> t) {
     if (x.size() < 2 || t.size() < 2 || t.size() > x.size()) return false;
     for (size_t i = 0; i + 2 < t.size(); ++i)
@@ -236,7 +236,7 @@ bool RotaryGradOp::widensOperand(unsigned index) { return index == 0; }
 bool RotaryGradOp::roundsResult(unsigned) { return true; }
 
 LogicalResult RotaryOp::verify() {
-  if (auto error = checkRotary(shapeOf(getX()), shapeOf(getCos()), shapeOf(getSin())))
+  if (auto error = checkShapes(shapeOf(getX()), shapeOf(getCos()), shapeOf(getSin())))
     return emitOpError(*error);
   return success();
 }

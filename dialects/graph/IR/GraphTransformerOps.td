@@ -162,6 +162,12 @@ def Graph_RotaryOp : Graph_Op<"rotary", [Pure, Graph_Differentiable,
   let results = (outs Graph_FloatTensor:$y);
   let assemblyFormat = "operands attr-dict `:` type($x) `,` type($cos) `,` type($sin) `->` type($y)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // Why x, cos and sin cannot make a rotary, or nullopt: what inference and importers refuse (an importer
+    // must refuse bad shapes before building; a failing inference in a builder is fatal).
+    static std::optional<std::string> checkShapes(llvm::ArrayRef<int64_t> x, llvm::ArrayRef<int64_t> cos,
+                                                   llvm::ArrayRef<int64_t> sin);
+  }];
 }
 def Graph_RotaryGradOp : Graph_Op<"rotary_grad", [Pure, AllShapesMatch<["dy", "dx"]>,
     Graph_LowPrecisionStorage]> {

@@ -1,16 +1,16 @@
-// SwiGLU's gate silu(gate)·up, fused, and its gradients, element by element.
-#include "cpu/kernels/swiglu.h"
-
+// SwiGLU's gate silu(gate)·up, fused, and its gradients, element by element; their binders
+// check exec/transformer_contracts.h.
 #include <cmath>
 
-namespace dtc::cpu {
+#include "cpu/cpu_binders.h"
+#include "exec/transformer_contracts.h"
+
+namespace dtc {
 namespace {
 
 constexpr int64_t kGrainFloats = 8192;
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
-}  // namespace
 
 void swiglu(const float* gate, const float* up, float* y, int64_t n, ThreadPool& pool) {
   pool.parallelFor(n, kGrainFloats, [&](int64_t begin, int64_t end) {
@@ -30,4 +30,30 @@ void swigluGrad(const float* dy, const float* gate, const float* up, float* dgat
   });
 }
 
-}  // namespace dtc::cpu
+StatusOr<BoundStep> bindSwiglu(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
+  TensorView gate = ctx.inputs[0], up = ctx.inputs[1], y = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    swiglu(gate.f32(), up.f32(), y.f32(), n, *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindSwigluGrad(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const int64_t n, checkSwiglu(ctx));
+  TensorView dy = ctx.inputs[0], gate = ctx.inputs[1], up = ctx.inputs[2];
+  TensorView dgate = ctx.outputs[0], dup = ctx.outputs[1];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    swigluGrad(dy.f32(), gate.f32(), up.f32(), dgate.f32(), dup.f32(), n, *pool);
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+DTC_CPU_BINDER(swiglu, bindSwiglu)
+DTC_CPU_BINDER(swiglu_grad, bindSwigluGrad)
+
+}  // namespace dtc

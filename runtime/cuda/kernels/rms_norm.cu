@@ -4,13 +4,17 @@
 // chunks and scratch), added in chunk order: deterministic, no atomics. Every activation operand
 // may be stored in 16 bits (FloatIn, FloatOut): widened as it is read, rounded once as it is
 // written, the math f32 as on the CPU's widened copies, so both backends round the same f32
-// values.
-#include "rms_norm.h"
-
+// values. The binders follow the launchers, with the CPU's contracts (exec/norm_contracts.h).
 #include <algorithm>
+#include <array>
+#include <vector>
 
 #include "common.cuh"
+#include "cuda_bind.h"
+#include "exec/norm_contracts.h"
 #include "float_access.cuh"
+#include "float_data.h"
+#include "ops/norm_parts.h"
 
 namespace dtc::cuda::kernels {
 namespace {
@@ -93,19 +97,21 @@ __global__ void rmsNormInputGrad(DyParts dy, FloatIn x, FloatIn w, FloatIn rstd,
   }
 }
 
-}  // namespace
-
+// With `res`, x + res is normalized and written to `sum` too (add_rms_norm).
 cudaError_t rmsNorm(FloatIn x, FloatIn w, FloatOut y, FloatOut rstd, int64_t rows, int64_t c,
-                    float eps, cudaStream_t stream, FloatIn res, FloatOut sum) {
+                    float eps, cudaStream_t stream, FloatIn res = {}, FloatOut sum = {}) {
   if (rows > 0 && c > 0)
     rmsNormKernel<<<rowBlocks(rows), rowThreads(c), 0, stream>>>(x, res, sum, w, y, rstd, rows, c,
                                                                  eps);
   return cudaGetLastError();
 }
 
+// dy is the sum of `parts` (1 to kRmsNormGradParts) read left to right; with `res`, dx + res
+// is written to dx and, where given, rounded into `rounded` (rms_norm_grad_add). `scratch`:
+// layerNormGradScratchBytes(rows, c) (ops/cuda_scratch.h).
 cudaError_t rmsNormGrad(const FloatIn* dyParts, int parts, FloatIn x, FloatIn w, FloatIn rstd,
                         FloatOut dx, FloatOut dw, int64_t rows, int64_t c, void* scratch,
-                        cudaStream_t stream, FloatIn res, FloatOut rounded) {
+                        cudaStream_t stream, FloatIn res = {}, FloatOut rounded = {}) {
   if (parts < 1 || parts > static_cast<int>(kRmsNormGradParts)) return cudaErrorInvalidValue;
   if (c <= 0) return cudaGetLastError();
   DyParts dy;
@@ -122,4 +128,85 @@ cudaError_t rmsNormGrad(const FloatIn* dyParts, int parts, FloatIn x, FloatIn w,
   return cudaGetLastError();
 }
 
+}  // namespace
 }  // namespace dtc::cuda::kernels
+
+namespace dtc::cuda {
+namespace {
+
+StatusOr<BoundStep> bindRmsNorm(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNorm(f32));
+  const kernels::FloatIn x = in(ctx.inputs[0]), w = in(ctx.inputs[1]);
+  const kernels::FloatOut y = out(ctx.outputs[0]), rstd = out(ctx.outputs[1]);
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep(
+      [=] { return launched(kernels::rmsNorm(x, w, y, rstd, d.rows, d.c, d.eps, stream), where); });
+}
+
+StatusOr<BoundStep> bindRmsNormGrad(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGrad(f32));
+  const kernels::FloatIn dy = in(ctx.inputs[0]), x = in(ctx.inputs[1]), w = in(ctx.inputs[2]),
+                         rstd = in(ctx.inputs[3]);
+  const kernels::FloatOut dx = out(ctx.outputs[0]), dw = out(ctx.outputs[1]);
+  DTC_ASSIGN_OR_RETURN(void* scratch,
+                       stepScratch(ctx, dev, kernels::layerNormGradScratchBytes(d.rows, d.c)));
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::rmsNormGrad(&dy, 1, x, w, rstd, dx, dw, d.rows, d.c, scratch, stream),
+                    where);
+  });
+}
+
+// The residual add and rms_norm of the sum in one pass.
+StatusOr<BoundStep> bindAddRmsNorm(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkAddRmsNorm(f32));
+  const kernels::FloatIn x = in(ctx.inputs[0]), r = in(ctx.inputs[1]), w = in(ctx.inputs[2]);
+  const kernels::FloatOut sum = out(ctx.outputs[0]), y = out(ctx.outputs[1]),
+                          rstd = out(ctx.outputs[2]);
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::rmsNorm(x, w, y, rstd, d.rows, d.c, d.eps, stream, r, sum), where);
+  });
+}
+
+// rms_norm_grad of the parts of dy summed as they are read, the residual gradient added to dx in
+// the same pass, and the sum also rounded to a third output's 16-bit type when there is one.
+StatusOr<BoundStep> bindRmsNormGradAdd(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const StepContext f32, widenedForm(ctx));
+  DTC_ASSIGN_OR_RETURN(LayerNormDims d, checkRmsNormGradAdd(f32));
+  if (ctx.outputs.size() == 3 && !lowPrecision(ctx.outputs[2].dtype))
+    return invalid(
+        ctx, "the rounded sum must be bfloat16 or float16, got " + dtypeName(ctx.outputs[2].dtype));
+  const size_t parts = ctx.inputs.size() - 4;
+  std::array<kernels::FloatIn, kRmsNormGradParts> dy{};
+  for (size_t p = 0; p < parts; ++p) dy[p] = in(ctx.inputs[p]);
+  const kernels::FloatIn x = in(ctx.inputs[parts]), w = in(ctx.inputs[parts + 1]),
+                         rstd = in(ctx.inputs[parts + 2]), dres = in(ctx.inputs[parts + 3]);
+  const kernels::FloatOut sum = out(ctx.outputs[0]), dw = out(ctx.outputs[1]);
+  const kernels::FloatOut rounded =
+      ctx.outputs.size() == 3 ? out(ctx.outputs[2]) : kernels::FloatOut{};
+  DTC_ASSIGN_OR_RETURN(void* scratch,
+                       stepScratch(ctx, dev, kernels::layerNormGradScratchBytes(d.rows, d.c)));
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::rmsNormGrad(dy.data(), static_cast<int>(parts), x, w, rstd, sum, dw,
+                                         d.rows, d.c, scratch, stream, dres, rounded),
+                    where);
+  });
+}
+
+}  // namespace
+
+DTC_CUDA_BINDER(rms_norm, bindRmsNorm)
+DTC_CUDA_BINDER(rms_norm_grad, bindRmsNormGrad)
+DTC_CUDA_BINDER(add_rms_norm, bindAddRmsNorm)
+DTC_CUDA_BINDER(rms_norm_grad_add, bindRmsNormGradAdd)
+
+}  // namespace dtc::cuda
