@@ -10,8 +10,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 
-#include "flatbuffers/ModelFile.h"
-#include "flatbuffers/ModelImporter.h"
+#include "model/ModelFile.h"
+#include "model/ModelImporter.h"
 #include "importer_fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

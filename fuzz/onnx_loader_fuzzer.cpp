@@ -9,8 +9,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 
-#include "flatbuffers/ModelFile.h"
-#include "flatbuffers/ModelImporter.h"
+#include "model/ModelFile.h"
+#include "model/ModelImporter.h"
 #include "onnx/OnnxModel.h"
 #include "onnx/OnnxTranslator.h"
 

@@ -54,8 +54,8 @@ make_seeds() {
   "$dtc" zoo gpt --vocab 64 --ctx 16 --layers 2 --heads 4 --embd 32 -o "$models/gpt.dtm"
   "$dtc" zoo gpt --vocab 8 --ctx 4 --layers 1 --heads 2 --embd 4 -o "$models/gpt-tiny.dtm"
   "$dtc" zoo convnet --classes 2 -o "$models/convnet.dtm"
-  flatc -b -o "$tmp" "$ROOT/frontends/flatbuffers/model.fbs" "$ROOT/fuzz/misc_ops.json" \
-    "$ROOT/frontends/flatbuffers/test/Inputs/tiny_mlp.json"
+  flatc -b -o "$tmp" "$ROOT/frontends/model/model.fbs" "$ROOT/fuzz/misc_ops.json" \
+    "$ROOT/frontends/model/test/Inputs/tiny_mlp.json"
   cp "$tmp/misc_ops.dtm" "$models/misc-ops.dtm"
   cp "$tmp/tiny_mlp.dtm" "$models/tiny-mlp-json.dtm"
   plan() {

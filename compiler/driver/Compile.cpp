@@ -13,7 +13,7 @@
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "driver/TrainingPipeline.h"
-#include "flatbuffers/ModelImporter.h"
+#include "model/ModelImporter.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/PlanWriter.h"
 #include "pipeline_parallel/Simulate.h"

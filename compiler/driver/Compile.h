@@ -9,7 +9,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include "driver/PipelineOptions.h"
-#include "flatbuffers/ModelFile.h"
+#include "model/ModelFile.h"
 
 namespace dtc {
 

@@ -6,7 +6,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
-#include "flatbuffers/ModelFile.h"
+#include "model/ModelFile.h"
 
 namespace dtc {
 

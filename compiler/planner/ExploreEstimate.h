@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "flatbuffers/LayerStack.h"
+#include "model/LayerStack.h"
 #include "hf/HfFolder.h"
 #include "onnx/OnnxTranslator.h"
 #include "planner/Explore.h"

@@ -12,7 +12,7 @@
 
 #include "dist/IR/LayoutText.h"
 #include "driver/PipelineOptions.h"
-#include "flatbuffers/ModelFile.h"
+#include "model/ModelFile.h"
 #include "source/ModelSource.h"
 #include "support/printable.h"
 

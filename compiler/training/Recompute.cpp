@@ -10,7 +10,7 @@
 #include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "flatbuffers/LayerStack.h"
+#include "model/LayerStack.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"

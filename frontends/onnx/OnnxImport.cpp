@@ -4,8 +4,8 @@
 // depends on it is an error naming the node.
 #include "onnx/OnnxImport.h"
 
-#include "flatbuffers/ModelBuilder.h"
-#include "flatbuffers/ModelFile.h"
+#include "model/ModelBuilder.h"
+#include "model/ModelFile.h"
 
 namespace dtc::onnx_import {
 namespace {

@@ -1,5 +1,5 @@
 // ONNX in: an exported model translated into dtc's own model format, which the one importer
-// (frontends/flatbuffers/ModelImporter) then turns into the graph dialect. See
+// (frontends/model/ModelImporter) then turns into the graph dialect. See
 // docs/design.md ("ONNX in") for what becomes what.
 #pragma once
 

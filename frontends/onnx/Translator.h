@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "flatbuffers/ModelBuilder.h"
+#include "model/ModelBuilder.h"
 #include "onnx/Constants.h"
 #include "onnx/OnnxTranslator.h"
 

@@ -8,7 +8,7 @@
 
 #include "llvm/Support/Error.h"
 
-#include "flatbuffers/ModelFile.h"
+#include "model/ModelFile.h"
 #include "hf/HfFolder.h"
 #include "onnx/OnnxTranslator.h"
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "flatbuffers/ModelBuilder.h"
+#include "model/ModelBuilder.h"
 
 namespace dtc::zoo {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "flatbuffers/ModelBuilder.h"
+#include "model/ModelBuilder.h"
 #include "zoo/Rotary.h"
 
 namespace dtc::zoo {

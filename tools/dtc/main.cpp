@@ -12,9 +12,9 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include "driver/Compile.h"
-#include "flatbuffers/ModelFile.h"
-#include "flatbuffers/ModelImporter.h"
-#include "flatbuffers/model_version.h"
+#include "model/ModelFile.h"
+#include "model/ModelImporter.h"
+#include "model/model_version.h"
 #include "hf/HfFolder.h"
 #include "io/files.h"
 #include "onnx/OnnxImport.h"

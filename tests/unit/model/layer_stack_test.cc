@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "flatbuffers/LayerStack.h"
-#include "flatbuffers/ModelBuilder.h"
+#include "model/LayerStack.h"
+#include "model/ModelBuilder.h"
 #include "zoo/Zoo.h"
 
 namespace dtc {

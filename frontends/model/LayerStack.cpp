@@ -1,11 +1,11 @@
-#include "flatbuffers/LayerStack.h"
+#include "model/LayerStack.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 
-#include "flatbuffers/model_version.h"
+#include "model/model_version.h"
 
 namespace dtc {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "llvm/Support/Error.h"
 
-#include "flatbuffers/model_version.h"
+#include "model/model_version.h"
 #include "model_generated.h"
 
 namespace dtc {

@@ -1,4 +1,4 @@
-#include "flatbuffers/ModelFile.h"
+#include "model/ModelFile.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -8,7 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
-#include "flatbuffers/ModelFile.h"
+#include "model/ModelFile.h"
 
 namespace dtc {
 

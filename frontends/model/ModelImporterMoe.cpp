@@ -3,7 +3,7 @@
 // weighted combine, and the router's two losses.
 #include <string>
 
-#include "flatbuffers/ModelImporterImpl.h"
+#include "model/ModelImporterImpl.h"
 #include "graph/IR/GraphOps.h"
 
 namespace dtc::detail {

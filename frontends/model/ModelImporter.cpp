@@ -1,4 +1,4 @@
-#include "flatbuffers/ModelImporter.h"
+#include "model/ModelImporter.h"
 
 #include <functional>
 #include <limits>
@@ -11,7 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
-#include "flatbuffers/ModelImporterImpl.h"
+#include "model/ModelImporterImpl.h"
 #include "graph/IR/GraphOps.h"
 
 using namespace mlir;

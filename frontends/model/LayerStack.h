@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "flatbuffers/ModelFile.h"
+#include "model/ModelFile.h"
 
 namespace dtc {
 

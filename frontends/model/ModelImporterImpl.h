@@ -11,8 +11,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
-#include "flatbuffers/ModelFile.h"
-#include "flatbuffers/ModelImporter.h"
+#include "model/ModelFile.h"
+#include "model/ModelImporter.h"
 
 namespace dtc::detail {
 

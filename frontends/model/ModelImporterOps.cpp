@@ -6,7 +6,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "mlir/Dialect/Traits.h"
 
-#include "flatbuffers/ModelImporterImpl.h"
+#include "model/ModelImporterImpl.h"
 #include "graph/IR/GraphOps.h"
 
 namespace dtc::detail {

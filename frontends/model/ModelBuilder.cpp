@@ -1,6 +1,6 @@
-#include "flatbuffers/ModelBuilder.h"
+#include "model/ModelBuilder.h"
 
-#include "flatbuffers/model_version.h"
+#include "model/model_version.h"
 
 namespace dtc {
 
