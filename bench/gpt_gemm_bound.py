@@ -4,7 +4,7 @@ sgemm peaks measured in the same run (dtrun --calibrate: OpenBLAS sgemm on linea
 through dtrun's GEMM path, its best point, measured before and after the steps and the higher
 kept: this machine's speed drifts, and a peak caught in a slow moment would flatter everyone).
 FLOPs per step: the plan's contractions
-(plan/flops.h, as dtrun's MFU counts them)."""
+(planfile/flops.h, as dtrun's MFU counts them)."""
 import argparse
 import json
 import os

@@ -10,9 +10,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 
+#include "importer_fuzz_support.h"
 #include "model/ModelFile.h"
 #include "model/ModelImporter.h"
-#include "importer_fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   llvm::Expected<dtc::ModelFile> file =

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "plan/communication.h"
-#include "plan/function_names.h"
-#include "plan/plan.h"
-#include "plan/summary.h"
+#include "planfile/communication.h"
+#include "planfile/function_names.h"
+#include "planfile/plan.h"
+#include "planfile/summary.h"
 
 #include "fuzz_support.h"
 

@@ -13,11 +13,11 @@
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
 #include "driver/TrainingPipeline.h"
-#include "model/ModelImporter.h"
 #include "graph/IR/GraphOps.h"
 #include "lowering/PlanWriter.h"
+#include "model/ModelImporter.h"
 #include "pipeline_parallel/Simulate.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 
 using namespace mlir;
 

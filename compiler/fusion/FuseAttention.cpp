@@ -4,7 +4,7 @@
 
 #include "Passes.h"
 #include "graph/IR/GraphOps.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_FUSEATTENTION

@@ -15,9 +15,9 @@
 #include "lowering/MemoryLayout.h"
 #include "ops/kernel_registry.h"
 #include "pipeline_parallel/Pipeline.h"
-#include "plan/function_names.h"
-#include "plan/plan_format.h"
 #include "plan_generated.h"
+#include "planfile/function_names.h"
+#include "planfile/plan_format.h"
 
 using namespace mlir;
 

@@ -14,7 +14,7 @@
 #include "pipeline_parallel/CostModel.h"
 #include "pipeline_parallel/Pipeline.h"
 #include "pipeline_parallel/Simulate.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_PIPELINESCHEDULE

@@ -8,7 +8,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "planner/CompileRequest.h"
 #include "planner/MemoryFit.h"
 #include "source/ModelSource.h"

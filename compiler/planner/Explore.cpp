@@ -20,7 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "io/files.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "planner/CompileRequest.h"
 #include "planner/ExploreEstimate.h"
 #include "planner/ExploreLayouts.h"

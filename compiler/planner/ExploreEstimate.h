@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "model/LayerStack.h"
 #include "hf/HfFolder.h"
+#include "model/LayerStack.h"
 #include "onnx/OnnxTranslator.h"
 #include "planner/Explore.h"
 

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "plan/plan.h"
-#include "plan/summary.h"
+#include "planfile/plan.h"
+#include "planfile/summary.h"
 
 namespace dtc {
 namespace {

@@ -9,7 +9,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 #include "sharding/SequenceDims.h"
 
 namespace dtc {

@@ -8,7 +8,7 @@
 
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 
 using namespace mlir;
 

@@ -18,7 +18,7 @@
 #include "FunctionAttrs.h"
 #include "Passes.h"
 #include "graph/IR/GraphDialect.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 #include "sharding/ShardingUtils.h"
 
 namespace dtc {

@@ -13,7 +13,7 @@
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "pipeline_parallel/Pipeline.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_ACCUMULATE

@@ -11,7 +11,7 @@
 
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_OPTIMIZER

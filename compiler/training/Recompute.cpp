@@ -10,11 +10,11 @@
 #include "Locations.h"
 #include "Passes.h"
 #include "dist/IR/DistOps.h"
-#include "model/LayerStack.h"
 #include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
+#include "model/LayerStack.h"
 #include "pipeline_parallel/Pipeline.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 #include "training/RecomputeModes.h"
 
 namespace dtc {

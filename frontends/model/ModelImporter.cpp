@@ -11,8 +11,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
-#include "model/ModelImporterImpl.h"
 #include "graph/IR/GraphOps.h"
+#include "model/ModelImporterImpl.h"
 
 using namespace mlir;
 

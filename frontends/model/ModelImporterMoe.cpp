@@ -3,8 +3,8 @@
 // weighted combine, and the router's two losses.
 #include <string>
 
-#include "model/ModelImporterImpl.h"
 #include "graph/IR/GraphOps.h"
+#include "model/ModelImporterImpl.h"
 
 namespace dtc::detail {
 

@@ -6,8 +6,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "mlir/Dialect/Traits.h"
 
-#include "model/ModelImporterImpl.h"
 #include "graph/IR/GraphOps.h"
+#include "model/ModelImporterImpl.h"
 
 namespace dtc::detail {
 

@@ -8,8 +8,8 @@
 
 #include "llvm/Support/Error.h"
 
-#include "model/ModelFile.h"
 #include "hf/HfFolder.h"
+#include "model/ModelFile.h"
 #include "onnx/OnnxTranslator.h"
 
 namespace dtc {

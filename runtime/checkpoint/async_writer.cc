@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "plan/communication.h"
+#include "planfile/communication.h"
 #include "support/fault_points.h"
 #include "support/finite_copy.h"
 #include "support/printable.h"

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "exec/shard_layout.h"
-#include "plan/communication.h"
+#include "planfile/communication.h"
 
 namespace dtc::checkpoint {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "checkpoint/boxes.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "support/dtype.h"
 
 namespace dtc::checkpoint {

@@ -6,7 +6,7 @@
 #include "checkpoint/directory.h"
 #include "io/files.h"
 #include "io/json.h"
-#include "plan/communication.h"
+#include "planfile/communication.h"
 #include "support/fault_points.h"
 
 namespace dtc::checkpoint {

@@ -1,7 +1,7 @@
 #include "checkpoint/writer.h"
 
 #include "checkpoint/rank_file.h"
-#include "plan/communication.h"
+#include "planfile/communication.h"
 
 namespace dtc::checkpoint {
 

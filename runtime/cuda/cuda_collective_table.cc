@@ -11,7 +11,7 @@
 // must be computed, and an earlier step's upload from them must be done); its own uploads stay
 // in flight, ordered before the kernels that follow on the stream.
 #include "cuda_collective_util.h"
-#include "plan/communication.h"
+#include "planfile/communication.h"
 
 namespace dtc::cuda {
 namespace {

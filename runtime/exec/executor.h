@@ -14,7 +14,7 @@
 #include "comm/device_mesh.h"
 #include "exec/backend.h"
 #include "exec/step.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "support/thread_pool.h"
 
 namespace dtc {

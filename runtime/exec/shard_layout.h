@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "comm/device_mesh.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 
 namespace dtc {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "comm/device_mesh.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "support/thread_pool.h"
 
 namespace dtc {

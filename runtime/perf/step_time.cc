@@ -9,9 +9,9 @@
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
 #include "perf/step_simulation.h"
-#include "plan/communication.h"
-#include "plan/flops.h"
-#include "plan/function_names.h"
+#include "planfile/communication.h"
+#include "planfile/flops.h"
+#include "planfile/function_names.h"
 
 namespace dtc::perf {
 namespace {
@@ -227,7 +227,7 @@ double wireScale(const plan::Function& f, const plan::Step& step, bool cuda) {
 }
 
 // Seconds of one collective or transfer: the ring algorithm's steps, and the bytes each device
-// sends (plan/communication.h; a receive waits for what its peer sends), on its group's link.
+// sends (planfile/communication.h; a receive waits for what its peer sends), on its group's link.
 double communicationSeconds(const Plan& plan, const plan::Function& f, const plan::Step& step,
                             const Mesh& mesh, const DeviceProfile& p, bool cuda) {
   std::optional<CollectiveCost> c = collectiveCost(plan, f, step);

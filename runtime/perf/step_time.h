@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "perf/device_profile.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 
 namespace dtc::perf {
 
@@ -22,7 +22,7 @@ struct StagePrediction {
   double communicationSeconds = 0;         // its collectives' time, overlapped or not
   double exposedCommunicationSeconds = 0;  // time compute waited for collectives
   double bubbleSeconds = 0;                // time waiting for another stage (pipeline receives)
-  double flops = 0;  // its contraction FLOPs as MFU counts them (plan/flops.h; recomputed too)
+  double flops = 0;  // its contraction FLOPs as MFU counts them (planfile/flops.h; recomputed too)
   // Its compute time by kernel, most first.
   std::vector<std::pair<std::string, double>> kernels;
 };

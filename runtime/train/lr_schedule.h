@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "plan/plan.h"
+#include "planfile/plan.h"
 
 namespace dtc {
 

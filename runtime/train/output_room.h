@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "support/dtype.h"
 #include "support/status.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ops/kernel_registry.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 
 namespace dtc {
 namespace {

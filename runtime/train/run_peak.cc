@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "ops/kernel_registry.h"
-#include "plan/flops.h"
+#include "planfile/flops.h"
 
 namespace dtc {
 namespace {

@@ -1,4 +1,4 @@
-// The peak a CPU run's MFU divides by: the fastest FLOP rate (plan/flops.h's count) any of the
+// The peak a CPU run's MFU divides by: the fastest FLOP rate (planfile/flops.h's count) any of the
 // run's own contraction steps has reached so far, this step's included, timed by the executor
 // as they ran (on the run's threads and shapes, beside the other ranks). Each step spends at
 // least its FLOPs over that rate, so no step can report more than 100%; a GEMM timed apart at
@@ -12,7 +12,7 @@
 
 #include "comm/communicator.h"
 #include "exec/executor.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "train/progress.h"
 
 namespace dtc {

@@ -10,7 +10,7 @@
 #include "comm/watchdog.h"
 #include "comm/world.h"
 #include "io/files.h"
-#include "plan/function_names.h"
+#include "planfile/function_names.h"
 #include "support/stop_signals.h"
 #include "train/output_room.h"
 #include "train/save_parameters.h"

@@ -11,7 +11,7 @@
 #include "checkpoint/layout.h"
 #include "comm/device_mesh.h"
 #include "exec/executor.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "text/tokenizer.h"
 #include "train/batch_source.h"
 #include "train/generate.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "train/run_agreement.h"
 #include "train/train_flags.h"
 

@@ -16,7 +16,7 @@ from dtc_harness import (dropout_key, dropout_scale, epoch_permutation, load_saf
                          read_log, run, tool)
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-SCHEMA = os.path.join(ROOT, "frontends", "flatbuffers", "model.fbs")
+SCHEMA = os.path.join(ROOT, "frontends", "model", "model.fbs")
 B, SEED = 4, 3
 
 

@@ -6,7 +6,7 @@ usage: check_layering.py ROOT
 - no runtime file includes LLVM or MLIR (the runtime builds without them);
 - compiler/lowering and compiler/pipeline_parallel do not both include each other;
 - the tools are thin mains: every source file under tools/ has under 400 lines;
-- the step functions' names are string literals in one header only (plan/function_names.h),
+- the step functions' names are string literals in one header only (planfile/function_names.h),
   not in the code that runs or builds them;
 - no comment in the sources quotes a measurement of a development machine (a rate in GB/s or
   MB/s, "this VM", "the development machine"): those belong in docs/benchmarks.md;
@@ -20,7 +20,7 @@ import re
 import sys
 
 SOURCES = (".h", ".cc", ".cpp", ".cu", ".cuh", ".def")
-NEUTRAL = ("exec", "ops", "plan", "support", "io")
+NEUTRAL = ("exec", "ops", "planfile", "support", "io")
 
 
 def files(root, *parts):
@@ -90,8 +90,8 @@ def main(root):
             code = "\n".join(line.split("//")[0] for line in path.read_text(errors="replace").splitlines())
             if re.search(r'"train_step"', code):
                 holders.append(str(path.relative_to(root)))
-    if holders != ["runtime/plan/function_names.h"]:
-        problems.append(f'"train_step" is a literal in {holders} (plan/function_names.h only)')
+    if holders != ["runtime/planfile/function_names.h"]:
+        problems.append(f'"train_step" is a literal in {holders} (planfile/function_names.h only)')
     measured = re.compile(r"\b\d+(\.\d+)? ?[GM]B/s\b|this VM|development (VM|machine)|"
                           r"on this machine")
     for top in ("compiler", "runtime", "tools", "frontends", "dialects"):

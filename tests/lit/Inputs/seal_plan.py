@@ -1,5 +1,5 @@
 """Gives a plan FlatBuffer made by hand (flatc -b from edited JSON) the checksum footer dtc
-writes (runtime/plan/plan_format.h), in place: usage seal_plan.py PLAN.dtp."""
+writes (runtime/planfile/plan_format.h), in place: usage seal_plan.py PLAN.dtp."""
 import struct
 import sys
 import zlib

@@ -9,8 +9,8 @@
 
 #include "exec/executor.h"
 #include "ops/kernel_registry.h"
-#include "plan/plan_format.h"
 #include "plan_generated.h"
+#include "planfile/plan_format.h"
 
 namespace dtc {
 namespace {

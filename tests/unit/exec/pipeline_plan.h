@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "ops/kernel_registry.h"
-#include "plan/plan_format.h"
 #include "plan_generated.h"
+#include "planfile/plan_format.h"
 
 namespace dtc::testing {
 

@@ -4,7 +4,7 @@
 // the step-time prediction both count with these.
 #pragma once
 
-#include "plan/plan.h"
+#include "planfile/plan.h"
 
 namespace dtc {
 

@@ -11,7 +11,7 @@
 
 #include "ops/kernel_registry.h"
 #include "ops/step_scratch.h"
-#include "plan/plan.h"
+#include "planfile/plan.h"
 #include "support/printable.h"
 
 namespace dtc {

@@ -1,4 +1,4 @@
-#include "plan/plan.h"
+#include "planfile/plan.h"
 
 #include <sys/stat.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/plan.h"
+#include "planfile/plan.h"
 
 namespace dtc {
 

@@ -1,4 +1,4 @@
-#include "plan/communication.h"
+#include "planfile/communication.h"
 
 #include <optional>
 #include <vector>

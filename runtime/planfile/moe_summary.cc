@@ -1,4 +1,4 @@
-#include "plan/moe_summary.h"
+#include "planfile/moe_summary.h"
 
 namespace dtc {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "plan/plan.h"
+#include "planfile/plan.h"
 
 namespace dtc {
 

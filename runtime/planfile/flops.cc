@@ -1,4 +1,4 @@
-#include "plan/flops.h"
+#include "planfile/flops.h"
 
 #include <algorithm>
 

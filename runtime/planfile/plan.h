@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/plan_format.h"
 #include "plan_generated.h"
+#include "planfile/plan_format.h"
 #include "support/dtype.h"
 #include "support/status.h"
 

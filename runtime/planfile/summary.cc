@@ -1,4 +1,4 @@
-#include "plan/summary.h"
+#include "planfile/summary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "ops/kernel_registry.h"
-#include "plan/communication.h"
-#include "plan/function_names.h"
-#include "plan/moe_summary.h"
+#include "planfile/communication.h"
+#include "planfile/function_names.h"
+#include "planfile/moe_summary.h"
 
 namespace dtc {
 namespace {
