@@ -21,6 +21,7 @@
 
 #include "io/files.h"
 #include "planfile/plan.h"
+#include "planner/CommandFlags.h"
 #include "planner/CompileRequest.h"
 #include "planner/ExploreEstimate.h"
 #include "planner/ExploreLayouts.h"
@@ -477,49 +478,27 @@ int failed(const Status& s) {
 }  // namespace
 
 int runExplore(int argc, char** argv) {
-  // Explore's own flags; everything else is `dtc compile`'s, shared by every candidate.
-  static const std::set<std::string> valued = {"--devices", "--profile", "--gpus-per-node",
-                                               "--top",     "--plot",    "--memory"};
-  static const std::set<std::string> switches = {"--json", "--exhaustive", "--exact", "--estimate",
-                                                 "--screen"};
-  std::map<std::string, std::string> own;
-  std::vector<std::string> compileArgs, tries;
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    const size_t eq = arg.find('=');
-    const std::string flag = arg.substr(0, eq);
-    if (switches.count(arg)) {
-      own[arg] = "";
-    } else if (flag == "--try") {  // repeatable: each a layout to price beside the rest
-      if (eq != std::string::npos)
-        tries.push_back(arg.substr(eq + 1));
-      else if (i + 1 < argc)
-        tries.push_back(argv[++i]);
-      else
-        return failed(Status::InvalidInput("dtc explore: --try needs a value"));
-    } else if (valued.count(flag)) {
-      if (eq != std::string::npos)
-        value = arg.substr(eq + 1);
-      else if (i + 1 < argc)
-        value = argv[++i];
-      else
-        return failed(Status::InvalidInput("dtc explore: " + flag + " needs a value"));
-      own[flag] = value;
-    } else {
-      compileArgs.push_back(arg);
-    }
-  }
+  // Explore's own flags; everything else is `dtc compile`'s, shared by every candidate. --try
+  // is repeatable: each a layout to price beside the rest.
+  StatusOr<CommandFlags> own = takeCommandFlags(
+      std::vector<std::string>(argv + 2, argv + argc),
+      {"--devices", "--profile", "--gpus-per-node", "--top", "--plot", "--memory", "--try"},
+      {"--json", "--exhaustive", "--exact", "--estimate", "--screen"}, "dtc explore");
+  if (!own.ok()) return failed(own.status());
+  const std::vector<std::string>& compileArgs = own->rest;
+  const std::vector<std::string> tries =
+      own->values.count("--try") ? own->values.at("--try") : std::vector<std::string>();
   auto number = [&](const std::string& flag, double fallback) -> StatusOr<double> {
-    auto it = own.find(flag);
-    if (it == own.end()) return fallback;
+    if (!own->has(flag)) return fallback;
+    const std::string text = own->value(flag);
     char* end = nullptr;
-    const double v = std::strtod(it->second.c_str(), &end);
-    if (it->second.empty() || *end || !(v > 0) || !std::isfinite(v))
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !(v > 0) || !std::isfinite(v))
       return Status::InvalidInput("dtc explore: " + flag + " wants a positive number, got '" +
-                                  it->second + "'");
+                                  text + "'");
     return v;
   };
-  if (!own.count("--devices"))
+  if (!own->has("--devices"))
     return failed(Status::InvalidInput("dtc explore: --devices N is required"));
   StatusOr<double> devices = number("--devices", 0), memory = number("--memory", 0),
                    top = number("--top", 0), perNode = number("--gpus-per-node", 0);
@@ -529,25 +508,24 @@ int runExplore(int argc, char** argv) {
       *top != std::floor(*top))
     return failed(Status::InvalidInput(
         "dtc explore: --devices, --top and --gpus-per-node are whole numbers"));
-  StatusOr<perf::DeviceProfile> profile =
-      perf::loadProfile(own.count("--profile") ? own["--profile"] : "cpu");
+  StatusOr<perf::DeviceProfile> profile = perf::loadProfile(own->value("--profile", "cpu"));
   if (!profile.ok()) return failed(profile.status());
   if (*perNode > 0) profile->devicesPerNode = static_cast<int>(*perNode);
-  const std::string plot = own.count("--plot") ? own["--plot"] : "";
+  const std::string plot = own->value("--plot");
   if (!plot.empty())
     if (Status s = io::checkOutputFile(plot, "--plot"); !s.ok()) return failed(s);
-  if (own.count("--exact") + own.count("--estimate") + own.count("--screen") > 1)
+  if (own->has("--exact") + own->has("--estimate") + own->has("--screen") > 1)
     return failed(
         Status::InvalidInput("dtc explore: --exact, --estimate and --screen exclude each other"));
-  const ExploreMode mode = own.count("--exact")      ? ExploreMode::kExact
-                           : own.count("--estimate") ? ExploreMode::kEstimate
-                           : own.count("--screen")   ? ExploreMode::kScreen
-                                                     : ExploreMode::kAuto;
+  const ExploreMode mode = own->has("--exact")      ? ExploreMode::kExact
+                           : own->has("--estimate") ? ExploreMode::kEstimate
+                           : own->has("--screen")   ? ExploreMode::kScreen
+                                                    : ExploreMode::kAuto;
   StatusOr<ExploreResult> r = explore(compileArgs, static_cast<int64_t>(*devices), *profile,
-                                      *memory, own.count("--exhaustive") > 0, mode, tries);
+                                      *memory, own->has("--exhaustive"), mode, tries);
   if (!r.ok()) return failed(r.status());
-  const std::string out = own.count("--json") ? explore_report::json(*r)
-                                              : explore_report::table(*r, static_cast<int>(*top));
+  const std::string out = own->has("--json") ? explore_report::json(*r)
+                                             : explore_report::table(*r, static_cast<int>(*top));
   std::fputs(out.c_str(), stdout);
   if (!plot.empty()) {
     const std::string picture = explore_report::svg(*r);

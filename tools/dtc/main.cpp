@@ -24,6 +24,7 @@
 #include "planfile/plan.h"
 #include "planfile/plan_format.h"
 #include "planfile/summary.h"
+#include "planner/AutoMesh.h"
 #include "planner/CompileRequest.h"
 #include "planner/Explore.h"
 #include "source/ModelSource.h"
@@ -177,70 +178,10 @@ int runZoo(int argc, char** argv) {
   return writeModel(model->output, model->bytes);
 }
 
-// `dtc compile ... --mesh auto --devices N [--profile P]`: the flags of explore's pick in place
-// of those three (and `argv` pointing into `storage`).
-dtc::Status resolveAutoMesh(int& argc, char**& argv, std::vector<std::string>& storage,
-                            std::vector<char*>& pointers) {
-  bool automatic = false;
-  std::string devices, profile = "cpu", memory, output;
-  std::vector<std::string> kept, shared;  // all but the three; those minus -o and --memory
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const std::string& flag) -> std::optional<std::string> {
-      if (arg == flag && i + 1 < argc) return std::string(argv[++i]);
-      if (arg.rfind(flag + "=", 0) == 0) return arg.substr(flag.size() + 1);
-      return std::nullopt;
-    };
-    if (auto v = value("--mesh"); v && *v == "auto") {
-      automatic = true;
-    } else if (auto d = value("--devices")) {
-      devices = *d;
-    } else if (auto p = value("--profile")) {
-      profile = *p;
-    } else if (v) {
-      kept.insert(kept.end(), {"--mesh", *v});
-      shared.insert(shared.end(), {"--mesh", *v});
-    } else {
-      // -o and --memory are not explore's: they stay for the compile of the pick.
-      const bool compileOnly = arg == "-o" || arg == "--output" || arg == "--memory";
-      const bool joined = arg.rfind("--output=", 0) == 0 || arg.rfind("--memory=", 0) == 0;
-      kept.push_back(arg);
-      if (arg == "--memory" && i + 1 < argc) memory = argv[i + 1];
-      if (arg.rfind("--memory=", 0) == 0) memory = arg.substr(9);
-      if ((arg == "-o" || arg == "--output") && i + 1 < argc) output = argv[i + 1];
-      if (arg.rfind("--output=", 0) == 0) output = arg.substr(9);
-      if (compileOnly && i + 1 < argc) kept.push_back(argv[++i]);
-      if (!compileOnly && !joined) shared.push_back(arg);
-    }
-  }
-  if (!automatic) {
-    if (!devices.empty())
-      return dtc::Status::InvalidInput("dtc compile: --devices goes with --mesh auto");
-    return dtc::Status::Ok();
-  }
-  char* end = nullptr;
-  const long n = std::strtol(devices.c_str(), &end, 10);
-  if (devices.empty() || *end || n < 1)
-    return dtc::Status::InvalidInput("dtc compile: --mesh auto needs --devices N (N > 0)");
-  // Exploring takes a while: a plan that could not be written is said first.
-  if (!output.empty()) DTC_RETURN_IF_ERROR(dtc::io::checkOutputFile(output, "-o"));
-  const double gib = memory.empty() ? 0 : std::strtod(memory.c_str(), nullptr);
-  DTC_ASSIGN_OR_RETURN(std::vector<std::string> chosen, dtc::chooseLayout(shared, n, profile, gib));
-  storage = {argv[0], argv[1]};
-  storage.insert(storage.end(), kept.begin(), kept.end());
-  storage.insert(storage.end(), chosen.begin(), chosen.end());
-  pointers.clear();
-  for (std::string& s : storage) pointers.push_back(s.data());
-  argc = static_cast<int>(pointers.size());
-  argv = pointers.data();
-  return dtc::Status::Ok();
-}
-
 int runCompile(int argc, char** argv) {
-  std::vector<std::string> storage;
-  std::vector<char*> pointers;
-  if (dtc::Status s = resolveAutoMesh(argc, argv, storage, pointers); !s.ok()) return fail(s);
-  auto request = dtc::parseCompileArgs(argc, argv);
+  auto args = dtc::resolveAutoMesh(std::vector<std::string>(argv + 2, argv + argc));
+  if (!args.ok()) return fail(args.status());
+  auto request = dtc::parseCompileArgs(*args);
   if (!request.ok()) return fail(request.status());
   if (request->output.empty()) return fail("dtc compile: missing -o PLAN.dtp");
   if (dtc::Status s = dtc::io::checkOutputFile(request->output, "-o"); !s.ok()) return fail(s);
