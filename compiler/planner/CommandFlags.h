@@ -14,8 +14,8 @@ namespace dtc {
 
 struct CommandFlags {
   std::map<std::string, std::vector<std::string>> values;  // a valued flag's values, in order
-  std::set<std::string> switches;                           // the switches given
-  std::vector<std::string> rest;                            // everything else, in order
+  std::set<std::string> switches;                          // the switches given
+  std::vector<std::string> rest;                           // everything else, in order
 
   bool has(const std::string& flag) const { return values.count(flag) || switches.count(flag); }
   // The flag's last value, or `fallback` where it is not given.

@@ -1,7 +1,8 @@
-// Bindings of the transformer ops (see cpu/kernels/transformer_kernels.h), with the contracts of
-// exec/transformer_contracts.h; causal attention's are in cpu_attention_table.cc, the norms' in
-// cpu_norm_table.cc, and kernels with a file of their own (kernels/swiglu.cc, kernels/rotary.cc,
-// kernels/rms_norm.cc) bind there.
+// Bindings of the transformer ops (batched GEMMs, softmax, embeddings; see
+// cpu/kernels/transformer_kernels.h), with the contracts of exec/transformer_contracts.h. The
+// layout ops bind in cpu_layout_table.cc, causal attention in cpu_attention_table.cc, the norms
+// in cpu_norm_table.cc, and kernels with a file of their own (kernels/swiglu.cc,
+// kernels/rotary.cc, kernels/rms_norm.cc) there.
 #include <algorithm>
 #include <vector>
 
@@ -21,41 +22,6 @@ StatusOr<BoundStep> bindBatchMatmul(const StepContext& ctx) {
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
     cpu::batchMatmul(pa, pb, pc, batch, g.m, g.n, g.k, g.transA, g.transB, *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindTranspose(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(std::vector<int64_t> perm, checkTranspose(ctx));
-  TensorView x = ctx.inputs[0], out = ctx.outputs[0];
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::transpose(x.f32(), x.shape, perm, out.f32(), *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindSplit(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(PiecesLayout l, checkSplit(ctx));
-  TensorView x = ctx.inputs[0];
-  std::vector<uint8_t*> outs;
-  for (const TensorView& out : ctx.outputs) outs.push_back(out.data);
-  const size_t element = dtypeSize(x.dtype);
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::splitBytes(x.data, x.shape, l.axis, l.sizes, outs, element, *pool);
-    return Status::Ok();
-  });
-}
-
-StatusOr<BoundStep> bindConcat(const StepContext& ctx) {
-  DTC_ASSIGN_OR_RETURN(PiecesLayout l, checkConcat(ctx));
-  TensorView out = ctx.outputs[0];
-  std::vector<const float*> parts;
-  for (const TensorView& in : ctx.inputs) parts.push_back(in.f32());
-  ThreadPool* pool = &ctx.pool;
-  return BoundStep([=] {
-    cpu::concat(parts, l.sizes, out.shape, l.axis, out.f32(), *pool);
     return Status::Ok();
   });
 }
@@ -183,9 +149,6 @@ StatusOr<BoundStep> bindEmbeddingGrad(const StepContext& ctx) {
 }  // namespace
 
 DTC_CPU_BINDER(batch_matmul, bindBatchMatmul)
-DTC_CPU_BINDER(transpose, bindTranspose)
-DTC_CPU_BINDER(split, bindSplit)
-DTC_CPU_BINDER(concat, bindConcat)
 DTC_CPU_BINDER(causal_softmax, bindCausalSoftmax)
 DTC_CPU_BINDER(causal_softmax_grad, bindCausalSoftmaxGrad)
 DTC_CPU_BINDER(softmax, bindSoftmax)
