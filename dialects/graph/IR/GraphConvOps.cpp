@@ -289,3 +289,30 @@ OpShardingRule BatchNormEvalOp::getShardingRule() {
   return b.take();
 }
 void BatchNormEvalOp::traceSequence(SequenceTrace& trace) { imageSequence(trace); }
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+using Grads = FailureOr<SmallVector<Value>>;
+
+Grads Conv2dOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  Value dx = Conv2dGradInputOp::create(b, getLoc(), getX().getType(), dys[0], getWeight(),
+                                       getStrideAttr(), getPaddingAttr());
+  Value dw = Conv2dGradWeightOp::create(b, getLoc(), getWeight().getType(), dys[0], getX(),
+                                        getStrideAttr(), getPaddingAttr());
+  return SmallVector<Value>{dx, dw};
+}
+
+Grads MaxPool2dOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{MaxPool2dGradOp::create(b, getLoc(), getX().getType(), dys[0], getX(),
+                                                    getKernelAttr(), getStrideAttr())};
+}
+
+Grads BatchNormTrainOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // Only y carries a gradient; the statistics and running-statistics updates do not.
+  if (!dys[0]) return SmallVector<Value>(5, Value());
+  auto grad =
+      BatchNormTrainGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getMean(), getRstd());
+  return SmallVector<Value>{grad.getDx(), grad.getDweight(), grad.getDbias(), Value(), Value()};
+}

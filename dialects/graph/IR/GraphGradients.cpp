@@ -1,4 +1,5 @@
-// Reverse-mode rules (GradientOpInterface) of the differentiable graph ops.
+// Reverse-mode rules (GradientOpInterface) of the ops of GraphOps.td; each other family keeps
+// its rules in its own file (GraphTransformerOps.cpp, GraphConvOps.cpp, ...).
 #include "graph/IR/GraphOps.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -114,12 +115,6 @@ Grads MatmulOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{dA, dB};
 }
 
-Grads LinearOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  Value dx = LinearGradInputOp::create(b, getLoc(), dys[0], getWeight());
-  Value dw = LinearGradWeightOp::create(b, getLoc(), dys[0], getX());
-  return SmallVector<Value>{dx, dw};
-}
-
 Grads SoftmaxCrossEntropyOp::buildGradients(OpBuilder& b, ValueRange dys) {
   Value dLogits = SoftmaxCrossEntropyGradOp::create(b, getLoc(), dys[0], getLogits(), getLabels(),
                                                     getCountAttr(), getIgnoreIndexAttr());
@@ -143,55 +138,6 @@ Grads MseOp::buildGradients(OpBuilder& b, ValueRange dys) {
 // Transformer ops
 //===----------------------------------------------------------------------===//
 
-// Same rule as MatmulOp, batch by batch.
-Grads BatchMatmulOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  Value dC = dys[0], A = getLhs(), B = getRhs();
-  bool tA = getTransposeLhs(), tB = getTransposeRhs();
-  Location loc = getLoc();
-  Value dA = tA ? BatchMatmulOp::create(b, loc, B, dC, tB, true)
-                : BatchMatmulOp::create(b, loc, dC, B, false, !tB);
-  Value dB = tB ? BatchMatmulOp::create(b, loc, dC, A, true, tA)
-                : BatchMatmulOp::create(b, loc, A, dC, !tA, false);
-  return SmallVector<Value>{dA, dB};
-}
-
-Grads TransposeOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  ArrayRef<int64_t> perm = getPerm();
-  SmallVector<int64_t> inverse(perm.size());
-  for (auto [i, p] : llvm::enumerate(perm)) inverse[p] = i;
-  return SmallVector<Value>{TransposeOp::create(b, getLoc(), dys[0], inverse)};
-}
-
-Grads SplitOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  // Pieces the loss does not use contribute zeros.
-  SmallVector<Value> pieces;
-  for (auto [piece, dy] : llvm::zip(getPieces(), dys))
-    pieces.push_back(
-        dy ? dy : Value(FillOp::create(b, getLoc(), piece.getType(), b.getF32FloatAttr(0.0f))));
-  return SmallVector<Value>{ConcatOp::create(b, getLoc(), pieces, getAxis())};
-}
-
-Grads ConcatOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  const int64_t axis = getAxis(), parts = static_cast<int64_t>(getPieces().size());
-  SmallVector<int64_t> sizes;
-  for (Value piece : getPieces())
-    sizes.push_back(cast<RankedTensorType>(piece.getType()).getDimSize(axis));
-  const bool equal = llvm::all_equal(sizes);
-  auto split = SplitOp::create(b, getLoc(), dys[0], axis, parts,
-                               equal ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(sizes));
-  return SmallVector<Value>(split.getPieces());
-}
-
-Grads CausalSoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{
-      CausalSoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr())};
-}
-
-Grads SoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{
-      SoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr(), getLogAttr())};
-}
-
 // The same mask, redrawn: dropout of the output gradient under the forward op's key (autodiff
 // runs before the passes that place micro-batches and blocks, which then mark both alike).
 Grads DropoutOp::buildGradients(OpBuilder& b, ValueRange dys) {
@@ -202,53 +148,6 @@ Grads ScaleOp::buildGradients(OpBuilder& b, ValueRange dys) {
   return SmallVector<Value>{ScaleOp::create(b, getLoc(), dys[0], getFactorAttr())};
 }
 
-Grads CausalAttentionOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  // lse is a by-product for the backward pass; only out carries a gradient.
-  if (!dys[0]) return SmallVector<Value>{Value(), Value(), Value()};
-  auto grad = CausalAttentionGradOp::create(b, getLoc(), dys[0], getQ(), getK(), getV(), getOut(),
-                                            getLse(), getScaleAttr());
-  return SmallVector<Value>{grad.getDq(), grad.getDk(), grad.getDv()};
-}
-
-Grads SwigluOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  auto grad = SwigluGradOp::create(b, getLoc(), getGate().getType(), getUp().getType(), dys[0],
-                                   getGate(), getUp());
-  return SmallVector<Value>{grad.getDgate(), grad.getDup()};
-}
-
-Grads RotaryOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  // cos and sin are tables (the fusion takes them only where nothing trains them).
-  Value dx = RotaryGradOp::create(b, getLoc(), getX().getType(), dys[0], getCos(), getSin());
-  return SmallVector<Value>{dx, Value(), Value()};
-}
-
-Grads EmbeddingOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  int64_t vocab = tensorType(getTable()).getShape()[0];
-  auto grad = EmbeddingGradOp::create(b, getLoc(), dys[0], getIds(), vocab, getPaddingIdxAttr());
-  return SmallVector<Value>{grad.getResult(), Value()};
-}
-
 //===----------------------------------------------------------------------===//
 // Convolutional ops
 //===----------------------------------------------------------------------===//
-
-Grads Conv2dOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  Value dx = Conv2dGradInputOp::create(b, getLoc(), getX().getType(), dys[0], getWeight(),
-                                       getStrideAttr(), getPaddingAttr());
-  Value dw = Conv2dGradWeightOp::create(b, getLoc(), getWeight().getType(), dys[0], getX(),
-                                        getStrideAttr(), getPaddingAttr());
-  return SmallVector<Value>{dx, dw};
-}
-
-Grads MaxPool2dOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  return SmallVector<Value>{MaxPool2dGradOp::create(b, getLoc(), getX().getType(), dys[0], getX(),
-                                                    getKernelAttr(), getStrideAttr())};
-}
-
-Grads BatchNormTrainOp::buildGradients(OpBuilder& b, ValueRange dys) {
-  // Only y carries a gradient; the statistics and running-statistics updates do not.
-  if (!dys[0]) return SmallVector<Value>(5, Value());
-  auto grad =
-      BatchNormTrainGradOp::create(b, getLoc(), dys[0], getX(), getWeight(), getMean(), getRstd());
-  return SmallVector<Value>{grad.getDx(), grad.getDweight(), grad.getDbias(), Value(), Value()};
-}

@@ -103,3 +103,15 @@ OpShardingRule LinearGradWeightOp::getShardingRule() { return linearRule(*this);
 void LinearGradWeightOp::traceSequence(SequenceTrace& trace) {
   dtc::sharding::sequenceStopsAtGradient(trace);
 }
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+using Grads = FailureOr<SmallVector<Value>>;
+
+Grads LinearOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  Value dx = LinearGradInputOp::create(b, getLoc(), dys[0], getWeight());
+  Value dw = LinearGradWeightOp::create(b, getLoc(), dys[0], getX());
+  return SmallVector<Value>{dx, dw};
+}

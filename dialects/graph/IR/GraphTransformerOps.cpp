@@ -472,3 +472,84 @@ OpShardingRule EmbeddingGradOp::getShardingRule() {
 void EmbeddingGradOp::traceSequence(SequenceTrace& trace) {
   dtc::sharding::sequenceStopsAtGradient(trace);
 }
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+using Grads = FailureOr<SmallVector<Value>>;
+
+// Same rule as MatmulOp, batch by batch.
+Grads BatchMatmulOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  Value dC = dys[0], A = getLhs(), B = getRhs();
+  bool tA = getTransposeLhs(), tB = getTransposeRhs();
+  Location loc = getLoc();
+  Value dA = tA ? BatchMatmulOp::create(b, loc, B, dC, tB, true)
+                : BatchMatmulOp::create(b, loc, dC, B, false, !tB);
+  Value dB = tB ? BatchMatmulOp::create(b, loc, dC, A, true, tA)
+                : BatchMatmulOp::create(b, loc, A, dC, !tA, false);
+  return SmallVector<Value>{dA, dB};
+}
+
+Grads TransposeOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm)) inverse[p] = i;
+  return SmallVector<Value>{TransposeOp::create(b, getLoc(), dys[0], inverse)};
+}
+
+Grads SplitOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // Pieces the loss does not use contribute zeros.
+  SmallVector<Value> pieces;
+  for (auto [piece, dy] : llvm::zip(getPieces(), dys))
+    pieces.push_back(
+        dy ? dy : Value(FillOp::create(b, getLoc(), piece.getType(), b.getF32FloatAttr(0.0f))));
+  return SmallVector<Value>{ConcatOp::create(b, getLoc(), pieces, getAxis())};
+}
+
+Grads ConcatOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  const int64_t axis = getAxis(), parts = static_cast<int64_t>(getPieces().size());
+  SmallVector<int64_t> sizes;
+  for (Value piece : getPieces())
+    sizes.push_back(cast<RankedTensorType>(piece.getType()).getDimSize(axis));
+  const bool equal = llvm::all_equal(sizes);
+  auto split = SplitOp::create(b, getLoc(), dys[0], axis, parts,
+                               equal ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(sizes));
+  return SmallVector<Value>(split.getPieces());
+}
+
+Grads CausalSoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{
+      CausalSoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr())};
+}
+
+Grads SoftmaxOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  return SmallVector<Value>{
+      SoftmaxGradOp::create(b, getLoc(), dys[0], getY(), getScaleAttr(), getLogAttr())};
+}
+
+Grads CausalAttentionOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // lse is a by-product for the backward pass; only out carries a gradient.
+  if (!dys[0]) return SmallVector<Value>{Value(), Value(), Value()};
+  auto grad = CausalAttentionGradOp::create(b, getLoc(), dys[0], getQ(), getK(), getV(), getOut(),
+                                            getLse(), getScaleAttr());
+  return SmallVector<Value>{grad.getDq(), grad.getDk(), grad.getDv()};
+}
+
+Grads SwigluOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  auto grad = SwigluGradOp::create(b, getLoc(), getGate().getType(), getUp().getType(), dys[0],
+                                   getGate(), getUp());
+  return SmallVector<Value>{grad.getDgate(), grad.getDup()};
+}
+
+Grads RotaryOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  // cos and sin are tables (the fusion takes them only where nothing trains them).
+  Value dx = RotaryGradOp::create(b, getLoc(), getX().getType(), dys[0], getCos(), getSin());
+  return SmallVector<Value>{dx, Value(), Value()};
+}
+
+Grads EmbeddingOp::buildGradients(OpBuilder& b, ValueRange dys) {
+  int64_t vocab = shapeOf(getTable())[0];
+  auto grad = EmbeddingGradOp::create(b, getLoc(), dys[0], getIds(), vocab, getPaddingIdxAttr());
+  return SmallVector<Value>{grad.getResult(), Value()};
+}
