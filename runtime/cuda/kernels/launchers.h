@@ -1,5 +1,5 @@
-// Host-side launchers of the CUDA kernels, one .cu file per concern; a kernel with a header of
-// its own (rms_norm.h, swiglu.h, rotary.h) declares its launcher there. Row-major fp32 buffers
+// Host-side launchers of the CUDA kernels, one .cu file per concern; a kernel whose .cu holds its
+// binders too (rms_norm.cu, swiglu.cu, rotary.cu) keeps its launchers there. Row-major fp32 buffers
 // in device memory, shapes passed explicitly, as runtime/cpu/kernels/kernels.h; every launcher
 // enqueues on `stream` and returns cudaGetLastError() (launch failures; faults show at
 // synchronisation). The math mirrors the CPU kernel named in each comment, accumulating in double
