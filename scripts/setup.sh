@@ -56,9 +56,11 @@ PY
 
 # transformers, pinned, in a virtual environment that sees Debian's torch and numpy: the parity
 # tests build Hugging Face's own model classes (from configs; no weights are downloaded).
+# ml_dtypes: NumPy's float8 types, the FP8 references.
 HF_VENV="$ROOT/.deps/hf-venv"
 HF_REQUIREMENTS=(transformers==4.44.2 tokenizers==0.19.1 safetensors==0.8.0 huggingface_hub==0.36.2
-  filelock==4.3.1 fsspec==2026.9.0 packaging==26.4 regex==2026.11.19 tqdm==4.70.1 hf-xet==1.8.0)
+  filelock==4.3.1 fsspec==2026.9.0 packaging==26.4 regex==2026.11.19 tqdm==4.70.1 hf-xet==1.8.0
+  ml_dtypes==0.4.1)
 fetch_transformers() {
   if [ "$(cat "$HF_VENV/version" 2>/dev/null)" = "${HF_REQUIREMENTS[*]}" ]; then return 0; fi
   echo "setup: making $HF_VENV (${HF_REQUIREMENTS[0]})"

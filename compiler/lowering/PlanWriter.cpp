@@ -29,6 +29,8 @@ plan::DType planDType(Type t) {
   if (t.isInteger(32)) return plan::DType::i32;
   if (t.isF16()) return plan::DType::f16;
   if (t.isBF16()) return plan::DType::bf16;
+  if (isa<Float8E4M3FNType>(t)) return plan::DType::f8e4m3;
+  if (isa<Float8E5M2Type>(t)) return plan::DType::f8e5m2;
   return plan::DType::f32;
 }
 

@@ -105,6 +105,8 @@ const char* safetensorsDTypeName(DType t) {
     case DType::kBF16: return "BF16";
     case DType::kI32: return "I32";
     case DType::kI64: return "I64";
+    case DType::kF8E4M3: return "F8_E4M3";
+    case DType::kF8E5M2: return "F8_E5M2";
   }
   return "?";
 }

@@ -22,6 +22,8 @@ const char* typeName(DType t) {
     case DType::kBF16: return "bf16";
     case DType::kI32: return "i32";
     case DType::kI64: return "i64";
+    case DType::kF8E4M3: return "f8e4m3";
+    case DType::kF8E5M2: return "f8e5m2";
   }
   return "?";
 }

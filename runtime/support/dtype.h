@@ -8,7 +8,16 @@
 
 namespace dtc {
 
-enum class DType : int8_t { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3, kI64 = 4 };
+// kF8E4M3 and kF8E5M2: FP8's float8_e4m3fn and float8_e5m2 (support/float8.h).
+enum class DType : int8_t {
+  kF32 = 0,
+  kF16 = 1,
+  kBF16 = 2,
+  kI32 = 3,
+  kI64 = 4,
+  kF8E4M3 = 5,
+  kF8E5M2 = 6
+};
 
 inline size_t dtypeSize(DType t) {
   switch (t) {
@@ -17,6 +26,8 @@ inline size_t dtypeSize(DType t) {
     case DType::kBF16: return 2;
     case DType::kI32: return 4;
     case DType::kI64: return 8;
+    case DType::kF8E4M3:
+    case DType::kF8E5M2: return 1;
   }
   return 0;
 }
@@ -60,6 +71,8 @@ inline uint32_t nonFiniteExponent(DType t) {
     case DType::kF32: return 0x7F800000u;
     case DType::kF16: return 0x7C00;
     case DType::kBF16: return 0x7F80;
+    case DType::kF8E4M3: return 0x7F;  // no infinity: NaN alone, every bit but the sign set
+    case DType::kF8E5M2: return 0x7C;
     case DType::kI32:
     case DType::kI64: return 0;
   }
@@ -70,9 +83,11 @@ inline uint32_t nonFiniteExponent(DType t) {
 inline int64_t firstNonFinite(const uint8_t* data, int64_t n, DType t) {
   const uint32_t exponent = nonFiniteExponent(t);
   if (exponent == 0) return -1;
-  return dtypeSize(t) == 4
-             ? detail::firstAllOnes<uint32_t>(data, n, exponent)
-             : detail::firstAllOnes<uint16_t>(data, n, static_cast<uint16_t>(exponent));
+  switch (dtypeSize(t)) {
+    case 4: return detail::firstAllOnes<uint32_t>(data, n, exponent);
+    case 2: return detail::firstAllOnes<uint16_t>(data, n, static_cast<uint16_t>(exponent));
+    default: return detail::firstAllOnes<uint8_t>(data, n, static_cast<uint8_t>(exponent));
+  }
 }
 
 // The names PyTorch users know ("float32", "int64").
@@ -83,6 +98,8 @@ inline std::string dtypeName(DType t) {
     case DType::kBF16: return "bfloat16";
     case DType::kI32: return "int32";
     case DType::kI64: return "int64";
+    case DType::kF8E4M3: return "float8_e4m3fn";
+    case DType::kF8E5M2: return "float8_e5m2";
   }
   return "unknown";
 }

@@ -129,5 +129,22 @@ TEST(CopyCheckingFinite, EveryAlignmentLengthAndType) {
   }
 }
 
+TEST(FirstNonFinite, FindsFloat8NanAndInfinity) {
+  // e4m3fn has no infinity: only its NaN (every bit but the sign set) is not finite; 0x7E is 448.
+  std::vector<uint8_t> e4m3(3000, 0x7E);
+  e4m3[5] = 0x3C;
+  EXPECT_EQ(firstNonFinite(e4m3.data(), 3000, DType::kF8E4M3), -1);
+  e4m3[2100] = 0xFF;
+  EXPECT_EQ(firstNonFinite(e4m3.data(), 3000, DType::kF8E4M3), 2100);
+  // e5m2: 0x7B is 57344, 0x7C infinity, 0x7D.. NaN.
+  std::vector<uint8_t> e5m2(3000, 0xFB);
+  EXPECT_EQ(firstNonFinite(e5m2.data(), 3000, DType::kF8E5M2), -1);
+  e5m2[1500] = 0x7D;
+  e5m2[2999] = 0x7C;
+  EXPECT_EQ(firstNonFinite(e5m2.data(), 3000, DType::kF8E5M2), 1500);
+  EXPECT_EQ(dtypeSize(DType::kF8E4M3), 1u);
+  EXPECT_EQ(dtypeName(DType::kF8E5M2), "float8_e5m2");
+}
+
 }  // namespace
 }  // namespace dtc

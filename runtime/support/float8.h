@@ -1,0 +1,85 @@
+// The two 8-bit float formats of FP8 training, as stored (one byte) and their float32 values:
+// e4m3fn (4 exponent bits, bias 7, no infinity, largest 448, NaN 0x7F) for weights and
+// activations, e5m2 (5 exponent bits, bias 15, largest finite 57344) for gradients, as PyTorch's
+// float8_e4m3fn and float8_e5m2 and the Hopper tensor cores define them.
+//
+// Conversion to either rounds to nearest, ties to even, and saturates: a value beyond the largest
+// finite one (infinity too) becomes that largest one with its sign, as torchao's casts (a clamp,
+// then .to()) and cuBLASLt's saturating conversions do; NaN stays NaN. Plain integer arithmetic,
+// compiled for the host and (by nvcc) for the GPU, so both backends quantize bit for bit alike.
+#pragma once
+
+#include <cstdint>
+
+#include "support/half.h"
+
+namespace dtc {
+
+// A format's layout and limits.
+template <int kMantissaBits, int kBias, uint32_t kMaxCode, uint32_t kNanCode, bool kHasInfinity>
+struct Float8Format {
+  static constexpr int mantissaBits = kMantissaBits;
+  static constexpr int bias = kBias;
+  static constexpr uint32_t maxCode = kMaxCode;  // the largest finite magnitude's code
+  static constexpr uint32_t nanCode = kNanCode;
+  static constexpr bool hasInfinity = kHasInfinity;
+};
+
+using E4M3 = Float8Format<3, 7, 0x7E, 0x7F, false>;
+using E5M2 = Float8Format<2, 15, 0x7B, 0x7F, true>;
+
+// The largest finite magnitudes, for scales: amax maps to these.
+inline constexpr float kE4M3Max = 448.0f;
+inline constexpr float kE5M2Max = 57344.0f;
+
+template <typename Format>
+DTC_HOST_DEVICE inline uint8_t f32ToFloat8(float f) {
+  constexpr int kMan = Format::mantissaBits;
+  constexpr int kDrop = 23 - kMan;
+  const uint32_t bits = f32ToBits(f);
+  const uint32_t sign = (bits >> 24) & 0x80u;
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint8_t>(sign | Format::nanCode);
+  const int exponent = static_cast<int>(abs >> 23);  // float32's, biased by 127
+  uint32_t code;
+  if (exponent < 127 - Format::bias + 1) {
+    // Below the smallest normal: a count of the smallest subnormal, 2^(1 - bias - kMan),
+    // rounded to nearest even. float32's own subnormals are far below half of it.
+    if (exponent == 0) return static_cast<uint8_t>(sign);
+    const int shift = (1 - Format::bias - kMan) + 150 - exponent;
+    if (shift > 24) return static_cast<uint8_t>(sign);
+    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    uint32_t count = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1), midpoint = 1u << (shift - 1);
+    if (rest > midpoint || (rest == midpoint && (count & 1u))) ++count;
+    code = count;  // 1 << kMan, the smallest normal, has this same code
+  } else {
+    // The mantissa rounded to kMan bits (a carry moves into the exponent), then rebiased.
+    const uint32_t rounded = abs + ((1u << (kDrop - 1)) - 1) + ((abs >> kDrop) & 1u);
+    const uint32_t biased = (rounded >> 23) - 127 + Format::bias;
+    code = biased > 0xffu ? 0xffu : (biased << kMan) | ((rounded >> kDrop) & ((1u << kMan) - 1));
+  }
+  if (code > Format::maxCode) code = Format::maxCode;
+  return static_cast<uint8_t>(sign | code);
+}
+
+template <typename Format>
+DTC_HOST_DEVICE inline float float8ToF32(uint8_t c) {
+  constexpr int kMan = Format::mantissaBits;
+  const uint32_t sign = static_cast<uint32_t>(c & 0x80u) << 24;
+  const uint32_t magnitude = c & 0x7fu;
+  const uint32_t exponent = magnitude >> kMan, mantissa = magnitude & ((1u << kMan) - 1);
+  constexpr uint32_t kTopExponent = 0x7fu >> kMan;
+  if (Format::hasInfinity && exponent == kTopExponent)
+    return bitsToF32(sign | 0x7f800000u | (mantissa ? 0x400000u : 0u));
+  if (!Format::hasInfinity && magnitude == Format::nanCode) return bitsToF32(sign | 0x7fc00000u);
+  if (exponent == 0) {
+    // mantissa · 2^(1 - bias - kMan): a small integer times a power of two, exact.
+    const float unit = bitsToF32(static_cast<uint32_t>(127 + 1 - Format::bias - kMan) << 23);
+    const float value = static_cast<float>(mantissa) * unit;
+    return sign ? -value : value;
+  }
+  return bitsToF32(sign | ((exponent - Format::bias + 127) << 23) | (mantissa << (23 - kMan)));
+}
+
+}  // namespace dtc
