@@ -123,16 +123,24 @@ StatusOr<std::shared_ptr<const LtGemm>> planLtGemm(Device& device, const LtGemmS
     DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, auxLd, what));
   }
 
+  if (spec.aScale) {
+    const void* aScale = spec.aScale;
+    const void* bScale = spec.bScale;
+    DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, aScale, what));
+    DTC_RETURN_IF_ERROR(setDesc(plan->desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, bScale, what));
+  }
+  const cudaDataType_t bType = spec.aScale ? spec.fp8BType : spec.abType;
+
   const uint64_t m = static_cast<uint64_t>(spec.m), n = static_cast<uint64_t>(spec.n),
                  k = static_cast<uint64_t>(spec.k);
   DTC_RETURN_IF_ERROR(
       cublasStatus(spec.transA ? cublasLtMatrixLayoutCreate(&plan->a_, spec.abType, k, m, spec.k)
                                : cublasLtMatrixLayoutCreate(&plan->a_, spec.abType, m, k, spec.m),
                    what));
-  DTC_RETURN_IF_ERROR(
-      cublasStatus(spec.transB ? cublasLtMatrixLayoutCreate(&plan->b_, spec.abType, n, k, spec.n)
-                               : cublasLtMatrixLayoutCreate(&plan->b_, spec.abType, k, n, spec.k),
-                   what));
+  DTC_RETURN_IF_ERROR(cublasStatus(spec.transB
+                                       ? cublasLtMatrixLayoutCreate(&plan->b_, bType, n, k, spec.n)
+                                       : cublasLtMatrixLayoutCreate(&plan->b_, bType, k, n, spec.k),
+                                   what));
   DTC_RETURN_IF_ERROR(
       cublasStatus(cublasLtMatrixLayoutCreate(&plan->d_, spec.dType, m, n, spec.m), what));
 

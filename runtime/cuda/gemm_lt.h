@@ -31,6 +31,12 @@ struct LtGemmSpec {
   // GELU's input in D's layout (ld m) and type: written by GELU_AUX_BIAS, read by DGELU.
   void* aux = nullptr;
   float* biasGrad = nullptr;  // [n], written by BGRADB
+  // FP8 (compute capability 8.9 or newer): abType is A's CUDA_R_8F_E4M3 or CUDA_R_8F_E5M2 and
+  // fp8BType B's, and the device scalars aScale and bScale multiply the sum,
+  // D = aScale·bScale·op(A)·op(B). cuBLASLt takes FP8 with A transposed and B not.
+  cudaDataType_t fp8BType = CUDA_R_32F;
+  const float* aScale = nullptr;
+  const float* bScale = nullptr;
 };
 
 class LtGemm {

@@ -4,6 +4,7 @@
 #include "exec/conv_contracts.h"
 #include "exec/core_contracts.h"
 #include "exec/dropout_contract.h"
+#include "exec/fp8_contracts.h"
 #include "exec/layout_contracts.h"
 #include "exec/linear_epilogue_contract.h"
 #include "exec/loss_contracts.h"

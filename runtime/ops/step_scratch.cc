@@ -175,6 +175,15 @@ uint64_t columnSums(const ScratchStep& s) {
   return cuda::kernels::columnSumScratchBytes(static_cast<int64_t>(s.inputs[0].elements()) / n, n);
 }
 
+// fp8_gemm (a, b, scales) -> out on the CPU: a and b widened to f32, and a 16-bit out's f32
+// sum before its rounding.
+uint64_t widenedFp8Gemm(const ScratchStep& s) {
+  if (s.inputs.size() != 4 || s.outputs.size() != 1) return 0;
+  const uint64_t out = lowPrecision(s.outputs[0].dtype) ? s.outputs[0].elements() : 0;
+  return widenedCopyBytes(s.inputs[0].elements()) + widenedCopyBytes(s.inputs[1].elements()) +
+         (out ? widenedCopyBytes(out) : 0);
+}
+
 // A collective's blocks packed contiguous.
 uint64_t packedBlocks(const ScratchStep& s) { return collectivePackingFloats(s) * sizeof(float); }
 

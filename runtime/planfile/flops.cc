@@ -49,7 +49,8 @@ double contractionFlops(const plan::Function& f, const plan::Step& step) {
       case Kernel::linear_bias_gelu:
       case Kernel::linear_grad_input:
       case Kernel::linear_grad_input_gelu:
-        k = dim(in0, 1);  // the input's features, or the output gradient's
+      case Kernel::fp8_gemm:  // a [M, K]
+        k = dim(in0, 1);      // the input's features, or the output gradient's
         break;
       case Kernel::linear_grad_weight:
       case Kernel::linear_grad_weight_bias:

@@ -50,6 +50,16 @@ Buffers makeInputs(const Case& c, uint64_t seed) {
           h[i] = bf16 ? f32ToBf16(v) : f32ToF16(v);
         }
       }
+    } else if (in.dtype == DType::kF8E4M3 || in.dtype == DType::kF8E5M2) {
+      // Random codes, NaN and infinity left out: e4m3fn's NaN is 0x7f/0xff, e5m2's are those
+      // with every exponent bit set.
+      const uint8_t top = in.dtype == DType::kF8E4M3 ? 0x7f : 0x7c;
+      for (int64_t i = 0; i < n; ++i) {
+        uint8_t code;
+        do code = static_cast<uint8_t>(rng() & 0xff);
+        while ((code & top) == top);
+        bytes[i] = code;
+      }
     } else if (in.dtype != DType::kI64 && in.dtype != DType::kF32) {
       // Other dtypes (int32) only appear in bind-error cases: zeros.
     } else if (in.dtype == DType::kI64 && !in.indices.empty()) {

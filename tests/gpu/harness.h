@@ -63,6 +63,8 @@ inline Input lowp(DType t, Shape s, float lo = -1, float hi = 1) {
 inline Input lowpBits(DType t, Shape s, std::vector<uint16_t> w) {
   return {t, std::move(s), 0, 0, 0, 0, {}, std::move(w)};
 }
+// FP8 inputs (float8_e4m3fn, float8_e5m2): random finite codes of the type.
+inline Input fp8Codes(DType t, Shape s) { return {t, std::move(s), 0, 0, 0, 0, {}}; }
 // x rounded to t (to nearest even, as both backends round), as a float again.
 inline float roundTo(DType t, float x) {
   if (t == DType::kBF16) return bf16ToF32(f32ToBf16(x));

@@ -41,6 +41,9 @@ std::vector<Case> lossMalformedCases();
 // norm_cases.cc
 std::vector<Case> normCases();
 std::vector<Case> normMalformedCases();
+// fp8_cases.cc
+std::vector<Case> fp8Cases();
+std::vector<Case> fp8MalformedCases();
 // moe_cases.cc
 std::vector<Case> moeCases();
 std::vector<Case> moeMalformedCases();
@@ -242,6 +245,7 @@ int main(int argc, char** argv) {
     runPackedAttentionCases(h);
     runEpilogueCases(h);
     for (const Case& c : precisionCases()) h.run(c);
+    for (const Case& c : fp8Cases()) h.run(c);
   }
   for (const Case& c : collectiveCases(world->size)) h.run(c);
   for (const Case& c : precisionCollectiveCases(world->size)) h.run(c);
@@ -255,6 +259,7 @@ int main(int argc, char** argv) {
     for (const Case& c : normMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : moeMalformedCases()) h.expectSameBindError(c);
     for (const Case& c : precisionMalformedCases()) h.expectSameBindError(c);
+    for (const Case& c : fp8MalformedCases()) h.expectSameBindError(c);
     for (const auto& [c, text] : precisionDeviceRefusals()) h.expectBindError(c, text);
     h.expectBindError(
         {"bf16 relu", "relu", {}, {lowp(DType::kBF16, {4, 8})}, {outAs(DType::kBF16, {4, 8})}},

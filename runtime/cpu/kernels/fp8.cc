@@ -1,0 +1,123 @@
+// FP8 training's kernels on the CPU, emulated exactly (exec/fp8_contracts.h): per-tensor
+// quantization with the rounding and saturation of support/float8.h, and the scaled GEMM as an
+// f32 GEMM of the widened operands (every product of two FP8 values is exact in f32) times the
+// two inverse scales. Their binders follow.
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "cpu/cpu_binders.h"
+#include "cpu/kernels/kernels.h"
+#include "exec/fp8_contracts.h"
+#include "support/float8.h"
+#include "support/half.h"
+
+namespace dtc {
+namespace {
+
+constexpr int64_t kGrain = 16384;
+
+// Element i of a float32 or 16-bit tensor as float32.
+float widened(const TensorView& x, int64_t i) {
+  switch (x.dtype) {
+    case DType::kBF16: return bf16ToF32(reinterpret_cast<const uint16_t*>(x.data)[i]);
+    case DType::kF16: return f16ToF32(reinterpret_cast<const uint16_t*>(x.data)[i]);
+    default: return x.f32()[i];
+  }
+}
+
+uint8_t toFloat8(float v, DType format) {
+  return format == DType::kF8E4M3 ? f32ToFloat8<E4M3>(v) : f32ToFloat8<E5M2>(v);
+}
+
+float fromFloat8(uint8_t c, DType format) {
+  return format == DType::kF8E4M3 ? float8ToF32<E4M3>(c) : float8ToF32<E5M2>(c);
+}
+
+// max |x| over the tensor: a maximum, so the chunks' order cannot change it (NaN wins).
+float amaxOf(const TensorView& x, ThreadPool& pool) {
+  const int64_t n = x.numElements();
+  const int64_t chunks = std::max<int64_t>(1, (n + kGrain - 1) / kGrain);
+  std::vector<float> partial(static_cast<size_t>(chunks), 0.0f);
+  pool.parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      float m = 0.0f;
+      for (int64_t i = c * kGrain, stop = std::min(n, (c + 1) * kGrain); i < stop; ++i) {
+        const float v = std::fabs(widened(x, i));
+        if (!(v <= m)) m = v;  // NaN replaces m and stays
+      }
+      partial[static_cast<size_t>(c)] = m;
+    }
+  });
+  float amax = 0.0f;
+  for (float m : partial)
+    if (!(m <= amax)) amax = m;
+  return amax;
+}
+
+void quantize(const TensorView& x, const Fp8QuantizeDims& d, uint8_t* q, uint8_t* qt,
+              float* scaleInv, ThreadPool& pool) {
+  const float scale = fp8Scale(amaxOf(x, pool), d.format);
+  pool.parallelFor(d.rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(d.cols, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t r = begin; r < end; ++r)
+                       for (int64_t c = 0; c < d.cols; ++c) {
+                         const int64_t i = r * d.cols + c;
+                         q[i] = toFloat8(widened(x, i) * scale, d.format);
+                       }
+                   });
+  if (qt)
+    pool.parallelFor(d.cols, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c)
+        for (int64_t r = 0; r < d.rows; ++r) qt[c * d.rows + r] = q[r * d.cols + c];
+    });
+  *scaleInv = 1.0f / scale;
+}
+
+StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const Fp8QuantizeDims d, checkFp8Quantize(ctx));
+  const TensorView x = ctx.inputs[0], q = ctx.outputs[0], scale = ctx.outputs[1];
+  uint8_t* qt = d.transposed ? ctx.outputs[2].data : nullptr;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    quantize(x, d, q.data, qt, scale.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const Fp8GemmDims d, checkFp8Gemm(ctx));
+  const TensorView a = ctx.inputs[0], b = ctx.inputs[1], aScale = ctx.inputs[2],
+                   bScale = ctx.inputs[3], out = ctx.outputs[0];
+  const bool narrow = out.dtype != DType::kF32;
+  const uint64_t aBytes = widenedCopyBytes(static_cast<uint64_t>(d.m * d.k)),
+                 bBytes = widenedCopyBytes(static_cast<uint64_t>(d.n * d.k)),
+                 outBytes = narrow ? widenedCopyBytes(static_cast<uint64_t>(d.m * d.n)) : 0;
+  const StepBuffer buffer = stepBuffer(ctx, aBytes + bBytes + outBytes);
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    float* fa = reinterpret_cast<float*>(buffer.data);
+    float* fb = reinterpret_cast<float*>(buffer.data + aBytes);
+    float* sum = narrow ? reinterpret_cast<float*>(buffer.data + aBytes + bBytes) : out.f32();
+    for (auto [from, to, n, format] : {std::tuple{a.data, fa, d.m * d.k, a.dtype},
+                                       std::tuple{b.data, fb, d.n * d.k, b.dtype}})
+      for (int64_t i = 0; i < n; ++i) to[i] = fromFloat8(from[i], format);
+    cpu::matmul(fa, fb, sum, d.m, d.n, d.k, /*transA=*/false, /*transB=*/true, *pool);
+    const float factor = aScale.f32()[0] * bScale.f32()[0];
+    const int64_t n = d.m * d.n;
+    for (int64_t i = 0; i < n; ++i) sum[i] *= factor;
+    if (out.dtype == DType::kBF16)
+      for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(out.data)[i] = f32ToBf16(sum[i]);
+    if (out.dtype == DType::kF16)
+      for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(out.data)[i] = f32ToF16(sum[i]);
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+DTC_CPU_BINDER(fp8_quantize, bindFp8Quantize)
+DTC_CPU_BINDER(fp8_gemm, bindFp8Gemm)
+
+}  // namespace dtc

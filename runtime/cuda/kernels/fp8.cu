@@ -1,0 +1,148 @@
+// FP8 training's kernels on CUDA (exec/fp8_contracts.h; the CPU emulates them exactly in
+// cpu/kernels/fp8.cc): per-tensor quantization, whose amax, scale and rounding are the CPU's bit
+// for bit (support/float8.h), and the scaled GEMM on Hopper's FP8 tensor cores through
+// cuBLASLt. Their binders follow.
+#include <string>
+
+#include "common.cuh"
+#include "cuda_bind.h"
+#include "exec/fp8_contracts.h"
+#include "float_access.cuh"
+#include "float_data.h"
+#include "gemm_lt.h"
+#include "support/float8.h"
+
+namespace dtc::cuda::kernels {
+namespace {
+
+struct BitsMax {
+  __device__ unsigned operator()(unsigned a, unsigned b) const { return b > a ? b : a; }
+};
+
+// max |x| into *amaxBits (zeroed first) as float32 bits: non-negative floats order as their
+// bits do, so an integer maximum is the float one, and a NaN (above infinity) wins, as on the CPU.
+__global__ void amaxKernel(FloatIn x, int64_t n, unsigned* amaxBits) {
+  unsigned bits = 0;
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) {
+    const unsigned v = __float_as_uint(fabsf(at(x, i)));
+    bits = v > bits ? v : bits;
+  }
+  bits = blockReduce(bits, BitsMax{}, 0u);
+  if (threadIdx.x == 0) atomicMax(amaxBits, bits);
+}
+
+// fp8Scale of exec/fp8_contracts.h, on the device: the same double arithmetic.
+__device__ inline float scaleOf(unsigned amaxBits, float fmax) {
+  const double amax = __uint_as_float(amaxBits);
+  const double floored = amax > kFp8AmaxFloor ? amax : kFp8AmaxFloor;
+  return static_cast<float>(static_cast<double>(fmax) / floored);
+}
+
+template <typename Format>
+__global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const unsigned* amaxBits,
+                               float fmax, uint8_t* q, uint8_t* qt) {
+  const float scale = scaleOf(*amaxBits, fmax);
+  const int64_t n = rows * cols;
+  for (int64_t i = globalIndex(); i < n; i += globalStride()) {
+    const uint8_t code = f32ToFloat8<Format>(__fmul_rn(at(x, i), scale));
+    q[i] = code;
+    if (qt) qt[(i % cols) * rows + i / cols] = code;
+  }
+}
+
+// The amax's bits become scale_inv in place (one thread: it reads, then writes, the word).
+__global__ void scaleInvKernel(float fmax, unsigned* amaxThenScaleInv) {
+  const float scale = scaleOf(*amaxThenScaleInv, fmax);
+  *reinterpret_cast<float*>(amaxThenScaleInv) = __fdiv_rn(1.0f, scale);
+}
+
+}  // namespace
+
+cudaError_t fp8Quantize(FloatIn x, int64_t rows, int64_t cols, bool e4m3, uint8_t* q,
+                        uint8_t* qt, float* scaleInv, cudaStream_t stream) {
+  unsigned* word = reinterpret_cast<unsigned*>(scaleInv);
+  const float fmax = e4m3 ? kE4M3Max : kE5M2Max;
+  const int64_t n = rows * cols;
+  if (cudaError_t e = cudaMemsetAsync(word, 0, sizeof(unsigned), stream)) return e;
+  if (n > 0) amaxKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, word);
+  if (n > 0 && e4m3)
+    quantizeKernel<E4M3><<<blocksFor(n), kThreads, 0, stream>>>(x, rows, cols, word, fmax, q, qt);
+  if (n > 0 && !e4m3)
+    quantizeKernel<E5M2><<<blocksFor(n), kThreads, 0, stream>>>(x, rows, cols, word, fmax, q, qt);
+  scaleInvKernel<<<1, 1, 0, stream>>>(fmax, word);
+  return cudaGetLastError();
+}
+
+}  // namespace dtc::cuda::kernels
+
+namespace dtc::cuda {
+namespace {
+
+cudaDataType_t fp8Type(DType t) { return t == DType::kF8E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
+
+StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const Fp8QuantizeDims d, checkFp8Quantize(ctx));
+  const kernels::FloatIn x = in(ctx.inputs[0]);
+  uint8_t* q = ctx.outputs[0].data;
+  float* scaleInv = ctx.outputs[1].f32();
+  uint8_t* qt = d.transposed ? ctx.outputs[2].data : nullptr;
+  const bool e4m3 = d.format == DType::kF8E4M3;
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] {
+    return launched(kernels::fp8Quantize(x, d.rows, d.cols, e4m3, q, qt, scaleInv, stream), where);
+  });
+}
+
+// Whether the GPU has FP8 tensor cores: compute capability 8.9 (Ada) or newer.
+StatusOr<bool> hasFp8TensorCores(const Device& dev, int& major, int& minor) {
+  DTC_RETURN_IF_ERROR(cudaStatus(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev.ordinal()),
+      "querying the compute capability"));
+  DTC_RETURN_IF_ERROR(cudaStatus(
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev.ordinal()),
+      "querying the compute capability"));
+  return major > 8 || (major == 8 && minor >= 9);
+}
+
+// Row-major out [M, N] = a [M, K] · b [N, K]ᵀ is cuBLAS's column-major outᵀ [N×M] = bᵀ-stored
+// [K×N] transposed times a-stored [K×M]: A is b (transposed), B is a, the "TN" form cuBLASLt
+// takes FP8 in, and A's scale is b's.
+StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx, Device& dev) {
+  DTC_ASSIGN_OR_RETURN(const Fp8GemmDims d, checkFp8Gemm(ctx));
+  int major = 0, minor = 0;
+  DTC_ASSIGN_OR_RETURN(const bool fp8, hasFp8TensorCores(dev, major, minor));
+  if (!fp8)
+    return invalid(ctx, "FP8 GEMMs need FP8 tensor cores (compute capability 8.9 or newer); "
+                        "this GPU is sm_" + std::to_string(major) + std::to_string(minor));
+  const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &out = ctx.outputs[0];
+  LtGemmSpec spec;
+  spec.m = d.n;
+  spec.n = d.m;
+  spec.k = d.k;
+  spec.transA = true;
+  spec.transB = false;
+  spec.abType = fp8Type(b.dtype);
+  spec.fp8BType = fp8Type(a.dtype);
+  spec.aScale = ctx.inputs[3].f32();
+  spec.bScale = ctx.inputs[2].f32();
+  spec.dType = out.dtype == DType::kF32    ? CUDA_R_32F
+               : out.dtype == DType::kBF16 ? CUDA_R_16BF
+                                           : CUDA_R_16F;
+  const std::string where = ctx.where();
+  DTC_ASSIGN_OR_RETURN(std::shared_ptr<const LtGemm> gemm,
+                       planLtGemm(dev, spec, b.data, a.data, out.data, where));
+  if (!gemm)
+    return invalid(ctx, "cuBLASLt has no FP8 GEMM for a " + str(a.shape) + " and b " +
+                            str(b.shape) + " on this GPU (FP8 GEMMs want K, M and N multiples "
+                            "of 16)");
+  cudaStream_t stream = dev.stream();
+  return BoundStep([=] { return gemm->run(stream, where); });
+}
+
+}  // namespace
+
+DTC_CUDA_BINDER(fp8_quantize, bindFp8Quantize)
+DTC_CUDA_BINDER(fp8_gemm, bindFp8Gemm)
+
+}  // namespace dtc::cuda

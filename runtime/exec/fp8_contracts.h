@@ -1,0 +1,101 @@
+// The operand contracts of FP8 training's two kernels, shared by the CPU (which emulates them
+// exactly) and CUDA (cuBLASLt's FP8 GEMMs) so both accept the same steps and refuse the others
+// with the same messages.
+//
+// fp8_quantize: x -> (q, scale_inv[, q_t]). Per-tensor dynamic scaling, as torchao's
+// "tensorwise" recipe: amax = max |x| over the whole tensor, scale = fmax / max(amax, 1e-12)
+// (fmax 448 for e4m3fn, 57344 for e5m2; the quotient in double, rounded to f32), q = x·scale
+// (f32) rounded to q's format, saturating (support/float8.h); scale_inv = 1 / scale (f32), what
+// the GEMM multiplies by. With q_t, also x's transpose so quantized: x seen as [rows, cols]
+// (cols its last dimension), q_t [cols, rows], the K-major operand a transposed GEMM reads.
+//
+// fp8_gemm: (a [M, K], b [N, K], a_scale_inv, b_scale_inv) -> out [M, N] = (a · bᵀ) ·
+// a_scale_inv · b_scale_inv, the products summed in f32, out f32 or 16-bit (rounded once). Both
+// operands K-major, as Hopper's FP8 tensor cores take them; e5m2 times e5m2 has no kernel there.
+#pragma once
+
+#include <vector>
+
+#include "exec/bind_util.h"
+#include "exec/precision_contracts.h"
+
+namespace dtc {
+
+inline bool float8(DType t) { return t == DType::kF8E4M3 || t == DType::kF8E5M2; }
+
+// The largest finite magnitude of an FP8 format.
+inline float float8Max(DType t) { return t == DType::kF8E4M3 ? 448.0f : 57344.0f; }
+
+// The scale that maps `amax` to the format's largest magnitude, as torchao computes it: in
+// double, amax floored at kFp8AmaxFloor (below), rounded to f32 once.
+inline float fp8Scale(float amax, DType format);
+
+// amax below this counts as this: a tensor of zeros gets a finite scale.
+inline constexpr double kFp8AmaxFloor = 1e-12;
+
+inline float fp8Scale(float amax, DType format) {
+  const double floored = static_cast<double>(amax) > kFp8AmaxFloor ? amax : kFp8AmaxFloor;
+  return static_cast<float>(static_cast<double>(float8Max(format)) / floored);
+}
+
+struct Fp8QuantizeDims {
+  int64_t rows = 0, cols = 0;  // x seen as [rows, cols]
+  DType format = DType::kF8E4M3;
+  bool transposed = false;  // q_t is written
+};
+
+inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx) {
+  if (ctx.inputs.size() != 1 || (ctx.outputs.size() != 2 && ctx.outputs.size() != 3))
+    return invalid(ctx, "expects 1 input and 2 or 3 outputs (q, scale_inv[, q_t])");
+  const TensorView &x = ctx.inputs[0], &q = ctx.outputs[0], &scale = ctx.outputs[1];
+  if (x.dtype != DType::kF32 && !lowPrecision(x.dtype))
+    return invalid(ctx, "x must be float32, bfloat16 or float16, not " + dtypeName(x.dtype));
+  if (!float8(q.dtype))
+    return invalid(ctx, "q must be float8_e4m3fn or float8_e5m2, not " + dtypeName(q.dtype));
+  if (x.shape.empty() || q.shape != x.shape)
+    return invalid(ctx, "q " + str(q.shape) + " must have x's shape " + str(x.shape) +
+                            " (at least one dimension)");
+  if (scale.dtype != DType::kF32 || scale.numElements() != 1)
+    return invalid(ctx, "scale_inv must be one float32");
+  Fp8QuantizeDims d;
+  d.cols = x.shape.back();
+  d.rows = d.cols > 0 ? x.numElements() / d.cols : 0;
+  d.format = q.dtype;
+  if (ctx.outputs.size() == 3) {
+    const TensorView& t = ctx.outputs[2];
+    if (t.dtype != q.dtype || t.shape != Shape{d.cols, d.rows})
+      return invalid(ctx, "q_t must be " + dtypeName(q.dtype) + " " + str(Shape{d.cols, d.rows}) +
+                              ", x's transpose, got " + dtypeName(t.dtype) + " " + str(t.shape));
+    d.transposed = true;
+  }
+  return d;
+}
+
+struct Fp8GemmDims {
+  int64_t m = 0, n = 0, k = 0;
+};
+
+inline StatusOr<Fp8GemmDims> checkFp8Gemm(const StepContext& ctx) {
+  if (ctx.inputs.size() != 4 || ctx.outputs.size() != 1)
+    return invalid(ctx, "expects 4 inputs (a, b, a_scale_inv, b_scale_inv) and 1 output");
+  const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &out = ctx.outputs[0];
+  if (!float8(a.dtype) || !float8(b.dtype))
+    return invalid(ctx, "a and b must be float8_e4m3fn or float8_e5m2, got " +
+                            dtypeName(a.dtype) + " and " + dtypeName(b.dtype));
+  if (a.dtype == DType::kF8E5M2 && b.dtype == DType::kF8E5M2)
+    return invalid(ctx, "a and b cannot both be float8_e5m2 (one must be e4m3fn)");
+  for (const TensorView* s : {&ctx.inputs[2], &ctx.inputs[3]})
+    if (s->dtype != DType::kF32 || s->numElements() != 1)
+      return invalid(ctx, "each scale_inv must be one float32");
+  if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[1])
+    return invalid(ctx, "a [M, K] and b [N, K] must share K, got " + str(a.shape) + " and " +
+                            str(b.shape));
+  Fp8GemmDims d{a.shape[0], b.shape[0], a.shape[1]};
+  if (out.dtype != DType::kF32 && !lowPrecision(out.dtype))
+    return invalid(ctx, "out must be float32, bfloat16 or float16, not " + dtypeName(out.dtype));
+  if (out.shape != Shape{d.m, d.n})
+    return invalid(ctx, "out must be " + str(Shape{d.m, d.n}) + ", got " + str(out.shape));
+  return d;
+}
+
+}  // namespace dtc

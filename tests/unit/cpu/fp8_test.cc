@@ -1,0 +1,174 @@
+// FP8 training's kernels through the CPU backend (the exact emulation of exec/fp8_contracts.h)
+// against references written out here: per-tensor quantization (amax, torchao's scale, the codes
+// of support/float8.h, which its own test holds to ml_dtypes) with its transposed copy, from
+// float32 and bfloat16; the scaled GEMM in double from the decoded codes, to f32 and bf16; and
+// the contracts' refusals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "step_runner.h"
+#include "support/float8.h"
+#include "support/half.h"
+#include "support/thread_pool.h"
+
+namespace dtc::cpu {
+namespace {
+
+using testing::operand;
+using testing::Operand;
+using testing::runStep;
+
+uint8_t code(float v, DType t) { return t == DType::kF8E4M3 ? f32ToFloat8<E4M3>(v) : f32ToFloat8<E5M2>(v); }
+float value(uint8_t c, DType t) { return t == DType::kF8E4M3 ? float8ToF32<E4M3>(c) : float8ToF32<E5M2>(c); }
+
+std::vector<float> uniform(size_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+struct Quantized {
+  std::vector<uint8_t> q, qt;
+  float scaleInv = 0;
+};
+
+// The reference: amax by hand, scale = fmax / amax in double rounded to f32, each x·scale (f32)
+// rounded to the format.
+Quantized referenceQuantize(const std::vector<float>& x, int64_t rows, int64_t cols, DType t) {
+  float amax = 0;
+  for (float v : x) amax = std::max(amax, std::fabs(v));
+  const double fmax = t == DType::kF8E4M3 ? 448.0 : 57344.0;
+  const float scale = static_cast<float>(fmax / std::max<double>(amax, 1e-12));
+  Quantized r;
+  r.q.resize(x.size());
+  r.qt.resize(x.size());
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    r.q[i] = code(x[i] * scale, t);
+    r.qt[(i % cols) * rows + i / cols] = r.q[i];
+  }
+  r.scaleInv = 1.0f / scale;
+  return r;
+}
+
+std::vector<uint8_t> bytesOf(const Operand& o) { return o.bytes; }
+
+TEST(Fp8Steps, QuantizeMatchesTheReference) {
+  ThreadPool pool(2);
+  const int64_t rows = 37, cols = 24;  // odd rows: no block of the work divides them
+  for (DType format : {DType::kF8E4M3, DType::kF8E5M2})
+    for (DType input : {DType::kF32, DType::kBF16}) {
+      std::vector<float> x = uniform(rows * cols, -3.0f, 5.0f, 7);
+      std::vector<uint16_t> words;
+      if (input == DType::kBF16)
+        for (float& v : x) {
+          words.push_back(f32ToBf16(v));
+          v = bf16ToF32(words.back());
+        }
+      std::vector<Operand> ins = {input == DType::kF32 ? operand(input, {rows, cols}, x.data())
+                                                        : operand(input, {rows, cols}, words.data())};
+      std::vector<Operand> outs = {operand(format, {rows, cols}), operand(DType::kF32, {1}),
+                                   operand(format, {cols, rows})};
+      ASSERT_TRUE(runStep(Kernel::fp8_quantize, ins, outs, {}, pool).ok());
+      const Quantized want = referenceQuantize(x, rows, cols, format);
+      EXPECT_EQ(bytesOf(outs[0]), want.q) << dtypeName(format) << " from " << dtypeName(input);
+      EXPECT_EQ(bytesOf(outs[2]), want.qt);
+      float scaleInv = 0;
+      std::memcpy(&scaleInv, outs[1].bytes.data(), sizeof scaleInv);
+      EXPECT_EQ(scaleInv, want.scaleInv);
+      // The largest magnitude lands on the format's largest code.
+      uint8_t top = 0;
+      for (uint8_t c : want.q) top = std::max<uint8_t>(top, c & 0x7f);
+      EXPECT_EQ(top, format == DType::kF8E4M3 ? 0x7e : 0x7b);
+    }
+}
+
+TEST(Fp8Steps, QuantizeOfZerosHasAFiniteScale) {
+  ThreadPool pool(1);
+  std::vector<Operand> ins = {operand(DType::kF32, {4, 8})};
+  std::vector<Operand> outs = {operand(DType::kF8E4M3, {4, 8}), operand(DType::kF32, {1})};
+  ASSERT_TRUE(runStep(Kernel::fp8_quantize, ins, outs, {}, pool).ok());
+  float scaleInv = 0;
+  std::memcpy(&scaleInv, outs[1].bytes.data(), sizeof scaleInv);
+  EXPECT_EQ(scaleInv, 1.0f / static_cast<float>(448.0 / 1e-12));
+  EXPECT_EQ(bytesOf(outs[0]), std::vector<uint8_t>(32, 0));
+}
+
+// Random finite codes of a format.
+std::vector<uint8_t> randomCodes(size_t n, DType t, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (uint8_t& c : v) {
+    do c = static_cast<uint8_t>(rng() & 0xff);
+    while (!std::isfinite(value(c, t)));
+  }
+  return v;
+}
+
+TEST(Fp8Steps, GemmMatchesTheReference) {
+  ThreadPool pool(2);
+  const int64_t m = 19, n = 16, k = 48;
+  for (auto [ta, tb] : {std::pair{DType::kF8E4M3, DType::kF8E4M3},
+                        std::pair{DType::kF8E5M2, DType::kF8E4M3},
+                        std::pair{DType::kF8E4M3, DType::kF8E5M2}})
+    for (DType outType : {DType::kF32, DType::kBF16}) {
+      const std::vector<uint8_t> a = randomCodes(m * k, ta, 1), b = randomCodes(n * k, tb, 2);
+      const float sa = 0.013f, sb = 2.5e-4f;
+      std::vector<Operand> ins = {operand(ta, {m, k}, a.data()), operand(tb, {n, k}, b.data()),
+                                  operand(DType::kF32, {1}, &sa), operand(DType::kF32, {1}, &sb)};
+      std::vector<Operand> outs = {operand(outType, {m, n})};
+      ASSERT_TRUE(runStep(Kernel::fp8_gemm, ins, outs, {}, pool).ok());
+      double worst = 0, scale = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < k; ++p)
+            sum += static_cast<double>(value(a[i * k + p], ta)) * value(b[j * k + p], tb);
+          const double want = sum * static_cast<double>(sa * sb);
+          float got = 0;
+          if (outType == DType::kF32) {
+            std::memcpy(&got, outs[0].bytes.data() + 4 * (i * n + j), 4);
+          } else {
+            uint16_t w = 0;
+            std::memcpy(&w, outs[0].bytes.data() + 2 * (i * n + j), 2);
+            got = bf16ToF32(w);
+          }
+          worst = std::max(worst, std::fabs(got - want));
+          scale = std::max(scale, std::fabs(want));
+        }
+      // f32 sums of exact products; a bf16 result is that rounded once more.
+      EXPECT_LE(worst, (outType == DType::kF32 ? 1e-5 : 8e-3) * scale)
+          << dtypeName(ta) << " x " << dtypeName(tb) << " -> " << dtypeName(outType);
+    }
+}
+
+TEST(Fp8Steps, ContractsRefuseWhatNoKernelRuns) {
+  ThreadPool pool(1);
+  const float one = 1.0f;
+  std::vector<Operand> ins = {operand(DType::kF8E5M2, {4, 16}), operand(DType::kF8E5M2, {8, 16}),
+                              operand(DType::kF32, {1}, &one), operand(DType::kF32, {1}, &one)};
+  std::vector<Operand> outs = {operand(DType::kF32, {4, 8})};
+  Status s = runStep(Kernel::fp8_gemm, ins, outs, {}, pool);
+  EXPECT_NE(s.message().find("cannot both be float8_e5m2"), std::string::npos) << s.message();
+  ins[1] = operand(DType::kF8E4M3, {8, 12});
+  s = runStep(Kernel::fp8_gemm, ins, outs, {}, pool);
+  EXPECT_NE(s.message().find("must share K"), std::string::npos) << s.message();
+
+  std::vector<Operand> x = {operand(DType::kF32, {4, 8})};
+  std::vector<Operand> q = {operand(DType::kF8E4M3, {4, 8}), operand(DType::kF32, {1}),
+                            operand(DType::kF8E4M3, {4, 8})};
+  s = runStep(Kernel::fp8_quantize, x, q, {}, pool);
+  EXPECT_NE(s.message().find("q_t must be float8_e4m3fn [8,4]"), std::string::npos) << s.message();
+  q = {operand(DType::kBF16, {4, 8}), operand(DType::kF32, {1})};
+  s = runStep(Kernel::fp8_quantize, x, q, {}, pool);
+  EXPECT_NE(s.message().find("q must be float8_e4m3fn or float8_e5m2"), std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace dtc::cpu
