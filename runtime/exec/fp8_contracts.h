@@ -80,16 +80,16 @@ inline StatusOr<Fp8GemmDims> checkFp8Gemm(const StepContext& ctx) {
     return invalid(ctx, "expects 4 inputs (a, b, a_scale_inv, b_scale_inv) and 1 output");
   const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &out = ctx.outputs[0];
   if (!float8(a.dtype) || !float8(b.dtype))
-    return invalid(ctx, "a and b must be float8_e4m3fn or float8_e5m2, got " +
-                            dtypeName(a.dtype) + " and " + dtypeName(b.dtype));
+    return invalid(ctx, "a and b must be float8_e4m3fn or float8_e5m2, got " + dtypeName(a.dtype) +
+                            " and " + dtypeName(b.dtype));
   if (a.dtype == DType::kF8E5M2 && b.dtype == DType::kF8E5M2)
     return invalid(ctx, "a and b cannot both be float8_e5m2 (one must be e4m3fn)");
   for (const TensorView* s : {&ctx.inputs[2], &ctx.inputs[3]})
     if (s->dtype != DType::kF32 || s->numElements() != 1)
       return invalid(ctx, "each scale_inv must be one float32");
   if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[1])
-    return invalid(ctx, "a [M, K] and b [N, K] must share K, got " + str(a.shape) + " and " +
-                            str(b.shape));
+    return invalid(
+        ctx, "a [M, K] and b [N, K] must share K, got " + str(a.shape) + " and " + str(b.shape));
   Fp8GemmDims d{a.shape[0], b.shape[0], a.shape[1]};
   if (out.dtype != DType::kF32 && !lowPrecision(out.dtype))
     return invalid(ctx, "out must be float32, bfloat16 or float16, not " + dtypeName(out.dtype));

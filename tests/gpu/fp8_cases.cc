@@ -45,7 +45,8 @@ std::vector<Case> fp8Cases() {
   std::vector<Case> cases;
   for (DType to : {kE4M3, kE5M2})
     for (DType from : {kF32, kBF16})
-      for (bool transposed : {false, true}) cases.push_back(quantize(from, to, 300, 96, transposed));
+      for (bool transposed : {false, true})
+        cases.push_back(quantize(from, to, 300, 96, transposed));
   cases.push_back(quantize(kF32, kE4M3, 1, 7, true));
   for (DType outType : {kF32, kBF16}) {
     cases.push_back(gemm(kE4M3, kE4M3, outType, 256, 128, 64));
@@ -57,15 +58,22 @@ std::vector<Case> fp8Cases() {
 
 std::vector<Case> fp8MalformedCases() {
   return {
-      {"fp8_gemm e5m2 x e5m2", "fp8_gemm", {},
+      {"fp8_gemm e5m2 x e5m2",
+       "fp8_gemm",
+       {},
        {fp8Codes(kE5M2, {16, 32}), fp8Codes(kE5M2, {16, 32}), given({1}, {1.0f}),
         given({1}, {1.0f})},
        {out({16, 16})}},
-      {"fp8_gemm K differs", "fp8_gemm", {},
+      {"fp8_gemm K differs",
+       "fp8_gemm",
+       {},
        {fp8Codes(kE4M3, {16, 32}), fp8Codes(kE4M3, {16, 16}), given({1}, {1.0f}),
         given({1}, {1.0f})},
        {out({16, 16})}},
-      {"fp8_quantize q_t shape", "fp8_quantize", {}, {f32({4, 8})},
+      {"fp8_quantize q_t shape",
+       "fp8_quantize",
+       {},
+       {f32({4, 8})},
        {outAs(kE4M3, {4, 8}), out({1}), outAs(kE4M3, {4, 8})}},
       {"fp8_quantize to bf16", "fp8_quantize", {}, {f32({4, 8})}, {outAs(kBF16, {4, 8}), out({1})}},
   };

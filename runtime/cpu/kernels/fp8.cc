@@ -100,8 +100,8 @@ StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx) {
     float* fa = reinterpret_cast<float*>(buffer.data);
     float* fb = reinterpret_cast<float*>(buffer.data + aBytes);
     float* sum = narrow ? reinterpret_cast<float*>(buffer.data + aBytes + bBytes) : out.f32();
-    for (auto [from, to, n, format] : {std::tuple{a.data, fa, d.m * d.k, a.dtype},
-                                       std::tuple{b.data, fb, d.n * d.k, b.dtype}})
+    for (auto [from, to, n, format] :
+         {std::tuple{a.data, fa, d.m * d.k, a.dtype}, std::tuple{b.data, fb, d.n * d.k, b.dtype}})
       for (int64_t i = 0; i < n; ++i) to[i] = fromFloat8(from[i], format);
     cpu::matmul(fa, fb, sum, d.m, d.n, d.k, /*transA=*/false, /*transB=*/true, *pool);
     const float factor = aScale.f32()[0] * bScale.f32()[0];

@@ -58,8 +58,8 @@ __global__ void scaleInvKernel(float fmax, unsigned* amaxThenScaleInv) {
 
 }  // namespace
 
-cudaError_t fp8Quantize(FloatIn x, int64_t rows, int64_t cols, bool e4m3, uint8_t* q,
-                        uint8_t* qt, float* scaleInv, cudaStream_t stream) {
+cudaError_t fp8Quantize(FloatIn x, int64_t rows, int64_t cols, bool e4m3, uint8_t* q, uint8_t* qt,
+                        float* scaleInv, cudaStream_t stream) {
   unsigned* word = reinterpret_cast<unsigned*>(scaleInv);
   const float fmax = e4m3 ? kE4M3Max : kE5M2Max;
   const int64_t n = rows * cols;
@@ -96,12 +96,12 @@ StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
 
 // Whether the GPU has FP8 tensor cores: compute capability 8.9 (Ada) or newer.
 StatusOr<bool> hasFp8TensorCores(const Device& dev, int& major, int& minor) {
-  DTC_RETURN_IF_ERROR(cudaStatus(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev.ordinal()),
-      "querying the compute capability"));
-  DTC_RETURN_IF_ERROR(cudaStatus(
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev.ordinal()),
-      "querying the compute capability"));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev.ordinal()),
+                 "querying the compute capability"));
+  DTC_RETURN_IF_ERROR(
+      cudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev.ordinal()),
+                 "querying the compute capability"));
   return major > 8 || (major == 8 && minor >= 9);
 }
 
@@ -113,8 +113,10 @@ StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx, Device& dev) {
   int major = 0, minor = 0;
   DTC_ASSIGN_OR_RETURN(const bool fp8, hasFp8TensorCores(dev, major, minor));
   if (!fp8)
-    return invalid(ctx, "FP8 GEMMs need FP8 tensor cores (compute capability 8.9 or newer); "
-                        "this GPU is sm_" + std::to_string(major) + std::to_string(minor));
+    return invalid(ctx,
+                   "FP8 GEMMs need FP8 tensor cores (compute capability 8.9 or newer); "
+                   "this GPU is sm_" +
+                       std::to_string(major) + std::to_string(minor));
   const TensorView &a = ctx.inputs[0], &b = ctx.inputs[1], &out = ctx.outputs[0];
   LtGemmSpec spec;
   spec.m = d.n;
@@ -134,7 +136,8 @@ StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx, Device& dev) {
                        planLtGemm(dev, spec, b.data, a.data, out.data, where));
   if (!gemm)
     return invalid(ctx, "cuBLASLt has no FP8 GEMM for a " + str(a.shape) + " and b " +
-                            str(b.shape) + " on this GPU (FP8 GEMMs want K, M and N multiples "
+                            str(b.shape) +
+                            " on this GPU (FP8 GEMMs want K, M and N multiples "
                             "of 16)");
   cudaStream_t stream = dev.stream();
   return BoundStep([=] { return gemm->run(stream, where); });

@@ -22,8 +22,12 @@ using testing::operand;
 using testing::Operand;
 using testing::runStep;
 
-uint8_t code(float v, DType t) { return t == DType::kF8E4M3 ? f32ToFloat8<E4M3>(v) : f32ToFloat8<E5M2>(v); }
-float value(uint8_t c, DType t) { return t == DType::kF8E4M3 ? float8ToF32<E4M3>(c) : float8ToF32<E5M2>(c); }
+uint8_t code(float v, DType t) {
+  return t == DType::kF8E4M3 ? f32ToFloat8<E4M3>(v) : f32ToFloat8<E5M2>(v);
+}
+float value(uint8_t c, DType t) {
+  return t == DType::kF8E4M3 ? float8ToF32<E4M3>(c) : float8ToF32<E5M2>(c);
+}
 
 std::vector<float> uniform(size_t n, float lo, float hi, unsigned seed) {
   std::mt19937 rng(seed);
@@ -70,8 +74,9 @@ TEST(Fp8Steps, QuantizeMatchesTheReference) {
           words.push_back(f32ToBf16(v));
           v = bf16ToF32(words.back());
         }
-      std::vector<Operand> ins = {input == DType::kF32 ? operand(input, {rows, cols}, x.data())
-                                                        : operand(input, {rows, cols}, words.data())};
+      std::vector<Operand> ins = {input == DType::kF32
+                                      ? operand(input, {rows, cols}, x.data())
+                                      : operand(input, {rows, cols}, words.data())};
       std::vector<Operand> outs = {operand(format, {rows, cols}), operand(DType::kF32, {1}),
                                    operand(format, {cols, rows})};
       ASSERT_TRUE(runStep(Kernel::fp8_quantize, ins, outs, {}, pool).ok());
@@ -113,9 +118,9 @@ std::vector<uint8_t> randomCodes(size_t n, DType t, unsigned seed) {
 TEST(Fp8Steps, GemmMatchesTheReference) {
   ThreadPool pool(2);
   const int64_t m = 19, n = 16, k = 48;
-  for (auto [ta, tb] : {std::pair{DType::kF8E4M3, DType::kF8E4M3},
-                        std::pair{DType::kF8E5M2, DType::kF8E4M3},
-                        std::pair{DType::kF8E4M3, DType::kF8E5M2}})
+  for (auto [ta, tb] :
+       {std::pair{DType::kF8E4M3, DType::kF8E4M3}, std::pair{DType::kF8E5M2, DType::kF8E4M3},
+        std::pair{DType::kF8E4M3, DType::kF8E5M2}})
     for (DType outType : {DType::kF32, DType::kBF16}) {
       const std::vector<uint8_t> a = randomCodes(m * k, ta, 1), b = randomCodes(n * k, tb, 2);
       const float sa = 0.013f, sb = 2.5e-4f;
