@@ -554,6 +554,32 @@ def MixedPrecisionGradients : Pass<"dtc-mixed-precision-gradients", "mlir::Modul
   }];
 }
 
+def Fp8Linears : Pass<"dtc-fp8-linears", "mlir::ModuleOp"> {
+  let summary = "FP8 training: the chosen linear layers' three GEMMs on FP8 operands";
+  let description = [{
+    Run after dtc-mixed-precision-gradients under --precision fp8 (bf16 everywhere else, f32
+    master weights and state, as torchao's Float8 training). Each graph.linear whose weight's
+    dimensions are multiples of 16 and whose model node no --fp8-skip glob matches becomes
+    fp8_gemm on per-tensor quantized operands: the input and the weight in e4m3fn, and in @grad
+    its input gradient dy · W and weight gradient dyᵀ · x with dy in e5m2. A value is quantized
+    once per function, with its transposed copy where a backward GEMM reads it K-major.
+
+    ```mlir
+    %y = graph.linear %x, %w : tensor<2x8x64xbf16>, tensor<32x64xbf16> -> tensor<2x8x32xbf16>
+    // becomes
+    %x2 = graph.reshape %x : tensor<2x8x64xbf16> -> tensor<16x64xbf16>
+    %qx, %sx = graph.fp8_quantize %x2 : tensor<16x64xbf16> -> tensor<16x64xf8E4M3FN>, tensor<1xf32>
+    %qw, %sw = graph.fp8_quantize %w : tensor<32x64xbf16> -> tensor<32x64xf8E4M3FN>, tensor<1xf32>
+    %y2 = graph.fp8_gemm %qx, %qw, %sx, %sw : (...) -> tensor<16x32xbf16>
+    %y = graph.reshape %y2 : tensor<16x32xbf16> -> tensor<2x8x32xbf16>
+    ```
+  }];
+  let options = [
+    Option<"skip", "skip", "std::string", "\"lm_head\"",
+           "comma-separated globs over model node names kept in bf16">,
+  ];
+}
+
 def LossScaling : Pass<"dtc-loss-scaling", "mlir::ModuleOp"> {
   let summary = "Dynamic loss scaling for fp16 training, as torch.cuda.amp.GradScaler";
   let description = [{

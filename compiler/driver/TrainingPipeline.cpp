@@ -131,6 +131,10 @@ LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
     return error("a dp_replicate axis needs a dp axis to shard over (--mesh dp_replicate=R,dp=N)");
   if (options.microBatches != 1 && options.accumulate != 1)
     return error("--microbatches and --accumulate both split the step; give one");
+  if (options.precision == "fp8" && !options.mesh.empty())
+    return error("--precision fp8 runs on one device: its scales do not yet agree across ranks");
+  if (options.precision == "fp8" && options.recompute != "none")
+    return error("--precision fp8 does not combine with --recompute yet");
   if (options.contextParallel > 0 && !options.fusedAttention)
     return error("context parallelism needs fused attention (fused-attention=true)");
   if ((options.dataParallel > 0 || options.pipelineStages > 0 || options.contextParallel > 0) &&
@@ -174,8 +178,10 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   pm.addPass(createFuseRotary());
   if (options.fusedAttention)
     pm.addPass(createFuseAttention(FuseAttentionOptions{headSplitDevices(options)}));
+  // FP8 is bf16 mixed precision with the linear layers' GEMMs then moved to FP8.
   if (options.precision != "fp32")
-    pm.addPass(createMixedPrecision(MixedPrecisionOptions{options.precision}));
+    pm.addPass(createMixedPrecision(MixedPrecisionOptions{
+        options.precision == "fp8" ? std::string("bf16") : std::string(options.precision)}));
   if (options.contextParallel > 0 && options.cpLoadBalance)
     pm.addPass(createSequenceOrder(SequenceOrderOptions{2 * options.contextParallel}));
   if (options.pipelineStages > 0)
@@ -184,6 +190,8 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
                               options.schedule, options.stageCuts}));
   pm.addPass(createAutodiff());
   if (options.precision != "fp32") pm.addPass(createMixedPrecisionGradients());
+  if (options.precision == "fp8")
+    pm.addPass(createFp8Linears(Fp8LinearsOptions{std::string(options.fp8Skip)}));
   if (options.recompute != "none") pm.addPass(createRecompute(RecomputeOptions{options.recompute}));
   if (accumulate != 1) pm.addPass(createAccumulate(AccumulateOptions{accumulate}));
   OptimizerOptions optim;

@@ -81,6 +81,8 @@ DType dtypeOf(Type element) {
   if (element.isF16()) return DType::kF16;
   if (element.isInteger(64)) return DType::kI64;
   if (element.isInteger(32)) return DType::kI32;
+  if (isa<Float8E4M3FNType>(element)) return DType::kF8E4M3;
+  if (isa<Float8E5M2Type>(element)) return DType::kF8E5M2;
   return DType::kF32;
 }
 

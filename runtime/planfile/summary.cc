@@ -10,6 +10,7 @@
 
 #include "ops/kernel_registry.h"
 #include "planfile/communication.h"
+#include "planfile/fp8_summary.h"
 #include "planfile/function_names.h"
 #include "planfile/moe_summary.h"
 
@@ -386,6 +387,12 @@ std::string summarizePlanText(const Plan& plan) {
     os << "\n    ops:";
     for (auto& [op, n] : s.ops) os << " " << op << "=" << n;
     os << "\n";
+    if (const Fp8Layers fp8 = fp8LayersOf(*f); fp8.fp8Gemms > 0) {
+      os << "    fp8: " << fp8.fp8Gemms << " GEMMs of " << fp8.fp8.size()
+         << " layers on FP8 operands; other GEMMs at:";
+      for (const std::string& loc : fp8.other) os << " " << (loc.empty() ? "?" : loc);
+      os << (fp8.other.empty() ? " none\n" : "\n");
+    }
     std::vector<CollectiveCost> comms = collectivesOf(plan, *f);
     if (comms.empty()) continue;
     double sent = 0;
@@ -512,6 +519,12 @@ std::string summarizePlanJson(const Plan& plan) {
          << ",\"group\":" << c.group << ",\"tensors\":" << c.tensors << ",\"bytes\":" << c.bytes
          << ",\"sent_bytes\":" << wholeBytes(c.sentBytes) << "}";
       firstComm = false;
+    }
+    const Fp8Layers fp8 = fp8LayersOf(*f);
+    for (auto [key, list] :
+         {std::pair{"fp8_layers", &fp8.fp8}, std::pair{"other_gemm_layers", &fp8.other}}) {
+      os << "],\"" << key << "\":[";
+      for (size_t i = 0; i < list->size(); ++i) os << (i ? "," : "") << quote((*list)[i]);
     }
     os << "],\"moe_layers\":[";
     bool firstMoe = true;

@@ -462,6 +462,7 @@ def Graph_SelectOp : Graph_Op<"select", [Pure, AllTypesMatch<["on_true", "on_fal
 
 include "GraphTransformerOps.td"
 include "GraphNormOps.td"
+include "GraphFp8Ops.td"
 include "GraphConvOps.td"
 include "GraphLinearOps.td"
 include "GraphVocabParallelOps.td"

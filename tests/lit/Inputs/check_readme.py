@@ -48,14 +48,14 @@ def main(root, ops_path, passes_path):
                 if f"`{attribute}`" not in text:
                     problems.append(f"{where} lacks {op}'s attribute {attribute}")
 
-    passes = set(re.findall(r"^\s+--(dtc-[a-z-]+)\s", pathlib.Path(passes_path).read_text(), re.M))
+    passes = set(re.findall(r"^\s+--(dtc-[a-z0-9-]+)\s", pathlib.Path(passes_path).read_text(), re.M))
     if not passes:
         problems.append("dtc-opt --help lists no dtc passes")
     pass_list = section(command_line, "`dtc-opt` is `mlir-opt`", "## `dtrun`")
     for name in sorted(passes):
         if f"`--{name}" not in pass_list:
             problems.append(f"docs/command-line.md's dtc-opt paragraph does not name --{name}")
-    for name in sorted(set(re.findall(r"`--(dtc-[a-z-]+)", pass_list)) - passes):
+    for name in sorted(set(re.findall(r"`--(dtc-[a-z0-9-]+)", pass_list)) - passes):
         problems.append(f"docs/command-line.md's dtc-opt paragraph names --{name}, which dtc-opt does not register")
 
     layout = section(readme, "## Layout", "```\n\n")

@@ -1,0 +1,32 @@
+// FP8 training's ops (runtime/exec/fp8_contracts.h has their exact arithmetic): per-tensor
+// quantization and the scaled GEMM. dtc-fp8-linears writes them after autodiff, so they have no
+// gradient of their own. Included by GraphOps.td.
+
+def Graph_Fp8Tensor : RankedTensorOf<[F8E4M3FN, F8E5M2]>;
+
+def Graph_Fp8QuantizeOp : Graph_Op<"fp8_quantize", [Pure]> {
+  let summary = "Per-tensor dynamic FP8 quantization (torchao's tensorwise scaling)";
+  let description = [{
+    q = x · scale rounded to q's format (saturating), scale = fmax / max(amax(x), 1e-12);
+    scale_inv = 1 / scale, one float32. With a third result, also x's transpose so quantized:
+    x seen as [rows, cols] (cols its last dimension), q_t [cols, rows].
+  }];
+  let arguments = (ins Graph_FloatTensor:$x);
+  let results = (outs Graph_Fp8Tensor:$q, Graph_F32Tensor:$scale_inv,
+                      Variadic<Graph_Fp8Tensor>:$q_t);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type(results)";
+  let hasVerifier = 1;
+}
+
+def Graph_Fp8GemmOp : Graph_Op<"fp8_gemm", [Pure]> {
+  let summary = "out [M, N] = (a [M, K] · b [N, K]ᵀ) · a_scale_inv · b_scale_inv";
+  let description = [{
+    The products of two FP8 operands summed in float32, then scaled; out float32 or 16-bit
+    (rounded once). Both operands K-major, as FP8 tensor cores read them; not both e5m2.
+  }];
+  let arguments = (ins Graph_Fp8Tensor:$a, Graph_Fp8Tensor:$b, Graph_F32Tensor:$a_scale_inv,
+                       Graph_F32Tensor:$b_scale_inv);
+  let results = (outs Graph_FloatTensor:$out);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}

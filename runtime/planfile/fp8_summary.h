@@ -1,0 +1,41 @@
+// Which of a function's GEMMs run in FP8 (fp8_gemm) and which do not, by model node, for
+// dtc inspect.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ops/kernel_registry.h"
+#include "plan_generated.h"
+
+namespace dtc {
+
+struct Fp8Layers {
+  std::vector<std::string> fp8;    // nodes whose GEMMs are fp8_gemm steps, in step order
+  std::vector<std::string> other;  // nodes with other GEMM steps and none in FP8
+  size_t fp8Gemms = 0;
+};
+
+inline Fp8Layers fp8LayersOf(const plan::Function& f) {
+  Fp8Layers r;
+  if (!f.steps()) return r;
+  auto has = [](const std::vector<std::string>& list, const std::string& loc) {
+    return std::find(list.begin(), list.end(), loc) != list.end();
+  };
+  for (const plan::Step* s : *f.steps()) {
+    const std::string loc = s->loc() ? s->loc()->str() : "";
+    if (s->kernel() != Kernel::fp8_gemm) continue;
+    ++r.fp8Gemms;
+    if (!has(r.fp8, loc)) r.fp8.push_back(loc);
+  }
+  for (const plan::Step* s : *f.steps()) {
+    const KernelInfo* k = kernelInfo(s->kernel());
+    const std::string loc = s->loc() ? s->loc()->str() : "";
+    if (k && k->family == KernelFamily::kGemm && !has(r.fp8, loc) && !has(r.other, loc))
+      r.other.push_back(loc);
+  }
+  return r;
+}
+
+}  // namespace dtc
