@@ -1,10 +1,12 @@
 // dtc-fp8-linears: the chosen linear layers' three GEMMs on FP8 operands (see Passes.td).
 #include <map>
+#include <tuple>
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/GlobPattern.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "Locations.h"
 #include "Passes.h"
@@ -37,10 +39,15 @@ class Rewriter {
   explicit Rewriter(func::FuncOp function) : b_(function.getContext()) {}
 
   // `v` [..., C] as [rows, C], quantized to `format` once per value (with the transposed copy
-  // when `transposed`), just before `before`.
+  // when `transposed`), just before `before`. Casts of one value to one type (mixed precision
+  // casts an input once per layer that reads it) count as one value.
   Quantized quantize(Value v, Type format, bool transposed, Operation* before) {
-    auto it = quantized_.find(v.getAsOpaquePointer());
-    if (it != quantized_.end()) return it->second;
+    Value source = v;
+    if (auto cast = v.getDefiningOp<graph::CastOp>()) source = cast.getX();
+    const Key key{source.getAsOpaquePointer(), v.getType().getAsOpaquePointer(),
+                  format.getAsOpaquePointer()};
+    auto it = quantized_.find(key);
+    if (it != quantized_.end() && (it->second.qt || !transposed)) return it->second;
     b_.setInsertionPoint(before);
     Location loc = before->getLoc();
     ArrayRef<int64_t> shape = graph::shapeOf(v);
@@ -55,7 +62,7 @@ class Rewriter {
     if (transposed) types.push_back(RankedTensorType::get({cols, rows}, format));
     auto op = graph::Fp8QuantizeOp::create(b_, loc, types, flat);
     Quantized r{op.getQ(), op.getScaleInv(), transposed ? op.getQT()[0] : Value()};
-    quantized_[v.getAsOpaquePointer()] = r;
+    quantized_[key] = r;
     return r;
   }
 
@@ -73,8 +80,9 @@ class Rewriter {
   }
 
  private:
+  using Key = std::tuple<const void*, const void*, const void*>;  // source, its type, format
   OpBuilder b_;
-  std::map<const void*, Quantized> quantized_;
+  std::map<Key, Quantized> quantized_;
 };
 
 struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
@@ -129,6 +137,13 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
         rewrite.gemm(gradInput, qdy.q, qdy.scaleInv, qw.qt, qw.scaleInv);
         if (gradWeight) rewrite.gemm(gradWeight, qdy.qt, qdy.scaleInv, qx.qt, qx.scaleInv);
       }
+      // The casts that only fed what was rewritten (one layer's copy of an input another's
+      // quantization now serves) go.
+      SmallVector<Operation*> dead;
+      function.walk([&](graph::CastOp cast) {
+        if (isOpTriviallyDead(cast)) dead.push_back(cast);
+      });
+      for (Operation* op : dead) op->erase();
     }
   }
 };
