@@ -22,14 +22,14 @@ const char* typeName(DType t) {
     case DType::kBF16: return "bf16";
     case DType::kI32: return "i32";
     case DType::kI64: return "i64";
-    case DType::kF8E4M3: return "f8e4m3";
-    case DType::kF8E5M2: return "f8e5m2";
+    case DType::kF8E4M3: return "fp8";  // FP8 GEMMs, of either format
+    case DType::kF8E5M2: return "fp8e5m2";
   }
   return "?";
 }
 
 bool parseType(const std::string& s, DType& t) {
-  for (DType c : {DType::kF32, DType::kF16, DType::kBF16})
+  for (DType c : {DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3})
     if (s == typeName(c)) {
       t = c;
       return true;
@@ -101,7 +101,7 @@ StatusOr<std::vector<std::pair<DType, Curve>>> curvesFrom(const io::Json& g,
   for (const auto& [key, list] : g.members()) {
     DType t;
     if (!parseType(key, t))
-      return bad(origin, "unknown element type '" + key + "' (f32, bf16, f16)");
+      return bad(origin, "unknown element type '" + key + "' (f32, bf16, f16, fp8)");
     if (!list.isArray() || list.size() == 0)
       return bad(origin, "'" + key + "' must list [flops, flop/s] points");
     Curve points;
@@ -132,7 +132,21 @@ io::Json curvesJson(const std::vector<std::pair<DType, Curve>>& curves) {
 
 }  // namespace
 
-double DeviceProfile::gemmFlopsPerSecond(DType dtype, double flops) const {
+namespace {
+
+// FP8 GEMMs run at one rate whichever formats their operands have; a profile without an FP8 curve
+// prices them at bf16's (a device that cannot, or was not measured, gains nothing).
+DType gemmRateType(DType dtype, const std::vector<std::pair<DType, Curve>>& curves) {
+  if (dtype != DType::kF8E4M3 && dtype != DType::kF8E5M2) return dtype;
+  for (const auto& [t, points] : curves)
+    if (t == DType::kF8E4M3) return DType::kF8E4M3;
+  return DType::kBF16;
+}
+
+}  // namespace
+
+double DeviceProfile::gemmFlopsPerSecond(DType requested, double flops) const {
+  const DType dtype = gemmRateType(requested, gemm);
   const Curve* curve = nullptr;
   for (const auto& [t, points] : gemm)
     if (t == dtype) curve = &points;
@@ -166,7 +180,8 @@ double DeviceProfile::qkvAttentionFlopsPerSecond(bool grad, DType dtype, double 
   return attentionFlopsPerSecond(grad, dtype, flops, headDim);
 }
 
-double DeviceProfile::peakFlopsPerSecond(DType dtype) const {
+double DeviceProfile::peakFlopsPerSecond(DType requested) const {
+  const DType dtype = gemmRateType(requested, gemm);
   for (const auto& [t, flops] : this->peak)
     if (t == dtype) return flops;
   double peak = 0;
