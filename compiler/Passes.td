@@ -558,11 +558,13 @@ def Fp8Linears : Pass<"dtc-fp8-linears", "mlir::ModuleOp"> {
   let summary = "FP8 training: the chosen linear layers' three GEMMs on FP8 operands";
   let description = [{
     Run after dtc-mixed-precision-gradients under --precision fp8 (bf16 everywhere else, f32
-    master weights and state, as torchao's Float8 training). Each graph.linear whose weight's
+    master weights and state, as torchao's Float8 training). Each linear layer (graph.linear, or
+    graph.matmul of a 2-D input by a weight [N, K] transposed or [K, N]) whose weight's
     dimensions are multiples of 16 and whose model node no --fp8-skip glob matches becomes
     fp8_gemm on per-tensor quantized operands: the input and the weight in e4m3fn, and in @grad
-    its input gradient dy · W and weight gradient dyᵀ · x with dy in e5m2. A value is quantized
-    once per function, with its transposed copy where a backward GEMM reads it K-major.
+    its input and weight gradients (found by the gradient rules' forms, after it, of one dy) with
+    dy in e5m2. A value is quantized once per function, with its transposed copy where a GEMM
+    reads it K-major.
 
     ```mlir
     %y = graph.linear %x, %w : tensor<2x8x64xbf16>, tensor<32x64xbf16> -> tensor<2x8x32xbf16>

@@ -1,7 +1,9 @@
 // dtc-fp8-linears: the chosen linear layers' three GEMMs on FP8 operands (see Passes.td).
 #include <map>
+#include <optional>
 #include <tuple>
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/GlobPattern.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,11 +29,77 @@ struct Quantized {
   Value q, scaleInv, qt;
 };
 
+// A linear layer y [..., N] = x [..., K] · op(W) and its two gradient GEMMs where @grad has
+// them: graph.linear (W [N, K]), or graph.matmul on a 2-D x with W [N, K] (transposed) or [K, N].
+struct Contraction {
+  Operation* forward = nullptr;
+  Value x, w;
+  bool weightKMajor = true;         // W is [N, K]
+  Operation* gradInput = nullptr;   // dx = dy · op(W)ᵀ
+  Operation* gradWeight = nullptr;  // dW, W's shape
+  Value dy;
+};
+
 // FP8 GEMMs want K and N multiples of 16 (cuBLASLt's FP8 kernels, torchao's filter).
-bool fp8Sized(graph::LinearOp linear) {
-  ArrayRef<int64_t> w = graph::shapeOf(linear.getWeight());
-  return w.size() == 2 && w[0] % 16 == 0 && w[1] % 16 == 0 &&
-         graph::shapeOf(linear.getX()).size() >= 2;
+bool fp8Sized(Value w) {
+  ArrayRef<int64_t> s = graph::shapeOf(w);
+  return s.size() == 2 && s[0] % 16 == 0 && s[1] % 16 == 0;
+}
+
+// The op among `candidates` reading `dy` (any dy when null, if only one reads one).
+Operation* pick(ArrayRef<std::pair<Operation*, Value>> candidates, Value& dy) {
+  if (dy) {
+    for (auto [op, d] : candidates)
+      if (d == dy) return op;
+    return nullptr;
+  }
+  if (candidates.size() != 1) return nullptr;
+  dy = candidates[0].second;
+  return candidates[0].first;
+}
+
+std::optional<Contraction> contractionOf(Operation* op) {
+  Contraction c;
+  c.forward = op;
+  // Gradient GEMMs follow their forward; each candidate with the dy it reads.
+  SmallVector<std::pair<Operation*, Value>> inputGrads, weightGrads;
+  auto after = [&](Operation* user) { return user != op && op->isBeforeInBlock(user); };
+  if (auto linear = dyn_cast<graph::LinearOp>(op)) {
+    c.x = linear.getX();
+    c.w = linear.getWeight();
+    if (graph::shapeOf(c.x).size() < 2 || !fp8Sized(c.w)) return std::nullopt;
+    for (Operation* user : c.w.getUsers())
+      if (auto g = dyn_cast<graph::LinearGradInputOp>(user); g && g.getWeight() == c.w && after(g))
+        inputGrads.push_back({g, g.getDy()});
+    for (Operation* user : c.x.getUsers())
+      if (auto g = dyn_cast<graph::LinearGradWeightOp>(user); g && g.getX() == c.x && after(g))
+        weightGrads.push_back({g, g.getDy()});
+  } else if (auto matmul = dyn_cast<graph::MatmulOp>(op)) {
+    if (matmul.getTransposeLhs() || graph::shapeOf(matmul.getLhs()).size() != 2 ||
+        !fp8Sized(matmul.getRhs()))
+      return std::nullopt;
+    c.x = matmul.getLhs();
+    c.w = matmul.getRhs();
+    c.weightKMajor = matmul.getTransposeRhs();
+    // MatmulOp's gradient rule: dx = matmul(dy, W, false, !tW); dW = tW ? matmul(dy, x, true,
+    // false) : matmul(x, dy, true, false).
+    for (Operation* user : c.w.getUsers())
+      if (auto g = dyn_cast<graph::MatmulOp>(user); g && after(g) && g.getRhs() == c.w &&
+                                                    !g.getTransposeLhs() &&
+                                                    g.getTransposeRhs() == !c.weightKMajor)
+        inputGrads.push_back({g, g.getLhs()});
+    for (Operation* user : c.x.getUsers())
+      if (auto g = dyn_cast<graph::MatmulOp>(user);
+          g && after(g) && g.getTransposeLhs() && !g.getTransposeRhs()) {
+        if (c.weightKMajor && g.getRhs() == c.x) weightGrads.push_back({g, g.getLhs()});
+        if (!c.weightKMajor && g.getLhs() == c.x) weightGrads.push_back({g, g.getRhs()});
+      }
+  } else {
+    return std::nullopt;
+  }
+  c.gradInput = pick(inputGrads, c.dy);
+  c.gradWeight = pick(weightGrads, c.dy);
+  return c;
 }
 
 class Rewriter {
@@ -107,35 +175,39 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
     MLIRContext* ctx = &getContext();
     Type e4m3 = Float8E4M3FNType::get(ctx), e5m2 = Float8E5M2Type::get(ctx);
     for (auto function : getOperation().getOps<func::FuncOp>()) {
-      SmallVector<graph::LinearOp> linears;
-      function.walk([&](graph::LinearOp op) {
-        if (fp8Sized(op) && !skipped(op)) linears.push_back(op);
+      SmallVector<Contraction> contractions;
+      function.walk([&](Operation* op) {
+        if (skipped(op)) return;
+        if (std::optional<Contraction> c = contractionOf(op)) contractions.push_back(*c);
       });
+      // A gradient matmul looks like a forward one: those another contraction claims are its.
+      llvm::SmallPtrSet<Operation*, 16> gradients;
+      for (const Contraction& c : contractions)
+        for (Operation* g : {c.gradInput, c.gradWeight})
+          if (g) gradients.insert(g);
+      llvm::erase_if(contractions,
+                     [&](const Contraction& c) { return gradients.count(c.forward); });
       Rewriter rewrite(function);
-      for (graph::LinearOp linear : linears) {
-        Value x = linear.getX(), w = linear.getWeight();
-        // Its gradients: dx = dy · W and dW = dyᵀ · x, of one dy.
-        graph::LinearGradInputOp gradInput;
-        graph::LinearGradWeightOp gradWeight;
-        for (Operation* user : w.getUsers())
-          if (auto g = dyn_cast<graph::LinearGradInputOp>(user); g && g.getWeight() == w)
-            gradInput = g;
-        if (gradInput)
-          for (Operation* user : x.getUsers())
-            if (auto g = dyn_cast<graph::LinearGradWeightOp>(user);
-                g && g.getX() == x && g.getDy() == gradInput.getDy())
-              gradWeight = g;
-        Quantized qx = rewrite.quantize(x, e4m3, static_cast<bool>(gradWeight), linear);
-        Quantized qw = rewrite.quantize(w, e4m3, static_cast<bool>(gradInput), linear);
-        rewrite.gemm(linear, qx.q, qx.scaleInv, qw.q, qw.scaleInv);
-        if (!gradInput) continue;
-        Operation* first = gradWeight && gradWeight->isBeforeInBlock(gradInput)
-                               ? gradWeight.getOperation()
-                               : gradInput.getOperation();
-        Quantized qdy =
-            rewrite.quantize(gradInput.getDy(), e5m2, static_cast<bool>(gradWeight), first);
-        rewrite.gemm(gradInput, qdy.q, qdy.scaleInv, qw.qt, qw.scaleInv);
-        if (gradWeight) rewrite.gemm(gradWeight, qdy.qt, qdy.scaleInv, qx.qt, qx.scaleInv);
+      for (const Contraction& c : contractions) {
+        // W is read K-major by the forward and N-major by the input gradient: a [K, N] W's
+        // forward reads its transposed copy, a [N, K] W's input gradient does.
+        const bool wTransposed = !c.weightKMajor || c.gradInput != nullptr;
+        Quantized qx = rewrite.quantize(c.x, e4m3, c.gradWeight != nullptr, c.forward);
+        Quantized qw = rewrite.quantize(c.w, e4m3, wTransposed, c.forward);
+        Value wForward = c.weightKMajor ? qw.q : qw.qt, wBackward = c.weightKMajor ? qw.qt : qw.q;
+        rewrite.gemm(c.forward, qx.q, qx.scaleInv, wForward, qw.scaleInv);
+        if (!c.gradInput && !c.gradWeight) continue;
+        Operation* first = !c.gradInput ? c.gradWeight
+                           : c.gradWeight && c.gradWeight->isBeforeInBlock(c.gradInput)
+                               ? c.gradWeight
+                               : c.gradInput;
+        Quantized qdy = rewrite.quantize(c.dy, e5m2, c.gradWeight != nullptr, first);
+        if (c.gradInput) rewrite.gemm(c.gradInput, qdy.q, qdy.scaleInv, wBackward, qw.scaleInv);
+        if (!c.gradWeight) continue;
+        if (c.weightKMajor)  // dW [N, K] = dyᵀ · x
+          rewrite.gemm(c.gradWeight, qdy.qt, qdy.scaleInv, qx.qt, qx.scaleInv);
+        else  // dW [K, N] = xᵀ · dy
+          rewrite.gemm(c.gradWeight, qx.qt, qx.scaleInv, qdy.qt, qdy.scaleInv);
       }
       // The casts that only fed what was rewritten (one layer's copy of an input another's
       // quantization now serves) go.

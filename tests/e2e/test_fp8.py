@@ -1,6 +1,8 @@
 """FP8 training's numerics (--precision fp8) on the CPU's exact emulation, against a NumPy
-reference with ml_dtypes' float8 types: one linear layer, x [4, 8, 32] · w [16, 32]ᵀ, an MSE loss,
-one SGD step of lr 1, so the saved parameters give both gradients (g = p_before - p_after).
+reference with ml_dtypes' float8 types: one linear layer in each form a model brings one (Linear
+on [4, 8, 32] with w [16, 32]; MatMul on [4, 32] with w [16, 32] transposed, as nn.Linear exports,
+and with w [32, 16], as GPT-2's Conv1D), an MSE loss, one SGD step of lr 1, so the saved
+parameters give both gradients (g = p_before - p_after).
 
 The reference follows the plan's path as documented (runtime/exec/fp8_contracts.h): x and w
 rounded to bf16 (mixed precision), each quantized per tensor to e4m3fn (amax, scale = 448 / amax
@@ -44,40 +46,54 @@ def quantize(v, fmt):
     return q, np.float32(1.0) / scale
 
 
-def reference(x, w, target, fp8):
-    xb, wb = bf16(x).reshape(B * T, K), bf16(w)
+def reference(x, w, target, fp8, layout):
+    """The loss and the gradients of x and w; `layout` "nk": y = x · wᵀ (w [N, K]), "kn": y = x · w."""
+    k = x.shape[-1]
+    xb, wb = bf16(x).reshape(-1, k), bf16(w)
+    wk = wb.T if layout == "nk" else wb  # [K, N]
     if fp8:
         qx, sx = quantize(xb, E4M3)
         qw, sw = quantize(wb, E4M3)
-        y = bf16((qx @ qw.T) * np.float32(sx * sw))
+        qwk = qw.T if layout == "nk" else qw
+        y = bf16((qx @ qwk) * np.float32(sx * sw))
     else:
-        y = bf16(xb.astype(np.float64) @ wb.T)
-    diff = y.astype(np.float32) - target.reshape(B * T, N)
+        y = bf16(xb.astype(np.float64) @ wk)
+    diff = y.astype(np.float32) - target.reshape(y.shape)
     loss = float(np.mean(diff.astype(np.float64) ** 2))
     dy = bf16(np.float32(2.0 / diff.size) * diff)
     if fp8:
         qdy, sdy = quantize(dy, E5M2)
-        dx = bf16((qdy @ qw) * np.float32(sdy * sw))
-        dw = (qdy.T @ qx) * np.float32(sdy * sx)
+        dx = bf16((qdy @ qwk.T) * np.float32(sdy * sw))
+        dwk = (qx.T @ qdy) * np.float32(sdy * sx)
     else:
-        dx = bf16(dy.astype(np.float64) @ wb)
-        dw = dy.astype(np.float64).T @ xb
-    return loss, dx.reshape(B, T, K), dw
+        dx = bf16(dy.astype(np.float64) @ wk.T)
+        dwk = xb.astype(np.float64).T @ dy
+    return loss, dx.reshape(x.shape), dwk.T if layout == "nk" else dwk
 
 
-def main():
-    rng = np.random.default_rng(0)
-    x = rng.uniform(-2, 2, (B, T, K)).astype(np.float32)
-    w = rng.uniform(-0.5, 0.5, (N, K)).astype(np.float32)
-    target = rng.standard_normal((B, T, N)).astype(np.float32)
+# name: x's shape, w's shape, the node, w's layout.
+CASES = {
+    "Linear on [B, T, K]": ([B, T, K], [N, K], ("Linear", []), "nk"),
+    "MatMul, w [N, K] transposed": ([B, K], [N, K], ("MatMul", [{"name": "transpose_b", "kind": "int", "i": 1}]),
+                                    "nk"),
+    "MatMul, w [K, N]": ([B, K], [K, N], ("MatMul", []), "kn"),
+}
+
+
+def check(name, x_shape, w_shape, node, layout, rng):
+    x = rng.uniform(-2, 2, x_shape).astype(np.float32)
+    w = rng.uniform(-0.5, 0.5, w_shape).astype(np.float32)
+    out_shape = x_shape[:-1] + [N]
+    target = rng.standard_normal(out_shape).astype(np.float32)
     perm = epoch_permutation(B, SEED, 0)
     with tempfile.TemporaryDirectory() as d:
         np.save(os.path.join(d, "target.npy"), target[np.argsort(perm)])
+        op, attrs = node
         model = {"version": 1, "graph": {
-            "inputs": [{"name": "target", "dtype": "f32", "shape": [-1, T, N]}],
+            "inputs": [{"name": "target", "dtype": "f32", "shape": [-1] + out_shape[1:]}],
             "initializers": [{"info": {"name": k, "shape": list(v.shape)}, "float_data": v.ravel().tolist(),
                               "trainable": True} for k, v in (("x", x), ("w", w))],
-            "nodes": [{"name": "proj", "op_type": "Linear", "inputs": ["x", "w"], "outputs": ["out"]},
+            "nodes": [{"name": "proj", "op_type": op, "inputs": ["x", "w"], "outputs": ["out"], "attributes": attrs},
                       {"name": "mse", "op_type": "MSELoss", "inputs": ["out", "target"], "outputs": ["loss"]}],
             "outputs": ["loss"], "loss": "loss"}}
         with open(os.path.join(d, "m.json"), "w") as f:
@@ -90,19 +106,25 @@ def main():
         final = load_safetensors(os.path.join(d, "model.safetensors"))
         ours_loss = read_log(os.path.join(d, "log.jsonl"))[0]["loss"]
     ours = {"x": x - final["x"], "w": w - final["w"]}
-    loss8, dx8, dw8 = reference(x, w, target, fp8=True)
-    loss16, dx16, dw16 = reference(x, w, target, fp8=False)
+    loss8, dx8, dw8 = reference(x, w, target, True, layout)
+    loss16, dx16, dw16 = reference(x, w, target, False, layout)
     tolerance = {"dx": 2.0 ** -8, "dw": 1e-5}
-    for name, got, want8, want16 in (("dx", ours["x"], dx8, dx16), ("dw", ours["w"], dw8, dw16)):
+    for grad, got, want8, want16 in (("dx", ours["x"], dx8, dx16), ("dw", ours["w"], dw8, dw16)):
         scale = np.abs(want8).max()
         err8 = np.abs(got - want8).max() / scale
         err16 = np.abs(got - want16).max() / scale
-        print(f"{name}: rel err against the FP8 reference {err8:.2e}, against bf16's {err16:.2e}")
-        assert err8 <= tolerance[name], f"{name}: {err8}"
-        assert err16 >= 10 * max(err8, 1e-7), f"{name}: no closer to FP8 than to bf16"
+        print(f"{name}: {grad} rel err against the FP8 reference {err8:.2e}, against bf16's {err16:.2e}")
+        assert err8 <= tolerance[grad], f"{name}: {grad} {err8}"
+        assert err16 >= 10 * max(err8, 1e-7), f"{name}: {grad} no closer to FP8 than to bf16"
     loss_err = abs(ours_loss - loss8) / loss8
-    print(f"loss {ours_loss:.7f} vs reference {loss8:.7f} (bf16's {loss16:.7f}): rel err {loss_err:.2e}")
-    assert loss_err <= 1e-6, loss_err
+    print(f"{name}: loss {ours_loss:.7f} vs reference {loss8:.7f} (bf16's {loss16:.7f}), rel err {loss_err:.2e}")
+    assert loss_err <= 1e-6, f"{name}: loss {loss_err}"
+
+
+def main():
+    rng = np.random.default_rng(0)
+    for name, (x_shape, w_shape, node, layout) in CASES.items():
+        check(name, x_shape, w_shape, node, layout, rng)
     train_llama()
     print("fp8 numerics: ok")
 
