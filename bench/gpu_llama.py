@@ -134,6 +134,8 @@ def main():
     parser.add_argument("--models", default="1B,3B")
     parser.add_argument("--contexts", default="2048,4096,8192")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--precision", default="bf16",
+                        help="dtrun's, comma-separated: bf16 (llama-SIZE-CONTEXT.dtp), fp8 (…-fp8.dtp)")
     parser.add_argument("--peers", default="eager,compile,compile-max-autotune",
                         help="the PyTorch contenders: eager, torch.compile's modes")
     a = parser.parse_args()
@@ -151,17 +153,20 @@ def main():
     for model in a.models.split(","):
         for context in (int(c) for c in a.contexts.split(",")):
             batch = BATCH[model][context]
-            plan = os.path.join(a.plans, f"llama-{model.lower()}-{context}.dtp")
-            contenders = [("dtrun bf16", gpu_rounds.dtrun_measure(a.build, plan, tokens, WARMUP, STEPS,
-                                                                   tokens_per_sample=context))]
-            for peer in a.peers.split(","):
+            contenders = []
+            for precision in a.precision.split(","):
+                suffix = "" if precision == "bf16" else f"-{precision}"
+                plan = os.path.join(a.plans, f"llama-{model.lower()}-{context}{suffix}.dtp")
+                contenders.append((f"dtrun {precision}", gpu_rounds.dtrun_measure(
+                    a.build, plan, tokens, WARMUP, STEPS, tokens_per_sample=context)))
+            for peer in filter(None, a.peers.split(",")):
                 argv = [sys.executable, me, "--peer", peer, "--model", model, "--context", str(context)]
                 contenders.append((f"pytorch {peer} bf16", lambda _r, argv=argv: gpu_rounds.run_process(argv)))
             print(f"Llama 3.2 {model}, context {context}, batch {batch}: {a.rounds} interleaved rounds", flush=True)
             results = gpu_rounds.run_rounds(contenders, a.rounds)
-            gpu_rounds.print_table(f"Llama 3.2 {model} bf16, {batch} x {context} tokens a step", results,
-                                   "dtrun bf16", [n for n, _ in contenders[1:]], flops_per_token(model, context),
-                                   peak)
+            gpu_rounds.print_table(f"Llama 3.2 {model}, {batch} x {context} tokens a step", results,
+                                   contenders[0][0], [n for n, _ in contenders[1:]],
+                                   flops_per_token(model, context), peak)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ gpt-recipe|gpt.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 3e-3 --no-decay
 gpt-recipe-tp2-pp2|gpt.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 3e-3 --no-decay *.bias --lr-schedule cosine --warmup-steps 4 --decay-steps 16 --clip-grad-norm 0.3 --mesh tp=2,pp=2 --microbatches 2 --sequence-parallel|1e-4
 llama|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3|1e-4
 llama-cuda-bf16|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16|1e-2
+llama-cuda-fp8|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision fp8|2e-2
 llama-cuda-tp2|llama.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh tp=2|1e-4
 llama-cuda-bf16-tp2-pp2|llama.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh tp=2,pp=2 --microbatches 2|1e-2
 gpt-cuda-cp2-ring|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --fused-attention --mesh cp=2 --cp-attention ring|1e-4
@@ -103,8 +104,9 @@ echo "wrote $OUT/gpt2-{bf16,fp32,bf16-unfused-attention}.dtp (GPT-2 124M, batch 
 
 # Llama 3.2 1B (16 x 2048, 32 query / 8 key-value heads, FFN 8192) and 3B (28 x 3072, 24 / 8) for
 # bench/gpu_llama.sh: the vocabulary of 128,256, the head tied, rotary theta 500,000, bf16 with
-# the CUDA defaults, AdamW; 16,384 tokens a step for 1B and 8,192 for 3B (bench/gpu_llama.py's
-# BATCH), and Llama 3's token file (llm.c's uint32 format). The plans lease.sh runs (1B at 4096);
+# the CUDA defaults, AdamW, each also in FP8 (…-fp8.dtp, --precision fp8); 16,384 tokens a step
+# for 1B and 8,192 for 3B (bench/gpu_llama.py's BATCH), and Llama 3's token file (llm.c's uint32
+# format). The plans lease.sh runs (1B and 3B at 4096);
 # DTC_BENCH_LLAMA=all for every size and context (2048, 4096, 8192: their rotary tables take
 # about 26 MB of the carry).
 /usr/bin/python3 - "$OUT" <<'PY'
@@ -118,7 +120,7 @@ PY
 if [ "${DTC_BENCH_LLAMA:-}" = all ]; then
   llama_plans="1b:2048:8 1b:4096:4 1b:8192:2 3b:2048:4 3b:4096:2 3b:8192:1"
 else
-  llama_plans="1b:4096:4"
+  llama_plans="1b:4096:4 3b:4096:2"
 fi
 for spec in $llama_plans; do
   IFS=: read -r size context batch <<< "$spec"
@@ -126,8 +128,11 @@ for spec in $llama_plans; do
   # shellcheck disable=SC2086
   "$DTC" zoo llama --vocab 128256 --ctx "$context" $shape --kv-heads 8 --ffn 8192 --rope-theta 500000 \
     --rms-eps 1e-5 --tie-embeddings --seed 0 -o "$OUT/llama-bench.dtm"
-  "$DTC" compile "$OUT/llama-bench.dtm" -o "$OUT/llama-$size-$context.dtp" --batch "$batch" \
-    --optimizer adamw --lr 3e-4 --device cuda --precision bf16 > /dev/null
+  for precision in bf16 fp8; do
+    suffix=$([ "$precision" = bf16 ] || echo "-$precision")
+    "$DTC" compile "$OUT/llama-bench.dtm" -o "$OUT/llama-$size-$context$suffix.dtp" --batch "$batch" \
+      --optimizer adamw --lr 3e-4 --device cuda --precision "$precision" > /dev/null
+  done
 done
 rm -f "$OUT/llama-bench.dtm"
 echo "wrote $OUT/llama-*.dtp ($llama_plans) and llama3-tokens.bin for bench/gpu_llama.sh"
