@@ -133,8 +133,6 @@ LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
     return error("--microbatches and --accumulate both split the step; give one");
   if (options.precision == "fp8" && !options.mesh.empty())
     return error("--precision fp8 runs on one device: its scales do not yet agree across ranks");
-  if (options.precision == "fp8" && options.recompute != "none")
-    return error("--precision fp8 does not combine with --recompute yet");
   if (options.contextParallel > 0 && !options.fusedAttention)
     return error("context parallelism needs fused attention (fused-attention=true)");
   if ((options.dataParallel > 0 || options.pipelineStages > 0 || options.contextParallel > 0) &&
