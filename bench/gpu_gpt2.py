@@ -114,7 +114,12 @@ def run_size(size, a, peaks, precisions, variants, tokens):
         plan = os.path.join(a.plans, f"{prefix}-{precision}.dtp")
         contenders = [(f"dtrun {precision}", gpu_rounds.dtrun_measure(a.build, plan, tokens, WARMUP, STEPS,
                                                                       tokens_per_sample=T))]
-        if precision == "bf16":
+        if precision == "fp8":
+            # FP8's measure is dtc's own bf16 step (the same plan but for the linear layers' GEMMs).
+            contenders.append(("dtrun bf16", gpu_rounds.dtrun_measure(
+                a.build, os.path.join(a.plans, f"{prefix}-bf16.dtp"), tokens, WARMUP, STEPS, tokens_per_sample=T)))
+            peers = []
+        elif precision == "bf16":
             for name, plan_name, env in variants:
                 contenders.append((name, gpu_rounds.dtrun_measure(a.build, os.path.join(a.plans, plan_name), tokens,
                                                                   WARMUP, STEPS, env, tokens_per_sample=T)))
@@ -122,11 +127,13 @@ def run_size(size, a, peaks, precisions, variants, tokens):
                      ("torch.compile bf16 max-autotune-no-cudagraphs", "compile-max-autotune")]
         else:
             peers = [("pytorch eager fp32", "fp32")]
+        shown = ["dtrun bf16"] if precision == "fp8" else []
         peers = [(name, mode) for name, mode in peers if mode in a.peers.split(",")]
         contenders += [(name, peer(mode)) for name, mode in peers]
         results = gpu_rounds.run_rounds(contenders, a.rounds)
         gpu_rounds.print_table(f"GPT-2 {size} {precision}, {B} x {T} tokens a step", results, f"dtrun {precision}",
-                               [name for name, _ in peers], flops_per_token, peaks[precision])
+                               shown + [name for name, _ in peers], flops_per_token,
+                               peaks["bf16" if precision == "fp8" else precision])
 
 
 def main():
@@ -139,7 +146,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", action="store_true",
                         help="also dtrun's bf16 variants (what each choice buys), in the rounds")
-    parser.add_argument("--precisions", default="bf16,fp32", help="GPT-2 124M's precisions (350M runs bf16)")
+    parser.add_argument("--precisions", default="bf16,fp32", help="bf16, fp32, fp8 (against dtc's bf16 step); 350M runs bf16 and fp8")
     parser.add_argument("--peers", default="bf16,fp32,compile,compile-max-autotune",
                         help="the PyTorch contenders: eager bf16 and fp32, torch.compile's modes")
     parser.add_argument("--peer", choices=("bf16", "fp32", "compile", "compile-max-autotune"))
@@ -171,7 +178,8 @@ def main():
         if size == "124M":
             run_size(size, a, peaks, tuple(a.precisions.split(",")), variants if a.variants else (), tokens)
         else:
-            run_size(size, a, peaks, ("bf16",), (), tokens)
+            run_size(size, a, peaks, tuple(p for p in a.precisions.split(",") if p in ("bf16", "fp8")) or ("bf16",),
+                     (), tokens)
 
 
 if __name__ == "__main__":

@@ -86,21 +86,23 @@ echo "wrote $OUT: $(wc -l < "$OUT/plans.txt") plans; carry it (device tool: carr
 
 # GPT-2 124M for bench/gpu_gpt2.sh (nanoGPT's shapes, vocabulary padded to 50304, context 1024),
 # with the CUDA defaults (attention on the fused projection, GEMM epilogues, multi-tensor
-# AdamW): bf16 mixed precision, and fp32; and GPT-2 350M (24 layers of 1024, 16 heads) in bf16
-# at batch 4.
+# AdamW): bf16 mixed precision, fp32 and FP8; and GPT-2 350M (24 layers of 1024, 16 heads) in
+# bf16 and FP8 at batch 4.
 "$DTC" zoo gpt --vocab 50304 --ctx 1024 --layers 12 --heads 12 --embd 768 --seed 0 -o "$OUT/gpt2.dtm"
-for precision in bf16 fp32; do
+for precision in bf16 fp32 fp8; do
   "$DTC" compile "$OUT/gpt2.dtm" -o "$OUT/gpt2-$precision.dtp" --batch 8 --optimizer adamw --lr 6e-4 \
     --device cuda --precision "$precision" > /dev/null
 done
 "$DTC" zoo gpt --vocab 50304 --ctx 1024 --layers 24 --heads 16 --embd 1024 --seed 0 -o "$OUT/gpt2-350m.dtm"
-"$DTC" compile "$OUT/gpt2-350m.dtm" -o "$OUT/gpt2-350m-bf16.dtp" --batch 4 --optimizer adamw --lr 3e-4 \
-  --device cuda --precision bf16 > /dev/null
+for precision in bf16 fp8; do
+  "$DTC" compile "$OUT/gpt2-350m.dtm" -o "$OUT/gpt2-350m-$precision.dtp" --batch 4 --optimizer adamw \
+    --lr 3e-4 --device cuda --precision "$precision" > /dev/null
+done
 # The same bf16 step with attention unfused (batched GEMMs and a causal softmax, the [T, T]
 # probabilities kept for backward), to measure what fused attention buys on this GPU.
 "$DTC" compile "$OUT/gpt2.dtm" -o "$OUT/gpt2-bf16-unfused-attention.dtp" --batch 8 --optimizer adamw --lr 6e-4 \
   --device cuda --precision bf16 --no-fused-attention > /dev/null
-echo "wrote $OUT/gpt2-{bf16,fp32,bf16-unfused-attention}.dtp (GPT-2 124M, batch 8 x 1024 tokens) and gpt2-350m-bf16.dtp (batch 4 x 1024) for bench/gpu_gpt2.sh"
+echo "wrote $OUT/gpt2-{bf16,fp32,fp8,bf16-unfused-attention}.dtp (GPT-2 124M, batch 8 x 1024 tokens) and gpt2-350m-{bf16,fp8}.dtp (batch 4 x 1024) for bench/gpu_gpt2.sh"
 
 # Llama 3.2 1B (16 x 2048, 32 query / 8 key-value heads, FFN 8192) and 3B (28 x 3072, 24 / 8) for
 # bench/gpu_llama.sh: the vocabulary of 128,256, the head tied, rotary theta 500,000, bf16 with
