@@ -18,25 +18,14 @@
 
 #include "exec/bind_util.h"
 #include "exec/precision_contracts.h"
+#include "support/float8.h"
 
 namespace dtc {
 
 inline bool float8(DType t) { return t == DType::kF8E4M3 || t == DType::kF8E5M2; }
 
 // The largest finite magnitude of an FP8 format.
-inline float float8Max(DType t) { return t == DType::kF8E4M3 ? 448.0f : 57344.0f; }
-
-// The scale that maps `amax` to the format's largest magnitude, as torchao computes it: in
-// double, amax floored at kFp8AmaxFloor (below), rounded to f32 once.
-inline float fp8Scale(float amax, DType format);
-
-// amax below this counts as this: a tensor of zeros gets a finite scale.
-inline constexpr double kFp8AmaxFloor = 1e-12;
-
-inline float fp8Scale(float amax, DType format) {
-  const double floored = static_cast<double>(amax) > kFp8AmaxFloor ? amax : kFp8AmaxFloor;
-  return static_cast<float>(static_cast<double>(float8Max(format)) / floored);
-}
+inline float float8Max(DType t) { return t == DType::kF8E4M3 ? kE4M3Max : kE5M2Max; }
 
 struct Fp8QuantizeDims {
   int64_t rows = 0, cols = 0;  // x seen as [rows, cols]

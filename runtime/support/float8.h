@@ -32,6 +32,16 @@ using E5M2 = Float8Format<2, 15, 0x7B, 0x7F, true>;
 inline constexpr float kE4M3Max = 448.0f;
 inline constexpr float kE5M2Max = 57344.0f;
 
+// Below this an amax counts as this: a tensor of zeros gets a finite scale.
+inline constexpr double kFloat8AmaxFloor = 1e-12;
+
+// The per-tensor scale that maps `amax` to `fmax`, as torchao computes it: in double, amax
+// floored at kFloat8AmaxFloor, rounded to f32 once. Both backends' quantizations call it.
+DTC_HOST_DEVICE inline float float8Scale(float amax, float fmax) {
+  const double floored = static_cast<double>(amax) > kFloat8AmaxFloor ? amax : kFloat8AmaxFloor;
+  return static_cast<float>(static_cast<double>(fmax) / floored);
+}
+
 template <typename Format>
 DTC_HOST_DEVICE inline uint8_t f32ToFloat8(float f) {
   constexpr int kMan = Format::mantissaBits;

@@ -58,7 +58,7 @@ float amaxOf(const TensorView& x, ThreadPool& pool) {
 
 void quantize(const TensorView& x, const Fp8QuantizeDims& d, uint8_t* q, uint8_t* qt,
               float* scaleInv, ThreadPool& pool) {
-  const float scale = fp8Scale(amaxOf(x, pool), d.format);
+  const float scale = float8Scale(amaxOf(x, pool), float8Max(d.format));
   pool.parallelFor(d.rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(d.cols, 1)),
                    [&](int64_t begin, int64_t end) {
                      for (int64_t r = begin; r < end; ++r)
@@ -107,10 +107,7 @@ StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx) {
     const float factor = aScale.f32()[0] * bScale.f32()[0];
     const int64_t n = d.m * d.n;
     for (int64_t i = 0; i < n; ++i) sum[i] *= factor;
-    if (out.dtype == DType::kBF16)
-      for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(out.data)[i] = f32ToBf16(sum[i]);
-    if (out.dtype == DType::kF16)
-      for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(out.data)[i] = f32ToF16(sum[i]);
+    if (narrow) fromF32(sum, out);
     return Status::Ok();
   });
 }

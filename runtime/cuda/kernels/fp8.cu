@@ -31,17 +31,10 @@ __global__ void amaxKernel(FloatIn x, int64_t n, unsigned* amaxBits) {
   if (threadIdx.x == 0) atomicMax(amaxBits, bits);
 }
 
-// fp8Scale of exec/fp8_contracts.h, on the device: the same double arithmetic.
-__device__ inline float scaleOf(unsigned amaxBits, float fmax) {
-  const double amax = __uint_as_float(amaxBits);
-  const double floored = amax > kFp8AmaxFloor ? amax : kFp8AmaxFloor;
-  return static_cast<float>(static_cast<double>(fmax) / floored);
-}
-
 template <typename Format>
 __global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const unsigned* amaxBits,
                                float fmax, uint8_t* q, uint8_t* qt) {
-  const float scale = scaleOf(*amaxBits, fmax);
+  const float scale = float8Scale(__uint_as_float(*amaxBits), fmax);
   const int64_t n = rows * cols;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
     const uint8_t code = f32ToFloat8<Format>(__fmul_rn(at(x, i), scale));
@@ -52,7 +45,7 @@ __global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const unsi
 
 // The amax's bits become scale_inv in place (one thread: it reads, then writes, the word).
 __global__ void scaleInvKernel(float fmax, unsigned* amaxThenScaleInv) {
-  const float scale = scaleOf(*amaxThenScaleInv, fmax);
+  const float scale = float8Scale(__uint_as_float(*amaxThenScaleInv), fmax);
   *reinterpret_cast<float*>(amaxThenScaleInv) = __fdiv_rn(1.0f, scale);
 }
 
