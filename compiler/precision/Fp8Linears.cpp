@@ -104,7 +104,7 @@ std::optional<Contraction> contractionOf(Operation* op) {
 
 class Rewriter {
  public:
-  explicit Rewriter(func::FuncOp function) : b_(function.getContext()) {}
+  explicit Rewriter(MLIRContext* ctx) : b_(ctx) {}
 
   // `v` [..., C] as [rows, C], quantized to `format` once per value (with the transposed copy
   // when `transposed`), just before `before`. Casts of one value to one type (mixed precision
@@ -187,7 +187,7 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
           if (g) gradients.insert(g);
       llvm::erase_if(contractions,
                      [&](const Contraction& c) { return gradients.count(c.forward); });
-      Rewriter rewrite(function);
+      Rewriter rewrite(ctx);
       for (const Contraction& c : contractions) {
         // W is read K-major by the forward and N-major by the input gradient: a [K, N] W's
         // forward reads its transposed copy, a [N, K] W's input gradient does.
