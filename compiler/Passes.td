@@ -557,24 +557,29 @@ def MixedPrecisionGradients : Pass<"dtc-mixed-precision-gradients", "mlir::Modul
 def Fp8Linears : Pass<"dtc-fp8-linears", "mlir::ModuleOp"> {
   let summary = "FP8 training: the chosen linear layers' three GEMMs on FP8 operands";
   let description = [{
-    Run after dtc-mixed-precision-gradients under --precision fp8 (bf16 everywhere else, f32
-    master weights and state, as torchao's Float8 training). Each linear layer (graph.linear, or
+    Run under --precision fp8 (bf16 everywhere else, f32 master weights and state, as torchao's
+    Float8 training) on the whole step (after recomputation, accumulation and the optimizer),
+    once a mesh's layouts are annotated and before they propagate. Each linear layer (graph.linear, or
     graph.matmul of a 2-D input by a weight [N, K] transposed or [K, N]) whose weight's
     dimensions are multiples of 16 and whose model node no --fp8-skip glob matches becomes
-    fp8_gemm on per-tensor quantized operands: the input and the weight in e4m3fn, and in @grad
-    its input and weight gradients (found by the gradient rules' forms, after it, of one dy) with
+    fp8_gemm on per-tensor quantized operands: the input and the weight in e4m3fn, and in the
+    training step its input and weight gradients (found by the gradient rules' forms, after it, of one dy) with
     dy in e5m2. A value is quantized once per function, with its transposed copy where a GEMM
-    reads it K-major.
+    reads it K-major. Its amax is its own op, so that a mesh splitting it reduces one maximum
+    (an all-reduce MAX) before any rank quantizes; no reshape merges a batch's and a sequence's
+    dimensions, so the partitioner splits the FP8 operands as it splits their sources.
 
     ```mlir
     %y = graph.linear %x, %w : tensor<2x8x64xbf16>, tensor<32x64xbf16> -> tensor<2x8x32xbf16>
     // becomes
-    %x2 = graph.reshape %x : tensor<2x8x64xbf16> -> tensor<16x64xbf16>
-    %qx, %sx = graph.fp8_quantize %x2 : tensor<16x64xbf16> -> tensor<16x64xf8E4M3FN>, tensor<1xf32>
-    %qw, %sw = graph.fp8_quantize %w : tensor<32x64xbf16> -> tensor<32x64xf8E4M3FN>, tensor<1xf32>
-    %y2 = graph.fp8_gemm %qx, %qw, %sx, %sw : (...) -> tensor<16x32xbf16>
-    %y = graph.reshape %y2 : tensor<16x32xbf16> -> tensor<2x8x32xbf16>
+    %ax = graph.fp8_amax %x : tensor<2x8x64xbf16> -> tensor<1xf32>
+    %qx, %sx = graph.fp8_quantize %x, %ax : tensor<2x8x64xbf16> -> tensor<2x8x64xf8E4M3FN>, ...
+    %aw = graph.fp8_amax %w : tensor<32x64xbf16> -> tensor<1xf32>
+    %qw, %sw = graph.fp8_quantize %w, %aw : tensor<32x64xbf16> -> tensor<32x64xf8E4M3FN>, ...
+    %y = graph.fp8_gemm %qx, %qw, %sx, %sw : (...) -> tensor<2x8x32xbf16>
     ```
+    In the training step the weight gradient contracts over both of x's leading dimensions
+    (`contract_dims = 2`) of the transposed copies, dy's [32, 2, 8] and x's [64, 2, 8].
   }];
   let options = [
     Option<"skip", "skip", "std::string", "\"lm_head\"",

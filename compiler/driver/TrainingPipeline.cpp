@@ -131,8 +131,6 @@ LogicalResult validatePipelineOptions(const TrainingPipelineOptions& options,
     return error("a dp_replicate axis needs a dp axis to shard over (--mesh dp_replicate=R,dp=N)");
   if (options.microBatches != 1 && options.accumulate != 1)
     return error("--microbatches and --accumulate both split the step; give one");
-  if (options.precision == "fp8" && !options.mesh.empty())
-    return error("--precision fp8 runs on one device: its scales do not yet agree across ranks");
   if (options.contextParallel > 0 && !options.fusedAttention)
     return error("context parallelism needs fused attention (fused-attention=true)");
   if ((options.dataParallel > 0 || options.pipelineStages > 0 || options.contextParallel > 0) &&
@@ -188,8 +186,6 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
                               options.schedule, options.stageCuts}));
   pm.addPass(createAutodiff());
   if (options.precision != "fp32") pm.addPass(createMixedPrecisionGradients());
-  if (options.precision == "fp8")
-    pm.addPass(createFp8Linears(Fp8LinearsOptions{std::string(options.fp8Skip)}));
   if (options.recompute != "none") pm.addPass(createRecompute(RecomputeOptions{options.recompute}));
   if (accumulate != 1) pm.addPass(createAccumulate(AccumulateOptions{accumulate}));
   OptimizerOptions optim;
@@ -224,6 +220,12 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
     if (options.dataParallel > 0)
       pm.addPass(createDataParallel(
           DataParallelOptions{options.dataParallel, options.zeroStage, options.dataReplicate}));
+  }
+  // After the layouts are chosen (Megatron's preset and sequence parallelism read the linear
+  // layers), before they propagate: the FP8 operands split as their sources do.
+  if (options.precision == "fp8")
+    pm.addPass(createFp8Linears(Fp8LinearsOptions{std::string(options.fp8Skip)}));
+  if (!options.mesh.empty()) {
     pm.addPass(createShardingPropagation());
     pm.addPass(createPartition());
     // Sequence parallelism keeps the shards of what it gathers, as Megatron's does, whatever

@@ -26,7 +26,7 @@ namespace dtc {
 namespace {
 
 struct Quantized {
-  Value q, scaleInv, qt;
+  Value q, scaleInv, qt, amax;
 };
 
 // A linear layer y [..., N] = x [..., K] · op(W) and its two gradient GEMMs where @grad has
@@ -106,8 +106,8 @@ class Rewriter {
  public:
   explicit Rewriter(MLIRContext* ctx) : b_(ctx) {}
 
-  // `v` [..., C] as [rows, C], quantized to `format` once per value (with the transposed copy
-  // when `transposed`), just before `before`. Casts of one value to one type (mixed precision
+  // `v` quantized to `format` once per value (with the transposed copy when `transposed`), just
+  // before `before`: its amax, then its codes. Casts of one value to one type (mixed precision
   // casts an input once per layer that reads it) count as one value.
   Quantized quantize(Value v, Type format, bool transposed, Operation* before) {
     Value source = v;
@@ -115,34 +115,36 @@ class Rewriter {
     const Key key{source.getAsOpaquePointer(), v.getType().getAsOpaquePointer(),
                   format.getAsOpaquePointer()};
     auto it = quantized_.find(key);
+    // One made later in the block (for a GEMM found earlier) cannot serve here.
+    if (it != quantized_.end() && !it->second.amax.getDefiningOp()->isBeforeInBlock(before))
+      it = quantized_.end();
     if (it != quantized_.end() && (it->second.qt || !transposed)) return it->second;
     b_.setInsertionPoint(before);
     Location loc = before->getLoc();
+    Value amax = it != quantized_.end() ? it->second.amax : Value();
+    if (!amax)
+      amax = graph::Fp8AmaxOp::create(b_, loc, RankedTensorType::get({1}, b_.getF32Type()), v);
     ArrayRef<int64_t> shape = graph::shapeOf(v);
-    const int64_t cols = shape.back(), rows = cast<RankedTensorType>(v.getType()).getNumElements() /
-                                              std::max<int64_t>(cols, 1);
-    Value flat = v;
-    if (shape.size() != 2)
-      flat = graph::ReshapeOp::create(b_, loc,
-                                      RankedTensorType::get({rows, cols}, graph::elementOf(v)), v);
-    SmallVector<Type> types = {RankedTensorType::get({rows, cols}, format),
+    SmallVector<Type> types = {RankedTensorType::get(shape, format),
                                RankedTensorType::get({1}, b_.getF32Type())};
-    if (transposed) types.push_back(RankedTensorType::get({cols, rows}, format));
-    auto op = graph::Fp8QuantizeOp::create(b_, loc, types, flat);
-    Quantized r{op.getQ(), op.getScaleInv(), transposed ? op.getQT()[0] : Value()};
+    if (transposed) {
+      SmallVector<int64_t> t = {shape.back()};
+      t.append(shape.begin(), shape.end() - 1);
+      types.push_back(RankedTensorType::get(t, format));
+    }
+    auto op = graph::Fp8QuantizeOp::create(b_, loc, types, v, amax);
+    Quantized r{op.getQ(), op.getScaleInv(), transposed ? op.getQT()[0] : Value(), amax};
     quantized_[key] = r;
     return r;
   }
 
-  // a [M, K] · b [N, K]ᵀ scaled, as `like` (its shape and element type), replacing it.
+  // a [M..., K...] · b [N..., K...]ᵀ scaled, as `like` (its result [M..., N...]), replacing it.
   void gemm(Operation* like, Value a, Value aScale, Value b, Value bScale) {
     b_.setInsertionPoint(like);
-    Location loc = like->getLoc();
-    auto type = cast<RankedTensorType>(like->getResult(0).getType());
-    const int64_t m = graph::shapeOf(a)[0], n = graph::shapeOf(b)[0];
-    Value out = graph::Fp8GemmOp::create(
-        b_, loc, RankedTensorType::get({m, n}, type.getElementType()), a, b, aScale, bScale);
-    if (type.getRank() != 2) out = graph::ReshapeOp::create(b_, loc, type, out);
+    Type type = like->getResult(0).getType();
+    const int64_t contracted = (graph::rankOf(a) + graph::rankOf(b) - graph::rankOf(like->getResult(0))) / 2;
+    Value out = graph::Fp8GemmOp::create(b_, like->getLoc(), type, a, b, aScale, bScale,
+                                         b_.getI64IntegerAttr(contracted));
     like->getResult(0).replaceAllUsesWith(out);
     like->erase();
   }
@@ -187,6 +189,12 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
           if (g) gradients.insert(g);
       llvm::erase_if(contractions,
                      [&](const Contraction& c) { return gradients.count(c.forward); });
+      // A gradient two forwards could claim (one weight read twice) goes to the first; the
+      // other's is left to be found on its own below.
+      llvm::SmallPtrSet<Operation*, 16> claimed;
+      for (Contraction& c : contractions)
+        for (Operation** g : {&c.gradInput, &c.gradWeight})
+          if (*g && !claimed.insert(*g).second) *g = nullptr;
       Rewriter rewrite(ctx);
       for (const Contraction& c : contractions) {
         // W is read K-major by the forward and N-major by the input gradient: a [K, N] W's
@@ -208,6 +216,28 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
           rewrite.gemm(c.gradWeight, qdy.qt, qdy.scaleInv, qx.qt, qx.scaleInv);
         else  // dW [K, N] = xᵀ · dy
           rewrite.gemm(c.gradWeight, qx.qt, qx.scaleInv, qdy.qt, qdy.scaleInv);
+      }
+      // Gradients whose forward GEMM reads another value (full recomputation recomputes a
+      // layer's input for its gradients, not its output, so no forward reads that copy) or sits
+      // in another function: each on its own.
+      SmallVector<Operation*> unpaired;
+      function.walk([&](Operation* op) {
+        if (isa<graph::LinearGradInputOp, graph::LinearGradWeightOp>(op) && !skipped(op) &&
+            fp8Sized(isa<graph::LinearGradInputOp>(op) ? op->getOperand(1) : op->getResult(0)))
+          unpaired.push_back(op);
+      });
+      for (Operation* op : unpaired) {
+        if (auto g = dyn_cast<graph::LinearGradInputOp>(op)) {  // dx = dy · W
+          Quantized qdy = rewrite.quantize(g.getDy(), e5m2, false, op);
+          Quantized qw = rewrite.quantize(g.getWeight(), e4m3, true, op);
+          rewrite.gemm(op, qdy.q, qdy.scaleInv, qw.qt, qw.scaleInv);
+          continue;
+        }
+        auto g = cast<graph::LinearGradWeightOp>(op);  // dW = dyᵀ · x
+        if (graph::rankOf(g.getX()) < 2) continue;
+        Quantized qdy = rewrite.quantize(g.getDy(), e5m2, true, op);
+        Quantized qx = rewrite.quantize(g.getX(), e4m3, true, op);
+        rewrite.gemm(op, qdy.qt, qdy.scaleInv, qx.qt, qx.scaleInv);
       }
       // The casts that only fed what was rewritten (one layer's copy of an input another's
       // quantization now serves) go.

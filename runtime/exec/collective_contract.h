@@ -24,22 +24,33 @@ inline Status floats(const StepContext& ctx) {
   return Status::Ok();
 }
 
-// Collectives that only move data take float32 or int64 tensors; an int64 element travels as
-// two float32 words (copied bit for bit). Returns the words per element.
-inline StatusOr<int64_t> movable(const StepContext& ctx) {
+// Collectives that only move data take float32, int64 or FP8 tensors, moved as float32 words
+// copied bit for bit: an int64 element is two words, four FP8 codes are one. The words along the
+// last dimension per element, as a fraction.
+struct WordsPerElement {
+  int64_t num = 1, den = 1;
+};
+
+inline StatusOr<WordsPerElement> movable(const StepContext& ctx) {
   DType t = ctx.inputs.empty() ? ctx.outputs[0].dtype : ctx.inputs[0].dtype;
+  const bool fp8 = t == DType::kF8E4M3 || t == DType::kF8E5M2;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
-    for (const TensorView& v : *list)
-      if (v.dtype != t || (t != DType::kF32 && t != DType::kI64))
-        return invalid(ctx, "moves float32 or int64 tensors of one dtype only");
-  return t == DType::kI64 ? 2 : 1;
+    for (const TensorView& v : *list) {
+      if (v.dtype != t || (t != DType::kF32 && t != DType::kI64 && !fp8))
+        return invalid(ctx, "moves float32, int64 or FP8 tensors of one dtype only");
+      if (fp8 && (v.shape.empty() || v.shape.back() % 4 != 0))
+        return invalid(ctx, "an FP8 tensor moves as 4-byte words: " + str(v.shape) +
+                                " needs a last dimension that is a multiple of 4");
+    }
+  if (t == DType::kI64) return WordsPerElement{2, 1};
+  return fp8 ? WordsPerElement{1, 4} : WordsPerElement{};
 }
 
-// A tensor seen as float32 words: int64 elements become pairs along the last dimension.
-inline TensorView words(TensorView t, int64_t perElement) {
-  if (perElement != 1) {
+// A tensor seen as float32 words along its last dimension (movable()).
+inline TensorView words(TensorView t, WordsPerElement w) {
+  if (w.num != 1 || w.den != 1) {
     if (t.shape.empty()) t.shape.push_back(1);
-    t.shape.back() *= perElement;
+    t.shape.back() = t.shape.back() * w.num / w.den;
   }
   t.dtype = DType::kF32;
   return t;
@@ -129,12 +140,12 @@ struct MovedOperands {
   TensorView in, out;
 };
 
-// The collectives that only move data (all_gather, local_slice, all_to_all): one float32 or int64
-// input and output, seen as float32 words (words()).
+// The collectives that only move data (all_gather, local_slice, all_to_all): one float32, int64
+// or FP8 input and output, seen as float32 words (words()).
 inline StatusOr<MovedOperands> movedOperands(const StepContext& ctx) {
   if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
     return invalid(ctx, "needs one input and one output");
-  DTC_ASSIGN_OR_RETURN(int64_t w, movable(ctx));
+  DTC_ASSIGN_OR_RETURN(WordsPerElement w, movable(ctx));
   MovedOperands m;
   DTC_ASSIGN_OR_RETURN(m.group, collectiveGroup(ctx));
   m.in = words(ctx.inputs[0], w), m.out = words(ctx.outputs[0], w);

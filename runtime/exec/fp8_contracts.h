@@ -1,19 +1,25 @@
-// The operand contracts of FP8 training's two kernels, shared by the CPU (which emulates them
+// The operand contracts of FP8 training's kernels, shared by the CPU (which emulates them
 // exactly) and CUDA (cuBLASLt's FP8 GEMMs) so both accept the same steps and refuse the others
 // with the same messages.
 //
-// fp8_quantize: x -> (q, scale_inv[, q_t]). Per-tensor dynamic scaling, as torchao's
-// "tensorwise" recipe: amax = max |x| over the whole tensor, scale = fmax / max(amax, 1e-12)
-// (fmax 448 for e4m3fn, 57344 for e5m2; the quotient in double, rounded to f32), q = x·scale
-// (f32) rounded to q's format, saturating (support/float8.h); scale_inv = 1 / scale (f32), what
-// the GEMM multiplies by. With q_t, also x's transpose so quantized: x seen as [rows, cols]
-// (cols its last dimension), q_t [cols, rows], the K-major operand a transposed GEMM reads.
+// fp8_amax: x -> amax [1] = max |x| over the whole tensor (f32; a NaN wins). Its own step so a
+// split tensor's ranks can agree on one maximum (an all-reduce MAX) before they quantize.
 //
-// fp8_gemm: (a [M, K], b [N, K], a_scale_inv, b_scale_inv) -> out [M, N] = (a · bᵀ) ·
-// a_scale_inv · b_scale_inv, the products summed in f32, out f32 or 16-bit (rounded once). Both
-// operands K-major, as Hopper's FP8 tensor cores take them; e5m2 times e5m2 has no kernel there.
+// fp8_quantize: (x, amax) -> (q, scale_inv[, q_t]). Per-tensor dynamic scaling, as torchao's
+// "tensorwise" recipe: scale = fmax / max(amax, 1e-12) (fmax 448 for e4m3fn, 57344 for e5m2; the
+// quotient in double, rounded to f32), q = x·scale (f32) rounded to q's format, saturating
+// (support/float8.h); scale_inv = 1 / scale (f32), what the GEMM multiplies by. With q_t, also
+// x's transpose so quantized: x [d0, ..., dn-2, C] gives q_t [C, d0, ..., dn-2], the operand
+// whose contraction runs over x's rows, K-major.
+//
+// fp8_gemm: (a [M..., K...], b [N..., K...], a_scale_inv, b_scale_inv) -> out [M..., N...] =
+// (a · bᵀ) · a_scale_inv · b_scale_inv over the last `contract_dims` dimensions of both (1 when
+// absent), the products summed in f32, out f32 or 16-bit (rounded once). Both operands K-major,
+// as Hopper's FP8 tensor cores take them; e5m2 times e5m2 has no kernel there.
 #pragma once
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "exec/bind_util.h"
@@ -33,12 +39,30 @@ struct Fp8QuantizeDims {
   bool transposed = false;  // q_t is written
 };
 
-inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx) {
-  if (ctx.inputs.size() != 1 || (ctx.outputs.size() != 2 && ctx.outputs.size() != 3))
-    return invalid(ctx, "expects 1 input and 2 or 3 outputs (q, scale_inv[, q_t])");
-  const TensorView &x = ctx.inputs[0], &q = ctx.outputs[0], &scale = ctx.outputs[1];
+inline Status checkFp8Source(const StepContext& ctx, const TensorView& x) {
   if (x.dtype != DType::kF32 && !lowPrecision(x.dtype))
     return invalid(ctx, "x must be float32, bfloat16 or float16, not " + dtypeName(x.dtype));
+  return Status::Ok();
+}
+
+inline Status checkFp8Amax(const StepContext& ctx) {
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
+    return invalid(ctx, "expects 1 input (x) and 1 output (amax)");
+  DTC_RETURN_IF_ERROR(checkFp8Source(ctx, ctx.inputs[0]));
+  const TensorView& amax = ctx.outputs[0];
+  if (amax.dtype != DType::kF32 || amax.numElements() != 1)
+    return invalid(ctx, "amax must be one float32");
+  return Status::Ok();
+}
+
+inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx) {
+  if (ctx.inputs.size() != 2 || (ctx.outputs.size() != 2 && ctx.outputs.size() != 3))
+    return invalid(ctx, "expects 2 inputs (x, amax) and 2 or 3 outputs (q, scale_inv[, q_t])");
+  const TensorView &x = ctx.inputs[0], &amax = ctx.inputs[1], &q = ctx.outputs[0],
+                   &scale = ctx.outputs[1];
+  DTC_RETURN_IF_ERROR(checkFp8Source(ctx, x));
+  if (amax.dtype != DType::kF32 || amax.numElements() != 1)
+    return invalid(ctx, "amax must be one float32");
   if (!float8(q.dtype))
     return invalid(ctx, "q must be float8_e4m3fn or float8_e5m2, not " + dtypeName(q.dtype));
   if (x.shape.empty() || q.shape != x.shape)
@@ -52,8 +76,10 @@ inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx) {
   d.format = q.dtype;
   if (ctx.outputs.size() == 3) {
     const TensorView& t = ctx.outputs[2];
-    if (t.dtype != q.dtype || t.shape != Shape{d.cols, d.rows})
-      return invalid(ctx, "q_t must be " + dtypeName(q.dtype) + " " + str(Shape{d.cols, d.rows}) +
+    Shape want = {d.cols};
+    want.insert(want.end(), x.shape.begin(), x.shape.end() - 1);
+    if (t.dtype != q.dtype || t.shape != want)
+      return invalid(ctx, "q_t must be " + dtypeName(q.dtype) + " " + str(want) +
                               ", x's transpose, got " + dtypeName(t.dtype) + " " + str(t.shape));
     d.transposed = true;
   }
@@ -76,14 +102,30 @@ inline StatusOr<Fp8GemmDims> checkFp8Gemm(const StepContext& ctx) {
   for (const TensorView* s : {&ctx.inputs[2], &ctx.inputs[3]})
     if (s->dtype != DType::kF32 || s->numElements() != 1)
       return invalid(ctx, "each scale_inv must be one float32");
-  if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[1])
-    return invalid(
-        ctx, "a [M, K] and b [N, K] must share K, got " + str(a.shape) + " and " + str(b.shape));
-  Fp8GemmDims d{a.shape[0], b.shape[0], a.shape[1]};
+  const int64_t c = ctx.hasAttr("contract_dims") ? ctx.intAttr("contract_dims") : 1;
+  const auto rankA = static_cast<int64_t>(a.shape.size()),
+             rankB = static_cast<int64_t>(b.shape.size());
+  if (c < 1 || c >= rankA || c >= rankB)
+    return invalid(ctx, "contract_dims " + std::to_string(c) + " must leave a and b (" +
+                            str(a.shape) + ", " + str(b.shape) + ") a leading dimension");
+  if (!std::equal(a.shape.end() - c, a.shape.end(), b.shape.end() - c))
+    return invalid(ctx, "a [M..., K...] and b [N..., K...] must share their last " +
+                            std::to_string(c) + " dimensions, got " + str(a.shape) + " and " +
+                            str(b.shape));
+  Shape want(a.shape.begin(), a.shape.end() - c);
+  want.insert(want.end(), b.shape.begin(), b.shape.end() - c);
+  auto product = [](Shape::const_iterator from, Shape::const_iterator to) {
+    int64_t p = 1;
+    for (; from != to; ++from) p *= *from;
+    return p;
+  };
+  Fp8GemmDims d{product(a.shape.begin(), a.shape.end() - c),
+                product(b.shape.begin(), b.shape.end() - c),
+                product(a.shape.end() - c, a.shape.end())};
   if (out.dtype != DType::kF32 && !lowPrecision(out.dtype))
     return invalid(ctx, "out must be float32, bfloat16 or float16, not " + dtypeName(out.dtype));
-  if (out.shape != Shape{d.m, d.n})
-    return invalid(ctx, "out must be " + str(Shape{d.m, d.n}) + ", got " + str(out.shape));
+  if (out.shape != want)
+    return invalid(ctx, "out must be " + str(want) + ", got " + str(out.shape));
   return d;
 }
 

@@ -19,6 +19,15 @@ bool transposedLhs(const plan::Step& s) {
   return a && a->i() != 0;
 }
 
+// fp8_gemm's K: the product of both operands' last contract_dims dimensions (1 when absent).
+double fp8ContractedSize(const plan::Step& s, const plan::Value& a) {
+  const plan::Attr* attr = findStepAttr(s, "contract_dims");
+  const int64_t c = attr ? attr->i() : 1;
+  double k = 1;
+  for (int64_t i = 1; i <= c; ++i) k *= static_cast<double>(dim(a, static_cast<int>(i)));
+  return k;
+}
+
 }  // namespace
 
 double contractionFlops(const plan::Function& f, const plan::Step& step) {
@@ -49,9 +58,9 @@ double contractionFlops(const plan::Function& f, const plan::Step& step) {
       case Kernel::linear_bias_gelu:
       case Kernel::linear_grad_input:
       case Kernel::linear_grad_input_gelu:
-      case Kernel::fp8_gemm:  // a [M, K]
-        k = dim(in0, 1);      // the input's features, or the output gradient's
+        k = dim(in0, 1);  // the input's features, or the output gradient's
         break;
+      case Kernel::fp8_gemm: k = fp8ContractedSize(*s, in0); break;
       case Kernel::linear_grad_weight:
       case Kernel::linear_grad_weight_bias:
         k = static_cast<double>(elements(in0)) / std::max<int64_t>(1, dim(in0, 1));

@@ -1,9 +1,10 @@
-// FP8 training's kernels on CUDA against the CPU's exact emulation: quantization bit for bit
-// (the amax, torchao's scale and the saturating rounding of support/float8.h, with and without
-// the transposed copy, from f32 and bf16, to e4m3fn and e5m2, at sizes that leave partial blocks);
-// the scaled GEMM through cuBLASLt's FP8 kernels in the three pairings training uses (e4m3 by
+// FP8 training's kernels on CUDA against the CPU's exact emulation: the amax and quantization
+// bit for bit (torchao's scale and the saturating rounding of support/float8.h, with and without
+// the transposed copy, from f32 and bf16, to e4m3fn and e5m2, at sizes that leave partial blocks,
+// of a matrix and of a [B, T, C] batch); the scaled GEMM through cuBLASLt's FP8 kernels in the three pairings training uses (e4m3 by
 // e4m3 forward, e5m2 gradients by e4m3 operands backward) to f32 and bf16, within f32 sums'
 // differences; and the contracts' refusals, named alike on both backends.
+#include "exec/bind_util.h"
 #include "harness.h"
 
 namespace dtc::gputest {
@@ -16,13 +17,30 @@ std::string name(DType t) {
   return t == kE4M3 ? "e4m3" : t == kE5M2 ? "e5m2" : t == kBF16 ? "bf16" : "f32";
 }
 
-Case quantize(DType from, DType to, int64_t rows, int64_t cols, bool transposed) {
-  Case c{"fp8_quantize " + name(from) + " to " + name(to) + (transposed ? " with q_t" : ""),
+Input source(DType from, const Shape& shape) {
+  return from == kF32 ? f32(shape, -3, 5) : lowp(from, shape, -3, 5);
+}
+
+Case amax(DType from, const Shape& shape) {
+  Case c{"fp8_amax " + name(from) + " " + dtc::str(shape), "fp8_amax", {}, {source(from, shape)},
+         {out({1})}};
+  c.bitwise = true;
+  return c;
+}
+
+// On an amax of 4.75: x's own is below 5, as an all-reduced one may be above a rank's.
+Case quantize(DType from, DType to, const Shape& shape, bool transposed) {
+  Case c{"fp8_quantize " + name(from) + " to " + name(to) + " " + dtc::str(shape) +
+             (transposed ? " with q_t" : ""),
          "fp8_quantize",
          {},
-         {from == kF32 ? f32({rows, cols}, -3, 5) : lowp(from, {rows, cols}, -3, 5)},
-         {outAs(to, {rows, cols}), out({1})}};
-  if (transposed) c.outputs.push_back(outAs(to, {cols, rows}));
+         {source(from, shape), given({1}, {4.75f})},
+         {outAs(to, shape), out({1})}};
+  if (transposed) {
+    Shape t = {shape.back()};
+    t.insert(t.end(), shape.begin(), shape.end() - 1);
+    c.outputs.push_back(outAs(to, t));
+  }
   c.bitwise = true;
   return c;
 }
@@ -43,11 +61,23 @@ Case gemm(DType a, DType b, DType outType, int64_t m, int64_t n, int64_t k) {
 
 std::vector<Case> fp8Cases() {
   std::vector<Case> cases;
+  for (DType from : {kF32, kBF16}) {
+    cases.push_back(amax(from, {300, 96}));
+    cases.push_back(amax(from, {3, 1000, 7}));
+  }
   for (DType to : {kE4M3, kE5M2})
     for (DType from : {kF32, kBF16})
       for (bool transposed : {false, true})
-        cases.push_back(quantize(from, to, 300, 96, transposed));
-  cases.push_back(quantize(kF32, kE4M3, 1, 7, true));
+        cases.push_back(quantize(from, to, {300, 96}, transposed));
+  cases.push_back(quantize(kF32, kE4M3, {1, 7}, true));
+  cases.push_back(quantize(kBF16, kE5M2, {3, 37, 48}, true));
+  // A weight gradient's form: contracted over two dimensions.
+  Case twice = gemm(kE5M2, kE4M3, kF32, 64, 128, 0);
+  twice.label = "fp8_gemm e5m2 x e4m3 over two contracted dimensions";
+  twice.inputs[0] = fp8Codes(kE5M2, {64, 4, 48});
+  twice.inputs[1] = fp8Codes(kE4M3, {128, 4, 48});
+  twice.attrs = {intAttr("contract_dims", 2)};
+  cases.push_back(twice);
   for (DType outType : {kF32, kBF16}) {
     cases.push_back(gemm(kE4M3, kE4M3, outType, 256, 128, 64));
     cases.push_back(gemm(kE5M2, kE4M3, outType, 64, 128, 256));
@@ -73,9 +103,18 @@ std::vector<Case> fp8MalformedCases() {
       {"fp8_quantize q_t shape",
        "fp8_quantize",
        {},
-       {f32({4, 8})},
+       {f32({4, 8}), given({1}, {1.0f})},
        {outAs(kE4M3, {4, 8}), out({1}), outAs(kE4M3, {4, 8})}},
-      {"fp8_quantize to bf16", "fp8_quantize", {}, {f32({4, 8})}, {outAs(kBF16, {4, 8}), out({1})}},
+      {"fp8_quantize to bf16",
+       "fp8_quantize",
+       {},
+       {f32({4, 8}), given({1}, {1.0f})},
+       {outAs(kBF16, {4, 8}), out({1})}},
+      {"fp8_quantize without an amax",
+       "fp8_quantize",
+       {},
+       {f32({4, 8})},
+       {outAs(kE4M3, {4, 8}), out({1})}},
   };
 }
 

@@ -4,28 +4,43 @@
 
 def Graph_Fp8Tensor : RankedTensorOf<[F8E4M3FN, F8E5M2]>;
 
+def Graph_Fp8AmaxOp : Graph_Op<"fp8_amax", [Pure]> {
+  let summary = "max |x| over the whole tensor, one float32: the scale's input";
+  let description = [{
+    Apart from the quantization so that the ranks holding pieces of x agree on one maximum (the
+    partitioner reduces it by an all-reduce MAX where x is split) before any of them quantizes.
+  }];
+  let arguments = (ins Graph_FloatTensor:$x);
+  let results = (outs Graph_F32Tensor:$amax);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($amax)";
+  let hasVerifier = 1;
+}
+
 def Graph_Fp8QuantizeOp : Graph_Op<"fp8_quantize", [Pure]> {
   let summary = "Per-tensor dynamic FP8 quantization (torchao's tensorwise scaling)";
   let description = [{
-    q = x · scale rounded to q's format (saturating), scale = fmax / max(amax(x), 1e-12);
-    scale_inv = 1 / scale, one float32. With a third result, also x's transpose so quantized:
-    x seen as [rows, cols] (cols its last dimension), q_t [cols, rows].
+    q = x · scale rounded to q's format (saturating), scale = fmax / max(amax, 1e-12), amax the
+    whole tensor's (graph.fp8_amax); scale_inv = 1 / scale, one float32. With a third result,
+    also x's transpose so quantized: x [d0, ..., dn-2, C] gives q_t [C, d0, ..., dn-2].
   }];
-  let arguments = (ins Graph_FloatTensor:$x);
+  let arguments = (ins Graph_FloatTensor:$x, Graph_F32Tensor:$amax);
   let results = (outs Graph_Fp8Tensor:$q, Graph_F32Tensor:$scale_inv,
                       Variadic<Graph_Fp8Tensor>:$q_t);
-  let assemblyFormat = "$x attr-dict `:` type($x) `->` type(results)";
+  let assemblyFormat = "$x `,` $amax attr-dict `:` type($x) `,` type($amax) `->` type(results)";
   let hasVerifier = 1;
 }
 
 def Graph_Fp8GemmOp : Graph_Op<"fp8_gemm", [Pure]> {
-  let summary = "out [M, N] = (a [M, K] · b [N, K]ᵀ) · a_scale_inv · b_scale_inv";
+  let summary = "out [M..., N...] = (a [M..., K...] · b [N..., K...]ᵀ) · a_scale_inv · b_scale_inv";
   let description = [{
-    The products of two FP8 operands summed in float32, then scaled; out float32 or 16-bit
-    (rounded once). Both operands K-major, as FP8 tensor cores read them; not both e5m2.
+    The products of two FP8 operands summed in float32 over their last `contract_dims`
+    dimensions, then scaled; out float32 or 16-bit (rounded once). Both operands K-major, as FP8
+    tensor cores read them; not both e5m2. Several contracted dimensions: a weight gradient sums
+    over a batch's and a sequence's rows, each of which a mesh may split.
   }];
   let arguments = (ins Graph_Fp8Tensor:$a, Graph_Fp8Tensor:$b, Graph_F32Tensor:$a_scale_inv,
-                       Graph_F32Tensor:$b_scale_inv);
+                       Graph_F32Tensor:$b_scale_inv,
+                       DefaultValuedAttr<I64Attr, "1">:$contract_dims);
   let results = (outs Graph_FloatTensor:$out);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

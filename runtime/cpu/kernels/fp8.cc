@@ -1,4 +1,4 @@
-// FP8 training's kernels on the CPU, emulated exactly (exec/fp8_contracts.h): per-tensor
+// FP8 training's kernels on the CPU, emulated exactly (exec/fp8_contracts.h): a tensor's amax,
 // quantization with the rounding and saturation of support/float8.h, and the scaled GEMM as an
 // f32 GEMM of the widened operands (every product of two FP8 values is exact in f32) times the
 // two inverse scales. Their binders follow.
@@ -56,9 +56,9 @@ float amaxOf(const TensorView& x, ThreadPool& pool) {
   return amax;
 }
 
-void quantize(const TensorView& x, const Fp8QuantizeDims& d, uint8_t* q, uint8_t* qt,
+void quantize(const TensorView& x, float amax, const Fp8QuantizeDims& d, uint8_t* q, uint8_t* qt,
               float* scaleInv, ThreadPool& pool) {
-  const float scale = float8Scale(amaxOf(x, pool), float8Max(d.format));
+  const float scale = float8Scale(amax, float8Max(d.format));
   pool.parallelFor(d.rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(d.cols, 1)),
                    [&](int64_t begin, int64_t end) {
                      for (int64_t r = begin; r < end; ++r)
@@ -75,13 +75,24 @@ void quantize(const TensorView& x, const Fp8QuantizeDims& d, uint8_t* q, uint8_t
   *scaleInv = 1.0f / scale;
 }
 
+StatusOr<BoundStep> bindFp8Amax(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkFp8Amax(ctx));
+  const TensorView x = ctx.inputs[0], amax = ctx.outputs[0];
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    amax.f32()[0] = amaxOf(x, *pool);
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(const Fp8QuantizeDims d, checkFp8Quantize(ctx));
-  const TensorView x = ctx.inputs[0], q = ctx.outputs[0], scale = ctx.outputs[1];
+  const TensorView x = ctx.inputs[0], amax = ctx.inputs[1], q = ctx.outputs[0],
+                   scale = ctx.outputs[1];
   uint8_t* qt = d.transposed ? ctx.outputs[2].data : nullptr;
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    quantize(x, d, q.data, qt, scale.f32(), *pool);
+    quantize(x, amax.f32()[0], d, q.data, qt, scale.f32(), *pool);
     return Status::Ok();
   });
 }
@@ -114,6 +125,7 @@ StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx) {
 
 }  // namespace
 
+DTC_CPU_BINDER(fp8_amax, bindFp8Amax)
 DTC_CPU_BINDER(fp8_quantize, bindFp8Quantize)
 DTC_CPU_BINDER(fp8_gemm, bindFp8Gemm)
 

@@ -1,5 +1,5 @@
 // FP8 training's kernels on CUDA (exec/fp8_contracts.h; the CPU emulates them exactly in
-// cpu/kernels/fp8.cc): per-tensor quantization, whose amax, scale and rounding are the CPU's bit
+// cpu/kernels/fp8.cc): a tensor's amax and its quantization, whose scale and rounding are the CPU's bit
 // for bit (support/float8.h), and the scaled GEMM on Hopper's FP8 tensor cores through
 // cuBLASLt. Their binders follow.
 #include <string>
@@ -21,6 +21,7 @@ struct BitsMax {
 
 // max |x| into *amaxBits (zeroed first) as float32 bits: non-negative floats order as their
 // bits do, so an integer maximum is the float one, and a NaN (above infinity) wins, as on the CPU.
+// The word read as a float is the amax.
 __global__ void amaxKernel(FloatIn x, int64_t n, unsigned* amaxBits) {
   unsigned bits = 0;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
@@ -32,9 +33,9 @@ __global__ void amaxKernel(FloatIn x, int64_t n, unsigned* amaxBits) {
 }
 
 template <typename Format>
-__global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const unsigned* amaxBits,
+__global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const float* amax,
                                float fmax, uint8_t* q, uint8_t* qt) {
-  const float scale = float8Scale(__uint_as_float(*amaxBits), fmax);
+  const float scale = float8Scale(*amax, fmax);
   const int64_t n = rows * cols;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
     const uint8_t code = f32ToFloat8<Format>(__fmul_rn(at(x, i), scale));
@@ -43,26 +44,28 @@ __global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const unsi
   }
 }
 
-// The amax's bits become scale_inv in place (one thread: it reads, then writes, the word).
-__global__ void scaleInvKernel(float fmax, unsigned* amaxThenScaleInv) {
-  const float scale = float8Scale(__uint_as_float(*amaxThenScaleInv), fmax);
-  *reinterpret_cast<float*>(amaxThenScaleInv) = __fdiv_rn(1.0f, scale);
+__global__ void scaleInvKernel(float fmax, const float* amax, float* scaleInv) {
+  *scaleInv = __fdiv_rn(1.0f, float8Scale(*amax, fmax));
 }
 
 }  // namespace
 
-cudaError_t fp8Quantize(FloatIn x, int64_t rows, int64_t cols, bool e4m3, uint8_t* q, uint8_t* qt,
-                        float* scaleInv, cudaStream_t stream) {
-  unsigned* word = reinterpret_cast<unsigned*>(scaleInv);
-  const float fmax = e4m3 ? kE4M3Max : kE5M2Max;
-  const int64_t n = rows * cols;
+cudaError_t fp8Amax(FloatIn x, int64_t n, float* amax, cudaStream_t stream) {
+  unsigned* word = reinterpret_cast<unsigned*>(amax);
   if (cudaError_t e = cudaMemsetAsync(word, 0, sizeof(unsigned), stream)) return e;
   if (n > 0) amaxKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, word);
+  return cudaGetLastError();
+}
+
+cudaError_t fp8Quantize(FloatIn x, const float* amax, int64_t rows, int64_t cols, bool e4m3,
+                        uint8_t* q, uint8_t* qt, float* scaleInv, cudaStream_t stream) {
+  const float fmax = e4m3 ? kE4M3Max : kE5M2Max;
+  const int64_t n = rows * cols;
   if (n > 0 && e4m3)
-    quantizeKernel<E4M3><<<blocksFor(n), kThreads, 0, stream>>>(x, rows, cols, word, fmax, q, qt);
+    quantizeKernel<E4M3><<<blocksFor(n), kThreads, 0, stream>>>(x, rows, cols, amax, fmax, q, qt);
   if (n > 0 && !e4m3)
-    quantizeKernel<E5M2><<<blocksFor(n), kThreads, 0, stream>>>(x, rows, cols, word, fmax, q, qt);
-  scaleInvKernel<<<1, 1, 0, stream>>>(fmax, word);
+    quantizeKernel<E5M2><<<blocksFor(n), kThreads, 0, stream>>>(x, rows, cols, amax, fmax, q, qt);
+  scaleInvKernel<<<1, 1, 0, stream>>>(fmax, amax, scaleInv);
   return cudaGetLastError();
 }
 
@@ -73,9 +76,20 @@ namespace {
 
 cudaDataType_t fp8Type(DType t) { return t == DType::kF8E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
 
+StatusOr<BoundStep> bindFp8Amax(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(checkFp8Amax(ctx));
+  const kernels::FloatIn x = in(ctx.inputs[0]);
+  const int64_t n = ctx.inputs[0].numElements();
+  float* amax = ctx.outputs[0].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep([=] { return launched(kernels::fp8Amax(x, n, amax, stream), where); });
+}
+
 StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
   DTC_ASSIGN_OR_RETURN(const Fp8QuantizeDims d, checkFp8Quantize(ctx));
   const kernels::FloatIn x = in(ctx.inputs[0]);
+  const float* amax = ctx.inputs[1].f32();
   uint8_t* q = ctx.outputs[0].data;
   float* scaleInv = ctx.outputs[1].f32();
   uint8_t* qt = d.transposed ? ctx.outputs[2].data : nullptr;
@@ -83,7 +97,8 @@ StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::fp8Quantize(x, d.rows, d.cols, e4m3, q, qt, scaleInv, stream), where);
+    return launched(
+        kernels::fp8Quantize(x, amax, d.rows, d.cols, e4m3, q, qt, scaleInv, stream), where);
   });
 }
 
@@ -138,6 +153,7 @@ StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx, Device& dev) {
 
 }  // namespace
 
+DTC_CUDA_BINDER(fp8_amax, bindFp8Amax)
 DTC_CUDA_BINDER(fp8_quantize, bindFp8Quantize)
 DTC_CUDA_BINDER(fp8_gemm, bindFp8Gemm)
 

@@ -1,8 +1,10 @@
 // FP8 training's kernels through the CPU backend (the exact emulation of exec/fp8_contracts.h)
-// against references written out here: per-tensor quantization (amax, torchao's scale, the codes
-// of support/float8.h, which its own test holds to ml_dtypes) with its transposed copy, from
-// float32 and bfloat16; the scaled GEMM in double from the decoded codes, to f32 and bf16; and
-// the contracts' refusals.
+// against references written out here: per-tensor quantization (the amax step, torchao's scale,
+// the codes of support/float8.h, which its own test holds to ml_dtypes) with its transposed copy,
+// from float32 and bfloat16, of a matrix and of a [B, T, C] tensor; an amax given from elsewhere
+// (as an all-reduce MAX over a split tensor's ranks gives it); the scaled GEMM in double from the
+// decoded codes, to f32 and bf16, over one contracted dimension and over two; and the contracts'
+// refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,6 +64,20 @@ Quantized referenceQuantize(const std::vector<float>& x, int64_t rows, int64_t c
 
 std::vector<uint8_t> bytesOf(const Operand& o) { return o.bytes; }
 
+float floatOf(const Operand& o) {
+  float v = 0;
+  std::memcpy(&v, o.bytes.data(), sizeof v);
+  return v;
+}
+
+// fp8_amax, then fp8_quantize on its amax: outs (q, scale_inv[, q_t]).
+Status quantizeSteps(std::vector<Operand>& x, std::vector<Operand>& outs, ThreadPool& pool) {
+  std::vector<Operand> amax = {operand(DType::kF32, {1})};
+  DTC_RETURN_IF_ERROR(runStep(Kernel::fp8_amax, x, amax, {}, pool));
+  std::vector<Operand> ins = {x[0], amax[0]};
+  return runStep(Kernel::fp8_quantize, ins, outs, {}, pool);
+}
+
 TEST(Fp8Steps, QuantizeMatchesTheReference) {
   ThreadPool pool(2);
   const int64_t rows = 37, cols = 24;  // odd rows: no block of the work divides them
@@ -79,7 +95,7 @@ TEST(Fp8Steps, QuantizeMatchesTheReference) {
                                       : operand(input, {rows, cols}, words.data())};
       std::vector<Operand> outs = {operand(format, {rows, cols}), operand(DType::kF32, {1}),
                                    operand(format, {cols, rows})};
-      ASSERT_TRUE(runStep(Kernel::fp8_quantize, ins, outs, {}, pool).ok());
+      ASSERT_TRUE(quantizeSteps(ins, outs, pool).ok());
       const Quantized want = referenceQuantize(x, rows, cols, format);
       EXPECT_EQ(bytesOf(outs[0]), want.q) << dtypeName(format) << " from " << dtypeName(input);
       EXPECT_EQ(bytesOf(outs[2]), want.qt);
@@ -97,11 +113,36 @@ TEST(Fp8Steps, QuantizeOfZerosHasAFiniteScale) {
   ThreadPool pool(1);
   std::vector<Operand> ins = {operand(DType::kF32, {4, 8})};
   std::vector<Operand> outs = {operand(DType::kF8E4M3, {4, 8}), operand(DType::kF32, {1})};
-  ASSERT_TRUE(runStep(Kernel::fp8_quantize, ins, outs, {}, pool).ok());
-  float scaleInv = 0;
-  std::memcpy(&scaleInv, outs[1].bytes.data(), sizeof scaleInv);
-  EXPECT_EQ(scaleInv, 1.0f / static_cast<float>(448.0 / 1e-12));
+  ASSERT_TRUE(quantizeSteps(ins, outs, pool).ok());
+  EXPECT_EQ(floatOf(outs[1]), 1.0f / static_cast<float>(448.0 / 1e-12));
   EXPECT_EQ(bytesOf(outs[0]), std::vector<uint8_t>(32, 0));
+}
+
+// x [B, T, C]: q keeps its shape, q_t is [C, B, T] (memory [C, B·T]), and an amax from elsewhere
+// (a larger one, as a split tensor's other ranks may hold) sets the scale, not x's own.
+TEST(Fp8Steps, QuantizeOfABatchOnAGivenAmax) {
+  ThreadPool pool(2);
+  const int64_t b = 3, t = 5, c = 16;
+  const std::vector<float> x = uniform(b * t * c, -2.0f, 2.0f, 11);
+  const float given = 7.5f;
+  std::vector<Operand> ins = {operand(DType::kF32, {b, t, c}, x.data()),
+                              operand(DType::kF32, {1}, &given)};
+  std::vector<Operand> outs = {operand(DType::kF8E5M2, {b, t, c}), operand(DType::kF32, {1}),
+                               operand(DType::kF8E5M2, {c, b, t})};
+  ASSERT_TRUE(runStep(Kernel::fp8_quantize, ins, outs, {}, pool).ok());
+  const float scale = static_cast<float>(57344.0 / given);
+  for (int64_t i = 0; i < b * t * c; ++i) {
+    const uint8_t want = code(x[i] * scale, DType::kF8E5M2);
+    ASSERT_EQ(outs[0].bytes[i], want) << i;
+    ASSERT_EQ(outs[2].bytes[(i % c) * b * t + i / c], want) << i;
+  }
+  EXPECT_EQ(floatOf(outs[1]), 1.0f / scale);
+  std::vector<Operand> amax = {operand(DType::kF32, {1})};
+  std::vector<Operand> xs = {ins[0]};
+  ASSERT_TRUE(runStep(Kernel::fp8_amax, xs, amax, {}, pool).ok());
+  float want = 0;
+  for (float v : x) want = std::max(want, std::fabs(v));
+  EXPECT_EQ(floatOf(amax[0]), want);
 }
 
 // Random finite codes of a format.
@@ -152,6 +193,31 @@ TEST(Fp8Steps, GemmMatchesTheReference) {
     }
 }
 
+// A weight gradient's form: a [N, B, T] and b [K, B, T] contracted over their last two
+// dimensions give [N, K], as the matrices [N, B·T] and [K, B·T] do.
+TEST(Fp8Steps, GemmOverTwoContractedDimensions) {
+  ThreadPool pool(2);
+  const int64_t n = 16, k = 32, b = 3, t = 7;
+  const std::vector<uint8_t> a = randomCodes(n * b * t, DType::kF8E5M2, 3),
+                             w = randomCodes(k * b * t, DType::kF8E4M3, 4);
+  const float sa = 0.5f, sb = 0.25f;
+  std::vector<Operand> ins = {operand(DType::kF8E5M2, {n, b, t}, a.data()),
+                              operand(DType::kF8E4M3, {k, b, t}, w.data()),
+                              operand(DType::kF32, {1}, &sa), operand(DType::kF32, {1}, &sb)};
+  std::vector<Operand> three = {operand(DType::kF32, {n, k})};
+  ASSERT_TRUE(runStep(Kernel::fp8_gemm, ins, three, {{"contract_dims", 2}}, pool).ok());
+  std::vector<Operand> flat = {operand(DType::kF8E5M2, {n, b * t}, a.data()),
+                               operand(DType::kF8E4M3, {k, b * t}, w.data()), ins[2], ins[3]};
+  std::vector<Operand> two = {operand(DType::kF32, {n, k})};
+  ASSERT_TRUE(runStep(Kernel::fp8_gemm, flat, two, {}, pool).ok());
+  EXPECT_EQ(bytesOf(three[0]), bytesOf(two[0]));
+  Status s = runStep(Kernel::fp8_gemm, ins, three, {{"contract_dims", 1}}, pool);
+  EXPECT_NE(s.message().find("out must be [16,3,32,3]"), std::string::npos)
+      << s.message();
+  s = runStep(Kernel::fp8_gemm, ins, three, {{"contract_dims", 3}}, pool);
+  EXPECT_NE(s.message().find("a leading dimension"), std::string::npos) << s.message();
+}
+
 TEST(Fp8Steps, ContractsRefuseWhatNoKernelRuns) {
   ThreadPool pool(1);
   const float one = 1.0f;
@@ -162,9 +228,10 @@ TEST(Fp8Steps, ContractsRefuseWhatNoKernelRuns) {
   EXPECT_NE(s.message().find("cannot both be float8_e5m2"), std::string::npos) << s.message();
   ins[1] = operand(DType::kF8E4M3, {8, 12});
   s = runStep(Kernel::fp8_gemm, ins, outs, {}, pool);
-  EXPECT_NE(s.message().find("must share K"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("must share their last 1"), std::string::npos) << s.message();
 
-  std::vector<Operand> x = {operand(DType::kF32, {4, 8})};
+  const float amax = 2.0f;
+  std::vector<Operand> x = {operand(DType::kF32, {4, 8}), operand(DType::kF32, {1}, &amax)};
   std::vector<Operand> q = {operand(DType::kF8E4M3, {4, 8}), operand(DType::kF32, {1}),
                             operand(DType::kF8E4M3, {4, 8})};
   s = runStep(Kernel::fp8_quantize, x, q, {}, pool);
@@ -173,6 +240,13 @@ TEST(Fp8Steps, ContractsRefuseWhatNoKernelRuns) {
   s = runStep(Kernel::fp8_quantize, x, q, {}, pool);
   EXPECT_NE(s.message().find("q must be float8_e4m3fn or float8_e5m2"), std::string::npos)
       << s.message();
+  x.pop_back();
+  q = {operand(DType::kF8E4M3, {4, 8}), operand(DType::kF32, {1})};
+  s = runStep(Kernel::fp8_quantize, x, q, {}, pool);
+  EXPECT_NE(s.message().find("expects 2 inputs (x, amax)"), std::string::npos) << s.message();
+  std::vector<Operand> wide = {operand(DType::kF32, {2})};
+  s = runStep(Kernel::fp8_amax, x, wide, {}, pool);
+  EXPECT_NE(s.message().find("amax must be one float32"), std::string::npos) << s.message();
 }
 
 }  // namespace
