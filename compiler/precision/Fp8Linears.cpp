@@ -142,7 +142,8 @@ class Rewriter {
   void gemm(Operation* like, Value a, Value aScale, Value b, Value bScale) {
     b_.setInsertionPoint(like);
     Type type = like->getResult(0).getType();
-    const int64_t contracted = (graph::rankOf(a) + graph::rankOf(b) - graph::rankOf(like->getResult(0))) / 2;
+    const int64_t contracted =
+        (graph::rankOf(a) + graph::rankOf(b) - graph::rankOf(like->getResult(0))) / 2;
     Value out = graph::Fp8GemmOp::create(b_, like->getLoc(), type, a, b, aScale, bScale,
                                          b_.getI64IntegerAttr(contracted));
     like->getResult(0).replaceAllUsesWith(out);

@@ -1,9 +1,10 @@
 // FP8 training's kernels on CUDA against the CPU's exact emulation: the amax and quantization
 // bit for bit (torchao's scale and the saturating rounding of support/float8.h, with and without
 // the transposed copy, from f32 and bf16, to e4m3fn and e5m2, at sizes that leave partial blocks,
-// of a matrix and of a [B, T, C] batch); the scaled GEMM through cuBLASLt's FP8 kernels in the three pairings training uses (e4m3 by
-// e4m3 forward, e5m2 gradients by e4m3 operands backward) to f32 and bf16, within f32 sums'
-// differences; and the contracts' refusals, named alike on both backends.
+// of a matrix and of a [B, T, C] batch); the scaled GEMM through cuBLASLt's FP8 kernels in the
+// three pairings training uses (e4m3 by e4m3 forward, e5m2 gradients by e4m3 operands backward) to
+// f32 and bf16, within f32 sums' differences; and the contracts' refusals, named alike on both
+// backends.
 #include "exec/bind_util.h"
 #include "harness.h"
 
@@ -22,7 +23,10 @@ Input source(DType from, const Shape& shape) {
 }
 
 Case amax(DType from, const Shape& shape) {
-  Case c{"fp8_amax " + name(from) + " " + dtc::str(shape), "fp8_amax", {}, {source(from, shape)},
+  Case c{"fp8_amax " + name(from) + " " + dtc::str(shape),
+         "fp8_amax",
+         {},
+         {source(from, shape)},
          {out({1})}};
   c.bitwise = true;
   return c;

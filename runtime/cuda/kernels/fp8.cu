@@ -1,6 +1,6 @@
 // FP8 training's kernels on CUDA (exec/fp8_contracts.h; the CPU emulates them exactly in
-// cpu/kernels/fp8.cc): a tensor's amax and its quantization, whose scale and rounding are the CPU's bit
-// for bit (support/float8.h), and the scaled GEMM on Hopper's FP8 tensor cores through
+// cpu/kernels/fp8.cc): a tensor's amax and its quantization, whose scale and rounding are the CPU's
+// bit for bit (support/float8.h), and the scaled GEMM on Hopper's FP8 tensor cores through
 // cuBLASLt. Their binders follow.
 #include <string>
 
@@ -33,8 +33,8 @@ __global__ void amaxKernel(FloatIn x, int64_t n, unsigned* amaxBits) {
 }
 
 template <typename Format>
-__global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const float* amax,
-                               float fmax, uint8_t* q, uint8_t* qt) {
+__global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const float* amax, float fmax,
+                               uint8_t* q, uint8_t* qt) {
   const float scale = float8Scale(*amax, fmax);
   const int64_t n = rows * cols;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
@@ -97,8 +97,8 @@ StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(
-        kernels::fp8Quantize(x, amax, d.rows, d.cols, e4m3, q, qt, scaleInv, stream), where);
+    return launched(kernels::fp8Quantize(x, amax, d.rows, d.cols, e4m3, q, qt, scaleInv, stream),
+                    where);
   });
 }
 

@@ -212,8 +212,7 @@ TEST(Fp8Steps, GemmOverTwoContractedDimensions) {
   ASSERT_TRUE(runStep(Kernel::fp8_gemm, flat, two, {}, pool).ok());
   EXPECT_EQ(bytesOf(three[0]), bytesOf(two[0]));
   Status s = runStep(Kernel::fp8_gemm, ins, three, {{"contract_dims", 1}}, pool);
-  EXPECT_NE(s.message().find("out must be [16,3,32,3]"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("out must be [16,3,32,3]"), std::string::npos) << s.message();
   s = runStep(Kernel::fp8_gemm, ins, three, {{"contract_dims", 3}}, pool);
   EXPECT_NE(s.message().find("a leading dimension"), std::string::npos) << s.message();
 }
