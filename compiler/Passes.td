@@ -513,9 +513,13 @@ def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
     a result go into the op, which then writes the rounded 16-bit values itself (the lowering
     does the same for a fused linear epilogue's), and such an operand reads the 16-bit value
     under a widening cast, widening it as it loads it (the cast stays while others read it).
-    Every rewrite is exact
+    FP8 quantization (precision/Fp8Folds.cpp) takes a narrowing cast to bf16 in, rounding as it
+    loads (a weight's 16-bit copy goes), and moves above the all-gather of its input, on the
+    shards' amaxes reduced by an all-reduce MAX: the gather moves FP8 codes (ZeRO-3 gathers
+    each FP8 layer's weight in one byte an element). Every rewrite is exact
     (widening is exact; rounding commutes with moving elements; the producer rounds as the cast
-    did): results are bit for bit those of the unfolded plan. A function argument (a parameter)
+    did; a shard quantized with the whole tensor's amax has the whole tensor's codes): results
+    are bit for bit those of the unfolded plan. A function argument (a parameter)
     cast to one type several times, once per micro-batch, is cast once and the copy shared.
   }];
 }

@@ -11,6 +11,7 @@
 #include "dist/IR/DistOps.h"
 #include "graph/IR/GraphOps.h"
 #include "graph/IR/TypeUtils.h"
+#include "precision/Fp8Folds.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_FOLDCASTS
@@ -200,6 +201,7 @@ struct FoldCastsPass : impl::FoldCastsBase<FoldCastsPass> {
     RewritePatternSet set(&getContext());
     set.add<CancelRoundTrip, SinkWidening, HoistNarrowing, AbsorbNarrowing, AbsorbWidening>(
         &getContext());
+    populateFp8FoldPatterns(set);
     FrozenRewritePatternSet patterns(std::move(set));
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       if (failed(applyPatternsGreedily(function, patterns))) {

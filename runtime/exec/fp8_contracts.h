@@ -4,6 +4,8 @@
 //
 // fp8_amax: x -> amax [1] = max |x| over the whole tensor (f32; a NaN wins). Its own step so a
 // split tensor's ranks can agree on one maximum (an all-reduce MAX) before they quantize.
+// Both take `load_bf16`: x float32, each element rounded to bfloat16 (to nearest even) as it is
+// loaded, the values of a narrowing cast without its copy.
 //
 // fp8_quantize: (x, amax) -> (q, scale_inv[, q_t]). Per-tensor dynamic scaling, as torchao's
 // "tensorwise" recipe: scale = fmax / max(amax, 1e-12) (fmax 448 for e4m3fn, 57344 for e5m2; the
@@ -37,13 +39,19 @@ struct Fp8QuantizeDims {
   int64_t rows = 0, cols = 0;  // x seen as [rows, cols]
   DType format = DType::kF8E4M3;
   bool transposed = false;  // q_t is written
+  bool loadBf16 = false;
 };
 
 inline Status checkFp8Source(const StepContext& ctx, const TensorView& x) {
   if (x.dtype != DType::kF32 && !lowPrecision(x.dtype))
     return invalid(ctx, "x must be float32, bfloat16 or float16, not " + dtypeName(x.dtype));
+  if (ctx.intAttr("load_bf16") != 0 && x.dtype != DType::kF32)
+    return invalid(ctx, "load_bf16 reads a float32 x, not " + dtypeName(x.dtype));
   return Status::Ok();
 }
+
+// Whether x's elements are rounded to bfloat16 as they are loaded.
+inline bool fp8LoadsBf16(const StepContext& ctx) { return ctx.intAttr("load_bf16") != 0; }
 
 inline Status checkFp8Amax(const StepContext& ctx) {
   if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
@@ -74,6 +82,7 @@ inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx) {
   d.cols = x.shape.back();
   d.rows = d.cols > 0 ? x.numElements() / d.cols : 0;
   d.format = q.dtype;
+  d.loadBf16 = fp8LoadsBf16(ctx);
   if (ctx.outputs.size() == 3) {
     const TensorView& t = ctx.outputs[2];
     Shape want = {d.cols};

@@ -20,7 +20,11 @@ state): an FP8 run's checkpoint on dp=2 resumes on one device in FP8, continuing
 uninterrupted run (the layouts' bound), and in bf16 (within the two precisions' difference on
 one step from the same state, 1e-2, where a restart from the initial weights is 10x further);
 a bf16 checkpoint resumes in FP8 on tp=2 likewise. The data is real text (the fortunes corpus,
-bytes), on which 10 steps move the loss."""
+bytes), on which 10 steps move the loss.
+
+dtc-fold-casts' FP8 rewrites are exact: with them (the weights' bf16 copies folded into their
+amax and quantization; under ZeRO-3, evaluation's weights quantized on their shards and
+gathered as FP8 codes) the losses and the evaluation equal those without, bit for bit."""
 import json
 import os
 import subprocess
@@ -128,6 +132,27 @@ def check_checkpoints(model, work, data):
             assert err <= bound, (writer, name, got, ref)
 
 
+def check_folds(model, work, data):
+    val = os.path.join(work, "val.bin")
+    for name, flags, devices in (("one", [], 1), ("dp2-zero3", ["--mesh", "dp=2", "--zero", 3], 2)):
+        runs = {}
+        for fold in ("folded", "unfolded"):
+            extra = [] if fold == "folded" else ["--no-fold-casts"]
+            runs[fold] = train(model, work, f"fold-{name}-{fold}", B, OPTIM + flags + extra, devices, data,
+                               STEPS, SEED, ("--eval", val, "--eval-batches", 2))
+        plan = json.loads(run(tool("dtc"), "inspect", os.path.join(work, f"fold-{name}-folded.dtp"),
+                              "--json").stdout)
+        casts = {f["name"]: sum(s["op"] == "cast" for s in f["steps"]) for f in plan["functions"]}
+        gathered = {s["outputs"][0]["dtype"] for f in plan["functions"] if f["name"] == "eval"
+                    for s in f["steps"] if s["op"] == "all_gather"}
+        print(f"fold-casts {name}: losses {'equal' if runs['folded'][0] == runs['unfolded'][0] else 'differ'}, "
+              f"{runs['folded'][2]}; casts per function {casts}; eval gathers {sorted(gathered)}")
+        assert runs["folded"][0] == runs["unfolded"][0], (runs["folded"][0], runs["unfolded"][0])
+        assert runs["folded"][2] == runs["unfolded"][2], (runs["folded"][2], runs["unfolded"][2])
+        if devices > 1:
+            assert "f8e4m3" in gathered, gathered
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         # Real text (the fortunes corpus, bytes), on which the steps move the loss.
@@ -140,6 +165,7 @@ def main():
             "--kv-heads", 2, "--embd", 64, "--seed", 3, "-o", llama)
         check(llama, work, data, "llama", LLAMA_LAYOUTS)
         check_checkpoints(llama, work, data)
+        check_folds(llama, work, data)
         moe = os.path.join(work, "moe.dtm")
         run(tool("dtc"), "zoo", "gpt", "--vocab", V, "--ctx", T, "--layers", 2, "--heads", 4,
             "--embd", 64, "--experts", 4, "--top-k", 2, "--seed", 3, "-o", moe)

@@ -75,6 +75,15 @@ std::vector<Case> fp8Cases() {
         cases.push_back(quantize(from, to, {300, 96}, transposed));
   cases.push_back(quantize(kF32, kE4M3, {1, 7}, true));
   cases.push_back(quantize(kBF16, kE5M2, {3, 37, 48}, true));
+  // A float32 x rounded to bf16 as it is loaded (a folded cast).
+  Case viaBf16 = quantize(kF32, kE4M3, {300, 96}, true);
+  viaBf16.label += " loading bf16";
+  viaBf16.attrs = {intAttr("load_bf16", 1)};
+  cases.push_back(viaBf16);
+  Case amaxViaBf16 = amax(kF32, {3, 1000, 7});
+  amaxViaBf16.label += " loading bf16";
+  amaxViaBf16.attrs = {intAttr("load_bf16", 1)};
+  cases.push_back(amaxViaBf16);
   // A weight gradient's form: contracted over two dimensions.
   Case twice = gemm(kE5M2, kE4M3, kF32, 64, 128, 0);
   twice.label = "fp8_gemm e5m2 x e4m3 over two contracted dimensions";

@@ -18,9 +18,15 @@ SmallVector<int64_t> transposedShape(ArrayRef<int64_t> x) {
 
 }  // namespace
 
+// Rounding to bf16 on load reads float32.
+static LogicalResult checkLoad(Operation* op, Value x, bool loadBf16) {
+  if (loadBf16 && !elementOf(x).isF32()) return op->emitOpError("load_bf16 reads a float32 x");
+  return success();
+}
+
 LogicalResult Fp8AmaxOp::verify() {
   if (!oneElement(getAmax())) return emitOpError("amax must be one float32");
-  return success();
+  return checkLoad(*this, getX(), getLoadBf16());
 }
 
 LogicalResult Fp8QuantizeOp::verify() {
@@ -33,7 +39,7 @@ LogicalResult Fp8QuantizeOp::verify() {
   if (!getQT().empty() && (shapeOf(getQT()[0]) != ArrayRef<int64_t>(transposedShape(x)) ||
                            elementOf(getQT()[0]) != elementOf(getQ())))
     return emitOpError("q_t must be x's transpose (its last dimension first) in q's type");
-  return success();
+  return checkLoad(*this, getX(), getLoadBf16());
 }
 
 LogicalResult Fp8GemmOp::verify() {

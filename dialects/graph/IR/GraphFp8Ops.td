@@ -9,8 +9,10 @@ def Graph_Fp8AmaxOp : Graph_Op<"fp8_amax", [Pure]> {
   let description = [{
     Apart from the quantization so that the ranks holding pieces of x agree on one maximum (the
     partitioner reduces it by an all-reduce MAX where x is split) before any of them quantizes.
+    With `load_bf16`, x is float32 and each element is rounded to bfloat16 as it is loaded (a
+    narrowing cast folded in: the same values, without the 16-bit copy).
   }];
-  let arguments = (ins Graph_FloatTensor:$x);
+  let arguments = (ins Graph_FloatTensor:$x, DefaultValuedAttr<BoolAttr, "false">:$load_bf16);
   let results = (outs Graph_F32Tensor:$amax);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($amax)";
   let hasVerifier = 1;
@@ -22,8 +24,10 @@ def Graph_Fp8QuantizeOp : Graph_Op<"fp8_quantize", [Pure]> {
     q = x · scale rounded to q's format (saturating), scale = fmax / max(amax, 1e-12), amax the
     whole tensor's (graph.fp8_amax); scale_inv = 1 / scale, one float32. With a third result,
     also x's transpose so quantized: x [d0, ..., dn-2, C] gives q_t [C, d0, ..., dn-2].
+    `load_bf16` as graph.fp8_amax's.
   }];
-  let arguments = (ins Graph_FloatTensor:$x, Graph_F32Tensor:$amax);
+  let arguments = (ins Graph_FloatTensor:$x, Graph_F32Tensor:$amax,
+                       DefaultValuedAttr<BoolAttr, "false">:$load_bf16);
   let results = (outs Graph_Fp8Tensor:$q, Graph_F32Tensor:$scale_inv,
                       Variadic<Graph_Fp8Tensor>:$q_t);
   let assemblyFormat = "$x `,` $amax attr-dict `:` type($x) `,` type($amax) `->` type(results)";

@@ -18,12 +18,13 @@ namespace {
 
 constexpr int64_t kGrain = 16384;
 
-// Element i of a float32 or 16-bit tensor as float32.
-float widened(const TensorView& x, int64_t i) {
+// Element i of a float32 or 16-bit tensor as float32; with `loadBf16`, a float32 one rounded to
+// bfloat16 first.
+float widened(const TensorView& x, int64_t i, bool loadBf16) {
   switch (x.dtype) {
     case DType::kBF16: return bf16ToF32(reinterpret_cast<const uint16_t*>(x.data)[i]);
     case DType::kF16: return f16ToF32(reinterpret_cast<const uint16_t*>(x.data)[i]);
-    default: return x.f32()[i];
+    default: return loadBf16 ? bf16ToF32(f32ToBf16(x.f32()[i])) : x.f32()[i];
   }
 }
 
@@ -36,7 +37,7 @@ float fromFloat8(uint8_t c, DType format) {
 }
 
 // max |x| over the tensor: a maximum, so the chunks' order cannot change it (NaN wins).
-float amaxOf(const TensorView& x, ThreadPool& pool) {
+float amaxOf(const TensorView& x, bool loadBf16, ThreadPool& pool) {
   const int64_t n = x.numElements();
   const int64_t chunks = std::max<int64_t>(1, (n + kGrain - 1) / kGrain);
   std::vector<float> partial(static_cast<size_t>(chunks), 0.0f);
@@ -44,7 +45,7 @@ float amaxOf(const TensorView& x, ThreadPool& pool) {
     for (int64_t c = begin; c < end; ++c) {
       float m = 0.0f;
       for (int64_t i = c * kGrain, stop = std::min(n, (c + 1) * kGrain); i < stop; ++i) {
-        const float v = std::fabs(widened(x, i));
+        const float v = std::fabs(widened(x, i, loadBf16));
         if (!(v <= m)) m = v;  // NaN replaces m and stays
       }
       partial[static_cast<size_t>(c)] = m;
@@ -64,7 +65,7 @@ void quantize(const TensorView& x, float amax, const Fp8QuantizeDims& d, uint8_t
                      for (int64_t r = begin; r < end; ++r)
                        for (int64_t c = 0; c < d.cols; ++c) {
                          const int64_t i = r * d.cols + c;
-                         q[i] = toFloat8(widened(x, i) * scale, d.format);
+                         q[i] = toFloat8(widened(x, i, d.loadBf16) * scale, d.format);
                        }
                    });
   if (qt)
@@ -78,9 +79,10 @@ void quantize(const TensorView& x, float amax, const Fp8QuantizeDims& d, uint8_t
 StatusOr<BoundStep> bindFp8Amax(const StepContext& ctx) {
   DTC_RETURN_IF_ERROR(checkFp8Amax(ctx));
   const TensorView x = ctx.inputs[0], amax = ctx.outputs[0];
+  const bool loadBf16 = fp8LoadsBf16(ctx);
   ThreadPool* pool = &ctx.pool;
   return BoundStep([=] {
-    amax.f32()[0] = amaxOf(x, *pool);
+    amax.f32()[0] = amaxOf(x, loadBf16, *pool);
     return Status::Ok();
   });
 }

@@ -15,6 +15,12 @@
 namespace dtc::cuda::kernels {
 namespace {
 
+// Element i as float32; with `loadBf16`, a float32 one rounded to bfloat16 first, as the CPU does.
+__device__ inline float loaded(FloatIn x, int64_t i, bool loadBf16) {
+  const float v = at(x, i);
+  return loadBf16 ? bf16ToF32(f32ToBf16(v)) : v;
+}
+
 struct BitsMax {
   __device__ unsigned operator()(unsigned a, unsigned b) const { return b > a ? b : a; }
 };
@@ -22,10 +28,10 @@ struct BitsMax {
 // max |x| into *amaxBits (zeroed first) as float32 bits: non-negative floats order as their
 // bits do, so an integer maximum is the float one, and a NaN (above infinity) wins, as on the CPU.
 // The word read as a float is the amax.
-__global__ void amaxKernel(FloatIn x, int64_t n, unsigned* amaxBits) {
+__global__ void amaxKernel(FloatIn x, int64_t n, bool loadBf16, unsigned* amaxBits) {
   unsigned bits = 0;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
-    const unsigned v = __float_as_uint(fabsf(at(x, i)));
+    const unsigned v = __float_as_uint(fabsf(loaded(x, i, loadBf16)));
     bits = v > bits ? v : bits;
   }
   bits = blockReduce(bits, BitsMax{}, 0u);
@@ -33,12 +39,12 @@ __global__ void amaxKernel(FloatIn x, int64_t n, unsigned* amaxBits) {
 }
 
 template <typename Format>
-__global__ void quantizeKernel(FloatIn x, int64_t rows, int64_t cols, const float* amax, float fmax,
-                               uint8_t* q, uint8_t* qt) {
+__global__ void quantizeKernel(FloatIn x, bool loadBf16, int64_t rows, int64_t cols,
+                               const float* amax, float fmax, uint8_t* q, uint8_t* qt) {
   const float scale = float8Scale(*amax, fmax);
   const int64_t n = rows * cols;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
-    const uint8_t code = f32ToFloat8<Format>(__fmul_rn(at(x, i), scale));
+    const uint8_t code = f32ToFloat8<Format>(__fmul_rn(loaded(x, i, loadBf16), scale));
     q[i] = code;
     if (qt) qt[(i % cols) * rows + i / cols] = code;
   }
@@ -50,21 +56,23 @@ __global__ void scaleInvKernel(float fmax, const float* amax, float* scaleInv) {
 
 }  // namespace
 
-cudaError_t fp8Amax(FloatIn x, int64_t n, float* amax, cudaStream_t stream) {
+cudaError_t fp8Amax(FloatIn x, int64_t n, bool loadBf16, float* amax, cudaStream_t stream) {
   unsigned* word = reinterpret_cast<unsigned*>(amax);
   if (cudaError_t e = cudaMemsetAsync(word, 0, sizeof(unsigned), stream)) return e;
-  if (n > 0) amaxKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, word);
+  if (n > 0) amaxKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, loadBf16, word);
   return cudaGetLastError();
 }
 
-cudaError_t fp8Quantize(FloatIn x, const float* amax, int64_t rows, int64_t cols, bool e4m3,
-                        uint8_t* q, uint8_t* qt, float* scaleInv, cudaStream_t stream) {
+cudaError_t fp8Quantize(FloatIn x, bool loadBf16, const float* amax, int64_t rows, int64_t cols,
+                        bool e4m3, uint8_t* q, uint8_t* qt, float* scaleInv, cudaStream_t stream) {
   const float fmax = e4m3 ? kE4M3Max : kE5M2Max;
   const int64_t n = rows * cols;
   if (n > 0 && e4m3)
-    quantizeKernel<E4M3><<<blocksFor(n), kThreads, 0, stream>>>(x, rows, cols, amax, fmax, q, qt);
+    quantizeKernel<E4M3>
+        <<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax, q, qt);
   if (n > 0 && !e4m3)
-    quantizeKernel<E5M2><<<blocksFor(n), kThreads, 0, stream>>>(x, rows, cols, amax, fmax, q, qt);
+    quantizeKernel<E5M2>
+        <<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax, q, qt);
   scaleInvKernel<<<1, 1, 0, stream>>>(fmax, amax, scaleInv);
   return cudaGetLastError();
 }
@@ -80,10 +88,11 @@ StatusOr<BoundStep> bindFp8Amax(const StepContext& ctx, Device& dev) {
   DTC_RETURN_IF_ERROR(checkFp8Amax(ctx));
   const kernels::FloatIn x = in(ctx.inputs[0]);
   const int64_t n = ctx.inputs[0].numElements();
+  const bool loadBf16 = fp8LoadsBf16(ctx);
   float* amax = ctx.outputs[0].f32();
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
-  return BoundStep([=] { return launched(kernels::fp8Amax(x, n, amax, stream), where); });
+  return BoundStep([=] { return launched(kernels::fp8Amax(x, n, loadBf16, amax, stream), where); });
 }
 
 StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
@@ -97,8 +106,9 @@ StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(kernels::fp8Quantize(x, amax, d.rows, d.cols, e4m3, q, qt, scaleInv, stream),
-                    where);
+    return launched(
+        kernels::fp8Quantize(x, d.loadBf16, amax, d.rows, d.cols, e4m3, q, qt, scaleInv, stream),
+        where);
   });
 }
 

@@ -193,6 +193,36 @@ TEST(Fp8Steps, GemmMatchesTheReference) {
     }
 }
 
+// load_bf16: a float32 x rounded to bf16 as it is loaded gives the amax and codes of the bf16
+// copy a cast would have made.
+TEST(Fp8Steps, LoadingThroughBf16IsTheCastsCopy) {
+  ThreadPool pool(2);
+  const int64_t rows = 9, cols = 32;
+  const std::vector<float> x = uniform(rows * cols, -3.0f, 3.0f, 5);
+  std::vector<uint16_t> words;
+  for (float v : x) words.push_back(f32ToBf16(v));
+  std::vector<Operand> wide = {operand(DType::kF32, {rows, cols}, x.data())},
+                       narrow = {operand(DType::kBF16, {rows, cols}, words.data())};
+  std::vector<Operand> wideAmax = {operand(DType::kF32, {1})},
+                       narrowAmax = {operand(DType::kF32, {1})};
+  ASSERT_TRUE(runStep(Kernel::fp8_amax, wide, wideAmax, {{"load_bf16", 1}}, pool).ok());
+  ASSERT_TRUE(runStep(Kernel::fp8_amax, narrow, narrowAmax, {}, pool).ok());
+  EXPECT_EQ(floatOf(wideAmax[0]), floatOf(narrowAmax[0]));
+  std::vector<Operand> wideIns = {wide[0], wideAmax[0]}, narrowIns = {narrow[0], narrowAmax[0]};
+  std::vector<Operand> wideOut = {operand(DType::kF8E4M3, {rows, cols}), operand(DType::kF32, {1}),
+                                  operand(DType::kF8E4M3, {cols, rows})};
+  std::vector<Operand> narrowOut = wideOut;
+  ASSERT_TRUE(runStep(Kernel::fp8_quantize, wideIns, wideOut, {{"load_bf16", 1}}, pool).ok());
+  ASSERT_TRUE(runStep(Kernel::fp8_quantize, narrowIns, narrowOut, {}, pool).ok());
+  for (size_t i = 0; i < wideOut.size(); ++i) EXPECT_EQ(bytesOf(wideOut[i]), bytesOf(narrowOut[i]));
+  // Without it the f32 values give other codes: the rounding is what the attribute adds.
+  std::vector<Operand> plain = wideOut;
+  ASSERT_TRUE(runStep(Kernel::fp8_quantize, wideIns, plain, {}, pool).ok());
+  EXPECT_NE(bytesOf(plain[0]), bytesOf(narrowOut[0]));
+  Status s = runStep(Kernel::fp8_amax, narrow, narrowAmax, {{"load_bf16", 1}}, pool);
+  EXPECT_NE(s.message().find("load_bf16 reads a float32 x"), std::string::npos) << s.message();
+}
+
 // A weight gradient's form: a [N, B, T] and b [K, B, T] contracted over their last two
 // dimensions give [N, K], as the matrices [N, B·T] and [K, B·T] do.
 TEST(Fp8Steps, GemmOverTwoContractedDimensions) {
