@@ -135,7 +135,8 @@ def main():
     parser.add_argument("--contexts", default="2048,4096,8192")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--precision", default="bf16",
-                        help="dtrun's, comma-separated: bf16 (llama-SIZE-CONTEXT.dtp), fp8 (…-fp8.dtp)")
+                        help="dtrun's, comma-separated: bf16 (llama-SIZE-CONTEXT.dtp), fp8 (…-fp8.dtp), "
+                             "fp8-delayed (…-fp8-delayed.dtp, delayed scaling)")
     parser.add_argument("--peers", default="eager,compile,compile-max-autotune",
                         help="the PyTorch contenders: eager, torch.compile's modes")
     a = parser.parse_args()

@@ -3,7 +3,7 @@
 # interleaved rounds (see gpu_llama.py). Needs the runtime built with CUDA (tests/gpu/run.sh
 # unpacks it into build-gpu) and gpu-carry/llama-*.dtp from tests/gpu/prepare.sh.
 # Usage: bench/gpu_llama.sh [BUILD_DIR] [--models 1B,3B] [--contexts 2048,4096,8192] [--rounds 3]
-#                           [--precision bf16,fp8] [--peers eager,compile]
+#                           [--precision bf16,fp8,fp8-delayed] [--peers eager,compile]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-gpu

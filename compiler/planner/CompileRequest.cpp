@@ -136,8 +136,9 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   options.kernels.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
   if (args->has("loss-scale") && options.numerics.precision != "fp16")
     return invalid("dtc compile: --loss-scale is for --precision fp16 (dynamic loss scaling)");
-  if (args->has("fp8-skip") && options.numerics.precision != "fp8")
-    return invalid("dtc compile: --fp8-skip is for --precision fp8 (the layers kept in bf16)");
+  for (const char* flag : {"fp8-skip", "fp8-scaling", "fp8-amax-history"})
+    if (args->has(flag) && options.numerics.precision != "fp8")
+      return invalid(std::string("dtc compile: --") + flag + " is for --precision fp8");
   for (const std::string& spec : args->all("shard")) {
     if (spec.find(';') != std::string::npos)
       return invalid("dtc compile: one PATTERN=SPEC per --shard, got '" + spec + "'");

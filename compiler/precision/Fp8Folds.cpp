@@ -98,7 +98,8 @@ struct AbsorbNarrowingIntoFp8 : OpRewritePattern<Op> {
 void populateFp8FoldPatterns(RewritePatternSet& patterns) {
   MLIRContext* ctx = patterns.getContext();
   patterns.add<QuantizeBeforeGather, AbsorbNarrowingIntoFp8<graph::Fp8AmaxOp>,
-               AbsorbNarrowingIntoFp8<graph::Fp8QuantizeOp>>(ctx);
+               AbsorbNarrowingIntoFp8<graph::Fp8QuantizeOp>,
+               AbsorbNarrowingIntoFp8<graph::Fp8QuantizeRecordedOp>>(ctx);
 }
 
 }  // namespace dtc

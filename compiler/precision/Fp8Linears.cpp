@@ -12,8 +12,11 @@
 
 #include "Locations.h"
 #include "Passes.h"
+#include "graph/IR/GraphDialect.h"
 #include "graph/IR/GraphOps.h"
 #include "graph/IR/TypeUtils.h"
+#include "planfile/function_names.h"
+#include "support/float8.h"
 
 namespace dtc {
 #define GEN_PASS_DEF_FP8LINEARS
@@ -102,40 +105,78 @@ std::optional<Contraction> contractionOf(Operation* op) {
   return c;
 }
 
+// Delayed scaling's state for one quantized tensor: its amax history (an argument of the
+// training step, updated by it), the amax read from it, and the amaxes the step records.
+struct History {
+  BlockArgument arg;
+  Value amax;
+  SmallVector<Value> seen;
+};
+
 class Rewriter {
  public:
-  explicit Rewriter(MLIRContext* ctx) : b_(ctx) {}
+  // `historyLength` > 0: delayed scaling in `function`, the training step.
+  Rewriter(func::FuncOp function, int64_t historyLength)
+      : b_(function.getContext()), function_(function), historyLength_(historyLength) {}
 
   // `v` quantized to `format` once per value (with the transposed copy when `transposed`), just
-  // before `before`: its amax, then its codes. Casts of one value to one type (mixed precision
-  // casts an input once per layer that reads it) count as one value.
-  Quantized quantize(Value v, Type format, bool transposed, Operation* before) {
+  // before `before`: its amax, then its codes; under delayed scaling, on its history's amax and
+  // recording its own. Casts of one value to one type (mixed precision casts an input once per
+  // layer that reads it) count as one value. `role` names the history: the layer's "input",
+  // "weight" or "grad_output".
+  Quantized quantize(Value v, Type format, bool transposed, Operation* before, StringRef role) {
     Value source = v;
     if (auto cast = v.getDefiningOp<graph::CastOp>()) source = cast.getX();
     const Key key{source.getAsOpaquePointer(), v.getType().getAsOpaquePointer(),
                   format.getAsOpaquePointer()};
     auto it = quantized_.find(key);
     // One made later in the block (for a GEMM found earlier) cannot serve here.
-    if (it != quantized_.end() && !it->second.amax.getDefiningOp()->isBeforeInBlock(before))
+    if (it != quantized_.end() && !it->second.q.getDefiningOp()->isBeforeInBlock(before))
       it = quantized_.end();
     if (it != quantized_.end() && (it->second.qt || !transposed)) return it->second;
     b_.setInsertionPoint(before);
     Location loc = before->getLoc();
-    Value amax = it != quantized_.end() ? it->second.amax : Value();
-    if (!amax)
-      amax = graph::Fp8AmaxOp::create(b_, loc, RankedTensorType::get({1}, b_.getF32Type()), v);
     ArrayRef<int64_t> shape = graph::shapeOf(v);
-    SmallVector<Type> types = {RankedTensorType::get(shape, format),
-                               RankedTensorType::get({1}, b_.getF32Type())};
+    auto f32 = RankedTensorType::get({1}, b_.getF32Type());
+    Type q = RankedTensorType::get(shape, format);
+    SmallVector<Type> qT;
     if (transposed) {
       SmallVector<int64_t> t = {shape.back()};
       t.append(shape.begin(), shape.end() - 1);
-      types.push_back(RankedTensorType::get(t, format));
+      qT.push_back(RankedTensorType::get(t, format));
     }
-    auto op = graph::Fp8QuantizeOp::create(b_, loc, types, v, amax);
-    Quantized r{op.getQ(), op.getScaleInv(), transposed ? op.getQT()[0] : Value(), amax};
+    Quantized r;
+    if (historyLength_ > 0) {
+      History& h = historyOf(fp8AmaxHistoryName(locationName(loc), role.str()), format);
+      auto op = graph::Fp8QuantizeRecordedOp::create(b_, loc, q, f32, f32, qT, v, h.amax);
+      h.seen.push_back(op.getSeen());
+      r = {op.getQ(), op.getScaleInv(), transposed ? op.getQT()[0] : Value(), h.amax};
+    } else {
+      Value amax = it != quantized_.end() ? it->second.amax : Value();
+      if (!amax) amax = graph::Fp8AmaxOp::create(b_, loc, f32, v);
+      auto op = graph::Fp8QuantizeOp::create(b_, loc, q, f32, qT, v, amax);
+      r = {op.getQ(), op.getScaleInv(), transposed ? op.getQT()[0] : Value(), amax};
+    }
     quantized_[key] = r;
     return r;
+  }
+
+  // Each history's new value, pushed by the step's recorded amaxes, returned as its update.
+  void finishHistories() {
+    if (histories_.empty()) return;
+    auto ret = cast<func::ReturnOp>(function_.getBody().front().getTerminator());
+    b_.setInsertionPoint(ret);
+    SmallVector<Value> results(ret.getOperands());
+    for (auto& [name, h] : histories_) {
+      Value pushed =
+          graph::Fp8HistoryPushOp::create(b_, ret.getLoc(), h.arg.getType(), h.arg, h.seen);
+      const unsigned index = function_.getNumResults();
+      function_.insertResult(
+          index, pushed.getType(),
+          b_.getDictionaryAttr(b_.getNamedAttr(attr::kUpdates, b_.getStringAttr(name))));
+      results.push_back(pushed);
+    }
+    ret->setOperands(results);
   }
 
   // a [M..., K...] · b [N..., K...]ᵀ scaled, as `like` (its result [M..., N...]), replacing it.
@@ -151,15 +192,46 @@ class Rewriter {
   }
 
  private:
+  // The history `name`, a new argument of the step (after its parameters and state) the first
+  // time, with its amax read at the step's start.
+  History& historyOf(const std::string& name, Type format) {
+    auto it = histories_.find(name);
+    if (it != histories_.end()) return it->second;
+    unsigned index = 0;
+    for (unsigned i = 0; i < function_.getNumArguments(); ++i)
+      if (function_.getArgAttr(i, attr::kParam) || function_.getArgAttr(i, attr::kState))
+        index = i + 1;
+    auto type = RankedTensorType::get({historyLength_}, b_.getF32Type());
+    (void)function_.insertArgument(
+        index, type, b_.getDictionaryAttr(b_.getNamedAttr(attr::kState, b_.getStringAttr(name))),
+        function_.getLoc());
+    History h;
+    h.arg = function_.getArgument(index);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(&function_.getBody().front());
+    const float fmax = isa<Float8E4M3FNType>(format) ? kE4M3Max : kE5M2Max;
+    h.amax = graph::Fp8HistoryAmaxOp::create(b_, function_.getLoc(),
+                                             RankedTensorType::get({1}, b_.getF32Type()), h.arg,
+                                             b_.getF32FloatAttr(fmax));
+    return histories_.emplace(name, std::move(h)).first->second;
+  }
+
   using Key = std::tuple<const void*, const void*, const void*>;  // source, its type, format
   OpBuilder b_;
+  func::FuncOp function_;
+  int64_t historyLength_;
   std::map<Key, Quantized> quantized_;
+  std::map<std::string, History> histories_;
 };
 
 struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
   using Fp8LinearsBase::Fp8LinearsBase;
 
   void runOnOperation() override {
+    if (scaling != "dynamic" && scaling != "delayed") {
+      getOperation().emitError("fp8 scaling must be dynamic or delayed, got '") << scaling << "'";
+      return signalPassFailure();
+    }
     SmallVector<llvm::GlobPattern> patterns;
     SmallVector<StringRef> globs;
     StringRef(skip).split(globs, ',', -1, /*KeepEmpty=*/false);
@@ -196,13 +268,14 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
       for (Contraction& c : contractions)
         for (Operation** g : {&c.gradInput, &c.gradWeight})
           if (*g && !claimed.insert(*g).second) *g = nullptr;
-      Rewriter rewrite(ctx);
+      const bool delayed = scaling == "delayed" && function.getName() == fn::kTrainStep;
+      Rewriter rewrite(function, delayed ? int64_t(history) : 0);
       for (const Contraction& c : contractions) {
         // W is read K-major by the forward and N-major by the input gradient: a [K, N] W's
         // forward reads its transposed copy, a [N, K] W's input gradient does.
         const bool wTransposed = !c.weightKMajor || c.gradInput != nullptr;
-        Quantized qx = rewrite.quantize(c.x, e4m3, c.gradWeight != nullptr, c.forward);
-        Quantized qw = rewrite.quantize(c.w, e4m3, wTransposed, c.forward);
+        Quantized qx = rewrite.quantize(c.x, e4m3, c.gradWeight != nullptr, c.forward, "input");
+        Quantized qw = rewrite.quantize(c.w, e4m3, wTransposed, c.forward, "weight");
         Value wForward = c.weightKMajor ? qw.q : qw.qt, wBackward = c.weightKMajor ? qw.qt : qw.q;
         rewrite.gemm(c.forward, qx.q, qx.scaleInv, wForward, qw.scaleInv);
         if (!c.gradInput && !c.gradWeight) continue;
@@ -210,7 +283,7 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
                            : c.gradWeight && c.gradWeight->isBeforeInBlock(c.gradInput)
                                ? c.gradWeight
                                : c.gradInput;
-        Quantized qdy = rewrite.quantize(c.dy, e5m2, c.gradWeight != nullptr, first);
+        Quantized qdy = rewrite.quantize(c.dy, e5m2, c.gradWeight != nullptr, first, "grad_output");
         if (c.gradInput) rewrite.gemm(c.gradInput, qdy.q, qdy.scaleInv, wBackward, qw.scaleInv);
         if (!c.gradWeight) continue;
         if (c.weightKMajor)  // dW [N, K] = dyᵀ · x
@@ -229,17 +302,18 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
       });
       for (Operation* op : unpaired) {
         if (auto g = dyn_cast<graph::LinearGradInputOp>(op)) {  // dx = dy · W
-          Quantized qdy = rewrite.quantize(g.getDy(), e5m2, false, op);
-          Quantized qw = rewrite.quantize(g.getWeight(), e4m3, true, op);
+          Quantized qdy = rewrite.quantize(g.getDy(), e5m2, false, op, "grad_output");
+          Quantized qw = rewrite.quantize(g.getWeight(), e4m3, true, op, "weight");
           rewrite.gemm(op, qdy.q, qdy.scaleInv, qw.qt, qw.scaleInv);
           continue;
         }
         auto g = cast<graph::LinearGradWeightOp>(op);  // dW = dyᵀ · x
         if (graph::rankOf(g.getX()) < 2) continue;
-        Quantized qdy = rewrite.quantize(g.getDy(), e5m2, true, op);
-        Quantized qx = rewrite.quantize(g.getX(), e4m3, true, op);
+        Quantized qdy = rewrite.quantize(g.getDy(), e5m2, true, op, "grad_output");
+        Quantized qx = rewrite.quantize(g.getX(), e4m3, true, op, "input");
         rewrite.gemm(op, qdy.qt, qdy.scaleInv, qx.qt, qx.scaleInv);
       }
+      rewrite.finishHistories();
       // The casts that only fed what was rewritten (one layer's copy of an input another's
       // quantization now serves) go.
       SmallVector<Operation*> dead;

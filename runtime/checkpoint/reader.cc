@@ -8,6 +8,7 @@
 #include "checkpoint/directory.h"
 #include "exec/shard_layout.h"
 #include "io/safetensors.h"
+#include "support/float8.h"
 #include "support/printable.h"
 
 namespace dtc::checkpoint {
@@ -23,6 +24,7 @@ Status matchTensors(const Plan& plan, const CheckpointIndex& index, const std::s
     const auto* shape = s->global_shape() ? s->global_shape() : s->shape();
     std::vector<int64_t> whole(shape->begin(), shape->end());
     const TensorRecord* saved = index.find(name);
+    if (!saved && isFp8AmaxHistory(name)) continue;  // started anew
     if (!saved) {
       missing.push_back(name);
     } else if (saved->shape != whole || saved->dtype != toDType(s->dtype())) {
@@ -31,7 +33,7 @@ Status matchTensors(const Plan& plan, const CheckpointIndex& index, const std::s
     }
   }
   for (const TensorRecord& t : index.tensors)
-    if (!planned.count(t.name)) unexpected.push_back(t.name);
+    if (!planned.count(t.name) && !isFp8AmaxHistory(t.name)) unexpected.push_back(t.name);
   if (missing.empty() && unexpected.empty() && mismatched.empty()) return Status::Ok();
   std::string message = "checkpoint " + stepDir + " does not match " + plan.name() + ":";
   if (!missing.empty()) message += " missing " + nameList(missing) + ";";
@@ -62,6 +64,7 @@ StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir,
   std::set<std::string> seen;
   for (const plan::StateTensor* s : *plan.root().state()) {
     if (!Plan::onStage(s->stage(), ex.stage()) || !seen.insert(s->name()->str()).second) continue;
+    if (!index.find(s->name()->str())) continue;  // an FP8 amax history the checkpoint lacks
     const TensorRecord& saved = *index.find(s->name()->str());
     TensorView local = ex.state(saved.name);
     std::vector<Piece> pieces =

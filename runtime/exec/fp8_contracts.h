@@ -14,6 +14,12 @@
 // x's transpose so quantized: x [d0, ..., dn-2, C] gives q_t [C, d0, ..., dn-2], the operand
 // whose contraction runs over x's rows, K-major.
 //
+// fp8_quantize_recorded: (x, amax) -> (q, scale_inv, seen[, q_t]): fp8_quantize on the given
+// amax (delayed scaling's, from earlier steps), with x's own amax as `seen`, from the same pass.
+// fp8_history_amax: history [H] -> amax [1] = max(history) where above 0, else `fmax` (scale 1,
+// Transformer Engine's first step). fp8_history_push: (history [H], seen... [1]) -> [max(seen),
+// history[0], ..., history[H-2]].
+//
 // fp8_gemm: (a [M..., K...], b [N..., K...], a_scale_inv, b_scale_inv) -> out [M..., N...] =
 // (a · bᵀ) · a_scale_inv · b_scale_inv over the last `contract_dims` dimensions of both (1 when
 // absent), the products summed in f32, out f32 or 16-bit (rounded once). Both operands K-major,
@@ -63,11 +69,18 @@ inline Status checkFp8Amax(const StepContext& ctx) {
   return Status::Ok();
 }
 
-inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx) {
-  if (ctx.inputs.size() != 2 || (ctx.outputs.size() != 2 && ctx.outputs.size() != 3))
-    return invalid(ctx, "expects 2 inputs (x, amax) and 2 or 3 outputs (q, scale_inv[, q_t])");
+// `recorded`: fp8_quantize_recorded, whose third output is x's own amax.
+inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx, bool recorded = false) {
+  const size_t fixed = recorded ? 3 : 2;
+  if (ctx.inputs.size() != 2 || (ctx.outputs.size() != fixed && ctx.outputs.size() != fixed + 1))
+    return invalid(ctx, recorded ? "expects 2 inputs (x, amax) and 3 or 4 outputs (q, scale_inv, "
+                                   "seen[, q_t])"
+                                 : "expects 2 inputs (x, amax) and 2 or 3 outputs (q, "
+                                   "scale_inv[, q_t])");
   const TensorView &x = ctx.inputs[0], &amax = ctx.inputs[1], &q = ctx.outputs[0],
                    &scale = ctx.outputs[1];
+  if (recorded && (ctx.outputs[2].dtype != DType::kF32 || ctx.outputs[2].numElements() != 1))
+    return invalid(ctx, "seen must be one float32");
   DTC_RETURN_IF_ERROR(checkFp8Source(ctx, x));
   if (amax.dtype != DType::kF32 || amax.numElements() != 1)
     return invalid(ctx, "amax must be one float32");
@@ -83,8 +96,8 @@ inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx) {
   d.rows = d.cols > 0 ? x.numElements() / d.cols : 0;
   d.format = q.dtype;
   d.loadBf16 = fp8LoadsBf16(ctx);
-  if (ctx.outputs.size() == 3) {
-    const TensorView& t = ctx.outputs[2];
+  if (ctx.outputs.size() == fixed + 1) {
+    const TensorView& t = ctx.outputs[fixed];
     Shape want = {d.cols};
     want.insert(want.end(), x.shape.begin(), x.shape.end() - 1);
     if (t.dtype != q.dtype || t.shape != want)
@@ -93,6 +106,26 @@ inline StatusOr<Fp8QuantizeDims> checkFp8Quantize(const StepContext& ctx) {
     d.transposed = true;
   }
   return d;
+}
+
+inline Status checkFp8HistoryAmax(const StepContext& ctx) {
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
+    return invalid(ctx, "expects 1 input (history) and 1 output (amax)");
+  if (ctx.inputs[0].shape.size() != 1 || ctx.inputs[0].numElements() < 1 ||
+      ctx.outputs[0].numElements() != 1)
+    return invalid(ctx, "takes a history [H] and gives one float32");
+  if (!(ctx.floatAttr("fmax") > 0)) return invalid(ctx, "fmax must be above 0");
+  return Status::Ok();
+}
+
+inline Status checkFp8HistoryPush(const StepContext& ctx) {
+  if (ctx.inputs.size() < 2 || ctx.outputs.size() != 1)
+    return invalid(ctx, "expects a history, one or more amaxes, and 1 output");
+  if (ctx.inputs[0].shape.size() != 1 || ctx.outputs[0].shape != ctx.inputs[0].shape)
+    return invalid(ctx, "new_history must be the history's [H]");
+  for (size_t i = 1; i < ctx.inputs.size(); ++i)
+    if (ctx.inputs[i].numElements() != 1) return invalid(ctx, "each amax must be one float32");
+  return Status::Ok();
 }
 
 struct Fp8GemmDims {

@@ -10,6 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#ifndef __CUDACC__
+#include <string>
+#include <string_view>
+#endif
 
 #include "support/half.h"
 
@@ -34,6 +38,20 @@ inline constexpr float kE5M2Max = 57344.0f;
 
 // Below this an amax counts as this: a tensor of zeros gets a finite scale.
 inline constexpr double kFloat8AmaxFloor = 1e-12;
+
+#ifndef __CUDACC__
+// Delayed scaling's amax history of a layer's "input", "weight" or "grad_output": training-step
+// state that a run in another precision (or with dynamic scaling) does not have. A checkpoint
+// without it starts it anew; a checkpoint with it resumes a run without.
+inline std::string fp8AmaxHistoryName(std::string_view layer, std::string_view role) {
+  return std::string(layer) + ".fp8_" + std::string(role) + "_amax_history";
+}
+inline bool isFp8AmaxHistory(std::string_view name) {
+  constexpr std::string_view kSuffix = "_amax_history";
+  return name.size() > kSuffix.size() && name.find(".fp8_") != std::string_view::npos &&
+         name.substr(name.size() - kSuffix.size()) == kSuffix;
+}
+#endif
 
 // The per-tensor scale that maps `amax` to `fmax`, as torchao computes it: in double, amax
 // floored at kFloat8AmaxFloor, rounded to f32 once. Both backends' quantizations call it.

@@ -13,13 +13,15 @@ on dp=2 and ZeRO 1 and 3, the tensor-parallel preset with and without sequence p
 FP8 codes are what it gathers), dp=2 x tp=2 with ZeRO-1, full recomputation, pp=2, and context
 parallelism by all-gather and by ring; and a mixture-of-experts GPT (4 experts, top-2) on ep=2
 and dp=2 x ep=2. Each plan must hold FP8 GEMMs, and every layout that splits activations must
-reduce their amax.
+reduce their amax. With delayed scaling (amax histories), dp2 x tp2 with sequence parallelism
+and pp=2 against one device with delayed scaling.
 
-Checkpoints hold the master weights and optimizer state, as bf16's do (dynamic scales keep no
-state): an FP8 run's checkpoint on dp=2 resumes on one device in FP8, continuing as the
+Checkpoints hold the master weights and optimizer state, as bf16's do, and delayed scaling's
+amax histories: an FP8 run's checkpoint on dp=2 resumes on one device in FP8, continuing as the
 uninterrupted run (the layouts' bound), and in bf16 (within the two precisions' difference on
 one step from the same state, 1e-2, where a restart from the initial weights is 10x further);
-a bf16 checkpoint resumes in FP8 on tp=2 likewise. The data is real text (the fortunes corpus,
+a bf16 checkpoint resumes in FP8 on tp=2 and with delayed scaling (its histories started anew)
+likewise; a delayed-scaling checkpoint on dp=2 resumes on one device as it ran, and in bf16. The data is real text (the fortunes corpus,
 bytes), on which 10 steps move the loss.
 
 dtc-fold-casts' FP8 rewrites are exact: with them (the weights' bf16 copies folded into their
@@ -54,6 +56,11 @@ LLAMA_LAYOUTS = [
     ("cp2", ["--mesh", "cp=2"], 2),
     ("cp2-ring", ["--mesh", "cp=2", "--cp-attention", "ring"], 2),
 ]
+# Delayed scaling: each split tensor's recorded amax is reduced before it enters the history.
+DELAYED_LAYOUTS = [
+    ("dp2-tp2-sp", ["--mesh", "dp=2,tp=2", "--sequence-parallel"], 4),
+    ("pp2", ["--mesh", "pp=2", "--microbatches", 2], 2),
+]
 MOE_LAYOUTS = [
     ("ep2", ["--mesh", "ep=2"], 2),
     ("dp2-ep2", ["--mesh", "dp=2,ep=2"], 4),
@@ -76,11 +83,11 @@ def plan_summary(plan):
     return gemms, amax_reductions, gathered
 
 
-def check(model, work, data, name, layouts):
-    ref = train(model, work, f"{name}-one", B, OPTIM, 1, data, STEPS, SEED)[0]
+def check(model, work, data, name, layouts, optim=OPTIM):
+    ref = train(model, work, f"{name}-one", B, optim, 1, data, STEPS, SEED)[0]
     assert all(np.isfinite(ref)), ref
     for layout, flags, devices in layouts:
-        losses = train(model, work, f"{name}-{layout}", B, OPTIM + flags, devices, data, STEPS, SEED)[0]
+        losses = train(model, work, f"{name}-{layout}", B, optim + flags, devices, data, STEPS, SEED)[0]
         err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
         gemms, amaxes, gathered = plan_summary(os.path.join(work, f"{name}-{layout}.dtp"))
         print(f"{name} {layout}: max loss rel err vs one device {err:.2e}; {gemms} FP8 GEMMs, "
@@ -100,11 +107,14 @@ def dtrun(plan, devices, *args):
 
 def check_checkpoints(model, work, data):
     plans = {}
-    for name, precision, mesh in (("fp8-dp2", "fp8", ["--mesh", "dp=2"]), ("fp8", "fp8", []),
-                                  ("bf16", "bf16", []), ("fp8-tp2", "fp8", ["--mesh", "tp=2"])):
+    delayed = ["--fp8-scaling", "delayed"]
+    for name, precision, flags in (("fp8-dp2", "fp8", ["--mesh", "dp=2"]), ("fp8", "fp8", []),
+                                   ("bf16", "bf16", []), ("fp8-tp2", "fp8", ["--mesh", "tp=2"]),
+                                   ("fp8-delayed-dp2", "fp8", ["--mesh", "dp=2", *delayed]),
+                                   ("fp8-delayed", "fp8", delayed)):
         plans[name] = os.path.join(work, f"ckpt-{name}.dtp")
-        flags = [f if f != "fp8" else precision for f in OPTIM]
-        run(tool("dtc"), "compile", model, "-o", plans[name], "--batch", B, *flags, *mesh)
+        optim = [f if f != "fp8" else precision for f in OPTIM]
+        run(tool("dtc"), "compile", model, "-o", plans[name], "--batch", B, *optim, *flags)
     half, common = STEPS // 2, ["--data", data, "--seed", SEED]
 
     def losses(plan, devices, *args):
@@ -112,8 +122,11 @@ def check_checkpoints(model, work, data):
         dtrun(plan, devices, *common, "--log", log, *args)
         return [e["loss"] for e in read_log(log)]
 
+    # Delayed scaling's amax histories are checkpointed: a delayed run resumes as it ran; a bf16
+    # run resumes without them, and a delayed run from a bf16 checkpoint starts them anew.
     for (writer, wdev), resumed in ((("fp8-dp2", 2), [("fp8", 1), ("bf16", 1)]),
-                                    (("bf16", 1), [("bf16", 1), ("fp8-tp2", 2)])):
+                                    (("bf16", 1), [("bf16", 1), ("fp8-tp2", 2), ("fp8-delayed", 1)]),
+                                    (("fp8-delayed-dp2", 2), [("fp8-delayed", 1), ("bf16", 1)])):
         checkpoint = os.path.join(work, f"ckpt-{writer}")
         full = losses(plans[writer], wdev, "--steps", STEPS)
         ref = full[half:]
@@ -121,11 +134,14 @@ def check_checkpoints(model, work, data):
         restart = max(abs(a - b) / abs(b) for a, b in zip(full[:half], ref))
         assert restart >= 10 * PRECISION_TOLERANCE, f"{writer}: 10 steps barely move the loss"
         losses(plans[writer], wdev, "--steps", half, "--checkpoint", checkpoint)
+        with open(os.path.join(checkpoint, f"step-{half}", "index.json")) as f:
+            histories = [t for t in json.load(f)["tensors"] if t.endswith("_amax_history")]
+        assert bool(histories) == ("delayed" in writer), f"{writer}: histories {histories}"
         for name, devices in resumed:
             got = losses(plans[name], devices, "--steps", STEPS, "--resume", checkpoint)
             assert len(got) == STEPS - half, f"{writer} -> {name}: resumed steps {got}"
             err = max(abs(a - b) / abs(b) for a, b in zip(got, ref))
-            same = name.split("-")[0] == writer.split("-")[0]
+            same = name.split("-")[0] == writer.split("-")[0] and ("delayed" in name) == ("delayed" in writer)
             bound = LOSS_TOLERANCE if same else PRECISION_TOLERANCE
             print(f"checkpoint {writer} -> {name}: max loss rel err vs the uninterrupted "
                   f"{writer} run {err:.2e} (bound {bound:g})")
@@ -164,6 +180,7 @@ def main():
         run(tool("dtc"), "zoo", "llama", "--vocab", V, "--ctx", T, "--layers", 2, "--heads", 4,
             "--kv-heads", 2, "--embd", 64, "--seed", 3, "-o", llama)
         check(llama, work, data, "llama", LLAMA_LAYOUTS)
+        check(llama, work, data, "llama-delayed", DELAYED_LAYOUTS, OPTIM + ["--fp8-scaling", "delayed"])
         check_checkpoints(llama, work, data)
         check_folds(llama, work, data)
         moe = os.path.join(work, "moe.dtm")

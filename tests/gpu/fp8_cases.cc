@@ -84,6 +84,29 @@ std::vector<Case> fp8Cases() {
   amaxViaBf16.label += " loading bf16";
   amaxViaBf16.attrs = {intAttr("load_bf16", 1)};
   cases.push_back(amaxViaBf16);
+  // Delayed scaling: the codes on a history's amax with x's own recorded, the history's amax
+  // (scale 1 before any) and its push.
+  Case recorded = quantize(kBF16, kE4M3, {300, 96}, true);
+  recorded.label = "fp8_quantize_recorded bf16 to e4m3 with q_t";
+  recorded.op = "fp8_quantize_recorded";
+  recorded.outputs.insert(recorded.outputs.begin() + 2, out({1}));
+  cases.push_back(recorded);
+  for (std::vector<float> history : {std::vector<float>{0, 0, 0}, std::vector<float>{3, 0.5f, 7}}) {
+    Case c{"fp8_history_amax of " + std::string(history[0] > 0 ? "a history" : "zeros"),
+           "fp8_history_amax",
+           {floatAttr("fmax", 448.0)},
+           {given({3}, history)},
+           {out({1})}};
+    c.bitwise = true;
+    cases.push_back(c);
+  }
+  Case push{"fp8_history_push of two amaxes",
+            "fp8_history_push",
+            {},
+            {given({3}, {3, 0.5f, 7}), given({1}, {2.0f}), given({1}, {9.0f})},
+            {out({3})}};
+  push.bitwise = true;
+  cases.push_back(push);
   // A weight gradient's form: contracted over two dimensions.
   Case twice = gemm(kE5M2, kE4M3, kF32, 64, 128, 0);
   twice.label = "fp8_gemm e5m2 x e4m3 over two contracted dimensions";

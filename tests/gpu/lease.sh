@@ -16,8 +16,8 @@ checks=$?
 timeout -k 10 "${2:-240}" bash "$ROOT/bench/gpu_gpt2.sh" --sizes 124M --precisions bf16 \
   --peers bf16,compile --rounds 3 > "$OUT/bench.log" 2>&1
 bench=$?
-timeout -k 10 "${3:-240}" bash "$ROOT/bench/gpu_llama.sh" --models 1B --contexts 4096 --precision bf16,fp8 \
-  --peers eager,compile --rounds 3 > "$OUT/bench-llama.log" 2>&1
+timeout -k 10 "${3:-240}" bash "$ROOT/bench/gpu_llama.sh" --models 1B --contexts 4096 \
+  --precision bf16,fp8,fp8-delayed --peers eager,compile --rounds 3 > "$OUT/bench-llama.log" 2>&1
 llama=$?
 # The per-plan outputs of the checks, for the failures' details.
 (cd "$ROOT/build-gpu" && tar -czf "$OUT/checks-logs.tgz" ./*.out ./*.jsonl 2>/dev/null)

@@ -64,6 +64,7 @@ gpt-recipe-tp2-pp2|gpt.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 3e-3 --
 llama|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3|1e-4
 llama-cuda-bf16|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16|1e-2
 llama-cuda-fp8|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision fp8|2e-2
+llama-cuda-fp8-delayed|llama.dtm|tokens.bin|1|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision fp8 --fp8-scaling delayed|2e-2
 llama-cuda-tp2|llama.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --mesh tp=2|1e-4
 llama-cuda-bf16-tp2-pp2|llama.dtm|tokens.bin|4|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --precision bf16 --mesh tp=2,pp=2 --microbatches 2|1e-2
 gpt-cuda-cp2-ring|gpt.dtm|tokens.bin|2|--batch 8 --optimizer adamw --lr 1e-3 --device cuda --fused-attention --mesh cp=2 --cp-attention ring|1e-4
@@ -106,7 +107,8 @@ echo "wrote $OUT/gpt2-{bf16,fp32,fp8,bf16-unfused-attention}.dtp (GPT-2 124M, ba
 
 # Llama 3.2 1B (16 x 2048, 32 query / 8 key-value heads, FFN 8192) and 3B (28 x 3072, 24 / 8) for
 # bench/gpu_llama.sh: the vocabulary of 128,256, the head tied, rotary theta 500,000, bf16 with
-# the CUDA defaults, AdamW, each also in FP8 (…-fp8.dtp, --precision fp8); 16,384 tokens a step
+# the CUDA defaults, AdamW, each also in FP8 (…-fp8.dtp, --precision fp8, and …-fp8-delayed.dtp
+# with --fp8-scaling delayed); 16,384 tokens a step
 # for 1B and 8,192 for 3B (bench/gpu_llama.py's BATCH), and Llama 3's token file (llm.c's uint32
 # format). The plans lease.sh runs (1B and 3B at 4096);
 # DTC_BENCH_LLAMA=all for every size and context (2048, 4096, 8192: their rotary tables take
@@ -130,10 +132,13 @@ for spec in $llama_plans; do
   # shellcheck disable=SC2086
   "$DTC" zoo llama --vocab 128256 --ctx "$context" $shape --kv-heads 8 --ffn 8192 --rope-theta 500000 \
     --rms-eps 1e-5 --tie-embeddings --seed 0 -o "$OUT/llama-bench.dtm"
-  for precision in bf16 fp8; do
-    suffix=$([ "$precision" = bf16 ] || echo "-$precision")
+  for variant in bf16 fp8 fp8-delayed; do
+    suffix=$([ "$variant" = bf16 ] || echo "-$variant")
+    flags="--precision ${variant%%-*}"
+    [ "$variant" = fp8-delayed ] && flags="$flags --fp8-scaling delayed"
+    # shellcheck disable=SC2086
     "$DTC" compile "$OUT/llama-bench.dtm" -o "$OUT/llama-$size-$context$suffix.dtp" --batch "$batch" \
-      --optimizer adamw --lr 3e-4 --device cuda --precision "$precision" > /dev/null
+      --optimizer adamw --lr 3e-4 --device cuda $flags > /dev/null
   done
 done
 rm -f "$OUT/llama-bench.dtm"

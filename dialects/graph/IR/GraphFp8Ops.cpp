@@ -29,17 +29,42 @@ LogicalResult Fp8AmaxOp::verify() {
   return checkLoad(*this, getX(), getLoadBf16());
 }
 
+// q (and q_t) of x, one-float scale_inv and amax: what both quantizations check.
+static LogicalResult verifyQuantize(Operation* op, Value x, Value amax, Value q, Value scaleInv,
+                                    ValueRange qT, bool loadBf16) {
+  ArrayRef<int64_t> shape = shapeOf(x);
+  if (shape.empty() || shapeOf(q) != shape)
+    return op->emitOpError("q must have x's shape (at least one dimension)");
+  if (!oneElement(amax) || !oneElement(scaleInv))
+    return op->emitOpError("amax and scale_inv must be one float32 each");
+  if (qT.size() > 1) return op->emitOpError("at most one transposed copy");
+  if (!qT.empty() && (shapeOf(qT[0]) != ArrayRef<int64_t>(transposedShape(shape)) ||
+                      elementOf(qT[0]) != elementOf(q)))
+    return op->emitOpError("q_t must be x's transpose (its last dimension first) in q's type");
+  return checkLoad(op, x, loadBf16);
+}
+
 LogicalResult Fp8QuantizeOp::verify() {
-  ArrayRef<int64_t> x = shapeOf(getX());
-  if (x.empty() || shapeOf(getQ()) != x)
-    return emitOpError("q must have x's shape (at least one dimension)");
-  if (!oneElement(getAmax()) || !oneElement(getScaleInv()))
-    return emitOpError("amax and scale_inv must be one float32 each");
-  if (getQT().size() > 1) return emitOpError("at most one transposed copy");
-  if (!getQT().empty() && (shapeOf(getQT()[0]) != ArrayRef<int64_t>(transposedShape(x)) ||
-                           elementOf(getQT()[0]) != elementOf(getQ())))
-    return emitOpError("q_t must be x's transpose (its last dimension first) in q's type");
-  return checkLoad(*this, getX(), getLoadBf16());
+  return verifyQuantize(*this, getX(), getAmax(), getQ(), getScaleInv(), getQT(), getLoadBf16());
+}
+
+LogicalResult Fp8QuantizeRecordedOp::verify() {
+  if (!oneElement(getSeen())) return emitOpError("seen must be one float32");
+  return verifyQuantize(*this, getX(), getAmax(), getQ(), getScaleInv(), getQT(), getLoadBf16());
+}
+
+LogicalResult Fp8HistoryAmaxOp::verify() {
+  if (rankOf(getHistory()) != 1 || shapeOf(getHistory())[0] < 1 || !oneElement(getAmax()))
+    return emitOpError("takes a history [H] and gives one float32");
+  return success();
+}
+
+LogicalResult Fp8HistoryPushOp::verify() {
+  if (rankOf(getHistory()) != 1 || getNewHistory().getType() != getHistory().getType())
+    return emitOpError("new_history must be the history's [H]");
+  if (getSeen().empty() || !llvm::all_of(getSeen(), oneElement))
+    return emitOpError("takes one or more amaxes of one float32 each");
+  return success();
 }
 
 LogicalResult Fp8GemmOp::verify() {
@@ -78,26 +103,51 @@ OpShardingRule Fp8AmaxOp::getShardingRule() {
 void Fp8AmaxOp::traceSequence(SequenceTrace&) {}
 
 // Element-wise under a whole-tensor amax: q splits as x does, q_t with x's last dimension first;
-// scale_inv depends on the amax alone.
-OpShardingRule Fp8QuantizeOp::getShardingRule() {
-  RuleBuilder b(*this);
-  SmallVector<int> dims = b.factors(rankOf(getX()));
+// scale_inv depends on the amax alone, and a recorded amax is a maximum over every dimension.
+static OpShardingRule quantizeRule(Operation* op, Value x, bool recorded, bool transposed) {
+  RuleBuilder b(op);
+  SmallVector<int> dims = b.factors(rankOf(x));
   b.operandDims(0, dims).resultDims(0, dims);
-  if (!getQT().empty()) {
-    b.result(2, 0, dims.back());
-    for (size_t d = 0; d + 1 < dims.size(); ++d) b.result(2, d + 1, dims[d]);
+  const unsigned qT = recorded ? 3 : 2;
+  if (transposed) {
+    b.result(qT, 0, dims.back());
+    for (size_t d = 0; d + 1 < dims.size(); ++d) b.result(qT, d + 1, dims[d]);
   }
-  for (int f : dims) b.independent(1, f);
+  for (int f : dims) {
+    b.independent(1, f);
+    if (recorded) b.maximised(2, f);
+  }
   return b.take();
 }
-void Fp8QuantizeOp::traceSequence(SequenceTrace& trace) {
-  // The scale comes from the amax, which holds every position: each position's codes depend on
-  // its own value alone.
+
+// The scale comes from the amax, which holds every position: each position's codes depend on
+// its own value alone.
+static void quantizeSequence(SequenceTrace& trace, Value x, Value q, ValueRange qT) {
   if (trace.operand() != 0) return;
   const int64_t d = trace.dim();
-  trace.set(getQ(), d);
-  if (!getQT().empty()) trace.set(getQT()[0], d + 1 == rankOf(getX()) ? 0 : d + 1);
+  trace.set(q, d);
+  if (!qT.empty()) trace.set(qT[0], d + 1 == rankOf(x) ? 0 : d + 1);
 }
+
+OpShardingRule Fp8QuantizeOp::getShardingRule() {
+  return quantizeRule(*this, getX(), false, !getQT().empty());
+}
+void Fp8QuantizeOp::traceSequence(SequenceTrace& trace) {
+  quantizeSequence(trace, getX(), getQ(), getQT());
+}
+
+OpShardingRule Fp8QuantizeRecordedOp::getShardingRule() {
+  return quantizeRule(*this, getX(), true, !getQT().empty());
+}
+void Fp8QuantizeRecordedOp::traceSequence(SequenceTrace& trace) {
+  quantizeSequence(trace, getX(), getQ(), getQT());
+}
+
+// A history is a few floats every rank holds whole.
+OpShardingRule Fp8HistoryAmaxOp::getShardingRule() { return RuleBuilder(*this).take(); }
+void Fp8HistoryAmaxOp::traceSequence(SequenceTrace&) {}
+OpShardingRule Fp8HistoryPushOp::getShardingRule() { return RuleBuilder(*this).take(); }
+void Fp8HistoryPushOp::traceSequence(SequenceTrace&) {}
 
 // A GEMM over the contracted dimensions: out sums over them.
 OpShardingRule Fp8GemmOp::getShardingRule() {

@@ -34,6 +34,45 @@ def Graph_Fp8QuantizeOp : Graph_Op<"fp8_quantize", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Graph_Fp8QuantizeRecordedOp : Graph_Op<"fp8_quantize_recorded", [Pure]> {
+  let summary = "FP8 quantization on a given amax that records x's own (delayed scaling)";
+  let description = [{
+    graph.fp8_quantize on `amax` (a history's, graph.fp8_history_amax), with x's own amax as
+    `seen`, computed in the same pass over x: Transformer Engine's delayed scaling, where the
+    scale comes from earlier steps and no pass over x precedes the cast.
+  }];
+  let arguments = (ins Graph_FloatTensor:$x, Graph_F32Tensor:$amax,
+                       DefaultValuedAttr<BoolAttr, "false">:$load_bf16);
+  let results = (outs Graph_Fp8Tensor:$q, Graph_F32Tensor:$scale_inv, Graph_F32Tensor:$seen,
+                      Variadic<Graph_Fp8Tensor>:$q_t);
+  let assemblyFormat = "$x `,` $amax attr-dict `:` type($x) `,` type($amax) `->` type(results)";
+  let hasVerifier = 1;
+}
+
+def Graph_Fp8HistoryAmaxOp : Graph_Op<"fp8_history_amax", [Pure]> {
+  let summary = "The amax a delayed scale uses: the largest of an amax history";
+  let description = [{
+    amax = max(history) where it is above 0; before any step has recorded one, the format's
+    largest value (`fmax`), so that the first step's scale is 1, as Transformer Engine's is.
+  }];
+  let arguments = (ins Graph_F32Tensor:$history, F32Attr:$fmax);
+  let results = (outs Graph_F32Tensor:$amax);
+  let assemblyFormat = "$history attr-dict `:` type($history) `->` type($amax)";
+  let hasVerifier = 1;
+}
+
+def Graph_Fp8HistoryPushOp : Graph_Op<"fp8_history_push", [Pure]> {
+  let summary = "An amax history with this step's amax first";
+  let description = [{
+    new_history = [max(seen...), history[0], ..., history[H-2]]: the step's amax (the largest
+    over the quantizations that recorded one, a step's micro-batches) enters, the oldest leaves.
+  }];
+  let arguments = (ins Graph_F32Tensor:$history, Variadic<Graph_F32Tensor>:$seen);
+  let results = (outs Graph_F32Tensor:$new_history);
+  let assemblyFormat = "$history `,` $seen attr-dict `:` type(operands) `->` type($new_history)";
+  let hasVerifier = 1;
+}
+
 def Graph_Fp8GemmOp : Graph_Op<"fp8_gemm", [Pure]> {
   let summary = "out [M..., N...] = (a [M..., K...] · b [N..., K...]ᵀ) · a_scale_inv · b_scale_inv";
   let description = [{

@@ -99,6 +99,49 @@ StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx) {
   });
 }
 
+// Delayed scaling: the codes on the given amax, and x's own amax recorded.
+StatusOr<BoundStep> bindFp8QuantizeRecorded(const StepContext& ctx) {
+  DTC_ASSIGN_OR_RETURN(const Fp8QuantizeDims d, checkFp8Quantize(ctx, true));
+  const TensorView x = ctx.inputs[0], amax = ctx.inputs[1], q = ctx.outputs[0],
+                   scale = ctx.outputs[1], seen = ctx.outputs[2];
+  uint8_t* qt = d.transposed ? ctx.outputs[3].data : nullptr;
+  ThreadPool* pool = &ctx.pool;
+  return BoundStep([=] {
+    seen.f32()[0] = amaxOf(x, d.loadBf16, *pool);
+    quantize(x, amax.f32()[0], d, q.data, qt, scale.f32(), *pool);
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindFp8HistoryAmax(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkFp8HistoryAmax(ctx));
+  const TensorView history = ctx.inputs[0], amax = ctx.outputs[0];
+  const float fmax = static_cast<float>(ctx.floatAttr("fmax"));
+  return BoundStep([=] {
+    float m = 0.0f;
+    for (int64_t i = 0; i < history.numElements() && m == m; ++i)
+      if (!(history.f32()[i] <= m)) m = history.f32()[i];  // a NaN stays
+    amax.f32()[0] = m > 0.0f || m != m ? m : fmax;
+    return Status::Ok();
+  });
+}
+
+StatusOr<BoundStep> bindFp8HistoryPush(const StepContext& ctx) {
+  DTC_RETURN_IF_ERROR(checkFp8HistoryPush(ctx));
+  const TensorView history = ctx.inputs[0], out = ctx.outputs[0];
+  std::vector<const float*> seen;
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) seen.push_back(ctx.inputs[i].f32());
+  return BoundStep([=] {
+    float m = 0.0f;
+    for (size_t i = 0; i < seen.size() && m == m; ++i)
+      if (!(*seen[i] <= m)) m = *seen[i];  // a NaN stays
+    // Oldest first out; in place when out is the history.
+    for (int64_t i = history.numElements() - 1; i > 0; --i) out.f32()[i] = history.f32()[i - 1];
+    out.f32()[0] = m;
+    return Status::Ok();
+  });
+}
+
 StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(const Fp8GemmDims d, checkFp8Gemm(ctx));
   const TensorView a = ctx.inputs[0], b = ctx.inputs[1], aScale = ctx.inputs[2],
@@ -129,6 +172,9 @@ StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx) {
 
 DTC_CPU_BINDER(fp8_amax, bindFp8Amax)
 DTC_CPU_BINDER(fp8_quantize, bindFp8Quantize)
+DTC_CPU_BINDER(fp8_quantize_recorded, bindFp8QuantizeRecorded)
+DTC_CPU_BINDER(fp8_history_amax, bindFp8HistoryAmax)
+DTC_CPU_BINDER(fp8_history_push, bindFp8HistoryPush)
 DTC_CPU_BINDER(fp8_gemm, bindFp8Gemm)
 
 }  // namespace dtc

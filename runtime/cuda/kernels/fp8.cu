@@ -3,6 +3,7 @@
 // bit for bit (support/float8.h), and the scaled GEMM on Hopper's FP8 tensor cores through
 // cuBLASLt. Their binders follow.
 #include <string>
+#include <vector>
 
 #include "common.cuh"
 #include "cuda_bind.h"
@@ -38,16 +39,45 @@ __global__ void amaxKernel(FloatIn x, int64_t n, bool loadBf16, unsigned* amaxBi
   if (threadIdx.x == 0) atomicMax(amaxBits, bits);
 }
 
+// With `seenBits` (zeroed first), x's own amax is recorded from the same loads (delayed scaling).
 template <typename Format>
 __global__ void quantizeKernel(FloatIn x, bool loadBf16, int64_t rows, int64_t cols,
-                               const float* amax, float fmax, uint8_t* q, uint8_t* qt) {
+                               const float* amax, float fmax, uint8_t* q, uint8_t* qt,
+                               unsigned* seenBits) {
   const float scale = float8Scale(*amax, fmax);
   const int64_t n = rows * cols;
+  unsigned bits = 0;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
-    const uint8_t code = f32ToFloat8<Format>(__fmul_rn(loaded(x, i, loadBf16), scale));
+    const float v = loaded(x, i, loadBf16);
+    const unsigned b = __float_as_uint(fabsf(v));
+    bits = b > bits ? b : bits;
+    const uint8_t code = f32ToFloat8<Format>(__fmul_rn(v, scale));
     q[i] = code;
     if (qt) qt[(i % cols) * rows + i / cols] = code;
   }
+  if (!seenBits) return;
+  bits = blockReduce(bits, BitsMax{}, 0u);
+  if (threadIdx.x == 0) atomicMax(seenBits, bits);
+}
+
+// max(history) where above 0 (a NaN stays), else fmax.
+__global__ void historyAmaxKernel(const float* history, int64_t n, float fmax, float* amax) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n && m == m; ++i)
+    if (!(history[i] <= m)) m = history[i];
+  *amax = m > 0.0f || m != m ? m : fmax;
+}
+
+// [seen, history[0], ..., history[n-2]], in place when out is the history.
+__global__ void historyPushKernel(const float* history, int64_t n, const float* seen, float* out) {
+  const float m = *seen > 0.0f || *seen != *seen ? *seen : 0.0f;
+  for (int64_t i = n - 1; i > 0; --i) out[i] = history[i - 1];
+  out[0] = m;
+}
+
+// out[0] = max(out[0], seen): another micro-batch's amax (a NaN stays).
+__global__ void historyMaxKernel(const float* seen, float* out) {
+  if (out[0] == out[0] && !(*seen <= out[0])) out[0] = *seen;
 }
 
 __global__ void scaleInvKernel(float fmax, const float* amax, float* scaleInv) {
@@ -64,16 +94,33 @@ cudaError_t fp8Amax(FloatIn x, int64_t n, bool loadBf16, float* amax, cudaStream
 }
 
 cudaError_t fp8Quantize(FloatIn x, bool loadBf16, const float* amax, int64_t rows, int64_t cols,
-                        bool e4m3, uint8_t* q, uint8_t* qt, float* scaleInv, cudaStream_t stream) {
+                        bool e4m3, uint8_t* q, uint8_t* qt, float* scaleInv, float* seen,
+                        cudaStream_t stream) {
   const float fmax = e4m3 ? kE4M3Max : kE5M2Max;
   const int64_t n = rows * cols;
+  unsigned* seenBits = reinterpret_cast<unsigned*>(seen);
+  if (seen)
+    if (cudaError_t e = cudaMemsetAsync(seenBits, 0, sizeof(unsigned), stream)) return e;
   if (n > 0 && e4m3)
-    quantizeKernel<E4M3>
-        <<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax, q, qt);
+    quantizeKernel<E4M3><<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax,
+                                                                q, qt, seenBits);
   if (n > 0 && !e4m3)
-    quantizeKernel<E5M2>
-        <<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax, q, qt);
+    quantizeKernel<E5M2><<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax,
+                                                                q, qt, seenBits);
   scaleInvKernel<<<1, 1, 0, stream>>>(fmax, amax, scaleInv);
+  return cudaGetLastError();
+}
+
+cudaError_t fp8HistoryAmax(const float* history, int64_t n, float fmax, float* amax,
+                           cudaStream_t stream) {
+  historyAmaxKernel<<<1, 1, 0, stream>>>(history, n, fmax, amax);
+  return cudaGetLastError();
+}
+
+cudaError_t fp8HistoryPush(const float* history, int64_t n, const std::vector<const float*>& seen,
+                           float* out, cudaStream_t stream) {
+  historyPushKernel<<<1, 1, 0, stream>>>(history, n, seen[0], out);
+  for (size_t i = 1; i < seen.size(); ++i) historyMaxKernel<<<1, 1, 0, stream>>>(seen[i], out);
   return cudaGetLastError();
 }
 
@@ -95,21 +142,56 @@ StatusOr<BoundStep> bindFp8Amax(const StepContext& ctx, Device& dev) {
   return BoundStep([=] { return launched(kernels::fp8Amax(x, n, loadBf16, amax, stream), where); });
 }
 
-StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
-  DTC_ASSIGN_OR_RETURN(const Fp8QuantizeDims d, checkFp8Quantize(ctx));
+// fp8_quantize, or with `recorded` fp8_quantize_recorded (its third output x's own amax).
+StatusOr<BoundStep> bindQuantize(const StepContext& ctx, Device& dev, bool recorded) {
+  DTC_ASSIGN_OR_RETURN(const Fp8QuantizeDims d, checkFp8Quantize(ctx, recorded));
   const kernels::FloatIn x = in(ctx.inputs[0]);
   const float* amax = ctx.inputs[1].f32();
   uint8_t* q = ctx.outputs[0].data;
   float* scaleInv = ctx.outputs[1].f32();
-  uint8_t* qt = d.transposed ? ctx.outputs[2].data : nullptr;
+  float* seen = recorded ? ctx.outputs[2].f32() : nullptr;
+  uint8_t* qt = d.transposed ? ctx.outputs[recorded ? 3 : 2].data : nullptr;
   const bool e4m3 = d.format == DType::kF8E4M3;
   cudaStream_t stream = dev.stream();
   const std::string where = ctx.where();
   return BoundStep([=] {
-    return launched(
-        kernels::fp8Quantize(x, d.loadBf16, amax, d.rows, d.cols, e4m3, q, qt, scaleInv, stream),
-        where);
+    return launched(kernels::fp8Quantize(x, d.loadBf16, amax, d.rows, d.cols, e4m3, q, qt, scaleInv,
+                                         seen, stream),
+                    where);
   });
+}
+
+StatusOr<BoundStep> bindFp8Quantize(const StepContext& ctx, Device& dev) {
+  return bindQuantize(ctx, dev, false);
+}
+
+StatusOr<BoundStep> bindFp8QuantizeRecorded(const StepContext& ctx, Device& dev) {
+  return bindQuantize(ctx, dev, true);
+}
+
+StatusOr<BoundStep> bindFp8HistoryAmax(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(checkFp8HistoryAmax(ctx));
+  const float* history = ctx.inputs[0].f32();
+  const int64_t n = ctx.inputs[0].numElements();
+  const float fmax = static_cast<float>(ctx.floatAttr("fmax"));
+  float* amax = ctx.outputs[0].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep(
+      [=] { return launched(kernels::fp8HistoryAmax(history, n, fmax, amax, stream), where); });
+}
+
+StatusOr<BoundStep> bindFp8HistoryPush(const StepContext& ctx, Device& dev) {
+  DTC_RETURN_IF_ERROR(checkFp8HistoryPush(ctx));
+  const float* history = ctx.inputs[0].f32();
+  const int64_t n = ctx.inputs[0].numElements();
+  std::vector<const float*> seen;
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) seen.push_back(ctx.inputs[i].f32());
+  float* out = ctx.outputs[0].f32();
+  cudaStream_t stream = dev.stream();
+  const std::string where = ctx.where();
+  return BoundStep(
+      [=] { return launched(kernels::fp8HistoryPush(history, n, seen, out, stream), where); });
 }
 
 // Whether the GPU has FP8 tensor cores: compute capability 8.9 (Ada) or newer.
@@ -165,6 +247,9 @@ StatusOr<BoundStep> bindFp8Gemm(const StepContext& ctx, Device& dev) {
 
 DTC_CUDA_BINDER(fp8_amax, bindFp8Amax)
 DTC_CUDA_BINDER(fp8_quantize, bindFp8Quantize)
+DTC_CUDA_BINDER(fp8_quantize_recorded, bindFp8QuantizeRecorded)
+DTC_CUDA_BINDER(fp8_history_amax, bindFp8HistoryAmax)
+DTC_CUDA_BINDER(fp8_history_push, bindFp8HistoryPush)
 DTC_CUDA_BINDER(fp8_gemm, bindFp8Gemm)
 
 }  // namespace dtc::cuda

@@ -223,6 +223,41 @@ TEST(Fp8Steps, LoadingThroughBf16IsTheCastsCopy) {
   EXPECT_NE(s.message().find("load_bf16 reads a float32 x"), std::string::npos) << s.message();
 }
 
+// Delayed scaling: the codes on a history's amax (scale 1 before any is recorded), x's own amax
+// recorded from the same pass, and the history pushed with the largest of a step's amaxes.
+TEST(Fp8Steps, DelayedScalingSteps) {
+  ThreadPool pool(2);
+  const float zeros[4] = {0, 0, 0, 0}, history[4] = {3.0f, 0.5f, 7.0f, 1.0f};
+  for (auto [h, want] : {std::pair{zeros, 448.0f}, std::pair{history, 7.0f}}) {
+    std::vector<Operand> ins = {operand(DType::kF32, {4}, h)}, out = {operand(DType::kF32, {1})};
+    ASSERT_TRUE(runStep(Kernel::fp8_history_amax, ins, out, {}, pool, {{"fmax", 448.0}}).ok());
+    EXPECT_EQ(floatOf(out[0]), want);
+  }
+  const std::vector<float> x = uniform(6 * 16, -4.0f, 4.0f, 9);
+  const float used = 7.0f;
+  std::vector<Operand> ins = {operand(DType::kF32, {6, 16}, x.data()),
+                              operand(DType::kF32, {1}, &used)};
+  std::vector<Operand> recorded = {operand(DType::kF8E4M3, {6, 16}), operand(DType::kF32, {1}),
+                                   operand(DType::kF32, {1}), operand(DType::kF8E4M3, {16, 6})};
+  ASSERT_TRUE(runStep(Kernel::fp8_quantize_recorded, ins, recorded, {}, pool).ok());
+  std::vector<Operand> plain = {operand(DType::kF8E4M3, {6, 16}), operand(DType::kF32, {1}),
+                                operand(DType::kF8E4M3, {16, 6})};
+  ASSERT_TRUE(runStep(Kernel::fp8_quantize, ins, plain, {}, pool).ok());
+  EXPECT_EQ(bytesOf(recorded[0]), bytesOf(plain[0]));
+  EXPECT_EQ(bytesOf(recorded[3]), bytesOf(plain[2]));
+  EXPECT_EQ(floatOf(recorded[1]), floatOf(plain[1]));
+  float own = 0;
+  for (float v : x) own = std::max(own, std::fabs(v));
+  EXPECT_EQ(floatOf(recorded[2]), own);
+  const float a = 2.0f, b = 9.0f;
+  std::vector<Operand> push = {operand(DType::kF32, {4}, history), operand(DType::kF32, {1}, &a),
+                               operand(DType::kF32, {1}, &b)};
+  std::vector<Operand> pushed = {operand(DType::kF32, {4})};
+  ASSERT_TRUE(runStep(Kernel::fp8_history_push, push, pushed, {}, pool).ok());
+  const float want[4] = {9.0f, 3.0f, 0.5f, 7.0f};
+  EXPECT_EQ(std::memcmp(pushed[0].bytes.data(), want, sizeof want), 0);
+}
+
 // A weight gradient's form: a [N, B, T] and b [K, B, T] contracted over their last two
 // dimensions give [N, K], as the matrices [N, B·T] and [K, B·T] do.
 TEST(Fp8Steps, GemmOverTwoContractedDimensions) {

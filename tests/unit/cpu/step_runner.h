@@ -30,25 +30,32 @@ Operand operand(DType dtype, Shape shape, const void* data = nullptr) {
   return o;
 }
 
-// A step of `kernel` with int attributes (name, value), as a plan holds it (sorted by name).
+// A step of `kernel` with int and float attributes (name, value), as a plan holds them (sorted
+// by name).
 std::vector<uint8_t> stepBuffer(Kernel kernel, size_t inputs, size_t outputs,
-                                std::vector<std::pair<std::string, int64_t>> attrs) {
+                                std::vector<std::pair<std::string, int64_t>> attrs,
+                                std::vector<std::pair<std::string, double>> floats = {}) {
   flatbuffers::FlatBufferBuilder b;
   std::vector<uint32_t> ins, outs;
   for (size_t i = 0; i < inputs; ++i) ins.push_back(static_cast<uint32_t>(i));
   for (size_t i = 0; i < outputs; ++i) outs.push_back(static_cast<uint32_t>(inputs + i));
-  std::sort(attrs.begin(), attrs.end());
+  std::vector<std::pair<std::string, std::pair<int64_t, double>>> all;
+  for (const auto& [name, value] : attrs) all.push_back({name, {value, 0.0}});
+  for (const auto& [name, value] : floats) all.push_back({name, {0, value}});
+  std::sort(all.begin(), all.end());
   std::vector<flatbuffers::Offset<plan::Attr>> offsets;
-  for (const auto& [name, value] : attrs)
-    offsets.push_back(plan::CreateAttrDirect(b, name.c_str(), value));
+  for (const auto& [name, value] : all)
+    offsets.push_back(plan::CreateAttrDirect(b, name.c_str(), value.first, value.second));
   b.Finish(plan::CreateStepDirect(b, &ins, &outs, &offsets, "router", kernel));
   return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
 }
 
 // Checks the contract, binds and runs; the first error.
 Status runStep(Kernel kernel, std::vector<Operand>& ins, std::vector<Operand>& outs,
-               std::vector<std::pair<std::string, int64_t>> attrs, ThreadPool& pool) {
-  const std::vector<uint8_t> buffer = stepBuffer(kernel, ins.size(), outs.size(), std::move(attrs));
+               std::vector<std::pair<std::string, int64_t>> attrs, ThreadPool& pool,
+               std::vector<std::pair<std::string, double>> floats = {}) {
+  const std::vector<uint8_t> buffer =
+      stepBuffer(kernel, ins.size(), outs.size(), std::move(attrs), std::move(floats));
   StepContext ctx{*flatbuffers::GetRoot<plan::Step>(buffer.data()), {}, {}, pool};
   for (auto [list, views] : {std::pair{&ins, &ctx.inputs}, std::pair{&outs, &ctx.outputs}})
     for (Operand& o : *list) {
