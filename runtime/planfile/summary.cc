@@ -392,6 +392,9 @@ std::string summarizePlanText(const Plan& plan) {
          << " layers on FP8 operands; other GEMMs at:";
       for (const std::string& loc : fp8.other) os << " " << (loc.empty() ? "?" : loc);
       os << (fp8.other.empty() ? " none\n" : "\n");
+      os << "    fp8 operands: " << fp8.quantizations << " quantizations (" << fp8.delayed
+         << " on amax histories), " << fp8.amaxPasses << " amax passes before them, "
+         << fp8.castsFolded << " steps reading f32 through bf16 (the casts folded in)\n";
     }
     std::vector<CollectiveCost> comms = collectivesOf(plan, *f);
     if (comms.empty()) continue;
@@ -526,7 +529,9 @@ std::string summarizePlanJson(const Plan& plan) {
       os << "],\"" << key << "\":[";
       for (size_t i = 0; i < list->size(); ++i) os << (i ? "," : "") << quote((*list)[i]);
     }
-    os << "],\"moe_layers\":[";
+    os << "],\"fp8_quantizations\":" << fp8.quantizations << ",\"fp8_delayed\":" << fp8.delayed
+       << ",\"fp8_amax_passes\":" << fp8.amaxPasses << ",\"fp8_casts_folded\":" << fp8.castsFolded;
+    os << ",\"moe_layers\":[";
     bool firstMoe = true;
     for (const MoeLayer& m : moeLayersOf(*f)) {
       os << (firstMoe ? "" : ",") << "{\"loc\":" << quote(m.loc) << ",\"experts\":" << m.experts
