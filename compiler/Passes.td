@@ -516,7 +516,8 @@ def FoldCasts : Pass<"dtc-fold-casts", "mlir::ModuleOp"> {
     FP8 quantization (precision/Fp8Folds.cpp) takes a narrowing cast to bf16 in, rounding as it
     loads (a weight's 16-bit copy goes), and moves above the all-gather of its input, on the
     shards' amaxes reduced by an all-reduce MAX: the gather moves FP8 codes (ZeRO-3 gathers
-    each FP8 layer's weight in one byte an element). Every rewrite is exact
+    each FP8 layer's weight in one byte an element), and a transposed copy is made from the
+    gathered codes. Every rewrite is exact
     (widening is exact; rounding commutes with moving elements; the producer rounds as the cast
     did; a shard quantized with the whole tensor's amax has the whole tensor's codes): results
     are bit for bit those of the unfolded plan. A function argument (a parameter)

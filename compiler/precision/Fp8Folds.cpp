@@ -21,16 +21,15 @@ bool movesAsWords(Type type) { return cast<RankedTensorType>(type).getShape().ba
 // amax' the shards' amaxes reduced by an all-reduce MAX over the gather's axes: every rank
 // quantizes its shard with the whole tensor's scale, so the gathered codes are the codes of the
 // gathered tensor, and the gather moves one byte an element where the 16-bit one moved two
-// (ZeRO-3's FP8 all-gather). Not with a transposed copy: gathering both codes moves as many
-// bytes as the 16-bit gather.
+// (ZeRO-3's FP8 all-gather). A transposed copy is made from the gathered codes (a 1-byte
+// transpose), not gathered too, which would move as many bytes as the 16-bit gather.
 struct QuantizeBeforeGather : OpRewritePattern<graph::Fp8QuantizeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(graph::Fp8QuantizeOp quantize,
                                 PatternRewriter& rewriter) const override {
     auto gather = quantize.getX().getDefiningOp<dist::AllGatherOp>();
     auto amax = quantize.getAmax().getDefiningOp<graph::Fp8AmaxOp>();
-    if (!gather || !amax || amax.getX() != gather.getResult() || !quantize.getQT().empty())
-      return failure();
+    if (!gather || !amax || amax.getX() != gather.getResult()) return failure();
     for (Operation* user : gather.getResult().getUsers())
       if (!isa<graph::Fp8QuantizeOp, graph::Fp8AmaxOp>(user)) return failure();
     Value shard = gather.getX();
@@ -42,10 +41,7 @@ struct QuantizeBeforeGather : OpRewritePattern<graph::Fp8QuantizeOp> {
       return RankedTensorType::get(shape, graph::elementOf(r));
     };
     SmallVector<Type> types = {cut(quantize.getQ(), dim), quantize.getScaleInv().getType()};
-    for (Type t : types)
-      if (t != types[1] && !movesAsWords(t)) return failure();
-    for (Value r : quantize->getResults())
-      if (r != quantize.getScaleInv() && !movesAsWords(r.getType())) return failure();
+    if (!movesAsWords(types[0]) || !movesAsWords(quantize.getQ().getType())) return failure();
     Location loc = quantize.getLoc();
     rewriter.setInsertionPoint(quantize);
     auto shardAmax = graph::Fp8AmaxOp::create(rewriter, amax.getLoc(), amax.getType(), shard,
@@ -65,6 +61,16 @@ struct QuantizeBeforeGather : OpRewritePattern<graph::Fp8QuantizeOp> {
     };
     SmallVector<Value> results = {gathered(local8.getQ(), quantize.getQ().getType(), dim),
                                   local8.getScaleInv()};
+    if (!quantize.getQT().empty()) {
+      // q_t: the gathered codes' last dimension first.
+      const int64_t rank = graph::rankOf(results[0]);
+      SmallVector<int64_t> perm = {rank - 1};
+      for (int64_t d = 0; d + 1 < rank; ++d) perm.push_back(d);
+      auto transpose = graph::TransposeOp::create(rewriter, loc, quantize.getQT()[0].getType(),
+                                                  results[0], rewriter.getDenseI64ArrayAttr(perm));
+      inheritMarks(quantize, transpose);
+      results.push_back(transpose);
+    }
     rewriter.replaceOp(quantize, results);
     if (amax->use_empty()) rewriter.eraseOp(amax);
     return success();

@@ -11,10 +11,37 @@
 namespace dtc {
 namespace {
 
+// out = x permuted, element by element, for 1-byte elements (FP8 codes).
+void transposeBytes(const uint8_t* x, const Shape& shape, const std::vector<int64_t>& perm,
+                    uint8_t* out) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> strides(rank, 1), outShape(rank), index(rank, 0);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  int64_t total = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    outShape[d] = shape[perm[d]];
+    total *= shape[d];
+  }
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t from = 0;
+    for (size_t d = 0; d < rank; ++d) from += index[d] * strides[perm[d]];
+    out[i] = x[from];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < outShape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
 StatusOr<BoundStep> bindTranspose(const StepContext& ctx) {
   DTC_ASSIGN_OR_RETURN(std::vector<int64_t> perm, checkTranspose(ctx));
   TensorView x = ctx.inputs[0], out = ctx.outputs[0];
   ThreadPool* pool = &ctx.pool;
+  if (dtypeSize(x.dtype) == 1)
+    return BoundStep([=] {
+      transposeBytes(x.data, x.shape, perm, out.data);
+      return Status::Ok();
+    });
   return BoundStep([=] {
     cpu::transpose(x.f32(), x.shape, perm, out.f32(), *pool);
     return Status::Ok();

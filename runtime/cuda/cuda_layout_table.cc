@@ -11,12 +11,13 @@ namespace dtc::cuda {
 namespace {
 
 // Layout ops move f32 under the CPU's contract (expect(), the same messages), or (after
-// dtc-fold-casts) bf16/f16 elements, one type for every operand. The size of an element.
+// dtc-fold-casts) bf16/f16 elements, or FP8 codes, one type for every operand. The size of an
+// element.
 StatusOr<int> layoutElementBytes(const StepContext& ctx, size_t inputs, size_t outputs) {
   const TensorView* low = nullptr;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& v : *list)
-      if (!low && lowPrecision(v.dtype)) low = &v;
+      if (!low && (lowPrecision(v.dtype) || dtypeSize(v.dtype) == 1)) low = &v;
   if (!low) {
     // int64 labels move as 8-byte elements (split only: transposes and concats take floats).
     const bool labels = !ctx.inputs.empty() && ctx.inputs[0].dtype == DType::kI64 &&
@@ -37,7 +38,7 @@ StatusOr<int> layoutElementBytes(const StepContext& ctx, size_t inputs, size_t o
       if (v.dtype != low->dtype)
         return invalid(ctx, "operands must share one element type, got " + dtypeName(low->dtype) +
                                 " and " + dtypeName(v.dtype));
-  return 2;
+  return static_cast<int>(dtypeSize(low->dtype));
 }
 
 StatusOr<BoundStep> bindTranspose(const StepContext& ctx, Device& dev) {

@@ -25,8 +25,9 @@ likewise; a delayed-scaling checkpoint on dp=2 resumes on one device as it ran, 
 bytes), on which 10 steps move the loss.
 
 dtc-fold-casts' FP8 rewrites are exact: with them (the weights' bf16 copies folded into their
-amax and quantization; under ZeRO-3, evaluation's weights quantized on their shards and
-gathered as FP8 codes) the losses and the evaluation equal those without, bit for bit."""
+amax and quantization; under ZeRO-3, the weights quantized on their shards and gathered as FP8
+codes, the transposed copy made from the gathered codes) the losses and the evaluation equal
+those without, bit for bit."""
 import json
 import os
 import subprocess
@@ -159,10 +160,10 @@ def check_folds(model, work, data):
         plan = json.loads(run(tool("dtc"), "inspect", os.path.join(work, f"fold-{name}-folded.dtp"),
                               "--json").stdout)
         casts = {f["name"]: sum(s["op"] == "cast" for s in f["steps"]) for f in plan["functions"]}
-        gathered = {s["outputs"][0]["dtype"] for f in plan["functions"] if f["name"] == "eval"
+        gathered = {s["outputs"][0]["dtype"] for f in plan["functions"]
                     for s in f["steps"] if s["op"] == "all_gather"}
         print(f"fold-casts {name}: losses {'equal' if runs['folded'][0] == runs['unfolded'][0] else 'differ'}, "
-              f"{runs['folded'][2]}; casts per function {casts}; eval gathers {sorted(gathered)}")
+              f"{runs['folded'][2]}; casts per function {casts}; gathers {sorted(gathered)}")
         assert runs["folded"][0] == runs["unfolded"][0], (runs["folded"][0], runs["unfolded"][0])
         assert runs["folded"][2] == runs["unfolded"][2], (runs["folded"][2], runs["unfolded"][2])
         if devices > 1:

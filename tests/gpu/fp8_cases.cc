@@ -107,6 +107,14 @@ std::vector<Case> fp8Cases() {
             {out({3})}};
   push.bitwise = true;
   cases.push_back(push);
+  // FP8 codes transposed as bytes: the transposed copy made after an FP8 all-gather.
+  Case transposed{"transpose of e4m3 codes [6, 40, 48] to [48, 6, 40]",
+                  "transpose",
+                  {intsAttr("perm", {2, 0, 1})},
+                  {fp8Codes(kE4M3, {6, 40, 48})},
+                  {outAs(kE4M3, {48, 6, 40})}};
+  transposed.bitwise = true;
+  cases.push_back(transposed);
   // A weight gradient's form: contracted over two dimensions.
   Case twice = gemm(kE5M2, kE4M3, kF32, 64, 128, 0);
   twice.label = "fp8_gemm e5m2 x e4m3 over two contracted dimensions";

@@ -10,6 +10,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def Graph_F32Tensor : RankedTensorOf<[F32]>;
 // Contractions run in bf16/f16 under mixed precision (--precision), everything else in f32.
 def Graph_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+// What a layout op moves: floats, and FP8 codes (a transposed copy made after their gather).
+def Graph_MovableTensor : RankedTensorOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
 def Graph_LabelTensor : RankedTensorOf<[I64]>;
 // What a layout op moves: floats, or int64 labels (a causal LM's shifted labels are a slice).
 def Graph_LayoutTensor : RankedTensorOf<[F32, BF16, F16, I64]>;

@@ -17,9 +17,10 @@ def Graph_BatchMatmulOp : Graph_Op<"batch_matmul", [Pure, InferTypeOpAdaptor, Gr
 
 def Graph_TransposeOp : Graph_Op<"transpose", [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
   let summary = "Permute dimensions: result.shape[i] = x.shape[perm[i]]";
-  // Layout ops move elements of any float type (16-bit ones after dtc-fold-casts).
-  let arguments = (ins Graph_FloatTensor:$x, DenseI64ArrayAttr:$perm);
-  let results = (outs Graph_FloatTensor:$result);
+  // Layout ops move elements of any float type (16-bit ones after dtc-fold-casts, FP8 codes
+  // after their gather).
+  let arguments = (ins Graph_MovableTensor:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs Graph_MovableTensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
 }
 

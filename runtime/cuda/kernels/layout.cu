@@ -1,6 +1,6 @@
-// transpose (cpu/kernels/layout.cc): a pure copy, so exact, of 4- or 2-byte elements (f32, or
-// bf16/f16 after dtc-fold-casts). split and concat are strided copies done with cudaMemcpy2DAsync
-// by their binders.
+// transpose (cpu/kernels/layout.cc): a pure copy, so exact, of 4-, 2- or 1-byte elements (f32;
+// bf16/f16 after dtc-fold-casts; FP8 codes after their gather). split and concat are strided copies
+// done with cudaMemcpy2DAsync by their binders.
 #include "common.cuh"
 #include "launchers.h"
 
@@ -28,7 +28,7 @@ __global__ void transposeKernel(const Element* x, Element* out, Permuted p, int6
 
 cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64_t>& perm,
                       void* out, int elementBytes, cudaStream_t stream) {
-  if (elementBytes != 4 && elementBytes != 2) return cudaErrorInvalidValue;
+  if (elementBytes != 4 && elementBytes != 2 && elementBytes != 1) return cudaErrorInvalidValue;
   const int rank = static_cast<int>(shape.size());
   int64_t total = 1;
   for (int64_t d : shape) total *= d;
@@ -51,9 +51,12 @@ cudaError_t transpose(const void* x, const Shape& shape, const std::vector<int64
   if (elementBytes == 4)
     transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(
         static_cast<const uint32_t*>(x), static_cast<uint32_t*>(out), p, total);
-  else
+  else if (elementBytes == 2)
     transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(
         static_cast<const uint16_t*>(x), static_cast<uint16_t*>(out), p, total);
+  else
+    transposeKernel<<<blocksFor(total), kThreads, 0, stream>>>(
+        static_cast<const uint8_t*>(x), static_cast<uint8_t*>(out), p, total);
   return cudaGetLastError();
 }
 

@@ -258,6 +258,23 @@ TEST(Fp8Steps, DelayedScalingSteps) {
   EXPECT_EQ(std::memcmp(pushed[0].bytes.data(), want, sizeof want), 0);
 }
 
+// FP8 codes transposed as bytes (the transposed copy made after an FP8 all-gather).
+TEST(Fp8Steps, TransposeMovesCodes) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> codes(2 * 3 * 4);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i * 7 + 1);
+  std::vector<Operand> ins = {operand(DType::kF8E4M3, {2, 3, 4}, codes.data())};
+  std::vector<Operand> outs = {operand(DType::kF8E4M3, {4, 2, 3})};
+  ASSERT_TRUE(runStep(Kernel::transpose, ins, outs, {}, pool, {}, {{"perm", {2, 0, 1}}}).ok());
+  for (int64_t c = 0; c < 4; ++c)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t t = 0; t < 3; ++t)
+        ASSERT_EQ(outs[0].bytes[(c * 2 + b) * 3 + t], codes[(b * 3 + t) * 4 + c]);
+  outs = {operand(DType::kF8E5M2, {4, 2, 3})};
+  Status s = runStep(Kernel::transpose, ins, outs, {}, pool, {}, {{"perm", {2, 0, 1}}});
+  EXPECT_NE(s.message().find("output must be the input's"), std::string::npos) << s.message();
+}
+
 // A weight gradient's form: a [N, B, T] and b [K, B, T] contracted over their last two
 // dimensions give [N, K], as the matrices [N, B·T] and [K, B·T] do.
 TEST(Fp8Steps, GemmOverTwoContractedDimensions) {
