@@ -589,6 +589,8 @@ def Fp8Linears : Pass<"dtc-fp8-linears", "mlir::ModuleOp"> {
   let options = [
     Option<"skip", "skip", "std::string", "\"lm_head\"",
            "comma-separated globs over model node names kept in bf16">,
+    Option<"strictSkip", "strict-skip", "bool", "false",
+           "every skip glob must match a linear layer (the user gave them)">,
     Option<"scaling", "scaling", "std::string", "\"dynamic\"",
            "dynamic (each tensor's own amax) or delayed (an amax history, in the training step)">,
     Option<"history", "history", "int64_t", "16", "delayed: the amax history's length">,

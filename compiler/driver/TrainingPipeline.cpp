@@ -224,8 +224,9 @@ LogicalResult buildTrainingPipeline(OpPassManager& pm, const TrainingPipelineOpt
   // After the layouts are chosen (Megatron's preset and sequence parallelism read the linear
   // layers), before they propagate: the FP8 operands split as their sources do.
   if (options.precision == "fp8")
-    pm.addPass(createFp8Linears(Fp8LinearsOptions{
-        std::string(options.fp8Skip), std::string(options.fp8Scaling), options.fp8AmaxHistory}));
+    pm.addPass(createFp8Linears(
+        Fp8LinearsOptions{std::string(options.fp8Skip), options.fp8SkipGiven,
+                          std::string(options.fp8Scaling), options.fp8AmaxHistory}));
   if (!options.mesh.empty()) {
     pm.addPass(createShardingPropagation());
     pm.addPass(createPartition());

@@ -136,6 +136,7 @@ StatusOr<CompileRequest> parseCompileArgs(int argc, char** argv) {
   options.kernels.foldCasts = !args->has("no-fold-casts");  // exact; off only to compare
   if (args->has("loss-scale") && options.numerics.precision != "fp16")
     return invalid("dtc compile: --loss-scale is for --precision fp16 (dynamic loss scaling)");
+  options.numerics.fp8SkipGiven = args->has("fp8-skip");
   for (const char* flag : {"fp8-skip", "fp8-scaling", "fp8-amax-history"})
     if (args->has(flag) && options.numerics.precision != "fp8")
       return invalid(std::string("dtc compile: --") + flag + " is for --precision fp8");

@@ -243,16 +243,20 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
       }
       patterns.push_back(std::move(*pattern));
     }
+    SmallVector<bool> matched(patterns.size(), false);
     auto skipped = [&](Operation* op) {
       const std::string name = locationName(op->getLoc());
-      return llvm::any_of(patterns, [&](const llvm::GlobPattern& p) { return p.match(name); });
+      bool any = false;
+      for (auto [i, p] : llvm::enumerate(patterns))
+        if (p.match(name)) any = matched[i] = true;
+      return any;
     };
     MLIRContext* ctx = &getContext();
     Type e4m3 = Float8E4M3FNType::get(ctx), e5m2 = Float8E5M2Type::get(ctx);
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       SmallVector<Contraction> contractions;
       function.walk([&](Operation* op) {
-        if (skipped(op)) return;
+        if (!isa<graph::LinearOp, graph::MatmulOp>(op) || skipped(op)) return;
         if (std::optional<Contraction> c = contractionOf(op)) contractions.push_back(*c);
       });
       // A gradient matmul looks like a forward one: those another contraction claims are its.
@@ -322,6 +326,11 @@ struct Fp8LinearsPass : impl::Fp8LinearsBase<Fp8LinearsPass> {
       });
       for (Operation* op : dead) op->erase();
     }
+    for (auto [glob, hit] : llvm::zip(globs, matched))
+      if (strictSkip && !hit) {
+        getOperation().emitError("--fp8-skip: '") << glob.trim() << "' matches no linear layer";
+        return signalPassFailure();
+      }
   }
 };
 
