@@ -2,6 +2,7 @@
 // cpu/kernels/fp8.cc): a tensor's amax and its quantization, whose scale and rounding are the CPU's
 // bit for bit (support/float8.h), and the scaled GEMM on Hopper's FP8 tensor cores through
 // cuBLASLt. Their binders follow.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -39,13 +40,12 @@ __global__ void amaxKernel(FloatIn x, int64_t n, bool loadBf16, unsigned* amaxBi
   if (threadIdx.x == 0) atomicMax(amaxBits, bits);
 }
 
-// With `seenBits` (zeroed first), x's own amax is recorded from the same loads (delayed scaling).
+// The codes of n elements, without a transposed copy. With `seenBits` (zeroed first), x's own
+// amax is recorded from the same loads (delayed scaling).
 template <typename Format>
-__global__ void quantizeKernel(FloatIn x, bool loadBf16, int64_t rows, int64_t cols,
-                               const float* amax, float fmax, uint8_t* q, uint8_t* qt,
-                               unsigned* seenBits) {
+__global__ void quantizeKernel(FloatIn x, bool loadBf16, int64_t n, const float* amax, float fmax,
+                               uint8_t* q, unsigned* seenBits) {
   const float scale = float8Scale(*amax, fmax);
-  const int64_t n = rows * cols;
   unsigned bits = 0;
   for (int64_t i = globalIndex(); i < n; i += globalStride()) {
     const float v = loaded(x, i, loadBf16);
@@ -53,7 +53,47 @@ __global__ void quantizeKernel(FloatIn x, bool loadBf16, int64_t rows, int64_t c
     bits = b > bits ? b : bits;
     const uint8_t code = f32ToFloat8<Format>(__fmul_rn(v, scale));
     q[i] = code;
-    if (qt) qt[(i % cols) * rows + i / cols] = code;
+  }
+  if (!seenBits) return;
+  bits = blockReduce(bits, BitsMax{}, 0u);
+  if (threadIdx.x == 0) atomicMax(seenBits, bits);
+}
+
+// With a transposed copy: 32 x 32 tiles through shared memory, so both q and q_t are written a
+// row of a tile at a time (a strided store of q_t would scatter one byte a thread). A block of
+// kThreads (8 warps) takes tiles in turn; warp w handles rows w, w + 8, ... of a tile.
+constexpr int kTile = 32;
+
+template <typename Format>
+__global__ void quantizeTiledKernel(FloatIn x, bool loadBf16, int64_t rows, int64_t cols,
+                                    const float* amax, float fmax, uint8_t* q, uint8_t* qt,
+                                    unsigned* seenBits) {
+  __shared__ uint8_t tile[kTile][kTile + 1];
+  const float scale = float8Scale(*amax, fmax);
+  const int lane = threadIdx.x % kTile, warp = threadIdx.x / kTile;
+  const int warps = blockDim.x / kTile;
+  const int64_t tilesAcross = (cols + kTile - 1) / kTile;
+  const int64_t tiles = tilesAcross * ((rows + kTile - 1) / kTile);
+  unsigned bits = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t row0 = t / tilesAcross * kTile, col0 = t % tilesAcross * kTile;
+    for (int i = warp; i < kTile; i += warps) {
+      const int64_t r = row0 + i, c = col0 + lane;
+      if (r < rows && c < cols) {
+        const float v = loaded(x, r * cols + c, loadBf16);
+        const unsigned b = __float_as_uint(fabsf(v));
+        bits = b > bits ? b : bits;
+        const uint8_t code = f32ToFloat8<Format>(__fmul_rn(v, scale));
+        q[r * cols + c] = code;
+        tile[i][lane] = code;
+      }
+    }
+    __syncthreads();
+    for (int i = warp; i < kTile; i += warps) {
+      const int64_t c = col0 + i, r = row0 + lane;  // q_t's row c, column r
+      if (c < cols && r < rows) qt[c * rows + r] = tile[lane][i];
+    }
+    __syncthreads();
   }
   if (!seenBits) return;
   bits = blockReduce(bits, BitsMax{}, 0u);
@@ -101,12 +141,20 @@ cudaError_t fp8Quantize(FloatIn x, bool loadBf16, const float* amax, int64_t row
   unsigned* seenBits = reinterpret_cast<unsigned*>(seen);
   if (seen)
     if (cudaError_t e = cudaMemsetAsync(seenBits, 0, sizeof(unsigned), stream)) return e;
-  if (n > 0 && e4m3)
-    quantizeKernel<E4M3><<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax,
-                                                                q, qt, seenBits);
-  if (n > 0 && !e4m3)
-    quantizeKernel<E5M2><<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax,
-                                                                q, qt, seenBits);
+  const int64_t tiles = ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+  const unsigned tileBlocks = static_cast<unsigned>(std::min<int64_t>(tiles, 65535));
+  if (n > 0 && qt && e4m3)
+    quantizeTiledKernel<E4M3>
+        <<<tileBlocks, kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax, q, qt, seenBits);
+  if (n > 0 && qt && !e4m3)
+    quantizeTiledKernel<E5M2>
+        <<<tileBlocks, kThreads, 0, stream>>>(x, loadBf16, rows, cols, amax, fmax, q, qt, seenBits);
+  if (n > 0 && !qt && e4m3)
+    quantizeKernel<E4M3>
+        <<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, n, amax, fmax, q, seenBits);
+  if (n > 0 && !qt && !e4m3)
+    quantizeKernel<E5M2>
+        <<<blocksFor(n), kThreads, 0, stream>>>(x, loadBf16, n, amax, fmax, q, seenBits);
   scaleInvKernel<<<1, 1, 0, stream>>>(fmax, amax, scaleInv);
   return cudaGetLastError();
 }
