@@ -140,11 +140,8 @@ class Rewriter {
     auto f32 = RankedTensorType::get({1}, b_.getF32Type());
     Type q = RankedTensorType::get(shape, format);
     SmallVector<Type> qT;
-    if (transposed) {
-      SmallVector<int64_t> t = {shape.back()};
-      t.append(shape.begin(), shape.end() - 1);
-      qT.push_back(RankedTensorType::get(t, format));
-    }
+    if (transposed)
+      qT.push_back(RankedTensorType::get(graph::Fp8QuantizeOp::transposedShape(shape), format));
     Quantized r;
     if (historyLength_ > 0) {
       History& h = historyOf(fp8AmaxHistoryName(locationName(loc), role.str()), format);

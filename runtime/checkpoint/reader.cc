@@ -64,8 +64,9 @@ StatusOr<uint64_t> loadCheckpoint(Executor& ex, const std::string& stepDir,
   std::set<std::string> seen;
   for (const plan::StateTensor* s : *plan.root().state()) {
     if (!Plan::onStage(s->stage(), ex.stage()) || !seen.insert(s->name()->str()).second) continue;
-    if (!index.find(s->name()->str())) continue;  // an FP8 amax history the checkpoint lacks
-    const TensorRecord& saved = *index.find(s->name()->str());
+    const TensorRecord* record = index.find(s->name()->str());
+    if (!record) continue;  // an FP8 amax history the checkpoint lacks (matchTensors)
+    const TensorRecord& saved = *record;
     TensorView local = ex.state(saved.name);
     std::vector<Piece> pieces =
         piecesOf(saved.shape, cutsOf(s->sharding(), saved.shape.size(), ex.mesh()));

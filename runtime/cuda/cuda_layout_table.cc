@@ -17,7 +17,7 @@ StatusOr<int> layoutElementBytes(const StepContext& ctx, size_t inputs, size_t o
   const TensorView* low = nullptr;
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& v : *list)
-      if (!low && (lowPrecision(v.dtype) || dtypeSize(v.dtype) == 1)) low = &v;
+      if (!low && (lowPrecision(v.dtype) || float8(v.dtype))) low = &v;
   if (!low) {
     // int64 labels move as 8-byte elements (split only: transposes and concats take floats).
     const bool labels = !ctx.inputs.empty() && ctx.inputs[0].dtype == DType::kI64 &&

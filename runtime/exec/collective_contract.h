@@ -33,7 +33,7 @@ struct WordsPerElement {
 
 inline StatusOr<WordsPerElement> movable(const StepContext& ctx) {
   DType t = ctx.inputs.empty() ? ctx.outputs[0].dtype : ctx.inputs[0].dtype;
-  const bool fp8 = t == DType::kF8E4M3 || t == DType::kF8E5M2;
+  const bool fp8 = float8(t);
   for (const auto* list : {&ctx.inputs, &ctx.outputs})
     for (const TensorView& v : *list) {
       if (v.dtype != t || (t != DType::kF32 && t != DType::kI64 && !fp8))

@@ -36,8 +36,6 @@
 
 namespace dtc {
 
-inline bool float8(DType t) { return t == DType::kF8E4M3 || t == DType::kF8E5M2; }
-
 // The largest finite magnitude of an FP8 format.
 inline float float8Max(DType t) { return t == DType::kF8E4M3 ? kE4M3Max : kE5M2Max; }
 
@@ -48,16 +46,16 @@ struct Fp8QuantizeDims {
   bool loadBf16 = false;
 };
 
+// Whether x's elements are rounded to bfloat16 as they are loaded.
+inline bool fp8LoadsBf16(const StepContext& ctx) { return ctx.intAttr("load_bf16") != 0; }
+
 inline Status checkFp8Source(const StepContext& ctx, const TensorView& x) {
   if (x.dtype != DType::kF32 && !lowPrecision(x.dtype))
     return invalid(ctx, "x must be float32, bfloat16 or float16, not " + dtypeName(x.dtype));
-  if (ctx.intAttr("load_bf16") != 0 && x.dtype != DType::kF32)
+  if (fp8LoadsBf16(ctx) && x.dtype != DType::kF32)
     return invalid(ctx, "load_bf16 reads a float32 x, not " + dtypeName(x.dtype));
   return Status::Ok();
 }
-
-// Whether x's elements are rounded to bfloat16 as they are loaded.
-inline bool fp8LoadsBf16(const StepContext& ctx) { return ctx.intAttr("load_bf16") != 0; }
 
 inline Status checkFp8Amax(const StepContext& ctx) {
   if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)

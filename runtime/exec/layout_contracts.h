@@ -33,8 +33,7 @@ inline StatusOr<std::vector<int64_t>> transposePerm(const StepContext& ctx) {
 // Float32 (16-bit after the backends widen or take it), or FP8 codes moved as bytes (a transposed
 // copy made after their gather), the output in the input's type.
 inline StatusOr<std::vector<int64_t>> checkTranspose(const StepContext& ctx) {
-  const auto codes = [](DType t) { return t == DType::kF8E4M3 || t == DType::kF8E5M2; };
-  if (ctx.inputs.size() == 1 && ctx.outputs.size() == 1 && codes(ctx.inputs[0].dtype)) {
+  if (ctx.inputs.size() == 1 && ctx.outputs.size() == 1 && float8(ctx.inputs[0].dtype)) {
     if (ctx.outputs[0].dtype != ctx.inputs[0].dtype)
       return invalid(ctx, "output must be the input's " + dtypeName(ctx.inputs[0].dtype));
   } else {

@@ -137,7 +137,7 @@ namespace {
 // FP8 GEMMs run at one rate whichever formats their operands have; a profile without an FP8 curve
 // prices them at bf16's (a device that cannot, or was not measured, gains nothing).
 DType gemmRateType(DType dtype, const std::vector<std::pair<DType, Curve>>& curves) {
-  if (dtype != DType::kF8E4M3 && dtype != DType::kF8E5M2) return dtype;
+  if (!float8(dtype)) return dtype;
   for (const auto& [t, points] : curves)
     if (t == DType::kF8E4M3) return DType::kF8E4M3;
   return DType::kBF16;

@@ -32,6 +32,9 @@ inline size_t dtypeSize(DType t) {
   return 0;
 }
 
+// float8_e4m3fn or float8_e5m2: FP8 training's codes.
+inline bool float8(DType t) { return t == DType::kF8E4M3 || t == DType::kF8E5M2; }
+
 namespace detail {
 
 // Whether any of kBlock elements at `data` has every bit of `exponent` set. Branch-free over a

@@ -50,7 +50,7 @@ Buffers makeInputs(const Case& c, uint64_t seed) {
           h[i] = bf16 ? f32ToBf16(v) : f32ToF16(v);
         }
       }
-    } else if (in.dtype == DType::kF8E4M3 || in.dtype == DType::kF8E5M2) {
+    } else if (float8(in.dtype)) {
       // Random codes, NaN and infinity left out: e4m3fn's NaN is 0x7f/0xff, e5m2's are those
       // with every exponent bit set.
       const uint8_t top = in.dtype == DType::kF8E4M3 ? 0x7f : 0x7c;

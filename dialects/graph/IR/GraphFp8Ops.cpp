@@ -9,14 +9,13 @@ namespace {
 
 bool oneElement(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements() == 1; }
 
-// x [d0, ..., dn-2, C] transposed to [C, d0, ..., dn-2].
-SmallVector<int64_t> transposedShape(ArrayRef<int64_t> x) {
+}  // namespace
+
+SmallVector<int64_t> Fp8QuantizeOp::transposedShape(ArrayRef<int64_t> x) {
   SmallVector<int64_t> t = {x.back()};
   t.append(x.begin(), x.end() - 1);
   return t;
 }
-
-}  // namespace
 
 // Rounding to bf16 on load reads float32.
 static LogicalResult checkLoad(Operation* op, Value x, bool loadBf16) {
@@ -38,7 +37,7 @@ static LogicalResult verifyQuantize(Operation* op, Value x, Value amax, Value q,
   if (!oneElement(amax) || !oneElement(scaleInv))
     return op->emitOpError("amax and scale_inv must be one float32 each");
   if (qT.size() > 1) return op->emitOpError("at most one transposed copy");
-  if (!qT.empty() && (shapeOf(qT[0]) != ArrayRef<int64_t>(transposedShape(shape)) ||
+  if (!qT.empty() && (shapeOf(qT[0]) != ArrayRef<int64_t>(Fp8QuantizeOp::transposedShape(shape)) ||
                       elementOf(qT[0]) != elementOf(q)))
     return op->emitOpError("q_t must be x's transpose (its last dimension first) in q's type");
   return checkLoad(op, x, loadBf16);

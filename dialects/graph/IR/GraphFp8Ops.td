@@ -32,6 +32,10 @@ def Graph_Fp8QuantizeOp : Graph_Op<"fp8_quantize", [Pure]> {
                       Variadic<Graph_Fp8Tensor>:$q_t);
   let assemblyFormat = "$x `,` $amax attr-dict `:` type($x) `,` type($amax) `->` type(results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // q_t's shape for x's: [d0, ..., dn-2, C] gives [C, d0, ..., dn-2] (both quantizations').
+    static llvm::SmallVector<int64_t> transposedShape(llvm::ArrayRef<int64_t> x);
+  }];
 }
 
 def Graph_Fp8QuantizeRecordedOp : Graph_Op<"fp8_quantize_recorded", [Pure]> {
