@@ -53,6 +53,18 @@ inline bool isFp8AmaxHistory(std::string_view name) {
 }
 #endif
 
+// The larger of two amaxes, a NaN kept once either is one: what CUDA's integer maximum of the
+// bits of non-negative floats gives (a NaN's bits are above infinity's), on both backends.
+DTC_HOST_DEVICE inline float float8AmaxMax(float m, float v) { return m != m || v <= m ? m : v; }
+
+// The amax delayed scaling scales by: the largest of an amax history, or the format's largest
+// value `fmax` (scale 1) before any step has recorded one.
+DTC_HOST_DEVICE inline float float8HistoryAmax(const float* history, int64_t n, float fmax) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = float8AmaxMax(m, history[i]);
+  return m > 0.0f || m != m ? m : fmax;
+}
+
 // The per-tensor scale that maps `amax` to `fmax`, as torchao computes it: in double, amax
 // floored at kFloat8AmaxFloor, rounded to f32 once. Both backends' quantizations call it.
 DTC_HOST_DEVICE inline float float8Scale(float amax, float fmax) {

@@ -36,7 +36,7 @@ float fromFloat8(uint8_t c, DType format) {
   return format == DType::kF8E4M3 ? float8ToF32<E4M3>(c) : float8ToF32<E5M2>(c);
 }
 
-// max |x| over the tensor: a maximum, so the chunks' order cannot change it (NaN wins).
+// max |x| over the tensor: a maximum, so the chunks' order cannot change it (a NaN wins).
 float amaxOf(const TensorView& x, bool loadBf16, ThreadPool& pool) {
   const int64_t n = x.numElements();
   const int64_t chunks = std::max<int64_t>(1, (n + kGrain - 1) / kGrain);
@@ -44,16 +44,13 @@ float amaxOf(const TensorView& x, bool loadBf16, ThreadPool& pool) {
   pool.parallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       float m = 0.0f;
-      for (int64_t i = c * kGrain, stop = std::min(n, (c + 1) * kGrain); i < stop; ++i) {
-        const float v = std::fabs(widened(x, i, loadBf16));
-        if (!(v <= m)) m = v;  // NaN replaces m and stays
-      }
+      for (int64_t i = c * kGrain, stop = std::min(n, (c + 1) * kGrain); i < stop; ++i)
+        m = float8AmaxMax(m, std::fabs(widened(x, i, loadBf16)));
       partial[static_cast<size_t>(c)] = m;
     }
   });
   float amax = 0.0f;
-  for (float m : partial)
-    if (!(m <= amax)) amax = m;
+  for (float m : partial) amax = float8AmaxMax(amax, m);
   return amax;
 }
 
@@ -118,10 +115,7 @@ StatusOr<BoundStep> bindFp8HistoryAmax(const StepContext& ctx) {
   const TensorView history = ctx.inputs[0], amax = ctx.outputs[0];
   const float fmax = static_cast<float>(ctx.floatAttr("fmax"));
   return BoundStep([=] {
-    float m = 0.0f;
-    for (int64_t i = 0; i < history.numElements() && m == m; ++i)
-      if (!(history.f32()[i] <= m)) m = history.f32()[i];  // a NaN stays
-    amax.f32()[0] = m > 0.0f || m != m ? m : fmax;
+    amax.f32()[0] = float8HistoryAmax(history.f32(), history.numElements(), fmax);
     return Status::Ok();
   });
 }
@@ -133,8 +127,7 @@ StatusOr<BoundStep> bindFp8HistoryPush(const StepContext& ctx) {
   for (size_t i = 1; i < ctx.inputs.size(); ++i) seen.push_back(ctx.inputs[i].f32());
   return BoundStep([=] {
     float m = 0.0f;
-    for (size_t i = 0; i < seen.size() && m == m; ++i)
-      if (!(*seen[i] <= m)) m = *seen[i];  // a NaN stays
+    for (const float* s : seen) m = float8AmaxMax(m, *s);
     // Oldest first out; in place when out is the history.
     for (int64_t i = history.numElements() - 1; i > 0; --i) out.f32()[i] = history.f32()[i - 1];
     out.f32()[0] = m;

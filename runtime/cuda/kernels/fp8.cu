@@ -100,24 +100,20 @@ __global__ void quantizeTiledKernel(FloatIn x, bool loadBf16, int64_t rows, int6
   if (threadIdx.x == 0) atomicMax(seenBits, bits);
 }
 
-// max(history) where above 0 (a NaN stays), else fmax.
 __global__ void historyAmaxKernel(const float* history, int64_t n, float fmax, float* amax) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n && m == m; ++i)
-    if (!(history[i] <= m)) m = history[i];
-  *amax = m > 0.0f || m != m ? m : fmax;
+  *amax = float8HistoryAmax(history, n, fmax);
 }
 
 // [seen, history[0], ..., history[n-2]], in place when out is the history.
 __global__ void historyPushKernel(const float* history, int64_t n, const float* seen, float* out) {
-  const float m = *seen > 0.0f || *seen != *seen ? *seen : 0.0f;
+  const float m = float8AmaxMax(0.0f, *seen);
   for (int64_t i = n - 1; i > 0; --i) out[i] = history[i - 1];
   out[0] = m;
 }
 
-// out[0] = max(out[0], seen): another micro-batch's amax (a NaN stays).
+// out[0] = max(out[0], seen): another micro-batch's amax.
 __global__ void historyMaxKernel(const float* seen, float* out) {
-  if (out[0] == out[0] && !(*seen <= out[0])) out[0] = *seen;
+  out[0] = float8AmaxMax(out[0], *seen);
 }
 
 __global__ void scaleInvKernel(float fmax, const float* amax, float* scaleInv) {

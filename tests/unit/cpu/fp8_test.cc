@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -221,6 +222,33 @@ TEST(Fp8Steps, LoadingThroughBf16IsTheCastsCopy) {
   EXPECT_NE(bytesOf(plain[0]), bytesOf(narrowOut[0]));
   Status s = runStep(Kernel::fp8_amax, narrow, narrowAmax, {{"load_bf16", 1}}, pool);
   EXPECT_NE(s.message().find("load_bf16 reads a float32 x"), std::string::npos) << s.message();
+}
+
+// A NaN anywhere makes the amax NaN, wherever it sits (as CUDA's integer maximum of the bits
+// has it): the chunks' and the elements' order cannot hide it.
+TEST(Fp8Steps, AmaxKeepsANaN) {
+  ThreadPool pool(2);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t at : {int64_t(0), int64_t(5), int64_t(20000), int64_t(40000 - 1)}) {
+    std::vector<float> x = uniform(40000, -1.0f, 1.0f, 3);
+    x[static_cast<size_t>(at)] = nan;
+    std::vector<Operand> ins = {operand(DType::kF32, {40000}, x.data())},
+                         out = {operand(DType::kF32, {1})};
+    ASSERT_TRUE(runStep(Kernel::fp8_amax, ins, out, {}, pool).ok());
+    EXPECT_TRUE(std::isnan(floatOf(out[0]))) << "NaN at " << at << " gave " << floatOf(out[0]);
+  }
+  const float history[3] = {2.0f, nan, 5.0f}, one = 1.0f;
+  std::vector<Operand> ins = {operand(DType::kF32, {3}, history)},
+                       out = {operand(DType::kF32, {1})};
+  ASSERT_TRUE(runStep(Kernel::fp8_history_amax, ins, out, {}, pool, {{"fmax", 448.0}}).ok());
+  EXPECT_TRUE(std::isnan(floatOf(out[0])));
+  std::vector<Operand> push = {operand(DType::kF32, {3}, history), operand(DType::kF32, {1}, &nan),
+                               operand(DType::kF32, {1}, &one)};
+  std::vector<Operand> pushed = {operand(DType::kF32, {3})};
+  ASSERT_TRUE(runStep(Kernel::fp8_history_push, push, pushed, {}, pool).ok());
+  float first = 0;
+  std::memcpy(&first, pushed[0].bytes.data(), sizeof first);
+  EXPECT_TRUE(std::isnan(first));
 }
 
 // Delayed scaling: the codes on a history's amax (scale 1 before any is recorded), x's own amax
