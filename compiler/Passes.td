@@ -666,7 +666,8 @@ def PipelineStages : Pass<"dtc-pipeline-stages", "mlir::ModuleOp"> {
     Option<"stages", "stages", "int64_t", "1", "devices along the pipeline axis">,
     Option<"virtualStages", "virtual-stages", "int64_t", "1", "model chunks per device">,
     Option<"microBatches", "micro-batches", "int64_t", "1", "micro-batches per step">,
-    Option<"schedule", "schedule", "std::string", "\"1f1b\"", "gpipe, 1f1b or interleaved">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "gpipe, 1f1b, interleaved, zb-h1 or zb-v">,
     Option<"cuts", "cuts", "std::string", "\"\"", "node names that start chunks 1, 2, ...">,
   ];
   let dependentDialects = ["::dtc::dist::DistDialect"];

@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 
 #include "dist/IR/DistOps.h"
+#include "pipeline_parallel/ZeroBubble.h"
 
 using namespace mlir;
 
@@ -32,18 +33,22 @@ std::optional<PipelineConfig> getPipeline(ModuleOp module) {
   integer("micro_batches", c.microBatches);
   string("schedule", c.schedule);
   string("axis", c.axis);
+  if (auto seconds = dict.getAs<DenseF64ArrayAttr>("pass_seconds"))
+    c.passSeconds.assign(seconds.asArrayRef().begin(), seconds.asArrayRef().end());
   return c;
 }
 
 void setPipeline(ModuleOp module, const PipelineConfig& c) {
   Builder b(module.getContext());
-  module->setAttr(
-      dist::kPipelineAttr,
-      b.getDictionaryAttr({b.getNamedAttr("stages", b.getI64IntegerAttr(c.stages)),
-                           b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(c.virtualStages)),
-                           b.getNamedAttr("micro_batches", b.getI64IntegerAttr(c.microBatches)),
-                           b.getNamedAttr("schedule", b.getStringAttr(c.schedule)),
-                           b.getNamedAttr("axis", b.getStringAttr(c.axis))}));
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("stages", b.getI64IntegerAttr(c.stages)),
+      b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(c.virtualStages)),
+      b.getNamedAttr("micro_batches", b.getI64IntegerAttr(c.microBatches)),
+      b.getNamedAttr("schedule", b.getStringAttr(c.schedule)),
+      b.getNamedAttr("axis", b.getStringAttr(c.axis))};
+  if (!c.passSeconds.empty())
+    entries.push_back(b.getNamedAttr("pass_seconds", b.getDenseF64ArrayAttr(c.passSeconds)));
+  module->setAttr(dist::kPipelineAttr, b.getDictionaryAttr(entries));
 }
 
 int64_t stageOf(Operation* op) {
@@ -57,7 +62,8 @@ int64_t microBatchOf(Operation* op) {
 }
 
 void copyPlacement(Operation* from, Operation* to) {
-  for (StringRef name : {dist::kStageAttr, dist::kMicroBatchAttr, dist::kBackwardAttr})
+  for (StringRef name :
+       {dist::kStageAttr, dist::kMicroBatchAttr, dist::kBackwardAttr, dist::kWeightGradAttr})
     if (Attribute a = from->getAttr(name)) to->setAttr(name, a);
 }
 
@@ -70,7 +76,8 @@ Unit interleavedUnit(const PipelineConfig& c, int64_t device, int64_t k, bool ba
   int64_t inGroup = k % (p * v);
   int64_t local = inGroup / p;
   if (backward) local = v - 1 - local;
-  return {local * p + device, (k / (p * v)) * p + k % p, backward};
+  return {local * p + device, (k / (p * v)) * p + k % p,
+          backward ? Pass::kBackward : Pass::kForward};
 }
 
 }  // namespace
@@ -78,19 +85,21 @@ Unit interleavedUnit(const PipelineConfig& c, int64_t device, int64_t k, bool ba
 std::vector<Unit> trainSchedule(const PipelineConfig& c, int64_t device) {
   const int64_t p = c.stages, m = c.microBatches;
   std::vector<Unit> order;
+  if (c.splitsBackward()) return zeroBubbleOrders(c)[device];
+  constexpr Pass F = Pass::kForward, B = Pass::kBackward;
   if (c.schedule == "gpipe") {
-    for (int64_t mb = 0; mb < m; ++mb) order.push_back({device, mb, false});
-    for (int64_t mb = 0; mb < m; ++mb) order.push_back({device, mb, true});
+    for (int64_t mb = 0; mb < m; ++mb) order.push_back({device, mb, F});
+    for (int64_t mb = 0; mb < m; ++mb) order.push_back({device, mb, B});
     return order;
   }
   if (c.schedule == "1f1b") {
     int64_t warmup = std::min(p - device - 1, m);
-    for (int64_t mb = 0; mb < warmup; ++mb) order.push_back({device, mb, false});
+    for (int64_t mb = 0; mb < warmup; ++mb) order.push_back({device, mb, F});
     for (int64_t i = 0; i < m - warmup; ++i) {
-      order.push_back({device, warmup + i, false});
-      order.push_back({device, i, true});
+      order.push_back({device, warmup + i, F});
+      order.push_back({device, i, B});
     }
-    for (int64_t mb = m - warmup; mb < m; ++mb) order.push_back({device, mb, true});
+    for (int64_t mb = m - warmup; mb < m; ++mb) order.push_back({device, mb, B});
     return order;
   }
   // Interleaved 1F1B.
@@ -104,6 +113,13 @@ std::vector<Unit> trainSchedule(const PipelineConfig& c, int64_t device) {
   for (int64_t k = total - warmup; k < total; ++k)
     order.push_back(interleavedUnit(c, device, k, true));
   return order;
+}
+
+std::vector<std::vector<Unit>> trainSchedules(const PipelineConfig& c) {
+  if (c.splitsBackward()) return zeroBubbleOrders(c);
+  std::vector<std::vector<Unit>> orders;
+  for (int64_t d = 0; d < c.stages; ++d) orders.push_back(trainSchedule(c, d));
+  return orders;
 }
 
 }  // namespace dtc::pipeline

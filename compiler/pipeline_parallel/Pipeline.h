@@ -12,14 +12,32 @@ namespace dtc::pipeline {
 
 struct PipelineConfig {
   int64_t stages = 1;             // devices along the pipeline axis (p)
-  int64_t virtualStages = 1;      // model chunks per device (v): interleaved 1F1B
+  int64_t virtualStages = 1;      // model chunks per device (v): interleaved 1F1B, zb-v
   int64_t microBatches = 1;       // m
-  std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved
+  std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1 | zb-v
   std::string axis = "pp";
+  // Zero-bubble schedules: each chunk's F, B and W seconds for one micro-batch (3 per chunk, in
+  // chunk order), on which the orders are list-scheduled; empty: passes of equal time.
+  std::vector<double> passSeconds;
 
-  // Model chunks in all; chunk c runs on device c mod p (Megatron's interleaving).
+  // Model chunks in all. Chunk c runs on device c mod p (Megatron's interleaving), except under
+  // zb-v, whose chunks go down and up the devices in V's: device d holds chunks d and 2p−1−d
+  // (and, with 4 chunks a device, 2p+d and 4p−1−d), so the first and the last chunk share
+  // device 0 and each turn stays on one device.
   int64_t chunks() const { return stages * virtualStages; }
-  int64_t deviceOf(int64_t chunk) const { return chunk % stages; }
+  int64_t deviceOf(int64_t chunk) const {
+    const int64_t leg = chunk / stages, at = chunk % stages;
+    return schedule == "zb-v" && leg % 2 == 1 ? stages - 1 - at : at;
+  }
+  // Zero-bubble schedules run each backward as two passes: the input gradient (B), which the
+  // chunk before waits for, and the weight gradients (W), which nobody waits for.
+  bool splitsBackward() const { return schedule == "zb-h1" || schedule == "zb-v"; }
+  // The seconds of `pass` (kForward, kInputGrad or kWeightGrad) through `chunk`: passSeconds',
+  // or 1.
+  double seconds(int64_t chunk, int pass) const {
+    const size_t at = static_cast<size_t>(3 * chunk + pass);
+    return at < passSeconds.size() ? passSeconds[at] : 1.0;
+  }
   std::string summary() const;
 };
 
@@ -33,18 +51,28 @@ int64_t microBatchOf(mlir::Operation* op);
 // and when a pipeline runs it.
 void copyPlacement(mlir::Operation* from, mlir::Operation* to);
 
-// One unit of a device's schedule: the forward or backward pass of one micro-batch through one
-// model chunk.
+// A pass of one micro-batch through one chunk: the forward, the whole backward, or the
+// backward's two halves under a zero-bubble schedule (input gradient B, weight gradients W).
+enum class Pass { kForward, kBackward, kInputGrad, kWeightGrad };
+
+// One unit of a device's schedule: one pass of one micro-batch through one model chunk.
 struct Unit {
   int64_t chunk = 0;
   int64_t microBatch = 0;
-  bool backward = false;
+  Pass pass = Pass::kForward;
+  bool backward() const { return pass != Pass::kForward; }
+  // Whether the unit sends what the next chunk (forward) or the one before (backward) waits for.
+  bool feedsNeighbour() const { return pass != Pass::kWeightGrad; }
+  // Whether the unit ends the micro-batch's work on the chunk (its activations all freed).
+  bool finishes() const { return pass == Pass::kBackward || pass == Pass::kWeightGrad; }
 };
 
 // The order in which `device` runs its units in a training step: GPipe (every forward, then
 // every backward), 1F1B (p−d−1 warm-up forwards, then one forward and one backward in turn, so
-// at most p−d micro-batches are in flight) or interleaved 1F1B (Megatron's order over v chunks;
-// m must be a multiple of p).
+// at most p−d micro-batches are in flight), interleaved 1F1B (Megatron's order over v chunks;
+// m must be a multiple of p), or a zero-bubble order (ZeroBubble.h).
 std::vector<Unit> trainSchedule(const PipelineConfig& config, int64_t device);
+// Every device's order at once (a zero-bubble order is built for all devices together).
+std::vector<std::vector<Unit>> trainSchedules(const PipelineConfig& config);
 
 }  // namespace dtc::pipeline

@@ -47,6 +47,11 @@ class Splitter {
     placeValues();
     assignTransfers();
     if (failed(checkTags())) return failure();
+    if (training && config_.splitsBackward()) {
+      markWeightGradients();
+      priceChunkPasses();
+    }
+    if (training) orders_ = pipeline::trainSchedules(config_);
     SmallVector<func::FuncOp> programs;
     OpBuilder b(func_);
     b.setInsertionPointAfter(func_);
@@ -118,6 +123,46 @@ class Splitter {
     placeOps();
   }
 
+  // Under a zero-bubble schedule, splits each chunk's backward ops into the input gradient (B:
+  // what another chunk's backward reads, and everything it is computed from, through ops of
+  // no stage too) and the rest, the weight gradients (W), which get dist.weight_grad. A
+  // recomputed forward op lands where its first reader is: before B if B reads it, else in W.
+  void markWeightGradients() {
+    llvm::DenseSet<Operation*> inputGrad;
+    for (Operation& op : llvm::reverse(body_.without_terminator())) {
+      int64_t chunk = stageOf(&op);
+      if (chunk < 0 && op.getNumResults() > 0) chunk = home_.lookup(op.getResult(0));
+      bool needed = llvm::any_of(op.getUsers(), [&](Operation* user) {
+        if (inputGrad.contains(user)) return true;
+        int64_t at = stageOf(user);
+        return at >= 0 && at != chunk && user->hasAttr(dist::kBackwardAttr);
+      });
+      if (needed) inputGrad.insert(&op);
+    }
+    UnitAttr mark = UnitAttr::get(func_.getContext());
+    for (Operation& op : body_.without_terminator())
+      if (stageOf(&op) >= 0 && op.hasAttr(dist::kBackwardAttr) && !inputGrad.contains(&op))
+        op.setAttr(dist::kWeightGradAttr, mark);
+  }
+
+  // The seconds of each chunk's F, B and W for one micro-batch (the first's), on the cost
+  // model's roofline: the times a zero-bubble order is list-scheduled on.
+  void priceChunkPasses() {
+    config_.passSeconds.assign(3 * config_.chunks(), 0.0);
+    for (Operation& op : body_.without_terminator()) {
+      const int64_t chunk = stageOf(&op);
+      if (chunk < 0 || pipeline::microBatchOf(&op) != 0) continue;
+      const int pass = !op.hasAttr(dist::kBackwardAttr)     ? 0
+                       : !op.hasAttr(dist::kWeightGradAttr) ? 1
+                                                            : 2;
+      config_.passSeconds[3 * chunk + pass] += pipeline::opSeconds(&op);
+    }
+  }
+
+ public:
+  const pipeline::PipelineConfig& config() const { return config_; }
+
+ private:
   // Devices returning result i: an updated state tensor on the device holding it (every device
   // for replicated state), everything else (loss, outputs) on stage 0.
   SmallVector<int64_t> resultDevices(unsigned i) {
@@ -273,6 +318,13 @@ class Splitter {
     SmallVector<DictionaryAttr> argAttrs_;
   };
 
+  pipeline::Pass passOf(Operation* op) const {
+    if (!op->hasAttr(dist::kBackwardAttr)) return pipeline::Pass::kForward;
+    if (!config_.splitsBackward()) return pipeline::Pass::kBackward;
+    return op->hasAttr(dist::kWeightGradAttr) ? pipeline::Pass::kWeightGrad
+                                              : pipeline::Pass::kInputGrad;
+  }
+
   FailureOr<func::FuncOp> build(OpBuilder& outer, int64_t device, bool training) {
     std::string name = (func_.getSymName() + "_stage" + std::to_string(device)).str();
     auto program = func::FuncOp::create(outer, func_.getLoc(), name, outer.getFunctionType({}, {}));
@@ -295,7 +347,7 @@ class Splitter {
 
     // Ops by unit; ops without a stage attribute (reductions the partitioner inserted, sums
     // over micro-batches, optimizer updates) run as soon as their operands are here.
-    std::map<std::tuple<int64_t, int64_t, bool>, SmallVector<Operation*>> units;
+    std::map<std::tuple<int64_t, int64_t, pipeline::Pass>, SmallVector<Operation*>> units;
     SmallVector<Operation*> floating;
     for (Operation& op : body_.without_terminator()) {
       if (op.getNumResults() ? deviceOf(op.getResult(0)) != device
@@ -305,8 +357,7 @@ class Splitter {
         floating.push_back(&op);
         continue;
       }
-      units[{stageOf(&op), pipeline::microBatchOf(&op), op.hasAttr(dist::kBackwardAttr)}].push_back(
-          &op);
+      units[{stageOf(&op), pipeline::microBatchOf(&op), passOf(&op)}].push_back(&op);
     }
     auto drain = [&]() -> LogicalResult {
       for (bool progress = true; progress;) {
@@ -322,16 +373,16 @@ class Splitter {
     if (failed(drain())) return failure();
     std::vector<pipeline::Unit> order;
     if (training) {
-      order = pipeline::trainSchedule(config_, device);
+      order = orders_[device];
     } else {
-      for (int64_t c = device; c < config_.chunks(); c += config_.stages)
-        order.push_back({c, 0, false});
+      for (int64_t c = 0; c < config_.chunks(); ++c)
+        if (config_.deviceOf(c) == device) order.push_back({c, 0, pipeline::Pass::kForward});
     }
     for (const pipeline::Unit& u : order) {
       // What other stages wait for first (activations forward, their gradients backward:
       // weight gradients come after the input gradient is sent), then the rest of the unit,
       // then what became ready (sums over micro-batches, reductions, optimizer updates).
-      SmallVector<Operation*>& ops = units[{u.chunk, u.microBatch, u.backward}];
+      SmallVector<Operation*>& ops = units[{u.chunk, u.microBatch, u.pass}];
       llvm::DenseSet<Operation*> critical;
       p.unit_ = llvm::DenseSet<Operation*>(ops.begin(), ops.end());
       for (Operation* op : llvm::reverse(ops)) {
@@ -373,6 +424,7 @@ class Splitter {
 
   func::FuncOp func_;
   pipeline::PipelineConfig config_;
+  std::vector<std::vector<pipeline::Unit>> orders_;  // the training step's, by device
   Block& body_;
   llvm::DenseMap<Value, int64_t> home_;
   llvm::StringMap<BlockArgument> stateArgs_;  // state tensors' arguments by name
@@ -399,7 +451,12 @@ struct PipelineSchedulePass : impl::PipelineScheduleBase<PipelineSchedulePass> {
       if (failed(programs)) return signalPassFailure();
       FailureOr<pipeline::Timeline> timeline = pipeline::simulate(*programs);
       if (failed(timeline)) return signalPassFailure();
-      if (name == fn::kTrainStep) pipeline::recordStageStats(module, func, *config, *timeline);
+      if (name == fn::kTrainStep) {
+        // The passes' times the order was scheduled on, for whoever rebuilds it.
+        *config = splitter.config();
+        pipeline::setPipeline(module, *config);
+        pipeline::recordStageStats(module, func, *config, *timeline);
+      }
       func.erase();
     }
   }

@@ -32,19 +32,22 @@ namespace {
 
 std::string unitName(Operation* op, std::string& kind) {
   const int64_t stage = stageOf(op);
-  bool backward = op->hasAttr(dist::kBackwardAttr);
+  const bool backward = op->hasAttr(dist::kBackwardAttr);
+  const bool weights = op->hasAttr(dist::kWeightGradAttr);
   const std::string kernel = kernelNameOf(op);
   if (kernel == "send")
     kind = "send";
   else if (kernel == "recv")
     kind = "recv";
   else if (stage >= 0)
-    kind = backward ? "backward" : "forward";
+    kind = weights ? "weight-grad" : backward ? "backward" : "forward";
   else
     kind = "other";
   if (stage < 0) return kind;
-  std::string name =
-      (backward ? "B" : "F") + std::to_string(microBatchOf(op)) + " c" + std::to_string(stage);
+  std::string name = std::string(weights    ? "W"
+                                 : backward ? "B"
+                                            : "F") +
+                     std::to_string(microBatchOf(op)) + " c" + std::to_string(stage);
   return kind == "send" || kind == "recv" ? kind + " " + name : name;
 }
 
@@ -119,12 +122,15 @@ SmallVector<func::FuncOp> stagePrograms(ModuleOp module, StringRef function) {
 void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConfig& config,
                       const Timeline& timeline) {
   // Bytes each (chunk, micro-batch) keeps for its backward pass: forward values (views count
-  // once, as the storage they share) and received activations that backward ops read.
-  std::map<std::pair<int64_t, int64_t>, double> saved;
+  // once, as the storage they share) and received activations that backward ops read; of them,
+  // those a weight-gradient pass reads (kept until W, the rest freed by B).
+  std::map<std::pair<int64_t, int64_t>, double> saved, savedForWeights;
   std::set<std::pair<const void*, int64_t>> counted;  // (value, device holding it)
+  std::set<std::pair<const void*, int64_t>> countedForWeights;
   for (Operation& op : original.getBody().front().without_terminator()) {
     int64_t chunk = stageOf(&op);
     if (chunk < 0 || !op.hasAttr(dist::kBackwardAttr)) continue;
+    const bool weights = op.hasAttr(dist::kWeightGradAttr);
     for (Value v : op.getOperands()) {
       Operation* def = v.getDefiningOp();
       while (def && def->getName().stripDialect() == "reshape" && def->getNumOperands() == 1 &&
@@ -134,20 +140,32 @@ void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConf
       }
       if (!def || def->hasAttr(dist::kBackwardAttr) || stageOf(def) < 0) continue;
       // A value from another device's chunk is held here as its received copy.
-      if (!counted.insert({v.getAsOpaquePointer(), config.deviceOf(chunk)}).second) continue;
+      const auto key = std::make_pair(v.getAsOpaquePointer(), config.deviceOf(chunk));
+      if (weights && countedForWeights.insert(key).second)
+        savedForWeights[{chunk, microBatchOf(def)}] += valueBytes(v);
+      if (!counted.insert(key).second) continue;
       saved[{chunk, microBatchOf(def)}] += valueBytes(v);
     }
   }
   Builder b(module.getContext());
   SmallVector<Attribute> stages;
+  const std::vector<std::vector<Unit>> orders = trainSchedules(config);
   for (int64_t d = 0; d < config.stages; ++d) {
     double live = 0, peak = 0, perMicroBatch = 0;
     int64_t inFlight = 0, mostInFlight = 0;
-    for (int64_t c = d; c < config.chunks(); c += config.stages) perMicroBatch += saved[{c, 0}];
-    for (const Unit& u : trainSchedule(config, d)) {
-      double bytes = saved[{u.chunk, u.microBatch}];
-      live += u.backward ? -bytes : bytes;
-      inFlight += u.backward ? -1 : 1;
+    for (int64_t c = 0; c < config.chunks(); ++c)
+      if (config.deviceOf(c) == d) perMicroBatch += saved[{c, 0}];
+    for (const Unit& u : orders[d]) {
+      const double bytes = saved[{u.chunk, u.microBatch}];
+      const double forWeights = std::min(bytes, savedForWeights[{u.chunk, u.microBatch}]);
+      switch (u.pass) {
+        case Pass::kForward: live += bytes; break;
+        case Pass::kBackward: live -= bytes; break;
+        case Pass::kInputGrad: live -= bytes - forWeights; break;
+        case Pass::kWeightGrad: live -= forWeights; break;
+      }
+      if (u.pass == Pass::kForward) ++inFlight;
+      if (u.finishes()) --inFlight;
       peak = std::max(peak, live);
       mostInFlight = std::max(mostInFlight, inFlight);
     }

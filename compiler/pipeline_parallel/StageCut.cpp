@@ -49,6 +49,8 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
     config.virtualStages = virtualStages;
     config.microBatches = microBatches;
     config.schedule = schedule;
+    // zb-v is at least one V: two chunks per device.
+    if (config.schedule == "zb-v" && config.virtualStages == 1) config.virtualStages = 2;
     if (failed(check(module, config))) return signalPassFailure();
 
     SmallVector<Node> nodes = nodesOf(forward);
@@ -84,15 +86,18 @@ struct PipelineStagesPass : impl::PipelineStagesBase<PipelineStagesPass> {
       return module.emitError("pipeline stages must be at least 1, got ") << c.stages;
     if (c.microBatches < 1)
       return module.emitError("micro-batches must be at least 1, got ") << c.microBatches;
-    if (c.schedule != "gpipe" && c.schedule != "1f1b" && c.schedule != "interleaved")
+    if (!llvm::is_contained({"gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"}, c.schedule))
       return module.emitError("unknown pipeline schedule '")
-             << c.schedule << "' (expected gpipe, 1f1b or interleaved)";
+             << c.schedule << "' (expected gpipe, 1f1b, interleaved, zb-h1 or zb-v)";
     if (c.virtualStages < 1)
       return module.emitError("virtual stages must be at least 1, got ") << c.virtualStages;
     if (c.schedule == "interleaved" && c.virtualStages < 2)
       return module.emitError("the interleaved schedule needs --virtual-stages 2 or more");
-    if (c.schedule != "interleaved" && c.virtualStages > 1)
-      return module.emitError("--virtual-stages needs --schedule interleaved");
+    if (c.schedule == "zb-v" && c.virtualStages % 2 != 0)
+      return module.emitError("the zb-v schedule runs model chunks down and up the devices in ")
+             << "V's, an even number per device; got --virtual-stages " << c.virtualStages;
+    if (c.schedule != "interleaved" && c.schedule != "zb-v" && c.virtualStages > 1)
+      return module.emitError("--virtual-stages needs --schedule interleaved or zb-v");
     if (c.schedule == "interleaved" && c.microBatches % c.stages != 0)
       return module.emitError("the interleaved schedule needs micro-batches (")
              << c.microBatches << ") to be a multiple of the pipeline stages (" << c.stages << ")";

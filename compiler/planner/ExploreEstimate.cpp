@@ -358,29 +358,61 @@ struct ScheduleRun {
   std::vector<uint64_t> stashPeak;
 };
 
-StatusOr<ScheduleRun> runSchedule(const pipeline::PipelineConfig& config,
+StatusOr<ScheduleRun> runSchedule(const pipeline::PipelineConfig& given,
                                   const std::vector<Cost>& forward,
                                   const std::vector<Cost>& backward,
                                   const std::vector<uint64_t>& kept, double transfer) {
   // Each unit one task; a unit's output reaches the next chunk's unit (the previous one's, going
-  // backward) as a message named by the unit that sends it.
-  const int64_t stages = config.stages, chunks = config.chunks();
+  // backward) as a message named by the unit that sends it. A zero-bubble schedule's backward is
+  // two units: the input gradient, as long as the forward (its GEMMs mirror the forward's; none
+  // on the first chunk, whose input gradient nobody waits for), and the weight gradients, the
+  // rest. The activations stay until the weight gradients are done.
+  const int64_t stages = given.stages, chunks = given.chunks();
   std::vector<std::vector<pipeline::Unit>> order(stages);
   std::vector<std::vector<perf::Task>> tasks(stages);
   auto sent = [](int64_t chunk, const pipeline::Unit& w) {
-    return perf::MessageKey{chunk, w.microBatch, w.backward ? 1 : 0};
+    return perf::MessageKey{chunk, w.microBatch, w.backward() ? 1 : 0};
   };
+  auto cost = [&](const pipeline::Unit& w) {
+    const Cost& b = backward[w.chunk];
+    const double weights =
+        w.chunk == 0
+            ? 1.0
+            : std::clamp(1.0 - forward[w.chunk].total / std::max(b.total, 1e-30), 0.0, 1.0);
+    switch (w.pass) {
+      case pipeline::Pass::kForward: return forward[w.chunk];
+      case pipeline::Pass::kBackward: return b;
+      case pipeline::Pass::kInputGrad: return b.scaled(1.0 - weights);
+      case pipeline::Pass::kWeightGrad: return b.scaled(weights);
+    }
+    return b;
+  };
+  auto delivery = [&](int64_t from, int64_t to) {
+    return given.deviceOf(from) == given.deviceOf(to) ? 0.0 : transfer;
+  };
+  // A zero-bubble order is scheduled on these times, as the compiler's on its own.
+  pipeline::PipelineConfig config = given;
+  if (config.splitsBackward()) {
+    config.passSeconds.clear();
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      for (pipeline::Pass pass :
+           {pipeline::Pass::kForward, pipeline::Pass::kInputGrad, pipeline::Pass::kWeightGrad})
+        config.passSeconds.push_back(cost({ch, 0, pass}).total);
+  }
+  order = pipeline::trainSchedules(config);
   for (int64_t s = 0; s < stages; ++s) {
-    order[s] = pipeline::trainSchedule(config, s);
     tasks[s].reserve(order[s].size());
     for (const pipeline::Unit& w : order[s]) {
       perf::Task task;
-      task.seconds = (w.backward ? backward[w.chunk] : forward[w.chunk]).total;
-      if (!w.backward && w.chunk > 0) task.receives = sent(w.chunk - 1, w);
-      if (w.backward && w.chunk + 1 < chunks) task.receives = sent(w.chunk + 1, w);
-      if (w.backward ? w.chunk > 0 : w.chunk + 1 < chunks) {
-        task.sends = sent(w.chunk, w);
-        task.delivery = transfer;
+      task.seconds = cost(w).total;
+      if (w.feedsNeighbour()) {
+        const bool back = w.backward();
+        if (!back && w.chunk > 0) task.receives = sent(w.chunk - 1, w);
+        if (back && w.chunk + 1 < chunks) task.receives = sent(w.chunk + 1, w);
+        if (back ? w.chunk > 0 : w.chunk + 1 < chunks) {
+          task.sends = sent(w.chunk, w);
+          task.delivery = delivery(w.chunk, back ? w.chunk - 1 : w.chunk + 1);
+        }
       }
       tasks[s].push_back(std::move(task));
     }
@@ -397,8 +429,9 @@ StatusOr<ScheduleRun> runSchedule(const pipeline::PipelineConfig& config,
     run.idle[s] = sim.devices[s].bubble;
     uint64_t stash = 0;
     for (const pipeline::Unit& w : order[s]) {
-      run.kernels[s] += (w.backward ? backward[w.chunk] : forward[w.chunk]).kernels;
-      stash = w.backward ? stash - kept[w.chunk] : stash + kept[w.chunk];
+      run.kernels[s] += cost(w).kernels;
+      if (w.pass == pipeline::Pass::kForward) stash += kept[w.chunk];
+      if (w.finishes()) stash -= kept[w.chunk];
       run.stashPeak[s] = std::max(run.stashPeak[s], stash);
     }
   }
@@ -642,15 +675,23 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   perf::StepPrediction& p = c.prediction;
   p = {};
   p.devices = pp * c.dp * c.ep * c.cp * c.tp;
+  // The device holding the last chunk (the head): the last, or under zb-v the first.
+  const int64_t headDevice = config.deviceOf(chunks - 1);
+  auto mine = [&](int64_t s) {
+    std::vector<int64_t> held;
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      if (config.deviceOf(ch) == s) held.push_back(ch);
+    return held;
+  };
   for (int64_t s = 0; s < pp; ++s) {
     int64_t held = 0;
-    for (int64_t ch = s; ch < chunks; ch += pp) held += count[ch];
+    for (int64_t ch : mine(s)) held += count[ch];
     Cost update = u.layerUpdate.scaled(double(held));
     if (s == 0) update += u.firstUpdate;
-    if (s == pp - 1) update += u.lastUpdate;
+    if (s == headDevice) update += u.lastUpdate;
     if (m > 1) {
       update += u.accumulateLayer.scaled(double(held * (m - 1)));
-      if (s == 0 || s == pp - 1) update += u.accumulateOutside.scaled(double(m - 1));
+      if (s == 0 || s == headDevice) update += u.accumulateOutside.scaled(double(m - 1));
     }
     // The deferred reductions start as the last micro-batch's backward finishes each layer's
     // gradients, on the comm stream beside the backward of the layers before it: all but the
@@ -658,7 +699,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     if (const double deferred = u.deferredLayer * double(held) + (s == 0 ? u.deferredFirst : 0);
         deferred > 0 && held > 0) {
       double lastBackward = 0;
-      for (int64_t ch = s; ch < chunks; ch += pp) lastBackward += backward[ch].kernels;
+      for (int64_t ch : mine(s)) lastBackward += backward[ch].kernels;
       update.total -= std::min(deferred - u.deferredLayer, lastBackward);
     }
     // The stage's collectives, all of them on its comm stream: the step takes at least their
@@ -666,8 +707,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     // the comm stream has room to spare; many layers' per-tensor collectives (ZeRO-1's
     // reduce-scatters and gathers) fill it.
     double comm = update.comm;
-    for (int64_t ch = s; ch < chunks; ch += pp)
-      comm += (forward[ch].comm + backward[ch].comm) * double(m);
+    for (int64_t ch : mine(s)) comm += (forward[ch].comm + backward[ch].comm) * double(m);
     perf::StagePrediction stage;
     stage.stage = pp > 1 ? static_cast<int>(s) : -1;
     stage.stepSeconds = std::max(run->end[s] + update.total, comm);
@@ -683,10 +723,10 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
       p.bubbleSeconds = stage.bubbleSeconds;
       p.exposedCommunicationSeconds = stage.exposedCommunicationSeconds;
     }
-    const uint64_t state = u.stateLayer * held + (pp == 1       ? u.stateOutside
-                                                  : s == 0      ? u.stateFirst
-                                                  : s == pp - 1 ? u.stateLast
-                                                                : 0);
+    const uint64_t state =
+        u.stateLayer * held +
+        (pp == 1 ? u.stateOutside
+                 : (s == 0 ? u.stateFirst : 0) + (s == headDevice ? u.stateLast : 0));
     // The shallow copy's arena with its layers' activations swapped for the stage's.
     const uint64_t shallowStash = kShallow * u.stashLayer;
     // ... and its layers' weight copies for the stage's.
@@ -697,7 +737,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
         {u.transientEmbed, u.transientLayer, u.transientHead, u.transientRest, uint64_t{1}});
     const uint64_t transientHeld =
         std::max({s == 0 ? u.transientEmbed : 0, held > 0 ? u.transientLayer : 0,
-                  s == pp - 1 ? u.transientHead : 0, u.transientRest});
+                  s == headDevice ? u.transientHead : 0, u.transientRest});
     const uint64_t other = u.arenaShallow - std::min(u.arenaShallow, shallowStash + shallowCopies);
     const uint64_t arena =
         static_cast<uint64_t>(double(other) * double(transientHeld) / double(transientAll)) +
@@ -705,7 +745,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
         u.weightCopiesLayer * uint64_t(held);
     // Accumulated micro-batches keep their gradients' running sums for the whole step.
     const uint64_t sums = m > 1 ? u.gradientLayer * held + (s == 0 ? u.gradientFirst : 0) +
-                                      (s == pp - 1 ? u.gradientLast : 0)
+                                      (s == headDevice ? u.gradientLast : 0)
                                 : 0;
     c.memoryPerRank = std::max(c.memoryPerRank, state + arena + sums);
   }

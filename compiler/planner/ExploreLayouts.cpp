@@ -126,19 +126,23 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch, b
               layouts.push_back(bad);
               continue;
             }
-            // A pipeline's: 1F1B, and interleaved over two model chunks per device (estimated:
-            // and more, while the layers last).
+            // A pipeline's: 1F1B, the zero-bubble ZB-H1, and interleaved and ZB-V over two
+            // model chunks per device (estimated: and more, while the layers last).
             std::vector<Layout> schedules = {c.layout};
             if (pp > 1) {
               Layout oneF1B = c.layout;
               oneF1B.microBatches = m;
               schedules = {oneF1B};
-              for (int64_t v = 2; v == 2 || (estimated && pp * v <= axes.chunks); v *= 2) {
-                Layout interleaved = oneF1B;
-                interleaved.schedule = "interleaved";
-                interleaved.virtualStages = v;
-                schedules.push_back(interleaved);
-              }
+              Layout zbH1 = oneF1B;
+              zbH1.schedule = "zb-h1";
+              schedules.push_back(zbH1);
+              for (int64_t v = 2; v == 2 || (estimated && pp * v <= axes.chunks); v *= 2)
+                for (const char* schedule : {"interleaved", "zb-v"}) {
+                  Layout chunked = oneF1B;
+                  chunked.schedule = schedule;
+                  chunked.virtualStages = v;
+                  schedules.push_back(chunked);
+                }
             }
             for (const Layout& schedule : schedules)
               for (int64_t zero : c.dp > 1 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0})

@@ -35,7 +35,8 @@ struct SplitAxes {
   // (explore --exhaustive); otherwise cp is enumerated only where it cannot.
   bool everyContextSplit = false;
   // The most chunks a pipeline cuts the model into (0: not known). Where candidates are
-  // estimated, the interleaved schedule is enumerated with 2, 4, 8 ... chunks a device up to it:
+  // estimated, the interleaved and ZB-V schedules are enumerated with 2, 4, 8 ... chunks a device
+  // up to it:
   // few micro-batches a data-parallel rank (a large dp) leave 1F1B's bubble at (p-1)/(m+p-1), and
   // only more chunks shrink it, as Megatron's and Llama 3's interleaving does.
   int64_t chunks = 0;

@@ -36,7 +36,7 @@
 // Four stages need four layers with parameters between which the model can be cut.
 // MANY: cannot cut the model into 4 pipeline stages: it has 3 layers with parameters between which it can be cut
 // NONODE: --stage-cuts: the model has no node named 'nope'
-// SCHED: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b or interleaved)
+// SCHED: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved, zb-h1 or zb-v)
 // INTER: the interleaved schedule needs micro-batches (3) to be a multiple of the pipeline stages (2)
 func.func @forward(%w0: tensor<32x16xf32> {graph.param = "fc0.weight", graph.trainable},
                    %w1: tensor<32x32xf32> {graph.param = "fc1.weight", graph.trainable},

@@ -31,6 +31,8 @@ for c in result["candidates"]:
     mesh = value(flags, "--mesh", "")
     pp = int(dict(a.split("=") for a in mesh.split(",") if a).get("pp", 1))
     v = int(value(flags, "--virtual-stages", 1))
+    if value(flags, "--schedule", "1f1b").startswith("zb-"):
+        continue  # the zero-bubble schedules: not interleaving
     if v > 1:
         seen.setdefault(pp, set()).add(v)
     if c["predicted_step_s"] is not None and pp > 1 and int(value(flags, "--microbatches", 1)) == pp:

@@ -1,0 +1,197 @@
+#include "pipeline_parallel/ZeroBubble.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <optional>
+
+namespace dtc::pipeline {
+namespace {
+
+std::vector<Unit> zbH1(const PipelineConfig& c, int64_t device) {
+  const int64_t p = c.stages, m = c.microBatches, lag = device;
+  std::vector<Unit> order;
+  int64_t inputGrads = 0, weightGrads = 0;
+  auto backward = [&](int64_t mb) {
+    order.push_back({device, mb, Pass::kInputGrad});
+    ++inputGrads;
+    if (inputGrads - weightGrads > lag) order.push_back({device, weightGrads++, Pass::kWeightGrad});
+  };
+  const int64_t warmup = std::min(p - device - 1, m);
+  for (int64_t mb = 0; mb < warmup; ++mb) order.push_back({device, mb, Pass::kForward});
+  for (int64_t i = 0; i < m - warmup; ++i) {
+    order.push_back({device, warmup + i, Pass::kForward});
+    backward(i);
+  }
+  for (int64_t mb = m - warmup; mb < m; ++mb) backward(mb);
+  while (weightGrads < m) order.push_back({device, weightGrads++, Pass::kWeightGrad});
+  return order;
+}
+
+// List scheduling of the V's units on the passes' times (transfers free). Each device's next
+// choice is kept and recomputed only when something it depends on changes (its own unit ended,
+// or a neighbour chunk's pass it waits for), so a step costs a scan of the devices' choices.
+struct VScheduler {
+  const PipelineConfig& c;
+  int64_t limit;     // chunk-micro-batches a device holds between F and W
+  int64_t chunkCap;  // ... of one chunk (0: no cap)
+
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+  struct Choice {
+    double start = kNever;
+    int priority = 3;  // B, F, W
+    int64_t chunk = -1;
+    Unit unit;
+    bool before(const Choice& o) const {
+      return std::make_pair(priority, -chunk) < std::make_pair(o.priority, -o.chunk);
+    }
+  };
+
+  // The orders and their span, or nothing when the settings leave every device waiting.
+  std::optional<std::pair<std::vector<std::vector<Unit>>, double>> run() const {
+    const int64_t p = c.stages, m = c.microBatches, chunks = c.chunks();
+    auto at = [m](int64_t chunk, int64_t mb) { return static_cast<size_t>(chunk * m + mb); };
+    std::vector<double> forwardEnd(chunks * m, kNever), inputEnd(chunks * m, kNever);
+    std::vector<int64_t> nextForward(chunks, 0), nextInput(chunks, 0), held(chunks, 0);
+    std::vector<int64_t> holding(p, 0);
+    std::vector<std::vector<int64_t>> chunksOf(p);
+    for (int64_t ch = 0; ch < chunks; ++ch) chunksOf[c.deviceOf(ch)].push_back(ch);
+    std::vector<std::deque<Unit>> pendingWeight(p);
+    std::vector<double> free(p, 0);
+    std::vector<std::vector<Unit>> orders(p);
+
+    auto choose = [&](int64_t d) {
+      const double t = free[d];
+      Choice none, best;
+      auto offer = [&](const Choice& x) {
+        if (x.start < best.start || (x.start == best.start && x.before(best))) best = x;
+      };
+      for (int64_t ch : chunksOf[d]) {
+        if (int64_t mb = nextInput[ch]; mb < m && forwardEnd[at(ch, mb)] < kNever) {
+          const double ready = ch + 1 == chunks ? forwardEnd[at(ch, mb)] : inputEnd[at(ch + 1, mb)];
+          if (ready < kNever) offer({std::max(ready, t), 0, ch, {ch, mb, Pass::kInputGrad}});
+        }
+        if (int64_t mb = nextForward[ch];
+            mb < m && holding[d] < limit && (chunkCap == 0 || held[ch] < chunkCap)) {
+          const double ready = ch == 0 ? 0.0 : forwardEnd[at(ch - 1, mb)];
+          if (ready < kNever) offer({std::max(ready, t), 1, ch, {ch, mb, Pass::kForward}});
+        }
+      }
+      if (!pendingWeight[d].empty())
+        offer({t, 2, pendingWeight[d].front().chunk, pendingWeight[d].front()});
+      return best.start < kNever ? best : none;
+    };
+
+    std::vector<Choice> choice(p);
+    for (int64_t d = 0; d < p; ++d) choice[d] = choose(d);
+    const int64_t total = 3 * chunks * m;
+    for (int64_t done = 0; done < total; ++done) {
+      int64_t d = -1;
+      for (int64_t e = 0; e < p; ++e)
+        if (choice[e].start < kNever && (d < 0 || choice[e].start < choice[d].start)) d = e;
+      if (d < 0) return std::nullopt;
+      const Unit u = choice[d].unit;
+      const int pass = u.pass == Pass::kForward ? 0 : u.pass == Pass::kInputGrad ? 1 : 2;
+      const double end = choice[d].start + c.seconds(u.chunk, pass);
+      free[d] = end;
+      orders[d].push_back(u);
+      if (u.pass == Pass::kForward) {
+        forwardEnd[at(u.chunk, u.microBatch)] = end;
+        ++nextForward[u.chunk], ++held[u.chunk], ++holding[d];
+      } else if (u.pass == Pass::kInputGrad) {
+        inputEnd[at(u.chunk, u.microBatch)] = end;
+        ++nextInput[u.chunk];
+        pendingWeight[d].push_back({u.chunk, u.microBatch, Pass::kWeightGrad});
+      } else {
+        pendingWeight[d].pop_front();
+        --held[u.chunk], --holding[d];
+      }
+      // Who may now choose otherwise: this device, and those of the chunks next to the unit's.
+      choice[d] = choose(d);
+      for (int64_t next : {u.chunk - 1, u.chunk + 1})
+        if (next >= 0 && next < chunks && c.deviceOf(next) != d)
+          choice[c.deviceOf(next)] = choose(c.deviceOf(next));
+    }
+    return std::make_pair(orders, *std::max_element(free.begin(), free.end()));
+  }
+};
+
+// The passes' times in units of the median pass, rounded to halves: list scheduling is myopic,
+// and on times a few percent apart it lets a W start just before a B arrives, delaying every
+// stage after it; on the rounded times the orders keep their steady rhythm, and the passes
+// that differ by a whole unit (the first chunk's backward, all W) still count.
+PipelineConfig rounded(const PipelineConfig& c) {
+  PipelineConfig out = c;
+  std::vector<double> positive;
+  for (double s : c.passSeconds)
+    if (s > 0) positive.push_back(s);
+  if (positive.empty()) return out;
+  std::nth_element(positive.begin(), positive.begin() + positive.size() / 2, positive.end());
+  const double unit = positive[positive.size() / 2];
+  for (double& s : out.passSeconds) s = std::round(2 * s / unit) / 2;
+  return out;
+}
+
+// The span of `orders` with every unit as soon as its input is there and its device is free,
+// on the passes' own times (transfers free); infinity if the orders wait for each other.
+double spanOf(const PipelineConfig& c, const std::vector<std::vector<Unit>>& orders) {
+  const int64_t p = c.stages, m = c.microBatches, chunks = c.chunks();
+  auto at = [m](int64_t chunk, int64_t mb) { return static_cast<size_t>(chunk * m + mb); };
+  std::vector<double> forwardEnd(chunks * m, -1), inputEnd(chunks * m, -1);
+  std::vector<size_t> next(p, 0);
+  std::vector<double> free(p, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t d = 0; d < p; ++d)
+      for (; next[d] < orders[d].size(); ++next[d]) {
+        const Unit& u = orders[d][next[d]];
+        double ready = 0;
+        if (u.pass == Pass::kForward && u.chunk > 0)
+          ready = forwardEnd[at(u.chunk - 1, u.microBatch)];
+        if (u.pass == Pass::kInputGrad)
+          ready = u.chunk + 1 < chunks ? inputEnd[at(u.chunk + 1, u.microBatch)]
+                                       : forwardEnd[at(u.chunk, u.microBatch)];
+        if (u.pass == Pass::kWeightGrad) ready = inputEnd[at(u.chunk, u.microBatch)];
+        if (ready < 0) break;
+        const int pass = u.pass == Pass::kForward ? 0 : u.pass == Pass::kInputGrad ? 1 : 2;
+        free[d] = std::max(free[d], ready) + c.seconds(u.chunk, pass);
+        if (u.pass == Pass::kForward) forwardEnd[at(u.chunk, u.microBatch)] = free[d];
+        if (u.pass == Pass::kInputGrad) inputEnd[at(u.chunk, u.microBatch)] = free[d];
+        progress = true;
+      }
+  }
+  for (int64_t d = 0; d < p; ++d)
+    if (next[d] < orders[d].size()) return std::numeric_limits<double>::infinity();
+  return *std::max_element(free.begin(), free.end());
+}
+
+std::vector<std::vector<Unit>> zbV(const PipelineConfig& c) {
+  // Scheduled on the rounded times and on the exact ones, with and without the cap per chunk:
+  // the orders with the shortest span on the exact times.
+  const int64_t p = c.stages;
+  std::vector<std::vector<Unit>> best;
+  double bestSpan = std::numeric_limits<double>::infinity();
+  for (const PipelineConfig& times : {rounded(c), c})
+    for (int64_t cap : {int64_t{0}, p}) {
+      auto run = VScheduler{times, c.virtualStages * p, cap}.run();
+      if (!run) continue;
+      const double span = spanOf(c, run->first);
+      if (span < bestSpan) bestSpan = span, best = std::move(run->first);
+    }
+  // Without a memory bound some unit is always ready: list scheduling cannot stall.
+  if (best.empty()) best = VScheduler{c, std::numeric_limits<int64_t>::max(), 0}.run()->first;
+  return best;
+}
+
+}  // namespace
+
+std::vector<std::vector<Unit>> zeroBubbleOrders(const PipelineConfig& config) {
+  if (config.schedule == "zb-v") return zbV(config);
+  std::vector<std::vector<Unit>> orders;
+  for (int64_t d = 0; d < config.stages; ++d) orders.push_back(zbH1(config, d));
+  return orders;
+}
+
+}  // namespace dtc::pipeline
