@@ -5,6 +5,8 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <queue>
+#include <tuple>
 
 namespace dtc::pipeline {
 namespace {
@@ -31,7 +33,7 @@ std::vector<Unit> zbH1(const PipelineConfig& c, int64_t device) {
 
 // List scheduling of the V's units on the passes' times (transfers free). Each device's next
 // choice is kept and recomputed only when something it depends on changes (its own unit ended,
-// or a neighbour chunk's pass it waits for), so a step costs a scan of the devices' choices.
+// or a neighbour chunk's pass it waits for), and the earliest is taken from a heap.
 struct VScheduler {
   const PipelineConfig& c;
   int64_t limit;     // chunk-micro-batches a device holds between F and W
@@ -56,11 +58,38 @@ struct VScheduler {
     std::vector<double> forwardEnd(chunks * m, kNever), inputEnd(chunks * m, kNever);
     std::vector<int64_t> nextForward(chunks, 0), nextInput(chunks, 0), held(chunks, 0);
     std::vector<int64_t> holding(p, 0);
-    std::vector<std::vector<int64_t>> chunksOf(p);
-    for (int64_t ch = 0; ch < chunks; ++ch) chunksOf[c.deviceOf(ch)].push_back(ch);
+    std::vector<int64_t> device(chunks);
+    for (int64_t ch = 0; ch < chunks; ++ch) device[ch] = c.deviceOf(ch);
     std::vector<std::deque<Unit>> pendingWeight(p);
     std::vector<double> free(p, 0);
     std::vector<std::vector<Unit>> orders(p);
+
+    // Each device's chunks whose next F or next B has its input (memory aside), so a choice
+    // looks at those alone, not at every chunk of the device.
+    std::vector<std::vector<int64_t>> live(p);
+    std::vector<int64_t> slot(chunks, -1);  // a chunk's place in its device's `live`
+    auto inputsThere = [&](int64_t ch) {
+      const int64_t f = nextForward[ch], b = nextInput[ch];
+      const bool forward = f < m && (ch == 0 || forwardEnd[at(ch - 1, f)] < kNever);
+      const bool input = b < m && forwardEnd[at(ch, b)] < kNever &&
+                         (ch + 1 == chunks || inputEnd[at(ch + 1, b)] < kNever);
+      return forward || input;
+    };
+    auto recheck = [&](int64_t ch) {
+      if (ch < 0 || ch >= chunks) return;
+      std::vector<int64_t>& set = live[device[ch]];
+      const bool now = inputsThere(ch);
+      if (now && slot[ch] < 0) {
+        slot[ch] = static_cast<int64_t>(set.size());
+        set.push_back(ch);
+      } else if (!now && slot[ch] >= 0) {
+        slot[set.back()] = slot[ch];
+        set[slot[ch]] = set.back();
+        set.pop_back();
+        slot[ch] = -1;
+      }
+    };
+    for (int64_t ch = 0; ch < chunks; ++ch) recheck(ch);
 
     auto choose = [&](int64_t d) {
       const double t = free[d];
@@ -68,7 +97,7 @@ struct VScheduler {
       auto offer = [&](const Choice& x) {
         if (x.start < best.start || (x.start == best.start && x.before(best))) best = x;
       };
-      for (int64_t ch : chunksOf[d]) {
+      for (int64_t ch : live[d]) {
         if (int64_t mb = nextInput[ch]; mb < m && forwardEnd[at(ch, mb)] < kNever) {
           const double ready = ch + 1 == chunks ? forwardEnd[at(ch, mb)] : inputEnd[at(ch + 1, mb)];
           if (ready < kNever) offer({std::max(ready, t), 0, ch, {ch, mb, Pass::kInputGrad}});
@@ -84,14 +113,24 @@ struct VScheduler {
       return best.start < kNever ? best : none;
     };
 
+    // The devices' choices by start, then device; an entry is stale once its device chose again.
     std::vector<Choice> choice(p);
-    for (int64_t d = 0; d < p; ++d) choice[d] = choose(d);
+    std::vector<int64_t> version(p, 0);
+    using Entry = std::tuple<double, int64_t, int64_t>;  // start, device, version
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> earliest;
+    auto rechoose = [&](int64_t d) {
+      choice[d] = choose(d);
+      ++version[d];
+      if (choice[d].start < kNever) earliest.emplace(choice[d].start, d, version[d]);
+    };
+    for (int64_t d = 0; d < p; ++d) rechoose(d);
     const int64_t total = 3 * chunks * m;
     for (int64_t done = 0; done < total; ++done) {
-      int64_t d = -1;
-      for (int64_t e = 0; e < p; ++e)
-        if (choice[e].start < kNever && (d < 0 || choice[e].start < choice[d].start)) d = e;
-      if (d < 0) return std::nullopt;
+      while (!earliest.empty() &&
+             std::get<2>(earliest.top()) != version[std::get<1>(earliest.top())])
+        earliest.pop();
+      if (earliest.empty()) return std::nullopt;
+      const int64_t d = std::get<1>(earliest.top());
       const Unit u = choice[d].unit;
       const int pass = u.pass == Pass::kForward ? 0 : u.pass == Pass::kInputGrad ? 1 : 2;
       const double end = choice[d].start + c.seconds(u.chunk, pass);
@@ -108,11 +147,12 @@ struct VScheduler {
         pendingWeight[d].pop_front();
         --held[u.chunk], --holding[d];
       }
-      // Who may now choose otherwise: this device, and those of the chunks next to the unit's.
-      choice[d] = choose(d);
+      // Whose inputs may be there now: the unit's chunk and its neighbours; who may now choose
+      // otherwise: this device, and those of the chunks next to the unit's.
+      for (int64_t ch : {u.chunk - 1, u.chunk, u.chunk + 1}) recheck(ch);
+      rechoose(d);
       for (int64_t next : {u.chunk - 1, u.chunk + 1})
-        if (next >= 0 && next < chunks && c.deviceOf(next) != d)
-          choice[c.deviceOf(next)] = choose(c.deviceOf(next));
+        if (next >= 0 && next < chunks && device[next] != d) rechoose(device[next]);
     }
     return std::make_pair(orders, *std::max_element(free.begin(), free.end()));
   }

@@ -6,12 +6,12 @@
 #include <set>
 
 #include "ops/kernel_registry.h"
-#include "perf/step_simulation.h"
 #include "pipeline_parallel/Pipeline.h"
 #include "planfile/function_names.h"
 #include "planfile/plan.h"
 #include "planner/CompileRequest.h"
 #include "planner/ExploreReport.h"
+#include "planner/ExploreSchedule.h"
 #include "source/ModelSource.h"
 
 namespace dtc {
@@ -350,94 +350,6 @@ Status priceParts(const Compiled& shallow, const LayerStack& stack,
   return Status::Ok();
 }
 
-// Where each stage's units end when they run in the schedule's order, each waiting for its
-// input's arrival (`transfer` after the unit before it ends on its neighbour): the stages' ends,
-// idle time and kernel time, and the peak of the activations kept for backward units to come.
-struct ScheduleRun {
-  std::vector<double> end, idle, kernels;
-  std::vector<uint64_t> stashPeak;
-};
-
-StatusOr<ScheduleRun> runSchedule(const pipeline::PipelineConfig& given,
-                                  const std::vector<Cost>& forward,
-                                  const std::vector<Cost>& backward,
-                                  const std::vector<uint64_t>& kept, double transfer) {
-  // Each unit one task; a unit's output reaches the next chunk's unit (the previous one's, going
-  // backward) as a message named by the unit that sends it. A zero-bubble schedule's backward is
-  // two units: the input gradient, as long as the forward (its GEMMs mirror the forward's; none
-  // on the first chunk, whose input gradient nobody waits for), and the weight gradients, the
-  // rest. The activations stay until the weight gradients are done.
-  const int64_t stages = given.stages, chunks = given.chunks();
-  std::vector<std::vector<pipeline::Unit>> order(stages);
-  std::vector<std::vector<perf::Task>> tasks(stages);
-  auto sent = [](int64_t chunk, const pipeline::Unit& w) {
-    return perf::MessageKey{chunk, w.microBatch, w.backward() ? 1 : 0};
-  };
-  auto cost = [&](const pipeline::Unit& w) {
-    const Cost& b = backward[w.chunk];
-    const double weights =
-        w.chunk == 0
-            ? 1.0
-            : std::clamp(1.0 - forward[w.chunk].total / std::max(b.total, 1e-30), 0.0, 1.0);
-    switch (w.pass) {
-      case pipeline::Pass::kForward: return forward[w.chunk];
-      case pipeline::Pass::kBackward: return b;
-      case pipeline::Pass::kInputGrad: return b.scaled(1.0 - weights);
-      case pipeline::Pass::kWeightGrad: return b.scaled(weights);
-    }
-    return b;
-  };
-  auto delivery = [&](int64_t from, int64_t to) {
-    return given.deviceOf(from) == given.deviceOf(to) ? 0.0 : transfer;
-  };
-  // A zero-bubble order is scheduled on these times, as the compiler's on its own.
-  pipeline::PipelineConfig config = given;
-  if (config.splitsBackward()) {
-    config.passSeconds.clear();
-    for (int64_t ch = 0; ch < chunks; ++ch)
-      for (pipeline::Pass pass :
-           {pipeline::Pass::kForward, pipeline::Pass::kInputGrad, pipeline::Pass::kWeightGrad})
-        config.passSeconds.push_back(cost({ch, 0, pass}).total);
-  }
-  order = pipeline::trainSchedules(config);
-  for (int64_t s = 0; s < stages; ++s) {
-    tasks[s].reserve(order[s].size());
-    for (const pipeline::Unit& w : order[s]) {
-      perf::Task task;
-      task.seconds = cost(w).total;
-      if (w.feedsNeighbour()) {
-        const bool back = w.backward();
-        if (!back && w.chunk > 0) task.receives = sent(w.chunk - 1, w);
-        if (back && w.chunk + 1 < chunks) task.receives = sent(w.chunk + 1, w);
-        if (back ? w.chunk > 0 : w.chunk + 1 < chunks) {
-          task.sends = sent(w.chunk, w);
-          task.delivery = delivery(w.chunk, back ? w.chunk - 1 : w.chunk + 1);
-        }
-      }
-      tasks[s].push_back(std::move(task));
-    }
-  }
-  const perf::Simulation sim = perf::simulateStep(tasks);
-  if (sim.stuck) return Status::Internal("the schedule's units wait for each other (estimate)");
-  ScheduleRun run;
-  run.end.assign(stages, 0);
-  run.idle.assign(stages, 0);
-  run.kernels.assign(stages, 0);
-  run.stashPeak.assign(stages, 0);
-  for (int64_t s = 0; s < stages; ++s) {
-    run.end[s] = sim.devices[s].compute;
-    run.idle[s] = sim.devices[s].bubble;
-    uint64_t stash = 0;
-    for (const pipeline::Unit& w : order[s]) {
-      run.kernels[s] += cost(w).kernels;
-      if (w.pass == pipeline::Pass::kForward) stash += kept[w.chunk];
-      if (w.finishes()) stash -= kept[w.chunk];
-      run.stashPeak[s] = std::max(run.stashPeak[s], stash);
-    }
-  }
-  return run;
-}
-
 // Layers per chunk: each chunk at least one, except that the first may hold the embedding alone
 // and the last the head alone (`bareEnds`), as the compiler's own cuts may; the slowest chunk as
 // fast as it can be. Layers cost the same, so the slowest chunk's time is one of extra + k
@@ -667,7 +579,12 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
       pp > 1 ? (c.layout.schedule.empty() ? std::string("1f1b") : c.layout.schedule) : "1f1b";
   std::vector<uint64_t> kept(chunks);
   for (int64_t ch = 0; ch < chunks; ++ch) kept[ch] = u.stashLayer * count[ch];
-  StatusOr<ScheduleRun> run = runSchedule(config, forward, backward, kept, transfer);
+  std::vector<PassPrice> forwardPrice, backwardPrice;
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    forwardPrice.push_back({forward[ch].total, forward[ch].kernels});
+    backwardPrice.push_back({backward[ch].total, backward[ch].kernels});
+  }
+  StatusOr<ScheduleRun> run = runSchedule(config, forwardPrice, backwardPrice, kept, transfer);
   if (!run.ok()) {
     c.reason = run.status().message();
     return;

@@ -19,6 +19,9 @@
 namespace dtc {
 namespace {
 
+// The most units (3 a chunk and micro-batch) of a ZB-V candidate explore enumerates.
+constexpr int64_t kMostVUnits = int64_t{1} << 15;
+
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> d;
   for (int64_t k = 1; k <= n; ++k)
@@ -138,6 +141,9 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch, b
               schedules.push_back(zbH1);
               for (int64_t v = 2; v == 2 || (estimated && pp * v <= axes.chunks); v *= 2)
                 for (const char* schedule : {"interleaved", "zb-v"}) {
+                  // A V's order is list-scheduled unit by unit; past kMostVUnits units its
+                  // micro-batches are so many that interleaving's bubble is small already.
+                  if (schedule[0] == 'z' && 3 * pp * v * m > kMostVUnits) continue;
                   Layout chunked = oneF1B;
                   chunked.schedule = schedule;
                   chunked.virtualStages = v;

@@ -3,8 +3,8 @@ axis, must train exactly as the single-device plan: 10 AdamW steps, losses and f
 within 1e-5 relative (test_data_parallel.py's check), on every layout: cp=2, cp=4 and dp=2 x cp=2
 load-balanced (2·cp chunks, rank i holding i and 2·cp−1−i), cp=2 with contiguous positions, and
 cp=2 composed with tensor parallelism (Megatron's, with and without sequence parallelism), a
-2-stage pipeline, ZeRO-1 and ZeRO-3 over dp, and full recomputation; in bf16 on cp=2 and dp=2 x
-cp=2 to the bound of partitioned bf16 plans; a Llama (rotary tables, grouped-query attention) on
+2-stage pipeline (1F1B and zero-bubble ZB-V), ZeRO-1 and ZeRO-3 over dp, and full
+recomputation; in bf16 on cp=2 and dp=2 x cp=2 to the bound of partitioned bf16 plans; a Llama (rotary tables, grouped-query attention) on
 cp=2, cp=4, cp=2 x tp=2 and cp=2 x tp=2 with sequence parallelism (all-gather, and ring with full
 recomputation), its sequence-parallel plan holding every norm on T/(cp·tp) positions; the same GPT reading .npy arrays instead of a token file; and a
 checkpoint written on cp=2 resuming on cp=4 and on one device. Each rank reads only its
@@ -39,6 +39,7 @@ def layouts():
             ("cp2-tp2", ["--mesh", "cp=2,tp=2", *gather], 4),
             ("cp2-tp2-sp", ["--mesh", "cp=2,tp=2", *gather, "--sequence-parallel"], 4),
             ("cp2-pp2", ["--mesh", "cp=2,pp=2", *gather, "--microbatches", 2], 4),
+            ("cp2-pp2-zb-v", ["--mesh", "cp=2,pp=2", *gather, "--microbatches", 2, "--schedule", "zb-v"], 4),
             ("dp2-cp2-zero1", ["--mesh", "dp=2,cp=2", *gather, "--zero", 1], 4),
             ("dp2-cp2-zero3", ["--mesh", "dp=2,cp=2", *gather, "--zero", 3], 4),
             ("cp2-recompute", ["--mesh", "cp=2", *gather, "--recompute", "full"], 2)]

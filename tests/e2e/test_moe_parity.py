@@ -5,7 +5,8 @@ relative, final weights within 1e-4 (max |diff| / max |w| per tensor, eps 1e-4 a
 test_gpt_parity.py explains). One case drops tokens (capacity factor 1), one drops none (a
 capacity of every token), one renormalises no weights and mixes dense and MoE blocks, one scores
 with a sigmoid (DeepSeek-V3's router). Then
-layouts train as one device (1e-5), and a checkpoint written on ep=2 resumes on ep=4 and on one
+layouts train as one device (1e-5), pipelines (1F1B, zero-bubble ZB-V and ZB-H1) as one device
+accumulating their micro-batches, and a checkpoint written on ep=2 resumes on ep=4 and on one
 device as if never interrupted."""
 import os
 import sys
@@ -129,7 +130,9 @@ def main():
         # means over the micro-batch, as in Megatron): a pipeline equals one device that
         # accumulates the same micro-batches.
         ref = train(dropping, work, "moe-accumulate2", 4, OPTIM + ["--accumulate", 2], 1, data, STEPS, DATA_SEED)
-        for name, flags, devices in [("pp2", ["--mesh", "pp=2"], 2), ("pp2-ep2", ["--mesh", "pp=2,ep=2"], 4)]:
+        for name, flags, devices in [("pp2", ["--mesh", "pp=2"], 2), ("pp2-ep2", ["--mesh", "pp=2,ep=2"], 4),
+                                     ("pp2-zb-v", ["--mesh", "pp=2", "--schedule", "zb-v"], 2),
+                                     ("pp2-ep2-zb-h1", ["--mesh", "pp=2,ep=2", "--schedule", "zb-h1"], 4)]:
             ours = train(dropping, work, f"moe-{name}", 8, OPTIM + flags + ["--microbatches", 2], devices, data,
                          STEPS, DATA_SEED)
             loss_err = max(abs(a - b) / abs(b) for a, b in zip(ours[0], ref[0]))

@@ -1,7 +1,7 @@
 """Zero-bubble pipelines (`--schedule zb-h1`, `--schedule zb-v`): each stage's backward split into
 the input gradient (B) and the weight gradients (W), the W passes filling the bubble. Must train
 what one device trains (GPT and GQA Llama zoo models, 10 steps, within the pipeline bounds of
-test_pipeline_parallel.py) on pp=2 and pp=4, under dp=2 x pp=2 with ZeRO-1, tp=2 x pp=2,
+test_pipeline_parallel.py) on pp=2 and pp=4, under dp=2 x pp=2 with ZeRO-1 and ZeRO-3, tp=2 x pp=2,
 recomputation and bf16; and since splitting the backward reorders passes but no sum, each must
 give 1F1B's losses bit for bit. A checkpoint written under zb-v resumes under 1F1B and on one
 device. The predicted timeline shows F, B and W; bad schedules are refused in one line."""
@@ -75,6 +75,19 @@ def check_memory(work, model):
     assert held["zb-h1"] == [2, 2], held  # stage d lags its W by d micro-batches
 
 
+def check_recompute_once(work, model):
+    """Under full recomputation the recomputed forward runs once, before B or in W, whichever reads
+    it first: zb-h1's stage programs hold 1F1B's steps, reordered."""
+    steps = {}
+    for schedule in ("1f1b", "zb-h1"):
+        plan = os.path.join(work, f"rc-{schedule}.dtp")
+        run(tool("dtc"), "compile", model, "-o", plan, "--batch", 8, *pp(2, 4, schedule), "--recompute", "full")
+        functions = json.loads(run(tool("dtc"), "inspect", plan, "--json").stdout)["functions"]
+        steps[schedule] = [sorted(s["op"] for s in f["steps"]) for f in functions if f["name"] == "train_step"]
+    assert steps["zb-h1"] == steps["1f1b"], "zb-h1's stage programs differ from 1F1B's in their steps"
+    print(f"recompute full: {[len(s) for s in steps['zb-h1']]} steps per stage, 1F1B's")
+
+
 def check_errors(work, model):
     plan = os.path.join(work, "err.dtp")
     cases = [(pp(2, 4, "zb-v") + ["--virtual-stages", 3], "an even number per device; got --virtual-stages 3"),
@@ -111,6 +124,8 @@ def main():
                  ("dp2-pp2-zero1-zb-h1", ["--mesh", "dp=2,pp=2", "--microbatches", 2, "--zero", 1,
                                          "--schedule", "zb-h1"], 4),
                  ("tp2-pp2-zb-v", ["--mesh", "tp=2,pp=2", "--microbatches", 2, "--schedule", "zb-v"], 4),
+                 ("dp2-pp2-zero3-zb-v", ["--mesh", "dp=2,pp=2", "--microbatches", 2, "--zero", 3,
+                                        "--schedule", "zb-v"], 4),
                  ("pp2-zb-v-recompute", pp(2, 4, "zb-v") + ["--recompute", "full"], 2)])
         compare("llama", llama, work, 8, adamw, tokens, STEPS, 5,
                 [("pp2-zb-h1", pp(2, 4, "zb-h1"), 2), ("pp2-zb-v", pp(2, 2, "zb-v"), 2),
@@ -133,6 +148,7 @@ def main():
         reshard(work, gpt, tokens, 3, 8, adamw, "zb-v-to-one", pp(2, 4, "zb-v"), [], ref)
         check_trace(work, gpt2)
         check_memory(work, gpt2)
+        check_recompute_once(work, gpt2)
         check_errors(work, gpt2)
     print("zero-bubble pipelines: ok")
 
