@@ -11,6 +11,23 @@ using namespace mlir;
 
 namespace dtc::pipeline {
 
+std::vector<int64_t> PipelineConfig::chunksOf(int64_t device) const {
+  std::vector<int64_t> held;
+  for (int64_t chunk = 0; chunk < chunks(); ++chunk)
+    if (deviceOf(chunk) == device) held.push_back(chunk);
+  return held;
+}
+
+int passSlot(Pass pass) { return pass == Pass::kForward ? 0 : pass == Pass::kInputGrad ? 1 : 2; }
+
+double PipelineConfig::seconds(const Unit& unit) const {
+  if (unit.pass == Pass::kBackward)
+    return seconds({unit.chunk, unit.microBatch, Pass::kInputGrad}) +
+           seconds({unit.chunk, unit.microBatch, Pass::kWeightGrad});
+  const size_t at = static_cast<size_t>(3 * unit.chunk + passSlot(unit.pass));
+  return at < passSeconds.size() ? passSeconds[at] : 1.0;
+}
+
 std::string PipelineConfig::summary() const {
   std::string s = schedule;
   if (virtualStages > 1) s += " (" + std::to_string(virtualStages) + " virtual stages)";
@@ -80,12 +97,10 @@ Unit interleavedUnit(const PipelineConfig& c, int64_t device, int64_t k, bool ba
           backward ? Pass::kBackward : Pass::kForward};
 }
 
-}  // namespace
-
-std::vector<Unit> trainSchedule(const PipelineConfig& c, int64_t device) {
+// GPipe's, 1F1B's or interleaved 1F1B's order on `device`.
+std::vector<Unit> deviceOrder(const PipelineConfig& c, int64_t device) {
   const int64_t p = c.stages, m = c.microBatches;
   std::vector<Unit> order;
-  if (c.splitsBackward()) return zeroBubbleOrders(c)[device];
   constexpr Pass F = Pass::kForward, B = Pass::kBackward;
   if (c.schedule == "gpipe") {
     for (int64_t mb = 0; mb < m; ++mb) order.push_back({device, mb, F});
@@ -115,11 +130,51 @@ std::vector<Unit> trainSchedule(const PipelineConfig& c, int64_t device) {
   return order;
 }
 
+}  // namespace
+
 std::vector<std::vector<Unit>> trainSchedules(const PipelineConfig& c) {
   if (c.splitsBackward()) return zeroBubbleOrders(c);
   std::vector<std::vector<Unit>> orders;
-  for (int64_t d = 0; d < c.stages; ++d) orders.push_back(trainSchedule(c, d));
+  for (int64_t d = 0; d < c.stages; ++d) orders.push_back(deviceOrder(c, d));
   return orders;
+}
+
+OrdersRun runOrders(const PipelineConfig& c, const std::vector<std::vector<Unit>>& orders,
+                    llvm::function_ref<double(const Unit&)> seconds, double transfer) {
+  const int64_t stages = c.stages, chunks = c.chunks(), m = c.microBatches;
+  std::vector<int64_t> device(chunks);
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) device[chunk] = c.deviceOf(chunk);
+  // When a chunk's output for a micro-batch reaches the chunk after it (forward) or before it
+  // (backward); negative until sent.
+  auto at = [m](int64_t chunk, int64_t mb) { return static_cast<size_t>(chunk * m + mb); };
+  std::vector<double> forwardArrives(chunks * m, -1), backwardArrives(chunks * m, -1);
+  OrdersRun run;
+  run.end.assign(stages, 0);
+  run.idle.assign(stages, 0);
+  std::vector<size_t> next(stages, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < stages; ++s)
+      for (; next[s] < orders[s].size(); ++next[s]) {
+        const Unit& u = orders[s][next[s]];
+        const bool back = u.backward(), feeds = u.feedsNeighbour();
+        double ready = 0;
+        if (feeds && !back && u.chunk > 0) ready = forwardArrives[at(u.chunk - 1, u.microBatch)];
+        if (feeds && back && u.chunk + 1 < chunks)
+          ready = backwardArrives[at(u.chunk + 1, u.microBatch)];
+        if (ready < 0) break;
+        const double start = std::max(run.end[s], ready);
+        run.idle[s] += start - run.end[s];
+        run.end[s] = start + seconds(u);
+        const int64_t to = back ? u.chunk - 1 : u.chunk + 1;
+        if (feeds && to >= 0 && to < chunks)
+          (back ? backwardArrives : forwardArrives)[at(u.chunk, u.microBatch)] =
+              run.end[s] + (device[u.chunk] == device[to] ? 0.0 : transfer);
+        progress = true;
+      }
+  }
+  for (int64_t s = 0; s < stages; ++s) run.stuck |= next[s] < orders[s].size();
+  return run;
 }
 
 }  // namespace dtc::pipeline

@@ -6,9 +6,26 @@
 #include <string>
 #include <vector>
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace dtc::pipeline {
+
+// A pass of one micro-batch through one chunk: the forward, the whole backward, or the
+// backward's two halves under a zero-bubble schedule (input gradient B, weight gradients W).
+enum class Pass { kForward, kBackward, kInputGrad, kWeightGrad };
+
+// One unit of a device's schedule: one pass of one micro-batch through one model chunk.
+struct Unit {
+  int64_t chunk = 0;
+  int64_t microBatch = 0;
+  Pass pass = Pass::kForward;
+  bool backward() const { return pass != Pass::kForward; }
+  // Whether the unit sends what the next chunk (forward) or the one before (backward) waits for.
+  bool feedsNeighbour() const { return pass != Pass::kWeightGrad; }
+  // Whether the unit ends the micro-batch's work on the chunk (its activations all freed).
+  bool finishes() const { return pass == Pass::kBackward || pass == Pass::kWeightGrad; }
+};
 
 struct PipelineConfig {
   int64_t stages = 1;             // devices along the pipeline axis (p)
@@ -32,12 +49,10 @@ struct PipelineConfig {
   // Zero-bubble schedules run each backward as two passes: the input gradient (B), which the
   // chunk before waits for, and the weight gradients (W), which nobody waits for.
   bool splitsBackward() const { return schedule == "zb-h1" || schedule == "zb-v"; }
-  // The seconds of `pass` (kForward, kInputGrad or kWeightGrad) through `chunk`: passSeconds',
-  // or 1.
-  double seconds(int64_t chunk, int pass) const {
-    const size_t at = static_cast<size_t>(3 * chunk + pass);
-    return at < passSeconds.size() ? passSeconds[at] : 1.0;
-  }
+  // The chunks device `device` holds, first to last.
+  std::vector<int64_t> chunksOf(int64_t device) const;
+  // The seconds of `unit` by passSeconds (1 a pass without them; a whole backward is B + W).
+  double seconds(const Unit& unit) const;
   std::string summary() const;
 };
 
@@ -51,28 +66,25 @@ int64_t microBatchOf(mlir::Operation* op);
 // and when a pipeline runs it.
 void copyPlacement(mlir::Operation* from, mlir::Operation* to);
 
-// A pass of one micro-batch through one chunk: the forward, the whole backward, or the
-// backward's two halves under a zero-bubble schedule (input gradient B, weight gradients W).
-enum class Pass { kForward, kBackward, kInputGrad, kWeightGrad };
+// Where a pass (F, B or W) sits in PipelineConfig::passSeconds' three of a chunk.
+int passSlot(Pass pass);
 
-// One unit of a device's schedule: one pass of one micro-batch through one model chunk.
-struct Unit {
-  int64_t chunk = 0;
-  int64_t microBatch = 0;
-  Pass pass = Pass::kForward;
-  bool backward() const { return pass != Pass::kForward; }
-  // Whether the unit sends what the next chunk (forward) or the one before (backward) waits for.
-  bool feedsNeighbour() const { return pass != Pass::kWeightGrad; }
-  // Whether the unit ends the micro-batch's work on the chunk (its activations all freed).
-  bool finishes() const { return pass == Pass::kBackward || pass == Pass::kWeightGrad; }
-};
-
-// The order in which `device` runs its units in a training step: GPipe (every forward, then
-// every backward), 1F1B (p−d−1 warm-up forwards, then one forward and one backward in turn, so
-// at most p−d micro-batches are in flight), interleaved 1F1B (Megatron's order over v chunks;
-// m must be a multiple of p), or a zero-bubble order (ZeroBubble.h).
-std::vector<Unit> trainSchedule(const PipelineConfig& config, int64_t device);
-// Every device's order at once (a zero-bubble order is built for all devices together).
+// The order in which each device runs its units in a training step: GPipe (every forward,
+// then every backward), 1F1B (p−d−1 warm-up forwards on device d, then one forward and one
+// backward in turn, so at most p−d micro-batches are in flight), interleaved 1F1B (Megatron's
+// order over v chunks; m must be a multiple of p), or a zero-bubble order (ZeroBubble.h), which
+// is built for all devices together.
 std::vector<std::vector<Unit>> trainSchedules(const PipelineConfig& config);
+
+// Runs every device's order with each unit as soon as its device is free and its input has
+// arrived: a forward's from the chunk before, a backward's or an input gradient's from the
+// chunk after, `transfer` after it ended there when that chunk is on another device. Each
+// device's end and its time waiting; `stuck` when the orders wait for each other.
+struct OrdersRun {
+  std::vector<double> end, idle;
+  bool stuck = false;
+};
+OrdersRun runOrders(const PipelineConfig& config, const std::vector<std::vector<Unit>>& orders,
+                    llvm::function_ref<double(const Unit&)> seconds, double transfer = 0);
 
 }  // namespace dtc::pipeline

@@ -152,10 +152,7 @@ class Splitter {
     for (Operation& op : body_.without_terminator()) {
       const int64_t chunk = stageOf(&op);
       if (chunk < 0 || pipeline::microBatchOf(&op) != 0) continue;
-      const int pass = !op.hasAttr(dist::kBackwardAttr)     ? 0
-                       : !op.hasAttr(dist::kWeightGradAttr) ? 1
-                                                            : 2;
-      config_.passSeconds[3 * chunk + pass] += pipeline::opSeconds(&op);
+      config_.passSeconds[3 * chunk + pipeline::passSlot(passOf(&op))] += pipeline::opSeconds(&op);
     }
   }
 
@@ -375,8 +372,7 @@ class Splitter {
     if (training) {
       order = orders_[device];
     } else {
-      for (int64_t c = 0; c < config_.chunks(); ++c)
-        if (config_.deviceOf(c) == device) order.push_back({c, 0, pipeline::Pass::kForward});
+      for (int64_t c : config_.chunksOf(device)) order.push_back({c, 0, pipeline::Pass::kForward});
     }
     for (const pipeline::Unit& u : order) {
       // What other stages wait for first (activations forward, their gradients backward:

@@ -153,8 +153,7 @@ void recordStageStats(ModuleOp module, func::FuncOp original, const PipelineConf
   for (int64_t d = 0; d < config.stages; ++d) {
     double live = 0, peak = 0, perMicroBatch = 0;
     int64_t inFlight = 0, mostInFlight = 0;
-    for (int64_t c = 0; c < config.chunks(); ++c)
-      if (config.deviceOf(c) == d) perMicroBatch += saved[{c, 0}];
+    for (int64_t c : config.chunksOf(d)) perMicroBatch += saved[{c, 0}];
     for (const Unit& u : orders[d]) {
       const double bytes = saved[{u.chunk, u.microBatch}];
       const double forWeights = std::min(bytes, savedForWeights[{u.chunk, u.microBatch}]);

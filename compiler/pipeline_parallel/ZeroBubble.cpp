@@ -132,8 +132,7 @@ struct VScheduler {
       if (earliest.empty()) return std::nullopt;
       const int64_t d = std::get<1>(earliest.top());
       const Unit u = choice[d].unit;
-      const int pass = u.pass == Pass::kForward ? 0 : u.pass == Pass::kInputGrad ? 1 : 2;
-      const double end = choice[d].start + c.seconds(u.chunk, pass);
+      const double end = choice[d].start + c.seconds(u);
       free[d] = end;
       orders[d].push_back(u);
       if (u.pass == Pass::kForward) {
@@ -174,37 +173,11 @@ PipelineConfig rounded(const PipelineConfig& c) {
   return out;
 }
 
-// The span of `orders` with every unit as soon as its input is there and its device is free,
-// on the passes' own times (transfers free); infinity if the orders wait for each other.
+// The span of `orders` on the passes' own times (transfers free); infinity if they stall.
 double spanOf(const PipelineConfig& c, const std::vector<std::vector<Unit>>& orders) {
-  const int64_t p = c.stages, m = c.microBatches, chunks = c.chunks();
-  auto at = [m](int64_t chunk, int64_t mb) { return static_cast<size_t>(chunk * m + mb); };
-  std::vector<double> forwardEnd(chunks * m, -1), inputEnd(chunks * m, -1);
-  std::vector<size_t> next(p, 0);
-  std::vector<double> free(p, 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int64_t d = 0; d < p; ++d)
-      for (; next[d] < orders[d].size(); ++next[d]) {
-        const Unit& u = orders[d][next[d]];
-        double ready = 0;
-        if (u.pass == Pass::kForward && u.chunk > 0)
-          ready = forwardEnd[at(u.chunk - 1, u.microBatch)];
-        if (u.pass == Pass::kInputGrad)
-          ready = u.chunk + 1 < chunks ? inputEnd[at(u.chunk + 1, u.microBatch)]
-                                       : forwardEnd[at(u.chunk, u.microBatch)];
-        if (u.pass == Pass::kWeightGrad) ready = inputEnd[at(u.chunk, u.microBatch)];
-        if (ready < 0) break;
-        const int pass = u.pass == Pass::kForward ? 0 : u.pass == Pass::kInputGrad ? 1 : 2;
-        free[d] = std::max(free[d], ready) + c.seconds(u.chunk, pass);
-        if (u.pass == Pass::kForward) forwardEnd[at(u.chunk, u.microBatch)] = free[d];
-        if (u.pass == Pass::kInputGrad) inputEnd[at(u.chunk, u.microBatch)] = free[d];
-        progress = true;
-      }
-  }
-  for (int64_t d = 0; d < p; ++d)
-    if (next[d] < orders[d].size()) return std::numeric_limits<double>::infinity();
-  return *std::max_element(free.begin(), free.end());
+  const OrdersRun run = runOrders(c, orders, [&](const Unit& u) { return c.seconds(u); });
+  if (run.stuck) return std::numeric_limits<double>::infinity();
+  return *std::max_element(run.end.begin(), run.end.end());
 }
 
 std::vector<std::vector<Unit>> zbV(const PipelineConfig& c) {

@@ -594,15 +594,10 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
   p.devices = pp * c.dp * c.ep * c.cp * c.tp;
   // The device holding the last chunk (the head): the last, or under zb-v the first.
   const int64_t headDevice = config.deviceOf(chunks - 1);
-  auto mine = [&](int64_t s) {
-    std::vector<int64_t> held;
-    for (int64_t ch = 0; ch < chunks; ++ch)
-      if (config.deviceOf(ch) == s) held.push_back(ch);
-    return held;
-  };
   for (int64_t s = 0; s < pp; ++s) {
+    const std::vector<int64_t> here = config.chunksOf(s);
     int64_t held = 0;
-    for (int64_t ch : mine(s)) held += count[ch];
+    for (int64_t ch : here) held += count[ch];
     Cost update = u.layerUpdate.scaled(double(held));
     if (s == 0) update += u.firstUpdate;
     if (s == headDevice) update += u.lastUpdate;
@@ -616,7 +611,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     if (const double deferred = u.deferredLayer * double(held) + (s == 0 ? u.deferredFirst : 0);
         deferred > 0 && held > 0) {
       double lastBackward = 0;
-      for (int64_t ch : mine(s)) lastBackward += backward[ch].kernels;
+      for (int64_t ch : here) lastBackward += backward[ch].kernels;
       update.total -= std::min(deferred - u.deferredLayer, lastBackward);
     }
     // The stage's collectives, all of them on its comm stream: the step takes at least their
@@ -624,7 +619,7 @@ void LayerEstimator::estimate(ExploreCandidate& c, uint64_t budget) {
     // the comm stream has room to spare; many layers' per-tensor collectives (ZeRO-1's
     // reduce-scatters and gathers) fill it.
     double comm = update.comm;
-    for (int64_t ch : mine(s)) comm += (forward[ch].comm + backward[ch].comm) * double(m);
+    for (int64_t ch : here) comm += (forward[ch].comm + backward[ch].comm) * double(m);
     perf::StagePrediction stage;
     stage.stage = pp > 1 ? static_cast<int>(s) : -1;
     stage.stepSeconds = std::max(run->end[s] + update.total, comm);

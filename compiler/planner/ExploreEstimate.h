@@ -4,7 +4,7 @@
 // the model cut to three layers of its stack, without a pipeline; its simulated program gives
 // one layer's forward, backward and update, the embedding's and the head's, and the
 // activations a layer keeps for its backward. The pipeline is then simulated unit by unit in the
-// schedule's own order (pipeline::trainSchedule), with the layers cut into chunks by explore
+// schedule's own order (pipeline::trainSchedules), with the layers cut into chunks by explore
 // (`--stage-cuts` in the candidate's flags) and each chunk's transfer on the link its stages
 // span. tests/lit/explore_estimate.test holds the estimate against whole compiles.
 #pragma once

@@ -140,10 +140,10 @@ std::vector<ExploreCandidate> enumerateLayouts(int64_t devices, int64_t batch, b
               zbH1.schedule = "zb-h1";
               schedules.push_back(zbH1);
               for (int64_t v = 2; v == 2 || (estimated && pp * v <= axes.chunks); v *= 2)
-                for (const char* schedule : {"interleaved", "zb-v"}) {
+                for (std::string schedule : {"interleaved", "zb-v"}) {
                   // A V's order is list-scheduled unit by unit; past kMostVUnits units its
                   // micro-batches are so many that interleaving's bubble is small already.
-                  if (schedule[0] == 'z' && 3 * pp * v * m > kMostVUnits) continue;
+                  if (schedule == "zb-v" && 3 * pp * v * m > kMostVUnits) continue;
                   Layout chunked = oneF1B;
                   chunked.schedule = schedule;
                   chunked.virtualStages = v;

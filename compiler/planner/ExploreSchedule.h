@@ -1,8 +1,8 @@
 // Explore's run of a pipeline schedule on per-chunk prices: each unit as soon as its device is
 // free and its input has arrived (a transfer after the unit before it on its neighbour ended),
-// in the schedule's order (pipeline::trainSchedules). It prices every pipeline candidate of an
-// estimated exploration, so it runs on arrays indexed by chunk and micro-batch, not on the
-// general step simulator's messages.
+// in the schedule's order (pipeline::trainSchedules, run by pipeline::runOrders). It prices
+// every pipeline candidate of an estimated exploration, so it runs on arrays indexed by chunk
+// and micro-batch, not on the general step simulator's messages.
 #pragma once
 
 #include <cstdint>

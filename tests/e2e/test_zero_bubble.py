@@ -134,7 +134,7 @@ def main():
                  ("tp2-pp2-zb-h1", ["--mesh", "tp=2,pp=2", "--microbatches", 2, "--schedule", "zb-h1"], 4),
                  ("pp2-zb-h1-recompute", pp(2, 4, "zb-h1") + ["--recompute", "full"], 2)])
         same_as_1f1b("llama-bf16", llama, work, 8, adamw + ["--precision", "bf16"] + pp(2, 4, "zb"), 2, tokens)
-        same_as_1f1b("gpt-dp2-tp2", gpt, work, 8,
+        same_as_1f1b("gpt-dp2-tp2-pp2", gpt, work, 8,
                      sgd + ["--mesh", "dp=2,tp=2,pp=2", "--microbatches", 2, "--schedule", "zb"], 8, tokens)
         bf16 = adamw + ["--precision", "bf16"]
         ref_bf16 = train(llama, work, "llama-bf16-single", 8, bf16, 1, tokens, STEPS, 3)[0]

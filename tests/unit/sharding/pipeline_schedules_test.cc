@@ -25,8 +25,7 @@ struct OrderRun {
 // each half of a split backward; an unsplit backward two). Fails the test on a stall.
 OrderRun runOrders(const PipelineConfig& c, double unit) {
   const int64_t p = c.stages, chunks = c.chunks();
-  std::vector<std::vector<Unit>> orders;
-  for (int64_t d = 0; d < p; ++d) orders.push_back(trainSchedule(c, d));
+  const std::vector<std::vector<Unit>> orders = trainSchedules(c);
   std::map<std::tuple<int64_t, int64_t, Pass>, double> end;
   std::vector<size_t> next(p, 0);
   std::vector<double> free(p, 0), busy(p, 0);
